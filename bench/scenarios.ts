@@ -1,0 +1,61 @@
+// Benchmark scenarios. Each runs in its own child process (see run.ts) so peak RSS is its own.
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { loadPipelineText } from '../src/config/load.js';
+import { runPipeline } from '../src/engine/runner.js';
+import { DATA_DIR, ndjsonFile } from './data.js';
+
+export interface Measured {
+  records: number;
+  seconds: number;
+}
+
+export interface Scenario {
+  /** thread_workers values to run with (one JSON line each). */
+  threads: number[];
+  /** Makes the input; runs in the parent so it does not count. */
+  prepare(): Promise<void>;
+  run(threads: number): Promise<Measured>;
+}
+
+const NDJSON_RECORDS = 1_000_000;
+
+export const scenarios: Record<string, Scenario> = {
+  'ndjson-basic': {
+    threads: [1, 2],
+    prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),
+    async run(threads) {
+      const input = await ndjsonFile(NDJSON_RECORDS);
+      const out = join(DATA_DIR, 'out', `ndjson-basic-${threads}`);
+      rmSync(out, { recursive: true, force: true });
+      mkdirSync(out, { recursive: true });
+      const { config, diagnostics } = loadPipelineText(`
+version: "1"
+pipeline:
+  name: bench-ndjson-basic
+  schedule: { type: manual }
+  thread_workers: ${threads}
+  source: { type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: "*.ndjson" }
+  serializer_in: { type: ndjson }
+  transforms:
+    - type: rename
+      fields: { ifInOctets: in_octets, ifOutOctets: out_octets }
+    - type: cast
+      fields: { ifIndex: int }
+    - type: filter
+      expression: ifOperStatus == 1
+  serializer_out: { type: ndjson }
+  sinks:
+    - type: local
+      path: ${JSON.stringify(out)}
+      filename_template: "{pipeline}.ndjson"
+`);
+      if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
+      const t0 = performance.now();
+      const rec = await runPipeline(config);
+      const seconds = (performance.now() - t0) / 1000;
+      if (rec.status !== 'success' || rec.records_in !== NDJSON_RECORDS) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
+      return { records: rec.records_in, seconds };
+    },
+  },
+};

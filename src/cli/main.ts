@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+// The `svc` command. Each subcommand is a small function; output meant for programs goes to stdout
+// (JSON), everything meant for people (progress, diagnostics) to stderr.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadPipelineText } from '../config/load.js';
+import { formatDiagnostic } from '../config/diagnostics.js';
+import { runPipeline } from '../engine/runner.js';
+import { FileProcessedFiles, processedFilesPath } from '../engine/processed-files.js';
+import { createLogger } from '../observability/log.js';
+import { pluginKeys, registry } from '../plugins/registry.js';
+import { progressReporter } from './progress.js';
+
+const HELP = `svc: telecom data pipelines
+
+Usage:
+  svc run FILE         run a pipeline once (one batch run) and print its run record as JSON
+  svc validate FILE    check a pipeline file; lists every problem with its YAML path and line
+  svc plugins [--json] list the registered sources, sinks, serializers and transforms
+  svc --help           this text
+  svc --version        the version
+
+Exit codes: 0 success; 1 invalid config or failed run; 2 aborted run (on_error: abort); 64 usage error.
+Environment: SVC_LOG_LEVEL (DEBUG, INFO, WARNING, ERROR), SVC_STATE_DIR (processed-file memory).
+Docs: docs/ in the package (configuration.md, plugins/, expressions.md, errors.md).`;
+
+const version = (): string => {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+};
+
+function usage(message: string): never {
+  process.stderr.write(`svc: ${message}\nRun 'svc --help' for usage.\n`);
+  process.exit(64);
+}
+
+function readConfig(file: string | undefined) {
+  if (!file) usage('missing pipeline FILE');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    process.stderr.write(`svc: cannot read ${file}: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+  const r = loadPipelineText(text, { file });
+  for (const d of r.diagnostics) process.stderr.write(formatDiagnostic(d, file) + '\n');
+  return r;
+}
+
+async function cmdValidate(file: string | undefined) {
+  const r = readConfig(file);
+  if (!r.config) {
+    const n = r.diagnostics.filter((d) => d.severity === 'error').length;
+    process.stderr.write(`${file}: ${n} error${n === 1 ? '' : 's'}\n`);
+    return 1;
+  }
+  process.stdout.write(`${file}: valid (pipeline '${r.config.name}')\n`);
+  return 0;
+}
+
+async function cmdRun(file: string | undefined) {
+  const r = readConfig(file);
+  if (!r.config) return 1;
+  const config = r.config;
+  const ac = new AbortController();
+  // First Ctrl-C stops gracefully (what is in flight is delivered); a second one exits at once.
+  process.once('SIGINT', () => {
+    process.stderr.write('\nsvc: stopping (Ctrl-C again to quit now)\n');
+    ac.abort();
+    process.once('SIGINT', () => process.exit(130));
+  });
+  const progress = progressReporter(process.stderr);
+  const record = await runPipeline(config, {
+    log: createLogger(),
+    signal: ac.signal,
+    processed: new FileProcessedFiles(processedFilesPath(config.name)),
+    onProgress: progress.update,
+  });
+  progress.done();
+  process.stdout.write(JSON.stringify(record, null, 2) + '\n');
+  return record.status === 'success' ? 0 : record.status === 'aborted' ? 2 : 1;
+}
+
+function cmdPlugins(json: boolean) {
+  if (json) {
+    process.stdout.write(JSON.stringify(pluginKeys(), null, 2) + '\n');
+    return 0;
+  }
+  for (const [kind, plugins] of Object.entries(registry)) {
+    process.stdout.write(`${kind}s:\n`);
+    for (const p of plugins.values()) process.stdout.write(`  ${p.key.padEnd(16)} ${p.summary}\n`);
+  }
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, json: { type: 'boolean' } },
+    });
+  } catch (e) {
+    usage((e as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const [cmd, ...rest] = positionals;
+  if (values.version) {
+    process.stdout.write(version() + '\n');
+    return 0;
+  }
+  if (values.help || !cmd) {
+    process.stdout.write(HELP + '\n');
+    return values.help ? 0 : 64;
+  }
+  switch (cmd) {
+    case 'run':
+      return cmdRun(rest[0]);
+    case 'validate':
+      return cmdValidate(rest[0]);
+    case 'plugins':
+      return cmdPlugins(!!values.json);
+    case 'help':
+      process.stdout.write(HELP + '\n');
+      return 0;
+    default:
+      usage(`unknown command '${cmd}'`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.stderr.write(`svc: ${(e as Error).stack ?? e}\n`);
+    process.exitCode = 1;
+  },
+);

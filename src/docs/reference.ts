@@ -1,0 +1,96 @@
+// Generates the reference pages in docs/ from the schemas: one page per plugin, the pipeline
+// definition, and the diagnostic code catalog. `npm run docs` writes them; a test fails when the
+// checked-in pages differ from what the schemas say.
+import { Kind, type TObject, type TSchema } from '@sinclair/typebox';
+import { CODES } from '../config/diagnostics.js';
+import { Pipeline, Schedule, SinkCommon } from '../config/pipeline-schema.js';
+import { typeOf } from '../config/schema-errors.js';
+import { registry } from '../plugins/registry.js';
+import type { AnyPlugin, PluginKind } from '../plugins/types.js';
+
+const GENERATED = '<!-- Generated from the plugin schemas by `npm run docs`; do not edit by hand. -->';
+
+const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+function fmtDefault(s: TSchema): string {
+  if (!('default' in s)) return '';
+  return '`' + JSON.stringify(s.default) + '`';
+}
+
+/** A markdown table of an object schema's fields. */
+export function fieldTable(schema: TObject): string {
+  const required = new Set(schema.required ?? []);
+  const rows = Object.entries(schema.properties).map(([name, s]) => {
+    const t = s[Kind] === 'Object' && s.additionalProperties !== false && Object.keys(s.properties ?? {}).length <= 1 ? 'component' : typeOf(s);
+    return `| ${name} | ${cell(t)} | ${required.has(name) && !('default' in s) ? 'yes' : ''} | ${fmtDefault(s)} | ${cell(s.description ?? '')} |`;
+  });
+  return ['| Field | Type | Required | Default | Description |', '|---|---|---|---|---|', ...rows].join('\n');
+}
+
+const KIND_DIR: Record<PluginKind, string> = { source: 'sources', sink: 'sinks', serializer: 'serializers', transform: 'transforms' };
+
+function pluginPage(p: AnyPlugin): string {
+  const facts: string[] = [];
+  if (p.kind === 'source') facts.push(`Mode: ${p.mode}.`);
+  if (p.kind === 'sink') facts.push(`Takes: ${p.accepts === 'records' ? 'records' : 'the serialized payload'}. Also takes the [sink common fields](../../pipeline.md#sink-common-fields).`);
+  if (p.kind === 'serializer') facts.push(`Direction: ${p.direction === 'both' ? 'read and write' : p.direction === 'in' ? 'read only (serializer_in)' : 'write only'}.`);
+  if (p.kind === 'transform' && p.stateful) facts.push('Stateful: needs `thread_workers: 1` and the pipeline-level transform chain (rule 4).');
+  const examples = p.examples.map((e) => `### ${e.title}\n\n\`\`\`yaml\n${e.yaml.trim()}\n\`\`\``).join('\n\n');
+  return [
+    GENERATED,
+    `# ${p.kind} \`${p.key}\``,
+    p.summary,
+    facts.join(' '),
+    '## Parameters',
+    Object.keys(p.config.properties).length ? fieldTable(p.config) : 'None.',
+    examples ? `## Examples\n\n${examples}` : '',
+  ]
+    .filter(Boolean)
+    .join('\n\n')
+    .concat('\n');
+}
+
+function indexPage(): string {
+  const sections = (Object.keys(KIND_DIR) as PluginKind[]).map((kind) => {
+    const lines = [...registry[kind].values()].map((p) => `- [\`${p.key}\`](${KIND_DIR[kind]}/${p.key}.md): ${p.summary}`);
+    return `## ${KIND_DIR[kind][0]!.toUpperCase()}${KIND_DIR[kind].slice(1)}\n\n${lines.join('\n')}`;
+  });
+  return [GENERATED, '# Plugin reference', ...sections].join('\n\n') + '\n';
+}
+
+function pipelinePage(): string {
+  return [
+    GENERATED,
+    '# Pipeline definition',
+    'A pipeline file is YAML with `version: "1"` and a `pipeline` object. See [configuration.md](configuration.md) for the execution rules and examples.',
+    '## Pipeline fields',
+    fieldTable(Pipeline),
+    '## Schedule',
+    fieldTable(Schedule),
+    '## Sink common fields',
+    'Every sink takes these on top of its own parameters; the runtime implements them.',
+    fieldTable(SinkCommon),
+  ].join('\n\n') + '\n';
+}
+
+function errorsPage(): string {
+  const rows = Object.entries(CODES).map(([code, text]) => `| \`${code}\` | ${cell(text)} |`);
+  return [
+    GENERATED,
+    '# Configuration diagnostics',
+    'Every problem `svc validate` (and the API) reports has the form `file:line:col path: message [CODE]`; all problems are reported at once.',
+    ['| Code | Meaning |', '|---|---|', ...rows].join('\n'),
+  ].join('\n\n') + '\n';
+}
+
+/** Every generated page: path under docs/ -> content. */
+export function generatedDocs(): Map<string, string> {
+  const pages = new Map<string, string>();
+  pages.set('plugins/README.md', indexPage());
+  for (const kind of Object.keys(KIND_DIR) as PluginKind[]) {
+    for (const p of registry[kind].values()) pages.set(`plugins/${KIND_DIR[kind]}/${p.key}.md`, pluginPage(p));
+  }
+  pages.set('pipeline.md', pipelinePage());
+  pages.set('errors.md', errorsPage());
+  return pages;
+}

@@ -1,0 +1,109 @@
+// Cuts a unit's byte stream into chunks that decode independently: at line boundaries for
+// line-oriented formats (never inside a quoted CSV field), or the whole unit otherwise. Memory stays
+// bounded by the chunk size: a file is never read whole unless its format needs it.
+import type { Framing } from '../plugins/types.js';
+
+export interface Chunk {
+  data: Buffer;
+  header?: Buffer;
+  firstLine: number;
+}
+
+export interface ChunkOptions {
+  /** Cut once this many bytes are pending (the cut is at the last line end before it). */
+  targetBytes: number;
+  /** record_chunk_size: at most this many lines per chunk. */
+  maxLines?: number;
+}
+
+const NL = 0x0a;
+
+function countLines(b: Buffer): number {
+  let n = 0;
+  for (let i = b.indexOf(NL); i !== -1; i = b.indexOf(NL, i + 1)) n++;
+  return n;
+}
+
+/**
+ * Offset just past the line end that closes a chunk: the last newline (outside quotes when `quote`
+ * is set) before `limit` bytes, or the first one after it when a single line is longer, or the
+ * end of the `maxLines`-th line when that comes first. -1 when there is no complete line.
+ */
+function cutPoint(b: Buffer, limit: number, quote: number | undefined, maxLines: number | undefined): number {
+  if (quote === undefined && maxLines === undefined) {
+    const i = b.lastIndexOf(NL, limit - 1);
+    if (i !== -1) return i + 1;
+    const j = b.indexOf(NL, limit);
+    return j === -1 ? -1 : j + 1;
+  }
+  let cut = -1;
+  let lines = 0;
+  if (quote === undefined) {
+    for (let i = b.indexOf(NL); i !== -1; i = b.indexOf(NL, i + 1)) {
+      if (i >= limit && cut !== -1) break;
+      cut = i + 1;
+      if (++lines >= maxLines!) break;
+    }
+    return cut;
+  }
+  // A doubled quote inside a quoted field toggles twice, so parity tracking is exact (RFC 4180).
+  let inQuote = false;
+  for (let i = 0; i < b.length; i++) {
+    const c = b[i];
+    if (c === quote) inQuote = !inQuote;
+    else if (c === NL && !inQuote) {
+      if (i >= limit && cut !== -1) break;
+      cut = i + 1;
+      if (maxLines !== undefined && ++lines >= maxLines) break;
+    }
+  }
+  return cut;
+}
+
+export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing, opts: ChunkOptions): AsyncGenerator<Chunk> {
+  if (framing.kind === 'whole') {
+    const parts: Buffer[] = [];
+    for await (const b of stream) parts.push(b);
+    yield { data: Buffer.concat(parts), firstLine: 1 };
+    return;
+  }
+  const quote = framing.quote ? framing.quote.charCodeAt(0) : undefined;
+  let headerLinesLeft = framing.headerLines ?? 0;
+  let header: Buffer | undefined;
+  let pending: Buffer = Buffer.alloc(0);
+  let line = 1;
+  const take = (end: number): Buffer => {
+    const out = pending.subarray(0, end);
+    pending = pending.subarray(end);
+    return out;
+  };
+
+  for await (const b of stream) {
+    pending = pending.length ? Buffer.concat([pending, b]) : b;
+    while (headerLinesLeft > 0) {
+      const end = cutPoint(pending, pending.length, quote, 1);
+      if (end === -1) break;
+      header = header ? Buffer.concat([header, take(end)]) : take(end);
+      headerLinesLeft--;
+      line++;
+    }
+    if (headerLinesLeft > 0) continue;
+    for (;;) {
+      let end: number;
+      if (opts.maxLines !== undefined) {
+        end = cutPoint(pending, opts.targetBytes, quote, opts.maxLines);
+        // Fewer lines than a window so far: wait for more unless the bytes are plenty already.
+        if (end !== -1 && pending.length < opts.targetBytes && countLines(pending.subarray(0, end)) < opts.maxLines) break;
+      } else {
+        if (pending.length < opts.targetBytes) break;
+        end = cutPoint(pending, opts.targetBytes, quote, undefined);
+      }
+      if (end === -1) break; // one line longer than the target: wait for its end
+      const data = take(end);
+      yield { data, header, firstLine: line };
+      line += countLines(data);
+    }
+  }
+  // The rest (the last line may lack its newline). A file that is only a header yields nothing.
+  if (pending.length && headerLinesLeft === 0) yield { data: pending, header, firstLine: line };
+}

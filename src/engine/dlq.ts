@@ -1,0 +1,64 @@
+// The dead-letter queue: failed records wrapped in the envelope of spec doc 3 and written to the
+// pipeline's `dlq` sink, with that sink's own retries. A DLQ that cannot be written is logged and
+// swallowed (rule 2); the runner then keeps the input in place so nothing is lost.
+import type { Logger } from '../observability/log.js';
+import type { Encoder, Rec, Sink, SinkRunInfo, SourceMeta } from '../plugins/types.js';
+import type { SinkConfig } from '../config/pipeline-schema.js';
+import { CircuitBreaker, guardedWrite } from './reliability.js';
+
+export type Stage = 'parse' | 'transform' | 'sink';
+
+export interface Envelope {
+  _error: string;
+  _stage: Stage;
+  _pipeline: string;
+  _run_id: string;
+  _timestamp: string;
+  /** The record; null at the parse stage, where there is none yet. */
+  record: Rec | null;
+  /** Base64 of the raw input; only at the parse stage. */
+  raw: string | null;
+}
+
+export interface DlqSlot {
+  label: string;
+  cfg: SinkConfig;
+  sink: Sink;
+  encoder: Encoder;
+  breaker: CircuitBreaker;
+}
+
+export class DeadLetterQueue {
+  constructor(
+    readonly slot: DlqSlot,
+    private readonly ctx: { pipeline: string; runId: string; log: Logger; signal: AbortSignal },
+  ) {}
+
+  open(info: SinkRunInfo) {
+    return this.slot.sink.open?.(info);
+  }
+
+  envelope(stage: Stage, error: string, record: Rec | null, raw?: Uint8Array): Envelope {
+    return {
+      _error: error,
+      _stage: stage,
+      _pipeline: this.ctx.pipeline,
+      _run_id: this.ctx.runId,
+      _timestamp: new Date().toISOString(),
+      record: stage === 'parse' ? null : record,
+      raw: stage === 'parse' && raw ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('base64') : null,
+    };
+  }
+
+  /** Writes envelopes; false when they could not be written (already logged). */
+  async send(envelopes: Envelope[], meta: SourceMeta): Promise<boolean> {
+    const { sink, encoder } = this.slot;
+    const records = envelopes as unknown as Rec[];
+    const outcome = await guardedWrite(
+      () => sink.write({ payload: Buffer.from(encoder.body(records)), head: encoder.head(records), count: records.length, records, meta, first: records[0] }),
+      { label: this.slot.label, policy: this.slot.cfg, breaker: this.slot.breaker, signal: this.ctx.signal, log: this.ctx.log },
+    );
+    if (!outcome.ok) this.ctx.log.error({ dlq: this.slot.label, records: envelopes.length, err: outcome.reason }, 'dead-letter write failed');
+    return outcome.ok;
+  }
+}

@@ -1,0 +1,80 @@
+// A pipeline config compiled once into plain functions: the decoder, the global transform chain and,
+// per sink, its condition, transform chain and encoder. Built on the main thread and in each worker.
+import { Value } from '@sinclair/typebox/value';
+import type { ComponentConfig, PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
+import type { Registry } from '../config/load.js';
+import { compile, type CompiledExpr } from '../expr/index.js';
+import { registry as defaultRegistry } from '../plugins/registry.js';
+import type { Decoder, Encoder, SerializerPlugin, Transform, TransformPlugin } from '../plugins/types.js';
+import { silentLogger, type Logger } from '../observability/log.js';
+
+/** A transform that knows how to name itself in messages: `transforms[2] (cast)`. */
+export type LabeledTransform = Transform & { label: string };
+
+export interface SinkPlan {
+  /** `sinks[0] (local)`: how messages and DLQ contexts name the sink. */
+  label: string;
+  condition?: CompiledExpr;
+  chain: LabeledTransform[];
+  encoder: Encoder;
+  /** Also hand the records themselves to the sink (sinks that accept records). */
+  wantsRecords: boolean;
+}
+
+export interface ChunkPlan {
+  decoder: Decoder;
+  chain: LabeledTransform[];
+  sinks: SinkPlan[];
+  /** Records must be copied before sink chains that change them in place (several sinks). */
+  copyForSinks: boolean;
+}
+
+function plugin<T>(reg: Registry, kind: keyof Registry, type: string): T {
+  const p = reg[kind].get(type);
+  if (!p) throw new Error(`unknown ${kind} '${type}'`);
+  return p as T;
+}
+
+export function encoderFor(reg: Registry, c: ComponentConfig): Encoder {
+  const p = plugin<SerializerPlugin>(reg, 'serializer', c.type);
+  if (!p.encoder) throw new Error(`serializer '${c.type}' cannot write`);
+  // Validated configs carry their defaults already; built-in fallbacks (the DLQ's ndjson) do not.
+  return p.encoder(Value.Default(p.config, { ...c }) as never);
+}
+
+export function sinkLabel(cfg: SinkConfig, index: number | 'dlq') {
+  return index === 'dlq' ? `dlq (${cfg.type})` : `sinks[${index}] (${cfg.type})`;
+}
+
+function chainOf(reg: Registry, list: ComponentConfig[], prefix: string, pipeline: string, log: Logger): LabeledTransform[] {
+  return list.map((t, i) => {
+    const tr = plugin<TransformPlugin>(reg, 'transform', t.type).create(t as never, { pipeline, log });
+    return Object.assign(tr, { label: `${prefix}transforms[${i}] (${t.type})` });
+  });
+}
+
+/** Which sinks take records as well as bytes (worker threads get this list instead of the registry). */
+export function sinksWantingRecords(config: PipelineConfig, reg: Registry = defaultRegistry): boolean[] {
+  return config.sinks.map((s) => plugin<{ accepts: string }>(reg, 'sink', s.type).accepts === 'records');
+}
+
+export function buildPlan(config: PipelineConfig, opts: { registry?: Registry; log?: Logger; wantsRecords?: boolean[] } = {}): ChunkPlan {
+  const reg = opts.registry ?? defaultRegistry;
+  const log = opts.log ?? silentLogger;
+  const ser = plugin<SerializerPlugin>(reg, 'serializer', config.serializer_in.type);
+  if (!ser.decoder) throw new Error(`serializer '${ser.key}' cannot read`);
+  const wants = opts.wantsRecords ?? sinksWantingRecords(config, reg);
+  const sinks = config.sinks.map((s, i) => ({
+    label: sinkLabel(s, i),
+    condition: s.condition ? compile(s.condition) : undefined,
+    chain: chainOf(reg, s.transforms, `sinks[${i}].`, config.name, log),
+    encoder: encoderFor(reg, s.serializer_out ?? config.serializer_out),
+    wantsRecords: wants[i]!,
+  }));
+  return {
+    decoder: ser.decoder(config.serializer_in as never),
+    chain: chainOf(reg, config.transforms, '', config.name, log),
+    sinks,
+    copyForSinks: sinks.length > 1 && sinks.some((s) => s.chain.length > 0),
+  };
+}

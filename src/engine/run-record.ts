@@ -1,0 +1,56 @@
+// The run record of spec doc 2 and the counting rules that fill it.
+export type RunStatus = 'success' | 'failed' | 'aborted';
+
+export interface RunRecord {
+  run_id: string;
+  pipeline: string;
+  node_id: string;
+  status: RunStatus;
+  started_at: string;
+  finished_at: string;
+  records_in: number;
+  /** Records written to at least one sink. */
+  records_out: number;
+  records_skipped: number;
+  bytes_in: number;
+  bytes_out: number;
+  dlq_count: number;
+  /** The fatal error of a crashed or aborted run; null otherwise. */
+  error: string | null;
+  /** Per-record error and skip reasons (identical ones folded as "... (xN)"). */
+  errors: string[];
+}
+
+/** At most this many distinct messages are kept per run; the rest are counted in one last line. */
+export const MAX_MESSAGES = 100;
+
+export class RunCounters {
+  records_in = 0;
+  records_out = 0;
+  records_skipped = 0;
+  bytes_in = 0;
+  bytes_out = 0;
+  dlq_count = 0;
+  private readonly messages = new Map<string, number>();
+  private dropped = 0;
+
+  /** Rule 6, recorded error: a message and a skipped record. */
+  recordError(message: string, records = 1) {
+    this.records_skipped += records;
+    this.note(message);
+  }
+
+  /** Rule 6, noted skip: a message only. */
+  note(message: string) {
+    const n = this.messages.get(message);
+    if (n !== undefined) this.messages.set(message, n + 1);
+    else if (this.messages.size < MAX_MESSAGES) this.messages.set(message, 1);
+    else this.dropped++;
+  }
+
+  errors(): string[] {
+    const out = [...this.messages].map(([m, n]) => (n > 1 ? `${m} (x${n})` : m));
+    if (this.dropped) out.push(`${this.dropped} more messages not shown`);
+    return out;
+  }
+}

@@ -1,0 +1,402 @@
+// One run of a pipeline (execution rules 1-6 of spec doc 3): source units are cut into chunks,
+// processed inline or on worker threads (at most 2 x thread_workers in flight), and delivered to the
+// sinks strictly in order. A unit is finalized (moved, deleted, marked processed) only once every
+// record from it has been written, dropped on purpose, or dead-lettered.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
+import type { Registry } from '../config/load.js';
+import { errorMessage } from '../errors.js';
+import { silentLogger, type Logger } from '../observability/log.js';
+import { registry as defaultRegistry } from '../plugins/registry.js';
+import type { Encoder, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit } from '../plugins/types.js';
+import { chunksOf } from './chunker.js';
+import { DeadLetterQueue, type Envelope, type Stage } from './dlq.js';
+import { inlineExecutor, poolExecutor, type ChunkExecutor } from './executor.js';
+import { buildPlan, encoderFor, sinkLabel, type ChunkPlan } from './plan.js';
+import { processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
+import { MemoryProcessedFiles } from './processed-files.js';
+import { CircuitBreaker, guardedWrite, TokenBucket } from './reliability.js';
+import { RunCounters, type RunRecord, type RunStatus } from './run-record.js';
+
+export interface RunProgress {
+  units: number;
+  records_in: number;
+  records_out: number;
+  bytes_in: number;
+  /** Name and size of the unit being read, when the source knows them. */
+  unit?: string;
+  unit_size?: number;
+}
+
+export interface RunOptions {
+  runId?: string;
+  nodeId?: string;
+  log?: Logger;
+  /** Graceful stop: read nothing more, deliver what is in flight, leave unfinished units in place. */
+  signal?: AbortSignal;
+  processed?: ProcessedFiles;
+  registry?: Registry;
+  /** Circuit breakers by sink label; pass the same map to every run of a pipeline so they persist. */
+  breakers?: Map<string, CircuitBreaker>;
+  onProgress?: (p: RunProgress) => void;
+  /** Chunks in flight after each submit (rule 3; the svc_stream_queue_depth gauge). */
+  onQueueDepth?: (depth: number) => void;
+  /** Bytes per chunk (default 1 MiB). */
+  chunkBytes?: number;
+}
+
+/** A sink with everything the runtime needs around it. */
+interface SinkSlot {
+  label: string;
+  cfg: SinkConfig;
+  sink: Sink;
+  encoder: Encoder;
+  breaker: CircuitBreaker;
+}
+
+interface UnitState {
+  unit: SourceUnit;
+  /** Records that neither reached a sink nor the DLQ: the unit must stay where it is. */
+  undelivered: number;
+  /** Reading stopped before the end of the unit. */
+  partial: boolean;
+  finished: boolean;
+}
+
+type Pending = { kind: 'chunk'; input: ChunkInput; result: Promise<ChunkOutput>; unit: UnitState } | { kind: 'unit-end'; unit: UnitState };
+
+export const DEFAULT_CHUNK_BYTES = 1 << 20;
+
+export async function runPipeline(config: PipelineConfig, opts: RunOptions = {}): Promise<RunRecord> {
+  const run = new PipelineRun(config, opts);
+  return run.execute();
+}
+
+class PipelineRun {
+  readonly runId: string;
+  readonly startedAt = new Date();
+  readonly counters = new RunCounters();
+  readonly log: Logger;
+  private readonly reg: Registry;
+  /** Aborts plugin waits and retries: on_error abort, or a fatal error. */
+  private readonly hard = new AbortController();
+  private abortError?: string;
+  private fatalError?: string;
+  private readonly queue: Pending[] = [];
+  private inFlight = 0;
+  private units = 0;
+  private plan!: ChunkPlan;
+  private sinks: SinkSlot[] = [];
+  private dlq?: DeadLetterQueue;
+  private limiter?: TokenBucket;
+  /** Units read but not yet finalized. */
+  private readonly open = new Set<UnitState>();
+  /** A graceful stop cut the input short. */
+  private interrupted = false;
+
+  constructor(readonly config: PipelineConfig, readonly opts: RunOptions) {
+    this.runId = opts.runId ?? randomUUID();
+    this.reg = opts.registry ?? defaultRegistry;
+    this.log = (opts.log ?? silentLogger).child({ pipeline: config.name, run_id: this.runId });
+    if (config.rate_limit_rps) this.limiter = new TokenBucket(config.rate_limit_rps);
+  }
+
+  private get stopped() {
+    return this.opts.signal?.aborted ?? false;
+  }
+
+  private get dlqActive() {
+    return !!this.dlq && (this.config.on_error === 'dlq' || this.config.on_error === 'retry');
+  }
+
+  async execute(): Promise<RunRecord> {
+    const ctx = {
+      pipeline: this.config.name,
+      log: this.log,
+      signal: this.hard.signal,
+      processed: this.opts.processed ?? new MemoryProcessedFiles(),
+      skipProcessed: this.config.skip_processed,
+    };
+    let source: Source | undefined;
+    let executor: ChunkExecutor | undefined;
+    const open = this.open;
+    try {
+      this.plan = buildPlan(this.config, { registry: this.reg, log: this.log });
+      const srcPlugin = this.reg.source.get(this.config.source.type) as SourcePlugin;
+      source = srcPlugin.create(this.config.source as never, ctx);
+      this.sinks = this.config.sinks.map((cfg, i) => this.slot(cfg, sinkLabel(cfg, i), ctx));
+      if (this.config.dlq) {
+        const slot = this.slot(this.config.dlq, sinkLabel(this.config.dlq, 'dlq'), ctx, { type: 'ndjson' });
+        this.dlq = new DeadLetterQueue(slot, { pipeline: this.config.name, runId: this.runId, log: this.log, signal: this.hard.signal });
+      }
+      const info = { runId: this.runId, pipeline: this.config.name, startedAt: this.startedAt };
+      await Promise.all([...this.sinks.map((s) => s.sink.open?.(info)), this.dlq?.open(info)]);
+
+      const threads = this.config.thread_workers;
+      executor = threads > 1 ? poolExecutor(this.config, threads, this.plan.sinks.map((s) => s.wantsRecords)) : inlineExecutor(this.plan);
+      const cap = threads > 1 ? threads * 2 : 1;
+      const framing = this.plan.decoder.framing;
+      const chunkOpts = {
+        targetBytes: this.opts.chunkBytes ?? DEFAULT_CHUNK_BYTES,
+        maxLines: threads === 1 ? this.config.record_chunk_size : undefined,
+      };
+
+      for await (const unit of source.units(this.opts.signal ?? this.hard.signal)) {
+        const state: UnitState = { unit, undelivered: 0, partial: false, finished: false };
+        open.add(state);
+        this.units++;
+        try {
+          for await (const chunk of chunksOf(this.counted(unit.read()), framing, chunkOpts)) {
+            const input: ChunkInput = { data: chunk.data, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta };
+            const result = executor.run(input);
+            result.catch(() => {}); // awaited in order by drainOne; keeps Node from flagging it early
+            this.queue.push({ kind: 'chunk', input, result, unit: state });
+            this.inFlight++;
+            this.opts.onQueueDepth?.(this.inFlight);
+            while (this.inFlight >= cap) await this.drainOne();
+            if (this.stopped || this.abortError) {
+              state.partial = true;
+              this.interrupted ||= this.stopped;
+              break;
+            }
+          }
+        } catch (e) {
+          // One unreadable unit does not end the run; it stays in place for the next one.
+          state.partial = true;
+          this.counters.note(`${this.unitName(unit)}: read failed: ${errorMessage(e)}`);
+        }
+        this.queue.push({ kind: 'unit-end', unit: state });
+        if (this.stopped || this.abortError) {
+          this.interrupted ||= this.stopped;
+          break;
+        }
+        if (this.config.batch_size !== undefined && this.counters.records_in >= this.config.batch_size) break;
+      }
+      while (this.queue.length) await this.drainOne();
+      for (const n of source.notes ?? []) this.counters.note(n);
+    } catch (e) {
+      this.fatalError = errorMessage(e);
+      this.log.error({ err: this.fatalError }, 'run failed');
+      this.hard.abort();
+    } finally {
+      // Units not finished (failure, abort) stay where they are.
+      for (const s of open) if (!s.finished) await s.unit.done?.(false).catch(() => {});
+      for (const q of this.queue.splice(0)) if (q.kind === 'chunk') q.result.catch(() => {});
+      await executor?.close().catch(() => {});
+      await this.closeAll(source);
+    }
+    return this.record();
+  }
+
+  private slot(cfg: SinkConfig, label: string, ctx: object, fallbackSerializer?: { type: string }): SinkSlot {
+    const plugin = this.reg.sink.get(cfg.type) as SinkPlugin;
+    const encoder = encoderFor(this.reg, cfg.serializer_out ?? fallbackSerializer ?? this.config.serializer_out);
+    const sink = plugin.create(cfg as never, { ...(ctx as Parameters<SinkPlugin['create']>[1]), encoder, log: this.log.child({ sink: label }) });
+    const breakers = this.opts.breakers ?? new Map<string, CircuitBreaker>();
+    let breaker = breakers.get(label);
+    if (!breaker || breaker.threshold !== cfg.circuit_breaker_threshold) {
+      breaker = new CircuitBreaker(cfg.circuit_breaker_threshold);
+      breakers.set(label, breaker);
+    }
+    return { label, cfg, sink, encoder, breaker };
+  }
+
+  private async *counted(stream: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    for await (const b of stream) {
+      this.counters.bytes_in += b.length;
+      yield b;
+    }
+  }
+
+  private unitName(unit: SourceUnit) {
+    return unit.meta.source_filename ?? unit.meta.source_path ?? 'input';
+  }
+
+  /** Takes the oldest pending entry and delivers it: order in = order out. */
+  private async drainOne() {
+    const p = this.queue.shift()!;
+    if (p.kind === 'unit-end') return this.finishUnit(p.unit);
+    this.inFlight--;
+    let out: ChunkOutput;
+    try {
+      out = await p.result;
+    } catch (e) {
+      // The chunk could not be processed at all (worker crash): its records are not delivered.
+      p.unit.undelivered++;
+      this.counters.note(`${this.unitName(p.unit.unit)}: chunk processing failed: ${errorMessage(e)}`);
+      return;
+    }
+    if (this.abortError) {
+      p.unit.partial = true;
+      return;
+    }
+    await this.deliver(p.input, out, p.unit);
+    this.opts.onProgress?.({
+      units: this.units,
+      records_in: this.counters.records_in,
+      records_out: this.counters.records_out,
+      bytes_in: this.counters.bytes_in,
+      unit: this.unitName(p.unit.unit),
+      unit_size: p.unit.unit.size,
+    });
+  }
+
+  private abort(reason: string) {
+    if (this.abortError) return;
+    this.abortError = reason;
+    this.log.warn({ reason }, 'run aborted (on_error: abort)');
+    this.hard.abort();
+  }
+
+  /** A parse or transform failure of one record (rule 6 and on_error). */
+  private recordFailure(stage: Stage, e: StageError, unit: UnitState, dead: Envelope[]) {
+    const where = this.unitName(unit.unit);
+    this.counters.recordError(`${stage} error in ${where}: ${e.message}`);
+    if (this.config.on_error === 'abort') this.abort(`${stage} error in ${where}: ${e.message}`);
+    else if (this.dlqActive) dead.push(this.dlq!.envelope(stage, e.message, e.record ?? null, e.raw));
+  }
+
+  private async deliver(input: ChunkInput, out: ChunkOutput, unit: UnitState) {
+    const c = this.counters;
+    c.records_in += out.recordsIn;
+    for (const n of out.notes) c.note(n);
+    const dead: Envelope[] = [];
+    for (const e of out.parseErrors) this.recordFailure('parse', e, unit, dead);
+    for (const e of out.transformErrors) this.recordFailure('transform', e, unit, dead);
+
+    const delivered = new Uint8Array(out.produced);
+    const failed = new Uint8Array(out.produced);
+    const reasons: string[] = [];
+    let reprocessed: ChunkOutput | undefined;
+    const recordsFor = (i: number): Rec[] => {
+      if (out.sinks[i]!.records) return out.sinks[i]!.records!;
+      // Worker results carry bytes only; the records of a failed write are rebuilt here, once.
+      reprocessed ??= processChunk(this.plan, input, { keepRecords: true });
+      return reprocessed.sinks[i]!.records!;
+    };
+
+    const writeSink = async (slot: SinkSlot, i: number) => {
+      const so = out.sinks[i]!;
+      so.errors.forEach((e, k) => {
+        failed[so.errorOrigins[k]!] = 1;
+        c.note(`transform error in ${this.unitName(unit.unit)}: ${e.message}`);
+        if (this.config.on_error === 'abort') this.abort(`transform error: ${e.message}`);
+        else if (this.dlqActive) dead.push(this.dlq!.envelope('transform', e.message, e.record ?? null));
+      });
+      if (so.count === 0 || this.abortError) return;
+      const payload = Buffer.from(so.payload.buffer, so.payload.byteOffset, so.payload.byteLength);
+      const batch: SinkBatch = { payload, head: so.head, count: so.count, records: so.records, meta: input.meta, first: so.first };
+      const outcome = await guardedWrite(() => slot.sink.write(batch), {
+        label: slot.label,
+        policy: slot.cfg,
+        breaker: slot.breaker,
+        limiter: this.limiter,
+        signal: this.hard.signal,
+        log: this.log,
+        forever: this.config.on_error === 'retry',
+      });
+      if (outcome.ok) {
+        for (const o of so.origins) delivered[o] = 1;
+        c.bytes_out += payload.length;
+        return;
+      }
+      for (const o of so.origins) failed[o] = 1;
+      reasons.push(outcome.reason);
+      c.note(`${outcome.reason} (${so.count} records from ${this.unitName(unit.unit)})`);
+      if (this.config.on_error === 'abort') return this.abort(outcome.reason);
+      if (this.dlqActive) {
+        for (const r of recordsFor(i)) dead.push(this.dlq!.envelope('sink', outcome.reason, r));
+      } else unit.undelivered += so.count;
+    };
+
+    if (this.config.parallel_sinks) await Promise.all(this.sinks.map(writeSink));
+    else for (let i = 0; i < this.sinks.length; i++) await writeSink(this.sinks[i]!, i);
+
+    let wrote = 0;
+    let skipped = 0;
+    for (let o = 0; o < out.produced; o++) {
+      if (delivered[o]) wrote++;
+      else if (failed[o]) skipped++;
+    }
+    c.records_out += wrote;
+    c.records_skipped += skipped;
+    if (out.recordsIn > 0 && wrote === 0 && !this.abortError) {
+      const why = reasons.length ? reasons.join('; ') : out.produced === 0 ? 'no record passed the transforms' : 'no record matched a sink condition';
+      c.note(`no sink wrote the batch of ${out.recordsIn} records from ${this.unitName(unit.unit)}: ${why}`);
+    }
+    if (dead.length) {
+      const ok = await this.dlq!.send(dead, input.meta);
+      if (ok) c.dlq_count += dead.length;
+      else {
+        unit.undelivered += dead.length;
+        c.note(`dead-letter write failed: ${dead.length} records kept in ${this.unitName(unit.unit)} for the next run`);
+      }
+    }
+  }
+
+  private async finishUnit(state: UnitState) {
+    const meta = state.unit.meta;
+    for (const s of [...this.sinks, ...(this.dlq ? [this.dlq.slot] : [])]) {
+      try {
+        await s.sink.endUnit?.(meta);
+      } catch (e) {
+        state.undelivered++;
+        this.counters.note(`${s.label}: could not complete ${this.unitName(state.unit)}: ${errorMessage(e)}`);
+      }
+    }
+    const ok = !state.partial && state.undelivered === 0 && !this.abortError && !this.fatalError;
+    if (!ok && !state.partial) this.counters.note(`${this.unitName(state.unit)} left in place: ${state.undelivered} records were not delivered`);
+    try {
+      await state.unit.done?.(ok);
+    } catch (e) {
+      this.counters.note(`${this.unitName(state.unit)}: finalize failed: ${errorMessage(e)}`);
+    }
+    state.finished = true;
+    this.open.delete(state);
+  }
+
+  private async closeAll(source: Source | undefined) {
+    for (const s of [...this.sinks, ...(this.dlq ? [this.dlq.slot] : [])]) {
+      try {
+        await s.sink.close?.();
+      } catch (e) {
+        this.counters.note(`${s.label}: close failed: ${errorMessage(e)}`);
+      }
+    }
+    await source?.close?.().catch((e: unknown) => this.counters.note(`source close failed: ${errorMessage(e)}`));
+  }
+
+  private record(): RunRecord {
+    const c = this.counters;
+    let status: RunStatus = 'success';
+    let error: string | null = null;
+    if (this.fatalError) {
+      status = 'failed';
+      error = this.fatalError;
+    } else if (this.abortError) {
+      status = 'aborted';
+      error = this.abortError;
+    } else if (this.interrupted && this.config.schedule.type !== 'stream') {
+      // A stream run ends by being stopped; a batch run that was stopped did not finish its input.
+      status = 'aborted';
+      error = 'run stopped before its input was finished';
+    }
+    return {
+      run_id: this.runId,
+      pipeline: this.config.name,
+      node_id: this.opts.nodeId ?? process.env.SVC_NODE_ID ?? hostname(),
+      status,
+      started_at: this.startedAt.toISOString(),
+      finished_at: new Date().toISOString(),
+      records_in: c.records_in,
+      records_out: c.records_out,
+      records_skipped: c.records_skipped,
+      bytes_in: c.bytes_in,
+      bytes_out: c.bytes_out,
+      dlq_count: c.dlq_count,
+      error,
+      errors: c.errors(),
+    };
+  }
+}

@@ -1,0 +1,39 @@
+// Text helpers shared by the text-based serializers.
+
+/** Decodes bytes in the configured character encoding (utf-8 fast path, else WHATWG TextDecoder). */
+export function decoderFor(encoding: string): (b: Buffer) => string {
+  const e = encoding.toLowerCase().replace(/_/g, '-');
+  if (e === 'utf-8' || e === 'utf8') return (b) => b.toString('utf8');
+  const td = new TextDecoder(e); // throws RangeError for unknown labels: validated by lintEncoding
+  return (b) => td.decode(b);
+}
+
+/** Lint helper: an encoding label Node cannot decode. */
+export function lintEncoding(encoding: string, path = 'encoding') {
+  try {
+    decoderFor(encoding);
+    return [];
+  } catch {
+    return [{ path, message: `unknown character encoding "${encoding}" (examples: utf-8, latin1, utf-16le, windows-1252)` }];
+  }
+}
+
+const NON_ASCII = /[\u0080-\uffff]/;
+const NON_ASCII_G = /[\u0080-\uffff]/g;
+const escapeChar = (c: string) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0');
+
+/** ensure_ascii: JSON text with every non-ASCII character written as \uXXXX (as Python's json). */
+export function asciiJson(s: string): string {
+  return NON_ASCII.test(s) ? s.replace(NON_ASCII_G, escapeChar) : s;
+}
+
+/** Splits chunk text into lines, dropping a trailing '\r' (CRLF files) and the final empty piece. */
+export function splitLines(text: string): string[] {
+  const lines = text.split('\n');
+  if (lines.length && lines[lines.length - 1] === '') lines.pop();
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i]!;
+    if (l.length && l.charCodeAt(l.length - 1) === 13) lines[i] = l.slice(0, -1);
+  }
+  return lines;
+}

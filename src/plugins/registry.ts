@@ -1,0 +1,50 @@
+// The one list of plugins. Validation, `svc plugins`, /api/plugins and docs/plugins/ are all
+// built from it; adding a plugin means writing its module and adding one import line here.
+import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin, TransformPlugin } from './types.js';
+
+import localSource from './sources/local.js';
+
+import localSink from './sinks/local.js';
+
+import bytesSerializer from './serializers/bytes.js';
+import csvSerializer from './serializers/csv.js';
+import jsonSerializer from './serializers/json.js';
+import ndjsonSerializer from './serializers/ndjson.js';
+import textSerializer from './serializers/text.js';
+
+import addField from './transforms/add_field.js';
+import cast from './transforms/cast.js';
+import drop from './transforms/drop.js';
+import filter from './transforms/filter.js';
+import rename from './transforms/rename.js';
+import valueMap from './transforms/value_map.js';
+
+const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
+
+export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([localSource]);
+export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([localSink]);
+export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
+  bytesSerializer,
+  csvSerializer,
+  jsonSerializer,
+  ndjsonSerializer,
+  textSerializer,
+]);
+export const transforms: ReadonlyMap<string, TransformPlugin> = byKey<TransformPlugin>([addField, cast, drop, filter, rename, valueMap]);
+
+export const registry: Record<PluginKind, ReadonlyMap<string, AnyPlugin>> = {
+  source: sources,
+  sink: sinks,
+  serializer: serializers,
+  transform: transforms,
+};
+
+/** Registered keys by category: the body of `GET /api/plugins` and of `svc plugins --json`. */
+export function pluginKeys() {
+  return {
+    sources: [...sources.keys()],
+    sinks: [...sinks.keys()],
+    serializers: [...serializers.keys()],
+    transforms: [...transforms.keys()],
+  };
+}

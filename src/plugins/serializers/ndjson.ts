@@ -1,0 +1,66 @@
+import { Type } from '@sinclair/typebox';
+import { defineSerializer, type Rec } from '../types.js';
+import { asciiJson, splitLines } from '../common/text.js';
+
+const config = Type.Object(
+  {
+    ensure_ascii: Type.Boolean({ default: true, description: 'Write non-ASCII characters as \\uXXXX escapes.' }),
+    strict: Type.Boolean({
+      default: false,
+      description: 'Reject lines that are valid JSON but not objects; when false they are wrapped as {"_value": ...}.',
+    }),
+    newline: Type.String({ default: '\n', minLength: 1, description: 'Line terminator written between records.' }),
+  },
+  { additionalProperties: false },
+);
+
+const isObject = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export default defineSerializer({
+  key: 'ndjson',
+  summary: 'Newline-delimited JSON: one JSON object per line.',
+  direction: 'both',
+  config,
+  examples: [
+    { title: 'Defaults', yaml: 'type: ndjson' },
+    { title: 'Strict objects, UTF-8 kept as is', yaml: 'type: ndjson\nstrict: true\nensure_ascii: false' },
+  ],
+  decoder: (c) => ({
+    framing: { kind: 'lines' },
+    decode({ data }, out) {
+      const lines = splitLines(data.toString('utf8'));
+      for (let i = 0; i < lines.length; i++) {
+        const line = lines[i]!;
+        if (line.length === 0 || line.trim() === '') continue;
+        let v: unknown;
+        try {
+          v = JSON.parse(line);
+        } catch (e) {
+          out.error(`invalid JSON: ${(e as Error).message}`, line);
+          continue;
+        }
+        if (isObject(v)) out.record(v);
+        else if (c.strict) out.error(`expected a JSON object, got ${Array.isArray(v) ? 'array' : typeof v} (strict: true)`, line);
+        else out.record({ _value: v });
+      }
+    },
+  }),
+  encoder: (c) => {
+    const nl = c.newline;
+    const str = c.ensure_ascii ? (r: Rec) => asciiJson(JSON.stringify(r)) : (r: Rec) => JSON.stringify(r);
+    return {
+      extension: 'ndjson',
+      head: () => '',
+      separator: '',
+      tail: '',
+      body(records) {
+        if (records.length === 0) return Buffer.alloc(0);
+        const parts = new Array<string>(records.length);
+        for (let i = 0; i < records.length; i++) parts[i] = JSON.stringify(records[i]);
+        const s = parts.join(nl) + nl;
+        return Buffer.from(c.ensure_ascii ? asciiJson(s) : s, 'utf8');
+      },
+      one: (r) => Buffer.from(str(r), 'utf8'),
+    };
+  },
+});

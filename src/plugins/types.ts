@@ -1,0 +1,225 @@
+// The plugin unit: every source, sink, serializer and transform is one module that default-exports
+// one of these definitions. Its TypeBox schema is the single source for validation, `svc plugins`,
+// /api/plugins and the generated reference in docs/plugins/.
+import type { Static, TObject } from '@sinclair/typebox';
+import type { Logger } from '../observability/log.js';
+
+/** A record flowing through a pipeline. */
+export type Rec = Record<string, unknown>;
+
+/** Metadata a source attaches to the bytes it yields (file name, topic, ...). */
+export interface SourceMeta {
+  /** File or object name (a done suffix stripped). */
+  source_filename?: string;
+  /** Absolute path or full object key. */
+  source_path?: string;
+  /** Directory relative to the source's root ('' at the top): `{source_path}` in templates. */
+  source_relative_dir?: string;
+  source_dir?: string;
+  source_size?: number;
+  source_mtime?: string;
+  [key: string]: unknown;
+}
+
+export type PluginKind = 'source' | 'sink' | 'serializer' | 'transform';
+
+export interface Example {
+  title: string;
+  /** A YAML fragment: the component object itself (with `type`), as it sits in a pipeline. */
+  yaml: string;
+}
+
+/** A problem found by a plugin's cross-field lint; `path` is relative to the component object. */
+export interface LintIssue {
+  path: string;
+  message: string;
+}
+
+/** Remembers which input files a pipeline has handled (skip_processed). */
+export interface ProcessedFiles {
+  has(key: string): Promise<boolean>;
+  add(key: string): Promise<void>;
+}
+
+/** What every plugin is handed when it is created. */
+export interface PluginContext {
+  pipeline: string;
+  log: Logger;
+  /** Aborted when the run is stopped; long waits inside a plugin should honour it. */
+  signal: AbortSignal;
+  /** The pipeline's processed-file memory (daemon: database; CLI: a state file). */
+  processed: ProcessedFiles;
+  /** Pipeline-level `skip_processed`; sources OR it with their own flag. */
+  skipProcessed: boolean;
+}
+
+interface PluginBase<S extends TObject> {
+  kind: PluginKind;
+  key: string;
+  /** One line: what it does. */
+  summary: string;
+  status?: 'stable' | 'beta';
+  config: S;
+  lint?(c: Static<S>): LintIssue[];
+  examples: Example[];
+}
+
+// ---- sources ---------------------------------------------------------------------------------
+
+/** One unit of input: a file, an object, a message. Finalized only after all its records drained. */
+export interface SourceUnit {
+  meta: SourceMeta;
+  /** Size in bytes when known up front (for progress). */
+  size?: number;
+  /** The unit's bytes, streamed. */
+  read(): AsyncIterable<Buffer>;
+  /**
+   * Called once when every record of the unit has been written or dead-lettered (`delivered`
+   * true) or when the run gave up on it (`delivered` false: leave the input where it is).
+   */
+  done?(delivered: boolean): Promise<void>;
+}
+
+export interface Source {
+  /** Yields units until exhausted (batch) or until `signal` aborts (stream). */
+  units(signal: AbortSignal): AsyncIterable<SourceUnit>;
+  /** Messages about units passed over on purpose (noted skips), collected by the runtime. */
+  notes?: string[];
+  close?(): Promise<void>;
+}
+
+export interface SourcePlugin<S extends TObject = TObject> extends PluginBase<S> {
+  kind: 'source';
+  mode: 'batch' | 'stream';
+  create(c: Static<S>, ctx: PluginContext): Source;
+}
+
+// ---- serializers -----------------------------------------------------------------------------
+
+/**
+ * How the engine may cut a byte stream into independently decodable chunks:
+ * `lines` at newline boundaries (the first `headerLines` lines are handed to every chunk; with
+ * `quote`, only newlines outside quotes count), `whole` only the complete unit.
+ */
+export interface Framing {
+  kind: 'lines' | 'whole';
+  headerLines?: number;
+  /** Quote character inside which a newline does not end a record (CSV). */
+  quote?: string;
+}
+
+/** Receives the outcome of decoding: records, and the raw bytes of what would not parse. */
+export interface DecodeOut {
+  record(r: Rec): void;
+  error(message: string, raw: Buffer | string): void;
+}
+
+export interface DecodeInput {
+  /** The bytes of this chunk (for `lines` framing: whole lines only, without the header). */
+  data: Buffer;
+  /** Header lines of the unit (for `lines` framing with headerLines > 0), else undefined. */
+  header?: Buffer;
+  /** 1-based number of the first line of `data` within its unit (for `lines` framing). */
+  firstLine: number;
+}
+
+export interface Decoder {
+  framing: Framing;
+  decode(input: DecodeInput, out: DecodeOut): void;
+}
+
+/**
+ * Encodes records for a sink. `body` encodes one batch; file-like sinks put `head` before the first
+ * batch of a file, `separator` between batches and `tail` at the end, so that a file built from
+ * many batches is one valid document (a JSON array, a CSV with one header).
+ */
+export interface Encoder {
+  head(records: Rec[]): string;
+  body(records: Rec[]): Buffer;
+  separator: string;
+  tail: string;
+  /** Encodes one record on its own (message sinks: Kafka, MQTT...). */
+  one(record: Rec): Buffer;
+  /** File extension without dot, for docs and templates. */
+  extension: string;
+}
+
+export interface SerializerPlugin<S extends TObject = TObject> extends PluginBase<S> {
+  kind: 'serializer';
+  /** `in` when it only decodes, `out` when it only encodes. */
+  direction: 'both' | 'in' | 'out';
+  decoder?(c: Static<S>): Decoder;
+  encoder?(c: Static<S>): Encoder;
+}
+
+// ---- transforms ------------------------------------------------------------------------------
+
+/** Per-record context a transform may use. */
+export interface RecordContext {
+  meta: SourceMeta;
+  /** Note a skip that is not an error (rule 6: a message only, no counter). */
+  note(message: string): void;
+}
+
+/** Returns the record (possibly changed in place), several records, or null to drop it. */
+export type TransformFn = (r: Rec, ctx: RecordContext) => Rec | Rec[] | null;
+
+export interface Transform {
+  apply: TransformFn;
+  /** Stateful transforms emit what they still hold at the end of a run. */
+  flush?(): Rec[];
+}
+
+export interface TransformPlugin<S extends TObject = TObject> extends PluginBase<S> {
+  kind: 'transform';
+  /** Stateful transforms are refused with thread_workers > 1 and at sink level (rule 4). */
+  stateful?: boolean;
+  create(c: Static<S>, ctx: Pick<PluginContext, 'pipeline' | 'log'>): Transform;
+}
+
+// ---- sinks -----------------------------------------------------------------------------------
+
+/** One write: the records of a chunk that passed this sink's condition and transforms. */
+export interface SinkBatch {
+  /** The records, encoded as one payload with the sink's serializer_out. */
+  payload: Buffer;
+  /** `Encoder.head` for these records (file sinks write it at the start of a file). */
+  head: string;
+  count: number;
+  /** The records themselves; present for sinks that declare `accepts: 'records'`. */
+  records?: Rec[];
+  /** Metadata of the source unit the records came from. */
+  meta: SourceMeta;
+  /** First record of the batch, for `{field.<name>}` templates. */
+  first?: Rec;
+}
+
+export interface SinkRunInfo {
+  runId: string;
+  pipeline: string;
+  startedAt: Date;
+}
+
+export interface Sink {
+  open?(run: SinkRunInfo): Promise<void>;
+  write(batch: SinkBatch): Promise<void>;
+  /** End of a source unit: close what is tied to it (e.g. single-mode files). */
+  endUnit?(meta: SourceMeta): Promise<void>;
+  /** End of the run: flush and close everything. */
+  close?(): Promise<void>;
+}
+
+export interface SinkPlugin<S extends TObject = TObject> extends PluginBase<S> {
+  kind: 'sink';
+  /** `payload`: takes the encoded bytes; `records`: takes the records (SQL, stores). */
+  accepts: 'payload' | 'records';
+  create(c: Static<S>, ctx: PluginContext & { encoder: Encoder }): Sink;
+}
+
+export type AnyPlugin = SourcePlugin | SinkPlugin | SerializerPlugin | TransformPlugin;
+
+// The define* helpers keep each plugin module's config type flowing into its factory.
+export const defineSource = <S extends TObject>(p: Omit<SourcePlugin<S>, 'kind'>): SourcePlugin<S> => ({ kind: 'source', ...p });
+export const defineSink = <S extends TObject>(p: Omit<SinkPlugin<S>, 'kind'>): SinkPlugin<S> => ({ kind: 'sink', ...p });
+export const defineSerializer = <S extends TObject>(p: Omit<SerializerPlugin<S>, 'kind'>): SerializerPlugin<S> => ({ kind: 'serializer', ...p });
+export const defineTransform = <S extends TObject>(p: Omit<TransformPlugin<S>, 'kind'>): TransformPlugin<S> => ({ kind: 'transform', ...p });

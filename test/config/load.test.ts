@@ -1,0 +1,170 @@
+import { describe, expect, it } from 'vitest';
+import { loadPipelineText } from '../../src/config/load.js';
+import { formatDiagnostic } from '../../src/config/diagnostics.js';
+import { testRegistry } from '../helpers/plugins.js';
+
+const load = (yaml: string, env: Record<string, string> = {}) => loadPipelineText(yaml, { registry: testRegistry, env, file: 'p.yaml' });
+const messages = (yaml: string, env: Record<string, string> = {}) => load(yaml, env).diagnostics.map((d) => formatDiagnostic(d, 'p.yaml'));
+
+const minimal = `version: "1"
+pipeline:
+  name: snmp-if
+  schedule:
+    type: interval
+    interval_seconds: 60
+  source:
+    type: local
+    path: /data/in
+  sinks:
+    - type: local
+      path: /data/out
+`;
+
+describe('pipeline definition', () => {
+  it('fills every default of the definition and of the sink common fields', () => {
+    const { config, diagnostics } = load(minimal);
+    expect(diagnostics).toEqual([]);
+    expect(config).toMatchObject({
+      name: 'snmp-if',
+      enabled: true,
+      on_error: 'continue',
+      thread_workers: 1,
+      skip_processed: false,
+      parallel_sinks: false,
+      post_batch_cleanup: true,
+      transforms: [],
+      serializer_in: { type: 'json', indent: null, ensure_ascii: true },
+      serializer_out: { type: 'json', indent: null, ensure_ascii: true },
+    });
+    expect(config!.sinks[0]).toMatchObject({ type: 'local', path: '/data/out', retry_count: 0, retry_delay_seconds: 1, transforms: [] });
+    expect(config!.sinks[0]!.circuit_breaker_threshold).toBeUndefined();
+    expect(config!.batch_size).toBeUndefined();
+    expect(config!.rate_limit_rps).toBeUndefined();
+  });
+
+  it('reports a wrong type with YAML path, line and column', () => {
+    const yaml = minimal + `    - type: local\n      path: /x\n      retry_count: three\n`;
+    expect(messages(yaml)).toEqual([`p.yaml:15:20 pipeline.sinks[1].retry_count: expected integer, got "three" [CFG_TYPE]`]);
+  });
+
+  it('reports every error in one pass', () => {
+    const yaml = `version: "1"
+pipeline:
+  name: "bad name!"
+  schedule: { type: hourly }
+  thread_workers: 0
+  on_eror: abort
+  source: { type: locl, path: /x }
+  serializer_out: { type: ndjson, strict: maybe }
+  transforms:
+    - { type: filter, expression: "a ==" }
+    - { type: rename, feilds: { a: b } }
+  sinks:
+    - { type: local, path: /y, retry_count: -1, conditon: "x > 1" }
+`;
+    expect(messages(yaml)).toEqual([
+      `p.yaml:6:3 pipeline.on_eror: unknown key 'on_eror' (did you mean 'on_error'?) [CFG_UNKNOWN_KEY]`,
+      `p.yaml:3:9 pipeline.name: expected string to match '^[A-Za-z0-9][A-Za-z0-9_.-]*$', got "bad name!" [CFG_RANGE]`,
+      `p.yaml:4:21 pipeline.schedule.type: must be one of 'interval', 'cron', 'manual', 'stream', got "hourly" [CFG_INVALID_OPTION]`,
+      `p.yaml:5:19 pipeline.thread_workers: expected integer to be greater or equal to 1, got 0 [CFG_RANGE]`,
+      `p.yaml:7:19 pipeline.source.type: unknown source type 'locl' (did you mean 'local'?); registered: local [CFG_UNKNOWN_PLUGIN]`,
+      `p.yaml:8:43 pipeline.serializer_out.strict: expected boolean (true or false), got "maybe" [CFG_TYPE]`,
+      `p.yaml:10:35 pipeline.transforms[0].expression: invalid expression: unexpected end of expression at column 5 [CFG_EXPRESSION]`,
+      `p.yaml:11:23 pipeline.transforms[1].feilds: unknown key 'feilds' (did you mean 'fields'?) [CFG_UNKNOWN_KEY]`,
+      `p.yaml:13:45 pipeline.sinks[0].retry_count: expected integer to be greater or equal to 0, got -1 [CFG_RANGE]`,
+      `p.yaml:13:49 pipeline.sinks[0].conditon: unknown key 'conditon' (did you mean 'condition'?) [CFG_UNKNOWN_KEY]`,
+    ]);
+  });
+
+  it('suggests sink common fields for typos in a sink', () => {
+    const yaml = minimal + `      retry_cuont: 2\n`;
+    expect(messages(yaml)).toEqual([`p.yaml:13:7 pipeline.sinks[0].retry_cuont: unknown key 'retry_cuont' (did you mean 'retry_count'?) [CFG_UNKNOWN_KEY]`]);
+  });
+
+  it('reports missing required fields at their parent', () => {
+    const got = messages(`version: "1"\npipeline:\n  name: x\n  schedule: { type: manual }\n  source: { type: local }\n  sinks: []\n`);
+    expect(got).toEqual(
+      expect.arrayContaining([
+        'p.yaml:5:11 pipeline.source.path: is required [CFG_REQUIRED]',
+        expect.stringMatching(/^p\.yaml:6:10 pipeline\.sinks: .* \[CFG_RANGE\]$/),
+      ]),
+    );
+    expect(got).toHaveLength(2);
+  });
+
+  it('requires version "1" and accepts the number 1', () => {
+    expect(messages(minimal.replace('version: "1"\n', ''))).toEqual([`p.yaml:1:1 version: is required: add version: "1" at the top [CFG_VERSION]`]);
+    expect(messages(minimal.replace('version: "1"', 'version: "2"'))).toEqual([`p.yaml:1:10 version: must be '1', got "2"; this release reads version "1" [CFG_VERSION]`]);
+    expect(load(minimal.replace('version: "1"', 'version: 1')).config).toBeDefined();
+  });
+
+  it('reports YAML syntax errors with their line', () => {
+    expect(messages('version: "1"\npipeline:\n  name: x\n   bad: indent\n')).toEqual([
+      'p.yaml:3:9 Nested mappings are not allowed in compact mappings [CFG_YAML]',
+    ]);
+  });
+
+  it('rejects duplicate keys', () => {
+    expect(load(minimal.replace('  name: snmp-if', '  name: a\n  name: b')).diagnostics[0]).toMatchObject({ code: 'CFG_YAML', line: 4 });
+  });
+});
+
+describe('${VAR} interpolation', () => {
+  const yaml = minimal.replace('path: /data/in', 'path: ${IN_DIR}').replace('path: /data/out', 'path: ${OUT_DIR:-/tmp/out}') + '      retry_count: ${RETRIES:-2}\n';
+
+  it('substitutes set variables and defaults, and converts numbers', () => {
+    const { config } = load(yaml, { IN_DIR: '/srv/pm' });
+    expect(config!.source.path).toBe('/srv/pm');
+    expect(config!.sinks[0]).toMatchObject({ path: '/tmp/out', retry_count: 2 });
+    expect(load(yaml, { IN_DIR: '/a', OUT_DIR: '/b', RETRIES: '5' }).config!.sinks[0]).toMatchObject({ path: '/b', retry_count: 5 });
+  });
+
+  it('is an error when a required variable is unset, naming the variable, path and line', () => {
+    expect(messages(yaml)).toEqual([`p.yaml:9:11 pipeline.source.path: environment variable IN_DIR is not set (set it, or write \${IN_DIR:-default}) [CFG_ENV_UNSET]`]);
+  });
+
+  it('writes a literal $ for $$', () => {
+    // (a replacer function: in a replacement string `$$` would itself mean `$`)
+    expect(load(minimal.replace('path: /data/in', () => 'path: /data/$${x}')).config!.source.path).toBe('/data/${x}');
+  });
+});
+
+describe('cross-field rules', () => {
+  it('rule 4: stateful transforms need thread_workers 1 and the global chain', () => {
+    const yaml = minimal.replace('  sinks:', '  thread_workers: 2\n  transforms: [{ type: remember }]\n  sinks:') + '      transforms: [{ type: remember }]\n';
+    const got = messages(yaml);
+    expect(got).toEqual([
+      `p.yaml:11:24 pipeline.transforms[0].type: 'remember' keeps state per record identity and needs thread_workers: 1 (got 2) [CFG_STATEFUL]`,
+      `p.yaml:15:28 pipeline.sinks[0].transforms[0].type: 'remember' keeps state and cannot be a sink-level transform; move it to the pipeline transforms [CFG_STATEFUL]`,
+    ]);
+    expect(load(minimal.replace('  sinks:', '  transforms: [{ type: remember }]\n  sinks:')).config).toBeDefined();
+  });
+
+  it('schedules: interval needs interval_seconds, cron must parse, batch sources cannot stream', () => {
+    expect(messages(minimal.replace('    interval_seconds: 60\n', ''))).toEqual([`p.yaml:5:5 pipeline.schedule: schedule type 'interval' needs interval_seconds [CFG_SCHEDULE]`]);
+    expect(messages(minimal.replace('type: interval\n    interval_seconds: 60', "type: cron\n    cron: '61 * * * *'"))[0]).toMatch(
+      /^p\.yaml:6:11 pipeline\.schedule\.cron: cron '61 \* \* \* \*' does not parse: .* \[CFG_SCHEDULE\]$/,
+    );
+    expect(messages(minimal.replace('type: interval\n    interval_seconds: 60', "type: cron\n    cron: '* * *'"))[0]).toContain('cron must have 5 fields');
+    expect(load(minimal.replace('type: interval\n    interval_seconds: 60', "type: cron\n    cron: '*/5 * * * *'")).config).toBeDefined();
+    expect(messages(minimal.replace('type: interval\n    interval_seconds: 60', 'type: stream'))).toEqual([
+      `p.yaml:5:11 pipeline.schedule.type: source 'local' is a batch source; use schedule type interval, cron or manual [CFG_SCHEDULE]`,
+    ]);
+  });
+
+  it("on_error 'dlq' needs a dlq sink", () => {
+    expect(messages(minimal.replace('  sinks:', '  on_error: dlq\n  sinks:'))).toEqual([
+      `p.yaml:10:13 pipeline.on_error: on_error 'dlq' needs a dlq sink: add pipeline.dlq (e.g. type: local) [CFG_INVALID]`,
+    ]);
+  });
+
+  it('sink conditions must compile', () => {
+    expect(messages(minimal + '      condition: "x >"\n')[0]).toMatch(/^p\.yaml:13:18 pipeline\.sinks\[0\]\.condition: invalid expression: .* \[CFG_EXPRESSION\]$/);
+  });
+
+  it('warns that record_chunk_size applies to serial runs only', () => {
+    const r = load(minimal.replace('  sinks:', '  thread_workers: 2\n  record_chunk_size: 100\n  sinks:'));
+    expect(r.config).toBeDefined();
+    expect(r.diagnostics).toMatchObject([{ severity: 'warning', code: 'CFG_INVALID', path: 'pipeline.record_chunk_size' }]);
+  });
+});

@@ -1,0 +1,85 @@
+// Test-only plugins that implement the real contracts (used through a registry that extends the
+// real one): a sink that keeps what it is given and fails or stalls on request, so the runtime's
+// retries, breaker, rate limit, DLQ and ordering can be observed exactly.
+import { Type } from '@sinclair/typebox';
+import { WriteError } from '../../src/errors.js';
+import { registry } from '../../src/plugins/registry.js';
+import type { Registry } from '../../src/config/load.js';
+import { defineSink, defineTransform, type Rec, type SinkBatch } from '../../src/plugins/types.js';
+
+export interface Capture {
+  /** Time (performance.now) of every write attempt, failed or not. */
+  attempts: number[];
+  /** Successful writes. */
+  batches: SinkBatch[];
+  /** Decoded payloads of successful writes, concatenated as text. */
+  text: string;
+  /** Called at the start of every attempt (tests look at the world from inside a write). */
+  onWrite?: (b: SinkBatch) => void | Promise<void>;
+  /** Writes that fail before any succeeds; -1 fails forever. */
+  failFirst: number;
+  delayMs: number;
+  ends: number;
+  closed: boolean;
+  active: number;
+  maxActive: number;
+}
+
+export const captures = new Map<string, Capture>();
+
+export function capture(id: string, init: Partial<Capture> = {}): Capture {
+  const c: Capture = { attempts: [], batches: [], text: '', failFirst: 0, delayMs: 0, ends: 0, closed: false, active: 0, maxActive: 0, ...init };
+  captures.set(id, c);
+  return c;
+}
+
+const memorySink = defineSink({
+  key: 'memory',
+  summary: 'Test sink: keeps batches in memory.',
+  accepts: 'payload',
+  config: Type.Object({ id: Type.String({ description: 'Capture id.' }) }, { additionalProperties: false }),
+  examples: [],
+  create(c) {
+    return {
+      async write(b: SinkBatch) {
+        const cap = captures.get(c.id)!;
+        cap.attempts.push(performance.now());
+        cap.active++;
+        cap.maxActive = Math.max(cap.maxActive, cap.active);
+        try {
+          await cap.onWrite?.(b);
+          if (cap.delayMs) await new Promise((r) => setTimeout(r, cap.delayMs));
+          if (cap.failFirst === -1 || cap.attempts.length <= cap.failFirst) {
+            throw new WriteError(`memory sink ${c.id} refused the write`);
+          }
+          cap.batches.push(b);
+          cap.text += b.payload.toString('utf8');
+        } finally {
+          cap.active--;
+        }
+      },
+      async endUnit() {
+        captures.get(c.id)!.ends++;
+      },
+      async close() {
+        captures.get(c.id)!.closed = true;
+      },
+    };
+  },
+});
+
+/** Stateful in name only: lets rule 4 be tested before counter_delta exists. */
+const statefulTransform = defineTransform({
+  key: 'remember',
+  summary: 'Test transform flagged stateful.',
+  stateful: true,
+  config: Type.Object({}, { additionalProperties: false }),
+  examples: [],
+  create: () => ({ apply: (r: Rec) => r }),
+});
+
+export const testRegistry: Registry = {
+  ...registry,
+  sink: new Map([...registry.sink, ['memory', memorySink]]),
+  transform: new Map([...registry.transform, ['remember', statefulTransform]]),
+};

@@ -8,7 +8,7 @@
 import type { CompareOp, Node, NodeOf } from './ast.js';
 import { fail, type Site } from './errors.js';
 import { FUNCTION_NAMES, FUNCTIONS, type FunctionSpec } from './functions.js';
-import { FORBIDDEN_NAMES } from './parser.js';
+import { checkFieldName } from './parser.js';
 import { compileRegex } from './regex.js';
 import {
   add, arithmetic, contains, equals, getIndex, getItem, getKey, isMap, multiply, negate, order, truthy,
@@ -117,7 +117,7 @@ class Compiler {
 
   /** `object.key`, or `object['key']` with a constant key. */
   private access(objectNode: Node, key: string, pos: number): Compiled {
-    if (FORBIDDEN_NAMES.has(key)) fail(`'${key}' is not allowed: expressions cannot reach JavaScript internals`, this.site(pos));
+    checkFieldName(key, this.site(pos));
     if (objectNode.kind === 'root') {
       this.fields.add(key);
       return { fn: readField(key), path: [key] };
@@ -299,7 +299,7 @@ class Compiler {
           const other = scalar === rc ? L : R;
           return negated ? (s) => other(s) !== c : (s) => other(s) === c;
         }
-        return negated ? (s) => !equals(L(s), R(s)) : (s) => equals(L(s), R(s));
+        return negated ? (s) => !equals(L(s), R(s), site) : (s) => equals(L(s), R(s), site);
       }
       case 'in':
       case 'not in': {
@@ -343,7 +343,8 @@ class Compiler {
           : spec.maxArgs === Infinity
             ? `at least ${spec.minArgs}`
             : `${spec.minArgs} to ${spec.maxArgs}`;
-      fail(`${name}() takes ${expected} argument${spec.maxArgs === 1 ? '' : 's'} (${n} given): ${spec.signature}`, site);
+      const last = spec.minArgs === spec.maxArgs || spec.maxArgs === Infinity ? spec.minArgs : spec.maxArgs;
+      fail(`${name}() takes ${expected} argument${last === 1 ? '' : 's'} (${n} given): ${spec.signature}`, site);
     }
     if (name === 'exists') return this.exists(node.args[0] as Node, site);
 
@@ -358,7 +359,9 @@ class Compiler {
     const fns = args.map((a) => a.fn);
     let fn: Evaluator;
     if (spec.call.kind === 'special') {
-      fn = coalesce(fns); // the only special function besides exists()
+      // coalesce(), the only special function left (exists() returned above): later arguments are
+      // evaluated only when the earlier ones are null.
+      fn = coalesce(fns);
     } else if (spec.call.kind === 'variadic') {
       const f = spec.call.fn;
       fn = (s) => {
@@ -393,7 +396,7 @@ class Compiler {
   private exists(arg: Node, site: Site): Compiled {
     if (arg.kind === 'literal' && typeof arg.value === 'string') {
       const key = arg.value;
-      if (FORBIDDEN_NAMES.has(key)) fail(`'${key}' is not allowed: expressions cannot reach JavaScript internals`, site);
+      checkFieldName(key, site);
       this.fields.add(key);
       return { fn: (s) => has(s, key) };
     }
@@ -410,14 +413,13 @@ class Compiler {
         ? (s) => s
         : this.compile(arg.object).fn;
     if (arg.kind === 'member') {
-      if (FORBIDDEN_NAMES.has(arg.key)) fail(`'${arg.key}' is not allowed`, site);
       if (arg.object.kind === 'root') this.fields.add(arg.key);
       const key = arg.key;
       return { fn: (s) => has(parent(s), key) };
     }
     const index = this.compile(arg.index);
     const k = index.constant?.value;
-    if (typeof k === 'string' && FORBIDDEN_NAMES.has(k)) fail(`'${k}' is not allowed`, site);
+    if (typeof k === 'string') checkFieldName(k, this.site(arg.index.pos));
     if (arg.object.kind === 'root') this.fields.add(typeof k === 'string' ? k : '$');
     const key = index.fn;
     return { fn: (s) => has(parent(s), key(s)) };
@@ -490,22 +492,22 @@ function tester(op: CompareOp, site: Site): Test {
   switch (op) {
     case '==':
     case 'is':
-      return (a, b) => equals(a, b);
+      return (a, b) => equals(a, b, site);
     case '!=':
     case 'is not':
-      return (a, b) => !equals(a, b);
+      return (a, b) => !equals(a, b, site);
     case 'in':
       return (a, b) => contains(b, a, site);
     case 'not in':
       return (a, b) => !contains(b, a, site);
     case '<':
-      return (a, b) => order(a, b, op, site) < 0;
+      return (a, b) => (typeof a === 'number' && typeof b === 'number' ? a < b : order(a, b, op, site) < 0);
     case '<=':
-      return (a, b) => order(a, b, op, site) <= 0;
+      return (a, b) => (typeof a === 'number' && typeof b === 'number' ? a <= b : order(a, b, op, site) <= 0);
     case '>':
-      return (a, b) => order(a, b, op, site) > 0;
+      return (a, b) => (typeof a === 'number' && typeof b === 'number' ? a > b : order(a, b, op, site) > 0);
     case '>=':
-      return (a, b) => order(a, b, op, site) >= 0;
+      return (a, b) => (typeof a === 'number' && typeof b === 'number' ? a >= b : order(a, b, op, site) >= 0);
   }
 }
 

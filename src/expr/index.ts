@@ -44,6 +44,7 @@ export const LIMITS = {
 export function compile(source: string, opts: CompileOptions = {}): CompiledExpr {
   if (typeof source !== 'string') throw new ExprError(`expression must be a string, got ${source === null ? 'null' : typeof source}`);
   const maxLength = opts.maxLength ?? LIMITS.maxLength;
+  if (!(maxLength >= 1)) throw new ExprError(`maxLength must be a positive number, got ${String(opts.maxLength)}`);
   if (source.length > maxLength) {
     throw new ExprError(`expression is ${source.length} characters long; the limit is ${maxLength}`);
   }

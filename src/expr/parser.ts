@@ -5,7 +5,7 @@
 //   + -,  * / // %,  unary + -,  **,  postfix .name [index] call(...)
 // Hostile input is bounded here: nesting depth (recursion), node count and node height.
 import type { ArithOp, CompareOp, Literal, Node, NodeOf } from './ast.js';
-import { describeLocation, fail, quote } from './errors.js';
+import { describeLocation, fail, quote, type Site } from './errors.js';
 import { tokenize, type Token } from './tokenizer.js';
 
 export interface ParseLimits {
@@ -18,7 +18,12 @@ export interface ParseLimits {
 }
 
 /** Names that lead into JavaScript internals; rejected outright rather than silently null. */
-export const FORBIDDEN_NAMES: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+const FORBIDDEN_NAMES: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Fails for a field name that leads into JavaScript internals (also used by the compiler for computed constant keys). */
+export function checkFieldName(name: string, site: Site): void {
+  if (FORBIDDEN_NAMES.has(name)) fail(`'${name}' is not allowed: expressions cannot reach JavaScript internals`, site);
+}
 
 const LITERAL_KEYWORDS: Readonly<Record<string, Literal>> = {
   true: true, True: true, false: false, False: false, null: null, None: null,
@@ -239,6 +244,7 @@ class Parser {
       } else if (this.at('[')) {
         this.i++;
         const index = this.expression();
+        if (index.kind === 'literal' && typeof index.value === 'string') this.checkName(index.value, index.pos);
         this.expect(']', 'to close the index');
         node = this.make({ kind: 'index', object: node, index, pos: t.pos }, [node, index]);
       } else if (this.at('(')) {
@@ -306,9 +312,7 @@ class Parser {
   }
 
   private checkName(name: string, pos: number): void {
-    if (FORBIDDEN_NAMES.has(name)) {
-      fail(`'${name}' is not allowed: expressions cannot reach JavaScript internals`, this.site(pos));
-    }
+    checkFieldName(name, this.site(pos));
   }
 
   private where(pos: number): string {

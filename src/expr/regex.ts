@@ -12,6 +12,9 @@
 //      - inputs too long for the pattern's polynomial worst case to stay within a fixed step budget
 //        on the fast engine. Short inputs (interface names, hostnames, OIDs) keep native speed: the
 //        linear engine is an interpreter and 10-100x slower on them.
+//      A pattern that needs it but uses what it cannot run (backreferences, lookaround, repetition
+//      counts above 16) is refused at compile time; one that never needs it (few choice points,
+//      or anchored with ^) may use anything.
 // If the running Node cannot provide the linear engine, the exponential shapes are rejected at
 // compile time instead, and polynomial patterns rely on the input bound alone (documented).
 import { setFlagsFromString } from 'node:v8';
@@ -89,70 +92,99 @@ export function compileRegex(pattern: string, fn: string, site: Site): SafeRegex
     const reason = e instanceof Error ? e.message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '') : String(e);
     return fail(`${fn}(): invalid regular expression ${quote(pattern)}: ${reason}${hint}`, site);
   }
-  const { choices, nestedRepetition } = analyse(pattern);
+  const cost = analyse(pattern);
 
-  let linear: RegExp | null = null;
+  // Backtracking tries factor * n^degree paths from each start position, and an unanchored search
+  // tries n of them. Nested repetition has no such bound.
+  const budget = REGEX_LIMITS.backtrackBudget / cost.factor;
+  const degree = cost.degree + (cost.anchored ? 0 : 1);
+  const fastLimit = cost.nestedRepetition || budget < 1 ? 0 : degree === 0 ? Infinity : Math.floor(budget ** (1 / degree));
+  if (fastLimit >= REGEX_LIMITS.maxInputLength) return new SafeRegex(pattern, fast, null, Infinity);
+
   if (!linearEngineAvailable()) {
-    if (nestedRepetition) {
+    // Without the linear engine only the exponential shapes are refused (see the header).
+    if (cost.nestedRepetition) {
       fail(`${fn}(): pattern ${quote(pattern)} repeats a group that contains a quantifier or alternatives (like (a+)+), which can take exponential time`, site);
     }
-  } else {
-    try {
-      linear = new RegExp(pattern, 'l');
-    } catch {
-      fail(
-        `${fn}(): pattern ${quote(pattern)} cannot be run in guaranteed linear time ` +
-          '(backreferences, lookahead/lookbehind and large repetition counts are not supported)',
-        site,
-      );
-    }
+    return new SafeRegex(pattern, fast, null, Infinity);
   }
-  // With k choice points a backtracking search costs about n^(k+1) steps on an input of length n;
-  // nested repetition has no such bound, so it never runs on the fast engine.
-  const fastLimit = nestedRepetition
-    ? 0
-    : choices === 0
-      ? Infinity
-      : Math.floor(REGEX_LIMITS.backtrackBudget ** (1 / (choices + 1)));
+  let linear: RegExp;
+  try {
+    linear = new RegExp(pattern, 'l');
+  } catch {
+    return fail(
+      `${fn}(): pattern ${quote(pattern)} is too complex to run in bounded time on long input: it needs the ` +
+        'linear-time engine, which does not support backreferences, lookahead/lookbehind or repetition counts above 16 ' +
+        '(anchoring the pattern with ^ or simplifying it may help)',
+      site,
+    );
+  }
   return new SafeRegex(pattern, fast, linear, fastLimit);
 }
 
-interface Group {
+/** Worst-case number of backtracking paths of a piece of pattern: factor * n^degree on input length n. */
+interface Cost {
+  degree: number;
+  factor: number;
+}
+
+interface Frame {
   /** The group contains a quantifier or a '|' (directly or in a nested group). */
   branches: boolean;
+  /** Cost of the alternative being read, and the most expensive one so far. */
+  current: Cost;
+  worst: Cost;
+  alternatives: number;
+}
+
+const newFrame = (): Frame => ({ branches: false, current: { degree: 0, factor: 1 }, worst: { degree: 0, factor: 1 }, alternatives: 1 });
+
+function endAlternative(f: Frame): void {
+  f.worst = { degree: Math.max(f.worst.degree, f.current.degree), factor: Math.max(f.worst.factor, f.current.factor) };
+  f.current = { degree: 0, factor: 1 };
 }
 
 /**
- * One pass over a (syntactically valid) pattern: finds a repeated group that contains a quantifier
- * or alternatives (the exponential shape) and counts the choice points (quantifiers with a variable
- * count, and alternatives) that set how long an input the backtracking engine may safely see.
+ * One pass over a (syntactically valid) pattern, estimating how long the backtracking engine may
+ * take: a sequence multiplies the paths of its parts, alternatives add up (bounded by count times
+ * the worst), a quantifier multiplies by its range of counts (a factor of n when unbounded).
+ * A repeated group that contains a quantifier or alternatives (the exponential shape) is flagged.
  */
-export function analyse(p: string): { choices: number; nestedRepetition: boolean } {
-  const stack: Group[] = [{ branches: false }];
-  let choices = 0;
+export function analyse(p: string): { degree: number; factor: number; anchored: boolean; nestedRepetition: boolean } {
+  const stack: Frame[] = [newFrame()];
   let nestedRepetition = false;
-  let lastClosed: Group | null = null; // the group just closed, when it is the atom a quantifier applies to
+  // A group just closed, whose cost is added once we know whether a quantifier follows it.
+  let pending: { frame: Frame; cost: Cost } | null = null;
+  const add = (into: Frame, cost: Cost): void => {
+    into.current.degree += cost.degree;
+    into.current.factor *= cost.factor;
+  };
+
   for (let i = 0; i < p.length; i++) {
     const ch = p[i];
-    const top = stack[stack.length - 1] as Group;
+    const top = stack[stack.length - 1] as Frame;
     const q = quantifierAt(p, i);
+    const atom = pending ?? { frame: null, cost: { degree: 0, factor: 1 } };
+    pending = null;
     if (q !== null) {
-      if (q.variable) choices++;
-      if (lastClosed !== null && lastClosed.branches && q.repeats) nestedRepetition = true;
+      if (atom.frame !== null && atom.frame.branches && q.repeats) nestedRepetition = true;
+      add(top, {
+        degree: atom.cost.degree + (q.counts === Infinity ? 1 : 0),
+        factor: atom.cost.factor * (q.counts === Infinity ? 1 : q.counts),
+      });
       top.branches = true;
       i = q.end - 1;
       if (p[i + 1] === '?') i++; // lazy quantifier
-      lastClosed = null;
       continue;
     }
-    lastClosed = null;
+    add(top, atom.cost);
     if (ch === '\\') {
       i++;
     } else if (ch === '[') {
       // A character class is one atom; skip to its closing bracket.
       for (i++; i < p.length && p[i] !== ']'; i++) if (p[i] === '\\') i++;
     } else if (ch === '(') {
-      stack.push({ branches: false });
+      stack.push(newFrame());
       if (p[i + 1] === '?') {
         // (?:  (?=  (?!  (?<=  (?<!  (?<name>  : skip the prefix so its '?' is not read as a quantifier.
         i++;
@@ -164,28 +196,38 @@ export function analyse(p: string): { choices: number; nestedRepetition: boolean
           i++;
         }
       }
-    } else if (ch === ')') {
-      const closed = stack.length > 1 ? (stack.pop() as Group) : { branches: false };
-      const parent = stack[stack.length - 1] as Group;
-      parent.branches ||= closed.branches;
-      lastClosed = closed;
+    } else if (ch === ')' && stack.length > 1) {
+      const closed = stack.pop() as Frame;
+      endAlternative(closed);
+      (stack[stack.length - 1] as Frame).branches ||= closed.branches;
+      pending = { frame: closed, cost: { degree: closed.worst.degree, factor: closed.alternatives * closed.worst.factor } };
     } else if (ch === '|') {
-      choices++;
+      endAlternative(top);
+      top.alternatives++;
       top.branches = true;
     }
   }
-  return { choices, nestedRepetition };
+  const root = stack[0] as Frame;
+  if (pending !== null) add(stack[stack.length - 1] as Frame, pending.cost);
+  endAlternative(root);
+  return {
+    degree: root.worst.degree,
+    factor: root.alternatives * root.worst.factor,
+    // '^a|b' anchors only its first alternative.
+    anchored: p.startsWith('^') && root.alternatives === 1,
+    nestedRepetition,
+  };
 }
 
-/** A quantifier starting at i: `repeats` when it allows more than one repetition, `variable` when the count varies. */
-function quantifierAt(p: string, i: number): { end: number; repeats: boolean; variable: boolean } | null {
+/** A quantifier starting at i: how many different counts it allows, and whether it can repeat at all. */
+function quantifierAt(p: string, i: number): { end: number; repeats: boolean; counts: number } | null {
   const ch = p[i];
-  if (ch === '*' || ch === '+') return { end: i + 1, repeats: true, variable: true };
-  if (ch === '?') return { end: i + 1, repeats: false, variable: true };
+  if (ch === '*' || ch === '+') return { end: i + 1, repeats: true, counts: Infinity };
+  if (ch === '?') return { end: i + 1, repeats: false, counts: 2 };
   if (ch !== '{') return null;
   const m = /^\{(\d+)(,(\d*))?\}/.exec(p.slice(i, i + 24));
   if (m === null) return null; // a literal '{', as JavaScript reads it without the u flag
   const min = Number(m[1]);
   const max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);
-  return { end: i + m[0].length, repeats: max > 1, variable: max !== min };
+  return { end: i + m[0].length, repeats: max > 1, counts: max === Infinity ? Infinity : max - min + 1 };
 }

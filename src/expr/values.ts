@@ -84,13 +84,13 @@ export function getIndex(obj: unknown, key: unknown, site: Site): unknown {
 // ---- equality and ordering ------------------------------------------------------------------------
 
 /** `==`: values of different types are simply unequal; lists and objects compare by content. */
-export function equals(a: unknown, b: unknown, depth = 0): boolean {
+export function equals(a: unknown, b: unknown, site?: Site, depth = 0): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (depth > MAX_VALUE_DEPTH) fail(`values are nested more than ${MAX_VALUE_DEPTH} levels deep`);
+  if (depth > MAX_VALUE_DEPTH) fail(`values are nested more than ${MAX_VALUE_DEPTH} levels deep`, site);
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!equals(a[i] ?? null, b[i] ?? null, depth + 1)) return false;
+    for (let i = 0; i < a.length; i++) if (!equals(a[i] ?? null, b[i] ?? null, site, depth + 1)) return false;
     return true;
   }
   if (Array.isArray(b)) return false;
@@ -98,7 +98,7 @@ export function equals(a: unknown, b: unknown, depth = 0): boolean {
   if (ka.length !== Object.keys(b).length) return false;
   const ra = a as Record<string, unknown>;
   const rb = b as Record<string, unknown>;
-  for (const k of ka) if (!hasOwn.call(rb, k) || !equals(ra[k] ?? null, rb[k] ?? null, depth + 1)) return false;
+  for (const k of ka) if (!hasOwn.call(rb, k) || !equals(ra[k] ?? null, rb[k] ?? null, site, depth + 1)) return false;
   return true;
 }
 
@@ -118,7 +118,7 @@ export function order(a: unknown, b: unknown, op: string, site: Site, depth = 0)
     for (let i = 0; i < n; i++) {
       const x: unknown = a[i] ?? null;
       const y: unknown = b[i] ?? null;
-      if (!equals(x, y)) return order(x, y, op, site, depth + 1);
+      if (!equals(x, y, site)) return order(x, y, op, site, depth + 1);
     }
     return a.length - b.length;
   }
@@ -138,7 +138,7 @@ export function contains(container: unknown, item: unknown, site: Site): boolean
     return container.includes(item);
   }
   if (Array.isArray(container)) {
-    for (const x of container) if (equals(x ?? null, item)) return true;
+    for (const x of container) if (equals(x ?? null, item, site)) return true;
     return false;
   }
   if (container === null || container === undefined) return false;
@@ -157,7 +157,9 @@ export function toStr(v: unknown, site?: Site): string {
     try {
       return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x)) ?? 'null';
     } catch (e) {
-      return fail(`str() cannot convert this ${typeName(v)}: ${e instanceof Error ? e.message : String(e)}`, site);
+      // First line only: V8's message for a cycle goes on to draw it.
+      const reason = (e instanceof Error ? e.message : String(e)).split('\n')[0];
+      return fail(`str() cannot convert this ${typeName(v)}: ${reason}`, site);
     }
   }
   return fail(`str() cannot convert a ${typeName(v)}`, site);

@@ -36,7 +36,7 @@ describe('the function set', () => {
   it('checks the number of arguments at compile time', () => {
     expect(compileError('len()')).toBe('len() takes exactly 1 argument (0 given): len(x) at column 1');
     expect(compileError('round(1, 2, 3)')).toBe('round() takes 1 to 2 arguments (3 given): round(x, ndigits=0) at column 1');
-    expect(compileError('min()')).toBe('min() takes at least 1 arguments (0 given): min(a, b, ...) or min(list) at column 1');
+    expect(compileError('min()')).toBe('min() takes at least 1 argument (0 given): min(a, b, ...) or min(list) at column 1');
     expect(compileError('now(1)')).toBe('now() takes exactly 0 arguments (1 given): now() at column 1');
     expect(compileError('x and replace(a, b)')).toBe('replace() takes exactly 3 arguments (2 given): replace(s, old, new) at column 7');
   });

@@ -31,7 +31,8 @@ export default defineSerializer({
       const lines = splitLines(data.toString('utf8'));
       for (let i = 0; i < lines.length; i++) {
         const line = lines[i]!;
-        if (line.length === 0 || line.trim() === '') continue;
+        // Blank lines are skipped; trim() only when the line starts with whitespace (it allocates).
+        if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === '')) continue;
         let v: unknown;
         try {
           v = JSON.parse(line);
@@ -54,10 +55,9 @@ export default defineSerializer({
       separator: '',
       tail: '',
       body(records) {
-        if (records.length === 0) return Buffer.alloc(0);
-        const parts = new Array<string>(records.length);
-        for (let i = 0; i < records.length; i++) parts[i] = JSON.stringify(records[i]);
-        const s = parts.join(nl) + nl;
+        // String concatenation measured faster than collecting the lines and joining them.
+        let s = '';
+        for (let i = 0; i < records.length; i++) s += JSON.stringify(records[i]) + nl;
         return Buffer.from(c.ensure_ascii ? asciiJson(s) : s, 'utf8');
       },
       one: (r) => Buffer.from(str(r), 'utf8'),

@@ -14,11 +14,13 @@ export default defineTransform({
   config,
   examples: [{ title: 'Drop bulky fields', yaml: 'type: drop\nfields: [ifAlias, ifPhysAddress]' }],
   create(c) {
-    const fields = c.fields;
+    const drop = new Set(c.fields);
     return {
+      // A new object rather than `delete`, which drops V8 objects into slow dictionary mode.
       apply(r: Rec) {
-        for (let i = 0; i < fields.length; i++) delete r[fields[i]!];
-        return r;
+        const out: Rec = {};
+        for (const k in r) if (!drop.has(k)) out[k] = r[k];
+        return out;
       },
     };
   },

@@ -83,7 +83,8 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
     while (headerLinesLeft > 0) {
       const end = cutPoint(pending, pending.length, quote, 1);
       if (end === -1) break;
-      header = header ? Buffer.concat([header, take(end)]) : take(end);
+      // Its own small buffer: the header travels with every chunk (and to worker threads).
+      header = Buffer.concat(header ? [header, take(end)] : [take(end)]);
       headerLinesLeft--;
       line++;
     }

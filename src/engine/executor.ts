@@ -34,7 +34,12 @@ export function poolExecutor(config: PipelineConfig, threads: number, wantsRecor
     execArgv: fromSource ? [...process.execArgv, '--import', 'tsx'] : process.execArgv,
   });
   return {
-    run: (input) => pool.run(input) as Promise<ChunkOutput>,
+    run: (input) => {
+      // An exact-size copy, moved to the worker: a view into a larger read buffer would make
+      // structured clone copy that whole buffer. The caller keeps `input` (DLQ re-processing).
+      const data = new Uint8Array(input.data);
+      return pool.run({ ...input, data }, { transferList: [data.buffer] }) as Promise<ChunkOutput>;
+    },
     close: () => pool.destroy(),
   };
 }

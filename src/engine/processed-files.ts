@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { ProcessedFiles } from '../plugins/types.js';
+import { syncDir } from '../util/durable.js';
 
 /** `SVC_STATE_DIR`, else `~/.svc/state`. */
 export function defaultStateDir(): string {
@@ -99,16 +100,5 @@ export class FileProcessedFiles implements ProcessedFiles {
     } finally {
       await fh.close();
     }
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const d = await fs.open(dir, 'r');
-  try {
-    await d.sync();
-  } catch {
-    // Some file systems cannot fsync a directory; the file itself is synced.
-  } finally {
-    await d.close();
   }
 }

@@ -1,22 +1,9 @@
 // Field access: bare names, dotted paths, brackets, $ for any field name, null handling, exists().
 import { describe, expect, it } from 'vitest';
-import { compile, ExprError, type Scope } from '../../src/expr/index.js';
+import { compile, type Scope } from '../../src/expr/index.js';
+import { ev, errorOf, runError } from './helpers.js';
 
-const ev = (src: string, scope: Scope = {}): unknown => compile(src)(scope);
 
-function errorOf(f: () => unknown): ExprError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ExprError);
-    return e as ExprError;
-  }
-  throw new Error('expected an ExprError');
-}
-const runError = (src: string, scope: Scope = {}): string => {
-  const f = compile(src);
-  return errorOf(() => f(scope)).message;
-};
 
 const rec: Scope = {
   ifIndex: 3,

@@ -1,17 +1,9 @@
 // compile(): compiled once, evaluated on many scopes; the CompiledExpr surface; constant folding
 // that never changes behaviour; speed of the hot path.
 import { describe, expect, it } from 'vitest';
-import { compile, ExprError, LIMITS, type Scope } from '../../src/expr/index.js';
+import { compile, LIMITS, type Scope } from '../../src/expr/index.js';
+import { errorOf } from './helpers.js';
 
-function errorOf(f: () => unknown): ExprError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ExprError);
-    return e as ExprError;
-  }
-  throw new Error('expected an ExprError');
-}
 
 describe('compile once, evaluate many times', () => {
   it('gives each scope its own result from one compiled function', () => {

@@ -1,23 +1,9 @@
 // Every built-in function: results, null handling, type errors and arity errors.
 import { describe, expect, it } from 'vitest';
-import { compile, ExprError, FUNCTION_NAMES, type Scope } from '../../src/expr/index.js';
+import { compile, FUNCTION_NAMES } from '../../src/expr/index.js';
+import { ev, runError, compileError } from './helpers.js';
 
-const ev = (src: string, scope: Scope = {}): unknown => compile(src)(scope);
 
-function errorOf(f: () => unknown): ExprError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ExprError);
-    return e as ExprError;
-  }
-  throw new Error('expected an ExprError');
-}
-const compileError = (src: string): string => errorOf(() => compile(src)).message;
-const runError = (src: string, scope: Scope = {}): string => {
-  const f = compile(src);
-  return errorOf(() => f(scope)).message;
-};
 
 describe('the function set', () => {
   it('is exactly the documented list', () => {

@@ -1,23 +1,9 @@
 // Semantics of every operator, Python precedence, truthiness, comparisons and membership.
 import { describe, expect, it } from 'vitest';
-import { compile, ExprError, truthy, type Scope } from '../../src/expr/index.js';
+import { compile, truthy, type Scope } from '../../src/expr/index.js';
+import { ev, runError } from './helpers.js';
 
-const ev = (src: string, scope: Scope = {}): unknown => compile(src)(scope);
 
-function errorOf(f: () => unknown): ExprError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ExprError);
-    return e as ExprError;
-  }
-  throw new Error('expected an ExprError');
-}
-/** The error evaluating `src` raises (compiles fine, fails at run time). */
-const runError = (src: string, scope: Scope = {}): string => {
-  const f = compile(src);
-  return errorOf(() => f(scope)).message;
-};
 
 describe('arithmetic', () => {
   it('adds, subtracts, multiplies', () => {

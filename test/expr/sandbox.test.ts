@@ -1,22 +1,11 @@
 // Hostile and huge input: every case fails with a specific ExprError or gives a safe result,
 // and does so quickly (no hang, no stack overflow, no escape into JavaScript).
 import { describe, expect, it } from 'vitest';
-import { compile, ExprError, type Scope } from '../../src/expr/index.js';
+import { compile, type Scope } from '../../src/expr/index.js';
+import { ev, errorOf, compileError } from './helpers.js';
 import { compileRegex, linearEngineAvailable, REGEX_LIMITS } from '../../src/expr/regex.js';
 
-const ev = (src: string, scope: Scope = {}): unknown => compile(src)(scope);
 
-function errorOf(f: () => unknown): ExprError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ExprError);
-    return e as ExprError;
-  }
-  throw new Error('expected an ExprError');
-}
-const compileError = (src: string, maxLength?: number): string =>
-  errorOf(() => compile(src, maxLength === undefined ? {} : { maxLength })).message;
 
 /** Runs f and asserts it finished in well under a second (a hang would take minutes). */
 function quick<T>(f: () => T, ms = 1000): T {

@@ -1,18 +1,9 @@
 // Literals, tokens, the parser's error messages and locations.
 import { describe, expect, it } from 'vitest';
-import { compile, ExprError, type Scope } from '../../src/expr/index.js';
+import { compile, ExprError } from '../../src/expr/index.js';
+import { ev, errorOf } from './helpers.js';
 
-const ev = (src: string, scope: Scope = {}): unknown => compile(src)(scope);
 
-function errorOf(f: () => unknown): ExprError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ExprError);
-    return e as ExprError;
-  }
-  throw new Error('expected an ExprError');
-}
 const compileError = (src: string): ExprError => errorOf(() => compile(src));
 
 describe('number literals', () => {

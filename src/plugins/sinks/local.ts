@@ -8,6 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ConfigError, WriteError, errorMessage } from '../../errors.js';
 import { expandTemplate, hasPartToken, lintTemplate, padPart, withPartSuffix } from '../common/filename-template.js';
 import { defineSink, type Encoder, type LintIssue, type PluginContext, type Sink, type SinkBatch, type SinkRunInfo, type SourceMeta } from '../types.js';
+import { syncDir } from '../../util/durable.js';
 
 export const config = Type.Object({
   path: Type.String({ minLength: 1, description: 'Directory the files are written to; created if missing.' }),
@@ -304,16 +305,6 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
-async function syncDir(dir: string): Promise<void> {
-  const d = await fs.open(dir, 'r');
-  try {
-    await d.sync();
-  } catch {
-    // Some file systems cannot fsync a directory; the file itself is synced.
-  } finally {
-    await d.close();
-  }
-}
 
 export default defineSink({
   key: 'local',

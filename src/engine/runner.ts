@@ -128,6 +128,9 @@ class PipelineRun {
     const open = this.open;
     try {
       this.plan = buildPlan(this.config, { registry: this.reg, log: this.log });
+      // Worker threads boot (load modules) while the sinks open and the source lists its input.
+      const threads = this.config.thread_workers;
+      executor = threads > 1 ? poolExecutor(this.config, threads, this.plan.sinks.map((s) => s.wantsRecords)) : inlineExecutor(this.plan);
       const srcPlugin = this.reg.source.get(this.config.source.type) as SourcePlugin;
       source = srcPlugin.create(this.config.source as never, ctx);
       this.sinks = this.config.sinks.map((cfg, i) => this.slot(cfg, sinkLabel(cfg, i), ctx));
@@ -138,8 +141,6 @@ class PipelineRun {
       const info = { runId: this.runId, pipeline: this.config.name, startedAt: this.startedAt };
       await Promise.all([...this.sinks.map((s) => s.sink.open?.(info)), this.dlq?.open(info)]);
 
-      const threads = this.config.thread_workers;
-      executor = threads > 1 ? poolExecutor(this.config, threads, this.plan.sinks.map((s) => s.wantsRecords)) : inlineExecutor(this.plan);
       const cap = threads * 2;
       const framing = this.plan.decoder.framing;
       const chunkOpts = {
@@ -153,17 +154,18 @@ class PipelineRun {
         this.units++;
         try {
           for await (const chunk of chunksOf(this.counted(unit.read()), framing, chunkOpts)) {
+            // Checked before each chunk: a unit is partial only when input is left unread.
+            if (this.stopped || this.abortError) {
+              state.partial = true;
+              this.interrupted ||= this.stopped;
+              break;
+            }
             const input: ChunkInput = { data: chunk.data, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta };
             const result = executor.run(input);
             result.catch(() => {}); // awaited in order by the delivery chain
             this.inFlight.push(this.enqueue(() => this.deliverChunk(input, result, state)));
             this.opts.onQueueDepth?.(this.inFlight.length);
             while (this.inFlight.length >= cap) await this.inFlight.shift();
-            if (this.stopped || this.abortError) {
-              state.partial = true;
-              this.interrupted ||= this.stopped;
-              break;
-            }
           }
         } catch (e) {
           // One unreadable unit does not end the run; it stays in place for the next one.

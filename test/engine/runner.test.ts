@@ -358,3 +358,36 @@ describe('chunks, threads and finalize (rules 3 and 5)', () => {
     expect(out.batches.length).toBeGreaterThan(10);
   });
 });
+
+describe('stream mode', () => {
+  it('bounds the queue between source and sink at 2 x thread_workers, acks only delivered messages, and ends with success when stopped', async () => {
+    const out = capture('out', { delayMs: 20 });
+    const acked = capture('acked');
+    const ac = new AbortController();
+    const depth: number[] = [];
+    out.onWrite = () => {
+      if (out.attempts.length === 15) ac.abort();
+    };
+    const rec = await runPipeline(
+      pipeline(`
+version: "1"
+pipeline:
+  name: s
+  schedule: { type: stream }
+  thread_workers: 2
+  source: { type: counter, acked: acked }
+  serializer_in: { type: ndjson }
+  serializer_out: { type: ndjson }
+  sinks: [{ type: memory, id: out }]
+`),
+      { registry: testRegistry, signal: ac.signal, onQueueDepth: (d) => depth.push(d) },
+    );
+    expect(rec.status).toBe('success');
+    expect(Math.max(...depth)).toBe(4);
+    // A slow sink slowed the source: it produced only what the bounded queue let through.
+    expect(rec.records_in).toBeLessThanOrEqual(15 + 4);
+    const written = parseNdjson(out.text).map((r) => r.n);
+    expect(written).toEqual(Array.from({ length: written.length }, (_, i) => i));
+    expect(acked.batches.map((b) => Number(b.payload.toString()))).toEqual(written);
+  });
+});

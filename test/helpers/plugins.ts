@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { WriteError } from '../../src/errors.js';
 import { registry } from '../../src/plugins/registry.js';
 import type { Registry } from '../../src/config/load.js';
-import { defineSink, defineTransform, type Rec, type SinkBatch } from '../../src/plugins/types.js';
+import { defineSink, defineSource, defineTransform, type Rec, type SinkBatch, type SourceUnit } from '../../src/plugins/types.js';
 
 export interface Capture {
   /** Time (performance.now) of every write attempt, failed or not. */
@@ -78,8 +78,36 @@ const statefulTransform = defineTransform({
   create: () => ({ apply: (r: Rec) => r }),
 });
 
+/** A stream source: one NDJSON message per unit, numbered, as fast as it is taken, until stopped. */
+const counterStream = defineSource({
+  key: 'counter',
+  summary: 'Test stream source: yields {"n": i} messages until stopped.',
+  mode: 'stream',
+  config: Type.Object({ acked: Type.String({ description: 'Capture id that records acknowledged message numbers.' }) }, { additionalProperties: false }),
+  examples: [],
+  create(c) {
+    return {
+      async *units(signal: AbortSignal): AsyncGenerator<SourceUnit> {
+        for (let n = 0; !signal.aborted; n++) {
+          await new Promise((r) => setImmediate(r));
+          yield {
+            meta: { n },
+            async *read() {
+              yield Buffer.from(JSON.stringify({ n }) + '\n');
+            },
+            async done(delivered: boolean) {
+              if (delivered) captures.get(c.acked)!.batches.push({ payload: Buffer.from(String(n)), head: '', count: 1, meta: { n } });
+            },
+          };
+        }
+      },
+    };
+  },
+});
+
 export const testRegistry: Registry = {
   ...registry,
+  source: new Map([...registry.source, ['counter', counterStream]]),
   sink: new Map([...registry.sink, ['memory', memorySink]]),
   transform: new Map([...registry.transform, ['remember', statefulTransform]]),
 };

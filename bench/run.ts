@@ -1,5 +1,6 @@
 // `npm run bench [-- NAME...]`: one JSON line per scenario and thread count, each measured in a
 // fresh child process: {scenario, thread_workers, records, seconds, records_per_sec, peak_rss_mb}.
+// It runs compiled JavaScript (tsconfig.bench.json), as users run svc, not through a TS loader.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { scenarios } from './scenarios.js';
@@ -34,7 +35,7 @@ if (mode === '--child') {
     process.stderr.write(`preparing ${n}...\n`);
     await s.prepare();
     for (const t of s.threads) {
-      const line = execFileSync(process.execPath, ['--import', 'tsx', self, '--child', n, String(t)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+      const line = execFileSync(process.execPath, [self, '--child', n, String(t)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
       process.stdout.write(line);
     }
   }

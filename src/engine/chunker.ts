@@ -84,9 +84,10 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
       const end = cutPoint(pending, pending.length, quote, 1);
       if (end === -1) break;
       // Its own small buffer: the header travels with every chunk (and to worker threads).
-      header = Buffer.concat(header ? [header, take(end)] : [take(end)]);
+      const h = take(end);
+      header = Buffer.concat(header ? [header, h] : [h]);
       headerLinesLeft--;
-      line++;
+      line += countLines(h); // a quoted CSV header may span several lines
     }
     if (headerLinesLeft > 0) continue;
     for (;;) {

@@ -38,7 +38,8 @@ export default defineSerializer({
     { title: 'Semicolon-separated, no header', yaml: "type: csv\ndelimiter: ';'\nhas_header: false" },
   ],
   decoder: (c) => {
-    const opts = { delimiter: c.delimiter, quote: c.quotechar, bom: true };
+    // A quote inside a quoted field is written doubled (RFC 4180), whatever the quote character.
+    const opts = { delimiter: c.delimiter, quote: c.quotechar, escape: c.quotechar, bom: true };
     return {
       framing: { kind: 'lines', headerLines: c.has_header ? 1 : 0, quote: c.quotechar },
       decode({ data, header, firstLine }, out) {
@@ -50,14 +51,15 @@ export default defineSerializer({
         }
         const rows = parse(data, {
           ...opts,
-          bom: false,
+          bom: firstLine === 1, // only the start of a unit (no header line) may hold a BOM
           columns: columns ?? false,
           raw: true,
           skip_empty_lines: true,
           skip_records_with_error: true,
           on_skip: (err: CsvError | undefined, raw: string | undefined) => {
             const line = firstLine + ((err as { lines?: number } | undefined)?.lines ?? 1) - 1;
-            out.error(`CSV line ${line}: ${err?.message ?? 'unreadable row'}`, raw ?? '');
+            // csv-parse's raw holds the first character of the line end ('\n', or '\r' of CRLF): drop it.
+            out.error(`CSV line ${line}: ${err?.message ?? 'unreadable row'}`, (raw ?? '').replace(/[\r\n]$/, ''));
           },
         }) as unknown as { record: Rec | string[] }[];
         for (const { record } of rows) {
@@ -71,7 +73,7 @@ export default defineSerializer({
     };
   },
   encoder: (c) => {
-    const opts = { delimiter: c.delimiter, quote: c.quotechar, cast, eof: true };
+    const opts = { delimiter: c.delimiter, quote: c.quotechar, escape: c.quotechar, cast, eof: true };
     return {
       extension: 'csv',
       head: (records) => (c.has_header ? stringify([columnsOf(records)], opts) : ''),

@@ -35,12 +35,13 @@ const converters: Record<string, (v: unknown) => unknown> = {
     return FAIL;
   },
   float(v) {
-    if (typeof v === 'number') return v;
+    // Non-finite values (NaN, Infinity) are failures: JSON cannot carry them (they would be written as null).
+    if (typeof v === 'number') return Number.isFinite(v) ? v : FAIL;
     if (typeof v === 'boolean') return v ? 1 : 0;
     if (typeof v === 'string') {
       const s = v.trim();
       const n = Number(s);
-      return s !== '' && !Number.isNaN(n) ? n : FAIL;
+      return s !== '' && Number.isFinite(n) ? n : FAIL;
     }
     return FAIL;
   },
@@ -76,7 +77,8 @@ export default defineTransform({
         for (let i = 0; i < plan.length; i++) {
           const [field, type, conv] = plan[i]!;
           const v = r[field];
-          if (v === undefined) continue;
+          // Missing fields are left alone; own fields only (not constructor, toString, ... of Object.prototype).
+          if (v === undefined || !Object.hasOwn(r, field)) continue;
           const out = conv(v);
           if (out !== FAIL) r[field] = out;
           else if (onFailure === 'null') r[field] = null;

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineTransform, type Rec } from '../types.js';
+import { setField } from '../common/record.js';
 
 const config = Type.Object(
   {
@@ -19,7 +20,7 @@ export default defineTransform({
       // A new object rather than `delete`, which drops V8 objects into slow dictionary mode.
       apply(r: Rec) {
         const out: Rec = {};
-        for (const k in r) if (!drop.has(k)) out[k] = r[k];
+        for (const k in r) if (!drop.has(k)) setField(out, k, r[k]);
         return out;
       },
     };

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineTransform, type Rec } from '../types.js';
+import { setField } from '../common/record.js';
 
 const config = Type.Object(
   {
@@ -24,12 +25,13 @@ export default defineTransform({
       // mode (slower access and JSON.stringify later), and renamed fields keep their position.
       apply(r: Rec) {
         let hit = false;
-        for (let i = 0; i < from.length; i++) if (from[i]! in r) hit = true;
+        // Own fields only: `in` would also find Object.prototype members (constructor, toString).
+        for (let i = 0; i < from.length; i++) if (Object.hasOwn(r, from[i]!)) hit = true;
         if (!hit) return r;
         const out: Rec = {};
-        for (const k in r) out[map.get(k) ?? k] = r[k];
+        for (const k in r) setField(out, map.get(k) ?? k, r[k]);
         // The renamed value wins over a field that already had the target name.
-        for (let i = 0; i < from.length; i++) if (from[i]! in r) out[map.get(from[i]!)!] = r[from[i]!];
+        for (let i = 0; i < from.length; i++) if (Object.hasOwn(r, from[i]!)) setField(out, map.get(from[i]!)!, r[from[i]!]);
         return out;
       },
     };

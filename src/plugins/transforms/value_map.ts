@@ -29,7 +29,8 @@ export default defineTransform({
     return {
       apply(r: Rec) {
         const v = r[c.field];
-        if (v === undefined) return r;
+        // Own fields only: not constructor, toString, ... of Object.prototype.
+        if (v === undefined || !Object.hasOwn(r, c.field)) return r;
         const key = String(v);
         if (table.has(key)) r[target] = table.get(key);
         else if (hasDefault) r[target] = c.default;

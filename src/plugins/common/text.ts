@@ -1,3 +1,5 @@
+import { isAscii } from 'node:buffer';
+
 // Text helpers shared by the text-based serializers.
 
 /** Decodes bytes in the configured character encoding (utf-8 fast path, else WHATWG TextDecoder). */
@@ -25,6 +27,20 @@ const escapeChar = (c: string) => '\\u' + c.charCodeAt(0).toString(16).padStart(
 /** ensure_ascii: JSON text with every non-ASCII character written as \uXXXX (as Python's json). */
 export function asciiJson(s: string): string {
   return NON_ASCII.test(s) ? s.replace(NON_ASCII_G, escapeChar) : s;
+}
+
+/**
+ * UTF-8 bytes of JSON text, with ensure_ascii applied. The encoded length equals the string length
+ * exactly when every character is ASCII, so the common case needs no extra scan.
+ */
+export function jsonBytes(s: string, ensureAscii: boolean): Buffer {
+  const b = Buffer.from(s, 'utf8');
+  return ensureAscii && b.length !== s.length ? Buffer.from(asciiJson(s), 'utf8') : b;
+}
+
+/** Text of a chunk: ASCII (checked natively) decodes as latin1, which skips UTF-8 validation. */
+export function utf8Text(b: Buffer): string {
+  return isAscii(b) ? b.toString('latin1') : b.toString('utf8');
 }
 
 /** Splits chunk text into lines, dropping a trailing '\r' (CRLF files) and the final empty piece. */

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineSerializer, type Rec } from '../types.js';
-import { asciiJson, splitLines } from '../common/text.js';
+import { asciiJson, jsonBytes, splitLines, utf8Text } from '../common/text.js';
 
 const config = Type.Object(
   {
@@ -28,7 +28,7 @@ export default defineSerializer({
   decoder: (c) => ({
     framing: { kind: 'lines' },
     decode({ data }, out) {
-      const lines = splitLines(data.toString('utf8'));
+      const lines = splitLines(utf8Text(data));
       for (let i = 0; i < lines.length; i++) {
         const line = lines[i]!;
         // Blank lines are skipped; trim() only when the line starts with whitespace (it allocates).
@@ -58,7 +58,7 @@ export default defineSerializer({
         // String concatenation measured faster than collecting the lines and joining them.
         let s = '';
         for (let i = 0; i < records.length; i++) s += JSON.stringify(records[i]) + nl;
-        return Buffer.from(c.ensure_ascii ? asciiJson(s) : s, 'utf8');
+        return jsonBytes(s, c.ensure_ascii);
       },
       one: (r) => Buffer.from(str(r), 'utf8'),
     };

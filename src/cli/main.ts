@@ -10,13 +10,20 @@ import { FileProcessedFiles, processedFilesPath } from '../engine/processed-file
 import { createLogger } from '../observability/log.js';
 import { pluginKeys, registry } from '../plugins/registry.js';
 import { progressReporter } from './progress.js';
+import { version } from '../version.js';
+import { loadSettings } from '../settings.js';
+import { startDaemon } from '../daemon/daemon.js';
+import { pipelinesCommand, PROXY_HELP, ProxyError, runsCommand } from './proxy.js';
 
 const HELP = `svc: telecom data pipelines
 
 Usage:
+  svc serve            start the daemon (REST API on SVC_HOST:SVC_PORT, scheduler, embedded database)
   svc run FILE         run a pipeline once (one batch run) and print its run record as JSON
   svc validate FILE    check a pipeline file; lists every problem with its YAML path and line
   svc plugins [--json] list the registered sources, sinks, serializers and transforms
+  svc pipelines ...    manage pipelines of a running daemon (svc pipelines --help)
+  svc runs ...         run history of a running daemon
   svc --help           this text
   svc --version        the version
 
@@ -24,10 +31,6 @@ Exit codes: 0 success; 1 invalid config or failed run; 2 aborted run (on_error: 
 Environment: SVC_LOG_LEVEL (DEBUG, INFO, WARNING, ERROR), SVC_STATE_DIR (processed-file memory).
 Docs: docs/ in the package (configuration.md, plugins/, expressions.md, errors.md).`;
 
-const version = (): string => {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-};
 
 function usage(message: string): never {
   process.stderr.write(`svc: ${message}\nRun 'svc --help' for usage.\n`);
@@ -82,6 +85,45 @@ async function cmdRun(file: string | undefined) {
   return record.status === 'success' ? 0 : record.status === 'aborted' ? 2 : 1;
 }
 
+async function cmdServe(): Promise<number> {
+  let settings;
+  try {
+    settings = loadSettings();
+  } catch (e) {
+    process.stderr.write(`svc: ${(e as Error).message}\n`);
+    return 1;
+  }
+  const daemon = await startDaemon({ settings });
+  // SIGTERM / SIGINT drain like POST /api/daemon/stop; a second signal exits at once.
+  const onSignal = (sig: string) => {
+    daemon.log.info({ signal: sig }, 'signal received');
+    void daemon.stop();
+    process.once(sig, () => process.exit(130));
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  await daemon.stopped;
+  return 0;
+}
+
+async function cmdProxy(cmd: 'pipelines' | 'runs', args: string[], values: { json?: boolean; pipeline?: string; status?: string; limit?: string }) {
+  const ctx = {
+    url: process.env.SVC_API_URL || 'http://localhost:8765',
+    apiKey: process.env.SVC_API_KEY || undefined,
+    json: !!values.json,
+    out: (s: string) => void process.stdout.write(s),
+  };
+  try {
+    if (cmd === 'pipelines') await pipelinesCommand(args, ctx);
+    else await runsCommand(args, values, ctx);
+    return 0;
+  } catch (e) {
+    if (!(e instanceof ProxyError)) throw e;
+    process.stderr.write(`svc: ${e.message}\n`);
+    return 1;
+  }
+}
+
 function cmdPlugins(json: boolean) {
   if (json) {
     process.stdout.write(JSON.stringify(pluginKeys(), null, 2) + '\n');
@@ -100,7 +142,14 @@ export async function main(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' }, json: { type: 'boolean' } },
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+        json: { type: 'boolean' },
+        pipeline: { type: 'string' },
+        status: { type: 'string' },
+        limit: { type: 'string' },
+      },
     });
   } catch (e) {
     usage((e as Error).message);
@@ -108,7 +157,11 @@ export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parsed;
   const [cmd, ...rest] = positionals;
   if (values.version) {
-    process.stdout.write(version() + '\n');
+    process.stdout.write(version + '\n');
+    return 0;
+  }
+  if (values.help && (cmd === 'pipelines' || cmd === 'runs')) {
+    process.stdout.write(PROXY_HELP + '\n');
     return 0;
   }
   if (values.help || !cmd) {
@@ -116,12 +169,17 @@ export async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 64;
   }
   switch (cmd) {
+    case 'serve':
+      return cmdServe();
     case 'run':
       return cmdRun(rest[0]);
     case 'validate':
       return cmdValidate(rest[0]);
     case 'plugins':
       return cmdPlugins(!!values.json);
+    case 'pipelines':
+    case 'runs':
+      return cmdProxy(cmd, rest, values);
     case 'help':
       process.stdout.write(HELP + '\n');
       return 0;

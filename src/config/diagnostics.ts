@@ -30,11 +30,15 @@ export interface Diagnostic {
   column?: number;
 }
 
-/** `file:line:col path: message [CODE]`, the form editors and CI logs link to. */
+/**
+ * With a file: `file:line:col path: message [CODE]`, the form editors and CI logs link to.
+ * Without (YAML sent to the API): `path: message (line N) [CODE]`.
+ */
 export function formatDiagnostic(d: Diagnostic, file?: string): string {
-  const where = d.line ? `${file ?? 'pipeline'}:${d.line}:${d.column ?? 1} ` : file ? `${file} ` : '';
   const sev = d.severity === 'warning' ? 'warning: ' : '';
-  return `${where}${sev}${d.path ? d.path + ': ' : ''}${d.message} [${d.code}]`;
+  const what = `${sev}${d.path ? d.path + ': ' : ''}${d.message}`;
+  if (file) return `${d.line ? `${file}:${d.line}:${d.column ?? 1}` : file} ${what} [${d.code}]`;
+  return `${what}${d.line ? ` (line ${d.line})` : ''} [${d.code}]`;
 }
 
 /** Path segments to the dotted form: ['pipeline','sinks',1,'x'] -> pipeline.sinks[1].x */

@@ -6,6 +6,7 @@ import { CODES } from '../config/diagnostics.js';
 import { Pipeline, Schedule, SinkCommon } from '../config/pipeline-schema.js';
 import { typeOf } from '../config/schema-errors.js';
 import { registry } from '../plugins/registry.js';
+import { SETTINGS } from '../settings.js';
 import type { AnyPlugin, PluginKind } from '../plugins/types.js';
 
 const GENERATED = '<!-- Generated from the plugin schemas by `npm run docs`; do not edit by hand. -->';
@@ -83,6 +84,24 @@ function errorsPage(): string {
   ].join('\n\n') + '\n';
 }
 
+function settingsPage(): string {
+  // Defaults that depend on the machine are described rather than shown.
+  const machine: Record<string, string> = { DB_PATH: '`~/.svc/svc.db`', NODE_ID: 'host name', WORKER_ID: 'host name', AUTH_SECRET: 'random at each start', SMTP_FROM: '`svc@<host name>`' };
+  const rows = Object.entries(SETTINGS).map(([k, spec]) => {
+    const def = machine[k] ?? (() => {
+      const v = (spec.default as (env: Record<string, string | undefined>) => unknown)({});
+      return Array.isArray(v) ? (v.length ? '`' + v.join(',') + '`' : 'empty') : v === '' ? 'empty' : '`' + String(v) + '`';
+    })();
+    return `| \`SVC_${k}\` | ${def} | ${cell(spec.doc)} |`;
+  });
+  return [
+    GENERATED,
+    '# Environment variables',
+    'Read once when `svc serve` starts; a bad value stops the start with a one-line error naming the variable. Variables of features that come in later releases (cluster, MIBs, schemas, AI) are accepted already.',
+    ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n'),
+  ].join('\n\n') + '\n';
+}
+
 /** Every generated page: path under docs/ -> content. */
 export function generatedDocs(): Map<string, string> {
   const pages = new Map<string, string>();
@@ -92,5 +111,6 @@ export function generatedDocs(): Map<string, string> {
   }
   pages.set('pipeline.md', pipelinePage());
   pages.set('errors.md', errorsPage());
+  pages.set('settings.md', settingsPage());
   return pages;
 }

@@ -11,6 +11,8 @@ export interface ChunkInput {
   /** 1-based line number of the first line of `data` in its unit. */
   firstLine: number;
   meta: SourceMeta;
+  /** performance.now() when the chunk was read (main thread only; for the chunk duration metric). */
+  readAt?: number;
 }
 
 export interface StageError {

@@ -9,7 +9,7 @@ import type { Registry } from '../config/load.js';
 import { errorMessage } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import type { Encoder, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit } from '../plugins/types.js';
+import type { Encoder, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit } from '../plugins/types.js';
 import { chunksOf } from './chunker.js';
 import { DeadLetterQueue, type Envelope, type Stage } from './dlq.js';
 import { inlineExecutor, poolExecutor, type ChunkExecutor } from './executor.js';
@@ -23,7 +23,10 @@ export interface RunProgress {
   units: number;
   records_in: number;
   records_out: number;
+  records_skipped: number;
+  dlq_count: number;
   bytes_in: number;
+  bytes_out: number;
   /** Name and size of the unit being read, when the source knows them. */
   unit?: string;
   unit_size?: number;
@@ -40,9 +43,13 @@ export interface RunOptions {
   /** Circuit breakers by sink label; pass the same map to every run of a pipeline so they persist. */
   breakers?: Map<string, CircuitBreaker>;
   onProgress?: (p: RunProgress) => void;
+  /** Seconds from a chunk being read to its delivery (the svc_chunk_duration_seconds histogram). */
+  onChunkDelivered?: (seconds: number) => void;
   /** Chunks in flight after each submit (rule 3; the svc_stream_queue_depth gauge). */
   onQueueDepth?: (depth: number) => void;
-  /** Bytes per chunk (default 1 MiB). */
+  /** Daemon services handed to plugins (the webhook hub). */
+  services?: PluginContext['services'];
+  /** Bytes per chunk (default 512 KiB). */
   chunkBytes?: number;
 }
 
@@ -122,6 +129,7 @@ class PipelineRun {
       signal: this.hard.signal,
       processed: this.opts.processed ?? new MemoryProcessedFiles(),
       skipProcessed: this.config.skip_processed,
+      services: this.opts.services,
     };
     let source: Source | undefined;
     let executor: ChunkExecutor | undefined;
@@ -155,12 +163,12 @@ class PipelineRun {
         try {
           for await (const chunk of chunksOf(this.counted(unit.read()), framing, chunkOpts)) {
             // Checked before each chunk: a unit is partial only when input is left unread.
-            if (this.stopped || this.abortError) {
+            if (this.abortError || (this.stopped && this.config.schedule.type !== 'stream')) {
               state.partial = true;
               this.interrupted ||= this.stopped;
               break;
             }
-            const input: ChunkInput = { data: chunk.data, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta };
+            const input: ChunkInput = { data: chunk.data, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta, readAt: performance.now() };
             const result = executor.run(input);
             result.catch(() => {}); // awaited in order by the delivery chain
             this.inFlight.push(this.enqueue(() => this.deliverChunk(input, result, state)));
@@ -173,12 +181,16 @@ class PipelineRun {
           this.counters.note(`${this.unitName(unit)}: read failed: ${errorMessage(e)}`);
         }
         this.enqueue(() => this.finishUnit(state));
-        if (this.stopped || this.abortError) {
+        // A stream source ends by itself once stopped, after handing on what it already accepted.
+        if (this.abortError || (this.stopped && this.config.schedule.type !== 'stream')) {
           this.interrupted ||= this.stopped;
           break;
         }
         if (this.config.batch_size !== undefined && this.counters.records_in >= this.config.batch_size) break;
       }
+      // A batch source that saw the stop returns early, possibly before its first unit (nothing was
+      // cut short above): the run still did not finish its input, so it is aborted, not a success.
+      if (this.stopped && this.config.schedule.type !== 'stream') this.interrupted = true;
       await this.chain;
       for (const n of source.notes ?? []) this.counters.note(n);
     } catch (e) {
@@ -244,14 +256,19 @@ class PipelineRun {
       return;
     }
     await this.deliver(input, out, unit);
+    const c = this.counters;
     this.opts.onProgress?.({
       units: this.units,
-      records_in: this.counters.records_in,
-      records_out: this.counters.records_out,
-      bytes_in: this.counters.bytes_in,
+      records_in: c.records_in,
+      records_out: c.records_out,
+      records_skipped: c.records_skipped,
+      dlq_count: c.dlq_count,
+      bytes_in: c.bytes_in,
+      bytes_out: c.bytes_out,
       unit: this.unitName(unit.unit),
       unit_size: unit.unit.size,
     });
+    this.opts.onChunkDelivered?.((performance.now() - input.readAt!) / 1000);
   }
 
   private abort(reason: string) {

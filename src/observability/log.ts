@@ -1,14 +1,18 @@
 // Structured logging (pino). Every component gets a child logger carrying its own bindings
 // (pipeline, run_id, component) so each line of a run can be traced back to it.
 import { pino } from 'pino';
+import pretty from 'pino-pretty';
 
 export type Logger = pino.Logger;
 
 const LEVELS: Record<string, string> = { DEBUG: 'debug', INFO: 'info', WARNING: 'warn', WARN: 'warn', ERROR: 'error' };
 
-export function createLogger(opts: { level?: string; destination?: number | string } = {}): Logger {
+export function createLogger(opts: { level?: string; format?: 'json' | 'text'; destination?: number | string } = {}): Logger {
   const level = LEVELS[(opts.level ?? process.env.SVC_LOG_LEVEL ?? 'INFO').toUpperCase()] ?? 'info';
-  return pino({ level, base: undefined }, pino.destination({ dest: opts.destination ?? 2, sync: true }));
+  const dest = opts.destination ?? 2;
+  const format = opts.format ?? (process.env.SVC_LOG_FORMAT?.toLowerCase() === 'text' ? 'text' : 'json');
+  const stream = format === 'text' ? pretty({ destination: dest, colorize: false, sync: true, translateTime: 'SYS:standard' }) : pino.destination({ dest, sync: true });
+  return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, stream);
 }
 
 /** A logger that drops everything (tests, benchmarks). */

@@ -3,6 +3,7 @@
 import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin, TransformPlugin } from './types.js';
 
 import localSource from './sources/local.js';
+import webhookSource from './sources/webhook.js';
 
 import localSink from './sinks/local.js';
 
@@ -21,7 +22,7 @@ import valueMap from './transforms/value_map.js';
 
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
-export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([localSource]);
+export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([localSource, webhookSource]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([localSink]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   bytesSerializer,

@@ -3,6 +3,7 @@
 // /api/plugins and the generated reference in docs/plugins/.
 import type { Static, TObject } from '@sinclair/typebox';
 import type { Logger } from '../observability/log.js';
+import type { WebhookHub } from '../engine/webhook-hub.js';
 
 /** A record flowing through a pipeline. */
 export type Rec = Record<string, unknown>;
@@ -51,6 +52,8 @@ export interface PluginContext {
   processed: ProcessedFiles;
   /** Pipeline-level `skip_processed`; sources OR it with their own flag. */
   skipProcessed: boolean;
+  /** Services of the daemon (absent in `svc run`): push sources register here. */
+  services?: { webhooks?: WebhookHub };
 }
 
 interface PluginBase<S extends TObject> {

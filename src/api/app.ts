@@ -1,0 +1,80 @@
+// The REST API (spec doc 2 section 4) as a Fastify app. Every error leaves as `{detail}` with the
+// status of section 7: request validation 422, unknown routes 404, oversized bodies 413.
+import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { installAuth } from '../auth/guard.js';
+import { ManagerError } from '../daemon/pipeline-manager.js';
+import { traceRequests } from '../observability/tracing.js';
+import { ApiError, type ApiDeps } from './deps.js';
+import alertRoutes from './routes/alerts.js';
+import authRoutes from './routes/auth.js';
+import daemonRoutes from './routes/daemon.js';
+import pipelineRoutes from './routes/pipelines.js';
+import runRoutes from './routes/runs.js';
+import webhookRoutes from './routes/webhooks.js';
+import { version } from '../version.js';
+
+/** Largest YAML or JSON body of the management API (webhooks have their own limit). */
+export const API_BODY_LIMIT = 1 << 20;
+
+const REDOC_PAGE = `<!doctype html><html><head><title>svc API</title><meta charset="utf-8"></head>
+<body><redoc spec-url="/openapi.json"></redoc>
+<script src="https://cdn.redoc.ly/redoc/latest/bundles/redoc.standalone.js"></script></body></html>`;
+
+export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
+  const { settings } = deps;
+  const https =
+    settings.TLS_CERTFILE && settings.TLS_KEYFILE ? { cert: readFileSync(settings.TLS_CERTFILE), key: readFileSync(settings.TLS_KEYFILE) } : null;
+  const app = Fastify({
+    bodyLimit: API_BODY_LIMIT,
+    ...(https ? { https } : {}),
+    // Validation errors list every problem, not the first only.
+    ajv: { customOptions: { allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: false } },
+    trustProxy: false,
+  }) as unknown as FastifyInstance;
+  traceRequests(app, deps.tracer);
+
+  // Pipeline YAML arrives as text/plain or application/yaml.
+  app.addContentTypeParser(['text/plain', 'application/yaml', 'application/x-yaml', 'text/yaml'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err.validation) {
+      const where = err.validationContext ?? 'request';
+      const detail = err.validation.map((v) => `${where}${v.instancePath ? v.instancePath.replace(/\//g, '.') : ''} ${v.message ?? 'is invalid'}`).join('; ');
+      return reply.code(422).send({ detail });
+    }
+    if (err instanceof ApiError) return reply.code(err.statusCode).headers(err.headers).send({ detail: err.message });
+    if (err instanceof ManagerError) return reply.code(err.status).send({ detail: err.message });
+    if (err.statusCode && err.statusCode < 500) {
+      const detail =
+        err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+          ? `request body is larger than the limit of ${err.statusCode === 413 && req.url.startsWith('/webhooks/') ? settings.WEBHOOK_MAX_BODY_BYTES : API_BODY_LIMIT} bytes`
+          : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+            ? `unsupported content type '${req.headers['content-type']}': send JSON, or pipeline YAML as text/plain or application/yaml`
+            : err.message;
+      return reply.code(err.statusCode).send({ detail });
+    }
+    deps.log.error({ err: err.message, stack: err.stack, url: req.url }, 'request failed');
+    return reply.code(500).send({ detail: `internal error: ${err.message}` });
+  });
+  app.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'svc pipeline engine API', version, description: 'Telecom data pipelines: registration, runs, alerts. Errors are {detail}.' },
+      components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' }, bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/redoc', { schema: { hide: true } }, async (_req, reply) => reply.type('text/html').send(REDOC_PAGE));
+
+  installAuth(app, { settings, log: deps.log });
+
+  for (const routes of [daemonRoutes, pipelineRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes]) {
+    await app.register(async (scope) => routes(scope, deps));
+  }
+  return app;
+}

@@ -1,0 +1,33 @@
+// What every route module is given. A route module default-exports
+// `async function routes(app: FastifyInstance, deps: ApiDeps)` and registers its own paths.
+import type { Logger } from '../observability/log.js';
+import type { Settings } from '../settings.js';
+import type { Store } from '../store/types.js';
+import type { PipelineManager } from '../daemon/pipeline-manager.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { WebhookHub } from '../engine/webhook-hub.js';
+import type { Tracer } from '../observability/tracing.js';
+
+export interface ApiDeps {
+  settings: Settings;
+  store: Store;
+  manager: PipelineManager;
+  metrics: Metrics;
+  log: Logger;
+  startedAt: Date;
+  /** Asks the daemon to shut down gracefully (POST /api/daemon/stop). */
+  shutdown(): void;
+  /** The webhook hub of the running pipelines. */
+  webhooks: WebhookHub;
+  /** True once a shutdown has begun (readiness answers 503). */
+  shuttingDown?(): boolean;
+  /** OpenTelemetry tracer; undefined when tracing is off (SVC_OTEL_ENDPOINT empty). */
+  tracer?: Tracer;
+}
+
+/** Error body of every API error: `{detail}` (spec doc 2 section 7). */
+export class ApiError extends Error {
+  constructor(readonly statusCode: number, message: string, readonly headers: Record<string, string> = {}) {
+    super(message);
+  }
+}

@@ -1,0 +1,53 @@
+// Alert rules of a pipeline: list, add, update, delete. Bodies are checked by the alerting
+// module (422 with every problem); names are unique per pipeline (409).
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { parseAlertRule } from '../../alerts/index.js';
+import { DuplicateAlertRuleError } from '../../store/index.js';
+import type { AlertRule } from '../../store/types.js';
+import { ApiError, type ApiDeps } from '../deps.js';
+
+type RuleReq = FastifyRequest<{ Params: { name: string; rule_name?: string } }>;
+
+function ruleOf(body: unknown): AlertRule {
+  const r = parseAlertRule(body);
+  if (!r.ok) throw new ApiError(422, r.problems.join('; '));
+  return r.rule;
+}
+
+export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
+  const { manager, store } = deps;
+  const tags = ['alerts'];
+  const params = Type.Object({ name: Type.String({ minLength: 1 }) });
+  const ruleParams = Type.Object({ name: Type.String({ minLength: 1 }), rule_name: Type.String({ minLength: 1 }) });
+
+  app.get('/api/pipelines/:name/alerts', { schema: { tags, params } }, async (req: RuleReq) => {
+    manager.get(req.params.name);
+    return store.alerts.list(req.params.name);
+  });
+
+  app.post('/api/pipelines/:name/alerts', { schema: { tags, params, summary: 'Add an alert rule' } }, async (req: RuleReq, reply) => {
+    manager.get(req.params.name);
+    const rule = ruleOf(req.body);
+    if (!(await store.alerts.add(req.params.name, rule))) throw new ApiError(409, `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; use PUT to change it`);
+    return reply.code(201).send(rule);
+  });
+
+  app.put('/api/pipelines/:name/alerts/:rule_name', { schema: { tags, params: ruleParams } }, async (req: RuleReq) => {
+    manager.get(req.params.name);
+    const rule = ruleOf(req.body);
+    // A different body name renames the rule; onto a name another rule has, that is a conflict (409), not a 500.
+    const updated = await store.alerts.update(req.params.name, req.params.rule_name!, rule).catch((e: unknown) => {
+      if (e instanceof DuplicateAlertRuleError) throw new ApiError(409, `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; choose another name`);
+      throw e;
+    });
+    if (!updated) throw new ApiError(404, `pipeline '${req.params.name}' has no alert rule '${req.params.rule_name}'`);
+    return rule;
+  });
+
+  app.delete('/api/pipelines/:name/alerts/:rule_name', { schema: { tags, params: ruleParams } }, async (req: RuleReq, reply) => {
+    manager.get(req.params.name);
+    if (!(await store.alerts.remove(req.params.name, req.params.rule_name!))) throw new ApiError(404, `pipeline '${req.params.name}' has no alert rule '${req.params.rule_name}'`);
+    return reply.code(204).send();
+  });
+}

@@ -1,0 +1,159 @@
+// Pipelines: CRUD, lifecycle (start, stop, run), reload, dry-run, versions and rollback.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { loadPipelineText } from '../../config/load.js';
+import { formatDiagnostic } from '../../config/diagnostics.js';
+import { buildPlan, encoderFor } from '../../engine/plan.js';
+import { MemoryProcessedFiles } from '../../engine/processed-files.js';
+import { silentLogger } from '../../observability/log.js';
+import { registry } from '../../plugins/registry.js';
+import type { SinkPlugin, SourcePlugin } from '../../plugins/types.js';
+import type { Managed } from '../../daemon/pipeline-manager.js';
+import { ApiError, type ApiDeps } from '../deps.js';
+
+const NameParams = Type.Object({ name: Type.String({ minLength: 1 }) });
+type NameReq = FastifyRequest<{ Params: { name: string } }>;
+
+/** The body of create, update and dry-run: raw YAML text, or JSON `{yaml_text}`. */
+function yamlOf(req: FastifyRequest): string {
+  const b = req.body as unknown;
+  if (typeof b === 'string') return b;
+  if (b && typeof b === 'object' && typeof (b as { yaml_text?: unknown }).yaml_text === 'string') return (b as { yaml_text: string }).yaml_text;
+  if (b === undefined || b === null) throw new ApiError(400, 'missing pipeline YAML: send it as text/plain or application/yaml, or JSON {"yaml_text": "..."}');
+  throw new ApiError(422, 'JSON body must be {"yaml_text": "<pipeline YAML>"}');
+}
+
+export async function pipelineState(deps: ApiDeps, p: Managed) {
+  const last = (await deps.store.runs.list({ pipeline: p.name, limit: 1, offset: 0 }))[0];
+  return {
+    name: p.name,
+    description: p.config.description ?? null,
+    enabled: p.config.enabled,
+    status: p.status,
+    error: p.error ?? null,
+    schedule_type: p.config.schedule.type,
+    schedule: p.config.schedule,
+    version: p.version,
+    origin: p.origin,
+    file: p.file,
+    active_run_id: p.active?.runId ?? null,
+    last_run: last ? (last.finished_at ?? last.started_at) : null,
+    last_run_status: last?.status ?? null,
+    config: p.config,
+    yaml: p.yaml,
+  };
+}
+
+/** Dry-run: validation plus instantiating transforms, serializers and connectors (no I/O). */
+function dryRun(yaml: string): { valid: boolean; issues: string[] } {
+  const r = loadPipelineText(yaml);
+  const issues = r.diagnostics.map((d) => formatDiagnostic(d));
+  if (!r.config) return { valid: false, issues };
+  const config = r.config;
+  const ctx = { pipeline: config.name, log: silentLogger, signal: new AbortController().signal, processed: new MemoryProcessedFiles(), skipProcessed: false };
+  const attempt = (what: string, f: () => unknown) => {
+    try {
+      f();
+    } catch (e) {
+      issues.push(`${what}: ${(e as Error).message}`);
+    }
+  };
+  attempt('transforms and serializers', () => buildPlan(config));
+  attempt(`source (${config.source.type})`, () => (registry.source.get(config.source.type) as SourcePlugin).create(config.source as never, ctx));
+  for (const [i, s] of [...config.sinks.entries(), ...(config.dlq ? [['dlq', config.dlq] as const] : [])]) {
+    attempt(typeof i === 'number' ? `sinks[${i}] (${s.type})` : `dlq (${s.type})`, () =>
+      (registry.sink.get(s.type) as SinkPlugin).create(s as never, { ...ctx, encoder: encoderFor(registry, s.serializer_out ?? (i === 'dlq' ? { type: 'ndjson' } : config.serializer_out)) }),
+    );
+  }
+  return { valid: !r.diagnostics.some((d) => d.severity === 'error') && issues.length === r.diagnostics.length, issues };
+}
+
+export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps) {
+  const { manager, store } = deps;
+  const tags = ['pipelines'];
+
+  app.get('/api/pipelines', { schema: { tags, summary: 'Pipeline summaries' } }, async () => {
+    const latest = await store.runs.latest();
+    return manager.list().map((p) => {
+      const last = latest.get(p.name);
+      return {
+        name: p.name,
+        enabled: p.config.enabled,
+        status: p.status,
+        schedule_type: p.config.schedule.type,
+        last_run: last ? (last.finished_at ?? last.started_at) : null,
+        last_run_status: last?.status ?? null,
+      };
+    });
+  });
+
+  app.post('/api/pipelines', { schema: { tags, summary: 'Register a pipeline (YAML as text/plain, application/yaml, or JSON {yaml_text})' } }, async (req, reply) => {
+    const p = await manager.register(yamlOf(req), { origin: 'api' });
+    return reply.code(201).send(await pipelineState(deps, p));
+  });
+
+  app.post('/api/pipelines/dry-run', { schema: { tags, summary: 'Validate without registering; always 200 {valid, issues}' } }, async (req) => {
+    let yaml: string;
+    try {
+      yaml = yamlOf(req);
+    } catch (e) {
+      return { valid: false, issues: [(e as Error).message] };
+    }
+    return dryRun(yaml);
+  });
+
+  app.post('/api/pipelines/reload', { schema: { tags, summary: 'Rescan SVC_PIPELINE_DIR' } }, async () => {
+    const r = await manager.loadDirectory(deps.settings.PIPELINE_DIR);
+    return { reloaded: r.reloaded, total: r.total, errors: r.errors };
+  });
+
+  app.get('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq) => pipelineState(deps, manager.get(req.params.name)));
+
+  app.put('/api/pipelines/:name', { schema: { tags, params: NameParams, summary: 'Replace the config (stopped, re-registered, restarted if enabled)' } }, async (req: NameReq) =>
+    pipelineState(deps, await manager.update(req.params.name, yamlOf(req))),
+  );
+
+  app.delete('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq, reply) => {
+    await manager.remove(req.params.name);
+    return reply.code(204).send();
+  });
+
+  app.post('/api/pipelines/:name/start', { schema: { tags, params: NameParams } }, async (req: NameReq) => {
+    const p = await manager.start(req.params.name);
+    return { name: p.name, status: p.status };
+  });
+
+  app.post('/api/pipelines/:name/stop', { schema: { tags, params: NameParams, summary: 'Graceful stop: in-flight work drains first' } }, async (req: NameReq) => {
+    const p = await manager.stop(req.params.name);
+    return { name: p.name, status: p.status };
+  });
+
+  app.post(
+    '/api/pipelines/:name/run',
+    { schema: { tags, params: NameParams, querystring: Type.Object({ flush: Type.Optional(Type.Boolean()) }), summary: 'One immediate batch run (202)' } },
+    async (req: NameReq, reply) => reply.code(202).send(await manager.runNow(req.params.name)),
+  );
+
+  app.get('/api/pipelines/:name/versions', { schema: { tags, params: NameParams } }, async (req: NameReq) => {
+    manager.get(req.params.name);
+    return store.pipelines.versions(req.params.name);
+  });
+
+  app.post(
+    '/api/pipelines/:name/rollback',
+    { schema: { tags, params: NameParams, querystring: Type.Object({ version: Type.Integer({ minimum: 1 }) }) } },
+    async (req: FastifyRequest<{ Params: { name: string }; Querystring: { version: number } }>) => {
+      await manager.rollback(req.params.name, req.query.version);
+      // Spec doc 2: the response reports `stopped`; the pipeline is restarted when enabled.
+      return { name: req.params.name, status: 'stopped', rolled_back_to_version: req.query.version };
+    },
+  );
+
+  app.get('/api/pipelines/:name/placement', { schema: { tags, params: NameParams, summary: 'Single-slot placement view of a running standalone stream' } }, async (req: NameReq) => {
+    const p = manager.get(req.params.name);
+    if (p.config.schedule.type !== 'stream') throw new ApiError(404, `pipeline '${p.name}' is not a stream; placements exist for streams only`);
+    const view = manager.placement(p.name);
+    if (!view) throw new ApiError(404, `stream '${p.name}' is not running`);
+    return view;
+  });
+}

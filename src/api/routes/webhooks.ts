@@ -1,0 +1,26 @@
+// POST /webhooks/<path>: bodies for webhook sources. Any content type is taken as raw bytes, up to
+// SVC_WEBHOOK_MAX_BODY_BYTES (413 above).
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ApiDeps } from '../deps.js';
+
+export default async function webhookRoutes(app: FastifyInstance, deps: ApiDeps) {
+  // This plugin scope reads every body as bytes; the rest of the API keeps its JSON/YAML parsers.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.settings.WEBHOOK_MAX_BODY_BYTES }, (_req, body, done) => done(null, body));
+
+  app.post('/webhooks/*', { bodyLimit: deps.settings.WEBHOOK_MAX_BODY_BYTES, schema: { tags: ['webhooks'], summary: 'Deliver a body to the webhook source serving this path' } }, async (req: FastifyRequest<{ Params: { '*': string } }>, reply) => {
+    const path = req.params['*'];
+    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const outcome = deps.webhooks.deliver(path, req.headers.authorization, { body, contentType: req.headers['content-type'], receivedAt: new Date().toISOString() });
+    switch (outcome) {
+      case 'queued':
+        return reply.code(202).send({ status: 'queued' });
+      case 'unknown':
+        return reply.code(404).send({ detail: `no webhook source is registered for /webhooks/${path}` });
+      case 'unauthorized':
+        return reply.code(401).send({ detail: 'missing or wrong bearer token: send Authorization: Bearer <secret of the webhook source>' });
+      case 'full':
+        return reply.code(503).header('Retry-After', '1').send({ detail: `the queue of /webhooks/${path} is full; retry shortly` });
+    }
+  });
+}

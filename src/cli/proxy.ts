@@ -1,0 +1,113 @@
+// `svc pipelines ...` and `svc runs ...`: the REST API from the command line (SVC_API_URL,
+// SVC_API_KEY). Tables for people by default, `--json` for programs.
+import { readFileSync } from 'node:fs';
+
+export class ProxyError extends Error {}
+
+interface Ctx {
+  url: string;
+  apiKey?: string;
+  json: boolean;
+  out: (s: string) => void;
+}
+
+async function call(ctx: Ctx, method: string, path: string, body?: { yaml?: string }): Promise<unknown> {
+  const headers: Record<string, string> = {};
+  if (ctx.apiKey) headers['X-API-Key'] = ctx.apiKey;
+  if (body?.yaml !== undefined) headers['content-type'] = 'application/yaml';
+  let res: Response;
+  try {
+    res = await fetch(ctx.url.replace(/\/+$/, '') + path, { method, headers, body: body?.yaml });
+  } catch (e) {
+    throw new ProxyError(`cannot reach the daemon at ${ctx.url} (${(e as Error & { cause?: Error }).cause?.message ?? (e as Error).message}): is \`svc serve\` running? Set SVC_API_URL to its address.`);
+  }
+  const text = await res.text();
+  let data: unknown = text;
+  try {
+    data = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* CSV or plain text */
+  }
+  if (!res.ok) {
+    const detail = (data as { detail?: string } | undefined)?.detail ?? text;
+    throw new ProxyError(`${method} ${path}: ${res.status} ${detail}`);
+  }
+  return data;
+}
+
+/** Fixed-width columns; values that are objects print as JSON. */
+export function table(rows: Record<string, unknown>[], columns: string[]): string {
+  const cell = (v: unknown) => (v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(columns.map((c) => c.toUpperCase())), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n') + '\n';
+}
+
+function show(ctx: Ctx, data: unknown, columns?: string[]) {
+  if (ctx.json || !columns) ctx.out(JSON.stringify(data, null, 2) + '\n');
+  else ctx.out(table(Array.isArray(data) ? (data as Record<string, unknown>[]) : [data as Record<string, unknown>], columns));
+}
+
+const need = (v: string | undefined, what: string): string => {
+  if (!v) throw new ProxyError(`missing ${what}`);
+  return v;
+};
+const enc = encodeURIComponent;
+
+const PIPELINE_COLUMNS = ['name', 'enabled', 'status', 'schedule_type', 'last_run', 'last_run_status'];
+const RUN_COLUMNS = ['run_id', 'pipeline', 'status', 'started_at', 'records_in', 'records_out', 'records_skipped', 'dlq_count', 'error'];
+
+export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL, default http://localhost:8765; SVC_API_KEY sent as X-API-Key):
+  svc pipelines [list]                 pipeline summaries
+  svc pipelines get NAME               config and live status
+  svc pipelines create FILE            register a pipeline
+  svc pipelines update NAME FILE       replace its config
+  svc pipelines delete NAME
+  svc pipelines start|stop|run NAME
+  svc pipelines versions NAME          stored versions, newest first
+  svc pipelines rollback NAME VERSION
+  svc runs [--pipeline P] [--status S] [--limit N]
+  svc runs get RUN_ID
+Add --json for JSON output.`;
+
+export async function pipelinesCommand(args: string[], ctx: Ctx): Promise<void> {
+  const [verb = 'list', a, b] = args;
+  switch (verb) {
+    case 'list':
+      return show(ctx, await call(ctx, 'GET', '/api/pipelines'), PIPELINE_COLUMNS);
+    case 'get': {
+      const p = (await call(ctx, 'GET', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}`)) as Record<string, unknown>;
+      if (ctx.json) return show(ctx, p);
+      show(ctx, p, ['name', 'enabled', 'status', 'schedule_type', 'version', 'origin', 'last_run', 'last_run_status', 'error']);
+      return ctx.out(`\n${String(p.yaml)}`);
+    }
+    case 'create':
+      return show(ctx, await call(ctx, 'POST', '/api/pipelines', { yaml: readFileSync(need(a, 'pipeline FILE'), 'utf8') }), ['name', 'status', 'version']);
+    case 'update':
+      return show(ctx, await call(ctx, 'PUT', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}`, { yaml: readFileSync(need(b, 'pipeline FILE'), 'utf8') }), ['name', 'status', 'version']);
+    case 'delete':
+      await call(ctx, 'DELETE', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}`);
+      return ctx.json ? show(ctx, { name: a, deleted: true }) : ctx.out(`deleted ${a}\n`);
+    case 'start':
+    case 'stop':
+    case 'run':
+      return show(ctx, await call(ctx, 'POST', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}/${verb}`), verb === 'run' ? ['name', 'status', 'run_id'] : ['name', 'status']);
+    case 'versions':
+      return show(ctx, await call(ctx, 'GET', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}/versions`), ['version', 'created_at', 'is_active']);
+    case 'rollback':
+      return show(ctx, await call(ctx, 'POST', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}/rollback?version=${enc(need(b, 'VERSION'))}`), ['name', 'status', 'rolled_back_to_version']);
+    default:
+      throw new ProxyError(`unknown pipelines command '${verb}'\n${PROXY_HELP}`);
+  }
+}
+
+export async function runsCommand(args: string[], opts: { pipeline?: string; status?: string; limit?: string }, ctx: Ctx): Promise<void> {
+  if (args[0] === 'get') return show(ctx, await call(ctx, 'GET', `/api/runs/${enc(need(args[1], 'RUN_ID'))}`), RUN_COLUMNS);
+  if (args[0] !== undefined) throw new ProxyError(`unknown runs command '${args[0]}'\n${PROXY_HELP}`);
+  const q = new URLSearchParams();
+  if (opts.pipeline) q.set('pipeline', opts.pipeline);
+  if (opts.status) q.set('status', opts.status);
+  if (opts.limit) q.set('limit', opts.limit);
+  const qs = q.toString();
+  return show(ctx, await call(ctx, 'GET', `/api/runs${qs ? '?' + qs : ''}`), RUN_COLUMNS);
+}

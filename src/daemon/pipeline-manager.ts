@@ -1,0 +1,476 @@
+// Registered pipelines and their lifecycle (spec doc 2 section 3): register, update, delete,
+// start, stop (draining), run now, rollback; schedules fire runs, streams are supervised and
+// restarted with backoff. Every run is recorded in the store before it starts and when it ends.
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Cron } from 'croner';
+import { loadPipelineText } from '../config/load.js';
+import { formatDiagnostic } from '../config/diagnostics.js';
+import type { PipelineConfig } from '../config/pipeline-schema.js';
+import { runPipeline, type RunProgress } from '../engine/runner.js';
+import type { CircuitBreaker } from '../engine/reliability.js';
+import type { RunRecord } from '../engine/run-record.js';
+import type { WebhookHub } from '../engine/webhook-hub.js';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../observability/log.js';
+import type { Metrics } from '../observability/metrics.js';
+import { startRunSpan, type Tracer } from '../observability/tracing.js';
+import type { Settings } from '../settings.js';
+import { DbProcessedFiles } from '../store/index.js';
+import type { Store, StoredPipeline } from '../store/types.js';
+import { randomUUID } from 'node:crypto';
+
+export type PipelineStatus = 'running' | 'stopped' | 'scheduled' | 'error';
+
+/** Thrown for requests the manager refuses; the API maps `status` to the HTTP code. */
+export class ManagerError extends Error {
+  constructor(readonly status: 400 | 404 | 409 | 422, message: string) {
+    super(message);
+  }
+}
+
+export interface AlertHook {
+  evaluate(pipeline: string, run: RunRecord): Promise<unknown>;
+}
+
+interface ActiveRun {
+  runId: string;
+  stop: AbortController;
+  done: Promise<RunRecord>;
+}
+
+export interface Managed {
+  name: string;
+  yaml: string;
+  config: PipelineConfig;
+  origin: 'api' | 'file';
+  file: string | null;
+  version: number;
+  status: PipelineStatus;
+  /** Why the status is `error`. */
+  error?: string;
+  /** Pipeline-level reliability state that outlives runs. */
+  breakers: Map<string, CircuitBreaker>;
+  timer?: NodeJS.Timeout;
+  /** Next fire time of the interval timer (epoch ms), for the daemon status. */
+  nextAt?: number;
+  cron?: Cron;
+  active?: ActiveRun;
+  /** Stream supervision: consecutive failed runs and the pending restart. */
+  restarts: number;
+  restartTimer?: NodeJS.Timeout;
+  /** Set by stop(): nothing may start again until start(). */
+  halted: boolean;
+  /** Live counters of the active run (stream placement view). */
+  live?: { startedAt: number; at: number; progress: RunProgress };
+}
+
+export interface ManagerDeps {
+  store: Store;
+  settings: Settings;
+  log: Logger;
+  metrics: Metrics;
+  webhooks: WebhookHub;
+  alerts?: AlertHook;
+  /** OpenTelemetry tracer: each run becomes a `pipeline.run` span (undefined: tracing off). */
+  tracer?: Tracer;
+}
+
+/** Stream restart backoff: 1 s doubling to 60 s. */
+export const restartDelayMs = (attempt: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, attempt - 1));
+
+export class PipelineManager {
+  private readonly pipelines = new Map<string, Managed>();
+  private closing = false;
+
+  constructor(private readonly deps: ManagerDeps) {}
+
+  list(): Managed[] {
+    return [...this.pipelines.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  get(name: string): Managed {
+    const p = this.pipelines.get(name);
+    if (!p) throw new ManagerError(404, `pipeline '${name}' not found`);
+    return p;
+  }
+
+  has(name: string) {
+    return this.pipelines.has(name);
+  }
+
+  /** Validates YAML; a ManagerError(400) lists every problem. */
+  parse(yaml: string, file?: string): PipelineConfig {
+    const r = loadPipelineText(yaml, { file });
+    if (!r.config) {
+      const errs = r.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d, file));
+      throw new ManagerError(400, `invalid pipeline: ${errs.join('; ')}`);
+    }
+    return r.config;
+  }
+
+  /** Loads what the store holds (API-registered pipelines and the last known file ones). */
+  async restore() {
+    for (const sp of await this.deps.store.pipelines.list()) {
+      try {
+        this.install(sp, this.parse(sp.yaml, sp.file ?? undefined));
+      } catch (e) {
+        this.deps.log.error({ pipeline: sp.name, err: errorMessage(e) }, 'stored pipeline no longer valid; skipped');
+      }
+    }
+  }
+
+  /**
+   * Rescans a directory of pipeline YAML. A file wins over an API-registered pipeline of the same
+   * name (the directory is the operator's source of truth); each change is a new version.
+   */
+  async loadDirectory(dir: string): Promise<{ reloaded: number; total: number; errors: string[] }> {
+    let names: string[];
+    try {
+      names = (await readdir(dir)).filter((f) => /\.ya?ml$/i.test(f)).sort();
+    } catch (e) {
+      return { reloaded: 0, total: this.pipelines.size, errors: [`cannot read SVC_PIPELINE_DIR ${dir}: ${errorMessage(e)}`] };
+    }
+    let reloaded = 0;
+    const errors: string[] = [];
+    for (const f of names) {
+      const file = join(dir, f);
+      try {
+        const yaml = await readFile(file, 'utf8');
+        const config = this.parse(yaml, file);
+        const existing = this.pipelines.get(config.name);
+        if (existing && existing.yaml === yaml && existing.origin === 'file') continue;
+        await this.register(yaml, { origin: 'file', file, replace: true });
+        reloaded++;
+      } catch (e) {
+        errors.push(`${f}: ${errorMessage(e)}`);
+        this.deps.log.error({ file, err: errorMessage(e) }, 'pipeline file not loaded');
+      }
+    }
+    return { reloaded, total: this.pipelines.size, errors };
+  }
+
+  /** Pipelines that came from `file` and whose file is gone are deregistered (SVC_WATCH_PIPELINES). */
+  async forgetFile(file: string) {
+    for (const p of this.list()) if (p.origin === 'file' && p.file === file) await this.remove(p.name);
+  }
+
+  async register(yaml: string, opts: { origin: 'api' | 'file'; file?: string; replace?: boolean } = { origin: 'api' }): Promise<Managed> {
+    const config = this.parse(yaml, opts.file);
+    const existing = this.pipelines.get(config.name);
+    if (existing && !opts.replace) throw new ManagerError(409, `pipeline '${config.name}' is already registered; use PUT /api/pipelines/${config.name} to replace it`);
+    if (existing) await this.halt(existing);
+    const sp = await this.deps.store.pipelines.save({ name: config.name, yaml, origin: opts.origin, file: opts.file ?? null });
+    const m = this.install(sp, config, existing);
+    return m;
+  }
+
+  /** PUT: replaces the config of an existing pipeline (stopped, re-registered, restarted if enabled). */
+  async update(name: string, yaml: string): Promise<Managed> {
+    const current = this.get(name);
+    const config = this.parse(yaml);
+    if (config.name !== name) throw new ManagerError(400, `the YAML names pipeline '${config.name}', not '${name}'; a pipeline cannot be renamed in place`);
+    return this.register(yaml, { origin: current.origin === 'file' ? 'file' : 'api', file: current.file ?? undefined, replace: true });
+  }
+
+  async remove(name: string) {
+    const p = this.get(name);
+    await this.halt(p);
+    this.pipelines.delete(name);
+    await this.deps.store.pipelines.delete(name);
+    await this.deps.store.alerts.removeAll(name);
+    await this.deps.store.processed.clear(name);
+    this.deps.metrics.forget(name);
+  }
+
+  async rollback(name: string, version: number): Promise<Managed> {
+    const p = this.get(name);
+    const yaml = await this.deps.store.pipelines.versionYaml(name, version);
+    if (yaml === undefined) throw new ManagerError(404, `pipeline '${name}' has no version ${version}; see GET /api/pipelines/${name}/versions`);
+    const config = this.parse(yaml);
+    await this.halt(p);
+    await this.deps.store.pipelines.activate(name, version);
+    const sp = (await this.deps.store.pipelines.get(name))!;
+    return this.install(sp, config, p);
+  }
+
+  async start(name: string): Promise<Managed> {
+    const p = this.get(name);
+    p.halted = false;
+    this.schedule(p);
+    return p;
+  }
+
+  async stop(name: string): Promise<Managed> {
+    const p = this.get(name);
+    await this.halt(p);
+    return p;
+  }
+
+  /** One immediate batch run; refused for streams and while a run is in progress. */
+  async runNow(name: string): Promise<{ name: string; status: 'triggered'; run_id: string }> {
+    const p = this.get(name);
+    if (p.config.schedule.type === 'stream') throw new ManagerError(400, `pipeline '${name}' is a stream; use POST /api/pipelines/${name}/start`);
+    if (p.active) throw new ManagerError(409, `pipeline '${name}' has a run in progress (${p.active.runId}); try again when it has finished`);
+    const run = this.launch(p);
+    return { name, status: 'triggered', run_id: run.runId };
+  }
+
+  /** Stops every pipeline, draining runs for up to `timeoutMs`. */
+  async shutdown(timeoutMs: number) {
+    this.closing = true;
+    await Promise.all(this.list().map((p) => this.halt(p, timeoutMs)));
+  }
+
+  /** Next fire times for the daemon status. */
+  nextRuns(): { pipeline: string; next_run: string }[] {
+    const out: { pipeline: string; next_run: string }[] = [];
+    for (const p of this.pipelines.values()) {
+      const next = p.cron?.nextRun() ?? (p.timer && p.nextAt !== undefined ? new Date(p.nextAt) : undefined);
+      if (next) out.push({ pipeline: p.name, next_run: next.toISOString() });
+    }
+    return out;
+  }
+
+  /** The synthetic single-slot placement of a running standalone stream (spec doc 2). */
+  placement(name: string) {
+    const p = this.get(name);
+    if (p.config.schedule.type !== 'stream' || !p.active) return undefined;
+    const live = p.live;
+    const now = Date.now();
+    const startedAt = live?.startedAt ?? now;
+    const secs = Math.max(0.001, (now - startedAt) / 1000);
+    const pr = live?.progress;
+    const counters = {
+      records_in: pr?.records_in ?? 0,
+      records_out: pr?.records_out ?? 0,
+      records_skipped: pr?.records_skipped ?? 0,
+      dlq_count: pr?.dlq_count ?? 0,
+      error_count: pr?.records_skipped ?? 0,
+      bytes_in: pr?.bytes_in ?? 0,
+      bytes_out: pr?.bytes_out ?? 0,
+    };
+    // Stale when nothing was reported for 3 x SVC_STATS_INTERVAL; a stale slot reports zero rates.
+    const stale = live !== undefined && now - live.at > 3 * this.deps.settings.STATS_INTERVAL * 1000;
+    const rate = (n: number) => (stale ? 0 : n / secs);
+    const rates = {
+      records_in_per_sec: rate(counters.records_in),
+      records_out_per_sec: rate(counters.records_out),
+      bytes_in_per_sec: rate(counters.bytes_in),
+      bytes_out_per_sec: rate(counters.bytes_out),
+    };
+    return {
+      pipeline_name: name,
+      placement_group_id: `standalone:${name}`,
+      status: 'running',
+      target_count: '1',
+      started_at: new Date(startedAt).toISOString(),
+      slot_count: 1,
+      active_slots: stale ? 0 : 1,
+      ...counters,
+      ...rates,
+      slots: [
+        {
+          worker_index: 0,
+          worker_id: this.deps.settings.NODE_ID,
+          worker_url: `http://${this.deps.settings.HOST}:${this.deps.settings.PORT}`,
+          run_id_prefix: name,
+          current_run_id: p.active.runId,
+          status: stale ? 'stale' : 'running',
+          restart_count: p.restarts,
+          stats: {
+            schedule_type: 'stream',
+            timestamp: new Date(live?.at ?? now).toISOString(),
+            uptime_seconds: secs,
+            ...counters,
+            errors_last_window: [],
+            stale,
+            ...rates,
+          },
+        },
+      ],
+    };
+  }
+
+  private install(sp: StoredPipeline, config: PipelineConfig, previous?: Managed): Managed {
+    const m: Managed = {
+      name: sp.name,
+      yaml: sp.yaml,
+      config,
+      origin: sp.origin,
+      file: sp.file,
+      version: sp.version,
+      status: 'stopped',
+      breakers: previous?.breakers ?? new Map(),
+      restarts: 0,
+      halted: false,
+    };
+    this.pipelines.set(m.name, m);
+    if (config.enabled && config.schedule.type !== 'manual') this.schedule(m);
+    return m;
+  }
+
+  /** Arms the schedule: timers for interval/cron, a supervised run for streams. */
+  private schedule(p: Managed) {
+    if (this.closing) return;
+    this.disarm(p);
+    const { schedule } = p.config;
+    switch (schedule.type) {
+      case 'interval': {
+        const ms = schedule.interval_seconds! * 1000;
+        p.nextAt = Date.now() + ms;
+        p.timer = setInterval(() => {
+          p.nextAt = Date.now() + ms;
+          this.fire(p);
+        }, ms);
+        p.status = p.active ? 'running' : 'scheduled';
+        break;
+      }
+      case 'cron':
+        // protect: a fire while a run is in progress is skipped (no overlapping runs).
+        p.cron = new Cron(schedule.cron!, { protect: true }, () => this.fire(p));
+        p.status = p.active ? 'running' : 'scheduled';
+        break;
+      case 'stream':
+        if (!p.active) this.launch(p);
+        break;
+      case 'manual':
+        p.status = p.active ? 'running' : 'scheduled';
+        break;
+    }
+  }
+
+  private disarm(p: Managed) {
+    if (p.timer) clearInterval(p.timer);
+    p.cron?.stop();
+    if (p.restartTimer) clearTimeout(p.restartTimer);
+    p.timer = undefined;
+    p.nextAt = undefined;
+    p.cron = undefined;
+    p.restartTimer = undefined;
+  }
+
+  private fire(p: Managed) {
+    if (p.active || p.halted || this.closing) {
+      if (p.active) this.deps.log.info({ pipeline: p.name, run_id: p.active.runId }, 'schedule fired during a run; skipped (no overlapping runs)');
+      return;
+    }
+    this.launch(p);
+  }
+
+  /** Stops the schedule and drains an active run (graceful stop, then stop waiting at the timeout). */
+  private async halt(p: Managed, timeoutMs = this.deps.settings.SHUTDOWN_TIMEOUT_SECONDS * 1000) {
+    p.halted = true;
+    this.disarm(p);
+    const active = p.active;
+    if (active) {
+      active.stop.abort();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        active.done.then(() => false),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs))),
+      ]);
+      clearTimeout(timer);
+      if (timedOut) this.deps.log.warn({ pipeline: p.name, run_id: active.runId }, `run did not drain within ${timeoutMs / 1000} s; no longer waiting for it`);
+    }
+    p.status = 'stopped';
+  }
+
+  private launch(p: Managed): ActiveRun {
+    const { store, settings, log, metrics, alerts } = this.deps;
+    const runId = randomUUID();
+    const stop = new AbortController();
+    const name = p.name;
+    const span = startRunSpan(this.deps.tracer, name, runId);
+    const plog = log.child({ pipeline: name, run_id: runId, ...span?.logBindings });
+    p.status = 'running';
+    p.live = undefined;
+    let last = { records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0 };
+    const done = (async (): Promise<RunRecord> => {
+      await store.runs.start({ run_id: runId, pipeline: name, node_id: settings.NODE_ID, started_at: new Date().toISOString() });
+      plog.info('run started');
+      const record = await runPipeline(p.config, {
+        runId,
+        nodeId: settings.NODE_ID,
+        log: plog,
+        signal: stop.signal,
+        processed: new DbProcessedFiles(store.processed, name),
+        breakers: p.breakers,
+        services: { webhooks: this.deps.webhooks },
+        onProgress: (pr) => {
+          p.live = { startedAt: p.live?.startedAt ?? Date.now(), at: Date.now(), progress: pr };
+          const labels = { pipeline: name };
+          metrics.recordsIn.inc(labels, pr.records_in - last.records_in);
+          metrics.recordsOut.inc(labels, pr.records_out - last.records_out);
+          metrics.recordsSkipped.inc(labels, pr.records_skipped - last.records_skipped);
+          metrics.errors.inc(labels, pr.records_skipped - last.records_skipped);
+          metrics.dlq.inc(labels, pr.dlq_count - last.dlq_count);
+          last = pr;
+        },
+        onQueueDepth: (d) => metrics.streamQueueDepth.set({ pipeline: name }, d),
+        onChunkDelivered: (s) => metrics.chunkDuration.observe({ pipeline: name }, s),
+      });
+      // Counters the last progress report did not include (end-of-run notes, failures).
+      const labels = { pipeline: name };
+      metrics.recordsIn.inc(labels, record.records_in - last.records_in);
+      metrics.recordsOut.inc(labels, record.records_out - last.records_out);
+      metrics.recordsSkipped.inc(labels, record.records_skipped - last.records_skipped);
+      metrics.errors.inc(labels, record.records_skipped - last.records_skipped + (record.status === 'failed' ? 1 : 0));
+      metrics.dlq.inc(labels, record.dlq_count - last.dlq_count);
+      await store.runs.finish(record);
+      plog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');
+      return record;
+    })();
+    const active: ActiveRun = { runId, stop, done };
+    p.active = active;
+    done
+      .then(
+        async (record) => {
+          span?.end(record);
+          if (p.active === active) p.active = undefined;
+          this.afterRun(p, record);
+          if (p.config.schedule.type !== 'stream' && alerts) {
+            await alerts.evaluate(name, record).catch((e: unknown) => plog.warn({ err: errorMessage(e) }, 'alert evaluation failed'));
+          }
+        },
+        (e: unknown) => {
+          // The store itself failed (database gone): the run cannot be recorded; say so loudly.
+          span?.fail(e);
+          if (p.active === active) p.active = undefined;
+          plog.error({ err: errorMessage(e) }, 'run could not be recorded');
+          this.afterRun(p, undefined, errorMessage(e));
+        },
+      )
+      .catch(() => {});
+    return active;
+  }
+
+  /** State machine after a run: success -> scheduled (or stopped), failure -> error; streams restart. */
+  private afterRun(p: Managed, record: RunRecord | undefined, storeError?: string) {
+    if (this.pipelines.get(p.name) !== p) return; // replaced or deleted meanwhile
+    const failed = !record || record.status === 'failed';
+    const stream = p.config.schedule.type === 'stream';
+    if (p.halted || this.closing) {
+      p.status = 'stopped';
+      return;
+    }
+    if (failed) {
+      p.status = 'error';
+      p.error = storeError ?? record?.error ?? 'run failed';
+    } else {
+      p.error = undefined;
+      p.restarts = 0;
+      p.status = stream ? 'stopped' : p.timer || p.cron ? 'scheduled' : 'stopped';
+    }
+    if (stream) {
+      // Supervised: a stream that ended (crashed or its source closed) is restarted with backoff.
+      p.restarts++;
+      const delay = restartDelayMs(p.restarts);
+      this.deps.log.warn({ pipeline: p.name, attempt: p.restarts, delay_ms: delay }, 'stream ended; restarting');
+      p.restartTimer = setTimeout(() => {
+        p.restartTimer = undefined;
+        if (!p.halted && !this.closing && !p.active) this.launch(p);
+      }, delay);
+    }
+  }
+}

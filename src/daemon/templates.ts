@@ -1,0 +1,31 @@
+// Pipeline templates for GET /api/templates: the YAML files of SVC_TEMPLATES_DIR (default: the
+// templates/ folder shipped with svc). Name from the file, description from pipeline.description.
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+
+export const BUNDLED_TEMPLATES = fileURLToPath(new URL('../../templates/', import.meta.url));
+
+export interface Template {
+  name: string;
+  description: string;
+  yaml: string;
+}
+
+export async function loadTemplates(dir = ''): Promise<Template[]> {
+  const root = dir || BUNDLED_TEMPLATES;
+  const files = (await readdir(root).catch(() => [] as string[])).filter((f) => /\.ya?ml$/i.test(f)).sort();
+  return Promise.all(
+    files.map(async (f) => {
+      const yaml = await readFile(join(root, f), 'utf8');
+      let description = '';
+      try {
+        description = String((parse(yaml) as { pipeline?: { description?: unknown } })?.pipeline?.description ?? '');
+      } catch {
+        description = '(this template is not valid YAML)';
+      }
+      return { name: f.replace(/\.ya?ml$/i, ''), description, yaml };
+    }),
+  );
+}

@@ -1,0 +1,59 @@
+// Connects `POST /webhooks/<path>` to the webhook sources of running pipelines. A source registers
+// its path with a bounded queue; the HTTP route hands each body to the hub, which answers with
+// what the route should reply (202 queued, 401, 404, 503 full).
+import { timingSafeEqual } from 'node:crypto';
+
+export interface WebhookMessage {
+  body: Buffer;
+  contentType?: string;
+  receivedAt: string;
+}
+
+export type Delivery = 'queued' | 'unknown' | 'unauthorized' | 'full';
+
+export interface WebhookEndpoint {
+  pipeline: string;
+  secret?: string;
+  maxQueue: number;
+  /** Called with each accepted message; returns false when the queue is full. */
+  offer(m: WebhookMessage): boolean;
+}
+
+export const normalizePath = (p: string) => p.replace(/^\/+|\/+$/g, '').replace(/\/{2,}/g, '/');
+
+function sameSecret(given: string, want: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(want);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export class WebhookHub {
+  private readonly endpoints = new Map<string, WebhookEndpoint>();
+
+  /** Serves `path` for a pipeline; throws when another pipeline already serves it. */
+  register(path: string, ep: WebhookEndpoint): () => void {
+    const key = normalizePath(path);
+    const other = this.endpoints.get(key);
+    if (other && other.pipeline !== ep.pipeline) throw new Error(`webhook path '/webhooks/${key}' is already served by pipeline '${other.pipeline}'`);
+    this.endpoints.set(key, ep);
+    return () => {
+      if (this.endpoints.get(key) === ep) this.endpoints.delete(key);
+    };
+  }
+
+  has(path: string) {
+    return this.endpoints.has(normalizePath(path));
+  }
+
+  /** Spec doc 2 section 5 rule 6: with a secret, `Authorization: Bearer <secret>` is required. */
+  deliver(path: string, authorization: string | undefined, m: WebhookMessage): Delivery {
+    const ep = this.endpoints.get(normalizePath(path));
+    if (!ep) return 'unknown';
+    if (ep.secret) {
+      // The auth scheme is case-insensitive (RFC 7235), as for session tokens: `bearer x` counts too.
+      const given = authorization === undefined ? undefined : /^\s*Bearer\s+(.+?)\s*$/i.exec(authorization)?.[1];
+      if (given === undefined || !sameSecret(given, ep.secret)) return 'unauthorized';
+    }
+    return ep.offer(m) ? 'queued' : 'full';
+  }
+}

@@ -1,0 +1,160 @@
+// Every SVC_* variable of spec doc 2, typed and validated once at start. A bad value is a one-line
+// error naming the variable; variables of later features are accepted and documented already.
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+
+type Env = Record<string, string | undefined>;
+
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+}
+
+interface Spec<T> {
+  default: (env: Env) => T;
+  parse: (raw: string, name: string) => T;
+  doc: string;
+}
+
+const str = (def: string | ((env: Env) => string), doc: string): Spec<string> => ({
+  default: typeof def === 'function' ? def : () => def,
+  parse: (raw) => raw,
+  doc,
+});
+
+const int = (def: number, doc: string, min = 0, max = Number.MAX_SAFE_INTEGER): Spec<number> => ({
+  default: () => def,
+  parse: (raw, name) => {
+    if (!/^[+-]?\d+$/.test(raw.trim())) throw new SettingsError(`${name}=${JSON.stringify(raw)}: expected an integer`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new SettingsError(`${name}=${raw}: must be between ${min} and ${max}`);
+    return n;
+  },
+  doc,
+});
+
+const bool = (def: boolean, doc: string): Spec<boolean> => ({
+  default: () => def,
+  parse: (raw, name) => {
+    const v = raw.trim().toLowerCase();
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['0', 'false', 'no', 'off'].includes(v)) return false;
+    throw new SettingsError(`${name}=${JSON.stringify(raw)}: expected true or false`);
+  },
+  doc,
+});
+
+const oneOf = <T extends string>(values: readonly T[], def: T, doc: string, fold = (s: string) => s.toLowerCase()): Spec<T> => ({
+  default: () => def,
+  parse: (raw, name) => {
+    const v = fold(raw.trim()) as T;
+    if (!values.includes(v)) throw new SettingsError(`${name}=${JSON.stringify(raw)}: must be one of ${values.join(', ')}`);
+    return v;
+  },
+  doc,
+});
+
+/** 0/1 switches where, per spec, unrecognised values count as 1. */
+const flag01 = (def: boolean, doc: string): Spec<boolean> => ({ default: () => def, parse: (raw) => raw.trim() !== '0', doc });
+
+const list = (doc: string): Spec<string[]> => ({
+  default: () => [],
+  parse: (raw) =>
+    raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  doc,
+});
+
+const svcHome = () => join(homedir(), '.svc');
+
+/** The table: variable name (without SVC_) -> how to read it. README's variable list is generated from it. */
+export const SETTINGS = {
+  HOST: str('0.0.0.0', 'bind address'),
+  PORT: int(8765, 'API port', 0, 65535),
+  PIPELINE_DIR: str('./pipelines', 'directory scanned for pipeline YAML at startup'),
+  STATE_DIR: str('', 'optional shared runtime state root (processed-file memory of `svc run`)'),
+  DB_URL: str('', 'SQL database URL (postgresql://... or mysql://...); empty: the embedded SQLite file SVC_DB_PATH'),
+  DB_PATH: str(() => join(svcHome(), 'svc.db'), 'embedded database file'),
+  NODE_ID: str(() => hostname(), 'node id stored in each run record'),
+  WORKER_ID: str(() => hostname(), 'worker id (worker mode)'),
+  POD_NAMESPACE: str('', 'namespace override for per-pipeline service management'),
+  SHUTDOWN_TIMEOUT_SECONDS: int(30, 'drain time for in-flight runs before a forced stop', 0, 86400),
+  API_URL: str('http://localhost:8765', 'daemon URL for the command-line proxy commands'),
+  LOG_LEVEL: oneOf(['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const, 'INFO', 'DEBUG, INFO, WARNING, ERROR', (s) => s.toUpperCase()),
+  LOG_FORMAT: oneOf(['json', 'text'] as const, 'json', 'json or text'),
+  WORKERS: int(1, 'HTTP server worker count (accepted; one event loop serves the API)', 1, 64),
+  RELOAD_ON_START: bool(true, 'load pipelines from SVC_PIPELINE_DIR at startup'),
+  SMTP_HOST: str('localhost', 'mail server for email alerts'),
+  SMTP_PORT: int(587, 'mail server port', 1, 65535),
+  SMTP_USER: str('', 'optional mail user'),
+  SMTP_PASS: str('', 'optional mail password'),
+  SMTP_TLS: bool(true, 'STARTTLS; false for plain'),
+  SMTP_FROM: str(() => `svc@${hostname()}`, 'sender of alert mail'),
+  API_KEY: str('', 'enables X-API-Key authentication of /api/* when set'),
+  INTERNAL_AUTH_MODE: {
+    default: (): 'off' | 'warn' | 'enforce' => 'warn',
+    // Spec: an invalid mode is logged at WARNING and treated as warn (see invalidInternalAuthMode).
+    parse: (raw: string) => (['off', 'warn', 'enforce'].includes(raw.trim().toLowerCase()) ? (raw.trim().toLowerCase() as 'off' | 'warn' | 'enforce') : 'warn'),
+    doc: 'off, warn or enforce: key checks on /api/internal/* (invalid values: warn)',
+  } satisfies Spec<'off' | 'warn' | 'enforce'>,
+  WEBHOOK_MAX_BODY_BYTES: int(10485760, 'largest webhook body accepted (413 above)', 1),
+  AUTH_USERS: list('comma-separated user:password pairs for browser login'),
+  AUTH_SECRET: str(() => randomBytes(32).toString('hex'), 'HMAC secret for session tokens (random per start when unset)'),
+  RATE_LIMIT: int(0, 'max requests per client IP per window on /api/*; 0 disables'),
+  RATE_LIMIT_WINDOW: int(60, 'sliding window in seconds', 1, 86400),
+  TLS_CERTFILE: str('', 'serve HTTPS with this certificate (with SVC_TLS_KEYFILE)'),
+  TLS_KEYFILE: str('', 'private key for HTTPS'),
+  OTEL_ENDPOINT: str('', 'OTLP gRPC endpoint for traces; empty disables tracing'),
+  OTEL_SERVICE: str('svc', 'service name reported to the trace collector'),
+  WATCH_PIPELINES: bool(false, 'reload on YAML file changes in SVC_PIPELINE_DIR; deleted files deregister the pipeline'),
+  MIB_DIR: str('/mibs', 'compiled MIB modules'),
+  MIB_SOURCE_DIR: str('', 'persisted raw MIB sources (default: a mib-sources directory beside SVC_MIB_DIR)'),
+  MIB_BUNDLED_SOURCE_DIR: str('/mib-sources', 'read-only bundled MIB sources, several separated by the OS path separator'),
+  SCHEMA_DIR: str('/schemas', 'serialization schema files'),
+  SCHEMA_REGISTRY_URL: str('', 'external schema registry base URL'),
+  SCHEMA_REGISTRY_USERNAME: str('', 'schema registry basic-auth user'),
+  SCHEMA_REGISTRY_PASSWORD: str('', 'schema registry basic-auth password'),
+  UI_DIR: str('/ui', 'static web UI; empty disables it'),
+  TEMPLATES_DIR: str('', 'directory of pipeline templates served by /api/templates (default: the bundled templates)'),
+  AI_PROVIDER: str('A', 'AI provider identifier'),
+  AI_API_KEY: str('', 'empty disables the AI endpoints'),
+  AI_MODEL: str('', 'AI model override'),
+  AI_BASE_URL: str('', 'custom AI provider endpoint'),
+  MODE: oneOf(['standalone', 'manager', 'worker'] as const, 'standalone', 'standalone, manager or worker (this release runs standalone)'),
+  WORKER_URLS: list('explicit comma-separated worker agent URLs'),
+  WORKER_REPLICAS: int(0, 'worker count for DNS discovery; 0 disables'),
+  WORKER_SERVICE: str('svc-worker', 'headless service name of the workers'),
+  WORKER_NAMESPACE: str('default', 'namespace of worker pods'),
+  WORKER_PORT: int(8766, 'worker agent port', 1, 65535),
+  WORKER_INGRESS_PORT: int(8767, 'worker webhook ingress port', 1, 65535),
+  MANAGER_URL: str('', 'manager base URL used by workers for callbacks'),
+  DATA_DIR: str('/data', 'base for worker-synced schemas and MIBs'),
+  STATS_INTERVAL: int(30, 'seconds between worker stats reports', 1),
+  STREAM_SINGLE_PLACEMENT: flag01(true, '1: single-worker streams get a persisted one-slot placement'),
+  QUEUE_MANUAL_RUNS: flag01(true, '1: queue manual runs when no healthy worker exists; 0: fail fast'),
+  QUEUE_TTL_SECONDS: int(900, 'wait limit of a queued run', 1),
+  STATEFUL_TRANSFORMS: flag01(true, '0 disables counter_delta, window_aggregate and the internal state endpoints'),
+  STATE_MAX_BYTES: int(20971520, 'largest transform-state body', 1),
+  CONSOLE_PORT: int(8770, 'operator console port (console release)', 0, 65535),
+} as const;
+
+type Table = typeof SETTINGS;
+export type Settings = { [K in keyof Table]: ReturnType<Table[K]['default']> } & {
+  /** The raw SVC_INTERNAL_AUTH_MODE when it was not a valid mode (to be logged at WARNING). */
+  invalidInternalAuthMode?: string;
+};
+
+/** Reads every SVC_* variable once; throws SettingsError naming the first bad one. */
+export function loadSettings(env: Env = process.env): Settings {
+  const out: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(SETTINGS) as [string, Spec<unknown>][]) {
+    const name = `SVC_${key}`;
+    const raw = env[name];
+    out[key] = raw === undefined || raw === '' ? spec.default(env) : spec.parse(raw, name);
+  }
+  const mode = env.SVC_INTERNAL_AUTH_MODE?.trim().toLowerCase();
+  if (mode && !['off', 'warn', 'enforce'].includes(mode)) out.invalidInternalAuthMode = env.SVC_INTERNAL_AUTH_MODE;
+  return out as Settings;
+}

@@ -1,0 +1,137 @@
+// Registered pipelines and their numbered versions.
+import type { Kysely, Selectable } from 'kysely';
+import type { PipelinesTable, Schema } from './schema.js';
+import type { PipelineStore, PipelineVersion, StoredPipeline } from './types.js';
+import { fits, isRetryableConflict, KeyedMutex, MAX_NAME, nowIso, num } from './util.js';
+
+function toPipeline(r: Selectable<PipelinesTable>): StoredPipeline {
+  return {
+    name: r.name,
+    yaml: r.yaml,
+    origin: r.origin === 'file' ? 'file' : 'api',
+    file: r.file ?? null,
+    version: num(r.version),
+    updated_at: r.updated_at,
+  };
+}
+
+export class SqlPipelineStore implements PipelineStore {
+  /** Saves, activations and deletes of one name run one at a time in this process. */
+  private readonly lock = new KeyedMutex();
+
+  constructor(private readonly db: Kysely<Schema>) {}
+
+  async list(): Promise<StoredPipeline[]> {
+    const rows = await this.db.selectFrom('pipelines').selectAll().orderBy('name').execute();
+    return rows.map(toPipeline);
+  }
+
+  async get(name: string): Promise<StoredPipeline | undefined> {
+    const r = await this.db.selectFrom('pipelines').selectAll().where('name', '=', name).executeTakeFirst();
+    return r ? toPipeline(r) : undefined;
+  }
+
+  async save(p: { name: string; yaml: string; origin: 'api' | 'file'; file?: string | null }): Promise<StoredPipeline> {
+    fits(p.name, MAX_NAME, 'pipeline name');
+    if (p.origin !== 'api' && p.origin !== 'file') throw new Error(`pipeline origin must be api or file, got ${JSON.stringify(p.origin)}`);
+    const file = p.file ?? null;
+    return this.lock.run(p.name, () => this.retryOnConflict(() =>
+      this.db.transaction().execute(async (trx) => {
+        const current = await trx.selectFrom('pipelines').selectAll().where('name', '=', p.name).executeTakeFirst();
+        const now = nowIso();
+        if (current && current.yaml === p.yaml) {
+          // Same YAML as the active version: no new version; only where it came from may change.
+          if (current.origin !== p.origin || (current.file ?? null) !== file) {
+            await trx.updateTable('pipelines').set({ origin: p.origin, file, updated_at: now }).where('name', '=', p.name).execute();
+            return toPipeline({ ...current, origin: p.origin, file, updated_at: now });
+          }
+          return toPipeline(current);
+        }
+        const max = await trx
+          .selectFrom('pipeline_versions')
+          .select((eb) => eb.fn.max('version').as('v'))
+          .where('name', '=', p.name)
+          .executeTakeFirst();
+        const version = num(max?.v ?? 0) + 1;
+        await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', p.name).where('is_active', '=', 1).execute();
+        await trx
+          .insertInto('pipeline_versions')
+          .values({ name: p.name, version, yaml: p.yaml, created_at: now, is_active: 1 })
+          .execute();
+        const row = { name: p.name, yaml: p.yaml, origin: p.origin, file, version, updated_at: now };
+        if (current) await trx.updateTable('pipelines').set(row).where('name', '=', p.name).execute();
+        else await trx.insertInto('pipelines').values(row).execute();
+        return toPipeline(row);
+      }),
+    ));
+  }
+
+  /** Another process saved the same name at the same moment (duplicate version, deadlock): run it again. */
+  private async retryOnConflict<T>(fn: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (attempt >= 5 || !isRetryableConflict(err)) throw err;
+      }
+    }
+  }
+
+  delete(name: string): Promise<boolean> {
+    return this.lock.run(name, () =>
+      this.db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('pipeline_versions').where('name', '=', name).execute();
+        const r = await trx.deleteFrom('pipelines').where('name', '=', name).executeTakeFirst();
+        return num(r.numDeletedRows) > 0;
+      }),
+    );
+  }
+
+  async versions(name: string): Promise<PipelineVersion[]> {
+    const rows = await this.db
+      .selectFrom('pipeline_versions')
+      .select(['id', 'name', 'version', 'created_at', 'is_active'])
+      .where('name', '=', name)
+      .orderBy('version', 'desc')
+      .execute();
+    return rows.map((r) => ({
+      id: num(r.id),
+      name: r.name,
+      version: num(r.version),
+      created_at: r.created_at,
+      is_active: num(r.is_active) === 1 ? 1 : 0,
+    }));
+  }
+
+  async versionYaml(name: string, version: number): Promise<string | undefined> {
+    if (!Number.isSafeInteger(version)) return undefined;
+    const r = await this.db
+      .selectFrom('pipeline_versions')
+      .select('yaml')
+      .where('name', '=', name)
+      .where('version', '=', version)
+      .executeTakeFirst();
+    return r?.yaml;
+  }
+
+  async activate(name: string, version: number): Promise<boolean> {
+    if (!Number.isSafeInteger(version)) return false;
+    return this.lock.run(name, () =>
+      this.db.transaction().execute(async (trx) => {
+        const v = await trx
+          .selectFrom('pipeline_versions')
+          .select(['yaml'])
+          .where('name', '=', name)
+          .where('version', '=', version)
+          .executeTakeFirst();
+        if (!v) return false;
+        const now = nowIso();
+        const r = await trx.updateTable('pipelines').set({ yaml: v.yaml, version, updated_at: now }).where('name', '=', name).executeTakeFirst();
+        if (num(r.numUpdatedRows) === 0) return false;
+        await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', name).where('version', '<>', version).execute();
+        await trx.updateTable('pipeline_versions').set({ is_active: 1 }).where('name', '=', name).where('version', '=', version).execute();
+        return true;
+      }),
+    );
+  }
+}

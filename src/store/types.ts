@@ -1,0 +1,132 @@
+// What the daemon needs from its database, engine-neutral. One implementation (Kysely) serves
+// SQLite, PostgreSQL and MariaDB/MySQL; the daemon and API only see these interfaces.
+import type { RunRecord, RunStatus } from '../engine/run-record.js';
+
+export type DbEngine = 'sqlite' | 'postgresql' | 'mysql';
+
+export interface StoredPipeline {
+  name: string;
+  yaml: string;
+  /** Where it came from: registered through the API, or loaded from SVC_PIPELINE_DIR. */
+  origin: 'api' | 'file';
+  /** The file it was loaded from (origin file). */
+  file: string | null;
+  /** Active version number. */
+  version: number;
+  updated_at: string;
+}
+
+export interface PipelineVersion {
+  id: number;
+  name: string;
+  version: number;
+  created_at: string;
+  /** 1 when this is the active version, else 0 (spec doc 2). */
+  is_active: 0 | 1;
+}
+
+export interface PipelineStore {
+  list(): Promise<StoredPipeline[]>;
+  get(name: string): Promise<StoredPipeline | undefined>;
+  /**
+   * Saves a new version (or the first) and makes it active. Returns the stored row.
+   * When the YAML equals the active version's, no new version is made.
+   */
+  save(p: { name: string; yaml: string; origin: 'api' | 'file'; file?: string | null }): Promise<StoredPipeline>;
+  /** Deletes the pipeline and its versions. False when it did not exist. */
+  delete(name: string): Promise<boolean>;
+  /** Newest first. */
+  versions(name: string): Promise<PipelineVersion[]>;
+  /** YAML of one version, undefined when missing. */
+  versionYaml(name: string, version: number): Promise<string | undefined>;
+  /** Makes an existing version active again (rollback); false when it does not exist. */
+  activate(name: string, version: number): Promise<boolean>;
+}
+
+/** A run as stored: the run record plus `running` while it is in progress. */
+export type StoredRun = Omit<RunRecord, 'status' | 'finished_at'> & { status: RunStatus | 'running'; finished_at: string | null };
+
+export interface RunQuery {
+  pipeline?: string;
+  status?: RunStatus | 'running';
+  /** ISO 8601; runs started at or after it. */
+  from_dt?: string;
+  limit: number;
+  offset: number;
+}
+
+export interface StatsRow {
+  pipeline: string;
+  records_in: number;
+  records_out: number;
+  error_rate: number;
+  avg_duration_seconds: number;
+  run_count: number;
+}
+
+export interface RunStore {
+  /** Records a run as started (status running), so a crash mid-run is never silently lost. */
+  start(run: { run_id: string; pipeline: string; node_id: string; started_at: string }): Promise<void>;
+  /** Stores the final record (insert or update). */
+  finish(run: RunRecord): Promise<void>;
+  get(runId: string): Promise<StoredRun | undefined>;
+  /** Newest first (started_at descending). */
+  list(q: RunQuery): Promise<StoredRun[]>;
+  /** Runs left `running` by an earlier process on this node become `aborted`; returns how many. */
+  abortInterrupted(nodeId: string, error: string): Promise<number>;
+  /** One row per pipeline over runs finished since `since` (ISO 8601). */
+  stats(since: string): Promise<StatsRow[]>;
+  /** Latest run of each pipeline (for the pipeline list). */
+  latest(): Promise<Map<string, StoredRun>>;
+}
+
+export interface AlertRule {
+  name: string;
+  condition: string;
+  action: 'webhook' | 'email';
+  webhook_url?: string | null;
+  email_to?: string | null;
+  subject?: string | null;
+  cooldown_seconds: number;
+}
+
+export interface AlertStore {
+  list(pipeline: string): Promise<AlertRule[]>;
+  /** false when a rule of that name exists already. */
+  add(pipeline: string, rule: AlertRule): Promise<boolean>;
+  /** false when no rule of that name exists. */
+  update(pipeline: string, name: string, rule: AlertRule): Promise<boolean>;
+  remove(pipeline: string, name: string): Promise<boolean>;
+  /** Removes every rule and cooldown of a pipeline (pipeline deleted). */
+  removeAll(pipeline: string): Promise<void>;
+  /** When the rule last fired with a confirmed delivery (ISO 8601), or undefined. */
+  lastFired(pipeline: string, rule: string): Promise<string | undefined>;
+  setFired(pipeline: string, rule: string, at: string): Promise<void>;
+}
+
+export interface UserStore {
+  /** `scrypt$<salt>$<digest>` or undefined when the user has no stored password. */
+  passwordHash(username: string): Promise<string | undefined>;
+  setPasswordHash(username: string, hash: string): Promise<void>;
+}
+
+export interface ProcessedStore {
+  has(pipeline: string, key: string): Promise<boolean>;
+  add(pipeline: string, key: string): Promise<void>;
+  /** Forgets a pipeline's processed files (pipeline deleted). */
+  clear(pipeline: string): Promise<void>;
+}
+
+export interface Store {
+  engine: DbEngine;
+  /** File path of the embedded database (sqlite), else null. */
+  path: string | null;
+  pipelines: PipelineStore;
+  runs: RunStore;
+  alerts: AlertStore;
+  users: UserStore;
+  processed: ProcessedStore;
+  /** A cheap query: resolves when the database answers (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,67 @@
+// A real daemon for API tests: port 0 on loopback, a temporary SQLite file (or SVC_DB_URL), a
+// temporary pipeline directory. `call` is a small fetch wrapper that returns status, headers, body.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
+import { silentLogger, type Logger } from '../../src/observability/log.js';
+import { loadSettings } from '../../src/settings.js';
+import { tempDir } from './fs.js';
+
+const running: Daemon[] = [];
+afterEach(async () => {
+  for (const d of running.splice(0)) await d.stop().catch(() => {});
+});
+
+export interface TestDaemon extends Daemon {
+  dir: string;
+  call(method: string, path: string, opts?: { body?: unknown; yaml?: string; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: any; text: string }>;
+}
+
+export async function testDaemon(env: Record<string, string> = {}, opts: { dir?: string; log?: Logger } = {}): Promise<TestDaemon> {
+  const dir = opts.dir ?? tempDir('svc-daemon-');
+  mkdirSync(join(dir, 'pipelines'), { recursive: true });
+  const settings = loadSettings({
+    SVC_HOST: '127.0.0.1',
+    SVC_PORT: '0',
+    SVC_DB_PATH: join(dir, 'svc.db'),
+    SVC_PIPELINE_DIR: join(dir, 'pipelines'),
+    SVC_SHUTDOWN_TIMEOUT_SECONDS: '5',
+    SVC_NODE_ID: 'test-node',
+    ...env,
+  });
+  const d = await startDaemon({ settings, log: opts.log ?? silentLogger });
+  running.push(d);
+  const call: TestDaemon['call'] = async (method, path, o = {}) => {
+    const headers: Record<string, string> = { ...o.headers };
+    let body: string | undefined;
+    if (o.yaml !== undefined) {
+      headers['content-type'] ??= 'application/yaml';
+      body = o.yaml;
+    } else if (o.body !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+    }
+    const res = await fetch(d.url + path, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: keep the text */
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+  return Object.assign(d, { dir, call });
+}
+
+/** Polls until `f` returns a truthy value (or fails after `ms`). */
+export async function eventually<T>(f: () => Promise<T> | T, ms = 10_000, every = 50): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}

@@ -12,16 +12,10 @@ if (mode === '--child') {
   const threads = Number(threadsArg);
   const m = await s.run(threads);
   const peak = process.resourceUsage().maxRSS / 1024; // maxRSS is in KiB
-  process.stdout.write(
-    JSON.stringify({
-      scenario: name,
-      thread_workers: threads,
-      records: m.records,
-      seconds: Number(m.seconds.toFixed(3)),
-      records_per_sec: Math.round(m.records / m.seconds),
-      peak_rss_mb: Math.round(peak),
-    }) + '\n',
-  );
+  const line = { scenario: name, ...(s.threads ? { thread_workers: threads } : {}), ...m, peak_rss_mb: Math.round(peak) };
+  process.stdout.write(JSON.stringify(line) + '\n');
+  // Daemons, pools and sockets of the scenario must not keep the child alive.
+  process.exit(0);
 } else {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   const unknown = wanted.filter((w) => !scenarios[w]);
@@ -33,8 +27,8 @@ if (mode === '--child') {
   for (const n of wanted.length ? wanted : Object.keys(scenarios)) {
     const s = scenarios[n]!;
     process.stderr.write(`preparing ${n}...\n`);
-    await s.prepare();
-    for (const t of s.threads) {
+    await s.prepare?.();
+    for (const t of s.threads ?? [1]) {
       const line = execFileSync(process.execPath, [self, '--child', n, String(t)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
       process.stdout.write(line);
     }

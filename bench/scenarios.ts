@@ -4,23 +4,24 @@ import { dirname, join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
 import { runPipeline } from '../src/engine/runner.js';
 import { DATA_DIR, ndjsonFile } from './data.js';
+import { apiRead, webhookIngest } from './daemon-scenarios.js';
 
-export interface Measured {
-  records: number;
-  seconds: number;
-}
+/** The figures of one measurement; run.ts adds scenario, thread_workers and peak_rss_mb. */
+export type Measured = Record<string, number | string>;
 
 export interface Scenario {
-  /** thread_workers values to run with (one JSON line each). */
-  threads: number[];
+  /** thread_workers values to run with (one JSON line each); omitted when threads do not apply. */
+  threads?: number[];
   /** Makes the input; runs in the parent so it does not count. */
-  prepare(): Promise<void>;
+  prepare?(): Promise<void>;
   run(threads: number): Promise<Measured>;
 }
 
 const NDJSON_RECORDS = 1_000_000;
 
 export const scenarios: Record<string, Scenario> = {
+  'api-read': apiRead,
+  'webhook-ingest': webhookIngest,
   'ndjson-basic': {
     threads: [1, 2],
     prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),
@@ -55,7 +56,7 @@ pipeline:
       const rec = await runPipeline(config);
       const seconds = (performance.now() - t0) / 1000;
       if (rec.status !== 'success' || rec.records_in !== NDJSON_RECORDS) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
-      return { records: rec.records_in, seconds };
+      return { records: rec.records_in, seconds: Number(seconds.toFixed(3)), records_per_sec: Math.round(rec.records_in / seconds) };
     },
   },
 };

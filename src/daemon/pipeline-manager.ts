@@ -61,6 +61,8 @@ export interface Managed {
   restartTimer?: NodeJS.Timeout;
   /** Set by stop(): nothing may start again until start(). */
   halted: boolean;
+  /** The latest run (kept here so listing pipelines needs no query over the run history). */
+  lastRun?: { at: string; status: string };
   /** Live counters of the active run (stream placement view). */
   live?: { startedAt: number; at: number; progress: RunProgress };
 }
@@ -111,9 +113,12 @@ export class PipelineManager {
 
   /** Loads what the store holds (API-registered pipelines and the last known file ones). */
   async restore() {
+    const latest = await this.deps.store.runs.latest();
     for (const sp of await this.deps.store.pipelines.list()) {
       try {
-        this.install(sp, this.parse(sp.yaml, sp.file ?? undefined));
+        const m = this.install(sp, this.parse(sp.yaml, sp.file ?? undefined));
+        const last = latest.get(sp.name);
+        if (last && !m.lastRun) m.lastRun = { at: last.finished_at ?? last.started_at, status: last.status };
       } catch (e) {
         this.deps.log.error({ pipeline: sp.name, err: errorMessage(e) }, 'stored pipeline no longer valid; skipped');
       }
@@ -304,6 +309,7 @@ export class PipelineManager {
       breakers: previous?.breakers ?? new Map(),
       restarts: 0,
       halted: false,
+      lastRun: previous?.lastRun,
     };
     this.pipelines.set(m.name, m);
     if (config.enabled && config.schedule.type !== 'manual') this.schedule(m);
@@ -387,7 +393,9 @@ export class PipelineManager {
     p.live = undefined;
     let last = { records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0 };
     const done = (async (): Promise<RunRecord> => {
-      await store.runs.start({ run_id: runId, pipeline: name, node_id: settings.NODE_ID, started_at: new Date().toISOString() });
+      const startedAt = new Date().toISOString();
+      await store.runs.start({ run_id: runId, pipeline: name, node_id: settings.NODE_ID, started_at: startedAt });
+      p.lastRun = { at: startedAt, status: 'running' };
       plog.info('run started');
       const record = await runPipeline(p.config, {
         runId,
@@ -418,6 +426,7 @@ export class PipelineManager {
       metrics.errors.inc(labels, record.records_skipped - last.records_skipped + (record.status === 'failed' ? 1 : 0));
       metrics.dlq.inc(labels, record.dlq_count - last.dlq_count);
       await store.runs.finish(record);
+      p.lastRun = { at: record.finished_at, status: record.status };
       plog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');
       return record;
     })();

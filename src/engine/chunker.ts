@@ -5,6 +5,8 @@ import type { Framing } from '../plugins/types.js';
 
 export interface Chunk {
   data: Buffer;
+  /** Set for message units: the messages of this chunk (data is empty). */
+  messages?: Buffer[];
   header?: Buffer;
   firstLine: number;
 }
@@ -108,4 +110,21 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
   }
   // The rest (the last line may lack its newline). A file that is only a header yields nothing.
   if (pending.length && headerLinesLeft === 0) yield { data: pending, header, firstLine: line };
+}
+
+/** Message units: whole messages grouped into chunks of about `targetBytes`, never split. */
+export async function* messageChunksOf(stream: AsyncIterable<Buffer>, opts: Pick<ChunkOptions, 'targetBytes'> & { maxMessages?: number }): AsyncGenerator<Chunk> {
+  const empty = Buffer.alloc(0);
+  let batch: Buffer[] = [];
+  let bytes = 0;
+  for await (const m of stream) {
+    batch.push(m);
+    bytes += m.length;
+    if (bytes >= opts.targetBytes || (opts.maxMessages !== undefined && batch.length >= opts.maxMessages)) {
+      yield { data: empty, messages: batch, firstLine: 1 };
+      batch = [];
+      bytes = 0;
+    }
+  }
+  if (batch.length) yield { data: empty, messages: batch, firstLine: 1 };
 }

@@ -7,6 +7,8 @@ import type { ChunkPlan, LabeledTransform } from './plan.js';
 
 export interface ChunkInput {
   data: Uint8Array;
+  /** Separate messages (webhook bodies, queue messages): each is decoded on its own; `data` is empty. */
+  messages?: Uint8Array[];
   header?: Uint8Array;
   /** 1-based line number of the first line of `data` in its unit. */
   firstLine: number;
@@ -47,6 +49,9 @@ export interface ChunkOutput {
   notes: string[];
   sinks: SinkOutput[];
 }
+
+/** A Buffer view of bytes that may have crossed a thread as a plain Uint8Array. */
+const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
 const toBytes = (raw: Buffer | string): Uint8Array => (typeof raw === 'string' ? Buffer.from(raw, 'utf8') : raw);
 
@@ -94,13 +99,11 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
   // 1. decode
   const decoded: Rec[] = opts.extra ?? [];
   const extraCount = decoded.length;
-  if (input.data.length > 0 || input.header) {
-    const data = Buffer.isBuffer(input.data) ? input.data : Buffer.from(input.data.buffer, input.data.byteOffset, input.data.byteLength);
-    const header = input.header ? Buffer.from(input.header.buffer, input.header.byteOffset, input.header.byteLength) : undefined;
-    plan.decoder.decode(
-      { data, header, firstLine: input.firstLine },
-      { record: (r) => decoded.push(r), error: (message, raw) => parseErrors.push({ message, raw: toBytes(raw) }) },
-    );
+  const out = { record: (r: Rec) => decoded.push(r), error: (message: string, raw: Buffer | string) => parseErrors.push({ message, raw: toBytes(raw) }) };
+  if (input.messages) {
+    for (const m of input.messages) plan.decoder.decode({ data: asBuffer(m), firstLine: 1 }, out);
+  } else if (input.data.length > 0 || input.header) {
+    plan.decoder.decode({ data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, out);
   }
 
   // 2. global transforms

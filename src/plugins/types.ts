@@ -74,6 +74,11 @@ export interface SourceUnit {
   meta: SourceMeta;
   /** Size in bytes when known up front (for progress). */
   size?: number;
+  /**
+   * The unit is a batch of separate messages: each Buffer that read() yields is one complete
+   * message, decoded on its own (a JSON body each), never cut or joined with its neighbours.
+   */
+  messages?: boolean;
   /** The unit's bytes, streamed. */
   read(): AsyncIterable<Buffer>;
   /**
@@ -208,6 +213,12 @@ export interface Sink {
   write(batch: SinkBatch): Promise<void>;
   /** End of a source unit: close what is tied to it (e.g. single-mode files). */
   endUnit?(meta: SourceMeta): Promise<void>;
+  /**
+   * Make everything written so far durable. The runtime calls it before it finalizes source units
+   * (moves files, commits offsets), once for many small units; a sink without it must make each
+   * write durable by the time write() resolves.
+   */
+  flush?(): Promise<void>;
   /** End of the run: flush and close everything. */
   close?(): Promise<void>;
 }

@@ -183,14 +183,19 @@ describe('local sink: append mode', () => {
     expect(lines(await read('a/pm.ndjson')).map((r) => r.n)).toEqual([0, 2]);
   });
 
-  it('makes written data durable at endUnit (fsync) and visible before close', async () => {
+  it('makes written data durable at flush (fsync), not at each unit end, and visible before close', async () => {
     const sync = vi.spyOn(await fileHandleProto(), 'sync');
     const sink = sinkOf({ filename_template: 'd.ndjson' });
     await sink.open!(RUN);
     await sink.write(batch(ndjson, recs(0, 2)));
     const before = sync.mock.calls.length;
     await sink.endUnit!(META);
+    expect(sync.mock.calls.length).toBe(before);
+    await sink.flush!();
     expect(sync.mock.calls.length).toBeGreaterThan(before);
+    const after = sync.mock.calls.length;
+    await sink.flush!(); // nothing new written: no second fsync
+    expect(sync.mock.calls.length).toBe(after);
     expect(lines(await read('d.ndjson'))).toHaveLength(2);
     await sink.close!();
   });

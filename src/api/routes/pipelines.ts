@@ -23,8 +23,7 @@ function yamlOf(req: FastifyRequest): string {
   throw new ApiError(422, 'JSON body must be {"yaml_text": "<pipeline YAML>"}');
 }
 
-export async function pipelineState(deps: ApiDeps, p: Managed) {
-  const last = (await deps.store.runs.list({ pipeline: p.name, limit: 1, offset: 0 }))[0];
+export function pipelineState(p: Managed) {
   return {
     name: p.name,
     description: p.config.description ?? null,
@@ -37,8 +36,8 @@ export async function pipelineState(deps: ApiDeps, p: Managed) {
     origin: p.origin,
     file: p.file,
     active_run_id: p.active?.runId ?? null,
-    last_run: last ? (last.finished_at ?? last.started_at) : null,
-    last_run_status: last?.status ?? null,
+    last_run: p.lastRun?.at ?? null,
+    last_run_status: p.lastRun?.status ?? null,
     config: p.config,
     yaml: p.yaml,
   };
@@ -72,24 +71,20 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
   const { manager, store } = deps;
   const tags = ['pipelines'];
 
-  app.get('/api/pipelines', { schema: { tags, summary: 'Pipeline summaries' } }, async () => {
-    const latest = await store.runs.latest();
-    return manager.list().map((p) => {
-      const last = latest.get(p.name);
-      return {
-        name: p.name,
-        enabled: p.config.enabled,
-        status: p.status,
-        schedule_type: p.config.schedule.type,
-        last_run: last ? (last.finished_at ?? last.started_at) : null,
-        last_run_status: last?.status ?? null,
-      };
-    });
-  });
+  app.get('/api/pipelines', { schema: { tags, summary: 'Pipeline summaries' } }, async () =>
+    manager.list().map((p) => ({
+      name: p.name,
+      enabled: p.config.enabled,
+      status: p.status,
+      schedule_type: p.config.schedule.type,
+      last_run: p.lastRun?.at ?? null,
+      last_run_status: p.lastRun?.status ?? null,
+    })),
+  );
 
   app.post('/api/pipelines', { schema: { tags, summary: 'Register a pipeline (YAML as text/plain, application/yaml, or JSON {yaml_text})' } }, async (req, reply) => {
     const p = await manager.register(yamlOf(req), { origin: 'api' });
-    return reply.code(201).send(await pipelineState(deps, p));
+    return reply.code(201).send(pipelineState(p));
   });
 
   app.post('/api/pipelines/dry-run', { schema: { tags, summary: 'Validate without registering; always 200 {valid, issues}' } }, async (req) => {
@@ -107,10 +102,10 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     return { reloaded: r.reloaded, total: r.total, errors: r.errors };
   });
 
-  app.get('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq) => pipelineState(deps, manager.get(req.params.name)));
+  app.get('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq) => pipelineState(manager.get(req.params.name)));
 
   app.put('/api/pipelines/:name', { schema: { tags, params: NameParams, summary: 'Replace the config (stopped, re-registered, restarted if enabled)' } }, async (req: NameReq) =>
-    pipelineState(deps, await manager.update(req.params.name, yamlOf(req))),
+    pipelineState(await manager.update(req.params.name, yamlOf(req))),
   );
 
   app.delete('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq, reply) => {

@@ -90,14 +90,19 @@ class LocalSink implements Sink {
     return this.serial(() => this.writeBatch(batch));
   }
 
+  /** Single mode: that unit's file is complete (published). Append files stay open. */
   endUnit(meta: SourceMeta): Promise<void> {
     return this.serial(async () => {
-      if (this.single) {
-        const unit = unitKey(meta);
-        await this.finishEach([...this.files.values()].filter((f) => f.unit === unit));
-      } else {
-        for (const f of this.files.values()) if (f.dirty) await this.sync(f);
-      }
+      if (!this.single) return;
+      const unit = unitKey(meta);
+      await this.finishEach([...this.files.values()].filter((f) => f.unit === unit));
+    });
+  }
+
+  /** Everything written so far is on disk (fsync): the runtime may now finalize the inputs. */
+  flush(): Promise<void> {
+    return this.serial(async () => {
+      for (const f of this.files.values()) if (f.dirty) await this.sync(f);
     });
   }
 

@@ -48,18 +48,20 @@ export default defineSource({
         signal.addEventListener('abort', onAbort);
         try {
           for (;;) {
-            const m = queue.shift();
-            if (!m) {
+            if (queue.length === 0) {
               if (signal.aborted) break;
               await new Promise<void>((r) => (wake = r));
               wake = undefined;
               continue;
             }
+            // Everything queued right now becomes one unit: one decode pass, one write per sink.
+            const batch = queue.splice(0, queue.length);
             yield {
-              meta: { webhook_path: c.path, content_type: m.contentType, received_at: m.receivedAt },
-              size: m.body.length,
+              meta: { webhook_path: c.path, messages: batch.length, received_at: batch[0]!.receivedAt },
+              size: batch.reduce((n, m) => n + m.body.length, 0),
+              messages: true,
               async *read() {
-                yield m.body;
+                for (const m of batch) yield m.body;
               },
             };
           }

@@ -1,0 +1,145 @@
+// Alert rules of a pipeline (spec doc 2 sections 2, 4, 6, 7): CRUD, validation, and one real
+// webhook delivery after a manual run.
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { eventually, testDaemon } from '../helpers/daemon.js';
+import { expectError, finishedRun, localYaml, register, workArea } from './_helpers.js';
+
+const rule = (over: Record<string, unknown> = {}) => ({
+  name: 'many-records',
+  condition: 'records_in > 100',
+  action: 'webhook',
+  webhook_url: 'http://127.0.0.1:9/hook',
+  cooldown_seconds: 60,
+  ...over,
+});
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+});
+
+describe('alert rules CRUD', () => {
+  it('list, add, conflict, update, delete', async () => {
+    const d = await testDaemon();
+    await register(d, localYaml('al', workArea()));
+    const empty = await d.call('GET', '/api/pipelines/al/alerts');
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual([]);
+
+    const add = await d.call('POST', '/api/pipelines/al/alerts', { body: rule() });
+    expect(add.status, add.text).toBe(201);
+    expect(add.body).toMatchObject(rule());
+    const list = await d.call('GET', '/api/pipelines/al/alerts');
+    expect(list.body).toHaveLength(1);
+    expect(list.body[0]).toMatchObject(rule());
+
+    expect(expectError(await d.call('POST', '/api/pipelines/al/alerts', { body: rule({ condition: 'failed' }) }), 409)).toContain('many-records');
+
+    const put = await d.call('PUT', '/api/pipelines/al/alerts/many-records', { body: rule({ condition: 'records_in > 5', cooldown_seconds: 0 }) });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ name: 'many-records', condition: 'records_in > 5', cooldown_seconds: 0 });
+    expect((await d.call('GET', '/api/pipelines/al/alerts')).body[0]).toMatchObject({ condition: 'records_in > 5', cooldown_seconds: 0 });
+
+    expectError(await d.call('PUT', '/api/pipelines/al/alerts/nope', { body: rule({ name: 'nope' }) }), 404);
+
+    const mail = await d.call('POST', '/api/pipelines/al/alerts', { body: { name: 'mail', condition: 'failed', action: 'email', email_to: 'noc@example.com', subject: 'x' } });
+    expect(mail.status, mail.text).toBe(201);
+    expect(mail.body).toMatchObject({ name: 'mail', action: 'email', email_to: 'noc@example.com', cooldown_seconds: 0 });
+
+    const del = await d.call('DELETE', '/api/pipelines/al/alerts/many-records');
+    expect(del.status).toBe(204);
+    expect(del.text).toBe('');
+    expectError(await d.call('DELETE', '/api/pipelines/al/alerts/many-records'), 404);
+    expect((await d.call('GET', '/api/pipelines/al/alerts')).body.map((r: { name: string }) => r.name)).toEqual(['mail']);
+  });
+
+  it('PUT with another name in the body renames the rule; onto a taken name it is 409', async () => {
+    const d = await testDaemon();
+    await register(d, localYaml('al', workArea()));
+    expect((await d.call('POST', '/api/pipelines/al/alerts', { body: rule({ name: 'a' }) })).status).toBe(201);
+    expect((await d.call('POST', '/api/pipelines/al/alerts', { body: rule({ name: 'b' }) })).status).toBe(201);
+    const clash = await d.call('PUT', '/api/pipelines/al/alerts/a', { body: rule({ name: 'b', condition: 'failed' }) });
+    expect(expectError(clash, 409)).toContain("'b'");
+    const names = async () => (await d.call('GET', '/api/pipelines/al/alerts')).body.map((r: { name: string; condition: string }) => `${r.name}:${r.condition}`);
+    expect(await names()).toEqual(['a:records_in > 100', 'b:records_in > 100']);
+    const renamed = await d.call('PUT', '/api/pipelines/al/alerts/a', { body: rule({ name: 'c', condition: 'failed' }) });
+    expect(renamed.status).toBe(200);
+    expect(await names()).toEqual(['c:failed', 'b:records_in > 100']);
+    expectError(await d.call('PUT', '/api/pipelines/al/alerts/a', { body: rule({ name: 'a' }) }), 404);
+  });
+
+  it('invalid rules are 422 with a detail', async () => {
+    const d = await testDaemon();
+    await register(d, localYaml('al', workArea()));
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [rule({ condition: 'records_in >' }), /condition/],
+      [rule({ condition: 'recordz_in > 1' }), /recordz_in/],
+      [rule({ webhook_url: undefined }), /webhook_url/],
+      [rule({ webhook_url: 'ftp://x/y' }), /webhook_url/],
+      [rule({ action: 'sms' }), /action/],
+      [rule({ cooldown_seconds: -1 }), /cooldown_seconds/],
+      [rule({ name: '' }), /name/],
+      [{ name: 'm', condition: 'failed', action: 'email' }, /email_to/],
+    ];
+    for (const [body, re] of bad) {
+      const detail = expectError(await d.call('POST', '/api/pipelines/al/alerts', { body }), 422);
+      expect(detail, JSON.stringify(body)).toMatch(re);
+    }
+    expectError(await d.call('PUT', '/api/pipelines/al/alerts/x', { body: rule({ name: 'x', condition: '(((' }) }), 422);
+    expect((await d.call('GET', '/api/pipelines/al/alerts')).body).toEqual([]);
+  });
+
+  it('alerts of an unknown pipeline are 404', async () => {
+    const d = await testDaemon();
+    expectError(await d.call('GET', '/api/pipelines/ghost/alerts'), 404);
+    expectError(await d.call('POST', '/api/pipelines/ghost/alerts', { body: rule() }), 404);
+    expectError(await d.call('PUT', '/api/pipelines/ghost/alerts/many-records', { body: rule() }), 404);
+    expectError(await d.call('DELETE', '/api/pipelines/ghost/alerts/many-records'), 404);
+  });
+
+  it('deleting a pipeline removes its rules', async () => {
+    const d = await testDaemon();
+    const w = workArea();
+    await register(d, localYaml('al', w));
+    expect((await d.call('POST', '/api/pipelines/al/alerts', { body: rule() })).status).toBe(201);
+    expect((await d.call('DELETE', '/api/pipelines/al')).status).toBe(204);
+    await register(d, localYaml('al', w));
+    expect((await d.call('GET', '/api/pipelines/al/alerts')).body).toEqual([]);
+  });
+});
+
+describe('alert delivery', () => {
+  it('a matching rule POSTs JSON naming the pipeline and the rule after a manual run', async () => {
+    const received: { method: string; type: string; body: any }[] = [];
+    const server = createServer((req: IncomingMessage, res) => {
+      let data = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => (data += c));
+      req.on('end', () => {
+        received.push({ method: req.method!, type: String(req.headers['content-type']), body: JSON.parse(data) });
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    closers.push(() => new Promise((r) => server.close(() => r())));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/alert`;
+
+    const d = await testDaemon();
+    const w = workArea(3);
+    await register(d, localYaml('alerted', w));
+    expect((await d.call('POST', '/api/pipelines/alerted/alerts', { body: rule({ name: 'got-records', condition: 'records_in > 0', webhook_url: url, cooldown_seconds: 0 }) })).status).toBe(201);
+    expect((await d.call('POST', '/api/pipelines/alerted/alerts', { body: rule({ name: 'never', condition: 'records_in > 1000', webhook_url: url }) })).status).toBe(201);
+    const t = await d.call('POST', '/api/pipelines/alerted/run');
+    const run = await finishedRun(d, t.body.run_id);
+    expect(run.records_in).toBe(3);
+    await eventually(() => received.length >= 1);
+    expect(received).toHaveLength(1);
+    const [hit] = received;
+    expect(hit!.method).toBe('POST');
+    expect(hit!.type).toMatch(/application\/json/);
+    expect(hit!.body).toMatchObject({ pipeline: 'alerted', alert: 'got-records', condition: 'records_in > 0', action: 'webhook' });
+    expect(hit!.body.run).toMatchObject({ run_id: t.body.run_id, records_in: 3, status: 'success' });
+  });
+});

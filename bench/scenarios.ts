@@ -4,7 +4,6 @@ import { dirname, join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
 import { runPipeline } from '../src/engine/runner.js';
 import { DATA_DIR, ndjsonFile } from './data.js';
-import { apiRead, webhookIngest } from './daemon-scenarios.js';
 
 /** The figures of one measurement; run.ts adds scenario, thread_workers and peak_rss_mb. */
 export type Measured = Record<string, number | string>;
@@ -20,8 +19,9 @@ export interface Scenario {
 const NDJSON_RECORDS = 1_000_000;
 
 export const scenarios: Record<string, Scenario> = {
-  'api-read': apiRead,
-  'webhook-ingest': webhookIngest,
+  // Loaded on demand: the daemon's modules would otherwise weigh on every scenario's peak RSS.
+  'api-read': { run: async () => (await import('./daemon-scenarios.js')).apiRead.run(1) },
+  'webhook-ingest': { run: async () => (await import('./daemon-scenarios.js')).webhookIngest.run(1) },
   'ndjson-basic': {
     threads: [1, 2],
     prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),

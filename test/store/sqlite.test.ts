@@ -58,7 +58,7 @@ describe('sqlite file store', () => {
     }
   });
 
-  it('processes opening a new file at the same time all get the migrated schema and write side by side', async () => {
+  it('processes opening a new file at the same time all get the migrated schema and write side by side', { timeout: 120_000 }, async () => {
     const path = join(tempDir(), 'svc.db');
     const index = fileURLToPath(new URL('../../src/store/index.ts', import.meta.url));
     const code = `const { openStore } = await import(${JSON.stringify(index)});

@@ -74,7 +74,7 @@ export const SETTINGS = {
   HOST: str('0.0.0.0', 'bind address'),
   PORT: int(8765, 'API port', 0, 65535),
   PIPELINE_DIR: str('./pipelines', 'directory scanned for pipeline YAML at startup'),
-  STATE_DIR: str('', 'optional shared runtime state root (processed-file memory of `svc run`)'),
+  STATE_DIR: str('', 'runtime state root: webhook spools of the daemon (default: a state folder beside SVC_DB_PATH) and the processed-file memory of `svc run` (default ~/.svc/state)'),
   DB_URL: str('', 'SQL database URL (postgresql://... or mysql://...); empty: the embedded SQLite file SVC_DB_PATH'),
   DB_PATH: str(() => join(svcHome(), 'svc.db'), 'embedded database file'),
   NODE_ID: str(() => hostname(), 'node id stored in each run record'),

@@ -7,6 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { installAuth } from '../auth/guard.js';
 import { ManagerError } from '../daemon/pipeline-manager.js';
 import { traceRequests } from '../observability/tracing.js';
+import { isDatabaseUnavailable } from '../store/index.js';
 import { ApiError, type ApiDeps } from './deps.js';
 import alertRoutes from './routes/alerts.js';
 import authRoutes from './routes/auth.js';
@@ -55,6 +56,21 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
             ? `unsupported content type '${req.headers['content-type']}': send JSON, or pipeline YAML as text/plain or application/yaml`
             : err.message;
       return reply.code(err.statusCode).send({ detail });
+    }
+    if (isDatabaseUnavailable(err)) {
+      // Connection-level failure (server down, connection dropped, file locked): the request was
+      // not carried out and may be retried; not a bug of the request or of the daemon.
+      const engine = deps.store.engine;
+      const check =
+        engine === 'sqlite'
+          ? 'check that the SQLite file (SVC_DB_PATH) is readable and not locked by another process'
+          : `check that the ${engine} server in SVC_DB_URL is running and accepts connections`;
+      const reason = err.message || (err as { code?: string }).code || err.name;
+      deps.log.warn({ err: reason, url: req.url }, 'database unavailable');
+      return reply
+        .code(503)
+        .header('retry-after', '5')
+        .send({ detail: `database unavailable: ${reason}; ${check}, then retry (GET /api/ready answers 200 once it is back)` });
     }
     deps.log.error({ err: err.message, stack: err.stack, url: req.url }, 'request failed');
     return reply.code(500).send({ detail: `internal error: ${err.message}` });

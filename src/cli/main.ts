@@ -93,7 +93,14 @@ async function cmdServe(): Promise<number> {
     process.stderr.write(`svc: ${(e as Error).message}\n`);
     return 1;
   }
-  const daemon = await startDaemon({ settings });
+  let daemon;
+  try {
+    daemon = await startDaemon({ settings });
+  } catch (e) {
+    // Start-up problems (port in use, unreadable certificate, database unreachable) in one line.
+    process.stderr.write(`svc: cannot start: ${(e as Error).message}\n`);
+    return 1;
+  }
   // SIGTERM / SIGINT drain like POST /api/daemon/stop; a second signal exits at once.
   const onSignal = (sig: string) => {
     daemon.log.info({ signal: sig }, 'signal received');

@@ -1,6 +1,9 @@
 // `svc serve`: the always-on daemon in standalone mode. Settings are read once; the store is opened
 // and migrated; runs a previous process left unfinished are recorded as aborted; pipelines come
 // back from the store and SVC_PIPELINE_DIR; the API listens; SIGTERM drains.
+import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
+import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { AlertEvaluator } from '../alerts/evaluator.js';
@@ -32,6 +35,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
   const settings = opts.settings ?? loadSettings();
   const log = opts.log ?? createLogger({ level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
   if (settings.MODE !== 'standalone') log.warn({ mode: settings.MODE }, 'this release runs standalone only; SVC_MODE is ignored');
+  checkTls(settings); // before anything is opened: a bad certificate stops the start at once
   const store = await openStore({ url: settings.DB_URL, path: settings.DB_PATH, log });
   const interrupted = await store.runs.abortInterrupted(settings.NODE_ID, 'interrupted: the daemon stopped before the run finished');
   if (interrupted) log.warn({ runs: interrupted }, 'runs left unfinished by the previous process recorded as aborted');
@@ -40,7 +44,9 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
   const metrics = new Metrics();
   const webhooks = new WebhookHub();
   const alerts = new AlertEvaluator({ store: store.alerts, settings, log });
-  const manager = new PipelineManager({ store, settings, log, metrics, webhooks, alerts, tracer: tracing.tracer });
+  // Webhook spools live here; beside the SQLite file by default, so one directory holds a node's state.
+  const stateDir = settings.STATE_DIR || join(dirname(settings.DB_PATH), 'state');
+  const manager = new PipelineManager({ store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer });
   await manager.restore();
   if (settings.RELOAD_ON_START) {
     const r = await manager.loadDirectory(settings.PIPELINE_DIR);
@@ -75,8 +81,46 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
     shuttingDown: () => stopping !== undefined,
     tracer: tracing.tracer,
   });
-  const address = await app.listen({ host: settings.HOST, port: settings.PORT });
+  let address: string;
+  try {
+    address = await app.listen({ host: settings.HOST, port: settings.PORT });
+  } catch (e) {
+    // Nothing may stay open when the start fails (port in use, address not available).
+    await manager.shutdown(0);
+    await store.close().catch(() => {});
+    throw new Error(`cannot listen on ${settings.HOST}:${settings.PORT}: ${(e as Error).message}`);
+  }
   if (settings.WATCH_PIPELINES) unwatch = watchPipelines(settings.PIPELINE_DIR, manager, log);
-  log.info({ url: address, db: store.engine, pipelines: manager.list().length }, 'svc daemon listening');
+  log.info({ url: address, db: store.engine, state_dir: stateDir, pipelines: manager.list().length }, 'svc daemon listening');
   return { settings, app, manager, store, log, url: address, stop, stopped };
+}
+
+/**
+ * SVC_TLS_CERTFILE / SVC_TLS_KEYFILE: both or neither; both readable; a certificate and key that
+ * belong together. Anything else is one clear line naming the variable (never a silent plain-HTTP
+ * fallback, never a raw ENOENT).
+ */
+function checkTls(settings: Settings) {
+  const { TLS_CERTFILE: certFile, TLS_KEYFILE: keyFile } = settings;
+  if (!certFile && !keyFile) return;
+  if (!certFile || !keyFile) {
+    const [set, unset] = certFile ? ['SVC_TLS_CERTFILE', 'SVC_TLS_KEYFILE'] : ['SVC_TLS_KEYFILE', 'SVC_TLS_CERTFILE'];
+    throw new Error(`${set} is set but ${unset} is empty: set both to serve HTTPS, or neither for plain HTTP`);
+  }
+  const read = (name: string, file: string) => {
+    try {
+      return readFileSync(file);
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EACCES' ? 'permission denied' : err.message;
+      throw new Error(`${name}: cannot read ${file}: ${why}`, { cause: e });
+    }
+  };
+  const cert = read('SVC_TLS_CERTFILE', certFile);
+  const key = read('SVC_TLS_KEYFILE', keyFile);
+  try {
+    createSecureContext({ cert, key });
+  } catch (e) {
+    throw new Error(`SVC_TLS_CERTFILE / SVC_TLS_KEYFILE: cannot use ${certFile} with ${keyFile}: ${(e as Error).message}`, { cause: e });
+  }
 }

@@ -16,7 +16,7 @@ import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import { startRunSpan, type Tracer } from '../observability/tracing.js';
 import type { Settings } from '../settings.js';
-import { DbProcessedFiles } from '../store/index.js';
+import { DbProcessedFiles, isDatabaseUnavailable } from '../store/index.js';
 import type { Store, StoredPipeline } from '../store/types.js';
 import { randomUUID } from 'node:crypto';
 
@@ -73,6 +73,8 @@ export interface ManagerDeps {
   log: Logger;
   metrics: Metrics;
   webhooks: WebhookHub;
+  /** Durable state of running pipelines (webhook spools): SVC_STATE_DIR, else `state` beside the SQLite file. */
+  stateDir?: string;
   alerts?: AlertHook;
   /** OpenTelemetry tracer: each run becomes a `pipeline.run` span (undefined: tracing off). */
   tracer?: Tracer;
@@ -134,6 +136,8 @@ export class PipelineManager {
     try {
       names = (await readdir(dir)).filter((f) => /\.ya?ml$/i.test(f)).sort();
     } catch (e) {
+      // No directory is a normal start (nothing to load), not an error.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { reloaded: 0, total: this.pipelines.size, errors: [] };
       return { reloaded: 0, total: this.pipelines.size, errors: [`cannot read SVC_PIPELINE_DIR ${dir}: ${errorMessage(e)}`] };
     }
     let reloaded = 0;
@@ -164,8 +168,9 @@ export class PipelineManager {
     const config = this.parse(yaml, opts.file);
     const existing = this.pipelines.get(config.name);
     if (existing && !opts.replace) throw new ManagerError(409, `pipeline '${config.name}' is already registered; use PUT /api/pipelines/${config.name} to replace it`);
-    if (existing) await this.halt(existing);
+    // Saved first: when the database is unavailable the running pipeline is left untouched.
     const sp = await this.deps.store.pipelines.save({ name: config.name, yaml, origin: opts.origin, file: opts.file ?? null });
+    if (existing) await this.halt(existing);
     const m = this.install(sp, config, existing);
     return m;
   }
@@ -404,7 +409,7 @@ export class PipelineManager {
         signal: stop.signal,
         processed: new DbProcessedFiles(store.processed, name),
         breakers: p.breakers,
-        services: { webhooks: this.deps.webhooks },
+        services: { webhooks: this.deps.webhooks, stateDir: this.deps.stateDir },
         onProgress: (pr) => {
           p.live = { startedAt: p.live?.startedAt ?? Date.now(), at: Date.now(), progress: pr };
           const labels = { pipeline: name };
@@ -425,7 +430,12 @@ export class PipelineManager {
       metrics.recordsSkipped.inc(labels, record.records_skipped - last.records_skipped);
       metrics.errors.inc(labels, record.records_skipped - last.records_skipped + (record.status === 'failed' ? 1 : 0));
       metrics.dlq.inc(labels, record.dlq_count - last.dlq_count);
-      await store.runs.finish(record);
+      await store.runs.finish(record).catch((e: unknown) => {
+        if (!isDatabaseUnavailable(e)) throw e;
+        // The run is over; only writing its outcome waits for the database to come back.
+        plog.warn({ err: errorMessage(e) }, 'database unavailable: the run outcome is written when it is back');
+        this.finishLater(record, plog);
+      });
       p.lastRun = { at: record.finished_at, status: record.status };
       plog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');
       return record;
@@ -447,11 +457,23 @@ export class PipelineManager {
           span?.fail(e);
           if (p.active === active) p.active = undefined;
           plog.error({ err: errorMessage(e) }, 'run could not be recorded');
-          this.afterRun(p, undefined, errorMessage(e));
+          this.afterRun(p, undefined, `the run could not be recorded in the database: ${errorMessage(e)}`);
         },
       )
       .catch(() => {});
     return active;
+  }
+
+  /** Retries writing a finished run's outcome every 2 s while the database is unavailable (until shutdown). */
+  private finishLater(record: RunRecord, plog: Logger) {
+    const retry = setTimeout(() => {
+      if (this.closing) return; // left `running` in the store: the next start records it as aborted
+      this.deps.store.runs.finish(record).then(
+        () => plog.info({ status: record.status }, 'run outcome written after the database came back'),
+        (e: unknown) => (isDatabaseUnavailable(e) ? this.finishLater(record, plog) : plog.error({ err: errorMessage(e) }, 'run outcome could not be written')),
+      );
+    }, 2000);
+    retry.unref();
   }
 
   /** State machine after a run: success -> scheduled (or stopped), failure -> error; streams restart. */

@@ -1,6 +1,7 @@
 // Connects `POST /webhooks/<path>` to the webhook sources of running pipelines. A source registers
 // its path with a bounded queue; the HTTP route hands each body to the hub, which answers with
-// what the route should reply (202 queued, 401, 404, 503 full).
+// what the route should reply (202 queued, 401, 404, 503 full or not stored). 'queued' comes only
+// once the source holds the body durably (its spool append is on disk), so a 202 survives a crash.
 import { timingSafeEqual } from 'node:crypto';
 
 export interface WebhookMessage {
@@ -9,14 +10,18 @@ export interface WebhookMessage {
   receivedAt: string;
 }
 
-export type Delivery = 'queued' | 'unknown' | 'unauthorized' | 'full';
+/** What the route answers; `{ failed }`: the body could not be stored (the reason, for a 503). */
+export type Delivery = 'queued' | 'unknown' | 'unauthorized' | 'full' | { failed: string };
 
 export interface WebhookEndpoint {
   pipeline: string;
   secret?: string;
   maxQueue: number;
-  /** Called with each accepted message; returns false when the queue is full. */
-  offer(m: WebhookMessage): boolean;
+  /**
+   * Called with each authorized message; resolves true once the source holds it (on disk when it
+   * spools), false when its queue is full; rejects when it could not be stored.
+   */
+  offer(m: WebhookMessage): Promise<boolean>;
 }
 
 export const normalizePath = (p: string) => p.replace(/^\/+|\/+$/g, '').replace(/\/{2,}/g, '/');
@@ -46,7 +51,7 @@ export class WebhookHub {
   }
 
   /** Spec doc 2 section 5 rule 6: with a secret, `Authorization: Bearer <secret>` is required. */
-  deliver(path: string, authorization: string | undefined, m: WebhookMessage): Delivery {
+  async deliver(path: string, authorization: string | undefined, m: WebhookMessage): Promise<Delivery> {
     const ep = this.endpoints.get(normalizePath(path));
     if (!ep) return 'unknown';
     if (ep.secret) {
@@ -54,6 +59,10 @@ export class WebhookHub {
       const given = authorization === undefined ? undefined : /^\s*Bearer\s+(.+?)\s*$/i.exec(authorization)?.[1];
       if (given === undefined || !sameSecret(given, ep.secret)) return 'unauthorized';
     }
-    return ep.offer(m) ? 'queued' : 'full';
+    try {
+      return (await ep.offer(m)) ? 'queued' : 'full';
+    } catch (e) {
+      return { failed: e instanceof Error ? e.message : String(e) };
+    }
   }
 }

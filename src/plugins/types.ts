@@ -52,8 +52,11 @@ export interface PluginContext {
   processed: ProcessedFiles;
   /** Pipeline-level `skip_processed`; sources OR it with their own flag. */
   skipProcessed: boolean;
-  /** Services of the daemon (absent in `svc run`): push sources register here. */
-  services?: { webhooks?: WebhookHub };
+  /**
+   * Services of the daemon (absent in `svc run`): push sources register here; `stateDir` is where
+   * plugins keep durable state of their own (the webhook spool).
+   */
+  services?: { webhooks?: WebhookHub; stateDir?: string };
 }
 
 interface PluginBase<S extends TObject> {

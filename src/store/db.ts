@@ -114,6 +114,11 @@ export function createKysely(target: DbTarget, log: Logger): Kysely<Schema> {
     case 'postgresql': {
       const pool = new pg.Pool({ connectionString: target.url!, max: 10, connectionTimeoutMillis: 10_000 });
       pool.on('error', (err) => log.warn({ err }, 'postgresql: idle connection error'));
+      // A checked-out client (a transaction between two queries) whose server connection drops
+      // emits 'error' where pg-pool listens only on idle clients: unhandled, that would end the
+      // process. The statement in flight (or the next one) fails instead, and the pool discards
+      // the client when it comes back.
+      pool.on('connect', (client) => client.on('error', (err) => log.debug({ err: err.message }, 'postgresql: connection lost')));
       return new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
     }
     case 'mysql': {

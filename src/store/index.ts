@@ -17,6 +17,7 @@ export { DuplicateAlertRuleError } from './alerts.js';
 export { defaultDbPath, redactUrl, resolveTarget } from './db.js';
 export { LATEST_MIGRATION, MIGRATION_NAMES } from './migrations.js';
 export { DbProcessedFiles } from './processed.js';
+export { isDatabaseUnavailable } from './unavailable.js';
 
 export interface OpenStoreOptions {
   /** SVC_DB_URL: empty for the embedded SQLite file, else postgresql://, postgres://, mysql:// or mariadb://. */

@@ -1,5 +1,6 @@
 // POST /webhooks/<path>: bodies for webhook sources. Any content type is taken as raw bytes, up to
-// SVC_WEBHOOK_MAX_BODY_BYTES (413 above).
+// SVC_WEBHOOK_MAX_BODY_BYTES (413 above). 202 means the body is stored durably (the source's spool);
+// when it cannot be stored the sender gets a 503 and keeps the body.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 
@@ -11,7 +12,11 @@ export default async function webhookRoutes(app: FastifyInstance, deps: ApiDeps)
   app.post('/webhooks/*', { bodyLimit: deps.settings.WEBHOOK_MAX_BODY_BYTES, schema: { tags: ['webhooks'], summary: 'Deliver a body to the webhook source serving this path' } }, async (req: FastifyRequest<{ Params: { '*': string } }>, reply) => {
     const path = req.params['*'];
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    const outcome = deps.webhooks.deliver(path, req.headers.authorization, { body, contentType: req.headers['content-type'], receivedAt: new Date().toISOString() });
+    const outcome = await deps.webhooks.deliver(path, req.headers.authorization, { body, contentType: req.headers['content-type'], receivedAt: new Date().toISOString() });
+    if (typeof outcome === 'object') {
+      // The spool logs the failure once per write; the sender retries.
+      return reply.code(503).header('Retry-After', '1').send({ detail: `the body for /webhooks/${path} could not be stored (${outcome.failed}); retry shortly` });
+    }
     switch (outcome) {
       case 'queued':
         return reply.code(202).send({ status: 'queued' });

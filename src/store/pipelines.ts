@@ -72,7 +72,9 @@ export class SqlPipelineStore implements PipelineStore {
       try {
         return await fn();
       } catch (err) {
-        if (attempt >= 5 || !isRetryableConflict(err)) throw err;
+        if (attempt >= 20 || !isRetryableConflict(err)) throw err;
+        // A little random wait, so two writers that collided do not collide again in lockstep.
+        await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
       }
     }
   }

@@ -15,9 +15,24 @@ import textSerializer from './serializers/text.js';
 
 import addField from './transforms/add_field.js';
 import cast from './transforms/cast.js';
+import coalesceFields from './transforms/coalesce_fields.js';
 import drop from './transforms/drop.js';
+import explode from './transforms/explode.js';
 import filter from './transforms/filter.js';
+import flatten from './transforms/flatten.js';
+import hexDecode from './transforms/hex_decode.js';
+import injectMeta from './transforms/inject_meta.js';
+import jsonFlatten from './transforms/json_flatten.js';
+import mask from './transforms/mask.js';
+import melt from './transforms/melt.js';
+import project from './transforms/project.js';
+import regexExtract from './transforms/regex_extract.js';
 import rename from './transforms/rename.js';
+import selectFromList from './transforms/select_from_list.js';
+import template from './transforms/template.js';
+import timestampNormalize from './transforms/timestamp_normalize.js';
+import unnest from './transforms/unnest.js';
+import validate from './transforms/validate.js';
 import valueMap from './transforms/value_map.js';
 
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
@@ -31,7 +46,9 @@ export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<Serializ
   ndjsonSerializer,
   textSerializer,
 ]);
-export const transforms: ReadonlyMap<string, TransformPlugin> = byKey<TransformPlugin>([addField, cast, drop, filter, rename, valueMap]);
+export const transforms: ReadonlyMap<string, TransformPlugin> = byKey<TransformPlugin>([
+  addField, cast, coalesceFields, drop, explode, filter, flatten, hexDecode, injectMeta, jsonFlatten, mask, melt, project, regexExtract, rename, selectFromList, template, timestampNormalize, unnest, validate, valueMap,
+]);
 
 export const registry: Record<PluginKind, ReadonlyMap<string, AnyPlugin>> = {
   source: sources,

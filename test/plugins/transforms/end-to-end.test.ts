@@ -1,59 +1,12 @@
 // Each transform through the real engine: NDJSON file -> local source -> transform -> local sink.
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadPipelineText } from '../../../src/config/load.js';
-import { formatDiagnostic } from '../../../src/config/diagnostics.js';
-import { runPipeline } from '../../../src/engine/runner.js';
-import { silentLogger } from '../../../src/observability/log.js';
-import type { RunRecord } from '../../../src/engine/run-record.js';
-import { tempDir } from '../../helpers/fs.js';
-
-interface Run {
-  record: RunRecord;
-  out: Record<string, unknown>[];
-  dlq: Record<string, unknown>[];
-  dirs: { input: string; out: string; dlq: string };
-}
-
-const readNdjson = (file: string) =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-    : [];
-
-/** Writes `records` (objects or raw lines) as in.ndjson, runs a pipeline with `transforms` (YAML list items), returns the output. */
-async function runWith(records: (object | string)[], transforms: string, extra = ''): Promise<Run> {
-  const root = tempDir();
-  const dirs = { input: join(root, 'in'), out: join(root, 'out'), dlq: join(root, 'dlq') };
-  mkdirSync(dirs.input);
-  writeFileSync(join(dirs.input, 'in.ndjson'), records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n');
-  const yaml = `
-version: "1"
-pipeline:
-  name: e2e
-  schedule: { type: manual }
-  source: { type: local, path: ${JSON.stringify(dirs.input)}, file_pattern: "*.ndjson" }
-  serializer_in: { type: ndjson }
-  transforms:
-${transforms}
-  serializer_out: { type: ndjson }
-${extra}
-  sinks:
-    - { type: local, path: ${JSON.stringify(dirs.out)}, filename_template: out.ndjson }
-`;
-  const loaded = loadPipelineText(yaml.replaceAll('__DLQ__', JSON.stringify(dirs.dlq)), { env: {} });
-  if (!loaded.config) throw new Error(loaded.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
-  const record = await runPipeline(loaded.config, { log: silentLogger });
-  const dlqFiles = existsSync(dirs.dlq) ? readdirSync(dirs.dlq).filter((f) => !f.startsWith('.')) : [];
-  return { record, out: readNdjson(join(dirs.out, 'out.ndjson')), dlq: dlqFiles.flatMap((f) => readNdjson(join(dirs.dlq, f))), dirs };
-}
+import { runTransform } from './_harness.js';
 
 describe('transforms end to end (local -> transform -> local)', () => {
   it('rename', async () => {
-    const { record, out } = await runWith(
+    const { record, out } = await runTransform(
       [{ ifIndex: 1, ifInOctets: 10, in_octets: 'old' }, { ifIndex: 2 }],
       '    - { type: rename, fields: { ifInOctets: in_octets, ifIndex: index } }',
     );
@@ -63,13 +16,13 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('drop', async () => {
-    const { record, out } = await runWith([{ a: 1, ifAlias: 'x', b: 2 }, { a: 3 }], '    - { type: drop, fields: [ifAlias, b] }');
+    const { record, out } = await runTransform([{ a: 1, ifAlias: 'x', b: 2 }, { a: 3 }], '    - { type: drop, fields: [ifAlias, b] }');
     expect(record).toMatchObject({ status: 'success', records_in: 2, records_out: 2, records_skipped: 0 });
     expect(out).toEqual([{ a: 1 }, { a: 3 }]);
   });
 
   it('add_field, and a failing expression as a record error', async () => {
-    const { record, out } = await runWith(
+    const { record, out } = await runTransform(
       [{ x: 1 }, { x: 'abc' }, { x: 2.5 }],
       `    - type: add_field
       fields:
@@ -90,7 +43,7 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('filter: dropped records are neither errors nor skipped', async () => {
-    const { record, out } = await runWith(
+    const { record, out } = await runTransform(
       [{ s: 1, n: 'a' }, { s: 2, n: 'b' }, { n: 'c' }, { s: 1, n: 'd' }],
       '    - { type: filter, expression: s == 1 }',
     );
@@ -99,14 +52,14 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('filter: nothing passes -> a note, no errors counted', async () => {
-    const { record, out } = await runWith([{ s: 2 }], '    - { type: filter, expression: s == 1 }');
+    const { record, out } = await runTransform([{ s: 2 }], '    - { type: filter, expression: s == 1 }');
     expect(out).toEqual([]);
     expect(record).toMatchObject({ status: 'success', records_in: 1, records_out: 0, records_skipped: 0 });
     expect(record.errors).toEqual(['no sink wrote the batch of 1 records from in.ndjson: no record passed the transforms']);
   });
 
   it('cast', async () => {
-    const { record, out } = await runWith(
+    const { record, out } = await runTransform(
       [{ i: '12', f: '2.5', b: 'on', s: 5 }, { i: ' 7 ', f: 3, b: 'no', s: { a: 1 } }, { i: '0x1F', f: '1e3', b: '1', s: true }, { i: 12.9 }],
       '    - { type: cast, fields: { i: int, f: float, b: bool, s: string } }',
     );
@@ -120,7 +73,7 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('cast failure under on_error continue: counted in records_skipped with a message (rule 6)', async () => {
-    const { record, out, dirs } = await runWith([{ i: '1' }, { i: 'x' }, { i: 'y' }, { i: '4' }], '    - { type: cast, fields: { i: int } }');
+    const { record, out, dirs } = await runTransform([{ i: '1' }, { i: 'x' }, { i: 'y' }, { i: '4' }], '    - { type: cast, fields: { i: int } }');
     expect(out).toEqual([{ i: 1 }, { i: 4 }]);
     expect(record).toMatchObject({ status: 'success', records_in: 4, records_out: 2, records_skipped: 2, dlq_count: 0, error: null });
     expect(record.errors).toEqual([
@@ -132,10 +85,10 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('cast failure under on_error dlq: the record goes to the DLQ with _stage transform', async () => {
-    const { record, out, dlq } = await runWith(
+    const { record, out, dlq } = await runTransform(
       [{ i: '1' }, { i: 'x', keep: 'me' }, { i: '3' }],
       '    - { type: cast, fields: { i: int } }',
-      '  on_error: dlq\n  dlq: { type: local, path: __DLQ__, filename_template: dlq.ndjson }',
+      { onError: 'dlq', dlq: true },
     );
     expect(out).toEqual([{ i: 1 }, { i: 3 }]);
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_skipped: 1, dlq_count: 1 });
@@ -156,10 +109,10 @@ describe('transforms end to end (local -> transform -> local)', () => {
 
   it('cast failure on worker threads (thread_workers: 2): same counts, same DLQ envelope', async () => {
     const rows = Array.from({ length: 50 }, (_, i) => ({ i: i === 17 ? 'bad' : String(i) }));
-    const { record, out, dlq } = await runWith(
+    const { record, out, dlq } = await runTransform(
       rows,
       '    - { type: cast, fields: { i: int } }',
-      '  thread_workers: 2\n  on_error: dlq\n  dlq: { type: local, path: __DLQ__, filename_template: dlq.ndjson }',
+      { extra: '  thread_workers: 2', onError: 'dlq', dlq: true },
     );
     expect(record).toMatchObject({ status: 'success', records_in: 50, records_out: 49, records_skipped: 1, dlq_count: 1 });
     expect(out.map((r) => r.i)).toEqual(rows.map((_, i) => i).filter((i) => i !== 17));
@@ -167,23 +120,23 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('cast failure under on_error abort ends the run aborted', async () => {
-    const { record } = await runWith([{ i: '1' }, { i: 'x' }], '    - { type: cast, fields: { i: int } }', '  on_error: abort');
+    const { record } = await runTransform([{ i: '1' }, { i: 'x' }], '    - { type: cast, fields: { i: int } }', { onError: 'abort' });
     expect(record.status).toBe('aborted');
     expect(record.error).toContain(`cast: field 'i' value "x" is not a valid int`);
   });
 
   it('cast with on_failure null and keep: no record errors', async () => {
     const rows = [{ i: 'x', f: 'y' }, { i: '2', f: '2.5' }];
-    const n = await runWith(rows, '    - { type: cast, fields: { i: int, f: float }, on_failure: "null" }');
+    const n = await runTransform(rows, '    - { type: cast, fields: { i: int, f: float }, on_failure: "null" }');
     expect(n.out).toEqual([{ i: null, f: null }, { i: 2, f: 2.5 }]);
     expect(n.record).toMatchObject({ records_out: 2, records_skipped: 0, errors: [] });
-    const k = await runWith(rows, '    - { type: cast, fields: { i: int, f: float }, on_failure: keep }');
+    const k = await runTransform(rows, '    - { type: cast, fields: { i: int, f: float }, on_failure: keep }');
     expect(k.out).toEqual([{ i: 'x', f: 'y' }, { i: 2, f: 2.5 }]);
     expect(k.record).toMatchObject({ records_out: 2, records_skipped: 0, errors: [] });
   });
 
   it('value_map', async () => {
-    const { record, out } = await runWith(
+    const { record, out } = await runTransform(
       [{ ifOperStatus: 1 }, { ifOperStatus: '2' }, { ifOperStatus: 7 }, { other: 1 }],
       `    - type: value_map
       field: ifOperStatus
@@ -202,7 +155,7 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('a chain of all six transforms', async () => {
-    const { record, out } = await runWith(
+    const { record, out } = await runTransform(
       [
         { ifIndex: '1', ifOperStatus: '1', ifInOctets: '1000000', ifAlias: 'x' },
         { ifIndex: '2', ifOperStatus: '2', ifInOctets: '5', ifAlias: 'y' },

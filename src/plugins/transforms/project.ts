@@ -58,6 +58,8 @@ export default defineTransform({
     const from = p.map(([f]) => f);
     const to = p.map(([, t]) => t);
     const withNull = c.missing === 'null';
+    // Output names are known now: only a `__proto__` among them needs the careful setter.
+    const put = to.includes('__proto__') ? setField : (o: Rec, k: string, v: unknown) => void (o[k] = v);
     return {
       // A new object in the listed order (no `delete`).
       apply(r: Rec) {
@@ -65,8 +67,8 @@ export default defineTransform({
         for (let i = 0; i < from.length; i++) {
           const f = from[i]!;
           const v = r[f];
-          if (v !== undefined && Object.hasOwn(r, f)) setField(out, to[i]!, v);
-          else if (withNull) setField(out, to[i]!, null);
+          if (v !== undefined && Object.hasOwn(r, f)) put(out, to[i]!, v);
+          else if (withNull) put(out, to[i]!, null);
         }
         return out;
       },

@@ -228,6 +228,9 @@ export default defineTransform({
       return FAIL;
     };
 
+    // Records of one file or poll mostly share their timestamps: the last conversion is reused.
+    let lastIn: unknown;
+    let lastOut: unknown;
     return {
       apply(r: Rec) {
         for (let i = 0; i < fields.length; i++) {
@@ -235,10 +238,15 @@ export default defineTransform({
           const v = r[field];
           // Missing and null fields are left alone; own fields only.
           if (v === undefined || v === null || !Object.hasOwn(r, field)) continue;
-          const t = parse(v);
           const out = target ?? field;
+          if (v === lastIn) {
+            r[out] = lastOut;
+            continue;
+          }
+          const t = parse(v);
           if (t !== FAIL && Math.abs(t) <= MAX_DATE_MS) {
-            r[out] = output === 'iso' ? new Date(t).toISOString() : output === 'epoch_ms' ? t : Math.floor(t / 1000);
+            r[out] = lastOut = output === 'iso' ? new Date(t).toISOString() : output === 'epoch_ms' ? t : Math.floor(t / 1000);
+            lastIn = v;
           } else if (onFailure === 'null') r[out] = null;
           else if (onFailure === 'error') throw new RecordError(`timestamp_normalize: field '${field}' value ${JSON.stringify(v).slice(0, 80)} is not a recognized timestamp`);
         }

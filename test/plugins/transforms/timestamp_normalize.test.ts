@@ -197,3 +197,26 @@ describe('transform timestamp_normalize', () => {
     expect(dlq).toEqual([expect.objectContaining({ _stage: 'transform', record: { t: 'nope' } })]);
   });
 });
+
+describe('repeated values (the last conversion is reused)', () => {
+  it('gives each record the conversion of its own value when values repeat and alternate', () => {
+    const t = make({ fields: ['ts'] });
+    const a = 1767225600; // 2026-01-01T00:00:00Z
+    const b = 1767225601;
+    const got = [a, a, b, a, 'garbage', a].map((ts) => {
+      try {
+        return t.apply({ ts }, { meta: {}, note: () => {} }) as { ts: unknown };
+      } catch (e) {
+        return { ts: (e as Error).name };
+      }
+    });
+    expect(got.map((r) => r.ts)).toEqual([
+      '2026-01-01T00:00:00.000Z',
+      '2026-01-01T00:00:00.000Z',
+      '2026-01-01T00:00:01.000Z',
+      '2026-01-01T00:00:00.000Z',
+      'RecordError',
+      '2026-01-01T00:00:00.000Z',
+    ]);
+  });
+});

@@ -1,34 +1,12 @@
 // Restarts (spec doc 2 sections 1, 3, 4): pipelines, versions, alert rules and run history live in
 // the database and come back; a pipeline file wins over an API pipeline of the same name; a run
 // cut short by kill -9 is recorded as aborted by the next daemon, never lost.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { describe, expect, it } from 'vitest';
+import { eventually, serveChild, testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 import { eventuallyValue, finishedRun, localYaml, readNdjson, register, SLOW, webhookYaml, workArea } from './_helpers.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-/** A port that was free a moment ago (bind to 0, read it, release it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('daemon restart', () => {
   it('API pipelines, their versions, alert rules and run history survive a stop and start', async () => {
@@ -117,33 +95,12 @@ describe('daemon restart', () => {
     const dir = tempDir('svc-kill-');
     const db = join(dir, 'svc.db');
     const pipelines = join(dir, 'pipelines');
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        SVC_HOST: '127.0.0.1',
-        SVC_PORT: String(port),
-        SVC_DB_PATH: db,
-        SVC_PIPELINE_DIR: pipelines,
-        SVC_NODE_ID: 'test-node',
-        SVC_LOG_LEVEL: 'ERROR',
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.push(child);
-    let stderr = '';
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+    const { url, child, exited } = await serveChild({ SVC_DB_PATH: db, SVC_PIPELINE_DIR: pipelines });
     const api = async (method: string, path: string, body?: string) => {
       const res = await fetch(url + path, { method, body, headers: body ? { 'content-type': 'application/yaml' } : {} });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
     };
-    await eventually(async () => (await api('GET', '/api/health').catch(() => undefined))?.status === 200, 20_000, 100).catch((e: Error) => {
-      throw new Error(`${e.message}; svc serve stderr: ${stderr}`);
-    });
 
     const w = workArea(40); // 40 writes at 2/s: about 19 s if left alone
     const created = await api('POST', '/api/pipelines', localYaml('killed', { ...w, extra: SLOW }));

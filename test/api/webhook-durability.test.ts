@@ -1,65 +1,29 @@
 // "A crash never loses data that was acknowledged": a webhook body answered 202 is on disk (the
 // spool) before the answer, and a daemon killed with SIGKILL delivers it after its restart
 // (at-least-once: duplicates allowed, losses not). A body that cannot be stored is a 503.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Spool } from '../../src/engine/spool.js';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { eventually, serveChild, testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 import { expectError, readNdjson, register, webhookYaml, workArea } from './_helpers.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-const children: ChildProcess[] = [];
 afterEach(() => {
   vi.restoreAllMocks();
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
-
-/** A port that was free a moment ago (bind to 0, read it, release it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A real `svc serve` child process on `dir` (its SQLite file, and the state folder beside it). */
 async function serve(dir: string) {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      SVC_HOST: '127.0.0.1',
-      SVC_PORT: String(port),
-      SVC_DB_PATH: join(dir, 'svc.db'),
-      SVC_STATE_DIR: '', // the default: `state` beside the database
-      SVC_PIPELINE_DIR: join(dir, 'pipelines'),
-      SVC_NODE_ID: 'test-node',
-      SVC_LOG_LEVEL: 'ERROR',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
+  const s = await serveChild({
+    SVC_DB_PATH: join(dir, 'svc.db'),
+    SVC_STATE_DIR: '', // the default: `state` beside the database
+    SVC_PIPELINE_DIR: join(dir, 'pipelines'),
   });
-  children.push(child);
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
-  const post = (path: string, body: string, headers: Record<string, string> = {}) => fetch(url + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
-  await eventually(async () => (await fetch(url + '/api/health').catch(() => undefined))?.status === 200, 20_000, 100).catch((e: Error) => {
-    throw new Error(`${e.message}; svc serve stderr: ${stderr}`);
-  });
-  return { url, child, exited, post, stderr: () => stderr };
+  const post = (path: string, body: string, headers: Record<string, string> = {}) => fetch(s.url + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  return { ...s, post };
 }
 
 describe('webhook durability', () => {

@@ -1,6 +1,9 @@
 // A real daemon for API tests: port 0 on loopback, a temporary SQLite file (or SVC_DB_URL), a
 // temporary pipeline directory. `call` is a small fetch wrapper that returns status, headers, body.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
@@ -64,4 +67,44 @@ export async function eventually<T>(f: () => Promise<T> | T, ms = 10_000, every 
     if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
     await new Promise((r) => setTimeout(r, every));
   }
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/** A port that was free a moment ago (bind to 0, read it, release it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The real `svc serve` as a child process (for kill -9 tests), answering /api/health when this
+ * resolves. Killed after the test if still running.
+ */
+export async function serveChild(env: Record<string, string>) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: root,
+    env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  await eventually(async () => (await fetch(url + '/api/health').catch(() => undefined))?.status === 200, 20_000, 100).catch((e: Error) => {
+    throw new Error(`${e.message}; svc serve stderr: ${stderr}`);
+  });
+  return { url, child, exited, stderr: () => stderr };
 }

@@ -51,7 +51,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     if (err.statusCode && err.statusCode < 500) {
       const detail =
         err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-          ? `request body is larger than the limit of ${err.statusCode === 413 && req.url.startsWith('/webhooks/') ? settings.WEBHOOK_MAX_BODY_BYTES : API_BODY_LIMIT} bytes`
+          ? `request body is larger than the limit of ${req.url.startsWith('/webhooks/') ? settings.WEBHOOK_MAX_BODY_BYTES : API_BODY_LIMIT} bytes`
           : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
             ? `unsupported content type '${req.headers['content-type']}': send JSON, or pipeline YAML as text/plain or application/yaml`
             : err.message;

@@ -149,7 +149,7 @@ export class PipelineManager {
         const config = this.parse(yaml, file);
         const existing = this.pipelines.get(config.name);
         if (existing && existing.yaml === yaml && existing.origin === 'file') continue;
-        await this.register(yaml, { origin: 'file', file, replace: true });
+        await this.register(yaml, { origin: 'file', file, replace: true, config });
         reloaded++;
       } catch (e) {
         errors.push(`${f}: ${errorMessage(e)}`);
@@ -164,8 +164,9 @@ export class PipelineManager {
     for (const p of this.list()) if (p.origin === 'file' && p.file === file) await this.remove(p.name);
   }
 
-  async register(yaml: string, opts: { origin: 'api' | 'file'; file?: string; replace?: boolean } = { origin: 'api' }): Promise<Managed> {
-    const config = this.parse(yaml, opts.file);
+  /** Registers YAML (validated here unless the caller already has its `config`). */
+  async register(yaml: string, opts: { origin: 'api' | 'file'; file?: string; replace?: boolean; config?: PipelineConfig } = { origin: 'api' }): Promise<Managed> {
+    const config = opts.config ?? this.parse(yaml, opts.file);
     const existing = this.pipelines.get(config.name);
     if (existing && !opts.replace) throw new ManagerError(409, `pipeline '${config.name}' is already registered; use PUT /api/pipelines/${config.name} to replace it`);
     // Saved first: when the database is unavailable the running pipeline is left untouched.
@@ -180,7 +181,7 @@ export class PipelineManager {
     const current = this.get(name);
     const config = this.parse(yaml);
     if (config.name !== name) throw new ManagerError(400, `the YAML names pipeline '${config.name}', not '${name}'; a pipeline cannot be renamed in place`);
-    return this.register(yaml, { origin: current.origin === 'file' ? 'file' : 'api', file: current.file ?? undefined, replace: true });
+    return this.register(yaml, { origin: current.origin === 'file' ? 'file' : 'api', file: current.file ?? undefined, replace: true, config });
   }
 
   async remove(name: string) {

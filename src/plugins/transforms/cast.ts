@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { RecordError } from '../../errors.js';
-import { defineTransform, type Rec } from '../types.js';
+import { defineTransform } from '../types.js';
+import { FAIL, fieldConverter } from '../common/convert-fields.js';
 
 const Target = Type.Union([Type.Literal('int'), Type.Literal('float'), Type.Literal('string'), Type.Literal('bool')]);
 const config = Type.Object(
@@ -18,7 +18,6 @@ const INT = /^[+-]?\d+$/;
 const HEX = /^0x[0-9a-f]+$/i;
 const TRUE = new Set(['true', 'yes', 'on', '1', 't', 'y']);
 const FALSE = new Set(['false', 'no', 'off', '0', 'f', 'n', '']);
-const FAIL = Symbol('fail');
 
 // Each converter returns FAIL instead of throwing: failures are common in dirty data and cheap this way.
 const converters: Record<string, (v: unknown) => unknown> = {
@@ -71,21 +70,14 @@ export default defineTransform({
   ],
   create(c) {
     const plan = Object.entries(c.fields).map(([f, t]) => [f, t, converters[t]!] as const);
-    const onFailure = c.on_failure;
     return {
-      apply(r: Rec) {
-        for (let i = 0; i < plan.length; i++) {
-          const [field, type, conv] = plan[i]!;
-          const v = r[field];
-          // Missing fields are left alone; own fields only (not constructor, toString, ... of Object.prototype).
-          if (v === undefined || !Object.hasOwn(r, field)) continue;
-          const out = conv(v);
-          if (out !== FAIL) r[field] = out;
-          else if (onFailure === 'null') r[field] = null;
-          else if (onFailure === 'error') throw new RecordError(`cast: field '${field}' value ${JSON.stringify(v)} is not a valid ${type}`);
-        }
-        return r;
-      },
+      apply: fieldConverter({
+        fields: plan.map(([f]) => f),
+        onFailure: c.on_failure,
+        skipNull: false, // null is a value to convert (to string it fails; to bool/int it fails too)
+        convert: (v, i) => plan[i]![2](v),
+        failure: (field, v, i) => `cast: field '${field}' value ${JSON.stringify(v)} is not a valid ${plan[i]![1]}`,
+      }),
     };
   },
 });

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { RecordError } from '../../errors.js';
-import { defineTransform, type Rec } from '../types.js';
-import { setField } from '../common/record.js';
+import { defineTransform } from '../types.js';
+import { FAIL, fieldConverter, lintTarget, quoteValue } from '../common/convert-fields.js';
 
 const config = Type.Object(
   {
@@ -75,27 +74,23 @@ function ipv6(b: Buffer): string {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const FAIL = Symbol('fail');
 
 export default defineTransform({
   key: 'hex_decode',
   summary: 'Decode hex strings (SNMP OctetStrings: 0x4e6f6b6961, 4e:6f:6b, 4E 6F) to text, base64, MAC, IP address or integer.',
   config,
-  lint: (c) => (c.target !== undefined && c.fields.length !== 1 ? [{ path: 'target', message: 'target needs exactly one field in fields' }] : []),
+  lint: lintTarget,
   examples: [
     { title: 'sysDescr and ifAlias sent as hex', yaml: 'type: hex_decode\nfields: [sysDescr, ifAlias]' },
     { title: 'ifPhysAddress to a MAC address', yaml: 'type: hex_decode\nfields: [ifPhysAddress]\ntarget: mac\noutput: mac' },
     { title: 'Binary address to IPv4, tolerant', yaml: "type: hex_decode\nfields: [ipAdEntAddr]\noutput: ipv4\non_failure: 'null'" },
   ],
   create(c) {
-    const fields = c.fields;
-    const target = c.target;
     const output = c.output ?? 'text';
     const latin1 = c.encoding === 'latin1';
     const trimNul = c.trim_nul ?? true;
-    const onFailure = c.on_failure ?? 'error';
 
-    const convert = (b: Buffer): unknown => {
+    const fromBytes = (b: Buffer): unknown => {
       switch (output) {
         case 'text': {
           let end = b.length;
@@ -126,24 +121,20 @@ export default defineTransform({
       }
     };
 
+    const bytesOf = (v: unknown) => (typeof v === 'string' ? parseHex(v) : null);
     return {
-      apply(r: Rec) {
-        for (let i = 0; i < fields.length; i++) {
-          const field = fields[i]!;
-          const v = r[field];
-          if (v === undefined || v === null || !Object.hasOwn(r, field)) continue;
-          const bytes = typeof v === 'string' ? parseHex(v) : null;
-          const out = bytes === null ? FAIL : convert(bytes);
-          const dest = target ?? field;
-          if (out !== FAIL) setField(r, dest, out);
-          else if (onFailure === 'null') setField(r, dest, null);
-          else if (onFailure === 'error') {
-            const why = bytes === null ? 'is not hex' : `does not decode as ${output}${output === 'text' ? ` (${c.encoding})` : ''}`;
-            throw new RecordError(`hex_decode: field '${field}' value ${JSON.stringify(v).slice(0, 80)} ${why}`);
-          }
-        }
-        return r;
-      },
+      apply: fieldConverter({
+        fields: c.fields,
+        target: c.target,
+        onFailure: c.on_failure ?? 'error',
+        skipNull: true,
+        convert(v) {
+          const bytes = bytesOf(v);
+          return bytes === null ? FAIL : fromBytes(bytes);
+        },
+        failure: (field, v) =>
+          `hex_decode: field '${field}' value ${quoteValue(v)} ${bytesOf(v) === null ? 'is not hex' : `does not decode as ${output}${output === 'text' ? ` (${c.encoding})` : ''}`}`,
+      }),
     };
   },
 });

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
-import { ConfigError, RecordError } from '../../errors.js';
-import { defineTransform, type LintIssue, type Rec } from '../types.js';
+import { ConfigError } from '../../errors.js';
+import { defineTransform, type LintIssue } from '../types.js';
+import { FAIL, fieldConverter, lintTarget, quoteValue } from '../common/convert-fields.js';
 
 const config = Type.Object(
   {
@@ -38,7 +39,8 @@ const config = Type.Object(
 
 /** Values longer than this are failures without being parsed (no timestamp is that long). */
 const MAX_LEN = 64;
-const FAIL = -Infinity;
+/** What the parsers return for text that is not a time (they work in numbers). */
+const NOT_A_TIME = -Infinity;
 const MAX_DATE_MS = 8.64e15;
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
 const UNIT_DIGITS: Record<string, number> = { s: -3, ms: 0, us: 3, ns: 6 };
@@ -62,14 +64,14 @@ function offsetMinutes(z: string): number {
 const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
 const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-/** Epoch milliseconds of checked calendar parts, or FAIL. `frac` is the fraction digits (only the first 3 count). */
+/** Epoch milliseconds of checked calendar parts, or NOT_A_TIME. `frac` is the fraction digits (only the first 3 count). */
 function fromParts(y: number, mo: number, d: number, h: number, mi: number, s: number, frac: string | undefined, offMin: number): number {
-  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59 || Number.isNaN(offMin)) return FAIL;
-  if (d > (mo === 2 && isLeap(y) ? 29 : DAYS[mo - 1]!)) return FAIL;
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59 || Number.isNaN(offMin)) return NOT_A_TIME;
+  if (d > (mo === 2 && isLeap(y) ? 29 : DAYS[mo - 1]!)) return NOT_A_TIME;
   const ms = frac === undefined ? 0 : Number((frac + '00').slice(0, 3));
   const t = Date.UTC(y, mo - 1, d, h, mi, s, ms) - offMin * 60000;
   // Date.UTC maps years 0-99 to 1900-1999.
-  return y < 100 ? FAIL : t;
+  return y < 100 ? NOT_A_TIME : t;
 }
 
 function fromMatch(m: RegExpExecArray, defaultOffset: number): number {
@@ -79,7 +81,7 @@ function fromMatch(m: RegExpExecArray, defaultOffset: number): number {
 
 /** Epoch milliseconds of an epoch number in `unit` (auto: by magnitude), rounded down to the millisecond. */
 function fromEpoch(n: number, unit: string): number {
-  if (!Number.isFinite(n)) return FAIL;
+  if (!Number.isFinite(n)) return NOT_A_TIME;
   if (unit === 'auto') {
     const a = Math.abs(n);
     unit = a < 1e11 ? 's' : a < 1e14 ? 'ms' : a < 1e17 ? 'us' : 'ns';
@@ -161,7 +163,7 @@ export function compileFormat(fmt: string): Format {
 
 function fromFormat(f: Format, s: string, defaultOffset: number): number {
   const m = f.re.exec(s);
-  if (m === null) return FAIL;
+  if (m === null) return NOT_A_TIME;
   const { idx } = f;
   const month = idx.b !== 0 ? MONTHS.indexOf(m[idx.b]!.toLowerCase()) + 1 : +m[idx.m]!;
   const num = (i: number) => (i === 0 ? 0 : +m[i]!);
@@ -170,8 +172,7 @@ function fromFormat(f: Format, s: string, defaultOffset: number): number {
 }
 
 function lint(c: { fields: string[]; target?: string; formats?: string[] }): LintIssue[] {
-  const issues: LintIssue[] = [];
-  if (c.target !== undefined && c.fields.length !== 1) issues.push({ path: 'target', message: 'target needs exactly one field in fields' });
+  const issues: LintIssue[] = lintTarget(c);
   (c.formats ?? []).forEach((f, i) => {
     try {
       compileFormat(f);
@@ -198,22 +199,19 @@ export default defineTransform({
   create(c) {
     const issues = lint(c);
     if (issues.length) throw new ConfigError(`timestamp_normalize: ${issues[0]!.path}: ${issues[0]!.message}`);
-    const fields = c.fields;
-    const target = c.target;
     const unit = c.unit ?? 'auto';
     const formats = (c.formats ?? []).map(compileFormat);
     const defaultOffset = offsetMinutes(c.default_offset ?? 'Z');
     const output = c.output ?? 'iso';
-    const onFailure = c.on_failure ?? 'error';
 
     const parse = (v: unknown): number => {
       if (typeof v === 'number') return fromEpoch(v, unit);
-      if (typeof v !== 'string') return FAIL;
+      if (typeof v !== 'string') return NOT_A_TIME;
       const s = v.length > MAX_LEN ? '' : v.trim();
-      if (s === '') return FAIL;
+      if (s === '') return NOT_A_TIME;
       for (let i = 0; i < formats.length; i++) {
         const t = fromFormat(formats[i]!, s, defaultOffset);
-        if (t !== FAIL) return t;
+        if (t !== NOT_A_TIME) return t;
       }
       let m = ISO.exec(s);
       if (m !== null) return fromMatch(m, defaultOffset);
@@ -221,37 +219,31 @@ export default defineTransform({
       m = COMPACT.exec(s);
       if (m !== null) {
         const t = fromMatch(m, defaultOffset);
-        if (t !== FAIL || !INT.test(s)) return t;
+        if (t !== NOT_A_TIME || !INT.test(s)) return t;
       }
       if (INT.test(s)) return fromIntString(s, unit);
       if (DECIMAL.test(s)) return fromEpoch(Number(s), unit);
-      return FAIL;
+      return NOT_A_TIME;
     };
 
     // Records of one file or poll mostly share their timestamps: the last conversion is reused.
     let lastIn: unknown;
     let lastOut: unknown;
     return {
-      apply(r: Rec) {
-        for (let i = 0; i < fields.length; i++) {
-          const field = fields[i]!;
-          const v = r[field];
-          // Missing and null fields are left alone; own fields only.
-          if (v === undefined || v === null || !Object.hasOwn(r, field)) continue;
-          const out = target ?? field;
-          if (v === lastIn) {
-            r[out] = lastOut;
-            continue;
-          }
+      apply: fieldConverter({
+        fields: c.fields,
+        target: c.target,
+        onFailure: c.on_failure ?? 'error',
+        skipNull: true,
+        convert(v) {
+          if (v === lastIn) return lastOut;
           const t = parse(v);
-          if (t !== FAIL && Math.abs(t) <= MAX_DATE_MS) {
-            r[out] = lastOut = output === 'iso' ? new Date(t).toISOString() : output === 'epoch_ms' ? t : Math.floor(t / 1000);
-            lastIn = v;
-          } else if (onFailure === 'null') r[out] = null;
-          else if (onFailure === 'error') throw new RecordError(`timestamp_normalize: field '${field}' value ${JSON.stringify(v).slice(0, 80)} is not a recognized timestamp`);
-        }
-        return r;
-      },
+          if (t === NOT_A_TIME || Math.abs(t) > MAX_DATE_MS) return FAIL;
+          lastIn = v;
+          return (lastOut = output === 'iso' ? new Date(t).toISOString() : output === 'epoch_ms' ? t : Math.floor(t / 1000));
+        },
+        failure: (field, v) => `timestamp_normalize: field '${field}' value ${quoteValue(v)} is not a recognized timestamp`,
+      }),
     };
   },
 });

@@ -63,6 +63,11 @@ function cutPoint(b: Buffer, limit: number, quote: number | undefined, maxLines:
 }
 
 export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing, opts: ChunkOptions): AsyncGenerator<Chunk> {
+  if (framing.kind === 'split') {
+    let piece = 1;
+    for await (const p of framing.split!(stream, { targetBytes: opts.targetBytes, maxRecords: opts.maxLines })) yield { data: p.data, header: p.header, firstLine: piece++ };
+    return;
+  }
   if (framing.kind === 'whole') {
     const parts: Buffer[] = [];
     for await (const b of stream) parts.push(b);

@@ -58,6 +58,21 @@ export function sinksWantingRecords(config: PipelineConfig, reg: Registry = defa
   return config.sinks.map((s) => plugin<{ accepts: string }>(reg, 'sink', s.type).accepts === 'records');
 }
 
+/**
+ * The config with every serializer's asynchronous preparation done (schemas fetched from a registry);
+ * the same object is handed to worker threads, so they need no network of their own.
+ */
+export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal): Promise<PipelineConfig> {
+  const resolve = async <C extends ComponentConfig | undefined>(c: C): Promise<C> => {
+    if (!c) return c;
+    const p = plugin<SerializerPlugin>(reg, 'serializer', c.type);
+    return p.resolve ? ((await p.resolve(c as never, { signal })) as C) : c;
+  };
+  const [serializer_in, serializer_out] = await Promise.all([resolve(config.serializer_in), resolve(config.serializer_out)]);
+  const sinks = await Promise.all(config.sinks.map(async (s) => ({ ...s, serializer_out: await resolve(s.serializer_out) })));
+  return { ...config, serializer_in, serializer_out, sinks };
+}
+
 export function buildPlan(config: PipelineConfig, opts: { registry?: Registry; log?: Logger; wantsRecords?: boolean[] } = {}): ChunkPlan {
   const reg = opts.registry ?? defaultRegistry;
   const log = opts.log ?? silentLogger;

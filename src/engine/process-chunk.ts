@@ -99,7 +99,11 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
   // 1. decode
   const decoded: Rec[] = opts.extra ?? [];
   const extraCount = decoded.length;
-  const out = { record: (r: Rec) => decoded.push(r), error: (message: string, raw: Buffer | string) => parseErrors.push({ message, raw: toBytes(raw) }) };
+  const out = {
+    record: (r: Rec) => decoded.push(r),
+    error: (message: string, raw: Buffer | string) => parseErrors.push({ message, raw: toBytes(raw) }),
+    note: (message: string) => notes.push(message),
+  };
   if (input.messages) {
     for (const m of input.messages) plan.decoder.decode({ data: asBuffer(m), firstLine: 1 }, out);
   } else if (input.data.length > 0 || input.header) {

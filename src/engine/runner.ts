@@ -13,7 +13,7 @@ import type { Encoder, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, Sink
 import { chunksOf, messageChunksOf } from './chunker.js';
 import { DeadLetterQueue, type Envelope, type Stage } from './dlq.js';
 import { inlineExecutor, poolExecutor, type ChunkExecutor } from './executor.js';
-import { buildPlan, encoderFor, sinkLabel, type ChunkPlan } from './plan.js';
+import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan } from './plan.js';
 import { processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
 import { MemoryProcessedFiles } from './processed-files.js';
 import { CircuitBreaker, guardedWrite, TokenBucket } from './reliability.js';
@@ -112,7 +112,7 @@ class PipelineRun {
   /** A graceful stop cut the input short. */
   private interrupted = false;
 
-  constructor(readonly config: PipelineConfig, readonly opts: RunOptions) {
+  constructor(public config: PipelineConfig, readonly opts: RunOptions) {
     this.runId = opts.runId ?? randomUUID();
     this.reg = opts.registry ?? defaultRegistry;
     this.log = (opts.log ?? silentLogger).child({ pipeline: config.name, run_id: this.runId });
@@ -140,6 +140,7 @@ class PipelineRun {
     let executor: ChunkExecutor | undefined;
     const open = this.open;
     try {
+      this.config = await resolveSerializers(this.config, this.reg, this.hard.signal);
       this.plan = buildPlan(this.config, { registry: this.reg, log: this.log });
       // Worker threads boot (load modules) while the sinks open and the source lists its input.
       const threads = this.config.thread_workers;

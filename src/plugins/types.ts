@@ -113,16 +113,37 @@ export interface SourcePlugin<S extends TObject = TObject> extends PluginBase<S>
  * `quote`, only newlines outside quotes count), `whole` only the complete unit.
  */
 export interface Framing {
-  kind: 'lines' | 'whole';
+  kind: 'lines' | 'whole' | 'split';
   headerLines?: number;
   /** Quote character inside which a newline does not end a record (CSV). */
   quote?: string;
+  /**
+   * kind `split` (formats that are not line-oriented but can be streamed: PM XML, Avro container
+   * files, concatenated BER records...): cuts the unit's byte stream into pieces that decode on
+   * their own, of about `targetBytes` each (at most `maxRecords` records when record_chunk_size is
+   * set), so a large file is never held whole. Runs on the main thread; `header` is context every
+   * piece needs (a file header, a container schema) and is handed to decode() with the piece.
+   */
+  split?(stream: AsyncIterable<Buffer>, opts: SplitOptions): AsyncIterable<SplitPiece>;
+}
+
+export interface SplitOptions {
+  targetBytes: number;
+  /** record_chunk_size, when set. */
+  maxRecords?: number;
+}
+
+export interface SplitPiece {
+  data: Buffer;
+  header?: Buffer;
 }
 
 /** Receives the outcome of decoding: records, and the raw bytes of what would not parse. */
 export interface DecodeOut {
   record(r: Rec): void;
   error(message: string, raw: Buffer | string): void;
+  /** A noted skip (rule 6): a message without a skipped-record count (a truncated file closed early). */
+  note(message: string): void;
 }
 
 export interface DecodeInput {
@@ -130,7 +151,7 @@ export interface DecodeInput {
   data: Buffer;
   /** Header lines of the unit (for `lines` framing with headerLines > 0), else undefined. */
   header?: Buffer;
-  /** 1-based number of the first line of `data` within its unit (for `lines` framing). */
+  /** 1-based number of the first line of `data` within its unit (`lines` framing); piece number for `split`. */
   firstLine: number;
 }
 
@@ -161,6 +182,12 @@ export interface SerializerPlugin<S extends TObject = TObject> extends PluginBas
   direction: 'both' | 'in' | 'out';
   decoder?(c: Static<S>): Decoder;
   encoder?(c: Static<S>): Encoder;
+  /**
+   * Asynchronous preparation, once per run on the main thread before any decoder or encoder is
+   * built (fetching a schema from a registry). Its result replaces the config handed to decoder()
+   * and encoder(), in worker threads too, so it must stay plain data.
+   */
+  resolve?(c: Static<S>, ctx: { signal: AbortSignal }): Promise<Static<S>>;
 }
 
 // ---- transforms ------------------------------------------------------------------------------

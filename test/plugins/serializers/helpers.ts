@@ -56,16 +56,18 @@ export interface ParseError {
 export interface Decoded {
   records: Rec[];
   errors: ParseError[];
+  /** Noted skips (a truncated file closed early). */
+  notes: string[];
   chunks: Chunk[];
 }
 
 const asBuf = (raw: Buffer | string) => (typeof raw === 'string' ? Buffer.from(raw, 'utf8') : Buffer.from(raw));
 
 /** Decodes one chunk as the engine hands it over. */
-export function decodeChunk(d: Decoder, chunk: { data: Buffer; header?: Buffer; firstLine?: number }, into: Decoded = { records: [], errors: [], chunks: [] }): Decoded {
+export function decodeChunk(d: Decoder, chunk: { data: Buffer; header?: Buffer; firstLine?: number }, into: Decoded = { records: [], errors: [], notes: [], chunks: [] }): Decoded {
   d.decode(
     { data: chunk.data, header: chunk.header, firstLine: chunk.firstLine ?? 1 },
-    { record: (r) => into.records.push(r), error: (message, raw) => into.errors.push({ message, raw: asBuf(raw) }) },
+    { record: (r) => into.records.push(r), error: (message, raw) => into.errors.push({ message, raw: asBuf(raw) }), note: (m) => into.notes.push(m) },
   );
   return into;
 }
@@ -73,7 +75,7 @@ export function decodeChunk(d: Decoder, chunk: { data: Buffer; header?: Buffer; 
 /** Decodes a whole unit the way the engine does: cut by the real chunker, then each chunk decoded. */
 export async function decodeUnit(d: Decoder, input: AsyncIterable<Buffer> | Buffer | string, opts: Partial<ChunkOptions> = {}): Promise<Decoded> {
   const stream = typeof input === 'string' || Buffer.isBuffer(input) ? once(Buffer.from(input)) : input;
-  const out: Decoded = { records: [], errors: [], chunks: [] };
+  const out: Decoded = { records: [], errors: [], notes: [], chunks: [] };
   for await (const chunk of chunksOf(stream, d.framing, { targetBytes: opts.targetBytes ?? 512 << 10, maxLines: opts.maxLines })) {
     out.chunks.push(chunk);
     // As process-chunk: an empty chunk without header is not decoded.

@@ -7,7 +7,7 @@ import { Pipeline, Schedule, SinkCommon } from '../config/pipeline-schema.js';
 import { typeOf } from '../config/schema-errors.js';
 import { registry } from '../plugins/registry.js';
 import { SETTINGS } from '../settings.js';
-import type { AnyPlugin, PluginKind } from '../plugins/types.js';
+import type { AnyPlugin, Example, PluginKind } from '../plugins/types.js';
 
 const GENERATED = '<!-- Generated from the plugin schemas by `npm run docs`; do not edit by hand. -->';
 
@@ -30,13 +30,23 @@ export function fieldTable(schema: TObject): string {
 
 const KIND_DIR: Record<PluginKind, string> = { source: 'sources', sink: 'sinks', serializer: 'serializers', transform: 'transforms' };
 
+function examplePart(e: Example): string {
+  const parts = [`### ${e.title}`, '```yaml\n' + e.yaml.trim() + '\n```'];
+  if (e.worked) {
+    const enc = e.worked.encoding ?? 'utf8';
+    parts.push(enc === 'utf8' ? 'Input:' : `Input (${enc}):`, '```\n' + e.worked.input.replace(/\n$/, '') + '\n```');
+    parts.push('Records:', '```json\n' + e.worked.records.map((r) => JSON.stringify(r)).join('\n') + '\n```');
+  }
+  return parts.join('\n\n');
+}
+
 function pluginPage(p: AnyPlugin): string {
   const facts: string[] = [];
   if (p.kind === 'source') facts.push(`Mode: ${p.mode}.`);
   if (p.kind === 'sink') facts.push(`Takes: ${p.accepts === 'records' ? 'records' : 'the serialized payload'}. Also takes the [sink common fields](../../pipeline.md#sink-common-fields).`);
   if (p.kind === 'serializer') facts.push(`Direction: ${p.direction === 'both' ? 'read and write' : p.direction === 'in' ? 'read only (serializer_in)' : 'write only'}.`);
   if (p.kind === 'transform' && p.stateful) facts.push('Stateful: needs `thread_workers: 1` and the pipeline-level transform chain (rule 4).');
-  const examples = p.examples.map((e) => `### ${e.title}\n\n\`\`\`yaml\n${e.yaml.trim()}\n\`\`\``).join('\n\n');
+  const examples = p.examples.map(examplePart).join('\n\n');
   return [
     GENERATED,
     `# ${p.kind} \`${p.key}\``,

@@ -28,6 +28,11 @@ export interface Example {
   title: string;
   /** A YAML fragment: the component object itself (with `type`), as it sits in a pipeline. */
   yaml: string;
+  /**
+   * A worked example (serializers): input bytes and the records they decode to. The registry test
+   * decodes `input` with this example's config and checks the result, so the docs cannot drift.
+   */
+  worked?: { input: string; encoding?: 'utf8' | 'hex' | 'base64'; records: Rec[] };
 }
 
 /** A problem found by a plugin's cross-field lint; `path` is relative to the component object. */

@@ -11,9 +11,12 @@ import { loadPipelineText } from '../../src/config/load.js';
 import { CODES, formatDiagnostic } from '../../src/config/diagnostics.js';
 import { generatedDocs } from '../../src/docs/reference.js';
 import { pluginKeys, registry } from '../../src/plugins/registry.js';
-import type { AnyPlugin } from '../../src/plugins/types.js';
+import type { AnyPlugin, SerializerPlugin } from '../../src/plugins/types.js';
+import { decodeUnit } from './serializers/helpers.js';
 
 const root = join(import.meta.dirname, '..', '..');
+// Examples name schema files relative to SVC_SCHEMA_DIR; the ones they use ship in examples/schemas.
+process.env.SVC_SCHEMA_DIR = join(root, 'examples', 'schemas');
 const all: AnyPlugin[] = Object.values(registry).flatMap((m) => [...m.values()]);
 
 /** A pipeline around one component, so an example is checked exactly as a user would write it. */
@@ -47,6 +50,19 @@ describe.each(all.map((p) => [`${p.kind} ${p.key}`, p] as const))('%s', (_name, 
       expect(component.type).toBe(p.key);
       const r = loadPipelineText(wrap(p, component), { env: {} });
       expect(r.diagnostics.map((d) => formatDiagnostic(d)), ex.title).toEqual([]);
+    }
+  });
+
+  it('has worked examples whose input decodes to the records shown', async () => {
+    for (const ex of p.examples.filter((e) => e.worked)) {
+      expect(p.kind, 'worked examples are for serializers').toBe('serializer');
+      const s = p as SerializerPlugin;
+      const component = parse(ex.yaml) as Record<string, unknown>;
+      const config = loadPipelineText(wrap(p, component), { env: {} }).config!.serializer_in;
+      const w = ex.worked!;
+      const decoded = await decodeUnit(s.decoder!(config as never), Buffer.from(w.input, w.encoding ?? 'utf8'));
+      expect(decoded.errors, ex.title).toEqual([]);
+      expect(decoded.records, ex.title).toEqual(w.records);
     }
   });
 });

@@ -34,7 +34,17 @@ export default defineSerializer({
   direction: 'both',
   config,
   examples: [
-    { title: 'With a header line (default)', yaml: 'type: csv' },
+    {
+      title: 'With a header line (default)',
+      yaml: 'type: csv',
+      worked: {
+        input: 'host,ifIndex,descr\nrtr1,1,"Gi0/1, uplink"\nrtr1,2,"say ""hi"""\n',
+        records: [
+          { host: 'rtr1', ifIndex: '1', descr: 'Gi0/1, uplink' },
+          { host: 'rtr1', ifIndex: '2', descr: 'say "hi"' },
+        ],
+      },
+    },
     { title: 'Semicolon-separated, no header', yaml: "type: csv\ndelimiter: ';'\nhas_header: false" },
   ],
   decoder: (c) => {

@@ -20,15 +20,16 @@ export function interfaceRecord(i: number): string {
   });
 }
 
-export async function ndjsonFile(records: number): Promise<string> {
-  const dir = join(DATA_DIR, `ndjson-${records}`);
-  const file = join(dir, 'interfaces.ndjson');
+/** A cached generated file of `lines` lines (`lineOf(i)`), written in blocks; its path. */
+export async function linesFile(dirName: string, fileName: string, lines: number, lineOf: (i: number) => string): Promise<string> {
+  const dir = join(DATA_DIR, dirName);
+  const file = join(dir, fileName);
   if (existsSync(file) && statSync(file).size > 0) return file;
   mkdirSync(dir, { recursive: true });
   const out = createWriteStream(file);
   let buf: string[] = [];
-  for (let i = 0; i < records; i++) {
-    buf.push(interfaceRecord(i));
+  for (let i = 0; i < lines; i++) {
+    buf.push(lineOf(i));
     if (buf.length === 10_000) {
       if (!out.write(buf.join('\n') + '\n')) await once(out, 'drain');
       buf = [];
@@ -38,4 +39,17 @@ export async function ndjsonFile(records: number): Promise<string> {
   out.end();
   await once(out, 'finish');
   return file;
+}
+
+export const ndjsonFile = (records: number): Promise<string> => linesFile(`ndjson-${records}`, 'interfaces.ndjson', records, interfaceRecord);
+
+/** `samples` counter samples over `series` interfaces (round-robin: each series every `series` lines), 60 s apart. */
+export function counterSamplesFile(samples: number, series: number): Promise<string> {
+  return linesFile(`counters-${samples}-${series}`, 'samples.ndjson', samples, (i) => {
+    const id = i % series;
+    const round = Math.floor(i / series);
+    // Every 50th series wraps its 32-bit counter once.
+    const inOctets = (id * 7919 + round * (id % 50 === 0 ? 1_500_000_000 : 1_000_000)) % 4294967296;
+    return JSON.stringify({ host: `rtr-${id % 2000}`, ifIndex: Math.floor(id / 2000) + 1, ts: 1763715600 + round * 60, ifInOctets: inOctets, ifOutOctets: round * 500_000 + id });
+  });
 }

@@ -3,7 +3,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
 import { runPipeline } from '../src/engine/runner.js';
-import { DATA_DIR, ndjsonFile } from './data.js';
+import { counterSamplesFile, DATA_DIR, ndjsonFile } from './data.js';
 
 /** The figures of one measurement; run.ts adds scenario, thread_workers and peak_rss_mb. */
 export type Measured = Record<string, number | string>;
@@ -19,8 +19,8 @@ export interface Scenario {
 const NDJSON_RECORDS = 1_000_000;
 
 /** Runs `transforms` (YAML list items) over the 1M-record interface file into an NDJSON file. */
-async function runInterfaces(name: string, threads: number, transforms: string): Promise<Measured> {
-  const input = await ndjsonFile(NDJSON_RECORDS);
+async function runInterfaces(name: string, threads: number, transforms: string, file?: Promise<string>): Promise<Measured> {
+  const input = await (file ?? ndjsonFile(NDJSON_RECORDS));
   const out = join(DATA_DIR, 'out', `${name}-${threads}`);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
@@ -67,9 +67,75 @@ export const scenarios: Record<string, Scenario> = {
     - { type: project, fields: [host, ifIndex, in_bits, ts, oper_status] }`,
       ),
   },
+  // 1M samples over 100k interfaces through counter_delta with rates (issue target: >= 500,000 records/s).
+  'counter_delta-1m': {
+    threads: [1],
+    prepare: async () => void (await counterSamplesFile(1_000_000, 100_000)),
+    run: (threads) =>
+      runInterfaces(
+        'counter_delta-1m',
+        threads,
+        '    - { type: counter_delta, key_fields: [host, ifIndex], counters: [ifInOctets, ifOutOctets], time_field: ts, rate: true }',
+        counterSamplesFile(1_000_000, 100_000),
+      ),
+  },
   // Loaded on demand: the daemon's modules would otherwise weigh on every scenario's peak RSS.
   'api-read': { run: async () => (await import('./daemon-scenarios.js')).apiRead.run(1) },
+  'asn1-cdr': {
+    threads: [1, 2],
+    prepare: async () => (await import('./asn1-scenarios.js')).asn1Cdr.prepare!(),
+    run: async (threads) => (await import('./asn1-scenarios.js')).asn1Cdr.run(threads),
+  },
   'webhook-ingest': { run: async () => (await import('./daemon-scenarios.js')).webhookIngest.run(1) },
+  // The net-snmp MIB corpus compiled from scratch vs smidump on the same files (issue 6).
+  'mib-compile': { run: async () => (await import('./mib-scenarios.js')).mibCompile.run(1) },
+  // SNMP core vs Debian's net-snmp in the same run (bench/snmp-scenarios.ts, docs/snmp.md).
+  'snmp-walk': { run: async () => (await import('./snmp-scenarios.js')).snmpWalk.run(1) },
+  'snmp-agent': { run: async () => (await import('./snmp-scenarios.js')).snmpAgent.run(1) },
+  'trap-receive': { run: async () => (await import('./snmp-scenarios.js')).trapReceive.run(1) },
+  // NDJSON -> Avro container (deflate) -> NDJSON, two pipeline runs (bench/avro-scenarios.ts).
+  'avro-roundtrip': {
+    threads: [1, 2],
+    prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),
+    run: async (threads) => (await import('./avro-scenarios.js')).avroRoundtrip.run(threads),
+  },
+  'parquet-roundtrip': {
+    threads: [1, 2],
+    prepare: async () => (await import('./parquet-scenarios.js')).parquetRoundtrip.prepare!(),
+    run: async (threads) => (await import('./parquet-scenarios.js')).parquetRoundtrip.run(threads),
+  },
+  'parquet-read-large': {
+    threads: [1],
+    prepare: async () => (await import('./parquet-scenarios.js')).parquetReadLarge.prepare!(),
+    run: async (threads) => (await import('./parquet-scenarios.js')).parquetReadLarge.run(threads),
+  },
+  // 32.435 PM XML: a generated ~1 GB file to NDJSON (bench/pm-xml-scenarios.ts).
+  'pm_xml-large': {
+    threads: [1, 2],
+    prepare: async () => (await import('./pm-xml-scenarios.js')).pmXmlLarge.prepare!(),
+    run: async (threads) => (await import('./pm-xml-scenarios.js')).pmXmlLarge.run(threads),
+  },
+  // The same file through the PM XML splitter and decoder alone: what the format costs apart from output.
+  'pm_xml-decode': {
+    prepare: async () => (await import('./pm-xml-scenarios.js')).pmXmlDecode.prepare!(),
+    run: async () => (await import('./pm-xml-scenarios.js')).pmXmlDecode.run(1),
+  },
+  // 1M interface records as CSV, XML and MessagePack files to NDJSON (bench/format-scenarios.ts).
+  'csv-parse': {
+    threads: [1, 2],
+    prepare: async () => (await import('./format-scenarios.js')).csvParse.prepare!(),
+    run: async (threads) => (await import('./format-scenarios.js')).csvParse.run(threads),
+  },
+  'xml-parse': {
+    threads: [1, 2],
+    prepare: async () => (await import('./format-scenarios.js')).xmlParse.prepare!(),
+    run: async (threads) => (await import('./format-scenarios.js')).xmlParse.run(threads),
+  },
+  'msgpack-parse': {
+    threads: [1, 2],
+    prepare: async () => (await import('./format-scenarios.js')).msgpackParse.prepare!(),
+    run: async (threads) => (await import('./format-scenarios.js')).msgpackParse.run(threads),
+  },
   'ndjson-basic': {
     threads: [1, 2],
     prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),

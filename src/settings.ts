@@ -137,7 +137,7 @@ export const SETTINGS = {
   QUEUE_TTL_SECONDS: int(900, 'wait limit of a queued run', 1),
   STATEFUL_TRANSFORMS: flag01(true, '0 disables counter_delta, window_aggregate and the internal state endpoints'),
   STATE_MAX_BYTES: int(20971520, 'largest transform-state body', 1),
-  CONSOLE_PORT: int(8770, 'operator console port (console release)', 0, 65535),
+  CONSOLE_PORT: int(8770, 'operator console port (svc serve and svc console; 0 picks a free port)', 0, 65535),
 } as const;
 
 type Table = typeof SETTINGS;

@@ -14,6 +14,8 @@ import authRoutes from './routes/auth.js';
 import daemonRoutes from './routes/daemon.js';
 import pipelineRoutes from './routes/pipelines.js';
 import runRoutes from './routes/runs.js';
+import schemaRoutes from './routes/schemas.js';
+import transformStateRoutes from './routes/transform-state.js';
 import webhookRoutes from './routes/webhooks.js';
 import { version } from '../version.js';
 
@@ -40,6 +42,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   // Pipeline YAML arrives as text/plain or application/yaml.
   app.addContentTypeParser(['text/plain', 'application/yaml', 'application/x-yaml', 'text/yaml'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
+  const bodyLimitOf = (url: string) =>
+    url.startsWith('/webhooks/') ? settings.WEBHOOK_MAX_BODY_BYTES : url.startsWith('/api/internal/transform-state/') ? settings.STATE_MAX_BYTES : API_BODY_LIMIT;
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err.validation) {
       const where = err.validationContext ?? 'request';
@@ -51,7 +55,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     if (err.statusCode && err.statusCode < 500) {
       const detail =
         err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-          ? `request body is larger than the limit of ${req.url.startsWith('/webhooks/') ? settings.WEBHOOK_MAX_BODY_BYTES : API_BODY_LIMIT} bytes`
+          ? `request body is larger than the limit of ${bodyLimitOf(req.url)} bytes`
           : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
             ? `unsupported content type '${req.headers['content-type']}': send JSON, or pipeline YAML as text/plain or application/yaml`
             : err.message;
@@ -89,7 +93,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
   installAuth(app, { settings, log: deps.log });
 
-  for (const routes of [daemonRoutes, pipelineRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes]) {
+  for (const routes of [daemonRoutes, pipelineRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes]) {
     await app.register(async (scope) => routes(scope, deps));
   }
   return app;

@@ -7,11 +7,13 @@ import { loadPipelineText } from '../config/load.js';
 import { formatDiagnostic } from '../config/diagnostics.js';
 import { runPipeline } from '../engine/runner.js';
 import { FileProcessedFiles, processedFilesPath } from '../engine/processed-files.js';
+import { startConsole } from '../console/server.js';
+import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from '../engine/transform-state.js';
 import { createLogger } from '../observability/log.js';
 import { pluginKeys, registry } from '../plugins/registry.js';
 import { progressReporter } from './progress.js';
 import { version } from '../version.js';
-import { loadSettings } from '../settings.js';
+import { loadSettings, type Settings } from '../settings.js';
 import { startDaemon } from '../daemon/daemon.js';
 import { pipelinesCommand, PROXY_HELP, ProxyError, runsCommand } from './proxy.js';
 
@@ -19,6 +21,8 @@ const HELP = `svc: telecom data pipelines
 
 Usage:
   svc serve            start the daemon (REST API on SVC_HOST:SVC_PORT, scheduler, embedded database)
+                       and the operator console (SVC_CONSOLE_PORT, default 8770)
+  svc console          start the operator console alone (SNMP simulator, walker, traps, MIB catalog)
   svc run FILE         run a pipeline once (one batch run) and print its run record as JSON
   svc validate FILE    check a pipeline file; lists every problem with its YAML path and line
   svc plugins [--json] list the registered sources, sinks, serializers and transforms
@@ -28,7 +32,7 @@ Usage:
   svc --version        the version
 
 Exit codes: 0 success; 1 invalid config or failed run; 2 aborted run (on_error: abort); 64 usage error.
-Environment: SVC_LOG_LEVEL (DEBUG, INFO, WARNING, ERROR), SVC_STATE_DIR (processed-file memory).
+Environment: SVC_LOG_LEVEL (DEBUG, INFO, WARNING, ERROR), SVC_STATE_DIR (processed-file memory, transform state).
 Docs: docs/ in the package (configuration.md, plugins/, expressions.md, errors.md).`;
 
 
@@ -74,10 +78,12 @@ async function cmdRun(file: string | undefined) {
     process.once('SIGINT', () => process.exit(130));
   });
   const progress = progressReporter(process.stderr);
+  const log = createLogger();
   const record = await runPipeline(config, {
-    log: createLogger(),
+    log,
     signal: ac.signal,
     processed: new FileProcessedFiles(processedFilesPath(config.name)),
+    state: statefulTransforms(config).length ? fileStateIO(stateFilePath(config.name), stateConfigHash(config), log) : undefined,
     onProgress: progress.update,
   });
   progress.done();
@@ -85,17 +91,28 @@ async function cmdRun(file: string | undefined) {
   return record.status === 'success' ? 0 : record.status === 'aborted' ? 2 : 1;
 }
 
-async function cmdServe(): Promise<number> {
-  let settings;
+/** The settings, or undefined after printing what is wrong with them. */
+function settingsOrReport(): Settings | undefined {
   try {
-    settings = loadSettings();
+    return loadSettings();
   } catch (e) {
     process.stderr.write(`svc: ${(e as Error).message}\n`);
-    return 1;
+    return undefined;
   }
+}
+
+async function cmdServe(): Promise<number> {
+  const settings = settingsOrReport();
+  if (!settings) return 1;
   let daemon;
+  let consoleServer;
   try {
     daemon = await startDaemon({ settings });
+    // Standalone mode serves the operator console beside the API (SVC_CONSOLE_PORT).
+    consoleServer = await startConsole(settings, daemon.log).catch(async (e: unknown) => {
+      await daemon!.stop();
+      throw new Error(`operator console on port ${settings.CONSOLE_PORT}: ${(e as Error).message}`);
+    });
   } catch (e) {
     // Start-up problems (port in use, unreadable certificate, database unreachable) in one line.
     process.stderr.write(`svc: cannot start: ${(e as Error).message}\n`);
@@ -110,6 +127,26 @@ async function cmdServe(): Promise<number> {
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
   await daemon.stopped;
+  await consoleServer.stop();
+  return 0;
+}
+
+/** `svc console`: the operator console alone (no pipelines). */
+async function cmdConsole(): Promise<number> {
+  const settings = settingsOrReport();
+  if (!settings) return 1;
+  const log = createLogger({ level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
+  let con;
+  try {
+    con = await startConsole(settings, log);
+  } catch (e) {
+    process.stderr.write(`svc: cannot start the console on port ${settings.CONSOLE_PORT}: ${(e as Error).message}\n`);
+    return 1;
+  }
+  await new Promise<void>((resolve) => {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => resolve());
+  });
+  await con.stop();
   return 0;
 }
 
@@ -178,6 +215,8 @@ export async function main(argv: string[]): Promise<number> {
   switch (cmd) {
     case 'serve':
       return cmdServe();
+    case 'console':
+      return cmdConsole();
     case 'run':
       return cmdRun(rest[0]);
     case 'validate':

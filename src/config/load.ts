@@ -18,6 +18,8 @@ export interface LoadOptions {
   file?: string;
   env?: Record<string, string | undefined>;
   registry?: Registry;
+  /** Stateful transforms allowed (the daemon's SVC_STATEFUL_TRANSFORMS); default: from `env`. */
+  statefulTransforms?: boolean;
 }
 
 export interface LoadResult {
@@ -122,6 +124,7 @@ function checkSink(c: Collector, reg: Registry, path: Path, raw: unknown) {
     if (r && 'stateful' in r.plugin && r.plugin.stateful) {
       c.add('CFG_STATEFUL', [...path, 'transforms', i, 'type'], `'${r.value.type}' keeps state and cannot be a sink-level transform; move it to the pipeline transforms`);
     }
+    if (r && r.plugin.kind === 'transform' && r.plugin.defersUnits?.(r.value as never)) c.add('CFG_INVALID_OPTION', [...path, 'transforms', i, 'scope'], "scope 'run' is for pipeline-level transforms; a sink-level transform drains at the end of each unit");
     return r?.value;
   });
   const ser = raw.serializer_out === undefined ? undefined : checkSerializer(c, reg, [...path, 'serializer_out'], raw.serializer_out, 'out');
@@ -183,8 +186,20 @@ export function loadPipelineText(text: string, opts: LoadOptions = {}): LoadResu
     if (r && 'stateful' in r.plugin && r.plugin.stateful && threadWorkers > 1) {
       c.add('CFG_STATEFUL', [...P, 'transforms', i, 'type'], `'${r.value.type}' keeps state per record identity and needs thread_workers: 1 (got ${threadWorkers})`);
     }
+    if (r && r.plugin.kind === 'transform' && r.plugin.defersUnits?.(r.value as never) && (p.schedule as { type?: string } | undefined)?.type === 'stream') {
+      c.add('CFG_INVALID_OPTION', [...P, 'transforms', i, 'scope'], "scope 'run' holds records until a run ends, which a stream never does; use scope 'unit' or window_aggregate");
+    }
     return r?.value;
   });
+  if (!(opts.statefulTransforms ?? (opts.env ?? process.env).SVC_STATEFUL_TRANSFORMS?.trim() !== '0')) {
+    const lists: [Path, unknown][] = [[[...P, 'transforms'], rawP.transforms], ...(Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i): [Path, unknown] => [[...P, 'sinks', i, 'transforms'], isObj(s) ? s.transforms : undefined])];
+    for (const [path, list] of lists) {
+      (Array.isArray(list) ? list : []).forEach((t, i) => {
+        const plugin = isObj(t) && typeof t.type === 'string' ? reg.transform.get(t.type) : undefined;
+        if (plugin && 'stateful' in plugin && plugin.stateful) c.add('CFG_STATEFUL', [...path, i, 'type'], `'${t.type as string}' is disabled on this node (SVC_STATEFUL_TRANSFORMS=0); enable stateful transforms or remove it`);
+      });
+    }
+  }
   const sinks = (Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i) => checkSink(c, reg, [...P, 'sinks', i], s));
   const dlq = rawP.dlq === undefined ? undefined : checkSink(c, reg, [...P, 'dlq'], rawP.dlq);
 

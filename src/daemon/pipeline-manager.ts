@@ -8,6 +8,7 @@ import { loadPipelineText } from '../config/load.js';
 import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { runPipeline, type RunProgress } from '../engine/runner.js';
+import { stateConfigHash, statefulTransforms, storeStateIO } from '../engine/transform-state.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
 import type { WebhookHub } from '../engine/webhook-hub.js';
@@ -105,7 +106,7 @@ export class PipelineManager {
 
   /** Validates YAML; a ManagerError(400) lists every problem. */
   parse(yaml: string, file?: string): PipelineConfig {
-    const r = loadPipelineText(yaml, { file });
+    const r = loadPipelineText(yaml, { file, statefulTransforms: this.deps.settings.STATEFUL_TRANSFORMS });
     if (!r.config) {
       const errs = r.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d, file));
       throw new ManagerError(400, `invalid pipeline: ${errs.join('; ')}`);
@@ -191,6 +192,7 @@ export class PipelineManager {
     await this.deps.store.pipelines.delete(name);
     await this.deps.store.alerts.removeAll(name);
     await this.deps.store.processed.clear(name);
+    await this.deps.store.transformState.clear(name);
     this.deps.metrics.forget(name);
   }
 
@@ -219,11 +221,11 @@ export class PipelineManager {
   }
 
   /** One immediate batch run; refused for streams and while a run is in progress. */
-  async runNow(name: string): Promise<{ name: string; status: 'triggered'; run_id: string }> {
+  async runNow(name: string, opts: { flush?: boolean } = {}): Promise<{ name: string; status: 'triggered'; run_id: string }> {
     const p = this.get(name);
     if (p.config.schedule.type === 'stream') throw new ManagerError(400, `pipeline '${name}' is a stream; use POST /api/pipelines/${name}/start`);
     if (p.active) throw new ManagerError(409, `pipeline '${name}' has a run in progress (${p.active.runId}); try again when it has finished`);
-    const run = this.launch(p);
+    const run = this.launch(p, opts);
     return { name, status: 'triggered', run_id: run.runId };
   }
 
@@ -388,7 +390,7 @@ export class PipelineManager {
     p.status = 'stopped';
   }
 
-  private launch(p: Managed): ActiveRun {
+  private launch(p: Managed, opts: { flush?: boolean } = {}): ActiveRun {
     const { store, settings, log, metrics, alerts } = this.deps;
     const runId = randomUUID();
     const stop = new AbortController();
@@ -411,6 +413,9 @@ export class PipelineManager {
         processed: new DbProcessedFiles(store.processed, name),
         breakers: p.breakers,
         services: { webhooks: this.deps.webhooks, stateDir: this.deps.stateDir },
+        flush: opts.flush,
+        state: statefulTransforms(p.config).length ? storeStateIO(store.transformState, name, stateConfigHash(p.config), plog) : undefined,
+        onTransformEvent: (e, n) => metrics.transformEvents[e].inc({ pipeline: name }, n),
         onProgress: (pr) => {
           p.live = { startedAt: p.live?.startedAt ?? Date.now(), at: Date.now(), progress: pr };
           const labels = { pipeline: name };

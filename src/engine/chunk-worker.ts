@@ -10,7 +10,8 @@ const plan = buildPlan(config, { wantsRecords });
 
 export default function processInWorker(input: ChunkInput) {
   // Records stay here unless a sink takes records: a failed write is re-processed on the main thread.
-  const out = processChunk(plan, input, { keepRecords: false });
+  // From the first transform that holds records on, the chain runs on the main thread, in order.
+  const out = processChunk(plan, input, { keepRecords: false, stopAt: plan.mainFrom });
   // Payloads move to the main thread instead of being copied (each owns its whole ArrayBuffer).
   const buffers = new Set<ArrayBuffer>();
   for (const s of out.sinks) {

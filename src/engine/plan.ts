@@ -5,11 +5,14 @@ import type { ComponentConfig, PipelineConfig, SinkConfig } from '../config/pipe
 import type { Registry } from '../config/load.js';
 import { compile, type CompiledExpr } from '../expr/index.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import type { Decoder, Encoder, SerializerPlugin, Transform, TransformPlugin } from '../plugins/types.js';
+import type { Decoder, Encoder, SerializerPlugin, Transform, TransformContext, TransformPlugin } from '../plugins/types.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 
-/** A transform that knows how to name itself in messages: `transforms[2] (cast)`. */
-export type LabeledTransform = Transform & { label: string };
+/**
+ * A transform that knows how to name itself in messages (`transforms[2] (cast)`) and in stored
+ * state (`transforms[2].counter_delta`).
+ */
+export type LabeledTransform = Transform & { label: string; key: string; defersUnits: boolean };
 
 export interface SinkPlan {
   /** `sinks[0] (local)`: how messages and DLQ contexts name the sink. */
@@ -19,6 +22,8 @@ export interface SinkPlan {
   encoder: Encoder;
   /** Also hand the records themselves to the sink (sinks that accept records). */
   wantsRecords: boolean;
+  /** A transform of its chain holds records until drained (aggregate, sort). */
+  holds: boolean;
 }
 
 export interface ChunkPlan {
@@ -27,6 +32,11 @@ export interface ChunkPlan {
   sinks: SinkPlan[];
   /** Records must be copied before sink chains that change them in place (several sinks). */
   copyForSinks: boolean;
+  /**
+   * Where the main thread takes over from worker threads: the first global transform that holds
+   * records (the chain's length when only sink chains hold); undefined when none holds.
+   */
+  mainFrom?: number;
 }
 
 function plugin<T>(reg: Registry, kind: keyof Registry, type: string): T {
@@ -46,10 +56,11 @@ export function sinkLabel(cfg: SinkConfig, index: number | 'dlq') {
   return index === 'dlq' ? `dlq (${cfg.type})` : `sinks[${index}] (${cfg.type})`;
 }
 
-function chainOf(reg: Registry, list: ComponentConfig[], prefix: string, pipeline: string, log: Logger): LabeledTransform[] {
+function chainOf(reg: Registry, list: ComponentConfig[], prefix: string, pipeline: string, log: Logger, count?: TransformContext['count']): LabeledTransform[] {
   return list.map((t, i) => {
-    const tr = plugin<TransformPlugin>(reg, 'transform', t.type).create(t as never, { pipeline, log });
-    return Object.assign(tr, { label: `${prefix}transforms[${i}] (${t.type})` });
+    const p = plugin<TransformPlugin>(reg, 'transform', t.type);
+    const tr = p.create(t as never, { pipeline, log, count });
+    return Object.assign(tr, { label: `${prefix}transforms[${i}] (${t.type})`, key: `${prefix}transforms[${i}].${t.type}`, defersUnits: p.defersUnits?.(t as never) ?? false });
   });
 }
 
@@ -63,17 +74,17 @@ export function sinksWantingRecords(config: PipelineConfig, reg: Registry = defa
  * the same object is handed to worker threads, so they need no network of their own.
  */
 export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal): Promise<PipelineConfig> {
-  const resolve = async <C extends ComponentConfig | undefined>(c: C): Promise<C> => {
+  const resolve = async <C extends ComponentConfig | undefined>(c: C, direction: 'in' | 'out'): Promise<C> => {
     if (!c) return c;
     const p = plugin<SerializerPlugin>(reg, 'serializer', c.type);
-    return p.resolve ? ((await p.resolve(c as never, { signal })) as C) : c;
+    return p.resolve ? ((await p.resolve(c as never, { signal, direction })) as C) : c;
   };
-  const [serializer_in, serializer_out] = await Promise.all([resolve(config.serializer_in), resolve(config.serializer_out)]);
-  const sinks = await Promise.all(config.sinks.map(async (s) => ({ ...s, serializer_out: await resolve(s.serializer_out) })));
+  const [serializer_in, serializer_out] = await Promise.all([resolve(config.serializer_in, 'in'), resolve(config.serializer_out, 'out')]);
+  const sinks = await Promise.all(config.sinks.map(async (s) => ({ ...s, serializer_out: await resolve(s.serializer_out, 'out') })));
   return { ...config, serializer_in, serializer_out, sinks };
 }
 
-export function buildPlan(config: PipelineConfig, opts: { registry?: Registry; log?: Logger; wantsRecords?: boolean[] } = {}): ChunkPlan {
+export function buildPlan(config: PipelineConfig, opts: { registry?: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count'] } = {}): ChunkPlan {
   const reg = opts.registry ?? defaultRegistry;
   const log = opts.log ?? silentLogger;
   const ser = plugin<SerializerPlugin>(reg, 'serializer', config.serializer_in.type);
@@ -82,14 +93,19 @@ export function buildPlan(config: PipelineConfig, opts: { registry?: Registry; l
   const sinks = config.sinks.map((s, i) => ({
     label: sinkLabel(s, i),
     condition: s.condition ? compile(s.condition) : undefined,
-    chain: chainOf(reg, s.transforms, `sinks[${i}].`, config.name, log),
+    chain: chainOf(reg, s.transforms, `sinks[${i}].`, config.name, log, opts.count),
     encoder: encoderFor(reg, s.serializer_out ?? config.serializer_out),
     wantsRecords: wants[i]!,
   }));
+  const chain = chainOf(reg, config.transforms, '', config.name, log, opts.count);
+  // Transforms that hold records or need set-up run on the main thread, from the first one on.
+  const first = chain.findIndex((t) => t.drain || t.open);
+  const sinkPlans = sinks.map((s) => ({ ...s, holds: s.chain.some((t) => t.drain || t.open) }));
   return {
     decoder: ser.decoder(config.serializer_in as never),
-    chain: chainOf(reg, config.transforms, '', config.name, log),
-    sinks,
+    chain,
+    sinks: sinkPlans,
     copyForSinks: sinks.length > 1 && sinks.some((s) => s.chain.length > 0),
+    mainFrom: first !== -1 ? first : sinkPlans.some((s) => s.holds) ? chain.length : undefined,
   };
 }

@@ -2,7 +2,7 @@
 // condition, sink transforms and encoding. Pure (no I/O), so it runs the same inline and in a worker
 // thread; its output is plain data that crosses threads by structured clone.
 import { truthy } from '../expr/index.js';
-import type { Rec, RecordContext, SourceMeta } from '../plugins/types.js';
+import type { DrainPoint, Rec, RecordContext, SourceMeta } from '../plugins/types.js';
 import type { ChunkPlan, LabeledTransform } from './plan.js';
 
 export interface ChunkInput {
@@ -27,7 +27,7 @@ export interface StageError {
 
 export interface SinkOutput {
   payload: Uint8Array;
-  head: string;
+  head: string | Uint8Array;
   count: number;
   /** Indexes (among the records that left the global chain) of the records in this payload. */
   origins: Uint32Array;
@@ -48,6 +48,8 @@ export interface ChunkOutput {
   transformErrors: StageError[];
   notes: string[];
   sinks: SinkOutput[];
+  /** Worker results of a plan with a main-thread part (ProcessOptions.stopAt): the records so far; `sinks` is empty. */
+  rest?: Rec[];
 }
 
 /** A Buffer view of bytes that may have crossed a thread as a plain Uint8Array. */
@@ -60,12 +62,12 @@ function errorText(e: unknown): string {
 }
 
 /**
- * Applies `chain` from `from` on: results go to `emit`, failures to `fail`. Transforms return one
+ * Applies `chain[from..to)`: results go to `emit`, failures to `fail`. Transforms return one
  * record (the common case, kept allocation-free), several, or null to drop.
  */
-function applyChain(chain: LabeledTransform[], from: number, r: Rec, ctx: RecordContext, emit: (r: Rec) => void, fail: (msg: string, r: Rec) => void) {
+function applyChain(chain: LabeledTransform[], from: number, to: number, r: Rec, ctx: RecordContext, emit: (r: Rec) => void, fail: (msg: string, r: Rec) => void) {
   let cur: Rec = r;
-  for (let t = from; t < chain.length; t++) {
+  for (let t = from; t < to; t++) {
     let out: Rec | Rec[] | null;
     try {
       out = chain[t]!.apply(cur, ctx);
@@ -75,7 +77,7 @@ function applyChain(chain: LabeledTransform[], from: number, r: Rec, ctx: Record
     }
     if (out === null || out === undefined) return;
     if (Array.isArray(out)) {
-      for (const o of out) applyChain(chain, t + 1, o, ctx, emit, fail);
+      for (const o of out) applyChain(chain, t + 1, to, o, ctx, emit, fail);
       return;
     }
     cur = out;
@@ -83,45 +85,95 @@ function applyChain(chain: LabeledTransform[], from: number, r: Rec, ctx: Record
   emit(cur);
 }
 
+/** Asks each holding transform of `chain` for its records and runs them through the rest of it. */
+function drainChain(chain: LabeledTransform[], at: DrainPoint, ctx: RecordContext, emit: (r: Rec) => void, fail: (msg: string, r: Rec) => void) {
+  for (let t = 0; t < chain.length; t++) {
+    const tr = chain[t]!;
+    if (!tr.drain) continue;
+    let held: Rec[];
+    try {
+      held = tr.drain(at);
+    } catch (e) {
+      ctx.note(`${tr.label}: ${errorText(e)}`);
+      continue;
+    }
+    for (const r of held) applyChain(chain, t + 1, chain.length, r, ctx, emit, fail);
+  }
+}
+
 export interface ProcessOptions {
   /** Keep each sink's records in the output (inline runs: needed for DLQ on write failure). */
   keepRecords: boolean;
-  /** Records that global stateful transforms emit at the end of a run, processed like decoded ones. */
-  extra?: Rec[];
+  /**
+   * Stop the global chain before this transform and hand the records back in `rest` (worker
+   * threads of a plan whose chain holds records from there on: the main thread goes on).
+   */
+  stopAt?: number;
 }
 
+const emptyOutput = (): ChunkOutput => ({ recordsIn: 0, produced: 0, parseErrors: [], transformErrors: [], notes: [], sinks: [] });
+
 export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOptions): ChunkOutput {
-  const notes: string[] = [];
-  const ctx: RecordContext = { meta: input.meta, note: (m) => notes.push(m) };
-  const parseErrors: StageError[] = [];
-  const transformErrors: StageError[] = [];
+  const out = emptyOutput();
+  const ctx: RecordContext = { meta: input.meta, note: (m) => out.notes.push(m) };
 
   // 1. decode
-  const decoded: Rec[] = opts.extra ?? [];
-  const extraCount = decoded.length;
-  const out = {
+  const decoded: Rec[] = [];
+  const sink = {
     record: (r: Rec) => decoded.push(r),
-    error: (message: string, raw: Buffer | string) => parseErrors.push({ message, raw: toBytes(raw) }),
-    note: (message: string) => notes.push(message),
+    error: (message: string, raw: Buffer | string) => out.parseErrors.push({ message, raw: toBytes(raw) }),
+    note: ctx.note,
   };
   if (input.messages) {
-    for (const m of input.messages) plan.decoder.decode({ data: asBuffer(m), firstLine: 1 }, out);
+    for (const m of input.messages) plan.decoder.decode({ data: asBuffer(m), firstLine: 1 }, sink);
   } else if (input.data.length > 0 || input.header) {
-    plan.decoder.decode({ data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, out);
+    plan.decoder.decode({ data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, sink);
   }
+  out.recordsIn = decoded.length + out.parseErrors.length;
 
-  // 2. global transforms
-  let produced: Rec[];
-  if (plan.chain.length === 0) produced = decoded;
-  else {
-    produced = [];
-    const emit = (r: Rec) => produced.push(r);
-    const fail = (message: string, record: Rec) => transformErrors.push({ message, record });
-    for (let i = 0; i < decoded.length; i++) applyChain(plan.chain, 0, decoded[i]!, ctx, emit, fail);
+  // 2. global transforms (up to stopAt)
+  const to = opts.stopAt ?? plan.chain.length;
+  const produced = to === 0 ? decoded : runChain(plan.chain, 0, to, decoded, ctx, out);
+  if (opts.stopAt !== undefined) {
+    out.rest = produced;
+    return out;
   }
-
   // 3. per sink: condition, sink transforms, encode
-  const sinks = plan.sinks.map((s): SinkOutput => {
+  return finish(plan, produced, ctx, out, opts.keepRecords);
+}
+
+/** The main thread's part of a worker result (`rest`): the chain from plan.mainFrom, then the sinks. */
+export function continueChunk(plan: ChunkPlan, out: ChunkOutput, meta: SourceMeta): ChunkOutput {
+  const ctx: RecordContext = { meta, note: (m) => out.notes.push(m) };
+  const produced = runChain(plan.chain, plan.mainFrom!, plan.chain.length, out.rest!, ctx, out);
+  out.rest = undefined;
+  return finish(plan, produced, ctx, out, true);
+}
+
+/** What the holding transforms hand on at a drain point, through the rest of their chains and the sinks. */
+export function drainChunk(plan: ChunkPlan, at: DrainPoint, meta: SourceMeta): ChunkOutput {
+  const out = emptyOutput();
+  const ctx: RecordContext = { meta, note: (m) => out.notes.push(m) };
+  const produced: Rec[] = [];
+  drainChain(plan.chain, at, ctx, (r) => produced.push(r), (message, record) => out.transformErrors.push({ message, record }));
+  return finish(plan, produced, ctx, out, true, at);
+}
+
+function runChain(chain: LabeledTransform[], from: number, to: number, records: Rec[], ctx: RecordContext, out: ChunkOutput): Rec[] {
+  const produced: Rec[] = [];
+  const emit = (r: Rec) => produced.push(r);
+  const fail = (message: string, record: Rec) => out.transformErrors.push({ message, record });
+  for (let i = 0; i < records.length; i++) applyChain(chain, from, to, records[i]!, ctx, emit, fail);
+  return produced;
+}
+
+/**
+ * Sink stage. Records that sink-level holding transforms hand on at a drain point stand for no one
+ * record of `produced`: they get origins past its end, and `produced` grows to cover them.
+ */
+function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: ChunkOutput, keepRecords: boolean, at?: DrainPoint): ChunkOutput {
+  let extra = produced.length;
+  out.sinks = plan.sinks.map((s): SinkOutput => {
     const records: Rec[] = [];
     const origins: number[] = [];
     const errors: StageError[] = [];
@@ -153,8 +205,23 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
         origins.push(i);
       } else {
         origin = i;
-        applyChain(s.chain, 0, plan.copyForSinks ? { ...r } : r, ctx, emit, fail);
+        applyChain(s.chain, 0, s.chain.length, plan.copyForSinks ? { ...r } : r, ctx, emit, fail);
       }
+    }
+    if (at && s.holds) {
+      drainChain(
+        s.chain,
+        at,
+        ctx,
+        (r) => {
+          records.push(r);
+          origins.push(extra++);
+        },
+        (message, record) => {
+          errors.push({ message, record });
+          errorOrigins.push(extra++);
+        },
+      );
     }
     const encoded = records.length ? s.encoder.body(records) : new Uint8Array(0);
     return {
@@ -163,11 +230,11 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
       count: records.length,
       origins: Uint32Array.from(origins),
       first: records[0],
-      records: opts.keepRecords || s.wantsRecords ? records : undefined,
+      records: keepRecords || s.wantsRecords ? records : undefined,
       errors,
       errorOrigins,
     };
   });
-
-  return { recordsIn: decoded.length - extraCount + parseErrors.length, produced: produced.length, parseErrors, transformErrors, notes, sinks };
+  out.produced = extra;
+  return out;
 }

@@ -9,12 +9,13 @@ import type { Registry } from '../config/load.js';
 import { errorMessage } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import type { Encoder, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit } from '../plugins/types.js';
+import type { DrainPoint, Encoder, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
 import { chunksOf, messageChunksOf } from './chunker.js';
 import { DeadLetterQueue, type Envelope, type Stage } from './dlq.js';
 import { inlineExecutor, poolExecutor, type ChunkExecutor } from './executor.js';
-import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan } from './plan.js';
-import { processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
+import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan, type LabeledTransform } from './plan.js';
+import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
+
 import { MemoryProcessedFiles } from './processed-files.js';
 import { CircuitBreaker, guardedWrite, TokenBucket } from './reliability.js';
 import { RunCounters, type RunRecord, type RunStatus } from './run-record.js';
@@ -51,6 +52,19 @@ export interface RunOptions {
   services?: PluginContext['services'];
   /** Bytes per chunk (default 512 KiB). */
   chunkBytes?: number;
+  /** A flush run (`POST .../run?flush=true`): holding transforms drain at 'flush' instead of 'run'. */
+  flush?: boolean;
+  /** Durable state of stateful transforms: loaded at start, saved after a successful run. */
+  state?: TransformStateIO;
+  /** Events of stateful transforms (the svc_transform_* counters). */
+  onTransformEvent?: (event: TransformEvent | 'state_io', n: number) => void;
+}
+
+/** Where the state of a pipeline's stateful transforms is kept, keyed by transform instance. */
+export interface TransformStateIO {
+  /** The stored state (null when none, or when it belongs to another config). */
+  load(): Promise<Record<string, unknown> | null>;
+  save(state: Record<string, unknown>): Promise<void>;
 }
 
 /** A sink with everything the runtime needs around it. */
@@ -74,6 +88,9 @@ interface UnitState {
 
 /** At most this many ended units wait for one shared flush before being finalized. */
 export const FINALIZE_BATCH = 512;
+
+/** How often a stream writes the state of its stateful transforms when state_persist_interval_s is unset. */
+export const DEFAULT_STATE_PERSIST_S = 60;
 
 /** Measured: 512 KiB chunks keep records in V8's young generation; 4 MiB ones halve throughput. */
 export const DEFAULT_CHUNK_BYTES = 512 << 10;
@@ -111,6 +128,10 @@ class PipelineRun {
   private readonly open = new Set<UnitState>();
   /** A graceful stop cut the input short. */
   private interrupted = false;
+  /** Transforms of the plan with durable state. */
+  private stateful: LabeledTransform[] = [];
+  /** Units wait for the run's drain before they are finalized (a transform holds records across units). */
+  private defer = false;
 
   constructor(public config: PipelineConfig, readonly opts: RunOptions) {
     this.runId = opts.runId ?? randomUUID();
@@ -138,10 +159,15 @@ class PipelineRun {
     };
     let source: Source | undefined;
     let executor: ChunkExecutor | undefined;
+    let persistTimer: NodeJS.Timeout | undefined;
     const open = this.open;
     try {
       this.config = await resolveSerializers(this.config, this.reg, this.hard.signal);
-      this.plan = buildPlan(this.config, { registry: this.reg, log: this.log });
+      this.plan = buildPlan(this.config, { registry: this.reg, log: this.log, count: (e, n = 1) => this.opts.onTransformEvent?.(e, n) });
+      this.defer = this.allTransforms().some((t) => t.defersUnits);
+      this.stateful = this.plan.chain.filter((t) => t.state);
+      await this.loadState();
+      await Promise.all(this.allTransforms().map((t) => t.open?.()));
       // Worker threads boot (load modules) while the sinks open and the source lists its input.
       const threads = this.config.thread_workers;
       executor = threads > 1 ? poolExecutor(this.config, threads, this.plan.sinks.map((s) => s.wantsRecords)) : inlineExecutor(this.plan);
@@ -156,6 +182,13 @@ class PipelineRun {
       await Promise.all([...this.sinks.map((s) => s.sink.open?.(info)), this.dlq?.open(info)]);
 
       const cap = threads * 2;
+      const inOrder = threads === 1 && this.plan.mainFrom !== undefined;
+      if (this.stateful.length && this.opts.state && this.config.schedule.type === 'stream') {
+        // Streams never end on their own: their state is also written between chunks, in order.
+        const every = (this.config.state_persist_interval_s ?? DEFAULT_STATE_PERSIST_S) * 1000;
+        persistTimer = setInterval(() => void this.enqueue(() => this.persistState()), every);
+        persistTimer.unref();
+      }
       const framing = this.plan.decoder.framing;
       const chunkOpts = {
         targetBytes: this.opts.chunkBytes ?? DEFAULT_CHUNK_BYTES,
@@ -176,8 +209,10 @@ class PipelineRun {
               break;
             }
             const input: ChunkInput = { data: chunk.data, messages: chunk.messages, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta, readAt: performance.now() };
-            const result = executor.run(input);
-            result.catch(() => {}); // awaited in order by the delivery chain
+            // Inline, transforms that hold records must see a chunk after the previous unit's drain:
+            // such chunks are processed in delivery order, not when read.
+            const result = inOrder ? undefined : executor.run(input);
+            result?.catch(() => {}); // awaited in order by the delivery chain
             this.queuedChunks++;
             this.inFlight.push(this.enqueue(() => this.deliverChunk(input, result, state).finally(() => this.queuedChunks--)));
             this.opts.onQueueDepth?.(this.inFlight.length);
@@ -204,17 +239,21 @@ class PipelineRun {
       // cut short above): the run still did not finish its input, so it is aborted, not a success.
       if (this.stopped && this.config.schedule.type !== 'stream') this.interrupted = true;
       await this.chain;
+      if (!this.abortError && !this.interrupted) await this.drain(this.opts.flush ? 'flush' : 'run');
       await this.finalizeEnded();
+      await this.saveState();
       for (const n of source.notes ?? []) this.counters.note(n);
     } catch (e) {
       this.fatalError = errorMessage(e);
       this.log.error({ err: this.fatalError }, 'run failed');
       this.hard.abort();
     } finally {
+      clearInterval(persistTimer);
       // Units not finished (failure, abort) stay where they are.
       for (const s of open) if (!s.finished) await s.unit.done?.(false).catch(() => {});
       await this.chain.catch(() => {});
       await executor?.close().catch(() => {});
+      for (const t of this.plan ? this.allTransforms() : []) await t.close?.().catch((e: unknown) => this.counters.note(`${t.label}: close failed: ${errorMessage(e)}`));
       await this.closeAll(source);
     }
     return this.record();
@@ -254,10 +293,12 @@ class PipelineRun {
     });
   }
 
-  private async deliverChunk(input: ChunkInput, result: Promise<ChunkOutput>, unit: UnitState) {
+  private async deliverChunk(input: ChunkInput, result: Promise<ChunkOutput> | undefined, unit: UnitState) {
     let out: ChunkOutput;
     try {
-      out = await result;
+      out = result ? await result : processChunk(this.plan, input, { keepRecords: true });
+      // A worker did the chain up to the first holding transform; the rest runs here, in order.
+      if (out.rest) out = continueChunk(this.plan, out, input.meta);
     } catch (e) {
       // The chunk could not be processed at all (worker crash): its records are not delivered.
       unit.undelivered++;
@@ -363,7 +404,9 @@ class PipelineRun {
     }
     c.records_out += wrote;
     c.records_skipped += skipped;
-    if (out.recordsIn > 0 && wrote === 0 && !this.abortError) {
+    // Holding and stateful transforms absorb records by design (written when drained, or as deltas later).
+    const absorbs = this.plan.mainFrom !== undefined || this.stateful.length > 0;
+    if (out.recordsIn > 0 && wrote === 0 && !this.abortError && !(out.produced === 0 && absorbs)) {
       const why = reasons.length ? reasons.join('; ') : out.produced === 0 ? 'no record passed the transforms' : 'no record matched a sink condition';
       c.note(`no sink wrote the batch of ${out.recordsIn} records from ${this.unitName(unit.unit)}: ${why}`);
     }
@@ -385,6 +428,14 @@ class PipelineRun {
   private readonly ended: UnitState[] = [];
 
   private async finishUnit(state: UnitState) {
+    if (this.plan.mainFrom !== undefined) {
+      if (!state.partial) await this.drainInto('unit', state);
+      else {
+        // The unit stays in place and is read again next run: what it left held is dropped, not merged into the next unit.
+        const dropped = drainChunk(this.plan, 'unit', state.unit.meta).produced;
+        if (dropped) this.counters.note(`${this.unitName(state.unit)}: read only in part; ${dropped} results of the records held from it dropped (the unit stays for the next run)`);
+      }
+    }
     for (const s of this.allSinks()) {
       try {
         await s.sink.endUnit?.(state.unit.meta);
@@ -394,7 +445,60 @@ class PipelineRun {
       }
     }
     this.ended.push(state);
+    if (this.defer) return; // finalized after the run's drain is written
     if (this.queuedChunks === 0 || this.ended.length >= FINALIZE_BATCH) await this.finalizeEnded();
+  }
+
+  /** Delivers what the holding transforms hand on at `at`, as if it came from `unit`. */
+  private async drainInto(at: DrainPoint, unit: UnitState) {
+    const out = drainChunk(this.plan, at, unit.unit.meta);
+    if (out.produced === 0 && out.transformErrors.length === 0 && out.notes.length === 0) return;
+    await this.deliver({ data: new Uint8Array(0), firstLine: 1, meta: unit.unit.meta }, out, unit);
+  }
+
+  /**
+   * End of the run: holding transforms hand on what they kept. Records held across units stand for
+   * every unit still waiting, so a failed write keeps all of them in place.
+   */
+  private async drain(at: DrainPoint) {
+    if (this.plan.mainFrom === undefined) return;
+    const run: UnitState = { unit: { meta: {}, read: async function* () {} }, undelivered: 0, partial: false, finished: false };
+    await this.drainInto(at, run);
+    if (run.undelivered > 0) for (const u of this.ended) u.undelivered += run.undelivered;
+  }
+
+  private async loadState() {
+    if (!this.stateful.length || !this.opts.state) return;
+    const body = await this.opts.state.load();
+    this.opts.onTransformEvent?.('state_io', 1);
+    for (const t of this.stateful) {
+      if (body?.[t.key] === undefined) continue;
+      try {
+        t.state!.load(body[t.key]);
+      } catch (e) {
+        // A corrupt body costs the history of one transform, never the run.
+        this.log.warn({ transform: t.key, err: errorMessage(e) }, 'stored transform state discarded');
+        this.counters.note(`${t.key}: stored state discarded (${errorMessage(e)})`);
+      }
+    }
+  }
+
+  /** State is written only after a successful run (a failed one is retried from the same snapshot). */
+  private async saveState() {
+    if (!this.stateful.length || !this.opts.state || this.fatalError || this.abortError || (this.interrupted && this.config.schedule.type !== 'stream')) return;
+    await this.persistState();
+  }
+
+  private async persistState() {
+    const body: Record<string, unknown> = {};
+    for (const t of this.stateful) body[t.key] = t.state!.save();
+    try {
+      await this.opts.state!.save(body);
+      this.opts.onTransformEvent?.('state_io', 1);
+    } catch (e) {
+      this.counters.note(`transform state not saved: ${errorMessage(e)}`);
+      this.log.error({ err: errorMessage(e) }, 'transform state not saved');
+    }
   }
 
   private async finalizeEnded() {
@@ -419,6 +523,10 @@ class PipelineRun {
       state.finished = true;
       this.open.delete(state);
     }
+  }
+
+  private allTransforms(): LabeledTransform[] {
+    return [...this.plan.chain, ...this.plan.sinks.flatMap((s) => s.chain)];
   }
 
   private allSinks() {

@@ -24,6 +24,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** Events of stateful transforms, by TransformEvent name (plus state_io: loads and saves). */
+  readonly transformEvents = {
+    counter_wraps: this.counter('svc_transform_counter_wraps_total', 'Counter wraps (32/64-bit) that counter_delta bridged.'),
+    counter_resets: this.counter('svc_transform_counter_resets_total', 'Counter resets (device reboot, implausible drop) for which counter_delta emitted no delta.'),
+    window_late_dropped: this.counter('svc_transform_window_late_dropped_total', 'Records window_aggregate dropped because their windows were already emitted.'),
+    windows_emitted: this.counter('svc_transform_windows_emitted_total', 'Windows window_aggregate emitted (complete, and partial on flush runs).'),
+    state_io: this.counter('svc_transform_state_io_total', 'Loads and saves of stateful transform state.'),
+  };
+
   constructor(opts: { defaults?: boolean } = {}) {
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'svc_process_' });
   }
@@ -34,6 +43,8 @@ export class Metrics {
 
   /** Forgets a deleted pipeline's series. */
   forget(pipeline: string) {
-    for (const m of [this.recordsIn, this.recordsOut, this.recordsSkipped, this.errors, this.dlq, this.chunkDuration, this.streamQueueDepth]) m.remove({ pipeline });
+    for (const m of [this.recordsIn, this.recordsOut, this.recordsSkipped, this.errors, this.dlq, this.chunkDuration, this.streamQueueDepth, ...Object.values(this.transformEvents)]) {
+      m.remove({ pipeline });
+    }
   }
 }

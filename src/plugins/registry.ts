@@ -7,47 +7,70 @@ import webhookSource from './sources/webhook.js';
 
 import localSink from './sinks/local.js';
 
+import avroSerializer from './serializers/avro.js';
+import asn1Serializer from './serializers/asn1.js';
 import bytesSerializer from './serializers/bytes.js';
 import csvSerializer from './serializers/csv.js';
 import jsonSerializer from './serializers/json.js';
+import msgpackSerializer from './serializers/msgpack.js';
 import ndjsonSerializer from './serializers/ndjson.js';
+import pmXmlSerializer from './serializers/pm_xml.js';
+import protobufSerializer from './serializers/protobuf.js';
+import parquetSerializer from './serializers/parquet.js';
 import textSerializer from './serializers/text.js';
+import xmlSerializer from './serializers/xml.js';
 
 import addField from './transforms/add_field.js';
+import aggregate from './transforms/aggregate.js';
 import cast from './transforms/cast.js';
 import coalesceFields from './transforms/coalesce_fields.js';
+import counterDelta from './transforms/counter_delta.js';
+import deduplicate from './transforms/deduplicate.js';
 import drop from './transforms/drop.js';
+import enrich from './transforms/enrich.js';
 import explode from './transforms/explode.js';
 import filter from './transforms/filter.js';
 import flatten from './transforms/flatten.js';
 import hexDecode from './transforms/hex_decode.js';
 import injectMeta from './transforms/inject_meta.js';
+import jmespath from './transforms/jmespath.js';
 import jsonFlatten from './transforms/json_flatten.js';
+import limit from './transforms/limit.js';
 import mask from './transforms/mask.js';
 import melt from './transforms/melt.js';
 import project from './transforms/project.js';
 import regexExtract from './transforms/regex_extract.js';
 import rename from './transforms/rename.js';
 import selectFromList from './transforms/select_from_list.js';
+import sort from './transforms/sort.js';
 import template from './transforms/template.js';
 import timestampNormalize from './transforms/timestamp_normalize.js';
 import unnest from './transforms/unnest.js';
 import validate from './transforms/validate.js';
 import valueMap from './transforms/value_map.js';
+import windowAggregate from './transforms/window_aggregate.js';
 
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([localSource, webhookSource]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([localSink]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
+  avroSerializer,
+  asn1Serializer,
   bytesSerializer,
   csvSerializer,
   jsonSerializer,
+  msgpackSerializer,
   ndjsonSerializer,
+  parquetSerializer,
+  protobufSerializer,
+  pmXmlSerializer,
   textSerializer,
+  xmlSerializer,
 ]);
 export const transforms: ReadonlyMap<string, TransformPlugin> = byKey<TransformPlugin>([
-  addField, cast, coalesceFields, drop, explode, filter, flatten, hexDecode, injectMeta, jsonFlatten, mask, melt, project, regexExtract, rename, selectFromList, template, timestampNormalize, unnest, validate, valueMap,
+  addField, aggregate, cast, coalesceFields, counterDelta, deduplicate, drop, enrich, explode, filter, flatten, hexDecode, injectMeta, jmespath, jsonFlatten, limit, mask, melt, project,
+  regexExtract, rename, selectFromList, sort, template, timestampNormalize, unnest, validate, valueMap, windowAggregate,
 ]);
 
 export const registry: Record<PluginKind, ReadonlyMap<string, AnyPlugin>> = {

@@ -171,14 +171,20 @@ export interface Decoder {
  * many batches is one valid document (a JSON array, a CSV with one header).
  */
 export interface Encoder {
-  head(records: Rec[]): string;
+  head(records: Rec[]): string | Uint8Array;
   body(records: Rec[]): Buffer;
-  separator: string;
-  tail: string;
+  separator: string | Uint8Array;
+  tail: string | Uint8Array;
   /** Encodes one record on its own (message sinks: Kafka, MQTT...). */
   one(record: Rec): Buffer;
   /** File extension without dot, for docs and templates. */
   extension: string;
+  /**
+   * Every payload (body, one) is a complete file that cannot be concatenated with another (Parquet:
+   * its footer indexes its own row groups). File sinks start a new file (part) for each batch
+   * instead of appending; head, separator and tail are empty.
+   */
+  whole?: boolean;
 }
 
 export interface SerializerPlugin<S extends TObject = TObject> extends PluginBase<S> {
@@ -192,7 +198,7 @@ export interface SerializerPlugin<S extends TObject = TObject> extends PluginBas
    * built (fetching a schema from a registry). Its result replaces the config handed to decoder()
    * and encoder(), in worker threads too, so it must stay plain data.
    */
-  resolve?(c: Static<S>, ctx: { signal: AbortSignal }): Promise<Static<S>>;
+  resolve?(c: Static<S>, ctx: { signal: AbortSignal; direction: 'in' | 'out' }): Promise<Static<S>>;
 }
 
 // ---- transforms ------------------------------------------------------------------------------
@@ -207,17 +213,51 @@ export interface RecordContext {
 /** Returns the record (possibly changed in place), several records, or null to drop it. */
 export type TransformFn = (r: Rec, ctx: RecordContext) => Rec | Rec[] | null;
 
+/**
+ * When a transform that holds records is asked for them: at the end of each source unit, at the
+ * end of the run, or at the end of a flush run (`POST .../run?flush=true`, which replaces `run`).
+ */
+export type DrainPoint = 'unit' | 'run' | 'flush';
+
 export interface Transform {
   apply: TransformFn;
-  /** Stateful transforms emit what they still hold at the end of a run. */
-  flush?(): Rec[];
+  /**
+   * Transforms that hold records (aggregate, sort, window_aggregate) hand them on here; what they
+   * return continues through the rest of the chain. The engine runs a chain from the first such
+   * transform on the main thread, in input order, whatever thread_workers is.
+   */
+  drain?(at: DrainPoint): Rec[];
+  /**
+   * Asynchronous set-up before the first record (a lookup query) and tear-down after the last.
+   * Such a transform runs on the main thread (worker threads hand records over before it).
+   */
+  open?(): Promise<void>;
+  close?(): Promise<void>;
+  /**
+   * Durable state (stateful transforms): `save` returns plain JSON, `load` takes what an earlier
+   * `save` returned (or a body PUT through the API) and throws on a body it cannot use.
+   */
+  state?: { save(): unknown; load(body: unknown): void };
+}
+
+/** Events of stateful transforms, counted by the daemon as svc_transform_<event>_total. */
+export type TransformEvent = 'counter_wraps' | 'counter_resets' | 'window_late_dropped' | 'windows_emitted';
+
+export interface TransformContext extends Pick<PluginContext, 'pipeline' | 'log'> {
+  /** Counts an event (a metric in the daemon; nothing elsewhere). */
+  count?(event: TransformEvent, n?: number): void;
 }
 
 export interface TransformPlugin<S extends TObject = TObject> extends PluginBase<S> {
   kind: 'transform';
   /** Stateful transforms are refused with thread_workers > 1 and at sink level (rule 4). */
   stateful?: boolean;
-  create(c: Static<S>, ctx: Pick<PluginContext, 'pipeline' | 'log'>): Transform;
+  /**
+   * True when this config holds records past the end of their unit (scope `run`): the run's input
+   * units are finalized only after its drain, and streams and sink chains refuse it.
+   */
+  defersUnits?(c: Static<S>): boolean;
+  create(c: Static<S>, ctx: TransformContext): Transform;
 }
 
 // ---- sinks -----------------------------------------------------------------------------------
@@ -227,7 +267,7 @@ export interface SinkBatch {
   /** The records, encoded as one payload with the sink's serializer_out. */
   payload: Buffer;
   /** `Encoder.head` for these records (file sinks write it at the start of a file). */
-  head: string;
+  head: string | Uint8Array;
   count: number;
   /** The records themselves; present for sinks that declare `accepts: 'records'`. */
   records?: Rec[];

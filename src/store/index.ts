@@ -8,6 +8,7 @@ import { migrate } from './migrations.js';
 import { SqlPipelineStore } from './pipelines.js';
 import { SqlProcessedStore } from './processed.js';
 import { SqlRunStore } from './runs.js';
+import { SqlTransformStateStore } from './transform-state.js';
 import type { Schema } from './schema.js';
 import type { DbEngine, Store } from './types.js';
 import { SqlUserStore } from './users.js';
@@ -34,6 +35,7 @@ export class SqlStore implements Store {
   readonly alerts: SqlAlertStore;
   readonly users: SqlUserStore;
   readonly processed: SqlProcessedStore;
+  readonly transformState: SqlTransformStateStore;
   private closed: Promise<void> | undefined;
 
   constructor(
@@ -47,6 +49,7 @@ export class SqlStore implements Store {
     this.alerts = new SqlAlertStore(db, engine);
     this.users = new SqlUserStore(db, engine);
     this.processed = new SqlProcessedStore(db, engine);
+    this.transformState = new SqlTransformStateStore(db);
   }
 
   async ping(): Promise<void> {

@@ -117,6 +117,20 @@ export interface ProcessedStore {
   clear(pipeline: string): Promise<void>;
 }
 
+/** The state of a pipeline's stateful transforms, by transform instance (spec doc 2, "Transform state"). */
+export interface StoredTransformState {
+  pipeline: string;
+  state: Record<string, unknown>;
+  config_sha256: string;
+}
+
+export interface TransformStateStore {
+  get(pipeline: string): Promise<StoredTransformState | null>;
+  put(pipeline: string, state: Record<string, unknown>, configSha256: string): Promise<void>;
+  /** Purges a pipeline's state (pipeline deleted). */
+  clear(pipeline: string): Promise<void>;
+}
+
 export interface Store {
   engine: DbEngine;
   /** File path of the embedded database (sqlite), else null. */
@@ -126,6 +140,7 @@ export interface Store {
   alerts: AlertStore;
   users: UserStore;
   processed: ProcessedStore;
+  transformState: TransformStateStore;
   /** A cheap query: resolves when the database answers (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

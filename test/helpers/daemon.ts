@@ -96,7 +96,7 @@ export async function serveChild(env: Record<string, string>) {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: root,
-    env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...env },
+    env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_CONSOLE_PORT: '0', SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   children.push(child);

@@ -572,6 +572,28 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
     });
   });
 
+  describe('transform state', () => {
+    it('put replaces the whole state of a pipeline with one hash; get reads it back; clear purges one pipeline', async () => {
+      expect(await store.transformState.get('p')).toBeNull();
+      const big = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`host-${i}\u0000${i}`, { t: i, v: { c: `1844674407370955${i}` } }]));
+      await store.transformState.put('p', { 'transforms[0].counter_delta': big, 'transforms[2].window_aggregate': { windows: [], newest: null } }, 'a'.repeat(64));
+      await store.transformState.put('q', { 'transforms[0].counter_delta': {} }, 'b'.repeat(64));
+      const got = await store.transformState.get('p');
+      expect(got).toEqual({ pipeline: 'p', config_sha256: 'a'.repeat(64), state: { 'transforms[0].counter_delta': big, 'transforms[2].window_aggregate': { windows: [], newest: null } } });
+      // A replace drops instances that are no longer given.
+      await store.transformState.put('p', { 'transforms[1].counter_delta': { x: 1 } }, 'c'.repeat(64));
+      expect(await store.transformState.get('p')).toEqual({ pipeline: 'p', config_sha256: 'c'.repeat(64), state: { 'transforms[1].counter_delta': { x: 1 } } });
+      await store.transformState.clear('p');
+      expect(await store.transformState.get('p')).toBeNull();
+      expect((await store.transformState.get('q'))?.state).toEqual({ 'transforms[0].counter_delta': {} });
+    });
+
+    it('a row that is not JSON comes back as text (which the transforms refuse), not as an exception', async () => {
+      await store.db.insertInto('transform_state').values({ pipeline: 'p', transform_key: 'transforms[0].counter_delta', state_json: '{broken', config_sha256: 'a'.repeat(64), updated_at: new Date().toISOString() }).execute();
+      expect((await store.transformState.get('p'))?.state['transforms[0].counter_delta']).toBe('corrupt state row: {broken');
+    });
+  });
+
   it('ping answers; the latest migration is known', async () => {
     await store.ping();
     expect(MIGRATION_NAMES.at(-1)).toBe(LATEST_MIGRATION);

@@ -44,8 +44,8 @@ export function pipelineState(p: Managed) {
 }
 
 /** Dry-run: validation plus instantiating transforms, serializers and connectors (no I/O). */
-function dryRun(yaml: string): { valid: boolean; issues: string[] } {
-  const r = loadPipelineText(yaml);
+function dryRun(yaml: string, statefulTransforms: boolean): { valid: boolean; issues: string[] } {
+  const r = loadPipelineText(yaml, { statefulTransforms });
   const issues = r.diagnostics.map((d) => formatDiagnostic(d));
   if (!r.config) return { valid: false, issues };
   const config = r.config;
@@ -94,7 +94,7 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     } catch (e) {
       return { valid: false, issues: [(e as Error).message] };
     }
-    return dryRun(yaml);
+    return dryRun(yaml, deps.settings.STATEFUL_TRANSFORMS);
   });
 
   app.post('/api/pipelines/reload', { schema: { tags, summary: 'Rescan SVC_PIPELINE_DIR' } }, async () => {
@@ -125,8 +125,9 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
 
   app.post(
     '/api/pipelines/:name/run',
-    { schema: { tags, params: NameParams, querystring: Type.Object({ flush: Type.Optional(Type.Boolean()) }), summary: 'One immediate batch run (202)' } },
-    async (req: NameReq, reply) => reply.code(202).send(await manager.runNow(req.params.name)),
+    { schema: { tags, params: NameParams, querystring: Type.Object({ flush: Type.Optional(Type.Boolean()) }), summary: 'One immediate batch run (202); flush=true makes stateful transforms emit their open windows as partials' } },
+    async (req: FastifyRequest<{ Params: { name: string }; Querystring: { flush?: boolean } }>, reply) =>
+      reply.code(202).send(await manager.runNow(req.params.name, { flush: req.query.flush === true })),
   );
 
   app.get('/api/pipelines/:name/versions', { schema: { tags, params: NameParams } }, async (req: NameReq) => {

@@ -1,5 +1,5 @@
 // Where a serializer's `schema_file` lives: a relative path is taken under SVC_SCHEMA_DIR (the folder
-// /api/schemas manages), an absolute one as given (the `path` that /api/schemas/upload returns).
+// /api/schemas manages), an absolute one as given (the `schema_file` that /api/schemas/upload returns).
 // A `..` segment is refused in either form, so a pipeline cannot reach outside by climbing.
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, normalize } from 'node:path';

@@ -74,7 +74,8 @@ class LocalSink implements Sink {
     this.root = path.resolve(c.path);
     this.single = c.file_mode === 'single';
     this.partToken = hasPartToken(c.filename_template);
-    this.rolling = c.max_records !== undefined || c.max_bytes !== undefined || c.max_time !== undefined;
+    // A `whole` encoder (Parquet) makes a complete file per batch: every batch opens a new part.
+    this.rolling = ctx.encoder.whole === true || c.max_records !== undefined || c.max_bytes !== undefined || c.max_time !== undefined;
     this.separator = Buffer.from(ctx.encoder.separator);
     this.tail = Buffer.from(ctx.encoder.tail);
   }
@@ -145,6 +146,7 @@ class LocalSink implements Sink {
   }
 
   private isFull(f: OpenFile, batch: SinkBatch): boolean {
+    if (this.ctx.encoder.whole) return true; // a complete file is never appended to
     const { max_records, max_bytes, max_time } = this.c;
     if (max_records !== undefined && f.records + batch.count > max_records) return true;
     if (max_bytes !== undefined && f.size + this.separator.length + batch.payload.length + this.tail.length > max_bytes) return true;
@@ -208,7 +210,7 @@ class LocalSink implements Sink {
       return size - end.length;
     }
     throw new WriteError(
-      `local sink: cannot append to ${file}: it does not end with the serializer's closing ${JSON.stringify(this.ctx.encoder.tail)} (written by another serializer, or an earlier run was interrupted); move it away or put {timestamp} in filename_template`,
+      `local sink: cannot append to ${file}: it does not end with the serializer's closing ${typeof this.ctx.encoder.tail === 'string' ? JSON.stringify(this.ctx.encoder.tail) : `bytes ${Buffer.from(this.ctx.encoder.tail).toString('hex')}`} (written by another serializer, or an earlier run was interrupted); move it away or put {timestamp} in filename_template`,
       false,
     );
   }

@@ -229,7 +229,7 @@ describe('csv serializer: decode', () => {
     const errors: string[] = [];
     for await (const c of chunksOf(once(Buffer.from(text)), plan.decoder.framing, { targetBytes: 1 << 20, maxLines: config.record_chunk_size })) {
       const out = processChunk(plan, { ...c, meta: {} }, { keepRecords: false });
-      head ||= out.sinks[0]!.head;
+      head ||= String(out.sinks[0]!.head);
       payload += Buffer.from(out.sinks[0]!.payload).toString('utf8');
       for (const e of out.parseErrors) errors.push(`${e.message.slice(0, e.message.indexOf(':'))} ${rawText(Buffer.from(e.raw!))}`);
     }

@@ -9,7 +9,7 @@ const dec = (text: string | Buffer) => decodeChunk(decoderOf(json), { data: Buff
 /** A file as a file sink builds it: head, the batches joined by separator, tail. */
 function fileOf(partial: Record<string, unknown>, batches: Rec[][]): string {
   const e = encoderOf(json, partial);
-  return e.head(batches[0]!) + batches.map((b) => e.body(b).toString('utf8')).join(e.separator) + e.tail;
+  return String(e.head(batches[0]!)) + batches.map((b) => e.body(b).toString('utf8')).join(String(e.separator)) + String(e.tail);
 }
 
 // Python: json.dumps of stdin (a JSON document) with the given keyword arguments.

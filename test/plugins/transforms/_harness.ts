@@ -11,7 +11,7 @@ import { formatDiagnostic } from '../../../src/config/diagnostics.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { silentLogger } from '../../../src/observability/log.js';
 import { registry as realRegistry } from '../../../src/plugins/registry.js';
-import type { Rec, RecordContext, TransformPlugin } from '../../../src/plugins/types.js';
+import type { DrainPoint, Rec, RecordContext, Transform, TransformPlugin } from '../../../src/plugins/types.js';
 import { tempDir } from '../../helpers/fs.js';
 
 type Meta = RecordContext['meta'];
@@ -116,4 +116,81 @@ export async function runTransform(records: (object | string)[], transforms: Tra
   const record = await runPipeline(loaded.config, { log: silentLogger, registry });
   const dlqFiles = existsSync(dirs.dlq) ? readdirSync(dirs.dlq).filter((f) => !f.startsWith('.')) : [];
   return { record, dirs, out: readNdjson(join(dirs.out, 'out.ndjson')), dlq: dlqFiles.flatMap((f) => readNdjson(join(dirs.dlq, f))) };
+}
+
+// ---- holding transforms (aggregate, sort, limit, deduplicate) ------------------------------------
+
+/**
+ * Applies `records` to one transform instance (as the engine does, records returned by apply are
+ * kept), then drains it at `at` (none when `at` is null). Returns what came out, in order, and the notes.
+ */
+export function applyThenDrain(t: Transform, records: Rec[], at: DrainPoint | null = 'unit', meta: Meta = {}) {
+  const notes: string[] = [];
+  const ctx: RecordContext = { meta, note: (m) => notes.push(m) };
+  const out: Rec[] = [];
+  for (const r of records) {
+    const o = t.apply(r, ctx);
+    if (Array.isArray(o)) out.push(...o);
+    else if (o) out.push(o);
+  }
+  if (at) out.push(...(t.drain?.(at) ?? []));
+  return { out, notes };
+}
+
+export interface FilesRunOptions extends RunOptions {
+  /** runPipeline's chunkBytes (small values: many chunks per file). */
+  chunkBytes?: number;
+  /** Flow-mapping entries added to the local source, e.g. `move_after_read: __DONE__`. */
+  source?: string;
+  /** The whole `sinks:` list (lines starting with `    - `); default: one local sink writing out.ndjson. */
+  sinks?: string;
+  /** A flush run (drain at 'flush'). */
+  flush?: boolean;
+  /** The directory to work in (default: a new temporary one), for tests that look at it during the run. */
+  root?: string;
+}
+
+/**
+ * Like runTransform, with several input files (name -> records; written in name order, which is
+ * the order the local source reads them). Placeholders in `extra`, `source` and `sinks`:
+ * __IN__, __OUT__, __DLQ__, __DONE__ (a `done` directory beside them).
+ */
+export async function runFiles(files: Record<string, (object | string)[]>, transforms: Transforms, opts: FilesRunOptions = {}) {
+  const registry = opts.registry ?? realRegistry;
+  const root = opts.root ?? tempDir();
+  const dirs = { input: join(root, 'in'), out: join(root, 'out'), dlq: join(root, 'dlq'), done: join(root, 'done') };
+  mkdirSync(dirs.input);
+  for (const [name, records] of Object.entries(files)) {
+    writeFileSync(join(dirs.input, name), records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n');
+  }
+  const fill = (s: string) =>
+    s.replaceAll('__IN__', JSON.stringify(dirs.input)).replaceAll('__OUT__', JSON.stringify(dirs.out)).replaceAll('__DLQ__', JSON.stringify(dirs.dlq)).replaceAll('__DONE__', JSON.stringify(dirs.done));
+  const extra = [
+    opts.onError === undefined ? '' : `  on_error: ${opts.onError}`,
+    opts.dlq ? `  dlq: { type: local, path: ${JSON.stringify(dirs.dlq)}, filename_template: dlq.ndjson }` : '',
+    fill(opts.extra ?? ''),
+  ]
+    .filter(Boolean)
+    .join('\n');
+  const yaml = `
+version: "1"
+pipeline:
+  name: e2e
+  schedule: { type: manual }
+  source: { type: local, path: ${JSON.stringify(dirs.input)}, file_pattern: "*.ndjson"${opts.source ? ', ' + fill(opts.source) : ''} }
+  serializer_in: { type: ndjson }
+  transforms:
+${transformLines(transforms)}
+  serializer_out: { type: ndjson }
+${extra}
+  sinks:
+${opts.sinks ? fill(opts.sinks) : `    - { type: local, path: ${JSON.stringify(dirs.out)}, filename_template: out.ndjson }`}
+`;
+  const loaded = loadPipelineText(yaml, { env: opts.env ?? {}, registry });
+  if (!loaded.config) throw new Error(loaded.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
+  const record = await runPipeline(loaded.config, { log: silentLogger, registry, chunkBytes: opts.chunkBytes, flush: opts.flush });
+  const dlqFiles = existsSync(dirs.dlq) ? readdirSync(dirs.dlq).filter((f) => !f.startsWith('.')) : [];
+  const left = () => (existsSync(dirs.input) ? readdirSync(dirs.input).sort() : []);
+  const done = () => (existsSync(dirs.done) ? readdirSync(dirs.done).sort() : []);
+  return { record, dirs, out: readNdjson(join(dirs.out, 'out.ndjson')), dlq: dlqFiles.flatMap((f) => readNdjson(join(dirs.dlq, f))), left, done };
 }

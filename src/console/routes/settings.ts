@@ -1,0 +1,81 @@
+// Login, logout, token check, credential rotation and application settings (spec doc 1 section 5).
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { SlidingWindowLimiter } from '../../auth/rate-limit.js';
+import { ApiError } from '../../api/deps.js';
+import { AppSettingsSchema, type AppSettings } from '../app-settings.js';
+import { CredentialError, MIN_PASSWORD_LENGTH } from '../credentials.js';
+import type { ConsoleDeps } from '../deps.js';
+
+const tags = ['settings'];
+const Login = Type.Object({ username: Type.String({ minLength: 1 }), password: Type.String({ minLength: 1 }) });
+const LoginResponse = Type.Object({
+  token: Type.String({ description: 'Send it as X-Auth-Token on every authenticated request, and as ?token= on the WebSocket.' }),
+  username: Type.String(),
+  expires_at: Type.String({ description: 'ISO 8601; sessions last 8 hours.' }),
+});
+const Rotate = Type.Object(
+  {
+    current_password: Type.String({ minLength: 1 }),
+    new_password: Type.String({ minLength: MIN_PASSWORD_LENGTH }),
+    new_username: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[^:\\s]+$' })),
+  },
+  { additionalProperties: false },
+);
+
+/** Failed logins per client address: 10 a minute, then 429. */
+const LOGIN_FAILURES = { max: 10, windowSeconds: 60 };
+
+export default async function settingsRoutes(app: FastifyInstance, deps: ConsoleDeps) {
+  const { credentials, sessions, appSettings } = deps;
+  const failures = new SlidingWindowLimiter(LOGIN_FAILURES.max, LOGIN_FAILURES.windowSeconds);
+
+  app.post(
+    '/api/settings/login',
+    { schema: { tags, body: Login, response: { 200: LoginResponse }, summary: 'Log in: a session token (unauthenticated)' } },
+    async (req: FastifyRequest<{ Body: { username: string; password: string } }>) => {
+      const { username, password } = req.body;
+      if (!(await credentials.verify(username, password))) {
+        const hit = failures.hit(req.ip);
+        if (!hit.allowed) throw new ApiError(429, `too many failed logins from ${req.ip}; retry in ${hit.retryAfterSeconds} s`, { 'retry-after': String(hit.retryAfterSeconds) });
+        throw new ApiError(401, 'wrong username or password');
+      }
+      const s = sessions.issue(username);
+      return { token: s.token, username, expires_at: new Date(s.expiresAt).toISOString() };
+    },
+  );
+
+  app.post('/api/settings/logout', { schema: { tags, summary: 'End this session' } }, async (req) => {
+    sessions.revoke(String(req.headers['x-auth-token']));
+    return { ok: true };
+  });
+
+  app.get('/api/settings/check', { schema: { tags, summary: 'Is the token valid? (401 when not)' } }, async (req) => {
+    const s = deps.session(req)!;
+    return { valid: true, username: s.username, expires_at: new Date(s.expiresAt).toISOString() };
+  });
+
+  app.post(
+    '/api/settings/auth',
+    { schema: { tags, body: Rotate, summary: "Rotate this user's password (and optionally name); stored hashed; ends the user's sessions" } },
+    async (req: FastifyRequest<{ Body: { current_password: string; new_password: string; new_username?: string } }>) => {
+      const s = deps.session(req)!;
+      try {
+        const username = await credentials.rotate(s.username, req.body.current_password, req.body.new_password, req.body.new_username);
+        sessions.revokeUser(s.username);
+        return { ok: true, username };
+      } catch (e) {
+        if (e instanceof CredentialError) throw new ApiError(e.status, e.message);
+        throw e;
+      }
+    },
+  );
+
+  app.get('/api/settings/app', { schema: { tags, response: { 200: AppSettingsSchema }, summary: 'Application settings' } }, async () => appSettings.get());
+
+  app.post(
+    '/api/settings/app',
+    { schema: { tags, body: Type.Partial(AppSettingsSchema, { additionalProperties: false }), response: { 200: AppSettingsSchema }, summary: 'Update some application settings' } },
+    async (req: FastifyRequest<{ Body: Partial<AppSettings> }>) => appSettings.update(req.body),
+  );
+}

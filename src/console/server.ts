@@ -1,0 +1,112 @@
+// The operator console (spec doc 1): a second HTTP server on SVC_CONSOLE_PORT, started by
+// `svc serve` beside the daemon and on its own by `svc console`. Errors are `{detail}` like the
+// daemon's API; the OpenAPI document is at /docs. Decisions: docs/console.md.
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
+import { ApiError } from '../api/deps.js';
+import type { Logger } from '../observability/log.js';
+import type { Settings } from '../settings.js';
+import { version } from '../version.js';
+import { AppSettingsStore } from './app-settings.js';
+import { ConsoleCredentials } from './credentials.js';
+import type { ConsoleDeps } from './deps.js';
+import { ConsoleEvents } from './events.js';
+import settingsRoutes from './routes/settings.js';
+import statsRoutes from './routes/stats.js';
+import wsRoutes from './routes/ws.js';
+import { Sessions, type Session } from './sessions.js';
+import { ConsoleStats } from './stats.js';
+
+/** Paths served without a session: probes, metadata, login, the API documentation. */
+export const CONSOLE_OPEN_PATHS: ReadonlySet<string> = new Set(['/api/meta', '/api/health', '/api/healthz/ui', '/api/settings/login', '/api/ws']);
+
+/** Request bodies of the console API (MIB uploads have their own limit). */
+export const CONSOLE_BODY_LIMIT = 1 << 20;
+
+export interface Console {
+  app: FastifyInstance;
+  deps: ConsoleDeps;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Where the console keeps its state: credentials, application settings, simulator overrides. */
+export function consoleStateDir(settings: Settings): string {
+  return join(settings.STATE_DIR || join(dirname(settings.DB_PATH), 'state'), 'console');
+}
+
+export async function startConsole(settings: Settings, log: Logger): Promise<Console> {
+  const dir = consoleStateDir(settings);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const clog = log.child({ component: 'console' });
+  const sessionsByReq = new WeakMap<FastifyRequest, Session>();
+  const stats = new ConsoleStats();
+  const deps: ConsoleDeps = {
+    settings,
+    log: clog,
+    credentials: await ConsoleCredentials.open(dir, settings.AUTH_USERS, clog),
+    sessions: new Sessions(),
+    appSettings: await AppSettingsStore.open(dir),
+    stats,
+    events: new ConsoleEvents(),
+    session: (req) => sessionsByReq.get(req),
+    fullState: () => ({ stats: stats.snapshot() }),
+  };
+  const app = await buildConsoleApp(deps, sessionsByReq);
+  const address = await app.listen({ host: settings.HOST, port: settings.CONSOLE_PORT });
+  clog.info({ url: address }, 'svc console listening');
+  return { app, deps, url: address.replace('0.0.0.0', '127.0.0.1'), stop: () => app.close() };
+}
+
+export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<FastifyRequest, Session>): Promise<FastifyInstance> {
+  const app = Fastify({
+    bodyLimit: CONSOLE_BODY_LIMIT,
+    ajv: { customOptions: { allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: false } },
+  }) as unknown as FastifyInstance;
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err.validation) {
+      const where = err.validationContext ?? 'request';
+      return reply.code(422).send({ detail: err.validation.map((v) => `${where}${v.instancePath.replace(/\//g, '.')} ${v.message ?? 'is invalid'}`).join('; ') });
+    }
+    if (err instanceof ApiError) return reply.code(err.statusCode).headers(err.headers).send({ detail: err.message });
+    if (err.statusCode && err.statusCode < 500) return reply.code(err.statusCode).send({ detail: err.message });
+    deps.log.error({ err: err.message, stack: err.stack, url: req.url }, 'console request failed');
+    return reply.code(500).send({ detail: `internal error: ${err.message}` });
+  });
+  app.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+
+  // Every /api path but the open ones needs X-Auth-Token (the WebSocket checks its token itself).
+  app.addHook('onRequest', async (req) => {
+    const path = req.url.split('?')[0]!;
+    if (!path.startsWith('/api/') || CONSOLE_OPEN_PATHS.has(path)) return;
+    const s = deps.sessions.check(req.headers['x-auth-token'] as string | undefined);
+    if (!s) throw new ApiError(401, 'missing, expired or unknown X-Auth-Token: log in with POST /api/settings/login');
+    sessionsByReq.set(req, s);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'svc operator console', version, description:
+          'SNMP simulator, walker, trap tools and MIB catalog (spec doc 1). Authenticate with X-Auth-Token (POST /api/settings/login). ' +
+          'Live events: WebSocket GET /api/ws?token=<session token>, messages {type, data, timestamp} of type full_state, status, stats, mibs, trap, simulator_log; send "ping" for a pong. See docs/console.md.',
+      },
+      components: { securitySchemes: { token: { type: 'apiKey', in: 'header', name: 'X-Auth-Token' } } },
+      security: [{ token: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+
+  const tags = ['meta'];
+  app.get('/api/meta', { schema: { tags, summary: 'Product name and version (unauthenticated)' } }, async () => ({ name: 'svc-console', version }));
+  app.get('/api/health', { schema: { tags, summary: 'Liveness (unauthenticated)' } }, async () => ({ status: 'ok' }));
+  app.get('/api/healthz/ui', { schema: { tags, summary: 'Operator shell probe (unauthenticated)' } }, async () => ({ status: 'ok', ui: 'api-only' }));
+  for (const routes of [settingsRoutes, statsRoutes, wsRoutes]) await app.register(async (scope) => routes(scope, deps));
+  await app.ready();
+  return app;
+}

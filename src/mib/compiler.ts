@@ -1,0 +1,518 @@
+// MIB compiler: a set of source files in any order -> compiled modules (numeric OIDs, base types,
+// table structure, notification members) plus a list of failures with their reasons.
+//
+// Imports are resolved by name against the set, not by loading order, so input order does not
+// matter and import cycles are harmless. A module fails (mode `full`) when it has a syntax error, an
+// unresolvable definition, or imports a module that is missing or failed; the failure names those
+// modules. Every other module still compiles. Mode `partial` keeps what resolves in any module.
+import { MACROS, parseMib, type Definition, type OidComponent, type ParsedModule } from './parser.js';
+import {
+  MIB_FORMAT,
+  type BaseType,
+  type CompileResult,
+  type CompiledModule,
+  type CompiledNode,
+  type CompiledSyntax,
+  type CompiledType,
+  type MibDiagnostic,
+  type ModuleFailure,
+  type NodeKind,
+  type ShadowedModule,
+  type SymbolRef,
+  type TypeAst,
+} from './types.js';
+
+export interface MibSource {
+  /** a name for diagnostics (the path as the caller knows it) */
+  file: string;
+  text: string;
+  /** source group; decides which of two sources of one module wins (see preferSource) */
+  group?: string;
+}
+
+export interface CompileOptions {
+  /** `full` (default): a module with any error fails. `partial`: keep the definitions that resolve. */
+  mode?: 'full' | 'partial';
+  /** Rank of a source group; the higher rank wins a module name. Default: groupRank below. */
+  groupRank?: (group: string | undefined) => number;
+}
+
+/** Default rank: uploaded groups (1) beat bundled ones (0; group names starting with `bundled`). */
+export const groupRank = (group: string | undefined): number => (group?.startsWith('bundled') ? 0 : 1);
+
+/**
+ * The shadowing rule: of two sources of the same module, the higher group rank wins; within a rank
+ * the newer LAST-UPDATED wins; on a tie the source given first wins (stable).
+ * Returns true when `a` beats `b`.
+ */
+export function preferSource(a: { group?: string; lastUpdated?: string }, b: { group?: string; lastUpdated?: string }, rank = groupRank): boolean {
+  const ra = rank(a.group);
+  const rb = rank(b.group);
+  if (ra !== rb) return ra > rb;
+  return smiDate(a.lastUpdated) > smiDate(b.lastUpdated);
+}
+
+/** LAST-UPDATED `YYMMDDHHMMZ` or `YYYYMMDDHHMMZ` -> `YYYYMMDDHHMM` (comparable as text); '' if absent. */
+export function smiDate(s: string | undefined): string {
+  if (!s) return '';
+  const d = s.replace(/[^0-9]/g, '');
+  return d.length === 10 ? '19' + d : d;
+}
+
+const ROOTS: Record<string, string> = { ccitt: '0', iso: '1', 'joint-iso-ccitt': '2' };
+
+/** SMI application types by name, for a type whose definition is tagged, a CHOICE, or absent. */
+const SMI_BASE: Record<string, BaseType> = {
+  Integer32: 'Integer32',
+  Unsigned32: 'Unsigned32',
+  Gauge32: 'Gauge32',
+  Gauge: 'Gauge32',
+  Counter32: 'Counter32',
+  Counter: 'Counter32',
+  Counter64: 'Counter64',
+  TimeTicks: 'TimeTicks',
+  IpAddress: 'IpAddress',
+  NetworkAddress: 'IpAddress',
+  Opaque: 'Opaque',
+};
+const TAG_BASE: BaseType[] = ['IpAddress', 'Counter32', 'Gauge32', 'TimeTicks', 'Opaque', 'unknown', 'Counter64'];
+
+const OID_KINDS = new Set(['oid', 'object-type', 'module-identity', 'object-identity', 'notification-type', 'trap-type', 'object-group', 'notification-group', 'module-compliance', 'agent-capabilities']);
+
+interface Ctx {
+  p: ParsedModule;
+  group?: string;
+  defs: Map<string, Definition>;
+  /** symbol -> module it is imported from */
+  imports: Map<string, string>;
+  /** names given inside OID values (`org(3)`) -> OID */
+  implicit: Map<string, string>;
+  errors: MibDiagnostic[];
+  warnings: MibDiagnostic[];
+  missing: Set<string>;
+  failedImports: Set<string>;
+  failed: boolean;
+}
+
+interface Structure {
+  tables: Set<string>;
+  rows: Set<string>;
+  /** rows, and tables that carry INDEX themselves */
+  columnParents: Set<string>;
+}
+
+interface Resolved {
+  ctx: Ctx;
+  def: Definition;
+}
+
+/** Parses and compiles a set of MIB sources. Never throws on bad input. */
+export function compileMibs(sources: MibSource[], opts: CompileOptions = {}): CompileResult {
+  const parsed: { p: ParsedModule; group?: string }[] = [];
+  const failed: ModuleFailure[] = [];
+  for (const s of sources) {
+    const r = parseMib(s.text, s.file);
+    for (const p of r.modules) parsed.push({ p, group: s.group });
+    if (r.errors.length && !r.modules.length) failed.push({ module: null, file: s.file, ...(s.group !== undefined ? { group: s.group } : {}), missing: [], failedImports: [], errors: r.errors });
+    else if (r.errors.length) r.modules[0]!.errors.push(...r.errors);
+  }
+  return new Compiler(opts).run(parsed, failed);
+}
+
+class Compiler {
+  private readonly ctxs = new Map<string, Ctx>();
+  private readonly oidMemo = new Map<Definition, string | null>();
+  private readonly typeMemo = new Map<Definition, CompiledSyntax | null>();
+  private globalNames?: Map<string, Resolved[]>;
+  private readonly mode: 'full' | 'partial';
+  private readonly rank: (g: string | undefined) => number;
+
+  constructor(opts: CompileOptions) {
+    this.mode = opts.mode ?? 'full';
+    this.rank = opts.groupRank ?? groupRank;
+  }
+
+  run(parsed: { p: ParsedModule; group?: string }[], failed: ModuleFailure[]): CompileResult {
+    const shadowed = this.pickSources(parsed);
+    const full = this.mode === 'full';
+
+    for (const c of this.ctxs.values()) {
+      for (const imp of c.p.imports) {
+        if (this.ctxs.has(imp.module)) continue;
+        // Importing only macros (OBJECT-TYPE FROM RFC-1212) needs no source: they are built in.
+        if (imp.symbols.every((s) => MACROS.has(s))) continue;
+        c.missing.add(imp.module);
+      }
+      if (full && (c.p.errors.some((e) => e.severity === 'error') || c.missing.size)) c.failed = true;
+    }
+    if (full) this.propagate();
+
+    const built = new Map<Ctx, CompiledModule>();
+    const live = [...this.ctxs.values()].filter((c) => !c.failed);
+    for (const c of live) for (const d of c.p.defs) if (OID_KINDS.has(d.kind)) this.defOid(c, d);
+    const structure = this.structure(live);
+    for (const c of live) built.set(c, this.buildModule(c, structure));
+    this.inheritAugmentedIndex(built);
+    if (full) {
+      for (const c of live) if (c.errors.length) c.failed = true;
+      this.propagate();
+    }
+
+    const modules: CompiledModule[] = [];
+    for (const c of this.ctxs.values()) {
+      const m = built.get(c);
+      if (!c.failed && m) {
+        // (errors only remain in a compiled module in partial mode; there they are kept as warnings)
+        m.diagnostics.push(...[...c.p.errors, ...c.errors].map((e) => ({ ...e, severity: 'warning' as const })), ...c.warnings);
+        modules.push(m);
+        continue;
+      }
+      const errors = [...c.p.errors, ...c.errors];
+      for (const mod of c.missing) errors.push(this.importDiag(c, mod, `imports from missing module ${mod}`));
+      for (const mod of c.failedImports) errors.push(this.importDiag(c, mod, `imports from module ${mod}, which failed`));
+      failed.push({ module: c.p.name, file: c.p.file, ...(c.group !== undefined ? { group: c.group } : {}), missing: [...c.missing].sort(), failedImports: [...c.failedImports].sort(), errors });
+    }
+    modules.sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
+    return { modules, failed, shadowed };
+  }
+
+  /** One source per module name (preferSource); the losers are reported as shadowed. */
+  private pickSources(parsed: { p: ParsedModule; group?: string }[]): ShadowedModule[] {
+    const best = new Map<string, { p: ParsedModule; group?: string; lu?: string }>();
+    const losers: { p: ParsedModule; group?: string; lu?: string; name: string }[] = [];
+    for (const x of parsed) {
+      const cand = { ...x, lu: x.p.defs.find((d) => d.kind === 'module-identity')?.lastUpdated };
+      const cur = best.get(x.p.name);
+      if (!cur) best.set(x.p.name, cand);
+      else if (preferSource({ group: cand.group, lastUpdated: cand.lu }, { group: cur.group, lastUpdated: cur.lu }, this.rank)) {
+        losers.push({ ...cur, name: x.p.name });
+        best.set(x.p.name, cand);
+      } else losers.push({ ...cand, name: x.p.name });
+    }
+    for (const [name, x] of best) {
+      const defs = new Map<string, Definition>();
+      for (const d of x.p.defs) if (!defs.has(d.name)) defs.set(d.name, d);
+      const imports = new Map<string, string>();
+      for (const imp of x.p.imports) for (const s of imp.symbols) imports.set(s, imp.module);
+      this.ctxs.set(name, { p: x.p, group: x.group, defs, imports, implicit: new Map(), errors: [], warnings: [], missing: new Set(), failedImports: new Set(), failed: false });
+    }
+    return losers.map((l) => {
+      const w = best.get(l.name)!;
+      return {
+        module: l.name,
+        file: l.p.file,
+        ...(l.group !== undefined ? { group: l.group } : {}),
+        ...(l.lu ? { lastUpdated: l.lu } : {}),
+        by: { file: w.p.file, ...(w.group !== undefined ? { group: w.group } : {}), ...(w.lu ? { lastUpdated: w.lu } : {}) },
+      };
+    });
+  }
+
+  /** A module importing from a failed module fails too (to a fixpoint; cycles are fine). */
+  private propagate(): void {
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const c of this.ctxs.values()) {
+        for (const imp of c.p.imports) {
+          const t = this.ctxs.get(imp.module);
+          if (t?.failed && !c.failedImports.has(imp.module)) {
+            c.failedImports.add(imp.module);
+            if (!c.failed) changed = true;
+            c.failed = true;
+          }
+        }
+      }
+    }
+  }
+
+  // ---- symbols
+
+  private lookup(c: Ctx, name: string, depth = 0): Resolved | undefined {
+    const d = c.defs.get(name);
+    if (d) return { ctx: c, def: d };
+    const from = c.imports.get(name);
+    if (from === undefined || depth > 8) return undefined;
+    const t = this.ctxs.get(from);
+    return t ? this.lookup(t, name, depth + 1) : undefined;
+  }
+
+  /** Fallback for a name used without import: the OID-valued definitions of that name anywhere. */
+  private global(name: string): Resolved[] {
+    if (!this.globalNames) {
+      this.globalNames = new Map();
+      for (const c of this.ctxs.values())
+        for (const d of c.p.defs)
+          if (OID_KINDS.has(d.kind)) {
+            const l = this.globalNames.get(d.name);
+            if (l) l.push({ ctx: c, def: d });
+            else this.globalNames.set(d.name, [{ ctx: c, def: d }]);
+          }
+    }
+    return this.globalNames.get(name) ?? [];
+  }
+
+  // ---- OIDs
+
+  private defOid(c: Ctx, d: Definition): string | null {
+    const memo = this.oidMemo.get(d);
+    if (memo !== undefined) return memo;
+    this.oidMemo.set(d, null); // cycle guard
+    let oid: string | null = null;
+    if (d.kind === 'trap-type') {
+      const ent = d.enterprise ? this.oidValue(c, d.enterprise, d) : null;
+      if (!d.enterprise) this.err(c, d, `TRAP-TYPE ${d.name} has no ENTERPRISE`);
+      // RFC 3584 §3: an SMIv1 trap maps to the notification OID enterprise.0.specific-trap
+      if (ent !== null) oid = `${ent}.0.${d.trapNumber}`;
+    } else if (d.oid) oid = this.oidValue(c, d.oid, d);
+    this.oidMemo.set(d, oid);
+    return oid;
+  }
+
+  private oidValue(c: Ctx, comps: OidComponent[], d: Definition): string | null {
+    const first = comps[0]!;
+    let oid: string | null;
+    if (first.num !== undefined) oid = String(first.num);
+    else oid = this.nameOid(c, first.name!, d);
+    if (oid === null) return null;
+    for (let k = 1; k < comps.length; k++) {
+      const cp = comps[k]!;
+      if (cp.num === undefined) {
+        this.err(c, d, `${d.name}: OID component '${cp.name}' has no number`);
+        return null;
+      }
+      oid += '.' + cp.num;
+      if (cp.name !== undefined && !c.implicit.has(cp.name) && !c.defs.has(cp.name)) c.implicit.set(cp.name, oid);
+    }
+    return oid;
+  }
+
+  private nameOid(c: Ctx, name: string, user: Definition): string | null {
+    const hit = this.lookup(c, name);
+    if (hit && OID_KINDS.has(hit.def.kind)) {
+      const o = this.defOid(hit.ctx, hit.def);
+      if (o === null) this.err(c, user, `${user.name}: the OID of '${name}' does not resolve`);
+      return o;
+    }
+    const root = ROOTS[name];
+    if (root !== undefined) return root;
+    const imp = c.implicit.get(name);
+    if (imp !== undefined) return imp;
+    const from = c.imports.get(name);
+    if (from === undefined) {
+      // Used without import: net-snmp resolves such names globally; accept one unambiguous answer.
+      const cands = this.global(name);
+      if (cands.length) {
+        const oids = new Set(cands.map((r) => this.defOid(r.ctx, r.def)));
+        if (oids.size === 1 && !oids.has(null)) {
+          this.warn(c, user, `'${name}' is used without being imported; taken from ${cands[0]!.ctx.p.name}`);
+          return [...oids][0]!;
+        }
+      }
+      this.err(c, user, `${user.name}: unknown parent '${name}' (not defined in ${c.p.name} and not imported)`);
+    } else if (!this.ctxs.has(from)) this.err(c, user, `${user.name}: parent '${name}' comes from missing module ${from}`);
+    else this.err(c, user, `${user.name}: '${name}' is imported from ${from}, which does not define it`);
+    return null;
+  }
+
+  // ---- types
+
+  private syntaxOf(c: Ctx, ast: TypeAst, user: Definition): CompiledSyntax {
+    let out: CompiledSyntax;
+    if (ast.base) {
+      let base: BaseType;
+      if (ast.tag?.cls === 'APPLICATION') base = TAG_BASE[ast.tag.num] ?? 'unknown';
+      else if (ast.base === 'CHOICE') base = 'unknown';
+      else base = ast.base;
+      out = { type: ast.base === 'SEQUENCE OF' ? `SEQUENCE OF ${ast.of}` : ast.base, base };
+    } else {
+      const name = ast.ref!;
+      const hit = this.lookup(c, name);
+      if (hit && (hit.def.kind === 'type' || hit.def.kind === 'textual-convention')) {
+        const inner = this.namedSyntax(hit.ctx, hit.def);
+        out = { type: name, typeModule: hit.ctx.p.name, base: inner?.base ?? 'unknown' };
+        if (hit.def.kind === 'textual-convention') {
+          out.tc = { module: hit.ctx.p.name, name };
+          const hint = hit.def.displayHint ?? inner?.displayHint;
+          if (hint !== undefined) out.displayHint = hint;
+        } else if (!SMI_BASE[name] && inner && inner.base !== 'SEQUENCE' && inner.base !== 'unknown') {
+          // An SMIv1 type assignment (`DisplayString ::= OCTET STRING`) plays the part of a TC.
+          out.tc = { module: hit.ctx.p.name, name };
+          if (inner?.displayHint !== undefined) out.displayHint = inner.displayHint;
+        }
+        if (inner?.enums) out.enums = inner.enums;
+        if (inner?.ranges) out.ranges = inner.ranges;
+        if (inner?.sizes) out.sizes = inner.sizes;
+      } else if (SMI_BASE[name]) {
+        out = { type: name, base: SMI_BASE[name]! };
+        if (!c.imports.has(name) && !c.defs.has(name)) this.warn(c, user, `type ${name} is used without being imported`);
+      } else {
+        out = { type: name, base: 'unknown' };
+        this.warn(c, user, `${user.name}: unknown type ${name}`);
+      }
+    }
+    if (ast.enums) out.enums = Object.fromEntries(ast.enums);
+    if (ast.ranges) out.ranges = ast.ranges;
+    if (ast.sizes) out.sizes = ast.sizes;
+    return out;
+  }
+
+  /** The resolved SYNTAX of a type or textual-convention definition (memoised). */
+  private namedSyntax(c: Ctx, d: Definition): CompiledSyntax | null {
+    if (this.typeMemo.has(d)) return this.typeMemo.get(d)!;
+    this.typeMemo.set(d, null); // cycle guard
+    let s: CompiledSyntax | null = null;
+    const ast = d.syntax;
+    if (ast) {
+      s = this.syntaxOf(c, ast, d);
+      // The SMI's own types (Counter32 ::= [APPLICATION 1] IMPLICIT INTEGER (0..4294967295)) are
+      // base types; their value range is implied by the type, not shown as a constraint.
+      const smi = SMI_BASE[d.name];
+      if (smi && (ast.tag?.cls === 'APPLICATION' || ast.base === 'CHOICE' || d.name === 'Integer32')) s = { type: s.type, base: smi };
+    }
+    this.typeMemo.set(d, s);
+    return s;
+  }
+
+  // ---- structure
+
+  /**
+   * OIDs of tables and rows over all live modules (a column's row may sit in another module). A row
+   * has INDEX or AUGMENTS, or sits under a table with the table's SEQUENCE OF type. Old MIBs that put
+   * INDEX on the table and the columns right under it (UCD-SNMP-MIB-OLD) get columns too.
+   */
+  private structure(live: Ctx[]): Structure {
+    const tables = new Map<string, Definition>();
+    const rows = new Set<string>();
+    const objs: [Definition, string][] = [];
+    for (const c of live)
+      for (const d of c.p.defs) {
+        if (d.kind !== 'object-type') continue;
+        const o = this.oidMemo.get(d);
+        if (!o) continue;
+        if (d.syntax?.base === 'SEQUENCE OF') tables.set(o, d);
+        else objs.push([d, o]);
+      }
+    for (const [d, o] of objs) {
+      const table = tables.get(parentOf(o));
+      if (d.index || d.augments || (table && (!table.index || d.syntax?.ref === table.syntax!.of))) rows.add(o);
+    }
+    const columnParents = new Set(rows);
+    for (const [o, t] of tables) if (t.index) columnParents.add(o);
+    return { tables: new Set(tables.keys()), rows, columnParents };
+  }
+
+  private buildModule(c: Ctx, st: Structure): CompiledModule {
+    const p = c.p;
+    const nodes: CompiledNode[] = [];
+    const types: CompiledType[] = [];
+    const m: CompiledModule = { format: MIB_FORMAT, module: p.name, file: p.file, ...(c.group !== undefined ? { group: c.group } : {}), smi: p.smi, imports: p.imports.map((i) => ({ module: i.module, symbols: i.symbols })), nodes, types, diagnostics: [] };
+    for (const d of p.defs) {
+      if (d.kind === 'type' || d.kind === 'textual-convention') {
+        if (!d.syntax || d.syntax.base === 'SEQUENCE' || d.syntax.base === 'CHOICE') continue;
+        const syntax = this.namedSyntax(c, d);
+        if (!syntax) continue;
+        const t: CompiledType = { name: d.name, kind: d.kind, line: d.line, syntax };
+        copy(t, d, ['status', 'description', 'reference', 'displayHint']);
+        types.push(t);
+        continue;
+      }
+      if (!OID_KINDS.has(d.kind)) continue;
+      const oid = this.oidMemo.get(d);
+      if (!oid) continue; // the error is recorded
+      const n: CompiledNode = { name: d.name, module: p.name, oid, kind: this.kindOf(d, oid, st), line: d.line };
+      // (plain assignments: a loop over key names is slow before the JIT warms up)
+      if (d.status !== undefined) n.status = d.status;
+      if (d.description !== undefined) n.description = d.description;
+      if (d.reference !== undefined) n.reference = d.reference;
+      if (d.access !== undefined) n.access = d.access;
+      if (d.units !== undefined) n.units = d.units;
+      if (d.defval !== undefined) n.defval = d.defval;
+      if (d.syntax) n.syntax = this.syntaxOf(c, d.syntax, d);
+      if (d.index) n.index = d.index.map((x) => ({ ...this.ref(c, x.name, d, true), ...(x.implied ? { implied: true as const } : {}) }));
+      if (d.augments) n.augments = this.ref(c, d.augments, d);
+      if (d.objects) n.objects = d.objects.map((x) => this.ref(c, x, d));
+      if (d.groups) n.objects = d.groups.map((x) => this.ref((x.module && this.ctxs.get(x.module)) || c, x.name, d));
+      if (d.kind === 'trap-type') {
+        n.enterprise = oid.slice(0, oid.length - `.0.${d.trapNumber}`.length);
+        n.trapNumber = d.trapNumber!;
+      }
+      if (d.kind === 'module-identity') {
+        m.identity = { name: d.name, oid };
+        copy(m.identity, d, ['lastUpdated', 'organization', 'contactInfo', 'description', 'revisions']);
+      }
+      nodes.push(n);
+    }
+    for (const [name, oid] of c.implicit) if (!c.defs.has(name)) nodes.push({ name, module: p.name, oid, kind: 'node', line: 0 });
+    return m;
+  }
+
+  private kindOf(d: Definition, oid: string, st: Structure): NodeKind {
+    switch (d.kind) {
+      case 'object-type':
+        if (st.tables.has(oid)) return 'table';
+        if (st.rows.has(oid)) return 'row';
+        return st.columnParents.has(parentOf(oid)) ? 'column' : 'scalar';
+      case 'oid':
+        return 'node';
+      case 'notification-type':
+        return 'notification';
+      case 'trap-type':
+        return 'trap';
+      case 'module-compliance':
+        return 'compliance';
+      case 'agent-capabilities':
+        return 'capabilities';
+      default:
+        return d.kind as NodeKind;
+    }
+  }
+
+  /** A referenced symbol with its defining module and OID. */
+  private ref(c: Ctx, name: string, user: Definition, indexTypeOk = false): SymbolRef {
+    const hit = this.lookup(c, name);
+    if (hit && OID_KINDS.has(hit.def.kind)) {
+      const oid = this.defOid(hit.ctx, hit.def);
+      return oid ? { module: hit.ctx.p.name, name, oid } : { module: hit.ctx.p.name, name };
+    }
+    // SMIv1 allows a type as an index (`INDEX { INTEGER }`)
+    if (indexTypeOk && /^[A-Z]/.test(name)) return { module: hit?.ctx.p.name ?? '', name };
+    const g = this.global(name);
+    if (g.length) {
+      const oid = this.defOid(g[0]!.ctx, g[0]!.def);
+      this.warn(c, user, `'${name}' is used without being imported; taken from ${g[0]!.ctx.p.name}`);
+      return oid ? { module: g[0]!.ctx.p.name, name, oid } : { module: g[0]!.ctx.p.name, name };
+    }
+    this.warn(c, user, `${user.name}: '${name}' does not resolve`);
+    return { module: c.imports.get(name) ?? '', name };
+  }
+
+  /** A row that AUGMENTS another takes that row's INDEX. */
+  private inheritAugmentedIndex(built: Map<Ctx, CompiledModule>): void {
+    const rows = new Map<string, CompiledNode>();
+    for (const m of built.values()) for (const n of m.nodes) if (n.kind === 'row') rows.set(`${m.module}::${n.name}`, n);
+    for (const n of rows.values()) {
+      let cur: CompiledNode | undefined = n;
+      for (let hops = 0; cur && !cur.index && cur.augments && hops < 8; hops++) cur = rows.get(`${cur.augments.module}::${cur.augments.name}`);
+      if (cur && cur !== n && cur.index) n.index = cur.index;
+    }
+  }
+
+  // ---- diagnostics
+
+  private err(c: Ctx, d: Definition, message: string): void {
+    c.errors.push({ severity: 'error', file: c.p.file, line: d.line, column: d.col, token: d.name, module: c.p.name, message });
+  }
+  private warn(c: Ctx, d: Definition, message: string): void {
+    c.warnings.push({ severity: 'warning', file: c.p.file, line: d.line, column: d.col, token: d.name, module: c.p.name, message });
+  }
+  private importDiag(c: Ctx, mod: string, message: string): MibDiagnostic {
+    const imp = c.p.imports.find((i) => i.module === mod);
+    return { severity: 'error', file: c.p.file, line: imp?.line ?? c.p.line, column: imp?.column ?? 0, token: mod, module: c.p.name, message };
+  }
+}
+
+const parentOf = (oid: string): string => oid.slice(0, oid.lastIndexOf('.'));
+
+function copy<T extends object>(to: T, from: Definition, keys: (keyof Definition & keyof T)[]): void {
+  for (const k of keys) if (from[k] !== undefined) (to as Record<string, unknown>)[k as string] = from[k];
+}

@@ -1,0 +1,750 @@
+// SMIv1/SMIv2 parser: tokens -> one ParsedModule per `NAME DEFINITIONS ::= BEGIN ... END`.
+// Recursive descent over the SMI macros (RFC 1155/1212/1215, RFC 2578/2579/2580). A syntax error
+// is recorded with file, line, column and token, then parsing resumes at the next definition, so one
+// error yields one diagnostic per bad definition and the module's other definitions stay known.
+import { LexError, Tok, Tokens } from './lexer.js';
+import type { MibDiagnostic, Range, TypeAst } from './types.js';
+
+/** One `{ ... }` OID component: `iso`, `3`, or `org(3)`. */
+export interface OidComponent {
+  name?: string;
+  num?: number;
+}
+
+export type DefKind =
+  | 'oid' // name OBJECT IDENTIFIER ::= { ... }
+  | 'object-type'
+  | 'module-identity'
+  | 'object-identity'
+  | 'notification-type'
+  | 'trap-type'
+  | 'object-group'
+  | 'notification-group'
+  | 'module-compliance'
+  | 'agent-capabilities'
+  | 'textual-convention' // Name ::= TEXTUAL-CONVENTION ...
+  | 'type' // Name ::= <type>
+  | 'value'; // name <type> ::= <value> (other than OBJECT IDENTIFIER; kept for completeness)
+
+export interface Definition {
+  kind: DefKind;
+  name: string;
+  line: number;
+  col: number;
+  /** OID value (`::= { parent 3 }`) */
+  oid?: OidComponent[];
+  syntax?: TypeAst;
+  units?: string;
+  access?: string;
+  status?: string;
+  description?: string;
+  reference?: string;
+  index?: { name: string; implied: boolean }[];
+  augments?: string;
+  defval?: string;
+  /** OBJECTS (notification, group), VARIABLES (trap), NOTIFICATIONS (group) */
+  objects?: string[];
+  /** TRAP-TYPE */
+  enterprise?: OidComponent[];
+  trapNumber?: number;
+  displayHint?: string;
+  lastUpdated?: string;
+  organization?: string;
+  contactInfo?: string;
+  revisions?: { date: string; description: string }[];
+  /** MODULE-COMPLIANCE: MANDATORY-GROUPS and GROUP names; AGENT-CAPABILITIES: INCLUDES groups.
+   * `module` is the module the MODULE/SUPPORTS clause names (absent: the defining module). */
+  groups?: { module?: string; name: string }[];
+  productRelease?: string;
+}
+
+export interface ParsedModule {
+  name: string;
+  file: string;
+  line: number;
+  /** imported module -> symbols */
+  imports: { module: string; symbols: string[]; line: number; column: number }[];
+  defs: Definition[];
+  /** syntax errors; the module is incomplete when there are any */
+  errors: MibDiagnostic[];
+  /** SMIv2 when it uses SMIv2 definitions, imports from SNMPv2-*, or defines SMIv2's macros */
+  smi: 'v1' | 'v2';
+}
+
+export interface ParseResult {
+  modules: ParsedModule[];
+  /** errors outside any module (e.g. text that is no module at all) */
+  errors: MibDiagnostic[];
+}
+
+/** SMI macro names: known to the parser, so importing them needs no source module. */
+export const MACROS = new Set([
+  'OBJECT-TYPE',
+  'MODULE-IDENTITY',
+  'OBJECT-IDENTITY',
+  'NOTIFICATION-TYPE',
+  'TRAP-TYPE',
+  'TEXTUAL-CONVENTION',
+  'OBJECT-GROUP',
+  'NOTIFICATION-GROUP',
+  'MODULE-COMPLIANCE',
+  'AGENT-CAPABILITIES',
+]);
+
+/** A syntax error at token index `at`. */
+class SmiSyntaxError extends Error {
+  constructor(
+    message: string,
+    readonly at: number,
+  ) {
+    super(message);
+  }
+}
+
+const STRING_CLAUSES: Record<string, keyof Definition> = {
+  DESCRIPTION: 'description',
+  REFERENCE: 'reference',
+  UNITS: 'units',
+  'DISPLAY-HINT': 'displayHint',
+  'LAST-UPDATED': 'lastUpdated',
+  ORGANIZATION: 'organization',
+  'CONTACT-INFO': 'contactInfo',
+  'PRODUCT-RELEASE': 'productRelease',
+};
+
+const isUpper = (s: string): boolean => {
+  const c = s.charCodeAt(0);
+  return c >= 65 && c <= 90;
+};
+
+/** Parses one file; never throws. A bad character is reported and read as a blank. */
+export function parseMib(text: string, file: string): ParseResult {
+  const lexErrors: MibDiagnostic[] = [];
+  let toks: Tokens | undefined;
+  for (let tries = 0; !toks; tries++) {
+    try {
+      toks = new Tokens(text);
+    } catch (e) {
+      if (!(e instanceof LexError)) throw e;
+      lexErrors.push({ severity: 'error', file, line: e.line, column: e.col, token: e.token, message: e.message });
+      if (tries >= 20) return { modules: [], errors: lexErrors };
+      text = text.slice(0, e.offset) + ' ' + text.slice(e.offset + 1);
+    }
+  }
+  const r = new Parser(toks, file).parseFile();
+  for (const d of lexErrors) {
+    const m = r.modules.filter((x) => x.line <= d.line).pop();
+    if (m) m.errors.push({ ...d, module: m.name });
+    else r.errors.push(d);
+  }
+  return r;
+}
+
+/** Definitions only SMIv2 has. */
+const V2_KINDS = new Set<DefKind>(['module-identity', 'object-identity', 'notification-type', 'textual-convention', 'object-group', 'notification-group', 'module-compliance', 'agent-capabilities']);
+
+class Parser {
+  private i = 0;
+  /** the module defines SMIv2's macros (SNMPv2-SMI, SNMPv2-TC, SNMPv2-CONF) */
+  private v2Macros = false;
+  private mod!: ParsedModule;
+  private readonly K: Tok[];
+  private readonly V: string[];
+
+  constructor(
+    private readonly t: Tokens,
+    private readonly file: string,
+  ) {
+    this.K = t.k;
+    this.V = t.v;
+  }
+
+  parseFile(): ParseResult {
+    const modules: ParsedModule[] = [];
+    const errors: MibDiagnostic[] = [];
+    while (this.K[this.i] !== Tok.Eof) {
+      const start = this.i;
+      const hdr = this.findHeader();
+      if (hdr < 0) {
+        errors.push(this.diag(`expected a module header 'NAME DEFINITIONS ::= BEGIN'`, start));
+        break;
+      }
+      if (hdr > this.i) errors.push(this.diag(`text before the module header`, start));
+      this.i = hdr;
+      modules.push(this.parseModule());
+    }
+    if (!modules.length && !errors.length) errors.push(this.diag('no MIB module in file', this.i));
+    return { modules, errors };
+  }
+
+  /** Index of the next `NAME [{oid}] DEFINITIONS` at or after the cursor, or -1. */
+  private findHeader(): number {
+    const { K, V } = this;
+    for (let j = this.i; j < K.length - 1; j++) {
+      if (K[j] !== Tok.Id) continue;
+      if (V[j + 1] === 'DEFINITIONS') return j;
+      if (V[j + 1] === '{' && isUpper(V[j]!)) {
+        let k = j + 1;
+        while (k < K.length - 1 && V[k] !== '}') k++;
+        if (V[k + 1] === 'DEFINITIONS') return j;
+      }
+    }
+    return -1;
+  }
+
+  private parseModule(): ParsedModule {
+    const at = this.i++;
+    this.v2Macros = false;
+    this.mod = { name: this.V[at]!, file: this.file, line: this.t.line(at), imports: [], defs: [], errors: [], smi: 'v1' };
+    try {
+      if (this.pv() === '{') this.rawBalanced('{', '}');
+      this.expect('DEFINITIONS');
+      while (this.pv() !== '::=' && this.K[this.i] !== Tok.Eof) this.i++; // IMPLICIT TAGS etc.
+      this.expect('::=');
+      this.expect('BEGIN');
+    } catch (e) {
+      this.fail(e);
+      this.skipToEnd();
+      return this.mod;
+    }
+    for (;;) {
+      const k = this.K[this.i];
+      const v = this.V[this.i];
+      if (k === Tok.Eof) {
+        this.mod.errors.push(this.diag(`module ${this.mod.name} has no END`, this.i));
+        break;
+      }
+      if (v === 'END' && k === Tok.Id && this.isModuleEnd(this.i)) {
+        this.i++;
+        break;
+      }
+      const start = this.i;
+      try {
+        if (v === 'IMPORTS' && k === Tok.Id) this.parseImports();
+        else if (v === 'EXPORTS' && k === Tok.Id) this.skipPast(';');
+        else this.parseAssignment();
+      } catch (e) {
+        this.fail(e);
+        // The offending token may itself start the next definition: look from it, never from `start`.
+        this.resync(Math.max(start + 1, this.i - 1));
+      }
+    }
+    if (this.v2Macros || this.mod.defs.some((d) => V2_KINDS.has(d.kind)) || this.mod.imports.some((m) => m.module.startsWith('SNMPv2-'))) this.mod.smi = 'v2';
+    return this.mod;
+  }
+
+  /** `END` at j closes the module when the file ends or the next module header follows. */
+  private isModuleEnd(j: number): boolean {
+    return this.K[j + 1] === Tok.Eof || this.V[j + 2] === 'DEFINITIONS' || this.V[j + 2] === '{';
+  }
+
+  private parseImports(): void {
+    this.i++; // IMPORTS
+    let pending: string[] = [];
+    while (this.pv() !== ';') {
+      const j = this.i++;
+      const k = this.K[j];
+      const v = this.V[j]!;
+      if (k === Tok.Eof) throw new SmiSyntaxError(`unterminated IMPORTS (missing ';')`, j);
+      if (v === ',') continue;
+      if (v === 'FROM' && k === Tok.Id) {
+        const m = this.expectId('module name after FROM');
+        const [line, column] = this.t.lineCol(this.t.pos[m]!);
+        this.mod.imports.push({ module: this.V[m]!, symbols: pending, line, column });
+        pending = [];
+        if (this.pv() === '{') this.rawBalanced('{', '}'); // FROM MODULE { oid }
+        continue;
+      }
+      if (k !== Tok.Id) throw new SmiSyntaxError(`unexpected '${v}' in IMPORTS`, j);
+      // A missing ';' before the first definition: `sym OBJECT-TYPE`, `sym OBJECT IDENTIFIER`, `X ::=`.
+      const nx = this.pv();
+      if (!pending.length && (MACROS.has(nx) || nx === '::=' || nx === 'OBJECT' || nx === 'MACRO')) {
+        this.i--;
+        this.mod.errors.push(this.diag(`IMPORTS not terminated by ';'`, j, 'warning'));
+        return;
+      }
+      pending.push(v);
+    }
+    this.i++;
+    if (pending.length) throw new SmiSyntaxError(`symbols ${pending.join(', ')} imported without FROM`, this.i - 1);
+  }
+
+  private parseAssignment(): void {
+    const at = this.i++;
+    const name = this.V[at]!;
+    if (this.K[at] !== Tok.Id) throw new SmiSyntaxError(`expected a definition, found '${name}'`, at);
+    const kw = this.pv();
+    if (kw === 'MACRO') {
+      // The macro definitions of SNMPv2-SMI, RFC-1212... are built into this parser.
+      if (name === 'MODULE-IDENTITY' || name === 'TEXTUAL-CONVENTION' || name === 'OBJECT-GROUP') this.v2Macros = true;
+      this.i++;
+      this.expect('::=');
+      this.expect('BEGIN');
+      while (this.pv() !== 'END') {
+        if (this.K[this.i] === Tok.Eof) throw new SmiSyntaxError(`macro ${name} has no END`, this.i);
+        this.i++;
+      }
+      this.i++;
+      return;
+    }
+    const [line, col] = this.t.lineCol(this.t.pos[at]!);
+    const d = newDefinition(name, line, col);
+    if (kw === '::=') {
+      this.i++;
+      if (this.pv() === 'TEXTUAL-CONVENTION') {
+        this.i++;
+        d.kind = 'textual-convention';
+        this.parseClauses(d);
+      } else {
+        d.kind = 'type';
+        d.syntax = this.parseType();
+      }
+      this.mod.defs.push(d);
+      return;
+    }
+    if (kw === 'OBJECT' && this.V[this.i + 1] === 'IDENTIFIER') {
+      this.i += 2;
+      this.expect('::=');
+      d.oid = this.parseOid();
+      this.mod.defs.push(d);
+      return;
+    }
+    if (MACROS.has(kw) && kw !== 'TEXTUAL-CONVENTION') {
+      this.i++;
+      d.kind = kw.toLowerCase() as DefKind;
+      this.parseClauses(d);
+      if (d.kind === 'trap-type') {
+        const n = this.i++;
+        if (this.K[n] !== Tok.Num) throw new SmiSyntaxError(`TRAP-TYPE ${name}: expected the trap number after '::=', found '${this.V[n]}'`, n);
+        d.trapNumber = Number(this.V[n]);
+      } else d.oid = this.parseOid();
+      this.mod.defs.push(d);
+      return;
+    }
+    if (!isUpper(name) && this.K[this.i] === Tok.Id) {
+      // name <Type> ::= <value>: a value assignment of another type.
+      d.kind = 'value';
+      d.syntax = this.parseType();
+      this.expect('::=');
+      if (this.pv() === '{') this.rawBalanced('{', '}');
+      else this.i++;
+      this.mod.defs.push(d);
+      return;
+    }
+    throw new SmiSyntaxError(`unexpected '${kw}' after '${name}' (expected OBJECT IDENTIFIER, a macro such as OBJECT-TYPE, or '::=')`, this.i);
+  }
+
+  /** Macro clauses up to `::=` (consumed). */
+  private parseClauses(d: Definition): void {
+    for (;;) {
+      const j = this.i++;
+      const v = this.V[j]!;
+      if (v === '::=') return;
+      if (this.K[j] !== Tok.Id) throw new SmiSyntaxError(`unexpected '${v}' in ${d.kind.toUpperCase()} ${d.name}`, j);
+      if (d.kind === 'textual-convention' && v === 'SYNTAX') {
+        d.syntax = this.parseType();
+        return; // SYNTAX ends a TEXTUAL-CONVENTION
+      }
+      const field = STRING_CLAUSES[v];
+      if (field) {
+        (d as unknown as Record<string, string>)[field] = this.V[this.expectStr(v)]!;
+        continue;
+      }
+      switch (v) {
+        case 'SYNTAX':
+          d.syntax = this.parseType();
+          break;
+        case 'MAX-ACCESS':
+        case 'ACCESS':
+          d.access = this.V[this.expectId('an access value')]!;
+          break;
+        case 'STATUS':
+          d.status = this.V[this.expectId('a status value')]!;
+          break;
+        case 'REVISION': {
+          const date = this.V[this.expectStr('REVISION')]!;
+          this.expect('DESCRIPTION');
+          (d.revisions ??= []).push({ date, description: this.V[this.expectStr('DESCRIPTION')]! });
+          break;
+        }
+        case 'INDEX':
+          d.index = this.parseIndex();
+          break;
+        case 'AUGMENTS':
+          this.expect('{');
+          d.augments = this.V[this.expectId('the augmented row')]!;
+          this.expect('}');
+          break;
+        case 'DEFVAL':
+          d.defval = this.rawBalanced('{', '}');
+          break;
+        case 'OBJECTS':
+        case 'VARIABLES':
+        case 'NOTIFICATIONS':
+          d.objects = this.nameList();
+          break;
+        case 'ENTERPRISE':
+          d.enterprise = this.pv() === '{' ? this.parseOid() : [{ name: this.V[this.expectId('the enterprise')]! }];
+          break;
+        default:
+          if (d.kind === 'module-compliance' || d.kind === 'agent-capabilities') {
+            // MODULE / SUPPORTS sections: keep the group names, skip the refinements.
+            this.i--;
+            this.complianceBody(d);
+            return;
+          }
+          throw new SmiSyntaxError(`unexpected '${v}' in ${d.kind.toUpperCase()} ${d.name}`, j);
+      }
+    }
+  }
+
+  /** MODULE-COMPLIANCE / AGENT-CAPABILITIES sections up to `::=` (consumed): the groups they name. */
+  private complianceBody(d: Definition): void {
+    const groups: { module?: string; name: string }[] = [];
+    let module: string | undefined;
+    for (;;) {
+      const j = this.i++;
+      const v = this.V[j]!;
+      const k = this.K[j];
+      if (k === Tok.Eof) throw new SmiSyntaxError(`${d.name}: missing '::='`, j);
+      if (v === '::=') break;
+      if (k !== Tok.Id) {
+        if (v === '{' || v === '(') {
+          this.i--;
+          this.rawBalanced(v, v === '{' ? '}' : ')');
+        }
+        continue;
+      }
+      // `MODULE [name]` / `SUPPORTS name`: the groups that follow belong to that module (none = this one).
+      if (v === 'MODULE' || v === 'SUPPORTS') module = this.K[this.i] === Tok.Id && isUpper(this.pv()) && !KEYWORDS.has(this.pv()) ? this.V[this.i++] : undefined;
+      else if (v === 'MANDATORY-GROUPS' || v === 'INCLUDES') for (const n of this.nameList()) groups.push(module ? { module, name: n } : { name: n });
+      else if (v === 'GROUP') {
+        const n = this.V[this.expectId('a group name')]!;
+        groups.push(module ? { module, name: n } : { name: n });
+      }
+    }
+    if (groups.length) d.groups = groups;
+  }
+
+  private parseIndex(): { name: string; implied: boolean }[] {
+    this.expect('{');
+    const out: { name: string; implied: boolean }[] = [];
+    for (;;) {
+      let j = this.i++;
+      if (this.V[j] === '}') break;
+      if (this.V[j] === ',') continue;
+      let implied = false;
+      if (this.V[j] === 'IMPLIED') {
+        implied = true;
+        j = this.i++;
+      }
+      if (this.K[j] !== Tok.Id) throw new SmiSyntaxError(`unexpected '${this.V[j]}' in INDEX`, j);
+      // SMIv1 allows a type as an index (`INDEX { OCTET STRING }`): keep its words together.
+      let name = this.V[j]!;
+      while (this.K[this.i] === Tok.Id) name += ' ' + this.V[this.i++];
+      if (this.pv() === '(') name += ' (' + this.rawBalanced('(', ')') + ')';
+      out.push({ name, implied });
+    }
+    return out;
+  }
+
+  private nameList(): string[] {
+    this.expect('{');
+    const out: string[] = [];
+    for (;;) {
+      const j = this.i++;
+      const v = this.V[j]!;
+      if (v === '}') return out;
+      if (v === ',') continue;
+      if (this.K[j] !== Tok.Id) throw new SmiSyntaxError(`unexpected '${v}' in a list of names`, j);
+      out.push(v);
+    }
+  }
+
+  private parseOid(): OidComponent[] {
+    this.expect('{');
+    const out: OidComponent[] = [];
+    for (;;) {
+      const j = this.i++;
+      const v = this.V[j]!;
+      const k = this.K[j];
+      if (v === '}' && k === Tok.Punct) break;
+      if (k === Tok.Num) out.push({ num: Number(v) });
+      else if (k === Tok.Id) {
+        if (this.pv() === '(') {
+          this.i++;
+          const n = this.i++;
+          if (this.K[n] !== Tok.Num) throw new SmiSyntaxError(`expected a number in '${v}(...)'`, n);
+          this.expect(')');
+          out.push({ name: v, num: Number(this.V[n]) });
+        } else if (this.pv() === '.') {
+          this.i++; // Module.name
+          out.push({ name: this.V[this.expectId('a name after the module')]! });
+        } else out.push({ name: v });
+      } else throw new SmiSyntaxError(`unexpected '${v}' in an OBJECT IDENTIFIER value (expected a name, a number or '}')`, j);
+    }
+    if (!out.length) throw new SmiSyntaxError('empty OBJECT IDENTIFIER value', this.i - 1);
+    return out;
+  }
+
+  private parseType(): TypeAst {
+    const t = newType();
+    let j = this.i++;
+    if (this.V[j] === '[') {
+      let cls: 'APPLICATION' | 'UNIVERSAL' | 'PRIVATE' | 'CONTEXT' = 'CONTEXT';
+      if (this.K[this.i] === Tok.Id) cls = this.V[this.i++] as typeof cls;
+      const n = this.i++;
+      if (this.K[n] !== Tok.Num) throw new SmiSyntaxError(`expected a tag number`, n);
+      this.expect(']');
+      t.tag = { cls, num: Number(this.V[n]) };
+      if (this.pv() === 'IMPLICIT' || this.pv() === 'EXPLICIT') this.i++;
+      j = this.i++;
+    }
+    const v = this.V[j]!;
+    switch (this.K[j] === Tok.Id ? v : '') {
+      case 'INTEGER':
+        t.base = 'INTEGER';
+        break;
+      case 'OCTET':
+        this.expect('STRING');
+        t.base = 'OCTET STRING';
+        break;
+      case 'OBJECT':
+        this.expect('IDENTIFIER');
+        t.base = 'OBJECT IDENTIFIER';
+        break;
+      case 'BITS':
+        t.base = 'BITS';
+        break;
+      case 'NULL':
+        t.base = 'NULL';
+        return t;
+      case 'SEQUENCE':
+        if (this.pv() === 'OF') {
+          this.i++;
+          t.base = 'SEQUENCE OF';
+          t.of = this.V[this.expectId('the row type after SEQUENCE OF')]!;
+          return t;
+        }
+        t.base = 'SEQUENCE';
+        t.members = this.members();
+        return t;
+      case 'CHOICE':
+        t.base = 'CHOICE';
+        t.members = this.members();
+        return t;
+      default:
+        if (this.K[j] !== Tok.Id || !isUpper(v)) throw new SmiSyntaxError(`expected a type, found '${v}'`, j);
+        t.ref = v;
+        if (this.pv() === '.' && this.K[this.i + 1] === Tok.Id) {
+          this.i++;
+          t.ref = this.V[this.i++]!; // Module.Type
+        }
+    }
+    if (this.pv() === '{') t.enums = this.namedNumbers();
+    if (this.pv() === '(') this.constraint(t);
+    return t;
+  }
+
+  private members(): [string, TypeAst][] {
+    this.expect('{');
+    const out: [string, TypeAst][] = [];
+    for (;;) {
+      const j = this.i++;
+      const v = this.V[j]!;
+      if (v === '}') return out;
+      if (v === ',') continue;
+      if (this.K[j] !== Tok.Id) throw new SmiSyntaxError(`unexpected '${v}' in SEQUENCE`, j);
+      out.push([v, this.parseType()]);
+    }
+  }
+
+  private namedNumbers(): [string, number][] {
+    this.expect('{');
+    const out: [string, number][] = [];
+    for (;;) {
+      const j = this.i++;
+      const v = this.V[j]!;
+      if (v === '}') return out;
+      if (v === ',') continue;
+      if (this.K[j] !== Tok.Id) throw new SmiSyntaxError(`unexpected '${v}' in a list of named numbers`, j);
+      this.expect('(');
+      const n = this.i++;
+      if (this.K[n] !== Tok.Num) throw new SmiSyntaxError(`expected a number for '${v}'`, n);
+      this.expect(')');
+      out.push([v, Number(this.V[n])]);
+    }
+  }
+
+  /** `(SIZE (a..b | c))` or `(a..b | c)`, possibly in extra parentheses. */
+  private constraint(t: TypeAst): void {
+    this.expect('(');
+    if (this.pv() === 'SIZE') {
+      this.i++;
+      this.expect('(');
+      t.sizes = this.ranges();
+      this.expect(')');
+    } else if (this.pv() === '(') this.constraint(t);
+    else t.ranges = this.ranges();
+    this.expect(')');
+  }
+
+  private ranges(): Range[] {
+    const out: Range[] = [];
+    for (;;) {
+      const lo = this.rangeValue();
+      let hi = lo;
+      if (this.pv() === '..') {
+        this.i++;
+        hi = this.rangeValue();
+      }
+      out.push([lo, hi]);
+      if (this.pv() !== '|') return out;
+      this.i++;
+    }
+  }
+
+  private rangeValue(): number | string {
+    const j = this.i++;
+    const v = this.V[j]!;
+    switch (this.K[j]) {
+      case Tok.Num:
+        return v.length < 16 ? Number(v) : numberOrString(BigInt(v));
+      case Tok.Hex:
+        return numberOrString(v ? BigInt('0x' + v) : 0n);
+      case Tok.Bin:
+        return numberOrString(v ? BigInt('0b' + v) : 0n);
+    }
+    if (v === 'MIN' || v === 'MAX') return v;
+    throw new SmiSyntaxError(`expected a range value, found '${v}'`, j);
+  }
+
+  // ---- token helpers
+
+  /** value of the token at the cursor */
+  private pv(): string {
+    return this.V[this.i]!;
+  }
+  private expect(v: string): number {
+    const j = this.i;
+    if (this.V[j] !== v || this.K[j] === Tok.Str) throw new SmiSyntaxError(`expected '${v}', found '${this.V[j]}'`, j);
+    this.i++;
+    return j;
+  }
+  private expectId(what: string): number {
+    const j = this.i;
+    if (this.K[j] !== Tok.Id) throw new SmiSyntaxError(`expected ${what}, found '${this.V[j]}'`, j);
+    this.i++;
+    return j;
+  }
+  private expectStr(clause: string): number {
+    const j = this.i;
+    if (this.K[j] !== Tok.Str) throw new SmiSyntaxError(`${clause}: expected a quoted string, found '${this.V[j]}'`, j);
+    this.i++;
+    return j;
+  }
+  private skipPast(v: string): void {
+    while (this.K[this.i] !== Tok.Eof && this.V[this.i++] !== v);
+  }
+  /** The balanced `{ ... }` (or `( ... )`) at the cursor, as text without the outer brackets. */
+  private rawBalanced(open: string, close: string): string {
+    const first = this.expect(open);
+    const parts: string[] = [];
+    for (let depth = 1; ; ) {
+      const j = this.i++;
+      const k = this.K[j];
+      const v = this.V[j]!;
+      if (k === Tok.Eof) throw new SmiSyntaxError(`unbalanced '${open}'`, first);
+      if (k === Tok.Punct && v === open) depth++;
+      else if (k === Tok.Punct && v === close && --depth === 0) break;
+      parts.push(k === Tok.Str ? `"${v}"` : k === Tok.Hex ? `'${v}'H` : k === Tok.Bin ? `'${v}'B` : v);
+    }
+    return parts.join(' ');
+  }
+
+  /** After an error: continue at the next token that starts a definition, or at the module's END. */
+  private resync(from: number): void {
+    const { K, V } = this;
+    for (let j = from; j < K.length; j++) {
+      if (K[j] === Tok.Eof) {
+        this.i = j;
+        return;
+      }
+      if (K[j] !== Tok.Id) continue;
+      const v = V[j]!;
+      if (v === 'END' && this.isModuleEnd(j)) {
+        this.i = j;
+        return;
+      }
+      const nx = V[j + 1]!;
+      if (MACROS.has(nx) || nx === 'MACRO' || (nx === 'OBJECT' && V[j + 2] === 'IDENTIFIER' && V[j + 3] === '::=') || (nx === '::=' && isUpper(v))) {
+        this.i = j;
+        return;
+      }
+    }
+    this.i = K.length - 1;
+  }
+
+  private skipToEnd(): void {
+    while (this.K[this.i] !== Tok.Eof) {
+      if (this.V[this.i] === 'END' && this.isModuleEnd(this.i)) {
+        this.i++;
+        return;
+      }
+      this.i++;
+    }
+  }
+
+  private fail(e: unknown): void {
+    if (e instanceof SmiSyntaxError) this.mod.errors.push(this.diag(e.message, e.at));
+    else throw e;
+  }
+
+  private diag(message: string, at: number, severity: 'error' | 'warning' = 'error'): MibDiagnostic {
+    const tk = this.t.token(at);
+    return { severity, file: this.file, line: tk.line, column: tk.col, token: tk.v, message, ...(this.mod ? { module: this.mod.name } : {}) };
+  }
+}
+
+// Every Definition and TypeAst gets all its fields up front, in one order: the clauses come in any
+// order, and objects built field by field in varying orders get many hidden classes, which makes
+// every later property access in the compiler slow (megamorphic).
+function newDefinition(name: string, line: number, col: number): Definition {
+  return {
+    kind: 'oid',
+    name,
+    line,
+    col,
+    oid: undefined,
+    syntax: undefined,
+    units: undefined,
+    access: undefined,
+    status: undefined,
+    description: undefined,
+    reference: undefined,
+    index: undefined,
+    augments: undefined,
+    defval: undefined,
+    objects: undefined,
+    enterprise: undefined,
+    trapNumber: undefined,
+    displayHint: undefined,
+    lastUpdated: undefined,
+    organization: undefined,
+    contactInfo: undefined,
+    revisions: undefined,
+    groups: undefined,
+    productRelease: undefined,
+  };
+}
+
+function newType(): TypeAst {
+  return { tag: undefined, base: undefined, ref: undefined, enums: undefined, ranges: undefined, sizes: undefined, of: undefined, members: undefined };
+}
+
+/** Keywords that may follow MODULE in a compliance statement (so they are not a module name). */
+const KEYWORDS = new Set(['MANDATORY-GROUPS', 'GROUP', 'OBJECT', 'INCLUDES', 'VARIATION', 'DESCRIPTION', 'SUPPORTS']);
+
+function numberOrString(b: bigint): number | string {
+  return b <= BigInt(Number.MAX_SAFE_INTEGER) && b >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(b) : b.toString();
+}

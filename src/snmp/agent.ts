@@ -1,0 +1,334 @@
+// Agent simulator: serves the default device (device.ts) plus custom overrides over UDP to
+// v1/v2c communities and v3 USM users; GET, GETNEXT, GETBULK, SET (refused unless writable).
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import { randomBytes } from 'node:crypto';
+import { defaultDevice, type DeviceOptions, type MibEntry } from './device.js';
+import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, versionName, type AnyPdu, type Pdu, type V3Message } from './message.js';
+import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
+import { coerceValue, compareOids, oidParts, parseOid, parseType, SnmpInputError, type SnmpType, type VarBind } from './values.js';
+
+export interface OidOverride {
+  oid: string;
+  /** Any type name parseType accepts. */
+  type: string;
+  value: unknown;
+}
+
+export interface ActivityEntry {
+  time: string;
+  source: string;
+  version: string;
+  /** Community or v3 user name. */
+  principal: string;
+  request: string;
+  oids: string[];
+  varbinds: number;
+  error?: string;
+}
+
+export interface AgentOptions {
+  host?: string;
+  /** UDP port; 0 picks a free one (see agent.port after start). */
+  port?: number;
+  community?: string;
+  /** Community allowed to SET (none by default: the agent is read-only). */
+  writeCommunity?: string;
+  users?: UsmUserConfig[];
+  /** Hex engine ID; a random net-snmp style one by default. */
+  engineId?: string;
+  overrides?: OidOverride[];
+  device?: DeviceOptions | false;
+  onActivity?: (entry: ActivityEntry) => void;
+}
+
+interface Row {
+  oid: string;
+  parts: number[];
+  type: SnmpType;
+  value: MibEntry['value'];
+}
+
+const REQUEST_NAMES: Record<number, string> = { 0xa0: 'get', 0xa1: 'getnext', 0xa3: 'set', 0xa5: 'getbulk' };
+const MAX_RESPONSE = 65000;
+
+export const portError = (e: NodeJS.ErrnoException, port: number, host: string): Error =>
+  e.code === 'EADDRINUSE'
+    ? new SnmpInputError(`UDP port ${port} on ${host} is already in use`, 409)
+    : e.code === 'EACCES'
+      ? new SnmpInputError(`UDP port ${port} is below 1024 and needs privilege (root or CAP_NET_BIND_SERVICE); use a port of 1024 or above`, 403)
+      : e.code === 'EADDRNOTAVAIL'
+        ? new SnmpInputError(`address ${host} is not local to this machine`, 400)
+        : e;
+
+export class SnmpAgent {
+  private socket: Socket | undefined;
+  private rows: Row[] = [];
+  private index = new Map<string, number>();
+  private users = new Map<string, { user: UsmUser; local: LocalUser }>();
+  readonly engineId: Buffer;
+  private startedAt = Date.now();
+  private writable = new Map<string, VarBind>();
+  port = 0;
+
+  constructor(private opts: AgentOptions = {}) {
+    this.engineId = opts.engineId ? Buffer.from(opts.engineId.replace(/^0x/i, ''), 'hex') : Buffer.concat([Buffer.from('80001f8880', 'hex'), randomBytes(8)]);
+    if (this.engineId.length < 5 || this.engineId.length > 32) throw new SnmpInputError('engine ID must be 5 to 32 bytes (hex)');
+    for (const u of opts.users ?? []) {
+      const user = makeUser(u);
+      this.users.set(user.name, { user, local: localize(user, this.engineId) });
+    }
+    this.setOverrides(opts.overrides ?? []);
+  }
+
+  /** Replaces the custom overrides (they win over the device's values); validates every one first. */
+  setOverrides(list: OidOverride[]): void {
+    const checked = list.map((o, i) => {
+      try {
+        const oid = parseOid(o.oid);
+        const type = parseType(o.type);
+        return { oid, type, value: coerceValue(type, o.value, oid, /^(hex|x)$/i.test(o.type.trim())) };
+      } catch (e) {
+        throw new SnmpInputError(`override ${i + 1}: ${(e as Error).message}`);
+      }
+    });
+    const byOid = new Map<string, Row>();
+    const device = this.opts.device === false ? [] : defaultDevice(this.opts.device ?? {});
+    for (const r of device) byOid.set(r.oid, { ...r, parts: oidParts(r.oid) });
+    for (const r of checked) byOid.set(r.oid, { ...r, parts: oidParts(r.oid) });
+    for (const r of this.writable.values()) byOid.set(r.oid, { ...r, parts: oidParts(r.oid) });
+    this.rows = [...byOid.values()].sort((a, b) => compareOids(a.parts, b.parts));
+    this.index = new Map(this.rows.map((r, i) => [r.oid, i]));
+  }
+
+  get size(): number {
+    return this.rows.length;
+  }
+
+  async start(): Promise<number> {
+    if (this.socket) return this.port;
+    const host = this.opts.host ?? '127.0.0.1';
+    const port = this.opts.port ?? 161;
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SnmpInputError(`port ${port} is not a UDP port (0-65535)`);
+    const s = createSocket({ type: host.includes(':') ? 'udp6' : 'udp4', recvBufferSize: 4 << 20 });
+    await new Promise<void>((resolve, reject) => {
+      s.once('error', (e) => reject(portError(e, port, host)));
+      s.bind(port, host, () => resolve());
+    });
+    s.removeAllListeners('error');
+    s.on('error', () => undefined);
+    s.on('message', (buf, rinfo) => this.onMessage(buf, rinfo));
+    this.socket = s;
+    this.startedAt = Date.now();
+    this.port = s.address().port;
+    return this.port;
+  }
+
+  async stop(): Promise<void> {
+    const s = this.socket;
+    this.socket = undefined;
+    if (s) await new Promise<void>((r) => s.close(() => r()));
+  }
+
+  get running(): boolean {
+    return !!this.socket;
+  }
+
+  private elapsed(): number {
+    return (Date.now() - this.startedAt) / 1000;
+  }
+
+  private vb(i: number): VarBind {
+    const r = this.rows[i]!;
+    return { oid: r.oid, type: r.type, value: typeof r.value === 'function' ? r.value(this.elapsed()) : r.value };
+  }
+
+  /** Index of the first row after the OID, or rows.length. */
+  private after(oid: string): number {
+    const hit = this.index.get(oid);
+    if (hit !== undefined) return hit + 1;
+    const p = oidParts(oid);
+    let lo = 0;
+    let hi = this.rows.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareOids(this.rows[mid]!.parts, p) <= 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private next(oid: string, v1: boolean): VarBind | undefined {
+    let i = this.after(oid);
+    // RFC 3584 4.2.2.1: a v1 manager never sees Counter64; skip to the next object.
+    while (v1 && i < this.rows.length && this.rows[i]!.type === 'Counter64') i++;
+    return i < this.rows.length ? this.vb(i) : undefined;
+  }
+
+  private process(pdu: Pdu, v1: boolean, canWrite: boolean): Pdu {
+    const res: Pdu = { type: PduType.Response, requestId: pdu.requestId, errorStatus: 0, errorIndex: 0, varbinds: [] };
+    const out = res.varbinds;
+    const fail = (status: number, index: number): Pdu => ({ ...res, errorStatus: status, errorIndex: index, varbinds: pdu.varbinds });
+    switch (pdu.type) {
+      case PduType.Get:
+        for (let k = 0; k < pdu.varbinds.length; k++) {
+          const { oid } = pdu.varbinds[k]!;
+          const i = this.index.get(oid);
+          if (i !== undefined && !(v1 && this.rows[i]!.type === 'Counter64')) out.push(this.vb(i));
+          else if (v1) return fail(2, k + 1);
+          else out.push({ oid, type: this.hasObject(oid) ? 'NoSuchInstance' : 'NoSuchObject', value: null });
+        }
+        return res;
+      case PduType.GetNext:
+        for (let k = 0; k < pdu.varbinds.length; k++) {
+          const { oid } = pdu.varbinds[k]!;
+          const n = this.next(oid, v1);
+          if (n) out.push(n);
+          else if (v1) return fail(2, k + 1);
+          else out.push({ oid, type: 'EndOfMibView', value: null });
+        }
+        return res;
+      case PduType.GetBulk: {
+        const nonRep = Math.max(0, Math.min(pdu.errorStatus, pdu.varbinds.length));
+        const maxRep = Math.max(0, Math.min(pdu.errorIndex, 10000));
+        for (let k = 0; k < nonRep; k++) out.push(this.next(pdu.varbinds[k]!.oid, false) ?? { oid: pdu.varbinds[k]!.oid, type: 'EndOfMibView', value: null });
+        const reps = pdu.varbinds.slice(nonRep).map((v) => v.oid);
+        if (reps.length === 1) {
+          // The walk case: consecutive rows, no search after the first.
+          let i = this.after(reps[0]!);
+          for (let r = 0; r < maxRep; r++, i++) {
+            if (i >= this.rows.length) {
+              out.push({ oid: r ? out[out.length - 1]!.oid : reps[0]!, type: 'EndOfMibView', value: null });
+              break;
+            }
+            out.push(this.vb(i));
+          }
+        } else {
+          const cur = [...reps];
+          for (let r = 0; r < maxRep && cur.length; r++) {
+            let allEnd = true;
+            for (let k = 0; k < cur.length; k++) {
+              const n = this.next(cur[k]!, false);
+              if (n) {
+                allEnd = false;
+                cur[k] = n.oid;
+                out.push(n);
+              } else out.push({ oid: cur[k]!, type: 'EndOfMibView', value: null });
+            }
+            if (allEnd) break;
+          }
+        }
+        return res;
+      }
+      case PduType.Set:
+        return this.set(pdu, v1, canWrite, res);
+      default:
+        return fail(5, 0);
+    }
+  }
+
+  private hasObject(oid: string): boolean {
+    // An object exists when some row lies under the OID minus its last arc (the instance).
+    const parent = oid.slice(0, oid.lastIndexOf('.'));
+    const i = this.after(parent);
+    return i < this.rows.length && this.rows[i]!.oid.startsWith(parent + '.');
+  }
+
+  private set(pdu: Pdu, v1: boolean, canWrite: boolean, res: Pdu): Pdu {
+    const fail = (v2: number, k: number): Pdu => ({ ...res, errorStatus: v1 ? (v2 === 7 ? 3 : 2) : v2, errorIndex: k + 1, varbinds: pdu.varbinds });
+    for (let k = 0; k < pdu.varbinds.length; k++) {
+      const vb = pdu.varbinds[k]!;
+      if (!canWrite) return fail(17, k); // notWritable (v1: noSuchName)
+      const i = this.index.get(vb.oid);
+      if (i !== undefined && this.rows[i]!.type !== vb.type) return fail(7, k); // wrongType
+    }
+    for (const vb of pdu.varbinds) this.writable.set(vb.oid, vb);
+    this.setOverrides(this.opts.overrides ?? []);
+    return { ...res, varbinds: pdu.varbinds };
+  }
+
+  private log(rinfo: RemoteInfo, version: string, principal: string, pdu: AnyPdu | undefined, error?: string): void {
+    if (!this.opts.onActivity) return;
+    this.opts.onActivity({
+      time: new Date().toISOString(),
+      source: `${rinfo.address}:${rinfo.port}`,
+      version,
+      principal,
+      request: pdu ? (REQUEST_NAMES[pdu.type] ?? `pdu 0x${pdu.type.toString(16)}`) : 'unknown',
+      oids: pdu ? pdu.varbinds.slice(0, 10).map((v) => v.oid) : [],
+      varbinds: pdu?.varbinds.length ?? 0,
+      ...(error ? { error } : {}),
+    });
+  }
+
+  private onMessage(buf: Buffer, rinfo: RemoteInfo): void {
+    let m;
+    try {
+      m = decodeMessage(buf);
+    } catch (e) {
+      this.log(rinfo, '?', '', undefined, `malformed message: ${(e as Error).message}`);
+      return;
+    }
+    if (m.version !== 3) {
+      const community = m.community.toString('utf8');
+      const canWrite = !!this.opts.writeCommunity && community === this.opts.writeCommunity;
+      if (!canWrite && community !== (this.opts.community ?? 'public')) {
+        this.log(rinfo, versionName(m.version), community, m.pdu, 'unknown community');
+        return;
+      }
+      const pdu = m.pdu as Pdu;
+      if (!(pdu.type in REQUEST_NAMES) || (m.version === 0 && pdu.type === PduType.GetBulk)) return;
+      const res = this.fit(this.process(pdu, m.version === 0, canWrite), (p) => encodeCommunity(m.version as 0 | 1, m.community, p));
+      this.send(res, rinfo);
+      this.log(rinfo, versionName(m.version), community, pdu);
+      return;
+    }
+    this.onV3(m as V3Message, rinfo);
+  }
+
+  private report(m: V3Message, rinfo: RemoteInfo, oid: string, local: LocalUser | null, why: string): void {
+    // RFC 3412 7.1: no report unless the message asked for one (reportable flag).
+    if (!(m.flags & 4)) return this.log(rinfo, '3', m.userName, undefined, why);
+    const counter: VarBind = { oid, type: 'Counter32', value: 1 };
+    const pdu: Pdu = { type: PduType.Report, requestId: m.msgId, errorStatus: 0, errorIndex: 0, varbinds: [counter] };
+    // A report about time is authenticated (no privacy) so the manager can trust the new time.
+    const authOnly: LocalUser | null = local?.auth ? { name: local.name, auth: local.auth } : null;
+    this.send(encodeV3(this.header(m, m.userName), authOnly, pdu), rinfo);
+    this.log(rinfo, '3', m.userName, undefined, why);
+  }
+
+  private header(m: V3Message, userName: string) {
+    return { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: this.engineId, boots: 1, time: Math.floor(this.elapsed()), userName, contextEngineId: this.engineId, contextName: m.contextName };
+  }
+
+  private onV3(m: V3Message, rinfo: RemoteInfo): void {
+    if (!m.engineId.equals(this.engineId)) return this.report(m, rinfo, USM_STATS.unknownEngineIDs, null, 'engine discovery');
+    const entry = this.users.get(m.userName);
+    if (!entry) return this.report(m, rinfo, USM_STATS.unknownUserNames, null, `unknown user ${m.userName}`);
+    const res = unwrapV3(m, entry.local);
+    if ('error' in res) {
+      const oid = res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels;
+      return this.report(m, rinfo, oid, null, res.error);
+    }
+    if (m.flags & 1 && (m.boots !== 1 || Math.abs(m.time - this.elapsed()) > 150)) return this.report(m, rinfo, USM_STATS.notInTimeWindows, entry.local, 'time sync');
+    const pdu = res.pdu as Pdu;
+    if (!(pdu.type in REQUEST_NAMES)) return;
+    const level: LocalUser | null = m.flags & 1 ? (m.flags & 2 ? entry.local : { name: entry.local.name, auth: entry.local.auth }) : null;
+    const out = this.fit(this.process(pdu, false, false), (p) => encodeV3(this.header(m, m.userName), level, { ...p, requestId: pdu.requestId }));
+    this.send(out, rinfo);
+    this.log(rinfo, '3', m.userName, pdu);
+  }
+
+  /** Encodes the response, dropping trailing GETBULK varbinds until it fits (tooBig otherwise). */
+  private fit(res: Pdu, encode: (p: Pdu) => Buffer): Buffer {
+    let msg = encode(res);
+    while (msg.length > MAX_RESPONSE && res.varbinds.length > 1) {
+      res.varbinds.length = Math.floor(res.varbinds.length * 0.7);
+      msg = encode(res);
+    }
+    return msg.length > MAX_RESPONSE ? encode({ ...res, errorStatus: 1, errorIndex: 0, varbinds: [] }) : msg;
+  }
+
+  private send(msg: Buffer, rinfo: RemoteInfo): void {
+    this.socket?.send(msg, rinfo.port, rinfo.address);
+  }
+}

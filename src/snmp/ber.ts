@@ -1,0 +1,301 @@
+// Compact BER codec for SNMP (X.690 subset: definite lengths, the universal and SNMP
+// application types). Hand-written instead of net-snmp's asn1-ber: a forward writer into one
+// reusable buffer and a cursor reader that builds no intermediate objects keep the walker and the
+// agent above the throughput goals (see docs/snmp.md).
+
+export class BerError extends Error {
+  override name = 'BerError';
+}
+
+export const Tag = {
+  Integer: 0x02,
+  OctetString: 0x04,
+  Null: 0x05,
+  Oid: 0x06,
+  Sequence: 0x30,
+  IpAddress: 0x40,
+  Counter32: 0x41,
+  Gauge32: 0x42,
+  TimeTicks: 0x43,
+  Opaque: 0x44,
+  Counter64: 0x46,
+  NoSuchObject: 0x80,
+  NoSuchInstance: 0x81,
+  EndOfMibView: 0x82,
+} as const;
+
+/** Forward writer: a constructed value is opened, filled, then closed, which back-patches its length. */
+export class BerWriter {
+  buf: Buffer;
+  pos = 0;
+  private stack: number[] = [];
+
+  constructor(size = 2048) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
+
+  reset(): this {
+    this.pos = 0;
+    this.stack.length = 0;
+    return this;
+  }
+
+  private ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n + 256));
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  /** Opens a constructed value; the length byte is patched (and widened) by end(). */
+  begin(tag: number): void {
+    this.ensure(2);
+    this.buf[this.pos++] = tag;
+    this.stack.push(this.pos);
+    this.buf[this.pos++] = 0;
+  }
+
+  end(): void {
+    const at = this.stack.pop()!;
+    const len = this.pos - at - 1;
+    if (len < 0x80) {
+      this.buf[at] = len;
+      return;
+    }
+    const extra = len < 0x100 ? 1 : len < 0x10000 ? 2 : 3;
+    this.ensure(extra);
+    this.buf.copyWithin(at + 1 + extra, at + 1, this.pos);
+    this.pos += extra;
+    this.buf[at] = 0x80 | extra;
+    for (let i = extra; i >= 1; i--) this.buf[at + i] = (len >>> ((extra - i) * 8)) & 0xff;
+  }
+
+  private header(tag: number, len: number): void {
+    this.ensure(len + 6);
+    const b = this.buf;
+    b[this.pos++] = tag;
+    if (len < 0x80) b[this.pos++] = len;
+    else if (len < 0x100) {
+      b[this.pos++] = 0x81;
+      b[this.pos++] = len;
+    } else if (len < 0x10000) {
+      b[this.pos++] = 0x82;
+      b[this.pos++] = len >> 8;
+      b[this.pos++] = len & 0xff;
+    } else {
+      b[this.pos++] = 0x83;
+      b[this.pos++] = len >> 16;
+      b[this.pos++] = (len >> 8) & 0xff;
+      b[this.pos++] = len & 0xff;
+    }
+  }
+
+  /** Signed integer (two's complement, minimal length); range is the caller's concern. */
+  int(value: number, tag: number = Tag.Integer): void {
+    let n = 1;
+    while (n < 4 && (value < -(2 ** (8 * n - 1)) || value >= 2 ** (8 * n - 1))) n++;
+    this.header(tag, n);
+    // value is within Integer32, so >> sign-extends correctly.
+    for (let i = n - 1; i >= 0; i--) this.buf[this.pos++] = (value >> (i * 8)) & 0xff;
+  }
+
+  /** Unsigned value encoded as a non-negative INTEGER of the given tag (Counter32, Gauge32, TimeTicks, Counter64). */
+  uint(value: number | bigint, tag: number): void {
+    if (typeof value === 'number' && value < 0x80000000) {
+      const n = value < 0x80 ? 1 : value < 0x8000 ? 2 : value < 0x800000 ? 3 : 4;
+      this.header(tag, n);
+      for (let i = n - 1; i >= 0; i--) this.buf[this.pos++] = (value >>> (i * 8)) & 0xff;
+      return;
+    }
+    let v = BigInt(value);
+    const bytes: number[] = [];
+    do {
+      bytes.push(Number(v & 0xffn));
+      v >>= 8n;
+    } while (v > 0n);
+    if (bytes[bytes.length - 1]! & 0x80) bytes.push(0);
+    this.header(tag, bytes.length);
+    for (let i = bytes.length - 1; i >= 0; i--) this.buf[this.pos++] = bytes[i]!;
+  }
+
+  octets(data: Buffer | Uint8Array, tag: number = Tag.OctetString): void {
+    this.header(tag, data.length);
+    this.buf.set(data, this.pos);
+    this.pos += data.length;
+  }
+
+  /** An OCTET STRING of zero bytes whose position is returned (the USM authentication parameters). */
+  placeholder(len: number): number {
+    this.header(Tag.OctetString, len);
+    const at = this.pos;
+    this.buf.fill(0, at, at + len);
+    this.pos += len;
+    return at;
+  }
+
+  /** Appends bytes that are already BER (an unencrypted scoped PDU). */
+  raw(data: Buffer | Uint8Array): void {
+    this.ensure(data.length);
+    this.buf.set(data, this.pos);
+    this.pos += data.length;
+  }
+
+  string(text: string): void {
+    this.octets(Buffer.from(text, 'utf8'));
+  }
+
+  nul(tag: number = Tag.Null): void {
+    this.header(tag, 0);
+  }
+
+  oid(parts: readonly number[]): void {
+    if (parts.length < 2) throw new BerError(`OID needs at least two arcs: ${parts.join('.')}`);
+    this.ensure(parts.length * 5 + 6);
+    const b = this.buf;
+    b[this.pos++] = Tag.Oid;
+    const lenAt = this.pos++;
+    const start = this.pos;
+    this.base128(parts[0]! * 40 + parts[1]!);
+    for (let i = 2; i < parts.length; i++) this.base128(parts[i]!);
+    const len = this.pos - start;
+    if (len >= 0x80) {
+      // Rare (over ~100 arcs): widen the length in place.
+      this.stack.push(lenAt);
+      this.end();
+    } else b[lenAt] = len;
+  }
+
+  private base128(v: number): void {
+    const b = this.buf;
+    if (v < 0x80) {
+      b[this.pos++] = v;
+      return;
+    }
+    let n = 0;
+    for (let t = v; t > 0; t = Math.floor(t / 128)) n++;
+    for (let i = n - 1; i >= 0; i--) {
+      const digit = Math.floor(v / 128 ** i) % 128;
+      b[this.pos++] = i === 0 ? digit : digit | 0x80;
+    }
+  }
+
+  /** A copy of the bytes written (the writer's buffer is reused). */
+  toBuffer(): Buffer {
+    return Buffer.from(this.buf.subarray(0, this.pos));
+  }
+}
+
+/** Cursor reader over one message; every read checks bounds and throws BerError. */
+export class BerReader {
+  pos: number;
+  constructor(
+    readonly buf: Buffer,
+    start = 0,
+    readonly limit = buf.length,
+  ) {
+    this.pos = start;
+  }
+
+  get done(): boolean {
+    return this.pos >= this.limit;
+  }
+
+  peekTag(): number {
+    if (this.pos >= this.limit) throw new BerError('truncated message');
+    return this.buf[this.pos]!;
+  }
+
+  /** Reads tag and length; returns the length and leaves pos at the content. */
+  header(expect?: number): { tag: number; len: number } {
+    const b = this.buf;
+    if (this.pos + 2 > this.limit) throw new BerError('truncated message');
+    const tag = b[this.pos++]!;
+    if (expect !== undefined && tag !== expect) throw new BerError(`expected tag 0x${expect.toString(16)}, got 0x${tag.toString(16)} at byte ${this.pos - 1}`);
+    let len = b[this.pos++]!;
+    if (len & 0x80) {
+      const n = len & 0x7f;
+      if (n === 0 || n > 4 || this.pos + n > this.limit) throw new BerError(`bad length at byte ${this.pos - 1}`);
+      len = 0;
+      for (let i = 0; i < n; i++) len = len * 256 + b[this.pos++]!;
+    }
+    if (this.pos + len > this.limit) throw new BerError(`length ${len} at byte ${this.pos} runs past the end`);
+    return { tag, len };
+  }
+
+  /** Enters a SEQUENCE (or PDU) and returns its end offset. */
+  sequence(expect: number = Tag.Sequence): number {
+    const { len } = this.header(expect);
+    return this.pos + len;
+  }
+
+  int(expect: number = Tag.Integer): number {
+    const { len } = this.header(expect);
+    if (len < 1 || len > 5) throw new BerError(`integer of ${len} bytes`);
+    const b = this.buf;
+    const negative = b[this.pos]! & 0x80;
+    let v = 0;
+    for (let i = 0; i < len; i++) v = v * 256 + b[this.pos++]!;
+    return negative ? v - 256 ** len : v;
+  }
+
+  /** Unsigned content of any INTEGER-like tag as a number (32-bit types). */
+  uint32(len: number): number {
+    if (len < 1 || len > 5) throw new BerError(`unsigned integer of ${len} bytes`);
+    let v = 0;
+    for (let i = 0; i < len; i++) v = v * 256 + this.buf[this.pos++]!;
+    return v;
+  }
+
+  uint64(len: number): bigint {
+    if (len < 1 || len > 9) throw new BerError(`Counter64 of ${len} bytes`);
+    let v = 0n;
+    for (let i = 0; i < len; i++) v = (v << 8n) | BigInt(this.buf[this.pos++]!);
+    return v;
+  }
+
+  octets(expect: number = Tag.OctetString): Buffer {
+    const { len } = this.header(expect);
+    const out = this.buf.subarray(this.pos, this.pos + len);
+    this.pos += len;
+    return out;
+  }
+
+  /** Offset of the content of the next OCTET STRING (for the USM authentication parameters). */
+  octetsAt(): { at: number; len: number } {
+    const { len } = this.header(Tag.OctetString);
+    const at = this.pos;
+    this.pos += len;
+    return { at, len };
+  }
+
+  oidContent(len: number): string {
+    const b = this.buf;
+    const end = this.pos + len;
+    if (len === 0) throw new BerError('empty OID');
+    let out = '';
+    let v = 0;
+    let first = true;
+    for (let i = this.pos; i < end; i++) {
+      const c = b[i]!;
+      v = v * 128 + (c & 0x7f);
+      if (c & 0x80) continue;
+      if (first) {
+        out = v < 80 ? `${Math.floor(v / 40)}.${v % 40}` : `2.${v - 80}`;
+        first = false;
+      } else out += '.' + v;
+      v = 0;
+    }
+    this.pos = end;
+    return out;
+  }
+
+  oid(): string {
+    const { len } = this.header(Tag.Oid);
+    return this.oidContent(len);
+  }
+
+  skip(): void {
+    const { len } = this.header();
+    this.pos += len;
+  }
+}

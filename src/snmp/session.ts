@@ -1,0 +1,245 @@
+// Manager side: one UDP socket to one agent, requests with timeout and retries, v3 engine
+// discovery and time synchronisation (RFC 3414 4), used by the walker and by informs.
+import { createSocket, type Socket } from 'node:dgram';
+import { lookup } from 'node:dns/promises';
+import { randomInt } from 'node:crypto';
+import { decodeMessage, encodeCommunity, encodeV3, ErrorStatus, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type SnmpVersion, type V3Message } from './message.js';
+import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
+import { SnmpInputError, SnmpResponseError, SnmpTimeoutError, type VarBind } from './values.js';
+
+export interface TargetOptions {
+  host: string;
+  port?: number;
+  version?: SnmpVersion;
+  community?: string;
+  /** SNMPv3 user (version 3). */
+  user?: UsmUserConfig;
+  contextName?: string;
+  /** Per attempt, milliseconds (default 1000). */
+  timeoutMs?: number;
+  /** Further attempts after the first (default 1). */
+  retries?: number;
+}
+
+interface Pending {
+  resolve(p: AnyPdu): void;
+  reject(e: Error): void;
+  timer?: NodeJS.Timeout;
+}
+
+export class SnmpSession {
+  private socket!: Socket;
+  private pending = new Map<number, Pending>();
+  private nextId = randomInt(1, 0x3fffffff);
+  private user: UsmUser | undefined;
+  private local: LocalUser | null = null;
+  private engine: { id: Buffer; boots: number; time: number; at: number } | undefined;
+  private closedError: Error | undefined;
+  readonly version: SnmpVersion;
+  readonly timeoutMs: number;
+  readonly retries: number;
+  private addr = '';
+
+  private constructor(readonly target: TargetOptions) {
+    this.version = target.version ?? '2c';
+    this.timeoutMs = target.timeoutMs ?? 1000;
+    this.retries = target.retries ?? 1;
+    if (this.version === '3') {
+      if (!target.user) throw new SnmpInputError('SNMPv3 needs a user (security name and keys)');
+      this.user = makeUser(target.user);
+    }
+  }
+
+  static async open(target: TargetOptions): Promise<SnmpSession> {
+    const s = new SnmpSession(target);
+    await s.connect();
+    return s;
+  }
+
+  private async connect(): Promise<void> {
+    const port = this.target.port ?? 161;
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new SnmpInputError(`port ${port} is not a UDP port (1-65535)`);
+    let address: string;
+    let family: number;
+    try {
+      ({ address, family } = await lookup(this.target.host));
+    } catch {
+      throw new SnmpInputError(`cannot resolve host "${this.target.host}"`);
+    }
+    this.addr = `${this.target.host}:${port}`;
+    this.socket = createSocket({ type: family === 6 ? 'udp6' : 'udp4', recvBufferSize: 4 << 20 });
+    this.socket.on('message', (buf) => this.onMessage(buf));
+    // A connected socket turns ICMP port-unreachable into ECONNREFUSED instead of a silent timeout.
+    this.socket.on('error', (e: NodeJS.ErrnoException) => this.failAll(e.code === 'ECONNREFUSED' ? new SnmpTimeoutError(`no SNMP agent at udp ${this.addr} (port unreachable)`) : e));
+    await new Promise<void>((res, rej) => {
+      this.socket.once('error', rej);
+      this.socket.connect(port, address, () => {
+        this.socket.off('error', rej);
+        res();
+      });
+    });
+  }
+
+  close(): void {
+    this.failAll(new Error('session closed'));
+    try {
+      this.socket.close();
+    } catch {
+      /* already closed */
+    }
+  }
+
+  private failAll(e: Error): void {
+    this.closedError = e;
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(e);
+    }
+    this.pending.clear();
+    // Later requests may still succeed (an agent that starts late): only the in-flight ones fail.
+    setImmediate(() => (this.closedError = undefined));
+  }
+
+  private onMessage(buf: Buffer): void {
+    let id: number;
+    let pdu: AnyPdu;
+    try {
+      const m = decodeMessage(buf);
+      if (m.version === 3) {
+        const v3 = m as V3Message;
+        const res = unwrapV3(v3, v3.flags & 1 ? this.local : null);
+        if ('error' in res) return;
+        pdu = res.pdu;
+        id = v3.msgId;
+        if (pdu.type === PduType.Report || v3.engineId.length) this.noteEngine(v3);
+      } else {
+        pdu = m.pdu;
+        id = pdu.requestId;
+      }
+    } catch {
+      return; // not a message for us
+    }
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    p.resolve(pdu);
+  }
+
+  private noteEngine(m: V3Message): void {
+    if (!this.engine || !this.engine.id.equals(m.engineId) || m.boots > this.engine.boots || m.time > this.currentTime())
+      this.engine = { id: Buffer.from(m.engineId), boots: m.boots, time: m.time, at: Date.now() };
+  }
+
+  private currentTime(): number {
+    return this.engine ? this.engine.time + Math.floor((Date.now() - this.engine.at) / 1000) : 0;
+  }
+
+  /** Sends one PDU and waits for the answer (retransmitting the same message on timeout). */
+  private exchange(build: (id: number) => Buffer, id: number): Promise<AnyPdu> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    const msg = build(id);
+    return new Promise<AnyPdu>((resolve, reject) => {
+      const p: Pending = { resolve, reject };
+      let attempt = 0;
+      const send = () => {
+        this.socket.send(msg, (e) => {
+          if (e && this.pending.get(id) === p) {
+            this.pending.delete(id);
+            clearTimeout(p.timer);
+            reject(e);
+          }
+        });
+        p.timer = setTimeout(() => {
+          if (attempt++ < this.retries) return send();
+          this.pending.delete(id);
+          reject(new SnmpTimeoutError(`no answer from udp ${this.addr} within ${this.timeoutMs} ms (${this.retries + 1} attempts)`));
+        }, this.timeoutMs);
+      };
+      this.pending.set(id, p);
+      send();
+    });
+  }
+
+  private newId(): number {
+    this.nextId = this.nextId >= 0x7ffffffe ? 1 : this.nextId + 1;
+    return this.nextId;
+  }
+
+  /** One request; error statuses reject with SnmpResponseError. */
+  async request(type: number, varbinds: VarBind[], nonRepeaters = 0, maxRepetitions = 0): Promise<Pdu> {
+    const pdu: Pdu = { type, requestId: 0, errorStatus: nonRepeaters, errorIndex: maxRepetitions, varbinds };
+    const res = await this.send(pdu, true);
+    if (res.errorStatus && type !== PduType.GetBulk) {
+      const name = ErrorStatus[res.errorStatus] ?? String(res.errorStatus);
+      throw new SnmpResponseError(`agent at ${this.addr} answered ${name}${res.errorIndex ? ` for varbind ${res.errorIndex}` : ''}`, res.errorStatus, res.errorIndex);
+    }
+    return res;
+  }
+
+  /** Sends a confirmed PDU (request or inform) and returns the response. */
+  async send(pdu: Pdu, confirmed: boolean): Promise<Pdu> {
+    if (this.version !== '3') {
+      const community = this.target.community ?? 'public';
+      const v = this.version === '1' ? 0 : 1;
+      const id = this.newId();
+      if (!confirmed) {
+        this.socket.send(encodeCommunity(v, community, { ...pdu, requestId: id }));
+        return pdu;
+      }
+      return (await this.exchange((rid) => encodeCommunity(v, community, { ...pdu, requestId: rid }), id)) as Pdu;
+    }
+    if (!this.engine) await this.discover();
+    for (let tries = 0; ; tries++) {
+      const res = await this.sendV3(pdu);
+      if (res.type !== PduType.Report) return res;
+      const oid = res.varbinds[0]?.oid;
+      if (oid === USM_STATS.notInTimeWindows && tries === 0) continue; // engine time now synchronised
+      throw new SnmpResponseError(`agent at ${this.addr} refused the request: ${reportName(oid)}`);
+    }
+  }
+
+  private sendV3(pdu: Pdu): Promise<Pdu> {
+    const engine = this.engine!;
+    this.local ??= localize(this.user!, engine.id);
+    const id = this.newId();
+    return this.exchange(
+      (mid) =>
+        encodeV3(
+          { msgId: mid, maxSize: 65507, reportable: true, engineId: engine.id, boots: this.engine!.boots, time: this.currentTime(), userName: this.user!.name, contextEngineId: engine.id, contextName: this.target.contextName ?? '' },
+          this.local,
+          { ...pdu, requestId: mid },
+        ),
+      id,
+    ) as Promise<Pdu>;
+  }
+
+  /** RFC 3414 4: an empty noAuth request makes the agent report its engine ID, boots and time. */
+  private async discover(): Promise<void> {
+    const id = this.newId();
+    const res = await this.exchange(
+      (mid) =>
+        encodeV3(
+          { msgId: mid, maxSize: 65507, reportable: true, engineId: Buffer.alloc(0), boots: 0, time: 0, userName: '', contextEngineId: Buffer.alloc(0), contextName: '' },
+          null,
+          { type: PduType.Get, requestId: mid, errorStatus: 0, errorIndex: 0, varbinds: [] },
+        ),
+      id,
+    );
+    if (!this.engine) throw new SnmpResponseError(`agent at ${this.addr} did not report its engine ID (PDU type 0x${res.type.toString(16)})`);
+    this.local = null;
+    if (this.user!.auth) {
+      // Authenticated time synchronisation: the first authenticated request may get notInTimeWindows.
+      this.local = localize(this.user!, this.engine.id);
+    }
+  }
+
+  get(oids: string[]): Promise<Pdu> {
+    return this.request(PduType.Get, oids.map((oid) => ({ oid, type: 'Null', value: null })));
+  }
+}
+
+function reportName(oid: string | undefined): string {
+  const hit = Object.entries(USM_STATS).find(([, v]) => v === oid);
+  return hit ? hit[0] : `report ${oid ?? '(empty)'}`;
+}

@@ -1,0 +1,78 @@
+// Walks a subtree: GETBULK for v2c/v3, GETNEXT for v1, stopping at the end of the subtree, at
+// endOfMibView, or when the agent returns an OID that does not increase (as snmpwalk does).
+import { PduType } from './message.js';
+import { SnmpSession, type TargetOptions } from './session.js';
+import { isUnder, parseOid, SnmpInputError, SnmpResponseError, type VarBind } from './values.js';
+
+export interface WalkOptions extends TargetOptions {
+  /** Start OID, numeric (default 1.3.6.1.2.1, as snmpwalk). */
+  oid?: string;
+  /** GETBULK max-repetitions (default 25). */
+  maxRepetitions?: number;
+  /** Stops after this many varbinds (default 1,000,000). */
+  maxOids?: number;
+}
+
+/** Compares two dotted numeric OIDs in OID order without allocating. */
+export function compareOidStrings(a: string, b: string): number {
+  let i = 0;
+  let j = 0;
+  for (;;) {
+    if (i >= a.length) return j >= b.length ? 0 : -1;
+    if (j >= b.length) return 1;
+    let x = 0;
+    let y = 0;
+    let c: number;
+    while (i < a.length && (c = a.charCodeAt(i)) !== 46) (x = x * 10 + c - 48), i++;
+    while (j < b.length && (c = b.charCodeAt(j)) !== 46) (y = y * 10 + c - 48), j++;
+    if (x !== y) return x - y;
+    i++;
+    j++;
+  }
+}
+
+export async function walk(opts: WalkOptions): Promise<VarBind[]> {
+  const root = parseOid(opts.oid ?? '1.3.6.1.2.1', 'start OID', true);
+  const maxRep = opts.maxRepetitions ?? 25;
+  if (!Number.isInteger(maxRep) || maxRep < 1 || maxRep > 1000) throw new SnmpInputError(`max_repetitions must be 1..1000, got ${maxRep}`);
+  const limit = opts.maxOids ?? 1_000_000;
+  const session = await SnmpSession.open(opts);
+  try {
+    const out: VarBind[] = [];
+    // A one-arc root (".1") cannot be encoded: ask from its first child, as net-snmp does.
+    let last = root.includes('.') ? root : `${root}.0`;
+    const bulk = session.version !== '1';
+    for (;;) {
+      const req = [{ oid: last, type: 'Null' as const, value: null }];
+      let vbs: VarBind[];
+      try {
+        vbs = (bulk ? await session.request(PduType.GetBulk, req, 0, maxRep) : await session.request(PduType.GetNext, req)).varbinds;
+      } catch (e) {
+        if (!bulk && e instanceof SnmpResponseError && e.errorStatus === 2) break; // v1 noSuchName: end of MIB
+        throw e;
+      }
+      if (vbs.length === 0) break;
+      let done = false;
+      for (const vb of vbs) {
+        if (vb.type === 'EndOfMibView' || !isUnder(vb.oid, root)) {
+          done = true;
+          break;
+        }
+        if (compareOidStrings(vb.oid, last) <= 0) throw new SnmpResponseError(`agent returned OID ${vb.oid} that does not increase after ${last}`);
+        out.push(vb);
+        last = vb.oid;
+        if (out.length >= limit) return out;
+      }
+      if (done) break;
+    }
+    if (out.length === 0) {
+      // As snmpwalk: a walk of a leaf instance returns the instance itself.
+      const got = await session.get([root]).catch(() => undefined);
+      const vb = got?.varbinds[0];
+      if (vb && vb.type !== 'NoSuchObject' && vb.type !== 'NoSuchInstance' && vb.type !== 'EndOfMibView') out.push(vb);
+    }
+    return out;
+  } finally {
+    session.close();
+  }
+}

@@ -1,0 +1,108 @@
+// Real Debian SNMP peers for tests and benchmarks: snmpd, snmptrapd and snmpsimd started on
+// loopback ephemeral ports with their state in a temp dir, and the net-snmp command-line tools.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface Peer {
+  port: number;
+  dir: string;
+  proc: ChildProcess;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** A free UDP port on 127.0.0.1 (bound then released). */
+export async function freeUdpPort(): Promise<number> {
+  const s = createSocket('udp4');
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
+  const { port } = s.address();
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** Runs a net-snmp tool; resolves with stdout (rejects with stderr on failure). */
+export function run(cmd: string, args: string[], timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 << 20, env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent' } }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+async function startPeer(cmd: string, args: (port: number, dir: string) => string[], files: (dir: string) => Record<string, string>, ready: (out: string) => boolean): Promise<Peer> {
+  const dir = mkdtempSync(join(tmpdir(), `svc-${cmd.split('/').pop()}-`));
+  for (const [name, text] of Object.entries(files(dir))) writeFileSync(join(dir, name), text);
+  // snmpsimd reads and caches as nobody.
+  chmodSync(dir, 0o755);
+  mkdirSync(join(dir, 'cache'), { mode: 0o777 });
+  chmodSync(join(dir, 'cache'), 0o777);
+  const port = await freeUdpPort();
+  const proc = spawn(cmd, args(port, dir), { env: { ...process.env, SNMP_PERSISTENT_DIR: join(dir, 'persist'), MIBS: '', MIBDIRS: '/nonexistent', HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const deadline = Date.now() + 15_000;
+  while (!ready(out)) {
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`${cmd} did not start: ${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    port,
+    dir,
+    proc,
+    output: () => out,
+    stop: async () => {
+      if (proc.exitCode === null) {
+        const done = new Promise((r) => proc.once('exit', r));
+        proc.kill('SIGTERM');
+        await Promise.race([done, new Promise((r) => setTimeout(r, 3000))]);
+        if (proc.exitCode === null) proc.kill('SIGKILL');
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const V3_USER = { name: 'svcuser', authProtocol: 'SHA', authKey: 'authpass123', privProtocol: 'AES', privKey: 'privpass123' };
+
+/** snmpd serving its own MIB-II tree to community "public" and to V3_USER (authPriv). */
+export function startSnmpd(): Promise<Peer> {
+  return startPeer(
+    '/usr/sbin/snmpd',
+    (port, dir) => ['-f', '-Lo', '-C', '-c', join(dir, 'snmpd.conf'), '-p', join(dir, 'pid'), `udp:127.0.0.1:${port}`],
+    () => ({ 'snmpd.conf': `rocommunity public 127.0.0.1\ncreateUser ${V3_USER.name} SHA "${V3_USER.authKey}" AES "${V3_USER.privKey}"\nrouser ${V3_USER.name} priv\n` }),
+    (out) => out.includes('NET-SNMP version'),
+  );
+}
+
+/** snmptrapd logging every notification to stdout (numeric OIDs); `conf` adds createUser lines. */
+export function startSnmptrapd(conf = '', extraArgs: string[] = []): Promise<Peer> {
+  return startPeer(
+    '/usr/sbin/snmptrapd',
+    (port, dir) => ['-f', '-Lo', '-On', ...extraArgs, '-C', '-c', join(dir, 'snmptrapd.conf'), '-p', join(dir, 'pid'), `udp:127.0.0.1:${port}`],
+    () => ({ 'snmptrapd.conf': `disableAuthorization yes\n${conf}\n` }),
+    (out) => out.includes('NET-SNMP version'),
+  );
+}
+
+/** snmpsimd serving `data` (snmprec text) as community/context "public", with one v3 user. */
+export function startSnmpsimd(data: string, v3: { user: string; authProto: string; authKey: string; privProto: string; privKey: string }): Promise<Peer> {
+  return startPeer(
+    '/usr/bin/snmpsimd',
+    (port, dir) => [
+      // snmpsimd refuses to run as root without dropping privileges.
+      ...(process.getuid?.() === 0 ? ['--process-user=nobody', '--process-group=nogroup'] : []),
+      `--data-dir=${join(dir)}`, `--cache-dir=${join(dir, 'cache')}`, `--agent-udpv4-endpoint=127.0.0.1:${port}`, '--logging-method=stderr',
+      `--v3-user=${v3.user}`, `--v3-auth-key=${v3.authKey}`, `--v3-auth-proto=${v3.authProto}`, `--v3-priv-key=${v3.privKey}`, `--v3-priv-proto=${v3.privProto}`,
+    ],
+    () => ({ 'public.snmprec': data }),
+    (out) => out.includes('Listening at'),
+  );
+}

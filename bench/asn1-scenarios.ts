@@ -2,11 +2,10 @@
 // examples/schemas/cdr) decoded with split_records to NDJSON through runPipeline (target >= 100,000
 // records/s). The input is written by a small Python BER writer in prepare (not timed).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
 import { DATA_DIR } from './data.js';
+import { rate, runBench } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const RECORDS = 1_000_000;
@@ -73,40 +72,19 @@ export function cdrFile(records: number): string {
 
 async function run(threads: number): Promise<Measured> {
   const input = cdrFile(RECORDS);
-  const out = join(DATA_DIR, 'out', `asn1-cdr-${threads}`);
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
-  const { config, diagnostics } = loadPipelineText(`
-version: "1"
-pipeline:
-  name: bench-asn1-cdr
-  schedule: { type: manual }
-  thread_workers: ${threads}
-  source: { type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: "*.ber" }
-  serializer_in: { type: asn1, schema_file: ${JSON.stringify(SCHEMA)}, message_class: CallEventRecord, split_records: true }
-  serializer_out: { type: ndjson }
-  sinks:
-    - type: local
-      path: ${JSON.stringify(out)}
-      filename_template: "{pipeline}.ndjson"
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
-  const rec = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  // CPU time too (all threads): on a shared machine the wall-clock rate depends on the neighbours.
-  const cpu = process.cpuUsage(cpu0);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  if (rec.status !== 'success' || rec.records_in !== RECORDS || rec.records_skipped) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
-  const mb = statSync(input).size / 1e6;
+  const r = await runBench({
+    name: 'asn1-cdr',
+    threads,
+    dir: dirname(input),
+    pattern: '*.ber',
+    serializerIn: `{ type: asn1, schema_file: ${JSON.stringify(SCHEMA)}, message_class: CallEventRecord, split_records: true }`,
+    expected: RECORDS,
+  });
   return {
-    records: rec.records_in,
-    input_mb: Math.round(mb),
-    seconds: Number(seconds.toFixed(3)),
-    records_per_sec: Math.round(rec.records_in / seconds),
-    cpu_seconds: Number(cpuSeconds.toFixed(3)),
-    records_per_cpu_sec: Math.round(rec.records_in / cpuSeconds),
+    ...rate(r),
+    input_mb: Math.round(statSync(input).size / 1e6),
+    cpu_seconds: Number(r.cpuSeconds.toFixed(3)),
+    records_per_cpu_sec: Math.round(r.record.records_in / r.cpuSeconds),
   };
 }
 

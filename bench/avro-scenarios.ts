@@ -1,10 +1,9 @@
 // avro-roundtrip: the 1M-record interface NDJSON file -> Avro container file (deflate) -> NDJSON,
 // two real pipeline runs; prints records/s of each leg and of the whole round trip.
-import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
 import { DATA_DIR, ndjsonFile } from './data.js';
+import { runBench } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const RECORDS = 1_000_000;
@@ -24,28 +23,9 @@ const SCHEMA = {
   ],
 };
 
-async function leg(name: string, threads: number, src: string, pattern: string, serIn: string, serOut: string, out: string): Promise<{ seconds: number; bytes: number }> {
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
-  const { config, diagnostics } = loadPipelineText(`
-version: "1"
-pipeline:
-  name: bench-${name}
-  schedule: { type: manual }
-  thread_workers: ${threads}
-  source: { type: local, path: ${JSON.stringify(src)}, file_pattern: "${pattern}" }
-  serializer_in: ${serIn}
-  serializer_out: ${serOut}
-  sinks:
-    - { type: local, path: ${JSON.stringify(out)}, filename_template: "{pipeline}.out" }
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const rec = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  if (rec.status !== 'success' || rec.records_in !== RECORDS || rec.records_skipped) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
-  const bytes = readdirSync(out).reduce((n, f) => n + statSync(join(out, f)).size, 0);
-  return { seconds, bytes };
+async function leg(name: string, threads: number, dir: string, pattern: string, serializerIn: string, serializerOut: string, out: string): Promise<{ seconds: number; bytes: number }> {
+  const r = await runBench({ name, threads, dir, pattern, serializerIn, serializerOut, out, filename: '{pipeline}.out', expected: RECORDS });
+  return { seconds: r.seconds, bytes: readdirSync(out).reduce((n, f) => n + statSync(join(out, f)).size, 0) };
 }
 
 export const avroRoundtrip: Scenario = {

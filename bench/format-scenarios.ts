@@ -3,13 +3,12 @@
 //   csv-parse: 1,000,000 rows of interface counters (~75 MB CSV with a header line).
 //   xml-parse: the same 1,000,000 records as <record> elements (~215 MB XML).
 //   msgpack-parse: the same 1,000,000 records as concatenated MessagePack maps (~95 MB).
-import { createWriteStream, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
-import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
 import { Packr } from 'msgpackr';
 import { DATA_DIR } from './data.js';
+import { rate, runBench } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const ROWS = 1_000_000;
@@ -69,31 +68,9 @@ const xmlFile = (rows: number) => generated('xml', 'interfaces.xml', rows, '<?xm
 const packr = new Packr({ useRecords: false, variableMapSize: true });
 const msgpackFile = (rows: number) => generated('msgpack', 'interfaces.msgpack', rows, Buffer.alloc(0), (i) => packr.pack(interfaceObject(i)), Buffer.alloc(0));
 
-/** Decodes `input` (files matching `pattern` in its directory) with `serializerIn` into NDJSON. */
+/** Decodes the files matching `pattern` in `dir` with `serializerIn` into NDJSON. */
 async function decodeToNdjson(name: string, threads: number, dir: string, pattern: string, serializerIn: string, expected: number): Promise<Measured> {
-  const out = join(DATA_DIR, 'out', `${name}-${threads}`);
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
-  const { config, diagnostics } = loadPipelineText(`
-version: "1"
-pipeline:
-  name: bench-${name}
-  schedule: { type: manual }
-  thread_workers: ${threads}
-  source: { type: local, path: ${JSON.stringify(dir)}, file_pattern: ${JSON.stringify(pattern)} }
-  serializer_in: ${serializerIn}
-  serializer_out: { type: ndjson }
-  sinks:
-    - type: local
-      path: ${JSON.stringify(out)}
-      filename_template: "{pipeline}.ndjson"
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const rec = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  if (rec.status !== 'success' || rec.records_in !== expected || rec.records_skipped) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
-  return { records: rec.records_in, seconds: Number(seconds.toFixed(3)), records_per_sec: Math.round(rec.records_in / seconds) };
+  return rate(await runBench({ name, threads, dir, pattern, serializerIn, expected }));
 }
 
 export const csvParse: Scenario = {

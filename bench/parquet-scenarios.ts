@@ -1,52 +1,24 @@
 // Parquet benchmarks. `parquet-roundtrip`: the 1M-record interface NDJSON -> parquet files (one per
 // batch) -> NDJSON, both through runPipeline. `parquet-read-large`: one 2M-row parquet file (20 row
 // groups) -> NDJSON, to show that memory follows the row group, not the file.
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ParquetWriter, schemaFromColumnData } from 'hyparquet-writer';
 import { fileWriter } from 'hyparquet-writer/src/node.js';
-import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
 import { columnOf } from '../src/plugins/serializers/parquet/write.js';
 import type { Rec } from '../src/plugins/types.js';
 import { DATA_DIR, interfaceRecord, ndjsonFile } from './data.js';
+import { runBench } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const RECORDS = 1_000_000;
 const LARGE_RECORDS = 2_000_000;
 const LARGE_GROUP = 100_000;
 
-function pipelineOf(name: string, threads: number, source: string, pattern: string, serIn: string, serOut: string, out: string, template: string) {
-  const { config, diagnostics } = loadPipelineText(`
-version: "1"
-pipeline:
-  name: bench-${name}
-  schedule: { type: manual }
-  thread_workers: ${threads}
-  source: { type: local, path: ${JSON.stringify(source)}, file_pattern: "${pattern}" }
-  serializer_in: ${serIn}
-  serializer_out: ${serOut}
-  sinks:
-    - { type: local, path: ${JSON.stringify(out)}, filename_template: "${template}" }
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  return config;
-}
+/** Seconds of one leg (the output directory is made fresh). */
+const timed = async (name: string, threads: number, dir: string, pattern: string, serializerIn: string, serializerOut: string, out: string, filename: string, expected: number) =>
+  (await runBench({ name, threads, dir, pattern, serializerIn, serializerOut, out, filename, expected })).seconds;
 
-/** Runs a pipeline and checks it read `expected` records without loss. */
-async function timed(config: ReturnType<typeof pipelineOf>, expected: number): Promise<number> {
-  const t0 = performance.now();
-  const rec = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  if (rec.status !== 'success' || rec.records_in !== expected || rec.records_skipped) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
-  return seconds;
-}
-
-const freshDir = (d: string) => {
-  rmSync(d, { recursive: true, force: true });
-  mkdirSync(d, { recursive: true });
-  return d;
-};
 
 const dirBytes = (d: string) => readdirSync(d).reduce((n, f) => n + statSync(join(d, f)).size, 0);
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
@@ -56,10 +28,10 @@ export const parquetRoundtrip: Scenario = {
   prepare: async () => void (await ndjsonFile(RECORDS)),
   async run(threads): Promise<Measured> {
     const input = await ndjsonFile(RECORDS);
-    const mid = freshDir(join(DATA_DIR, 'out', `parquet-roundtrip-${threads}`, 'parquet'));
-    const back = freshDir(join(DATA_DIR, 'out', `parquet-roundtrip-${threads}`, 'ndjson'));
-    const write = await timed(pipelineOf('pq-write', threads, dirname(input), '*.ndjson', '{ type: ndjson }', '{ type: parquet }', mid, 'interfaces.parquet'), RECORDS);
-    const read = await timed(pipelineOf('pq-read', threads, mid, '*.parquet', '{ type: parquet }', '{ type: ndjson }', back, 'interfaces.ndjson'), RECORDS);
+    const mid = join(DATA_DIR, 'out', `parquet-roundtrip-${threads}`, 'parquet');
+    const back = join(DATA_DIR, 'out', `parquet-roundtrip-${threads}`, 'ndjson');
+    const write = await timed('pq-write', threads, dirname(input), '*.ndjson', '{ type: ndjson }', '{ type: parquet }', mid, 'interfaces.parquet', RECORDS);
+    const read = await timed('pq-read', threads, mid, '*.parquet', '{ type: parquet }', '{ type: ndjson }', back, 'interfaces.ndjson', RECORDS);
     return {
       records: RECORDS,
       seconds: round(write + read),
@@ -93,8 +65,8 @@ export const parquetReadLarge: Scenario = {
   prepare: async () => void (await largeParquetFile()),
   async run(threads): Promise<Measured> {
     const file = await largeParquetFile();
-    const out = freshDir(join(DATA_DIR, 'out', `parquet-read-large-${threads}`));
-    const seconds = await timed(pipelineOf('pq-read-large', threads, dirname(file), '*.parquet', '{ type: parquet }', '{ type: ndjson }', out, 'interfaces.ndjson'), LARGE_RECORDS);
+    const out = join(DATA_DIR, 'out', `parquet-read-large-${threads}`);
+    const seconds = await timed('pq-read-large', threads, dirname(file), '*.parquet', '{ type: parquet }', '{ type: ndjson }', out, 'interfaces.ndjson', LARGE_RECORDS);
     return { records: LARGE_RECORDS, seconds: round(seconds), records_per_sec: Math.round(LARGE_RECORDS / seconds), file_mb: round(statSync(file).size / 2 ** 20, 1), row_groups: LARGE_RECORDS / LARGE_GROUP };
   },
 };

@@ -3,11 +3,11 @@
 // with peak RSS under 250 MB.
 import { createReadStream, createWriteStream, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { once } from 'node:events';
-import { join } from 'node:path';
-import { loadPipelineText } from '../src/config/load.js';
-import { DEFAULT_CHUNK_BYTES, runPipeline } from '../src/engine/runner.js';
+import { dirname, join } from 'node:path';
+import { DEFAULT_CHUNK_BYTES } from '../src/engine/runner.js';
 import pmXml from '../src/plugins/serializers/pm_xml.js';
 import { DATA_DIR } from './data.js';
+import { runBench } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const PM_BYTES = 1 << 30;
@@ -113,43 +113,18 @@ export async function pmXmlFile(bytes = PM_BYTES): Promise<string> {
 async function runLarge(threads: number): Promise<Measured> {
   const input = await pmXmlFile();
   const size = statSync(input).size;
-  const out = join(DATA_DIR, 'out', `pm_xml-large-${threads}`);
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
-  const { config, diagnostics } = loadPipelineText(`
-version: "1"
-pipeline:
-  name: bench-pm-xml
-  schedule: { type: manual }
-  thread_workers: ${threads}
-  source: { type: local, path: ${JSON.stringify(join(input, '..'))}, file_pattern: "*.xml" }
-  serializer_in: { type: pm_xml }
-  serializer_out: { type: ndjson, ensure_ascii: false }
-  sinks:
-    - type: local
-      path: ${JSON.stringify(out)}
-      filename_template: "{pipeline}.ndjson"
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
-  const rec = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  // CPU time of all threads: on a shared machine it shows what the work costs apart from waiting.
-  const cpu = process.cpuUsage(cpu0);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  if (rec.status !== 'success' || rec.records_skipped || !rec.records_in) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
-  const outBytes = statSync(join(out, 'bench-pm-xml.ndjson')).size;
-  rmSync(out, { recursive: true, force: true }); // ~15 GB of NDJSON
+  const r = await runBench({ name: 'pm_xml-large', threads, dir: dirname(input), pattern: '*.xml', serializerIn: '{ type: pm_xml }', serializerOut: '{ type: ndjson, ensure_ascii: false }' });
+  const outBytes = statSync(join(r.out, 'bench-pm_xml-large.ndjson')).size;
+  rmSync(r.out, { recursive: true, force: true }); // ~15 GB of NDJSON
   return {
     input_mb: Math.round(size / 1e6),
-    records: rec.records_in,
-    seconds: Number(seconds.toFixed(2)),
-    mb_per_sec: Number((size / 1e6 / seconds).toFixed(1)),
-    records_per_sec: Math.round(rec.records_in / seconds),
+    records: r.record.records_in,
+    seconds: Number(r.seconds.toFixed(2)),
+    mb_per_sec: Number((size / 1e6 / r.seconds).toFixed(1)),
+    records_per_sec: Math.round(r.record.records_in / r.seconds),
     output_mb: Math.round(outBytes / 1e6),
-    cpu_seconds: Number(cpuSeconds.toFixed(1)),
-    mb_per_cpu_sec: Number((size / 1e6 / cpuSeconds).toFixed(1)),
+    cpu_seconds: Number(r.cpuSeconds.toFixed(1)),
+    mb_per_cpu_sec: Number((size / 1e6 / r.cpuSeconds).toFixed(1)),
   };
 }
 

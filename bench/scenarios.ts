@@ -1,9 +1,7 @@
 // Benchmark scenarios. Each runs in its own child process (see run.ts) so peak RSS is its own.
-import { mkdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
-import { counterSamplesFile, DATA_DIR, ndjsonFile } from './data.js';
+import { dirname } from 'node:path';
+import { counterSamplesFile, ndjsonFile } from './data.js';
+import { rate, runBench } from './pipeline.js';
 
 /** The figures of one measurement; run.ts adds scenario, thread_workers and peak_rss_mb. */
 export type Measured = Record<string, number | string>;
@@ -18,34 +16,11 @@ export interface Scenario {
 
 const NDJSON_RECORDS = 1_000_000;
 
-/** Runs `transforms` (YAML list items) over the 1M-record interface file into an NDJSON file. */
+/** Runs `transforms` (YAML list items) over the 1M-record interface file (or `file`) into an NDJSON file. */
 async function runInterfaces(name: string, threads: number, transforms: string, file?: Promise<string>): Promise<Measured> {
   const input = await (file ?? ndjsonFile(NDJSON_RECORDS));
-  const out = join(DATA_DIR, 'out', `${name}-${threads}`);
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
-  const { config, diagnostics } = loadPipelineText(`
-version: "1"
-pipeline:
-  name: bench-${name}
-  schedule: { type: manual }
-  thread_workers: ${threads}
-  source: { type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: "*.ndjson" }
-  serializer_in: { type: ndjson }
-  transforms:
-${transforms}
-  serializer_out: { type: ndjson }
-  sinks:
-    - type: local
-      path: ${JSON.stringify(out)}
-      filename_template: "{pipeline}.ndjson"
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const rec = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  if (rec.status !== 'success' || rec.records_in !== NDJSON_RECORDS || rec.records_skipped) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
-  return { records: rec.records_in, seconds: Number(seconds.toFixed(3)), records_per_sec: Math.round(rec.records_in / seconds) };
+  const r = await runBench({ name, threads, dir: dirname(input), pattern: '*.ndjson', serializerIn: '{ type: ndjson }', transforms, expected: NDJSON_RECORDS });
+  return rate(r);
 }
 
 export const scenarios: Record<string, Scenario> = {

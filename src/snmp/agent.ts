@@ -1,9 +1,10 @@
 // Agent simulator: serves the default device (device.ts) plus custom overrides over UDP to
 // v1/v2c communities and v3 USM users; GET, GETNEXT, GETBULK, SET (refused unless writable).
-import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import type { RemoteInfo, Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
 import { defaultDevice, type DeviceOptions, type MibEntry } from './device.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, versionName, type AnyPdu, type Pdu, type V3Message } from './message.js';
+import { bindUdp } from './udp.js';
 import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import { coerceValue, compareOids, oidParts, parseOid, parseType, SnmpInputError, type SnmpType, type VarBind } from './values.js';
 
@@ -51,14 +52,6 @@ interface Row {
 const REQUEST_NAMES: Record<number, string> = { 0xa0: 'get', 0xa1: 'getnext', 0xa3: 'set', 0xa5: 'getbulk' };
 const MAX_RESPONSE = 65000;
 
-export const portError = (e: NodeJS.ErrnoException, port: number, host: string): Error =>
-  e.code === 'EADDRINUSE'
-    ? new SnmpInputError(`UDP port ${port} on ${host} is already in use`, 409)
-    : e.code === 'EACCES'
-      ? new SnmpInputError(`UDP port ${port} is below 1024 and needs privilege (root or CAP_NET_BIND_SERVICE); use a port of 1024 or above`, 403)
-      : e.code === 'EADDRNOTAVAIL'
-        ? new SnmpInputError(`address ${host} is not local to this machine`, 400)
-        : e;
 
 export class SnmpAgent {
   private socket: Socket | undefined;
@@ -108,15 +101,7 @@ export class SnmpAgent {
     if (this.socket) return this.port;
     const host = this.opts.host ?? '127.0.0.1';
     const port = this.opts.port ?? 161;
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SnmpInputError(`port ${port} is not a UDP port (0-65535)`);
-    const s = createSocket({ type: host.includes(':') ? 'udp6' : 'udp4', recvBufferSize: 4 << 20 });
-    await new Promise<void>((resolve, reject) => {
-      s.once('error', (e) => reject(portError(e, port, host)));
-      s.bind(port, host, () => resolve());
-    });
-    s.removeAllListeners('error');
-    s.on('error', () => undefined);
-    s.on('message', (buf, rinfo) => this.onMessage(buf, rinfo));
+    const s = await bindUdp(host, port, 4 << 20, (buf, rinfo) => this.onMessage(buf, rinfo));
     this.socket = s;
     this.startedAt = Date.now();
     this.port = s.address().port;

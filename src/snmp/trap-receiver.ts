@@ -2,12 +2,12 @@
 // USM users at once. For a v3 trap the sender is the authoritative engine, so each user's keys
 // are localised per sender engine ID (cached in usm.ts); for an inform the receiver is
 // authoritative and answers discovery probes with its own engine ID.
-import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import type { RemoteInfo, Socket } from 'node:dgram';
 import { randomBytes } from 'node:crypto';
-import { portError } from './agent.js';
+import { bindUdp } from './udp.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type TrapV1Fields, type V3Message } from './message.js';
 import { localize, makeUser, type UsmUser, type UsmUserConfig } from './usm.js';
-import { SnmpInputError, type VarBind } from './values.js';
+import type { VarBind } from './values.js';
 
 export interface TrapEvent {
   time: string;
@@ -81,15 +81,7 @@ export class TrapReceiver {
     if (this.socket) return this.port;
     const host = this.opts.host ?? '127.0.0.1';
     const port = this.opts.port ?? 162;
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SnmpInputError(`port ${port} is not a UDP port (0-65535)`);
-    const s = createSocket({ type: host.includes(':') ? 'udp6' : 'udp4', recvBufferSize: 8 << 20 });
-    await new Promise<void>((resolve, reject) => {
-      s.once('error', (e) => reject(portError(e, port, host)));
-      s.bind(port, host, () => resolve());
-    });
-    s.removeAllListeners('error');
-    s.on('error', () => undefined);
-    s.on('message', (buf, rinfo) => this.onMessage(buf, rinfo));
+    const s = await bindUdp(host, port, 8 << 20, (buf, rinfo) => this.onMessage(buf, rinfo));
     this.socket = s;
     this.port = s.address().port;
     this.startedAt = Date.now();

@@ -1,6 +1,7 @@
 // A small client for the Confluent Schema Registry REST API, and the Confluent wire format that
 // Kafka producers and consumers put around an Avro datum or a Protobuf message. Used only at run
 // start (serializer resolve()), so per-record code never touches the network.
+import type { LintIssue } from '../types.js';
 import { loadSettings } from '../../settings.js';
 
 export class SchemaRegistryError extends Error {
@@ -156,6 +157,18 @@ export function registryFor(url: string | undefined, env: Record<string, string 
 // ---- Confluent wire format -------------------------------------------------------------------
 // magic byte 0, the schema id as a 4-byte big-endian integer, then (Protobuf only) the message
 // indexes, then the Avro datum or Protobuf message.
+
+/** Lint of a serializer's `schema_registry_url`: it must be an http(s) URL. */
+export function lintRegistryUrl(url: string | undefined): LintIssue[] {
+  if (!url) return [];
+  try {
+    const u = new URL(url);
+    if (u.protocol === 'http:' || u.protocol === 'https:') return [];
+  } catch {
+    /* reported below */
+  }
+  return [{ path: 'schema_registry_url', message: `'${url}' is not an http(s) URL` }];
+}
 
 export const MAGIC_BYTE = 0;
 

@@ -12,7 +12,7 @@ import {
   type ContainerHeader,
 } from '../common/avro-container.js';
 import { avroType, decodeValue, encodeValue, valueMapping, whyInvalid } from '../common/avro-values.js';
-import { readWireHeader, registryFor, SchemaRegistryError, wireHeader, type SchemaRegistryClient } from '../common/schema-registry.js';
+import { lintRegistryUrl, readWireHeader, registryFor, SchemaRegistryError, wireHeader, type SchemaRegistryClient } from '../common/schema-registry.js';
 import { readSchemaFile, schemaPath, SchemaFileError } from '../common/schema-file.js';
 import { defineSerializer, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../types.js';
 
@@ -103,14 +103,7 @@ function lint(c: Config): LintIssue[] {
   if (!c.schema && !c.schema_file && c.schema_registry_subject === undefined && c.schema_registry_id === undefined) {
     issues.push({ path: 'schema_registry_url', message: 'schema_registry_url needs schema_registry_subject or schema_registry_id (which schema to fetch)' });
   }
-  if (c.schema_registry_url) {
-    try {
-      const u = new URL(c.schema_registry_url);
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
-    } catch {
-      issues.push({ path: 'schema_registry_url', message: `'${c.schema_registry_url}' is not an http(s) URL` });
-    }
-  }
+  issues.push(...lintRegistryUrl(c.schema_registry_url));
   if (c.schema) {
     try {
       compile(c.schema, 'schema');

@@ -4,6 +4,7 @@ import { findType, loadProto, messageIndexes, messageMapping, readVarint, varint
 import {
   decodeMessageIndexes,
   encodeMessageIndexes,
+  lintRegistryUrl,
   readWireHeader,
   registryFor,
   SchemaRegistryError,
@@ -54,14 +55,7 @@ function lint(c: Config): LintIssue[] {
   } catch (e) {
     issues.push({ path: 'schema_file', message: (e as Error).message });
   }
-  if (c.schema_registry_url) {
-    try {
-      const u = new URL(c.schema_registry_url);
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
-    } catch {
-      issues.push({ path: 'schema_registry_url', message: `'${c.schema_registry_url}' is not an http(s) URL` });
-    }
-  }
+  issues.push(...lintRegistryUrl(c.schema_registry_url));
   return issues;
 }
 

@@ -69,10 +69,8 @@ const MI = { meas_info_id: 'UtranCell', job_id: '1231' };
 const END = { gran_end_time: '2000-03-01T14:14:30+02:00' };
 const ME = { managed_element: 'ManagedElement=1', user_label: 'RNC Telecomville' };
 const values = (ctx: object) => [
-  { ...ctx, meas_obj_ldn: 'RncFunction=RF-1,UtranCell=Gbg-997', counter: 'attTCHSeizures', value: 234 },
-  { ...ctx, meas_obj_ldn: 'RncFunction=RF-1,UtranCell=Gbg-997', counter: 'succTCHSeizures', value: null },
-  { ...ctx, meas_obj_ldn: 'RncFunction=RF-1,UtranCell=Gbg-998', counter: 'attTCHSeizures', value: 890, suspect: true },
-  { ...ctx, meas_obj_ldn: 'RncFunction=RF-1,UtranCell=Gbg-998', counter: 'succTCHSeizures', value: 901, suspect: true },
+  { ...ctx, meas_obj_ldn: 'RncFunction=RF-1,UtranCell=Gbg-997', attTCHSeizures: 234, succTCHSeizures: null },
+  { ...ctx, meas_obj_ldn: 'RncFunction=RF-1,UtranCell=Gbg-998', suspect: true, attTCHSeizures: 890, succTCHSeizures: 901 },
 ];
 
 const LIST_EXAMPLE = `<?xml version="1.0"?>
@@ -91,7 +89,7 @@ const LIST_EXAMPLE = `<?xml version="1.0"?>
 
 export default defineSerializer({
   key: 'pm_xml',
-  summary: '3GPP TS 32.435 measurement collection files (XML), one flat record per counter value; streamed, truncated files closed automatically.',
+  summary: '3GPP TS 32.435 measurement collection files (XML), one flat record per measValue with its counters as fields; streamed, truncated files closed automatically.',
   direction: 'in',
   config,
   lint: (c) => {
@@ -114,10 +112,7 @@ export default defineSerializer({
       yaml: 'type: pm_xml',
       worked: {
         input: LIST_EXAMPLE,
-        records: [
-          { file_format_version: '32.435 V7.0', vendor_name: 'Vendor', begin_time: '2024-05-01T10:00:00Z', managed_element: 'NE-7', gran_end_time: '2024-05-01T10:15:00Z', meas_obj_ldn: 'Cell=1', counter: 'pmRrcAtt', value: 17 },
-          { file_format_version: '32.435 V7.0', vendor_name: 'Vendor', begin_time: '2024-05-01T10:00:00Z', managed_element: 'NE-7', gran_end_time: '2024-05-01T10:15:00Z', meas_obj_ldn: 'Cell=1', counter: 'pmRrcSucc', value: 16 },
-        ],
+        records: [{ file_format_version: '32.435 V7.0', vendor_name: 'Vendor', begin_time: '2024-05-01T10:00:00Z', managed_element: 'NE-7', gran_end_time: '2024-05-01T10:15:00Z', meas_obj_ldn: 'Cell=1', pmRrcAtt: 17, pmRrcSucc: 16 }],
       },
     },
   ],

@@ -13,10 +13,10 @@ import { cfgOf, decodeUnit, decoderOf, once, pyJson, randInt, randomStream, rng 
 
 /**
  * Python builds a 32.435 document from a random description with xml.etree.ElementTree, then reads
- * the bytes back with expat and flattens them on its own into the records we should produce. Each
- * record comes with the byte offset from which it is complete (the end of its `</r>`, or the blank
- * after its measResults token) and, when its measValue has a suspect element, where that one ends:
- * so the records of any truncated prefix are known too.
+ * the bytes back with expat and flattens them on its own into the records we should produce: one
+ * per measValue, context fields then one field per counter (colliding names renamed by the rule in
+ * docs/formats/pm_xml.md, written here again). Each record comes with the byte offset from which it
+ * is complete (the end of its measValue), so the records of any truncated prefix are known too.
  */
 const PY_DOC = String.raw`
 import json, math, random, re, sys
@@ -48,6 +48,7 @@ def value():
     if x < .68 and variant == "r": return r.choice(["", "  ", " 42 "])
     if x < .75: return r.choice(["0x1F", "Infinity", "1e500", "nan", "abc", "1,2,3"])
     return str(r.randint(0, 100))
+CLASH = ["meas_obj_ldn", "counter_meas_obj_ldn", "suspect", "job_id", "gran_end_time", "vendor_name", "__proto__", "counter", "value"]
 DUR = ["PT900S", "PT15M", "PT1H", "P1D", "PT300S", "PT0.5S"]
 
 root = ET.Element(q("measCollecFile"))
@@ -76,10 +77,16 @@ for _ in range(r.randint(1, 3)):
         if variant == "r":
             ps = sorted(r.sample(range(1, 20), n))
             names = ["pm" + rtext() + str(i) + "X" for i in range(n)]
+        else:
+            names = ["pm%s%dX" % ("".join(r.choice("abcXYZ_.-") for _ in range(r.randint(1, 8))), i) for i in range(n)]
+        if r.random() < .3:
+            # counters named like context fields (and like their renamed forms)
+            picks = ["meas_obj_ldn", "counter_meas_obj_ldn"] if r.random() < .4 else r.sample(CLASH, 3)
+            for i, nm in zip(r.sample(range(n), min(n, len(picks))), picks): names[i] = nm
+        if variant == "r":
             for p, name in zip(ps, names):
                 ET.SubElement(mi, q("measType"), {"p": str(p)}).text = name
         else:
-            names = ["pm%s%dX" % ("".join(r.choice("abcXYZ_.-") for _ in range(r.randint(1, 8))), i) for i in range(n)]
             ET.SubElement(mi, q("measTypes")).text = " ".join(names)
         for _ in range(r.randint(0, 4)):
             mv = ET.SubElement(mi, q("measValue"), {"measObjLdn": "Cell=" + rtext()})
@@ -115,6 +122,16 @@ def secs(d):
     dd, h, mi_, s = (float(x) if x else 0.0 for x in m.groups())
     return dd * 86400 + h * 3600 + mi_ * 60 + s
 
+RESERVED = {"file_format_version", "vendor_name", "dn_prefix", "sender", "begin_time", "managed_element", "user_label",
+            "sw_version", "meas_info_id", "job_id", "gran_period_s", "gran_end_time", "rep_period_s", "meas_obj_ldn",
+            "suspect", "__proto__"}
+def field(name, types):
+    f = name
+    if f in RESERVED:
+        f = "counter_" + f
+        while f in RESERVED or f in types: f = "counter_" + f
+    return f
+
 out = []
 st = {"stack": [], "text": "", "file": {}, "me": {}, "mi": {}, "types": [], "byp": {}, "mv": None}
 px = expat.ParserCreate()
@@ -140,7 +157,7 @@ def start(name, attrs):
     elif l == "granPeriod": st["mi"]["gd"], st["mi"]["ge"] = attrs["duration"], attrs["endTime"]
     elif l == "repPeriod": st["mi"]["rd"] = attrs["duration"]
     elif l in ("measType", "r"): st["p"] = attrs.get("p")
-    elif l == "measValue": st["mv"] = {"ldn": attrs.get("measObjLdn"), "recs": []}
+    elif l == "measValue": st["mv"] = {"ldn": attrs.get("measObjLdn"), "counters": {}}
 def ctx():
     c = dict(st["file"])
     if add_me: c.update(st["me"])
@@ -152,27 +169,27 @@ def ctx():
     if add_dur and "rd" in mi: c["rep_period_s"] = secs(mi["rd"])
     return c
 def end(name):
-    l, at = st["stack"].pop()
+    l, _ = st["stack"].pop()
     here = px.CurrentByteIndex
-    close = doc.index(b">", here) + 1
+    # an end tag starts at here; for an empty-element tag (<x/>) expat reports the offset after it
+    close = doc.index(b">", here) + 1 if doc.startswith(b"</", here) else here
     t = st["text"]
     if l == "measType":
         st["byp"][st["p"]] = t.strip(); st["types"].append(t.strip())
     elif l == "measTypes": st["types"] = t.split()
     elif l == "r":
-        rec = dict(ctx()); rec.update(meas_obj_ldn=st["mv"]["ldn"], counter=st["byp"][st["p"]], value=conv(t))
-        st["mv"]["recs"].append([close, rec])
+        st["mv"]["counters"][field(st["byp"][st["p"]], st["types"])] = conv(t)
     elif l == "measResults":
-        tag_end = doc.index(b">", at) + 1
-        raw = doc[tag_end:here] if close != tag_end else b""
-        for i, m in enumerate(re.finditer(rb"[^ \t\r\n]+", raw)):
-            rec = dict(ctx()); rec.update(meas_obj_ldn=st["mv"]["ldn"], counter=st["types"][i], value=conv(m.group().decode()))
-            st["mv"]["recs"].append([tag_end + m.end() + 1, rec])
+        for name, v in zip(st["types"], t.split()):
+            st["mv"]["counters"][field(name, st["types"])] = conv(v)
     elif l == "suspect":
-        st["mv"]["suspect"] = [close, t.strip() == "true"]
+        st["mv"]["suspect"] = t.strip() == "true"
     elif l == "measValue":
-        for c, rec in st["mv"]["recs"]:
-            out.append({"complete": c, "record": rec, "suspect": st["mv"].get("suspect")})
+        rec = ctx()
+        rec["meas_obj_ldn"] = st["mv"]["ldn"]
+        if "suspect" in st["mv"]: rec["suspect"] = st["mv"]["suspect"]
+        rec.update(st["mv"]["counters"])
+        out.append({"complete": close, "record": rec})
     st["text"] = ""
 def chars(d):
     st["text"] += d
@@ -184,7 +201,6 @@ print(json.dumps({"xml": doc.decode("utf-8"), "values": out}))
 interface PyValue {
   complete: number;
   record: Rec;
-  suspect: [number, boolean] | null;
 }
 interface PyDoc {
   xml: string;
@@ -209,9 +225,7 @@ const biggest = (seeds: number[], o: DocOpts) => seeds.map((s) => pythonDoc(s, o
 
 /** The records Python expects from the first `n` bytes (all of them when n is the length). */
 function expectedUpTo(d: PyDoc, n: number): Rec[] {
-  return d.values
-    .filter((v) => v.complete <= n)
-    .map((v) => (v.suspect && v.suspect[0] <= n ? { ...v.record, suspect: v.suspect[1] } : v.record));
+  return d.values.filter((v) => v.complete <= n).map((v) => v.record);
 }
 
 const params = (o: DocOpts) => ({ numeric_values: o.numeric ?? true, add_managed_element: o.add_managed_element ?? true, add_duration: o.add_duration ?? false });
@@ -280,19 +294,23 @@ describe('pm_xml serializer: decode Python-built 32.435 documents', () => {
   });
 
   it('documents have what the tests need: values, measInfos cut across pieces, suspect flags, comments', async () => {
-    const d = biggest([4, 5, 6], { variant: 'r', ns: 'default' });
+    const d = biggest([4, 5, 6, 7, 8, 9], { variant: 'r', ns: 'default' });
     expect(d.values.length).toBeGreaterThan(10);
     const out = await decodeUnit(decoderOf(pmXml), Buffer.from(d.xml), { targetBytes: 64 });
     expect(out.chunks.length).toBeGreaterThan(5);
     expect(out.chunks.slice(1).every((c) => c.header && c.header.includes('measCollecFile'))).toBe(true);
     const many = [0, 1, 2, 3, 4, 5, 6, 7].map((s) => pythonDoc(s, { variant: 'r', ns: 'prefix' }));
-    expect(many.some((x) => x.values.some((v) => v.suspect?.[1] === true))).toBe(true);
+    expect(many.some((x) => x.values.some((v) => v.record.suspect === true))).toBe(true);
     expect(many.some((x) => x.xml.includes('<!--'))).toBe(true);
+    // Counters named like context fields, renamed (also twice), and measValues without values.
+    const keys = many.flatMap((x) => x.values.flatMap((v) => Object.keys(v.record)));
+    for (const k of ['counter_meas_obj_ldn', 'counter_counter_meas_obj_ldn', 'counter_suspect', 'counter_job_id']) expect(keys, k).toContain(k);
+    expect(many.some((x) => x.values.some((v) => !Object.keys(v.record).some((k) => k.startsWith('pm') || k.startsWith('counter'))))).toBe(true);
   });
 });
 
 describe('pm_xml serializer: truncated files', () => {
-  it('keeps every value complete before the cut, closes the rest and notes it (random cuts, random splits)', async () => {
+  it('keeps every measValue complete before the cut, drops the one cut, notes it (random cuts, random splits)', async () => {
     for (const [i, o] of ([{ variant: 'r', ns: 'default' }, { variant: 'list', ns: 'prefix' }, { variant: 'r', ns: 'none', numeric: false }] as DocOpts[]).entries()) {
       const d = pythonDoc(77 + i, o);
       const bytes = Buffer.from(d.xml, 'utf8');
@@ -309,21 +327,26 @@ describe('pm_xml serializer: truncated files', () => {
         if (n === 0) expect(out.notes, at).toEqual([]);
         else if (n < bytes.length) {
           expect(out.notes, at).toHaveLength(1);
-          expect(out.notes[0], at).toMatch(new RegExp(`^PM XML: file truncated at byte ${n}: .* partial elements? skipped$`));
+          expect(out.notes[0], at).toMatch(new RegExp(`^PM XML: file truncated at byte ${n}: .* partial elements? skipped( \\(measValue .* with \\d+ complete values?\\))?$`));
         } else expect(out.notes, at).toEqual([]);
       }
     }
   });
 
-  it('the note names the elements closed and counts what was cut', async () => {
-    const doc = `<measCollecFile><fileHeader fileFormatVersion="1"/><measData><managedElement localDn="m"/><measInfo><measType p="1">a</measType><measType p="2">b</measType><measValue measObjLdn="x"><r p="1">5</r><r p="2">61`;
+  it('the note names the elements closed and the measValue dropped', async () => {
+    const head = `<measCollecFile><fileHeader fileFormatVersion="1"/><measData><managedElement localDn="m"/><measInfo><measType p="1">a</measType><measType p="2">b</measType>`;
+    const doc = `${head}<measValue measObjLdn="w"><r p="1">4</r><r p="2">NIL</r></measValue><measValue measObjLdn="x"><r p="1">5</r><r p="2">61`;
     const out = await decodeUnit(decoderOf(pmXml), doc);
-    expect(out.records).toEqual([{ file_format_version: '1', managed_element: 'm', meas_obj_ldn: 'x', counter: 'a', value: 5 }]);
-    expect(out.notes).toEqual([`PM XML: file truncated at byte ${doc.length}: 5 open elements closed automatically (measCollecFile > measData > measInfo > measValue > r), 1 partial element skipped`]);
+    expect(out.records).toEqual([{ file_format_version: '1', managed_element: 'm', meas_obj_ldn: 'w', a: 4, b: null }]);
+    expect(out.notes).toEqual([`PM XML: file truncated at byte ${doc.length}: 5 open elements closed automatically (measCollecFile > measData > measInfo > measValue > r), 1 partial element skipped (measValue "x" with 1 complete value)`]);
     const list = `<measCollecFile><measData><measInfo><measTypes>a b c</measTypes><measValue measObjLdn="x"><measResults>1 2 3`;
     const out2 = await decodeUnit(decoderOf(pmXml), list);
-    expect(out2.records.map((x) => x.value)).toEqual([1, 2]);
-    expect(out2.notes[0]).toMatch(/5 open elements .* > measResults\), 1 partial element skipped$/);
+    expect(out2.records).toEqual([]);
+    expect(out2.notes[0]).toMatch(/5 open elements .* > measResults\), 1 partial element skipped \(measValue "x" with 0 complete values\)$/);
+    // Cut outside any measValue: the unfinished tag is the partial element.
+    const out3 = await decodeUnit(decoderOf(pmXml), `${head}<measValue measObjLdn="w"><r p="1">4</r></measValue><measVal`);
+    expect(out3.records).toEqual([{ file_format_version: '1', managed_element: 'm', meas_obj_ldn: 'w', a: 4 }]);
+    expect(out3.notes[0]).toMatch(/\(measCollecFile > measData > measInfo\), 1 partial element skipped$/);
   });
 });
 
@@ -340,16 +363,14 @@ describe('pm_xml serializer: XML details', () => {
     const out = await decodeUnit(decoderOf(pmXml, { add_duration: true }), doc);
     expect(out.errors).toEqual([]);
     const base = { managed_element: 'me', meas_info_id: 'a&b', gran_period_s: 900, gran_end_time: 't1', meas_obj_ldn: 'Cell="1" 東', suspect: true };
-    expect(out.records).toEqual([
-      { ...base, counter: 'pm<B>', value: 7 },
-      { ...base, counter: 'pm<A>', value: 10 },
-    ]);
+    expect(out.records).toEqual([{ ...base, 'pm<B>': 7, 'pm<A>': 10 }]);
+    expect(Object.keys(out.records[0]!).slice(-2)).toEqual(['pm<B>', 'pm<A>']); // document order
   });
 
   it('a UTF-8 byte-order mark and non-ASCII text; latin1 encoding', async () => {
     const doc = wrap(`<measInfo><measType p="1">pmZürich</measType><measValue measObjLdn="Zürich"><r p="1">1</r></measValue></measInfo>`);
     const utf8 = await decodeUnit(decoderOf(pmXml), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(doc, 'utf8')]));
-    expect(utf8.records).toEqual([{ managed_element: 'me', meas_obj_ldn: 'Zürich', counter: 'pmZürich', value: 1 }]);
+    expect(utf8.records).toEqual([{ managed_element: 'me', meas_obj_ldn: 'Zürich', pmZürich: 1 }]);
     const latin1 = await decodeUnit(decoderOf(pmXml, { encoding: 'latin1' }), Buffer.from(doc, 'latin1'));
     expect(latin1.records).toEqual(utf8.records);
   });
@@ -357,11 +378,9 @@ describe('pm_xml serializer: XML details', () => {
   it('r without p pairs with measTypes by position; r p into a measTypes list; an unknown p is an error for that value only', async () => {
     const doc = wrap(`<measInfo measInfoId="m"><measTypes>a b</measTypes><measValue measObjLdn="x"><r>1</r><r>2</r></measValue><measValue measObjLdn="y"><r p="2">3</r><r p="9">4</r><r p="1">5</r></measValue></measInfo>`);
     const out = await decodeUnit(decoderOf(pmXml, { add_managed_element: false }), doc);
-    expect(out.records.map((x) => [x.meas_obj_ldn, x.counter, x.value])).toEqual([
-      ['x', 'a', 1],
-      ['x', 'b', 2],
-      ['y', 'b', 3],
-      ['y', 'a', 5],
+    expect(out.records).toEqual([
+      { meas_info_id: 'm', meas_obj_ldn: 'x', a: 1, b: 2 },
+      { meas_info_id: 'm', meas_obj_ldn: 'y', b: 3, a: 5 },
     ]);
     expect(out.errors.map((e) => [e.message, e.raw.toString()])).toEqual([['PM XML: measInfo "m": <r p="9"> matches no measType', '<r p="9">4</r>']]);
   });
@@ -369,7 +388,7 @@ describe('pm_xml serializer: XML details', () => {
   it('more measResults values than measTypes: the extra ones are one error', async () => {
     const doc = wrap(`<measInfo measInfoId="m"><measTypes>a b</measTypes><measValue measObjLdn="x"><measResults>1 2 3</measResults></measValue></measInfo>`);
     const out = await decodeUnit(decoderOf(pmXml), doc);
-    expect(out.records.map((x) => x.value)).toEqual([1, 2]);
+    expect(out.records).toEqual([{ managed_element: 'me', meas_info_id: 'm', meas_obj_ldn: 'x', a: 1, b: 2 }]);
     expect(out.errors).toHaveLength(1);
     expect(out.errors[0]!.raw.toString()).toBe('<measResults>1 2 3</measResults>');
   });
@@ -378,7 +397,57 @@ describe('pm_xml serializer: XML details', () => {
     const doc = wrap(`<measInfo><vendor:x xmlns:vendor="urn:v" a="1"><measValue measObjLdn="no"><r p="1">9</r></measValue></vendor:x><measType p="1">c</measType><measValue measObjLdn="ok" vendor:extra="1"><r p="1">2</r><vendor:note>n</vendor:note></measValue></measInfo>`);
     const out = await decodeUnit(decoderOf(pmXml), doc);
     expect(out.errors).toEqual([]);
-    expect(out.records.map((x) => [x.meas_obj_ldn, x.value])).toEqual([['ok', 2]]);
+    expect(out.records).toEqual([{ managed_element: 'me', meas_obj_ldn: 'ok', c: 2 }]);
+  });
+
+  it('counters named like context fields get "counter_" in front (until the name is free); the context field keeps its value', async () => {
+    const types = ['meas_obj_ldn', 'counter_meas_obj_ldn', 'suspect', 'managed_element', 'dn_prefix', '__proto__', 'counter', 'value'];
+    const doc = wrap(
+      `<measInfo measInfoId="m">${types.map((t, i) => `<measType p="${i + 1}">${t}</measType>`).join('')}<measValue measObjLdn="x">${types.map((_, i) => `<r p="${i + 1}">${i}</r>`).join('')}<suspect>true</suspect></measValue></measInfo>`,
+    );
+    // add_managed_element false: managed_element is still a reserved name (field names do not depend on options).
+    const out = await decodeUnit(decoderOf(pmXml, { add_managed_element: false }), doc);
+    expect(out.errors).toEqual([]);
+    expect(out.records).toHaveLength(1);
+    const r = out.records[0]!;
+    expect(Object.getPrototypeOf(r)).toBe(Object.prototype);
+    expect(Object.entries(r)).toEqual([
+      ['meas_info_id', 'm'],
+      ['meas_obj_ldn', 'x'],
+      ['suspect', true],
+      ['counter_counter_meas_obj_ldn', 0],
+      ['counter_meas_obj_ldn', 1],
+      ['counter_suspect', 2],
+      ['counter_managed_element', 3],
+      ['counter_dn_prefix', 4],
+      ['counter___proto__', 5],
+      ['counter', 6],
+      ['value', 7],
+    ]);
+  });
+
+  it('a second value for the same counter in one measValue is an error for that value; the first is kept', async () => {
+    const doc = wrap(`<measInfo measInfoId="m"><measType p="1">a</measType><measType p="2">b</measType><measValue measObjLdn="x"><r p="1">1</r><r p="1">9</r><r p="2">2</r></measValue></measInfo>`);
+    const out = await decodeUnit(decoderOf(pmXml), doc);
+    expect(out.records).toEqual([{ managed_element: 'me', meas_info_id: 'm', meas_obj_ldn: 'x', a: 1, b: 2 }]);
+    expect(out.errors.map((e) => [e.message, e.raw.toString()])).toEqual([['PM XML: measInfo "m": <r p="1"> is a second value for counter "a" in measValue "x"; the first is kept', '<r p="1">9</r>']]);
+    // The same name twice in measTypes: one field, the first value; one error for the measResults.
+    const list = wrap(`<measInfo measInfoId="n"><measTypes>a b a</measTypes><measValue measObjLdn="y"><measResults>1 2 3</measResults></measValue></measInfo>`);
+    const out2 = await decodeUnit(decoderOf(pmXml), list);
+    expect(out2.records).toEqual([{ managed_element: 'me', meas_info_id: 'n', meas_obj_ldn: 'y', a: 1, b: 2 }]);
+    expect(out2.errors.map((e) => e.raw.toString())).toEqual(['<measResults>1 2 3</measResults>']);
+    expect(out2.errors[0]!.message).toMatch(/counters named twice/);
+  });
+
+  it('a measValue without values is a record of its context; missing counters are left out, not null', async () => {
+    const doc = wrap(`<measInfo><measTypes>a b</measTypes><measValue measObjLdn="x"/><measValue measObjLdn="y"><measResults>5</measResults><suspect>false</suspect></measValue><measValue><measResults/></measValue></measInfo>`);
+    const out = await decodeUnit(decoderOf(pmXml), doc);
+    expect(out.errors).toEqual([]);
+    expect(out.records).toEqual([
+      { managed_element: 'me', meas_obj_ldn: 'x' },
+      { managed_element: 'me', meas_obj_ldn: 'y', suspect: false, a: 5 },
+      { managed_element: 'me', meas_obj_ldn: null },
+    ]);
   });
 });
 
@@ -393,7 +462,7 @@ describe('pm_xml serializer: malformed measInfo', () => {
     const doc = xml.slice(0, victim.index) + broken + xml.slice(victim.index! + victim[0].length);
     const start = Buffer.byteLength(xml.slice(0, victim.index));
     const end = start + Buffer.byteLength(victim[0]);
-    const others = d.values.filter((v) => v.complete <= start || v.complete > end).map((v) => (v.suspect ? { ...v.record, suspect: v.suspect[1] } : v.record));
+    const others = d.values.filter((v) => v.complete <= start || v.complete > end).map((v) => v.record);
     const whole = await decodeUnit(decoderOf(pmXml), doc);
     expect(whole.records).toEqual(others);
     expect(whole.errors).toHaveLength(1);
@@ -445,15 +514,15 @@ describe('pm_xml serializer: the splitter', () => {
     expect(pieces.at(-1)!.header!.toString()).toMatch(/^svc-pm-xml offset=\d+ final=1\n/);
   });
 
-  it('record_chunk_size bounds the values per piece (a single measValue is never split)', async () => {
+  it('record_chunk_size bounds the measValues (records) per piece', async () => {
     const mvs = Array.from({ length: 20 }, (_, i) => `<measValue measObjLdn="c${i}"><r p="1">${i}</r><r p="2">${i}</r><r p="3">${i}</r></measValue>`).join('');
     const doc = `<measCollecFile><measData><measInfo><measType p="1">a</measType><measType p="2">b</measType><measType p="3">c</measType>${mvs}</measInfo></measData></measCollecFile>`;
     const out = await decodeUnit(decoderOf(pmXml), doc, { targetBytes: 1 << 20, maxLines: 7 });
-    expect(out.records).toHaveLength(60);
+    expect(out.records).toHaveLength(20);
+    expect(out.records[19]).toEqual({ meas_obj_ldn: 'c19', a: 19, b: 19, c: 19 });
     const counts = [];
-    for (const c of out.chunks) counts.push((c.data.toString().match(/<\/r>/g) ?? []).length);
-    expect(Math.max(...counts)).toBeLessThanOrEqual(7);
-    expect(counts.filter((n) => n > 0).length).toBeGreaterThanOrEqual(9);
+    for (const c of out.chunks) counts.push((c.data.toString().match(/<\/measValue>/g) ?? []).length);
+    expect(counts.filter((n) => n > 0)).toEqual([7, 7, 6]);
   });
 });
 
@@ -479,8 +548,8 @@ pipeline:
         { env: {} },
       );
       expect(diagnostics).toEqual([]);
-      // 640-byte chunks are 40-byte pieces: every measValue its own piece, through worker threads.
-      const rec = await runPipeline(config!, { chunkBytes: 640 });
+      // 80-byte chunks are 40-byte pieces: every measValue its own piece, through worker threads.
+      const rec = await runPipeline(config!, { chunkBytes: 80 });
       expect(rec.status).toBe('success');
       const lines = readFileSync(join(dir, 'out', 'out.ndjson'), 'utf8').split('\n').filter(Boolean);
       const expected = expectedUpTo(d, Buffer.byteLength(d.xml));

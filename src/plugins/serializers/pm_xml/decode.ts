@@ -1,9 +1,10 @@
 // Decodes one piece of a 3GPP TS 32.435 measurement file (see split.ts for what a piece is) into
-// one flat record per counter value. A small scanner for this fixed vocabulary, measured against
-// saxes and fast-xml-parser (docs/formats/pm_xml.md): it handles what the files use (any namespace
-// prefix, attributes in any order and quoting, the five predefined and numeric entities, CDATA,
-// comments, processing instructions, a DOCTYPE) and reports what is not well-formed in the part it
-// reads: mismatched or stray end tags, bad attribute syntax, unknown entities.
+// one flat record per measValue: the context fields, then one field per counter. A small scanner
+// for this fixed vocabulary, measured against saxes and fast-xml-parser (docs/formats/pm_xml.md):
+// it handles what the files use (any namespace prefix, attributes in any order and quoting, the
+// five predefined and numeric entities, CDATA, comments, processing instructions, a DOCTYPE) and
+// reports what is not well-formed in the part it reads: mismatched or stray end tags, bad attribute
+// syntax, unknown entities.
 import type { DecodeOut, Rec } from '../../types.js';
 import { META_PREFIX } from './split.js';
 import { counterValue, durationSeconds } from './values.js';
@@ -114,25 +115,70 @@ function decodeEntities(s: string, at: number): string {
   return out + s.slice(from);
 }
 
-type Make = (c: unknown[], ldn: unknown, counter: string, value: unknown, suspect?: boolean) => Rec;
+type Make = (c: unknown[], ldn: unknown, suspect: unknown, v: unknown[]) => Rec;
 const factories = new Map<string, Make>();
+/** Distinct record shapes kept compiled; past this the cache starts over (a long-running daemon). */
+const MAX_FACTORIES = 4096;
 
 /**
- * A record constructor for one set of context fields: an object literal with a fixed key order, so
- * every record of a file shares one hidden class (JSON.stringify and transforms stay on fast paths).
- * Keys are our own constants, never input.
+ * A record constructor for one set of context fields and one sequence of counter fields: an object
+ * literal with a fixed key order, so the records of a measInfo share one hidden class (JSON.stringify
+ * and transforms stay on fast paths). Counter names come from the input: they enter the code only as
+ * JSON string literals, and `__proto__` is never one of them (it is renamed, see fieldNames).
  */
-function factoryFor(keys: string[], suspect: boolean): Make {
-  const sig = keys.join(',') + (suspect ? '+s' : '');
+function factoryFor(keys: string[], suspect: boolean, counters: string[]): Make {
+  const sig = JSON.stringify([keys, suspect, counters]); // unambiguous whatever the names hold
   let f = factories.get(sig);
   if (!f) {
     const fields = keys.map((k, i) => `${JSON.stringify(k)}: c[${i}]`);
-    fields.push('meas_obj_ldn: l', 'counter: k', 'value: v');
+    fields.push('meas_obj_ldn: l');
     if (suspect) fields.push('suspect: s');
-    f = new Function('c', 'l', 'k', 'v', 's', `return { ${fields.join(', ')} };`) as Make;
+    counters.forEach((k, i) => fields.push(`${JSON.stringify(k)}: v[${i}]`));
+    f = new Function('c', 'l', 's', 'v', `return { ${fields.join(', ')} };`) as Make;
+    if (factories.size >= MAX_FACTORIES) factories.clear();
     factories.set(sig, f);
   }
   return f;
+}
+
+/**
+ * Field names a counter may not take: the context fields (whether or not this file has them, so a
+ * counter's field name does not depend on the file header) and `__proto__`.
+ */
+const RESERVED = new Set([
+  'file_format_version',
+  'vendor_name',
+  'dn_prefix',
+  'sender',
+  'begin_time',
+  'managed_element',
+  'user_label',
+  'sw_version',
+  'meas_info_id',
+  'job_id',
+  'gran_period_s',
+  'gran_end_time',
+  'rep_period_s',
+  'meas_obj_ldn',
+  'suspect',
+  '__proto__',
+]);
+const COLLISION_PREFIX = 'counter_';
+
+/**
+ * The field name of each counter of a measInfo: its name, or for a name in RESERVED the name with
+ * `counter_` in front (again, until it is neither reserved nor another counter's name). The context
+ * field keeps its meaning; the counter stays findable under a predictable name.
+ */
+function fieldNames(types: string[]): string[] {
+  let taken: Set<string> | undefined;
+  return types.map((t) => {
+    if (!RESERVED.has(t)) return t;
+    taken ??= new Set(types);
+    let f = COLLISION_PREFIX + t;
+    while (RESERVED.has(f) || taken.has(f)) f = COLLISION_PREFIX + f;
+    return f;
+  });
 }
 
 interface PieceMeta {
@@ -153,22 +199,30 @@ export class PmXmlDecoder {
   // text of the element being collected
   private collecting = 0;
   private text = '';
-  /** The collected text ran to the end of the input (its last token may be cut). */
-  private textCut = false;
   // file and managed element context
   private file: Record<string, string | undefined> = {};
   private me: Record<string, string | undefined> = {};
   // measInfo context
   private mi: Record<string, string | undefined> = {};
   private typeList: string[] = [];
-  private typeByP = new Map<string, string>();
+  /** p attribute -> index in typeList. */
+  private typeByP = new Map<string, number>();
+  private ctxKeys: string[] | null = null;
   private ctxVals: unknown[] = [];
-  private make: Make | null = null;
-  private makeS: Make | null = null;
+  /** Per index in typeList: its slot, the first counter with the same field name (null: not built). */
+  private slotOf: number[] | null = null;
+  private fields: string[] = [];
+  /** Per slot: the serial of the last measValue that had a value for it (duplicates). */
+  private seen: number[] = [];
+  private serial = 0;
+  /** The last record shape of this measInfo: its slot sequence and constructor. */
+  private lastSlots: number[] = [];
+  private lastSuspect = false;
+  private lastMake: Make | null = null;
   private miStart = 0;
   // measValue being read
   private ldn: string | null = null;
-  private counters: string[] = [];
+  private slots: number[] = [];
   private vals: unknown[] = [];
   private suspect: boolean | undefined;
   private p: string | undefined;
@@ -296,26 +350,25 @@ export class PmXmlDecoder {
     return -1;
   }
 
+  /** The end of a truncated file: complete measValues were given out; an unfinished one is dropped. */
   private truncated(partial: number) {
     const names: string[] = [];
     for (let i = 0; i < this.depth; i++) names.push(localOf(this.names[i]!));
-    let skipped = partial !== -1 ? 1 : 0;
-    const k = this.collecting;
-    if (k === MEAS_RESULTS) {
-      // Tokens followed by a blank were complete; the last one may have been cut.
-      const t = this.text;
-      const cut = this.textCut && t.length > 0 && !isSpace(t.charCodeAt(t.length - 1));
-      const toks = t.split(/[ \t\r\n]+/).filter(Boolean);
-      if (cut) {
-        toks.pop();
-        skipped++;
-      }
-      this.results(toks);
-    } else if (k) skipped++;
-    if (this.openIndex(MEAS_VALUE) !== -1) this.emitValue();
+    let skipped: string;
+    if (this.openIndex(MEAS_VALUE) !== -1) {
+      // A record with some of its counters would read as a complete measurement.
+      const n = this.slots.length;
+      const ldn = this.ldn !== null ? ` ${JSON.stringify(this.ldn)}` : '';
+      skipped = `1 partial element skipped (measValue${ldn} with ${n} complete value${n === 1 ? '' : 's'})`;
+    } else {
+      const k = (partial !== -1 ? 1 : 0) + (this.collecting ? 1 : 0);
+      skipped = `${k} partial element${k === 1 ? '' : 's'} skipped`;
+    }
     const n = this.meta.offset + this.data.length;
     const what = names.length ? `${names.length} open element${names.length === 1 ? '' : 's'} closed automatically (${names.join(' > ')})` : 'no measCollecFile element';
-    this.out.note(`PM XML: file truncated at byte ${n}: ${what}, ${skipped} partial element${skipped === 1 ? '' : 's'} skipped`);
+    this.out.note(`PM XML: file truncated at byte ${n}: ${what}, ${skipped}`);
+    this.slots.length = 0;
+    this.vals.length = 0;
     this.depth = 0;
   }
 
@@ -403,14 +456,13 @@ export class PmXmlDecoder {
 
   /** Text at the very end: in a truncated file it may stop inside an entity reference. */
   private addTail(a: number, b: number) {
-    this.textCut = true;
     const t = this.s.slice(a, b);
     try {
       this.text += t.indexOf('&') === -1 ? t : decodeEntities(t, a);
     } catch (e) {
       if (!this.inData || !this.meta.final) throw e;
       const amp = t.lastIndexOf('&');
-      this.text += decodeEntities(t.slice(0, amp), a) + '&'; // '&' marks the token as cut
+      this.text += decodeEntities(t.slice(0, amp), a); // the text is dropped with its measValue
     }
   }
 
@@ -509,11 +561,13 @@ export class PmXmlDecoder {
         return;
       case MEAS_VALUE:
         this.ldn = this.attr('measObjLdn') ?? null;
-        this.counters.length = 0;
+        this.slots.length = 0;
         this.vals.length = 0;
         this.suspect = undefined;
         this.rIndex = 0;
-        if (!this.make) this.buildFactory();
+        this.serial++;
+        if (!this.ctxKeys) this.buildContext();
+        if (!this.slotOf) this.buildSlots();
         return;
       case MEAS_TYPE:
         this.p = this.attr('p');
@@ -525,7 +579,8 @@ export class PmXmlDecoder {
         this.mi = { meas_info_id: this.attr('measInfoId') };
         this.typeList = [];
         this.typeByP = new Map();
-        this.make = this.makeS = null;
+        this.ctxKeys = null;
+        this.slotOf = null;
         this.miStart = this.inData ? lt : 0;
         return;
       case JOB:
@@ -583,12 +638,14 @@ export class PmXmlDecoder {
         return;
       case MEAS_TYPE: {
         const name = this.text.trim();
-        if (this.p !== undefined) this.typeByP.set(this.p, name);
+        if (this.p !== undefined) this.typeByP.set(this.p, this.typeList.length);
         this.typeList.push(name);
+        this.slotOf = null;
         return;
       }
       case MEAS_TYPES:
         this.typeList = this.text.split(/[ \t\r\n]+/).filter(Boolean);
+        this.slotOf = null;
         return;
       case MEAS_INFO:
         this.flush();
@@ -603,50 +660,84 @@ export class PmXmlDecoder {
 
   /** One `r` value: its counter is the measType with the same p (or at that position in measTypes). */
   private value(p: string | undefined, text: string, lt: number, after: number) {
-    const name = p !== undefined ? (this.typeByP.get(p) ?? this.typeList[Number(p) - 1]) : this.typeList[this.rIndex];
+    let i: number | undefined;
+    if (p !== undefined) {
+      i = this.typeByP.get(p);
+      if (i === undefined) {
+        const n = Number(p) - 1;
+        if (Number.isInteger(n) && n >= 0 && n < this.typeList.length) i = n;
+      }
+    } else if (this.rIndex < this.typeList.length) i = this.rIndex;
     this.rIndex++;
-    if (name === undefined) {
-      this.out.error(`PM XML: measInfo "${this.mi.meas_info_id ?? ''}": <r${p !== undefined ? ` p="${p}"` : ''}> matches no measType`, this.raw(lt, after));
+    const mi = this.mi.meas_info_id ?? '';
+    const tag = `<r${p !== undefined ? ` p="${p}"` : ''}>`;
+    if (i === undefined) {
+      this.out.error(`PM XML: measInfo "${mi}": ${tag} matches no measType`, this.raw(lt, after));
       return;
     }
-    this.counters.push(name);
-    this.vals.push(counterValue(text, this.o.numeric));
+    if (!this.put(i, counterValue(text, this.o.numeric))) {
+      this.out.error(`PM XML: measInfo "${mi}": ${tag} is a second value for counter "${this.typeList[i]}" in measValue ${JSON.stringify(this.ldn)}; the first is kept`, this.raw(lt, after));
+    }
+  }
+
+  /** Adds the value of counter `i` (index in typeList) to the measValue; false if it has one already. */
+  private put(i: number, v: unknown): boolean {
+    const slot = this.slotOf![i]!;
+    if (this.seen[slot] === this.serial) return false;
+    this.seen[slot] = this.serial;
+    this.slots.push(slot);
+    this.vals.push(v);
+    return true;
   }
 
   /** measResults tokens, paired with the measTypes in order. */
-  private results(toks: string[], lt = 0, after = 0) {
-    const types = this.typeList;
-    const n = Math.min(toks.length, types.length);
-    for (let i = 0; i < n; i++) {
-      this.counters.push(types[i]!);
-      this.vals.push(counterValue(toks[i]!, this.o.numeric));
+  private results(toks: string[], lt: number, after: number) {
+    const n = Math.min(toks.length, this.typeList.length);
+    let dup = 0;
+    for (let i = 0; i < n; i++) if (!this.put(i, counterValue(toks[i]!, this.o.numeric))) dup++;
+    const mi = this.mi.meas_info_id ?? '';
+    if (toks.length > this.typeList.length) {
+      this.out.error(`PM XML: measInfo "${mi}": ${toks.length} values in measResults for ${this.typeList.length} measTypes; the extra ones are skipped`, this.raw(lt, after));
     }
-    if (toks.length > types.length && after > 0) {
-      this.out.error(`PM XML: measInfo "${this.mi.meas_info_id ?? ''}": ${toks.length} values in measResults for ${types.length} measTypes; the extra ones are skipped`, this.raw(lt, after));
-    }
+    if (dup) this.out.error(`PM XML: measInfo "${mi}": measResults has ${dup} more value${dup === 1 ? '' : 's'} for counters named twice in measTypes; the first of each is kept`, this.raw(lt, after));
   }
 
+  /** The record of a complete measValue. */
   private emitValue() {
-    if (!this.make) this.buildFactory();
-    const c = this.ctxVals;
-    const ldn = this.ldn;
-    const ks = this.counters;
-    const vs = this.vals;
-    const out = this.pending;
-    if (this.suspect === undefined) {
-      const make = this.make!;
-      for (let i = 0; i < ks.length; i++) out.push(make(c, ldn, ks[i]!, vs[i]));
-    } else {
-      const make = this.makeS!;
-      const sus = this.suspect;
-      for (let i = 0; i < ks.length; i++) out.push(make(c, ldn, ks[i]!, vs[i], sus));
+    const slots = this.slots;
+    const suspect = this.suspect !== undefined;
+    let make = this.lastMake;
+    const last = this.lastSlots;
+    let same = make !== null && suspect === this.lastSuspect && last.length === slots.length;
+    for (let i = 0; same && i < slots.length; i++) same = last[i] === slots[i];
+    if (!same) {
+      make = factoryFor(this.ctxKeys!, suspect, slots.map((k) => this.fields[k]!));
+      this.lastMake = make;
+      this.lastSlots = slots.slice();
+      this.lastSuspect = suspect;
     }
-    ks.length = 0;
-    vs.length = 0;
+    this.pending.push(make!(this.ctxVals, this.ldn, this.suspect, this.vals));
+    slots.length = 0;
+    this.vals.length = 0;
+  }
+
+  /** Field names and slots of the counters of the current measInfo (see fieldNames). */
+  private buildSlots() {
+    const names = fieldNames(this.typeList);
+    const first = new Map<string, number>();
+    this.slotOf = names.map((f, i) => {
+      const s = first.get(f);
+      if (s !== undefined) return s;
+      first.set(f, i);
+      return i;
+    });
+    this.fields = names;
+    this.seen = new Array<number>(names.length).fill(0);
+    this.lastMake = null;
   }
 
   /** Context fields of the records of the current measInfo (absent ones are left out). */
-  private buildFactory() {
+  private buildContext() {
     const keys: string[] = [];
     const vals: unknown[] = [];
     const add = (k: string, v: unknown) => {
@@ -672,8 +763,8 @@ export class PmXmlDecoder {
     if (this.o.addDuration) add('gran_period_s', mi.gran_duration === undefined ? undefined : durationSeconds(mi.gran_duration));
     add('gran_end_time', mi.gran_end_time);
     if (this.o.addDuration) add('rep_period_s', mi.rep_duration === undefined ? undefined : durationSeconds(mi.rep_duration));
+    this.ctxKeys = keys;
     this.ctxVals = vals;
-    this.make = factoryFor(keys, false);
-    this.makeS = factoryFor(keys, true);
+    this.lastMake = null;
   }
 }

@@ -14,11 +14,11 @@ import type { SplitOptions, SplitPiece } from '../../types.js';
 export const META_PREFIX = 'svc-pm-xml';
 
 /**
- * XML becomes ~15 times its size as NDJSON records (each value repeats its context fields): pieces
- * are cut at targetBytes / EXPANSION of input so a piece's records weigh about what a targetBytes
- * chunk of NDJSON does. Measured on the 1 GB benchmark file: less memory and less GC.
+ * Records (one per measValue, each repeating its context fields) weigh about 1.4 times their XML as
+ * NDJSON (measured on the benchmark's data): pieces are cut at targetBytes / EXPANSION of input so a
+ * piece's records weigh a little less than a targetBytes chunk of NDJSON.
  */
-const EXPANSION = 16;
+const EXPANSION = 2;
 
 /** Past this many pending bytes without a boundary a piece is cut anyway (memory bound). */
 const FORCE_MIN = 16 << 20;
@@ -70,34 +70,6 @@ function startTagEnd(b: Buffer, from: number): number {
   return -1;
 }
 
-/** Values in one measValue (r elements, or measResults tokens): for record_chunk_size. */
-function countValues(b: Buffer, from: number, to: number): number {
-  let n = 0;
-  for (let i = b.indexOf('</', from); i !== -1 && i < to; i = b.indexOf('</', i + 2)) {
-    let j = i + 2;
-    while (j < to && isNameChar(b[j]!)) j++;
-    if (b[j] === COLON) {
-      j++;
-      const s = j;
-      while (j < to && isNameChar(b[j]!)) j++;
-      if (j - s === 1 && b[s] === 0x72) n++;
-    } else if (j - (i + 2) === 1 && b[i + 2] === 0x72) n++;
-  }
-  for (let i = b.indexOf('measResults', from); i !== -1 && i < to; i = b.indexOf('measResults', i + 11)) {
-    if (b[i - 1] === SLASH) continue;
-    const gt = b.indexOf(GT, i);
-    if (gt === -1 || gt >= to || b[gt - 1] === SLASH) continue;
-    const end = b.indexOf(LT, gt);
-    let inTok = false;
-    for (let k = gt + 1; k < end; k++) {
-      const sp = isSpace(b[k]!);
-      if (!sp && !inTok) n++;
-      inTok = !sp;
-    }
-  }
-  return n;
-}
-
 interface Context {
   /** Absolute offset of the open measData start tag, -1 outside one. */
   mdStart: number;
@@ -139,7 +111,6 @@ export async function* splitPmXml(stream: AsyncIterable<Buffer>, opts: SplitOpti
   const ctx: Context = { mdStart: -1, mdCtx: null, miStart: -1, miCtx: null };
   /** Context bytes the next piece needs (empty for the first piece). */
   let pieceCtx: Buffer = Buffer.alloc(0);
-  let mvStart = -1;
   let records = 0;
   /** The last boundary of this piece, with the context there (record_chunk_size cuts). */
   let lastCut = -1;
@@ -243,7 +214,6 @@ export async function* splitPmXml(stream: AsyncIterable<Buffer>, opts: SplitOpti
           boundary = selfClosing;
         } else {
           if (ctx.miStart !== -1 && !ctx.miCtx) ctx.miCtx = Buffer.from(work.subarray(Math.max(0, ctx.miStart - base), lt - base));
-          mvStart = lt;
           boundary = selfClosing;
         }
       } else {
@@ -253,7 +223,7 @@ export async function* splitPmXml(stream: AsyncIterable<Buffer>, opts: SplitOpti
       }
       if (!boundary) continue;
       if (maxRecords !== undefined) {
-        const n = kind === 'measValue' && mvStart >= base ? countValues(work, mvStart - base, tagEnd) : 0;
+        const n = kind === 'measValue' ? 1 : 0; // a record is a measValue
         if (records + n > maxRecords && lastCut !== -1) {
           // Cut before this measValue; if it alone fills a piece, the read loop cuts after it next.
           const piece = cut(lastCut, lastCtx!);

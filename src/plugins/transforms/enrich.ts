@@ -2,9 +2,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { extname } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { parse as parseCsv } from 'csv-parse/sync';
-import Database from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql } from 'kysely';
-import { createKysely, resolveTarget, type DbTarget } from '../../store/db.js';
+import type { Kysely } from 'kysely';
+import { resolveTarget, type DbTarget } from '../../store/target.js';
 import type { Logger } from '../../observability/log.js';
 import { errorMessage } from '../../errors.js';
 import { defineTransform, type LintIssue, type Rec } from '../types.js';
@@ -72,12 +71,15 @@ function readTable(file: string, key: string): Table {
 
 /**
  * The lookup database. A SQLite file is only read: opened read-only and required to exist (the
- * store's opener would create a missing file and switch an existing one to WAL mode).
+ * store's opener would create a missing file and switch an existing one to WAL mode). Drivers are
+ * loaded here, not with the module, so pipelines without SQL lookups (and worker threads) do not
+ * carry them.
  */
-function openDb(target: DbTarget, log: Logger): Kysely<unknown> {
-  if (target.engine !== 'sqlite') return createKysely(target, log) as unknown as Kysely<unknown>;
+async function openDb(target: DbTarget, log: Logger): Promise<Kysely<unknown>> {
+  if (target.engine !== 'sqlite') return (await import('../../store/db.js')).createKysely(target, log) as unknown as Kysely<unknown>;
+  const [{ default: Database }, { Kysely: K, SqliteDialect }] = await Promise.all([import('better-sqlite3'), import('kysely')]);
   const database = new Database(target.path!, { readonly: true, fileMustExist: true });
-  return new Kysely<unknown>({ dialect: new SqliteDialect({ database }) });
+  return new K<unknown>({ dialect: new SqliteDialect({ database }) });
 }
 
 function lint(c: { file?: string; sql?: { url?: string; path?: string } }): LintIssue[] {
@@ -144,6 +146,7 @@ export default defineTransform({
     let timer: NodeJS.Timeout | undefined;
     let db: Kysely<unknown> | undefined;
     const loadSql = async () => {
+      const { sql } = await import('kysely');
       const rows = await sql.raw<Rec>(c.sql!.query).execute(db!);
       table = tableOf(rows.rows, key, 'the query result');
     };
@@ -164,7 +167,7 @@ export default defineTransform({
       ...(c.sql
         ? {
             async open() {
-              db = openDb(resolveTarget({ url: c.sql!.url, path: c.sql!.path }), ctx.log);
+              db = await openDb(resolveTarget({ url: c.sql!.url, path: c.sql!.path }), ctx.log);
               await loadSql();
               timer = setInterval(() => {
                 loadSql().catch((e: unknown) => ctx.log.warn({ err: errorMessage(e) }, 'enrich: lookup query failed, keeping the previous table'));

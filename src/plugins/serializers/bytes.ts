@@ -19,7 +19,7 @@ export default defineSerializer({
   direction: 'both',
   config,
   examples: [
-    { title: 'Base64 (default)', yaml: 'type: bytes' },
+    { title: 'Base64 (default)', yaml: 'type: bytes', worked: { input: '3006020101040161', encoding: 'hex', records: [{ _raw: 'MAYCAQEEAWE=', _size: 8 }] } },
     { title: 'Hex dump of binary files', yaml: 'type: bytes\nencoding: hex' },
   ],
   decoder: (c) => ({

@@ -21,7 +21,11 @@ export default defineSerializer({
   direction: 'both',
   config,
   examples: [
-    { title: 'Compact (default)', yaml: 'type: json' },
+    {
+      title: 'Compact (default)',
+      yaml: 'type: json',
+      worked: { input: '[{"host": "rtr1", "ifIndex": 1}, {"host": "rtr2", "up": true}, 42]', records: [{ host: 'rtr1', ifIndex: 1 }, { host: 'rtr2', up: true }, { _value: 42 }] },
+    },
     { title: 'Pretty-printed, UTF-8 kept', yaml: 'type: json\nindent: 2\nensure_ascii: false' },
   ],
   decoder: () => ({

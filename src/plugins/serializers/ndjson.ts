@@ -22,7 +22,11 @@ export default defineSerializer({
   direction: 'both',
   config,
   examples: [
-    { title: 'Defaults', yaml: 'type: ndjson' },
+    {
+      title: 'Defaults',
+      yaml: 'type: ndjson',
+      worked: { input: '{"host": "rtr1", "in": 10}\n[1, 2]\n{"host": "rtr2", "in": 7}\n', records: [{ host: 'rtr1', in: 10 }, { _value: [1, 2] }, { host: 'rtr2', in: 7 }] },
+    },
     { title: 'Strict objects, UTF-8 kept as is', yaml: 'type: ndjson\nstrict: true\nensure_ascii: false' },
   ],
   decoder: (c) => ({

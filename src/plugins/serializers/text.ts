@@ -30,7 +30,11 @@ export default defineSerializer({
   config,
   lint: (c) => lintEncoding(c.encoding),
   examples: [
-    { title: 'One record per line', yaml: 'type: text' },
+    {
+      title: 'One record per line',
+      yaml: 'type: text',
+      worked: { input: 'link up Gi0/1\n\nlink down Gi0/2\n', records: [{ _line: 'link up Gi0/1', _line_num: 1 }, { _line: 'link down Gi0/2', _line_num: 3 }] },
+    },
     { title: 'Latin-1 log lines into field `message`', yaml: 'type: text\nencoding: latin1\nline_field: message\ninclude_line_num: false' },
   ],
   decoder: (c) => {

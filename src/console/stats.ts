@@ -19,10 +19,6 @@ export class ConsoleStats {
     (this.areas[area] as Record<string, number>)[field as string]! += n;
   }
 
-  set<A extends StatsArea>(area: A, field: keyof StatsAreas[A], v: number) {
-    (this.areas[area] as Record<string, number>)[field as string] = v;
-  }
-
   snapshot() {
     return { ...structuredClone(this.areas), since: this.since.toISOString() };
   }

@@ -21,6 +21,14 @@ export function statefulTransforms(config: PipelineConfig, reg: Registry = defau
     .filter((t) => (reg.transform.get(t.config.type) as TransformPlugin | undefined)?.stateful);
 }
 
+/** Fresh instances of those transforms: a state body is checked by loading it into one. */
+export function statefulInstances(config: PipelineConfig, log: Logger, reg: Registry = defaultRegistry) {
+  return statefulTransforms(config, reg).map((t) => ({
+    key: t.key,
+    transform: (reg.transform.get(t.config.type) as TransformPlugin).create(t.config as never, { pipeline: config.name, log }),
+  }));
+}
+
 /**
  * The hash a stored state is checked against: the stateful transforms' positions, types and
  * parameters. Other edits (a sink, the schedule) keep the state; changing one of those transforms

@@ -1,10 +1,9 @@
 // Agent simulator: serves the default device (device.ts) plus custom overrides over UDP to
 // v1/v2c communities and v3 USM users; GET, GETNEXT, GETBULK, SET (refused unless writable).
-import type { RemoteInfo, Socket } from 'node:dgram';
-import { randomBytes } from 'node:crypto';
+import type { RemoteInfo } from 'node:dgram';
 import { defaultDevice, type DeviceOptions, type MibEntry } from './device.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, versionName, type AnyPdu, type Pdu, type V3Message } from './message.js';
-import { bindUdp } from './udp.js';
+import { engineIdFrom, UdpService } from './udp.js';
 import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import { coerceValue, compareOids, oidParts, parseOid, parseType, SnmpInputError, type SnmpType, type VarBind } from './values.js';
 
@@ -53,19 +52,16 @@ const REQUEST_NAMES: Record<number, string> = { 0xa0: 'get', 0xa1: 'getnext', 0x
 const MAX_RESPONSE = 65000;
 
 
-export class SnmpAgent {
-  private socket: Socket | undefined;
+export class SnmpAgent extends UdpService {
   private rows: Row[] = [];
   private index = new Map<string, number>();
   private users = new Map<string, { user: UsmUser; local: LocalUser }>();
   readonly engineId: Buffer;
-  private startedAt = Date.now();
   private writable = new Map<string, VarBind>();
-  port = 0;
 
   constructor(private opts: AgentOptions = {}) {
-    this.engineId = opts.engineId ? Buffer.from(opts.engineId.replace(/^0x/i, ''), 'hex') : Buffer.concat([Buffer.from('80001f8880', 'hex'), randomBytes(8)]);
-    if (this.engineId.length < 5 || this.engineId.length > 32) throw new SnmpInputError('engine ID must be 5 to 32 bytes (hex)');
+    super(() => this.opts, 161, 4 << 20);
+    this.engineId = engineIdFrom(opts.engineId);
     for (const u of opts.users ?? []) {
       const user = makeUser(u);
       this.users.set(user.name, { user, local: localize(user, this.engineId) });
@@ -95,27 +91,6 @@ export class SnmpAgent {
 
   get size(): number {
     return this.rows.length;
-  }
-
-  async start(): Promise<number> {
-    if (this.socket) return this.port;
-    const host = this.opts.host ?? '127.0.0.1';
-    const port = this.opts.port ?? 161;
-    const s = await bindUdp(host, port, 4 << 20, (buf, rinfo) => this.onMessage(buf, rinfo));
-    this.socket = s;
-    this.startedAt = Date.now();
-    this.port = s.address().port;
-    return this.port;
-  }
-
-  async stop(): Promise<void> {
-    const s = this.socket;
-    this.socket = undefined;
-    if (s) await new Promise<void>((r) => s.close(() => r()));
-  }
-
-  get running(): boolean {
-    return !!this.socket;
   }
 
   private elapsed(): number {
@@ -245,7 +220,7 @@ export class SnmpAgent {
     });
   }
 
-  private onMessage(buf: Buffer, rinfo: RemoteInfo): void {
+  protected onMessage(buf: Buffer, rinfo: RemoteInfo): void {
     let m;
     try {
       m = decodeMessage(buf);

@@ -2,9 +2,8 @@
 // USM users at once. For a v3 trap the sender is the authoritative engine, so each user's keys
 // are localised per sender engine ID (cached in usm.ts); for an inform the receiver is
 // authoritative and answers discovery probes with its own engine ID.
-import type { RemoteInfo, Socket } from 'node:dgram';
-import { randomBytes } from 'node:crypto';
-import { bindUdp } from './udp.js';
+import type { RemoteInfo } from 'node:dgram';
+import { engineIdFrom, UdpService } from './udp.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type TrapV1Fields, type V3Message } from './message.js';
 import { localize, makeUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import type { VarBind } from './values.js';
@@ -55,17 +54,15 @@ export function v1TrapOid(t: TrapV1Fields): string {
   return t.genericTrap < 6 ? `${SNMP_TRAPS}.${t.genericTrap + 1}` : `${t.enterprise}.0.${t.specificTrap}`;
 }
 
-export class TrapReceiver {
-  private socket: Socket | undefined;
+export class TrapReceiver extends UdpService {
   private users = new Map<string, { any?: UsmUser; byEngine: Map<string, UsmUser> }>();
   readonly engineId: Buffer;
-  private startedAt = Date.now();
-  port = 0;
   received = 0;
   dropped = 0;
 
   constructor(private opts: TrapReceiverOptions) {
-    this.engineId = opts.engineId ? Buffer.from(opts.engineId.replace(/^0x/i, ''), 'hex') : Buffer.concat([Buffer.from('80001f8880', 'hex'), randomBytes(8)]);
+    super(() => this.opts, 162, 8 << 20);
+    this.engineId = engineIdFrom(opts.engineId);
     for (const u of opts.users ?? []) this.addUser(u);
   }
 
@@ -77,33 +74,12 @@ export class TrapReceiver {
     else e.any = user;
   }
 
-  async start(): Promise<number> {
-    if (this.socket) return this.port;
-    const host = this.opts.host ?? '127.0.0.1';
-    const port = this.opts.port ?? 162;
-    const s = await bindUdp(host, port, 8 << 20, (buf, rinfo) => this.onMessage(buf, rinfo));
-    this.socket = s;
-    this.port = s.address().port;
-    this.startedAt = Date.now();
-    return this.port;
-  }
-
-  async stop(): Promise<void> {
-    const s = this.socket;
-    this.socket = undefined;
-    if (s) await new Promise<void>((r) => s.close(() => r()));
-  }
-
-  get running(): boolean {
-    return !!this.socket;
-  }
-
   private drop(reason: string, rinfo: RemoteInfo): void {
     this.dropped++;
     this.opts.onDrop?.(reason, `${rinfo.address}:${rinfo.port}`);
   }
 
-  private onMessage(buf: Buffer, rinfo: RemoteInfo): void {
+  protected onMessage(buf: Buffer, rinfo: RemoteInfo): void {
     let m;
     try {
       m = decodeMessage(buf);

@@ -1,4 +1,6 @@
-// Binding a UDP socket for the agent and the trap receiver, with errors a user can act on.
+// The UDP side of the agent and the trap receiver: binding with errors a user can act on,
+// start/stop, and their engine IDs.
+import { randomBytes } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { SnmpInputError } from './values.js';
 
@@ -24,4 +26,49 @@ export async function bindUdp(host: string, port: number, recvBufferSize: number
   s.on('error', () => undefined);
   s.on('message', onMessage);
   return s;
+}
+
+/**
+ * An SNMP endpoint on a UDP socket (the agent, the trap receiver): start on host:port (0 picks a
+ * free port, read back from `port`), stop, and the time it started (sysUpTime, engine time).
+ */
+export abstract class UdpService {
+  protected socket: Socket | undefined;
+  protected startedAt = Date.now();
+  port = 0;
+
+  constructor(
+    private readonly where: () => { host?: string; port?: number },
+    private readonly defaultPort: number,
+    private readonly recvBufferSize: number,
+  ) {}
+
+  protected abstract onMessage(buf: Buffer, rinfo: RemoteInfo): void;
+
+  async start(): Promise<number> {
+    if (this.socket) return this.port;
+    const { host = '127.0.0.1', port = this.defaultPort } = this.where();
+    const s = await bindUdp(host, port, this.recvBufferSize, (buf, rinfo) => this.onMessage(buf, rinfo));
+    this.socket = s;
+    this.port = s.address().port;
+    this.startedAt = Date.now();
+    return this.port;
+  }
+
+  async stop(): Promise<void> {
+    const s = this.socket;
+    this.socket = undefined;
+    if (s) await new Promise<void>((r) => s.close(() => r()));
+  }
+
+  get running(): boolean {
+    return !!this.socket;
+  }
+}
+
+/** An engine ID from hex (an optional 0x), or a random one in net-snmp's enterprise format. */
+export function engineIdFrom(hex: string | undefined): Buffer {
+  const id = hex ? Buffer.from(hex.replace(/^0x/i, ''), 'hex') : Buffer.concat([Buffer.from('80001f8880', 'hex'), randomBytes(8)]);
+  if (id.length < 5 || id.length > 32) throw new SnmpInputError('engine ID must be 5 to 32 bytes (hex)');
+  return id;
 }

@@ -190,8 +190,21 @@ describe('operator console', () => {
     expect((await next('trap')).data).toEqual({ trap_oid: '1.3.6.1.6.3.1.1.5.3' });
     await a.call('DELETE', '/api/stats/', { token });
     expect((await next('stats')).data.traps.received).toBe(0);
-    // Logging out ends the socket at the next push.
     ws.close();
+  });
+
+  it('WebSocket: stats are pushed every stats_push_interval_s; a logged-out session is closed with 4401 at the next push', async () => {
+    const a = await consoleOn({ SVC_AUTH_USERS: 'ops:s3cret-pass' });
+    const token = await a.login('ops', 's3cret-pass');
+    await a.call('POST', '/api/settings/app', { token, body: { stats_push_interval_s: 1 } });
+    const ws = new WebSocket(`${a.c.url.replace('http', 'ws')}/api/ws?token=${token}`);
+    const types: string[] = [];
+    const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+    ws.on('message', (raw: Buffer) => types.push((JSON.parse(raw.toString()) as { type: string }).type));
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(types).toEqual(['full_state', 'stats']);
+    await a.call('POST', '/api/settings/logout', { token });
+    expect(await closed).toBe(4401);
   });
 
   it('OpenAPI at /docs lists the console routes with the X-Auth-Token scheme', async () => {

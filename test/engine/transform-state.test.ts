@@ -92,7 +92,7 @@ describe('transform state through the engine', () => {
     const s = setup(DELTA);
     await s.run([{ h: 'a', ts: 0, c: 10 }]);
     const changed = setup(DELTA.replace('counters: [c]', 'counters: [c], rate: true'));
-    const io = fileStateIO(s.stateFile, stateConfigHash(changed.config), changed.config && (silentLogger as Logger));
+    const io = fileStateIO(s.stateFile, stateConfigHash(changed.config), silentLogger);
     expect(await io.load()).toBeNull();
     // Same transforms, another sink path: the same hash.
     expect(stateConfigHash(setup(DELTA, '/tmp/elsewhere').config)).toBe(stateConfigHash(s.config));

@@ -2,8 +2,7 @@
 // transforms. 404 when SVC_STATEFUL_TRANSFORMS=0; bodies over SVC_STATE_MAX_BYTES are 413.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { buildPlan } from '../../engine/plan.js';
-import { stateConfigHash, statefulTransforms } from '../../engine/transform-state.js';
+import { stateConfigHash, statefulInstances } from '../../engine/transform-state.js';
 import { errorMessage } from '../../errors.js';
 import { ApiError, type ApiDeps } from '../deps.js';
 
@@ -57,18 +56,18 @@ export default async function transformStateRoutes(app: FastifyInstance, deps: A
       if (p.active) throw new ApiError(409, `pipeline '${p.name}' has a run in progress; its end would overwrite the state. Stop it or wait, then retry`);
       const body = req.body as Record<string, unknown>;
       const state = (typeof body.state === 'object' && body.state !== null && !Array.isArray(body.state) ? body.state : body) as Record<string, unknown>;
-      const keys = new Set(statefulTransforms(p.config).map((t) => t.key));
+      const instances = statefulInstances(p.config, deps.log);
+      const keys = instances.map((t) => t.key);
       for (const k of Object.keys(state)) {
-        if (!keys.has(k)) throw new ApiError(400, `'${k}' is not a stateful transform of pipeline '${p.name}' (its instances: ${[...keys].join(', ') || 'none'})`);
+        if (!keys.includes(k)) throw new ApiError(400, `'${k}' is not a stateful transform of pipeline '${p.name}' (its instances: ${keys.join(', ') || 'none'})`);
       }
       // Each part must load into a fresh instance of its transform: a body the run would discard is refused now.
-      const plan = buildPlan(p.config, { log: deps.log });
-      for (const t of plan.chain) {
-        if (state[t.key] === undefined || !t.state) continue;
+      for (const { key, transform } of instances) {
+        if (state[key] === undefined) continue;
         try {
-          t.state.load(state[t.key]);
+          transform.state!.load(state[key]);
         } catch (e) {
-          throw new ApiError(400, `state of ${t.key} is not usable: ${errorMessage(e)}`);
+          throw new ApiError(400, `state of ${key} is not usable: ${errorMessage(e)}`);
         }
       }
       const hash = stateConfigHash(p.config);

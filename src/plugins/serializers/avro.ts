@@ -14,7 +14,7 @@ import {
 import { avroType, decodeValue, encodeValue, valueMapping, whyInvalid } from '../common/avro-values.js';
 import { lintRegistryUrl, readWireHeader, registryFor, SchemaRegistryError, wireHeader, type SchemaRegistryClient } from '../common/schema-registry.js';
 import { readSchemaFile, schemaPath, SchemaFileError } from '../common/schema-file.js';
-import { defineSerializer, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../types.js';
+import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../types.js';
 
 const config = Type.Object(
   {
@@ -455,7 +455,8 @@ export default defineSerializer({
   direction: 'both',
   config,
   lint,
-  resolve: resolve as (c: Config, ctx: { signal: AbortSignal }) => Promise<Config>,
+  // resolve() adds the fetched schemas as `_resolved`, which the schema does not describe.
+  resolve: resolve as NonNullable<SerializerPlugin<typeof config>['resolve']>,
   examples: [
     {
       title: 'Container files or plain datums with a schema file',

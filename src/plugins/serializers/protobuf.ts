@@ -10,7 +10,7 @@ import {
   SchemaRegistryError,
   wireHeader,
 } from '../common/schema-registry.js';
-import { defineSerializer, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../types.js';
+import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../types.js';
 
 const config = Type.Object(
   {
@@ -235,7 +235,8 @@ export default defineSerializer({
   direction: 'both',
   config,
   lint,
-  resolve: resolve as (c: Config, ctx: { signal: AbortSignal }) => Promise<Config>,
+  // resolve() adds the fetched schemas as `_resolved`, which the schema does not describe.
+  resolve: resolve as NonNullable<SerializerPlugin<typeof config>['resolve']>,
   examples: [
     {
       title: 'Length-delimited messages in a file',

@@ -101,6 +101,8 @@ export default defineTransform({
     const rateNames = counters.map((f) => f + rateSuffix);
     // Plain assignment unless an output name is `__proto__` (then the safe setter).
     const safe = ![...deltaNames, ...rateNames].includes('__proto__');
+    /** This sample's counter values; one array for every record (apply copies what it keeps). */
+    const now: (number | bigint | null)[] = new Array(n);
 
     const keyOf = (r: Rec): string => {
       let k = '';
@@ -146,7 +148,6 @@ export default defineTransform({
           if (t === NOT_A_TIME) throw new Error(`time_field '${c.time_field}' value ${JSON.stringify(r[c.time_field!] ?? null)} is not a timestamp`);
         } else t = Date.now();
         // Read and check every counter before anything changes (a bad one is a record error).
-        const now: (number | bigint | null)[] = new Array(n);
         for (let i = 0; i < n; i++) {
           const raw = r[counters[i]!];
           if (raw === undefined || raw === null) {

@@ -112,6 +112,7 @@ export const SETTINGS = {
   MIB_DIR: str('/mibs', 'compiled MIB modules'),
   MIB_SOURCE_DIR: str('', 'persisted raw MIB sources (default: a mib-sources directory beside SVC_MIB_DIR)'),
   MIB_BUNDLED_SOURCE_DIR: str('/mib-sources', 'read-only bundled MIB sources, several separated by the OS path separator'),
+  MIB_REPOSITORY_URL: str('', 'remote MIB repository for POST /api/mibs/download and fetch-dependencies (`<url>/<MODULE>`, or a URL with @mib@); empty: bundled sources only'),
   SCHEMA_DIR: str('/schemas', 'serialization schema files'),
   SCHEMA_REGISTRY_URL: str('', 'external schema registry base URL'),
   SCHEMA_REGISTRY_USERNAME: str('', 'schema registry basic-auth user'),

@@ -12,6 +12,7 @@ import { ApiError, type ApiDeps } from './deps.js';
 import alertRoutes from './routes/alerts.js';
 import authRoutes from './routes/auth.js';
 import daemonRoutes from './routes/daemon.js';
+import mibRoutes from './routes/mibs.js';
 import pipelineRoutes from './routes/pipelines.js';
 import runRoutes from './routes/runs.js';
 import schemaRoutes from './routes/schemas.js';
@@ -93,7 +94,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
   installAuth(app, { settings, log: deps.log });
 
-  for (const routes of [daemonRoutes, pipelineRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes]) {
+  for (const routes of [daemonRoutes, pipelineRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, mibRoutes]) {
     await app.register(async (scope) => routes(scope, deps));
   }
   return app;

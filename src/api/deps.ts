@@ -1,5 +1,6 @@
 // What every route module is given. A route module default-exports
 // `async function routes(app: FastifyInstance, deps: ApiDeps)` and registers its own paths.
+import type { MibStore } from '../mib/store.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/types.js';
@@ -21,6 +22,8 @@ export interface ApiDeps {
   webhooks: WebhookHub;
   /** True once a shutdown has begun (readiness answers 503). */
   shuttingDown?(): boolean;
+  /** The MIB store (shared with the console under `svc serve`). */
+  mibs: MibStore;
   /** OpenTelemetry tracer; undefined when tracing is off (SVC_OTEL_ENDPOINT empty). */
   tracer?: Tracer;
 }

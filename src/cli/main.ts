@@ -109,7 +109,7 @@ async function cmdServe(): Promise<number> {
   try {
     daemon = await startDaemon({ settings });
     // Standalone mode serves the operator console beside the API (SVC_CONSOLE_PORT).
-    consoleServer = await startConsole(settings, daemon.log).catch(async (e: unknown) => {
+    consoleServer = await startConsole(settings, daemon.log, { mibs: daemon.mibs }).catch(async (e: unknown) => {
       await daemon!.stop();
       throw new Error(`operator console on port ${settings.CONSOLE_PORT}: ${(e as Error).message}`);
     });

@@ -13,13 +13,21 @@ import type { Settings } from '../settings.js';
 import { version } from '../version.js';
 import { AppSettingsStore } from './app-settings.js';
 import { ConsoleCredentials } from './credentials.js';
-import type { ConsoleDeps } from './deps.js';
+import type { ConsoleDeps, ServiceContext } from './deps.js';
 import { ConsoleEvents } from './events.js';
+import { MibStore } from '../mib/store.js';
+import mibBrowseRoutes from './routes/mib-browse.js';
+import mibRoutes from './routes/mibs.js';
 import settingsRoutes from './routes/settings.js';
+import simulatorRoutes from './routes/simulator.js';
 import statsRoutes from './routes/stats.js';
+import trapRoutes from './routes/traps.js';
+import walkRoutes from './routes/walk.js';
 import wsRoutes from './routes/ws.js';
 import { Sessions, type Session } from './sessions.js';
+import { SimulatorService } from './simulator.js';
 import { ConsoleStats } from './stats.js';
+import { TrapService } from './traps.js';
 
 /** Paths served without a session: probes, metadata, login, the API documentation. */
 export const CONSOLE_OPEN_PATHS: ReadonlySet<string> = new Set(['/api/meta', '/api/health', '/api/healthz/ui', '/api/settings/login', '/api/ws']);
@@ -39,32 +47,61 @@ export function consoleStateDir(settings: Settings): string {
   return join(settings.STATE_DIR || join(dirname(settings.DB_PATH), 'state'), 'console');
 }
 
-export async function startConsole(settings: Settings, log: Logger): Promise<Console> {
+/**
+ * Starts the console. `mibs` is the daemon's MIB store under `svc serve` (one store for both
+ * servers); `svc console` opens its own.
+ */
+export async function startConsole(settings: Settings, log: Logger, opts: { mibs?: MibStore } = {}): Promise<Console> {
   const dir = consoleStateDir(settings);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const clog = log.child({ component: 'console' });
   const sessionsByReq = new WeakMap<FastifyRequest, Session>();
-  const stats = new ConsoleStats();
-  const deps: ConsoleDeps = {
-    settings,
+  const events = new ConsoleEvents();
+  const mibs = opts.mibs ?? (await MibStore.fromSettings(settings, clog));
+  const ctx: ServiceContext = {
+    dir,
     log: clog,
+    appSettings: await AppSettingsStore.open(dir),
+    stats: new ConsoleStats(),
+    events,
+    mibs,
+    publishStatus: () => events.publish('status', { simulator: simulator.status(), traps: traps.status() }),
+  };
+  const simulator = await SimulatorService.open(ctx);
+  const traps = await TrapService.open(ctx);
+  const unwatchMibs = mibs.onChange(() => events.publish('mibs', mibs.summary()));
+  const deps: ConsoleDeps = {
+    ...ctx,
+    settings,
     credentials: await ConsoleCredentials.open(dir, settings.AUTH_USERS, clog),
     sessions: new Sessions(),
-    appSettings: await AppSettingsStore.open(dir),
-    stats,
-    events: new ConsoleEvents(),
+    simulator,
+    traps,
     session: (req) => sessionsByReq.get(req),
-    fullState: () => ({ stats: stats.snapshot() }),
+    fullState: () => ({ simulator: simulator.status(), traps: traps.status(), stats: ctx.stats.snapshot(), mibs: mibs.summary() }),
   };
   const app = await buildConsoleApp(deps, sessionsByReq);
-  const address = await app.listen({ host: settings.HOST, port: settings.CONSOLE_PORT });
-  clog.info({ url: address }, 'svc console listening');
-  return { app, deps, url: address.replace('0.0.0.0', '127.0.0.1'), stop: () => app.close() };
+  const close = async () => {
+    unwatchMibs();
+    await app.close();
+    await simulator.close();
+    await traps.close();
+  };
+  try {
+    const address = await app.listen({ host: settings.HOST, port: settings.CONSOLE_PORT });
+    clog.info({ url: address }, 'svc console listening');
+    return { app, deps, url: address.replace('0.0.0.0', '127.0.0.1'), stop: close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
 }
 
 export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<FastifyRequest, Session>): Promise<FastifyInstance> {
   const app = Fastify({
     bodyLimit: CONSOLE_BODY_LIMIT,
+    // OIDs in paths (/api/mibs/browse/node/{oid}) may be longer than the default 100 characters.
+    routerOptions: { maxParamLength: 2048 },
     ajv: { customOptions: { allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: false } },
   }) as unknown as FastifyInstance;
 
@@ -106,7 +143,7 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
   app.get('/api/meta', { schema: { tags, summary: 'Product name and version (unauthenticated)' } }, async () => ({ name: 'svc-console', version }));
   app.get('/api/health', { schema: { tags, summary: 'Liveness (unauthenticated)' } }, async () => ({ status: 'ok' }));
   app.get('/api/healthz/ui', { schema: { tags, summary: 'Operator shell probe (unauthenticated)' } }, async () => ({ status: 'ok', ui: 'api-only' }));
-  for (const routes of [settingsRoutes, statsRoutes, wsRoutes]) await app.register(async (scope) => routes(scope, deps));
+  for (const routes of [settingsRoutes, statsRoutes, wsRoutes, simulatorRoutes, walkRoutes, trapRoutes, mibRoutes, mibBrowseRoutes]) await app.register(async (scope) => routes(scope, deps));
   await app.ready();
   return app;
 }

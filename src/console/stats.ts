@@ -19,6 +19,11 @@ export class ConsoleStats {
     (this.areas[area] as Record<string, number>)[field as string]! += n;
   }
 
+  /** Gauges such as walker.last_duration_ms. */
+  set<A extends StatsArea>(area: A, field: keyof StatsAreas[A], value: number) {
+    (this.areas[area] as Record<string, number>)[field as string] = value;
+  }
+
   snapshot() {
     return { ...structuredClone(this.areas), since: this.since.toISOString() };
   }

@@ -11,6 +11,7 @@ import { WebhookHub } from '../engine/webhook-hub.js';
 import { createLogger, type Logger } from '../observability/log.js';
 import { Metrics } from '../observability/metrics.js';
 import { startTracing } from '../observability/tracing.js';
+import { MibStore } from '../mib/store.js';
 import { loadSettings, type Settings } from '../settings.js';
 import { openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
@@ -22,6 +23,8 @@ export interface Daemon {
   app: FastifyInstance;
   manager: PipelineManager;
   store: Store;
+  /** The MIB store; `svc serve` hands it to the console too. */
+  mibs: MibStore;
   log: Logger;
   /** Base URL the API listens on (port resolved when SVC_PORT is 0). */
   url: string;
@@ -48,6 +51,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
   const stateDir = settings.STATE_DIR || join(dirname(settings.DB_PATH), 'state');
   const manager = new PipelineManager({ store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer });
   await manager.restore();
+  const mibs = await MibStore.fromSettings(settings, log);
   if (settings.RELOAD_ON_START) {
     const r = await manager.loadDirectory(settings.PIPELINE_DIR);
     log.info({ dir: settings.PIPELINE_DIR, loaded: r.reloaded, errors: r.errors }, 'pipeline directory loaded');
@@ -79,6 +83,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
     startedAt: new Date(),
     shutdown: () => void stop(),
     shuttingDown: () => stopping !== undefined,
+    mibs,
     tracer: tracing.tracer,
   });
   let address: string;
@@ -92,7 +97,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
   }
   if (settings.WATCH_PIPELINES) unwatch = watchPipelines(settings.PIPELINE_DIR, manager, log);
   log.info({ url: address, db: store.engine, state_dir: stateDir, pipelines: manager.list().length }, 'svc daemon listening');
-  return { settings, app, manager, store, log, url: address, stop, stopped };
+  return { settings, app, manager, store, mibs, log, url: address, stop, stopped };
 }
 
 /**

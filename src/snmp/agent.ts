@@ -80,6 +80,8 @@ export class SnmpAgent extends UdpService {
         throw new SnmpInputError(`override ${i + 1}: ${(e as Error).message}`);
       }
     });
+    // Kept: a SET rebuilds the table from opts.overrides and must not bring back older ones.
+    this.opts.overrides = list;
     const byOid = new Map<string, Row>();
     const device = this.opts.device === false ? [] : defaultDevice(this.opts.device ?? {});
     for (const r of device) byOid.set(r.oid, { ...r, parts: oidParts(r.oid) });

@@ -31,6 +31,7 @@ export async function testDaemon(env: Record<string, string> = {}, opts: { dir?:
     SVC_PIPELINE_DIR: join(dir, 'pipelines'),
     SVC_SHUTDOWN_TIMEOUT_SECONDS: '5',
     SVC_NODE_ID: 'test-node',
+    ...testMibEnv(dir),
     ...env,
   });
   const d = await startDaemon({ settings, log: opts.log ?? silentLogger });
@@ -56,6 +57,11 @@ export async function testDaemon(env: Record<string, string> = {}, opts: { dir?:
     return { status: res.status, headers: res.headers, body: parsed, text };
   };
   return Object.assign(d, { dir, call });
+}
+
+/** MIB store folders inside a test's directory (never the machine's /mibs), no bundled dirs but the product's own. */
+export function testMibEnv(dir: string): Record<string, string> {
+  return { SVC_MIB_DIR: join(dir, 'mibs'), SVC_MIB_SOURCE_DIR: join(dir, 'mib-sources'), SVC_MIB_BUNDLED_SOURCE_DIR: '' };
 }
 
 /** Polls until `f` returns a truthy value (or fails after `ms`). */
@@ -96,7 +102,7 @@ export async function serveChild(env: Record<string, string>) {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: root,
-    env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_CONSOLE_PORT: '0', SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...env },
+    env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_CONSOLE_PORT: '0', SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...testMibEnv(tempDir('svc-mibs-')), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   children.push(child);

@@ -1,0 +1,736 @@
+// The MIB store on disk: raw sources in source groups (SVC_MIB_SOURCE_DIR/<group>/<file>), read-only
+// bundled sources (SVC_MIB_BUNDLED_SOURCE_DIR, several dirs, plus the product's own mibs/), and the
+// compiled modules persisted as JSON in SVC_MIB_DIR. One store serves the console's /api/mibs/*,
+// the daemon's /api/mibs and the engine's resolve_oids. Rules: docs/mibs.md.
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, type Dirent } from 'node:fs';
+import fs from 'node:fs/promises';
+import { basename, delimiter, dirname, extname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Settings } from '../settings.js';
+import { redactUrl } from '../store/target.js';
+import { readJsonFile, writeFileDurably } from '../util/durable.js';
+import { compileMibs, type MibSource } from './compiler.js';
+import { compiledFromJson, compiledToJson } from './index.js';
+import { MibIndex } from './mib-index.js';
+import { parseMib } from './parser.js';
+import { MIB_FORMAT, type CompiledModule, type MibDiagnostic, type ModuleFailure, type ShadowedModule } from './types.js';
+
+export interface MibStoreOptions {
+  /** SVC_MIB_DIR: compiled modules, one `<MODULE>.json` each. */
+  compiledDir: string;
+  /** SVC_MIB_SOURCE_DIR: uploaded sources, `<group>/<file>`. */
+  sourceDir: string;
+  /** Read-only bundled source directories, most specific first. */
+  bundledDirs: string[];
+  log?: { info(o: object, m: string): void; warn(o: object, m: string): void };
+}
+
+/** A 4xx the routes pass on as `{detail}` with `status`. */
+export class MibStoreError extends Error {
+  override name = 'MibStoreError';
+  constructor(message: string, readonly status: number) {
+    super(message);
+  }
+}
+
+export interface UploadFile {
+  /** The file name as uploaded (no directories). */
+  name: string;
+  data: Buffer;
+}
+
+export type CompileMode = 'full' | 'partial';
+
+/** One row of `source_inventory`: a module of a source file (a file without a module has module null). */
+export interface SourceRow {
+  /** Store-relative `<group>/<file>`; the id used by download and delete. */
+  path: string;
+  group: string;
+  file: string;
+  /** Read-only bundled source (cannot be deleted). */
+  bundled: boolean;
+  size_bytes: number;
+  modified: string;
+  module: string | null;
+  status: 'active' | 'shadowed' | 'failed';
+  last_updated?: string;
+  shadowed_by?: { path: string; group: string };
+  errors?: MibDiagnostic[];
+  missing?: string[];
+  failed_imports?: string[];
+}
+
+export interface GroupTotals {
+  group: string;
+  bundled: boolean;
+  files: number;
+  modules: number;
+  active: number;
+  shadowed: number;
+  failed: number;
+  size_bytes: number;
+}
+
+/** A compile failure as the API shows it: the ModuleFailure plus the store path of its file. */
+export type FailureView = ModuleFailure & { path: string };
+
+export interface MibStatus {
+  /** Deduplicated active modules, sorted. */
+  mibs: string[];
+  active_modules: string[];
+  errors: FailureView[];
+  failed_modules: FailureView[];
+  source_inventory: SourceRow[];
+  source_groups: GroupTotals[];
+  compiled_at: string;
+  mib_dir: string;
+  source_dir: string;
+  bundled_dirs: string[];
+}
+
+/** The short form pushed as the WebSocket `mibs` message. */
+export interface MibSummary {
+  active: number;
+  failed: number;
+  shadowed: number;
+  groups: number;
+  compiled_at: string;
+}
+
+export interface ChangeResult {
+  /** Modules compiled and active after the change, sorted. */
+  compiled: string[];
+  failed: FailureView[];
+  shadowed: ShadowedModule[];
+  /** Per module of the files concerned: `compiled`, `failed: <first error>`, `shadowed by <path>`. */
+  results: Record<string, string>;
+  /** Store paths written (upload, fetch) or removed (delete). */
+  files: string[];
+}
+
+export interface ValidateReport {
+  group: string;
+  files: { name: string; path: string; size_bytes: number; modules: string[]; errors: MibDiagnostic[]; replaces: boolean }[];
+  would_compile: string[];
+  would_fail: FailureView[];
+  /** Imported modules found nowhere (not uploaded, not stored, not bundled). */
+  missing: string[];
+  /** Upload modules that would win over a stored or bundled source of the same name. */
+  would_shadow: { module: string; path: string; group: string }[];
+  /** Upload modules that would lose to another source. */
+  would_be_shadowed: { module: string; by: { path: string; group: string } }[];
+}
+
+export interface FetchResult extends ChangeResult {
+  fetched: { module: string; from: string; path: string }[];
+  /** Still missing after the fetch, with the modules that import them. */
+  still_missing: { module: string; needed_by: string[]; reason?: string }[];
+}
+
+/** Extensions a MIB source may have (spec doc 2: `.mib`, `.my`, `.txt` or none). */
+export const MIB_SOURCE_EXTENSIONS = ['.mib', '.txt', '.my', ''];
+/** Largest single source file an upload or fetch may store (413 above). */
+export const MIB_MAX_FILE_BYTES = 4 << 20;
+/** Upload source groups: a folder name; `bundled*` is reserved for the read-only sources. */
+const GROUP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const FILE_NAME = /^[^/\\\0]{1,200}$/;
+/** The product's own bundled modules (mibs/ in the package). */
+export const PRODUCT_MIB_DIR = fileURLToPath(new URL('../../mibs/', import.meta.url));
+const MANIFEST = '_manifest.json';
+const MODES = '.svc-modes.json';
+/** How deep fetch-dependencies looks into bundled directories, and how many files at most. */
+const LIBRARY_DEPTH = 6;
+const LIBRARY_FILES = 50000;
+const REPOSITORY_TIMEOUT_MS = 10000;
+
+interface SourceFile {
+  path: string;
+  group: string;
+  file: string;
+  abs: string;
+  bundled: boolean;
+  size: number;
+  mtimeMs: number;
+}
+
+interface Compiled {
+  sources: SourceFile[];
+  modules: CompiledModule[];
+  byName: Map<string, { module: CompiledModule; json: string }>;
+  failed: FailureView[];
+  shadowed: ShadowedModule[];
+  compiledAt: string;
+  index: MibIndex;
+}
+
+interface Manifest {
+  format: number;
+  fingerprint: string;
+  compiled_at: string;
+  modules: string[];
+  failed: FailureView[];
+  shadowed: ShadowedModule[];
+}
+
+const hasExt = (name: string) => MIB_SOURCE_EXTENSIONS.includes(extname(name).toLowerCase());
+const isSourceName = (name: string) => !name.startsWith('.') && hasExt(name) && FILE_NAME.test(name);
+
+/** Group name check (400 with what is allowed). */
+export function checkGroup(group: string): string {
+  if (!GROUP_NAME.test(group) || group.startsWith('bundled')) {
+    throw new MibStoreError(`source group '${group}' is not allowed: use 1-64 letters, digits, '.', '_' or '-' (not starting with 'bundled', which names the read-only sources)`, 400);
+  }
+  return group;
+}
+
+/** A store path `<group>/<file>` split and checked; anything else (absolute, `..`, deeper) is 400. */
+export function splitStorePath(p: string): { group: string; file: string } {
+  const parts = p.split('/');
+  if (p.includes('\\') || p.includes('\0') || parts.length !== 2 || parts.some((x) => x === '' || x === '.' || x === '..')) {
+    throw new MibStoreError(`path '${p}' escapes the MIB store or is not a source path: give '<group>/<file>' as listed in source_inventory`, 400);
+  }
+  return { group: parts[0]!, file: parts[1]! };
+}
+
+/** The first module a text defines, by its header (cheap; no full parse). */
+function definedModules(text: string): string[] {
+  return [...text.matchAll(/^[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t\r\n]+(?:\{[^}]*\}[ \t\r\n]*)?DEFINITIONS\b/gm)].map((m) => m[1]!);
+}
+
+export class MibStore {
+  private state!: Compiled;
+  private modes: Record<string, CompileMode> = {};
+  private readonly listeners = new Set<() => void>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private persistWarned = false;
+  /** Bundled directories in source order, with their group names. */
+  private readonly bundled: { dir: string; group: string }[];
+
+  private constructor(private readonly opts: MibStoreOptions) {
+    const seen = new Set<string>();
+    const dirs: { dir: string; group: string }[] = [];
+    const add = (dir: string, group: string) => {
+      const abs = resolve(dir);
+      if (seen.has(abs) || !existsSync(abs)) return;
+      seen.add(abs);
+      dirs.push({ dir: abs, group });
+    };
+    opts.bundledDirs.forEach((d, i) => add(d, `bundled-${i + 1}`));
+    add(PRODUCT_MIB_DIR, 'bundled');
+    this.bundled = dirs;
+  }
+
+  /** The store of SVC_MIB_DIR, SVC_MIB_SOURCE_DIR and SVC_MIB_BUNDLED_SOURCE_DIR. */
+  static async fromSettings(settings: Settings, log?: MibStoreOptions['log']): Promise<MibStore> {
+    return MibStore.open({
+      compiledDir: settings.MIB_DIR,
+      sourceDir: settings.MIB_SOURCE_DIR || join(dirname(resolve(settings.MIB_DIR)), 'mib-sources'),
+      bundledDirs: settings.MIB_BUNDLED_SOURCE_DIR.split(delimiter).filter(Boolean),
+      log,
+    });
+  }
+
+  /** Opens the store: the persisted compile when it matches the sources, else a fresh compile. */
+  static async open(opts: MibStoreOptions): Promise<MibStore> {
+    const store = new MibStore(opts);
+    store.modes = (await readJsonFile<Record<string, CompileMode>>(join(opts.sourceDir, MODES)).catch(() => undefined)) ?? {};
+    const sources = await store.listSources();
+    const loaded = await store.loadPersisted(sources);
+    if (loaded) store.state = loaded;
+    else await store.compile(sources);
+    opts.log?.info({ active: store.state.modules.length, failed: store.state.failed.length, shadowed: store.state.shadowed.length, from_cache: !!loaded, bundled: store.bundled.map((b) => b.dir) }, 'MIB store ready');
+    return store;
+  }
+
+  index(): MibIndex {
+    return this.state.index;
+  }
+
+  status(): MibStatus {
+    const st = this.state;
+    const mibs = st.modules.map((m) => m.module);
+    const inventory = this.inventory();
+    const groups = new Map<string, GroupTotals>();
+    const filesSeen = new Set<string>();
+    for (const r of inventory) {
+      const g = groups.get(r.group) ?? { group: r.group, bundled: r.bundled, files: 0, modules: 0, active: 0, shadowed: 0, failed: 0, size_bytes: 0 };
+      groups.set(r.group, g);
+      if (!filesSeen.has(r.path)) {
+        filesSeen.add(r.path);
+        g.files++;
+        g.size_bytes += r.size_bytes;
+      }
+      if (r.module) g.modules++;
+      g[r.status]++;
+    }
+    return {
+      mibs,
+      active_modules: mibs,
+      errors: st.failed,
+      failed_modules: st.failed,
+      source_inventory: inventory,
+      source_groups: [...groups.values()].sort((a, b) => Number(a.bundled) - Number(b.bundled) || a.group.localeCompare(b.group)),
+      compiled_at: st.compiledAt,
+      mib_dir: resolve(this.opts.compiledDir),
+      source_dir: resolve(this.opts.sourceDir),
+      bundled_dirs: this.bundled.map((b) => b.dir),
+    };
+  }
+
+  summary(): MibSummary {
+    const st = this.state;
+    return { active: st.modules.length, failed: st.failed.length, shadowed: st.shadowed.length, groups: new Set(st.sources.map((s) => s.group)).size, compiled_at: st.compiledAt };
+  }
+
+  async validate(files: UploadFile[], opts: { group?: string; mode?: CompileMode } = {}): Promise<ValidateReport> {
+    const group = checkGroup(opts.group ?? 'common');
+    this.checkUpload(files);
+    return this.serial(async () => {
+      const paths = new Set(files.map((f) => `${group}/${f.name}`));
+      const texts = await this.readAll(this.state.sources.filter((s) => !paths.has(s.path)));
+      for (const f of files) texts.push({ file: `${group}/${f.name}`, text: f.data.toString('utf8'), group });
+      // In listSources' order (bundled first, then groups and files by name), so that a tie goes the
+      // way the upload's compile will decide it.
+      const user = (t: MibSource) => (t.group!.startsWith('bundled') ? 0 : 1);
+      const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+      texts.sort((a, b) => user(a) - user(b) || (user(a) ? cmp(a.group!, b.group!) || cmp(a.file, b.file) : 0));
+      const trial = compileMibs(texts, { mode: this.modeFor(paths, opts.mode) });
+      const known = new Set(this.state.sources.map((s) => s.path));
+      const report: ValidateReport = { group, files: [], would_compile: [], would_fail: [], missing: [], would_shadow: [], would_be_shadowed: [] };
+      const uploadModules = new Set<string>();
+      for (const f of files) {
+        const path = `${group}/${f.name}`;
+        const parsed = parseMib(f.data.toString('utf8'), path);
+        const modules = parsed.modules.map((m) => m.name);
+        modules.forEach((m) => uploadModules.add(m));
+        const errors = [...parsed.errors, ...parsed.modules.flatMap((m) => m.errors)];
+        report.files.push({ name: f.name, path, size_bytes: f.data.length, modules, errors, replaces: known.has(path) });
+      }
+      const isUpload = (file: string) => paths.has(file);
+      report.would_compile = trial.modules.filter((m) => isUpload(m.file)).map((m) => m.module);
+      report.would_fail = trial.failed.filter((f) => isUpload(f.file)).map((f) => ({ ...f, path: f.file }));
+      report.missing = [...new Set(report.would_fail.flatMap((f) => f.missing))].sort();
+      for (const sh of trial.shadowed) {
+        if (isUpload(sh.by.file) && !isUpload(sh.file)) report.would_shadow.push({ module: sh.module, path: sh.file, group: sh.group ?? '' });
+        if (isUpload(sh.file)) report.would_be_shadowed.push({ module: sh.module, by: { path: sh.by.file, group: sh.by.group ?? '' } });
+      }
+      return report;
+    });
+  }
+
+  async upload(files: UploadFile[], opts: { group?: string; mode?: CompileMode } = {}): Promise<ChangeResult> {
+    const group = checkGroup(opts.group ?? 'common');
+    this.checkUpload(files);
+    return this.serial(async () => {
+      const dir = join(this.opts.sourceDir, group);
+      const paths: string[] = [];
+      for (const f of files) {
+        await this.writeSource(dir, f.name, f.data);
+        paths.push(`${group}/${f.name}`);
+      }
+      await this.setModes(paths, opts.mode ?? 'full');
+      await this.compile(await this.listSources());
+      return this.resultFor(paths);
+    });
+  }
+
+  async reload(mode?: CompileMode): Promise<ChangeResult> {
+    return this.serial(async () => {
+      const sources = await this.listSources();
+      if (mode) await this.setModes(sources.filter((s) => !s.bundled).map((s) => s.path), mode);
+      await this.compile(sources);
+      return this.resultFor(sources.map((s) => s.path));
+    });
+  }
+
+  async fetchDependencies(opts: { repositoryUrl?: string } = {}): Promise<FetchResult> {
+    return this.serial(async () => {
+      const fetched: FetchResult['fetched'] = [];
+      const notFound = new Map<string, string>();
+      const library = await this.library();
+      // Fetched modules may import more missing ones: go on while a round fetches something.
+      for (let round = 0; round < 10; round++) {
+        const needed = this.missing();
+        const todo = [...needed.keys()].filter((m) => !notFound.has(m));
+        if (!todo.length) break;
+        let got = 0;
+        for (const module of todo) {
+          const found = await this.findSource(module, library, opts.repositoryUrl).catch((e: Error) => ({ error: e.message }));
+          if ('error' in found) {
+            notFound.set(module, found.error);
+            continue;
+          }
+          const firstNeeding = this.state.failed.find((f) => f.missing.includes(module));
+          const group = firstNeeding?.group && !firstNeeding.group.startsWith('bundled') ? firstNeeding.group : 'common';
+          const name = await this.freeName(group, found.name);
+          await this.writeSource(join(this.opts.sourceDir, group), name, found.data);
+          fetched.push({ module, from: found.from, path: `${group}/${name}` });
+          got++;
+        }
+        if (!got) break;
+        await this.compile(await this.listSources());
+      }
+      const still = this.missing();
+      const result = this.resultFor(fetched.map((f) => f.path));
+      return {
+        ...result,
+        fetched,
+        still_missing: [...still].map(([module, needed_by]) => ({ module, needed_by, ...(notFound.get(module) ? { reason: notFound.get(module) } : {}) })),
+      };
+    });
+  }
+
+  /**
+   * The daemon's POST /api/mibs/download: named modules from the bundled library or the repository,
+   * stored in `group` and compiled. 404 when none is found anywhere, 502 when the repository fails.
+   */
+  async fetchModules(names: string[], opts: { repositoryUrl?: string; group?: string } = {}): Promise<ChangeResult & { not_found: string[] }> {
+    const group = checkGroup(opts.group ?? 'common');
+    return this.serial(async () => {
+      const library = await this.library();
+      const paths: string[] = [];
+      const notFound: string[] = [];
+      const failures: string[] = [];
+      for (const module of names) {
+        const found = await this.findSource(module, library, opts.repositoryUrl).catch((e: Error) => ({ error: e.message }));
+        if ('error' in found) {
+          (found.error.includes('not found') ? notFound : failures).push(found.error);
+          continue;
+        }
+        // A module already uploaded to this group is replaced, not stored a second time.
+        const stored = this.inventory().find((r) => r.module === module && r.group === group);
+        const name = stored?.file ?? (await this.freeName(group, found.name));
+        await this.writeSource(join(this.opts.sourceDir, group), name, found.data);
+        paths.push(`${group}/${name}`);
+      }
+      if (!paths.length && failures.length) throw new MibStoreError(failures.join('; '), 502);
+      if (!paths.length) throw new MibStoreError(notFound.join('; '), 404);
+      await this.compile(await this.listSources());
+      return { ...this.resultFor(paths), not_found: names.filter((n) => !this.state.byName.has(n) && notFound.some((m) => m.startsWith(`${n}:`))) };
+    });
+  }
+
+  readSources(paths: string[]): { path: string; name: string; data: Buffer }[] {
+    return paths.map((p) => {
+      const src = this.source(p);
+      try {
+        return { path: p, name: src.file, data: readFileSync(src.abs) };
+      } catch (e) {
+        throw new MibStoreError(`cannot read ${p}: ${(e as Error).message}`, 404);
+      }
+    });
+  }
+
+  async deleteFiles(paths: string[]): Promise<ChangeResult & { not_found: string[] }> {
+    for (const p of paths) splitStorePath(p);
+    return this.serial(async () => {
+      const notFound: string[] = [];
+      const removed: string[] = [];
+      // A bundled path refuses the whole batch before anything is removed.
+      const ro = this.state.sources.find((s) => s.bundled && paths.includes(s.path));
+      if (ro) throw new MibStoreError(`${ro.path} is a read-only bundled source (from ${dirname(ro.abs)}); upload a module of the same name to shadow it instead`, 403);
+      for (const p of paths) {
+        const src = this.state.sources.find((s) => s.path === p);
+        if (!src) {
+          notFound.push(p);
+          continue;
+        }
+        await fs.rm(src.abs, { force: true });
+        removed.push(p);
+        // An emptied group folder goes too, so the group leaves the inventory.
+        await fs.rmdir(dirname(src.abs)).catch(() => undefined);
+      }
+      if (removed.length) {
+        for (const p of removed) delete this.modes[p];
+        await this.saveModes();
+        await this.compile(await this.listSources());
+      }
+      return { compiled: [], failed: [], shadowed: [], results: {}, files: removed, not_found: notFound };
+    });
+  }
+
+  compiled(name: string): { module: CompiledModule; json: string } | undefined {
+    return this.state.byName.get(name);
+  }
+
+  compiledList(): { name: string; file: string; size_bytes: number }[] {
+    return this.state.modules.map((m) => ({ name: m.module, file: `${m.module}.json`, size_bytes: Buffer.byteLength(this.state.byName.get(m.module)!.json) }));
+  }
+
+  modulesOfGroups(groups: string[]): CompiledModule[] {
+    const want = new Set(groups);
+    return this.state.modules.filter((m) => m.group !== undefined && want.has(m.group));
+  }
+
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  /** One change at a time: uploads, deletes and reloads each see the previous one's result. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private source(p: string): SourceFile {
+    splitStorePath(p);
+    const src = this.state.sources.find((s) => s.path === p);
+    if (!src) throw new MibStoreError(`no MIB source ${p}: see source_inventory in GET /api/mibs/status for the stored paths`, 404);
+    return src;
+  }
+
+  private checkUpload(files: UploadFile[]) {
+    if (!files.length) throw new MibStoreError('no files: send one or more MIB sources as files[] (.mib, .txt, .my or no extension)', 400);
+    const seen = new Set<string>();
+    for (const f of files) {
+      if (!FILE_NAME.test(f.name) || f.name.includes('..') || f.name.startsWith('.')) throw new MibStoreError(`file name '${f.name}' escapes the MIB store or is hidden: give a plain file name`, 400);
+      if (!hasExt(f.name)) throw new MibStoreError(`${f.name}: a MIB source must end in .mib, .txt or .my (or have no extension)`, 415);
+      if (f.data.length > MIB_MAX_FILE_BYTES) throw new MibStoreError(`${f.name} is ${f.data.length} bytes; a MIB source may have at most ${MIB_MAX_FILE_BYTES}`, 413);
+      if (!f.data.length) throw new MibStoreError(`${f.name} is empty`, 400);
+      if (seen.has(f.name)) throw new MibStoreError(`${f.name} is given twice in one upload`, 400);
+      seen.add(f.name);
+    }
+  }
+
+  private async writeSource(dir: string, name: string, data: Buffer) {
+    try {
+      await writeFileDurably(join(dir, name), data, 0o644);
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      throw new MibStoreError(`cannot store ${name} in ${dir} (${err.code ?? err.message}): set SVC_MIB_SOURCE_DIR to a writable directory`, 503);
+    }
+  }
+
+  private async freeName(group: string, name: string): Promise<string> {
+    const taken = (n: string) => this.state.sources.some((s) => s.path === `${group}/${n}`);
+    if (!taken(name)) return name;
+    for (let i = 2; ; i++) {
+      const n = `${basename(name, extname(name))}-${i}${extname(name)}`;
+      if (!taken(n)) return n;
+    }
+  }
+
+  private modeFor(paths: Iterable<string>, uploadMode?: CompileMode): CompileMode {
+    // One compile mode for the whole set until the compiler takes it per source: partial when any
+    // stored or uploaded source asked for it.
+    if (uploadMode === 'partial') return 'partial';
+    const set = new Set(paths);
+    return Object.entries(this.modes).some(([p, m]) => m === 'partial' && !set.has(p)) ? 'partial' : 'full';
+  }
+
+  private async setModes(paths: string[], mode: CompileMode) {
+    for (const p of paths) {
+      if (mode === 'partial') this.modes[p] = mode;
+      else delete this.modes[p];
+    }
+    await this.saveModes();
+  }
+
+  private async saveModes() {
+    if (!Object.keys(this.modes).length && !existsSync(join(this.opts.sourceDir, MODES))) return;
+    await writeFileDurably(join(this.opts.sourceDir, MODES), JSON.stringify(this.modes, null, 1), 0o644).catch(() => undefined);
+  }
+
+  /** Every source: bundled top-level files (in directory order), then upload groups by name. */
+  private async listSources(): Promise<SourceFile[]> {
+    const out: SourceFile[] = [];
+    const files = async (dir: string, group: string, bundled: boolean) => {
+      let names: string[];
+      try {
+        names = (await fs.readdir(dir)).sort();
+      } catch {
+        return;
+      }
+      for (const file of names) {
+        if (!isSourceName(file)) continue;
+        const abs = join(dir, file);
+        const st = await fs.stat(abs).catch(() => undefined);
+        if (st?.isFile()) out.push({ path: `${group}/${file}`, group, file, abs, bundled, size: st.size, mtimeMs: st.mtimeMs });
+      }
+    };
+    for (const b of this.bundled) await files(b.dir, b.group, true);
+    let groups: string[] = [];
+    try {
+      groups = (await fs.readdir(this.opts.sourceDir, { withFileTypes: true })).filter((d) => d.isDirectory() && GROUP_NAME.test(d.name) && !d.name.startsWith('bundled')).map((d) => d.name).sort();
+    } catch {
+      /* no uploads yet */
+    }
+    for (const g of groups) await files(join(this.opts.sourceDir, g), g, false);
+    return out;
+  }
+
+  private async readAll(sources: SourceFile[]): Promise<MibSource[]> {
+    return Promise.all(sources.map(async (s) => ({ file: s.path, text: await fs.readFile(s.abs, 'utf8'), group: s.group })));
+  }
+
+  private fingerprint(sources: SourceFile[]): string {
+    const h = createHash('sha256').update(`${MIB_FORMAT}\n${JSON.stringify(this.modes)}\n`);
+    for (const s of sources) h.update(`${s.path}\0${s.abs}\0${s.size}\0${s.mtimeMs}\n`);
+    return h.digest('hex');
+  }
+
+  /** Compiles `sources`, installs the result and persists it to SVC_MIB_DIR. */
+  private async compile(sources: SourceFile[]) {
+    const texts = await this.readAll(sources);
+    const r = compileMibs(texts, { mode: this.modeFor([]) });
+    const byName = new Map(r.modules.map((m) => [m.module, { module: m, json: compiledToJson(m) }]));
+    this.state = {
+      sources,
+      modules: r.modules,
+      byName,
+      failed: r.failed.map((f) => ({ ...f, path: f.file })),
+      shadowed: r.shadowed,
+      compiledAt: new Date().toISOString(),
+      index: new MibIndex(r.modules),
+    };
+    await this.persist(sources);
+    for (const fn of this.listeners) fn();
+  }
+
+  private async persist(sources: SourceFile[]) {
+    const dir = this.opts.compiledDir;
+    const st = this.state;
+    try {
+      await fs.mkdir(dir, { recursive: true });
+      const keep = new Set<string>([MANIFEST]);
+      for (const [name, { json }] of st.byName) {
+        keep.add(`${name}.json`);
+        await fs.writeFile(join(dir, `${name}.json`), json);
+      }
+      for (const f of await fs.readdir(dir)) if (f.endsWith('.json') && !keep.has(f)) await fs.rm(join(dir, f), { force: true });
+      const manifest: Manifest = { format: MIB_FORMAT, fingerprint: this.fingerprint(sources), compiled_at: st.compiledAt, modules: [...st.byName.keys()], failed: st.failed, shadowed: st.shadowed };
+      // The manifest goes last: a crash before it leaves a mismatch, and the next start recompiles.
+      await writeFileDurably(join(dir, MANIFEST), JSON.stringify(manifest), 0o644);
+    } catch (e) {
+      if (!this.persistWarned) this.opts.log?.warn({ dir, err: (e as Error).message }, 'SVC_MIB_DIR is not writable: compiled MIB modules are kept in memory only (set SVC_MIB_DIR to a writable directory)');
+      this.persistWarned = true;
+    }
+  }
+
+  private async loadPersisted(sources: SourceFile[]): Promise<Compiled | undefined> {
+    const dir = this.opts.compiledDir;
+    const manifest = await readJsonFile<Manifest>(join(dir, MANIFEST)).catch(() => undefined);
+    if (!manifest || manifest.format !== MIB_FORMAT || manifest.fingerprint !== this.fingerprint(sources)) return undefined;
+    try {
+      const byName = new Map<string, { module: CompiledModule; json: string }>();
+      for (const name of manifest.modules) {
+        const json = await fs.readFile(join(dir, `${name}.json`), 'utf8');
+        byName.set(name, { module: compiledFromJson(json, `${name}.json`), json });
+      }
+      const modules = [...byName.values()].map((x) => x.module);
+      return { sources, modules, byName, failed: manifest.failed, shadowed: manifest.shadowed, compiledAt: manifest.compiled_at, index: new MibIndex(modules) };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private inventory(): SourceRow[] {
+    const st = this.state;
+    const bySource = new Map(st.sources.map((s) => [s.path, s]));
+    const row = (path: string, module: string | null, status: SourceRow['status']): SourceRow => {
+      const s = bySource.get(path);
+      return {
+        path,
+        group: s?.group ?? path.split('/')[0]!,
+        file: s?.file ?? path.split('/')[1]!,
+        bundled: s?.bundled ?? false,
+        size_bytes: s?.size ?? 0,
+        modified: new Date(s?.mtimeMs ?? 0).toISOString(),
+        module,
+        status,
+      };
+    };
+    const rows: SourceRow[] = [];
+    for (const m of st.modules) {
+      const r = row(m.file, m.module, 'active');
+      if (m.identity?.lastUpdated) r.last_updated = m.identity.lastUpdated;
+      rows.push(r);
+    }
+    for (const f of st.failed) rows.push({ ...row(f.path, f.module, 'failed'), errors: f.errors, missing: f.missing, failed_imports: f.failedImports });
+    for (const sh of st.shadowed) {
+      const r = row(sh.file, sh.module, 'shadowed');
+      if (sh.lastUpdated) r.last_updated = sh.lastUpdated;
+      r.shadowed_by = { path: sh.by.file, group: sh.by.group ?? '' };
+      rows.push(r);
+    }
+    const order = new Map(st.sources.map((s, i) => [s.path, i]));
+    return rows.sort((a, b) => (order.get(a.path) ?? 0) - (order.get(b.path) ?? 0) || (a.module ?? '').localeCompare(b.module ?? ''));
+  }
+
+  /** Per module of the files at `paths`: compiled / failed: ... / shadowed by ... */
+  private resultFor(paths: string[]): ChangeResult {
+    const want = new Set(paths);
+    const st = this.state;
+    const results: Record<string, string> = {};
+    const compiled = st.modules.filter((m) => want.has(m.file)).map((m) => m.module);
+    for (const m of compiled) results[m] = 'compiled';
+    const failed = st.failed.filter((f) => want.has(f.path));
+    for (const f of failed) {
+      const e = f.errors[0];
+      results[f.module ?? f.path] = `failed: ${e ? `${e.file}:${e.line}:${e.column} ${e.message}` : 'no module'}`;
+    }
+    const shadowed = st.shadowed.filter((s) => want.has(s.file));
+    // A module both compiled (or failed) and shadowed among these files keeps the outcome of its winner.
+    for (const s of shadowed) results[s.module] ??= `shadowed by ${s.by.file}`;
+    return { compiled, failed, shadowed, results, files: paths };
+  }
+
+  /** Missing imports of the failed modules -> the modules needing them. */
+  private missing(): Map<string, string[]> {
+    const m = new Map<string, string[]>();
+    for (const f of this.state.failed) for (const x of f.missing) m.set(x, [...(m.get(x) ?? []), f.module ?? f.path]);
+    return m;
+  }
+
+  /** Module name -> file, for every MIB-like file anywhere below the bundled directories. */
+  private async library(): Promise<Map<string, string>> {
+    const lib = new Map<string, string>();
+    let count = 0;
+    const walkDir = async (dir: string, depth: number) => {
+      let entries: Dirent[];
+      try {
+        entries = await fs.readdir(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+        if (count >= LIBRARY_FILES || e.name.startsWith('.')) continue;
+        const abs = join(dir, e.name);
+        if (e.isDirectory() && depth < LIBRARY_DEPTH) await walkDir(abs, depth + 1);
+        else if ((e.isFile() || e.isSymbolicLink()) && hasExt(e.name)) {
+          count++;
+          const text = await fs.readFile(abs, 'utf8').catch(() => '');
+          for (const m of definedModules(text)) if (!lib.has(m)) lib.set(m, abs);
+        }
+      }
+    };
+    for (const b of this.bundled) await walkDir(b.dir, 0);
+    return lib;
+  }
+
+  /** A module's source from the bundled library, else the repository; throws with the reason. */
+  private async findSource(module: string, library: Map<string, string>, repositoryUrl?: string): Promise<{ name: string; data: Buffer; from: string }> {
+    const local = library.get(module);
+    if (local) return { name: basename(local), data: await fs.readFile(local), from: local };
+    if (!repositoryUrl) throw new Error(`${module}: not found in the bundled sources (${this.bundled.map((b) => b.dir).join(', ')}) and no MIB repository URL is configured`);
+    const url = repositoryUrl.includes('@mib@') ? repositoryUrl.replaceAll('@mib@', encodeURIComponent(module)) : `${repositoryUrl.replace(/\/+$/, '')}/${encodeURIComponent(module)}`;
+    let res: Response;
+    try {
+      res = await fetch(url, { signal: AbortSignal.timeout(REPOSITORY_TIMEOUT_MS) });
+    } catch (e) {
+      const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
+      throw new Error(`${module}: the MIB repository ${redactUrl(url)} cannot be reached (${cause}); check mib_repository_url and the network`);
+    }
+    if (res.status === 404) throw new Error(`${module}: not found in the bundled sources or at ${redactUrl(url)}`);
+    if (!res.ok) throw new Error(`${module}: the MIB repository answered ${res.status} for ${redactUrl(url)}`);
+    const data = Buffer.from(await res.arrayBuffer());
+    if (data.length > MIB_MAX_FILE_BYTES) throw new Error(`${module}: ${redactUrl(url)} sent more than ${MIB_MAX_FILE_BYTES} bytes`);
+    if (!definedModules(data.toString('utf8')).includes(module)) throw new Error(`${module}: ${redactUrl(url)} did not return a MIB module named ${module}`);
+    return { name: `${module}.mib`, data, from: redactUrl(url) };
+  }
+}

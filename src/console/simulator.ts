@@ -1,7 +1,7 @@
 // The console's SNMP agent simulator (spec doc 1 sections 2-4): one SnmpAgent started, stopped and
-// restarted through RunState, custom OID overrides persisted and applied live, the last start
-// config persisted (a simulator that was running comes back with the console), and an activity
-// log kept in a ring buffer and pushed over the WebSocket. Decisions: docs/console.md (Simulator).
+// restarted with its last start config persisted (PersistentUdpService: a simulator that was
+// running comes back with the console), custom OID overrides persisted and applied live, and an
+// activity log kept in a ring buffer and pushed over the WebSocket. Decisions: docs/console.md (Simulator).
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { ApiError } from '../api/deps.js';
@@ -9,9 +9,10 @@ import { SnmpAgent, type ActivityEntry, type OidOverride } from '../snmp/agent.j
 import { engineIdFrom } from '../snmp/udp.js';
 import { makeUser, type UsmUser } from '../snmp/usm.js';
 import { coerceValue, parseOid, parseType, SnmpInputError } from '../snmp/values.js';
-import { readJsonFile, writeFileDurably } from '../util/durable.js';
+import { readJsonFile } from '../util/durable.js';
+import { Ring } from '../util/ring.js';
 import type { ServiceContext } from './deps.js';
-import { RunState } from './service-state.js';
+import { PersistentUdpService } from './udp-service-base.js';
 
 /** Default UDP port: 161 needs root or CAP_NET_BIND_SERVICE; 1161 is the usual unprivileged choice. */
 export const DEFAULT_SIMULATOR_PORT = 1161;
@@ -53,14 +54,6 @@ export interface SimulatorConfig {
 /** An activity entry as the log and the WebSocket show it. */
 export type LogEntry = ActivityEntry & { id: number; skipped?: number };
 
-interface PersistedState {
-  config: SimulatorConfig | null;
-  /** True while the operator wants it running: it is started again when the console starts. */
-  resume: boolean;
-  /** Generated at the first start without engine_id, then kept (like snmpd's persistent engineID). */
-  engine_id: string | null;
-}
-
 const STATE_FILE = 'simulator.json';
 const OVERRIDES_FILE = 'simulator-overrides.json';
 /** Types an override cannot serve: they are not object values. */
@@ -95,63 +88,9 @@ export function checkOverrides(list: OidOverride[]): OidOverride[] {
   });
 }
 
-/** Fixed-capacity ring of entries, oldest overwritten; O(1) push, no shifting. */
-class Ring {
-  private buf: (LogEntry | undefined)[];
-  private head = 0; // next write
-  private count = 0;
-
-  constructor(private cap: number) {
-    this.buf = new Array<LogEntry | undefined>(cap);
-  }
-
-  get size(): number {
-    return this.count;
-  }
-
-  push(e: LogEntry): void {
-    this.buf[this.head] = e;
-    this.head = (this.head + 1) % this.cap;
-    if (this.count < this.cap) this.count++;
-  }
-
-  /** Newest first, at most n. */
-  newest(n = this.count): LogEntry[] {
-    const out: LogEntry[] = [];
-    for (let k = 0, i = this.head; k < Math.min(n, this.count); k++) {
-      i = (i - 1 + this.cap) % this.cap;
-      out.push(this.buf[i]!);
-    }
-    return out;
-  }
-
-  /** Changes the capacity, keeping the newest entries. */
-  resize(cap: number): void {
-    if (cap === this.cap) return;
-    const keep = this.newest(cap).reverse();
-    this.cap = cap;
-    this.buf = new Array<LogEntry | undefined>(cap);
-    this.head = 0;
-    this.count = 0;
-    for (const e of keep) this.push(e);
-  }
-
-  clear(): number {
-    const n = this.count;
-    this.buf = new Array<LogEntry | undefined>(this.cap);
-    this.head = 0;
-    this.count = 0;
-    return n;
-  }
-}
-
-export class SimulatorService {
-  private readonly run: RunState;
-  private agent: SnmpAgent | undefined;
-  private startedAt: Date | undefined;
-  private persisted: PersistedState = { config: null, resume: false, engine_id: null };
+export class SimulatorService extends PersistentUdpService<SimulatorConfig, SnmpAgent> {
   private overrides: OidOverride[] = [];
-  private readonly log: Ring;
+  private readonly log: Ring<LogEntry>;
   private seq = 0;
   // WebSocket push budget: LOG_PUSHES_PER_SECOND per one-second window, the rest coalesced.
   private windowStart = 0;
@@ -159,45 +98,22 @@ export class SimulatorService {
   private held = 0;
   private newestHeld: LogEntry | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
-  private writes: Promise<void> = Promise.resolve();
 
-  private constructor(readonly ctx: ServiceContext) {
-    // publishStatus reads the console's services, which do not exist yet while the console starts
-    // (the resume below); nobody is connected then, and full_state carries the state.
-    this.run = new RunState('simulator', () => {
-      try {
-        ctx.publishStatus();
-      } catch {
-        /* console still starting */
-      }
-    });
-    this.log = new Ring(ctx.appSettings.get().simulator_log_limit);
+  private constructor(ctx: ServiceContext) {
+    super(ctx, { what: 'simulator', stateFile: STATE_FILE, defaultPort: DEFAULT_SIMULATOR_PORT });
+    this.log = new Ring<LogEntry>(ctx.appSettings.get().simulator_log_limit);
   }
 
   static async open(ctx: ServiceContext): Promise<SimulatorService> {
     const s = new SimulatorService(ctx);
-    await s.load();
-    if (s.persisted.resume && s.persisted.config) {
-      // It was running when the console stopped: start it again, as snmpd comes back after a
-      // reboot. A failure (port taken meanwhile) leaves state error; the console starts anyway.
-      try {
-        await s.startWith(s.persisted.config, false);
-        ctx.log.info({ host: s.persisted.config.host, port: s.agent?.port }, 'simulator resumed');
-      } catch (e) {
-        ctx.log.warn({ err: (e as Error).message }, 'simulator could not be resumed');
-      }
-    }
+    // Before the resume: a resumed agent serves them at once.
+    await s.loadOverrides();
+    await s.restore();
     return s;
   }
 
-  private async load(): Promise<void> {
+  private async loadOverrides(): Promise<void> {
     const { ctx } = this;
-    try {
-      const st = await readJsonFile<PersistedState>(join(ctx.dir, STATE_FILE));
-      if (st) this.persisted = { config: st.config ?? null, resume: !!st.resume, engine_id: st.engine_id ?? null };
-    } catch (e) {
-      ctx.log.warn({ err: (e as Error).message, file: join(ctx.dir, STATE_FILE) }, 'simulator state unreadable; starting from defaults');
-    }
     try {
       const ov = await readJsonFile<{ overrides: OidOverride[] }>(join(ctx.dir, OVERRIDES_FILE));
       if (ov) this.overrides = checkOverrides(ov.overrides ?? []);
@@ -206,39 +122,25 @@ export class SimulatorService {
     }
   }
 
-  /** Durable writes, one at a time (so they never interleave). */
-  private save(file: string, data: unknown): Promise<void> {
-    const next = this.writes.then(() => writeFileDurably(join(this.ctx.dir, file), JSON.stringify(data, null, 2)));
-    this.writes = next.catch(() => undefined);
-    return next;
-  }
-
-  private saveState(): Promise<void> {
-    return this.save(STATE_FILE, this.persisted);
-  }
-
   /** Running state as `GET /api/simulator/status` shows it. */
   status() {
+    const { live, engine_id, started_at, ...head } = this.commonStatus();
     const cfg = this.persisted.config;
-    const a = this.agent;
-    const running = this.run.state === 'running' && a !== undefined;
     const users = (cfg?.v3_users ?? []).map((u) => ({
       username: u.username,
       auth_protocol: u.auth_key || u.auth_protocol ? (u.auth_protocol ?? 'SHA') : null,
       priv_protocol: u.priv_key || u.priv_protocol ? (u.priv_protocol ?? 'AES128') : null,
     }));
     return {
-      ...this.run.view(),
-      host: cfg?.host ?? null,
-      port: running ? a.port : (cfg?.port ?? DEFAULT_SIMULATOR_PORT),
+      ...head,
       community: cfg?.community ?? DEFAULT_COMMUNITY,
       writable: !!cfg?.write_community,
       versions: users.length ? ['1', '2c', '3'] : ['1', '2c'],
       v3_users: users,
-      engine_id: running ? a.engineId.toString('hex') : (cfg?.engine_id ?? this.persisted.engine_id),
-      started_at: running ? this.startedAt!.toISOString() : null,
-      uptime_s: running ? Math.floor((Date.now() - this.startedAt!.getTime()) / 1000) : null,
-      oids: running ? a.size : null,
+      engine_id,
+      started_at,
+      uptime_s: live ? Math.floor((Date.now() - this.startedAt!.getTime()) / 1000) : null,
+      oids: live ? live.size : null,
       overrides: this.overrides.length,
       log_entries: this.log.size,
       resume_on_console_start: this.persisted.resume,
@@ -281,66 +183,17 @@ export class SimulatorService {
     }
   }
 
-  /** POST /api/simulator/start: 409 when running; bind errors (409 port in use, 403 privileged port) leave state error. */
-  async start(cfg: SimulatorConfig): Promise<void> {
-    await this.startWith(cfg, true);
-  }
-
-  private async startWith(cfg: SimulatorConfig, persist: boolean): Promise<void> {
-    let engineId = cfg.engine_id ?? this.persisted.engine_id;
-    if (!engineId) engineId = this.persisted.engine_id = engineIdFrom(undefined).toString('hex');
-    try {
-      await this.run.start(async () => {
-        // Kept even when the bind fails: restart retries what the operator asked for last.
-        this.persisted.config = cfg;
-        // Built here so that a config that no longer validates (a hand-edited state file) ends in state error too.
-        const agent = new SnmpAgent({
-          host: cfg.host,
-          port: cfg.port,
-          community: cfg.community,
-          ...(cfg.write_community ? { writeCommunity: cfg.write_community } : {}),
-          users: cfg.v3_users.map((u) => ({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key })),
-          engineId,
-          overrides: this.overrides,
-          onActivity: this.onActivity,
-        });
-        await agent.start();
-        this.agent = agent;
-        this.startedAt = new Date();
-      });
-    } catch (e) {
-      if (persist && !(e instanceof ApiError)) {
-        // A failed start is not something to resume.
-        this.persisted.resume = false;
-        await this.saveState();
-      }
-      throw e;
-    }
-    if (persist) this.persisted.resume = true;
-    await this.saveState();
-  }
-
-  /** POST /api/simulator/stop; the simulator then stays stopped across console restarts. */
-  async stop(): Promise<void> {
-    await this.stopAgent();
-    this.persisted.resume = false;
-    await this.saveState();
-  }
-
-  private async stopAgent(): Promise<void> {
-    await this.run.stop(async () => {
-      const a = this.agent;
-      this.agent = undefined;
-      this.startedAt = undefined;
-      await a?.stop();
+  protected override create(cfg: SimulatorConfig, engineId: string): SnmpAgent {
+    return new SnmpAgent({
+      host: cfg.host,
+      port: cfg.port,
+      community: cfg.community,
+      ...(cfg.write_community ? { writeCommunity: cfg.write_community } : {}),
+      users: cfg.v3_users.map((u) => ({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key })),
+      engineId,
+      overrides: this.overrides,
+      onActivity: this.onActivity,
     });
-  }
-
-  /** POST /api/simulator/restart: stop when running, then start with the last config (or `defaults` when there is none). */
-  async restart(defaults: SimulatorConfig): Promise<void> {
-    const cfg = this.persisted.config ?? defaults;
-    await this.stopAgent();
-    await this.startWith(cfg, true);
   }
 
   getOverrides(): OidOverride[] {
@@ -352,8 +205,8 @@ export class SimulatorService {
     const checked = checkOverrides(list);
     await this.save(OVERRIDES_FILE, { overrides: checked });
     this.overrides = checked;
-    const live = this.agent !== undefined;
-    this.agent?.setOverrides(checked);
+    const live = this.server !== undefined;
+    this.server?.setOverrides(checked);
     this.ctx.publishStatus();
     return live;
   }
@@ -419,11 +272,9 @@ export class SimulatorService {
     this.pushed = 1;
   };
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    // Not a stop by the operator: `resume` stays as it is, so the simulator comes back with the console.
-    await this.stopAgent();
-    await this.writes;
+    await super.close();
   }
 }

@@ -1,9 +1,8 @@
-// The console's trap tools (spec doc 1 sections 2-4): a trap receiver run through RunState (its
-// last start config persisted; a receiver that was running comes back with the console), the
+// The console's trap tools (spec doc 1 sections 2-4): a trap receiver run as a PersistentUdpService
+// (its last start config persisted; a receiver that was running comes back with the console), the
 // received events kept newest-first up to trap_event_limit and pushed as `trap` messages, and the
 // trap/inform sender. Decisions where doc 1 says "not shown": docs/console.md (Traps).
 import { isIP } from 'node:net';
-import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { ApiError } from '../api/deps.js';
 import type { MibIndex, MibNode } from '../mib/mib-index.js';
@@ -13,10 +12,11 @@ import { sendTrap, v1Fields } from '../snmp/trap-sender.js';
 import { engineIdFrom } from '../snmp/udp.js';
 import { makeUser } from '../snmp/usm.js';
 import { makeVarBind, SnmpInputError, type SnmpType, type VarBind } from '../snmp/values.js';
-import { readJsonFile, writeFileDurably } from '../util/durable.js';
+import { Ring } from '../util/ring.js';
 import type { ServiceContext } from './deps.js';
-import { RunState } from './service-state.js';
-import { describeVarBind, peerError, resolveHost, resolveOidInput, v3User, type ParsedVarBind, type SnmpV3Fields } from './walk.js';
+import { PersistentUdpService } from './udp-service-base.js';
+import { describeVarBind, type ParsedVarBind } from '../mib/varbinds.js';
+import { peerError, resolveHost, resolveOidInput, v3User, type SnmpV3Fields } from './walk.js';
 
 /** 162 needs root or CAP_NET_BIND_SERVICE; 1162 is the usual unprivileged choice. */
 export const DEFAULT_TRAP_PORT = 1162;
@@ -58,14 +58,6 @@ export interface ReceiverConfig {
   v3_users: ReceiverUserInput[];
 }
 
-interface PersistedState {
-  config: ReceiverConfig | null;
-  /** Started and not stopped: it starts again with the console. */
-  resume: boolean;
-  /** Generated at the first start without engine_id, then kept (v3 inform senders cache it). */
-  engine_id: string | null;
-}
-
 /** A received notification as GET /api/traps/ and the `trap` message show it. */
 export interface TrapEventView {
   id: number;
@@ -100,121 +92,42 @@ export interface TrapSendRequest extends SnmpV3Fields {
   retries?: number;
 }
 
-/** Fixed-capacity ring, oldest overwritten; O(1) push. */
-class Ring<T> {
-  private buf: (T | undefined)[];
-  private head = 0;
-  size = 0;
-
-  constructor(private cap: number) {
-    this.buf = new Array<T | undefined>(cap);
-  }
-
-  push(e: T): void {
-    this.buf[this.head] = e;
-    this.head = (this.head + 1) % this.cap;
-    if (this.size < this.cap) this.size++;
-  }
-
-  newest(n = this.size): T[] {
-    const out: T[] = [];
-    for (let k = 0, i = this.head; k < Math.min(n, this.size); k++) {
-      i = (i - 1 + this.cap) % this.cap;
-      out.push(this.buf[i]!);
-    }
-    return out;
-  }
-
-  /** Changes the capacity, keeping the newest entries. */
-  resize(cap: number): void {
-    if (cap === this.cap) return;
-    const keep = this.newest(cap).reverse();
-    this.cap = cap;
-    this.clear();
-    for (const e of keep) this.push(e);
-  }
-
-  clear(): number {
-    const n = this.size;
-    this.buf = new Array<T | undefined>(this.cap);
-    this.head = 0;
-    this.size = 0;
-    return n;
-  }
-}
-
 /** The SNMP type of an object's values, from its MIB syntax (for varbinds sent without `type`). */
 const TYPE_OF_BASE: Record<string, SnmpType> = {
   INTEGER: 'Integer32', Integer32: 'Integer32', Unsigned32: 'Gauge32', Gauge32: 'Gauge32', Counter32: 'Counter32', Counter64: 'Counter64',
   TimeTicks: 'TimeTicks', IpAddress: 'IpAddress', Opaque: 'Opaque', 'OCTET STRING': 'OctetString', 'OBJECT IDENTIFIER': 'ObjectIdentifier',
 };
 
-export class TrapService {
-  private readonly run: RunState;
-  private receiver: TrapReceiver | undefined;
-  private startedAt: Date | undefined;
-  private persisted: PersistedState = { config: null, resume: false, engine_id: null };
+export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiver> {
   private readonly events: Ring<TrapEventView>;
   private seq = 0;
   private received = 0;
   private acked = 0;
   private dropped = 0;
   private lastDrop: { time: string; source: string; reason: string } | null = null;
-  private writes: Promise<void> = Promise.resolve();
 
-  private constructor(readonly ctx: ServiceContext) {
-    // publishStatus reads both services, which do not exist yet while the console starts (resume).
-    this.run = new RunState('trap receiver', () => {
-      try {
-        ctx.publishStatus();
-      } catch {
-        /* console still starting; full_state carries the state */
-      }
-    });
+  private constructor(ctx: ServiceContext) {
+    super(ctx, { what: 'trap receiver', stateFile: STATE_FILE, defaultPort: DEFAULT_TRAP_PORT, keepPickedPort: true });
     this.events = new Ring(ctx.appSettings.get().trap_event_limit);
   }
 
   static async open(ctx: ServiceContext): Promise<TrapService> {
     const s = new TrapService(ctx);
-    try {
-      const st = await readJsonFile<PersistedState>(join(ctx.dir, STATE_FILE));
-      if (st) s.persisted = { config: st.config ?? null, resume: !!st.resume, engine_id: st.engine_id ?? null };
-    } catch (e) {
-      ctx.log.warn({ err: (e as Error).message }, 'trap receiver state unreadable; starting from defaults');
-    }
-    if (s.persisted.resume && s.persisted.config) {
-      // Running when the console stopped: start again (as snmptrapd after a reboot). A failure
-      // (port taken meanwhile) leaves state error with the reason; the console starts anyway.
-      try {
-        await s.startWith(s.persisted.config, false);
-        ctx.log.info({ host: s.persisted.config.host, port: s.receiver?.port }, 'trap receiver resumed');
-      } catch (e) {
-        ctx.log.warn({ err: (e as Error).message }, 'trap receiver could not be resumed');
-      }
-    }
+    await s.restore();
     return s;
-  }
-
-  private saveState(): Promise<void> {
-    const next = this.writes.then(() => writeFileDurably(join(this.ctx.dir, STATE_FILE), JSON.stringify(this.persisted, null, 2)));
-    this.writes = next.catch(() => undefined);
-    return next;
   }
 
   /** Running state as `GET /api/traps/status` and the `status` message show it. */
   status() {
+    const { live: _live, engine_id, started_at, ...head } = this.commonStatus();
     const cfg = this.persisted.config;
-    const rx = this.receiver;
-    const running = this.run.state === 'running' && rx !== undefined;
     return {
-      ...this.run.view(),
-      host: cfg?.host ?? null,
-      port: running ? rx.port : (cfg?.port ?? DEFAULT_TRAP_PORT),
+      ...head,
       community: cfg ? cfg.community : null,
       resolve_mibs: cfg?.resolve_mibs ?? false,
       v3_users: cfg?.v3_users.length ?? 0,
-      engine_id: running ? rx.engineId.toString('hex') : (cfg?.engine_id ?? this.persisted.engine_id),
-      started_at: running ? this.startedAt!.toISOString() : null,
+      engine_id,
+      started_at,
       received: this.received,
       informs_acknowledged: this.acked,
       dropped: this.dropped,
@@ -262,14 +175,7 @@ export class TrapService {
     return cfg;
   }
 
-  /** POST /api/traps/start: 409 when running; bind errors (409 port in use, 403 privileged port) leave state error. */
-  async start(cfg: ReceiverConfig): Promise<void> {
-    await this.startWith(cfg, true);
-  }
-
-  private async startWith(cfg: ReceiverConfig, persist: boolean): Promise<void> {
-    let engineId = cfg.engine_id ?? this.persisted.engine_id;
-    if (!engineId) engineId = this.persisted.engine_id = engineIdFrom(undefined).toString('hex');
+  protected override create(cfg: ReceiverConfig, engineId: string): TrapReceiver {
     const rx = new TrapReceiver({
       host: cfg.host,
       port: cfg.port,
@@ -279,45 +185,13 @@ export class TrapService {
       onDrop: (reason, source) => this.onDrop(reason, source),
     });
     for (const u of cfg.v3_users) rx.addUser({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key, engineId: u.engine_id });
-    try {
-      await this.run.start(async () => {
-        // Kept even when the bind fails, so that the operator sees (and can retry) what was asked.
-        this.persisted.config = cfg;
-        await rx.start();
-        this.receiver = rx;
-        this.startedAt = new Date();
-        this.received = this.acked = this.dropped = 0;
-        this.lastDrop = null;
-      });
-    } catch (e) {
-      if (persist && !(e instanceof ApiError)) {
-        this.persisted.resume = false;
-        await this.saveState();
-      }
-      throw e;
-    }
-    if (persist) {
-      this.persisted.resume = true;
-      // Port 0 picked a free port: resume on the same one, so that devices keep reaching it.
-      if (cfg.port === 0) this.persisted.config = { ...cfg, port: rx.port };
-    }
-    await this.saveState();
+    return rx;
   }
 
-  /** POST /api/traps/stop; the receiver then stays stopped across console restarts. */
-  async stop(): Promise<void> {
-    await this.stopReceiver();
-    this.persisted.resume = false;
-    await this.saveState();
-  }
-
-  private async stopReceiver(): Promise<void> {
-    await this.run.stop(async () => {
-      const rx = this.receiver;
-      this.receiver = undefined;
-      this.startedAt = undefined;
-      await rx?.stop();
-    });
+  /** Counters are per start. */
+  protected override onStarted(): void {
+    this.received = this.acked = this.dropped = 0;
+    this.lastDrop = null;
   }
 
   private onTrap(t: TrapEvent, resolve: boolean): void {
@@ -422,11 +296,6 @@ export class TrapService {
     };
   }
 
-  async close(): Promise<void> {
-    // Not a stop: a receiver running now resumes with the console.
-    await this.stopReceiver().catch(() => undefined);
-    await this.writes;
-  }
 }
 
 function trapName(ix: MibIndex, oid: string): string {

@@ -14,39 +14,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { MIB_MAX_FILE_BYTES, PRODUCT_MIB_DIR } from '../../src/mib/store.js';
 import { tempDir } from '../helpers/fs.js';
-import { CORPUS, FIXTURES, snmptranslate } from '../mib/helpers.js';
+import { acme, CORPUS, FIXTURES, snmptranslate } from '../mib/helpers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
 
 type Api = Awaited<ReturnType<typeof loggedIn>>;
 const ERRORS = join(FIXTURES, 'errors');
 const fixture = (name: string) => readFileSync(join(ERRORS, name));
 const PRODUCT = readdirSync(PRODUCT_MIB_DIR).filter((f) => f.endsWith('.txt')).map((f) => f.replace(/\.txt$/, ''));
-
-/** A small SMIv2 module under enterprises.424242.<arc> with the object `<prefix>Value` (+ `body`). */
-function acme(name: string, o: { arc: number; lastUpdated?: string; imports?: string[]; body?: string }): string {
-  const p = name.replace(/-MIB$/, '').toLowerCase().replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
-  return `${name} DEFINITIONS ::= BEGIN
-IMPORTS
-        MODULE-IDENTITY, OBJECT-TYPE, Integer32, enterprises
-                FROM SNMPv2-SMI${(o.imports ?? []).map((i) => `\n        ${i}`).join('')};
-
-${p}MIB MODULE-IDENTITY
-        LAST-UPDATED "${o.lastUpdated ?? '202601010000Z'}"
-        ORGANIZATION "ACME"
-        CONTACT-INFO "nobody"
-        DESCRIPTION  "Test module ${name}."
-        ::= { enterprises 424242 ${o.arc} }
-
-${p}Value OBJECT-TYPE
-        SYNTAX      Integer32
-        MAX-ACCESS  read-only
-        STATUS      current
-        DESCRIPTION "A value."
-        ::= { ${p}MIB 1 }
-${o.body ?? ''}
-END
-`;
-}
 
 /** A console whose life spans a describe (helpers.ts stops consoles after each test otherwise). */
 async function sharedConsole(env: Record<string, string> = {}, dir = mkdtempSync(join(tmpdir(), 'svc-mibs-console-'))) {

@@ -101,3 +101,35 @@ export function details(dirs: string[], names: string[]): Map<string, Record<str
   }
   return out;
 }
+
+/**
+ * A small SMIv2 module under enterprises.424242.<arc> with the object `<prefix>Value` (+ `body`),
+ * where the prefix is the name in camel case without -MIB (ACME-S-MIB: acmeSMIB, acmeSValue). It
+ * starts with a comment, so that the module header is found past one.
+ */
+export function acme(name: string, o: { arc: number; lastUpdated?: string; imports?: string[]; body?: string }): string {
+  const p = name.replace(/-MIB$/, '').toLowerCase().replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+  return `-- test module
+${name} DEFINITIONS ::= BEGIN
+
+IMPORTS
+        MODULE-IDENTITY, OBJECT-TYPE, Integer32, enterprises
+                FROM SNMPv2-SMI${(o.imports ?? []).map((i) => `\n        ${i}`).join('')};
+
+${p}MIB MODULE-IDENTITY
+        LAST-UPDATED "${o.lastUpdated ?? '202601010000Z'}"
+        ORGANIZATION "ACME"
+        CONTACT-INFO "nobody"
+        DESCRIPTION  "Test module ${name}."
+        ::= { enterprises 424242 ${o.arc} }
+
+${p}Value OBJECT-TYPE
+        SYNTAX      Integer32
+        MAX-ACCESS  read-only
+        STATUS      current
+        DESCRIPTION "A value."
+        ::= { ${p}MIB 1 }
+${o.body ?? ''}
+END
+`;
+}

@@ -10,42 +10,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MIB_MAX_FILE_BYTES, MibStore, MibStoreError, PRODUCT_MIB_DIR, type MibStoreOptions } from '../../src/mib/store.js';
 import { tempDir } from '../helpers/fs.js';
-import { CORPUS, FIXTURES, snmptranslate } from './helpers.js';
+import { acme, CORPUS, FIXTURES, snmptranslate } from './helpers.js';
 
 const ERRORS = join(FIXTURES, 'errors');
 const fixture = (name: string) => readFileSync(join(ERRORS, name));
 const file = (name: string, text: string | Buffer) => ({ name, data: Buffer.isBuffer(text) ? text : Buffer.from(text) });
 /** The product's bundled module names (37 of the corpus). */
 const PRODUCT = readdirSync(PRODUCT_MIB_DIR).filter((f) => f.endsWith('.txt')).map((f) => f.replace(/\.txt$/, ''));
-
-/** A small SMIv2 module under enterprises.424242.<arc>; objects `<prefix>Value` (+ `body`). */
-function acme(name: string, o: { arc: number; lastUpdated?: string; imports?: string[]; body?: string }): string {
-  const p = prefixOf(name);
-  return `-- test module
-${name} DEFINITIONS ::= BEGIN
-
-IMPORTS
-        MODULE-IDENTITY, OBJECT-TYPE, Integer32, enterprises
-                FROM SNMPv2-SMI${(o.imports ?? []).map((i) => `\n        ${i}`).join('')};
-
-${p}MIB MODULE-IDENTITY
-        LAST-UPDATED "${o.lastUpdated ?? '202601010000Z'}"
-        ORGANIZATION "ACME"
-        CONTACT-INFO "nobody"
-        DESCRIPTION  "Test module ${name}."
-        ::= { enterprises 424242 ${o.arc} }
-
-${p}Value OBJECT-TYPE
-        SYNTAX      Integer32
-        MAX-ACCESS  read-only
-        STATUS      current
-        DESCRIPTION "A value."
-        ::= { ${p}MIB 1 }
-${o.body ?? ''}
-END
-`;
-}
-const prefixOf = (name: string) => name.replace(/-MIB$/, '').toLowerCase().replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
 
 /** smilint's [line, message] findings for one file (SMIPATH: the corpus and the fixtures). */
 function smilint(path: string): [number, string][] {

@@ -5,9 +5,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { OidOverride } from '../../snmp/agent.js';
 import type { ConsoleDeps } from '../deps.js';
 import { DEFAULT_COMMUNITY, DEFAULT_SIMULATOR_PORT, defaultSimulatorHost, MAX_OVERRIDES } from '../simulator.js';
+import { bindFields, EngineId, Nullable, StatusFields } from '../udp-service-base.js';
 
 const tags = ['simulator'];
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 const V3User = Type.Object(
   {
@@ -20,13 +20,14 @@ const V3User = Type.Object(
   { additionalProperties: false },
 );
 
+const bind = bindFields(DEFAULT_SIMULATOR_PORT, 161, 'SVC_HOST, the console bind address, when it is an IP address, else 127.0.0.1');
 const StartBody = Type.Object(
   {
-    port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: `UDP port (default ${DEFAULT_SIMULATOR_PORT}; 0 picks a free one, shown by status). Below 1024 needs root or CAP_NET_BIND_SERVICE.` })),
+    port: bind.port,
     community: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: `v1/v2c read community (default ${DEFAULT_COMMUNITY})` })),
-    host: Type.Optional(Type.String({ minLength: 1, description: 'IP address to bind (default SVC_HOST, the console bind address, when it is an IP address, else 127.0.0.1; 0.0.0.0 or :: for every interface)' })),
+    host: bind.host,
     write_community: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'Community allowed to SET (default none: read-only). SET values last until the simulator stops.' })),
-    engine_id: Type.Optional(Type.String({ pattern: '^(0[xX])?([0-9a-fA-F]{2}){5,32}$', description: 'SNMPv3 engine ID, 5-32 bytes hex (default: generated once and kept)' })),
+    engine_id: Type.Optional(EngineId('SNMPv3 engine ID, 5-32 bytes hex (default: generated once and kept)')),
     v3_users: Type.Optional(Type.Array(V3User, { maxItems: 100, description: 'SNMPv3 USM users; keys are never shown back' })),
   },
   { additionalProperties: false },
@@ -34,11 +35,7 @@ const StartBody = Type.Object(
 type StartBody = Static<typeof StartBody>;
 
 const Status = Type.Object({
-  state: Type.Union([Type.Literal('stopped'), Type.Literal('starting'), Type.Literal('running'), Type.Literal('stopping'), Type.Literal('error')]),
-  since: Type.String({ description: 'ISO 8601 time of the last transition' }),
-  error: Nullable(Type.String({ description: 'why the last start failed (state error)' })),
-  host: Nullable(Type.String()),
-  port: Type.Integer({ description: 'the bound port while running, else the configured one' }),
+  ...StatusFields,
   community: Type.String(),
   writable: Type.Boolean({ description: 'a write community is configured (it is not shown)' }),
   versions: Type.Array(Type.String(), { description: "'1', '2c', and '3' when there are v3 users" }),

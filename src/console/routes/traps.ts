@@ -5,11 +5,10 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ConsoleDeps } from '../deps.js';
 import { DEFAULT_TRAP_PORT, MAX_RECEIVER_USERS, SEND_RETRIES, SEND_TIMEOUT_MS } from '../traps.js';
+import { bindFields, EngineId, Nullable, StatusFields } from '../udp-service-base.js';
 import { V3Fields, Version } from './walk.js';
 
 const tags = ['traps'];
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
-const EngineId = (description: string) => Type.String({ pattern: '^(0[xX])?([0-9a-fA-F]{2}){5,32}$', description });
 
 const ReceiverUser = Type.Object(
   {
@@ -23,12 +22,13 @@ const ReceiverUser = Type.Object(
   { additionalProperties: false },
 );
 
+const bind = bindFields(DEFAULT_TRAP_PORT, 162, 'SVC_HOST, the console bind address');
 const StartBody = Type.Object(
   {
-    port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: `UDP port (default ${DEFAULT_TRAP_PORT}; 0 picks a free one, shown by status). Below 1024 (162) needs root or CAP_NET_BIND_SERVICE: 403.` })),
+    port: bind.port,
     community: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'accepted v1/v2c community; absent: any community is accepted (others are dropped and counted)' })),
     resolve_mibs: Type.Optional(Type.Boolean({ description: 'name the notification and varbinds from the active MIB bundle, with enum labels (default false)' })),
-    host: Type.Optional(Type.String({ minLength: 1, description: 'IP address to bind (default SVC_HOST, the console bind address; 0.0.0.0 or :: for every interface)' })),
+    host: bind.host,
     engine_id: Type.Optional(EngineId('our engine ID for v3 informs (hex, 5-32 bytes; default: generated once and kept)')),
     v3_users: Type.Optional(Type.Array(ReceiverUser, { maxItems: MAX_RECEIVER_USERS, description: 'SNMPv3 USM users (hundreds are fine; a name may repeat with different engine_id); keys are never shown back' })),
   },
@@ -37,11 +37,7 @@ const StartBody = Type.Object(
 type StartBody = Static<typeof StartBody>;
 
 const Status = Type.Object({
-  state: Type.Union([Type.Literal('stopped'), Type.Literal('starting'), Type.Literal('running'), Type.Literal('stopping'), Type.Literal('error')]),
-  since: Type.String({ description: 'ISO 8601 time of the last transition' }),
-  error: Nullable(Type.String({ description: 'why the last start failed (state error)' })),
-  host: Nullable(Type.String()),
-  port: Type.Integer({ description: 'the bound port while running, else the configured one' }),
+  ...StatusFields,
   community: Nullable(Type.String({ description: 'null: any community' })),
   resolve_mibs: Type.Boolean(),
   v3_users: Type.Integer({ description: 'number of configured SNMPv3 users' }),

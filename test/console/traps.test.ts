@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { run, startSnmptrapd, type Peer } from '../snmp/peers.js';
+import { run, startSnmptrapd, V3_AUTHS, V3_PRIVS, v3TrapsFromEveryPair, v3UserMatrix, type Peer } from '../snmp/peers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
 
 const NET_SNMP_MIBS = '/work/shared/mibs/net-snmp';
@@ -40,10 +40,8 @@ async function socket(a: Con) {
   return { ws, messages };
 }
 
-const AUTHS = ['MD5', 'SHA', 'SHA-224', 'SHA-256', 'SHA-384', 'SHA-512'];
-const PRIVS: [cli: string, ours: string][] = [['DES', 'DES'], ['AES', 'AES'], ['AES-192', 'AES192'], ['AES-256', 'AES256']];
 // 240 users, every auth x priv pair ten times, plus one name with different keys per sender engine.
-const USERS = AUTHS.flatMap((au, i) => PRIVS.flatMap(([, p], j) => Array.from({ length: 10 }, (_, k) => ({ username: `user-${i}-${j}-${k}`, auth_protocol: au, auth_key: `auth-${i}-${j}-${k}-secret`, priv_protocol: p, priv_key: `priv-${i}-${j}-${k}-secret` }))));
+const USERS = v3UserMatrix().map((u) => ({ username: u.name, auth_protocol: u.authProtocol, auth_key: u.authKey, priv_protocol: u.privProtocol, priv_key: u.privKey }));
 const SHARED = [
   { username: 'shared', engine_id: '0x80000000010203040aa1', auth_protocol: 'SHA', auth_key: 'engine-one-key', priv_protocol: 'AES', priv_key: 'engine-one-priv' },
   { username: 'shared', engine_id: '80000000010203040aa2', auth_protocol: 'MD5', auth_key: 'engine-two-key', priv_protocol: 'DES', priv_key: 'engine-two-priv' },
@@ -121,20 +119,13 @@ describe('trap receiver', () => {
   });
 
   it('snmptrap v3 from users of every auth/priv pair, each from its own engine ID', async () => {
-    let n = 0;
-    for (const [i, au] of AUTHS.entries())
-      for (const [j, [cli]] of PRIVS.entries()) {
-        const k = (i + j) % 10;
-        const engine = `0x8000000001020304${(++n).toString(16).padStart(4, '0')}`;
-        await run('snmptrap', ['-v3', '-e', engine, '-l', 'authPriv', '-u', `user-${i}-${j}-${k}`, '-a', au, '-A', `auth-${i}-${j}-${k}-secret`, '-x', cli, '-X', `priv-${i}-${j}-${k}-secret`,
-          target, '', `1.3.6.1.4.1.8072.9.${n}`, '1.3.6.1.2.1.1.5.0', 's', `${au}/${cli}`]);
-      }
+    const n = await v3TrapsFromEveryPair(target, '1.3.6.1.2.1.1.5.0');
     const v3 = await waitFor(async () => {
       const l = (await traps()).traps.filter((t: any) => t.version === '3');
       return l.length >= n ? l : undefined;
     });
     // Newest first.
-    expect(v3.map((t: any) => t.varbinds[0].value)).toEqual(AUTHS.flatMap((au) => PRIVS.map(([cli]) => `${au}/${cli}`)).reverse());
+    expect(v3.map((t: any) => t.varbinds[0].value)).toEqual(V3_AUTHS.flatMap((au) => V3_PRIVS.map(([cli]) => `${au}/${cli}`)).reverse());
     expect(new Set(v3.map((t: any) => t.engine_id)).size).toBe(n);
     expect(v3.at(-1)).toMatchObject({ user: 'user-0-0-0', kind: 'trap', trap_oid: '1.3.6.1.4.1.8072.9.1', engine_id: '80000000010203040001' });
   });

@@ -106,3 +106,29 @@ export function startSnmpsimd(data: string, v3: { user: string; authProto: strin
     (out) => out.includes('Listening at'),
   );
 }
+
+/** Every auth protocol, and every privacy protocol as [net-snmp CLI name, our name]. */
+export const V3_AUTHS = ['MD5', 'SHA', 'SHA-224', 'SHA-256', 'SHA-384', 'SHA-512'];
+export const V3_PRIVS: [cli: string, ours: string][] = [['DES', 'DES'], ['AES', 'AES128'], ['AES-192', 'AES192'], ['AES-256', 'AES256']];
+
+/** 240 USM users with their own keys: every auth x priv pair, ten users each (user-<auth>-<priv>-<k>). */
+export function v3UserMatrix() {
+  return V3_AUTHS.flatMap((a, i) => V3_PRIVS.flatMap(([, p], j) => Array.from({ length: 10 }, (_, k) => ({ name: `user-${i}-${j}-${k}`, authProtocol: a, authKey: `auth-${i}-${j}-${k}-secret`, privProtocol: p, privKey: `priv-${i}-${j}-${k}-secret` }))));
+}
+
+/**
+ * snmptrap v3 authPriv to `target` from one user of each auth x priv pair of v3UserMatrix, each from
+ * its own engine ID; trap n (1-based) has OID `1.3.6.1.4.1.8072.9.<n>` and one varbind `varbindOid`
+ * = "<auth>/<priv>". Returns how many were sent.
+ */
+export async function v3TrapsFromEveryPair(target: string, varbindOid: string): Promise<number> {
+  let n = 0;
+  for (const [i, a] of V3_AUTHS.entries())
+    for (const [j, [cli]] of V3_PRIVS.entries()) {
+      const k = (i + j) % 10;
+      const engine = `0x8000000001020304${(++n).toString(16).padStart(4, '0')}`;
+      await run('snmptrap', ['-v3', '-e', engine, '-l', 'authPriv', '-u', `user-${i}-${j}-${k}`, '-a', a, '-A', `auth-${i}-${j}-${k}-secret`, '-x', cli, '-X', `priv-${i}-${j}-${k}-secret`,
+        target, '', `1.3.6.1.4.1.8072.9.${n}`, varbindOid, 's', `${a}/${cli}`]);
+    }
+  return n;
+}

@@ -1,7 +1,7 @@
 // Trap receiver fed by Debian's snmptrap/snmpinform; trap sender read by Debian's snmptrapd.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonValue, sendTrap, SnmpInputError, TrapReceiver, v1Fields, type TrapEvent } from '../../src/snmp/index.js';
-import { run, startSnmptrapd, type Peer } from './peers.js';
+import { run, startSnmptrapd, V3_AUTHS, V3_PRIVS, v3TrapsFromEveryPair, v3UserMatrix, type Peer } from './peers.js';
 
 async function waitFor<T>(f: () => T | undefined, ms = 5000): Promise<T> {
   const end = Date.now() + ms;
@@ -13,8 +13,6 @@ async function waitFor<T>(f: () => T | undefined, ms = 5000): Promise<T> {
   }
 }
 
-const AUTHS = ['MD5', 'SHA', 'SHA-224', 'SHA-256', 'SHA-384', 'SHA-512'];
-const PRIVS: [cli: string, ours: string][] = [['DES', 'DES'], ['AES', 'AES128'], ['AES-192', 'AES192'], ['AES-256', 'AES256']];
 
 describe('receiver fed by snmptrap / snmpinform', () => {
   const events: TrapEvent[] = [];
@@ -22,7 +20,7 @@ describe('receiver fed by snmptrap / snmpinform', () => {
   let rx: TrapReceiver;
   let target: string;
   // 240 users with their own keys: every auth x priv pair, ten users each.
-  const users = AUTHS.flatMap((a, i) => PRIVS.flatMap(([, p], j) => Array.from({ length: 10 }, (_, k) => ({ name: `user-${i}-${j}-${k}`, authProtocol: a, authKey: `auth-${i}-${j}-${k}-secret`, privProtocol: p, privKey: `priv-${i}-${j}-${k}-secret` }))));
+  const users = v3UserMatrix();
 
   beforeAll(async () => {
     rx = new TrapReceiver({ port: 0, community: 'public', users, onTrap: (e) => events.push(e), onDrop: (r) => drops.push(r) });
@@ -71,17 +69,10 @@ describe('receiver fed by snmptrap / snmpinform', () => {
   });
 
   it('v3 traps from many users, every auth/priv pair, each from its own engine ID', async () => {
-    let n = 0;
-    for (const [i, a] of AUTHS.entries())
-      for (const [j, [cli]] of PRIVS.entries()) {
-        const k = (i + j) % 10;
-        const engine = `0x8000000001020304${(++n).toString(16).padStart(4, '0')}`;
-        await run('snmptrap', ['-v3', '-e', engine, '-l', 'authPriv', '-u', `user-${i}-${j}-${k}`, '-a', a, '-A', `auth-${i}-${j}-${k}-secret`, '-x', cli, '-X', `priv-${i}-${j}-${k}-secret`,
-          target, '', `1.3.6.1.4.1.8072.9.${n}`, '1.3.6.1.4.1.8072.9.0', 's', `${a}/${cli}`]);
-      }
+    const n = await v3TrapsFromEveryPair(target, '1.3.6.1.4.1.8072.9.0');
     await waitFor(() => events.filter((e) => e.version === '3').length >= n || undefined);
     const v3 = events.filter((e) => e.version === '3');
-    expect(v3.map((e) => jsonValue(e.varbinds[0]!))).toEqual(AUTHS.flatMap((a) => PRIVS.map(([cli]) => `${a}/${cli}`)));
+    expect(v3.map((e) => jsonValue(e.varbinds[0]!))).toEqual(V3_AUTHS.flatMap((a) => V3_PRIVS.map(([cli]) => `${a}/${cli}`)));
     expect(new Set(v3.map((e) => e.engineId)).size).toBe(n);
     expect(v3[0]).toMatchObject({ user: 'user-0-0-0', kind: 'trap', trapOid: '1.3.6.1.4.1.8072.9.1' });
   });

@@ -1,14 +1,19 @@
 // mib-compile: compile the whole net-snmp corpus (78 modules) from scratch, side by side with
 // libsmi's smidump (Debian smitools) on the same files in the same run.
 //
-// Ours, "from scratch" = read the files, parse, compile (numeric OIDs, types, tables, notification
-// members); the resolve index is timed apart (`index_ms`).
-//  - cold: in a fresh Node process each time (JIT cold, as right after a daemon start), compile only,
-//    node's own start-up excluded; median of RUNS processes.
+// Ours, "from scratch" = read the source files, parse, compile (numeric OIDs, types, tables,
+// notification members); the resolve index is timed apart (`index_ms`). Nothing is cached between
+// runs: every cold run is a new process that reads and compiles the sources.
+//  - cold: in a fresh Node process each time (JIT cold, as right after a daemon start); median of
+//    RUNS processes. `cold_*`: from before reading the sources to the result (Node's start-up and
+//    the loading of our modules excluded; `cold_import_*` is the latter). `cold_process_*`: the
+//    whole process, Node's start-up included, measured like smidump's (GNU time; CPU in 10 ms steps).
 //  - warm: in this process after warm-up runs (a reload in a running daemon); median.
 // smidump: the whole process (its start-up is a few ms), `-k -f tree` and `-k -f xml` (its complete
-// dump), median of RUNS runs. Wall and CPU time are both reported: on a loaded machine wall time
-// swings several-fold, CPU time (user+sys, from getrusage / GNU time) much less.
+// dump), median of RUNS runs. Each round runs ours and both smidumps back to back, so that machine
+// load weighs on all alike. Wall and CPU time are both reported: on a loaded machine wall time
+// swings several-fold, CPU time (user+sys, from getrusage / GNU time; for Node this includes its
+// background threads: JIT compiler, parallel GC) much less.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -18,7 +23,7 @@ import type { Measured, Scenario } from './scenarios.js';
 
 // Run from the repository root (npm run bench), next to ../shared.
 const CORPUS = process.env.SVC_BENCH_MIB_CORPUS ?? resolve(process.cwd(), '../shared/mibs/net-snmp');
-const RUNS = 7;
+const RUNS = 9;
 
 interface Timing {
   wall: number;
@@ -35,23 +40,43 @@ function compileCorpus(dir: string) {
   return compileMibs(files.map((file) => ({ file, text: readFileSync(file, 'utf8') })));
 }
 
-/** One compile in a fresh Node process (its own start-up and module loading not counted). */
-function coldRun(): Timing {
+/** GNU time's `CPU %U %S` at the end of stderr, in ms (NaN without GNU time). */
+function gnuTimeCpu(stderr: string): number {
+  const m = /CPU ([0-9.]+) ([0-9.]+)\s*$/.exec(stderr);
+  return m ? (Number(m[1]) + Number(m[2])) * 1000 : NaN;
+}
+
+interface ColdTiming extends Timing {
+  importWall: number;
+  importCpu: number;
+  /** the whole process, as for smidump */
+  processWall: number;
+  processCpu: number;
+}
+
+/** One compile in a fresh Node process. */
+function coldRun(): ColdTiming {
   const url = new URL('../src/mib/compiler.js', import.meta.url).href;
   const script = `
     import { readFileSync, readdirSync } from 'node:fs';
     import { join } from 'node:path';
+    const i0 = process.cpuUsage(); const it0 = performance.now();
     const { compileMibs } = await import(${JSON.stringify(url)});
+    const importWall = performance.now() - it0; const ic = process.cpuUsage(i0);
     const dir = ${JSON.stringify(CORPUS)};
     const c0 = process.cpuUsage(); const t0 = performance.now();
     const files = readdirSync(dir).map((f) => join(dir, f));
     const r = compileMibs(files.map((file) => ({ file, text: readFileSync(file, 'utf8') })));
     const wall = performance.now() - t0; const c = process.cpuUsage(c0);
     if (r.modules.length < 77) throw new Error('compile failed');
-    process.stdout.write(JSON.stringify({ wall, cpu: (c.user + c.system) / 1000 }));`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    process.stdout.write(JSON.stringify({ wall, cpu: (c.user + c.system) / 1000, importWall, importCpu: (ic.user + ic.system) / 1000 }));`;
+  const timed = existsSync('/usr/bin/time');
+  const node = [process.execPath, '--input-type=module', '-e', script];
+  const t0 = performance.now();
+  const r = timed ? spawnSync('/usr/bin/time', ['-f', 'CPU %U %S', ...node], { encoding: 'utf8' }) : spawnSync(node[0]!, node.slice(1), { encoding: 'utf8' });
+  const processWall = performance.now() - t0;
   if (r.status !== 0) throw new Error(`cold run failed: ${r.stderr}`);
-  return JSON.parse(r.stdout) as Timing;
+  return { ...(JSON.parse(r.stdout) as Omit<ColdTiming, 'processWall' | 'processCpu'>), processWall, processCpu: gnuTimeCpu(r.stderr) };
 }
 
 /** One smidump process over the corpus; CPU from GNU time when it is installed. */
@@ -64,9 +89,8 @@ function smidump(format: string): Timing & { flawed: number } {
   const r = spawnSync(cmd, args, { env: { ...process.env, SMIPATH: CORPUS }, encoding: 'utf8', maxBuffer: 256 << 20 });
   const wall = performance.now() - t0;
   if (r.error) throw r.error;
-  const m = /CPU ([0-9.]+) ([0-9.]+)\s*$/.exec(r.stderr);
   // libsmi marks modules it could only partly read ("contains errors, expect flawed output").
-  return { wall, cpu: m ? (Number(m[1]) + Number(m[2])) * 1000 : NaN, flawed: (r.stderr.match(/contains errors/g) ?? []).length };
+  return { wall, cpu: gnuTimeCpu(r.stderr), flawed: (r.stderr.match(/contains errors/g) ?? []).length };
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
@@ -75,7 +99,7 @@ const r1 = (x: number): number => Math.round(x * 10) / 10;
 export const mibCompile: Scenario = {
   async run(): Promise<Measured> {
     // Interleave ours and smidump's runs so machine load weighs on both alike.
-    const cold: Timing[] = [];
+    const cold: ColdTiming[] = [];
     const tree: Timing[] = [];
     const xml: Timing[] = [];
     let flawed = 0;
@@ -107,6 +131,10 @@ export const mibCompile: Scenario = {
       nodes: index.all().length,
       cold_wall_ms: r1(median(cold.map((t) => t.wall))),
       cold_cpu_ms: r1(coldCpu),
+      cold_import_wall_ms: r1(median(cold.map((t) => t.importWall))),
+      cold_import_cpu_ms: r1(median(cold.map((t) => t.importCpu))),
+      cold_process_wall_ms: r1(median(cold.map((t) => t.processWall))),
+      cold_process_cpu_ms: r1(median(cold.map((t) => t.processCpu))),
       warm_wall_ms: r1(median(warm.map((t) => t.wall))),
       warm_cpu_ms: r1(median(warm.map((t) => t.cpu))),
       index_ms: r1(indexMs),

@@ -149,7 +149,10 @@ class Compiler {
 
     const built = new Map<Ctx, CompiledModule>();
     const live = [...this.ctxs.values()].filter((c) => !c.failed);
-    for (const c of live) for (const d of c.p.defs) if (OID_KINDS.has(d.kind)) this.defOid(c, d);
+    for (const c of live) {
+      const defs = c.p.defs;
+      for (let i = 0; i < defs.length; i++) if (OID_KINDS.has(defs[i]!.kind)) this.defOid(c, defs[i]!);
+    }
     const structure = this.structure(live);
     for (const c of live) built.set(c, this.buildModule(c, structure));
     this.inheritAugmentedIndex(built);
@@ -181,7 +184,7 @@ class Compiler {
     const best = new Map<string, { p: ParsedModule; group?: string; lu?: string }>();
     const losers: { p: ParsedModule; group?: string; lu?: string; name: string }[] = [];
     for (const x of parsed) {
-      const cand = { ...x, lu: x.p.defs.find((d) => d.kind === 'module-identity')?.lastUpdated };
+      const cand = { ...x, lu: lastUpdated(x.p) };
       const cur = best.get(x.p.name);
       if (!cur) best.set(x.p.name, cand);
       else if (preferSource({ group: cand.group, lastUpdated: cand.lu }, { group: cur.group, lastUpdated: cur.lu }, this.rank)) {
@@ -191,7 +194,8 @@ class Compiler {
     }
     for (const [name, x] of best) {
       const defs = new Map<string, Definition>();
-      for (const d of x.p.defs) if (!defs.has(d.name)) defs.set(d.name, d);
+      const pd = x.p.defs;
+      for (let i = 0; i < pd.length; i++) if (!defs.has(pd[i]!.name)) defs.set(pd[i]!.name, pd[i]!);
       const imports = new Map<string, string>();
       for (const imp of x.p.imports) for (const s of imp.symbols) imports.set(s, imp.module);
       this.ctxs.set(name, { p: x.p, group: x.group, defs, imports, implicit: new Map(), errors: [], warnings: [], missing: new Set(), failedImports: new Set(), failed: false });
@@ -227,13 +231,26 @@ class Compiler {
 
   // ---- symbols
 
-  private lookup(c: Ctx, name: string, depth = 0): Resolved | undefined {
-    const d = c.defs.get(name);
-    if (d) return { ctx: c, def: d };
-    const from = c.imports.get(name);
-    if (from === undefined || depth > 8) return undefined;
-    const t = this.ctxs.get(from);
-    return t ? this.lookup(t, name, depth + 1) : undefined;
+  /** The module that defines the last symbol find() returned */
+  private found!: Ctx;
+
+  /**
+   * The definition a name refers to in module c (its own, or through imports); the defining module
+   * is left in `found` (no result object per call).
+   */
+  private find(c: Ctx, name: string): Definition | undefined {
+    for (let depth = 0; ; depth++) {
+      const d = c.defs.get(name);
+      if (d) {
+        this.found = c;
+        return d;
+      }
+      const from = c.imports.get(name);
+      if (from === undefined || depth > 8) return undefined;
+      const t = this.ctxs.get(from);
+      if (!t) return undefined;
+      c = t;
+    }
   }
 
   /** Fallback for a name used without import: the OID-valued definitions of that name anywhere. */
@@ -287,9 +304,9 @@ class Compiler {
   }
 
   private nameOid(c: Ctx, name: string, user: Definition): string | null {
-    const hit = this.lookup(c, name);
-    if (hit && OID_KINDS.has(hit.def.kind)) {
-      const o = this.defOid(hit.ctx, hit.def);
+    const hit = this.find(c, name);
+    if (hit && OID_KINDS.has(hit.kind)) {
+      const o = this.defOid(this.found, hit);
       if (o === null) this.err(c, user, `${user.name}: the OID of '${name}' does not resolve`);
       return o;
     }
@@ -326,17 +343,18 @@ class Compiler {
       out = { type: ast.base === 'SEQUENCE OF' ? `SEQUENCE OF ${ast.of}` : ast.base, base };
     } else {
       const name = ast.ref!;
-      const hit = this.lookup(c, name);
-      if (hit && (hit.def.kind === 'type' || hit.def.kind === 'textual-convention')) {
-        const inner = this.namedSyntax(hit.ctx, hit.def);
-        out = { type: name, typeModule: hit.ctx.p.name, base: inner?.base ?? 'unknown' };
-        if (hit.def.kind === 'textual-convention') {
-          out.tc = { module: hit.ctx.p.name, name };
-          const hint = hit.def.displayHint ?? inner?.displayHint;
+      const def = this.find(c, name);
+      if (def && (def.kind === 'type' || def.kind === 'textual-convention')) {
+        const from = this.found;
+        const inner = this.namedSyntax(from, def);
+        out = { type: name, typeModule: from.p.name, base: inner?.base ?? 'unknown' };
+        if (def.kind === 'textual-convention') {
+          out.tc = { module: from.p.name, name };
+          const hint = def.displayHint ?? inner?.displayHint;
           if (hint !== undefined) out.displayHint = hint;
         } else if (!SMI_BASE[name] && inner && inner.base !== 'SEQUENCE' && inner.base !== 'unknown') {
           // An SMIv1 type assignment (`DisplayString ::= OCTET STRING`) plays the part of a TC.
-          out.tc = { module: hit.ctx.p.name, name };
+          out.tc = { module: from.p.name, name };
           if (inner?.displayHint !== undefined) out.displayHint = inner.displayHint;
         }
         if (inner?.enums) out.enums = inner.enums;
@@ -350,7 +368,7 @@ class Compiler {
         this.warn(c, user, `${user.name}: unknown type ${name}`);
       }
     }
-    if (ast.enums) out.enums = Object.fromEntries(ast.enums);
+    if (ast.enums) out.enums = enumObject(ast.enums);
     if (ast.ranges) out.ranges = ast.ranges;
     if (ast.sizes) out.sizes = ast.sizes;
     return out;
@@ -383,17 +401,26 @@ class Compiler {
   private structure(live: Ctx[]): Structure {
     const tables = new Map<string, Definition>();
     const rows = new Set<string>();
-    const objs: [Definition, string][] = [];
-    for (const c of live)
-      for (const d of c.p.defs) {
+    const objs: Definition[] = [];
+    const objOids: string[] = [];
+    for (const c of live) {
+      const defs = c.p.defs;
+      for (let i = 0; i < defs.length; i++) {
+        const d = defs[i]!;
         if (d.kind !== 'object-type') continue;
         const o = this.oidMemo.get(d);
         if (!o) continue;
         if (d.syntax?.base === 'SEQUENCE OF') tables.set(o, d);
-        else objs.push([d, o]);
+        else {
+          objs.push(d);
+          objOids.push(o);
+        }
       }
-    for (const [d, o] of objs) {
-      const table = tables.get(parentOf(o));
+    }
+    for (let i = 0; i < objs.length; i++) {
+      const d = objs[i]!;
+      const o = objOids[i]!;
+      const table = tables.get(o.slice(0, o.lastIndexOf('.')));
       if (d.index || d.augments || (table && (!table.index || d.syntax?.ref === table.syntax!.of))) rows.add(o);
     }
     const columnParents = new Set(rows);
@@ -406,13 +433,18 @@ class Compiler {
     const nodes: CompiledNode[] = [];
     const types: CompiledType[] = [];
     const m: CompiledModule = { format: MIB_FORMAT, module: p.name, file: p.file, ...(c.group !== undefined ? { group: c.group } : {}), smi: p.smi, imports: p.imports.map((i) => ({ module: i.module, symbols: i.symbols })), nodes, types, diagnostics: [] };
-    for (const d of p.defs) {
+    const defs = p.defs;
+    for (let i = 0; i < defs.length; i++) {
+      const d = defs[i]!;
       if (d.kind === 'type' || d.kind === 'textual-convention') {
         if (!d.syntax || d.syntax.base === 'SEQUENCE' || d.syntax.base === 'CHOICE') continue;
         const syntax = this.namedSyntax(c, d);
         if (!syntax) continue;
         const t: CompiledType = { name: d.name, kind: d.kind, line: d.line, syntax };
-        copy(t, d, ['status', 'description', 'reference', 'displayHint']);
+        if (d.status !== undefined) t.status = d.status;
+        if (d.description !== undefined) t.description = d.description;
+        if (d.reference !== undefined) t.reference = d.reference;
+        if (d.displayHint !== undefined) t.displayHint = d.displayHint;
         types.push(t);
         continue;
       }
@@ -438,7 +470,12 @@ class Compiler {
       }
       if (d.kind === 'module-identity') {
         m.identity = { name: d.name, oid };
-        copy(m.identity, d, ['lastUpdated', 'organization', 'contactInfo', 'description', 'revisions']);
+        const id = m.identity;
+        if (d.lastUpdated !== undefined) id.lastUpdated = d.lastUpdated;
+        if (d.organization !== undefined) id.organization = d.organization;
+        if (d.contactInfo !== undefined) id.contactInfo = d.contactInfo;
+        if (d.description !== undefined) id.description = d.description;
+        if (d.revisions !== undefined) id.revisions = d.revisions;
       }
       nodes.push(n);
     }
@@ -451,7 +488,7 @@ class Compiler {
       case 'object-type':
         if (st.tables.has(oid)) return 'table';
         if (st.rows.has(oid)) return 'row';
-        return st.columnParents.has(parentOf(oid)) ? 'column' : 'scalar';
+        return st.columnParents.has(oid.slice(0, oid.lastIndexOf('.'))) ? 'column' : 'scalar';
       case 'oid':
         return 'node';
       case 'notification-type':
@@ -469,13 +506,14 @@ class Compiler {
 
   /** A referenced symbol with its defining module and OID. */
   private ref(c: Ctx, name: string, user: Definition, indexTypeOk = false): SymbolRef {
-    const hit = this.lookup(c, name);
-    if (hit && OID_KINDS.has(hit.def.kind)) {
-      const oid = this.defOid(hit.ctx, hit.def);
-      return oid ? { module: hit.ctx.p.name, name, oid } : { module: hit.ctx.p.name, name };
+    const def = this.find(c, name);
+    const from = def ? this.found : undefined;
+    if (def && OID_KINDS.has(def.kind)) {
+      const oid = this.defOid(from!, def);
+      return oid ? { module: from!.p.name, name, oid } : { module: from!.p.name, name };
     }
     // SMIv1 allows a type as an index (`INDEX { INTEGER }`)
-    if (indexTypeOk && /^[A-Z]/.test(name)) return { module: hit?.ctx.p.name ?? '', name };
+    if (indexTypeOk && name.charCodeAt(0) >= 65 && name.charCodeAt(0) <= 90) return { module: from?.p.name ?? '', name };
     const g = this.global(name);
     if (g.length) {
       const oid = this.defOid(g[0]!.ctx, g[0]!.def);
@@ -511,8 +549,15 @@ class Compiler {
   }
 }
 
-const parentOf = (oid: string): string => oid.slice(0, oid.lastIndexOf('.'));
+function lastUpdated(p: ParsedModule): string | undefined {
+  const defs = p.defs;
+  for (let i = 0; i < defs.length; i++) if (defs[i]!.kind === 'module-identity') return defs[i]!.lastUpdated;
+  return undefined;
+}
 
-function copy<T extends object>(to: T, from: Definition, keys: (keyof Definition & keyof T)[]): void {
-  for (const k of keys) if (from[k] !== undefined) (to as Record<string, unknown>)[k as string] = from[k];
+/** Object.fromEntries as a plain loop (the builtin is slow before the JIT warms up). */
+function enumObject(entries: [string, number][]): Record<string, number> {
+  const o: Record<string, number> = {};
+  for (let i = 0; i < entries.length; i++) o[entries[i]![0]] = entries[i]![1];
+  return o;
 }

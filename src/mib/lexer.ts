@@ -50,65 +50,59 @@ export class LexError extends Error {
 const SKIP = /(?:\s+|--[^\n]*)*/y;
 const TOKEN = /"[^"]*"|'[^']*'[HhBb]|[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*|-?[0-9]+|::=|\.\.|[{}(),;|[\].]/y;
 
+/** Token kind by first character (what TOKEN matched); quoted values are told apart in quoted(). */
+const KIND: Tok[] = [];
+for (let c = 65; c <= 90; c++) KIND[c] = Tok.Id;
+for (let c = 97; c <= 122; c++) KIND[c] = Tok.Id;
+for (let c = 48; c <= 57; c++) KIND[c] = Tok.Num;
+KIND[45] = Tok.Num; // -5
+KIND[34] = Tok.Str;
+KIND[39] = Tok.Hex; // or Bin
+for (const ch of '{}(),;|[].:') KIND[ch.charCodeAt(0)] = Tok.Punct;
+
 export class Tokens {
+  /** kinds; the last is Eof */
   readonly k: Tok[] = [];
   readonly v: string[] = [];
+  /** text offsets */
   readonly pos: number[] = [];
-  private lineStarts?: number[];
-  private lastLine = 0;
+  /** number of tokens, Eof included */
+  readonly count: number;
 
   /** Tokenizes a whole file; throws LexError (with line and column) on a character SMI does not use. */
   constructor(readonly text: string) {
     const { k, v, pos } = this;
     const n = text.length;
     let i = 0;
+    // One push per array and no rare cases inline: this loop runs hot before it is optimised, and
+    // an optimised loop that meets a case it has not seen yet is thrown away and compiled again.
+    // Tried and slower in a fresh process (docs/mibs.md, Benchmark): a hand-written character loop,
+    // lexing all files in one call, arrays sized up front, typed arrays.
     for (;;) {
       SKIP.lastIndex = i;
       SKIP.test(text);
       i = SKIP.lastIndex;
       if (i >= n) break;
       TOKEN.lastIndex = i;
-      if (!TOKEN.test(text)) {
-        const ch = text[i]!;
-        this.fail(ch === '"' ? 'unterminated string' : ch === "'" ? "bad quoted value (expected 'hex'H or 'bits'B)" : `unexpected character '${ch}'`, i);
-      }
+      if (!TOKEN.test(text)) throw lexError(text, i);
       const e = TOKEN.lastIndex;
-      const c = text.charCodeAt(i);
+      let kind = KIND[text.charCodeAt(i)]!;
+      if (kind === Tok.Str || kind === Tok.Hex) {
+        kind = quotedKind(text, i, e);
+        v.push(quoted(text, i, e));
+      } else v.push(text.slice(i, e));
+      k.push(kind);
       pos.push(i);
-      if ((c >= 97 && c <= 122) || (c >= 65 && c <= 90)) {
-        k.push(Tok.Id);
-        v.push(text.slice(i, e));
-      } else if (c === 34) {
-        k.push(Tok.Str);
-        v.push(text.slice(i + 1, e - 1));
-      } else if (c === 39) {
-        k.push((text.charCodeAt(e - 1) | 0x20) === 104 ? Tok.Hex : Tok.Bin);
-        v.push(text.slice(i + 1, e - 2).replace(/\s+/g, ''));
-      } else if ((c >= 48 && c <= 57) || (c === 45 && e - i > 1)) {
-        k.push(Tok.Num);
-        v.push(text.slice(i, e));
-      } else {
-        k.push(Tok.Punct);
-        v.push(e - i === 1 ? PUNCT[c]! : text.slice(i, e));
-      }
       i = e;
     }
     k.push(Tok.Eof);
     v.push('<end of file>');
     pos.push(n);
-  }
-
-  private fail(message: string, at: number): never {
-    const [line, col] = this.lineCol(at);
-    throw new LexError(message, line, col, this.text.slice(at, at + 20).split('\n')[0]!, at);
-  }
-
-  get count(): number {
-    return this.k.length;
+    this.count = k.length;
   }
 
   line(i: number): number {
-    return this.lineCol(this.pos[i]!)[0];
+    return this.lineAt(this.pos[i]!);
   }
 
   token(i: number): Token {
@@ -116,21 +110,58 @@ export class Tokens {
     return { k: this.k[i]!, v: this.v[i]!, line, col };
   }
 
-  /** 1-based line and column of a text offset (queries mostly come in text order: walk on). */
+  /** 1-based line and column of a text offset. */
   lineCol(p: number): [number, number] {
-    const ls = (this.lineStarts ??= lineStarts(this.text));
-    let l = this.lastLine;
-    if (ls[l]! > p) l = 0;
-    while (l + 1 < ls.length && ls[l + 1]! <= p) l++;
-    this.lastLine = l;
-    return [l + 1, p - ls[l]! + 1];
+    const line = this.lineAt(p);
+    return [line, this.col];
+  }
+
+  /** 1-based column of the offset last given to lineAt */
+  col = 0;
+  /** where lineAt stopped: a line number and the offset its line starts at */
+  private atLine = 1;
+  private atStart = 0;
+
+  /**
+   * 1-based line of a text offset, its column left in `col` (no array to destructure: that runs the
+   * iterator protocol in unoptimised code). Queries mostly come in text order: it walks on from the
+   * previous answer, newline by newline with indexOf (no table of line starts to build).
+   */
+  lineAt(p: number): number {
+    const text = this.text;
+    let line = this.atLine;
+    let start = this.atStart;
+    if (p < start) {
+      line = 1;
+      start = 0;
+    }
+    for (let nl = text.indexOf('\n', start); nl >= 0 && nl < p; nl = text.indexOf('\n', nl + 1)) {
+      line++;
+      start = nl + 1;
+    }
+    this.atLine = line;
+    this.atStart = start;
+    this.col = p - start + 1;
+    return line;
   }
 }
 
-const PUNCT: Record<number, string> = { 123: '{', 125: '}', 40: '(', 41: ')', 44: ',', 59: ';', 124: '|', 91: '[', 93: ']', 46: '.' };
+function lexError(text: string, at: number): LexError {
+  const ch = text[at]!;
+  const message = ch === '"' ? 'unterminated string' : ch === "'" ? "bad quoted value (expected 'hex'H or 'bits'B)" : `unexpected character '${ch}'`;
+  const start = text.lastIndexOf('\n', at - 1) + 1;
+  let line = 1;
+  for (let nl = text.indexOf('\n'); nl >= 0 && nl < at; nl = text.indexOf('\n', nl + 1)) line++;
+  return new LexError(message, line, at - start + 1, text.slice(at, at + 20).split('\n')[0]!, at);
+}
 
-function lineStarts(text: string): number[] {
-  const out = [0];
-  for (let p = text.indexOf('\n'); p >= 0; p = text.indexOf('\n', p + 1)) out.push(p + 1);
-  return out;
+function quotedKind(text: string, i: number, e: number): Tok {
+  if (text.charCodeAt(i) === 34) return Tok.Str;
+  return (text.charCodeAt(e - 1) | 0x20) === 104 ? Tok.Hex : Tok.Bin;
+}
+
+/** A string's value without the quotes; 'hex'H / 'bits'B: the digits between the quotes. */
+function quoted(text: string, i: number, e: number): string {
+  if (text.charCodeAt(i) === 34) return text.slice(i + 1, e - 1);
+  return text.slice(i + 1, e - 2).replace(/\s+/g, '');
 }

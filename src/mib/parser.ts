@@ -91,6 +91,10 @@ export const MACROS = new Set([
   'AGENT-CAPABILITIES',
 ]);
 
+/** The definition kind of each macro that defines an OID value. */
+const MACRO_KINDS = new Map<string, DefKind>();
+for (const m of MACROS) if (m !== 'TEXTUAL-CONVENTION') MACRO_KINDS.set(m, m.toLowerCase() as DefKind);
+
 /** A syntax error at token index `at`. */
 class SmiSyntaxError extends Error {
   constructor(
@@ -100,17 +104,6 @@ class SmiSyntaxError extends Error {
     super(message);
   }
 }
-
-const STRING_CLAUSES: Record<string, keyof Definition> = {
-  DESCRIPTION: 'description',
-  REFERENCE: 'reference',
-  UNITS: 'units',
-  'DISPLAY-HINT': 'displayHint',
-  'LAST-UPDATED': 'lastUpdated',
-  ORGANIZATION: 'organization',
-  'CONTACT-INFO': 'contactInfo',
-  'PRODUCT-RELEASE': 'productRelease',
-};
 
 const isUpper = (s: string): boolean => {
   const c = s.charCodeAt(0);
@@ -142,6 +135,14 @@ export function parseMib(text: string, file: string): ParseResult {
 
 /** Definitions only SMIv2 has. */
 const V2_KINDS = new Set<DefKind>(['module-identity', 'object-identity', 'notification-type', 'textual-convention', 'object-group', 'notification-group', 'module-compliance', 'agent-capabilities']);
+
+/** SMIv2 when it uses SMIv2 definitions or imports from SNMPv2-* (plain loops: no closures). */
+function isV2(m: ParsedModule): boolean {
+  const { defs, imports } = m;
+  for (let i = 0; i < defs.length; i++) if (V2_KINDS.has(defs[i]!.kind)) return true;
+  for (let i = 0; i < imports.length; i++) if (imports[i]!.module.startsWith('SNMPv2-')) return true;
+  return false;
+}
 
 class Parser {
   private i = 0;
@@ -197,9 +198,9 @@ class Parser {
     this.v2Macros = false;
     this.mod = { name: this.V[at]!, file: this.file, line: this.t.line(at), imports: [], defs: [], errors: [], smi: 'v1' };
     try {
-      if (this.pv() === '{') this.rawBalanced('{', '}');
+      if (this.V[this.i] === '{') this.rawBalanced('{', '}');
       this.expect('DEFINITIONS');
-      while (this.pv() !== '::=' && this.K[this.i] !== Tok.Eof) this.i++; // IMPLICIT TAGS etc.
+      while (this.V[this.i] !== '::=' && this.K[this.i] !== Tok.Eof) this.i++; // IMPLICIT TAGS etc.
       this.expect('::=');
       this.expect('BEGIN');
     } catch (e) {
@@ -229,7 +230,7 @@ class Parser {
         this.resync(Math.max(start + 1, this.i - 1));
       }
     }
-    if (this.v2Macros || this.mod.defs.some((d) => V2_KINDS.has(d.kind)) || this.mod.imports.some((m) => m.module.startsWith('SNMPv2-'))) this.mod.smi = 'v2';
+    if (this.v2Macros || isV2(this.mod)) this.mod.smi = 'v2';
     return this.mod;
   }
 
@@ -241,7 +242,7 @@ class Parser {
   private parseImports(): void {
     this.i++; // IMPORTS
     let pending: string[] = [];
-    while (this.pv() !== ';') {
+    while (this.V[this.i] !== ';') {
       const j = this.i++;
       const k = this.K[j];
       const v = this.V[j]!;
@@ -249,15 +250,15 @@ class Parser {
       if (v === ',') continue;
       if (v === 'FROM' && k === Tok.Id) {
         const m = this.expectId('module name after FROM');
-        const [line, column] = this.t.lineCol(this.t.pos[m]!);
-        this.mod.imports.push({ module: this.V[m]!, symbols: pending, line, column });
+        const line = this.t.lineAt(this.t.pos[m]!);
+        this.mod.imports.push({ module: this.V[m]!, symbols: pending, line, column: this.t.col });
         pending = [];
-        if (this.pv() === '{') this.rawBalanced('{', '}'); // FROM MODULE { oid }
+        if (this.V[this.i] === '{') this.rawBalanced('{', '}'); // FROM MODULE { oid }
         continue;
       }
       if (k !== Tok.Id) throw new SmiSyntaxError(`unexpected '${v}' in IMPORTS`, j);
       // A missing ';' before the first definition: `sym OBJECT-TYPE`, `sym OBJECT IDENTIFIER`, `X ::=`.
-      const nx = this.pv();
+      const nx = this.V[this.i]!;
       if (!pending.length && (MACROS.has(nx) || nx === '::=' || nx === 'OBJECT' || nx === 'MACRO')) {
         this.i--;
         this.mod.errors.push(this.diag(`IMPORTS not terminated by ';'`, j, 'warning'));
@@ -273,25 +274,25 @@ class Parser {
     const at = this.i++;
     const name = this.V[at]!;
     if (this.K[at] !== Tok.Id) throw new SmiSyntaxError(`expected a definition, found '${name}'`, at);
-    const kw = this.pv();
+    const kw = this.V[this.i]!;
     if (kw === 'MACRO') {
       // The macro definitions of SNMPv2-SMI, RFC-1212... are built into this parser.
       if (name === 'MODULE-IDENTITY' || name === 'TEXTUAL-CONVENTION' || name === 'OBJECT-GROUP') this.v2Macros = true;
       this.i++;
       this.expect('::=');
       this.expect('BEGIN');
-      while (this.pv() !== 'END') {
+      while (this.V[this.i] !== 'END') {
         if (this.K[this.i] === Tok.Eof) throw new SmiSyntaxError(`macro ${name} has no END`, this.i);
         this.i++;
       }
       this.i++;
       return;
     }
-    const [line, col] = this.t.lineCol(this.t.pos[at]!);
-    const d = newDefinition(name, line, col);
+    const line = this.t.lineAt(this.t.pos[at]!);
+    const d = newDefinition(name, line, this.t.col);
     if (kw === '::=') {
       this.i++;
-      if (this.pv() === 'TEXTUAL-CONVENTION') {
+      if (this.V[this.i] === 'TEXTUAL-CONVENTION') {
         this.i++;
         d.kind = 'textual-convention';
         this.parseClauses(d);
@@ -309,9 +310,10 @@ class Parser {
       this.mod.defs.push(d);
       return;
     }
-    if (MACROS.has(kw) && kw !== 'TEXTUAL-CONVENTION') {
+    const macro = MACRO_KINDS.get(kw);
+    if (macro !== undefined) {
       this.i++;
-      d.kind = kw.toLowerCase() as DefKind;
+      d.kind = macro;
       this.parseClauses(d);
       if (d.kind === 'trap-type') {
         const n = this.i++;
@@ -326,7 +328,7 @@ class Parser {
       d.kind = 'value';
       d.syntax = this.parseType();
       this.expect('::=');
-      if (this.pv() === '{') this.rawBalanced('{', '}');
+      if (this.V[this.i] === '{') this.rawBalanced('{', '}');
       else this.i++;
       this.mod.defs.push(d);
       return;
@@ -345,11 +347,8 @@ class Parser {
         d.syntax = this.parseType();
         return; // SYNTAX ends a TEXTUAL-CONVENTION
       }
-      const field = STRING_CLAUSES[v];
-      if (field) {
-        (d as unknown as Record<string, string>)[field] = this.V[this.expectStr(v)]!;
-        continue;
-      }
+      // One switch, most frequent clauses first (a table lookup by a token's text costs more in
+      // unoptimised code: the text has to be looked up as a property name first).
       switch (v) {
         case 'SYNTAX':
           d.syntax = this.parseType();
@@ -360,6 +359,30 @@ class Parser {
           break;
         case 'STATUS':
           d.status = this.V[this.expectId('a status value')]!;
+          break;
+        case 'DESCRIPTION':
+          d.description = this.V[this.expectStr(v)]!;
+          break;
+        case 'REFERENCE':
+          d.reference = this.V[this.expectStr(v)]!;
+          break;
+        case 'UNITS':
+          d.units = this.V[this.expectStr(v)]!;
+          break;
+        case 'DISPLAY-HINT':
+          d.displayHint = this.V[this.expectStr(v)]!;
+          break;
+        case 'LAST-UPDATED':
+          d.lastUpdated = this.V[this.expectStr(v)]!;
+          break;
+        case 'ORGANIZATION':
+          d.organization = this.V[this.expectStr(v)]!;
+          break;
+        case 'CONTACT-INFO':
+          d.contactInfo = this.V[this.expectStr(v)]!;
+          break;
+        case 'PRODUCT-RELEASE':
+          d.productRelease = this.V[this.expectStr(v)]!;
           break;
         case 'REVISION': {
           const date = this.V[this.expectStr('REVISION')]!;
@@ -384,7 +407,7 @@ class Parser {
           d.objects = this.nameList();
           break;
         case 'ENTERPRISE':
-          d.enterprise = this.pv() === '{' ? this.parseOid() : [{ name: this.V[this.expectId('the enterprise')]! }];
+          d.enterprise = this.V[this.i] === '{' ? this.parseOid() : [{ name: this.V[this.expectId('the enterprise')]! }];
           break;
         default:
           if (d.kind === 'module-compliance' || d.kind === 'agent-capabilities') {
@@ -416,7 +439,7 @@ class Parser {
         continue;
       }
       // `MODULE [name]` / `SUPPORTS name`: the groups that follow belong to that module (none = this one).
-      if (v === 'MODULE' || v === 'SUPPORTS') module = this.K[this.i] === Tok.Id && isUpper(this.pv()) && !KEYWORDS.has(this.pv()) ? this.V[this.i++] : undefined;
+      if (v === 'MODULE' || v === 'SUPPORTS') module = this.K[this.i] === Tok.Id && isUpper(this.V[this.i]!) && !KEYWORDS.has(this.V[this.i]!) ? this.V[this.i++] : undefined;
       else if (v === 'MANDATORY-GROUPS' || v === 'INCLUDES') for (const n of this.nameList()) groups.push(module ? { module, name: n } : { name: n });
       else if (v === 'GROUP') {
         const n = this.V[this.expectId('a group name')]!;
@@ -442,7 +465,7 @@ class Parser {
       // SMIv1 allows a type as an index (`INDEX { OCTET STRING }`): keep its words together.
       let name = this.V[j]!;
       while (this.K[this.i] === Tok.Id) name += ' ' + this.V[this.i++];
-      if (this.pv() === '(') name += ' (' + this.rawBalanced('(', ')') + ')';
+      if (this.V[this.i] === '(') name += ' (' + this.rawBalanced('(', ')') + ')';
       out.push({ name, implied });
     }
     return out;
@@ -471,13 +494,13 @@ class Parser {
       if (v === '}' && k === Tok.Punct) break;
       if (k === Tok.Num) out.push({ num: Number(v) });
       else if (k === Tok.Id) {
-        if (this.pv() === '(') {
+        if (this.V[this.i] === '(') {
           this.i++;
           const n = this.i++;
           if (this.K[n] !== Tok.Num) throw new SmiSyntaxError(`expected a number in '${v}(...)'`, n);
           this.expect(')');
           out.push({ name: v, num: Number(this.V[n]) });
-        } else if (this.pv() === '.') {
+        } else if (this.V[this.i] === '.') {
           this.i++; // Module.name
           out.push({ name: this.V[this.expectId('a name after the module')]! });
         } else out.push({ name: v });
@@ -488,7 +511,9 @@ class Parser {
   }
 
   private parseType(): TypeAst {
-    const t = newType();
+    // All fields up front, in one order (see newDefinition). A literal: a helper for it was hot
+    // enough to be optimised on its own, twice, in a cold compile.
+    const t: TypeAst = { tag: undefined, base: undefined, ref: undefined, enums: undefined, ranges: undefined, sizes: undefined, of: undefined, members: undefined };
     let j = this.i++;
     if (this.V[j] === '[') {
       let cls: 'APPLICATION' | 'UNIVERSAL' | 'PRIVATE' | 'CONTEXT' = 'CONTEXT';
@@ -497,7 +522,7 @@ class Parser {
       if (this.K[n] !== Tok.Num) throw new SmiSyntaxError(`expected a tag number`, n);
       this.expect(']');
       t.tag = { cls, num: Number(this.V[n]) };
-      if (this.pv() === 'IMPLICIT' || this.pv() === 'EXPLICIT') this.i++;
+      if (this.V[this.i] === 'IMPLICIT' || this.V[this.i] === 'EXPLICIT') this.i++;
       j = this.i++;
     }
     const v = this.V[j]!;
@@ -520,7 +545,7 @@ class Parser {
         t.base = 'NULL';
         return t;
       case 'SEQUENCE':
-        if (this.pv() === 'OF') {
+        if (this.V[this.i] === 'OF') {
           this.i++;
           t.base = 'SEQUENCE OF';
           t.of = this.V[this.expectId('the row type after SEQUENCE OF')]!;
@@ -534,15 +559,15 @@ class Parser {
         t.members = this.members();
         return t;
       default:
-        if (this.K[j] !== Tok.Id || !isUpper(v)) throw new SmiSyntaxError(`expected a type, found '${v}'`, j);
+        if (this.K[j] !== Tok.Id || v.charCodeAt(0) > 90) throw new SmiSyntaxError(`expected a type, found '${v}'`, j); // (an Id starts with a letter: > 90 is lower case)
         t.ref = v;
-        if (this.pv() === '.' && this.K[this.i + 1] === Tok.Id) {
+        if (this.V[this.i] === '.' && this.K[this.i + 1] === Tok.Id) {
           this.i++;
           t.ref = this.V[this.i++]!; // Module.Type
         }
     }
-    if (this.pv() === '{') t.enums = this.namedNumbers();
-    if (this.pv() === '(') this.constraint(t);
+    if (this.V[this.i] === '{') t.enums = this.namedNumbers();
+    if (this.V[this.i] === '(') this.constraint(t);
     return t;
   }
 
@@ -579,12 +604,12 @@ class Parser {
   /** `(SIZE (a..b | c))` or `(a..b | c)`, possibly in extra parentheses. */
   private constraint(t: TypeAst): void {
     this.expect('(');
-    if (this.pv() === 'SIZE') {
+    if (this.V[this.i] === 'SIZE') {
       this.i++;
       this.expect('(');
       t.sizes = this.ranges();
       this.expect(')');
-    } else if (this.pv() === '(') this.constraint(t);
+    } else if (this.V[this.i] === '(') this.constraint(t);
     else t.ranges = this.ranges();
     this.expect(')');
   }
@@ -594,12 +619,12 @@ class Parser {
     for (;;) {
       const lo = this.rangeValue();
       let hi = lo;
-      if (this.pv() === '..') {
+      if (this.V[this.i] === '..') {
         this.i++;
         hi = this.rangeValue();
       }
       out.push([lo, hi]);
-      if (this.pv() !== '|') return out;
+      if (this.V[this.i] !== '|') return out;
       this.i++;
     }
   }
@@ -621,10 +646,6 @@ class Parser {
 
   // ---- token helpers
 
-  /** value of the token at the cursor */
-  private pv(): string {
-    return this.V[this.i]!;
-  }
   private expect(v: string): number {
     const j = this.i;
     if (this.V[j] !== v || this.K[j] === Tok.Str) throw new SmiSyntaxError(`expected '${v}', found '${this.V[j]}'`, j);
@@ -736,10 +757,6 @@ function newDefinition(name: string, line: number, col: number): Definition {
     groups: undefined,
     productRelease: undefined,
   };
-}
-
-function newType(): TypeAst {
-  return { tag: undefined, base: undefined, ref: undefined, enums: undefined, ranges: undefined, sizes: undefined, of: undefined, members: undefined };
 }
 
 /** Keywords that may follow MODULE in a compliance statement (so they are not a module name). */

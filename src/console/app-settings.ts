@@ -21,6 +21,19 @@ export const AppSettingsSchema = Type.Object(
 );
 export type AppSettings = Static<typeof AppSettingsSchema>;
 
+/**
+ * The body of POST /api/settings/app: any subset of the fields. Without their `default`s, so that
+ * request validation (Ajv useDefaults) does not fill the fields left out and reset them.
+ */
+export const AppSettingsPatchSchema = Type.Partial(
+  Type.Object(
+    Object.fromEntries(
+      Object.entries(AppSettingsSchema.properties).map(([k, { default: _unused, ...field }]) => [k, field]),
+    ) as typeof AppSettingsSchema.properties,
+  ),
+  { additionalProperties: false },
+);
+
 export class AppSettingsStore {
   private current: AppSettings;
 

@@ -1,13 +1,22 @@
 // The console's event channel (spec doc 1 section 6): everything pushed over /api/ws goes through
-// this hub as `{type, data, timestamp}`.
+// this hub as `{type, data, timestamp}`, serialized once for every client.
 import { EventEmitter } from 'node:events';
 
-export type EventType = 'full_state' | 'status' | 'stats' | 'mibs' | 'trap' | 'simulator_log';
+export type EventType = 'full_state' | 'status' | 'stats' | 'mibs' | 'trap' | 'simulator_log' | 'pong';
 
 export interface ConsoleEvent {
   type: EventType;
-  data: unknown;
+  data?: unknown;
   timestamp: string;
+}
+
+/**
+ * The JSON text of an event. A bigint (a Counter64 that reached an event) is a number up to 2^53
+ * and a decimal string beyond, as everywhere in the API; it never throws.
+ */
+export function eventText(type: EventType, data?: unknown): string {
+  const e: ConsoleEvent = { type, ...(data === undefined ? {} : { data }), timestamp: new Date().toISOString() };
+  return JSON.stringify(e, (_k, v: unknown) => (typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString()) : v));
 }
 
 export class ConsoleEvents {
@@ -18,11 +27,12 @@ export class ConsoleEvents {
     this.emitter.setMaxListeners(0);
   }
 
-  publish(type: Exclude<EventType, 'full_state'>, data: unknown) {
-    this.emitter.emit('event', { type, data, timestamp: new Date().toISOString() } satisfies ConsoleEvent);
+  publish(type: Exclude<EventType, 'full_state' | 'pong'>, data: unknown) {
+    this.emitter.emit('event', eventText(type, data));
   }
 
-  subscribe(listener: (e: ConsoleEvent) => void): () => void {
+  /** `listener` gets each event's JSON text. */
+  subscribe(listener: (text: string) => void): () => void {
     this.emitter.on('event', listener);
     return () => this.emitter.off('event', listener);
   }

@@ -115,12 +115,19 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
     deps.log.error({ err: err.message, stack: err.stack, url: req.url }, 'console request failed');
     return reply.code(500).send({ detail: `internal error: ${err.message}` });
   });
+  // An empty body sent as application/json (clients that always set the header, e.g. on
+  // POST /api/simulator/stop) is no body, not a 400; routes that need a body still say so (422).
+  const json = app.getDefaultJsonParser('error', 'ignore');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => (body === '' ? done(null, null) : json(req, body as string, done)));
   app.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
 
-  // Every /api path but the open ones needs X-Auth-Token (the WebSocket checks its token itself).
+  // Every /api route but the open ones needs X-Auth-Token (the WebSocket checks its token itself).
+  // Decided by the matched route pattern, not the raw URL: the router decodes `/%61pi/...` to an
+  // /api route that a check of the raw text would let through. No match: the 404 handler answers.
   app.addHook('onRequest', async (req) => {
-    const path = req.url.split('?')[0]!;
-    if (!path.startsWith('/api/') || CONSOLE_OPEN_PATHS.has(path)) return;
+    const route = req.routeOptions.url;
+    if (route === undefined || !route.startsWith('/api/') || CONSOLE_OPEN_PATHS.has(route)) return;
     const s = deps.sessions.check(req.headers['x-auth-token'] as string | undefined);
     if (!s) throw new ApiError(401, 'missing, expired or unknown X-Auth-Token: log in with POST /api/settings/login');
     sessionsByReq.set(req, s);

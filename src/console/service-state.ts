@@ -22,6 +22,8 @@ export class RunState {
   constructor(
     private readonly what: string,
     private readonly onChange: () => void,
+    /** Said after "stop it first" when a start finds it running (e.g. "or use restart"). */
+    private readonly runningHint = '',
   ) {}
 
   get state(): RunStateName {
@@ -37,7 +39,7 @@ export class RunState {
    * or in a transition.
    */
   async start(start: () => Promise<void>): Promise<void> {
-    if (this.name === 'running') throw new ApiError(409, `the ${this.what} is already running; stop it first or use restart`);
+    if (this.name === 'running') throw new ApiError(409, `the ${this.what} is already running; stop it first${this.runningHint}`);
     if (this.name === 'starting' || this.name === 'stopping') throw new ApiError(409, `the ${this.what} is ${this.name}; try again in a moment`);
     this.set('starting');
     try {

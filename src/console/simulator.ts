@@ -8,7 +8,7 @@ import { ApiError } from '../api/deps.js';
 import { SnmpAgent, type ActivityEntry, type OidOverride } from '../snmp/agent.js';
 import { engineIdFrom } from '../snmp/udp.js';
 import { makeUser, type UsmUser } from '../snmp/usm.js';
-import { coerceValue, parseOid, parseType, SnmpInputError } from '../snmp/values.js';
+import { makeVarBind, parseType, SnmpInputError } from '../snmp/values.js';
 import { readJsonFile } from '../util/durable.js';
 import { Ring } from '../util/ring.js';
 import type { ServiceContext } from './deps.js';
@@ -59,24 +59,15 @@ const OVERRIDES_FILE = 'simulator-overrides.json';
 /** Types an override cannot serve: they are not object values. */
 const NOT_SERVABLE = new Set(['Null', 'NoSuchObject', 'NoSuchInstance', 'EndOfMibView']);
 
-/**
- * The bind address when a start request names none: SVC_HOST (where the console listens, so the
- * simulator is reachable where the console is) when it is an IP address, else loopback.
- */
-export function defaultSimulatorHost(consoleHost: string): string {
-  return isIP(consoleHost) ? consoleHost : '127.0.0.1';
-}
-
 /** Validates overrides; 422 naming the index (0-based, as in the request) and the OID. Returns them with OIDs normalised. */
 export function checkOverrides(list: OidOverride[]): OidOverride[] {
   if (list.length > MAX_OVERRIDES) throw new ApiError(422, `at most ${MAX_OVERRIDES} overrides, got ${list.length}`);
   const seen = new Map<string, number>();
   return list.map((o, i) => {
     try {
-      const oid = parseOid(o.oid);
-      const type = parseType(o.type);
-      if (NOT_SERVABLE.has(type)) throw new SnmpInputError(`type ${o.type} is not a value an agent can serve; use one of Integer32, OctetString, hex, ObjectIdentifier, IpAddress, Counter32, Gauge32, TimeTicks, Opaque, Counter64`);
-      coerceValue(type, o.value, oid, /^(hex|hexstring|x)$/i.test(o.type.trim()));
+      if (NOT_SERVABLE.has(parseType(o.type))) throw new SnmpInputError(`type ${o.type} is not a value an agent can serve; use one of Integer32, OctetString, hex, ObjectIdentifier, IpAddress, Counter32, Gauge32, TimeTicks, Opaque, Counter64`);
+      // The agent builds its values with the same function, so what passes here it can serve.
+      const { oid } = makeVarBind(o.oid, o.type, o.value);
       const dup = seen.get(oid);
       if (dup !== undefined) throw new SnmpInputError(`OID ${oid} is already overridden by overrides[${dup}]`);
       seen.set(oid, i);
@@ -100,7 +91,7 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
   private flushTimer: NodeJS.Timeout | undefined;
 
   private constructor(ctx: ServiceContext) {
-    super(ctx, { what: 'simulator', stateFile: STATE_FILE, defaultPort: DEFAULT_SIMULATOR_PORT });
+    super(ctx, { what: 'simulator', stateFile: STATE_FILE, defaultPort: DEFAULT_SIMULATOR_PORT, restartable: true });
     this.log = new Ring<LogEntry>(ctx.appSettings.get().simulator_log_limit);
   }
 
@@ -142,7 +133,7 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
       uptime_s: live ? Math.floor((Date.now() - this.startedAt!.getTime()) / 1000) : null,
       oids: live ? live.size : null,
       overrides: this.overrides.length,
-      log_entries: this.log.size,
+      log_entries: (this.syncCapacity(), this.log.size),
       resume_on_console_start: this.persisted.resume,
     };
   }

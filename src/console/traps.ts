@@ -11,7 +11,7 @@ import { TrapReceiver, type TrapEvent } from '../snmp/trap-receiver.js';
 import { sendTrap, v1Fields } from '../snmp/trap-sender.js';
 import { engineIdFrom } from '../snmp/udp.js';
 import { makeUser } from '../snmp/usm.js';
-import { makeVarBind, SnmpInputError, type SnmpType, type VarBind } from '../snmp/values.js';
+import { makeVarBind, parseType, SnmpInputError, type SnmpType, type VarBind } from '../snmp/values.js';
 import { Ring } from '../util/ring.js';
 import type { ServiceContext } from './deps.js';
 import { PersistentUdpService } from './udp-service-base.js';
@@ -132,7 +132,7 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
       informs_acknowledged: this.acked,
       dropped: this.dropped,
       last_drop: this.lastDrop,
-      events: this.events.size,
+      events: this.syncCapacity(),
       event_limit: this.ctx.appSettings.get().trap_event_limit,
       resume_on_console_start: this.persisted.resume,
     };
@@ -195,9 +195,30 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
   }
 
   private onTrap(t: TrapEvent, resolve: boolean): void {
+    let ev: TrapEventView;
+    try {
+      ev = this.view(t, resolve);
+    } catch (e) {
+      // A notification that cannot be described is dropped and said so, never thrown into the
+      // socket handler.
+      return this.onDrop(`cannot be shown: ${(e as Error).message}`, t.source);
+    }
+    this.seq = ev.id;
+    this.syncCapacity();
+    this.events.push(ev);
+    this.received++;
+    this.ctx.stats.inc('traps', 'received');
+    if (t.kind === 'inform') {
+      this.acked++;
+      this.ctx.stats.inc('traps', 'informs_acknowledged');
+    }
+    this.ctx.events.publish('trap', ev);
+  }
+
+  private view(t: TrapEvent, resolve: boolean): TrapEventView {
     const ix = resolve ? this.ctx.mibs.index() : undefined;
-    const ev: TrapEventView = {
-      id: ++this.seq,
+    return {
+      id: this.seq + 1,
       time: t.time,
       source: t.source,
       version: t.version,
@@ -212,16 +233,6 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
       ...(t.v1 ? { v1: { enterprise: t.v1.enterprise, agent_addr: t.v1.agentAddr, generic_trap: t.v1.genericTrap, specific_trap: t.v1.specificTrap } } : {}),
       ...(t.kind === 'inform' ? { acknowledged: true } : {}),
     };
-    const limit = this.ctx.appSettings.get().trap_event_limit;
-    this.events.resize(limit);
-    this.events.push(ev);
-    this.received++;
-    this.ctx.stats.inc('traps', 'received');
-    if (t.kind === 'inform') {
-      this.acked++;
-      this.ctx.stats.inc('traps', 'informs_acknowledged');
-    }
-    this.ctx.events.publish('trap', ev);
   }
 
   private onDrop(reason: string, source: string): void {
@@ -230,9 +241,15 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
     this.ctx.stats.inc('traps', 'dropped');
   }
 
+  /** Applies a changed trap_event_limit (the oldest events go at once); the events kept. */
+  private syncCapacity(): number {
+    this.events.resize(this.ctx.appSettings.get().trap_event_limit);
+    return this.events.size;
+  }
+
   /** GET /api/traps/: newest first, at most `limit`. */
   list(limit?: number) {
-    this.events.resize(this.ctx.appSettings.get().trap_event_limit);
+    this.syncCapacity();
     const traps = this.events.newest(limit);
     return { total: this.events.size, count: traps.length, traps };
   }
@@ -317,11 +334,21 @@ function varbindFromInput(v: { oid: string; type?: string; value?: unknown }, i:
   }
   let value = v.value;
   const enums = node?.syntax?.enums;
-  if (typeof value === 'string' && enums && node!.syntax!.base !== 'BITS' && Object.hasOwn(enums, value)) value = enums[value];
+  // A label stands for its number only where the value is sent as an INTEGER.
+  const integer = v.type === undefined || parseTypeOrNull(type) === 'Integer32';
+  if (typeof value === 'string' && enums && integer && node!.syntax!.base !== 'BITS' && Object.hasOwn(enums, value)) value = enums[value];
   try {
     return makeVarBind(oid, type, value);
   } catch (e) {
     if (e instanceof SnmpInputError) throw new ApiError(422, `varbinds[${i}] (${r.symbolic}): ${e.message}`);
     throw e;
+  }
+}
+
+function parseTypeOrNull(name: string): string | null {
+  try {
+    return parseType(name);
+  } catch {
+    return null; // makeVarBind reports the unknown type
   }
 }

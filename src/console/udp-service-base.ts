@@ -3,6 +3,7 @@
 // so that a service that was running comes back with the console, on the engine ID it had. Each
 // service adds only what is its own (overrides and activity log; receiver users and events).
 // Decisions: docs/console.md (Simulator, Traps).
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../api/deps.js';
@@ -37,6 +38,8 @@ export interface UdpServiceOptions {
   stateFile: string;
   /** The port status shows when no start config names one. */
   defaultPort: number;
+  /** It has a restart endpoint (named in the 409 of a start while running). */
+  restartable?: boolean;
   /** A start on port 0 persists the port picked, so that a resume binds the same one (devices keep reaching it). */
   keepPickedPort?: boolean;
 }
@@ -54,13 +57,17 @@ export abstract class PersistentUdpService<C extends UdpServiceConfig, S extends
   ) {
     // publishStatus reads both services, which do not exist yet while the console starts (the
     // resume in restore); nobody is connected then, and full_state carries the state.
-    this.run = new RunState(opts.what, () => {
-      try {
-        ctx.publishStatus();
-      } catch {
-        /* console still starting */
-      }
-    });
+    this.run = new RunState(
+      opts.what,
+      () => {
+        try {
+          ctx.publishStatus();
+        } catch {
+          /* console still starting */
+        }
+      },
+      opts.restartable ? ' or use restart' : '',
+    );
   }
 
   /**
@@ -202,7 +209,16 @@ export const StatusFields = {
 };
 
 /** The start body's bind address and port (placed by each body: property order is the OpenAPI order); `hostDefault` says what is bound when no host is given. */
-export const bindFields = (defaultPort: number, privilegedPort: number, hostDefault: string) => ({
+export const bindFields = (defaultPort: number, privilegedPort: number) => ({
   port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: `UDP port (default ${defaultPort}; 0 picks a free one, shown by status). Below 1024 (${privilegedPort}) needs root or CAP_NET_BIND_SERVICE: 403.` })),
-  host: Type.Optional(Type.String({ minLength: 1, description: `IP address to bind (default ${hostDefault}; 0.0.0.0 or :: for every interface)` })),
+  host: Type.Optional(Type.String({ minLength: 1, description: 'IP address to bind (default SVC_HOST, the console bind address, when it is an IP address, else 127.0.0.1; 0.0.0.0 or :: for every interface)' })),
 });
+
+/**
+ * The bind address of the simulator and the trap receiver when a start request names none:
+ * SVC_HOST (where the console listens, so they are reachable where the console is) when it is an
+ * IP address, else loopback.
+ */
+export function defaultBindHost(consoleHost: string): string {
+  return isIP(consoleHost) ? consoleHost : '127.0.0.1';
+}

@@ -173,15 +173,18 @@ export class Walker {
     let vbs: VarBind[];
     try {
       const host = await resolveHost(req.target);
+      // Walks and their duration count from here: a name that does not resolve sent nothing.
       ctx.stats.inc('walker', 'walks');
+      const sent = performance.now();
       // One more than the cap tells a truncated walk from one that ended exactly at the cap.
-      vbs = await walk({ host, port, version, community: req.community ?? 'public', ...(user ? { user } : {}), contextName: req.context_name, timeoutMs, retries, oid, maxRepetitions: maxRep, maxOids: maxOids + 1 }).catch((e: unknown) => {
-        ctx.stats.inc('walker', 'errors');
-        throw peerError(e, { host: req.target, port, version, timeoutMs, retries, what: 'an SNMP agent' });
-      });
+      vbs = await walk({ host, port, version, community: req.community ?? 'public', ...(user ? { user } : {}), contextName: req.context_name, timeoutMs, retries, oid, maxRepetitions: maxRep, maxOids: maxOids + 1 })
+        .catch((e: unknown) => {
+          ctx.stats.inc('walker', 'errors');
+          throw peerError(e, { host: req.target, port, version, timeoutMs, retries, what: 'an SNMP agent' });
+        })
+        .finally(() => ctx.stats.set('walker', 'last_duration_ms', Math.round(performance.now() - sent)));
     } finally {
       this.running--;
-      ctx.stats.set('walker', 'last_duration_ms', Math.round(performance.now() - started));
     }
     const truncated = vbs.length > maxOids;
     if (truncated) vbs.length = maxOids;

@@ -5,7 +5,7 @@ import { defaultDevice, type DeviceOptions, type MibEntry } from './device.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, versionName, type AnyPdu, type Pdu, type V3Message } from './message.js';
 import { engineIdFrom, UdpService } from './udp.js';
 import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
-import { coerceValue, compareOids, oidParts, parseOid, parseType, SnmpInputError, type SnmpType, type VarBind } from './values.js';
+import { compareOids, makeVarBind, oidParts, SnmpInputError, type SnmpType, type VarBind } from './values.js';
 
 export interface OidOverride {
   oid: string;
@@ -50,6 +50,14 @@ interface Row {
 
 const REQUEST_NAMES: Record<number, string> = { 0xa0: 'get', 0xa1: 'getnext', 0xa3: 'set', 0xa5: 'getbulk' };
 const MAX_RESPONSE = 65000;
+/**
+ * GETBULK builds at most this many varbinds: the fewest bytes a varbind can take (8) into the
+ * largest response, so nothing that could fit is cut, while a request with thousands of
+ * repeaters and max-repetitions 10000 cannot make the agent build millions of them.
+ */
+const MAX_BULK_VARBINDS = Math.floor(MAX_RESPONSE / 8);
+/** Values a manager cannot SET: they only stand for exceptions in responses. */
+const EXCEPTION_TYPES = new Set<SnmpType>(['Null', 'NoSuchObject', 'NoSuchInstance', 'EndOfMibView']);
 
 
 export class SnmpAgent extends UdpService {
@@ -73,9 +81,7 @@ export class SnmpAgent extends UdpService {
   setOverrides(list: OidOverride[]): void {
     const checked = list.map((o, i) => {
       try {
-        const oid = parseOid(o.oid);
-        const type = parseType(o.type);
-        return { oid, type, value: coerceValue(type, o.value, oid, /^(hex|x)$/i.test(o.type.trim())) };
+        return makeVarBind(o.oid, o.type, o.value);
       } catch (e) {
         throw new SnmpInputError(`override ${i + 1}: ${(e as Error).message}`);
       }
@@ -151,7 +157,8 @@ export class SnmpAgent extends UdpService {
         return res;
       case PduType.GetBulk: {
         const nonRep = Math.max(0, Math.min(pdu.errorStatus, pdu.varbinds.length));
-        const maxRep = Math.max(0, Math.min(pdu.errorIndex, 10000));
+        const repeaters = pdu.varbinds.length - nonRep;
+        const maxRep = Math.max(0, Math.min(pdu.errorIndex, 10000, repeaters ? Math.floor((MAX_BULK_VARBINDS - nonRep) / repeaters) : 0));
         for (let k = 0; k < nonRep; k++) out.push(this.next(pdu.varbinds[k]!.oid, false) ?? { oid: pdu.varbinds[k]!.oid, type: 'EndOfMibView', value: null });
         const reps = pdu.varbinds.slice(nonRep).map((v) => v.oid);
         if (reps.length === 1) {
@@ -199,9 +206,9 @@ export class SnmpAgent extends UdpService {
     const fail = (v2: number, k: number): Pdu => ({ ...res, errorStatus: v1 ? (v2 === 7 ? 3 : 2) : v2, errorIndex: k + 1, varbinds: pdu.varbinds });
     for (let k = 0; k < pdu.varbinds.length; k++) {
       const vb = pdu.varbinds[k]!;
-      if (!canWrite) return fail(17, k); // notWritable (v1: noSuchName)
+      if (!canWrite) return fail(6, k); // noAccess, as snmpd answers a read-only community (v1: noSuchName)
       const i = this.index.get(vb.oid);
-      if (i !== undefined && this.rows[i]!.type !== vb.type) return fail(7, k); // wrongType
+      if (EXCEPTION_TYPES.has(vb.type) || (i !== undefined && this.rows[i]!.type !== vb.type)) return fail(7, k); // wrongType (v1: badValue)
     }
     for (const vb of pdu.varbinds) this.writable.set(vb.oid, vb);
     this.setOverrides(this.opts.overrides ?? []);
@@ -215,7 +222,7 @@ export class SnmpAgent extends UdpService {
       source: `${rinfo.address}:${rinfo.port}`,
       version,
       principal,
-      request: pdu ? (REQUEST_NAMES[pdu.type] ?? `pdu 0x${pdu.type.toString(16)}`) : 'unknown',
+      request: pdu ? (REQUEST_NAMES[pdu.type] ?? 'unknown') : 'unknown',
       oids: pdu ? pdu.varbinds.slice(0, 10).map((v) => v.oid) : [],
       varbinds: pdu?.varbinds.length ?? 0,
       ...(error ? { error } : {}),
@@ -238,8 +245,9 @@ export class SnmpAgent extends UdpService {
         return;
       }
       const pdu = m.pdu as Pdu;
-      if (!(pdu.type in REQUEST_NAMES) || (m.version === 0 && pdu.type === PduType.GetBulk)) return;
-      const res = this.fit(this.process(pdu, m.version === 0, canWrite), (p) => encodeCommunity(m.version as 0 | 1, m.community, p));
+      const refused = unsupported(pdu, m.version === 0);
+      if (refused) return this.log(rinfo, versionName(m.version), community, pdu, refused);
+      const res = this.fit(this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, (p) => encodeCommunity(m.version as 0 | 1, m.community, p));
       this.send(res, rinfo);
       this.log(rinfo, versionName(m.version), community, pdu);
       return;
@@ -263,6 +271,9 @@ export class SnmpAgent extends UdpService {
   }
 
   private onV3(m: V3Message, rinfo: RemoteInfo): void {
+    // RFC 3412 7.2: USM is the only security model here; no manager may ask for less than 484 bytes.
+    if (m.securityModel !== 3) return this.log(rinfo, '3', m.userName, undefined, `unknown security model ${m.securityModel}`);
+    if (m.maxSize < 484) return this.log(rinfo, '3', m.userName, undefined, `msgMaxSize ${m.maxSize} below 484`);
     if (!m.engineId.equals(this.engineId)) return this.report(m, rinfo, USM_STATS.unknownEngineIDs, null, 'engine discovery');
     const entry = this.users.get(m.userName);
     if (!entry) return this.report(m, rinfo, USM_STATS.unknownUserNames, null, `unknown user ${m.userName}`);
@@ -273,24 +284,39 @@ export class SnmpAgent extends UdpService {
     }
     if (m.flags & 1 && (m.boots !== 1 || Math.abs(m.time - this.elapsed()) > 150)) return this.report(m, rinfo, USM_STATS.notInTimeWindows, entry.local, 'time sync');
     const pdu = res.pdu as Pdu;
-    if (!(pdu.type in REQUEST_NAMES)) return;
+    const refused = unsupported(pdu, false);
+    if (refused) return this.log(rinfo, '3', m.userName, pdu, refused);
     const level: LocalUser | null = m.flags & 1 ? (m.flags & 2 ? entry.local : { name: entry.local.name, auth: entry.local.auth }) : null;
-    const out = this.fit(this.process(pdu, false, false), (p) => encodeV3(this.header(m, m.userName), level, { ...p, requestId: pdu.requestId }));
+    const out = this.fit(this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), (p) => encodeV3(this.header(m, m.userName), level, { ...p, requestId: pdu.requestId }));
     this.send(out, rinfo);
     this.log(rinfo, '3', m.userName, pdu);
   }
 
-  /** Encodes the response, dropping trailing GETBULK varbinds until it fits (tooBig otherwise). */
-  private fit(res: Pdu, encode: (p: Pdu) => Buffer): Buffer {
+  /**
+   * Encodes the response within `max` bytes, dropping trailing GETBULK varbinds until it fits
+   * (cut in proportion to the excess, so a few encodings do); tooBig otherwise.
+   */
+  private fit(res: Pdu, max: number, encode: (p: Pdu) => Buffer): Buffer {
     let msg = encode(res);
-    while (msg.length > MAX_RESPONSE && res.varbinds.length > 1) {
-      res.varbinds.length = Math.floor(res.varbinds.length * 0.7);
+    while (msg.length > max && res.varbinds.length > 1) {
+      res.varbinds.length = Math.min(res.varbinds.length - 1, Math.floor((res.varbinds.length * max * 0.95) / msg.length));
       msg = encode(res);
     }
-    return msg.length > MAX_RESPONSE ? encode({ ...res, errorStatus: 1, errorIndex: 0, varbinds: [] }) : msg;
+    return msg.length > max ? encode({ ...res, errorStatus: 1, errorIndex: 0, varbinds: [] }) : msg;
+  }
+
+  protected override onHandlerError(e: unknown, rinfo: RemoteInfo): void {
+    this.log(rinfo, '?', '', undefined, `internal error: ${(e as Error).message}`);
   }
 
   private send(msg: Buffer, rinfo: RemoteInfo): void {
     this.socket?.send(msg, rinfo.port, rinfo.address);
   }
+}
+
+/** Why a PDU is not served (logged and counted as an error), or undefined for a request. */
+function unsupported(pdu: AnyPdu, v1: boolean): string | undefined {
+  if (!(pdu.type in REQUEST_NAMES)) return `unsupported PDU type 0x${pdu.type.toString(16)} (an agent answers get, getnext, getbulk and set)`;
+  if (v1 && pdu.type === PduType.GetBulk) return 'GETBULK is not part of SNMPv1';
+  return undefined;
 }

@@ -268,21 +268,31 @@ export class BerReader {
     return { at, len };
   }
 
+  /**
+   * Sub-identifiers are at most 2^32-1 (RFC 2578) and an OID at most 128 of them, as net-snmp
+   * checks: a longer arc would decode to Infinity (and hang the writer's base-128 loop on echo).
+   */
   oidContent(len: number): string {
     const b = this.buf;
     const end = this.pos + len;
     if (len === 0) throw new BerError('empty OID');
+    if (b[end - 1]! & 0x80) throw new BerError('OID ends inside a sub-identifier');
     let out = '';
     let v = 0;
-    let first = true;
+    let arcs = 0;
     for (let i = this.pos; i < end; i++) {
       const c = b[i]!;
       v = v * 128 + (c & 0x7f);
+      // The first sub-identifier carries two arcs (2.x: x + 80).
+      if (v > (arcs === 0 ? 0xffffffff + 80 : 0xffffffff)) throw new BerError('OID sub-identifier above 4294967295');
       if (c & 0x80) continue;
-      if (first) {
+      if (arcs === 0) {
         out = v < 80 ? `${Math.floor(v / 40)}.${v % 40}` : `2.${v - 80}`;
-        first = false;
-      } else out += '.' + v;
+        arcs = 2;
+      } else {
+        out += '.' + v;
+        if (++arcs > 128) throw new BerError('OID longer than 128 sub-identifiers');
+      }
       v = 0;
     }
     this.pos = end;

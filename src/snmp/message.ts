@@ -212,15 +212,19 @@ export function readVarBinds(r: BerReader, end: number): VarBind[] {
         const negative = r.buf[r.pos]! & 0x80;
         const u = r.uint32(len);
         value = negative ? u - 256 ** len : u;
+        if (value < -0x80000000 || value > 0x7fffffff) throw new BerError(`Integer32 ${value} out of range for ${oid}`);
         break;
       }
       case Tag.Counter32:
       case Tag.Gauge32:
       case Tag.TimeTicks:
-        value = r.uint32(len) >>> 0;
+        // Agents that omit the leading 0x00 of 0xffffffff are common, so only the range is checked.
+        value = r.uint32(len);
+        if (value > 0xffffffff) throw new BerError(`unsigned 32-bit value ${value} out of range for ${oid}`);
         break;
       case Tag.Counter64:
         value = r.uint64(len);
+        if (value > 0xffffffffffffffffn) throw new BerError(`Counter64 ${value} out of range for ${oid}`);
         break;
       case Tag.OctetString:
       case Tag.Opaque:

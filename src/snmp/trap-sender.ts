@@ -75,6 +75,8 @@ export async function sendTrap(opts: TrapSendOptions): Promise<TrapSendResult> {
   const uptime = Math.floor(opts.uptime ?? process.uptime() * 100) >>> 0;
   const inform = !!opts.inform;
   if (inform && version === '1') throw new SnmpInputError('SNMPv1 has no informs; use version 2c or 3');
+  const c64 = version === '1' ? varbinds.findIndex((v) => v.type === 'Counter64') : -1;
+  if (c64 >= 0) throw new SnmpInputError(`varbind ${c64 + 1}: SNMPv1 has no Counter64 (RFC 3584); use version 2c or 3`);
   const result: TrapSendResult = { version, kind: inform ? 'inform' : 'trap', trapOid, varbinds: varbinds.length };
   const full: VarBind[] = [{ oid: '1.3.6.1.2.1.1.3.0', type: 'TimeTicks', value: uptime }, { oid: '1.3.6.1.6.3.1.1.4.1.0', type: 'ObjectIdentifier', value: trapOid }, ...varbinds];
 

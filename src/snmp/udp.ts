@@ -45,10 +45,28 @@ export abstract class UdpService {
 
   protected abstract onMessage(buf: Buffer, rinfo: RemoteInfo): void;
 
+  /**
+   * A datagram whose handling threw: the message is dropped and the service goes on (one packet
+   * must never end the process). Subclasses log or count it.
+   */
+  protected onHandlerError(_e: unknown, _rinfo: RemoteInfo): void {}
+
+  private handle(buf: Buffer, rinfo: RemoteInfo): void {
+    try {
+      this.onMessage(buf, rinfo);
+    } catch (e) {
+      try {
+        this.onHandlerError(e, rinfo);
+      } catch {
+        // nothing more to do for this datagram
+      }
+    }
+  }
+
   async start(): Promise<number> {
     if (this.socket) return this.port;
     const { host = '127.0.0.1', port = this.defaultPort } = this.where();
-    const s = await bindUdp(host, port, this.recvBufferSize, (buf, rinfo) => this.onMessage(buf, rinfo));
+    const s = await bindUdp(host, port, this.recvBufferSize, (buf, rinfo) => this.handle(buf, rinfo));
     this.socket = s;
     this.port = s.address().port;
     this.startedAt = Date.now();

@@ -324,7 +324,7 @@ describe('console SNMP simulator', () => {
     expect(out).toContain('STRING: "after-start"');
     expect(out).toContain('STRING: "ops@example.net"');
     expect((await a.api('GET', '/api/stats/')).body.simulator.set).toBe(1);
-    await expect(run('snmpset', ['-v2c', '-c', 'public', target, '1.3.6.1.2.1.1.4.0', 's', 'x'])).rejects.toThrow(/notWritable/);
+    await expect(run('snmpset', ['-v2c', '-c', 'public', target, '1.3.6.1.2.1.1.4.0', 's', 'x'])).rejects.toThrow(/noAccess/);
   });
 
   it('activity log: newest first, capped at simulator_log_limit, ?limit, cleared; stats', async () => {

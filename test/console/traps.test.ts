@@ -86,7 +86,7 @@ describe('trap receiver', () => {
       return s.includes('running') ? s : undefined;
     });
     expect(states).toEqual(['starting', 'running']);
-    expect(detailOnly(await a.api('POST', '/api/traps/start', { port: 0 }), 409)).toBe('the trap receiver is already running; stop it first or use restart');
+    expect(detailOnly(await a.api('POST', '/api/traps/start', { port: 0 }), 409)).toBe('the trap receiver is already running; stop it first');
   });
 
   it('snmptrap v2c: the event names the notification and varbinds from the MIBs, with enum labels; pushed as `trap`', async () => {

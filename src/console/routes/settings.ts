@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SlidingWindowLimiter } from '../../auth/rate-limit.js';
 import { ApiError } from '../../api/deps.js';
-import { AppSettingsSchema, type AppSettings } from '../app-settings.js';
+import { AppSettingsPatchSchema, AppSettingsSchema, type AppSettings } from '../app-settings.js';
 import { CredentialError, MIN_PASSWORD_LENGTH } from '../credentials.js';
 import type { ConsoleDeps } from '../deps.js';
 
@@ -51,7 +51,7 @@ export default async function settingsRoutes(app: FastifyInstance, deps: Console
   });
 
   app.get('/api/settings/check', { schema: { tags, summary: 'Is the token valid? (401 when not)' } }, async (req) => {
-    const s = deps.session(req)!;
+    const s = authenticated(deps, req);
     return { valid: true, username: s.username, expires_at: new Date(s.expiresAt).toISOString() };
   });
 
@@ -59,7 +59,7 @@ export default async function settingsRoutes(app: FastifyInstance, deps: Console
     '/api/settings/auth',
     { schema: { tags, body: Rotate, summary: "Rotate this user's password (and optionally name); stored hashed; ends the user's sessions" } },
     async (req: FastifyRequest<{ Body: { current_password: string; new_password: string; new_username?: string } }>) => {
-      const s = deps.session(req)!;
+      const s = authenticated(deps, req);
       try {
         const username = await credentials.rotate(s.username, req.body.current_password, req.body.new_password, req.body.new_username);
         sessions.revokeUser(s.username);
@@ -75,7 +75,14 @@ export default async function settingsRoutes(app: FastifyInstance, deps: Console
 
   app.post(
     '/api/settings/app',
-    { schema: { tags, body: Type.Partial(AppSettingsSchema, { additionalProperties: false }), response: { 200: AppSettingsSchema }, summary: 'Update some application settings' } },
+    { schema: { tags, body: AppSettingsPatchSchema, response: { 200: AppSettingsSchema }, summary: 'Update some application settings' } },
     async (req: FastifyRequest<{ Body: Partial<AppSettings> }>) => appSettings.update(req.body),
   );
+}
+
+/** The session the auth hook found; a route that is reached without one is a 401, never a crash. */
+function authenticated(deps: ConsoleDeps, req: FastifyRequest) {
+  const s = deps.session(req);
+  if (!s) throw new ApiError(401, 'missing, expired or unknown X-Auth-Token: log in with POST /api/settings/login');
+  return s;
 }

@@ -4,8 +4,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { OidOverride } from '../../snmp/agent.js';
 import type { ConsoleDeps } from '../deps.js';
-import { DEFAULT_COMMUNITY, DEFAULT_SIMULATOR_PORT, defaultSimulatorHost, MAX_OVERRIDES } from '../simulator.js';
-import { bindFields, EngineId, Nullable, StatusFields } from '../udp-service-base.js';
+import { DEFAULT_COMMUNITY, DEFAULT_SIMULATOR_PORT, MAX_OVERRIDES } from '../simulator.js';
+import { bindFields, defaultBindHost, EngineId, Nullable, StatusFields } from '../udp-service-base.js';
 
 const tags = ['simulator'];
 
@@ -20,7 +20,7 @@ const V3User = Type.Object(
   { additionalProperties: false },
 );
 
-const bind = bindFields(DEFAULT_SIMULATOR_PORT, 161, 'SVC_HOST, the console bind address, when it is an IP address, else 127.0.0.1');
+const bind = bindFields(DEFAULT_SIMULATOR_PORT, 161);
 const StartBody = Type.Object(
   {
     port: bind.port,
@@ -80,7 +80,7 @@ const LogsQuery = Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, 
 
 export default async function simulatorRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const sim = deps.simulator;
-  const host = defaultSimulatorHost(deps.settings.HOST);
+  const host = defaultBindHost(deps.settings.HOST);
   const defaults = () => sim.normalize({}, host);
   const status = { 200: Status };
 
@@ -88,8 +88,8 @@ export default async function simulatorRoutes(app: FastifyInstance, deps: Consol
 
   app.post(
     '/api/simulator/start',
-    { schema: { tags, body: StartBody, response: status, summary: 'Start the simulator (409 when running or the port is taken, 403 privileged port, 422 bad input); every field optional' } },
-    async (req: FastifyRequest<{ Body: StartBody }>) => {
+    { schema: { tags, body: Type.Optional(Type.Union([StartBody, Type.Null()])), response: status, summary: 'Start the simulator (409 when running or the port is taken, 403 privileged port, 422 bad input); every field optional, the body too' } },
+    async (req: FastifyRequest<{ Body: StartBody | null | undefined }>) => {
       await sim.start(sim.normalize(req.body ?? {}, host));
       return sim.status();
     },

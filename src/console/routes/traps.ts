@@ -5,7 +5,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ConsoleDeps } from '../deps.js';
 import { DEFAULT_TRAP_PORT, MAX_RECEIVER_USERS, SEND_RETRIES, SEND_TIMEOUT_MS } from '../traps.js';
-import { bindFields, EngineId, Nullable, StatusFields } from '../udp-service-base.js';
+import { bindFields, defaultBindHost, EngineId, Nullable, StatusFields } from '../udp-service-base.js';
 import { V3Fields, Version } from './walk.js';
 
 const tags = ['traps'];
@@ -22,7 +22,7 @@ const ReceiverUser = Type.Object(
   { additionalProperties: false },
 );
 
-const bind = bindFields(DEFAULT_TRAP_PORT, 162, 'SVC_HOST, the console bind address');
+const bind = bindFields(DEFAULT_TRAP_PORT, 162);
 const StartBody = Type.Object(
   {
     port: bind.port,
@@ -146,7 +146,7 @@ export default async function trapRoutes(app: FastifyInstance, deps: ConsoleDeps
       },
     },
     async (req: FastifyRequest<{ Body: StartBody | null | undefined }>) => {
-      await traps.start(await traps.normalize(req.body ?? {}, deps.settings.HOST));
+      await traps.start(await traps.normalize(req.body ?? {}, defaultBindHost(deps.settings.HOST)));
       return traps.status();
     },
   );

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type {} from '@fastify/websocket';
 import type { WebSocket } from 'ws';
 import type { ConsoleDeps } from '../deps.js';
+import { eventText } from '../events.js';
 
 export const WS_UNAUTHORIZED = 4401;
 
@@ -19,16 +20,23 @@ export default async function wsRoutes(app: FastifyInstance, deps: ConsoleDeps) 
         socket.close(WS_UNAUTHORIZED, 'unauthorized: log in (POST /api/settings/login) and connect with ?token=<token>');
         return;
       }
-      const send = (m: object) => {
-        if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(m));
-      };
-      send({ type: 'full_state', data: deps.fullState(), timestamp: new Date().toISOString() });
-      const unsubscribe = deps.events.subscribe(send);
-      const timer = setInterval(() => {
-        // A session that expired or was logged out ends its socket too.
+      // A session that expired or was logged out ends its socket at the next message.
+      const send = (text: string) => {
+        if (socket.readyState !== socket.OPEN) return;
         if (!deps.sessions.check(token)) return socket.close(WS_UNAUTHORIZED, 'session ended');
-        send({ type: 'stats', data: deps.stats.snapshot(), timestamp: new Date().toISOString() });
-      }, deps.appSettings.get().stats_push_interval_s * 1000);
+        socket.send(text);
+      };
+      send(eventText('full_state', deps.fullState()));
+      const unsubscribe = deps.events.subscribe(send);
+      // The period is read again at every push, so a changed stats_push_interval_s applies to open sockets.
+      let timer: NodeJS.Timeout;
+      const schedule = () => {
+        timer = setTimeout(() => {
+          send(eventText('stats', deps.stats.snapshot()));
+          if (socket.readyState === socket.OPEN) schedule();
+        }, deps.appSettings.get().stats_push_interval_s * 1000);
+      };
+      schedule();
       socket.on('message', (raw) => {
         const text = raw.toString();
         let type = text.trim();
@@ -37,10 +45,10 @@ export default async function wsRoutes(app: FastifyInstance, deps: ConsoleDeps) 
         } catch {
           /* plain text */
         }
-        if (type === 'ping') send({ type: 'pong', timestamp: new Date().toISOString() });
+        if (type === 'ping') send(eventText('pong'));
       });
       socket.on('close', () => {
-        clearInterval(timer);
+        clearTimeout(timer);
         unsubscribe();
       });
     },

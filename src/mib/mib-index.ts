@@ -135,7 +135,8 @@ export class MibIndex {
   /** Numeric -> symbolic by longest prefix: `1.3.6.1.2.1.2.2.1.10.3` -> `IF-MIB::ifInOctets.3`. */
   toSymbolic(oid: string): Resolution {
     if (!NUMERIC.test(oid)) throw new OidSyntaxError(`'${oid}' is not a numeric OID`);
-    const parts = (oid.charCodeAt(0) === 46 ? oid.slice(1) : oid).split('.');
+    // Canonical arcs (`01` is 1, as snmptranslate reads it); stripping the zeros keeps huge arcs exact.
+    const parts = (oid.charCodeAt(0) === 46 ? oid.slice(1) : oid).split('.').map((p) => p.replace(/^0+(?=[0-9])/, ''));
     let arc = this.root;
     let best: { node: MibNode; depth: number } | undefined;
     for (let k = 0; k < parts.length; k++) {

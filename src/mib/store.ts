@@ -8,13 +8,12 @@ import fs from 'node:fs/promises';
 import { basename, delimiter, dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Settings } from '../settings.js';
-import { redactUrl } from '../store/target.js';
 import { readJsonFile, writeFileDurably } from '../util/durable.js';
-import { compileMibs, type MibSource } from './compiler.js';
+import { compileMibs, type CompileOptions, type MibSource } from './compiler.js';
 import { compiledFromJson, compiledToJson } from './index.js';
 import { MibIndex } from './mib-index.js';
 import { parseMib } from './parser.js';
-import { MIB_FORMAT, type CompiledModule, type MibDiagnostic, type ModuleFailure, type ShadowedModule } from './types.js';
+import { MIB_FORMAT, type CompiledModule, type CompileResult, type MibDiagnostic, type ModuleFailure, type ShadowedModule } from './types.js';
 
 export interface MibStoreOptions {
   /** SVC_MIB_DIR: compiled modules, one `<MODULE>.json` each. */
@@ -122,6 +121,13 @@ export interface ValidateReport {
   would_be_shadowed: { module: string; by: { path: string; group: string } }[];
 }
 
+/** What one change did, as the console's stats.mibs counts it: files uploaded, modules compiled and failed in its answer. */
+export interface ChangeCounts {
+  uploads: number;
+  compiled: number;
+  failed: number;
+}
+
 export interface FetchResult extends ChangeResult {
   fetched: { module: string; from: string; path: string }[];
   /** Still missing after the fetch, with the modules that import them. */
@@ -134,7 +140,15 @@ export const MIB_SOURCE_EXTENSIONS = ['.mib', '.txt', '.my', ''];
 export const MIB_MAX_FILE_BYTES = 4 << 20;
 /** Upload source groups: a folder name; `bundled*` is reserved for the read-only sources. */
 const GROUP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const FILE_NAME = /^[^/\\\0]{1,200}$/;
+/** No folders, no control characters (they cannot go into a Content-Disposition header or a log line). */
+const FILE_NAME = /^[^/\\\x00-\x1f\x7f]{1,200}$/;
+/**
+ * Longest file name in UTF-8 bytes: file systems allow 255, and writeFileDurably's temp file beside
+ * it adds up to ~30 (`.<pid>.<ms>.tmp`).
+ */
+const FILE_NAME_BYTES = 200;
+/** SMI names have at most 64 characters (RFC 2578); a longer module name would not fit a file name either. */
+const MODULE_NAME_MAX = 64;
 /** The product's own bundled modules (mibs/ in the package). */
 export const PRODUCT_MIB_DIR = fileURLToPath(new URL('../../mibs/', import.meta.url));
 const MANIFEST = '_manifest.json';
@@ -193,17 +207,66 @@ export function splitStorePath(p: string): { group: string; file: string } {
   return { group: parts[0]!, file: parts[1]! };
 }
 
-/** The first module a text defines, by its header (cheap; no full parse). */
+/** The modules a text defines, by their headers (cheap; no full parse). */
 function definedModules(text: string): string[] {
-  return [...text.matchAll(/^[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t\r\n]+(?:\{[^}]*\}[ \t\r\n]*)?DEFINITIONS\b/gm)].map((m) => m[1]!);
+  // A leading UTF-8 byte order mark would keep the `^` of the first header from matching.
+  return [...text.replace(/^\uFEFF/, '').matchAll(/^[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t\r\n]+(?:\{[^}]*\}[ \t\r\n]*)?DEFINITIONS\b/gm)].map((m) => m[1]!);
+}
+
+/**
+ * A repository URL as fetch can take it: Node's fetch refuses `user:password@` in a URL (and its
+ * error would echo them), so they go as Basic authorization. `shown` is the URL for messages, with
+ * `***` for the credentials; url is '' for a malformed URL.
+ */
+function repositoryRequest(raw: string): { url: string; headers: Record<string, string>; shown: string } {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return { url: '', headers: {}, shown: '' };
+  }
+  if (!u.username && !u.password) return { url: u.href, headers: {}, shown: u.href };
+  const dec = (s: string) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  };
+  const headers = { authorization: `Basic ${Buffer.from(`${dec(u.username)}:${dec(u.password)}`).toString('base64')}` };
+  u.username = '';
+  u.password = '';
+  return { url: u.href, headers, shown: u.href.replace('//', '//***@') };
+}
+
+/**
+ * compileMibs plus a rule of the store: a module name longer than SMI allows fails with a clear
+ * error (it would also make a file name too long for SVC_MIB_DIR).
+ */
+function compileSet(texts: MibSource[], opts: CompileOptions): CompileResult {
+  const r = compileMibs(texts, opts);
+  const long = r.modules.filter((m) => m.module.length > MODULE_NAME_MAX);
+  if (!long.length) return r;
+  const failed = long.map((m): ModuleFailure => {
+    const text = texts.find((t) => t.file === m.file)?.text ?? '';
+    const hit = new RegExp(`^[ \\t\uFEFF]*${m.module}\\b`, 'm').exec(text);
+    const at = hit ? hit.index + hit[0].length - m.module.length : -1;
+    const line = at < 0 ? 0 : text.slice(0, at).split('\n').length;
+    const column = at < 0 ? 0 : at - text.lastIndexOf('\n', at - 1);
+    const message = `module name is ${m.module.length} characters long; SMI names have at most ${MODULE_NAME_MAX} (RFC 2578)`;
+    return { module: m.module, file: m.file, ...(m.group !== undefined ? { group: m.group } : {}), missing: [], failedImports: [], errors: [{ severity: 'error', file: m.file, line, column, token: m.module, module: m.module, message }] };
+  });
+  return { ...r, modules: r.modules.filter((m) => m.module.length <= MODULE_NAME_MAX), failed: [...r.failed, ...failed] };
 }
 
 export class MibStore {
   private state!: Compiled;
   private modes: Record<string, CompileMode> = {};
   private readonly listeners = new Set<() => void>();
+  private readonly counters = new Set<(c: ChangeCounts) => void>();
   private queue: Promise<unknown> = Promise.resolve();
-  private persistWarned = false;
+  /** Persistence warnings already logged (each once, not once for all). */
+  private readonly persistWarned = new Set<string>();
   /** Bundled directories in source order, with their group names. */
   private readonly bundled: { dir: string; group: string }[];
 
@@ -236,6 +299,7 @@ export class MibStore {
     const store = new MibStore(opts);
     store.modes = (await readJsonFile<Record<string, CompileMode>>(join(opts.sourceDir, MODES)).catch(() => undefined)) ?? {};
     const sources = await store.listSources();
+    await store.pruneModes(sources);
     const loaded = await store.loadPersisted(sources);
     if (loaded) store.state = loaded;
     else await store.compile(sources);
@@ -295,7 +359,8 @@ export class MibStore {
       const user = (t: MibSource) => (t.group!.startsWith('bundled') ? 0 : 1);
       const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
       texts.sort((a, b) => user(a) - user(b) || (user(a) ? cmp(a.group!, b.group!) || cmp(a.file, b.file) : 0));
-      const trial = compileMibs(texts, { mode: this.modeFor(paths, opts.mode) });
+      const stored = this.state.sources.filter((s) => !paths.has(s.path)).map((s) => s.path);
+      const trial = compileSet(texts, { mode: opts.mode === 'partial' ? 'partial' : this.modeFor(stored) });
       const known = new Set(this.state.sources.map((s) => s.path));
       const report: ValidateReport = { group, files: [], would_compile: [], would_fail: [], missing: [], would_shadow: [], would_be_shadowed: [] };
       const uploadModules = new Set<string>();
@@ -325,22 +390,39 @@ export class MibStore {
     return this.serial(async () => {
       const dir = join(this.opts.sourceDir, group);
       const paths: string[] = [];
-      for (const f of files) {
-        await this.writeSource(dir, f.name, f.data);
-        paths.push(`${group}/${f.name}`);
+      const created: string[] = [];
+      try {
+        for (const f of files) {
+          const path = `${group}/${f.name}`;
+          const isNew = !this.state.sources.some((s) => s.path === path);
+          await this.writeSource(dir, f.name, f.data);
+          paths.push(path);
+          if (isNew) created.push(join(dir, f.name));
+        }
+      } catch (e) {
+        // Files this upload added go again, else they would sit on disk uncompiled and missing from
+        // the inventory. A file it replaced keeps its new text (the old is gone): recompile to show it.
+        for (const abs of created) await fs.rm(abs, { force: true });
+        await fs.rmdir(dir).catch(() => undefined);
+        if (paths.length > created.length) await this.compile(await this.listSources());
+        throw e;
       }
       await this.setModes(paths, opts.mode ?? 'full');
       await this.compile(await this.listSources());
-      return this.resultFor(paths);
+      return this.counted(this.resultFor(paths), files.length);
     });
   }
 
   async reload(mode?: CompileMode): Promise<ChangeResult> {
     return this.serial(async () => {
       const sources = await this.listSources();
-      if (mode) await this.setModes(sources.filter((s) => !s.bundled).map((s) => s.path), mode);
+      if (mode) {
+        // The mode is for every file now: modes recorded before (also of files since gone) go.
+        this.modes = {};
+        await this.setModes(sources.filter((s) => !s.bundled).map((s) => s.path), mode);
+      }
       await this.compile(sources);
-      return this.resultFor(sources.map((s) => s.path));
+      return this.counted(this.resultFor(sources.map((s) => s.path)));
     });
   }
 
@@ -349,6 +431,8 @@ export class MibStore {
       const fetched: FetchResult['fetched'] = [];
       const notFound = new Map<string, string>();
       const library = await this.library();
+      const claimed = new Set<string>();
+      const written = new Map<string, string>();
       // Fetched modules may import more missing ones: go on while a round fetches something.
       for (let round = 0; round < 10; round++) {
         const needed = this.missing();
@@ -361,10 +445,17 @@ export class MibStore {
             notFound.set(module, found.error);
             continue;
           }
+          // A library file defining several missing modules is stored once.
+          const again = written.get(found.from);
+          if (again) {
+            fetched.push({ module, from: found.from, path: again });
+            continue;
+          }
           const firstNeeding = this.state.failed.find((f) => f.missing.includes(module));
           const group = firstNeeding?.group && !firstNeeding.group.startsWith('bundled') ? firstNeeding.group : 'common';
-          const name = await this.freeName(group, found.name);
+          const name = this.freeName(group, found.name, claimed);
           await this.writeSource(join(this.opts.sourceDir, group), name, found.data);
+          written.set(found.from, `${group}/${name}`);
           fetched.push({ module, from: found.from, path: `${group}/${name}` });
           got++;
         }
@@ -372,7 +463,7 @@ export class MibStore {
         await this.compile(await this.listSources());
       }
       const still = this.missing();
-      const result = this.resultFor(fetched.map((f) => f.path));
+      const result = this.counted(this.resultFor([...new Set(fetched.map((f) => f.path))]));
       return {
         ...result,
         fetched,
@@ -392,22 +483,31 @@ export class MibStore {
       const paths: string[] = [];
       const notFound: string[] = [];
       const failures: string[] = [];
-      for (const module of names) {
+      const claimed = new Set<string>();
+      const written = new Set<string>();
+      const inventory = this.inventory();
+      for (const module of new Set(names)) {
         const found = await this.findSource(module, library, opts.repositoryUrl).catch((e: Error) => ({ error: e.message }));
         if ('error' in found) {
           (found.error.includes('not found') ? notFound : failures).push(found.error);
           continue;
         }
-        // A module already uploaded to this group is replaced, not stored a second time.
-        const stored = this.inventory().find((r) => r.module === module && r.group === group);
-        const name = stored?.file ?? (await this.freeName(group, found.name));
+        // A library file defining several of the names is stored once.
+        if (written.has(found.from)) continue;
+        written.add(found.from);
+        // A module already uploaded to this group is replaced, not stored a second time; but only in
+        // a file defining nothing else, or the file's other modules would be lost.
+        const alone = (path: string) => inventory.every((r) => r.path !== path || r.module === module);
+        const stored = inventory.find((r) => r.module === module && r.group === group && !claimed.has(r.path) && alone(r.path));
+        const name = stored?.file ?? this.freeName(group, found.name, claimed);
+        claimed.add(`${group}/${name}`);
         await this.writeSource(join(this.opts.sourceDir, group), name, found.data);
         paths.push(`${group}/${name}`);
       }
       if (!paths.length && failures.length) throw new MibStoreError(failures.join('; '), 502);
       if (!paths.length) throw new MibStoreError(notFound.join('; '), 404);
       await this.compile(await this.listSources());
-      return { ...this.resultFor(paths), not_found: names.filter((n) => !this.state.byName.has(n) && notFound.some((m) => m.startsWith(`${n}:`))) };
+      return { ...this.counted(this.resultFor(paths)), not_found: names.filter((n) => !this.state.byName.has(n) && notFound.some((m) => m.startsWith(`${n}:`))) };
     });
   }
 
@@ -422,7 +522,8 @@ export class MibStore {
     });
   }
 
-  async deleteFiles(paths: string[]): Promise<ChangeResult & { not_found: string[] }> {
+  async deleteFiles(given: string[]): Promise<ChangeResult & { not_found: string[] }> {
+    const paths = [...new Set(given)];
     for (const p of paths) splitStorePath(p);
     return this.serial(async () => {
       const notFound: string[] = [];
@@ -446,7 +547,7 @@ export class MibStore {
         await this.saveModes();
         await this.compile(await this.listSources());
       }
-      return { compiled: [], failed: [], shadowed: [], results: {}, files: removed, not_found: notFound };
+      return { ...this.counted({ compiled: [], failed: [], shadowed: [], results: {}, files: removed }), not_found: notFound };
     });
   }
 
@@ -468,6 +569,12 @@ export class MibStore {
     return () => this.listeners.delete(fn);
   }
 
+  /** Called after every change (console or daemon) with what it counts in the console's stats.mibs. */
+  onCounts(fn: (c: ChangeCounts) => void): () => void {
+    this.counters.add(fn);
+    return () => this.counters.delete(fn);
+  }
+
   // --- internals -------------------------------------------------------------------------------
 
   /** One change at a time: uploads, deletes and reloads each see the previous one's result. */
@@ -475,6 +582,12 @@ export class MibStore {
     const run = this.queue.then(fn, fn);
     this.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /** Every change's answer goes through here, so that the console counts daemon changes too. */
+  private counted<T extends ChangeResult>(r: T, uploads = 0): T {
+    for (const fn of this.counters) fn({ uploads, compiled: r.compiled.length, failed: r.failed.length });
+    return r;
   }
 
   private source(p: string): SourceFile {
@@ -488,6 +601,9 @@ export class MibStore {
     if (!files.length) throw new MibStoreError('no files: send one or more MIB sources as files[] (.mib, .txt, .my or no extension)', 400);
     const seen = new Set<string>();
     for (const f of files) {
+      if (/[\x00-\x1f\x7f]/.test(f.name)) throw new MibStoreError(`file name ${JSON.stringify(f.name)} has control characters: give a plain file name`, 400);
+      const bytes = Buffer.byteLength(f.name);
+      if (bytes > FILE_NAME_BYTES) throw new MibStoreError(`file name '${f.name}' is ${bytes} bytes in UTF-8; a MIB source name may have at most ${FILE_NAME_BYTES}`, 400);
       if (!FILE_NAME.test(f.name) || f.name.includes('..') || f.name.startsWith('.')) throw new MibStoreError(`file name '${f.name}' escapes the MIB store or is hidden: give a plain file name`, 400);
       if (!hasExt(f.name)) throw new MibStoreError(`${f.name}: a MIB source must end in .mib, .txt or .my (or have no extension)`, 415);
       if (f.data.length > MIB_MAX_FILE_BYTES) throw new MibStoreError(`${f.name} is ${f.data.length} bytes; a MIB source may have at most ${MIB_MAX_FILE_BYTES}`, 413);
@@ -502,25 +618,36 @@ export class MibStore {
       await writeFileDurably(join(dir, name), data, 0o644);
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
+      // A name the file system refuses is the request's fault, not the folder's.
+      if (err.code === 'ENAMETOOLONG' || err.code === 'EINVAL') throw new MibStoreError(`cannot store ${name}: the file system refuses the name (${err.code}); give a shorter plain file name`, 400);
       throw new MibStoreError(`cannot store ${name} in ${dir} (${err.code ?? err.message}): set SVC_MIB_SOURCE_DIR to a writable directory`, 503);
     }
   }
 
-  private async freeName(group: string, name: string): Promise<string> {
-    const taken = (n: string) => this.state.sources.some((s) => s.path === `${group}/${n}`);
-    if (!taken(name)) return name;
-    for (let i = 2; ; i++) {
-      const n = `${basename(name, extname(name))}-${i}${extname(name)}`;
-      if (!taken(n)) return n;
-    }
+  /** A name in `group` no stored source has and no file of this call took (`claimed`, updated). */
+  private freeName(group: string, name: string, claimed: Set<string>): string {
+    const taken = (n: string) => claimed.has(`${group}/${n}`) || this.state.sources.some((s) => s.path === `${group}/${n}`);
+    let n = name;
+    for (let i = 2; taken(n); i++) n = `${basename(name, extname(name))}-${i}${extname(name)}`;
+    claimed.add(`${group}/${n}`);
+    return n;
   }
 
-  private modeFor(paths: Iterable<string>, uploadMode?: CompileMode): CompileMode {
-    // One compile mode for the whole set until the compiler takes it per source: partial when any
-    // stored or uploaded source asked for it.
-    if (uploadMode === 'partial') return 'partial';
-    const set = new Set(paths);
-    return Object.entries(this.modes).some(([p, m]) => m === 'partial' && !set.has(p)) ? 'partial' : 'full';
+  /**
+   * One compile mode for the whole set until the compiler takes it per source: partial when any of
+   * `paths` (the sources compiled) asked for it. Modes of files that are gone do not count.
+   */
+  private modeFor(paths: Iterable<string>): CompileMode {
+    for (const p of paths) if (this.modes[p] === 'partial') return 'partial';
+    return 'full';
+  }
+
+  /** Forgets the modes of files that are gone (removed outside the API, say). */
+  private async pruneModes(sources: SourceFile[]) {
+    const have = new Set(sources.map((s) => s.path));
+    const gone = Object.keys(this.modes).filter((p) => !have.has(p));
+    for (const p of gone) delete this.modes[p];
+    if (gone.length) await this.saveModes();
   }
 
   private async setModes(paths: string[], mode: CompileMode) {
@@ -576,8 +703,9 @@ export class MibStore {
 
   /** Compiles `sources`, installs the result and persists it to SVC_MIB_DIR. */
   private async compile(sources: SourceFile[]) {
+    await this.pruneModes(sources);
     const texts = await this.readAll(sources);
-    const r = compileMibs(texts, { mode: this.modeFor([]) });
+    const r = compileSet(texts, { mode: this.modeFor(sources.map((s) => s.path)) });
     const byName = new Map(r.modules.map((m) => [m.module, { module: m, json: compiledToJson(m) }]));
     this.state = {
       sources,
@@ -595,20 +723,30 @@ export class MibStore {
   private async persist(sources: SourceFile[]) {
     const dir = this.opts.compiledDir;
     const st = this.state;
+    // Each failure is logged with its own error, once per kind (not once for good): a module that
+    // cannot be written does not hide a later, different problem.
+    const warn = (e: unknown, what: string, module?: string) => {
+      const err = e as NodeJS.ErrnoException;
+      const key = `${module ?? ''}\0${err.code ?? err.message}`;
+      if (this.persistWarned.has(key)) return;
+      this.persistWarned.add(key);
+      this.opts.log?.warn({ dir, ...(module ? { module } : {}), err: err.message }, `${what} (${err.code ?? err.message}): compiled MIB modules are kept in memory, and the next start compiles again`);
+    };
     try {
       await fs.mkdir(dir, { recursive: true });
       const keep = new Set<string>([MANIFEST]);
       for (const [name, { json }] of st.byName) {
         keep.add(`${name}.json`);
-        await fs.writeFile(join(dir, `${name}.json`), json);
+        // A module that cannot be written is still listed in the manifest, so the next start finds
+        // it missing and recompiles rather than loading a set without it.
+        await fs.writeFile(join(dir, `${name}.json`), json).catch((e: unknown) => warn(e, `cannot write ${name}.json in SVC_MIB_DIR`, name));
       }
       for (const f of await fs.readdir(dir)) if (f.endsWith('.json') && !keep.has(f)) await fs.rm(join(dir, f), { force: true });
       const manifest: Manifest = { format: MIB_FORMAT, fingerprint: this.fingerprint(sources), compiled_at: st.compiledAt, modules: [...st.byName.keys()], failed: st.failed, shadowed: st.shadowed };
       // The manifest goes last: a crash before it leaves a mismatch, and the next start recompiles.
       await writeFileDurably(join(dir, MANIFEST), JSON.stringify(manifest), 0o644);
     } catch (e) {
-      if (!this.persistWarned) this.opts.log?.warn({ dir, err: (e as Error).message }, 'SVC_MIB_DIR is not writable: compiled MIB modules are kept in memory only (set SVC_MIB_DIR to a writable directory)');
-      this.persistWarned = true;
+      warn(e, 'cannot persist the compiled MIB modules in SVC_MIB_DIR');
     }
   }
 
@@ -718,19 +856,23 @@ export class MibStore {
     const local = library.get(module);
     if (local) return { name: basename(local), data: await fs.readFile(local), from: local };
     if (!repositoryUrl) throw new Error(`${module}: not found in the bundled sources (${this.bundled.map((b) => b.dir).join(', ')}) and no MIB repository URL is configured`);
-    const url = repositoryUrl.includes('@mib@') ? repositoryUrl.replaceAll('@mib@', encodeURIComponent(module)) : `${repositoryUrl.replace(/\/+$/, '')}/${encodeURIComponent(module)}`;
+    const raw = repositoryUrl.includes('@mib@') ? repositoryUrl.replaceAll('@mib@', encodeURIComponent(module)) : `${repositoryUrl.replace(/\/+$/, '')}/${encodeURIComponent(module)}`;
+    const { url, headers, shown } = repositoryRequest(raw);
+    if (!url) throw new Error(`${module}: the MIB repository URL is not a valid URL; check mib_repository_url`);
+    // Error texts (of fetch too) may quote the URL: only the form without the password goes out.
+    const hide = (text: string) => text.replaceAll(raw, shown).replaceAll(url, shown);
     let res: Response;
     try {
-      res = await fetch(url, { signal: AbortSignal.timeout(REPOSITORY_TIMEOUT_MS) });
+      res = await fetch(url, { headers, signal: AbortSignal.timeout(REPOSITORY_TIMEOUT_MS) });
     } catch (e) {
       const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
-      throw new Error(`${module}: the MIB repository ${redactUrl(url)} cannot be reached (${cause}); check mib_repository_url and the network`);
+      throw new Error(`${module}: the MIB repository ${shown} cannot be reached (${hide(cause)}); check mib_repository_url and the network`);
     }
-    if (res.status === 404) throw new Error(`${module}: not found in the bundled sources or at ${redactUrl(url)}`);
-    if (!res.ok) throw new Error(`${module}: the MIB repository answered ${res.status} for ${redactUrl(url)}`);
+    if (res.status === 404) throw new Error(`${module}: not found in the bundled sources or at ${shown}`);
+    if (!res.ok) throw new Error(`${module}: the MIB repository answered ${res.status} for ${shown}`);
     const data = Buffer.from(await res.arrayBuffer());
-    if (data.length > MIB_MAX_FILE_BYTES) throw new Error(`${module}: ${redactUrl(url)} sent more than ${MIB_MAX_FILE_BYTES} bytes`);
-    if (!definedModules(data.toString('utf8')).includes(module)) throw new Error(`${module}: ${redactUrl(url)} did not return a MIB module named ${module}`);
-    return { name: `${module}.mib`, data, from: redactUrl(url) };
+    if (data.length > MIB_MAX_FILE_BYTES) throw new Error(`${module}: ${shown} sent more than ${MIB_MAX_FILE_BYTES} bytes`);
+    if (!definedModules(data.toString('utf8')).includes(module)) throw new Error(`${module}: ${shown} did not return a MIB module named ${module}`);
+    return { name: `${module}.mib`, data, from: shown };
   }
 }

@@ -126,7 +126,45 @@ describe('daemon /api/mibs', () => {
     expect((await none.call('POST', '/api/mibs/download', { body: { names: [] } })).status).toBe(422);
   });
 
-  it('svc serve: the daemon and the console share one MIB store', async () => {
+  it('DELETE /api/mibs/{name} of a module whose file also defines other modules is 409 naming them; nothing is deleted', async () => {
+    const d = await testDaemon();
+    const both = ACME + ACME.replaceAll('ACME-MIB', 'ACME2-MIB').replaceAll('acme', 'acmetwo').replace('99999', '99998');
+    expect((await upload(d.url, 'both.mib', both)).body.compiled).toEqual(['ACME-MIB', 'ACME2-MIB']);
+    const r = await d.call('DELETE', '/api/mibs/ACME-MIB');
+    expect(r.status).toBe(409);
+    expect(r.body).toEqual({ detail: `ACME-MIB is defined in common/both.mib together with ACME2-MIB, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "common/both.mib"}, or upload the file again without ACME-MIB` });
+    expect((await d.call('GET', '/api/mibs/ACME2-MIB')).status).toBe(200);
+    expect((await d.call('GET', '/api/mibs/ACME-MIB')).status).toBe(200);
+  });
+
+  it('download: a request with found and unknown names is 200 listing not_found (also without a repository); 503 only when none is found and no repository is set', async () => {
+    const d = await testDaemon();
+    const mixed = await d.call('POST', '/api/mibs/download', { body: { names: ['TCP-MIB', 'NOPE-MIB'] } });
+    expect(mixed.status).toBe(200);
+    expect(mixed.body).toEqual({ compiled: ['TCP-MIB'], mib_dir: join(d.dir, 'mibs'), results: { 'TCP-MIB': 'compiled' }, not_found: ['NOPE-MIB'] });
+    expect((await d.call('POST', '/api/mibs/download', { body: { names: ['NOPE-MIB'] } })).status).toBe(503);
+  });
+
+  it('download with user:password in SVC_MIB_REPOSITORY_URL: sent as Basic authorization; a 502 detail does not show the password', async () => {
+    const seen: (string | undefined)[] = [];
+    const server = createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(ACME);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    servers.push(server);
+    const port = (server.address() as { port: number }).port;
+    const d = await testDaemon({ SVC_MIB_REPOSITORY_URL: `http://ops:t0p-s3cret@127.0.0.1:${port}` });
+    expect((await d.call('POST', '/api/mibs/download', { body: { names: ['ACME-MIB'] } })).body.compiled).toEqual(['ACME-MIB']);
+    expect(seen).toEqual([`Basic ${Buffer.from('ops:t0p-s3cret').toString('base64')}`]);
+    const closed = await freePort();
+    const down = await testDaemon({ SVC_MIB_REPOSITORY_URL: `http://ops:t0p-s3cret@127.0.0.1:${closed}/mibs` });
+    const r = await down.call('POST', '/api/mibs/download', { body: { names: ['ACME-MIB'] } });
+    expect(r.status).toBe(502);
+    expect(r.body).toEqual({ detail: `ACME-MIB: the MIB repository http://***@127.0.0.1:${closed}/mibs/ACME-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network` });
+  });
+
+  it('svc serve: the daemon and the console share one MIB store; changes through the daemon count in the console\'s stats.mibs', async () => {
     const dir = tempDir('svc-serve-mibs-');
     mkdirSync(join(dir, 'p'));
     const consolePort = await freePort();
@@ -138,5 +176,11 @@ describe('daemon /api/mibs', () => {
     const status = (await (await fetch(`${con}/api/mibs/status`, { headers: { 'x-auth-token': token } })).json()) as any;
     expect(status.mibs).toContain('ACME-MIB');
     expect(status.source_inventory).toContainEqual(expect.objectContaining({ path: 'common/ACME-MIB.mib', status: 'active', module: 'ACME-MIB' }));
+    const stats = async () => ((await (await fetch(`${con}/api/stats/`, { headers: { 'x-auth-token': token } })).json()) as any).mibs;
+    expect(await stats()).toEqual({ uploads: 1, compiled: 1, failed: 0 });
+    expect((await upload(url, 'BROKEN-MIB.mib', BROKEN)).status).toBe(200);
+    expect((await fetch(`${url}/api/mibs/download`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ names: ['TCP-MIB'] }) })).status).toBe(200);
+    expect((await fetch(`${url}/api/mibs/ACME-MIB`, { method: 'DELETE' })).status).toBe(200);
+    expect(await stats()).toEqual({ uploads: 2, compiled: 2, failed: 1 });
   });
 });

@@ -322,6 +322,33 @@ describe('console MIB catalog', () => {
     expect(detailOnly(await get('/api/mibs/browse/node/1..3'), 422)).toContain('malformed OID');
   });
 
+  it('OIDs with leading zeros come back canonical, as snmptranslate gives them; a leading dot is no arc (128 arcs plus the dot are fine)', async () => {
+    // Decimal arcs (net-snmp reads `010` as octal 8: the inputs keep to digits where both readings agree).
+    const inputs = ['01.3.6', '1.3.6.1.2.1.01', '.1.03.6.1.2.1.2.2.1.10.0003'];
+    const theirs = on(translate(DIRS, ['-On'], inputs));
+    expect(theirs).toEqual(['1.3.6', '1.3.6.1.2.1.1', '1.3.6.1.2.1.2.2.1.10.3']);
+    for (const [k, o] of inputs.entries()) {
+      const r = await get(`/api/mibs/resolve?oid=${o}&mode=numeric`);
+      expect([r.status, r.body.result, r.body.oid], o).toEqual([200, theirs[k], theirs[k]]);
+    }
+    expect((await get('/api/mibs/resolve?oid=1.3.6.1.2.1.2.2.1.0010.0003&mode=symbolic')).body.result).toBe('IF-MIB::ifInOctets.3');
+    expect((await get('/api/mibs/resolve?oid=1.3.6.1.2.1.2.2.1.10.00000000004294967295&mode=numeric')).body.result).toBe('1.3.6.1.2.1.2.2.1.10.4294967295');
+    const arcs128 = `1${'.1'.repeat(127)}`;
+    for (const o of [arcs128, `.${arcs128}`]) expect((await get(`/api/mibs/resolve?oid=${o}&mode=numeric`)).body.result, o).toBe(arcs128);
+    expect(detailOnly(await get(`/api/mibs/resolve?oid=.${arcs128}.1`), 422)).toContain('more than 128 arcs');
+  });
+
+  it('GET /api/mibs/browse/node/iso (and 1): the root arc, which no module defines, with its children, as tree/oid takes it', async () => {
+    const iso = await get('/api/mibs/browse/node/iso');
+    expect(iso.status).toBe(200);
+    expect(iso.body).toMatchObject({ oid: '1', name: 'iso', module: null, kind: 'node', breadcrumb: [{ oid: '1', name: 'iso' }], alsoDefinedIn: [], usedInNotifications: [] });
+    expect(iso.body.children).toContainEqual({ oid: '1.3', name: 'org', module: 'SNMPv2-SMI' });
+    expect((await get('/api/mibs/browse/node/1')).body).toEqual(iso.body);
+    const tree = (await get('/api/mibs/browse/tree/oid?root_oid=iso&depth=1')).body.tree;
+    expect(iso.body.children.map((c: { oid: string }) => c.oid)).toEqual(tree.children.map((c: { oid: string }) => c.oid));
+    expect(snmptranslate(DIRS, ['-On'], ['iso']).trim()).toBe('.1');
+  });
+
   it('the OpenAPI document lists every catalog endpoint under the mibs tag with a summary', async () => {
     const res = await fetch(`${t.c.url}/docs/json`);
     const doc = (await res.json()) as { paths: Record<string, Record<string, { tags?: string[]; summary?: string }>> };

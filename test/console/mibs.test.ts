@@ -395,7 +395,7 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
     const one = await bytes(a, '/api/mibs/download', { paths: ['dl/ACME-DL-MIB.txt'] });
     expect(one.status).toBe(200);
     expect(one.data.toString()).toBe(x);
-    expect(one.headers.get('content-disposition')).toBe('attachment; filename="ACME-DL-MIB.txt"');
+    expect(one.headers.get('content-disposition')).toBe(`attachment; filename="ACME-DL-MIB.txt"; filename*=UTF-8''ACME-DL-MIB.txt`);
     expect(one.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     // The same path twice is one file.
     expect((await bytes(a, '/api/mibs/download', { paths: ['dl/ACME-DL-MIB.txt', 'dl/ACME-DL-MIB.txt'] })).data.toString()).toBe(x);
@@ -522,6 +522,58 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
     expect(repo.requests).toEqual(['/mibs/ACME-NOT-THERE-MIB']);
     expect(notThere.body.still_missing).toEqual([{ module: 'ACME-NOT-THERE-MIB', needed_by: ['NEEDS-MISSING-MIB'], reason: `ACME-NOT-THERE-MIB: not found in the bundled sources or at ${repo.url}/ACME-NOT-THERE-MIB` }]);
     detailOnly(await a.api('POST', '/api/mibs/fetch-dependencies', { repository_url: {} }), 422);
+  });
+
+  it('a file named in non-ASCII (日本.mib) downloads with filename* in UTF-8 and an ASCII fallback; control characters in a name are 400', async () => {
+    const jp = acme('ACME-JP-MIB', { arc: 80 });
+    expect((await upload(a, [['日本.mib', jp]], { source_group: 'jp' })).body.files).toEqual(['jp/日本.mib']);
+    const one = await bytes(a, '/api/mibs/download', { paths: ['jp/日本.mib'] });
+    expect(one.status).toBe(200);
+    expect(one.headers.get('content-disposition')).toBe(`attachment; filename="__.mib"; filename*=UTF-8''%E6%97%A5%E6%9C%AC.mib`);
+    expect(one.data.toString()).toBe(jp);
+    const before = snapshot(join(a.dir, 'mib-sources'));
+    const ctl = await upload(a, [['a\x01b.mib', jp]], { source_group: 'jp' });
+    expect(ctl).toEqual({ status: 400, body: { detail: 'file name "a\\u0001b.mib" has control characters: give a plain file name' } });
+    expect(snapshot(join(a.dir, 'mib-sources'))).toEqual(before);
+  });
+
+  it('an upload whose 2nd file name is over 200 bytes of UTF-8 is 400 and stores nothing (not 503 with the 1st file left behind)', async () => {
+    const before = snapshot(join(a.dir, 'mib-sources'));
+    const r = await upload(a, [['ACME-LN1-MIB.mib', acme('ACME-LN1-MIB', { arc: 81 })], [`${'漢'.repeat(100)}.mib`, acme('ACME-LN2-MIB', { arc: 82 })]], { source_group: 'ln' });
+    expect(r.status).toBe(400);
+    expect(detailOnly(r, 400)).toContain('is 304 bytes in UTF-8; a MIB source name may have at most 200');
+    expect(snapshot(join(a.dir, 'mib-sources'))).toEqual(before);
+    expect(groupOf(await status(a), 'ln')).toBeUndefined();
+  });
+
+  it('delete-batch lists a path given twice once', async () => {
+    await upload(a, [['ACME-TWICE-MIB.txt', acme('ACME-TWICE-MIB', { arc: 83 })]], { source_group: 'twice' });
+    const r = await a.api('POST', '/api/mibs/delete-batch', ['twice/ACME-TWICE-MIB.txt', 'twice/ACME-TWICE-MIB.txt', 'twice/NOPE.txt', 'twice/NOPE.txt']);
+    expect(r.body).toEqual({ deleted: ['twice/ACME-TWICE-MIB.txt'], not_found: ['twice/NOPE.txt'], active: expect.any(Number) });
+  });
+
+  it('fetch-dependencies with user:password in the repository URL: the password is sent as Basic authorization and never shown', async () => {
+    const seen: (string | undefined)[] = [];
+    const guarded = createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      res.writeHead(404).end('not here');
+    });
+    await new Promise<void>((r) => guarded.listen(0, '127.0.0.1', r));
+    const port = (guarded.address() as AddressInfo).port;
+    await upload(a, [['ACME-NEEDS-SECRET-MIB.txt', acme('ACME-NEEDS-SECRET-MIB', { arc: 84, imports: ['acmeSecretMIB FROM ACME-SECRET-MIB'] })]], { source_group: 'sec' });
+    try {
+      const r = await a.api('POST', '/api/mibs/fetch-dependencies', { repository_url: `http://ops:t0p-s3cret@127.0.0.1:${port}/mibs` });
+      expect(r.status).toBe(200);
+      expect(r.body.still_missing).toContainEqual({ module: 'ACME-SECRET-MIB', needed_by: ['ACME-NEEDS-SECRET-MIB'], reason: `ACME-SECRET-MIB: not found in the bundled sources or at http://***@127.0.0.1:${port}/mibs/ACME-SECRET-MIB` });
+      expect(seen).toContain(`Basic ${Buffer.from('ops:t0p-s3cret').toString('base64')}`);
+      const closed = await closedPort();
+      const down = await a.api('POST', '/api/mibs/fetch-dependencies', { repository_url: `http://ops:t0p-s3cret@127.0.0.1:${closed}/mibs` });
+      expect(down.body.still_missing).toContainEqual(expect.objectContaining({ module: 'ACME-SECRET-MIB', reason: expect.stringContaining('cannot be reached (ECONNREFUSED)') }));
+      expect(JSON.stringify([r.body, down.body])).not.toContain('t0p-s3cret');
+    } finally {
+      await new Promise((r) => guarded.close(r));
+      await a.api('POST', '/api/mibs/delete-batch', ['sec/ACME-NEEDS-SECRET-MIB.txt']);
+    }
   });
 });
 

@@ -437,7 +437,8 @@ describe('MibStore: persistence in SVC_MIB_DIR', () => {
     const store = await MibStore.open({ ...o, compiledDir: join(o.root, 'plainfile', 'sub'), log: { info: () => undefined, warn: (_o, m) => warnings.push(m) } });
     expect(store.status().mibs).toHaveLength(37);
     expect((await store.upload([file('ACME-R-MIB.txt', acme('ACME-R-MIB', { arc: 53 }))])).compiled).toEqual(['ACME-R-MIB']);
-    expect(warnings).toEqual([expect.stringContaining('SVC_MIB_DIR is not writable')]);
+    // Worded by the actual error, once (the same failure at the next change is not repeated).
+    expect(warnings).toEqual([expect.stringContaining('cannot persist the compiled MIB modules in SVC_MIB_DIR (ENOTDIR)')]);
   });
 });
 
@@ -564,6 +565,37 @@ describe('MibStore: fetching dependencies', () => {
     expect((await store.fetchModules(['TCP-MIB'], { repositoryUrl: `${base}/mibs`, group: 'dl' })).files).toEqual(['dl/TCP-MIB.txt']);
     expect(requests).toEqual([]);
   });
+
+  it('a repository URL with user:password: sent as Basic authorization; never echoed in an error, a reason or `from`', async () => {
+    const auth = `Basic ${Buffer.from('ops:p@ss/w0rd').toString('base64')}`;
+    const seen: (string | undefined)[] = [];
+    const guarded = createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      if (req.headers.authorization !== auth) return res.writeHead(401).end('who?');
+      res.writeHead(200).end(acme('ACME-CRED-MIB', { arc: 81 }));
+    });
+    await new Promise<void>((r) => guarded.listen(0, '127.0.0.1', r));
+    try {
+      const port = (guarded.address() as AddressInfo).port;
+      const store = await MibStore.open(dirs());
+      const r = await store.fetchModules(['ACME-CRED-MIB'], { repositoryUrl: `http://ops:p%40ss%2Fw0rd@127.0.0.1:${port}/mibs` });
+      expect(r.compiled).toEqual(['ACME-CRED-MIB']);
+      expect(seen).toEqual([auth]);
+      const secret = /w0rd|p%40ss|p@ss/;
+      const closed = `http://ops:p%40ss%2Fw0rd@127.0.0.1:${closedPort}/mibs`;
+      const down = await storeError(store.fetchModules(['ACME-CRED2-MIB'], { repositoryUrl: closed }), 502);
+      expect(down).toBe(`ACME-CRED2-MIB: the MIB repository http://***@127.0.0.1:${closedPort}/mibs/ACME-CRED2-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network`);
+      await store.upload([file('ACME-NEEDS-CRED-MIB.txt', acme('ACME-NEEDS-CRED-MIB', { arc: 82, imports: ['acmeCred3MIB FROM ACME-CRED3-MIB'] }))]);
+      const f = await store.fetchDependencies({ repositoryUrl: closed });
+      expect(f.still_missing).toEqual([{ module: 'ACME-CRED3-MIB', needed_by: ['ACME-NEEDS-CRED-MIB'], reason: expect.stringContaining('http://***@127.0.0.1') }]);
+      expect(JSON.stringify(f)).not.toMatch(secret);
+      const wrong = await store.fetchDependencies({ repositoryUrl: `http://ops:wrong-w0rd@127.0.0.1:${port}/mibs/@mib@` });
+      expect(wrong.still_missing[0]!.reason).toBe(`ACME-CRED3-MIB: the MIB repository answered 401 for http://***@127.0.0.1:${port}/mibs/ACME-CRED3-MIB`);
+      expect((await store.fetchDependencies({ repositoryUrl: 'http://ops:w0rd@[::1' })).still_missing[0]!.reason).toBe('ACME-CRED3-MIB: the MIB repository URL is not a valid URL; check mib_repository_url');
+    } finally {
+      await new Promise((r) => guarded.close(r));
+    }
+  });
 });
 
 describe('MibStore: reading and deleting sources', () => {
@@ -603,5 +635,147 @@ describe('MibStore: reading and deleting sources', () => {
     const at = store.status().compiled_at;
     expect((await store.deleteFiles(['del/ACME-W-MIB.txt'])).not_found).toEqual(['del/ACME-W-MIB.txt']);
     expect(store.status().compiled_at).toBe(at);
+  });
+});
+
+describe('MibStore: names, files, modes and counts', () => {
+  const two = acme('ACME-A-MIB', { arc: 71 }) + acme('ACME-B-MIB', { arc: 72 });
+
+  it('fetchModules replaces a stored file only when it defines nothing but the module; else it stores a fresh file and the other modules stay', async () => {
+    const lib = tempDir('svc-mib-lib-');
+    mkdirSync(join(lib, 'vendor'));
+    writeFileSync(join(lib, 'vendor', 'ACME-A-MIB.txt'), acme('ACME-A-MIB', { arc: 71, lastUpdated: '202602010000Z' }));
+    const o = dirs([lib]);
+    const store = await MibStore.open(o);
+    await store.upload([file('both.mib', two)]);
+    const r = await store.fetchModules(['ACME-A-MIB']);
+    expect(r.files).toEqual(['common/ACME-A-MIB.txt']);
+    expect(readFileSync(join(o.sourceDir, 'common', 'both.mib'), 'utf8')).toBe(two);
+    expect(store.status().mibs).toEqual(expect.arrayContaining(['ACME-A-MIB', 'ACME-B-MIB']));
+    // The fetched copy is newer (LAST-UPDATED) and wins; the file's own copy is shadowed, not lost.
+    expect(row(store, 'common/both.mib').map((x) => [x.module, x.status])).toEqual([['ACME-A-MIB', 'shadowed'], ['ACME-B-MIB', 'active']]);
+    // Again: the file that holds nothing but ACME-A-MIB is the one replaced.
+    expect((await store.fetchModules(['ACME-A-MIB'])).files).toEqual(['common/ACME-A-MIB.txt']);
+    expect(readdirSync(join(o.sourceDir, 'common')).sort()).toEqual(['ACME-A-MIB.txt', 'both.mib']);
+  });
+
+  it('two library files of the same name fetched in one call are stored under two names (download and fetch-dependencies)', async () => {
+    const lib = tempDir('svc-mib-lib-');
+    for (const [d, m, arc] of [['v1', 'ACME-VA-MIB', 73], ['v2', 'ACME-VB-MIB', 74]] as const) {
+      mkdirSync(join(lib, d));
+      writeFileSync(join(lib, d, 'VENDOR.txt'), acme(m, { arc }));
+    }
+    const store = await MibStore.open(dirs([lib]));
+    const r = await store.fetchModules(['ACME-VA-MIB', 'ACME-VB-MIB']);
+    expect(r.files).toEqual(['common/VENDOR.txt', 'common/VENDOR-2.txt']);
+    expect(r.compiled).toEqual(['ACME-VA-MIB', 'ACME-VB-MIB']);
+
+    const other = await MibStore.open(dirs([lib]));
+    await other.upload([file('NEEDS.txt', acme('ACME-NEEDS-MIB', { arc: 75, imports: ['acmeVaMIB FROM ACME-VA-MIB', 'acmeVbMIB FROM ACME-VB-MIB'] }))], { group: 'needs' });
+    const f = await other.fetchDependencies();
+    expect(f.fetched.map((x) => [x.module, x.path])).toEqual([
+      ['ACME-VA-MIB', 'needs/VENDOR.txt'],
+      ['ACME-VB-MIB', 'needs/VENDOR-2.txt'],
+    ]);
+    expect(f.still_missing).toEqual([]);
+    expect(other.status().errors).toEqual([]);
+  });
+
+  it('a library source starting with a UTF-8 byte order mark is found by fetch-dependencies and by the daemon download', async () => {
+    const lib = tempDir('svc-mib-lib-');
+    mkdirSync(join(lib, 'vendor'));
+    writeFileSync(join(lib, 'vendor', 'bom.mib'), '\uFEFF' + acme('ACME-BOM-MIB', { arc: 83 }).replace(/^-- test module\n/, ''));
+    const store = await MibStore.open(dirs([lib]));
+    await store.upload([file('NEEDS-BOM.txt', acme('ACME-NEEDS-BOM-MIB', { arc: 84, imports: ['acmeBomMIB FROM ACME-BOM-MIB'] }))]);
+    const f = await store.fetchDependencies();
+    expect(f.fetched.map((x) => [x.module, x.path])).toEqual([['ACME-BOM-MIB', 'common/bom.mib']]);
+    expect(store.status().errors).toEqual([]);
+    const other = await MibStore.open(dirs([lib]));
+    expect((await other.fetchModules(['ACME-BOM-MIB'])).compiled).toEqual(['ACME-BOM-MIB']);
+  });
+
+  it('upload names: control characters and names over 200 bytes of UTF-8 are 400 before anything is written; a failed write takes back what the upload added', async () => {
+    const o = dirs();
+    const store = await MibStore.open(o);
+    const n1 = acme('ACME-N1-MIB', { arc: 85 });
+    const n2 = acme('ACME-N2-MIB', { arc: 86 });
+    await store.upload([file('ACME-N0-MIB.mib', acme('ACME-N0-MIB', { arc: 87 }))]);
+    const before = snapshot(o.sourceDir);
+    expect(await storeError(store.upload([file('a\x07b.mib', n1)]), 400)).toBe('file name "a\\u0007b.mib" has control characters: give a plain file name');
+    expect(await storeError(store.upload([file('ACME-N1-MIB.mib', n1), file(`${'日'.repeat(100)}.mib`, n2)]), 400)).toContain('is 304 bytes in UTF-8; a MIB source name may have at most 200');
+    expect(snapshot(o.sourceDir)).toEqual(before);
+    expect((await store.upload([file(`${'日'.repeat(65)}.mib`, n2)])).compiled).toEqual(['ACME-N2-MIB']);
+    // A folder where the 2nd file goes: that write fails (503) and the 1st file goes again.
+    mkdirSync(join(o.sourceDir, 'common', 'ACME-N3-MIB.mib'));
+    expect(await storeError(store.upload([file('ACME-N1-MIB.mib', n1), file('ACME-N3-MIB.mib', n1)]), 503)).toContain('cannot store ACME-N3-MIB.mib');
+    expect(existsSync(join(o.sourceDir, 'common', 'ACME-N1-MIB.mib'))).toBe(false);
+    expect(store.status().mibs).not.toContain('ACME-N1-MIB');
+  });
+
+  it('a module name over 64 characters fails with a clear error; persisting is per module, worded by its own error, and goes on for later changes', async () => {
+    const o = dirs();
+    const warnings: string[] = [];
+    const store = await MibStore.open({ ...o, log: { info: () => undefined, warn: (_o, m) => warnings.push(m) } });
+    const long = `L${'X'.repeat(300)}-MIB`;
+    const r = await store.upload([file('long.mib', acme(long, { arc: 76 })), file('ACME-OK-MIB.mib', acme('ACME-OK-MIB', { arc: 77 }))]);
+    expect(r.compiled).toEqual(['ACME-OK-MIB']);
+    expect(r.results[long]).toBe('failed: common/long.mib:2:1 module name is 305 characters long; SMI names have at most 64 (RFC 2578)');
+    expect(warnings).toEqual([]);
+    expect(existsSync(join(o.compiledDir, 'ACME-OK-MIB.json'))).toBe(true);
+    // One module's JSON cannot be written (a folder in its place): that module is named, the rest is persisted.
+    mkdirSync(join(o.compiledDir, 'ACME-W-MIB.json'));
+    await store.upload([file('ACME-W-MIB.mib', acme('ACME-W-MIB', { arc: 78 }))]);
+    expect(warnings).toEqual([expect.stringMatching(/^cannot write ACME-W-MIB\.json in SVC_MIB_DIR \(EISDIR\)/)]);
+    mkdirSync(join(o.compiledDir, 'ACME-V-MIB.json'));
+    await store.upload([file('ACME-V-MIB.mib', acme('ACME-V-MIB', { arc: 79 }))]);
+    expect(warnings).toEqual([expect.stringContaining('ACME-W-MIB.json'), expect.stringMatching(/^cannot write ACME-V-MIB\.json in SVC_MIB_DIR \(EISDIR\)/)]);
+    expect(JSON.parse(readFileSync(join(o.compiledDir, '_manifest.json'), 'utf8')).modules).toEqual(expect.arrayContaining(['ACME-OK-MIB', 'ACME-W-MIB', 'ACME-V-MIB']));
+  });
+
+  it('compile modes: the partial mode of a file that is gone does not count; a reload with a mode resets every recorded mode', async () => {
+    const o = dirs();
+    const store = await MibStore.open(o);
+    const common = join(o.sourceDir, 'common');
+    const modes = () => JSON.parse(readFileSync(join(o.sourceDir, '.svc-modes.json'), 'utf8'));
+    await store.upload([file('P.txt', fixture('BROKEN-MIB.txt'))], { mode: 'partial' });
+    // Replaced outside the API by a file of another name, then a reload in full mode: BROKEN-MIB fails.
+    rmSync(join(common, 'P.txt'));
+    writeFileSync(join(common, 'Q.txt'), fixture('BROKEN-MIB.txt'));
+    expect((await store.reload('full')).failed.map((f) => f.module)).toEqual(['BROKEN-MIB']);
+    expect(modes()).toEqual({});
+    // Removed outside the API, then an upload in full mode: compiled in full mode.
+    await store.upload([file('R.txt', acme('ACME-R2-MIB', { arc: 88 }))], { mode: 'partial' });
+    rmSync(join(common, 'R.txt'));
+    expect((await store.upload([file('Q.txt', fixture('BROKEN-MIB.txt'))])).compiled).toEqual([]);
+    expect(modes()).toEqual({});
+  });
+
+  it('deleteFiles lists a path given twice once', async () => {
+    const store = await MibStore.open(dirs());
+    await store.upload([file('ACME-D2-MIB.txt', acme('ACME-D2-MIB', { arc: 89 }))]);
+    const r = await store.deleteFiles(['common/ACME-D2-MIB.txt', 'common/ACME-D2-MIB.txt', 'common/NOPE.txt', 'common/NOPE.txt']);
+    expect(r.files).toEqual(['common/ACME-D2-MIB.txt']);
+    expect(r.not_found).toEqual(['common/NOPE.txt']);
+  });
+
+  it('onCounts: every change reports what it counts (uploads, compiled, failed), also the daemon download and deletes', async () => {
+    const lib = tempDir('svc-mib-lib-');
+    mkdirSync(join(lib, 'vendor'));
+    writeFileSync(join(lib, 'vendor', 'ACME-CT-MIB.txt'), acme('ACME-CT-MIB', { arc: 90 }));
+    const store = await MibStore.open(dirs([lib]));
+    const seen: object[] = [];
+    const off = store.onCounts((c) => seen.push(c));
+    await store.upload([file('ACME-CU-MIB.txt', acme('ACME-CU-MIB', { arc: 91 })), file('BROKEN-MIB.txt', fixture('BROKEN-MIB.txt'))]);
+    await store.fetchModules(['ACME-CT-MIB']);
+    await store.deleteFiles(['common/BROKEN-MIB.txt']);
+    await store.reload();
+    off();
+    await store.reload();
+    expect(seen).toEqual([
+      { uploads: 2, compiled: 1, failed: 1 },
+      { uploads: 0, compiled: 1, failed: 0 },
+      { uploads: 0, compiled: 0, failed: 0 },
+      { uploads: 0, compiled: 39, failed: 0 },
+    ]);
   });
 });

@@ -47,7 +47,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
     {
       schema: {
         tags,
-        summary: 'Fetch named modules (bundled library, then SVC_MIB_REPOSITORY_URL) into the group common and compile; 404 none found, 502 repository unreachable, 503 no repository configured',
+        summary: 'Fetch named modules (bundled library, then SVC_MIB_REPOSITORY_URL) into the group common and compile; 200 when any is found (the others in not_found); else 404, 502 repository unreachable, 503 no repository configured',
         body: Type.Object({ names: Type.Array(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9-]*$' }), { minItems: 1, maxItems: 200 }) }),
         response: { 200: Type.Object({ compiled: Type.Array(Type.String()), mib_dir: Type.String(), results: Type.Record(Type.String(), Type.String()), not_found: Type.Array(Type.String()) }) },
       },
@@ -74,13 +74,25 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
 
   app.delete(
     '/api/mibs/:name',
-    { schema: { tags, summary: 'Delete a module: removes the uploaded source files that define it and recompiles (bundled modules: 403)', params: NameParams, response: { 404: ErrorBody, 403: ErrorBody } } },
+    {
+      schema: {
+        tags,
+        summary: 'Delete a module: removes the uploaded source files that define it and recompiles (bundled modules: 403; a file that also defines other modules: 409)',
+        params: NameParams,
+        response: { 404: ErrorBody, 403: ErrorBody, 409: ErrorBody },
+      },
+    },
     async (req: FastifyRequest<{ Params: { name: string } }>) => {
       const name = req.params.name;
       const rows = mibs.status().source_inventory.filter((r) => r.module === name);
       if (!rows.length) throw new ApiError(404, `no MIB module ${name}: GET /api/mibs lists the compiled modules`);
       const own = [...new Set(rows.filter((r) => !r.bundled).map((r) => r.path))];
       if (!own.length) throw new ApiError(403, `${name} comes from the read-only bundled sources (${rows[0]!.path}); upload a module of the same name to shadow it instead`);
+      // Deleting a module must not take other modules of the same file with it silently.
+      const others = [...new Set(mibs.status().source_inventory.filter((r) => own.includes(r.path) && r.module && r.module !== name).map((r) => r.module!))];
+      if (others.length) {
+        throw new ApiError(409, `${name} is defined in ${own.join(', ')} together with ${others.join(', ')}, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "${own[0]}"}, or upload the file again without ${name}`);
+      }
       const r = await viaMibStore(() => mibs.deleteFiles(own));
       deps.log.info({ module: name, files: r.files }, 'MIB module deleted');
       return { deleted: name, files: r.files, still_active: !!mibs.compiled(name) };

@@ -29,6 +29,8 @@ export const SEARCH_LIMIT = { default: 50, max: 500 };
 /** SNMP bounds on an OID (RFC 2578 section 3.5): at most 128 arcs of at most 2^32-1. */
 const MAX_ARCS = 128;
 const MAX_ARC = 4294967295;
+/** The OID roots, which no module defines (tree/oid takes them; node answers them as bare arcs). */
+const ROOTS: Readonly<Record<string, string>> = { '0': 'ccitt', '1': 'iso', '2': 'joint-iso-ccitt' };
 
 // ---- schemas (nodes are the compiled nodes of docs/mibs.md; their fields are open-ended)
 
@@ -84,9 +86,13 @@ const OID_TEXT = /^(?:[A-Za-z][A-Za-z0-9_-]*::)?\.?(?:[0-9]+|[A-Za-z][A-Za-z0-9_
  */
 function checkOidText(text: string): void {
   if (!OID_TEXT.test(text)) throw new ApiError(422, `malformed OID '${text}': give a numeric OID (1.3.6.1.2.1.1.1.0) or a name (SNMPv2-MIB::sysDescr.0, sysDescr.0)`);
-  const comps = text.split('.');
+  // A leading dot is no arc; leading zeros are no digits (`01` is 1).
+  const comps = text.replace(/^\./, '').split('.');
   if (comps.length > MAX_ARCS) throw new ApiError(422, `'${text}' has more than ${MAX_ARCS} arcs`);
-  for (const c of comps) if (/^[0-9]+$/.test(c) && (c.length > 10 || Number(c) > MAX_ARC)) throw new ApiError(422, `'${text}': arc ${c} is beyond 4294967295`);
+  for (const c of comps) {
+    const digits = c.replace(/^0+(?=[0-9])/, '');
+    if (/^[0-9]+$/.test(c) && (digits.length > 10 || Number(digits) > MAX_ARC)) throw new ApiError(422, `'${text}': arc ${c} is beyond 4294967295`);
+  }
 }
 
 /** Resolution of a numeric or symbolic OID: null for an unknown name, 422 for a malformed string. */
@@ -400,6 +406,7 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
         response: {
           200: Open({
             ...Node.properties,
+            module: Type.Union([Type.String(), Type.Null()], { description: 'null for the roots ccitt, iso and joint-iso-ccitt, which no module defines' }),
             breadcrumb: Type.Array(Open({ oid: Type.String() })),
             children: Type.Array(Open({ oid: Type.String() })),
             alsoDefinedIn: Type.Array(Type.String()),
@@ -413,6 +420,11 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       const text = req.params.oid.trim();
       const r = resolveOid(ix, text);
       if (!r) throw new ApiError(404, `unknown MIB name '${text}': not in the active bundle`);
+      const root = !r.node && ROOTS[r.oid] ? ix.subtree(r.oid, 1) : undefined;
+      if (root) {
+        const children = (root.children ?? []).map((c) => ({ oid: c.oid, ...(c.name ? { name: c.name, module: c.module } : {}) }));
+        return { oid: r.oid, name: ROOTS[r.oid], module: null, kind: 'node', breadcrumb: [{ oid: r.oid, name: ROOTS[r.oid] }], children, alsoDefinedIn: [], usedInNotifications: [] };
+      }
       if (!r.node) throw new ApiError(404, `no MIB node of the active bundle is a prefix of ${r.oid}`);
       if (r.suffix) throw new ApiError(404, `${text} is an instance (.${r.suffix}) of ${r.node.module}::${r.node.name}, not a node: ask for /api/mibs/browse/node/${r.node.oid}`);
       const detail = ix.node(r.oid)!;

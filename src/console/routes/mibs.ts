@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ZipFile } from 'yazl';
 import { ApiError } from '../../api/deps.js';
 import { readMibUpload, registerMibMultipart, viaMibStore } from '../../mib/http.js';
-import type { ChangeResult, CompileMode } from '../../mib/store.js';
+import type { CompileMode } from '../../mib/store.js';
 import type { ConsoleDeps } from '../deps.js';
 
 const tags = ['mibs'];
@@ -65,11 +65,16 @@ function compileMode(v: string | undefined): CompileMode {
 export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const { mibs, stats } = deps;
   await registerMibMultipart(app);
-  const counted = (r: ChangeResult) => {
-    stats.inc('mibs', 'compiled', r.compiled.length);
-    stats.inc('mibs', 'failed', r.failed.length);
-    return r;
-  };
+  // Counted where every change goes through, the store: the daemon's /api/mibs changes (one store
+  // under `svc serve`) count too.
+  const unwatch = mibs.onCounts((c) => {
+    stats.inc('mibs', 'uploads', c.uploads);
+    stats.inc('mibs', 'compiled', c.compiled);
+    stats.inc('mibs', 'failed', c.failed);
+  });
+  app.addHook('onClose', async () => {
+    unwatch();
+  });
 
   app.get('/api/mibs/status', { schema: { tags, summary: 'The active bundle (deduplicated) and the per-source inventory with shadowed rows', response: { 200: Status } } }, async () => mibs.status());
 
@@ -88,9 +93,8 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
     async (req) => {
       const { files, fields } = await readMibUpload(req, FILE_FIELDS);
       const r = await viaMibStore(() => mibs.upload(files, { group: fields.source_group || 'common', mode: compileMode(fields.compile_mode) }));
-      stats.inc('mibs', 'uploads', files.length);
       deps.log.info({ files: r.files, compiled: r.compiled.length, failed: r.failed.length }, 'MIB upload');
-      return counted(r);
+      return r;
     },
   );
 
@@ -104,7 +108,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
         response: { 200: Change },
       },
     },
-    async (req: FastifyRequest<{ Body?: { compile_mode?: CompileMode } | null }>) => counted(await viaMibStore(() => mibs.reload(req.body?.compile_mode))),
+    async (req: FastifyRequest<{ Body?: { compile_mode?: CompileMode } | null }>) => viaMibStore(() => mibs.reload(req.body?.compile_mode)),
   );
 
   app.post(
@@ -118,7 +122,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
     },
     async (req: FastifyRequest<{ Body?: { repository_url?: string } | null }>) => {
       const repositoryUrl = req.body?.repository_url || deps.appSettings.get().mib_repository_url || deps.settings.MIB_REPOSITORY_URL || undefined;
-      return counted(await viaMibStore(() => mibs.fetchDependencies({ repositoryUrl })));
+      return viaMibStore(() => mibs.fetchDependencies({ repositoryUrl }));
     },
   );
 
@@ -164,5 +168,8 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
 }
 
 function sendFile(reply: FastifyReply, name: string, data: Buffer, type: string) {
-  return reply.header('content-disposition', `attachment; filename="${name.replace(/["\\\r\n]/g, '_')}"`).type(type).send(data);
+  // A header carries ASCII only: the name as an ASCII fallback plus RFC 6266's filename* in UTF-8.
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  const utf8 = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return reply.header('content-disposition', `attachment; filename="${ascii}"; filename*=UTF-8''${utf8}`).type(type).send(data);
 }

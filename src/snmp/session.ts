@@ -22,9 +22,11 @@ export interface TargetOptions {
 }
 
 interface Pending {
-  resolve(p: AnyPdu): void;
+  resolve(p: AnyPdu, authenticated: boolean): void;
   reject(e: Error): void;
   timer?: NodeJS.Timeout;
+  /** v3: what the answer must carry (RFC 3412 7.2 step 12); discovery when engineId is empty. */
+  v3?: { level: number; userName: string; engineId: Buffer };
 }
 
 export class SnmpSession {
@@ -103,15 +105,15 @@ export class SnmpSession {
   private onMessage(buf: Buffer): void {
     let id: number;
     let pdu: AnyPdu;
+    let v3: V3Message | undefined;
     try {
       const m = decodeMessage(buf);
       if (m.version === 3) {
-        const v3 = m as V3Message;
+        v3 = m as V3Message;
         const res = unwrapV3(v3, v3.flags & 1 ? this.local : null);
         if ('error' in res) return;
         pdu = res.pdu;
         id = v3.msgId;
-        if (pdu.type === PduType.Report || v3.engineId.length) this.noteEngine(v3);
       } else {
         pdu = m.pdu;
         id = pdu.requestId;
@@ -119,15 +121,44 @@ export class SnmpSession {
     } catch {
       return; // not a message for us
     }
+    if (pdu.type !== PduType.Response && pdu.type !== PduType.Report) return;
     const p = this.pending.get(id);
     if (!p) return;
+    if (v3 && !this.acceptV3(v3, pdu, p)) return; // not the answer: keep waiting (ends in a timeout)
     this.pending.delete(id);
     clearTimeout(p.timer);
-    p.resolve(pdu);
+    p.resolve(pdu, !!v3 && !!(v3.flags & 1));
   }
 
+  /**
+   * RFC 3412 7.2 step 12: a Response must come at the request's security level, for its user and
+   * engine ID (and echo its request-id), else a spoofed unauthenticated datagram with a guessed
+   * msgID would be taken as the agent's answer. Reports (usmStats errors cannot be authenticated
+   * when the agent does not know our keys) need not match, as in net-snmp's snmpv3_verify_msg,
+   * but an unauthenticated one only sets the engine during discovery: it must not move the
+   * engine time of a known engine (the authenticated time window would then be the attacker's).
+   */
+  private acceptV3(m: V3Message, pdu: AnyPdu, p: Pending): boolean {
+    const want = p.v3;
+    if (!want) return false;
+    const discovery = want.engineId.length === 0;
+    if (pdu.type === PduType.Report) {
+      if (m.flags & 1) {
+        // Authenticated with our key for our engine: the agent's own time (notInTimeWindows).
+        if (!m.engineId.equals(this.engine?.id ?? want.engineId) || m.userName !== want.userName) return false;
+        this.noteEngine(m);
+      } else if (discovery && !this.engine && m.engineId.length) this.noteEngine(m);
+      return true;
+    }
+    if (discovery || (m.flags & 3) !== want.level || m.userName !== want.userName || !m.engineId.equals(want.engineId) || pdu.requestId !== m.msgId) return false;
+    this.noteEngine(m);
+    return true;
+  }
+
+  /** RFC 3414 3.2 step 7b: later boots, or the same boots and a later time, from authenticated messages (and discovery). */
   private noteEngine(m: V3Message): void {
-    if (!this.engine || !this.engine.id.equals(m.engineId) || m.boots > this.engine.boots || m.time > this.currentTime())
+    const e = this.engine;
+    if (!e || !e.id.equals(m.engineId) || m.boots > e.boots || (m.boots === e.boots && m.time > this.currentTime()))
       this.engine = { id: Buffer.from(m.engineId), boots: m.boots, time: m.time, at: Date.now() };
   }
 
@@ -136,11 +167,11 @@ export class SnmpSession {
   }
 
   /** Sends one PDU and waits for the answer (retransmitting the same message on timeout). */
-  private exchange(build: (id: number) => Buffer, id: number): Promise<AnyPdu> {
+  private exchange(build: (id: number) => Buffer, id: number, v3?: Pending['v3']): Promise<{ pdu: AnyPdu; authenticated: boolean }> {
     if (this.closedError) return Promise.reject(this.closedError);
     const msg = build(id);
-    return new Promise<AnyPdu>((resolve, reject) => {
-      const p: Pending = { resolve, reject };
+    return new Promise<{ pdu: AnyPdu; authenticated: boolean }>((resolve, reject) => {
+      const p: Pending = { resolve: (pdu, authenticated) => resolve({ pdu, authenticated }), reject, ...(v3 ? { v3 } : {}) };
       let attempt = 0;
       const send = () => {
         this.socket.send(msg, (e) => {
@@ -166,11 +197,15 @@ export class SnmpSession {
     return this.nextId;
   }
 
-  /** One request; error statuses reject with SnmpResponseError. */
+  /**
+   * One request; any error status rejects with SnmpResponseError, GetBulk included (a tooBig,
+   * genErr or authorizationError response carries no usable varbinds: a walk must not end there
+   * as if the subtree were done).
+   */
   async request(type: number, varbinds: VarBind[], nonRepeaters = 0, maxRepetitions = 0): Promise<Pdu> {
     const pdu: Pdu = { type, requestId: 0, errorStatus: nonRepeaters, errorIndex: maxRepetitions, varbinds };
     const res = await this.send(pdu, true);
-    if (res.errorStatus && type !== PduType.GetBulk) {
+    if (res.errorStatus) {
       const name = ErrorStatus[res.errorStatus] ?? String(res.errorStatus);
       throw new SnmpResponseError(`agent at ${this.addr} answered ${name}${res.errorIndex ? ` for varbind ${res.errorIndex}` : ''}`, res.errorStatus, res.errorIndex);
     }
@@ -187,22 +222,24 @@ export class SnmpSession {
         this.socket.send(encodeCommunity(v, community, { ...pdu, requestId: id }));
         return pdu;
       }
-      return (await this.exchange((rid) => encodeCommunity(v, community, { ...pdu, requestId: rid }), id)) as Pdu;
+      return (await this.exchange((rid) => encodeCommunity(v, community, { ...pdu, requestId: rid }), id)).pdu as Pdu;
     }
     if (!this.engine) await this.discover();
     for (let tries = 0; ; tries++) {
-      const res = await this.sendV3(pdu);
-      if (res.type !== PduType.Report) return res;
+      const { pdu: res, authenticated } = await this.sendV3(pdu);
+      if (res.type !== PduType.Report) return res as Pdu;
       const oid = res.varbinds[0]?.oid;
-      if (oid === USM_STATS.notInTimeWindows && tries === 0) continue; // engine time now synchronised
+      // Only an authenticated report has synchronised the engine time (acceptV3): retry once then.
+      if (oid === USM_STATS.notInTimeWindows && authenticated && tries === 0) continue;
       throw new SnmpResponseError(`agent at ${this.addr} refused the request: ${reportName(oid)}`);
     }
   }
 
-  private sendV3(pdu: Pdu): Promise<Pdu> {
+  private sendV3(pdu: Pdu): Promise<{ pdu: AnyPdu; authenticated: boolean }> {
     const engine = this.engine!;
     this.local ??= localize(this.user!, engine.id);
     const id = this.newId();
+    const level = (this.local?.auth ? 1 : 0) | (this.local?.priv ? 2 : 0);
     return this.exchange(
       (mid) =>
         encodeV3(
@@ -211,13 +248,14 @@ export class SnmpSession {
           { ...pdu, requestId: mid },
         ),
       id,
-    ) as Promise<Pdu>;
+      { level, userName: this.user!.name, engineId: engine.id },
+    );
   }
 
   /** RFC 3414 4: an empty noAuth request makes the agent report its engine ID, boots and time. */
   private async discover(): Promise<void> {
     const id = this.newId();
-    const res = await this.exchange(
+    const { pdu: res } = await this.exchange(
       (mid) =>
         encodeV3(
           { msgId: mid, maxSize: 65507, reportable: true, engineId: Buffer.alloc(0), boots: 0, time: 0, userName: '', contextEngineId: Buffer.alloc(0), contextName: '' },
@@ -225,6 +263,7 @@ export class SnmpSession {
           { type: PduType.Get, requestId: mid, errorStatus: 0, errorIndex: 0, varbinds: [] },
         ),
       id,
+      { level: 0, userName: '', engineId: Buffer.alloc(0) },
     );
     if (!this.engine) throw new SnmpResponseError(`agent at ${this.addr} did not report its engine ID (PDU type 0x${res.type.toString(16)})`);
     this.local = null;

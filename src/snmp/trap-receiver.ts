@@ -5,8 +5,8 @@
 import type { RemoteInfo } from 'node:dgram';
 import { engineIdFrom, UdpService } from './udp.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type TrapV1Fields, type V3Message } from './message.js';
-import { localize, makeUser, type UsmUser, type UsmUserConfig } from './usm.js';
-import type { VarBind } from './values.js';
+import { computeMac, localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
+import { SnmpInputError, type VarBind } from './values.js';
 
 export interface TrapEvent {
   time: string;
@@ -40,6 +40,12 @@ export interface TrapReceiverOptions {
   users?: ReceiverUserConfig[];
   /** Our engine ID for informs (hex); random when absent. */
   engineId?: string;
+  /**
+   * Our snmpEngineBoots for informs (default 1). With a persisted engineId, pass a value that
+   * grows on every start: with the same boots, informs captured before a restart fall back into
+   * the time window once our engine time reaches theirs again.
+   */
+  engineBoots?: number;
   onTrap(event: TrapEvent): void;
   /** Dropped messages (bad community, unknown user, wrong digest, malformed), with the reason. */
   onDrop?(reason: string, source: string): void;
@@ -48,6 +54,16 @@ export interface TrapReceiverOptions {
 const SYS_UPTIME = '1.3.6.1.2.1.1.3.0';
 const SNMP_TRAP_OID = '1.3.6.1.6.3.1.1.4.1.0';
 const SNMP_TRAPS = '1.3.6.1.6.3.1.1.5';
+/** RFC 3414 2.2.3: the time window of an authoritative engine, in seconds. */
+const TIME_WINDOW = 150;
+
+/** A receiver user: its keys, and the same user without privacy to check a MAC before deriving the privacy key. */
+interface RxUser {
+  user: UsmUser;
+  authOnly: UsmUser | undefined;
+  /** msgFlags & 3 this user sends with at most: 0 noAuthNoPriv, 1 authNoPriv, 3 authPriv. */
+  level: number;
+}
 
 /** RFC 3584 3.1: the v2 notification OID of a v1 trap. */
 export function v1TrapOid(t: TrapV1Fields): string {
@@ -55,23 +71,31 @@ export function v1TrapOid(t: TrapV1Fields): string {
 }
 
 export class TrapReceiver extends UdpService {
-  private users = new Map<string, { any?: UsmUser; byEngine: Map<string, UsmUser> }>();
+  private users = new Map<string, { any?: RxUser; byEngine: Map<string, RxUser> }>();
   readonly engineId: Buffer;
+  readonly engineBoots: number;
   received = 0;
   dropped = 0;
 
   constructor(private opts: TrapReceiverOptions) {
     super(() => this.opts, 162, 8 << 20);
     this.engineId = engineIdFrom(opts.engineId);
+    this.engineBoots = opts.engineBoots ?? 1;
+    if (!Number.isInteger(this.engineBoots) || this.engineBoots < 0 || this.engineBoots > 2147483646) throw new SnmpInputError(`engine boots must be 0..2147483646, got ${this.engineBoots}`);
     for (const u of opts.users ?? []) this.addUser(u);
   }
 
   addUser(cfg: ReceiverUserConfig): void {
-    const user = makeUser(cfg);
-    let e = this.users.get(user.name);
-    if (!e) this.users.set(user.name, (e = { byEngine: new Map() }));
+    const made = makeUser(cfg);
+    const user: RxUser = { user: made, authOnly: made.auth && made.priv ? { name: made.name, auth: made.auth } : undefined, level: made.priv ? 3 : made.auth ? 1 : 0 };
+    let e = this.users.get(made.name);
+    if (!e) this.users.set(made.name, (e = { byEngine: new Map() }));
     if (cfg.engineId) e.byEngine.set(cfg.engineId.replace(/^0x/i, '').toLowerCase(), user);
     else e.any = user;
+  }
+
+  protected override onHandlerError(e: unknown, rinfo: RemoteInfo): void {
+    this.drop(`internal error: ${(e as Error).message}`, rinfo);
   }
 
   private drop(reason: string, rinfo: RemoteInfo): void {
@@ -90,6 +114,9 @@ export class TrapReceiver extends UdpService {
     const community = m.community.toString('utf8');
     if (this.opts.community !== undefined && community !== this.opts.community) return this.drop(`unknown community "${community}"`, rinfo);
     const pdu = m.pdu;
+    // RFC 3584 2.1: SNMPv1 carries only the v1 Trap-PDU as a notification (an SNMPv2-Trap or
+    // InformRequest in a v1 message is malformed), and v2c never carries it.
+    if (m.version === 0 && pdu.type !== PduType.TrapV1) return this.drop(`PDU type 0x${pdu.type.toString(16)} in an SNMPv1 message (only the v1 Trap-PDU)`, rinfo);
     if (pdu.type === PduType.TrapV1) {
       if (m.version !== 0) return this.drop('v1 Trap-PDU in a v2c message', rinfo);
       const t = pdu as Pdu & TrapV1Fields;
@@ -98,6 +125,8 @@ export class TrapReceiver extends UdpService {
       });
     }
     if (pdu.type !== PduType.TrapV2 && pdu.type !== PduType.Inform) return this.drop(`unexpected PDU type 0x${pdu.type.toString(16)}`, rinfo);
+    const bad = notificationError(pdu);
+    if (bad) return this.drop(bad, rinfo); // before the acknowledgement: a malformed inform is not taken
     if (pdu.type === PduType.Inform) {
       const ack: Pdu = { type: PduType.Response, requestId: pdu.requestId, errorStatus: 0, errorIndex: 0, varbinds: pdu.varbinds };
       this.socket?.send(encodeCommunity(m.version, m.community, ack), rinfo.port, rinfo.address);
@@ -105,15 +134,10 @@ export class TrapReceiver extends UdpService {
     this.emitV2(rinfo, '2c', pdu, { community });
   }
 
+  /** A notification that passed notificationError(): sysUpTime.0 and snmpTrapOID.0 come first, typed. */
   private emitV2(rinfo: RemoteInfo, version: '2c' | '3', pdu: AnyPdu, who: { community?: string; user?: string; engineId?: string }): void {
     const vbs = pdu.varbinds;
-    let uptime: number | undefined;
-    let trapOid = '';
-    let rest = 0;
-    if (vbs[0]?.oid === SYS_UPTIME) (uptime = vbs[0].value as number), rest++;
-    if (vbs[rest]?.oid === SNMP_TRAP_OID) (trapOid = String(vbs[rest]!.value)), rest++;
-    if (!trapOid) return this.drop('notification without snmpTrapOID.0', rinfo);
-    this.emit(rinfo, version, pdu.type === PduType.Inform ? 'inform' : 'trap', who, trapOid, uptime, rest ? vbs.slice(rest) : vbs);
+    this.emit(rinfo, version, pdu.type === PduType.Inform ? 'inform' : 'trap', who, vbs[1]!.value as string, vbs[0]!.value as number, vbs.slice(2));
   }
 
   private emit(rinfo: RemoteInfo, version: TrapEvent['version'], kind: TrapEvent['kind'], who: { community?: string; user?: string; engineId?: string }, trapOid: string, uptime: number | undefined, varbinds: VarBind[], v1?: TrapEvent['v1']): void {
@@ -121,7 +145,7 @@ export class TrapReceiver extends UdpService {
     this.opts.onTrap({ time: new Date().toISOString(), source: `${rinfo.address}:${rinfo.port}`, version, kind, ...who, trapOid, ...(uptime !== undefined ? { uptime } : {}), varbinds, ...(v1 ? { v1 } : {}) });
   }
 
-  private findUser(name: string, engineId: Buffer): UsmUser | undefined {
+  private findUser(name: string, engineId: Buffer): RxUser | undefined {
     const e = this.users.get(name);
     return e ? (e.byEngine.get(engineId.toString('hex')) ?? e.any) : undefined;
   }
@@ -132,12 +156,29 @@ export class TrapReceiver extends UdpService {
       // Inform sender discovering us (RFC 3414 4): report our engine ID, boots and time.
       return this.report(m, rinfo, USM_STATS.unknownEngineIDs);
     }
-    const user = this.findUser(m.userName, m.engineId);
-    if (!user) {
+    const rx = this.findUser(m.userName, m.engineId);
+    if (!rx) {
       if (reportable) this.report(m, rinfo, USM_STATS.unknownUserNames);
       return this.drop(`unknown SNMPv3 user "${m.userName}" (engine ${m.engineId.toString('hex')})`, rinfo);
     }
-    const local = localize(user, m.engineId);
+    // The level check costs nothing and comes before any key is localised: localising per new
+    // engine ID costs a hash (and for Reeder-extended privacy keys, 3DES/AES192C/AES256C, a 1 MB
+    // password-to-key), so forged messages with random engine IDs must not get that far.
+    const level = m.flags & 3;
+    if (level === 2 || (level & 1) !== (rx.level & 1) || level > rx.level) {
+      if (reportable) this.report(m, rinfo, USM_STATS.unsupportedSecLevels);
+      return this.drop(`SNMPv3 user "${m.userName}": unsupportedSecLevel (msgFlags ${m.flags & 3}, user level ${rx.level})`, rinfo);
+    }
+    // The MAC is checked with the auth key alone; the privacy key is derived only after it passed.
+    let local: LocalUser | null = null;
+    if (level & 1) {
+      local = localize(rx.authOnly ?? rx.user, m.engineId);
+      if (!macMatches(m, local)) {
+        if (reportable) this.report(m, rinfo, USM_STATS.wrongDigests);
+        return this.drop(`SNMPv3 user "${m.userName}": wrongDigest`, rinfo);
+      }
+      if (level === 3) local = localize(rx.user, m.engineId);
+    }
     const res = unwrapV3(m, local);
     if ('error' in res) {
       if (reportable) this.report(m, rinfo, res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels);
@@ -145,19 +186,62 @@ export class TrapReceiver extends UdpService {
     }
     const pdu = res.pdu;
     if (pdu.type === PduType.Inform) {
-      const level = m.flags & 2 ? local : m.flags & 1 ? { name: local.name, auth: local.auth } : null;
-      const ack: Pdu = { type: PduType.Response, requestId: pdu.requestId, errorStatus: 0, errorIndex: 0, varbinds: pdu.varbinds };
-      this.socket?.send(encodeV3(this.header(m), level, ack), rinfo.port, rinfo.address);
+      // For an inform we are the authoritative engine (RFC 3414 3.2 step 7a): an authenticated
+      // message outside our time window is refused with an authenticated report (the sender
+      // resynchronises and resends), so a captured inform cannot be replayed later.
+      if (!m.engineId.equals(this.engineId)) return this.drop(`SNMPv3 inform from user "${m.userName}" for engine ${m.engineId.toString('hex')}, not ours`, rinfo);
+      if (level & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.engineTime()) > TIME_WINDOW)) {
+        this.report(m, rinfo, USM_STATS.notInTimeWindows, { name: local!.name, auth: local!.auth! }, pdu.requestId);
+        return this.drop(`SNMPv3 user "${m.userName}": notInTimeWindow (boots ${m.boots} time ${m.time}; ours ${this.engineBoots} ${this.engineTime()})`, rinfo);
+      }
     } else if (pdu.type !== PduType.TrapV2) return this.drop(`unexpected PDU type 0x${pdu.type.toString(16)}`, rinfo);
+    const bad = notificationError(pdu);
+    if (bad) return this.drop(bad, rinfo);
+    if (pdu.type === PduType.Inform) {
+      // The acknowledgement goes back at the inform's level (local holds exactly those keys).
+      const answer = local;
+      const ack: Pdu = { type: PduType.Response, requestId: pdu.requestId, errorStatus: 0, errorIndex: 0, varbinds: pdu.varbinds };
+      this.socket?.send(encodeV3(this.header(m), answer, ack), rinfo.port, rinfo.address);
+    }
     this.emitV2(rinfo, '3', pdu, { user: m.userName, engineId: m.engineId.toString('hex') });
   }
 
-  private header(m: V3Message) {
-    return { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: this.engineId, boots: 1, time: Math.floor((Date.now() - this.startedAt) / 1000), userName: m.userName, contextEngineId: m.contextEngineId.length ? m.contextEngineId : this.engineId, contextName: m.contextName };
+  private engineTime(): number {
+    return Math.floor((Date.now() - this.startedAt) / 1000);
   }
 
-  private report(m: V3Message, rinfo: RemoteInfo, oid: string): void {
-    const pdu: Pdu = { type: PduType.Report, requestId: m.msgId, errorStatus: 0, errorIndex: 0, varbinds: [{ oid, type: 'Counter32', value: 1 }] };
-    this.socket?.send(encodeV3(this.header(m), null, pdu), rinfo.port, rinfo.address);
+  private header(m: V3Message) {
+    return { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: this.engineId, boots: this.engineBoots, time: this.engineTime(), userName: m.userName, contextEngineId: m.contextEngineId.length ? m.contextEngineId : this.engineId, contextName: m.contextName };
   }
+
+  /** A usmStats report; unauthenticated unless `auth` (notInTimeWindows: authNoPriv, RFC 3414 3.2 7a). */
+  private report(m: V3Message, rinfo: RemoteInfo, oid: string, auth: LocalUser | null = null, requestId = m.msgId): void {
+    const pdu: Pdu = { type: PduType.Report, requestId, errorStatus: 0, errorIndex: 0, varbinds: [{ oid, type: 'Counter32', value: 1 }] };
+    this.socket?.send(encodeV3(this.header(m), auth, pdu), rinfo.port, rinfo.address);
+  }
+}
+
+/**
+ * RFC 3416 4.2.6/4.2.7: the first varbind of an SNMPv2-Trap or InformRequest is sysUpTime.0
+ * (TimeTicks), the second snmpTrapOID.0 (OBJECT IDENTIFIER). Anything else is dropped: an
+ * uptime of another type (a Counter64 bigint, a Buffer) would reach the event consumers as is.
+ */
+function notificationError(pdu: AnyPdu): string | undefined {
+  const [up, oid] = pdu.varbinds;
+  if (up?.oid !== SYS_UPTIME) return `notification whose first varbind is ${up ? up.oid : 'missing'}, not sysUpTime.0`;
+  if (up.type !== 'TimeTicks') return `notification with sysUpTime.0 of type ${up.type}, not TimeTicks`;
+  if (oid?.oid !== SNMP_TRAP_OID) return `notification whose second varbind is ${oid ? oid.oid : 'missing'}, not snmpTrapOID.0`;
+  if (oid.type !== 'ObjectIdentifier') return `notification with snmpTrapOID.0 of type ${oid.type}, not ObjectIdentifier`;
+  return undefined;
+}
+
+/** The MAC check of unwrapV3 alone (RFC 3414 3.2 step 6), with keys that need not include privacy. */
+function macMatches(m: V3Message, local: LocalUser): boolean {
+  const { at, len } = m.authParams;
+  if (!local.auth || len !== local.auth.macLen) return false;
+  const given = Buffer.from(m.raw.subarray(at, at + len));
+  m.raw.fill(0, at, at + len);
+  const mac = computeMac(local, m.raw);
+  given.copy(m.raw, at);
+  return mac.equals(given);
 }

@@ -42,13 +42,22 @@ export async function walk(opts: WalkOptions): Promise<VarBind[]> {
     // A one-arc root (".1") cannot be encoded: ask from its first child, as net-snmp does.
     let last = root.includes('.') ? root : `${root}.0`;
     const bulk = session.version !== '1';
+    let reps = maxRep;
     for (;;) {
       const req = [{ oid: last, type: 'Null' as const, value: null }];
       let vbs: VarBind[];
       try {
-        vbs = (bulk ? await session.request(PduType.GetBulk, req, 0, maxRep) : await session.request(PduType.GetNext, req)).varbinds;
+        vbs = (bulk ? await session.request(PduType.GetBulk, req, 0, reps) : await session.request(PduType.GetNext, req)).varbinds;
       } catch (e) {
         if (!bulk && e instanceof SnmpResponseError && e.errorStatus === 2) break; // v1 noSuchName: end of MIB
+        // tooBig: an agent that does not trim GETBULK answers itself. Retry the step with half the
+        // repetitions (kept for the rest of the walk); at 1 the next object alone is too big: fail.
+        if (bulk && e instanceof SnmpResponseError && e.errorStatus === 1 && reps > 1) {
+          reps = Math.max(1, Math.floor(reps / 2));
+          continue;
+        }
+        if (bulk && e instanceof SnmpResponseError && e.errorStatus === 1)
+          throw new SnmpResponseError(`${e.message}: the object after ${last} does not fit in a response even with max-repetitions 1`, e.errorStatus, e.errorIndex);
         throw e;
       }
       if (vbs.length === 0) break;

@@ -174,7 +174,7 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
     }
   }
 
-  protected override create(cfg: SimulatorConfig, engineId: string): SnmpAgent {
+  protected override create(cfg: SimulatorConfig, engineId: string, engineBoots: number): SnmpAgent {
     return new SnmpAgent({
       host: cfg.host,
       port: cfg.port,
@@ -182,6 +182,7 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
       ...(cfg.write_community ? { writeCommunity: cfg.write_community } : {}),
       users: cfg.v3_users.map((u) => ({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key })),
       engineId,
+      engineBoots,
       overrides: this.overrides,
       onActivity: this.onActivity,
     });

@@ -175,12 +175,13 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
     return cfg;
   }
 
-  protected override create(cfg: ReceiverConfig, engineId: string): TrapReceiver {
+  protected override create(cfg: ReceiverConfig, engineId: string, engineBoots: number): TrapReceiver {
     const rx = new TrapReceiver({
       host: cfg.host,
       port: cfg.port,
       ...(cfg.community !== null ? { community: cfg.community } : {}),
       engineId,
+      engineBoots,
       onTrap: (e) => this.onTrap(e, cfg.resolve_mibs),
       onDrop: (reason, source) => this.onDrop(reason, source),
     });

@@ -29,6 +29,11 @@ interface PersistedState<C> {
   resume: boolean;
   /** Generated at the first start without engine_id, then kept (like snmpd's persistent engineID; v3 inform senders cache it). */
   engine_id: string | null;
+  /**
+   * snmpEngineBoots: one more at every start (RFC 3414 2.2.2, as snmpd keeps it in its persistent
+   * state), so that authenticated messages captured before a restart are out of the time window.
+   */
+  engine_boots: number;
 }
 
 export interface UdpServiceOptions {
@@ -48,7 +53,7 @@ export abstract class PersistentUdpService<C extends UdpServiceConfig, S extends
   protected readonly run: RunState;
   protected server: S | undefined;
   protected startedAt: Date | undefined;
-  protected persisted: PersistedState<C> = { config: null, resume: false, engine_id: null };
+  protected persisted: PersistedState<C> = { config: null, resume: false, engine_id: null, engine_boots: 0 };
   private writes: Promise<void> = Promise.resolve();
 
   protected constructor(
@@ -74,7 +79,7 @@ export abstract class PersistentUdpService<C extends UdpServiceConfig, S extends
    * Builds the server for a start. Called inside the starting transition, so that a config that no
    * longer validates (a hand-edited state file) ends in state error too.
    */
-  protected abstract create(cfg: C, engineId: string): S;
+  protected abstract create(cfg: C, engineId: string, engineBoots: number): S;
 
   /** Called once the server is bound, still inside the starting transition. */
   protected onStarted(): void {}
@@ -85,7 +90,7 @@ export abstract class PersistentUdpService<C extends UdpServiceConfig, S extends
     const file = join(ctx.dir, opts.stateFile);
     try {
       const st = await readJsonFile<PersistedState<C>>(file);
-      if (st) this.persisted = { config: st.config ?? null, resume: !!st.resume, engine_id: st.engine_id ?? null };
+      if (st) this.persisted = { config: st.config ?? null, resume: !!st.resume, engine_id: st.engine_id ?? null, engine_boots: Number.isInteger(st.engine_boots) ? st.engine_boots : 0 };
     } catch (e) {
       ctx.log.warn({ err: (e as Error).message, file }, `${opts.what} state unreadable; starting from defaults`);
     }
@@ -142,7 +147,9 @@ export abstract class PersistentUdpService<C extends UdpServiceConfig, S extends
       await this.run.start(async () => {
         // Kept even when the bind fails: status shows, and restart retries, what was asked for last.
         this.persisted.config = cfg;
-        const s = this.create(cfg, engineId);
+        // RFC 3414: boots stop at 2147483647 (then the keys must change); we stay one below.
+        const boots = (this.persisted.engine_boots = Math.min(this.persisted.engine_boots + 1, 2147483646));
+        const s = this.create(cfg, engineId, boots);
         await s.start();
         this.server = server = s;
         this.startedAt = new Date();

@@ -36,6 +36,8 @@ export interface AgentOptions {
   users?: UsmUserConfig[];
   /** Hex engine ID; a random net-snmp style one by default. */
   engineId?: string;
+  /** snmpEngineBoots (default 1): the caller keeps it and adds one per start (RFC 3414 2.2.2). */
+  engineBoots?: number;
   overrides?: OidOverride[];
   device?: DeviceOptions | false;
   onActivity?: (entry: ActivityEntry) => void;
@@ -65,11 +67,14 @@ export class SnmpAgent extends UdpService {
   private index = new Map<string, number>();
   private users = new Map<string, { user: UsmUser; local: LocalUser }>();
   readonly engineId: Buffer;
+  readonly engineBoots: number;
   private writable = new Map<string, VarBind>();
 
   constructor(private opts: AgentOptions = {}) {
     super(() => this.opts, 161, 4 << 20);
     this.engineId = engineIdFrom(opts.engineId);
+    this.engineBoots = opts.engineBoots ?? 1;
+    if (!Number.isInteger(this.engineBoots) || this.engineBoots < 0 || this.engineBoots > 2147483646) throw new SnmpInputError(`engine boots must be 0..2147483646, got ${this.engineBoots}`);
     for (const u of opts.users ?? []) {
       const user = makeUser(u);
       this.users.set(user.name, { user, local: localize(user, this.engineId) });
@@ -267,7 +272,7 @@ export class SnmpAgent extends UdpService {
   }
 
   private header(m: V3Message, userName: string) {
-    return { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: this.engineId, boots: 1, time: Math.floor(this.elapsed()), userName, contextEngineId: this.engineId, contextName: m.contextName };
+    return { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: this.engineId, boots: this.engineBoots, time: Math.floor(this.elapsed()), userName, contextEngineId: this.engineId, contextName: m.contextName };
   }
 
   private onV3(m: V3Message, rinfo: RemoteInfo): void {
@@ -282,7 +287,7 @@ export class SnmpAgent extends UdpService {
       const oid = res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels;
       return this.report(m, rinfo, oid, null, res.error);
     }
-    if (m.flags & 1 && (m.boots !== 1 || Math.abs(m.time - this.elapsed()) > 150)) return this.report(m, rinfo, USM_STATS.notInTimeWindows, entry.local, 'time sync');
+    if (m.flags & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.elapsed()) > 150)) return this.report(m, rinfo, USM_STATS.notInTimeWindows, entry.local, 'time sync');
     const pdu = res.pdu as Pdu;
     const refused = unsupported(pdu, false);
     if (refused) return this.log(rinfo, '3', m.userName, pdu, refused);

@@ -20,12 +20,18 @@ export async function writeFileDurably(file: string, data: string | Buffer, mode
   const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
   const fh = await fs.open(tmp, 'w', mode);
   try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fs.rename(tmp, file);
+  } catch (e) {
+    // A failed write (disk full, a name the target cannot take) leaves no temp file behind.
+    await fs.rm(tmp, { force: true });
+    throw e;
   }
-  await fs.rename(tmp, file);
   await syncDir(dir);
 }
 

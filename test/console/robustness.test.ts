@@ -1,9 +1,11 @@
 // The console against requests a careful client would not send: encoded paths, partial settings,
 // empty JSON bodies, values an event cannot carry as JSON, odd overrides and trap varbinds.
+import { createSocket } from 'node:dgram';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { decodeMessage, encodeV3, PduType, type V3Message } from '../../src/snmp/message.js';
 import { run } from '../snmp/peers.js';
-import { consoleOn, detailOnly, loggedIn } from './helpers.js';
+import { consoleOn, detailOnly, loggedIn, started } from './helpers.js';
 
 const sockets: WebSocket[] = [];
 afterEach(() => {
@@ -131,5 +133,40 @@ describe('trap sender and walker input', () => {
     await expect.poll(async () => (await a.api('GET', '/api/traps/status')).body.received).toBe(15);
     await a.api('POST', '/api/settings/app', { trap_event_limit: 10 });
     expect((await a.api('GET', '/api/traps/status')).body).toMatchObject({ events: 10, event_limit: 10 });
+  });
+});
+
+describe('snmpEngineBoots', () => {
+  /** The engine boots an SNMPv3 discovery report carries (RFC 3414 4). */
+  async function discoveredBoots(port: number): Promise<number> {
+    const s = createSocket('udp4');
+    try {
+      const msg = encodeV3({ msgId: 5, maxSize: 65507, reportable: true, engineId: Buffer.alloc(0), boots: 0, time: 0, userName: '', contextEngineId: Buffer.alloc(0), contextName: '' }, null, { type: PduType.Get, requestId: 5, errorStatus: 0, errorIndex: 0, varbinds: [] });
+      const answer = await new Promise<Buffer>((resolve) => {
+        s.once('message', resolve);
+        s.send(msg, port, '127.0.0.1');
+      });
+      return (decodeMessage(answer) as V3Message).boots;
+    } finally {
+      s.close();
+    }
+  }
+
+  it('grows by one at every start of the simulator and the trap receiver, across console restarts', async () => {
+    const a = await loggedIn();
+    const sim = await a.api('POST', '/api/simulator/start', { host: '127.0.0.1', port: 0 });
+    const rx = await a.api('POST', '/api/traps/start', { host: '127.0.0.1', port: 0 });
+    expect(await discoveredBoots(sim.body.port)).toBe(1);
+    expect(await discoveredBoots(rx.body.port)).toBe(1);
+    const again = await a.api('POST', '/api/simulator/restart');
+    expect(await discoveredBoots(again.body.port)).toBe(2);
+    // The console stops and starts on the same state: both services resume, one boot more.
+    await a.c.stop();
+    started.splice(started.indexOf(a.c), 1);
+    const b = await loggedIn({}, a.dir);
+    const simStatus = (await b.api('GET', '/api/simulator/status')).body;
+    const rxStatus = (await b.api('GET', '/api/traps/status')).body;
+    expect(await discoveredBoots(simStatus.port)).toBe(3);
+    expect(await discoveredBoots(rxStatus.port)).toBe(2);
   });
 });

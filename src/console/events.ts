@@ -1,6 +1,7 @@
 // The console's event channel (spec doc 1 section 6): everything pushed over /api/ws goes through
 // this hub as `{type, data, timestamp}`, serialized once for every client.
 import { EventEmitter } from 'node:events';
+import { exactNumber } from '../util/exact-number.js';
 
 export type EventType = 'full_state' | 'status' | 'stats' | 'mibs' | 'trap' | 'simulator_log' | 'pong';
 
@@ -11,12 +12,12 @@ export interface ConsoleEvent {
 }
 
 /**
- * The JSON text of an event. A bigint (a Counter64 that reached an event) is a number up to 2^53
- * and a decimal string beyond, as everywhere in the API; it never throws.
+ * The JSON text of an event. A bigint (a Counter64 that reached an event) is written by
+ * exactNumber, as everywhere in the API; it never throws.
  */
 export function eventText(type: EventType, data?: unknown): string {
   const e: ConsoleEvent = { type, ...(data === undefined ? {} : { data }), timestamp: new Date().toISOString() };
-  return JSON.stringify(e, (_k, v: unknown) => (typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString()) : v));
+  return JSON.stringify(e, (_k, v: unknown) => (typeof v === 'bigint' ? exactNumber(v) : v));
 }
 
 export class ConsoleEvents {

@@ -117,7 +117,7 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
   });
   // An empty body sent as application/json (clients that always set the header, e.g. on
   // POST /api/simulator/stop) is no body, not a 400; routes that need a body still say so (422).
-  const json = app.getDefaultJsonParser('error', 'ignore');
+  const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => (body === '' ? done(null, null) : json(req, body as string, done)));
   app.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));

@@ -4,6 +4,7 @@
 // error yields one diagnostic per bad definition and the module's other definitions stay known.
 import { LexError, Tok, Tokens } from './lexer.js';
 import type { MibDiagnostic, Range, TypeAst } from './types.js';
+import { exactNumber } from '../util/exact-number.js';
 
 /** One `{ ... }` OID component: `iso`, `3`, or `org(3)`. */
 export interface OidComponent {
@@ -634,11 +635,11 @@ class Parser {
     const v = this.V[j]!;
     switch (this.K[j]) {
       case Tok.Num:
-        return v.length < 16 ? Number(v) : numberOrString(BigInt(v));
+        return v.length < 16 ? Number(v) : exactNumber(BigInt(v));
       case Tok.Hex:
-        return numberOrString(v ? BigInt('0x' + v) : 0n);
+        return exactNumber(v ? BigInt('0x' + v) : 0n);
       case Tok.Bin:
-        return numberOrString(v ? BigInt('0b' + v) : 0n);
+        return exactNumber(v ? BigInt('0b' + v) : 0n);
     }
     if (v === 'MIN' || v === 'MAX') return v;
     throw new SmiSyntaxError(`expected a range value, found '${v}'`, j);
@@ -761,7 +762,3 @@ function newDefinition(name: string, line: number, col: number): Definition {
 
 /** Keywords that may follow MODULE in a compliance statement (so they are not a module name). */
 const KEYWORDS = new Set(['MANDATORY-GROUPS', 'GROUP', 'OBJECT', 'INCLUDES', 'VARIATION', 'DESCRIPTION', 'SUPPORTS']);
-
-function numberOrString(b: bigint): number | string {
-  return b <= BigInt(Number.MAX_SAFE_INTEGER) && b >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(b) : b.toString();
-}

@@ -735,15 +735,20 @@ export class MibStore {
     try {
       await fs.mkdir(dir, { recursive: true });
       const keep = new Set<string>([MANIFEST]);
+      let complete = true;
       for (const [name, { json }] of st.byName) {
         keep.add(`${name}.json`);
-        // A module that cannot be written is still listed in the manifest, so the next start finds
-        // it missing and recompiles rather than loading a set without it.
-        await fs.writeFile(join(dir, `${name}.json`), json).catch((e: unknown) => warn(e, `cannot write ${name}.json in SVC_MIB_DIR`, name));
+        await fs.writeFile(join(dir, `${name}.json`), json).catch((e: unknown) => {
+          warn(e, `cannot write ${name}.json in SVC_MIB_DIR`, name);
+          complete = false;
+        });
       }
       for (const f of await fs.readdir(dir)) if (f.endsWith('.json') && !keep.has(f)) await fs.rm(join(dir, f), { force: true });
-      const manifest: Manifest = { format: MIB_FORMAT, fingerprint: this.fingerprint(sources), compiled_at: st.compiledAt, modules: [...st.byName.keys()], failed: st.failed, shadowed: st.shadowed };
       // The manifest goes last: a crash before it leaves a mismatch, and the next start recompiles.
+      // When a module could not be written there is no manifest at all: an older copy of that module
+      // must not be loaded as this compile's.
+      if (!complete) return void (await fs.rm(join(dir, MANIFEST), { force: true }));
+      const manifest: Manifest = { format: MIB_FORMAT, fingerprint: this.fingerprint(sources), compiled_at: st.compiledAt, modules: [...st.byName.keys()], failed: st.failed, shadowed: st.shadowed };
       await writeFileDurably(join(dir, MANIFEST), JSON.stringify(manifest), 0o644);
     } catch (e) {
       warn(e, 'cannot persist the compiled MIB modules in SVC_MIB_DIR');

@@ -208,12 +208,13 @@ export class SnmpAgent extends UdpService {
   }
 
   private set(pdu: Pdu, v1: boolean, canWrite: boolean, res: Pdu): Pdu {
-    const fail = (v2: number, k: number): Pdu => ({ ...res, errorStatus: v1 ? (v2 === 7 ? 3 : 2) : v2, errorIndex: k + 1, varbinds: pdu.varbinds });
+    const fail = (v2: number, k: number): Pdu => ({ ...res, errorStatus: v1 ? (v2 === 7 || v2 === 10 ? 3 : 2) : v2, errorIndex: k + 1, varbinds: pdu.varbinds });
     for (let k = 0; k < pdu.varbinds.length; k++) {
       const vb = pdu.varbinds[k]!;
       if (!canWrite) return fail(6, k); // noAccess, as snmpd answers a read-only community (v1: noSuchName)
       const i = this.index.get(vb.oid);
       if (EXCEPTION_TYPES.has(vb.type) || (i !== undefined && this.rows[i]!.type !== vb.type)) return fail(7, k); // wrongType (v1: badValue)
+      if (vb.type === 'Integer32' && ((vb.value as number) < -0x80000000 || (vb.value as number) > 0x7fffffff)) return fail(10, k); // wrongValue (v1: badValue)
     }
     for (const vb of pdu.varbinds) this.writable.set(vb.oid, vb);
     this.setOverrides(this.opts.overrides ?? []);
@@ -252,7 +253,7 @@ export class SnmpAgent extends UdpService {
       const pdu = m.pdu as Pdu;
       const refused = unsupported(pdu, m.version === 0);
       if (refused) return this.log(rinfo, versionName(m.version), community, pdu, refused);
-      const res = this.fit(this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, (p) => encodeCommunity(m.version as 0 | 1, m.community, p));
+      const res = this.fit(pdu.type, this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, (p) => encodeCommunity(m.version as 0 | 1, m.community, p));
       this.send(res, rinfo);
       this.log(rinfo, versionName(m.version), community, pdu);
       return;
@@ -292,19 +293,20 @@ export class SnmpAgent extends UdpService {
     const refused = unsupported(pdu, false);
     if (refused) return this.log(rinfo, '3', m.userName, pdu, refused);
     const level: LocalUser | null = m.flags & 1 ? (m.flags & 2 ? entry.local : { name: entry.local.name, auth: entry.local.auth }) : null;
-    const out = this.fit(this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), (p) => encodeV3(this.header(m, m.userName), level, { ...p, requestId: pdu.requestId }));
+    const out = this.fit(pdu.type, this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), (p) => encodeV3(this.header(m, m.userName), level, { ...p, requestId: pdu.requestId }));
     this.send(out, rinfo);
     this.log(rinfo, '3', m.userName, pdu);
   }
 
   /**
-   * Encodes the response within `max` bytes, dropping trailing GETBULK varbinds until it fits
-   * (cut in proportion to the excess, so a few encodings do); tooBig otherwise.
+   * Encodes the response within `max` bytes. A GETBULK answer may drop trailing varbinds until it
+   * fits (cut in proportion to the excess, so a few encodings do; at least one stays); any other
+   * answer, and a GETBULK whose first varbind does not fit, is tooBig (RFC 3416 4.2.1, 4.2.3).
    */
-  private fit(res: Pdu, max: number, encode: (p: Pdu) => Buffer): Buffer {
+  private fit(request: number, res: Pdu, max: number, encode: (p: Pdu) => Buffer): Buffer {
     let msg = encode(res);
-    while (msg.length > max && res.varbinds.length > 1) {
-      res.varbinds.length = Math.min(res.varbinds.length - 1, Math.floor((res.varbinds.length * max * 0.95) / msg.length));
+    while (request === PduType.GetBulk && msg.length > max && res.varbinds.length > 1) {
+      res.varbinds.length = Math.max(1, Math.min(res.varbinds.length - 1, Math.floor((res.varbinds.length * max * 0.95) / msg.length)));
       msg = encode(res);
     }
     return msg.length > max ? encode({ ...res, errorStatus: 1, errorIndex: 0, varbinds: [] }) : msg;

@@ -208,23 +208,22 @@ export function readVarBinds(r: BerReader, end: number): VarBind[] {
     if (!type) throw new BerError(`unknown value tag 0x${tag.toString(16)} for ${oid}`);
     let value: VarBind['value'];
     switch (tag) {
+      // Lenient as net-snmp's decoder, which agents in the field rely on: a 5-byte INTEGER is read
+      // as it is, unsigned values as their low 32 (or 64) bits. An agent checks the range of what it
+      // is asked to SET (wrongValue).
       case Tag.Integer: {
         const negative = r.buf[r.pos]! & 0x80;
         const u = r.uint32(len);
         value = negative ? u - 256 ** len : u;
-        if (value < -0x80000000 || value > 0x7fffffff) throw new BerError(`Integer32 ${value} out of range for ${oid}`);
         break;
       }
       case Tag.Counter32:
       case Tag.Gauge32:
       case Tag.TimeTicks:
-        // Agents that omit the leading 0x00 of 0xffffffff are common, so only the range is checked.
-        value = r.uint32(len);
-        if (value > 0xffffffff) throw new BerError(`unsigned 32-bit value ${value} out of range for ${oid}`);
+        value = r.uint32(len) >>> 0;
         break;
       case Tag.Counter64:
-        value = r.uint64(len);
-        if (value > 0xffffffffffffffffn) throw new BerError(`Counter64 ${value} out of range for ${oid}`);
+        value = r.uint64(len) & 0xffffffffffffffffn;
         break;
       case Tag.OctetString:
       case Tag.Opaque:

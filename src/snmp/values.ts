@@ -2,6 +2,7 @@
 // errors that say what does not fit, and the JSON form of decoded values.
 import { isIPv4 } from 'node:net';
 import { Tag } from './ber.js';
+import { exactNumber } from '../util/exact-number.js';
 
 /** An error in user input (a value, OID, port or option); statusCode makes the API answer 4xx. */
 export class SnmpInputError extends Error {
@@ -216,7 +217,7 @@ export function isPrintable(buf: Buffer): boolean {
 export function jsonValue(vb: VarBind): string | number | null {
   const v = vb.value;
   if (Buffer.isBuffer(v)) return vb.type === 'OctetString' && isPrintable(v) ? v.toString('utf8') : v.toString('hex');
-  if (typeof v === 'bigint') return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
+  if (typeof v === 'bigint') return exactNumber(v);
   return v;
 }
 

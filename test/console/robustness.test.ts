@@ -86,9 +86,24 @@ describe('WebSocket', () => {
     const messages: any[] = [];
     ws.on('message', (m: Buffer) => messages.push(JSON.parse(m.toString())));
     await expect.poll(() => messages.length).toBe(1);
-    a.c.deps.events.publish('trap', { uptime: 5n, big: 18446744073709551615n });
-    await expect.poll(() => messages.find((m) => m.type === 'trap')?.data).toEqual({ uptime: 5, big: '18446744073709551615' });
+    const max = BigInt(Number.MAX_SAFE_INTEGER);
+    a.c.deps.events.publish('trap', { uptime: 5n, edge: max, past: max + 1n, low: -max, below: -max - 1n, big: 18446744073709551615n });
+    await expect.poll(() => messages.find((m) => m.type === 'trap')?.data).toEqual({ uptime: 5, edge: Number.MAX_SAFE_INTEGER, past: '9007199254740992', low: -Number.MAX_SAFE_INTEGER, below: '-9007199254740992', big: '18446744073709551615' });
     expect((await a.api('GET', '/api/health')).status).toBe(200);
+  });
+});
+
+describe('WebSocket stats period', () => {
+  it('a changed stats_push_interval_s applies to an open socket within a second', async () => {
+    const a = await loggedIn();
+    await a.api('POST', '/api/settings/app', { stats_push_interval_s: 3600 });
+    const ws = new WebSocket(`${a.c.url.replace('http', 'ws')}/api/ws?token=${a.token}`);
+    sockets.push(ws);
+    const types: string[] = [];
+    ws.on('message', (m: Buffer) => types.push((JSON.parse(m.toString()) as { type: string }).type));
+    await expect.poll(() => types).toEqual(['full_state']);
+    await a.api('POST', '/api/settings/app', { stats_push_interval_s: 1 });
+    await expect.poll(() => types.filter((t) => t === 'stats').length, { timeout: 4000 }).toBeGreaterThanOrEqual(2);
   });
 });
 

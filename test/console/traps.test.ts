@@ -10,18 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { run, startSnmptrapd, V3_AUTHS, V3_PRIVS, v3TrapsFromEveryPair, v3UserMatrix, type Peer } from '../snmp/peers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
+import { waitFor } from '../helpers/wait.js';
 
 const NET_SNMP_MIBS = '/work/shared/mibs/net-snmp';
 
-async function waitFor<T>(f: () => T | undefined | Promise<T | undefined>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** A logged-in console with the net-snmp MIBs that lives for a whole describe block. */
 async function longConsole(dir?: string) {

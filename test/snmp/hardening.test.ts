@@ -10,6 +10,7 @@ import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS,
 import { localize, makeUser, type LocalUser, type UsmUserConfig } from '../../src/snmp/usm.js';
 import type { VarBind } from '../../src/snmp/values.js';
 import { run, startSnmpd, V3_USER, type Peer } from './peers.js';
+import { waitFor } from '../helpers/wait.js';
 
 // Counts key localisations (the receiver must not localise for messages it can refuse cheaply).
 vi.mock('../../src/snmp/usm.js', async (importOriginal) => {
@@ -17,15 +18,6 @@ vi.mock('../../src/snmp/usm.js', async (importOriginal) => {
   return { ...mod, localize: vi.fn(mod.localize) };
 });
 
-async function waitFor<T>(f: () => T | undefined, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -2,16 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonValue, sendTrap, SnmpInputError, TrapReceiver, v1Fields, type TrapEvent } from '../../src/snmp/index.js';
 import { run, startSnmptrapd, V3_AUTHS, V3_PRIVS, v3TrapsFromEveryPair, v3UserMatrix, type Peer } from './peers.js';
+import { waitFor } from '../helpers/wait.js';
 
-async function waitFor<T>(f: () => T | undefined, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 
 describe('receiver fed by snmptrap / snmpinform', () => {

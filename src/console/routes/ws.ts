@@ -28,15 +28,14 @@ export default async function wsRoutes(app: FastifyInstance, deps: ConsoleDeps) 
       };
       send(eventText('full_state', deps.fullState()));
       const unsubscribe = deps.events.subscribe(send);
-      // The period is read again at every push, so a changed stats_push_interval_s applies to open sockets.
-      let timer: NodeJS.Timeout;
-      const schedule = () => {
-        timer = setTimeout(() => {
-          send(eventText('stats', deps.stats.snapshot()));
-          if (socket.readyState === socket.OPEN) schedule();
-        }, deps.appSettings.get().stats_push_interval_s * 1000);
-      };
-      schedule();
+      // Checked every second against the current stats_push_interval_s, so a changed interval
+      // applies to open sockets within a second.
+      let lastStats = Date.now();
+      const timer = setInterval(() => {
+        if (Date.now() - lastStats < deps.appSettings.get().stats_push_interval_s * 1000 - 50) return;
+        lastStats = Date.now();
+        send(eventText('stats', deps.stats.snapshot()));
+      }, 1000);
       socket.on('message', (raw) => {
         const text = raw.toString();
         let type = text.trim();
@@ -48,7 +47,7 @@ export default async function wsRoutes(app: FastifyInstance, deps: ConsoleDeps) 
         if (type === 'ping') send(eventText('pong'));
       });
       socket.on('close', () => {
-        clearTimeout(timer);
+        clearInterval(timer);
         unsubscribe();
       });
     },

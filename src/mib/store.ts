@@ -144,7 +144,7 @@ const GROUP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const FILE_NAME = /^[^/\\\x00-\x1f\x7f]{1,200}$/;
 /**
  * Longest file name in UTF-8 bytes: file systems allow 255, and writeFileDurably's temp file beside
- * it adds up to ~30 (`.<pid>.<ms>.tmp`).
+ * it adds 18 (`.<name>.<12 hex digits>.tmp`), kept under 255 with room to spare.
  */
 const FILE_NAME_BYTES = 200;
 /** SMI names have at most 64 characters (RFC 2578); a longer module name would not fit a file name either. */

@@ -2,11 +2,10 @@
 // Every path a client names is relative to that folder and must stay inside it: `..`, absolute
 // paths, backslashes and symlinks that lead outside are refused (status 400), so the API cannot
 // read or delete anything else on the host.
-import { randomBytes } from 'node:crypto';
 import type { Dirent } from 'node:fs';
 import fs from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
-import { syncDir } from '../util/durable.js';
+import { writeFileDurably } from '../util/durable.js';
 
 /** Kinds of schema, inferred from the extension (spec doc 2, "Schema file"). */
 export type SchemaType = 'protobuf' | 'avro' | 'json' | 'xml' | 'yaml' | 'other';
@@ -163,21 +162,7 @@ export class SchemaStore {
     } catch (e) {
       if (e instanceof SchemaStoreError) throw e;
     }
-    const tmp = join(realTarget, `.${filename}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      const fh = await fs.open(tmp, 'wx', 0o644);
-      try {
-        await fh.writeFile(data);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await fs.rename(tmp, dest);
-    } catch (e) {
-      await fs.rm(tmp, { force: true });
-      throw e;
-    }
-    await syncDir(realTarget);
+    await writeFileDurably(dest, data, 0o644);
     const rel = [...dirSegs, filename].join('/');
     const f = await this.describe(root, join(this.dir, ...dirSegs, filename), rel);
     if (!f) throw new Error(`stored schema file ${dest} vanished`);

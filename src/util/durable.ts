@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -17,8 +18,9 @@ export async function syncDir(dir: string): Promise<void> {
 export async function writeFileDurably(file: string, data: string | Buffer, mode = 0o600): Promise<void> {
   const dir = path.dirname(file);
   await fs.mkdir(dir, { recursive: true });
-  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
-  const fh = await fs.open(tmp, 'w', mode);
+  // Hidden and unique: folder listings (schemas, MIB sources) skip it, and two writers never share it.
+  const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const fh = await fs.open(tmp, 'wx', mode);
   try {
     try {
       await fh.writeFile(data);

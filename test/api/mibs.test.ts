@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, serveChild, testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
+import { CORPUS } from '../mib/helpers.js';
 
 const ACME = `ACME-MIB DEFINITIONS ::= BEGIN
 IMPORTS MODULE-IDENTITY, OBJECT-TYPE, Integer32, enterprises FROM SNMPv2-SMI;
@@ -71,7 +72,7 @@ describe('daemon /api/mibs', () => {
     const node = one.body.nodes.find((n: any) => n.name === 'acmeTemp');
     const dir = tempDir('svc-mib-ref-');
     writeFileSync(join(dir, 'ACME-MIB.txt'), ACME);
-    const expected = execFileSync('snmptranslate', ['-M', `${dir}:/work/shared/mibs/net-snmp`, '-m', 'ACME-MIB', '-On', 'ACME-MIB::acmeTemp'], { encoding: 'utf8' }).trim();
+    const expected = execFileSync('snmptranslate', ['-M', `${dir}:${CORPUS}`, '-m', 'ACME-MIB', '-On', 'ACME-MIB::acmeTemp'], { encoding: 'utf8' }).trim();
     expect('.' + node.oid).toBe(expected);
     expect(node.syntax).toMatchObject({ base: 'Integer32', ranges: [[-40, 125]] });
     expect((await d.call('GET', '/api/mibs')).body.some((m: any) => m.name === 'ACME-MIB')).toBe(true);

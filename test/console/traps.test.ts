@@ -11,8 +11,8 @@ import WebSocket from 'ws';
 import { run, startSnmptrapd, V3_AUTHS, V3_PRIVS, v3TrapsFromEveryPair, v3UserMatrix, type Peer } from '../snmp/peers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
 import { waitFor } from '../helpers/wait.js';
+import { CORPUS as NET_SNMP_MIBS } from '../mib/helpers.js';
 
-const NET_SNMP_MIBS = '/work/shared/mibs/net-snmp';
 
 
 /** A logged-in console with the net-snmp MIBs that lives for a whole describe block. */

@@ -4,8 +4,8 @@ import { createSocket, type Socket } from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freeUdpPort, run, startSnmpd, startSnmpsimd, V3_USER, type Peer } from '../snmp/peers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
+import { CORPUS as NET_SNMP_MIBS } from '../mib/helpers.js';
 
-const NET_SNMP_MIBS = '/work/shared/mibs/net-snmp';
 
 /** A logged-in console with the net-snmp MIBs that lives for a whole describe block. */
 async function longConsole() {

@@ -115,6 +115,7 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
 
   /** Running state as `GET /api/simulator/status` shows it. */
   status() {
+    this.syncCapacity(); // a lowered simulator_log_limit drops the oldest entries at once
     const { live, engine_id, started_at, ...head } = this.commonStatus();
     const cfg = this.persisted.config;
     const users = (cfg?.v3_users ?? []).map((u) => ({
@@ -133,7 +134,7 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
       uptime_s: live ? Math.floor((Date.now() - this.startedAt!.getTime()) / 1000) : null,
       oids: live ? live.size : null,
       overrides: this.overrides.length,
-      log_entries: (this.syncCapacity(), this.log.size),
+      log_entries: this.log.size,
       resume_on_console_start: this.persisted.resume,
     };
   }

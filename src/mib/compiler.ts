@@ -119,6 +119,9 @@ export function compileMibs(sources: MibSource[], opts: CompileOptions = {}): Co
   return new Compiler(opts).run(parsed, failed);
 }
 
+/** SMI descriptors have at most 64 characters (RFC 2578 3.1). */
+const MODULE_NAME_MAX = 64;
+
 class Compiler {
   private readonly ctxs = new Map<string, Ctx>();
   private readonly oidMemo = new Map<Definition, string | null>();
@@ -135,6 +138,13 @@ class Compiler {
   run(parsed: { p: ParsedModule; group?: string }[], failed: ModuleFailure[]): CompileResult {
     const shadowed = this.pickSources(parsed);
     const full = this.mode === 'full';
+    for (const c of this.ctxs.values()) {
+      // Fails in either mode: such a name cannot be an SMI module (and would not fit a file name).
+      if (c.p.name.length > MODULE_NAME_MAX) {
+        c.errors.push({ severity: 'error', file: c.p.file, line: c.p.line, column: c.p.column, token: c.p.name, module: c.p.name, message: `module name is ${c.p.name.length} characters long; SMI names have at most ${MODULE_NAME_MAX} (RFC 2578)` });
+        c.failed = true;
+      }
+    }
 
     for (const c of this.ctxs.values()) {
       for (const imp of c.p.imports) {

@@ -62,7 +62,9 @@ export interface Definition {
 export interface ParsedModule {
   name: string;
   file: string;
+  /** where the module name stands in its header */
   line: number;
+  column: number;
   /** imported module -> symbols */
   imports: { module: string; symbols: string[]; line: number; column: number }[];
   defs: Definition[];
@@ -197,7 +199,8 @@ class Parser {
   private parseModule(): ParsedModule {
     const at = this.i++;
     this.v2Macros = false;
-    this.mod = { name: this.V[at]!, file: this.file, line: this.t.line(at), imports: [], defs: [], errors: [], smi: 'v1' };
+    const line = this.t.lineAt(this.t.pos[at]!);
+    this.mod = { name: this.V[at]!, file: this.file, line, column: this.t.col, imports: [], defs: [], errors: [], smi: 'v1' };
     try {
       if (this.V[this.i] === '{') this.rawBalanced('{', '}');
       this.expect('DEFINITIONS');

@@ -9,11 +9,11 @@ import { basename, delimiter, dirname, extname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url';
 import type { Settings } from '../settings.js';
 import { readJsonFile, writeFileDurably } from '../util/durable.js';
-import { compileMibs, type CompileOptions, type MibSource } from './compiler.js';
+import { compileMibs, type MibSource } from './compiler.js';
 import { compiledFromJson, compiledToJson } from './index.js';
 import { MibIndex } from './mib-index.js';
 import { parseMib } from './parser.js';
-import { MIB_FORMAT, type CompiledModule, type CompileResult, type MibDiagnostic, type ModuleFailure, type ShadowedModule } from './types.js';
+import { MIB_FORMAT, type CompiledModule, type MibDiagnostic, type ModuleFailure, type ShadowedModule } from './types.js';
 
 export interface MibStoreOptions {
   /** SVC_MIB_DIR: compiled modules, one `<MODULE>.json` each. */
@@ -147,8 +147,6 @@ const FILE_NAME = /^[^/\\\x00-\x1f\x7f]{1,200}$/;
  * it adds 18 (`.<name>.<12 hex digits>.tmp`), kept under 255 with room to spare.
  */
 const FILE_NAME_BYTES = 200;
-/** SMI names have at most 64 characters (RFC 2578); a longer module name would not fit a file name either. */
-const MODULE_NAME_MAX = 64;
 /** The product's own bundled modules (mibs/ in the package). */
 export const PRODUCT_MIB_DIR = fileURLToPath(new URL('../../mibs/', import.meta.url));
 const MANIFEST = '_manifest.json';
@@ -237,26 +235,6 @@ function repositoryRequest(raw: string): { url: string; headers: Record<string, 
   u.username = '';
   u.password = '';
   return { url: u.href, headers, shown: u.href.replace('//', '//***@') };
-}
-
-/**
- * compileMibs plus a rule of the store: a module name longer than SMI allows fails with a clear
- * error (it would also make a file name too long for SVC_MIB_DIR).
- */
-function compileSet(texts: MibSource[], opts: CompileOptions): CompileResult {
-  const r = compileMibs(texts, opts);
-  const long = r.modules.filter((m) => m.module.length > MODULE_NAME_MAX);
-  if (!long.length) return r;
-  const failed = long.map((m): ModuleFailure => {
-    const text = texts.find((t) => t.file === m.file)?.text ?? '';
-    const hit = new RegExp(`^[ \\t\uFEFF]*${m.module}\\b`, 'm').exec(text);
-    const at = hit ? hit.index + hit[0].length - m.module.length : -1;
-    const line = at < 0 ? 0 : text.slice(0, at).split('\n').length;
-    const column = at < 0 ? 0 : at - text.lastIndexOf('\n', at - 1);
-    const message = `module name is ${m.module.length} characters long; SMI names have at most ${MODULE_NAME_MAX} (RFC 2578)`;
-    return { module: m.module, file: m.file, ...(m.group !== undefined ? { group: m.group } : {}), missing: [], failedImports: [], errors: [{ severity: 'error', file: m.file, line, column, token: m.module, module: m.module, message }] };
-  });
-  return { ...r, modules: r.modules.filter((m) => m.module.length <= MODULE_NAME_MAX), failed: [...r.failed, ...failed] };
 }
 
 export class MibStore {
@@ -360,7 +338,7 @@ export class MibStore {
       const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
       texts.sort((a, b) => user(a) - user(b) || (user(a) ? cmp(a.group!, b.group!) || cmp(a.file, b.file) : 0));
       const stored = this.state.sources.filter((s) => !paths.has(s.path)).map((s) => s.path);
-      const trial = compileSet(texts, { mode: opts.mode === 'partial' ? 'partial' : this.modeFor(stored) });
+      const trial = compileMibs(texts, { mode: opts.mode === 'partial' ? 'partial' : this.modeFor(stored) });
       const known = new Set(this.state.sources.map((s) => s.path));
       const report: ValidateReport = { group, files: [], would_compile: [], would_fail: [], missing: [], would_shadow: [], would_be_shadowed: [] };
       const uploadModules = new Set<string>();
@@ -705,7 +683,7 @@ export class MibStore {
   private async compile(sources: SourceFile[]) {
     await this.pruneModes(sources);
     const texts = await this.readAll(sources);
-    const r = compileSet(texts, { mode: this.modeFor(sources.map((s) => s.path)) });
+    const r = compileMibs(texts, { mode: this.modeFor(sources.map((s) => s.path)) });
     const byName = new Map(r.modules.map((m) => [m.module, { module: m, json: compiledToJson(m) }]));
     this.state = {
       sources,

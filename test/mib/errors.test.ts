@@ -183,3 +183,24 @@ END`;
     expect(r.shadowed.map((s) => s.file)).toEqual(['b/DUP-MIB']);
   });
 });
+
+describe('module names', () => {
+  const snmpv2 = corpus.filter((s) => /SNMPv2-(SMI|TC|CONF)\.txt$/.test(s.file));
+  const long = `L${'X'.repeat(70)}-MIB`;
+  const mib = (name: string, body: string) => ({ file: `/x/${name}.mib`, text: `-- a test module\n  ${name} DEFINITIONS ::= BEGIN\n${body}\nEND\n` });
+  const sources: MibSource[] = [
+    ...snmpv2,
+    mib(long, `IMPORTS enterprises FROM SNMPv2-SMI;\nlongRoot OBJECT IDENTIFIER ::= { enterprises 4242 }`),
+    mib('USER-MIB', `IMPORTS longRoot FROM ${long};\nuserRoot OBJECT IDENTIFIER ::= { longRoot 1 }`),
+  ];
+
+  it('a module name over 64 characters fails in either mode, at its header; its importers fail in full mode', () => {
+    for (const mode of ['full', 'partial'] as const) {
+      const r = compileMibs(sources, { mode });
+      const f = r.failed.find((x) => x.module === long)!;
+      expect(f.errors[0]).toMatchObject({ severity: 'error', line: 2, column: 3, token: long, message: `module name is ${long.length} characters long; SMI names have at most 64 (RFC 2578)` });
+      expect(r.modules.map((m) => m.module)).not.toContain(long);
+      if (mode === 'full') expect(r.failed.find((x) => x.module === 'USER-MIB')?.failedImports).toEqual([long]);
+    }
+  });
+});

@@ -405,7 +405,7 @@ export class MibStore {
   }
 
   async fetchDependencies(opts: { repositoryUrl?: string } = {}): Promise<FetchResult> {
-    return this.serial(async () => {
+    return this.serial(() => this.recompileOnError(async () => {
       const fetched: FetchResult['fetched'] = [];
       const notFound = new Map<string, string>();
       const library = await this.library();
@@ -447,7 +447,7 @@ export class MibStore {
         fetched,
         still_missing: [...still].map(([module, needed_by]) => ({ module, needed_by, ...(notFound.get(module) ? { reason: notFound.get(module) } : {}) })),
       };
-    });
+    }));
   }
 
   /**
@@ -456,7 +456,7 @@ export class MibStore {
    */
   async fetchModules(names: string[], opts: { repositoryUrl?: string; group?: string } = {}): Promise<ChangeResult & { not_found: string[] }> {
     const group = checkGroup(opts.group ?? 'common');
-    return this.serial(async () => {
+    return this.serial(() => this.recompileOnError(async () => {
       const library = await this.library();
       const paths: string[] = [];
       const notFound: string[] = [];
@@ -486,7 +486,7 @@ export class MibStore {
       if (!paths.length) throw new MibStoreError(notFound.join('; '), 404);
       await this.compile(await this.listSources());
       return { ...this.counted(this.resultFor(paths)), not_found: names.filter((n) => !this.state.byName.has(n) && notFound.some((m) => m.startsWith(`${n}:`))) };
-    });
+    }));
   }
 
   readSources(paths: string[]): { path: string; name: string; data: Buffer }[] {
@@ -560,6 +560,19 @@ export class MibStore {
     const run = this.queue.then(fn, fn);
     this.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Fetches write several files: when one write fails, the ones before it are on disk. Compile what
+   * is there, so the inventory and the active set show them, then report the failure.
+   */
+  private async recompileOnError<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      await this.compile(await this.listSources()).catch(() => undefined);
+      throw e;
+    }
   }
 
   /** Every change's answer goes through here, so that the console counts daemon changes too. */

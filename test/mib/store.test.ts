@@ -681,6 +681,20 @@ describe('MibStore: names, files, modes and counts', () => {
     expect(other.status().errors).toEqual([]);
   });
 
+  it('a fetch whose second write fails still compiles the file written before it, then reports the failure', async () => {
+    const lib = tempDir('svc-mib-lib-');
+    mkdirSync(join(lib, 'vendor'));
+    writeFileSync(join(lib, 'vendor', 'A.txt'), acme('ACME-FA-MIB', { arc: 91 }));
+    writeFileSync(join(lib, 'vendor', 'B.txt'), acme('ACME-FB-MIB', { arc: 92 }));
+    const o = dirs([lib]);
+    const store = await MibStore.open(o);
+    // A folder where B.txt would go: its write fails (EISDIR).
+    mkdirSync(join(o.sourceDir, 'common', 'B.txt'), { recursive: true });
+    await expect(store.fetchModules(['ACME-FA-MIB', 'ACME-FB-MIB'])).rejects.toThrow(/cannot store B\.txt/);
+    expect(store.status().active_modules).toContain('ACME-FA-MIB');
+    expect(store.status().source_inventory.map((r) => r.path)).toContain('common/A.txt');
+  });
+
   it('a library source starting with a UTF-8 byte order mark is found by fetch-dependencies and by the daemon download', async () => {
     const lib = tempDir('svc-mib-lib-');
     mkdirSync(join(lib, 'vendor'));

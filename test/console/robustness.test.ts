@@ -103,7 +103,7 @@ describe('WebSocket stats period', () => {
     ws.on('message', (m: Buffer) => types.push((JSON.parse(m.toString()) as { type: string }).type));
     await expect.poll(() => types).toEqual(['full_state']);
     await a.api('POST', '/api/settings/app', { stats_push_interval_s: 1 });
-    await expect.poll(() => types.filter((t) => t === 'stats').length, { timeout: 4000 }).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => types.filter((t) => t === 'stats').length, { timeout: 8000 }).toBeGreaterThanOrEqual(2);
   });
 });
 

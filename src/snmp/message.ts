@@ -332,19 +332,23 @@ export function decodeMessage(buf: Buffer): CommunityMessage | V3Message {
 export type UnwrapFailure = 'wrongDigest' | 'decryptionError' | 'unsupportedSecLevel';
 
 /** Second step: checks the MAC, decrypts, decodes the scoped PDU (fills contextEngineId/contextName). */
-export function unwrapV3(m: V3Message, user: LocalUser | null): { pdu: AnyPdu } | { error: UnwrapFailure } {
+/** Whether the message's HMAC is right for this user's localised auth key (RFC 3414 6.3.2). */
+export function macMatches(m: V3Message, user: LocalUser): boolean {
+  const { at, len } = m.authParams;
+  if (!user.auth || len !== user.auth.macLen) return false;
+  const given = Buffer.from(m.raw.subarray(at, at + len));
+  m.raw.fill(0, at, at + len);
+  const mac = computeMac(user, m.raw);
+  given.copy(m.raw, at);
+  return mac.equals(given);
+}
+
+/** `macChecked`: the caller verified the MAC already (with macMatches), so it is not computed twice. */
+export function unwrapV3(m: V3Message, user: LocalUser | null, opts: { macChecked?: boolean } = {}): { pdu: AnyPdu } | { error: UnwrapFailure } {
   const wantAuth = !!(m.flags & 1);
   const wantPriv = !!(m.flags & 2);
   if ((wantAuth && !user?.auth) || (wantPriv && !user?.priv) || (!wantAuth && user?.auth)) return { error: 'unsupportedSecLevel' };
-  if (wantAuth) {
-    const { at, len } = m.authParams;
-    if (len !== user!.auth!.macLen) return { error: 'wrongDigest' };
-    const given = Buffer.from(m.raw.subarray(at, at + len));
-    m.raw.fill(0, at, at + len);
-    const mac = computeMac(user!, m.raw);
-    given.copy(m.raw, at);
-    if (!mac.equals(given)) return { error: 'wrongDigest' };
-  }
+  if (wantAuth && !opts.macChecked && !macMatches(m, user!)) return { error: 'wrongDigest' };
   let scoped = m.data;
   if (wantPriv) {
     try {

@@ -4,8 +4,8 @@
 // authoritative and answers discovery probes with its own engine ID.
 import type { RemoteInfo } from 'node:dgram';
 import { engineIdFrom, UdpService } from './udp.js';
-import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type TrapV1Fields, type V3Message } from './message.js';
-import { computeMac, localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
+import { decodeMessage, encodeCommunity, encodeV3, macMatches, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type TrapV1Fields, type V3Message } from './message.js';
+import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import { SnmpInputError, type VarBind } from './values.js';
 
 export interface TrapEvent {
@@ -179,7 +179,7 @@ export class TrapReceiver extends UdpService {
       }
       if (level === 3) local = localize(rx.user, m.engineId);
     }
-    const res = unwrapV3(m, local);
+    const res = unwrapV3(m, local, { macChecked: true });
     if ('error' in res) {
       if (reportable) this.report(m, rinfo, res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels);
       return this.drop(`SNMPv3 user "${m.userName}": ${res.error}`, rinfo);
@@ -233,15 +233,4 @@ function notificationError(pdu: AnyPdu): string | undefined {
   if (oid?.oid !== SNMP_TRAP_OID) return `notification whose second varbind is ${oid ? oid.oid : 'missing'}, not snmpTrapOID.0`;
   if (oid.type !== 'ObjectIdentifier') return `notification with snmpTrapOID.0 of type ${oid.type}, not ObjectIdentifier`;
   return undefined;
-}
-
-/** The MAC check of unwrapV3 alone (RFC 3414 3.2 step 6), with keys that need not include privacy. */
-function macMatches(m: V3Message, local: LocalUser): boolean {
-  const { at, len } = m.authParams;
-  if (!local.auth || len !== local.auth.macLen) return false;
-  const given = Buffer.from(m.raw.subarray(at, at + len));
-  m.raw.fill(0, at, at + len);
-  const mac = computeMac(local, m.raw);
-  given.copy(m.raw, at);
-  return mac.equals(given);
 }

@@ -17,7 +17,11 @@ export interface ConsoleEvent {
  */
 export function eventText(type: EventType, data?: unknown): string {
   const e: ConsoleEvent = { type, ...(data === undefined ? {} : { data }), timestamp: new Date().toISOString() };
-  return JSON.stringify(e, (_k, v: unknown) => (typeof v === 'bigint' ? exactNumber(v) : v));
+  try {
+    return JSON.stringify(e); // the usual case: no bigint, no replacer call per value
+  } catch {
+    return JSON.stringify(e, (_k, v: unknown) => (typeof v === 'bigint' ? exactNumber(v) : v));
+  }
 }
 
 export class ConsoleEvents {
@@ -29,6 +33,8 @@ export class ConsoleEvents {
   }
 
   publish(type: Exclude<EventType, 'full_state' | 'pong'>, data: unknown) {
+    // Traps can come at thousands a second: no JSON work while no client listens.
+    if (this.emitter.listenerCount('event') === 0) return;
     this.emitter.emit('event', eventText(type, data));
   }
 

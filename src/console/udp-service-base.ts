@@ -7,7 +7,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../api/deps.js';
-import { engineIdFrom, type UdpService } from '../snmp/udp.js';
+import { engineIdFrom, MAX_ENGINE_BOOTS, type UdpService } from '../snmp/udp.js';
 import { readJsonFile, writeFileDurably } from '../util/durable.js';
 import type { ServiceContext } from './deps.js';
 import { RunState } from './service-state.js';
@@ -147,8 +147,7 @@ export abstract class PersistentUdpService<C extends UdpServiceConfig, S extends
       await this.run.start(async () => {
         // Kept even when the bind fails: status shows, and restart retries, what was asked for last.
         this.persisted.config = cfg;
-        // RFC 3414: boots stop at 2147483647 (then the keys must change); we stay one below.
-        const boots = (this.persisted.engine_boots = Math.min(this.persisted.engine_boots + 1, 2147483646));
+        const boots = (this.persisted.engine_boots = Math.min(this.persisted.engine_boots + 1, MAX_ENGINE_BOOTS));
         const s = this.create(cfg, engineId, boots);
         await s.start();
         this.server = server = s;
@@ -215,7 +214,7 @@ export const StatusFields = {
   port: Type.Integer({ description: 'the bound port while running, else the configured one' }),
 };
 
-/** The start body's bind address and port (placed by each body: property order is the OpenAPI order); `hostDefault` says what is bound when no host is given. */
+/** The start body's bind address and port (placed by each body: property order is the OpenAPI order); without a host, defaultBindHost is bound. */
 export const bindFields = (defaultPort: number, privilegedPort: number) => ({
   port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: `UDP port (default ${defaultPort}; 0 picks a free one, shown by status). Below 1024 (${privilegedPort}) needs root or CAP_NET_BIND_SERVICE: 403.` })),
   host: Type.Optional(Type.String({ minLength: 1, description: 'IP address to bind (default SVC_HOST, the console bind address, when it is an IP address, else 127.0.0.1; 0.0.0.0 or :: for every interface)' })),

@@ -58,6 +58,9 @@ export interface SearchOptions {
   descriptions?: boolean;
 }
 
+/** An OID arc without leading zeros (`01` is 1, as snmptranslate reads it); as text, so huge arcs stay exact. */
+export const canonicalArc = (digits: string): string => digits.replace(/^0+(?=[0-9])/, '');
+
 export class OidSyntaxError extends Error {
   override name = 'OidSyntaxError';
 }
@@ -136,7 +139,7 @@ export class MibIndex {
   toSymbolic(oid: string): Resolution {
     if (!NUMERIC.test(oid)) throw new OidSyntaxError(`'${oid}' is not a numeric OID`);
     // Canonical arcs (`01` is 1, as snmptranslate reads it); stripping the zeros keeps huge arcs exact.
-    const parts = (oid.charCodeAt(0) === 46 ? oid.slice(1) : oid).split('.').map((p) => p.replace(/^0+(?=[0-9])/, ''));
+    const parts = (oid.charCodeAt(0) === 46 ? oid.slice(1) : oid).split('.').map(canonicalArc);
     let arc = this.root;
     let best: { node: MibNode; depth: number } | undefined;
     for (let k = 0; k < parts.length; k++) {

@@ -3,7 +3,7 @@
 import type { RemoteInfo } from 'node:dgram';
 import { defaultDevice, type DeviceOptions, type MibEntry } from './device.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, versionName, type AnyPdu, type Pdu, type V3Message } from './message.js';
-import { engineIdFrom, UdpService } from './udp.js';
+import { engineBootsFrom, engineIdFrom, TIME_WINDOW_S, UdpService } from './udp.js';
 import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import { compareOids, makeVarBind, oidParts, SnmpInputError, type SnmpType, type VarBind } from './values.js';
 
@@ -73,8 +73,7 @@ export class SnmpAgent extends UdpService {
   constructor(private opts: AgentOptions = {}) {
     super(() => this.opts, 161, 4 << 20);
     this.engineId = engineIdFrom(opts.engineId);
-    this.engineBoots = opts.engineBoots ?? 1;
-    if (!Number.isInteger(this.engineBoots) || this.engineBoots < 0 || this.engineBoots > 2147483646) throw new SnmpInputError(`engine boots must be 0..2147483646, got ${this.engineBoots}`);
+    this.engineBoots = engineBootsFrom(opts.engineBoots);
     for (const u of opts.users ?? []) {
       const user = makeUser(u);
       this.users.set(user.name, { user, local: localize(user, this.engineId) });
@@ -288,7 +287,7 @@ export class SnmpAgent extends UdpService {
       const oid = res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels;
       return this.report(m, rinfo, oid, null, res.error);
     }
-    if (m.flags & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.elapsed()) > 150)) return this.report(m, rinfo, USM_STATS.notInTimeWindows, entry.local, 'time sync');
+    if (m.flags & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.elapsed()) > TIME_WINDOW_S)) return this.report(m, rinfo, USM_STATS.notInTimeWindows, entry.local, 'time sync');
     const pdu = res.pdu as Pdu;
     const refused = unsupported(pdu, false);
     if (refused) return this.log(rinfo, '3', m.userName, pdu, refused);

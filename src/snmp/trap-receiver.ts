@@ -3,10 +3,10 @@
 // are localised per sender engine ID (cached in usm.ts); for an inform the receiver is
 // authoritative and answers discovery probes with its own engine ID.
 import type { RemoteInfo } from 'node:dgram';
-import { engineIdFrom, UdpService } from './udp.js';
+import { engineBootsFrom, engineIdFrom, TIME_WINDOW_S, UdpService } from './udp.js';
 import { decodeMessage, encodeCommunity, encodeV3, macMatches, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type TrapV1Fields, type V3Message } from './message.js';
 import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
-import { SnmpInputError, type VarBind } from './values.js';
+import type { VarBind } from './values.js';
 
 export interface TrapEvent {
   time: string;
@@ -54,8 +54,6 @@ export interface TrapReceiverOptions {
 const SYS_UPTIME = '1.3.6.1.2.1.1.3.0';
 const SNMP_TRAP_OID = '1.3.6.1.6.3.1.1.4.1.0';
 const SNMP_TRAPS = '1.3.6.1.6.3.1.1.5';
-/** RFC 3414 2.2.3: the time window of an authoritative engine, in seconds. */
-const TIME_WINDOW = 150;
 
 /** A receiver user: its keys, and the same user without privacy to check a MAC before deriving the privacy key. */
 interface RxUser {
@@ -80,8 +78,7 @@ export class TrapReceiver extends UdpService {
   constructor(private opts: TrapReceiverOptions) {
     super(() => this.opts, 162, 8 << 20);
     this.engineId = engineIdFrom(opts.engineId);
-    this.engineBoots = opts.engineBoots ?? 1;
-    if (!Number.isInteger(this.engineBoots) || this.engineBoots < 0 || this.engineBoots > 2147483646) throw new SnmpInputError(`engine boots must be 0..2147483646, got ${this.engineBoots}`);
+    this.engineBoots = engineBootsFrom(opts.engineBoots);
     for (const u of opts.users ?? []) this.addUser(u);
   }
 
@@ -190,7 +187,7 @@ export class TrapReceiver extends UdpService {
       // message outside our time window is refused with an authenticated report (the sender
       // resynchronises and resends), so a captured inform cannot be replayed later.
       if (!m.engineId.equals(this.engineId)) return this.drop(`SNMPv3 inform from user "${m.userName}" for engine ${m.engineId.toString('hex')}, not ours`, rinfo);
-      if (level & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.engineTime()) > TIME_WINDOW)) {
+      if (level & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.engineTime()) > TIME_WINDOW_S)) {
         this.report(m, rinfo, USM_STATS.notInTimeWindows, { name: local!.name, auth: local!.auth! }, pdu.requestId);
         return this.drop(`SNMPv3 user "${m.userName}": notInTimeWindow (boots ${m.boots} time ${m.time}; ours ${this.engineBoots} ${this.engineTime()})`, rinfo);
       }
@@ -199,9 +196,8 @@ export class TrapReceiver extends UdpService {
     if (bad) return this.drop(bad, rinfo);
     if (pdu.type === PduType.Inform) {
       // The acknowledgement goes back at the inform's level (local holds exactly those keys).
-      const answer = local;
       const ack: Pdu = { type: PduType.Response, requestId: pdu.requestId, errorStatus: 0, errorIndex: 0, varbinds: pdu.varbinds };
-      this.socket?.send(encodeV3(this.header(m), answer, ack), rinfo.port, rinfo.address);
+      this.socket?.send(encodeV3(this.header(m), local, ack), rinfo.port, rinfo.address);
     }
     this.emitV2(rinfo, '3', pdu, { user: m.userName, engineId: m.engineId.toString('hex') });
   }

@@ -84,6 +84,19 @@ export abstract class UdpService {
   }
 }
 
+/** RFC 3414 2.2.3: how far (seconds) an authenticated message's engine time may be from ours. */
+export const TIME_WINDOW_S = 150;
+
+/** RFC 3414 2.2.2: at 2147483647 boots the keys would have to change, so we stay below. */
+export const MAX_ENGINE_BOOTS = 2147483646;
+
+/** snmpEngineBoots (default 1). The caller keeps it and adds one per start (RFC 3414 2.2.2). */
+export function engineBootsFrom(boots: number | undefined): number {
+  const b = boots ?? 1;
+  if (!Number.isInteger(b) || b < 0 || b > MAX_ENGINE_BOOTS) throw new SnmpInputError(`engine boots must be 0..${MAX_ENGINE_BOOTS}, got ${b}`);
+  return b;
+}
+
 /** An engine ID from hex (an optional 0x), or a random one in net-snmp's enterprise format. */
 export function engineIdFrom(hex: string | undefined): Buffer {
   const id = hex ? Buffer.from(hex.replace(/^0x/i, ''), 'hex') : Buffer.concat([Buffer.from('80001f8880', 'hex'), randomBytes(8)]);

@@ -99,6 +99,14 @@ describe('OID decoding (RFC 2578 limits, as net-snmp)', () => {
   });
 });
 
+describe('engine boots', () => {
+  it('are taken from the options (default 1) and must be 0..2147483646', async () => {
+    expect(new SnmpAgent({ device: false }).engineBoots).toBe(1);
+    expect(new SnmpAgent({ device: false, engineBoots: 2147483646 }).engineBoots).toBe(2147483646);
+    for (const engineBoots of [-1, 1.5, 2147483647]) expect(() => new SnmpAgent({ device: false, engineBoots })).toThrow(/engine boots must be 0\.\.2147483646/);
+  });
+});
+
 describe('SET', () => {
   it('a read-only community gets noAccess (as from snmpd); exception values are wrongType and not stored', async () => {
     const { log, target } = await agentWithLog({ writeCommunity: 'private' });

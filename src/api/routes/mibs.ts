@@ -84,12 +84,13 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
     },
     async (req: FastifyRequest<{ Params: { name: string } }>) => {
       const name = req.params.name;
-      const rows = mibs.status().source_inventory.filter((r) => r.module === name);
+      const inventory = mibs.status().source_inventory;
+      const rows = inventory.filter((r) => r.module === name);
       if (!rows.length) throw new ApiError(404, `no MIB module ${name}: GET /api/mibs lists the compiled modules`);
       const own = [...new Set(rows.filter((r) => !r.bundled).map((r) => r.path))];
       if (!own.length) throw new ApiError(403, `${name} comes from the read-only bundled sources (${rows[0]!.path}); upload a module of the same name to shadow it instead`);
       // Deleting a module must not take other modules of the same file with it silently.
-      const others = [...new Set(mibs.status().source_inventory.filter((r) => own.includes(r.path) && r.module && r.module !== name).map((r) => r.module!))];
+      const others = [...new Set(inventory.filter((r) => own.includes(r.path) && r.module && r.module !== name).map((r) => r.module!))];
       if (others.length) {
         throw new ApiError(409, `${name} is defined in ${own.join(', ')} together with ${others.join(', ')}, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "${own[0]}"}, or upload the file again without ${name}`);
       }

@@ -6,7 +6,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../api/deps.js';
 import { buildExport, EXPORT_FORMATS, EXPORT_TYPES, ExportError, moduleRow, type ExportRequest } from '../../mib/export.js';
-import { OidSyntaxError, type MibIndex, type MibNode, type Resolution, type TreeNode } from '../../mib/mib-index.js';
+import { canonicalArc, OidSyntaxError, type MibIndex, type MibNode, type Resolution, type TreeNode } from '../../mib/mib-index.js';
 import type { NodeKind } from '../../mib/types.js';
 import { version } from '../../version.js';
 import type { ConsoleDeps } from '../deps.js';
@@ -90,7 +90,7 @@ function checkOidText(text: string): void {
   const comps = text.replace(/^\./, '').split('.');
   if (comps.length > MAX_ARCS) throw new ApiError(422, `'${text}' has more than ${MAX_ARCS} arcs`);
   for (const c of comps) {
-    const digits = c.replace(/^0+(?=[0-9])/, '');
+    const digits = canonicalArc(c);
     if (/^[0-9]+$/.test(c) && (digits.length > 10 || Number(digits) > MAX_ARC)) throw new ApiError(422, `'${text}': arc ${c} is beyond 4294967295`);
   }
 }

@@ -21,8 +21,8 @@ import { compileMibs } from '../src/mib/compiler.js';
 import { MibIndex } from '../src/mib/mib-index.js';
 import type { Measured, Scenario } from './scenarios.js';
 
-// Run from the repository root (npm run bench), next to ../shared.
-const CORPUS = process.env.SVC_BENCH_MIB_CORPUS ?? resolve(process.cwd(), '../shared/mibs/net-snmp');
+// Run from the repository root (npm run bench): the corpus is the tests' copy (test/fixtures/mibs/README.md).
+const CORPUS = process.env.SVC_BENCH_MIB_CORPUS ?? resolve(process.cwd(), 'test', 'fixtures', 'mibs', 'net-snmp');
 const RUNS = 9;
 
 interface Timing {

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { CONSOLE_OPEN_PATHS } from '../../src/console/server.js';
 import { consoleOn } from './helpers.js';
 
-const SPEC = fileURLToPath(new URL('../../../shared/spec/1-operator-console-api.md', import.meta.url));
+/** Spec doc 1, as the repository keeps it (docs/spec/README.md). */
+const SPEC = fileURLToPath(new URL('../../docs/spec/1-operator-console-api.md', import.meta.url));
 
 /** `| GET | /api/meta | ...` rows of section 4 as [method, path]. */
 function specEndpoints(): [string, string][] {

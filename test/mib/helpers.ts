@@ -5,8 +5,8 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { MibSource } from '../../src/mib/compiler.js';
 
-/** The 78-module corpus (../shared/mibs/net-snmp next to the repository). */
-export const CORPUS = process.env.SVC_TEST_MIB_CORPUS ?? resolve(import.meta.dirname, '../../../shared/mibs/net-snmp');
+/** The 78-module corpus: net-snmp's distributed MIB modules, in the repository (test/fixtures/mibs/README.md). */
+export const CORPUS = process.env.SVC_TEST_MIB_CORPUS ?? resolve(import.meta.dirname, '../fixtures/mibs/net-snmp');
 export const FIXTURES = join(import.meta.dirname, 'fixtures');
 
 /** A small seeded PRNG (failures name their seed). */

@@ -11,6 +11,7 @@ import { isDatabaseUnavailable } from '../store/index.js';
 import { ApiError, type ApiDeps } from './deps.js';
 import alertRoutes from './routes/alerts.js';
 import authRoutes from './routes/auth.js';
+import connectorRoutes from './routes/connectors.js';
 import daemonRoutes from './routes/daemon.js';
 import mibRoutes from './routes/mibs.js';
 import pipelineRoutes from './routes/pipelines.js';
@@ -94,7 +95,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
   installAuth(app, { settings, log: deps.log });
 
-  for (const routes of [daemonRoutes, pipelineRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, mibRoutes]) {
+  for (const routes of [daemonRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, mibRoutes]) {
     await app.register(async (scope) => routes(scope, deps));
   }
   return app;

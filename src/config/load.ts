@@ -247,3 +247,21 @@ export async function loadPipelineFile(file: string, opts: Omit<LoadOptions, 'fi
   if (!r.config) throw new ConfigInvalidError(r.diagnostics, file);
   return r as LoadResult & { config: PipelineConfig };
 }
+
+/**
+ * Validates one source or sink on its own, as the connector test endpoints receive it (`${VAR}`
+ * interpolated, defaults filled in). A sink's common fields (retry_count, condition...) are accepted
+ * and ignored: a reachability check does not write.
+ */
+export function loadComponent(kind: 'source' | 'sink', raw: unknown, opts: Pick<LoadOptions, 'env' | 'registry'> = {}): { config?: ComponentConfig; diagnostics: Diagnostic[] } {
+  const c = new Collector(undefined, new LineCounter());
+  const unset: UnsetVar[] = [];
+  const value = interpolate(raw, opts.env ?? process.env, unset);
+  for (const u of unset) c.add('CFG_ENV_UNSET', u.path, `environment variable ${u.name} is not set`);
+  if (!isObj(value) || typeof value.type !== 'string') {
+    c.add('CFG_REQUIRED', ['type'], `a ${kind} config needs 'type'`);
+    return { diagnostics: c.diagnostics };
+  }
+  const r = checkComponent(c, opts.registry ?? defaultRegistry, kind, [], value, kind === 'sink' ? SINK_COMMON_KEYS.filter((k) => k !== 'type') : []);
+  return c.failed || !r ? { diagnostics: c.diagnostics } : { config: r.value, diagnostics: c.diagnostics };
+}

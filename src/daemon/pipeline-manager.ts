@@ -416,6 +416,7 @@ export class PipelineManager {
         flush: opts.flush,
         state: statefulTransforms(p.config).length ? storeStateIO(store.transformState, name, stateConfigHash(p.config), plog) : undefined,
         onTransformEvent: (e, n) => metrics.transformEvents[e].inc({ pipeline: name }, n),
+        telemetry: metrics.telemetry(name),
         onProgress: (pr) => {
           p.live = { startedAt: p.live?.startedAt ?? Date.now(), at: Date.now(), progress: pr };
           const labels = { pipeline: name };
@@ -498,6 +499,11 @@ export class PipelineManager {
       p.error = undefined;
       p.restarts = 0;
       p.status = stream ? 'stopped' : p.timer || p.cron ? 'scheduled' : 'stopped';
+    }
+    if (stream && record?.gave_up) {
+      // The source exhausted its reconnect attempts (max_reconnect_attempts): no restart until started again.
+      this.deps.log.error({ pipeline: p.name, err: p.error }, 'stream gave up reconnecting; not restarted (start it again when the peer is back)');
+      return;
     }
     if (stream) {
       // Supervised: a stream that ended (crashed or its source closed) is restarted with backoff.

@@ -23,7 +23,8 @@ export function fieldTable(schema: TObject): string {
   const required = new Set(schema.required ?? []);
   const rows = Object.entries(schema.properties).map(([name, s]) => {
     const t = s[Kind] === 'Object' && s.additionalProperties !== false && Object.keys(s.properties ?? {}).length <= 1 ? 'component' : typeOf(s);
-    return `| ${name} | ${cell(t)} | ${required.has(name) && !('default' in s) ? 'yes' : ''} | ${fmtDefault(s)} | ${cell(s.description ?? '')} |`;
+    const secret = s.writeOnly ? ' Secret: masked in every error, log line and answer.' : '';
+    return `| ${name} | ${cell(t)} | ${required.has(name) && !('default' in s) ? 'yes' : ''} | ${fmtDefault(s)} | ${cell((s.description ?? '') + secret)} |`;
   });
   return ['| Field | Type | Required | Default | Description |', '|---|---|---|---|---|', ...rows].join('\n');
 }
@@ -42,16 +43,18 @@ function examplePart(e: Example): string {
 
 function pluginPage(p: AnyPlugin): string {
   const facts: string[] = [];
-  if (p.kind === 'source') facts.push(`Mode: ${p.mode}.`);
+  if (p.kind === 'source') facts.push(`Mode: ${p.mode === 'both' ? 'batch or stream (by the schedule)' : p.mode}.`);
   if (p.kind === 'sink') facts.push(`Takes: ${p.accepts === 'records' ? 'records' : 'the serialized payload'}. Also takes the [sink common fields](../../pipeline.md#sink-common-fields).`);
   if (p.kind === 'serializer') facts.push(`Direction: ${p.direction === 'both' ? 'read and write' : p.direction === 'in' ? 'read only (serializer_in)' : 'write only'}.`);
   if (p.kind === 'transform' && p.stateful) facts.push('Stateful: needs `thread_workers: 1` and the pipeline-level transform chain (rule 4).');
   const examples = p.examples.map(examplePart).join('\n\n');
+  const delivery = p.kind === 'source' || p.kind === 'sink' ? `**Delivery: ${p.delivery.guarantee}.** ${p.delivery.why}` : '';
   return [
     GENERATED,
     `# ${p.kind} \`${p.key}\``,
     p.summary,
     facts.join(' '),
+    delivery,
     '## Parameters',
     Object.keys(p.config.properties).length ? fieldTable(p.config) : 'None.',
     examples ? `## Examples\n\n${examples}` : '',

@@ -19,6 +19,8 @@ export interface RunRecord {
   error: string | null;
   /** Per-record error and skip reasons (identical ones folded as "... (xN)"). */
   errors: string[];
+  /** Not stored: a stream source exhausted its reconnect attempts, so the daemon does not restart it. */
+  gave_up?: boolean;
 }
 
 /** At most this many distinct messages are kept per run; the rest are counted in one last line. */
@@ -33,6 +35,8 @@ export class RunCounters {
   dlq_count = 0;
   private readonly messages = new Map<string, number>();
   private dropped = 0;
+  /** Masks secrets in every message (connector errors can quote a URL or a password). */
+  constructor(private readonly redact: (text: string) => string = (t) => t) {}
 
   /** Rule 6, recorded error: a message and a skipped record. */
   recordError(message: string, records = 1) {
@@ -42,6 +46,7 @@ export class RunCounters {
 
   /** Rule 6, noted skip: a message only. */
   note(message: string) {
+    message = this.redact(message);
     const n = this.messages.get(message);
     if (n !== undefined) this.messages.set(message, n + 1);
     else if (this.messages.size < MAX_MESSAGES) this.messages.set(message, 1);

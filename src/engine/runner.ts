@@ -9,7 +9,9 @@ import type { Registry } from '../config/load.js';
 import { errorMessage } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import type { DrainPoint, Encoder, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
+import type { ConnectionState, DrainPoint, Encoder, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
+import { GaveUpError } from '../plugins/common/connector/reconnect.js';
+import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
 import { chunksOf, messageChunksOf } from './chunker.js';
 import { DeadLetterQueue, type Envelope, type Stage } from './dlq.js';
 import { inlineExecutor, poolExecutor, type ChunkExecutor } from './executor.js';
@@ -58,6 +60,14 @@ export interface RunOptions {
   state?: TransformStateIO;
   /** Events of stateful transforms (the svc_transform_* counters). */
   onTransformEvent?: (event: TransformEvent | 'state_io', n: number) => void;
+  /** Connector telemetry (the svc_connector_* and svc_kafka_consumer_lag metrics). */
+  telemetry?: RunTelemetry;
+}
+
+/** What connectors report, by component (`source`, `sinks[0] (mqtt)`) and connector type. */
+export interface RunTelemetry {
+  connection(component: string, type: string, state: ConnectionState): void;
+  consumerLag?(topic: string, partition: number, lag: number): void;
 }
 
 /** Where the state of a pipeline's stateful transforms is kept, keyed by transform instance. */
@@ -103,8 +113,12 @@ export async function runPipeline(config: PipelineConfig, opts: RunOptions = {})
 class PipelineRun {
   readonly runId: string;
   readonly startedAt = new Date();
-  readonly counters = new RunCounters();
+  readonly counters: RunCounters;
   readonly log: Logger;
+  /** Masks every secret of the pipeline's connectors in errors and notes. */
+  private readonly redact: (text: string) => string;
+  /** A stream source exhausted its reconnect attempts: the daemon must not restart it. */
+  private gaveUp = false;
   private readonly reg: Registry;
   /** Aborts plugin waits and retries: on_error abort, or a fatal error. */
   private readonly hard = new AbortController();
@@ -137,6 +151,8 @@ class PipelineRun {
     this.runId = opts.runId ?? randomUUID();
     this.reg = opts.registry ?? defaultRegistry;
     this.log = (opts.log ?? silentLogger).child({ pipeline: config.name, run_id: this.runId });
+    this.redact = pipelineRedactor(config, this.reg);
+    this.counters = new RunCounters(this.redact);
     if (config.rate_limit_rps) this.limiter = new TokenBucket(config.rate_limit_rps);
   }
 
@@ -156,6 +172,7 @@ class PipelineRun {
       processed: this.opts.processed ?? new MemoryProcessedFiles(),
       skipProcessed: this.config.skip_processed,
       services: this.opts.services,
+      redact: this.redact,
     };
     let source: Source | undefined;
     let executor: ChunkExecutor | undefined;
@@ -172,7 +189,7 @@ class PipelineRun {
       const threads = this.config.thread_workers;
       executor = threads > 1 ? poolExecutor(this.config, threads, this.plan.sinks.map((s) => s.wantsRecords)) : inlineExecutor(this.plan);
       const srcPlugin = this.reg.source.get(this.config.source.type) as SourcePlugin;
-      source = srcPlugin.create(this.config.source as never, ctx);
+      source = srcPlugin.create(this.config.source as never, { ...ctx, ...this.component('source', this.config.source.type) });
       this.sinks = this.config.sinks.map((cfg, i) => this.slot(cfg, sinkLabel(cfg, i), ctx));
       if (this.config.dlq) {
         const slot = this.slot(this.config.dlq, sinkLabel(this.config.dlq, 'dlq'), ctx, { type: 'ndjson' });
@@ -244,7 +261,8 @@ class PipelineRun {
       await this.saveState();
       for (const n of source.notes ?? []) this.counters.note(n);
     } catch (e) {
-      this.fatalError = errorMessage(e);
+      this.fatalError = this.redact(errorMessage(e));
+      this.gaveUp = e instanceof GaveUpError;
       this.log.error({ err: this.fatalError }, 'run failed');
       this.hard.abort();
     } finally {
@@ -262,7 +280,7 @@ class PipelineRun {
   private slot(cfg: SinkConfig, label: string, ctx: object, fallbackSerializer?: { type: string }): SinkSlot {
     const plugin = this.reg.sink.get(cfg.type) as SinkPlugin;
     const encoder = encoderFor(this.reg, cfg.serializer_out ?? fallbackSerializer ?? this.config.serializer_out);
-    const sink = plugin.create(cfg as never, { ...(ctx as Parameters<SinkPlugin['create']>[1]), encoder, log: this.log.child({ sink: label }) });
+    const sink = plugin.create(cfg as never, { ...(ctx as Parameters<SinkPlugin['create']>[1]), encoder, log: this.log.child({ sink: label }), ...this.component(label, cfg.type) });
     const breakers = this.opts.breakers ?? new Map<string, CircuitBreaker>();
     let breaker = breakers.get(label);
     if (!breaker || breaker.threshold !== cfg.circuit_breaker_threshold) {
@@ -270,6 +288,13 @@ class PipelineRun {
       breakers.set(label, breaker);
     }
     return { label, cfg, sink, encoder, breaker };
+  }
+
+  /** The component label and its telemetry, bound for one source or sink. */
+  private component(component: string, type: string): Pick<PluginContext, 'component' | 'telemetry'> {
+    const t = this.opts.telemetry;
+    if (!t) return { component };
+    return { component, telemetry: { connection: (state) => t.connection(component, type, state), consumerLag: t.consumerLag?.bind(t) } };
   }
 
   private async *counted(stream: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
@@ -288,7 +313,7 @@ class PipelineRun {
     const done = this.chain.then(step);
     this.chain = done;
     return done.catch((e: unknown) => {
-      this.fatalError ??= errorMessage(e);
+      this.fatalError ??= this.redact(errorMessage(e));
       this.hard.abort();
     });
   }
@@ -327,7 +352,7 @@ class PipelineRun {
 
   private abort(reason: string) {
     if (this.abortError) return;
-    this.abortError = reason;
+    this.abortError = this.redact(reason);
     this.log.warn({ reason }, 'run aborted (on_error: abort)');
     this.hard.abort();
   }
@@ -574,6 +599,15 @@ class PipelineRun {
       dlq_count: c.dlq_count,
       error,
       errors: c.errors(),
+      ...(this.gaveUp ? { gave_up: true } : {}),
     };
   }
+}
+
+/** Masks the secrets of every connector of the pipeline (source, sinks, DLQ). */
+function pipelineRedactor(config: PipelineConfig, reg: Registry) {
+  const secrets = new Set<string>();
+  secretsOf(reg.source.get(config.source.type)?.config, config.source, secrets);
+  for (const s of [...config.sinks, ...(config.dlq ? [config.dlq] : [])]) secretsOf(reg.sink.get(s.type)?.config, s, secrets);
+  return redactor(secrets);
 }

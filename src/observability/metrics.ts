@@ -2,6 +2,10 @@
 // registry per daemon (tests create their own). The cluster and transform metrics are registered
 // by the features that own them.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RunTelemetry } from '../engine/runner.js';
+import type { ConnectionState } from '../plugins/types.js';
+
+const CONNECTION_STATES: ConnectionState[] = ['connecting', 'connected', 'disconnected', 'failed'];
 
 export class Metrics {
   readonly registry = new Registry();
@@ -21,6 +25,27 @@ export class Metrics {
     name: 'svc_stream_queue_depth',
     help: 'Chunks in flight between source and sinks (bounded at 2 x thread_workers).',
     labelNames: ['pipeline'],
+    registers: [this.registry],
+  });
+
+  /** Connection state of each connector: 1 for its current state, 0 for the others. */
+  readonly connectorState = new Gauge({
+    name: 'svc_connector_state',
+    help: 'Connection state of a source or sink (1 = the current state).',
+    labelNames: ['pipeline', 'component', 'type', 'state'],
+    registers: [this.registry],
+  });
+  readonly connectorStateChanges = new Counter({
+    name: 'svc_connector_state_changes_total',
+    help: 'Changes of a connector into each connection state (disconnected counts lost connections and failed connects).',
+    labelNames: ['pipeline', 'component', 'type', 'state'],
+    registers: [this.registry],
+  });
+  /** Per topic and partition; the series with empty topic and partition is the pipeline's total. */
+  readonly kafkaConsumerLag = new Gauge({
+    name: 'svc_kafka_consumer_lag',
+    help: 'Messages between the committed offset and the high watermark, per topic and partition (empty labels: the total).',
+    labelNames: ['pipeline', 'topic', 'partition'],
     registers: [this.registry],
   });
 
@@ -46,5 +71,45 @@ export class Metrics {
     for (const m of [this.recordsIn, this.recordsOut, this.recordsSkipped, this.errors, this.dlq, this.chunkDuration, this.streamQueueDepth, ...Object.values(this.transformEvents)]) {
       m.remove({ pipeline });
     }
+    for (const { metric, labels } of this.labelled.get(pipeline)?.values() ?? []) metric.remove(labels);
+    this.labelled.delete(pipeline);
+  }
+
+  private get connectorMetrics(): (Gauge<string> | Counter<string>)[] {
+    return [this.connectorState, this.connectorStateChanges, this.kafkaConsumerLag];
+  }
+  /** Connector series by pipeline and label text (their other labels vary), for forget(). */
+  private readonly labelled = new Map<string, Map<string, { metric: Gauge<string> | Counter<string>; labels: Record<string, string> }>>();
+  private track(metric: Gauge<string> | Counter<string>, labels: Record<string, string>) {
+    let m = this.labelled.get(labels.pipeline!);
+    if (!m) this.labelled.set(labels.pipeline!, (m = new Map()));
+    m.set(`${this.connectorMetrics.indexOf(metric)}${JSON.stringify(labels)}`, { metric, labels });
+  }
+
+  /** The connector telemetry of one pipeline's runs. */
+  telemetry(pipeline: string): RunTelemetry {
+    const lags = new Map<string, number>();
+    return {
+      connection: (component, type, state) => {
+        for (const s of CONNECTION_STATES) {
+          const labels = { pipeline, component, type, state: s };
+          this.connectorState.set(labels, s === state ? 1 : 0);
+          this.track(this.connectorState, labels);
+        }
+        this.connectorStateChanges.inc({ pipeline, component, type, state });
+        this.track(this.connectorStateChanges, { pipeline, component, type, state });
+      },
+      consumerLag: (topic, partition, lag) => {
+        lags.set(`${topic}\u0000${partition}`, lag);
+        const one = { pipeline, topic, partition: String(partition) };
+        this.kafkaConsumerLag.set(one, lag);
+        this.track(this.kafkaConsumerLag, one);
+        let total = 0;
+        for (const v of lags.values()) total += v;
+        const all = { pipeline, topic: '', partition: '' };
+        this.kafkaConsumerLag.set(all, total);
+        this.track(this.kafkaConsumerLag, all);
+      },
+    };
   }
 }

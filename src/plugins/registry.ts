@@ -2,9 +2,11 @@
 // built from it; adding a plugin means writing its module and adding one import line here.
 import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin, TransformPlugin } from './types.js';
 
+import amqpSource from './connectors/amqp/source.js';
 import localSource from './sources/local.js';
 import webhookSource from './sources/webhook.js';
 
+import amqpSink from './connectors/amqp/sink.js';
 import localSink from './sinks/local.js';
 
 import avroSerializer from './serializers/avro.js';
@@ -52,8 +54,8 @@ import windowAggregate from './transforms/window_aggregate.js';
 
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
-export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([localSource, webhookSource]);
-export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([localSink]);
+export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([localSource, webhookSource, amqpSource]);
+export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([localSink, amqpSink]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,
   asn1Serializer,

@@ -62,6 +62,38 @@ export interface PluginContext {
    * plugins keep durable state of their own (the webhook spool).
    */
   services?: { webhooks?: WebhookHub; stateDir?: string };
+  /** This component's place in the pipeline (`source`, `sinks[0] (mqtt)`): a metric label. */
+  component?: string;
+  /** Connection state and connector gauges, bound to this component (the daemon's metrics). */
+  telemetry?: ComponentTelemetry;
+  /** Removes every secret of the pipeline (passwords, tokens, URL credentials) from a text. */
+  redact?: (text: string) => string;
+}
+
+/** Where a connector's connection stands; each change is logged once and counted by the runtime. */
+export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'failed';
+
+export interface ComponentTelemetry {
+  connection(state: ConnectionState): void;
+  /** Kafka: messages between the committed offset and the partition's high watermark. */
+  consumerLag?(topic: string, partition: number, lag: number): void;
+}
+
+/**
+ * What a connector promises about delivery, stated on its generated page: `at-least-once` when it
+ * acknowledges (commits, acks) only after every record was written or dead-lettered; `at-most-once`
+ * when the protocol offers no acknowledgement (or the connector was told not to wait for one).
+ */
+export interface Delivery {
+  guarantee: 'at-least-once' | 'at-most-once';
+  why: string;
+}
+
+/** Handed to a connector's reachability check (`POST /api/connectors/test`). */
+export interface TestContext {
+  log: Logger;
+  /** Aborted when the check runs out of time. */
+  signal: AbortSignal;
 }
 
 interface PluginBase<S extends TObject> {
@@ -73,6 +105,16 @@ interface PluginBase<S extends TObject> {
   config: S;
   lint?(c: Static<S>): LintIssue[];
   examples: Example[];
+}
+
+/** Sources and sinks: the parts the connector runtime needs beside the plugin unit. */
+interface ConnectorBase<S extends TObject> extends PluginBase<S> {
+  delivery: Delivery;
+  /**
+   * A bounded reachability check: connect, authenticate, one cheap operation, close. Throws with a
+   * message that tells the user what to fix (the runtime removes secrets from it and bounds its time).
+   */
+  test(c: Static<S>, ctx: TestContext): Promise<void>;
 }
 
 // ---- sources ---------------------------------------------------------------------------------
@@ -104,9 +146,10 @@ export interface Source {
   close?(): Promise<void>;
 }
 
-export interface SourcePlugin<S extends TObject = TObject> extends PluginBase<S> {
+export interface SourcePlugin<S extends TObject = TObject> extends ConnectorBase<S> {
   kind: 'source';
-  mode: 'batch' | 'stream';
+  /** `both`: runs once per batch run, or continuously under a stream schedule (redis). */
+  mode: 'batch' | 'stream' | 'both';
   create(c: Static<S>, ctx: PluginContext): Source;
 }
 
@@ -298,7 +341,7 @@ export interface Sink {
   close?(): Promise<void>;
 }
 
-export interface SinkPlugin<S extends TObject = TObject> extends PluginBase<S> {
+export interface SinkPlugin<S extends TObject = TObject> extends ConnectorBase<S> {
   kind: 'sink';
   /** `payload`: takes the encoded bytes; `records`: takes the records (SQL, stores). */
   accepts: 'payload' | 'records';

@@ -193,6 +193,8 @@ describe('holding transforms in the engine: a unit whose read fails half-way', (
     key: 'breaking',
     summary: 'Test source: unit a fails after its first chunk, unit b is whole.',
     mode: 'batch',
+    delivery: { guarantee: 'at-least-once', why: 'test source' },
+    test: async () => {},
     config: Type.Object({}, { additionalProperties: false }),
     examples: [],
     create: () => ({

@@ -37,6 +37,8 @@ const memorySink = defineSink({
   key: 'memory',
   summary: 'Test sink: keeps batches in memory.',
   accepts: 'payload',
+  delivery: { guarantee: 'at-least-once', why: 'test sink' },
+  test: async () => {},
   config: Type.Object({ id: Type.String({ description: 'Capture id.' }) }, { additionalProperties: false }),
   examples: [],
   create(c) {
@@ -83,6 +85,8 @@ const counterStream = defineSource({
   key: 'counter',
   summary: 'Test stream source: yields {"n": i} messages until stopped.',
   mode: 'stream',
+  delivery: { guarantee: 'at-least-once', why: 'test source' },
+  test: async () => {},
   config: Type.Object({ acked: Type.String({ description: 'Capture id that records acknowledged message numbers.' }) }, { additionalProperties: false }),
   examples: [],
   create(c) {

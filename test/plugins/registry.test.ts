@@ -11,7 +11,10 @@ import { loadPipelineText } from '../../src/config/load.js';
 import { CODES, formatDiagnostic } from '../../src/config/diagnostics.js';
 import { generatedDocs } from '../../src/docs/reference.js';
 import { pluginKeys, registry } from '../../src/plugins/registry.js';
-import type { AnyPlugin, SerializerPlugin } from '../../src/plugins/types.js';
+import type { AnyPlugin, SerializerPlugin, SinkPlugin, SourcePlugin } from '../../src/plugins/types.js';
+import { encoderFor } from '../../src/engine/plan.js';
+import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { silentLogger } from '../../src/observability/log.js';
 import { decodeUnit } from './serializers/helpers.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -23,7 +26,7 @@ const all: AnyPlugin[] = Object.values(registry).flatMap((m) => [...m.values()])
 function wrap(p: AnyPlugin, component: Record<string, unknown>): string {
   const comp = JSON.stringify(component);
   const src = p.kind === 'source' ? comp : '{ type: local, path: /in }';
-  const schedule = p.kind === 'source' && p.mode === 'stream' ? 'stream' : 'manual';
+  const schedule = p.kind === 'source' && p.mode !== 'batch' ? 'stream' : 'manual';
   const serIn = p.kind === 'serializer' && p.direction !== 'out' ? comp : '{ type: json }';
   const serOut = p.kind === 'serializer' && p.direction !== 'in' ? comp : '{ type: json }';
   const transforms = p.kind === 'transform' ? `[${comp}]` : '[]';
@@ -53,6 +56,23 @@ describe.each(all.map((p) => [`${p.kind} ${p.key}`, p] as const))('%s', (_name, 
     }
   });
 
+  it.runIf(p.kind === 'source' || p.kind === 'sink')('states its delivery guarantee and has a reachability check; create() does no I/O (dry-run)', async () => {
+    const c = p as SourcePlugin | SinkPlugin;
+    expect(['at-least-once', 'at-most-once']).toContain(c.delivery.guarantee);
+    expect(c.delivery.why.length).toBeGreaterThan(20);
+    expect(typeof c.test).toBe('function');
+    const sockets = () => process.getActiveResourcesInfo().filter((r) => /TCP|UDP|Pipe|TLS|DNS|GetAddrInfo/i.test(r)).length;
+    for (const ex of p.examples) {
+      const cfg = loadPipelineText(wrap(p, parse(ex.yaml) as Record<string, unknown>), { env: {} }).config!;
+      const before = sockets();
+      const ctx = { pipeline: 'example', log: silentLogger, signal: new AbortController().signal, processed: new MemoryProcessedFiles(), skipProcessed: false };
+      if (p.kind === 'source') (p as SourcePlugin).create(cfg.source as never, ctx);
+      else (p as SinkPlugin).create(cfg.sinks[0] as never, { ...ctx, encoder: encoderFor(registry, { type: 'json' }) });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(sockets(), `${ex.title}: create() opened a connection`).toBe(before);
+    }
+  });
+
   it('has worked examples whose input decodes to the records shown', async () => {
     for (const ex of p.examples.filter((e) => e.worked)) {
       expect(p.kind, 'worked examples are for serializers').toBe('serializer');
@@ -71,10 +91,15 @@ describe('registry', () => {
   it('lists every plugin module there is (the registry is the one list)', () => {
     const dirs = { sources: 'sources', sinks: 'sinks', serializers: 'serializers', transforms: 'transforms' } as const;
     const keys = pluginKeys();
+    // Connectors keep their source and sink in one folder per technology: connectors/<key>/{source,sink}.ts.
+    const connectors = readdirSync(join(root, 'src/plugins/connectors'));
+    const inConnectors = (file: string) => connectors.filter((d) => existsSync(join(root, 'src/plugins/connectors', d, file)));
     for (const [cat, dir] of Object.entries(dirs)) {
       const files = readdirSync(join(root, 'src/plugins', dir))
         .filter((f) => f.endsWith('.ts'))
         .map((f) => f.replace(/\.ts$/, ''));
+      if (cat === 'sources') files.push(...inConnectors('source.ts'));
+      if (cat === 'sinks') files.push(...inConnectors('sink.ts'));
       expect([...keys[cat as keyof typeof keys]].sort(), cat).toEqual(files.sort());
     }
   });

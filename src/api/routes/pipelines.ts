@@ -15,7 +15,7 @@ const NameParams = Type.Object({ name: Type.String({ minLength: 1 }) });
 type NameReq = FastifyRequest<{ Params: { name: string } }>;
 
 /** The body of create, update and dry-run: raw YAML text, or JSON `{yaml_text}`. */
-function yamlOf(req: FastifyRequest): string {
+export function yamlOf(req: FastifyRequest): string {
   const b = req.body as unknown;
   if (typeof b === 'string') return b;
   if (b && typeof b === 'object' && typeof (b as { yaml_text?: unknown }).yaml_text === 'string') return (b as { yaml_text: string }).yaml_text;

@@ -318,8 +318,16 @@ export default defineSink({
   summary: 'Write serialized batches to files in a local directory, appended or one file per input, with rolling parts.',
   accepts: 'payload',
   status: 'stable',
+  delivery: { guarantee: 'at-least-once', why: 'files are fsync\'ed before the source acknowledges its input; a crash between the two writes the same records again.' },
   config,
   lint,
+  async test(c) {
+    // Writable: create the directory as a run would, then write and remove a hidden probe file.
+    await fs.mkdir(c.path, { recursive: true });
+    const probe = path.join(c.path, `.svc-test-${randomUUID()}`);
+    await fs.writeFile(probe, '');
+    await fs.unlink(probe);
+  },
   examples: [
     {
       title: 'NDJSON rolled every 100,000 records or hour',

@@ -220,8 +220,16 @@ export default defineSource({
   summary: 'Read files from a local directory, one unit per file, with move, delete and skip-processed handling.',
   mode: 'batch',
   status: 'stable',
+  delivery: { guarantee: 'at-least-once', why: 'a file is moved, deleted or marked processed only after every record from it was written (and the sinks flushed) or dead-lettered; a failed run leaves it in place.' },
   config,
   lint,
+  async test(c) {
+    try {
+      await fs.readdir(c.path);
+    } catch (e) {
+      throw new Error(unreadableMessage(c.path, e));
+    }
+  },
   examples: [
     {
       title: 'CSV files, moved to an archive after delivery',

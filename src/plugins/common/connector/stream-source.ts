@@ -1,0 +1,169 @@
+// The runtime of every message-stream source (kafka, mqtt, amqp, nats, redis, websocket): a
+// connector only speaks its protocol (connect, push messages, pause, resume, acknowledge); this
+// module owns what they share.
+//
+// - Units: the messages waiting at each read become one unit (at most `maxBatch`), each message
+//   decoded on its own.
+// - Acknowledgement after delivery: a unit's messages are acknowledged (offset commit, AMQP ack,
+//   MQTT PUBACK, LREM, stream ID) only in its done(true), which the runner calls in order, after
+//   every record was written or dead-lettered and the sinks flushed.
+// - A unit that was not delivered ends the session without acknowledging it or anything after it,
+//   so the peer delivers them again after the reconnect (at-least-once; duplicates possible).
+// - Backpressure: above `highWater` queued messages the session is paused (consumer paused, socket
+//   not read); below half of it, resumed. The runner takes a unit only when it has room (rule 3),
+//   so memory stays bounded by highWater plus the runner's in-flight chunks.
+// - Reconnect: a failed connect or a lost session is retried with the shared policy; each state
+//   change is logged once and counted; a stream that exhausts its attempts fails for good.
+import { errorMessage } from '../../../errors.js';
+import type { PluginContext, Source, SourceMeta, SourceUnit } from '../../types.js';
+import { connectionReporter, waitToReconnect, type ReconnectPolicy } from './reconnect.js';
+
+export interface Message {
+  body: Buffer;
+  /** Metadata of this message (topic, subject, key...); the unit carries its first message's. */
+  meta?: SourceMeta;
+}
+
+export interface SessionHandlers<M extends Message> {
+  /** One message received. */
+  push(m: M): void;
+  /** The connection broke (call once; later calls are ignored). */
+  lost(err: Error): void;
+  signal: AbortSignal;
+}
+
+export interface Session<M extends Message> {
+  /** Stop taking messages from the peer (pause the consumer, stop reading the socket). */
+  pause(): void;
+  resume(): void;
+  /** Acknowledge a delivered batch; batches come in the order they were pushed. */
+  ack?(batch: M[]): Promise<void>;
+  /** Close; what was not acknowledged stays with the peer. */
+  close(): Promise<void>;
+}
+
+export interface StreamConnector<M extends Message> {
+  type: string;
+  /** Connects and starts consuming; resolves once the session is established. */
+  connect(h: SessionHandlers<M>): Promise<Session<M>>;
+  reconnect: ReconnectPolicy;
+  /** Most messages in one unit. */
+  maxBatch?: number;
+  /** Queued messages above which the session is paused. */
+  highWater?: number;
+  /** false (at-most-once): nothing is acknowledged, an undelivered unit does not reconnect. */
+  acknowledges: boolean;
+}
+
+export const DEFAULT_MAX_BATCH = 1000;
+
+export function streamSource<M extends Message>(ctx: PluginContext, connector: StreamConnector<M>): Source {
+  const report = connectionReporter(ctx, connector.type);
+  const maxBatch = connector.maxBatch ?? DEFAULT_MAX_BATCH;
+  const highWater = Math.max(connector.highWater ?? 2 * maxBatch, 1);
+  /** Bumped whenever a session ends: acknowledgements of older units are dropped (the peer redelivers). */
+  let generation = 0;
+  let current: Session<M> | undefined;
+  /** Set by an undelivered unit: the session must end without acknowledging anything more. */
+  let refused: Error | undefined;
+  let wake: (() => void) | undefined;
+
+  const unit = (batch: M[], session: Session<M>, gen: number): SourceUnit => ({
+    meta: { ...batch[0]!.meta, messages: batch.length },
+    size: batch.reduce((n, m) => n + m.body.length, 0),
+    messages: true,
+    async *read() {
+      for (const m of batch) yield m.body;
+    },
+    async done(delivered) {
+      if (!connector.acknowledges) {
+        if (!delivered) ctx.log.warn({ connector: connector.type, messages: batch.length }, `${connector.type}: ${batch.length} messages not delivered; this source cannot ask for them again (at-most-once)`);
+        return;
+      }
+      if (gen !== generation || refused) return;
+      if (delivered) return session.ack?.(batch);
+      refused = new Error(`${batch.length} messages were not delivered; reconnecting so that ${connector.type} delivers them again`);
+      wake?.();
+    },
+  });
+
+  return {
+    async *units(signal) {
+      let failures = 0;
+      const onAbort = () => wake?.();
+      signal.addEventListener('abort', onAbort);
+      try {
+        while (!signal.aborted) {
+          const gen = generation;
+          const queue: M[] = [];
+          let lost: Error | undefined;
+          let paused = false;
+          let session: Session<M> | undefined;
+          report('connecting');
+          try {
+            session = await connector.connect({
+              push(m) {
+                if (gen !== generation) return;
+                queue.push(m);
+                if (!paused && queue.length >= highWater && session) {
+                  paused = true;
+                  session.pause();
+                }
+                wake?.();
+              },
+              lost(err) {
+                if (gen !== generation) return;
+                lost ??= err;
+                wake?.();
+              },
+              signal,
+            });
+          } catch (e) {
+            failures++;
+            report('disconnected', errorMessage(e));
+            try {
+              if (!(await waitToReconnect(connector.reconnect, failures, errorMessage(e), signal, connector.type))) break;
+            } catch (gaveUp) {
+              report('failed', errorMessage(e));
+              throw gaveUp;
+            }
+            continue;
+          }
+          current = session;
+          failures = 0;
+          refused = undefined;
+          report('connected');
+          // Messages that arrived before connect() resolved may already be past the mark.
+          if (queue.length >= highWater) (paused = true), session.pause();
+          for (;;) {
+            if (signal.aborted && !paused) (paused = true), session.pause();
+            if (lost || refused) break;
+            if (queue.length) {
+              const batch = queue.splice(0, maxBatch);
+              if (paused && !signal.aborted && queue.length < highWater / 2) (paused = false), session.resume();
+              yield unit(batch, session, gen);
+              continue;
+            }
+            if (signal.aborted) break;
+            await new Promise<void>((r) => (wake = r));
+            wake = undefined;
+          }
+          if (!lost && !refused) break; // stopped: the session stays open for the last acknowledgements (close())
+          generation++;
+          current = undefined;
+          report('disconnected', errorMessage(lost ?? refused));
+          await session.close().catch(() => {});
+          if (!(await waitToReconnect(connector.reconnect, 1, errorMessage(lost ?? refused), signal, connector.type))) break;
+        }
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+      }
+    },
+    async close() {
+      generation++;
+      const s = current;
+      current = undefined;
+      await s?.close();
+    },
+  };
+}

@@ -68,6 +68,12 @@ export const scenarios: Record<string, Scenario> = {
   'snmp-walk': { run: async () => (await import('./snmp-scenarios.js')).snmpWalk.run(1) },
   'snmp-agent': { run: async () => (await import('./snmp-scenarios.js')).snmpAgent.run(1) },
   'trap-receive': { run: async () => (await import('./snmp-scenarios.js')).trapReceive.run(1) },
+  // Connectors against the machine's brokers, beside a plain client script or the peer's own tool (docs/benchmarks.md).
+  'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
+  'amqp-roundtrip': {
+    prepare: async () => (await import('./amqp-scenarios.js')).amqpRoundtrip.prepare!(),
+    run: async () => (await import('./amqp-scenarios.js')).amqpRoundtrip.run(1),
+  },
   // NDJSON -> Avro container (deflate) -> NDJSON, two pipeline runs (bench/avro-scenarios.ts).
   'avro-roundtrip': {
     threads: [1, 2],

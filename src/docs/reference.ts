@@ -48,7 +48,7 @@ function pluginPage(p: AnyPlugin): string {
   if (p.kind === 'serializer') facts.push(`Direction: ${p.direction === 'both' ? 'read and write' : p.direction === 'in' ? 'read only (serializer_in)' : 'write only'}.`);
   if (p.kind === 'transform' && p.stateful) facts.push('Stateful: needs `thread_workers: 1` and the pipeline-level transform chain (rule 4).');
   const examples = p.examples.map(examplePart).join('\n\n');
-  const delivery = p.kind === 'source' || p.kind === 'sink' ? `**Delivery: ${p.delivery.guarantee}.** ${p.delivery.why}` : '';
+  const delivery = p.kind === 'source' || p.kind === 'sink' ? `**Delivery: ${p.delivery.guarantee}.** ${p.delivery.why[0]!.toUpperCase()}${p.delivery.why.slice(1)}` : '';
   return [
     GENERATED,
     `# ${p.kind} \`${p.key}\``,

@@ -1,6 +1,7 @@
 // The connector reachability checks of `POST /api/connectors/test` and `/test-pipeline`: each
 // source or sink's own test() (connect, authenticate, one cheap operation), bounded in time, timed,
 // and with every secret of its config removed from the error.
+import { Value } from '@sinclair/typebox/value';
 import type { Registry } from '../config/load.js';
 import type { ComponentConfig, PipelineConfig } from '../config/pipeline-schema.js';
 import { errorMessage } from '../errors.js';
@@ -28,6 +29,8 @@ export const DEFAULT_TEST_TIMEOUT_MS = 10_000;
 export async function testConnector(kind: 'source' | 'sink', config: ComponentConfig, opts: ConnectorTestOptions = {}): Promise<ConnectorTestResult> {
   const plugin = (opts.registry ?? defaultRegistry)[kind].get(config.type) as SourcePlugin | SinkPlugin | undefined;
   if (!plugin) return { ok: false, latency_ms: null, error: `unknown ${kind} type '${config.type}'` };
+  // Defaults filled in here too, for callers that did not validate through loadComponent.
+  config = Value.Default(plugin.config, Value.Clone(config)) as ComponentConfig;
   const redact = redactor(secretsOf(plugin.config, config));
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS;
   const ac = new AbortController();

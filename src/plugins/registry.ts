@@ -3,10 +3,16 @@
 import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin, TransformPlugin } from './types.js';
 
 import amqpSource from './connectors/amqp/source.js';
+import mqttSource from './connectors/mqtt/source.js';
+import restSource from './connectors/rest/source.js';
+import websocketSource from './connectors/websocket/source.js';
 import localSource from './sources/local.js';
 import webhookSource from './sources/webhook.js';
 
 import amqpSink from './connectors/amqp/sink.js';
+import mqttSink from './connectors/mqtt/sink.js';
+import restSink from './connectors/rest/sink.js';
+import websocketSink from './connectors/websocket/sink.js';
 import localSink from './sinks/local.js';
 
 import avroSerializer from './serializers/avro.js';
@@ -54,8 +60,12 @@ import windowAggregate from './transforms/window_aggregate.js';
 
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
-export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([localSource, webhookSource, amqpSource]);
-export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([localSink, amqpSink]);
+export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
+  localSource, webhookSource, amqpSource, mqttSource, restSource, websocketSource,
+]);
+export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
+  localSink, amqpSink, mqttSink, restSink, websocketSink,
+]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,
   asn1Serializer,

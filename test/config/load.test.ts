@@ -67,7 +67,7 @@ pipeline:
       `p.yaml:3:9 pipeline.name: expected string to match '^[A-Za-z0-9][A-Za-z0-9_.-]*$', got "bad name!" [CFG_RANGE]`,
       `p.yaml:4:21 pipeline.schedule.type: must be one of 'interval', 'cron', 'manual', 'stream', got "hourly" [CFG_INVALID_OPTION]`,
       `p.yaml:5:19 pipeline.thread_workers: expected integer to be greater or equal to 1, got 0 [CFG_RANGE]`,
-      `p.yaml:7:19 pipeline.source.type: unknown source type 'locl' (did you mean 'local'?); registered: local, webhook, counter [CFG_UNKNOWN_PLUGIN]`,
+      `p.yaml:7:19 pipeline.source.type: unknown source type 'locl' (did you mean 'local'?); registered: ${[...testRegistry.source.keys()].join(', ')} [CFG_UNKNOWN_PLUGIN]`,
       `p.yaml:8:43 pipeline.serializer_out.strict: expected boolean (true or false), got "maybe" [CFG_TYPE]`,
       `p.yaml:10:35 pipeline.transforms[0].expression: invalid expression: unexpected end of expression at column 5 [CFG_EXPRESSION]`,
       `p.yaml:11:23 pipeline.transforms[1].feilds: unknown key 'feilds' (did you mean 'fields'?) [CFG_UNKNOWN_KEY]`,

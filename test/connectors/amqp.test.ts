@@ -124,6 +124,19 @@ describe('amqp specifics', () => {
     expect(got).toEqual(Array.from({ length: got.length }, (_, i) => i));
   });
 
+  it('sink: a message no queue receives fails the write (mandatory), it is not dropped in silence', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'in'));
+    writeFileSync(join(dir, 'in', 'r.ndjson'), '{"a":1}\n{"a":2}\n');
+    const rec = await runPipeline(
+      config({ name: 'amqp-unroutable', schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in') }, serializer_in: { type: 'ndjson' }, sinks: [{ type: 'amqp', url: v.url, routing_key: 'no-such-queue' }] }),
+    );
+    expect(rec.records_out).toBe(0);
+    expect(rec.errors.join('\n')).toMatch(/2 of 2 messages unroutable: no queue is bound to the default exchange for routing key 'no-such-queue'/);
+    // The input stays for the next run.
+    expect(readdirSync(join(dir, 'in'))).toEqual(['r.ndjson']);
+  });
+
   it('sink: exchange, routing_key and delivery_mode reach the broker', async () => {
     const ch = await v.admin.createChannel();
     await ch.assertExchange('svc-topic', 'topic', { durable: false });

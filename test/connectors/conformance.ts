@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { loadPipelineText } from '../../src/config/load.js';
+import { loadComponent, loadPipelineText } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import { testConnector } from '../../src/engine/connector-test.js';
@@ -111,6 +111,13 @@ export function checkSequence(records: Rec[], n: number) {
 
 function load(yamlText: string): PipelineConfig {
   const r = loadPipelineText(yamlText, { env: {} });
+  if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
+  return r.config;
+}
+
+/** A connector config validated and defaulted as the API does before a check. */
+function checked(role: 'source' | 'sink', cfg: Cfg) {
+  const r = loadComponent(role, cfg, { env: {} });
   if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
   return r.config;
 }
@@ -230,10 +237,10 @@ export function conformance(fixture: PeerFixture) {
         const ch = uniqueChannel(type);
         if (role === 'source') await peer.source!.prepare?.(ch);
         const cfg = sideOf().config(ch);
-        const ok = await testConnector(role, cfg as never);
+        const ok = await testConnector(role, checked(role, cfg));
         expect(ok, JSON.stringify(ok)).toMatchObject({ ok: true, error: null });
         expect(ok.latency_ms).toBeGreaterThanOrEqual(0);
-        const bad = await testConnector(role, peer.wrongPort(cfg) as never, { timeoutMs: 8000 });
+        const bad = await testConnector(role, checked(role, peer.wrongPort(cfg)), { timeoutMs: 8000 });
         expect(bad.ok).toBe(false);
         expect(bad.latency_ms).toBeNull();
         expect(bad.error).toMatch(new RegExp(`^${type}: `));
@@ -246,7 +253,7 @@ export function conformance(fixture: PeerFixture) {
           return;
         }
         const cfg = peer.wrongCredentials(sideOf().config(uniqueChannel(type)));
-        const r = await testConnector(role, cfg as never, { timeoutMs: 8000 });
+        const r = await testConnector(role, checked(role, cfg), { timeoutMs: 8000 });
         expect(r.ok).toBe(false);
         for (const v of Object.values(cfg)) {
           if (typeof v === 'string' && /wrong/.test(v)) expect(r.error).not.toContain(v);

@@ -136,6 +136,25 @@ describe('streamSource', () => {
     await it.next();
   });
 
+  it('a batch is cut into one unit per metadata (a wildcard never mislabels a record), acknowledged whole once all are delivered', async () => {
+    const f = scripted();
+    const stop = new AbortController();
+    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
+    const first = it.next();
+    await tick();
+    const s = f.sessions[0]!;
+    for (const [i, topic] of ['a', 'a', 'b', 'a'].entries()) s.h.push({ body: Buffer.from(String(i)), meta: { topic } });
+    const units = [(await first).value as SourceUnit, (await it.next()).value as SourceUnit];
+    expect(await Promise.all(units.map(seqs))).toEqual([[0, 1, 3], [2]]);
+    expect(units.map((u) => u.meta)).toEqual([{ topic: 'a', messages: 3 }, { topic: 'b', messages: 1 }]);
+    await units[0]!.done!(true);
+    expect(s.acks).toEqual([]);
+    await units[1]!.done!(true);
+    expect(s.acks).toEqual([[0, 1, 2, 3]]);
+    stop.abort();
+    await it.next();
+  });
+
   it('pauses the session above highWater and resumes below half of it', async () => {
     const f = scripted({ maxBatch: 2, highWater: 4 });
     const stop = new AbortController();

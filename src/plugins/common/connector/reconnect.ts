@@ -18,6 +18,8 @@ export const reconnectFields = (defaultDelayS = 5) => ({
 export interface ReconnectPolicy {
   reconnect_delay_seconds: number;
   max_reconnect_attempts: number;
+  /** Never reconnect (websocket `reconnect: false`): the first loss or failed connect ends the stream. */
+  disabled?: boolean;
 }
 
 export function reconnectDelayMs(attempt: number, baseSeconds: number): number {
@@ -54,6 +56,7 @@ export function connectionReporter(ctx: Pick<PluginContext, 'log' | 'telemetry' 
  * when the policy allows no more. Returns false when `signal` aborted the wait.
  */
 export async function waitToReconnect(policy: ReconnectPolicy, attempt: number, reason: string, signal: AbortSignal, type: string): Promise<boolean> {
+  if (policy.disabled) throw new GaveUpError(`${type}: ${reason}; not reconnecting (reconnect is off)`);
   if (policy.max_reconnect_attempts > 0 && attempt > policy.max_reconnect_attempts) {
     throw new GaveUpError(`${type}: gave up after ${policy.max_reconnect_attempts} reconnect attempts: ${reason}`);
   }

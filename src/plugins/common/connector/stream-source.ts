@@ -2,8 +2,8 @@
 // connector only speaks its protocol (connect, push messages, pause, resume, acknowledge); this
 // module owns what they share.
 //
-// - Units: the messages waiting at each read become one unit (at most `maxBatch`), each message
-//   decoded on its own.
+// - Units: the messages waiting at each read (at most `maxBatch`) become one unit per distinct
+//   metadata (topic, subject...), each message decoded on its own.
 // - Acknowledgement after delivery: a unit's messages are acknowledged (offset commit, AMQP ack,
 //   MQTT PUBACK, LREM, stream ID) only in its done(true), which the runner calls in order, after
 //   every record was written or dead-lettered and the sinks flushed.
@@ -20,7 +20,11 @@ import { connectionReporter, waitToReconnect, type ReconnectPolicy } from './rec
 
 export interface Message {
   body: Buffer;
-  /** Metadata of this message (topic, subject, key...); the unit carries its first message's. */
+  /**
+   * Metadata of this message (topic, subject...). A unit holds messages with equal metadata, so
+   * keep values that change with every message (offsets, ids) out of it; share one object between
+   * messages alike (the cheap case).
+   */
   meta?: SourceMeta;
 }
 
@@ -57,6 +61,25 @@ export interface StreamConnector<M extends Message> {
 
 export const DEFAULT_MAX_BATCH = 1000;
 
+/**
+ * The messages of one batch grouped by metadata, each group in arrival order. A unit carries one
+ * metadata object for all its records (inject_meta, templates), so a wildcard subscription that
+ * mixes topics becomes one unit per topic: no record is labelled with another's topic. Brokers
+ * order messages per topic (or partition) only, which the groups keep.
+ */
+function byMeta<M extends Message>(batch: M[]): M[][] {
+  const first = batch[0]!.meta;
+  if (batch.every((m) => m.meta === first)) return [batch]; // the usual case: one shared object
+  const groups = new Map<string, M[]>();
+  for (const m of batch) {
+    const key = m.meta ? JSON.stringify(m.meta) : '';
+    const g = groups.get(key);
+    if (g) g.push(m);
+    else groups.set(key, [m]);
+  }
+  return [...groups.values()];
+}
+
 export function streamSource<M extends Message>(ctx: PluginContext, connector: StreamConnector<M>): Source {
   const report = connectionReporter(ctx, connector.type);
   const maxBatch = connector.maxBatch ?? DEFAULT_MAX_BATCH;
@@ -68,28 +91,48 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
   let refused: Error | undefined;
   let wake: (() => void) | undefined;
 
-  const unit = (batch: M[], session: Session<M>, gen: number): SourceUnit => ({
-    meta: { ...batch[0]!.meta, messages: batch.length },
-    size: batch.reduce((n, m) => n + m.body.length, 0),
-    messages: true,
-    async *read() {
-      for (const m of batch) yield m.body;
-    },
-    async done(delivered) {
-      if (!connector.acknowledges) {
-        if (!delivered) ctx.log.warn({ connector: connector.type, messages: batch.length }, `${connector.type}: ${batch.length} messages not delivered; this source cannot ask for them again (at-most-once)`);
-        return;
-      }
-      if (gen !== generation || refused) return;
-      if (delivered) return session.ack?.(batch);
-      refused = new Error(`${batch.length} messages were not delivered; reconnecting so that ${connector.type} delivers them again`);
-      wake?.();
-    },
-  });
+  /**
+   * The units of one batch: one per metadata group. The batch is acknowledged whole, in the order
+   * it came, once its last unit is done and all of them were delivered.
+   */
+  const unitsOf = (batch: M[], session: Session<M>, gen: number): SourceUnit[] => {
+    const groups = byMeta(batch);
+    let left = groups.length;
+    let allDelivered = true;
+    return groups.map((msgs) => ({
+      meta: { ...msgs[0]!.meta, messages: msgs.length },
+      size: msgs.reduce((n, m) => n + m.body.length, 0),
+      messages: true,
+      async *read() {
+        for (const m of msgs) yield m.body;
+      },
+      async done(delivered) {
+        allDelivered &&= delivered;
+        if (--left > 0) return;
+        if (!connector.acknowledges) {
+          if (!allDelivered) ctx.log.warn({ connector: connector.type, messages: batch.length }, `${connector.type}: messages not delivered; this source cannot ask for them again (at-most-once)`);
+          return;
+        }
+        if (gen !== generation || refused) return;
+        if (allDelivered) return session.ack?.(batch);
+        refused = new Error(`${batch.length} messages were not delivered; reconnecting so that ${connector.type} delivers them again`);
+        wake?.();
+      },
+    }));
+  };
 
   return {
     async *units(signal) {
       let failures = 0;
+      /** Waits before attempt `n`; false when stopped meanwhile; throws (state failed) when giving up. */
+      const retry = async (n: number, reason: string) => {
+        try {
+          return await waitToReconnect(connector.reconnect, n, reason, signal, connector.type);
+        } catch (gaveUp) {
+          report('failed', reason);
+          throw gaveUp;
+        }
+      };
       const onAbort = () => wake?.();
       signal.addEventListener('abort', onAbort);
       try {
@@ -121,12 +164,7 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
           } catch (e) {
             failures++;
             report('disconnected', errorMessage(e));
-            try {
-              if (!(await waitToReconnect(connector.reconnect, failures, errorMessage(e), signal, connector.type))) break;
-            } catch (gaveUp) {
-              report('failed', errorMessage(e));
-              throw gaveUp;
-            }
+            if (!(await retry(failures, errorMessage(e)))) break;
             continue;
           }
           current = session;
@@ -137,11 +175,13 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
           if (queue.length >= highWater) (paused = true), session.pause();
           for (;;) {
             if (signal.aborted && !paused) (paused = true), session.pause();
-            if (lost || refused) break;
+            // What an acknowledging peer sent on a lost session comes again; an at-most-once one's
+            // messages already received are handed on first (they exist nowhere else).
+            if (refused || (lost && (connector.acknowledges || queue.length === 0))) break;
             if (queue.length) {
               const batch = queue.splice(0, maxBatch);
               if (paused && !signal.aborted && queue.length < highWater / 2) (paused = false), session.resume();
-              yield unit(batch, session, gen);
+              yield* unitsOf(batch, session, gen);
               continue;
             }
             if (signal.aborted) break;
@@ -153,7 +193,7 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
           current = undefined;
           report('disconnected', errorMessage(lost ?? refused));
           await session.close().catch(() => {});
-          if (!(await waitToReconnect(connector.reconnect, 1, errorMessage(lost ?? refused), signal, connector.type))) break;
+          if (!(await retry(1, errorMessage(lost ?? refused)))) break;
         }
       } finally {
         signal.removeEventListener('abort', onAbort);

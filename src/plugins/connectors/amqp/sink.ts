@@ -3,6 +3,7 @@
 // the connection is opened again on the next attempt.
 import { Type } from '@sinclair/typebox';
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
+import { WriteError } from '../../../errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink } from '../../types.js';
 import { checkBroker, connectBroker, onLost, urlField } from './client.js';
@@ -22,6 +23,8 @@ interface Link {
   ch: ConfirmChannel;
   /** Why the broker closed the channel (a missing exchange: 404 NOT_FOUND); pending confirms only say "closed". */
   failure?: Error;
+  /** Messages the broker returned as unroutable (mandatory) since the batch began. */
+  returned: number;
 }
 
 export default defineSink({
@@ -48,8 +51,10 @@ export default defineSink({
         try {
           onLost(conn, lost);
           const ch = await conn.createConfirmChannel();
-          const link: Link = { conn, ch };
+          const link: Link = { conn, ch, returned: 0 };
           ch.on('error', (e: Error) => (link.failure = e));
+          // basic.return comes before the confirm of the same message, so a batch sees its own returns.
+          ch.on('return', () => link.returned++);
           ch.on('close', () => lost(link.failure ?? new Error('channel closed by the broker')));
           return link;
         } catch (e) {
@@ -59,10 +64,12 @@ export default defineSink({
       },
       async ({ conn }) => conn.close().catch(() => {}),
     );
-    const options = { deliveryMode: c.delivery_mode };
+    // mandatory: a message no queue receives is returned instead of dropped in silence.
+    const options = { deliveryMode: c.delivery_mode, mandatory: true };
     return {
       async write(batch) {
         await conn.use(async (l) => {
+          l.returned = 0;
           try {
             for (const r of batch.records!) {
               // false: the socket buffer is full; wait for it to drain (backpressure) before going on.
@@ -72,7 +79,11 @@ export default defineSink({
           } catch (e) {
             throw l.failure ?? e;
           }
-        });
+          if (l.returned > 0) {
+            const where = c.exchange ? `exchange '${c.exchange}'` : 'the default exchange';
+            throw new WriteError(`${l.returned} of ${batch.count} messages unroutable: no queue is bound to ${where} for routing key '${c.routing_key}' (declare or bind one)`, true);
+          }
+        }, (e) => !(e instanceof WriteError)); // unroutable is not a broken connection
       },
       close: () => conn.end(),
     };

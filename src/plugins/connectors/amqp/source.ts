@@ -49,7 +49,8 @@ export default defineSource({
       type: 'amqp',
       reconnect: c,
       acknowledges: !c.auto_ack,
-      maxBatch: c.auto_ack ? 1000 : c.prefetch_count,
+      // Half the window per unit: the broker sends the next half while the first is written and flushed.
+      maxBatch: c.auto_ack ? 1000 : Math.ceil(c.prefetch_count / 2),
       highWater: c.auto_ack ? 2000 : c.prefetch_count,
       async connect({ push, lost }) {
         const conn = await connectBroker(c.url, `svc ${ctx.pipeline} ${ctx.component ?? 'source'}`);

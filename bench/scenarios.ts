@@ -70,6 +70,10 @@ export const scenarios: Record<string, Scenario> = {
   'trap-receive': { run: async () => (await import('./snmp-scenarios.js')).trapReceive.run(1) },
   // Connectors against the machine's brokers, beside a plain client script or the peer's own tool (docs/benchmarks.md).
   'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
+  'redis-roundtrip': {
+    prepare: async () => (await import('./redis-scenarios.js')).redisRoundtrip.prepare!(),
+    run: async () => (await import('./redis-scenarios.js')).redisRoundtrip.run(1),
+  },
   'amqp-roundtrip': {
     prepare: async () => (await import('./amqp-scenarios.js')).amqpRoundtrip.prepare!(),
     run: async () => (await import('./amqp-scenarios.js')).amqpRoundtrip.run(1),

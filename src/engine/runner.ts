@@ -173,6 +173,7 @@ class PipelineRun {
       skipProcessed: this.config.skip_processed,
       services: this.opts.services,
       redact: this.redact,
+      schedule: this.config.schedule.type,
     };
     let source: Source | undefined;
     let executor: ChunkExecutor | undefined;

@@ -4,6 +4,8 @@ import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin,
 
 import amqpSource from './connectors/amqp/source.js';
 import mqttSource from './connectors/mqtt/source.js';
+import natsSource from './connectors/nats/source.js';
+import redisSource from './connectors/redis/source.js';
 import restSource from './connectors/rest/source.js';
 import websocketSource from './connectors/websocket/source.js';
 import localSource from './sources/local.js';
@@ -11,6 +13,8 @@ import webhookSource from './sources/webhook.js';
 
 import amqpSink from './connectors/amqp/sink.js';
 import mqttSink from './connectors/mqtt/sink.js';
+import natsSink from './connectors/nats/sink.js';
+import redisSink from './connectors/redis/sink.js';
 import restSink from './connectors/rest/sink.js';
 import websocketSink from './connectors/websocket/sink.js';
 import localSink from './sinks/local.js';
@@ -61,10 +65,10 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, mqttSource, restSource, websocketSource,
+  localSource, webhookSource, amqpSource, mqttSource, natsSource, redisSource, restSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, mqttSink, restSink, websocketSink,
+  localSink, amqpSink, mqttSink, natsSink, redisSink, restSink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

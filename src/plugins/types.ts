@@ -62,6 +62,8 @@ export interface PluginContext {
    * plugins keep durable state of their own (the webhook spool).
    */
   services?: { webhooks?: WebhookHub; stateDir?: string };
+  /** The run's schedule type: a source of mode `both` reads continuously under `stream`, else once. */
+  schedule?: 'interval' | 'cron' | 'manual' | 'stream';
   /** This component's place in the pipeline (`source`, `sinks[0] (mqtt)`): a metric label. */
   component?: string;
   /** Connection state and connector gauges, bound to this component (the daemon's metrics). */

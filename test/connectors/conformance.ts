@@ -4,13 +4,12 @@
 // a peer restart or a dropped connection (at-least-once connectors), the standard metrics, and a
 // bad config rejected with its path and line. A connector joins by writing its peer fixture
 // (test/connectors/peers/<tech>.ts) and one test file that calls `conformance(fixture)`.
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadComponent, loadPipelineText } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
-import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import type { RunRecord } from '../../src/engine/run-record.js';
@@ -22,9 +21,9 @@ import type { ConnectionState, SinkPlugin, SourcePlugin } from '../../src/plugin
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { eventually, testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
+import { loadPipeline, outputRecords, seqBodies, until, type Cfg, type Rec } from './helpers.js';
 
-export type Cfg = Record<string, unknown>;
-export type Rec = Record<string, unknown>;
+export type { Cfg, Rec };
 
 /** What a test reads back from the peer: the records a sink wrote into one channel. */
 export interface Collector {
@@ -82,22 +81,8 @@ let channelSeq = 0;
 /** A channel name no other test uses (peers are shared across test files and runs). */
 export const uniqueChannel = (type: string) => `svc_${type}_${process.pid}_${Date.now().toString(36)}_${++channelSeq}`;
 
-const bodies = (from: number, n: number) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, pad: 'x'.repeat(32) })));
+const bodies = (from: number, n: number) => seqBodies(from, n, { pad: 'x'.repeat(32) });
 
-/** Records `{seq}` of one NDJSON output directory (every file in it). */
-function outputRecords(dir: string): Rec[] {
-  const out: Rec[] = [];
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const n of names.sort()) {
-    for (const line of readFileSync(join(dir, n), 'utf8').split('\n')) if (line.trim()) out.push(JSON.parse(line) as Rec);
-  }
-  return out;
-}
 
 /** Every sequence number 0..n-1 present; duplicates counted (at-least-once allows them, and they are reported). */
 export function checkSequence(records: Rec[], n: number) {
@@ -109,11 +94,6 @@ export function checkSequence(records: Rec[], n: number) {
   return { missing, duplicates };
 }
 
-function load(yamlText: string): PipelineConfig {
-  const r = loadPipelineText(yamlText, { env: {} });
-  if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
-  return r.config;
-}
 
 /** A connector config validated and defaulted as the API does before a check. */
 function checked(role: 'source' | 'sink', cfg: Cfg) {
@@ -137,52 +117,37 @@ function recordingTelemetry() {
 
 /** A stream pipeline from the connector's source into local NDJSON files; returns its run handle. */
 function startSourceRun(name: string, source: Cfg, outDirs: string[], extra: Cfg = {}) {
-  const yamlText = stringify({
-    version: '1',
-    pipeline: {
-      name,
-      schedule: { type: 'stream' },
-      source,
-      serializer_in: { type: 'json' },
-      serializer_out: { type: 'ndjson' },
-      sinks: outDirs.map((d) => ({ type: 'local', path: d, filename_template: 'out.ndjson' })),
-      ...extra,
-    },
+  const config = loadPipeline({
+    name,
+    schedule: { type: 'stream' },
+    source,
+    serializer_in: { type: 'json' },
+    serializer_out: { type: 'ndjson' },
+    sinks: outDirs.map((d) => ({ type: 'local', path: d, filename_template: 'out.ndjson' })),
+    ...extra,
   });
   const stop = new AbortController();
   const tel = recordingTelemetry();
-  const done = runPipeline(load(yamlText), { signal: stop.signal, telemetry: tel.t, log: silentLogger, processed: new MemoryProcessedFiles() });
+  const done = runPipeline(config, { signal: stop.signal, telemetry: tel.t, log: silentLogger, processed: new MemoryProcessedFiles() });
   return { stop, done, tel };
 }
 
-async function until<T>(f: () => T | undefined | false, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A manual batch pipeline from NDJSON records `{seq}` into the connector's sink(s). */
 async function runIntoSinks(name: string, sinks: Cfg[], records: number, extra: Cfg = {}, opts: { telemetry?: RunTelemetry; signal?: AbortSignal } = {}): Promise<RunRecord> {
   const dir = tempDir('svc-conf-in-');
   mkdirSync(join(dir, 'in'));
   writeFileSync(join(dir, 'in', 'records.ndjson'), bodies(0, records).map((b) => b.toString() + '\n').join(''));
-  const yamlText = stringify({
-    version: '1',
-    pipeline: {
-      name,
-      schedule: { type: 'manual' },
-      source: { type: 'local', path: join(dir, 'in') },
-      serializer_in: { type: 'ndjson' },
-      serializer_out: { type: 'json' },
-      sinks,
-      ...extra,
-    },
+  const config = loadPipeline({
+    name,
+    schedule: { type: 'manual' },
+    source: { type: 'local', path: join(dir, 'in') },
+    serializer_in: { type: 'ndjson' },
+    serializer_out: { type: 'json' },
+    sinks,
+    ...extra,
   });
-  return runPipeline(load(yamlText), { log: silentLogger, processed: new MemoryProcessedFiles(), telemetry: opts.telemetry, signal: opts.signal });
+  return runPipeline(config, { log: silentLogger, processed: new MemoryProcessedFiles(), telemetry: opts.telemetry, signal: opts.signal });
 }
 
 export function conformance(fixture: PeerFixture) {
@@ -384,7 +349,7 @@ export function conformance(fixture: PeerFixture) {
     if (sinkPlugin) {
       describe('sink', () => {
         it('opens and closes without writing', async () => {
-          const cfg = load(stringify({ version: '1', pipeline: { name: 'conf-open', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [peer.sink!.config(uniqueChannel(type))] } })).sinks[0]!;
+          const cfg = loadPipeline({ name: 'conf-open', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [peer.sink!.config(uniqueChannel(type))] }).sinks[0]!;
           const sink = sinkPlugin.create(cfg as never, {
             pipeline: 'conf-open',
             log: silentLogger,

@@ -6,14 +6,12 @@
 // Most cases use the shared Mosquitto at 127.0.0.1:1883 (anonymous); auth, TLS, ACL and restarts
 // use private brokers started here and stopped by PID.
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { loadPipelineText } from '../../src/config/load.js';
-import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
@@ -22,6 +20,7 @@ import { Subscriber, type Incoming, type QoS } from '../../src/plugins/connector
 import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
+import { loadPipeline as load, outputRecords, until } from './helpers.js';
 import { mosquitto, PASSWORD, publish, startBroker, subscribe, USER, type Broker, type ClientAuth } from './peers/mosquitto.js';
 
 conformance(mosquitto);
@@ -32,33 +31,8 @@ const shared = { host: '127.0.0.1', port: 1883 };
 
 const bodies = (from: number, n: number, extra: Rec = {}) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, ...extra })));
 
-function load(pipeline: Cfg): PipelineConfig {
-  const r = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} });
-  if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
-  return r.config;
-}
 
-function outputRecords(dir: string): Rec[] {
-  const out: Rec[] = [];
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const n of names.sort()) for (const line of readFileSync(join(dir, n), 'utf8').split('\n')) if (line.trim()) out.push(JSON.parse(line) as Rec);
-  return out;
-}
 
-async function until<T>(f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -3,14 +3,12 @@
 // subjects with the subject in the metadata, a server restart (the source reconnects and receives
 // again), backpressure (the subscription is dropped above the high-water mark and taken again),
 // and the sink's permanent failures (publish permission, max_payload).
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connect, headers } from '@nats-io/transport-node';
 import { stringify } from 'yaml';
 import { loadPipelineText } from '../../src/config/load.js';
-import { formatDiagnostic } from '../../src/config/diagnostics.js';
-import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
@@ -19,33 +17,15 @@ import { HIGH_WATER } from '../../src/plugins/connectors/nats/source.js';
 import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
+import { loadPipeline as load, outputRecords, until } from './helpers.js';
 import { collectSubject, nats, natsServer, publishAll, SHARED_URL, subscriptionsOf, type NatsServer } from './peers/nats.js';
 
 conformance(nats);
 
 const bodies = (from: number, n: number, pad = 8) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, pad: 'x'.repeat(pad) })));
 
-function load(pipeline: Cfg): PipelineConfig {
-  const r = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} });
-  if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
-  return r.config;
-}
 
-function outputRecords(dir: string): Rec[] {
-  const out: Rec[] = [];
-  for (const n of readdirSync(dir).sort()) for (const line of readFileSync(join(dir, n), 'utf8').split('\n')) if (line.trim()) out.push(JSON.parse(line) as Rec);
-  return out;
-}
 
-async function until<T>(f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** A stream pipeline from a nats source into one NDJSON directory. */
 function streamRun(name: string, source: Cfg, extra: Cfg = {}) {

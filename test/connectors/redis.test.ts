@@ -6,15 +6,13 @@
 // redis-stream.test.ts.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { Redis } from 'ioredis';
 import { loadPipelineText } from '../../src/config/load.js';
-import { formatDiagnostic } from '../../src/config/diagnostics.js';
-import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
@@ -23,6 +21,7 @@ import { lastIdKey, processingKey } from '../../src/plugins/connectors/redis/sou
 import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
+import { loadPipeline as load, outputRecords, until } from './helpers.js';
 import { admin, contents, put, redisList, redisServer, SHARED, type RedisServer } from './peers/redis.js';
 
 conformance(redisList);
@@ -30,33 +29,8 @@ conformance(redisList);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const bodies = (from: number, n: number) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, pad: 'x'.repeat(16) })));
 
-function load(pipeline: Cfg): PipelineConfig {
-  const r = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} });
-  if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
-  return r.config;
-}
 
-function outputRecords(dir: string): Rec[] {
-  const out: Rec[] = [];
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const n of names.sort()) for (const line of readFileSync(join(dir, n), 'utf8').split('\n')) if (line.trim()) out.push(JSON.parse(line) as Rec);
-  return out;
-}
 
-async function until<T>(f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const pipelineOf = (name: string, source: Cfg, out: string, extra: Cfg = {}): Cfg => ({
   name,

@@ -69,6 +69,11 @@ export const scenarios: Record<string, Scenario> = {
   'snmp-agent': { run: async () => (await import('./snmp-scenarios.js')).snmpAgent.run(1) },
   'trap-receive': { run: async () => (await import('./snmp-scenarios.js')).trapReceive.run(1) },
   // Connectors against the machine's brokers, beside a plain client script or the peer's own tool (docs/benchmarks.md).
+  // 1M records through the kafka sink and source on librdkafka's mock cluster, beside kcat -P / kcat -C (bench/kafka-scenarios.ts).
+  'kafka-roundtrip': {
+    prepare: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.prepare!(),
+    run: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.run(1),
+  },
   'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
   'redis-roundtrip': {
     prepare: async () => (await import('./redis-scenarios.js')).redisRoundtrip.prepare!(),

@@ -38,14 +38,16 @@ export class GaveUpError extends SourceError {
 /** Reports connection states for one component: logs each change once, feeds the gauge. */
 export function connectionReporter(ctx: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>, type: string) {
   let last: ConnectionState | undefined;
+  let everConnected = false;
   return (state: ConnectionState, detail?: string) => {
     if (state === last) return;
-    const was = last;
     last = state;
     ctx.telemetry?.connection(state);
     const fields = { connector: type, state, ...(detail ? { reason: ctx.redact ? ctx.redact(detail) : detail } : {}) };
-    if (state === 'connected') ctx.log.info(fields, was ? `${type}: connected again` : `${type}: connected`);
-    else if (state === 'disconnected') ctx.log.warn(fields, `${type}: connection lost; reconnecting`);
+    if (state === 'connected') {
+      ctx.log.info(fields, everConnected ? `${type}: connected again` : `${type}: connected`);
+      everConnected = true;
+    } else if (state === 'disconnected') ctx.log.warn(fields, `${type}: connection lost; reconnecting`);
     else if (state === 'failed') ctx.log.error(fields, `${type}: gave up reconnecting`);
     else ctx.log.debug(fields, `${type}: connecting`);
   };

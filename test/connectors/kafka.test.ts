@@ -1,0 +1,605 @@
+// The kafka source and sink: the shared conformance suite against librdkafka's mock cluster, then
+// what the suite does not cover: doc 3's defaults, the security lint, auto_offset_reset, topic
+// lists and message metadata, max_poll_records, commit semantics (enable_auto_commit false and
+// true, a refused unit), the default group, session_timeout_ms, consumer lag telemetry, reconnect
+// limits, key_field partitioning, and SASL/TLS as far as a peer here supports them.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
+import { Kafka, logLevel } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { formatDiagnostic } from '../../src/config/diagnostics.js';
+import { loadPipelineText } from '../../src/config/load.js';
+import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
+import { testConnector } from '../../src/engine/connector-test.js';
+import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
+import { silentLogger } from '../../src/observability/log.js';
+import { Metrics } from '../../src/observability/metrics.js';
+import { messageKey } from '../../src/plugins/connectors/kafka/sink.js';
+import type { ConnectionState } from '../../src/plugins/types.js';
+import { tempDir } from '../helpers/fs.js';
+import { conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
+import { kafkaMock, kcatCollect, kcatPublish, startMockCluster, type MockCluster } from './peers/kafka-mock.js';
+
+conformance(kafkaMock);
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+function load(pipeline: Cfg): PipelineConfig {
+  const r = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} });
+  if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
+  return r.config;
+}
+
+function diagnostics(pipeline: Cfg) {
+  const r = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} });
+  return r.diagnostics.map((d) => ({ path: d.path, message: d.message, line: d.line }));
+}
+
+const bodies = (from: number, n: number, extra: Rec = {}) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, ...extra })));
+
+function outputRecords(dir: string): Rec[] {
+  const out: Rec[] = [];
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const n of names.sort()) for (const line of readFileSync(join(dir, n), 'utf8').split('\n')) if (line.trim()) out.push(JSON.parse(line) as Rec);
+  return out;
+}
+
+async function until<T>(f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+interface Lag {
+  topic: string;
+  partition: number;
+  lag: number;
+}
+
+/** A stream pipeline from a kafka source into NDJSON files (or the given sinks). */
+function stream(name: string, source: Cfg, opts: { out?: string; sinks?: Cfg[]; transforms?: Cfg[]; extra?: Cfg; also?: RunTelemetry } = {}) {
+  const out = opts.out ?? tempDir('svc-kafka-out-');
+  const states: ConnectionState[] = [];
+  const lags: Lag[] = [];
+  const telemetry: RunTelemetry = {
+    connection(component, type, state) {
+      if (component === 'source') states.push(state);
+      opts.also?.connection(component, type, state);
+    },
+    consumerLag(topic, partition, lag) {
+      lags.push({ topic, partition, lag });
+      opts.also?.consumerLag?.(topic, partition, lag);
+    },
+  };
+  const config = load({
+    name,
+    schedule: { type: 'stream' },
+    source: { type: 'kafka', ...source },
+    serializer_in: { type: 'json' },
+    serializer_out: { type: 'ndjson' },
+    ...(opts.transforms ? { transforms: opts.transforms } : {}),
+    sinks: opts.sinks ?? [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+    ...opts.extra,
+  });
+  const stop = new AbortController();
+  const done = runPipeline(config, { signal: stop.signal, telemetry, log: silentLogger, processed: new MemoryProcessedFiles() });
+  const connected = (n = 1) => until(() => states.filter((s) => s === 'connected').length >= n, 30_000, `connected x${n}`);
+  return {
+    out,
+    states,
+    lags,
+    done,
+    connected,
+    records: () => outputRecords(out),
+    async stop() {
+      stop.abort();
+      return done;
+    },
+  };
+}
+
+let cluster: MockCluster;
+let admin: ReturnType<Kafka['admin']>;
+
+/** Committed offsets of a group on a topic, by partition (-1: none). */
+async function committed(groupId: string, topic: string): Promise<Map<number, number>> {
+  const [t] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  return new Map(t!.partitions.map((p) => [p.partition, Number(p.offset)]));
+}
+
+/** Every message of the topic is committed: each partition's offset is its end (or none, for an empty partition). */
+async function allCommitted(groupId: string, topic: string) {
+  const [c, hw] = [await committed(groupId, topic), await highWatermarks(topic)];
+  return [...hw].every(([p, end]) => c.get(p) === end || (end === 0 && c.get(p) === -1));
+}
+
+/** Messages per partition of a topic (its high watermarks; partitions start at 0 here). */
+async function highWatermarks(topic: string): Promise<Map<number, number>> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
+}
+
+// A group that a member just left is held by the mock for session_timeout_ms - 1 s before it takes
+// the next member (see the peer fixture): short session timeouts keep these tests quick.
+const FAST = { session_timeout_ms: 3000, reconnect_delay_seconds: 0.2 };
+
+describe('kafka: config (doc 3)', () => {
+  const source = (extra: Cfg) => ({ name: 'cfg', schedule: { type: 'stream' }, source: { type: 'kafka', brokers: ['k1:9092'], topic: 't', ...extra }, sinks: [{ type: 'local', path: '/tmp' }] });
+  const sink = (extra: Cfg) => ({ name: 'cfg', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [{ type: 'kafka', brokers: ['k1:9092'], topic: 't', ...extra }] });
+
+  it('fills the documented defaults', () => {
+    const s = load(source({})).source as Cfg;
+    expect(s).toMatchObject({
+      auto_offset_reset: 'latest',
+      enable_auto_commit: false,
+      max_poll_records: 500,
+      session_timeout_ms: 30000,
+      security_protocol: 'PLAINTEXT',
+      reconnect_delay_seconds: 5,
+      max_reconnect_attempts: 0,
+    });
+    expect(s.group_id).toBeUndefined(); // the pipeline name, at run time
+    const k = load(sink({})).sinks[0] as Cfg;
+    expect(k).toMatchObject({ security_protocol: 'PLAINTEXT' });
+    expect(k.key_field).toBeUndefined();
+  });
+
+  it('takes a topic list and every security protocol with what it needs', () => {
+    expect(diagnostics(source({ topic: ['a', 'b.c', 'd_e-f'] }))).toEqual([]);
+    expect(diagnostics(source({ security_protocol: 'SASL_SSL', sasl_mechanism: 'SCRAM-SHA-512', sasl_username: 'u', sasl_password: 'p', ssl_cafile: '/ca.pem' }))).toEqual([]);
+    expect(diagnostics(source({ security_protocol: 'SASL_PLAINTEXT', sasl_mechanism: 'PLAIN', sasl_username: 'u', sasl_password: 'p' }))).toEqual([]);
+    expect(diagnostics(source({ security_protocol: 'SSL', ssl_cafile: '/ca.pem' }))).toEqual([]);
+    expect(diagnostics(sink({ security_protocol: 'SASL_SSL', sasl_mechanism: 'SCRAM-SHA-256', sasl_username: 'u', sasl_password: 'p', key_field: 'cell' }))).toEqual([]);
+  });
+
+  it('SASL without its mechanism, user or password is an error at each field, with a line', () => {
+    const d = diagnostics(source({ security_protocol: 'SASL_PLAINTEXT' }));
+    expect(d.map((x) => x.path).sort()).toEqual(['pipeline.source.sasl_mechanism', 'pipeline.source.sasl_password', 'pipeline.source.sasl_username']);
+    for (const x of d) {
+      expect(x.message).toMatch(/required with security_protocol SASL_PLAINTEXT/);
+      expect(x.line).toBeGreaterThan(0);
+    }
+    const s = diagnostics(sink({ security_protocol: 'SASL_SSL', sasl_mechanism: 'PLAIN', sasl_username: 'u' }));
+    expect(s.map((x) => x.path)).toEqual(['pipeline.sinks[0].sasl_password']);
+  });
+
+  it('SASL fields without SASL, and a CA file without TLS, are errors rather than ignored', () => {
+    const d = diagnostics(source({ sasl_username: 'u', ssl_cafile: '/ca.pem' }));
+    expect(d.map((x) => x.path).sort()).toEqual(['pipeline.source.sasl_username', 'pipeline.source.ssl_cafile']);
+    expect(d.find((x) => x.path.endsWith('ssl_cafile'))!.message).toMatch(/only used with security_protocol SSL or SASL_SSL \(it is PLAINTEXT\)/);
+    const s = diagnostics(sink({ security_protocol: 'SSL', sasl_mechanism: 'PLAIN' }));
+    expect(s.map((x) => x.path)).toEqual(['pipeline.sinks[0].sasl_mechanism']);
+    const c = diagnostics(sink({ security_protocol: 'SASL_PLAINTEXT', sasl_mechanism: 'PLAIN', sasl_username: 'u', sasl_password: 'p', ssl_cafile: '/ca.pem' }));
+    expect(c.map((x) => x.path)).toEqual(['pipeline.sinks[0].ssl_cafile']);
+  });
+
+  it('rejects unknown protocols and mechanisms, brokers without a port, bad topic names, bad numbers', () => {
+    const paths = (p: Cfg) => diagnostics(p).map((x) => x.path);
+    expect(paths(source({ security_protocol: 'TLS' }))).toContain('pipeline.source.security_protocol');
+    expect(paths(source({ security_protocol: 'SASL_SSL', sasl_mechanism: 'GSSAPI', sasl_username: 'u', sasl_password: 'p' }))).toContain('pipeline.source.sasl_mechanism');
+    expect(paths(source({ brokers: ['kafka-1'] })).some((p) => p.startsWith('pipeline.source.brokers'))).toBe(true);
+    expect(paths(source({ brokers: [] }))).toContain('pipeline.source.brokers');
+    expect(paths(source({ topic: 'bad topic' })).some((p) => p.startsWith('pipeline.source.topic'))).toBe(true);
+    expect(paths(source({ topic: [] })).some((p) => p.startsWith('pipeline.source.topic'))).toBe(true);
+    expect(paths(source({ auto_offset_reset: 'beginning' }))).toContain('pipeline.source.auto_offset_reset');
+    expect(paths(source({ max_poll_records: 0 }))).toContain('pipeline.source.max_poll_records');
+    expect(paths(source({ session_timeout_ms: 10 }))).toContain('pipeline.source.session_timeout_ms');
+    expect(paths(source({ max_reconnect_attempts: -1 }))).toContain('pipeline.source.max_reconnect_attempts');
+    expect(paths(sink({ topic: ['a', 'b'] }))).toContain('pipeline.sinks[0].topic');
+    expect(paths(sink({ acks: 1 }))).toContain('pipeline.sinks[0].acks');
+  });
+
+  it('stringifies the key_field value for the message key', () => {
+    expect(messageKey({ cell: 'A1' }, 'cell')).toBe('A1');
+    expect(messageKey({ cell: 42 }, 'cell')).toBe('42');
+    expect(messageKey({ cell: true }, 'cell')).toBe('true');
+    expect(messageKey({ cell: { a: 1 } }, 'cell')).toBe('{"a":1}');
+    expect(messageKey({ cell: null }, 'cell')).toBeNull();
+    expect(messageKey({ other: 1 }, 'cell')).toBeNull();
+    expect(messageKey({ cell: 'A1' }, undefined)).toBeNull();
+  });
+});
+
+describe('kafka: against the mock cluster', () => {
+  beforeAll(async () => {
+    cluster = await startMockCluster(3);
+    admin = new Kafka({ brokers: cluster.brokers, logLevel: logLevel.NOTHING, clientId: 'svc-test-admin' }).admin();
+    await admin.connect();
+  }, 30_000);
+  afterAll(async () => {
+    await admin?.disconnect().catch(() => {});
+    await cluster?.stop();
+  });
+
+  describe('source', () => {
+    it('auto_offset_reset: earliest reads what was there before the group existed; latest only what comes after', async () => {
+      const topic = uniqueChannel('kafka');
+      await kcatPublish(cluster.brokers, topic, bodies(0, 30));
+      const early = stream('aor-earliest', { brokers: cluster.brokers, topic, auto_offset_reset: 'earliest', group_id: `${topic}-e`, ...FAST });
+      const late = stream('aor-latest', { brokers: cluster.brokers, topic, group_id: `${topic}-l`, ...FAST });
+      await early.connected();
+      await late.connected();
+      await new Promise((r) => setTimeout(r, 300));
+      await kcatPublish(cluster.brokers, topic, bodies(30, 10));
+      await until(() => early.records().length >= 40 && late.records().length >= 10, 20_000, 'both groups');
+      await new Promise((r) => setTimeout(r, 300));
+      await early.stop();
+      await late.stop();
+      expect(early.records().map((r) => r.seq).sort((a, b) => (a as number) - (b as number))).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      expect(late.records().map((r) => r.seq).sort((a, b) => (a as number) - (b as number))).toEqual(Array.from({ length: 10 }, (_, i) => 30 + i));
+    }, 60_000);
+
+    it('reads a topic list; each unit carries the topic and partition of its messages as metadata', async () => {
+      const [a, b] = [uniqueChannel('kafka'), uniqueChannel('kafka')];
+      // Keyed, so the messages spread over the partitions of each topic.
+      await kcatPublish(cluster.brokers, a!, bodies(0, 40, { from: a }), Array.from({ length: 40 }, (_, i) => `ka${i}`));
+      await kcatPublish(cluster.brokers, b!, bodies(100, 40, { from: b }), Array.from({ length: 40 }, (_, i) => `kb${i}`));
+      // Where each message really is, read with kcat.
+      const where = new Map<number, number>();
+      for (const t of [a!, b!]) {
+        const c = kcatCollect(cluster.brokers, t);
+        await until(() => c.messages().length >= 40, 10_000, `kcat reading ${t}`);
+        for (const m of c.messages()) where.set((JSON.parse(m.value) as Rec).seq as number, m.partition);
+        await c.close();
+      }
+      expect(new Set(where.values()).size).toBeGreaterThan(1);
+      const run = stream(
+        'topics',
+        { brokers: cluster.brokers, topic: [a, b], auto_offset_reset: 'earliest', group_id: `${a}-g`, ...FAST },
+        { transforms: [{ type: 'inject_meta', all: true, prefix: 'm_' }] },
+      );
+      await until(() => run.records().length >= 80, 30_000, '80 records');
+      await run.stop();
+      const recs = run.records();
+      expect(recs).toHaveLength(80);
+      const byTopic = { [a!]: 0, [b!]: 0 };
+      for (const r of recs) {
+        expect(r.m_topic).toBe(r.from);
+        expect(r.m_partition).toBe(where.get(r.seq as number));
+        expect(r.m_messages).toBeGreaterThanOrEqual(1);
+        byTopic[r.from as string]!++;
+      }
+      expect(byTopic).toEqual({ [a!]: 40, [b!]: 40 });
+    }, 60_000);
+
+    it('max_poll_records bounds the messages of one unit (one commit); backpressure loses nothing', async () => {
+      const topic = uniqueChannel('kafka');
+      await kcatPublish(cluster.brokers, topic, bodies(0, 3000));
+      const run = stream('poll', { brokers: cluster.brokers, topic, auto_offset_reset: 'earliest', group_id: `${topic}-g`, max_poll_records: 25, ...FAST }, {
+        transforms: [{ type: 'inject_meta', fields: { n: 'messages' } }],
+      });
+      await until(() => run.records().length >= 3000, 60_000, '3000 records');
+      await run.stop();
+      const recs = run.records();
+      expect(new Set(recs.map((r) => r.seq)).size).toBe(3000);
+      const sizes = recs.map((r) => r.n as number);
+      expect(Math.max(...sizes)).toBe(25);
+      // Every offset was committed: the group's offsets reach each partition's end.
+      expect(await allCommitted(`${topic}-g`, topic)).toBe(true);
+    }, 90_000);
+
+    it('a slow sink pauses the consumer without losing its group: heartbeats go on while paused', async () => {
+      // One broker: its fetch loop is the only one, and it stands still while the source is
+      // paused, so only the connector's own heartbeats keep the member in the group.
+      const single = await startMockCluster(1);
+      try {
+        const topic = uniqueChannel('kafka');
+        await kcatPublish(single.brokers, topic, bodies(0, 50));
+        // 5 units of 10, one write every 4 s: the source stays paused (above 20 queued) for most
+        // of it, and no commit (which the coordinator also counts as a sign of life) comes for
+        // longer than the 3 s session.
+        const run = stream('slow', { brokers: single.brokers, topic, auto_offset_reset: 'earliest', max_poll_records: 10, ...FAST }, { extra: { rate_limit_rps: 0.25 } });
+        await until(() => run.records().length >= 50, 50_000, '50 records');
+        const t = Date.now();
+        await run.stop();
+        expect(Date.now() - t).toBeLessThan(10_000);
+        expect(new Set(run.records().map((r) => r.seq)).size).toBe(50);
+        expect(run.records()).toHaveLength(50); // no rebalance, so nothing read twice
+        expect(run.states).toEqual(['connecting', 'connected']);
+      } finally {
+        await single.stop();
+      }
+    }, 80_000);
+
+    it('group_id defaults to the pipeline name; a restart of the group resumes after the committed offsets', async () => {
+      const topic = uniqueChannel('kafka');
+      const name = `${topic}-pipeline`;
+      await kcatPublish(cluster.brokers, topic, bodies(0, 50));
+      const cfg = { brokers: cluster.brokers, topic, auto_offset_reset: 'earliest', max_poll_records: 10, ...FAST };
+      const first = stream(name, cfg);
+      await until(() => first.records().length >= 50, 30_000, 'the first 50');
+      await first.stop();
+      const offsets = await committed(name, topic);
+      expect([...offsets.values()].reduce((a, b) => a + Math.max(0, b), 0)).toBe(50);
+      expect(await allCommitted(name, topic)).toBe(true);
+
+      await kcatPublish(cluster.brokers, topic, bodies(50, 20));
+      const second = stream(name, cfg);
+      await until(() => second.records().length >= 20, 30_000, 'the next 20');
+      await new Promise((r) => setTimeout(r, 500));
+      await second.stop();
+      // No redelivery of what the group committed: only the 20 new ones.
+      expect(second.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => 50 + i));
+    }, 60_000);
+
+    it('an offset never moves past a record a sink refused: the unit is read again after the reconnect', async () => {
+      const topic = uniqueChannel('kafka');
+      const group = `${topic}-g`;
+      await kcatPublish(cluster.brokers, topic, bodies(0, 40));
+      const blocker = join(tempDir('svc-kafka-file-'), 'a-file');
+      writeFileSync(blocker, 'not a directory');
+      const cfg = { brokers: cluster.brokers, topic, auto_offset_reset: 'earliest', group_id: group, max_poll_records: 10, ...FAST };
+      // The sink cannot write (its path is a file); on_error continue: the records are refused, not fatal.
+      const failing = stream('refused', cfg, { sinks: [{ type: 'local', path: join(blocker, 'out') }], extra: { on_error: 'continue' } });
+      await failing.connected(2); // refused -> session ended uncommitted -> connected again
+      const rec = await failing.stop();
+      expect(rec.records_in).toBeGreaterThan(0);
+      expect(failing.states).toContain('disconnected');
+      // Nothing past the start positions (earliest: 0), committed at the join.
+      const after = [...(await committed(group, topic)).values()];
+      expect(after.every((o) => o === 0)).toBe(true);
+      // The same group with a sink that works gets every message.
+      const good = stream('refused', cfg);
+      await until(() => good.records().length >= 40, 30_000, 'all 40 again');
+      await good.stop();
+      expect(new Set(good.records().map((r) => r.seq)).size).toBe(40);
+      expect(await allCommitted(group, topic)).toBe(true);
+    }, 90_000);
+
+    it('auto_offset_reset latest is applied once: a refused batch of a partition never committed is read again', async () => {
+      const topic = uniqueChannel('kafka');
+      const group = `${topic}-g`;
+      await kcatPublish(cluster.brokers, topic, bodies(1000, 5)); // before the group: skipped by latest
+      const blocker = join(tempDir('svc-kafka-file-'), 'a-file');
+      writeFileSync(blocker, 'x');
+      const cfg = { brokers: cluster.brokers, topic, group_id: group, max_poll_records: 10, ...FAST };
+      const failing = stream('latest-refused', cfg, { sinks: [{ type: 'local', path: join(blocker, 'out') }], extra: { on_error: 'continue' } });
+      await failing.connected();
+      await new Promise((r) => setTimeout(r, 300));
+      await kcatPublish(cluster.brokers, topic, bodies(0, 30));
+      await failing.connected(2); // refused: the session ended without a commit past them
+      await failing.stop();
+      // Nothing past the start positions, which were committed at the join.
+      const hw = await highWatermarks(topic);
+      const start = await committed(group, topic);
+      expect([...start.values()].reduce((a, b) => a + Math.max(0, b), 0)).toBe(5);
+      expect([...hw.values()].reduce((a, b) => a + b, 0)).toBe(35);
+      // Still `latest`, same group: the 30 come again, the 5 from before the group do not.
+      const good = stream('latest-refused', cfg);
+      await until(() => good.records().length >= 30, 30_000, 'the 30 again');
+      await new Promise((r) => setTimeout(r, 500));
+      await good.stop();
+      expect(good.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    }, 90_000);
+
+    it('enable_auto_commit true is at-most-once: offsets are committed before delivery, refused records are not read again', async () => {
+      const topic = uniqueChannel('kafka');
+      const group = `${topic}-g`;
+      await kcatPublish(cluster.brokers, topic, bodies(0, 40));
+      const blocker = join(tempDir('svc-kafka-file-'), 'a-file');
+      writeFileSync(blocker, 'x');
+      const cfg = { brokers: cluster.brokers, topic, auto_offset_reset: 'earliest', group_id: group, enable_auto_commit: true, ...FAST };
+      const failing = stream('amo', cfg, { sinks: [{ type: 'local', path: join(blocker, 'out') }], extra: { on_error: 'continue' } });
+      await failing.connected();
+      await until(async () => [...(await committed(group, topic)).values()].reduce((a, b) => a + Math.max(0, b), 0) >= 40, 20_000, 'auto commits of all 40');
+      const rec = await failing.stop();
+      expect(rec.records_in).toBe(40);
+      expect(failing.states.filter((s) => s === 'connected')).toHaveLength(1); // no reconnect for a refused unit
+      await kcatPublish(cluster.brokers, topic, bodies(40, 5));
+      const good = stream('amo', cfg);
+      await until(() => good.records().length >= 5, 30_000, 'the 5 new ones');
+      await new Promise((r) => setTimeout(r, 500));
+      await good.stop();
+      expect(good.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual([40, 41, 42, 43, 44]);
+    }, 60_000);
+
+    it('reports consumer lag per topic and partition, down to 0 once committed (svc_kafka_consumer_lag)', async () => {
+      const topic = uniqueChannel('kafka');
+      await kcatPublish(cluster.brokers, topic, bodies(0, 200));
+      const hw = await highWatermarks(topic);
+      const m = new Metrics({ defaults: false });
+      const name = `lag-${topic}`;
+      const run = stream(name, { brokers: cluster.brokers, topic, auto_offset_reset: 'earliest', max_poll_records: 10, ...FAST }, { also: m.telemetry(name) });
+      await until(() => run.records().length >= 200, 30_000, '200 records');
+      const used = [...hw].filter(([, n]) => n > 0).map(([p]) => p);
+      await until(() => used.every((p) => run.lags.filter((l) => l.partition === p).at(-1)?.lag === 0), 10_000, 'lag 0 everywhere');
+      await run.stop();
+      expect(run.lags.every((l) => l.topic === topic)).toBe(true);
+      // The first report of each partition: everything in it is still ahead of the group.
+      for (const [p, n] of hw) {
+        const mine = run.lags.filter((l) => l.partition === p);
+        if (n === 0) continue;
+        expect(mine[0]!.lag).toBe(n);
+        expect(mine.length).toBeGreaterThan(1);
+      }
+      const text = await m.registry.metrics();
+      for (const p of used) expect(text).toContain(`svc_kafka_consumer_lag{pipeline="${name}",topic="${topic}",partition="${p}"} 0`);
+      expect(text).toContain(`svc_kafka_consumer_lag{pipeline="${name}",topic="",partition=""} 0`);
+    }, 60_000);
+
+    it('session_timeout_ms is the group session: the mock holds a rejoin for that long less a second', async () => {
+      const timeRejoin = async (ms: number) => {
+        const topic = uniqueChannel('kafka');
+        const cfg = { brokers: cluster.brokers, topic, group_id: `${topic}-g`, session_timeout_ms: ms };
+        const first = stream('st', cfg);
+        await first.connected();
+        await first.stop();
+        const t = Date.now();
+        const second = stream('st', cfg);
+        await second.connected();
+        const took = Date.now() - t;
+        await second.stop();
+        return took;
+      };
+      expect(await timeRejoin(4000)).toBeLessThan(6000);
+      expect(await timeRejoin(11000)).toBeGreaterThan(8000);
+    }, 60_000);
+
+    it('a stream that cannot connect gives up after max_reconnect_attempts and fails the run', async () => {
+      const run = stream('giveup', { brokers: ['127.0.0.1:1'], topic: 't', reconnect_delay_seconds: 0.05, max_reconnect_attempts: 2 });
+      const rec = await run.done;
+      expect(rec.status).toBe('failed');
+      expect(rec.error).toMatch(/gave up after 2 reconnect attempts/);
+      expect(rec.error).toMatch(/ECONNREFUSED 127\.0\.0\.1:1/);
+      expect(run.states.at(-1)).toBe('failed');
+    }, 30_000);
+  });
+
+  describe('sink', () => {
+    const writeRecords = async (topic: string, records: Rec[], sink: Cfg) => {
+      const dir = tempDir('svc-kafka-in-');
+      writeFileSync(join(dir, 'in.ndjson'), records.map((r) => JSON.stringify(r) + '\n').join(''));
+      return runPipeline(
+        load({ name: 'ksink', schedule: { type: 'manual' }, source: { type: 'local', path: dir }, serializer_in: { type: 'ndjson' }, sinks: [{ type: 'kafka', brokers: cluster.brokers, topic, ...sink }] }),
+        { log: silentLogger, processed: new MemoryProcessedFiles() },
+      );
+    };
+
+    it('key_field: one message per record, keyed by the stringified field; equal keys share a partition', async () => {
+      const topic = uniqueChannel('kafka');
+      const c = kcatCollect(cluster.brokers, topic);
+      try {
+        const records = Array.from({ length: 300 }, (_, i) => (i % 10 === 9 ? { seq: i } : { seq: i, cell: i % 3 === 0 ? i % 7 : `cell-${i % 7}` }));
+        const rec = await writeRecords(topic, records, { key_field: 'cell' });
+        expect(rec.status, JSON.stringify(rec)).toBe('success');
+        await until(() => c.messages().length >= 300, 20_000, '300 messages');
+        const msgs = c.messages();
+        expect(msgs).toHaveLength(300);
+        const partitionsOf = new Map<string, Set<number>>();
+        for (const m of msgs) {
+          const r = JSON.parse(m.value) as Rec;
+          expect(m.key).toBe(r.cell === undefined ? '' : String(r.cell));
+          if (r.cell !== undefined) {
+            const s = partitionsOf.get(m.key) ?? new Set();
+            s.add(m.partition);
+            partitionsOf.set(m.key, s);
+          }
+        }
+        expect(partitionsOf.size).toBe(14); // 0..6 as numbers and cell-0..cell-6
+        for (const [, parts] of partitionsOf) expect(parts.size).toBe(1);
+        // The keys spread over more than one partition (the topic has 4).
+        expect(new Set([...partitionsOf.values()].map((s) => [...s][0])).size).toBeGreaterThan(1);
+      } finally {
+        await c.close();
+      }
+    }, 60_000);
+
+    it('without key_field, messages have no key and spread over the partitions', async () => {
+      const topic = uniqueChannel('kafka');
+      const c = kcatCollect(cluster.brokers, topic);
+      try {
+        const rec = await writeRecords(topic, Array.from({ length: 100 }, (_, i) => ({ seq: i, cell: 'same' })), {});
+        expect(rec.status).toBe('success');
+        await until(() => c.messages().length >= 100, 20_000, '100 messages');
+        expect(c.messages().every((m) => m.key === '')).toBe(true);
+        expect(new Set(c.messages().map((m) => m.partition)).size).toBeGreaterThan(1);
+      } finally {
+        await c.close();
+      }
+    }, 30_000);
+
+    it('a broker that cannot be reached fails the write with the reason (retried by the sink policy)', async () => {
+      const dir = tempDir('svc-kafka-in-');
+      writeFileSync(join(dir, 'in.ndjson'), '{"seq":1}\n');
+      const rec = await runPipeline(
+        load({
+          name: 'ksink-down',
+          schedule: { type: 'manual' },
+          source: { type: 'local', path: dir },
+          serializer_in: { type: 'ndjson' },
+          sinks: [{ type: 'kafka', brokers: ['127.0.0.1:1'], topic: 't', retry_count: 1, retry_delay_seconds: 0.05 }],
+        }),
+        { log: silentLogger, processed: new MemoryProcessedFiles() },
+      );
+      expect(rec.records_out).toBe(0);
+      expect(JSON.stringify(rec.errors)).toMatch(/kafka: cannot connect: cannot reach the brokers 127\.0\.0\.1:1: .*ECONNREFUSED/);
+    }, 30_000);
+  });
+
+  describe('security', () => {
+    it('SASL against a broker without SASL fails the check clearly, without showing the password', async () => {
+      for (const mechanism of ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512']) {
+        for (const role of ['source', 'sink'] as const) {
+          const cfg = { type: 'kafka', brokers: cluster.brokers, topic: 't', security_protocol: 'SASL_PLAINTEXT', sasl_mechanism: mechanism, sasl_username: 'svc', sasl_password: 'wrong-password-123' };
+          const r = await testConnector(role, cfg as never, { timeoutMs: 8000 });
+          expect(r.ok).toBe(false);
+          expect(r.error, `${role} ${mechanism}`).toMatch(/^kafka: cannot connect to the brokers .*no SASL handshake; is security_protocol SASL_PLAINTEXT right/);
+          expect(r.error).not.toContain('wrong-password-123');
+        }
+      }
+    });
+
+    it('SSL against a plaintext listener fails the check with a TLS hint; a missing ssl_cafile is named', async () => {
+      const r = await testConnector('source', { type: 'kafka', brokers: cluster.brokers, topic: 't', security_protocol: 'SSL' } as never, { timeoutMs: 8000 });
+      expect(r.ok).toBe(false);
+      expect(r.error).toMatch(/TLS handshake failed; is this a TLS listener/);
+      const missing = await testConnector('sink', { type: 'kafka', brokers: cluster.brokers, topic: 't', security_protocol: 'SSL', ssl_cafile: '/nonexistent/ca.pem' } as never);
+      expect(missing.error).toBe('kafka: cannot read ssl_cafile /nonexistent/ca.pem: ENOENT');
+    });
+
+    describe('TLS on the wire (a TLS terminator in front of the bootstrap broker)', () => {
+      // The mock has no TLS listener and advertises its plaintext ports, so only the bootstrap
+      // connection can be wrapped: enough for the reachability check (TLS handshake with
+      // ssl_cafile, ApiVersions and Metadata over TLS), not for consuming or producing.
+      let dir: string;
+      let server: tls.Server;
+      let port: number;
+      beforeAll(async () => {
+        dir = mkdtempSync(join(tmpdir(), 'svc-kafka-tls-'));
+        const ssl = (...a: string[]) => execFileSync('openssl', a, { cwd: dir, stdio: 'pipe' });
+        for (const ca of ['ca', 'other-ca']) {
+          ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=svc test ${ca}`, '-keyout', `${ca}.key`, '-out', `${ca}.pem`);
+        }
+        ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'broker.key', '-out', 'broker.csr');
+        writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+        ssl('x509', '-req', '-in', 'broker.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'san.ext', '-out', 'broker.pem');
+        const [host, bport] = [cluster.brokers[0]!.split(':')[0]!, Number(cluster.brokers[0]!.split(':')[1])];
+        server = tls.createServer({ key: readFileSync(join(dir, 'broker.key')), cert: readFileSync(join(dir, 'broker.pem')) }, (s) => {
+          const up = net.connect(bport, host);
+          s.pipe(up).pipe(s);
+          s.on('error', () => up.destroy());
+          up.on('error', () => s.destroy());
+        });
+        server.on('tlsClientError', () => {});
+        await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+        port = (server.address() as net.AddressInfo).port;
+      }, 30_000);
+      afterAll(async () => {
+        await new Promise((r) => server?.close(r));
+        rmSync(dir, { recursive: true, force: true });
+      });
+
+      it('ssl_cafile: the TLS handshake and Kafka requests pass with the CA that signed the broker, not with another', async () => {
+        const cfg = (ca?: string) => ({ type: 'kafka', brokers: [`127.0.0.1:${port}`], topic: 't', security_protocol: 'SSL', ...(ca ? { ssl_cafile: join(dir, ca) } : {}) });
+        // Right CA: TLS and ApiVersions pass on the bootstrap connection; the brokers the mock
+        // advertises are plaintext, which the check then reports (as it would a bad advertised listener).
+        for (const role of ['source', 'sink'] as const) {
+          const ok = await testConnector(role, cfg('ca.pem') as never, { timeoutMs: 8000 });
+          expect(ok.ok).toBe(false);
+          expect(ok.error).toMatch(/^kafka: the bootstrap broker answered, but the brokers it advertises cannot be used .*TLS handshake failed/);
+        }
+        const bad = await testConnector('source', cfg('other-ca.pem') as never, { timeoutMs: 8000 });
+        expect(bad.ok).toBe(false);
+        expect(bad.error).toMatch(/^kafka: cannot connect to the brokers 127\.0\.0\.1:\d+: .*(self[- ]signed|unable to (get|verify))/i);
+        // Without ssl_cafile the system CAs are trusted: they did not sign this broker either.
+        const system = await testConnector('sink', cfg() as never, { timeoutMs: 8000 });
+        expect(system.error).toMatch(/^kafka: cannot connect to the brokers .*(self[- ]signed|unable to (get|verify))/i);
+      });
+    });
+  });
+});

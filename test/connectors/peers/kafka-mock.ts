@@ -1,0 +1,196 @@
+// Peer fixture for the kafka connector: librdkafka's mock cluster (three brokers, in memory),
+// started through Debian's kcat, which prints its bootstrap address and keeps it alive while it
+// runs; stopped in stop() (a small sh wrapper also ends it if the test process dies). Messages go
+// in with `kcat -P` and come out with `kcat -C` (the peer's own C client, not kafkajs), so a bug
+// in kafkajs cannot hide itself in both ends.
+//
+// The mock has no SASL and no TLS (no wrong-credentials case) and cannot be restarted without
+// losing its topics, and it advertises its own broker addresses in its metadata, so a TCP proxy
+// would only cover the bootstrap connection. disrupt() therefore cuts this process's established
+// TCP connections to the mock's brokers in the kernel (`ss -K`, needs CAP_NET_ADMIN): the
+// connectors see their connections aborted and reconnect to the same cluster, which kept its data.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { promisify } from 'node:util';
+import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+
+const run = promisify(execFile);
+
+export interface MockCluster {
+  /** Bootstrap list, host:port each. */
+  brokers: string[];
+  /**
+   * Cuts every established connection between this process (the connectors under test) and the
+   * brokers, at both ends; returns how many were cut. kcat's own connections are left alone: kcat
+   * exits when all its brokers are down, and the mock cluster lives inside it.
+   */
+  cut(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The same mock cluster created through librdkafka's C API (Python ctypes on Debian's
+ * librdkafka.so.1, the library kcat uses), for topics that need more partitions than the 4 an
+ * auto-created topic gets: the mock keeps at most 5 MB per partition, so a million 200-byte
+ * messages need about 40. It prints the bootstrap list and lives until its stdin closes.
+ */
+const MOCK_PY = `
+import ctypes, sys
+rk = ctypes.CDLL('librdkafka.so.1')
+rk.rd_kafka_conf_new.restype = ctypes.c_void_p
+rk.rd_kafka_new.restype = ctypes.c_void_p
+rk.rd_kafka_new.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+rk.rd_kafka_mock_cluster_new.restype = ctypes.c_void_p
+rk.rd_kafka_mock_cluster_new.argtypes = [ctypes.c_void_p, ctypes.c_int]
+rk.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
+rk.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
+rk.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+err = ctypes.create_string_buffer(512)
+h = rk.rd_kafka_new(0, rk.rd_kafka_conf_new(), err, 512)
+mc = rk.rd_kafka_mock_cluster_new(h, int(sys.argv[1]))
+for spec in sys.argv[2:]:
+    name, parts = spec.rsplit(':', 1)
+    if rk.rd_kafka_mock_topic_create(mc, name.encode(), int(parts), min(3, int(sys.argv[1]))) != 0:
+        sys.exit('cannot create mock topic ' + name)
+print('bootstrap.servers=' + rk.rd_kafka_mock_cluster_bootstraps(mc).decode(), file=sys.stderr, flush=True)
+sys.stdin.read()
+`;
+
+/**
+ * Runs a long-lived command tied to this process: a small sh wrapper kills it when its stdin
+ * closes, so a test worker that dies (a timeout, a crash) leaves no kcat behind. end() closes
+ * stdin, which stops it.
+ */
+function tied(cmd: string, args: string[], stdout: 'ignore' | 'pipe', stderr: 'ignore' | 'pipe'): ChildProcess {
+  const script = 'exec 3<&0; "$@" & c=$!; (read _ <&3; kill $c 2>/dev/null) & w=$!; wait $c; r=$?; kill $w 2>/dev/null; exit $r';
+  return spawn('/bin/sh', ['-c', script, 'sh', cmd, ...args], { stdio: ['pipe', stdout, stderr] });
+}
+
+/** Stops a tied() or stdin-bound process: closes its stdin, then kills it if it is still there after 5 s. */
+async function endProcess(p: ChildProcess) {
+  if (p.exitCode !== null || p.signalCode !== null) return;
+  const exited = once(p, 'exit');
+  p.stdin?.end();
+  const t = setTimeout(() => p.exitCode === null && p.signalCode === null && process.kill(p.pid!, 'SIGKILL'), 5000);
+  await exited;
+  clearTimeout(t);
+}
+
+/**
+ * Starts a librdkafka mock cluster with `brokers` brokers: kept alive by kcat, or, when `topics`
+ * (name to partition count) must be created up front, by a Python ctypes process (see MOCK_PY).
+ */
+export async function startMockCluster(brokers = 3, topics?: Record<string, number>): Promise<MockCluster> {
+  const p: ChildProcess = topics
+    ? spawn('/usr/bin/python3', ['-c', MOCK_PY, String(brokers), ...Object.entries(topics).map(([t, n]) => `${t}:${n}`)], { stdio: ['pipe', 'ignore', 'pipe'] })
+    : tied('kcat', ['-C', '-q', '-t', '__svc_mock_keepalive', '-X', `test.mock.num.brokers=${brokers}`, '-b', 'dummy:9092'], 'ignore', 'pipe');
+  const list = await new Promise<string[]>((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`no mock bootstrap address printed: ${buf}`)), 10_000);
+    p.once('error', reject);
+    p.once('exit', (code) => reject(new Error(`the mock cluster's process exited (${code}) before it started: ${buf}`)));
+    p.stderr!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const m = /replaced with (\S+)/.exec(buf) ?? /bootstrap\.servers=(\S+)/.exec(buf);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!.split(','));
+      }
+    });
+  });
+  p.removeAllListeners('exit');
+  p.stderr!.removeAllListeners('data');
+  p.stderr!.resume(); // keep draining its (rare) log lines
+  const ports = list.map((b) => b.split(':').at(-1)!);
+  return {
+    brokers: list,
+    async cut() {
+      const toBrokers = ports.flatMap((port, i) => [...(i ? ['or'] : []), 'dport', '=', `:${port}`]);
+      const { stdout } = await run('ss', ['-t', '-n', '-p', '-H', 'state', 'established', '(', ...toBrokers, ')']);
+      // Local Address:Port is the 3rd column without a State column (Recv-Q Send-Q Local Peer Process).
+      const mine = stdout
+        .split('\n')
+        .filter((l) => l.includes(`pid=${process.pid},`))
+        .map((l) => l.trim().split(/\s+/)[2]!.split(':').at(-1)!);
+      if (mine.length === 0) return 0;
+      const filter = mine.flatMap((port, i) => [...(i ? ['or'] : []), 'sport', '=', `:${port}`, 'or', 'dport', '=', `:${port}`]);
+      await run('ss', ['-K', '-t', '-n', 'state', 'established', '(', ...filter, ')']);
+      return mine.length;
+    },
+    stop: () => endProcess(p),
+  };
+}
+
+/** Publishes `bodies` (one message each, no newline inside) with `kcat -P`; `keys` optional. */
+export async function kcatPublish(brokers: string[], topic: string, bodies: Buffer[], keys?: string[]) {
+  const args = ['-P', '-b', brokers.join(','), '-t', topic, ...(keys ? ['-K', '\t'] : [])];
+  const p = spawn('kcat', args, { stdio: ['pipe', 'ignore', 'pipe'] });
+  let err = '';
+  p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const lines = bodies.map((b, i) => (keys ? `${keys[i]}\t${b.toString()}` : b.toString()));
+  p.stdin!.end(lines.join('\n') + '\n');
+  const [code] = (await once(p, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`kcat -P failed (${code}): ${err}`);
+}
+
+export interface KafkaRecord {
+  key: string;
+  partition: number;
+  offset: number;
+  value: string;
+}
+
+/** Reads `topic` from the beginning with `kcat -C` until closed; every message with its partition and key. */
+export function kcatCollect(brokers: string[], topic: string) {
+  const args = ['-C', '-b', brokers.join(','), '-t', topic, '-o', 'beginning', '-q', '-u', '-f', '%p\t%o\t%k\t%s\n'];
+  const p = tied('kcat', args, 'pipe', 'ignore');
+  const got: KafkaRecord[] = [];
+  let rest = '';
+  p.stdout!.on('data', (d: Buffer) => {
+    rest += d.toString();
+    const lines = rest.split('\n');
+    rest = lines.pop()!;
+    for (const l of lines) {
+      const [partition, offset, key, ...value] = l.split('\t');
+      got.push({ partition: Number(partition), offset: Number(offset), key: key!, value: value.join('\t') });
+    }
+  });
+  return {
+    messages: () => got,
+    close: () => endProcess(p),
+  };
+}
+
+export const kafkaMock: PeerFixture = {
+  type: 'kafka',
+  badConfig: { role: 'source', set: { security_protocol: 'SASL_PLAINTEXT' }, path: 'sasl_mechanism' },
+  async start(): Promise<Peer> {
+    const cluster = await startMockCluster(3);
+    const brokers = cluster.brokers;
+    return {
+      source: {
+        // session_timeout_ms 6000: the mock holds a group that a member left in its join state for
+        // the session timeout less a second before it takes the next member (a real broker
+        // rebalances as soon as the known members rejoined), so a reconnect would wait 29 s.
+        config: (topic) => ({ type: 'kafka', brokers, topic, max_poll_records: 200, session_timeout_ms: 6000 }),
+        publish: (topic, bodies) => kcatPublish(brokers, topic, bodies),
+        // auto_offset_reset latest: the group is joined when `connected` is reported; a moment more for the first fetch.
+        settleMs: 300,
+      },
+      sink: {
+        config: (topic) => ({ type: 'kafka', brokers, topic }),
+        async collect(topic): Promise<Collector> {
+          const c = kcatCollect(brokers, topic);
+          return { records: () => c.messages().map((m) => JSON.parse(m.value) as Rec), close: () => c.close() };
+        },
+      },
+      wrongPort: (cfg) => ({ ...cfg, brokers: ['127.0.0.1:1'] }),
+      noCredentials: "librdkafka's mock cluster has no SASL or TLS listener: it takes no credentials. The SASL and SSL fields are validated (lint) and a SASL login against it is shown to fail clearly; see test/connectors/kafka.test.ts.",
+      async disrupt() {
+        const n = await cluster.cut();
+        if (n === 0) throw new Error('disrupt(): ss -K found no connection to the mock brokers to cut');
+      },
+      stop: () => cluster.stop(),
+    };
+  },
+};

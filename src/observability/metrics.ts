@@ -75,15 +75,12 @@ export class Metrics {
     this.labelled.delete(pipeline);
   }
 
-  private get connectorMetrics(): (Gauge<string> | Counter<string>)[] {
-    return [this.connectorState, this.connectorStateChanges, this.kafkaConsumerLag];
-  }
-  /** Connector series by pipeline and label text (their other labels vary), for forget(). */
+  /** Connector series by pipeline, keyed by metric name and labels (which vary), for forget(). */
   private readonly labelled = new Map<string, Map<string, { metric: Gauge<string> | Counter<string>; labels: Record<string, string> }>>();
-  private track(metric: Gauge<string> | Counter<string>, labels: Record<string, string>) {
+  private track(name: string, metric: Gauge<string> | Counter<string>, labels: Record<string, string>) {
     let m = this.labelled.get(labels.pipeline!);
     if (!m) this.labelled.set(labels.pipeline!, (m = new Map()));
-    m.set(`${this.connectorMetrics.indexOf(metric)}${JSON.stringify(labels)}`, { metric, labels });
+    m.set(name + JSON.stringify(labels), { metric, labels });
   }
 
   /** The connector telemetry of one pipeline's runs. */
@@ -94,21 +91,21 @@ export class Metrics {
         for (const s of CONNECTION_STATES) {
           const labels = { pipeline, component, type, state: s };
           this.connectorState.set(labels, s === state ? 1 : 0);
-          this.track(this.connectorState, labels);
+          this.track('state', this.connectorState, labels);
         }
         this.connectorStateChanges.inc({ pipeline, component, type, state });
-        this.track(this.connectorStateChanges, { pipeline, component, type, state });
+        this.track('changes', this.connectorStateChanges, { pipeline, component, type, state });
       },
       consumerLag: (topic, partition, lag) => {
         lags.set(`${topic}\u0000${partition}`, lag);
         const one = { pipeline, topic, partition: String(partition) };
         this.kafkaConsumerLag.set(one, lag);
-        this.track(this.kafkaConsumerLag, one);
+        this.track('lag', this.kafkaConsumerLag, one);
         let total = 0;
         for (const v of lags.values()) total += v;
         const all = { pipeline, topic: '', partition: '' };
         this.kafkaConsumerLag.set(all, total);
-        this.track(this.kafkaConsumerLag, all);
+        this.track('lag', this.kafkaConsumerLag, all);
       },
     };
   }

@@ -1,0 +1,29 @@
+// The connector series of /metrics: one current state per connector, state changes counted, Kafka
+// lag per partition with a total, and every series of a deleted pipeline removed.
+import { describe, expect, it } from 'vitest';
+import { Metrics } from '../../src/observability/metrics.js';
+
+describe('connector metrics', () => {
+  it('keeps one current state, counts changes, totals the lag, and forgets a pipeline', async () => {
+    const m = new Metrics({ defaults: false });
+    const t = m.telemetry('p');
+    t.connection('source', 'kafka', 'connecting');
+    t.connection('source', 'kafka', 'connected');
+    t.connection('source', 'kafka', 'disconnected');
+    t.connection('source', 'kafka', 'connected');
+    t.consumerLag!('a', 0, 5);
+    t.consumerLag!('a', 1, 7);
+    t.consumerLag!('a', 0, 2);
+    m.telemetry('other').connection('sinks[0] (mqtt)', 'mqtt', 'connected');
+    const text = await m.registry.metrics();
+    expect(text).toContain('svc_connector_state{pipeline="p",component="source",type="kafka",state="connected"} 1');
+    expect(text).toContain('svc_connector_state{pipeline="p",component="source",type="kafka",state="disconnected"} 0');
+    expect(text).toContain('svc_connector_state_changes_total{pipeline="p",component="source",type="kafka",state="connected"} 2');
+    expect(text).toContain('svc_kafka_consumer_lag{pipeline="p",topic="a",partition="0"} 2');
+    expect(text).toContain('svc_kafka_consumer_lag{pipeline="p",topic="",partition=""} 9');
+    m.forget('p');
+    const after = await m.registry.metrics();
+    expect(after).not.toMatch(/pipeline="p"/);
+    expect(after).toContain('svc_connector_state{pipeline="other",component="sinks[0] (mqtt)",type="mqtt",state="connected"} 1');
+  });
+});

@@ -9,7 +9,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect as tcpConnect } from 'node:net';
+import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,22 +17,12 @@ import { loadPipelineText } from '../src/config/load.js';
 import { runPipeline } from '../src/engine/runner.js';
 import { DATA_DIR, ndjsonFile } from './data.js';
 import type { Measured, Scenario } from './scenarios.js';
+import { freePort } from '../test/helpers/net.js';
 
 const RECORDS = 200_000;
 /** Records per source round trip (the source's `count`) and pipelined requests of redis-benchmark. */
 const COUNT = 100;
 const run = promisify(execFile);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function startRedis(): Promise<{ port: number; stop(): Promise<void> }> {
   const port = await freePort();

@@ -4,7 +4,7 @@
 // true, a refused unit), the default group, session_timeout_ms, consumer lag telemetry, reconnect
 // limits, key_field partitioning, and SASL/TLS as far as a peer here supports them.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,9 +12,7 @@ import tls from 'node:tls';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { loadPipelineText } from '../../src/config/load.js';
-import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
@@ -24,46 +22,21 @@ import { messageKey } from '../../src/plugins/connectors/kafka/sink.js';
 import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
+import { loadPipeline as load, outputRecords, seqBodies, until } from './helpers.js';
 import { kafkaMock, kcatCollect, kcatPublish, startMockCluster, type MockCluster } from './peers/kafka-mock.js';
 
 conformance(kafkaMock);
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-function load(pipeline: Cfg): PipelineConfig {
-  const r = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} });
-  if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
-  return r.config;
-}
-
 function diagnostics(pipeline: Cfg) {
   const r = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} });
   return r.diagnostics.map((d) => ({ path: d.path, message: d.message, line: d.line }));
 }
 
-const bodies = (from: number, n: number, extra: Rec = {}) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, ...extra })));
+const bodies = seqBodies;
 
-function outputRecords(dir: string): Rec[] {
-  const out: Rec[] = [];
-  let names: string[] = [];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return out;
-  }
-  for (const n of names.sort()) for (const line of readFileSync(join(dir, n), 'utf8').split('\n')) if (line.trim()) out.push(JSON.parse(line) as Rec);
-  return out;
-}
 
-async function until<T>(f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 interface Lag {
   topic: string;

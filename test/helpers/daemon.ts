@@ -2,7 +2,6 @@
 // temporary pipeline directory. `call` is a small fetch wrapper that returns status, headers, body.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
@@ -10,6 +9,10 @@ import { startDaemon, type Daemon } from '../../src/daemon/daemon.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
 import { loadSettings } from '../../src/settings.js';
 import { tempDir } from './fs.js';
+import { freePort } from './net.js';
+
+/** A loopback port that was free a moment ago (test/helpers/net.ts). */
+export { freePort };
 
 const running: Daemon[] = [];
 afterEach(async () => {
@@ -79,18 +82,6 @@ const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
-
-/** A port that was free a moment ago (bind to 0, read it, release it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * The real `svc serve` as a child process (for kill -9 tests), answering /api/health when this

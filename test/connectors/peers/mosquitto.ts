@@ -6,10 +6,11 @@
 // broker is stopped by its PID; nothing is left running.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../../helpers/net.js';
 import type { Cfg, Collector, Peer, PeerFixture, Rec } from '../conformance.js';
 
 const run = promisify(execFile);
@@ -49,18 +50,6 @@ export interface Broker {
   freeze(): void;
   thaw(): void;
   stop(): Promise<void>;
-}
-
-/** A loopback port that was free a moment ago (no import of test/helpers/daemon.ts: the bench uses this module too). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Resolves once something accepts TCP connections on `port`. */
@@ -174,11 +163,12 @@ const authArgs = (a: ClientAuth) => ['-h', '127.0.0.1', '-p', String(a.port), ..
 /** Publishes each body as one message with mosquitto_pub -l (bodies must not contain newlines). */
 export async function publish(a: ClientAuth, topic: string, bodies: Buffer[], opts: { qos?: 0 | 1 | 2; retain?: boolean } = {}): Promise<void> {
   await new Promise<void>((resolve, reject) => {
-    const p = spawn('mosquitto_pub', [...authArgs(a), '-t', topic, '-q', String(opts.qos ?? 1), ...(opts.retain ? ['-r'] : []), '-l'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    // Bounded: a mosquitto_pub that hangs fails the test with its reason instead of a test timeout.
+    const p = spawn('mosquitto_pub', [...authArgs(a), '-t', topic, '-q', String(opts.qos ?? 1), ...(opts.retain ? ['-r'] : []), '-l'], { stdio: ['pipe', 'ignore', 'pipe'], timeout: 20_000 });
     let err = '';
     p.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
     p.on('error', reject);
-    p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`mosquitto_pub exited ${code}: ${err}`))));
+    p.on('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`mosquitto_pub ${signal ? `killed (${signal}) after 20 s` : `exited ${code}`}: ${err}`))));
     p.stdin.end(Buffer.concat(bodies.flatMap((b) => [b, Buffer.from('\n')])));
   });
 }

@@ -66,5 +66,15 @@ export async function checkKeyType(r: Redis, key: string, mode: 'list' | 'stream
   if (t !== 'none' && t !== mode) throw new Error(`key '${key}' holds a ${t}, not a ${mode} (mode: ${mode})`);
 }
 
+/** The reachability check of source and sink: connect (auth, db), then the key's type. */
+export async function checkRedis(c: RedisServer & { key: string; mode: 'list' | 'stream' }) {
+  const r = await connectRedis(c, 'svc connector test');
+  try {
+    await checkKeyType(r, c.key, c.mode);
+  } finally {
+    r.disconnect();
+  }
+}
+
 /** True for a reply error (the server answered): the connection itself is fine. */
 export const isReplyError = (e: unknown) => e instanceof Error && e.name === 'ReplyError';

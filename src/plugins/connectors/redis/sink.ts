@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { WriteError } from '../../../errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink } from '../../types.js';
-import { checkKeyType, connectRedis, isReplyError, serverFields } from './client.js';
+import { checkRedis, connectRedis, isReplyError, serverFields } from './client.js';
 
 /** Most elements in one RPUSH or script call (a batch above it is split into several, inside one transaction). */
 const ARGS_MAX = 10_000;
@@ -56,14 +56,7 @@ export default defineSink({
     { title: 'A work list for other consumers', yaml: 'type: redis\nhost: redis.internal\npassword: ${REDIS_PASSWORD:-change-me}\nkey: alarms:queue' },
     { title: 'A capped stream of the last ~100,000 events', yaml: 'type: redis\nhost: redis.internal\nkey: pm:events\nmode: stream\nmaxlen: 100000' },
   ],
-  async test(c) {
-    const r = await connectRedis({ ...c, db: c.db ?? 0, port: c.port ?? 6379 }, 'svc connector test');
-    try {
-      await checkKeyType(r, c.key, c.mode ?? 'list');
-    } finally {
-      r.disconnect();
-    }
-  },
+  test: (c) => checkRedis(c),
   create(c, ctx) {
     const link = new Connection<Redis>(
       ctx,

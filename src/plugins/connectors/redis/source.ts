@@ -17,7 +17,7 @@ import { errorMessage, SourceError } from '../../../errors.js';
 import { connectionReporter, reconnectFields } from '../../common/connector/reconnect.js';
 import { streamSource, type Message, type Session, type SessionHandlers } from '../../common/connector/stream-source.js';
 import { defineSource, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';
-import { checkKeyType, connectRedis, serverFields } from './client.js';
+import { checkKeyType, checkRedis, connectRedis, serverFields } from './client.js';
 
 /** Most items in one unit. */
 const MAX_UNIT = 1000;
@@ -332,14 +332,7 @@ export default defineSource({
     { title: 'A work list, drained continuously (stream schedule)', yaml: 'type: redis\nhost: redis.internal\npassword: ${REDIS_PASSWORD:-change-me}\nkey: alarms:queue\ncount: 500' },
     { title: 'A Redis stream from the first entry, resuming where it stopped', yaml: 'type: redis\nhost: redis.internal\nkey: pm:events\nmode: stream\nstream_id: 0-0\nblock_ms: 2000' },
   ],
-  async test(c) {
-    const r = await connectRedis({ ...c, db: c.db ?? 0, port: c.port ?? 6379 }, 'svc connector test');
-    try {
-      await checkKeyType(r, c.key, c.mode ?? 'list');
-    } finally {
-      r.disconnect();
-    }
-  },
+  test: (c) => checkRedis(c),
   create(c, ctx) {
     // The runtime says which schedule the run is under (see docs/connectors/redis.md).
     if (ctx.schedule !== 'stream') return batchSource(c, ctx);

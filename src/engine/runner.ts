@@ -411,11 +411,13 @@ class PipelineRun {
         return;
       }
       for (const o of so.origins) failed[o] = 1;
-      reasons.push(outcome.reason);
-      c.note(`${outcome.reason} (${so.count} records from ${this.unitName(unit.unit)})`);
-      if (this.config.on_error === 'abort') return this.abort(outcome.reason);
+      // A sink's error can quote its URL or credentials: masked before it reaches the DLQ or the run record.
+      const reason = this.redact(outcome.reason);
+      reasons.push(reason);
+      c.note(`${reason} (${so.count} records from ${this.unitName(unit.unit)})`);
+      if (this.config.on_error === 'abort') return this.abort(reason);
       if (this.dlqActive) {
-        for (const r of recordsFor(i)) dead.push(this.dlq!.envelope('sink', outcome.reason, r));
+        for (const r of recordsFor(i)) dead.push(this.dlq!.envelope('sink', reason, r));
       } else unit.undelivered += so.count;
     };
 

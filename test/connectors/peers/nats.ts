@@ -1,23 +1,13 @@
 // Peer fixture for the nats connector: the shared nats-server at 127.0.0.1:4222 (no auth) for the
 // flow cases, and private `nats-server -a 127.0.0.1 -p N` instances (user/password, token, a config
 // file, a monitoring port) for authentication and restarts, each stopped by its PID.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { connect as tcpConnect } from 'node:net';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { freePort } from '../../helpers/daemon.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { peerProcess } from './process.js';
 
 export const SHARED_URL = 'nats://127.0.0.1:4222';
 
-const portOpen = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = tcpConnect({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
 
 export interface NatsServer {
   port: number;
@@ -36,33 +26,14 @@ export interface NatsServer {
 export async function natsServer(args: string[] = [], opts: { monitor?: boolean } = {}): Promise<NatsServer> {
   const port = await freePort();
   const httpPort = opts.monitor ? await freePort() : undefined;
-  let child: ChildProcess | undefined;
-  let log = '';
-  const start = async () => {
-    const c = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), ...(httpPort ? ['-m', String(httpPort)] : []), ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    child = c;
-    c.stderr!.setEncoding('utf8').on('data', (s: string) => (log = (log + s).slice(-4000)));
-    const end = Date.now() + 15_000;
-    while (!(await portOpen(port))) {
-      if (c.exitCode !== null) throw new Error(`nats-server exited (${c.exitCode}): ${log}`);
-      if (Date.now() > end) throw new Error(`nats-server did not listen on ${port}: ${log}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  const kill = async () => {
-    const c = child;
-    child = undefined;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    const exited = once(c, 'exit');
-    c.kill('SIGKILL');
-    await exited;
-  };
+  const proc = peerProcess('nats-server', ['-a', '127.0.0.1', '-p', String(port), ...(httpPort ? ['-m', String(httpPort)] : []), ...args], port);
+  const { start, kill } = proc;
   await start();
   return {
     port,
     url: `nats://127.0.0.1:${port}`,
     httpPort,
-    pid: () => child?.pid ?? -1,
+    pid: proc.pid,
     async restart() {
       await kill();
       await start();

@@ -5,26 +5,16 @@
 // - stream: the shared Redis at 127.0.0.1:6379 with unique keys (deleted in stop()); disrupt() kills
 //   the connections of the connectors under test (CLIENT KILL by their connection names).
 // Both use a second private instance with requirepass for the wrong-credentials case.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../../helpers/daemon.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { peerProcess } from './process.js';
 
 export const SHARED = { host: '127.0.0.1', port: 6379 };
 
-const portOpen = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = tcpConnect({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
 
 export interface RedisServer {
   host: string;
@@ -43,32 +33,13 @@ export async function redisServer(opts: { persistent?: boolean; args?: string[] 
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'svc-redis-'));
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...(opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']), ...(opts.args ?? [])];
-  let child: ChildProcess | undefined;
-  let log = '';
-  const start = async () => {
-    const c = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child = c;
-    for (const s of [c.stdout!, c.stderr!]) s.setEncoding('utf8').on('data', (t: string) => (log = (log + t).slice(-4000)));
-    const end = Date.now() + 15_000;
-    while (!(await portOpen(port))) {
-      if (c.exitCode !== null) throw new Error(`redis-server exited (${c.exitCode}): ${log}`);
-      if (Date.now() > end) throw new Error(`redis-server did not listen on ${port}: ${log}`);
-      await new Promise((r) => setTimeout(r, 30));
-    }
-  };
-  const kill = async () => {
-    const c = child;
-    child = undefined;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    const exited = once(c, 'exit');
-    c.kill('SIGKILL');
-    await exited;
-  };
+  const proc = peerProcess('redis-server', args, port);
+  const { start, kill } = proc;
   await start();
   return {
     host: '127.0.0.1',
     port,
-    pid: () => child?.pid ?? -1,
+    pid: proc.pid,
     async restart() {
       await kill();
       await start();

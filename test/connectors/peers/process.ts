@@ -1,0 +1,50 @@
+// A peer server run as a child process of the test (nats-server, redis-server...): started on a
+// given loopback port, ready once it accepts TCP connections, killed by its PID, and started again
+// on the same port for restart cases.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+
+const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = connect({ host: '127.0.0.1', port }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+
+export interface PeerProcess {
+  /** Starts it; resolves once `port` accepts connections (fails with the process's last output). */
+  start(): Promise<void>;
+  /** SIGKILL, and waits for the exit. */
+  kill(): Promise<void>;
+  pid(): number;
+}
+
+export function peerProcess(command: string, args: string[], port: number): PeerProcess {
+  let child: ChildProcess | undefined;
+  let log = '';
+  return {
+    async start() {
+      const c = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      child = c;
+      for (const s of [c.stdout!, c.stderr!]) s.setEncoding('utf8').on('data', (t: string) => (log = (log + t).slice(-4000)));
+      const end = Date.now() + 15_000;
+      while (!(await portOpen(port))) {
+        if (c.exitCode !== null) throw new Error(`${command} exited (${c.exitCode}): ${log}`);
+        if (Date.now() > end) throw new Error(`${command} did not listen on ${port}: ${log}`);
+        await new Promise((r) => setTimeout(r, 30));
+      }
+    },
+    async kill() {
+      const c = child;
+      child = undefined;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = once(c, 'exit');
+      c.kill('SIGKILL');
+      await exited;
+    },
+    pid: () => child?.pid ?? -1,
+  };
+}

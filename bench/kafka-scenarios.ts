@@ -9,7 +9,7 @@
 // join time is printed apart. BENCH_KAFKA_RECORDS sets a smaller count for a quick look.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, createReadStream, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
 import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
@@ -18,6 +18,7 @@ import { silentLogger } from '../src/observability/log.js';
 import { startMockCluster } from '../test/connectors/peers/kafka-mock.js';
 import { DATA_DIR, linesFile } from './data.js';
 import type { Measured, Scenario } from './scenarios.js';
+import { checkSequenceFile } from './sequence.js';
 
 const RECORDS = Number(process.env.BENCH_KAFKA_RECORDS ?? 1_000_000);
 const PARTITIONS = 64;
@@ -58,27 +59,6 @@ async function timedRun(cmd: string, args: string[], stdout?: string): Promise<n
   return s;
 }
 
-/** Lines of an NDJSON file of `{seq}` records, and the sequence numbers missing or repeated. */
-async function check(file: string, n: number) {
-  const seen = new Uint8Array(n);
-  let lines = 0;
-  let duplicates = 0;
-  let rest = '';
-  for await (const chunk of createReadStream(file, { encoding: 'utf8' }) as AsyncIterable<string>) {
-    const parts = (rest + chunk).split('\n');
-    rest = parts.pop()!;
-    for (const l of parts) {
-      if (!l) continue;
-      lines++;
-      const seq = Number(l.slice(7, l.indexOf(','))); // {"seq":N,...
-      if (seen[seq]) duplicates++;
-      seen[seq] = 1;
-    }
-  }
-  let missing = 0;
-  for (let i = 0; i < n; i++) if (!seen[i]) missing++;
-  return { lines, missing, duplicates };
-}
 
 const size = (f: string) => {
   try {
@@ -106,7 +86,7 @@ export const kafkaRoundtrip: Scenario = {
       const kcatProduce = await timedRun('kcat', ['-P', '-b', brokers, '-t', 'kcat', '-X', 'sticky.partitioning.linger.ms=0', '-l', input]);
       const kcatOut = join(out, 'kcat.ndjson');
       const kcatConsume = await timedRun('kcat', ['-C', '-b', brokers, '-t', 'kcat', '-o', 'beginning', '-e', '-q', '-f', '%s\n'], kcatOut);
-      const kcatCheck = await check(kcatOut, RECORDS);
+      const kcatCheck = await checkSequenceFile(kcatOut, RECORDS);
       if (kcatCheck.lines !== RECORDS) throw new Error(`kcat -C read ${kcatCheck.lines} of ${RECORDS}`);
       rmSync(kcatOut);
 
@@ -159,7 +139,7 @@ pipeline:
       stop.abort();
       const rec = await done;
       if (rec.status !== 'success') throw new Error(`consume: ${JSON.stringify(rec)}`);
-      const ours = await check(file, RECORDS);
+      const ours = await checkSequenceFile(file, RECORDS);
       if (ours.missing) throw new Error(`consume: ${ours.missing} records missing`);
 
       const r = (n: number, s: number) => Math.round(n / s);

@@ -9,7 +9,7 @@
 // unacknowledged messages it sends a MQTT 3.1.1 client such as mosquitto_sub; our source announces
 // the same number as its MQTT 5 Receive Maximum, which Mosquitto uses instead for MQTT 5 clients).
 import { spawn } from 'node:child_process';
-import { createReadStream, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
@@ -19,32 +19,13 @@ import { runPipeline } from '../src/engine/runner.js';
 import { silentLogger } from '../src/observability/log.js';
 import { publish, startBroker, type Broker } from '../test/connectors/peers/mosquitto.js';
 import type { Measured, Scenario } from './scenarios.js';
+import { checkSequenceFile } from './sequence.js';
 
 const MESSAGES = Number(process.env.BENCH_MQTT_MESSAGES ?? 200_000);
 const WINDOW = 2000;
 const TOPIC = 'bench/ingest';
 
 const body = (seq: number) => JSON.stringify({ seq, site: 'site-042', kind: 'pm', value: seq * 3, pad: 'x'.repeat(48) });
-
-/** Lines of a file and the sequence numbers missing or repeated (JSON lines with `seq`). */
-async function check(file: string, n: number): Promise<{ lines: number; lost: number; duplicates: number }> {
-  const seen = new Uint8Array(n);
-  let lines = 0;
-  let duplicates = 0;
-  let rest = '';
-  for await (const chunk of createReadStream(file, { encoding: 'utf8' }) as AsyncIterable<string>) {
-    const parts = (rest + chunk).split('\n');
-    rest = parts.pop()!;
-    for (const l of parts) {
-      if (!l) continue;
-      lines++;
-      const seq = (JSON.parse(l) as { seq: number }).seq;
-      if (seen[seq]) duplicates++;
-      seen[seq] = 1;
-    }
-  }
-  return { lines, lost: n - seen.reduce((a, b) => a + b, 0), duplicates };
-}
 
 /** Waits until `file` holds at least `bytes` (polling its size). */
 async function grown(file: string, bytes: number, timeoutMs: number) {
@@ -160,10 +141,10 @@ export const mqttIngest: Scenario = {
       const s0 = performance.now();
       await runProcess('mosquitto_sub', ['-h', '127.0.0.1', '-p', String(broker.port), '-c', '-i', theirs, '-q', '1', '-t', TOPIC, '-C', String(MESSAGES)], subFile);
       const subSeconds = (performance.now() - s0) / 1000;
-      const sub = await check(subFile, MESSAGES);
+      const sub = await checkSequenceFile(subFile, MESSAGES);
 
       const r = await measureSource(broker, ours, dir, expectedBytes);
-      const got = await check(r.file, MESSAGES);
+      const got = await checkSequenceFile(r.file, MESSAGES);
       const oursRate = MESSAGES / r.seconds;
       const subRate = MESSAGES / subSeconds;
       return {
@@ -174,11 +155,11 @@ export const mqttIngest: Scenario = {
         ours_seconds: Number(r.seconds.toFixed(3)),
         ours_msgs_per_sec: Math.round(oursRate),
         ours_cpu_seconds: Number(r.cpuSeconds.toFixed(2)),
-        ours_lost: got.lost,
+        ours_lost: got.missing,
         ours_duplicates: got.duplicates,
         mosquitto_sub_seconds: Number(subSeconds.toFixed(3)),
         mosquitto_sub_msgs_per_sec: Math.round(subRate),
-        mosquitto_sub_lost: sub.lost,
+        mosquitto_sub_lost: sub.missing,
         ratio: Number((oursRate / subRate).toFixed(2)),
       };
     } finally {

@@ -1,6 +1,7 @@
 // The dead-letter queue: failed records wrapped in the envelope of spec doc 3 and written to the
 // pipeline's `dlq` sink, with that sink's own retries. A DLQ that cannot be written is logged and
 // swallowed (rule 2); the runner then keeps the input in place so nothing is lost.
+import { WriteError } from '../errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Encoder, Rec, Sink, SinkRunInfo, SourceMeta } from '../plugins/types.js';
 import type { SinkConfig } from '../config/pipeline-schema.js';
@@ -55,7 +56,12 @@ export class DeadLetterQueue {
     const { sink, encoder } = this.slot;
     const records = envelopes as unknown as Rec[];
     const outcome = await guardedWrite(
-      () => sink.write({ payload: Buffer.from(encoder.body(records)), head: encoder.head(records), count: records.length, records, meta, first: records[0] }),
+      async () => {
+        const r = await sink.write({ payload: Buffer.from(encoder.body(records)), head: encoder.head(records), count: records.length, records, meta, first: records[0] });
+        // A dead-letter sink that refuses some envelopes has not kept them: the write as a whole failed.
+        const refused = [...(r?.rejected ?? []), ...(r?.retry ?? [])];
+        if (refused.length) throw new WriteError(`${refused.length} of ${records.length} envelopes refused: ${refused[0]!.reason}`, !r?.rejected?.length);
+      },
       { label: this.slot.label, policy: this.slot.cfg, breaker: this.slot.breaker, signal: this.ctx.signal, log: this.ctx.log },
     );
     if (!outcome.ok) this.ctx.log.error({ dlq: this.slot.label, records: envelopes.length, err: outcome.reason }, 'dead-letter write failed');

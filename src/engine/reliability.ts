@@ -3,6 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage, WriteError } from '../errors.js';
 import type { Logger } from '../observability/log.js';
+import type { Sink, SinkBatch } from '../plugins/types.js';
 
 /** How long an open circuit skips its sink (spec: 60 seconds). */
 export const CIRCUIT_OPEN_MS = 60_000;
@@ -112,3 +113,38 @@ export async function guardedWrite(
     }
   }
 }
+
+/**
+ * A sink write with the sink's retries, where the peer may answer per record (`WriteResult`):
+ * records refused for good are returned with their reasons; records refused for now are written
+ * again, alone, under the same retry policy. `failed` are the indexes (into batch.records) that
+ * never landed when the write as a whole failed; every other index not in `rejected` landed.
+ */
+export async function guardedRecordsWrite(
+  sink: Sink,
+  batch: SinkBatch,
+  opts: Parameters<typeof guardedWrite>[1],
+): Promise<{ outcome: WriteOutcome; rejected: Map<number, string>; failed: number[] | 'all' }> {
+  const rejected = new Map<number, string>();
+  let pending: number[] | undefined; // undefined: the whole batch is still to write
+  const outcome = await guardedWrite(async () => {
+    const idx = pending;
+    const b = idx ? subBatch(batch, idx) : batch;
+    const r = await sink.write(b);
+    const orig = (i: number) => (idx ? idx[i]! : i);
+    for (const x of r?.rejected ?? []) rejected.set(orig(x.index), x.reason);
+    if (r?.retry?.length) {
+      pending = r.retry.map((x) => orig(x.index));
+      throw new WriteError(`${r.retry.length} of ${b.count} records refused for now: ${r.retry[0]!.reason}`, true);
+    }
+    pending = [];
+  }, opts);
+  return { outcome, rejected, failed: outcome.ok ? [] : (pending ?? 'all') };
+}
+
+/** The records of `batch` at `idx`, as a batch of their own (records sinks only read `records`). */
+function subBatch(batch: SinkBatch, idx: number[]): SinkBatch {
+  const records = idx.map((i) => batch.records![i]!);
+  return { ...batch, payload: Buffer.alloc(0), count: records.length, records, first: records[0] };
+}
+

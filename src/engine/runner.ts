@@ -19,7 +19,7 @@ import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan, t
 import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
 
 import { MemoryProcessedFiles } from './processed-files.js';
-import { CircuitBreaker, guardedWrite, TokenBucket } from './reliability.js';
+import { CircuitBreaker, guardedRecordsWrite, TokenBucket } from './reliability.js';
 import { RunCounters, type RunRecord, type RunStatus } from './run-record.js';
 
 export interface RunProgress {
@@ -396,7 +396,7 @@ class PipelineRun {
       if (so.count === 0 || this.abortError) return;
       const payload = Buffer.from(so.payload.buffer, so.payload.byteOffset, so.payload.byteLength);
       const batch: SinkBatch = { payload, head: so.head, count: so.count, records: so.records, meta: input.meta, first: so.first };
-      const outcome = await guardedWrite(() => slot.sink.write(batch), {
+      const { outcome, rejected, failed: unsent } = await guardedRecordsWrite(slot.sink, batch, {
         label: slot.label,
         policy: slot.cfg,
         breaker: slot.breaker,
@@ -405,20 +405,31 @@ class PipelineRun {
         log: this.log,
         forever: this.config.on_error === 'retry',
       });
-      if (outcome.ok) {
+      const reason = outcome.ok ? '' : this.redact(outcome.reason);
+      if (outcome.ok && rejected.size === 0) {
         for (const o of so.origins) delivered[o] = 1;
         c.bytes_out += payload.length;
         return;
       }
-      for (const o of so.origins) failed[o] = 1;
-      // A sink's error can quote its URL or credentials: masked before it reaches the DLQ or the run record.
-      const reason = this.redact(outcome.reason);
-      reasons.push(reason);
-      c.note(`${reason} (${so.count} records from ${this.unitName(unit.unit)})`);
-      if (this.config.on_error === 'abort') return this.abort(reason);
+      // Which records of this write did not land, and why (the whole batch, or those the peer named).
+      const lost = new Map<number, string>();
+      if (unsent === 'all') for (let k = 0; k < so.count; k++) lost.set(k, reason);
+      else for (const k of unsent) lost.set(k, reason);
+      for (const [k, why] of rejected) if (!lost.has(k)) lost.set(k, this.redact(`${slot.label}: ${why}`));
+      so.origins.forEach((o, k) => {
+        if (lost.has(k)) failed[o] = 1;
+        else delivered[o] = 1;
+      });
+      if (lost.size < so.count) c.bytes_out += payload.length;
+      if (!outcome.ok) reasons.push(reason);
+      const byReason = new Map<string, number>();
+      for (const why of lost.values()) byReason.set(why, (byReason.get(why) ?? 0) + 1);
+      for (const [why, n] of byReason) c.note(`${why} (${n} records from ${this.unitName(unit.unit)})`);
+      if (this.config.on_error === 'abort') return this.abort(lost.values().next().value!);
       if (this.dlqActive) {
-        for (const r of recordsFor(i)) dead.push(this.dlq!.envelope('sink', reason, r));
-      } else unit.undelivered += so.count;
+        const records = recordsFor(i);
+        for (const [k, why] of lost) dead.push(this.dlq!.envelope('sink', why, records[k]!));
+      } else unit.undelivered += lost.size;
     };
 
     if (this.config.parallel_sinks) await Promise.all(this.sinks.map(writeSink));

@@ -328,9 +328,24 @@ export interface SinkRunInfo {
   startedAt: Date;
 }
 
+/**
+ * What a records sink reports when the peer answered for each record (a SQL chunk, an Elasticsearch
+ * `_bulk`, an InfluxDB partial write): indexes into `batch.records`. Every record not named landed.
+ */
+export interface WriteResult {
+  /** Refused for good (a constraint, a mapping error): dead-lettered with the peer's reason, stage `sink`. */
+  rejected?: { index: number; reason: string }[];
+  /**
+   * Refused for now (throttled, HTTP 429): the runtime writes these again as a smaller batch, under
+   * the sink's retry policy (retry_count, retry_delay_seconds); when retries run out they fail like a write.
+   */
+  retry?: { index: number; reason: string }[];
+}
+
 export interface Sink {
   open?(run: SinkRunInfo): Promise<void>;
-  write(batch: SinkBatch): Promise<void>;
+  /** Resolves when the batch landed; a WriteResult names the records that did not (records sinks). */
+  write(batch: SinkBatch): Promise<void | WriteResult>;
   /** End of a source unit: close what is tied to it (e.g. single-mode files). */
   endUnit?(meta: SourceMeta): Promise<void>;
   /**

@@ -70,6 +70,41 @@ const memorySink = defineSink({
   },
 });
 
+/**
+ * A records sink whose peer answers per record: a record with `refuse` is refused for good (its value
+ * is the reason), one with `throttle` is refused for now while its count of attempts is below the value.
+ */
+const verdictSink = defineSink({
+  key: 'verdict',
+  summary: 'Test sink: answers per record (refused, throttled, landed).',
+  accepts: 'records',
+  delivery: { guarantee: 'at-least-once', why: 'test sink' },
+  test: async () => {},
+  config: Type.Object({ id: Type.String({ description: 'Capture id.' }) }, { additionalProperties: false }),
+  examples: [],
+  create(c) {
+    const tries = new Map<unknown, number>();
+    return {
+      async write(b: SinkBatch) {
+        const cap = captures.get(c.id)!;
+        cap.attempts.push(performance.now());
+        const rejected: { index: number; reason: string }[] = [];
+        const retry: { index: number; reason: string }[] = [];
+        const landed: Rec[] = [];
+        b.records!.forEach((r, index) => {
+          const n = (tries.get(r.id) ?? 0) + 1;
+          tries.set(r.id, n);
+          if (typeof r.refuse === 'string') rejected.push({ index, reason: r.refuse });
+          else if (typeof r.throttle === 'number' && n <= r.throttle) retry.push({ index, reason: 'too many requests' });
+          else landed.push(r);
+        });
+        cap.batches.push({ ...b, records: landed, count: landed.length });
+        return { rejected, retry };
+      },
+    };
+  },
+});
+
 /** Stateful in name only: lets rule 4 be tested before counter_delta exists. */
 const statefulTransform = defineTransform({
   key: 'remember',
@@ -112,6 +147,6 @@ const counterStream = defineSource({
 export const testRegistry: Registry = {
   ...registry,
   source: new Map([...registry.source, ['counter', counterStream]]),
-  sink: new Map([...registry.sink, ['memory', memorySink]]),
+  sink: new Map([...registry.sink, ['memory', memorySink], ['verdict', verdictSink]]),
   transform: new Map([...registry.transform, ['remember', statefulTransform]]),
 };

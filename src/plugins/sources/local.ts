@@ -5,96 +5,44 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError, errorMessage } from '../../errors.js';
-import { compileFilePattern, doneName, isAbortError, isTooYoung, keepStable, SkipTally, type FileStat } from '../common/file-guards.js';
+import type { FileStat } from '../common/file-guards.js';
+import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../common/file-source.js';
 import { defineSource, type LintIssue, type PluginContext, type Source, type SourceUnit } from '../types.js';
 
 const READ_CHUNK = 1024 * 1024;
 
 export const config = Type.Object({
   path: Type.String({ minLength: 1, description: 'Directory to read, or a single file.' }),
-  file_pattern: Type.String({ default: '*', description: 'Glob matched against the file name only, e.g. *.csv or A*.{xml,gz}; * skips names starting with a dot.' }),
+  file_pattern: fileSelectionFields.file_pattern,
   recursive: Type.Boolean({ default: false, description: 'Also read files in subdirectories (symbolic links to directories are not followed).' }),
-  move_after_read: Type.Optional(Type.String({ minLength: 1, description: 'Move each delivered file into this directory (created if missing, sub-path kept, never overwrites).' })),
-  delete_after_read: Type.Boolean({ default: false, description: 'Delete each file once all its records are delivered.' }),
-  skip_processed: Type.Boolean({ default: false, description: 'Skip files delivered by an earlier run with the same path, size and modification time.' }),
-  file_stability_seconds: Type.Number({ minimum: 0, default: 0, description: 'Read only files whose size and mtime stay the same across two scans this many seconds apart.' }),
-  file_min_age_seconds: Type.Number({ minimum: 0, default: 0, description: 'Skip files modified less than this many seconds ago.' }),
-  file_done_suffix: Type.Optional(Type.String({ minLength: 1, description: 'Read only files whose name ends with this suffix (e.g. .done); it is stripped from source_filename.' })),
+  move_after_read: fileSelectionFields.move_after_read,
+  delete_after_read: fileSelectionFields.delete_after_read,
+  skip_processed: fileSelectionFields.skip_processed,
+  ...fileGuardFields,
 }, { additionalProperties: false });
 
 export type LocalSourceConfig = Static<typeof config>;
 
-function lint(c: LocalSourceConfig): LintIssue[] {
-  const issues: LintIssue[] = [];
-  if (c.move_after_read !== undefined && c.delete_after_read) {
-    issues.push({ path: 'delete_after_read', message: 'move_after_read and delete_after_read exclude each other; choose one' });
-  }
-  if (c.move_after_read !== undefined && path.resolve(c.move_after_read) === path.resolve(c.path)) {
-    issues.push({ path: 'move_after_read', message: 'move_after_read must be a different directory than path' });
-  }
-  if (/[/\\]/.test(c.file_pattern)) {
-    issues.push({ path: 'file_pattern', message: 'file_pattern matches file names only and must not contain a path separator; use recursive for subdirectories' });
-  }
-  return issues;
-}
+const lint = (c: LocalSourceConfig): LintIssue[] => lintFileSelection(c, (dir) => path.resolve(dir) === path.resolve(c.path));
 
-/** A file that passed the name filters, as listed. */
-interface Listed extends FileStat {
-  abs: string;
-  /** Directory relative to the root, '/'-separated, '' at the top. */
-  relDir: string;
-  /** Real file name on disk. */
-  name: string;
-  /** Name with file_done_suffix stripped. */
-  logical: string;
-}
+type LocalFile = ListedFile;
 
-class LocalSource implements Source {
+class LocalSource implements Source, FileStore<LocalFile> {
   notes: string[] = [];
   private readonly root: string;
   private readonly moveDir?: string;
-  private readonly matches: (name: string) => boolean;
 
   constructor(private readonly c: LocalSourceConfig, private readonly ctx: PluginContext) {
     this.root = path.resolve(c.path);
     this.moveDir = c.move_after_read === undefined ? undefined : path.resolve(c.move_after_read);
-    this.matches = compileFilePattern(c.file_pattern);
   }
 
-  async *units(signal: AbortSignal): AsyncIterable<SourceUnit> {
-    const stop = AbortSignal.any([signal, this.ctx.signal]);
+  units(signal: AbortSignal): AsyncIterable<SourceUnit> {
     this.notes.length = 0;
-    const tally = new SkipTally();
-    const candidates: Listed[] = [];
-    const now = Date.now();
-    for (const f of await this.list()) {
-      if (isTooYoung(f, this.c.file_min_age_seconds, now)) tally.add(`younger than file_min_age_seconds (${this.c.file_min_age_seconds} s)`);
-      else if (this.skipProcessed && (await this.ctx.processed.has(processedKey(f)))) tally.add('already processed');
-      else candidates.push(f);
-    }
-    let ready: Listed[];
-    try {
-      const { stable, changed } = await keepStable(candidates, this.c.file_stability_seconds, restatAll, stop);
-      tally.add(`still changing after file_stability_seconds (${this.c.file_stability_seconds} s)`, changed);
-      ready = stable;
-    } catch (e) {
-      if (isAbortError(e)) return; // stopped while waiting: read nothing
-      throw e;
-    } finally {
-      this.notes.push(...tally.messages());
-    }
-    for (const f of ready) {
-      if (stop.aborted) return;
-      yield this.unit(f, stop);
-    }
+    return fileUnits(this, this.c, this.ctx, AbortSignal.any([signal, this.ctx.signal]), this.notes);
   }
 
-  private get skipProcessed(): boolean {
-    return this.c.skip_processed || this.ctx.skipProcessed;
-  }
-
-  /** Files whose names pass file_done_suffix and file_pattern, in path order. */
-  private async list(): Promise<Listed[]> {
+  async list(): Promise<LocalFile[]> {
     let stat;
     try {
       stat = await fs.stat(this.root);
@@ -105,16 +53,32 @@ class LocalSource implements Source {
     const found: { abs: string; relDir: string }[] = [];
     if (stat.isDirectory()) await this.walk(this.root, '', found);
     else found.push({ abs: this.root, relDir: '' });
-
-    const listed: Listed[] = [];
+    const listed: LocalFile[] = [];
     for (const { abs, relDir } of found) {
-      const name = path.basename(abs);
-      const logical = doneName(name, this.c.file_done_suffix);
-      if (logical === undefined || !this.matches(logical)) continue;
       const s = await statFile(abs);
-      if (s) listed.push({ abs, relDir, name, logical, size: s.size, mtimeMs: s.mtimeMs });
+      if (s) listed.push({ path: abs, relDir, name: path.basename(abs), size: s.size, mtimeMs: s.mtimeMs });
     }
-    return listed.sort((a, b) => (a.abs < b.abs ? -1 : a.abs > b.abs ? 1 : 0));
+    return listed;
+  }
+
+  restat(files: LocalFile[]): Promise<(FileStat | undefined)[]> {
+    return Promise.all(files.map((f) => statFile(f.path)));
+  }
+
+  read(f: LocalFile, signal: AbortSignal): AsyncIterable<Buffer> {
+    return createReadStream(f.path, { highWaterMark: READ_CHUNK, signal });
+  }
+
+  async move(f: LocalFile): Promise<void> {
+    await moveNoClobber(f.path, path.join(this.moveDir!, f.relDir), f.name, this.c.file_done_suffix);
+  }
+
+  remove(f: LocalFile): Promise<void> {
+    return fs.unlink(f.path);
+  }
+
+  processedKey(f: LocalFile): string {
+    return processedKey({ abs: f.path, size: f.size, mtimeMs: f.mtimeMs });
   }
 
   private async walk(dir: string, relDir: string, out: { abs: string; relDir: string }[]): Promise<void> {
@@ -136,28 +100,6 @@ class LocalSource implements Source {
       }
     }
   }
-
-  private unit(f: Listed, signal: AbortSignal): SourceUnit {
-    return {
-      meta: {
-        source_filename: f.logical,
-        source_path: f.abs,
-        source_dir: path.dirname(f.abs),
-        source_relative_dir: f.relDir,
-        source_size: f.size,
-        source_mtime: new Date(f.mtimeMs).toISOString(),
-      },
-      size: f.size,
-      read: () => createReadStream(f.abs, { highWaterMark: READ_CHUNK, signal }),
-      done: async (delivered) => {
-        if (!delivered) return;
-        // Remember first: if the move or delete fails, the next run still does not duplicate it.
-        if (this.skipProcessed) await this.ctx.processed.add(processedKey(f));
-        if (this.moveDir !== undefined) await moveNoClobber(f.abs, path.join(this.moveDir, f.relDir), f.name, this.c.file_done_suffix);
-        else if (this.c.delete_after_read) await fs.unlink(f.abs);
-      },
-    };
-  }
 }
 
 /** Path, size and mtime: a file rewritten in place is read again. */
@@ -172,7 +114,6 @@ async function statFile(abs: string): Promise<FileStat | undefined> {
   }
 }
 
-const restatAll = (files: Listed[]): Promise<(FileStat | undefined)[]> => Promise.all(files.map((f) => statFile(f.abs)));
 
 function unreadableMessage(p: string, e: unknown): string {
   const code = (e as NodeJS.ErrnoException).code;
@@ -190,7 +131,7 @@ function unreadableMessage(p: string, e: unknown): string {
 async function moveNoClobber(src: string, destDir: string, name: string, doneSuffix?: string): Promise<string> {
   await fs.mkdir(destDir, { recursive: true });
   for (let n = 0; ; n++) {
-    const dest = path.join(destDir, n === 0 ? name : numbered(name, n, doneSuffix));
+    const dest = path.join(destDir, n === 0 ? name : numberedName(name, n, doneSuffix));
     try {
       await fs.link(src, dest);
     } catch (e) {
@@ -208,12 +149,6 @@ async function moveNoClobber(src: string, destDir: string, name: string, doneSuf
   }
 }
 
-function numbered(name: string, n: number, doneSuffix?: string): string {
-  const suffix = doneSuffix && name.endsWith(doneSuffix) && name.length > doneSuffix.length ? doneSuffix : '';
-  const base = name.slice(0, name.length - suffix.length);
-  const ext = path.extname(base);
-  return `${base.slice(0, base.length - ext.length)}_${n}${ext}${suffix}`;
-}
 
 export default defineSource({
   key: 'local',

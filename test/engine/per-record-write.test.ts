@@ -1,0 +1,56 @@
+// A records sink whose peer answers per record (SQL chunks, Elasticsearch _bulk, InfluxDB partial
+// writes): refused records are dead-lettered with the peer's reason while the rest of the batch lands,
+// throttled records are written again alone under the sink's retry policy, and a unit whose records
+// did not all land is not finalized.
+import { describe, expect, it } from 'vitest';
+import { capture } from '../helpers/plugins.js';
+import { testRegistry } from '../helpers/plugins.js';
+import { runFiles } from '../plugins/transforms/_harness.js';
+
+const landedIds = (id: string, cap = capture(id)) => () => cap.batches.flatMap((b) => b.records!.map((r) => r.id));
+
+describe('per-record write results', () => {
+  it('refused records go to the DLQ with the peer reason; the rest of the batch lands and the file is finalized', async () => {
+    const cap = capture('pr-refuse');
+    const landed = landedIds('pr-refuse', cap);
+    const { record, dlq, done } = await runFiles(
+      { 'a.ndjson': [{ id: 1 }, { id: 2, refuse: 'duplicate key value violates unique constraint "t_pkey"' }, { id: 3 }] },
+      '{ type: drop, fields: [unused] }',
+      { registry: testRegistry, onError: 'dlq', dlq: true, source: 'move_after_read: __DONE__', sinks: '    - { type: verdict, id: pr-refuse }' },
+    );
+    expect(landed()).toEqual([1, 3]);
+    expect(dlq).toEqual([expect.objectContaining({ _stage: 'sink', _error: 'sinks[0] (verdict): duplicate key value violates unique constraint "t_pkey"', record: expect.objectContaining({ id: 2 }) })]);
+    expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_skipped: 1, dlq_count: 1 });
+    expect(record.errors.some((e) => e.includes('unique constraint') && e.includes('1 records'))).toBe(true);
+    expect(done()).toEqual(['a.ndjson']);
+  });
+
+  it('throttled records are written again alone until they land, within retry_count', async () => {
+    const cap = capture('pr-throttle');
+    const landed = landedIds('pr-throttle', cap);
+    const { record, dlq } = await runFiles(
+      { 'a.ndjson': [{ id: 1 }, { id: 2, throttle: 2 }, { id: 3 }] },
+      '{ type: drop, fields: [unused] }',
+      { registry: testRegistry, onError: 'dlq', dlq: true, sinks: '    - { type: verdict, id: pr-throttle, retry_count: 3, retry_delay_seconds: 0.01 }' },
+    );
+    expect(cap.batches.map((b) => b.records!.map((r) => r.id))).toEqual([[1, 3], [], [2]]);
+    expect(landed().sort()).toEqual([1, 2, 3]);
+    expect(dlq).toEqual([]);
+    expect(record).toMatchObject({ status: 'success', records_out: 3, records_skipped: 0, dlq_count: 0 });
+  });
+
+  it('records still throttled when retries run out fail alone; without a DLQ the file stays for the next run', async () => {
+    const cap = capture('pr-exhausted');
+    const landed = landedIds('pr-exhausted', cap);
+    const { record, left, done } = await runFiles(
+      { 'a.ndjson': [{ id: 1 }, { id: 2, throttle: 99 }] },
+      '{ type: drop, fields: [unused] }',
+      { registry: testRegistry, source: 'move_after_read: __DONE__', sinks: '    - { type: verdict, id: pr-exhausted, retry_count: 1, retry_delay_seconds: 0.01 }' },
+    );
+    expect(landed()).toEqual([1]);
+    expect(record).toMatchObject({ records_out: 1, records_skipped: 1 });
+    expect(record.errors.some((e) => e.includes('1 of 1 records refused for now: too many requests'))).toBe(true);
+    expect(left()).toEqual(['a.ndjson']);
+    expect(done()).toEqual([]);
+  });
+});

@@ -3,6 +3,7 @@
 import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin, TransformPlugin } from './types.js';
 
 import amqpSource from './connectors/amqp/source.js';
+import elasticsearchSource from './connectors/elasticsearch/source.js';
 import kafkaSource from './connectors/kafka/source.js';
 import mqttSource from './connectors/mqtt/source.js';
 import natsSource from './connectors/nats/source.js';
@@ -13,6 +14,8 @@ import localSource from './sources/local.js';
 import webhookSource from './sources/webhook.js';
 
 import amqpSink from './connectors/amqp/sink.js';
+import elasticsearchSink from './connectors/elasticsearch/sink.js';
+import opensearchSink from './connectors/opensearch/sink.js';
 import kafkaSink from './connectors/kafka/sink.js';
 import mqttSink from './connectors/mqtt/sink.js';
 import natsSink from './connectors/nats/sink.js';
@@ -67,10 +70,10 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, websocketSource,
+  localSource, webhookSource, amqpSource, elasticsearchSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, websocketSink,
+  localSink, amqpSink, elasticsearchSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

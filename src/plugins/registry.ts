@@ -9,6 +9,7 @@ import mqttSource from './connectors/mqtt/source.js';
 import natsSource from './connectors/nats/source.js';
 import redisSource from './connectors/redis/source.js';
 import restSource from './connectors/rest/source.js';
+import s3Source from './connectors/s3/source.js';
 import websocketSource from './connectors/websocket/source.js';
 import localSource from './sources/local.js';
 import webhookSource from './sources/webhook.js';
@@ -21,6 +22,7 @@ import mqttSink from './connectors/mqtt/sink.js';
 import natsSink from './connectors/nats/sink.js';
 import redisSink from './connectors/redis/sink.js';
 import restSink from './connectors/rest/sink.js';
+import s3Sink from './connectors/s3/sink.js';
 import websocketSink from './connectors/websocket/sink.js';
 import localSink from './sinks/local.js';
 
@@ -70,10 +72,10 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, elasticsearchSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, websocketSource,
+  localSource, webhookSource, amqpSource, elasticsearchSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, elasticsearchSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, websocketSink,
+  localSink, amqpSink, elasticsearchSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

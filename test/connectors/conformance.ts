@@ -4,7 +4,7 @@
 // a peer restart or a dropped connection (at-least-once connectors), the standard metrics, and a
 // bad config rejected with its path and line. A connector joins by writing its peer fixture
 // (test/connectors/peers/<tech>.ts) and one test file that calls `conformance(fixture)`.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -65,6 +65,12 @@ export interface Peer {
    * peer accepts connections again. Required for at-least-once connectors.
    */
   disrupt?(): Promise<void>;
+  /**
+   * Takes the peer down until the returned function brings it back. Fixtures of sinks that touch the
+   * peer only when the runtime flushes (file and object sinks publish whole outputs) supply it: the
+   * suite then keeps the peer down across the end of a run, so that a flush meets the outage.
+   */
+  down?(): Promise<() => Promise<void>>;
   stop(): Promise<void>;
 }
 
@@ -133,15 +139,29 @@ function startSourceRun(name: string, source: Cfg, outDirs: string[], extra: Cfg
 }
 
 
-/** A manual batch pipeline from NDJSON records `{seq}` into the connector's sink(s). */
-async function runIntoSinks(name: string, sinks: Cfg[], records: number, extra: Cfg = {}, opts: { telemetry?: RunTelemetry; signal?: AbortSignal } = {}): Promise<RunRecord> {
-  const dir = tempDir('svc-conf-in-');
-  mkdirSync(join(dir, 'in'));
-  writeFileSync(join(dir, 'in', 'records.ndjson'), bodies(0, records).map((b) => b.toString() + '\n').join(''));
+/** Input files of NDJSON records `{seq}`: `files` files of equal share, in a fresh directory. */
+function writeInput(records: number, files = 1): string {
+  const dir = join(tempDir('svc-conf-in-'), 'in');
+  mkdirSync(dir);
+  const per = Math.ceil(records / files);
+  for (let f = 0, from = 0; from < records; f++, from += per) {
+    const n = Math.min(per, records - from);
+    writeFileSync(join(dir, `records-${String(f).padStart(4, '0')}.ndjson`), bodies(from, n).map((b) => b.toString() + '\n').join(''));
+  }
+  return dir;
+}
+
+/**
+ * A manual batch pipeline from NDJSON records `{seq}` into the connector's sink(s). With `input`,
+ * it reads that directory and moves what it delivered to `<input>.done` (a second run then reads
+ * only what the first left in place).
+ */
+async function runIntoSinks(name: string, sinks: Cfg[], records: number, extra: Cfg = {}, opts: { telemetry?: RunTelemetry; signal?: AbortSignal; input?: string } = {}): Promise<RunRecord> {
+  const input = opts.input ?? writeInput(records);
   const config = loadPipeline({
     name,
     schedule: { type: 'manual' },
-    source: { type: 'local', path: join(dir, 'in') },
+    source: { type: 'local', path: input, ...(opts.input ? { move_after_read: `${input}.done` } : {}) },
     serializer_in: { type: 'ndjson' },
     serializer_out: { type: 'json' },
     sinks,
@@ -403,17 +423,33 @@ export function conformance(fixture: PeerFixture) {
             const collector = await peer.sink!.collect(ch);
             try {
               const cfg = { ...peer.sink!.config(ch), retry_count: 10, retry_delay_seconds: 0.2 };
-              // 20 chunks of 50 at 5 writes a second (about 3 s; a disruption may take a second to act): it lands mid-run.
+              // 20 files of 50 records at 5 writes a second (about 4 s; a disruption may take a second
+              // to act): it lands mid-run. A sink that makes writes durable only when the runtime
+              // flushes (files, objects) may lose the outputs in flight: the run then leaves their
+              // input files in place, and a second run over the same input delivers them.
               const tel = recordingTelemetry();
-              const running = runIntoSinks(`conf-sink-restart-${type}`, [cfg], 1000, { record_chunk_size: 50, rate_limit_rps: 5 }, { telemetry: tel.t });
+              const input = writeInput(1000, 20);
+              const extra = { record_chunk_size: 50, rate_limit_rps: 5 };
+              const running = runIntoSinks(`conf-sink-restart-${type}`, [cfg], 1000, extra, { telemetry: tel.t, input });
               await new Promise((r) => setTimeout(r, 500));
-              await peer.disrupt!();
+              if (peer.down) {
+                // Down until the run ends (its last flush fails) or 6 s pass (retries of 0.2 s doubling outlast that).
+                const up = await peer.down();
+                await Promise.race([running, new Promise((r) => setTimeout(r, 6000))]);
+                await up();
+              } else await peer.disrupt!();
               const rec = await running;
               expect(rec.status, JSON.stringify(rec)).toBe('success');
               expect(rec.records_out).toBe(1000);
+              const left = readdirSync(input).length;
+              if (left > 0) {
+                const again = await runIntoSinks(`conf-sink-restart-${type}`, [cfg], 0, extra, { telemetry: tel.t, input });
+                expect(again.status, JSON.stringify(again)).toBe('success');
+                expect(readdirSync(input)).toEqual([]);
+              }
               await until(() => checkSequence(collector.records(), 1000).missing.length === 0, 30_000, 'all 1,000 sequence numbers at the peer');
               const { missing, duplicates } = checkSequence(collector.records(), 1000);
-              console.log(`[conformance] ${type} sink through a disruption: 1000 written, ${missing.length} missing, ${duplicates} duplicates`);
+              console.log(`[conformance] ${type} sink through a disruption: 1000 written, ${missing.length} missing, ${duplicates} duplicates${left ? ` (${left} of 20 input files written again by a second run)` : ''}`);
               expect(missing).toEqual([]);
               // The disruption reached the sink: it lost its connection and opened it again.
               const states = tel.states.get(`sinks[0] (${type})`)!;

@@ -3,7 +3,9 @@
 import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin, TransformPlugin } from './types.js';
 
 import amqpSource from './connectors/amqp/source.js';
+import clickhouseSource from './connectors/clickhouse/source.js';
 import elasticsearchSource from './connectors/elasticsearch/source.js';
+import influxdbSource from './connectors/influxdb/source.js';
 import kafkaSource from './connectors/kafka/source.js';
 import mqttSource from './connectors/mqtt/source.js';
 import natsSource from './connectors/nats/source.js';
@@ -15,7 +17,9 @@ import localSource from './sources/local.js';
 import webhookSource from './sources/webhook.js';
 
 import amqpSink from './connectors/amqp/sink.js';
+import clickhouseSink from './connectors/clickhouse/sink.js';
 import elasticsearchSink from './connectors/elasticsearch/sink.js';
+import influxdbSink from './connectors/influxdb/sink.js';
 import opensearchSink from './connectors/opensearch/sink.js';
 import kafkaSink from './connectors/kafka/sink.js';
 import mqttSink from './connectors/mqtt/sink.js';
@@ -72,10 +76,10 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, elasticsearchSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, websocketSource,
+  localSource, webhookSource, amqpSource, clickhouseSource, elasticsearchSource, influxdbSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, elasticsearchSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, websocketSink,
+  localSink, amqpSink, clickhouseSink, elasticsearchSink, influxdbSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

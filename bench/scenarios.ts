@@ -83,6 +83,11 @@ export const scenarios: Record<string, Scenario> = {
     prepare: async () => (await import('./amqp-scenarios.js')).amqpRoundtrip.prepare!(),
     run: async () => (await import('./amqp-scenarios.js')).amqpRoundtrip.run(1),
   },
+  // 1M records into PostgreSQL and MariaDB through the sql sink, beside \copy and LOAD DATA (bench/sql-scenarios.ts).
+  'sql-sink': {
+    prepare: async () => (await import('./sql-scenarios.js')).sqlSink.prepare!(),
+    run: async () => (await import('./sql-scenarios.js')).sqlSink.run(1),
+  },
   // Small and large objects into s3rver through the s3 sink, beside a plain PutObject loop (bench/s3-scenarios.ts).
   's3-sink': {
     prepare: async () => (await import('./s3-scenarios.js')).s3Sink.prepare!(),

@@ -12,6 +12,7 @@ import natsSource from './connectors/nats/source.js';
 import redisSource from './connectors/redis/source.js';
 import restSource from './connectors/rest/source.js';
 import s3Source from './connectors/s3/source.js';
+import sqlSource from './connectors/sql/source.js';
 import websocketSource from './connectors/websocket/source.js';
 import localSource from './sources/local.js';
 import webhookSource from './sources/webhook.js';
@@ -27,6 +28,7 @@ import natsSink from './connectors/nats/sink.js';
 import redisSink from './connectors/redis/sink.js';
 import restSink from './connectors/rest/sink.js';
 import s3Sink from './connectors/s3/sink.js';
+import sqlSink from './connectors/sql/sink.js';
 import websocketSink from './connectors/websocket/sink.js';
 import localSink from './sinks/local.js';
 
@@ -76,10 +78,10 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, clickhouseSource, elasticsearchSource, influxdbSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, websocketSource,
+  localSource, webhookSource, amqpSource, clickhouseSource, elasticsearchSource, influxdbSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sqlSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, clickhouseSink, elasticsearchSink, influxdbSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, websocketSink,
+  localSink, amqpSink, clickhouseSink, elasticsearchSink, influxdbSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sqlSink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

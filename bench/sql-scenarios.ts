@@ -1,0 +1,135 @@
+// sql-sink: 1,000,000 interface records (the NDJSON file of the other scenarios) into a table
+// through the sql sink, as a real pipeline run (local NDJSON -> sql, chunk_size 500, the default),
+// into the machine's PostgreSQL and MariaDB, each in a database of its own (dropped after). Beside
+// each, the database's own bulk loader on the same rows as CSV (generated once): `psql -c "\copy
+// ... from"` and `mariadb --local-infile=1 -e "LOAD DATA LOCAL INFILE ..."`. And local -> local,
+// what the pipeline costs without a database. CPU seconds of our process are printed beside each
+// leg: steadier than wall time on a shared machine.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { loadPipelineText } from '../src/config/load.js';
+import { runPipeline } from '../src/engine/runner.js';
+import { DATA_DIR, ndjsonFile } from './data.js';
+import type { Measured, Scenario } from './scenarios.js';
+
+const RECORDS = 1_000_000;
+const run = promisify(execFile);
+const DB = `svc_bench_${process.pid}`;
+const COLUMNS = ['host', 'ifIndex', 'ifDescr', 'ifInOctets', 'ifOutOctets', 'ifOperStatus', 'ts'];
+
+const psql = (db: string, sql: string) => run('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', db, '-qX', '-v', 'ON_ERROR_STOP=1', '-c', sql], { maxBuffer: 1 << 20 });
+const mariadb = (db: string, sql: string, extra: string[] = []) => run('mariadb', ['-h', '127.0.0.1', '-u', 'root', ...extra, db, '-e', sql], { maxBuffer: 1 << 20 });
+
+/** The NDJSON records as CSV without a header (the loaders' input), made once beside the NDJSON file. */
+async function csvFile(): Promise<string> {
+  const input = await ndjsonFile(RECORDS);
+  const file = join(DATA_DIR, `sql-${RECORDS}`, 'interfaces.csv');
+  if (existsSync(file) && statSync(file).size > 0) return file;
+  mkdirSync(dirname(file), { recursive: true });
+  const out = createWriteStream(file);
+  let buf: string[] = [];
+  for await (const line of createInterface({ input: createReadStream(input) })) {
+    if (!line) continue;
+    const r = JSON.parse(line) as Record<string, unknown>;
+    buf.push(COLUMNS.map((c) => String(r[c])).join(','));
+    if (buf.length === 10_000) {
+      if (!out.write(buf.join('\n') + '\n')) await once(out, 'drain');
+      buf = [];
+    }
+  }
+  if (buf.length) out.write(buf.join('\n') + '\n');
+  out.end();
+  await once(out, 'finish');
+  return file;
+}
+
+async function leg(name: string, sink: string): Promise<{ seconds: number; cpuSeconds: number }> {
+  const input = await ndjsonFile(RECORDS);
+  const { config, diagnostics } = loadPipelineText(`
+version: "1"
+pipeline:
+  name: ${name}
+  schedule: { type: manual }
+  source: { type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: '*.ndjson' }
+  serializer_in: { type: ndjson }
+  serializer_out: { type: ndjson }
+  sinks: [${sink}]
+`);
+  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const record = await runPipeline(config);
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  if (record.status !== 'success' || record.records_in !== RECORDS || record.records_out !== RECORDS) throw new Error(`bench run ${name} failed: ${JSON.stringify(record)}`);
+  return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+}
+
+/** Seconds of one shell command (a bulk loader). */
+async function timed(f: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await f();
+  return (performance.now() - t0) / 1000;
+}
+
+const rps = (seconds: number) => Math.round(RECORDS / seconds);
+
+export const sqlSink: Scenario = {
+  prepare: async () => void (await csvFile()),
+  async run(): Promise<Measured> {
+    const csv = await csvFile();
+    const out: Measured = { records: RECORDS, chunk_size: 500 };
+    const table = `CREATE TABLE interfaces (host varchar(20), "ifIndex" varchar(8), "ifDescr" varchar(20), "ifInOctets" bigint, "ifOutOctets" bigint, "ifOperStatus" int, ts bigint)`;
+    const pgCount = async () => Number((await run('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', DB, '-tAXc', 'SELECT count(*) FROM interfaces'])).stdout.trim());
+    const myCount = async () => Number((await mariadb(DB, 'SELECT count(*) FROM interfaces', ['-N'])).stdout.trim());
+
+    await psql('test', `DROP DATABASE IF EXISTS ${DB}`);
+    await psql('test', `CREATE DATABASE ${DB}`);
+    try {
+      await psql(DB, table);
+      const ours = await leg('sql-sink-postgres', `{ type: sql, connection_url: 'postgresql://postgres@127.0.0.1:5432/${DB}', table: interfaces }`);
+      if ((await pgCount()) !== RECORDS) throw new Error('postgres: rows missing');
+      await psql(DB, 'TRUNCATE interfaces');
+      await psql(DB, 'CHECKPOINT');
+      const copy = await timed(() => psql(DB, `\\copy interfaces FROM '${csv}' WITH (FORMAT csv)`));
+      if ((await pgCount()) !== RECORDS) throw new Error('postgres: \\copy did not load every row');
+      out.postgres_records_per_sec = rps(ours.seconds);
+      out.postgres_cpu_s = Number(ours.cpuSeconds.toFixed(2));
+      out.postgres_copy_records_per_sec = rps(copy);
+      out.postgres_ratio = Number((copy / ours.seconds).toFixed(2));
+    } finally {
+      await psql('test', `DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`).catch(() => {});
+    }
+
+    await mariadb('test', `DROP DATABASE IF EXISTS ${DB}; CREATE DATABASE ${DB}`);
+    try {
+      await mariadb(DB, table.replace(/"/g, '`'));
+      const ours = await leg('sql-sink-mariadb', `{ type: sql, connection_url: 'mysql://root@127.0.0.1:3306/${DB}', table: interfaces }`);
+      if ((await myCount()) !== RECORDS) throw new Error('mariadb: rows missing');
+      await mariadb(DB, 'TRUNCATE interfaces');
+      const load = await timed(() => mariadb(DB, `LOAD DATA LOCAL INFILE '${csv}' INTO TABLE interfaces FIELDS TERMINATED BY ','`, ['--local-infile=1']));
+      if ((await myCount()) !== RECORDS) throw new Error('mariadb: LOAD DATA did not load every row');
+      out.mariadb_records_per_sec = rps(ours.seconds);
+      out.mariadb_cpu_s = Number(ours.cpuSeconds.toFixed(2));
+      out.mariadb_load_data_records_per_sec = rps(load);
+      out.mariadb_ratio = Number((load / ours.seconds).toFixed(2));
+    } finally {
+      await mariadb('test', `DROP DATABASE IF EXISTS ${DB}`).catch(() => {});
+    }
+
+    // The same records local NDJSON -> local NDJSON: what the pipeline costs without a database.
+    const localOut = join(DATA_DIR, 'out', 'sql-sink-local');
+    rmSync(localOut, { recursive: true, force: true });
+    mkdirSync(localOut, { recursive: true });
+    const local = await leg('sql-sink-local', `{ type: local, path: ${JSON.stringify(localOut)}, filename_template: 'out.ndjson' }`);
+    out.local_records_per_sec = rps(local.seconds);
+    out.local_cpu_s = Number(local.cpuSeconds.toFixed(2));
+    rmSync(localOut, { recursive: true, force: true });
+    return out;
+  },
+};

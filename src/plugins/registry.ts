@@ -7,6 +7,7 @@ import azureBlobSource from './connectors/azure_blob/source.js';
 import clickhouseSource from './connectors/clickhouse/source.js';
 import elasticsearchSource from './connectors/elasticsearch/source.js';
 import influxdbSource from './connectors/influxdb/source.js';
+import ftpSource from './connectors/ftp/source.js';
 import gcsSource from './connectors/gcs/source.js';
 import kafkaSource from './connectors/kafka/source.js';
 import mqttSource from './connectors/mqtt/source.js';
@@ -24,6 +25,7 @@ import azureBlobSink from './connectors/azure_blob/sink.js';
 import clickhouseSink from './connectors/clickhouse/sink.js';
 import elasticsearchSink from './connectors/elasticsearch/sink.js';
 import influxdbSink from './connectors/influxdb/sink.js';
+import ftpSink from './connectors/ftp/sink.js';
 import gcsSink from './connectors/gcs/sink.js';
 import opensearchSink from './connectors/opensearch/sink.js';
 import kafkaSink from './connectors/kafka/sink.js';
@@ -82,10 +84,10 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, elasticsearchSource, influxdbSource, gcsSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sqlSource, websocketSource,
+  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sqlSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sqlSink, websocketSink,
+  localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sqlSink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

@@ -267,10 +267,11 @@ export class RollingFileSink implements Sink {
     try {
       await f.out.write(buf);
     } catch (e) {
-      if (f.out.truncate) await f.out.truncate(f.size).catch(() => undefined);
-      else {
-        // Nothing to cut back: this output is given up, the retry writes a fresh one, and the next
-        // flush fails for the batches that were in it.
+      const cut = f.out.truncate ? await f.out.truncate(f.size).then(() => true, () => false) : false;
+      if (!cut) {
+        // Nothing cut back: appending after what the failed write left would double it. This output
+        // is given up, the retry writes a fresh one, and the next flush fails for the batches that
+        // were in it.
         this.files.delete(f.slot);
         if (f.records > 0) this.lost ??= `${this.target.where(f.rel)} failed after ${f.records} records: ${errorMessage(e)}`;
         await f.out.abort().catch(() => undefined);

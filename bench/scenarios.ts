@@ -75,6 +75,11 @@ export const scenarios: Record<string, Scenario> = {
     run: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.run(1),
   },
   'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
+  // ~1 GB of 5 MB PM XML files from a private sshd through the sftp source, beside OpenSSH's sftp client (bench/sftp-scenarios.ts).
+  'sftp-transfer': {
+    prepare: async () => (await import('./sftp-scenarios.js')).sftpTransfer.prepare!(),
+    run: async () => (await import('./sftp-scenarios.js')).sftpTransfer.run(1),
+  },
   'redis-roundtrip': {
     prepare: async () => (await import('./redis-scenarios.js')).redisRoundtrip.prepare!(),
     run: async () => (await import('./redis-scenarios.js')).redisRoundtrip.run(1),

@@ -15,6 +15,7 @@ import natsSource from './connectors/nats/source.js';
 import redisSource from './connectors/redis/source.js';
 import restSource from './connectors/rest/source.js';
 import s3Source from './connectors/s3/source.js';
+import sftpSource from './connectors/sftp/source.js';
 import sqlSource from './connectors/sql/source.js';
 import websocketSource from './connectors/websocket/source.js';
 import localSource from './sources/local.js';
@@ -34,6 +35,7 @@ import natsSink from './connectors/nats/sink.js';
 import redisSink from './connectors/redis/sink.js';
 import restSink from './connectors/rest/sink.js';
 import s3Sink from './connectors/s3/sink.js';
+import sftpSink from './connectors/sftp/sink.js';
 import sqlSink from './connectors/sql/sink.js';
 import websocketSink from './connectors/websocket/sink.js';
 import localSink from './sinks/local.js';
@@ -84,10 +86,10 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sqlSource, websocketSource,
+  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, sqlSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sqlSink, websocketSink,
+  localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, sqlSink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

@@ -145,7 +145,7 @@ class LocalFile implements OutFile {
         await fs.link(this.writePath, this.finalPath);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        throw new WriteError(`local sink: ${this.finalPath} already exists and overwrite is false; the output was kept in ${this.writePath}`, false);
+        throw new WriteError(`local sink: ${this.finalPath} already exists and overwrite is false; its records were not written (set overwrite: true, or put {timestamp} or {run_id} in filename_template)`, false);
       }
       await fs.unlink(this.writePath);
     }

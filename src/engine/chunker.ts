@@ -71,7 +71,7 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
   if (framing.kind === 'whole') {
     const parts: Buffer[] = [];
     for await (const b of stream) parts.push(b);
-    yield { data: Buffer.concat(parts), firstLine: 1 };
+    yield { data: parts.length === 1 ? parts[0]! : Buffer.concat(parts), firstLine: 1 };
     return;
   }
   const quote = framing.quote ? framing.quote.charCodeAt(0) : undefined;

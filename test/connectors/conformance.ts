@@ -77,6 +77,10 @@ export interface Peer {
 export interface PeerFixture {
   /** The connector's registry key. */
   type: string;
+  /** The roles this peer serves (default: every role the type has): a peer that can only take writes says `['sink']`. */
+  roles?: ('source' | 'sink')[];
+  /** Names this fixture in the suite's title when a type runs the suite against several peers. */
+  label?: string;
   /** Starts (or reaches) the peer for one test file. */
   start(): Promise<Peer>;
   /** A config mistake and the YAML path the diagnostic must name (relative to the component). */
@@ -172,11 +176,12 @@ async function runIntoSinks(name: string, sinks: Cfg[], records: number, extra: 
 
 export function conformance(fixture: PeerFixture) {
   const type = fixture.type;
-  const sourcePlugin = registry.source.get(type) as SourcePlugin | undefined;
-  const sinkPlugin = registry.sink.get(type) as SinkPlugin | undefined;
+  const serves = (role: 'source' | 'sink') => !fixture.roles || fixture.roles.includes(role);
+  const sourcePlugin = serves('source') ? (registry.source.get(type) as SourcePlugin | undefined) : undefined;
+  const sinkPlugin = serves('sink') ? (registry.sink.get(type) as SinkPlugin | undefined) : undefined;
   let peer: Peer;
 
-  describe(`${type}: connector conformance`, () => {
+  describe(`${type}${fixture.label ? ` (${fixture.label})` : ''}: connector conformance`, () => {
     beforeAll(async () => {
       peer = await fixture.start();
     }, 120_000);

@@ -20,10 +20,11 @@ import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline, outputRecords } from './helpers.js';
-import { influx1, type Influx1 } from './peers/influxdb-v1.js';
+import { influx1, influxdbV1SinkFixture, type Influx1 } from './peers/influxdb-v1.js';
 import { influxdbFixture, influxV2Peer, queryRecords, type InfluxV2Peer } from './peers/influxdb-v2.js';
 
 conformance(influxdbFixture);
+conformance(influxdbV1SinkFixture);
 
 let v1: Influx1;
 let v2: InfluxV2Peer;

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../helpers/net.js';
+import type { Peer, PeerFixture } from '../conformance.js';
 import { peerProcess } from './process.js';
 
 export const ADMIN = { user: 'admin', password: 'admin-secret' };
@@ -94,3 +95,47 @@ export async function influx1(opts: { auth?: boolean } = {}): Promise<Influx1> {
     },
   };
 }
+
+/**
+ * The sink's conformance against the real 1.6.7 (`api: v1`, /write with basic auth): each test's
+ * measurement is its channel, `seq` a tag so points of the same second stay apart; read back with
+ * InfluxQL. The server cannot serve the source (no Flux).
+ */
+export const influxdbV1SinkFixture: PeerFixture = {
+  type: 'influxdb',
+  label: 'InfluxDB 1.6.7, api v1',
+  roles: ['sink'],
+  badConfig: { role: 'sink', set: { api: 'v3' }, path: 'api' },
+  async start(): Promise<Peer> {
+    const peer = await influx1({ auth: true });
+    await peer.query('CREATE DATABASE svc');
+    return {
+      sink: {
+        config: (ch) => ({ type: 'influxdb', api: 'v1', url: peer.url, token: peer.token, org: 'unused', bucket: 'svc', measurement: ch, tag_fields: ['seq'] }),
+        async collect(ch) {
+          let records: { seq: number }[] = [];
+          let stopped = false;
+          const loop = (async () => {
+            while (!stopped) {
+              // While the server restarts, keep what was read last.
+              const rows = await peer.rows(`SELECT * FROM "${ch}"`, 'svc').catch(() => undefined);
+              if (rows) records = rows.map((r) => ({ ...r, seq: Number(r.seq) }));
+              await new Promise((r) => setTimeout(r, 100));
+            }
+          })();
+          return {
+            records: () => records,
+            async close() {
+              stopped = true;
+              await loop;
+            },
+          };
+        },
+      },
+      wrongPort: (cfg) => ({ ...cfg, url: 'http://127.0.0.1:1' }),
+      wrongCredentials: (cfg) => ({ ...cfg, token: 'admin:wrong-password' }),
+      disrupt: () => peer.restart(1500),
+      stop: () => peer.stop(),
+    };
+  },
+};

@@ -14,7 +14,7 @@ import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { serverMessage } from '../../src/plugins/connectors/influxdb/client.js';
-import { timestampOf, toLine, type Line, type LineOptions } from '../../src/plugins/connectors/influxdb/line-protocol.js';
+import { loadLineProtocol, timestampOf, toLine, type Line, type LineOptions } from '../../src/plugins/connectors/influxdb/line-protocol.js';
 import { refusedLines } from '../../src/plugins/connectors/influxdb/partial-write.js';
 import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
@@ -197,6 +197,7 @@ describe('influxdb sink: refused records and lines', () => {
   describe('answers as the servers send them', () => {
     const opts: LineOptions = { measurement: 'm', tagFields: ['t'], precision: 's', floatFields: new Set() };
     const lines = (rs: Rec[]) => rs.map((r) => toLine(r, opts) as Line);
+    beforeAll(() => loadLineProtocol());
     /** The HttpError of posting `body` as it is. */
     const refusal = async (url: string, path: string, body: string, headers: Record<string, string>) => {
       try {

@@ -97,8 +97,8 @@ describe('s3 sink: what is stored', () => {
     expect(readFileSync(peer.objectFile(`${p}a.ndjson`)).equals(Buffer.from(text))).toBe(true);
     // Binary content through an upload of its own, compared byte for byte.
     const bytes = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7919) % 256));
-    const { client } = s3Client({ bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
-    const up = new S3Upload(client, { bucket: BUCKET, content_type: 'application/octet-stream' }, `${p}binary`, (e) => new WriteError(String(e)));
+    const { client } = await s3Client({ bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
+    const up = await S3Upload.start(client, { bucket: BUCKET, content_type: 'application/octet-stream' }, `${p}binary`, (e) => new WriteError(String(e)));
     await up.write(bytes.subarray(0, 30_000));
     await up.write(bytes.subarray(30_000));
     await up.finish();
@@ -182,7 +182,7 @@ describe('s3 sink: multipart uploads', () => {
   it(`uploads a large object as parts of ${PART_SIZE >> 20} MiB while it is written, holding a bounded amount of memory`, async () => {
     const p = prefix('large');
     const key = `${p}big.bin`;
-    const { client } = s3Client({ bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
+    const { client } = await s3Client({ bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
     peer.takeRequests();
     const MiB = 1024 * 1024;
     const total = 64;
@@ -190,7 +190,7 @@ describe('s3 sink: multipart uploads', () => {
     gc();
     const before = process.memoryUsage().arrayBuffers;
     let peak = 0;
-    const up = new S3Upload(client, { bucket: BUCKET, content_type: 'application/octet-stream' }, key, (e) => new WriteError(String(e)));
+    const up = await S3Upload.start(client, { bucket: BUCKET, content_type: 'application/octet-stream' }, key, (e) => new WriteError(String(e)));
     let partsWhileWriting = 0;
     for (let i = 0; i < total; i++) {
       await up.write(chunk(i));
@@ -221,9 +221,9 @@ describe('s3 sink: multipart uploads', () => {
   it('abort() cancels a multipart upload: AbortMultipartUpload, its parts removed, no object', async () => {
     const p = prefix('abort');
     const key = `${p}cancelled.bin`;
-    const { client } = s3Client({ bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
+    const { client } = await s3Client({ bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
     peer.takeRequests();
-    const up = new S3Upload(client, { bucket: BUCKET, content_type: 'application/octet-stream' }, key, (e) => new WriteError(String(e)));
+    const up = await S3Upload.start(client, { bucket: BUCKET, content_type: 'application/octet-stream' }, key, (e) => new WriteError(String(e)));
     for (let i = 0; i < 12; i++) await up.write(Buffer.alloc(1024 * 1024, i));
     await until(() => peer.takeRequests().some((r) => /^PUT .*partNumber=1/.test(r)), 10_000, 'the first part');
     await up.abort();
@@ -237,9 +237,9 @@ describe('s3 sink: multipart uploads', () => {
   it('a peer killed mid-upload: the write fails (retryable) and nothing is published', async () => {
     const p = prefix('killed');
     const key = `${p}half.bin`;
-    const { client } = s3Client({ bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
+    const { client } = await s3Client({ bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
     const problem = (e: unknown) => new WriteError(`failed: ${String(e)}`, true);
-    const up = new S3Upload(client, { bucket: BUCKET, content_type: 'application/octet-stream' }, key, problem);
+    const up = await S3Upload.start(client, { bucket: BUCKET, content_type: 'application/octet-stream' }, key, problem);
     for (let i = 0; i < 10; i++) await up.write(Buffer.alloc(1024 * 1024, i));
     await peer.kill();
     let failure: unknown;

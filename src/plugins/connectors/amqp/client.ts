@@ -1,7 +1,10 @@
 // What the amqp source and sink share: the broker URL field and the connection (amqplib), named so
 // that `rabbitmqctl list_connections client_properties` shows which pipeline holds it.
 import { Type } from '@sinclair/typebox';
-import amqp, { type Channel, type ChannelModel } from 'amqplib';
+import type { Channel, ChannelModel } from 'amqplib';
+import { once } from '../../common/lazy.js';
+
+const amqplib = once(() => import('amqplib'));
 
 export const DEFAULT_URL = 'amqp://localhost:5672';
 
@@ -16,7 +19,7 @@ export const urlField = Type.String({
 const CONNECT_TIMEOUT_MS = 10_000;
 
 export async function connectBroker(url: string, name: string): Promise<ChannelModel> {
-  return amqp.connect(url, { timeout: CONNECT_TIMEOUT_MS, clientProperties: { connection_name: name } });
+  return (await amqplib()).default.connect(url, { timeout: CONNECT_TIMEOUT_MS, clientProperties: { connection_name: name } });
 }
 
 /** Calls `lost` once when the connection closes or fails (amqplib emits `error` then `close`). */

@@ -2,10 +2,11 @@
 // @azure/storage-blob client per component (building it parses the credentials and does no I/O),
 // the connection states of an HTTP client, and errors in words a user can act on.
 import { Type } from '@sinclair/typebox';
-import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient, type StoragePipelineOptions } from '@azure/storage-blob';
+import type { BlobServiceClient, ContainerClient, StoragePipelineOptions } from '@azure/storage-blob';
 import { errorMessage } from '../../../errors.js';
 import { secret } from '../../common/connector/secrets.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
+import { once } from '../../common/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';
 
 export const commonFields = {
@@ -49,11 +50,14 @@ export function lintCredentials(c: AzureConfig): LintIssue[] {
   return out;
 }
 
+const azureSdk = once(() => import('@azure/storage-blob'));
+
 /** The SDK's own retries are off: the runtime's sink policy and the next run decide. */
 const PIPELINE: StoragePipelineOptions = { retryOptions: { maxTries: 1 } };
 
-/** The container's client; parses the credentials (a malformed one throws here), no I/O. */
-export function containerClient(c: AzureConfig): ContainerClient {
+/** The container's client; parses the credentials (a malformed one throws here), no I/O besides loading the SDK. */
+export async function containerClient(c: AzureConfig): Promise<ContainerClient> {
+  const { BlobServiceClient, StorageSharedKeyCredential } = await azureSdk();
   let service: BlobServiceClient;
   try {
     if (has(c.connection_string)) service = BlobServiceClient.fromConnectionString(c.connection_string!, PIPELINE);
@@ -74,7 +78,7 @@ export class AzureConfigError extends Error {
 
 /** One lazily built client per component, and its connection states (as the rest connector reports them). */
 export class AzureClient {
-  private client?: ContainerClient;
+  private client?: Promise<ContainerClient>;
   private up = false;
   private readonly report: ReturnType<typeof connectionReporter>;
 
@@ -85,7 +89,7 @@ export class AzureClient {
     this.report = connectionReporter(ctx, 'azure_blob');
   }
 
-  container(): ContainerClient {
+  container(): Promise<ContainerClient> {
     return (this.client ??= containerClient(this.c));
   }
 
@@ -93,7 +97,7 @@ export class AzureClient {
   async call<T>(op: (container: ContainerClient) => Promise<T>): Promise<T> {
     this.connecting();
     try {
-      const result = await op(this.container());
+      const result = await op(await this.container());
       this.answered();
       return result;
     } catch (e) {

@@ -54,7 +54,7 @@ class AzureBlobs implements FileTarget {
     if (rel.length > 1024) throw new WriteError(`azure_blob sink: blob name ${this.where(rel)} is longer than 1024 characters; shorten blob_template`, false);
     let cc: ContainerClient;
     try {
-      cc = this.client.container();
+      cc = await this.client.container();
     } catch (e) {
       throw new WriteError(`azure_blob sink: ${describe(e, `writing ${this.where(rel)}`, this.c)}`, false, { cause: e });
     }
@@ -147,7 +147,7 @@ export default defineSink({
   async test(c, { signal }) {
     // Authenticate and read the container's properties: writing a probe blob would leave traces.
     try {
-      await containerClient(c).getProperties({ abortSignal: signal });
+      await (await containerClient(c)).getProperties({ abortSignal: signal });
     } catch (e) {
       throw new Error(describe(e, `reading container ${c.container}`, c), { cause: e });
     }

@@ -98,7 +98,7 @@ class AzureSource implements Source, FileStore<Blob> {
   }
 
   async restat(files: Blob[]): Promise<(FileStat | undefined)[]> {
-    const cc = this.client.container();
+    const cc = await this.client.container();
     return Promise.all(
       files.map(async (f) => {
         try {
@@ -170,7 +170,7 @@ export default defineSource({
   async test(c, { signal }) {
     // Authenticate and list at most one blob: the permission a run needs.
     try {
-      const page = containerClient(c).listBlobsFlat({ prefix: c.prefix || undefined, abortSignal: signal }).byPage({ maxPageSize: 1 });
+      const page = (await containerClient(c)).listBlobsFlat({ prefix: c.prefix || undefined, abortSignal: signal }).byPage({ maxPageSize: 1 });
       await page.next();
     } catch (e) {
       throw new Error(describe(e, `listing container ${c.container}`, c), { cause: e });

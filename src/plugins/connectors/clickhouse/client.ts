@@ -6,8 +6,9 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import { Type } from '@sinclair/typebox';
-import { ClickHouseLogLevel, createClient, type ClickHouseClient, type DataFormat, type ResultSet } from '@clickhouse/client';
+import type { ClickHouseClient, DataFormat, ResultSet } from '@clickhouse/client';
 import { errorMessage } from '../../../errors.js';
+import { once } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 /** ClickHouse's native-protocol ports (plain, TLS) and the HTTP ports they stand for here. */
@@ -95,8 +96,11 @@ function agentFor(c: ServerConfig): http.Agent {
 /** JSON with 64-bit integers (BigInt) as decimal strings, which ClickHouse parses into (U)Int64 columns. */
 const stringify = (v: unknown) => JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x));
 
+const clickhouseSdk = once(() => import('@clickhouse/client'));
+
 /** A client; no I/O until the first request. */
-export function clickhouseClient(c: ServerConfig, application: string): ClickHouseClient {
+export async function clickhouseClient(c: ServerConfig, application: string): Promise<ClickHouseClient> {
+  const { ClickHouseLogLevel, createClient } = await clickhouseSdk();
   return createClient({
     url: baseUrl(c),
     username: c.username,

@@ -53,7 +53,7 @@ export default defineSink({
     { title: 'HTTPS on 8443, table in another database', yaml: 'type: clickhouse\nhost: ch.example.net\nport: 9440\nsecure: true\ntable: pm.counters_15m' },
   ],
   async test(c, { signal }) {
-    const client = clickhouseClient(c, 'svc connector test');
+    const client = await clickhouseClient(c, 'svc connector test');
     try {
       await checkTable(client, c, signal);
     } catch (e) {
@@ -67,7 +67,7 @@ export default defineSink({
       ctx,
       'clickhouse',
       async () => {
-        const client = clickhouseClient(c, `svc ${ctx.pipeline}`);
+        const client = await clickhouseClient(c, `svc ${ctx.pipeline}`);
         try {
           await (await client.query({ query: 'SELECT 1', format: 'JSONEachRow', abort_signal: ctx.signal })).text();
         } catch (e) {

@@ -60,7 +60,7 @@ export default defineSource({
   // The query itself, with its parameters, asked for no rows: credentials, database, tables,
   // columns and syntax are checked without reading data.
   async test(c, { signal }) {
-    const client = clickhouseClient(c, 'svc connector test');
+    const client = await clickhouseClient(c, 'svc connector test');
     try {
       const rs = await new Queries(client).select(`SELECT * FROM (${sqlOf(c)}) LIMIT 0`, c.params as Record<string, ParamValue>, 'JSONEachRow', signal);
       await rs.text();
@@ -76,7 +76,7 @@ export default defineSource({
     return {
       async *units(signal) {
         report('connecting');
-        client = clickhouseClient(c, `svc ${ctx.pipeline}`);
+        client = await clickhouseClient(c, `svc ${ctx.pipeline}`);
         let rows: AsyncIterator<Row[]>;
         try {
           const rs = await new Queries(client).select(sqlOf(c), c.params as Record<string, ParamValue>, 'JSONEachRow', signal);

@@ -147,7 +147,8 @@ export interface BulkSinkOptions {
   timestamp_field?: string;
   /** Ingest pipeline (elasticsearch): the `pipeline` query parameter of every request. */
   pipeline?: string;
-  connect(): BulkConnection;
+  /** A new connection (loads the client library on first use: no other I/O). */
+  connect(): Promise<BulkConnection>;
 }
 
 /** The ingest pipeline named in a write does not exist: every item says so; a config error. */
@@ -247,7 +248,7 @@ export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
         if (!up) report('connecting');
         let res: BulkResponse;
         try {
-          conn ??= o.connect();
+          conn ??= await o.connect();
           res = await conn.bulk(parts.join(''), query, ctx.signal);
           answered();
         } catch (e) {

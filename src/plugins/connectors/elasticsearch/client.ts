@@ -4,10 +4,11 @@
 // clients come from one code base and throw the same error classes (ResponseError with
 // meta.statusCode and meta.body, ConnectionError, TimeoutError...), read here by name.
 import { STATUS_CODES } from 'node:http';
-import { Client } from '@elastic/elasticsearch';
+import type { Client } from '@elastic/elasticsearch';
 import { Type } from '@sinclair/typebox';
 import { errorMessage } from '../../../errors.js';
 import { secret } from '../../common/connector/secrets.js';
+import { once } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 /** How long one request may take (a bulk request of chunk_size documents included). */
@@ -49,8 +50,11 @@ export function lintNodes(c: NodeConfig): LintIssue[] {
   return out;
 }
 
+const esSdk = once(() => import('@elastic/elasticsearch'));
+
 /** An Elasticsearch client that never retries (maxRetries 0) and does no I/O until its first request. */
-export function esClient(c: NodeConfig): Client {
+export async function esClient(c: NodeConfig): Promise<Client> {
+  const { Client } = await esSdk();
   return new Client({
     nodes: c.hosts,
     ...(c.username !== undefined ? { auth: { username: c.username, password: c.password ?? '' } } : {}),

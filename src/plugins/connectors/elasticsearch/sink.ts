@@ -47,7 +47,7 @@ export default defineSink({
   ],
   // GET / authenticates and passes the product check; an ingest pipeline must exist.
   async test(c, { signal }) {
-    const es = esClient(c);
+    const es = await esClient(c);
     try {
       try {
         await es.info(undefined, { signal });
@@ -68,7 +68,7 @@ export default defineSink({
   },
   create(c, ctx) {
     return bulkSink(
-      { product: 'elasticsearch', hosts: c.hosts, index: c.index_template, id_field: c.id_field, chunk_size: c.chunk_size, timestamp_field: c.timestamp_field, pipeline: c.pipeline, connect: () => esBulk(esClient(c)) },
+      { product: 'elasticsearch', hosts: c.hosts, index: c.index_template, id_field: c.id_field, chunk_size: c.chunk_size, timestamp_field: c.timestamp_field, pipeline: c.pipeline, connect: async () => esBulk(await esClient(c)) },
       ctx,
     );
   },

@@ -92,7 +92,7 @@ export default defineSource({
   ],
   // The configured query with size 0: authenticates, and checks that the index exists and the query parses.
   async test(c, { signal }) {
-    const es = esClient(c);
+    const es = await esClient(c);
     try {
       await es.search({ index: c.index, size: 0, query: (c.query ?? MATCH_ALL) as never, track_total_hits: false }, { signal });
     } catch (e) {
@@ -107,7 +107,8 @@ export default defineSource({
     /** A request, its failure read (a SourceError) and its connection state reported. */
     const ask = async <T>(what: string, op: (es: Client) => Promise<T>): Promise<T> => {
       try {
-        const r = await op((es ??= esClient(c)));
+        es ??= await esClient(c);
+        const r = await op(es);
         report('connected');
         return r;
       } catch (e) {

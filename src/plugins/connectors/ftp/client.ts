@@ -8,10 +8,16 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
-import { Client, FTPError } from 'basic-ftp';
+import type { Client, FTPError } from 'basic-ftp';
 import { errorMessage, WriteError } from '../../../errors.js';
 import { Connection } from '../../common/connector/connection.js';
+import { lazyModule } from '../../common/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';
+
+const basicFtp = lazyModule(() => import('basic-ftp'));
+
+/** A reply of the server (basic-ftp's FTPError). */
+const isFtpError = (e: unknown): e is FTPError => basicFtp.loaded !== undefined && e instanceof basicFtp.loaded.FTPError;
 
 /**
  * Milliseconds basic-ftp waits for the server: connect, each command's answer, and a data transfer
@@ -93,7 +99,7 @@ export class FtpSession {
       await this.client.cd(this.abs(dir));
       return true;
     } catch (e) {
-      if (e instanceof FTPError) return false;
+      if (isFtpError(e)) return false;
       throw e;
     }
   }
@@ -121,6 +127,7 @@ export async function connectFtp(c: FtpServer, signal?: AbortSignal): Promise<Ft
       throw new Error(`cannot read tls_ca_certs '${c.tls_ca_certs}': ${(e as NodeJS.ErrnoException).code ?? errorMessage(e)}`);
     }
   }
+  const { Client } = await basicFtp();
   const client = new Client(TIMEOUT_MS);
   const abort = () => client.close();
   signal?.addEventListener('abort', abort, { once: true });
@@ -150,7 +157,7 @@ export function describeConnectError(e: unknown, c: FtpServer): Error {
   const at = serverAddress(c);
   const err = e as Error & { code?: string | number };
   const text = oneLine(e);
-  if (e instanceof FTPError) {
+  if (isFtpError(e)) {
     if (err.code === 530) return new Error(`${at} refused the login of '${c.username}' (${text}): check username and password`, { cause: e });
     if (/AUTH/i.test(text) || err.code === 500 || err.code === 502 || err.code === 504 || err.code === 534) {
       if (c.secure) return new Error(`${at} refused FTPS (${text}): the server offers no explicit TLS; set secure: false or enable TLS on the server`, { cause: e });
@@ -171,10 +178,10 @@ export function describeConnectError(e: unknown, c: FtpServer): Error {
 }
 
 /** True when the server answered (an FTP reply code): the connection itself is fine. */
-export const isReply = (e: unknown): e is FTPError => e instanceof FTPError;
+export const isReply = isFtpError;
 
 /** True for a 5xx reply: the server refused for good (permissions, a bad name); retrying cannot help. */
-export const isPermanent = (e: unknown) => e instanceof FTPError && e.code >= 500;
+export const isPermanent = (e: unknown) => isFtpError(e) && e.code >= 500;
 
 /**
  * The connection of a run, opened at first use (states logged and counted as `ftp`). A connection

@@ -9,7 +9,7 @@
 import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
-import { FileType, type FileInfo } from 'basic-ftp';
+import type { FileInfo } from 'basic-ftp';
 import { SourceError } from '../../../errors.js';
 import type { FileStat } from '../../common/file-guards.js';
 import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../common/file-source.js';
@@ -84,7 +84,7 @@ class FtpSource implements Source, FileStore<ListedFile> {
       const entries = await s.client.list(); // MLSD where the server has it (dates in UTC), else LIST
       const files: ListedFile[] = [];
       for (const e of entries) {
-        if (e.type !== FileType.File) continue; // directories, and links whose target LIST cannot tell
+        if (!e.isFile) continue; // directories, and links whose target LIST cannot tell
         const file = path.posix.join(root, e.name);
         files.push({ path: file, relDir: '', name: e.name, size: e.size, mtimeMs: await mtimeOf(s, e, file) });
       }

@@ -3,9 +3,10 @@
 // do), the connection states of an HTTP client, and errors in words a user can act on.
 import { readFile } from 'node:fs/promises';
 import { Type } from '@sinclair/typebox';
-import { Storage, type Bucket, type StorageOptions } from '@google-cloud/storage';
+import type { Bucket, Storage, StorageOptions } from '@google-cloud/storage';
 import { errorMessage } from '../../../errors.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
+import { once } from '../../common/lazy.js';
 import type { PluginContext } from '../../types.js';
 
 /** Cloud Storage bucket names: 3-63 characters (up to 222 with dots), lower case, digits, - _ . */
@@ -32,6 +33,8 @@ export interface GcsConfig {
   service_account_json?: string;
   endpoint_url?: string;
 }
+
+const gcsSdk = once(() => import('@google-cloud/storage'));
 
 /** The token endpoint @google-cloud/storage's auth library posts to, whatever the key file says. */
 const LIBRARY_TOKEN_URL = 'https://www.googleapis.com/oauth2/v4/token';
@@ -94,6 +97,7 @@ export async function openStorage(c: GcsConfig): Promise<Storage> {
       };
     }
   }
+  const { Storage } = await gcsSdk();
   return new Storage(opts);
 }
 

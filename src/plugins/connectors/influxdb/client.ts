@@ -5,8 +5,14 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Type } from '@sinclair/typebox';
-import { HttpError, InfluxDB } from '@influxdata/influxdb-client';
+import type { HttpError, InfluxDB } from '@influxdata/influxdb-client';
 import { errorMessage } from '../../../errors.js';
+import { lazyModule } from '../../common/lazy.js';
+
+export const influxSdk = lazyModule(() => import('@influxdata/influxdb-client'));
+
+/** An HTTP answer other than 2xx (the library's HttpError). */
+export const isHttpError = (e: unknown): e is HttpError => influxSdk.loaded !== undefined && e instanceof influxSdk.loaded.HttpError;
 
 /** Seconds one request may stay silent before it fails. */
 export const TIMEOUT_S = 30;
@@ -33,19 +39,24 @@ export function target(url: string): string {
   }
 }
 
-/** A client with a keep-alive pool of its own (closed by close()); no I/O until the first request. */
+/** A client with a keep-alive pool of its own (closed by close()). */
 export class InfluxHttp {
-  readonly db: InfluxDB;
-  private readonly agent: http.Agent;
+  private constructor(
+    readonly db: InfluxDB,
+    private readonly agent: http.Agent,
+  ) {}
 
-  constructor(url: string, auth: { token: string } | { basic: string }) {
-    this.agent = url.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
-    this.db = new InfluxDB({
+  /** Loads the library and builds the client; no I/O until the first request. */
+  static async open(url: string, auth: { token: string } | { basic: string }): Promise<InfluxHttp> {
+    const { InfluxDB } = await influxSdk();
+    const agent = url.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+    const db = new InfluxDB({
       url,
       timeout: TIMEOUT_S * 1000,
       ...('token' in auth ? { token: auth.token } : { headers: { authorization: `Basic ${Buffer.from(auth.basic).toString('base64')}` } }),
-      transportOptions: { agent: this.agent },
+      transportOptions: { agent },
     });
+    return new InfluxHttp(db, agent);
   }
 
   /** One request; resolves with the status and headers of a 2xx answer, rejects with HttpError or a network error. */
@@ -100,4 +111,4 @@ export function networkError(e: unknown, where: string): string {
   return `${where}: ${msg}${err.code && !msg.includes(err.code) ? ` (${err.code})` : ''}`;
 }
 
-export { HttpError };
+export type { HttpError };

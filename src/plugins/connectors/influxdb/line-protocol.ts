@@ -7,8 +7,14 @@
 // - a whole number (a safe integer) is an integer field (`42i`), any other number a float, unless the
 //   field is in float_fields (always a float); booleans are booleans; strings are strings; objects
 //   and lists are written as their JSON text; null is left out.
-import { Point } from '@influxdata/influxdb-client';
+import type { Point } from '@influxdata/influxdb-client';
 import type { Rec } from '../../types.js';
+import { influxSdk } from './client.js';
+
+/** Loads what toLine needs (the client library's Point): await it before the first toLine. */
+export async function loadLineProtocol(): Promise<void> {
+  await influxSdk();
+}
 
 export type Precision = 's' | 'ms' | 'us' | 'ns';
 export type FieldType = 'float' | 'integer' | 'string' | 'boolean';
@@ -104,8 +110,10 @@ function addField(p: Point, types: Map<string, FieldType>, key: string, v: unkno
 
 /** One record as a line, or the reason it cannot be one. */
 export function toLine(r: Rec, o: LineOptions): Line | { refused: string } {
+  const PointClass = influxSdk.loaded?.Point;
+  if (!PointClass) throw new Error('toLine: await loadLineProtocol() first');
   try {
-    const p = new Point(o.measurement);
+    const p = new PointClass(o.measurement);
     const types = new Map<string, FieldType>();
     const tags = new Set(o.tagFields);
     for (const t of o.tagFields) {

@@ -8,8 +8,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink, type LintIssue, type WriteResult } from '../../types.js';
-import { HttpError, InfluxHttp, isOld1x, networkError, oneLine, serverFields, serverMessage, target, versionOf } from './client.js';
-import { measurementProblem, toLine, type Line, type LineOptions } from './line-protocol.js';
+import { InfluxHttp, isHttpError, isOld1x, networkError, oneLine, serverFields, serverMessage, target, versionOf, type HttpError } from './client.js';
+import { loadLineProtocol, measurementProblem, toLine, type Line, type LineOptions } from './line-protocol.js';
 import { refusedLines } from './partial-write.js';
 
 const config = Type.Object(
@@ -111,11 +111,11 @@ export default defineSink({
   async test(c) {
     const { path, auth } = writeEndpoint(c);
     const where = `${target(c.url)}${path.slice(0, path.indexOf('?'))}`;
-    const h = new InfluxHttp(c.url, auth);
+    const h = await InfluxHttp.open(c.url, auth);
     try {
       await h.send(path, '', 'POST', { 'content-type': 'text/plain; charset=utf-8' });
     } catch (e) {
-      if (!(e instanceof HttpError)) throw new Error(networkError(e, where));
+      if (!isHttpError(e)) throw new Error(networkError(e, where));
       if (e.statusCode === 400 && /writing requires points/.test(serverMessage(e))) return;
       throw new Error(finalReason(c, e, where) ?? `${where} answered ${e.statusCode}: ${oneLine(serverMessage(e))}`);
     } finally {
@@ -131,12 +131,12 @@ export default defineSink({
       ctx,
       'influxdb',
       async () => {
-        const h = new InfluxHttp(c.url, auth);
+        const h = await InfluxHttp.open(c.url, auth);
         try {
           await h.send('/ping', '', 'GET', {}, ctx.signal);
         } catch (e) {
           h.close();
-          if (!(e instanceof HttpError)) throw new Error(networkError(e, target(c.url)), { cause: e });
+          if (!isHttpError(e)) throw new Error(networkError(e, target(c.url)), { cause: e });
         }
         return h;
       },
@@ -167,6 +167,7 @@ export default defineSink({
     return {
       async write(batch) {
         const records = batch.records!;
+        await loadLineProtocol();
         const rejected: NonNullable<WriteResult['rejected']> = [];
         const lines: Line[] = [];
         const index: number[] = [];
@@ -182,7 +183,7 @@ export default defineSink({
             try {
               await h.send(path, body, 'POST', { 'content-type': 'text/plain; charset=utf-8' }, ctx.signal);
             } catch (e) {
-              if (!(e instanceof HttpError)) throw new Broken(networkError(e, where), { cause: e });
+              if (!isHttpError(e)) throw new Broken(networkError(e, where), { cause: e });
               return answered(e, lines, index, rejected);
             }
             return rejected.length ? { rejected } : undefined;

@@ -8,7 +8,7 @@ import type { Row } from '@influxdata/influxdb-client';
 import { SourceError } from '../../../errors.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
 import { defineSource } from '../../types.js';
-import { HttpError, InfluxHttp, isOld1x, networkError, oneLine, serverFields, serverMessage, target, versionOf, type ServerConfig } from './client.js';
+import { InfluxHttp, isHttpError, isOld1x, networkError, oneLine, serverFields, serverMessage, target, versionOf, type ServerConfig } from './client.js';
 
 const config = Type.Object(
   {
@@ -21,7 +21,7 @@ const config = Type.Object(
 /** A refused query in words a user can act on. */
 function describe(c: ServerConfig, e: unknown): string {
   const where = `${target(c.url)}/api/v2/query`;
-  if (!(e instanceof HttpError)) return networkError(e, where);
+  if (!isHttpError(e)) return networkError(e, where);
   const msg = oneLine(serverMessage(e));
   const s = e.statusCode;
   if (s === 401 || s === 403) return `${where} answered ${s}: ${msg} (check the token and its read permission)`;
@@ -58,7 +58,7 @@ export default defineSource({
   // A query of the bucket list, limited to one row: reachability, token, org and the Flux API,
   // without reading data.
   async test(c, { signal }) {
-    const h = new InfluxHttp(c.url, { token: c.token });
+    const h = await InfluxHttp.open(c.url, { token: c.token });
     try {
       for await (const _ of h.db.getQueryApi({ org: c.org, type: 'flux' }).iterateRows('buckets() |> limit(n: 1)')) {
         if (signal.aborted) break;
@@ -75,7 +75,7 @@ export default defineSource({
     return {
       async *units(signal) {
         report('connecting');
-        h = new InfluxHttp(c.url, { token: c.token });
+        h = await InfluxHttp.open(c.url, { token: c.token });
         const rows = h.db.getQueryApi({ org: c.org, type: 'flux' }).iterateRows(c.query)[Symbol.asyncIterator]();
         const next = async () => {
           try {

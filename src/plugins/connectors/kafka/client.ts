@@ -7,9 +7,10 @@ import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import { Type, type Static } from '@sinclair/typebox';
-import { Kafka, logLevel, type ISocketFactory, type KafkaConfig, type LogEntry, type SASLOptions } from 'kafkajs';
+import type { ISocketFactory, Kafka, KafkaConfig, LogEntry, SASLOptions } from 'kafkajs';
 import type { Logger } from '../../../observability/log.js';
 import { secret } from '../../common/connector/secrets.js';
+import { once } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 export const brokersField = Type.Array(Type.String({ pattern: '^\\S+:[0-9]{1,5}$', description: 'A bootstrap broker, host:port.' }), {
@@ -129,8 +130,11 @@ function watchedSockets(opts: ClientOptions): ISocketFactory {
   };
 }
 
+export const kafkajs = once(() => import('kafkajs'));
+
 /** The kafkajs client for one source or sink (no I/O until a producer, consumer or admin connects). */
 export async function kafkaClient(c: Security & { brokers: string[] }, opts: ClientOptions): Promise<Kafka> {
+  const { Kafka, logLevel } = await kafkajs();
   const config: KafkaConfig = {
     clientId: opts.clientId,
     brokers: c.brokers,

@@ -4,11 +4,11 @@
 // has the messages acknowledged by all in-sync replicas (acks -1); the runtime retries a failed
 // write whole, with a new producer when the connection broke.
 import { Type } from '@sinclair/typebox';
-import { Partitioners, type Message as KafkaMessage, type Producer } from 'kafkajs';
+import type { Message as KafkaMessage, Producer } from 'kafkajs';
 import { Connection } from '../../common/connector/connection.js';
 import type { Rec } from '../../types.js';
 import { defineSink } from '../../types.js';
-import { brokersField, checkCluster, explain, kafkaClient, lintSecurity, securityFields, TOPIC_PATTERN, within } from './client.js';
+import { brokersField, checkCluster, explain, kafkaClient, kafkajs, lintSecurity, securityFields, TOPIC_PATTERN, within } from './client.js';
 
 const config = Type.Object(
   {
@@ -63,6 +63,7 @@ export default defineSink({
       'kafka',
       async (lost) => {
         const kafka = await kafkaClient(c, { clientId: `svc-${ctx.pipeline}`, log: ctx.log, redact: ctx.redact, onBroken: lost });
+        const { Partitioners } = await kafkajs();
         const producer = kafka.producer({
           createPartitioner: Partitioners.DefaultPartitioner,
           // Passing errors (a leader moving, a topic being created) get two quick retries; the

@@ -4,8 +4,9 @@
 // connection is dropped when it breaks and opened again by the runtime's retry.
 import { randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import mqtt, { type IConnackPacket, type MqttClient } from 'mqtt';
+import type { IConnackPacket, MqttClient } from 'mqtt';
 import { Connection } from '../../common/connector/connection.js';
+import { once } from '../../common/lazy.js';
 import { WriteError } from '../../../errors.js';
 import { defineSink, type LintIssue } from '../../types.js';
 import { brokerAddress, brokerFields, closedBeforeConnack, connackRefusal, CONNECT_TIMEOUT_MS, describeSocketError, isEarlyClose, KEEPALIVE_S, lintBroker, pipelineClientId, reasonText, tlsOptions, topicNameProblem, type BrokerConfig } from './client.js';
@@ -68,9 +69,12 @@ class Window {
   }
 }
 
+const mqttjs = once(async () => (await import('mqtt')).default);
+
 /** Connects with mqtt.js (no auto reconnect) and waits for CONNACK; errors say what to fix. */
 async function connectClient(c: BrokerConfig, clientId: string, signal?: AbortSignal): Promise<{ client: MqttClient; receiveMaximum: number }> {
   const tlsOpts = c.tls ? await tlsOptions(c) : undefined;
+  const mqtt = await mqttjs();
   const client = mqtt.connect({
     host: c.host,
     port: c.port,

@@ -21,8 +21,8 @@
 //   PINGRESP, no other packet) for a whole interval while the socket is read is taken as gone.
 import net from 'node:net';
 import tls from 'node:tls';
-import mqttPacket from 'mqtt-packet';
 import type { IConnackPacket, ISubackPacket, Packet } from 'mqtt-packet';
+import { once as lazy } from '../../common/lazy.js';
 import { brokerAddress, closedBeforeConnack, connackRefusal, CONNECT_TIMEOUT_MS, describeSocketError, isEarlyClose, KEEPALIVE_S, reasonText, tlsOptions, type BrokerConfig } from './client.js';
 
 export type QoS = 0 | 1 | 2;
@@ -61,6 +61,9 @@ export interface SubscriberHandlers {
 /** MQTT 5 session expiry interval that means "never" (the 3.1.1 behaviour of clean = false). */
 const SESSION_NEVER_EXPIRES = 0xffffffff;
 
+const mqttPacket = lazy(async () => (await import('mqtt-packet')).default);
+type MqttPacket = Awaited<ReturnType<typeof mqttPacket>>;
+
 export class Subscriber {
   /** The broker still had this client's session (clean = false): unacknowledged messages come again. */
   sessionPresent = false;
@@ -87,9 +90,10 @@ export class Subscriber {
     private readonly o: SubscriberOptions,
     private readonly h: SubscriberHandlers,
     private readonly failStart: (e: Error) => void,
+    private readonly mp: MqttPacket,
   ) {
     this.gen = { protocolVersion: o.protocol_version };
-    this.parser = mqttPacket.parser(this.gen);
+    this.parser = mp.parser(this.gen);
     this.parser.on('packet', (p: Packet) => this.onPacket(p));
     this.parser.on('error', (e: Error) => this.fail(new Error(`malformed packet from ${brokerAddress(o)}: ${e.message}`)));
     socket.on('data', (b: Buffer) => {
@@ -104,6 +108,7 @@ export class Subscriber {
   static async open(o: SubscriberOptions, h: SubscriberHandlers): Promise<Subscriber> {
     const timeoutMs = o.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     const tlsOpts = o.tls ? await tlsOptions(o) : undefined;
+    const mp = await mqttPacket();
     let startFailed!: (e: Error) => void;
     const failed = new Promise<never>((_, reject) => (startFailed = reject));
     failed.catch(() => {});
@@ -111,7 +116,7 @@ export class Subscriber {
     o.signal?.addEventListener('abort', onAbort, { once: true });
     const socket = tlsOpts ? tls.connect({ host: o.host, port: o.port, ...tlsOpts }) : net.connect({ host: o.host, port: o.port });
     socket.setNoDelay(true);
-    const s = new Subscriber(socket, o, h, (e) => startFailed(e));
+    const s = new Subscriber(socket, o, h, (e) => startFailed(e), mp);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer from ${brokerAddress(o)} within ${timeoutMs / 1000} s`)), timeoutMs);
@@ -189,7 +194,7 @@ export class Subscriber {
     // Read on (and drop) what still comes, or a paused socket never sees the broker's end and never closes.
     this.socket.removeAllListeners('data');
     this.socket.resume();
-    this.socket.end(mqttPacket.generate({ cmd: 'disconnect' }, this.gen));
+    this.socket.end(this.mp.generate({ cmd: 'disconnect' }, this.gen));
     const timer = setTimeout(() => this.socket.destroy(), 2000);
     await closed;
     clearTimeout(timer);
@@ -220,7 +225,7 @@ export class Subscriber {
   private request(cmd: 'connack' | 'suback', p: Packet): Promise<Packet> {
     return new Promise((resolve) => {
       this.waiting = { cmd, resolve };
-      this.socket.write(mqttPacket.generate(p, this.gen));
+      this.socket.write(this.mp.generate(p, this.gen));
     });
   }
 
@@ -300,7 +305,7 @@ export class Subscriber {
   private onPacket(p: Packet) {
     switch (p.cmd) {
       case 'pubrel':
-        this.socket.write(mqttPacket.generate({ cmd: 'pubcomp', messageId: p.messageId! }, this.gen));
+        this.socket.write(this.mp.generate({ cmd: 'pubcomp', messageId: p.messageId! }, this.gen));
         return;
       case 'pingresp':
         return;
@@ -328,7 +333,7 @@ export class Subscriber {
       // Paused, the replies wait in the unread socket: ping (the broker wants to hear from us) without checking.
       if (!this.paused && !this.heardSincePing) return this.fail(new Error(`${brokerAddress(this.o)} did not answer a keepalive ping within ${seconds} s`));
       this.heardSincePing = this.paused;
-      this.socket.write(mqttPacket.generate({ cmd: 'pingreq' }, this.gen));
+      this.socket.write(this.mp.generate({ cmd: 'pingreq' }, this.gen));
     }, seconds * 1000);
     this.pingTimer.unref();
   }

@@ -3,8 +3,9 @@
 // pulls @nats-io/nuid 3, whose engines want Node 22). The client's own reconnect is off: the
 // runtime reconnects with its backoff, logs and counts each state change.
 import { Type } from '@sinclair/typebox';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { InvalidArgumentError, NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
 import { secret } from '../../common/connector/secrets.js';
+import { lazyModule } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 export const DEFAULT_SERVERS = ['nats://localhost:4222'];
@@ -43,8 +44,16 @@ export function lintAuth(c: NatsAuth): LintIssue[] {
 /** A subject with no wildcard token (`*`, `>`): what a publisher needs. */
 export const hasWildcard = (subject: string) => subject.split('.').some((t) => t === '*' || t === '>');
 
+const natsSdk = lazyModule(() => import('@nats-io/transport-node'));
+
+/** The client refused a call (a payload larger than the server's max_payload...). */
+export const isInvalidArgument = (e: unknown): e is InvalidArgumentError => natsSdk.loaded !== undefined && e instanceof natsSdk.loaded.InvalidArgumentError;
+/** The server refused an operation to this user (-ERR 'Permissions Violation ...'). */
+export const isPermissionViolation = (e: unknown): e is PermissionViolationError => natsSdk.loaded !== undefined && e instanceof natsSdk.loaded.PermissionViolationError;
+
 /** Connects once (no client reconnect); `name` shows in the server's connz (which pipeline holds it). */
 export async function connectNats(c: NatsAuth, name: string): Promise<NatsConnection> {
+  const { connect } = await natsSdk();
   return connect({
     servers: c.servers,
     name,

@@ -4,11 +4,11 @@
 // (at-most-once end to end). A refused publish (permissions) or an oversized record fails the
 // batch for good; a lost connection is retried by the runtime on a new one.
 import { Type } from '@sinclair/typebox';
-import { InvalidArgumentError, PermissionViolationError, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { WriteError } from '../../../errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink } from '../../types.js';
-import { authFields, connectNats, hasWildcard, lintAuth, onLost, serverFields } from './client.js';
+import { authFields, connectNats, hasWildcard, isInvalidArgument, isPermissionViolation, lintAuth, onLost, serverFields } from './client.js';
 
 const config = Type.Object(
   {
@@ -58,7 +58,7 @@ export default defineSink({
         onLost(nc, lost);
         void (async () => {
           for await (const s of nc.status()) {
-            if (s.type === 'error' && s.error instanceof PermissionViolationError && s.error.operation === 'publish') l.refused ??= s.error;
+            if (s.type === 'error' && isPermissionViolation(s.error) && s.error.operation === 'publish') l.refused ??= s.error;
           }
         })().catch(() => {});
         return l;
@@ -66,7 +66,7 @@ export default defineSink({
       async ({ nc }) => nc.close().catch(() => {}),
     );
     /** Errors that come from the data or a refusal, not from the connection: retrying cannot help. */
-    const permanent = (e: unknown) => e instanceof InvalidArgumentError || e instanceof PermissionViolationError;
+    const permanent = (e: unknown) => isInvalidArgument(e) || isPermissionViolation(e);
     return {
       async write(batch) {
         await link.use(
@@ -75,7 +75,7 @@ export default defineSink({
             try {
               for (const r of batch.records!) l.nc.publish(c.subject, ctx.encoder.one(r));
             } catch (e) {
-              if (e instanceof InvalidArgumentError) throw new WriteError(`nats: ${e.message} (a record is larger than the server's max_payload of ${l.nc.info?.max_payload ?? '?'} bytes)`, false, { cause: e });
+              if (isInvalidArgument(e)) throw new WriteError(`nats: ${e.message} (a record is larger than the server's max_payload of ${l.nc.info?.max_payload ?? '?'} bytes)`, false, { cause: e });
               throw e;
             }
             await l.nc.flush();

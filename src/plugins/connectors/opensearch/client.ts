@@ -1,12 +1,16 @@
 // The OpenSearch client (@opensearch-project/opensearch 3.9.0) for the opensearch sink: the same
 // node fields as elasticsearch (client.ts there), its own retries off (the runtime retries), and
 // POST /_bulk in the shape the shared bulk write (elasticsearch/bulk.ts) takes.
-import { Client } from '@opensearch-project/opensearch';
+import type { Client } from '@opensearch-project/opensearch';
+import { once } from '../../common/lazy.js';
 import type { BulkConnection, BulkResponse } from '../elasticsearch/bulk.js';
 import { REQUEST_TIMEOUT_MS, type NodeConfig } from '../elasticsearch/client.js';
 
+const osSdk = once(() => import('@opensearch-project/opensearch'));
+
 /** An OpenSearch client that never retries (maxRetries 0) and does no I/O until its first request. */
-export function osClient(c: NodeConfig): Client {
+export async function osClient(c: NodeConfig): Promise<Client> {
+  const { Client } = await osSdk();
   return new Client({
     nodes: c.hosts,
     ...(c.username !== undefined ? { auth: { username: c.username, password: c.password ?? '' } } : {}),

@@ -38,7 +38,7 @@ export default defineSink({
   ],
   // GET / authenticates (any distribution answers it; the bulk API is the same).
   async test(c, { signal }) {
-    const os = osClient(c);
+    const os = await osClient(c);
     try {
       await osInfo(os, signal);
     } catch (e) {
@@ -48,6 +48,6 @@ export default defineSink({
     }
   },
   create(c, ctx) {
-    return bulkSink({ product: 'opensearch', hosts: c.hosts, index: c.index, id_field: c.id_field, chunk_size: c.chunk_size, timestamp_field: c.timestamp_field, connect: () => osBulk(osClient(c)) }, ctx);
+    return bulkSink({ product: 'opensearch', hosts: c.hosts, index: c.index, id_field: c.id_field, chunk_size: c.chunk_size, timestamp_field: c.timestamp_field, connect: async () => osBulk(await osClient(c)) }, ctx);
   },
 });

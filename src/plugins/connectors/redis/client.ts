@@ -3,9 +3,12 @@
 // nothing queued while disconnected, RESP2, and the database selected explicitly so that a wrong
 // `db` fails the connect instead of writing into database 0.
 import { Type } from '@sinclair/typebox';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { errorMessage } from '../../../errors.js';
 import { secret } from '../../common/connector/secrets.js';
+import { once } from '../../common/lazy.js';
+
+const ioredis = once(() => import('ioredis'));
 
 /** Seconds before an unanswered connect attempt fails. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -29,6 +32,7 @@ export interface RedisServer {
  * (ioredis itself only says "Connection is closed."). `lost` is called once when the connection ends.
  */
 export async function connectRedis(c: RedisServer, name: string, lost?: (err: Error) => void, scripts?: RedisOptions['scripts']): Promise<Redis> {
+  const { Redis } = await ioredis();
   let last: Error | undefined;
   const r = new Redis({
     scripts,

@@ -5,9 +5,10 @@
 // component closes at the end of its run, and no Response/stream objects per request.
 import { STATUS_CODES } from 'node:http';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { errorMessage } from '../../../errors.js';
 import { secret } from '../../common/connector/secrets.js';
+import { once } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 export const AUTH_TYPES = ['none', 'basic', 'bearer', 'apikey'] as const;
@@ -132,13 +133,15 @@ export function networkError(e: unknown, target: string, timeoutS: number): stri
   return `${target}: ${msg}${cause}${code && !msg.includes(code) ? ` (${code})` : ''}`;
 }
 
+const undici = once(() => import('undici'));
+
 /** An HTTP client for one component: its own keep-alive pool, TLS policy and timeout. */
 export class HttpClient {
   private agent?: Agent;
 
   constructor(private readonly opts: { verifySsl: boolean; timeoutS: number }) {}
 
-  private get dispatcher(): Agent {
+  private dispatcher(Agent: typeof import('undici').Agent): Agent {
     const ms = this.opts.timeoutS * 1000;
     this.agent ??= new Agent({
       connect: { timeout: ms, ...(this.opts.verifySsl ? {} : { rejectUnauthorized: false }) },
@@ -153,13 +156,14 @@ export class HttpClient {
    * status (the caller judges it) and rejects only when there is no complete response.
    */
   async send(req: HttpRequest): Promise<HttpResponse> {
+    const { Agent, request } = await undici();
     const limit = AbortSignal.timeout(this.opts.timeoutS * 1000);
     const signal = req.signal ? AbortSignal.any([req.signal, limit]) : limit;
     const res = await request(req.url, {
       method: req.method as 'GET',
       headers: req.headers,
       body: req.body,
-      dispatcher: this.dispatcher,
+      dispatcher: this.dispatcher(Agent),
       signal,
     });
     const body = Buffer.from(await res.body.arrayBuffer());

@@ -9,11 +9,12 @@
 //   container or instance role).
 // - Every request goes through one middleware that reports the connection state: an HTTP answer
 //   (any status) is `connected`, no answer is `disconnected`.
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { Type } from '@sinclair/typebox';
 import { errorMessage } from '../../../errors.js';
 import { secret } from '../../common/connector/secrets.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
+import { once } from '../../common/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';
 
 /** Seconds before a TCP connect fails, and before a request without a response (headers) fails. */
@@ -70,10 +71,19 @@ export interface S3Link {
   lost(e: unknown): void;
 }
 
-/** A client for `c`; `ctx` (a run's source or sink) gets the connection states. No I/O. */
-export function s3Client(c: S3Location, ctx?: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>): S3Link {
+/** @aws-sdk/client-s3, loaded at the first connection: the client and the command classes. */
+export const s3sdk = once(() => import('@aws-sdk/client-s3'));
+export type S3Sdk = Awaited<ReturnType<typeof s3sdk>>;
+
+/** A client for `c`; `ctx` (a run's source or sink) gets the connection states. No I/O besides loading the SDK. */
+export async function s3Client(c: S3Location, ctx?: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>): Promise<S3Link> {
+  return s3Link(await s3sdk(), c, ctx);
+}
+
+/** s3Client() with the SDK at hand (synchronous). */
+export function s3Link(sdk: S3Sdk, c: S3Location, ctx?: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>): S3Link {
   const endpoint = c.endpoint_url;
-  const client = new S3Client({
+  const client = new sdk.S3Client({
     region: c.region_name ?? (endpoint !== undefined ? 'us-east-1' : undefined),
     ...(endpoint !== undefined ? { endpoint, forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } : {}),
     ...(c.aws_access_key_id !== undefined && c.aws_secret_access_key !== undefined
@@ -152,9 +162,10 @@ export function s3Problem(e: unknown, c: S3Location, what: string, permission: s
 
 /** The reachability check of source and sink: authenticate and list one key of the bucket (s3:ListBucket). */
 export async function checkBucket(c: S3Location & { prefix?: string }, signal: AbortSignal): Promise<void> {
-  const { client } = s3Client(c);
+  const sdk = await s3sdk();
+  const { client } = s3Link(sdk, c);
   try {
-    await client.send(new ListObjectsV2Command({ Bucket: c.bucket, Prefix: c.prefix || undefined, MaxKeys: 1 }), { abortSignal: signal });
+    await client.send(new sdk.ListObjectsV2Command({ Bucket: c.bucket, Prefix: c.prefix || undefined, MaxKeys: 1 }), { abortSignal: signal });
   } catch (e) {
     throw new Error(`s3: ${s3Problem(e, c, `listing bucket '${c.bucket}'`, 's3:ListBucket').message}`, { cause: e });
   } finally {

@@ -9,13 +9,16 @@
 // aborted).
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
-import { Upload } from '@aws-sdk/lib-storage';
+import type { Upload } from '@aws-sdk/lib-storage';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../errors.js';
 import { lintTemplateField, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
+import { once as lazy } from '../../common/lazy.js';
 import { defineSink, type PluginContext, type Sink } from '../../types.js';
-import { checkBucket, lintS3, s3Client, s3Fields, s3Problem, type S3Link } from './client.js';
+import { checkBucket, lintS3, s3Fields, s3Link, s3Problem, s3sdk, type S3Link } from './client.js';
+
+const libStorage = lazy(() => import('@aws-sdk/lib-storage'));
 
 /** Bytes per multipart part (S3's minimum is 5 MiB) and parts uploaded at once per object. */
 export const PART_SIZE = 8 * 1024 * 1024;
@@ -54,8 +57,9 @@ class S3Objects implements FileTarget {
   }
 
   async openNew(rel: string): Promise<OutFile> {
-    this.link ??= s3Client(this.c, this.ctx);
-    return new S3Upload(this.link.client, this.c, rel, (e) => this.problem(e, rel));
+    const sdk = await s3sdk();
+    this.link ??= s3Link(sdk, this.c, this.ctx);
+    return S3Upload.start(this.link.client, this.c, rel, (e) => this.problem(e, rel));
   }
 
   problem(e: unknown, key: string): WriteError {
@@ -79,8 +83,19 @@ export class S3Upload implements OutFile {
   private readonly failed: Promise<never>;
   private error?: WriteError;
 
-  constructor(client: S3Client, c: Pick<Config, 'bucket' | 'content_type'>, key: string, private readonly problem: (e: unknown) => WriteError) {
-    const upload = new Upload({ client, params: { Bucket: c.bucket, Key: key, Body: this.body, ContentType: c.content_type }, partSize: PART_SIZE, queueSize: PARTS_AT_ONCE });
+  /** Starts the upload of `key` (no request before the first part or finish()). */
+  static async start(client: S3Client, c: Pick<Config, 'bucket' | 'content_type'>, key: string, problem: (e: unknown) => WriteError): Promise<S3Upload> {
+    return new S3Upload((await libStorage()).Upload, client, c, key, problem);
+  }
+
+  private constructor(
+    UploadClass: typeof Upload,
+    client: S3Client,
+    c: Pick<Config, 'bucket' | 'content_type'>,
+    key: string,
+    private readonly problem: (e: unknown) => WriteError,
+  ) {
+    const upload = new UploadClass({ client, params: { Bucket: c.bucket, Key: key, Body: this.body, ContentType: c.content_type }, partSize: PART_SIZE, queueSize: PARTS_AT_ONCE });
     this.done = upload.done();
     this.failed = this.done.then(
       () => new Promise<never>(() => {}),

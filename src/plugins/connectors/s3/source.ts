@@ -5,13 +5,13 @@
 // is the version that was listed (If-Match on its ETag). Listing order, skip_processed and
 // finalizing after delivery are the shared fileUnits' (common/file-source.ts).
 import type { Readable } from 'node:stream';
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError, errorMessage } from '../../../errors.js';
 import type { FileStat } from '../../common/file-guards.js';
 import { fileUnits, type FileStore, type ListedFile } from '../../common/file-source.js';
 import { defineSource, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';
-import { checkBucket, isAbort, lintS3, s3Client, s3Fields, s3Problem, type S3Link } from './client.js';
+import { checkBucket, isAbort, lintS3, s3Fields, s3Link, s3Problem, s3sdk, type S3Link, type S3Sdk } from './client.js';
 
 /**
  * Keys asked for per ListObjectsV2 request. S3 answers at most 1,000; an internal setting (not a
@@ -48,9 +48,11 @@ class S3Source implements Source, FileStore<S3File> {
     this.root = c.prefix.slice(0, c.prefix.lastIndexOf('/') + 1);
   }
 
-  private get s3(): S3Client {
-    this.link ??= s3Client(this.c, this.ctx);
-    return this.link.client;
+  /** The client (made at first use) and the SDK's command classes. */
+  private async s3(): Promise<{ client: S3Client; sdk: S3Sdk }> {
+    const sdk = await s3sdk();
+    this.link ??= s3Link(sdk, this.c, this.ctx);
+    return { client: this.link.client, sdk };
   }
 
   units(signal: AbortSignal): AsyncIterable<SourceUnit> {
@@ -73,7 +75,8 @@ class S3Source implements Source, FileStore<S3File> {
     do {
       let page;
       try {
-        page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.c.bucket, Prefix: this.c.prefix || undefined, MaxKeys: listing.maxKeys, ContinuationToken: token }), { abortSignal: signal });
+        const { client, sdk } = await this.s3();
+        page = await client.send(new sdk.ListObjectsV2Command({ Bucket: this.c.bucket, Prefix: this.c.prefix || undefined, MaxKeys: listing.maxKeys, ContinuationToken: token }), { abortSignal: signal });
       } catch (e) {
         throw this.failure(e, `listing ${this.where()}`, 's3:ListBucket');
       }
@@ -102,7 +105,8 @@ class S3Source implements Source, FileStore<S3File> {
     return Promise.all(
       files.map(async (f) => {
         try {
-          const h = await this.s3.send(new HeadObjectCommand({ Bucket: this.c.bucket, Key: f.path }), { abortSignal: signal });
+          const { client, sdk } = await this.s3();
+          const h = await client.send(new sdk.HeadObjectCommand({ Bucket: this.c.bucket, Key: f.path }), { abortSignal: signal });
           return { size: h.ContentLength ?? 0, mtimeMs: h.LastModified?.getTime() ?? 0 };
         } catch (e) {
           if ((e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return undefined;
@@ -117,7 +121,8 @@ class S3Source implements Source, FileStore<S3File> {
     let expected: number | undefined;
     try {
       // If-Match: the version that was listed (and whose ETag skip_processed remembers), or nothing.
-      const r = await this.s3.send(new GetObjectCommand({ Bucket: this.c.bucket, Key: f.path, IfMatch: f.etag || undefined }), { abortSignal: signal });
+      const { client, sdk } = await this.s3();
+      const r = await client.send(new sdk.GetObjectCommand({ Bucket: this.c.bucket, Key: f.path, IfMatch: f.etag || undefined }), { abortSignal: signal });
       body = r.Body as Readable;
       expected = r.ContentLength;
     } catch (e) {

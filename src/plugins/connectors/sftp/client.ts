@@ -6,10 +6,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
-import SftpClient, { type ConnectOptions, type SFTPWrapper, type SftpStatusError, type Stats } from 'ssh2-sftp-client';
+import type SftpClient from 'ssh2-sftp-client';
+import type { ConnectOptions, SFTPWrapper, SftpStatusError, Stats } from 'ssh2-sftp-client';
 import { defaultStateDir } from '../../../engine/processed-files.js';
 import { errorMessage } from '../../../errors.js';
 import { secret } from '../../common/connector/secrets.js';
+import { once } from '../../common/lazy.js';
 import type { Logger } from '../../../observability/log.js';
 import type { LintIssue, PluginContext } from '../../types.js';
 import { preferredAlgorithms, verifyHostKey, type HostKeyCheck, type HostKeyPolicy, type Verdict } from './host-keys.js';
@@ -132,6 +134,8 @@ export function call<T = void>(s: Session, fn: (cb: (err: SftpStatusError | unde
   });
 }
 
+const sftpClientClass = once(async () => (await import('ssh2-sftp-client')).default);
+
 /**
  * Opens an SFTP session: reads the private key, checks the host key under `policy`, logs in.
  * `lost` is called when an open session ends by itself. Errors say what to fix, without secrets.
@@ -153,7 +157,8 @@ export async function connectSftp(c: SftpServer, opts: { policy: HostKeyPolicy; 
   const ended = (err: Error) => {
     if (ready) opts.lost?.(err);
   };
-  const client = new SftpClient('svc', {
+  const Sftp = await sftpClientClass();
+  const client = new Sftp('svc', {
     error: (e) => ended(e),
     end: () => ended(new Error(`${where} ended the connection`)),
     close: () => ended(new Error(`connection to ${where} closed`)),

@@ -3,8 +3,11 @@
 // words a user can act on. The library never reconnects by itself; the runtime owns reconnects.
 import { STATUS_CODES } from 'node:http';
 import { Type } from '@sinclair/typebox';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { errorMessage } from '../../../errors.js';
+import { once } from '../../common/lazy.js';
+
+const wsLib = once(async () => (await import('ws')).default);
 
 export const urlField = Type.String({
   minLength: 1,
@@ -35,12 +38,13 @@ export function displayUrl(url: string): string {
  * answer when it refused (`401 Unauthorized`) or the network failure. `onOpen` runs synchronously
  * in the `open` event, before any message can be emitted: attach message and close handlers there.
  */
-export function openSocket(url: string, headers: Record<string, string>, signal?: AbortSignal, onOpen?: (ws: WebSocket) => void): Promise<WebSocket> {
+export async function openSocket(url: string, headers: Record<string, string>, signal?: AbortSignal, onOpen?: (ws: WebSocket) => void): Promise<WebSocket> {
+  const WebSocketClass = await wsLib();
   return new Promise((resolve, reject) => {
     const where = displayUrl(url);
     let ws: WebSocket;
     try {
-      ws = new WebSocket(url, { headers, handshakeTimeout: HANDSHAKE_TIMEOUT_MS, followRedirects: false });
+      ws = new WebSocketClass(url, { headers, handshakeTimeout: HANDSHAKE_TIMEOUT_MS, followRedirects: false });
     } catch (e) {
       reject(new Error(`${where}: ${errorMessage(e)}`));
       return;
@@ -88,7 +92,7 @@ export function openSocket(url: string, headers: Record<string, string>, signal?
  * answer (the socket is then cut).
  */
 export function closeSocket(ws: WebSocket, ms = HANDSHAKE_TIMEOUT_MS): Promise<void> {
-  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+  if (ws.readyState === ws.CLOSED) return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       ws.terminate();

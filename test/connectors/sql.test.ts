@@ -2,8 +2,10 @@
 // dropped at the end) and SQLite files in temporary directories: the conformance suite once per
 // database, then what it does not cover: the URL forms, the password kept out of messages, upsert
 // (updates, columns left alone, the missing unique index), refused rows dead-lettered while the
-// rest lands, unknown columns, a missing table, chunked reads, statements of chunk_size rows, and
-// the values each database hands over (64-bit integers, decimals, dates, binary, JSON).
+// rest lands, unknown columns, a missing table, chunked reads, statements of chunk_size rows,
+// PostgreSQL's COPY (every column type against the INSERT form, the refused row it names, the
+// chunks kept on INSERT), and the values each database hands over (64-bit integers, decimals,
+// dates, binary, JSON).
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +16,7 @@ import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { SqlError } from '../../src/plugins/connectors/sql/client.js';
+import { copyRow, copyText, encoderOf } from '../../src/plugins/connectors/sql/pg-copy.js';
 import { openPostgres } from '../../src/plugins/connectors/sql/postgres.js';
 import { parseSqlUrl } from '../../src/plugins/connectors/sql/url.js';
 import { mysqlDateTime } from '../../src/plugins/connectors/sql/values.js';
@@ -267,7 +270,7 @@ describe.each(ENGINES)('%s sink', (engine) => {
 });
 
 describe('postgres sink specifics', () => {
-  it('one INSERT per chunk_size rows (a statement trigger counts them), keys matched by case, objects into json', async () => {
+  it('one COPY per chunk_size rows (a statement trigger counts them), keys matched by case, objects into json', async () => {
     const db = dbs.postgres;
     const t = newTable();
     await db.exec(`CREATE TABLE ${t} (id integer, "Host" text, doc jsonb, at timestamptz, flag boolean)`);
@@ -320,6 +323,152 @@ describe('postgres sink specifics', () => {
     } finally {
       await d.close();
     }
+  });
+});
+
+describe('postgres COPY (mode insert)', () => {
+  /** A table, the same table behind a view (views are written with INSERT), and a log of the statements that wrote them. */
+  async function twin(ddl: string) {
+    const db = dbs.postgres;
+    const t = newTable();
+    await db.exec(`CREATE TABLE ${t} (${ddl}); CREATE TABLE ${t}_b (LIKE ${t} INCLUDING DEFAULTS); CREATE VIEW ${t}_v AS SELECT * FROM ${t}_b`);
+    await db.exec(`CREATE TABLE ${t}_log (tab text, stmt text)`);
+    await db.exec(`CREATE FUNCTION ${t}_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO ${t}_log VALUES (TG_TABLE_NAME, upper(split_part(ltrim(current_query()), ' ', 1))); RETURN NULL; END $$`);
+    for (const x of [t, `${t}_b`]) await db.exec(`CREATE TRIGGER ${x}_l AFTER INSERT ON ${x} FOR EACH STATEMENT EXECUTE FUNCTION ${t}_log()`);
+    const log = async () => (await db.exec(`SELECT tab, stmt, count(*)::int AS n FROM ${t}_log GROUP BY 1, 2 ORDER BY 1, 2`)) as { tab: string; stmt: string; n: number }[];
+    return { db, t, log };
+  }
+
+  it('writes every column type as the INSERT form does (COPY into the table, INSERT through a view of a twin)', async () => {
+    const mood = `${newTable()}_mood`;
+    await dbs.postgres.exec(`CREATE TYPE ${mood} AS ENUM ('ok', 'bad')`);
+    const { db, t, log } = await twin(
+      `id integer, s text, n integer, big bigint, num numeric, f float8, flag boolean, d date, at timestamptz, local timestamp, doc jsonb, j json,
+       bin bytea, ia integer[], ta text[], jba jsonb[], mood ${mood}, pos integer CHECK (pos > 0), v varchar(5), dflt integer DEFAULT 7`,
+    );
+    const tricky = 'tab\there\nnl\\bs "dq" \'sq\' \rcr \\N \\. é漢🙂';
+    const records: Rec[] = [
+      {
+        id: 1, s: tricky, n: 42, big: '9007199254740993', num: 1.5e21, f: 0.1, flag: true, d: '2024-05-01', at: '2024-05-01T10:00:00.5+02:00', local: '2024-05-01T10:00:00.123456',
+        doc: { a: [1, 'x\ty'], b: null, c: 'back\\slash' }, j: 'just a string', bin: '\\x0102ff', ia: [[1, 2], [3, null]], ta: ['a', 'b,c', '"q"', null, 'NULL', '', 'x\\y', 'tab\t', 'nl\n', '{}', ' sp '],
+        jba: [{ a: 1 }, 's', 5, null], mood: 'ok', pos: 3, v: 'abcde', dflt: 1,
+      },
+      { id: 2, s: null, n: null, big: null, num: null, f: null, flag: null, d: null, at: null, local: null, doc: null, j: null, bin: null, ia: null, ta: null, jba: null, mood: null, pos: null, v: null, dflt: null },
+      { id: 3, s: '', n: '7', big: -42, num: '12.50', f: 1e-7, flag: 'yes', doc: 's', j: { k: [1, {}] }, bin: 'AQL/', ia: [[]], ta: [], jba: [[1, 2]], v: 5 },
+      { id: 4, s: 42, flag: 0, doc: [1, 'two'], j: 3, ia: '{5,6}', ta: [{ k: 1 }, 5, true] },
+      { id: 5 },
+    ];
+    const copied = await sinkRun({ connection_url: db.url, table: t }, records);
+    const inserted = await sinkRun({ connection_url: db.url, table: `${t}_v` }, records);
+    for (const r of [copied, inserted]) {
+      expect(r.dlq).toEqual([]);
+      expect(r.rec.records_out, JSON.stringify(r.rec)).toBe(records.length);
+    }
+    expect(await log()).toEqual([
+      { tab: t, stmt: 'COPY', n: 4 }, // one per record shape
+      { tab: `${t}_b`, stmt: 'INSERT', n: 4 },
+    ]);
+    const all = (x: string) => db.exec(`SELECT * FROM ${x} ORDER BY id`);
+    const rows = await all(t);
+    expect(rows).toEqual(await all(`${t}_b`));
+    const text = (await db.exec(`SELECT at::text, local::text, num::text, f::text, doc::text FROM ${t} WHERE id = 1`))[0];
+    expect(text).toEqual({ at: '2024-05-01 08:00:00.5+00', local: '2024-05-01 10:00:00.123456', num: '1500000000000000000000', f: '0.1', doc: '{"a": [1, "x\\ty"], "b": null, "c": "back\\\\slash"}' });
+    expect(rows[0]).toMatchObject({ s: tricky, n: 42, big: '9007199254740993', flag: true, j: 'just a string', bin: Buffer.from([1, 2, 255]), ia: [[1, 2], [3, null]], ta: records[0]!.ta, jba: [{ a: 1 }, 's', 5, null], mood: 'ok', pos: 3, v: 'abcde', dflt: 1 });
+    expect(rows[1]).toEqual(Object.fromEntries(Object.keys(rows[1]!).map((k) => [k, k === 'id' ? 2 : null])));
+    expect(rows[2]).toMatchObject({ s: '', n: 7, big: '-42', flag: true, doc: 's', j: { k: [1, {}] }, bin: Buffer.from('AQL/'), ia: [], ta: [], jba: [[1, 2]], v: '5', dflt: 7 });
+    expect(rows[3]).toMatchObject({ s: '42', flag: false, doc: [1, 'two'], j: 3, ia: [5, 6], ta: ['{"k":1}', '5', 'true'] });
+    expect(rows[4]).toMatchObject({ id: 5, s: null, dflt: 7 });
+  });
+
+  it('a chunk COPY refuses: each row the database names is tried alone and dead-lettered with its message, the rest lands in few statements', async () => {
+    const { db, t, log } = await twin('id integer PRIMARY KEY, n integer CHECK (n >= 0), s text');
+    const records: Rec[] = Array.from({ length: 500 }, (_, i) => ({ id: i, n: i, s: `r${i}` }));
+    records[100] = { id: 100, n: 'x', s: 'r100' }; // not an integer
+    records[250] = { id: 250, n: -1, s: 'r250' }; // CHECK
+    records[400] = { id: 3, n: 400, s: 'r400' }; // duplicate key
+    const { rec, dlq } = await sinkRun({ connection_url: db.url, table: t }, records); // one chunk of 500
+    expect(rec.status, JSON.stringify(rec)).toBe('success');
+    expect(rec.records_out).toBe(497);
+    expect(dlq.map((d) => d.record)).toEqual([records[100], records[250], records[400]]);
+    expect(dlq.map((d) => d._error)).toEqual([
+      expect.stringMatching(/^sinks\[0\] \(sql\): invalid input syntax for type integer: "x"$/),
+      expect.stringMatching(/violates check constraint/),
+      expect.stringMatching(/duplicate key value violates unique constraint .*\(Key \(id\)=\(3\) already exists\.\)/),
+    ]);
+    expect(Number((await db.exec(`SELECT count(*) AS c FROM ${t}`))[0]!.c)).toBe(497);
+    // The rows between the refused ones, one COPY each (halving would take about 18 statements per refused row).
+    expect(await log()).toEqual([{ tab: t, stmt: 'COPY', n: 4 }]);
+  });
+
+  it('a large COPY refused at its first row names that row and leaves the connection usable', async () => {
+    const db = dbs.postgres;
+    const t = newTable();
+    await db.exec(`CREATE TABLE ${t} (n integer, pad text)`);
+    const d = await openPostgres(parseSqlUrl(db.url), 'svc test');
+    try {
+      const table = (await d.describe({ name: t }))!;
+      const spec = { table, keys: ['n', 'pad'], columns: table.columns };
+      const pad = 'p'.repeat(2000);
+      const rows: Rec[] = Array.from({ length: 5_000 }, (_, i) => ({ n: i, pad }));
+      rows[0] = { n: 'zero', pad };
+      await d.begin(false);
+      const err = await d.insert(spec, rows).catch((e: unknown) => e);
+      await d.rollback();
+      expect(err).toBeInstanceOf(SqlError);
+      expect(err).toMatchObject({ kind: 'data', row: 0, message: 'invalid input syntax for type integer: "zero"' });
+      await d.begin(false);
+      await d.insert(spec, rows.slice(1));
+      await d.commit();
+      expect(Number((await db.exec(`SELECT count(*) AS c FROM ${t}`))[0]!.c)).toBe(4_999);
+    } finally {
+      await d.close();
+    }
+  });
+
+  it('chunks COPY cannot write as INSERT would keep the INSERT form: a lone surrogate, a composite column, GENERATED ALWAYS', async () => {
+    const { db, t, log } = await twin('id integer, s text');
+    const surrogate = await sinkRun({ connection_url: db.url, table: t }, [{ id: 1, s: 'ok' }, { id: 2, s: 'lone \ud800' }, { id: 3, s: 'fine' }]);
+    expect(surrogate.rec.records_out).toBe(2);
+    expect(surrogate.dlq.map((d) => (d.record as Rec).id)).toEqual([2]);
+    expect(surrogate.dlq[0]!._error).toMatch(/invalid input syntax for type json/);
+    // Only INSERT names a lone surrogate's error; the rows around it, once split off, go by COPY.
+    expect(await log()).toEqual([{ tab: t, stmt: 'COPY', n: 2 }]);
+
+    const pair = `${newTable()}_pair`;
+    await db.exec(`CREATE TYPE ${pair} AS (a integer, b text)`);
+    const c = newTable();
+    await db.exec(`CREATE TABLE ${c} (id integer, p ${pair})`);
+    const composite = await sinkRun({ connection_url: db.url, table: c }, [{ id: 1, p: { a: 1, b: 'x' } }, { id: 2, p: '(2,y)' }]);
+    expect(composite.dlq).toEqual([]);
+    expect(await db.exec(`SELECT id, p::text FROM ${c} ORDER BY id`)).toEqual([
+      { id: 1, p: '(1,x)' },
+      { id: 2, p: '(2,y)' },
+    ]);
+
+    const g = newTable();
+    await db.exec(`CREATE TABLE ${g} (id integer GENERATED ALWAYS AS IDENTITY, s text)`);
+    expect((await sinkRun({ connection_url: db.url, table: g }, [{ s: 'a' }])).rec.records_out).toBe(1); // COPY, the identity generated
+    const given = await sinkRun({ connection_url: db.url, table: g }, [{ id: 5, s: 'b' }], { on_error: 'continue', dlq: undefined });
+    expect(given.rec.records_out).toBe(0);
+    expect(given.rec.errors.join('\n')).toMatch(/cannot insert a non-DEFAULT value into column "id"/); // COPY would have written 5
+    expect(await db.exec(`SELECT id, s FROM ${g}`)).toEqual([{ id: 1, s: 'a' }]);
+  });
+
+  it('encodes COPY text: tabs, newlines, carriage returns and backslashes escaped, \\N for NULL, array literals quoted', () => {
+    const row = copyText([encoderOf('scalar'), encoderOf('json'), encoderOf({ array: 'scalar' }), encoderOf({ array: 'json' })], ['s', 'j', 'a', 'ja'], [
+      { s: 'a\tb\nc\rd\\e "f"', j: 'x\ty', a: [1, 'q"r', null, 's\\t', ['n']], ja: [{ k: 'v' }, 'w'] },
+      { s: null, j: null, a: null, ja: undefined },
+      { s: 1.5, j: NaN, a: [[1, 2], [3, 4]], ja: [] },
+    ]);
+    expect(row.split('\n')).toEqual([
+      String.raw`a\tb\nc\rd\\e "f"` + '\t' + String.raw`"x\\ty"` + '\t' + String.raw`{"1","q\\"r",NULL,"s\\\\t","[\\"n\\"]"}` + '\t' + String.raw`{"{\\"k\\":\\"v\\"}","\\"w\\""}`,
+      '\\N\t\\N\t\\N\t\\N',
+      '1.5\t\\N\t{{"1","2"},{"3","4"}}\t{}',
+      '',
+    ]);
+    expect(copyRow({ where: 'COPY t, line 3, column n: "x"' })).toBe(2);
+    expect(copyRow({ where: 'PL/pgSQL function f() line 1 at RAISE\nCOPY "s"."t, odd", line 12: "1\tx"' })).toBe(11);
+    expect(copyRow({ where: 'SQL statement "INSERT ..."' })).toBeUndefined();
   });
 });
 

@@ -72,12 +72,15 @@ export type ErrorKind = 'data' | 'broken' | 'retry' | 'fatal';
 /** An error a driver explains itself (a clearer message for a database error), with its kind. */
 export class SqlError extends Error {
   override name = 'SqlError';
+  /** The row of the statement the database named as the refused one (PostgreSQL COPY), 0-based. */
+  readonly row?: number;
   constructor(
     message: string,
     readonly kind: ErrorKind,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; row?: number },
   ) {
     super(message, options);
+    if (options?.row !== undefined) this.row = options.row;
   }
 }
 

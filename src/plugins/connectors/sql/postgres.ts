@@ -1,18 +1,24 @@
 // PostgreSQL through pg 8 (one Client per connection, no pool: the sink writes one transaction at a
 // time) and pg-cursor for chunked reads.
 //
-// Writes: one statement per chunk, `INSERT INTO t (cols) SELECT cols FROM json_populate_recordset(
-// NULL::t, $1)` with the chunk as one JSON parameter. PostgreSQL converts each JSON value with the
-// column type's own input function. Measured against a multi-row VALUES with one parameter per
-// value (7 columns, 500 rows per statement): two to four times the rows per second, and less CPU
-// in our process (one JSON.stringify instead of one serialized parameter per value); jsonb,
-// json_to_recordset and unnest of one array per column were slower or equal.
+// Writes: one statement per chunk.
+// - mode insert: `COPY t (cols) FROM STDIN` (pg-copy.ts, pg-copy-streams). PostgreSQL loads the
+//   rows of a COPY in pages (multi-insert) instead of one by one. A refused COPY names its row (the
+//   line in the error's context): the sink tries that row alone.
+// - mode upsert, and an insert chunk COPY cannot write as INSERT would (a composite column, a
+//   GENERATED ALWAYS column, a string with a lone UTF-16 surrogate; a view, a table with rules or
+//   row-level security): `INSERT INTO t (cols) SELECT cols FROM json_populate_recordset(NULL::t, $1)
+//   [ON CONFLICT ...]`, the chunk as one JSON parameter, each value converted by the column type's
+//   input function (COPY's encoding hands the input functions the same texts). An upsert through
+//   COPY into a temporary table and INSERT ... SELECT ... ON CONFLICT from it was measured no
+//   faster: the per-row conflict check and update dominate, and it costs two more round trips.
 import pg from 'pg';
 import Cursor from 'pg-cursor';
 import { errorMessage } from '../../../errors.js';
 import { exactNumber } from '../../../util/exact-number.js';
 import type { Rec } from '../../types.js';
 import { oneStatement, quoteIdent as q, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './client.js';
+import { copyIn, copyKinds, copyRow, copyText, encoderOf, wellFormed, type CopyKind } from './pg-copy.js';
 import type { SqlTarget } from './url.js';
 import { jsonRow, jsonText } from './values.js';
 
@@ -136,13 +142,27 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
     },
     async describe(table: TableName) {
       const lookup = async (s: string | undefined, n: string) =>
-        (await query('SELECT c.oid, n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)', [s === undefined ? q(n) : `${q(s)}.${q(n)}`])).rows[0] as
-          | { oid: number; nspname: string; relname: string }
-          | undefined;
+        (await query('SELECT c.oid, n.nspname, c.relname, c.relkind, c.relhasrules, c.relrowsecurity FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)', [s === undefined ? q(n) : `${q(s)}.${q(n)}`]))
+          .rows[0] as { oid: number; nspname: string; relname: string; relkind: string; relhasrules: boolean; relrowsecurity: boolean } | undefined;
       // The name as written, else as PostgreSQL folds an unquoted name (lower case).
       const found = (await lookup(table.schema, table.name)) ?? (await lookup(table.schema?.toLowerCase(), table.name.toLowerCase()));
       if (!found) return undefined;
-      const columns = (await query('SELECT attname AS name, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum', [found.oid])).rows as { name: string; type: string }[];
+      const attrs = (
+        await query(
+          // attgenerated exists from PostgreSQL 12 on: read through to_jsonb so that older servers answer too.
+          `SELECT attname AS name, format_type(atttypid, atttypmod) AS type, atttypid::int AS oid,
+                  attidentity = 'a' OR coalesce(to_jsonb(a) ->> 'attgenerated', '') <> '' AS generated
+             FROM pg_attribute a WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+          [found.oid],
+        )
+      ).rows as { name: string; type: string; oid: number; generated: boolean }[];
+      const kinds = await copyKinds(client, attrs.map((a) => a.oid));
+      const columns = attrs.map(({ name, type, oid, generated }) => {
+        const c = { name, type };
+        // COPY would write a GENERATED ALWAYS identity, which INSERT refuses: such columns keep INSERT, and its error.
+        copyKindOf.set(c, generated ? undefined : kinds.get(oid));
+        return c;
+      });
       const unique = await query(
         `SELECT ARRAY(SELECT a.attname FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(num, pos) JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.num
                       WHERE k.pos <= i.indnkeyatts ORDER BY k.pos)::text[] AS cols
@@ -155,6 +175,8 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
         columns,
         uniqueKeys: unique.rows.map((r: { cols: string[] }) => r.cols),
       };
+      // COPY writes plain and partitioned tables; it ignores rules and refuses views and row-level security, which INSERT honours.
+      copyTables.set(info, (found.relkind === 'r' || found.relkind === 'p') && !found.relhasrules && !found.relrowsecurity);
       return info;
     },
     async begin(careful) {
@@ -187,13 +209,21 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
       return end - from;
     },
     async insert(spec, rows) {
+      let copying = false;
       try {
+        const copy = copyPlan(spec);
+        const data = copy ? copyText(copy.encoders, spec.keys, rows) : '';
+        if (copy && wellFormed(data)) {
+          copying = true;
+          await copyIn(client, copy.sql, data);
+          return;
+        }
         await client.query({ text: insertSql(spec), values: [payload(spec, rows)] });
       } catch (e) {
         if (e instanceof pg.DatabaseError && e.code === '42P10') {
           throw new SqlError(`mode upsert: table ${spec.table.shown} has no unique index on exactly (${spec.upsert!.join(', ')}) (${e.message}); create one: CREATE UNIQUE INDEX ${q(`${spec.table.shown.split('.').pop()}_${spec.upsert!.join('_')}_key`)} ON ${spec.table.sql} (${spec.upsert!.map(q).join(', ')})`, 'fatal', { cause: e });
         }
-        if (e instanceof pg.DatabaseError && classify(e) === 'data') throw new SqlError(reason(e), 'data', { cause: e });
+        if (e instanceof pg.DatabaseError && classify(e) === 'data') throw new SqlError(reason(e), 'data', { cause: e, row: copying ? copyRow(e) : undefined });
         throw e;
       }
     },
@@ -204,6 +234,29 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
     },
   };
   return driver;
+}
+
+/** How COPY writes a column (pg-copy.ts), from the catalog at describe(); undefined: it cannot. */
+const copyKindOf = new WeakMap<object, CopyKind | undefined>();
+/** Tables COPY can write as INSERT would (describe()). */
+const copyTables = new WeakMap<TableInfo, boolean>();
+
+interface CopyPlan {
+  sql: string;
+  encoders: ((v: unknown) => string | null)[];
+}
+const copyPlans = new WeakMap<InsertSpec, CopyPlan | null>();
+
+/** The COPY of an insert shape, or null: an upsert, a table COPY does not suit, a column without a COPY encoding. */
+function copyPlan(spec: InsertSpec): CopyPlan | null {
+  let plan = copyPlans.get(spec);
+  if (plan !== undefined) return plan;
+  const kinds = spec.columns.map((c) => copyKindOf.get(c));
+  plan = !spec.upsert && copyTables.get(spec.table) === true && kinds.every((k) => k !== undefined)
+    ? { sql: `COPY ${spec.table.sql} (${spec.columns.map((c) => q(c.name)).join(', ')}) FROM STDIN`, encoders: kinds.map((k) => encoderOf(k!)) }
+    : null;
+  copyPlans.set(spec, plan);
+  return plan;
 }
 
 const statements = new WeakMap<InsertSpec, string>();

@@ -1,11 +1,12 @@
-// Sink `sql`: each batch is one transaction of multi-row INSERT (or upsert) statements of at most
-// chunk_size rows, into PostgreSQL, MariaDB/MySQL or SQLite.
+// Sink `sql`: each batch is one transaction of statements of at most chunk_size rows (PostgreSQL:
+// COPY; MariaDB/MySQL and SQLite: multi-row INSERT), inserting or upserting.
 //
 // - Columns: each record writes the columns its keys name (table.ts); the table is described from
 //   the catalog at the first write (columns, unique keys) and again when a record names a column
 //   the description lacks.
 // - Refused records: a statement the database refuses for its data (a constraint, a value of the
-//   wrong type) is bisected until the refused rows are found; they are reported to the runtime
+//   wrong type) is split until the refused rows are found (at the row the database names, as
+//   PostgreSQL's COPY does, else in halves); they are reported to the runtime
 //   (WriteResult.rejected, with the database's message: dead-lettered under on_error dlq) and the
 //   rest of the batch lands. PostgreSQL aborts a whole transaction on an error, so there the batch
 //   is first tried without savepoints and, only if something is refused, written again with a
@@ -35,7 +36,7 @@ const config = Type.Object(
       default: [],
       description: 'mode upsert: the columns that identify a row (a primary key or unique index must cover exactly them). Every record must have them, not null.',
     }),
-    chunk_size: Type.Integer({ minimum: 1, default: 500, description: 'Most rows per INSERT statement; a batch is one transaction of as many statements as it needs.' }),
+    chunk_size: Type.Integer({ minimum: 1, default: 500, description: 'Most rows per statement (PostgreSQL: per COPY); a batch is one transaction of as many statements as it needs.' }),
   },
   { additionalProperties: false },
 );
@@ -84,7 +85,7 @@ async function describeTable(d: SqlDriver, name: TableName, c: typeof config.sta
 
 export default defineSink({
   key: 'sql',
-  summary: 'Insert or upsert records into a PostgreSQL, MariaDB/MySQL or SQLite table: multi-row statements, one transaction per batch, refused rows dead-lettered.',
+  summary: 'Insert or upsert records into a PostgreSQL, MariaDB/MySQL or SQLite table: COPY (PostgreSQL) or multi-row statements, one transaction per batch, refused rows dead-lettered.',
   accepts: 'records',
   delivery: {
     guarantee: 'at-least-once',
@@ -131,9 +132,14 @@ export default defineSink({
           if (d.classify(e) !== 'data') throw e;
           if (d.needsSavepoint && !careful) throw new Restart();
           if (rows.length === 1) return void rejected.push({ index: idx[0]!, reason: errorMessage(e) });
-          const h = rows.length >> 1;
-          await attempt(spec, idx.slice(0, h), rows.slice(0, h));
-          await attempt(spec, idx.slice(h), rows.slice(h));
+          // A row the database named (PostgreSQL COPY) is tried alone, between the rows before and after it; else halves.
+          const at = e instanceof SqlError ? e.row : undefined;
+          const cuts = at !== undefined && at >= 0 && at < rows.length ? [at, at + 1, rows.length] : [rows.length >> 1, rows.length];
+          let start = 0;
+          for (const cut of cuts) {
+            if (cut > start) await attempt(spec, idx.slice(start, cut), rows.slice(start, cut));
+            start = cut;
+          }
         }
       };
       await d.begin(careful);

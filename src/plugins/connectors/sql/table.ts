@@ -87,9 +87,14 @@ export function planBatch(records: Rec[], table: TableInfo, upsert: string[] | u
   const plan: Plan = { runs: [], rejected: [], unknownColumns: false };
   let current: Run | undefined;
   let currentSig: string | undefined;
+  let lastKeys: string[] = [];
+  let lastSig = '';
   records.forEach((r, index) => {
     const keys = Object.keys(r);
-    const sig = keys.join('\u0000');
+    // Consecutive records mostly have the same keys: compared before a signature is built.
+    const sig = keys.length === lastKeys.length && keys.every((k, i) => k === lastKeys[i]) ? lastSig : keys.join('\u0000');
+    lastKeys = keys;
+    lastSig = sig;
     let shape = shapes.get(sig);
     if (shape === undefined) shapes.set(sig, (shape = shapeOf(keys)));
     if (typeof shape === 'string') {

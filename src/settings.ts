@@ -3,8 +3,12 @@
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 
 type Env = Record<string, string | undefined>;
+
+/** The UI that `npm run build` writes into the package (dist/ui beside dist/settings.js and above src/). */
+export const BUNDLED_UI_DIR = fileURLToPath(new URL('../dist/ui/', import.meta.url));
 
 export class SettingsError extends Error {
   override name = 'SettingsError';
@@ -14,6 +18,8 @@ interface Spec<T> {
   default: (env: Env) => T;
   parse: (raw: string, name: string) => T;
   doc: string;
+  /** An empty value is a value (it switches the feature off) rather than "use the default". */
+  emptyIsValue?: boolean;
 }
 
 const str = (def: string | ((env: Env) => string), doc: string): Spec<string> => ({
@@ -117,7 +123,7 @@ export const SETTINGS = {
   SCHEMA_REGISTRY_URL: str('', 'external schema registry base URL'),
   SCHEMA_REGISTRY_USERNAME: str('', 'schema registry basic-auth user'),
   SCHEMA_REGISTRY_PASSWORD: str('', 'schema registry basic-auth password'),
-  UI_DIR: str('/ui', 'static web UI; empty disables it'),
+  UI_DIR: { ...str(() => BUNDLED_UI_DIR, 'the web UI served at /ui (docs/ui.md); empty disables it'), emptyIsValue: true },
   TEMPLATES_DIR: str('', 'directory of pipeline templates served by /api/templates (default: the bundled templates)'),
   AI_PROVIDER: str('A', 'AI provider identifier'),
   AI_API_KEY: str('', 'empty disables the AI endpoints'),
@@ -153,7 +159,7 @@ export function loadSettings(env: Env = process.env): Settings {
   for (const [key, spec] of Object.entries(SETTINGS) as [string, Spec<unknown>][]) {
     const name = `SVC_${key}`;
     const raw = env[name];
-    out[key] = raw === undefined || raw === '' ? spec.default(env) : spec.parse(raw, name);
+    out[key] = raw === undefined || (raw === '' && !spec.emptyIsValue) ? spec.default(env) : spec.parse(raw, name);
   }
   const mode = env.SVC_INTERNAL_AUTH_MODE?.trim().toLowerCase();
   if (mode && !['off', 'warn', 'enforce'].includes(mode)) out.invalidInternalAuthMode = env.SVC_INTERNAL_AUTH_MODE;

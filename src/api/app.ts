@@ -19,6 +19,9 @@ import runRoutes from './routes/runs.js';
 import schemaRoutes from './routes/schemas.js';
 import transformStateRoutes from './routes/transform-state.js';
 import webhookRoutes from './routes/webhooks.js';
+import pluginRoutes from './routes/plugins.js';
+import clusterRoutes from './routes/cluster.js';
+import { serveUi } from './ui.js';
 import { version } from '../version.js';
 
 /** Largest YAML or JSON body of the management API (webhooks have their own limit). */
@@ -95,7 +98,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
   installAuth(app, { settings, log: deps.log });
 
-  for (const routes of [daemonRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, mibRoutes]) {
+  await serveUi(app, { dir: settings.UI_DIR, log: deps.log });
+  for (const routes of [daemonRoutes, pluginRoutes, clusterRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, mibRoutes]) {
     await app.register(async (scope) => routes(scope, deps));
   }
   return app;

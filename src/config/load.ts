@@ -71,6 +71,16 @@ function locate(doc: Document, path: Path, atKey: boolean): number | undefined {
   return pos;
 }
 
+/** Line and column (1-based) of the node at `path` in YAML `text`, or of its nearest existing ancestor. */
+export function positionOf(text: string, path: Path): { line: number; column: number } | undefined {
+  const lc = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lc });
+  const pos = locate(doc, path, true);
+  if (pos === undefined) return undefined;
+  const lp = lc.linePos(pos);
+  return { line: lp.line, column: lp.col };
+}
+
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Checks one component against its plugin; returns the defaulted component or undefined. */

@@ -1,13 +1,14 @@
 // The operator console (spec doc 1): a second HTTP server on SVC_CONSOLE_PORT, started by
 // `svc serve` beside the daemon and on its own by `svc console`. Errors are `{detail}` like the
 // daemon's API; the OpenAPI document is at /docs. Decisions: docs/console.md.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
 import { ApiError } from '../api/deps.js';
+import { serveUi } from '../api/ui.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
 import { version } from '../version.js';
@@ -149,7 +150,10 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
   const tags = ['meta'];
   app.get('/api/meta', { schema: { tags, summary: 'Product name and version (unauthenticated)' } }, async () => ({ name: 'svc-console', version }));
   app.get('/api/health', { schema: { tags, summary: 'Liveness (unauthenticated)' } }, async () => ({ status: 'ok' }));
-  app.get('/api/healthz/ui', { schema: { tags, summary: 'Operator shell probe (unauthenticated)' } }, async () => ({ status: 'ok', ui: 'api-only' }));
+  // The operator shell is the web UI at /ui/ (docs/ui.md); `ui` says whether this console serves it.
+  const shell = deps.settings.UI_DIR && existsSync(join(deps.settings.UI_DIR, 'index.html')) ? '/ui/' : 'api-only';
+  app.get('/api/healthz/ui', { schema: { tags, summary: 'Operator shell probe (unauthenticated): ui is /ui/ when the web UI is served, else api-only' } }, async () => ({ status: 'ok', ui: shell }));
+  await serveUi(app, { dir: deps.settings.UI_DIR, log: deps.log });
   for (const routes of [settingsRoutes, statsRoutes, wsRoutes, simulatorRoutes, walkRoutes, trapRoutes, mibRoutes, mibBrowseRoutes]) await app.register(async (scope) => routes(scope, deps));
   await app.ready();
   return app;

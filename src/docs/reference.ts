@@ -99,7 +99,7 @@ function errorsPage(): string {
 
 function settingsPage(): string {
   // Defaults that depend on the machine are described rather than shown.
-  const machine: Record<string, string> = { DB_PATH: '`~/.svc/svc.db`', NODE_ID: 'host name', WORKER_ID: 'host name', AUTH_SECRET: 'random at each start', SMTP_FROM: '`svc@<host name>`' };
+  const machine: Record<string, string> = { DB_PATH: '`~/.svc/svc.db`', NODE_ID: 'host name', WORKER_ID: 'host name', AUTH_SECRET: 'random at each start', SMTP_FROM: '`svc@<host name>`', UI_DIR: 'the bundled UI (`dist/ui` of the package)' };
   const rows = Object.entries(SETTINGS).map(([k, spec]) => {
     const def = machine[k] ?? (() => {
       const v = (spec.default as (env: Record<string, string | undefined>) => unknown)({});

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Folders of code and scripts (the README's test command and CI run from them). */
-const SCANNED_DIRS = ['src', 'test', 'bench', 'scripts', '.ci'];
+const SCANNED_DIRS = ['src', 'ui', 'test', 'bench', 'scripts', '.ci'];
 /** Files at the root that tools read (scanned too; not edited by this guard). */
 const SCANNED_ROOT_FILES = ['package.json', 'vitest.config.ts', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.bench.json'];
 /**

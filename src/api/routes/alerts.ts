@@ -21,9 +21,10 @@ export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
   const params = Type.Object({ name: Type.String({ minLength: 1 }) });
   const ruleParams = Type.Object({ name: Type.String({ minLength: 1 }), rule_name: Type.String({ minLength: 1 }) });
 
-  app.get('/api/pipelines/:name/alerts', { schema: { tags, params } }, async (req: RuleReq) => {
+  app.get('/api/pipelines/:name/alerts', { schema: { tags, params, summary: 'Alert rules, each with last_fired: when it last fired with a confirmed delivery (null: never)' } }, async (req: RuleReq) => {
     manager.get(req.params.name);
-    return store.alerts.list(req.params.name);
+    const rules = await store.alerts.list(req.params.name);
+    return Promise.all(rules.map(async (r) => ({ ...r, last_fired: (await store.alerts.lastFired(req.params.name, r.name)) ?? null })));
   });
 
   app.post('/api/pipelines/:name/alerts', { schema: { tags, params, summary: 'Add an alert rule' } }, async (req: RuleReq, reply) => {

@@ -1,8 +1,8 @@
 // Pipelines: CRUD, lifecycle (start, stop, run), reload, dry-run, versions and rollback.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { loadPipelineText } from '../../config/load.js';
-import { formatDiagnostic } from '../../config/diagnostics.js';
+import { loadPipelineText, positionOf } from '../../config/load.js';
+import { formatDiagnostic, formatPath, type Diagnostic } from '../../config/diagnostics.js';
 import { buildPlan, encoderFor } from '../../engine/plan.js';
 import { MemoryProcessedFiles } from '../../engine/processed-files.js';
 import { silentLogger } from '../../observability/log.js';
@@ -43,28 +43,37 @@ export function pipelineState(p: Managed) {
   };
 }
 
-/** Dry-run: validation plus instantiating transforms, serializers and connectors (no I/O). */
-function dryRun(yaml: string, statefulTransforms: boolean): { valid: boolean; issues: string[] } {
+/** A dry-run problem with where it is, for editors (`?diagnostics=true`); `code` is null for instantiation failures. */
+export type DryRunDiagnostic = Omit<Diagnostic, 'code'> & { code: Diagnostic['code'] | null };
+
+/**
+ * Dry-run: validation plus instantiating transforms, serializers and connectors (no I/O). `issues`
+ * is the spec's list of messages; `diagnostics` holds the same problems with path, line and column.
+ */
+function dryRun(yaml: string, statefulTransforms: boolean): { valid: boolean; issues: string[]; diagnostics: DryRunDiagnostic[] } {
   const r = loadPipelineText(yaml, { statefulTransforms });
   const issues = r.diagnostics.map((d) => formatDiagnostic(d));
-  if (!r.config) return { valid: false, issues };
+  const diagnostics: DryRunDiagnostic[] = [...r.diagnostics];
+  if (!r.config) return { valid: false, issues, diagnostics };
   const config = r.config;
   const ctx = { pipeline: config.name, log: silentLogger, signal: new AbortController().signal, processed: new MemoryProcessedFiles(), skipProcessed: false };
-  const attempt = (what: string, f: () => unknown) => {
+  const attempt = (what: string, path: (string | number)[], f: () => unknown) => {
     try {
       f();
     } catch (e) {
-      issues.push(`${what}: ${(e as Error).message}`);
+      const message = (e as Error).message;
+      issues.push(`${what}: ${message}`);
+      diagnostics.push({ code: null, path: formatPath(['pipeline', ...path]), message, severity: 'error', ...positionOf(yaml, ['pipeline', ...path]) });
     }
   };
-  attempt('transforms and serializers', () => buildPlan(config));
-  attempt(`source (${config.source.type})`, () => (registry.source.get(config.source.type) as SourcePlugin).create(config.source as never, ctx));
+  attempt('transforms and serializers', [], () => buildPlan(config));
+  attempt(`source (${config.source.type})`, ['source'], () => (registry.source.get(config.source.type) as SourcePlugin).create(config.source as never, ctx));
   for (const [i, s] of [...config.sinks.entries(), ...(config.dlq ? [['dlq', config.dlq] as const] : [])]) {
-    attempt(typeof i === 'number' ? `sinks[${i}] (${s.type})` : `dlq (${s.type})`, () =>
+    attempt(typeof i === 'number' ? `sinks[${i}] (${s.type})` : `dlq (${s.type})`, typeof i === 'number' ? ['sinks', i] : ['dlq'], () =>
       (registry.sink.get(s.type) as SinkPlugin).create(s as never, { ...ctx, encoder: encoderFor(registry, s.serializer_out ?? (i === 'dlq' ? { type: 'ndjson' } : config.serializer_out)) }),
     );
   }
-  return { valid: !r.diagnostics.some((d) => d.severity === 'error') && issues.length === r.diagnostics.length, issues };
+  return { valid: !r.diagnostics.some((d) => d.severity === 'error') && issues.length === r.diagnostics.length, issues, diagnostics };
 }
 
 export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps) {
@@ -87,15 +96,26 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     return reply.code(201).send(pipelineState(p));
   });
 
-  app.post('/api/pipelines/dry-run', { schema: { tags, summary: 'Validate without registering; always 200 {valid, issues}' } }, async (req) => {
-    let yaml: string;
-    try {
-      yaml = yamlOf(req);
-    } catch (e) {
-      return { valid: false, issues: [(e as Error).message] };
-    }
-    return dryRun(yaml, deps.settings.STATEFUL_TRANSFORMS);
-  });
+  app.post(
+    '/api/pipelines/dry-run',
+    {
+      schema: {
+        tags,
+        summary: 'Validate without registering; always 200 {valid, issues}; diagnostics=true adds {diagnostics: [{severity, code, path, message, line, column}]} for editors',
+        querystring: Type.Object({ diagnostics: Type.Optional(Type.Boolean()) }),
+      },
+    },
+    async (req: FastifyRequest<{ Querystring: { diagnostics?: boolean } }>) => {
+      let r: ReturnType<typeof dryRun>;
+      try {
+        r = dryRun(yamlOf(req), deps.settings.STATEFUL_TRANSFORMS);
+      } catch (e) {
+        const message = (e as Error).message;
+        r = { valid: false, issues: [message], diagnostics: [{ code: null, path: '', message, severity: 'error' }] };
+      }
+      return req.query.diagnostics === true ? r : { valid: r.valid, issues: r.issues };
+    },
+  );
 
   app.post('/api/pipelines/reload', { schema: { tags, summary: 'Rescan SVC_PIPELINE_DIR' } }, async () => {
     const r = await manager.loadDirectory(deps.settings.PIPELINE_DIR);
@@ -134,6 +154,25 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     manager.get(req.params.name);
     return store.pipelines.versions(req.params.name);
   });
+
+  app.get(
+    '/api/pipelines/:name/versions/:version',
+    {
+      schema: {
+        tags,
+        summary: 'One stored version with its YAML (the UI diffs two of them); 404 when the version does not exist',
+        params: Type.Object({ name: Type.String({ minLength: 1 }), version: Type.Integer({ minimum: 1 }) }),
+      },
+    },
+    async (req: FastifyRequest<{ Params: { name: string; version: number } }>) => {
+      const { name, version } = req.params;
+      manager.get(name);
+      const row = (await store.pipelines.versions(name)).find((v) => v.version === version);
+      const yaml = row && (await store.pipelines.versionYaml(name, version));
+      if (!row || yaml === undefined) throw new ApiError(404, `pipeline '${name}' has no version ${version}`);
+      return { ...row, yaml };
+    },
+  );
 
   app.post(
     '/api/pipelines/:name/rollback',

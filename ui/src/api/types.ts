@@ -1,0 +1,184 @@
+// The shapes of the daemon API's answers (docs/spec/2-pipeline-engine-api.md) as this UI reads them.
+// No imports and no DOM: the editor's pure helpers and their tests use these too.
+
+export type PipelineStatus = 'running' | 'stopped' | 'queued' | 'error' | 'scheduled' | string;
+export type RunStatus = 'success' | 'failed' | 'aborted' | 'running';
+
+export interface PipelineSummary {
+  name: string;
+  enabled: boolean;
+  status: PipelineStatus;
+  schedule_type: string;
+  last_run: string | null;
+  last_run_status: string | null;
+}
+
+export interface PipelineState extends PipelineSummary {
+  description: string | null;
+  error: string | null;
+  schedule: { type: string; interval_seconds?: number; cron?: string };
+  version: number;
+  origin: 'api' | 'file';
+  file: string | null;
+  active_run_id: string | null;
+  yaml: string;
+}
+
+export interface StatsRow {
+  pipeline: string;
+  records_in: number;
+  records_out: number;
+  error_rate: number;
+  avg_duration_seconds: number;
+  run_count: number;
+}
+
+export interface DaemonStatus {
+  mode: string;
+  node_id: string;
+  version: string;
+  next_runs: { pipeline: string; next_run: string }[];
+}
+
+export interface RunRecord {
+  run_id: string;
+  pipeline: string;
+  node_id: string;
+  status: RunStatus;
+  started_at: string;
+  finished_at: string | null;
+  records_in: number;
+  records_out: number;
+  records_skipped: number;
+  bytes_in: number;
+  bytes_out: number;
+  dlq_count: number;
+  error: string | null;
+  errors: string[];
+  /** The pipeline version the run ran (absent on runs recorded before versions were linked). */
+  pipeline_version?: number | null;
+}
+
+export interface RunFilter {
+  pipeline?: string;
+  status?: string;
+  from_dt?: string;
+  limit?: number;
+  offset?: number;
+}
+
+export interface DryRunDiagnostic {
+  severity: 'error' | 'warning';
+  code: string | null;
+  path: string;
+  message: string;
+  line?: number;
+  column?: number;
+}
+
+export interface DryRunResult {
+  valid: boolean;
+  issues: string[];
+  diagnostics: DryRunDiagnostic[];
+}
+
+export interface ConnectorTest {
+  ok: boolean;
+  latency_ms: number | null;
+  error: string | null;
+  type?: string;
+}
+
+export interface PipelineVersion {
+  id: number;
+  name: string;
+  version: number;
+  created_at: string;
+  is_active: 0 | 1;
+}
+
+/** JSON Schema, as much of it as the editor reads. */
+export interface JsonSchema {
+  type?: string | string[];
+  description?: string;
+  default?: unknown;
+  const?: unknown;
+  enum?: unknown[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  additionalProperties?: boolean | JsonSchema;
+  items?: JsonSchema;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  minimum?: number;
+  maximum?: number;
+  pattern?: string;
+  format?: string;
+}
+
+export interface PluginDoc {
+  key: string;
+  kind: 'source' | 'sink' | 'serializer' | 'transform';
+  summary: string;
+  status: string;
+  schema: JsonSchema;
+  examples: { title: string; yaml: string }[];
+  mode?: string;
+  direction?: string;
+  accepts?: string;
+  delivery?: { guarantee: string; why: string };
+  stateful?: boolean;
+}
+
+export interface PluginSchemas {
+  pipeline: JsonSchema;
+  sink_common: JsonSchema;
+  sources: Record<string, PluginDoc>;
+  sinks: Record<string, PluginDoc>;
+  serializers: Record<string, PluginDoc>;
+  transforms: Record<string, PluginDoc>;
+}
+
+export interface ClusterNode {
+  url: string;
+  ok: boolean;
+  active_runs: number;
+  running_pipelines: string[];
+  assigned_pipelines: string[];
+}
+
+export interface PlacementSlot {
+  worker_index: number;
+  worker_id: string;
+  worker_url: string;
+  current_run_id: string;
+  status: string;
+  restart_count: number;
+}
+
+export interface Placement {
+  pipeline_name: string;
+  status: string;
+  started_at: string;
+  slot_count: number;
+  active_slots: number;
+  records_in: number;
+  records_out: number;
+  error_count: number;
+  dlq_count: number;
+  records_in_per_sec: number;
+  records_out_per_sec: number;
+  slots: PlacementSlot[];
+}
+
+export interface AlertRule {
+  name: string;
+  condition: string;
+  action: 'webhook' | 'email';
+  webhook_url?: string | null;
+  email_to?: string | null;
+  subject?: string | null;
+  cooldown_seconds: number;
+  /** When the rule last fired with a confirmed delivery (absent or null: never). */
+  last_fired?: string | null;
+}

@@ -1,0 +1,95 @@
+// One run: status, timings, counters, the fatal error and every per-record message, and the
+// pipeline version it ran. Messages are shown as text: they can quote record values.
+import { daemon } from '../../api/daemon.js';
+import { Notice } from '../../components/notice.js';
+import { PageHeader } from '../../components/page-header.js';
+import { StatusBadge } from '../../components/status-badge.js';
+import { durationSeconds, fmtInt, fmtSeconds, fmtTime } from '../../lib/format.js';
+import { href } from '../../lib/router.js';
+import { usePoll } from '../../lib/use-poll.js';
+
+export function RunDetailPage({ runId }: { runId: string }) {
+  // A run still in progress is refreshed until it finishes.
+  const { data: r, error } = usePoll(() => daemon.runRecord(runId), 3000, [runId]);
+  const seconds = r ? durationSeconds(r.started_at, r.finished_at) : null;
+  return (
+    <section>
+      <PageHeader
+        title={
+          <>
+            Run <span class="mono">{runId.slice(0, 8)}</span> {r && <StatusBadge status={r.status} />}
+          </>
+        }
+        subtitle={<span class="mono">{runId}</span>}
+      >
+        {r && (
+          <>
+            <a class="button" href={href(['runs'], { pipeline: r.pipeline })}>
+              Runs of {r.pipeline}
+            </a>
+            <a class="button" href={href(['pipelines', r.pipeline])}>
+              Open pipeline
+            </a>
+          </>
+        )}
+      </PageHeader>
+      {error && <Notice tone="error">{error}</Notice>}
+      {r && (
+        <>
+          <dl class="facts" data-testid="run-facts">
+            <dt>Pipeline</dt>
+            <dd>
+              <a href={href(['pipelines', r.pipeline])}>{r.pipeline}</a>
+            </dd>
+            {r.pipeline_version !== undefined && (
+              <>
+                <dt>Pipeline version</dt>
+                <dd data-testid="run-version">
+                  {r.pipeline_version === null ? 'not recorded' : <a href={href(['versions', r.pipeline], { b: String(r.pipeline_version) })}>version {r.pipeline_version}</a>}
+                </dd>
+              </>
+            )}
+            <dt>Node</dt>
+            <dd>{r.node_id}</dd>
+            <dt>Started</dt>
+            <dd>{fmtTime(r.started_at)}</dd>
+            <dt>Finished</dt>
+            <dd>{r.finished_at ? fmtTime(r.finished_at) : 'still running'}</dd>
+            <dt>Duration</dt>
+            <dd>{fmtSeconds(seconds)}</dd>
+            <dt>Records in / out / skipped</dt>
+            <dd>
+              {fmtInt(r.records_in)} / {fmtInt(r.records_out)} / {fmtInt(r.records_skipped)}
+            </dd>
+            <dt>Bytes in / out</dt>
+            <dd>
+              {fmtInt(r.bytes_in)} / {fmtInt(r.bytes_out)}
+            </dd>
+            <dt>Dead-lettered</dt>
+            <dd>{fmtInt(r.dlq_count)}</dd>
+            <dt>Records/s</dt>
+            <dd>{seconds ? (r.records_in / seconds).toFixed(1) : '–'}</dd>
+          </dl>
+          {r.error && (
+            <>
+              <h2>Fatal error</h2>
+              <pre class="error-text" data-testid="run-error">
+                {r.error}
+              </pre>
+            </>
+          )}
+          <h2>Errors and skip reasons ({r.errors.length})</h2>
+          {r.errors.length === 0 ? (
+            <p class="muted">None.</p>
+          ) : (
+            <ol class="messages" data-testid="run-errors">
+              {r.errors.map((m, i) => (
+                <li key={i}>{m}</li>
+              ))}
+            </ol>
+          )}
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,142 @@
+// Run history: filter by pipeline, status and time; charts of records/s and duration over time;
+// the table links every run to its detail; CSV export of the filtered runs (the server's CSV).
+import { useEffect, useState } from 'preact/hooks';
+import type { ComponentType } from 'preact';
+import { daemon, type RunRecord } from '../../api/daemon.js';
+import { Notice } from '../../components/notice.js';
+import { PageHeader } from '../../components/page-header.js';
+import { StatusBadge } from '../../components/status-badge.js';
+import { downloadText } from '../../lib/download.js';
+import { durationSeconds, fmtInt, fmtSeconds, fmtTime } from '../../lib/format.js';
+import { href, navigate } from '../../lib/router.js';
+import { usePoll } from '../../lib/use-poll.js';
+import { filterOf, RUN_LIMIT, SINCE_OPTIONS, STATUS_OPTIONS, viewOf, type RunView } from './run-filter.js';
+
+const REFRESH_MS = 10_000;
+
+type ChartsComponent = ComponentType<{ runs: RunRecord[]; from?: number; to: number }>;
+
+export function RunsPage({ query }: { query: URLSearchParams }) {
+  const view = viewOf(query);
+  const key = `${view.pipeline}|${view.status}|${view.since}`;
+  const runs = usePoll(() => daemon.runs(filterOf(view)), REFRESH_MS, [key]);
+  const filter = filterOf(view);
+  const names = usePoll(() => daemon.pipelines().then((ps) => ps.map((p) => p.name).sort()), 0);
+  const [Charts, setCharts] = useState<ChartsComponent>();
+  const [error, setError] = useState<string>();
+
+  useEffect(() => {
+    // uPlot is its own chunk: the runs table shows before the charts have loaded.
+    void import('./run-charts.js').then((m) => setCharts(() => m.RunCharts));
+  }, []);
+
+  const setView = (change: Partial<RunView>) => {
+    const next = { ...view, ...change };
+    navigate(href(['runs'], { pipeline: next.pipeline, status: next.status, since: next.since === '24h' ? undefined : next.since }));
+  };
+
+  const exportCsv = async () => {
+    setError(undefined);
+    try {
+      const csv = await daemon.runsCsv({ ...filterOf(view), limit: 10000 });
+      downloadText(`runs${view.pipeline ? `-${view.pipeline}` : ''}-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.csv`, csv);
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+
+  const list = runs.data ?? [];
+  return (
+    <section>
+      <PageHeader title="Runs" subtitle={`Newest first, at most ${RUN_LIMIT}; refreshed every ${REFRESH_MS / 1000} s.`}>
+        <button type="button" onClick={exportCsv}>
+          Export CSV
+        </button>
+      </PageHeader>
+      <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="filter runs">
+        <label>
+          Pipeline
+          <select name="pipeline" value={view.pipeline} onChange={(e) => setView({ pipeline: e.currentTarget.value })}>
+            <option value="">all pipelines</option>
+            {(names.data ?? []).concat(view.pipeline && !(names.data ?? []).includes(view.pipeline) ? [view.pipeline] : []).map((n) => (
+              <option key={n} value={n}>
+                {n}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Status
+          <select name="status" value={view.status} onChange={(e) => setView({ status: e.currentTarget.value })}>
+            <option value="">any status</option>
+            {STATUS_OPTIONS.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Time
+          <select name="since" value={view.since} onChange={(e) => setView({ since: e.currentTarget.value })}>
+            {SINCE_OPTIONS.map((o) => (
+              <option key={o.value} value={o.value}>
+                {o.label}
+              </option>
+            ))}
+          </select>
+        </label>
+      </form>
+      {(runs.error || error) && <Notice tone="error">{runs.error ?? error}</Notice>}
+      {Charts && list.length > 0 && <Charts runs={list} from={filter.from_dt ? Date.parse(filter.from_dt) / 1000 : undefined} to={Date.now() / 1000} />}
+      {runs.loading && !runs.data ? (
+        <p class="muted">Loading…</p>
+      ) : list.length === 0 ? (
+        <div class="empty">
+          <p>No runs match this filter.</p>
+        </div>
+      ) : (
+        <table class="table" data-testid="runs-table">
+          <thead>
+            <tr>
+              <th>Started</th>
+              <th>Pipeline</th>
+              <th>Status</th>
+              <th class="num">Duration</th>
+              <th class="num">In</th>
+              <th class="num">Out</th>
+              <th class="num">Skipped</th>
+              <th class="num">DLQ</th>
+              <th class="num">Messages</th>
+              <th>Run</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((r) => (
+              <tr key={r.run_id} data-run={r.run_id}>
+                <td>{fmtTime(r.started_at)}</td>
+                <td>
+                  <a href={href(['pipelines', r.pipeline])}>{r.pipeline}</a>
+                </td>
+                <td>
+                  <StatusBadge status={r.status} />
+                </td>
+                <td class="num">{fmtSeconds(durationSeconds(r.started_at, r.finished_at))}</td>
+                <td class="num">{fmtInt(r.records_in)}</td>
+                <td class="num">{fmtInt(r.records_out)}</td>
+                <td class={`num${r.records_skipped ? ' bad' : ''}`}>{fmtInt(r.records_skipped)}</td>
+                <td class="num">{fmtInt(r.dlq_count)}</td>
+                <td class="num">{fmtInt(r.errors.length + (r.error ? 1 : 0))}</td>
+                <td>
+                  <a href={href(['runs', r.run_id])} class="mono">
+                    {r.run_id.slice(0, 8)}
+                  </a>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

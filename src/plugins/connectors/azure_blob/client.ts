@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import type { BlobServiceClient, ContainerClient, StoragePipelineOptions } from '@azure/storage-blob';
 import { errorMessage } from '../../../errors.js';
 import { secret } from '../../common/connector/secrets.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { PeerPresence } from '../../common/connector/presence.js';
 import { once } from '../../common/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';
 
@@ -79,51 +79,23 @@ export class AzureConfigError extends Error {
 /** One lazily built client per component, and its connection states (as the rest connector reports them). */
 export class AzureClient {
   private client?: Promise<ContainerClient>;
-  private up = false;
-  private readonly report: ReturnType<typeof connectionReporter>;
+  /** Connection states, as the rest connector reports them. */
+  readonly presence: PeerPresence;
 
   constructor(
     readonly c: AzureConfig,
     ctx: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>,
   ) {
-    this.report = connectionReporter(ctx, 'azure_blob');
+    this.presence = new PeerPresence(ctx, 'azure_blob', (e) => httpStatus(e) !== undefined || e instanceof AzureConfigError);
   }
 
   container(): Promise<ContainerClient> {
     return (this.client ??= containerClient(this.c));
   }
 
-  /** Runs one exchange: any HTTP answer means the service was reached; none means the connection is lost. */
-  async call<T>(op: (container: ContainerClient) => Promise<T>): Promise<T> {
-    this.connecting();
-    try {
-      const result = await op(await this.container());
-      this.answered();
-      return result;
-    } catch (e) {
-      this.failed(e);
-      throw e;
-    }
-  }
-
-  connecting() {
-    if (!this.up) this.report('connecting');
-  }
-
-  answered() {
-    if (!this.up) {
-      this.up = true;
-      this.report('connected');
-    }
-  }
-
-  failed(e: unknown) {
-    if (httpStatus(e) !== undefined || e instanceof AzureConfigError) this.answered();
-    else {
-      this.connecting();
-      this.up = false;
-      this.report('disconnected', errorMessage(e));
-    }
+  /** Runs one exchange with the peer, reporting what it showed of the connection. */
+  call<T>(op: (container: ContainerClient) => Promise<T>): Promise<T> {
+    return this.presence.call(async () => op(await this.container()));
   }
 }
 

@@ -104,15 +104,15 @@ class AzureUpload implements OutFile {
 
   private start() {
     if (this.done) return;
-    this.client.connecting();
+    this.client.presence.connecting();
     this.done = this.cc
       .getBlockBlobClient(this.name)
       .uploadStream(this.input, BLOCK_BYTES, MAX_CONCURRENCY, { blobHTTPHeaders: { blobContentType: this.c.content_type }, abortSignal: this.cancel.signal })
       .then(
-        () => this.client.answered(),
+        () => this.client.presence.answered(),
         (e: unknown) => {
           this.failure ??= e;
-          if (!this.abandoned) this.client.failed(e);
+          if (!this.abandoned) this.client.presence.failed(e);
         },
       );
   }

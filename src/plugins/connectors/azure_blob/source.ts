@@ -129,7 +129,7 @@ class AzureSource implements Source, FileStore<Blob> {
       const stream = body as AsyncIterable<Buffer> & { destroy?(err?: Error): void };
       for await (const chunk of withIdleTimeout(stream, ms, () => `no data for ${this.c.read_timeout_seconds} s (read_timeout_seconds): the connection is dead or stalled`)) yield chunk;
     } catch (e) {
-      if (!signal.aborted) this.client.failed(e);
+      if (!signal.aborted) this.client.presence.failed(e);
       const why = e instanceof SourceError ? `reading ${where}: ${e.message}` : describe(e, `reading ${where}`, this.c);
       throw new SourceError(`azure_blob: ${why}`, { cause: e });
     } finally {

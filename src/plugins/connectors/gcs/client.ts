@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { Type } from '@sinclair/typebox';
 import type { Bucket, Storage, StorageOptions } from '@google-cloud/storage';
 import { errorMessage } from '../../../errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { PeerPresence } from '../../common/connector/presence.js';
 import { once } from '../../common/lazy.js';
 import type { PluginContext } from '../../types.js';
 
@@ -104,14 +104,14 @@ export async function openStorage(c: GcsConfig): Promise<Storage> {
 /** One lazily opened client per component, and its connection states (as the rest connector reports them). */
 export class GcsClient {
   private storage?: Promise<Storage>;
-  private up = false;
-  private readonly report: ReturnType<typeof connectionReporter>;
+  /** Connection states, as the rest connector reports them. */
+  readonly presence: PeerPresence;
 
   constructor(
     readonly c: GcsConfig,
     ctx: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>,
   ) {
-    this.report = connectionReporter(ctx, 'gcs');
+    this.presence = new PeerPresence(ctx, 'gcs', (e) => httpStatus(e) !== undefined || e instanceof GcsConfigError);
   }
 
   bucket(): Promise<Bucket> {
@@ -120,40 +120,9 @@ export class GcsClient {
     return this.storage.then((s) => s.bucket(this.c.bucket));
   }
 
-  /** Runs one exchange with the peer: any HTTP answer means it was reached; no answer means it is lost. */
-  async call<T>(op: (bucket: Bucket) => Promise<T>): Promise<T> {
-    this.connecting();
-    try {
-      const result = await op(await this.bucket());
-      this.answered();
-      return result;
-    } catch (e) {
-      this.failed(e);
-      throw e;
-    }
-  }
-
-  /** An exchange outside call() (an upload or a download stream) starts. */
-  connecting() {
-    if (!this.up) this.report('connecting');
-  }
-
-  /** An exchange outside call() got an answer. */
-  answered() {
-    if (!this.up) {
-      this.up = true;
-      this.report('connected');
-    }
-  }
-
-  /** An exchange outside call() failed: without an HTTP answer, the connection is lost. */
-  failed(e: unknown) {
-    if (httpStatus(e) !== undefined || e instanceof GcsConfigError) this.answered();
-    else {
-      this.connecting();
-      this.up = false;
-      this.report('disconnected', errorMessage(e));
-    }
+  /** Runs one exchange with the peer, reporting what it showed of the connection. */
+  call<T>(op: (bucket: Bucket) => Promise<T>): Promise<T> {
+    return this.presence.call(async () => op(await this.bucket()));
   }
 }
 

@@ -106,17 +106,17 @@ class GcsUpload implements OutFile {
   }
 
   private start(): Promise<void> {
-    this.client.connecting();
+    this.client.presence.connecting();
     const ws = this.bucket.file(this.name).createWriteStream({ resumable: false, contentType: this.c.content_type, validation: 'crc32c' });
     this.stream = ws;
     this.done = new Promise<void>((resolve, reject) => {
       ws.once('finish', resolve);
       ws.once('error', reject);
     }).then(
-      () => this.client.answered(),
+      () => this.client.presence.answered(),
       (e: unknown) => {
         this.failure ??= e;
-        if (!this.abandoned) this.client.failed(e);
+        if (!this.abandoned) this.client.presence.failed(e);
       },
     );
     const held = this.held;

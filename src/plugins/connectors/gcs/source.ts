@@ -124,16 +124,16 @@ class GcsSource implements Source, FileStore<GcsObject> {
     } catch (e) {
       throw new SourceError(`gcs: ${describe(e, `reading ${where}`, this.c)}`, { cause: e });
     }
-    this.client.connecting();
+    this.client.presence.connecting();
     const stop = () => stream.destroy(new Error('run stopped'));
     signal.addEventListener('abort', stop, { once: true });
-    stream.once('response', () => this.client.answered());
+    stream.once('response', () => this.client.presence.answered());
     try {
       // The library never ends a download whose connection was cut before its Content-Length.
       const ms = this.c.read_timeout_seconds * 1000;
       for await (const chunk of withIdleTimeout(stream, ms, () => `no data for ${this.c.read_timeout_seconds} s (read_timeout_seconds): the connection is dead or stalled`)) yield chunk as Buffer;
     } catch (e) {
-      if (!signal.aborted) this.client.failed(e);
+      if (!signal.aborted) this.client.presence.failed(e);
       const why = e instanceof SourceError ? `reading ${where}: ${e.message}` : describe(e, `reading ${where}`, this.c);
       throw new SourceError(`gcs: ${why}`, { cause: e });
     } finally {

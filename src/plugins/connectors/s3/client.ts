@@ -13,7 +13,7 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { Type } from '@sinclair/typebox';
 import { errorMessage } from '../../../errors.js';
 import { secret } from '../../common/connector/secrets.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { PeerPresence } from '../../common/connector/presence.js';
 import { once } from '../../common/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';
 
@@ -93,23 +93,17 @@ export function s3Link(sdk: S3Sdk, c: S3Location, ctx?: Pick<PluginContext, 'log
     requestHandler: { connectionTimeout: CONNECT_TIMEOUT_MS, requestTimeout: RESPONSE_TIMEOUT_MS, throwOnRequestTimeout: true },
   });
   if (!ctx) return { client, lost: () => {} };
-  const report = connectionReporter(ctx, 's3');
-  let up = false;
-  const lost = (e: unknown) => {
-    up = false;
-    report('disconnected', errorMessage(e));
-  };
+  const presence = new PeerPresence(ctx, 's3', answered);
+  const lost = (e: unknown) => presence.lost(e);
   client.middlewareStack.add(
     (next) => async (args) => {
-      if (!up) report('connecting');
+      presence.connecting();
       try {
         const out = await next(args);
-        if (!up) (up = true), report('connected');
+        presence.answered();
         return out;
       } catch (e) {
-        if (answered(e)) {
-          if (!up) (up = true), report('connected');
-        } else if (!isAbort(e)) lost(e);
+        if (!isAbort(e)) presence.failed(e);
         throw e;
       }
     },

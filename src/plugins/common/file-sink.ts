@@ -39,6 +39,8 @@ export interface FileTarget {
    * renamed into place, or an object upload completed). `overwrite` false: never replace an existing one.
    */
   openNew(rel: string, overwrite: boolean): Promise<OutFile>;
+  /** Closes the target's connection at the end of the run, after every output was finished. */
+  end?(): Promise<void> | void;
 }
 
 /**
@@ -166,8 +168,12 @@ export class RollingFileSink implements Sink {
 
   close(): Promise<void> {
     return this.serial(async () => {
-      await this.finishAll();
-      this.run = undefined;
+      try {
+        await this.finishAll();
+      } finally {
+        this.run = undefined;
+        await this.target.end?.();
+      }
     });
   }
 

@@ -228,20 +228,6 @@ export default defineSink({
     },
   ],
   create(c, ctx: PluginContext & { encoder: Encoder }): Sink {
-    const files = new FtpFiles(c, ctx);
-    const sink = new RollingFileSink(files, { template: c.filename_template, mode: 'flush', overwrite: true }, ctx);
-    return {
-      open: (run) => sink.open(run),
-      write: (batch) => sink.write(batch),
-      endUnit: (meta) => sink.endUnit(meta),
-      flush: () => sink.flush(),
-      async close() {
-        try {
-          await sink.close();
-        } finally {
-          await files.end();
-        }
-      },
-    };
+    return new RollingFileSink(new FtpFiles(c, ctx), { template: c.filename_template, mode: 'flush', overwrite: true }, ctx);
   },
 });

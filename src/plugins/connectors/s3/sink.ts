@@ -68,7 +68,7 @@ class S3Objects implements FileTarget {
     return new WriteError(this.ctx.redact ? this.ctx.redact(msg) : msg, p.retryable, { cause: e });
   }
 
-  close() {
+  end() {
     this.link?.client.destroy();
     this.link = undefined;
   }
@@ -157,19 +157,6 @@ export default defineSink({
   test: (c, { signal }) => checkBucket(c, signal),
   create(c, ctx): Sink {
     const target = new S3Objects(c, ctx);
-    const files = new RollingFileSink(target, { templateField: 'key_template', template: c.key_template, mode: 'flush' }, ctx);
-    return {
-      open: (run) => files.open(run),
-      write: (batch) => files.write(batch),
-      endUnit: (meta) => files.endUnit(meta),
-      flush: () => files.flush(),
-      async close() {
-        try {
-          await files.close();
-        } finally {
-          target.close();
-        }
-      },
-    };
+    return new RollingFileSink(target, { templateField: 'key_template', template: c.key_template, mode: 'flush' }, ctx);
   },
 });

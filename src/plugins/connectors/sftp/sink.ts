@@ -50,6 +50,10 @@ class SftpFiles implements FileTarget {
 
   constructor(readonly link: Connection<Session>, private readonly c: Config) {}
 
+  end(): Promise<void> {
+    return this.link.end();
+  }
+
   where(rel: string): string {
     return `sftp://${this.c.username}@${serverName(this.c)}/${this.path(rel).replace(/^\//, '')}`;
   }
@@ -255,23 +259,10 @@ export default defineSink({
   create(c, ctx) {
     const policy = hostKeyPolicy(c, ctx, true);
     const link = new Connection<Session>(ctx, 'sftp', (lost) => connectSftp(c, { policy, log: ctx.log, lost }), endSession);
-    const sink = new RollingFileSink(
+    return new RollingFileSink(
       new SftpFiles(link, c),
       { template: c.filename_template, mode: c.file_mode, overwrite: c.overwrite, max_records: c.max_records, max_time: c.max_time, max_bytes: c.max_bytes, max_index: c.max_index },
       ctx,
     );
-    return {
-      open: (run) => sink.open(run),
-      write: (batch) => sink.write(batch),
-      endUnit: (meta) => sink.endUnit(meta),
-      flush: () => sink.flush(),
-      async close() {
-        try {
-          await sink.close();
-        } finally {
-          await link.end();
-        }
-      },
-    };
   },
 });

@@ -18,7 +18,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { startRunSpan, type Tracer } from '../observability/tracing.js';
 import type { Settings } from '../settings.js';
 import { DbProcessedFiles, isDatabaseUnavailable } from '../store/index.js';
-import type { Store, StoredPipeline } from '../store/types.js';
+import type { RunToStore, Store, StoredPipeline } from '../store/types.js';
 import { randomUUID } from 'node:crypto';
 
 export type PipelineStatus = 'running' | 'stopped' | 'scheduled' | 'error';
@@ -395,6 +395,8 @@ export class PipelineManager {
     const runId = randomUUID();
     const stop = new AbortController();
     const name = p.name;
+    // The version this run runs: a save or rollback during the run makes a new one for the next run.
+    const pipelineVersion = p.version;
     const span = startRunSpan(this.deps.tracer, name, runId);
     const plog = log.child({ pipeline: name, run_id: runId, ...span?.logBindings });
     p.status = 'running';
@@ -402,7 +404,7 @@ export class PipelineManager {
     let last = { records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0 };
     const done = (async (): Promise<RunRecord> => {
       const startedAt = new Date().toISOString();
-      await store.runs.start({ run_id: runId, pipeline: name, node_id: settings.NODE_ID, started_at: startedAt });
+      await store.runs.start({ run_id: runId, pipeline: name, node_id: settings.NODE_ID, started_at: startedAt, pipeline_version: pipelineVersion });
       p.lastRun = { at: startedAt, status: 'running' };
       plog.info('run started');
       const record = await runPipeline(p.config, {
@@ -437,11 +439,11 @@ export class PipelineManager {
       metrics.recordsSkipped.inc(labels, record.records_skipped - last.records_skipped);
       metrics.errors.inc(labels, record.records_skipped - last.records_skipped + (record.status === 'failed' ? 1 : 0));
       metrics.dlq.inc(labels, record.dlq_count - last.dlq_count);
-      await store.runs.finish(record).catch((e: unknown) => {
+      await store.runs.finish({ ...record, pipeline_version: pipelineVersion }).catch((e: unknown) => {
         if (!isDatabaseUnavailable(e)) throw e;
         // The run is over; only writing its outcome waits for the database to come back.
         plog.warn({ err: errorMessage(e) }, 'database unavailable: the run outcome is written when it is back');
-        this.finishLater(record, plog);
+        this.finishLater({ ...record, pipeline_version: pipelineVersion }, plog);
       });
       p.lastRun = { at: record.finished_at, status: record.status };
       plog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');
@@ -472,7 +474,7 @@ export class PipelineManager {
   }
 
   /** Retries writing a finished run's outcome every 2 s while the database is unavailable (until shutdown). */
-  private finishLater(record: RunRecord, plog: Logger) {
+  private finishLater(record: RunToStore, plog: Logger) {
     const retry = setTimeout(() => {
       if (this.closing) return; // left `running` in the store: the next start records it as aborted
       this.deps.store.runs.finish(record).then(

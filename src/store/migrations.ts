@@ -222,12 +222,25 @@ function m0003ReservedTables(engine: DbEngine): Migration {
   };
 }
 
+/** Which pipeline version a run ran (the run page links to it); null for runs recorded before. */
+function m0004RunPipelineVersion(): Migration {
+  return {
+    async up(db) {
+      await db.schema.alterTable('runs').addColumn('pipeline_version', 'integer').execute();
+    },
+    async down(db) {
+      await db.schema.alterTable('runs').dropColumn('pipeline_version').execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
     '0001_initial': m0001Initial(engine),
     '0002_run_duration': m0002RunDuration(engine),
     '0003_reserved_tables': m0003ReservedTables(engine),
+    '0004_run_pipeline_version': m0004RunPipelineVersion(),
   };
 }
 

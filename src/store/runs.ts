@@ -1,8 +1,7 @@
 // Run history: a row per run, written `running` at start and completed at finish.
 import type { Kysely, Selectable } from 'kysely';
-import type { RunRecord } from '../engine/run-record.js';
 import type { RunsTable, Schema } from './schema.js';
-import type { DbEngine, RunQuery, RunStore, StatsRow, StoredRun } from './types.js';
+import type { DbEngine, RunQuery, RunStore, RunToStore, StatsRow, StoredRun } from './types.js';
 import { fits, iso, MAX_NAME, MAX_RUN_ID, nowIso, num } from './util.js';
 
 const RUN_STATUSES = new Set(['success', 'failed', 'aborted', 'running']);
@@ -32,7 +31,14 @@ function toRun(r: Selectable<RunsTable>): StoredRun {
     dlq_count: num(r.dlq_count),
     error: r.error ?? null,
     errors: parseErrors(r.errors),
+    pipeline_version: r.pipeline_version === null || r.pipeline_version === undefined ? null : num(r.pipeline_version),
   };
+}
+
+function version(v: number | null | undefined): number | null {
+  if (v === null || v === undefined) return null;
+  if (!Number.isInteger(v) || v < 1) throw new Error(`run record: pipeline_version must be a positive integer, got ${v}`);
+  return v;
 }
 
 function durationMs(startedAt: string, finishedAt: string): number {
@@ -50,7 +56,7 @@ export class SqlRunStore implements RunStore {
     private readonly engine: DbEngine,
   ) {}
 
-  async start(run: { run_id: string; pipeline: string; node_id: string; started_at: string }): Promise<void> {
+  async start(run: { run_id: string; pipeline: string; node_id: string; started_at: string; pipeline_version?: number | null }): Promise<void> {
     const values = {
       run_id: fits(run.run_id, MAX_RUN_ID, 'run_id'),
       pipeline: fits(run.pipeline, MAX_NAME, 'pipeline'),
@@ -67,6 +73,7 @@ export class SqlRunStore implements RunStore {
       error: null,
       errors: '[]',
       duration_ms: null,
+      pipeline_version: version(run.pipeline_version),
     };
     // Idempotent: a run that exists already (started twice, or finished) is left as it is.
     const q = this.db.insertInto('runs').values(values);
@@ -76,7 +83,7 @@ export class SqlRunStore implements RunStore {
     ).execute();
   }
 
-  async finish(run: RunRecord): Promise<void> {
+  async finish(run: RunToStore): Promise<void> {
     if (!RUN_STATUSES.has(run.status)) throw new Error(`run record: unknown status ${JSON.stringify(run.status)}`);
     const started_at = iso(run.started_at, 'started_at');
     const finished_at = iso(run.finished_at, 'finished_at');
@@ -96,6 +103,7 @@ export class SqlRunStore implements RunStore {
       error: run.error ?? null,
       errors: JSON.stringify(run.errors ?? []),
       duration_ms: durationMs(started_at, finished_at),
+      ...(run.pipeline_version !== undefined ? { pipeline_version: version(run.pipeline_version) } : {}),
     };
     const q = this.db.insertInto('runs').values({ run_id: run.run_id, ...data });
     await (this.engine === 'mysql'

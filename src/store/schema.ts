@@ -45,6 +45,8 @@ export interface RunsTable {
   errors: string;
   /** finished_at - started_at in milliseconds; null while running (migration 0002). */
   duration_ms: ColumnType<number | string | null, number | null, number | null>;
+  /** The pipeline version the run ran; null for runs recorded before migration 0004. */
+  pipeline_version: ColumnType<number | string | null, number | null | undefined, number | null>;
 }
 
 export interface AlertRulesTable {

@@ -44,7 +44,15 @@ export interface PipelineStore {
 }
 
 /** A run as stored: the run record plus `running` while it is in progress. */
-export type StoredRun = Omit<RunRecord, 'status' | 'finished_at'> & { status: RunStatus | 'running'; finished_at: string | null };
+export type StoredRun = Omit<RunRecord, 'status' | 'finished_at'> & {
+  status: RunStatus | 'running';
+  finished_at: string | null;
+  /** The version of the pipeline the run ran (GET /api/pipelines/{name}/versions); null when not recorded (runs before migration 0004). */
+  pipeline_version: number | null;
+};
+
+/** A run record to store, with the pipeline version it ran when known. */
+export type RunToStore = RunRecord & { pipeline_version?: number | null };
 
 export interface RunQuery {
   pipeline?: string;
@@ -66,9 +74,9 @@ export interface StatsRow {
 
 export interface RunStore {
   /** Records a run as started (status running), so a crash mid-run is never silently lost. */
-  start(run: { run_id: string; pipeline: string; node_id: string; started_at: string }): Promise<void>;
-  /** Stores the final record (insert or update). */
-  finish(run: RunRecord): Promise<void>;
+  start(run: { run_id: string; pipeline: string; node_id: string; started_at: string; pipeline_version?: number | null }): Promise<void>;
+  /** Stores the final record (insert or update); a `pipeline_version` left out keeps the one stored at start. */
+  finish(run: RunToStore): Promise<void>;
   get(runId: string): Promise<StoredRun | undefined>;
   /** Newest first (started_at descending). */
   list(q: RunQuery): Promise<StoredRun[]>;

@@ -131,6 +131,7 @@ export async function eventuallyValue<T>(f: () => Promise<T | undefined>, ms = 1
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The run fields of spec doc 2, then `pipeline_version` (which version the run ran; issue 16). */
 export const RUN_FIELDS = [
   'run_id',
   'pipeline',
@@ -146,6 +147,7 @@ export const RUN_FIELDS = [
   'dlq_count',
   'error',
   'errors',
+  'pipeline_version',
 ];
 
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;

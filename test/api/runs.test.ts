@@ -38,6 +38,8 @@ describe('GET /api/runs', () => {
     expect(r.status).toBe(200);
     expect(r.body).toHaveLength(6);
     for (const run of r.body) expect(Object.keys(run).sort()).toEqual([...RUN_FIELDS].sort());
+    // Every run names the pipeline version it ran (each pipeline was registered once: version 1).
+    for (const run of r.body) expect(run.pipeline_version).toBe(1);
     const starts = r.body.map((x: Run) => Date.parse(x.started_at));
     expect([...starts].sort((a, b) => b - a)).toEqual(starts);
     expect(r.body[0].run_id).toBe(failedRun.run_id);

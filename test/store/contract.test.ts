@@ -9,7 +9,6 @@ import { sql } from 'kysely';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { RunRecord } from '../../src/engine/run-record.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { createKysely, resolveTarget } from '../../src/store/db.js';
 import {
@@ -23,7 +22,7 @@ import {
   type SqlStore,
 } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrations.js';
-import type { DbEngine } from '../../src/store/types.js';
+import type { DbEngine, RunToStore } from '../../src/store/types.js';
 
 const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const MYSQL_URL = process.env.SVC_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/';
@@ -82,7 +81,8 @@ async function freshDatabase(engine: DbEngine): Promise<Fresh> {
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
-function rec(over: Partial<RunRecord> & { run_id: string }): RunRecord {
+/** A run record as the daemon stores it (pipeline_version null: not known). */
+function rec(over: Partial<RunToStore> & { run_id: string }): RunToStore & { pipeline_version: number | null } {
   return {
     pipeline: 'p1',
     node_id: 'node-a',
@@ -97,6 +97,7 @@ function rec(over: Partial<RunRecord> & { run_id: string }): RunRecord {
     dlq_count: 0,
     error: null,
     errors: [],
+    pipeline_version: null,
     ...over,
   };
 }
@@ -183,6 +184,8 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
           expect((await s.pipelines.versions('old')).map((v) => [v.version, v.is_active])).toEqual([[2, 1], [1, 0]]);
           expect(await s.runs.get('r1')).toMatchObject({ status: 'success', records_in: 10, errors: ['bad row é'] });
           expect(await s.runs.get('r3')).toMatchObject({ status: 'running', finished_at: null });
+          // 0004: runs recorded before it do not know their pipeline version.
+          expect((await s.runs.get('r1'))?.pipeline_version).toBeNull();
           // 0002 backfilled durations: (1.5 s + 2.25 s) / 2.
           expect(await s.runs.stats('2024-01-01T00:00:00.000Z')).toEqual([
             { pipeline: 'old', records_in: 20, records_out: 10, error_rate: 0.1, avg_duration_seconds: 1.875, run_count: 2 },
@@ -331,7 +334,7 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
         run_id: 'r1', pipeline: 'p1', node_id: 'node-a', status: 'running',
         started_at: '2024-05-01T10:00:00.000Z', finished_at: null,
         records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0,
-        error: null, errors: [],
+        error: null, errors: [], pipeline_version: null,
       });
       // start is idempotent
       await store.runs.start({ run_id: 'r1', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' });
@@ -343,6 +346,18 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       // a late duplicate start does not reset a finished run
       await store.runs.start({ run_id: 'r1', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' });
       expect(await store.runs.get('r1')).toEqual(done);
+    });
+
+    it('keeps the pipeline version a run ran: set at start, kept by a finish that leaves it out, replaced by one that gives it', async () => {
+      await store.runs.start({ run_id: 'pv', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z', pipeline_version: 3 });
+      expect(await store.runs.get('pv')).toMatchObject({ status: 'running', pipeline_version: 3 });
+      const { pipeline_version: _, ...withoutVersion } = rec({ run_id: 'pv', records_in: 2 });
+      await store.runs.finish(withoutVersion);
+      expect(await store.runs.get('pv')).toEqual({ ...withoutVersion, pipeline_version: 3 });
+      await store.runs.finish(rec({ run_id: 'pv', pipeline_version: 4 }));
+      expect((await store.runs.get('pv'))?.pipeline_version).toBe(4);
+      expect((await store.runs.list({ pipeline: 'p1', limit: 10, offset: 0 })).find((r) => r.run_id === 'pv')?.pipeline_version).toBe(4);
+      await expect(store.runs.start({ run_id: 'pv0', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z', pipeline_version: 0 })).rejects.toThrow(/pipeline_version must be a positive integer/);
     });
 
     it('finish without start inserts; a second finish replaces the record', async () => {

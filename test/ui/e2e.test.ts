@@ -1,7 +1,12 @@
 // The browser tests of the web UI (issue 16), in one file so that they run serially: one real
 // `svc serve` and one Chromium at a time, the daemon's pages first, then the console's.
+import { vi } from 'vitest';
 import { consoleSuite } from './e2e/console-suite.js';
 import { daemonSuite } from './e2e/daemon-suite.js';
+
+// A flow drives a real browser through several pages and server round trips (MIB compiles, walks):
+// on a loaded CI machine one can take longer than the suite-wide 30 s.
+vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 });
 
 daemonSuite();
 consoleSuite();

@@ -9,8 +9,10 @@ import { LoginPage } from './pages/login.js';
 import { NotFound } from './pages/not-found.js';
 import { AlertsPage } from './pages/alerts/alerts-page.js';
 import { ClusterPage } from './pages/cluster/cluster-page.js';
+import { MibsPage } from './pages/console/mibs-page.js';
 import { SimulatorPage } from './pages/console/simulator-page.js';
 import { StatsPage } from './pages/console/stats-page.js';
+import { TrapsPage } from './pages/console/traps-page.js';
 import { WalkerPage } from './pages/console/walker-page.js';
 import { PipelineEditorPage } from './pages/pipelines/pipeline-editor-page.js';
 import { PipelineList } from './pages/pipelines/pipeline-list.js';
@@ -31,6 +33,8 @@ const NAV = {
   console: [
     { id: 'simulator', label: 'Simulator' },
     { id: 'walker', label: 'Walker' },
+    { id: 'traps', label: 'Traps' },
+    { id: 'mibs', label: 'MIBs' },
     { id: 'stats', label: 'Stats' },
   ],
 };
@@ -62,7 +66,11 @@ function ConsolePage() {
     case 'simulator':
       return <SimulatorPage />;
     case 'walker':
-      return <WalkerPage />;
+      return <WalkerPage oid={route.value.query.get('oid') ?? undefined} />;
+    case 'traps':
+      return <TrapsPage />;
+    case 'mibs':
+      return <MibsPage query={route.value.query} />;
     case 'stats':
       return <StatsPage />;
     default:

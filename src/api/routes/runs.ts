@@ -16,7 +16,7 @@ const RunsQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const COLUMNS = ['run_id', 'pipeline', 'node_id', 'status', 'started_at', 'finished_at', 'records_in', 'records_out', 'records_skipped', 'bytes_in', 'bytes_out', 'dlq_count', 'error', 'errors'];
+const COLUMNS = ['run_id', 'pipeline', 'node_id', 'status', 'started_at', 'finished_at', 'records_in', 'records_out', 'records_skipped', 'bytes_in', 'bytes_out', 'dlq_count', 'error', 'errors', 'pipeline_version'];
 
 export default async function runRoutes(app: FastifyInstance, deps: ApiDeps) {
   const tags = ['runs'];

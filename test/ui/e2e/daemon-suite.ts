@@ -114,6 +114,9 @@ pipeline:
         const facts = w.page.getByTestId('run-facts');
         await expect.poll(async () => (await w.page.locator('h1 .badge').textContent()) ?? '', { timeout: 15_000 }).toBe('success');
         await expect.poll(() => facts.textContent()).toContain('5 / 5 / 0');
+        // The run names the version it ran, linked to the versions page.
+        const version = w.page.getByTestId('run-version').getByRole('link', { name: 'version 1' });
+        expect(await version.getAttribute('href')).toBe('#/versions/flow-one?b=1');
         await w.shot('run-detail');
 
         await w.page.goto(`${base}/ui/#/runs?pipeline=flow-one`);

@@ -22,10 +22,179 @@ export interface SimulatorStatus {
 
 export interface TrapsStatus {
   state: ServiceState;
-  host: string;
+  since: string;
+  error: string | null;
+  host: string | null;
   port: number;
+  /** null: any community is accepted. */
+  community: string | null;
+  resolve_mibs: boolean;
+  v3_users: number;
+  engine_id: string | null;
+  started_at: string | null;
   received: number;
+  informs_acknowledged: number;
   dropped: number;
+  last_drop: { time: string; source: string; reason: string } | null;
+  events: number;
+  event_limit: number;
+}
+
+export interface TrapsStart {
+  port?: number;
+  community?: string;
+  resolve_mibs?: boolean;
+  host?: string;
+}
+
+/** A varbind as received (or sent): names and labels when MIBs resolved them. */
+export interface TrapVarBind {
+  oid?: string;
+  name?: string;
+  type: string;
+  value: string | number | null;
+  encoding?: 'hex';
+  label?: string;
+  bits?: string[];
+  display?: string;
+}
+
+/** A received notification (GET /api/traps/ and the `trap` message). */
+export interface TrapEvent {
+  id: number;
+  time: string;
+  source: string;
+  version: string;
+  kind: string;
+  community?: string;
+  user?: string;
+  engine_id?: string;
+  trap_oid: string;
+  trap_name?: string;
+  uptime?: number;
+  varbinds: TrapVarBind[];
+  v1?: { enterprise: string; agent_addr: string; generic_trap: number; specific_trap: number };
+  acknowledged?: boolean;
+}
+
+export interface TrapSend {
+  target: string;
+  port?: number;
+  version?: '1' | '2c' | '3';
+  community?: string;
+  oid: string;
+  inform?: boolean;
+  varbinds?: { oid: string; type?: string; value?: unknown }[];
+}
+
+export interface TrapSendResult {
+  sent: boolean;
+  target: string;
+  port: number;
+  version: string;
+  kind: string;
+  trap_oid: string;
+  trap_name: string;
+  varbinds: TrapVarBind[];
+  acknowledged?: boolean;
+  duration_ms: number;
+}
+
+export interface MibDiagnostic {
+  severity: 'error' | 'warning';
+  file: string;
+  line: number;
+  column: number;
+  token?: string;
+  module?: string;
+  message: string;
+}
+
+export interface MibFailure {
+  module: string | null;
+  file: string;
+  path: string;
+  group?: string;
+  missing: string[];
+  failedImports: string[];
+  errors: MibDiagnostic[];
+}
+
+export interface MibChange {
+  compiled: string[];
+  failed: MibFailure[];
+  shadowed: { module: string }[];
+  results: Record<string, string>;
+  files: string[];
+}
+
+export interface MibSourceRow {
+  path: string;
+  group: string;
+  file: string;
+  bundled: boolean;
+  size_bytes: number;
+  modified: string;
+  module: string | null;
+  status: 'active' | 'shadowed' | 'failed';
+  shadowed_by?: { path: string; group: string };
+  errors?: MibDiagnostic[];
+  missing?: string[];
+}
+
+export interface MibStatus {
+  mibs: string[];
+  errors: MibFailure[];
+  source_inventory: MibSourceRow[];
+  compiled_at: string;
+}
+
+export interface MibModule {
+  module: string;
+  source_group: string | null;
+  source_path: string | null;
+  [k: string]: unknown;
+}
+
+export interface MibTreeNode {
+  oid: string;
+  name?: string;
+  module?: string;
+  kind?: string;
+  type?: string;
+  access?: string;
+  childCount: number;
+  children?: MibTreeNode[];
+}
+
+export interface MibSearchHit {
+  name: string;
+  module: string;
+  oid: string;
+  kind: string;
+  type?: string;
+  access?: string;
+  status?: string;
+  match: string;
+}
+
+export interface MibNodeDetail {
+  oid: string;
+  name: string;
+  module: string | null;
+  kind: string;
+  status?: string;
+  access?: string;
+  syntax?: { type?: string; base?: string; tc?: string; displayHint?: string; enums?: Record<string, number> };
+  units?: string;
+  index?: unknown;
+  augments?: unknown;
+  description?: string;
+  breadcrumb: { oid: string; name?: string; module?: string }[];
+  children: { oid: string; name?: string; module?: string; kind?: string }[];
+  alsoDefinedIn: string[];
+  usedInNotifications: { module: string; name: string; oid: string; kind: string }[];
+  members?: { module: string; name: string; resolved?: boolean; oid?: string }[];
 }
 
 export interface SimulatorStart {

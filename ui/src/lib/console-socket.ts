@@ -31,6 +31,12 @@ function apply(m: ConsoleMessage) {
     simulatorStatus.value = d.simulator as SimulatorStatus;
     trapsStatus.value = d.traps as TrapsStatus;
   }
+  // The receiver pushes its status only when its state changes: count each received trap here, so
+  // the counters move with the feed (the next status message sets them exactly).
+  if (m.type === 'trap' && trapsStatus.value) {
+    const t = trapsStatus.value;
+    trapsStatus.value = { ...t, received: t.received + 1, events: Math.min(t.events + 1, t.event_limit) };
+  }
   if (m.type === 'full_state') liveStats.value = d.stats as ConsoleStats;
   if (m.type === 'stats') liveStats.value = m.data as ConsoleStats;
 }

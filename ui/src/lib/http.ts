@@ -14,6 +14,8 @@ export interface RequestOptions {
   json?: unknown;
   /** Pipeline YAML, sent as application/yaml. */
   yaml?: string;
+  /** A multipart form (MIB upload); the browser sets its content type. */
+  form?: FormData;
   query?: Record<string, string | number | boolean | undefined>;
   /** Read the body as text (CSV) instead of JSON. */
   text?: boolean;
@@ -30,8 +32,10 @@ export function withQuery(path: string, query: RequestOptions['query'] = {}): st
 
 export async function request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
   const headers: Record<string, string> = { accept: opts.text ? 'text/csv, application/json' : 'application/json', ...authHeaders() };
-  let body: string | undefined;
-  if (opts.yaml !== undefined) {
+  let body: string | FormData | undefined;
+  if (opts.form !== undefined) {
+    body = opts.form;
+  } else if (opts.yaml !== undefined) {
     headers['content-type'] = 'application/yaml';
     body = opts.yaml;
   } else if (opts.json !== undefined) {

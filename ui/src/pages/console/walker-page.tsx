@@ -39,14 +39,15 @@ function requestOf(f: Form): WalkRequest {
   return r;
 }
 
-export function WalkerPage() {
+/** `oid`: the start OID to fill in (the MIB catalog's "walk from here"). */
+export function WalkerPage({ oid }: { oid?: string }) {
   const sim = simulatorStatus.value;
   const [form, setForm] = useState<Form>({
     target: '127.0.0.1',
     port: String(sim?.state === 'running' ? sim.port : 161),
     version: '2c',
     community: 'public',
-    oid: '1.3.6.1.2.1',
+    oid: oid ?? '1.3.6.1.2.1',
     max_repetitions: '25',
     timeout_ms: '3000',
     use_mibs: true,
@@ -63,6 +64,10 @@ export function WalkerPage() {
   const [elapsed, setElapsed] = useState(0);
   const abort = useRef<AbortController>(undefined);
   const set = (patch: Partial<Form>) => setForm({ ...form, ...patch });
+  // A link with another OID while the page is open (the hash changed, the page stayed).
+  useEffect(() => {
+    if (oid) setForm((f) => ({ ...f, oid }));
+  }, [oid]);
 
   useEffect(() => {
     if (started === undefined) return;

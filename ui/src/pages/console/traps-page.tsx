@@ -1,0 +1,107 @@
+// The trap tool: the receiver's control (port, community, resolve from MIBs; state live over the
+// WebSocket), the live feed of received notifications and the send form.
+import { useEffect, useState } from 'preact/hooks';
+import { consoleApi, type TrapsStart } from '../../api/console.js';
+import { Notice } from '../../components/notice.js';
+import { PageHeader } from '../../components/page-header.js';
+import { trapsStatus } from '../../lib/console-socket.js';
+import { fmtInt, fmtTime } from '../../lib/format.js';
+import { ServiceBadge } from './service-badge.js';
+import { TrapFeed } from './trap-feed.js';
+import { TrapSendForm } from './trap-send-form.js';
+
+export function TrapsPage() {
+  const s = trapsStatus.value;
+  const [form, setForm] = useState<{ port: string; community: string; resolve_mibs: boolean }>({ port: '1162', community: '', resolve_mibs: true });
+  const [notice, setNotice] = useState<{ tone: 'ok' | 'error'; text: string }>();
+  const [busy, setBusy] = useState(false);
+
+  useEffect(() => {
+    // The socket's full_state usually comes first; this covers a socket that is not up yet.
+    if (!trapsStatus.value) consoleApi.traps().then((st) => (trapsStatus.value ??= st)).catch(() => undefined);
+  }, []);
+  // The form shows the configuration in use (or last used) whenever the receiver changes state.
+  useEffect(() => {
+    if (s) setForm((f) => ({ ...f, port: String(s.port), community: s.community ?? '', resolve_mibs: s.state === 'stopped' && !s.started_at ? f.resolve_mibs : s.resolve_mibs }));
+  }, [s?.state, s?.port]);
+
+  const act = async (what: string, f: () => Promise<typeof s>) => {
+    setBusy(true);
+    setNotice(undefined);
+    try {
+      const st = await f();
+      if (st) trapsStatus.value = st;
+      setNotice({ tone: 'ok', text: what });
+    } catch (e) {
+      setNotice({ tone: 'error', text: (e as Error).message });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const start = (e: Event) => {
+    e.preventDefault();
+    const body: TrapsStart = { port: Number(form.port), resolve_mibs: form.resolve_mibs };
+    if (form.community.trim()) body.community = form.community.trim();
+    void act('receiver started', () => consoleApi.startTraps(body));
+  };
+
+  const running = s?.state === 'running';
+  return (
+    <section>
+      <PageHeader title={<>Traps <ServiceBadge state={s?.state} /></>} subtitle="Receive SNMP traps and informs (v1, v2c, v3) and send your own.">
+        <button type="button" onClick={() => act('receiver stopped', () => consoleApi.stopTraps())} disabled={busy || !running}>
+          Stop receiver
+        </button>
+      </PageHeader>
+      {notice && (
+        <Notice tone={notice.tone} onClose={() => setNotice(undefined)}>
+          {notice.text}
+        </Notice>
+      )}
+      {s?.error && <Notice tone="error">{s.error}</Notice>}
+      <div class="two-columns">
+        <dl class="facts" data-testid="receiver-status">
+          <dt>Endpoint</dt>
+          <dd class="mono">{s ? `udp ${s.host ?? '–'}:${s.port}` : '…'}</dd>
+          <dt>Community</dt>
+          <dd class="mono">{s ? (s.community ?? 'any') : ''}</dd>
+          <dt>Names from MIBs</dt>
+          <dd>{s ? (s.resolve_mibs ? 'yes' : 'no') : ''}</dd>
+          <dt>v3 users</dt>
+          <dd>{s?.v3_users ?? 0}</dd>
+          <dt>Received</dt>
+          <dd>{fmtInt(s?.received)}{s?.informs_acknowledged ? ` (${fmtInt(s.informs_acknowledged)} informs acknowledged)` : ''}</dd>
+          <dt>Dropped</dt>
+          <dd>
+            {fmtInt(s?.dropped)}
+            {s?.last_drop && <span class="muted small"> · last: {s.last_drop.reason} from {s.last_drop.source} at {fmtTime(s.last_drop.time)}</span>}
+          </dd>
+          <dt>Kept</dt>
+          <dd>{s ? `${fmtInt(s.events)} of ${fmtInt(s.event_limit)}` : ''}</dd>
+        </dl>
+        <form class="card form-grid" onSubmit={start} aria-label="start receiver">
+          <label>
+            UDP port
+            <input name="port" type="number" min="0" max="65535" value={form.port} onInput={(e) => setForm({ ...form, port: e.currentTarget.value })} />
+          </label>
+          <label>
+            Community (empty: any)
+            <input name="community" value={form.community} onInput={(e) => setForm({ ...form, community: e.currentTarget.value })} />
+          </label>
+          <label class="inline wide">
+            <input type="checkbox" name="resolve_mibs" checked={form.resolve_mibs} onChange={(e) => setForm({ ...form, resolve_mibs: e.currentTarget.checked })} /> name notifications and varbinds from the loaded MIBs
+          </label>
+          <div class="form-actions wide">
+            <button type="submit" class="primary" disabled={busy || running}>
+              Start receiver
+            </button>
+          </div>
+        </form>
+      </div>
+      <TrapFeed />
+      <h2>Send a trap</h2>
+      <TrapSendForm defaultPort={running ? s.port : 162} />
+    </section>
+  );
+}

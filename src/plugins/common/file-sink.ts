@@ -76,6 +76,19 @@ export const fileModeField = Type.Union([Type.Literal('append'), Type.Literal('s
   description: 'append: one file per expanded name, appended to; single: one file per source unit, published atomically.',
 });
 
+/**
+ * The name template and content type of an object sink (s3 key_template, gcs and azure_blob
+ * blob_template): `noun` is what the store calls an object ("object", "blob").
+ */
+export const objectSinkFields = (noun: string) => ({
+  template: Type.String({
+    minLength: 1,
+    default: '{pipeline}/{timestamp}',
+    description: `${noun[0]!.toUpperCase()}${noun.slice(1)} name: tokens {pipeline}, {timestamp} (run start), {epoch}, {part}, {run_id}, {source_filename}, {source_stem}, {source_path}, {field.<name>}... A name written again later in the same run gets _<part> (or fills {part}).`,
+  }),
+  content_type: Type.String({ minLength: 1, default: 'application/octet-stream', description: `Content-Type stored with each ${noun}; match it to serializer_out (application/json, application/x-ndjson, text/csv...).` }),
+});
+
 /** The template's problems as lint issues at `field`. */
 export const lintTemplateField = (template: string, field: string): LintIssue[] => lintTemplate(template).map((message) => ({ path: field, message }));
 

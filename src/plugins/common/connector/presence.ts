@@ -9,11 +9,11 @@ export class PeerPresence {
   private up = false;
   private readonly report: ReturnType<typeof connectionReporter>;
 
-  /** `answered(e)`: true when the error carries the peer's answer (an HTTP status, a config error). */
+  /** `isAnswer(e)`: true when a failure carries the peer's answer (an HTTP status, a config error); used by failed() and call(). */
   constructor(
     ctx: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>,
     type: string,
-    private readonly isAnswer: (e: unknown) => boolean,
+    private readonly isAnswer: (e: unknown) => boolean = () => false,
   ) {
     this.report = connectionReporter(ctx, type);
   }
@@ -54,6 +54,6 @@ export class PeerPresence {
   lost(e: unknown) {
     this.connecting();
     this.up = false;
-    this.report('disconnected', errorMessage(e));
+    this.report('disconnected', typeof e === 'string' ? e : errorMessage(e));
   }
 }

@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import type { ContainerClient } from '@azure/storage-blob';
 import { WriteError } from '../../../errors.js';
-import { lintTemplateField, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
+import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
 import { defineSink } from '../../types.js';
 import { AzureClient, commonFields, containerClient, describe, lintCredentials, retryable, type AzureConfig } from './client.js';
 
@@ -25,12 +25,8 @@ const config = Type.Object(
     connection_string: commonFields.connection_string,
     account_name: commonFields.account_name,
     account_key: commonFields.account_key,
-    blob_template: Type.String({
-      minLength: 1,
-      default: '{pipeline}/{timestamp}',
-      description: 'Blob name; tokens such as {pipeline}, {timestamp}, {part}, {source_stem}, {field.<name>}. A name written again in the same run gets a part suffix.',
-    }),
-    content_type: Type.String({ minLength: 1, default: 'application/octet-stream', description: 'Content-Type stored with each blob.' }),
+    blob_template: objectSinkFields('blob').template,
+    content_type: objectSinkFields('blob').content_type,
     endpoint_url: commonFields.endpoint_url,
   },
   { additionalProperties: false },

@@ -12,7 +12,7 @@
 import { Type } from '@sinclair/typebox';
 import { errorMessage, WriteError } from '../../../errors.js';
 import { exactNumber } from '../../../util/exact-number.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { PeerPresence } from '../../common/connector/presence.js';
 import { formatTimestamp, templateTokens } from '../../common/filename-template.js';
 import { NOT_A_TIME, timeParser } from '../../common/time.js';
 import type { LintIssue, PluginContext, Rec, Sink, WriteResult } from '../../types.js';
@@ -157,22 +157,16 @@ const PIPELINE_MISSING = /^pipeline with id \[.*\] does not exist$/;
 type Refusal = { index: number; reason: string };
 
 export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
-  const report = connectionReporter(ctx, o.product);
+  const presence = new PeerPresence(ctx, o.product);
   const parseTime = o.timestamp_field ? timeParser({ unit: 'auto' }) : undefined;
   const query: Record<string, string> = o.pipeline ? { pipeline: o.pipeline } : {};
   let startedAt = new Date();
   /** The index of every record, when it does not depend on the record. */
   let fixedIndex: string | undefined;
   let conn: BulkConnection | undefined;
-  /** The last request got an HTTP answer (states are reported on change only). */
-  let up = false;
 
-  const answered = () => {
-    if (!up) (up = true), report('connected');
-  };
   const lost = (message: string) => {
-    up = false;
-    report('disconnected', message);
+    presence.lost(message);
     // A new client next time: the old one's pool may hold the node as dead.
     const c = conn;
     conn = undefined;
@@ -245,16 +239,16 @@ export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
           else out.rejected.push({ index: i, reason: e.error });
         }
         if (sent.length === 0) continue;
-        if (!up) report('connecting');
+        presence.connecting();
         let res: BulkResponse;
         try {
           conn ??= await o.connect();
           res = await conn.bulk(parts.join(''), query, ctx.signal);
-          answered();
+          presence.answered();
         } catch (e) {
           const f = readFailure(e, o.product, `POST _bulk to ${hostList(o.hosts)}`);
           if (f.connectionLost) lost(f.message);
-          else answered();
+          else presence.answered();
           const message = `${o.product}: ${f.message}`;
           if (!landed) throw new WriteError(message, f.retryable, { cause: e });
           // Earlier chunks landed: name what was not sent, so only that is written again.

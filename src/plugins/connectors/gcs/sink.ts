@@ -8,7 +8,7 @@ import type { Writable } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Bucket } from '@google-cloud/storage';
 import { WriteError } from '../../../errors.js';
-import { lintTemplateField, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
+import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
 import { defineSink } from '../../types.js';
 import { commonFields, describe, GcsClient, openStorage, retryable, type GcsConfig } from './client.js';
 
@@ -22,13 +22,9 @@ export const UPLOAD_START_BYTES = 4 * 1024 * 1024;
 const config = Type.Object(
   {
     bucket: commonFields.bucket,
-    blob_template: Type.String({
-      minLength: 1,
-      default: '{pipeline}/{timestamp}',
-      description: 'Object name; tokens such as {pipeline}, {timestamp}, {part}, {source_stem}, {field.<name>}. A name written again in the same run gets a part suffix.',
-    }),
+    blob_template: objectSinkFields('object').template,
     service_account_json: commonFields.service_account_json,
-    content_type: Type.String({ minLength: 1, default: 'application/octet-stream', description: 'Content-Type stored with each object.' }),
+    content_type: objectSinkFields('object').content_type,
     endpoint_url: commonFields.endpoint_url,
   },
   { additionalProperties: false },

@@ -4,7 +4,7 @@
 // retry_count, retry_delay_seconds and circuit breaker act on them), other statuses are not.
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { PeerPresence } from '../../common/connector/presence.js';
 import { defineSink, type LintIssue } from '../../types.js';
 import { authHeaders, commonFields, describeTarget, excerpt, HttpClient, lintCommon, lowerHeaders, networkError, statusText } from './client.js';
 
@@ -84,29 +84,26 @@ export default defineSink({
   },
   create(c, ctx) {
     const http = new HttpClient({ verifySsl: c.verify_ssl, timeoutS: c.timeout });
-    const report = connectionReporter(ctx, 'rest');
+    const presence = new PeerPresence(ctx, 'rest');
     const url = new URL(c.url);
     const target = describeTarget(c.method, url);
     const headers = lowerHeaders(c.headers, { 'content-type': c.content_type }, authHeaders(c));
     const expected = new Set(c.expected_status);
     const tail = ctx.encoder.tail;
-    /** The last exchange got an HTTP answer: states are reported on change only, not per request. */
-    let up = false;
     return {
       async write(batch) {
         const parts = [batch.head, batch.payload, tail].filter((p) => p.length > 0).map((p) => (typeof p === 'string' ? Buffer.from(p) : p));
         const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-        if (!up) report('connecting');
+        presence.connecting();
         let res;
         try {
           res = await http.send({ method: c.method, url, headers, body, signal: ctx.signal });
         } catch (e) {
           const message = networkError(e, target, c.timeout);
-          up = false;
-          report('disconnected', message);
+          presence.lost(message);
           throw new WriteError(`rest: ${message}`, true, { cause: e });
         }
-        if (!up) (up = true), report('connected');
+        presence.answered();
         if (expected.has(res.status)) return;
         const text = excerpt(res.body);
         throw new WriteError(

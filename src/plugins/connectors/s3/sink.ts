@@ -13,7 +13,7 @@ import type { Upload } from '@aws-sdk/lib-storage';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../errors.js';
-import { lintTemplateField, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
+import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
 import { once as lazy } from '../../common/lazy.js';
 import { defineSink, type PluginContext, type Sink } from '../../types.js';
 import { checkBucket, lintS3, s3Fields, s3Link, s3Problem, s3sdk, type S3Link } from './client.js';
@@ -29,16 +29,12 @@ const WRITE_BUFFER = 1024 * 1024;
 const config = Type.Object(
   {
     bucket: s3Fields.bucket,
-    key_template: Type.String({
-      minLength: 1,
-      default: '{pipeline}/{timestamp}',
-      description: 'Object key: tokens {pipeline}, {timestamp} (run start), {epoch}, {part}, {run_id}, {source_filename}, {source_stem}, {source_path}, {field.<name>}... A key written again later in the same run gets _<part> (or fills {part}).',
-    }),
+    key_template: objectSinkFields('object').template,
     endpoint_url: s3Fields.endpoint_url,
     aws_access_key_id: s3Fields.aws_access_key_id,
     aws_secret_access_key: s3Fields.aws_secret_access_key,
     region_name: s3Fields.region_name,
-    content_type: Type.String({ minLength: 1, default: 'application/octet-stream', description: 'Content-Type stored with each object; match it to serializer_out (application/json, application/x-ndjson, text/csv...).' }),
+    content_type: objectSinkFields('object').content_type,
   },
   { additionalProperties: false },
 );

@@ -8,7 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import { Type } from '@sinclair/typebox';
 import type WebSocket from 'ws';
 import { errorMessage, WriteError } from '../../../errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { PeerPresence } from '../../common/connector/presence.js';
 import type { Rec } from '../../types.js';
 import { defineSink } from '../../types.js';
 import { closeSocket, displayUrl, extraHeadersField, openSocket, urlField } from './client.js';
@@ -64,30 +64,27 @@ export default defineSink({
     await closeSocket(ws);
   },
   create(c, ctx) {
-    const report = connectionReporter(ctx, 'websocket');
+    const presence = new PeerPresence(ctx, 'websocket');
     const where = displayUrl(c.url);
     const text = TEXT_EXTENSIONS.has(ctx.encoder.extension);
     const encode = (r: Rec) => ctx.encoder.one(r);
-    /** The last batch got through: states are reported on change, not per batch. */
-    let up = false;
     const failed = (e: unknown, cause?: unknown) => {
       const message = errorMessage(e).startsWith(where) ? errorMessage(e) : `${where}: ${errorMessage(e)}`;
-      up = false;
-      report('disconnected', message);
+      presence.lost(message);
       return new WriteError(`websocket: ${message}`, true, { cause: cause ?? e });
     };
     return {
       async write(batch) {
         const records = batch.records ?? [];
         if (records.length === 0) return;
-        if (!up) report('connecting');
+        presence.connecting();
         let ws: WebSocket;
         try {
           ws = await openSocket(c.url, c.extra_headers, ctx.signal);
         } catch (e) {
           throw failed(e);
         }
-        if (!up) (up = true), report('connected');
+        presence.answered();
         // The server closing or the socket failing before our close handshake fails the batch.
         let onEnd: (err: Error) => void = () => {};
         const ended = new Promise<never>((_, reject) => (onEnd = reject));

@@ -1,0 +1,106 @@
+// The shared file and object writer over an in-memory target that can fail: flush-mode publishing
+// and part numbering, and what happens to an output whose failed write cannot be cut back.
+import { describe, expect, it } from 'vitest';
+import { WriteError } from '../../../src/errors.js';
+import { encoderFor } from '../../../src/engine/plan.js';
+import { RollingFileSink, type FileTarget, type OutFile } from '../../../src/plugins/common/file-sink.js';
+import { registry } from '../../../src/plugins/registry.js';
+import type { Rec, SinkBatch } from '../../../src/plugins/types.js';
+
+const encoder = encoderFor(registry, { type: 'json' });
+const batch = (records: Rec[]): SinkBatch => ({ payload: Buffer.from(encoder.body(records)), head: encoder.head(records), count: records.length, records, meta: { source_filename: 'in.ndjson' } });
+
+/** Objects published whole at finish(); `failNext` makes the next write fail; `truncate` as the target can. */
+class MemoryTarget implements FileTarget {
+  readonly label = 'memory sink';
+  readonly published = new Map<string, string>();
+  failNext = false;
+  aborted = 0;
+  ended = false;
+
+  constructor(private readonly truncate?: 'works' | 'fails') {}
+
+  where(rel: string) {
+    return `mem://${rel}`;
+  }
+
+  async openNew(rel: string): Promise<OutFile> {
+    const chunks: Buffer[] = [];
+    const out: OutFile = {
+      size: 0,
+      write: async (buf) => {
+        if (this.failNext) {
+          this.failNext = false;
+          chunks.push(buf.subarray(0, 3)); // part of it went out before the failure
+          throw new Error('connection reset');
+        }
+        chunks.push(buf);
+      },
+      finish: async () => void this.published.set(rel, Buffer.concat(chunks).toString()),
+      abort: async () => void this.aborted++,
+    };
+    if (this.truncate) {
+      out.truncate = async (size) => {
+        if (this.truncate === 'fails') throw new Error('cannot truncate');
+        const all = Buffer.concat(chunks).subarray(0, size);
+        chunks.length = 0;
+        chunks.push(all);
+      };
+    }
+    return out;
+  }
+
+  end() {
+    this.ended = true;
+  }
+}
+
+const sinkOver = (target: MemoryTarget) => new RollingFileSink(target, { template: 'out.json', mode: 'flush' }, { pipeline: 'p', encoder });
+
+describe('RollingFileSink', () => {
+  it('flush mode: every flush publishes whole documents; a name written again gets the next part; close ends the target', async () => {
+    const target = new MemoryTarget();
+    const sink = sinkOver(target);
+    await sink.open({ runId: 'r', pipeline: 'p', startedAt: new Date() });
+    await sink.write(batch([{ a: 1 }]));
+    await sink.write(batch([{ a: 2 }]));
+    expect(target.published.size).toBe(0); // nothing visible before the flush
+    await sink.flush();
+    await sink.write(batch([{ a: 3 }]));
+    await sink.close();
+    expect([...target.published.keys()]).toEqual(['out.json', 'out_00001.json']);
+    expect(JSON.parse(target.published.get('out.json')!)).toEqual([{ a: 1 }, { a: 2 }]);
+    expect(JSON.parse(target.published.get('out_00001.json')!)).toEqual([{ a: 3 }]);
+    expect(target.ended).toBe(true);
+  });
+
+  for (const truncate of [undefined, 'fails'] as const) {
+    it(`an output whose failed write cannot be cut back (${truncate ? 'truncate fails' : 'no truncate'}) is given up, and the next flush fails for the batches it held`, async () => {
+      const target = new MemoryTarget(truncate);
+      const sink = sinkOver(target);
+      await sink.write(batch([{ a: 1 }]));
+      target.failNext = true;
+      await expect(sink.write(batch([{ a: 2 }]))).rejects.toThrow(WriteError);
+      expect(target.aborted).toBe(1);
+      await sink.write(batch([{ a: 2 }])); // the runtime's retry goes into a fresh output
+      await expect(sink.flush()).rejects.toThrow(/failed after 1 records: connection reset; the records written into it since the last flush are kept for another run/);
+      // The fresh output was still published whole, and the next flush has nothing to report.
+      expect(JSON.parse(target.published.get('out.json')!)).toEqual([{ a: 2 }]);
+      await sink.write(batch([{ a: 3 }]));
+      await sink.flush();
+      expect(JSON.parse(target.published.get('out_00001.json')!)).toEqual([{ a: 3 }]);
+    });
+  }
+
+  it('a failed write that the target can cut back keeps the output: the retry is not doubled and nothing is lost', async () => {
+    const target = new MemoryTarget('works');
+    const sink = sinkOver(target);
+    await sink.write(batch([{ a: 1 }]));
+    target.failNext = true;
+    await expect(sink.write(batch([{ a: 2 }]))).rejects.toThrow(WriteError);
+    await sink.write(batch([{ a: 2 }]));
+    await sink.flush();
+    expect(target.aborted).toBe(0);
+    expect(JSON.parse(target.published.get('out.json')!)).toEqual([{ a: 1 }, { a: 2 }]);
+  });
+});

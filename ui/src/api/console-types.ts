@@ -100,15 +100,9 @@ export interface TrapSendResult {
   duration_ms: number;
 }
 
-export interface MibDiagnostic {
-  severity: 'error' | 'warning';
-  file: string;
-  line: number;
-  column: number;
-  token?: string;
-  module?: string;
-  message: string;
-}
+// The server's own definition (src/mib/types.ts has no imports, so nothing of Node comes along).
+import type { MibDiagnostic } from '../../../src/mib/types.js';
+export type { MibDiagnostic };
 
 export interface MibFailure {
   module: string | null;

@@ -3,6 +3,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { consoleApi, type Override } from '../../api/console.js';
 import { Notice } from '../../components/notice.js';
+import { OidRowsTable } from './oid-rows-table.js';
 
 const TYPES = ['Integer32', 'OctetString', 'hex', 'ObjectIdentifier', 'IpAddress', 'Counter32', 'Gauge32', 'TimeTicks', 'Counter64', 'Opaque'];
 
@@ -17,7 +18,6 @@ export function OverridesEditor() {
   }, []);
   if (!rows) return notice ? <Notice tone="error">{notice.text}</Notice> : <p class="muted">Loading…</p>;
 
-  const set = (i: number, patch: Partial<Override>) => setRows(rows.map((r, j) => (j === i ? { ...r, ...patch } : r)));
   const save = async () => {
     setNotice(undefined);
     try {
@@ -36,42 +36,7 @@ export function OverridesEditor() {
         </Notice>
       )}
       {rows.length === 0 && <p class="muted">No overrides: the simulator serves its default device. Add one to replace or add an OID.</p>}
-      <table class="table compact" hidden={rows.length === 0}>
-        <thead>
-          <tr>
-            <th>OID (numeric instance)</th>
-            <th>Type</th>
-            <th>Value</th>
-            <th aria-label="actions" />
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((r, i) => (
-            <tr key={i}>
-              <td>
-                <input aria-label={`oid ${i}`} class="mono wide-input" value={r.oid} placeholder="1.3.6.1.2.1.1.5.0" onInput={(e) => set(i, { oid: e.currentTarget.value })} />
-              </td>
-              <td>
-                <select aria-label={`type ${i}`} value={r.type} onChange={(e) => set(i, { type: e.currentTarget.value })}>
-                  {[...new Set([r.type, ...TYPES])].map((t) => (
-                    <option key={t} value={t}>
-                      {t}
-                    </option>
-                  ))}
-                </select>
-              </td>
-              <td>
-                <input aria-label={`value ${i}`} class="wide-input" value={String(r.value)} onInput={(e) => set(i, { value: e.currentTarget.value })} />
-              </td>
-              <td>
-                <button type="button" class="danger" onClick={() => setRows(rows.filter((_, j) => j !== i))}>
-                  Remove
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <OidRowsTable rows={rows} setRows={setRows} oidHeader="OID (numeric instance)" oidPlaceholder="1.3.6.1.2.1.1.5.0" typeOptions={(r) => [...new Set([r.type, ...TYPES])]} />
       <div class="form-actions">
         <button type="button" onClick={() => setRows([...rows, { oid: '', type: 'OctetString', value: '' }])}>
           Add override

@@ -6,6 +6,7 @@ import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
 import { simulatorStatus } from '../../lib/console-socket.js';
 import { fmtInt, fmtSeconds } from '../../lib/format.js';
+import { useAction } from '../../lib/use-action.js';
 import { ActivityLog } from './activity-log.js';
 import { OverridesEditor } from './overrides-editor.js';
 import { ServiceBadge } from './service-badge.js';
@@ -13,8 +14,9 @@ import { ServiceBadge } from './service-badge.js';
 export function SimulatorPage() {
   const s = simulatorStatus.value;
   const [form, setForm] = useState<{ port: string; community: string; host: string; write_community: string }>({ port: '1161', community: 'public', host: '', write_community: '' });
-  const [notice, setNotice] = useState<{ tone: 'ok' | 'error'; text: string }>();
-  const [busy, setBusy] = useState(false);
+  const { busy, notice, setNotice, act } = useAction<typeof s>((st) => {
+    if (st) simulatorStatus.value = st;
+  });
 
   useEffect(() => {
     // The socket's full_state usually comes first; this covers a socket that is not up yet.
@@ -30,20 +32,6 @@ export function SimulatorPage() {
     const t = setInterval(() => setNow(Date.now()), 1000);
     return () => clearInterval(t);
   }, []);
-
-  const act = async (what: string, f: () => Promise<unknown>) => {
-    setBusy(true);
-    setNotice(undefined);
-    try {
-      const st = (await f()) as typeof s;
-      if (st) simulatorStatus.value = st;
-      setNotice({ tone: 'ok', text: what });
-    } catch (e) {
-      setNotice({ tone: 'error', text: (e as Error).message });
-    } finally {
-      setBusy(false);
-    }
-  };
 
   const start = (e: Event) => {
     e.preventDefault();

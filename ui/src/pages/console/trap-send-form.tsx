@@ -4,6 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { consoleApi, type TrapSend } from '../../api/console.js';
 import { Notice } from '../../components/notice.js';
+import { OidRowsTable } from './oid-rows-table.js';
 import { varbindValue } from './trap-feed.js';
 
 const TYPES = ['', 'Integer32', 'OctetString', 'hex', 'ObjectIdentifier', 'IpAddress', 'Counter32', 'Gauge32', 'TimeTicks', 'Counter64', 'Opaque', 'Null'];
@@ -25,7 +26,6 @@ export function TrapSendForm({ defaultPort }: { defaultPort: number }) {
     if (!touchedPort) setForm((f) => ({ ...f, port: String(defaultPort) }));
   }, [defaultPort]);
   const set = (patch: Partial<typeof form>) => setForm({ ...form, ...patch });
-  const setRow = (i: number, patch: Partial<Row>) => setRows(rows.map((r, j) => (j === i ? { ...r, ...patch } : r)));
 
   const send = async (e: Event) => {
     e.preventDefault();
@@ -96,42 +96,16 @@ export function TrapSendForm({ defaultPort }: { defaultPort: number }) {
         </label>
       </div>
       <h3>Varbinds</h3>
-      <table class="table compact" hidden={rows.length === 0}>
-        <thead>
-          <tr>
-            <th>OID or name (with instance)</th>
-            <th>Type</th>
-            <th>Value</th>
-            <th aria-label="actions" />
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((r, i) => (
-            <tr key={i}>
-              <td>
-                <input aria-label={`varbind oid ${i}`} class="mono wide-input" value={r.oid} placeholder="IF-MIB::ifIndex.1" onInput={(e) => setRow(i, { oid: e.currentTarget.value })} />
-              </td>
-              <td>
-                <select aria-label={`varbind type ${i}`} value={r.type} onChange={(e) => setRow(i, { type: e.currentTarget.value })}>
-                  {TYPES.map((t) => (
-                    <option key={t} value={t}>
-                      {t || 'from the MIB'}
-                    </option>
-                  ))}
-                </select>
-              </td>
-              <td>
-                <input aria-label={`varbind value ${i}`} class="wide-input" value={r.value} disabled={r.type === 'Null'} onInput={(e) => setRow(i, { value: e.currentTarget.value })} />
-              </td>
-              <td>
-                <button type="button" class="danger" onClick={() => setRows(rows.filter((_, j) => j !== i))}>
-                  Remove
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <OidRowsTable
+        rows={rows}
+        setRows={setRows}
+        oidHeader="OID or name (with instance)"
+        oidPlaceholder="IF-MIB::ifIndex.1"
+        labelPrefix="varbind "
+        typeOptions={() => TYPES}
+        typeText={(t) => t || 'from the MIB'}
+        valueDisabled={(r) => r.type === 'Null'}
+      />
       <div class="form-actions send-actions">
         <button type="button" onClick={() => setRows([...rows, { oid: '', type: '', value: '' }])}>
           Add varbind

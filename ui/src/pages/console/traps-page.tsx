@@ -6,6 +6,7 @@ import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
 import { trapsStatus } from '../../lib/console-socket.js';
 import { fmtInt, fmtTime } from '../../lib/format.js';
+import { useAction } from '../../lib/use-action.js';
 import { ServiceBadge } from './service-badge.js';
 import { TrapFeed } from './trap-feed.js';
 import { TrapSendForm } from './trap-send-form.js';
@@ -13,8 +14,9 @@ import { TrapSendForm } from './trap-send-form.js';
 export function TrapsPage() {
   const s = trapsStatus.value;
   const [form, setForm] = useState<{ port: string; community: string; resolve_mibs: boolean }>({ port: '1162', community: '', resolve_mibs: true });
-  const [notice, setNotice] = useState<{ tone: 'ok' | 'error'; text: string }>();
-  const [busy, setBusy] = useState(false);
+  const { busy, notice, setNotice, act } = useAction<typeof s>((st) => {
+    if (st) trapsStatus.value = st;
+  });
 
   useEffect(() => {
     // The socket's full_state usually comes first; this covers a socket that is not up yet.
@@ -24,20 +26,6 @@ export function TrapsPage() {
   useEffect(() => {
     if (s) setForm((f) => ({ ...f, port: String(s.port), community: s.community ?? '', resolve_mibs: s.state === 'stopped' && !s.started_at ? f.resolve_mibs : s.resolve_mibs }));
   }, [s?.state, s?.port]);
-
-  const act = async (what: string, f: () => Promise<typeof s>) => {
-    setBusy(true);
-    setNotice(undefined);
-    try {
-      const st = await f();
-      if (st) trapsStatus.value = st;
-      setNotice({ tone: 'ok', text: what });
-    } catch (e) {
-      setNotice({ tone: 'error', text: (e as Error).message });
-    } finally {
-      setBusy(false);
-    }
-  };
 
   const start = (e: Event) => {
     e.preventDefault();

@@ -39,6 +39,30 @@ function requestOf(f: Form): WalkRequest {
   return r;
 }
 
+/** A v3 protocol (empty: none) and its key: `auth_protocol` and `auth_key`, or the `priv_` pair. */
+function ProtocolAndKey({ kind, label, protocols, form, set }: { kind: 'auth' | 'priv'; label: string; protocols: string[]; form: Form; set: (patch: Partial<Form>) => void }) {
+  const protocol = `${kind}_protocol` as const;
+  const key = `${kind}_key` as const;
+  return (
+    <>
+      <label>
+        {label}
+        <select name={protocol} value={form[protocol]} onChange={(e) => set({ [protocol]: e.currentTarget.value })}>
+          {protocols.map((a) => (
+            <option key={a} value={a}>
+              {a || 'none'}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        {label} key
+        <input name={key} type="password" autocomplete="off" value={form[key]} onInput={(e) => set({ [key]: e.currentTarget.value })} />
+      </label>
+    </>
+  );
+}
+
 /** `oid`: the start OID to fill in (the MIB catalog's "walk from here"). */
 export function WalkerPage({ oid }: { oid?: string }) {
   const sim = simulatorStatus.value;
@@ -128,34 +152,8 @@ export function WalkerPage({ oid }: { oid?: string }) {
               User
               <input name="username" value={form.username} onInput={(e) => set({ username: e.currentTarget.value })} required />
             </label>
-            <label>
-              Auth
-              <select name="auth_protocol" value={form.auth_protocol} onChange={(e) => set({ auth_protocol: e.currentTarget.value })}>
-                {AUTH.map((a) => (
-                  <option key={a} value={a}>
-                    {a || 'none'}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Auth key
-              <input name="auth_key" type="password" autocomplete="off" value={form.auth_key} onInput={(e) => set({ auth_key: e.currentTarget.value })} />
-            </label>
-            <label>
-              Privacy
-              <select name="priv_protocol" value={form.priv_protocol} onChange={(e) => set({ priv_protocol: e.currentTarget.value })}>
-                {PRIV.map((a) => (
-                  <option key={a} value={a}>
-                    {a || 'none'}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Privacy key
-              <input name="priv_key" type="password" autocomplete="off" value={form.priv_key} onInput={(e) => set({ priv_key: e.currentTarget.value })} />
-            </label>
+            <ProtocolAndKey kind="auth" label="Auth" protocols={AUTH} form={form} set={set} />
+            <ProtocolAndKey kind="priv" label="Privacy" protocols={PRIV} form={form} set={set} />
           </>
         ) : (
           <label>

@@ -195,7 +195,7 @@ describe('influxdb sink: refused records and lines', () => {
   });
 
   describe('answers as the servers send them', () => {
-    const opts: LineOptions = { measurement: 'm', tagFields: ['t'], precision: 's', floatFields: new Set() };
+    const opts: LineOptions = { measurement: 'm', tagFields: new Set(['t']), precision: 's', floatFields: new Set() };
     const lines = (rs: Rec[]) => rs.map((r) => toLine(r, opts) as Line);
     beforeAll(() => loadLineProtocol());
     /** The HttpError of posting `body` as it is. */

@@ -21,7 +21,8 @@ export type FieldType = 'float' | 'integer' | 'string' | 'boolean';
 
 export interface LineOptions {
   measurement: string;
-  tagFields: string[];
+  /** tag_fields, as a set: built once per sink, not per record. */
+  tagFields: ReadonlySet<string>;
   timestampField?: string;
   precision: Precision;
   floatFields: ReadonlySet<string>;
@@ -115,7 +116,6 @@ export function toLine(r: Rec, o: LineOptions): Line | { refused: string } {
   try {
     const p = new PointClass(o.measurement);
     const types = new Map<string, FieldType>();
-    const tags = new Set(o.tagFields);
     for (const t of o.tagFields) {
       const v = tagText(r[t]);
       if (v === undefined) continue;
@@ -124,7 +124,7 @@ export function toLine(r: Rec, o: LineOptions): Line | { refused: string } {
       p.tag(t, v);
     }
     for (const [k, v] of Object.entries(r)) {
-      if (tags.has(k) || k === o.timestampField) continue;
+      if (o.tagFields.has(k) || k === o.timestampField) continue;
       addField(p, types, k, v, o);
     }
     if (types.size === 0) throw new Refusal('the record has no field value to write (line protocol needs at least one field besides tags and time)');

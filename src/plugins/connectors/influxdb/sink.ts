@@ -125,7 +125,7 @@ export default defineSink({
   create(c, ctx) {
     const { path, auth } = writeEndpoint(c);
     const where = `${target(c.url)}${path.slice(0, path.indexOf('?'))}`;
-    const opts: LineOptions = { measurement: c.measurement, tagFields: c.tag_fields, timestampField: c.timestamp_field, precision: c.precision, floatFields: new Set(c.float_fields) };
+    const opts: LineOptions = { measurement: c.measurement, tagFields: new Set(c.tag_fields), timestampField: c.timestamp_field, precision: c.precision, floatFields: new Set(c.float_fields) };
     // "Connected" once the server answered a ping: reachable, whatever the credentials (a write tells).
     const link = new Connection<InfluxHttp>(
       ctx,

@@ -4,7 +4,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
+import { runPipeline, type RunOptions } from '../src/engine/runner.js';
 import type { RunRecord } from '../src/engine/run-record.js';
 import { DATA_DIR } from './data.js';
 
@@ -32,11 +32,39 @@ export interface BenchResult {
   cpuSeconds: number;
 }
 
+/** Loads the pipeline `yaml` (fails with its diagnostics), runs it once, and times the run: wall-clock and CPU seconds. */
+export async function timedRun(yaml: string, opts?: RunOptions): Promise<{ record: RunRecord; seconds: number; cpuSeconds: number }> {
+  const { config, diagnostics } = loadPipelineText(yaml);
+  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const record = await runPipeline(config, opts);
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return { record, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+}
+
+/** One manual pipeline from its parts (YAML flow mappings), timed; fails unless it read and wrote exactly `records`. */
+export async function manualLeg(name: string, source: string, sink: string, serializerIn: string, serializerOut: string, records: number): Promise<{ seconds: number; cpuSeconds: number }> {
+  const { record, seconds, cpuSeconds } = await timedRun(`
+version: "1"
+pipeline:
+  name: ${name}
+  schedule: { type: manual }
+  source: ${source}
+  serializer_in: ${serializerIn}
+  serializer_out: ${serializerOut}
+  sinks: [${sink}]
+`);
+  if (record.status !== 'success' || record.records_in !== records || record.records_out !== records) throw new Error(`bench run ${name} failed: ${JSON.stringify(record)}`);
+  return { seconds, cpuSeconds };
+}
+
 export async function runBench(p: BenchPipeline): Promise<BenchResult> {
   const out = p.out ?? join(DATA_DIR, 'out', `${p.name}-${p.threads}`);
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  const { config, diagnostics } = loadPipelineText(`
+  const { record, seconds, cpuSeconds } = await timedRun(`
 version: "1"
 pipeline:
   name: bench-${p.name}
@@ -48,15 +76,9 @@ ${p.transforms ? `  transforms:\n${p.transforms}\n` : ''}  serializer_out: ${p.s
   sinks:
     - { type: local, path: ${JSON.stringify(out)}, filename_template: ${JSON.stringify(p.filename ?? '{pipeline}.ndjson')} }
 `);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
-  const record = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
   const ok = record.status === 'success' && !record.records_skipped && (p.expected === undefined ? record.records_in > 0 : record.records_in === p.expected);
   if (!ok) throw new Error(`bench run ${p.name} failed: ${JSON.stringify(record)}`);
-  return { record, out, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+  return { record, out, seconds, cpuSeconds };
 }
 
 /** records, seconds and records_per_sec of a result, as every scenario prints them. */

@@ -13,9 +13,8 @@ import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
 import { DATA_DIR, ndjsonFile } from './data.js';
+import { manualLeg } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 import { freePort } from '../test/helpers/net.js';
 
@@ -49,26 +48,7 @@ async function startRedis(): Promise<{ port: number; stop(): Promise<void> }> {
   };
 }
 
-async function leg(name: string, source: string, sink: string, serializerIn: string, serializerOut: string): Promise<{ seconds: number; cpuSeconds: number }> {
-  const { config, diagnostics } = loadPipelineText(`
-version: "1"
-pipeline:
-  name: ${name}
-  schedule: { type: manual }
-  source: ${source}
-  serializer_in: ${serializerIn}
-  serializer_out: ${serializerOut}
-  sinks: [${sink}]
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
-  const record = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  if (record.status !== 'success' || record.records_in !== RECORDS || record.records_out !== RECORDS) throw new Error(`bench run ${name} failed: ${JSON.stringify(record)}`);
-  return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
-}
+const leg = (name: string, source: string, sink: string, serializerIn: string, serializerOut: string) => manualLeg(name, source, sink, serializerIn, serializerOut, RECORDS);
 
 /** Requests per second of one redis-benchmark command line (1 connection, COUNT pipelined). */
 async function benchmark(port: number, args: string[]): Promise<number> {

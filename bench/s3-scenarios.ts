@@ -15,10 +15,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
 import { PART_SIZE, PARTS_AT_ONCE } from '../src/plugins/connectors/s3/sink.js';
 import { DATA_DIR, interfaceRecord, linesFile } from './data.js';
+import { timedRun } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 import { freePort } from '../test/helpers/net.js';
 import { peerProcess } from '../test/connectors/peers/process.js';
@@ -75,7 +74,7 @@ async function countObjects(client: S3Client, prefix: string): Promise<{ objects
 
 /** Our leg: local text files -> s3 sink, one object per input file. */
 async function ours(endpoint: string, dir: string, prefix: string): Promise<{ seconds: number; cpu: number }> {
-  const { config, diagnostics } = loadPipelineText(`
+  const { record: rec, seconds, cpuSeconds } = await timedRun(`
 version: "1"
 pipeline:
   name: s3-bench
@@ -86,14 +85,8 @@ pipeline:
   sinks:
     - { type: s3, bucket: ${BUCKET}, endpoint_url: '${endpoint}', aws_access_key_id: S3RVER, aws_secret_access_key: S3RVER, key_template: '${prefix}{source_stem}.txt', content_type: text/plain }
 `);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
-  const rec = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
   if (rec.status !== 'success' || rec.errors.length) throw new Error(`bench run failed: ${JSON.stringify(rec)}`);
-  return { seconds, cpu: (cpu.user + cpu.system) / 1e6 };
+  return { seconds, cpu: cpuSeconds };
 }
 
 /** The reference: read each file whole, PutObject (or lib-storage's multipart Upload), next. */

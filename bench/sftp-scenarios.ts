@@ -11,12 +11,11 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadPipelineText } from '../src/config/load.js';
 import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
-import { runPipeline } from '../src/engine/runner.js';
 import { silentLogger } from '../src/observability/log.js';
 import { sshdServer, type SshdServer } from '../test/connectors/peers/sshd.js';
 import { DATA_DIR } from './data.js';
+import { timedRun } from './pipeline.js';
 import { writePmXml } from './pm-xml-scenarios.js';
 import type { Measured, Scenario } from './scenarios.js';
 
@@ -59,7 +58,8 @@ function compare(input: string, output: string): { bytes: number; files: number 
 async function leg(name: string, source: string, out: string): Promise<{ seconds: number; cpuSeconds: number; records: number }> {
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  const { config, diagnostics } = loadPipelineText(`
+  const { record, seconds, cpuSeconds } = await timedRun(
+    `
 version: "1"
 pipeline:
   name: ${name}
@@ -69,15 +69,11 @@ pipeline:
   serializer_out: { type: bytes, encoding: none }
   sinks:
     - { type: local, path: ${JSON.stringify(out)}, filename_template: '{source_filename}', file_mode: single }
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
-  const record = await runPipeline(config, { log: silentLogger, processed: new MemoryProcessedFiles() });
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
+`,
+    { log: silentLogger, processed: new MemoryProcessedFiles() },
+  );
   if (record.status !== 'success' || record.records_in !== FILES) throw new Error(`bench run ${name} failed: ${JSON.stringify(record)}`);
-  return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, records: record.records_in };
+  return { seconds, cpuSeconds, records: record.records_in };
 }
 
 /** OpenSSH's sftp client in batch mode (its defaults: 64 requests of 32 KiB in flight); wall and CPU seconds of the client. */

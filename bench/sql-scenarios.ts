@@ -7,15 +7,11 @@
 // costs without a database. CPU seconds of our process are printed beside each
 // leg: steadier than wall time on a shared machine.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { once } from 'node:events';
+import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { loadPipelineText } from '../src/config/load.js';
-import { runPipeline } from '../src/engine/runner.js';
-import { DATA_DIR, ndjsonFile } from './data.js';
+import { DATA_DIR, interfaceRecord, linesFile, ndjsonFile } from './data.js';
+import { manualLeg } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const RECORDS = 1_000_000;
@@ -28,47 +24,17 @@ const mariadb = (db: string, sql: string, extra: string[] = []) => run('mariadb'
 
 /** The NDJSON records as CSV without a header (the loaders' input), made once beside the NDJSON file. */
 async function csvFile(): Promise<string> {
-  const input = await ndjsonFile(RECORDS);
-  const file = join(DATA_DIR, `sql-${RECORDS}`, 'interfaces.csv');
-  if (existsSync(file) && statSync(file).size > 0) return file;
-  mkdirSync(dirname(file), { recursive: true });
-  const out = createWriteStream(file);
-  let buf: string[] = [];
-  for await (const line of createInterface({ input: createReadStream(input) })) {
-    if (!line) continue;
-    const r = JSON.parse(line) as Record<string, unknown>;
-    buf.push(COLUMNS.map((c) => String(r[c])).join(','));
-    if (buf.length === 10_000) {
-      if (!out.write(buf.join('\n') + '\n')) await once(out, 'drain');
-      buf = [];
-    }
-  }
-  if (buf.length) out.write(buf.join('\n') + '\n');
-  out.end();
-  await once(out, 'finish');
-  return file;
+  await ndjsonFile(RECORDS); // the pipeline legs' input, made in the same prepare step
+  return linesFile(`sql-${RECORDS}`, 'interfaces.csv', RECORDS, (i) => {
+    const r = JSON.parse(interfaceRecord(i)) as Record<string, unknown>;
+    return COLUMNS.map((c) => String(r[c])).join(',');
+  });
 }
 
+/** One run of the NDJSON records into `sink` (a YAML flow mapping). */
 async function leg(name: string, sink: string): Promise<{ seconds: number; cpuSeconds: number }> {
   const input = await ndjsonFile(RECORDS);
-  const { config, diagnostics } = loadPipelineText(`
-version: "1"
-pipeline:
-  name: ${name}
-  schedule: { type: manual }
-  source: { type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: '*.ndjson' }
-  serializer_in: { type: ndjson }
-  serializer_out: { type: ndjson }
-  sinks: [${sink}]
-`);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
-  const record = await runPipeline(config);
-  const seconds = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  if (record.status !== 'success' || record.records_in !== RECORDS || record.records_out !== RECORDS) throw new Error(`bench run ${name} failed: ${JSON.stringify(record)}`);
-  return { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+  return manualLeg(name, `{ type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: '*.ndjson' }`, sink, '{ type: ndjson }', '{ type: ndjson }', RECORDS);
 }
 
 /** Seconds of one shell command (a bulk loader). */

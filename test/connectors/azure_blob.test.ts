@@ -5,7 +5,7 @@
 // a download cut mid-blob (the blob stays unmarked and the next run reads it once), a large blob
 // staged block by block while it is written and committed only whole, and an upload cut mid-blob.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -14,15 +14,13 @@ import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { loadPipelineText } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
-import { encoderFor } from '../../src/engine/plan.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
-import { registry } from '../../src/plugins/registry.js';
 import { BLOCK_BYTES } from '../../src/plugins/connectors/azure_blob/sink.js';
-import type { ProcessedFiles, SinkPlugin } from '../../src/plugins/types.js';
+import type { ProcessedFiles } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, type Cfg, type Rec } from './conformance.js';
-import { loadPipeline, outputRecords, until } from './helpers.js';
+import { directSink as directSinkOf, loadPipeline, manualReadRun, manualWriteRun, ndjsonText, siteRecs, until } from './helpers.js';
 import { azuriteFixture, blobsUnder, DEV_ACCOUNT, DEV_KEY, rewritingProxy, startAzurite, type Azurite } from './peers/azurite.js';
 import { tcpProxy } from './peers/tcp-proxy.js';
 
@@ -34,8 +32,8 @@ let cc: ContainerClient;
 let base: Cfg;
 let seq = 0;
 const prefix = () => `t${process.pid}-${++seq}`;
-const recs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ seq: from + i, site: `s${(from + i) % 3}`, pad: 'x'.repeat(32) }));
-const ndjson = (records: Rec[]) => records.map((r) => JSON.stringify(r) + '\n').join('');
+const recs = siteRecs;
+const ndjson = ndjsonText;
 const put = (name: string, body: string | Buffer) => cc.getBlockBlobClient(name).upload(body, Buffer.byteLength(body));
 
 beforeAll(async () => {
@@ -49,47 +47,13 @@ afterAll(async () => {
 });
 
 /** One manual run of the azure_blob source into a local file. */
-async function readRun(source: Cfg, opts: { processed?: ProcessedFiles; serializer_in?: Cfg; serializer_out?: Cfg } = {}) {
-  const out = tempDir('svc-az-out-');
-  const rec = await runPipeline(
-    loadPipeline({
-      name: 'az-read',
-      schedule: { type: 'manual' },
-      source: { ...base, ...source },
-      serializer_in: opts.serializer_in ?? { type: 'json' },
-      serializer_out: opts.serializer_out ?? { type: 'ndjson' },
-      sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
-    }),
-    { log: silentLogger, processed: opts.processed ?? new MemoryProcessedFiles() },
-  );
-  return { rec, records: () => outputRecords(out) };
-}
-
+const readRun = (source: Cfg, opts: { processed?: ProcessedFiles; serializer_in?: Cfg; serializer_out?: Cfg } = {}) =>
+  manualReadRun('az-read', { ...base, ...source }, { ...opts, outPrefix: 'svc-az-out-' });
 /** One manual run of NDJSON files (one per entry; 'again': those of an earlier run, untouched) into the given sinks. */
-async function writeRun(files: Rec[][] | 'again', sinks: Cfg[], extra: Cfg = {}, processed: ProcessedFiles = new MemoryProcessedFiles(), dir = tempDir('svc-az-in-')) {
-  mkdirSync(join(dir, 'in'), { recursive: true });
-  if (files !== 'again') files.forEach((records, i) => writeFileSync(join(dir, 'in', `f${i}.ndjson`), ndjson(records)));
-  const rec = await runPipeline(
-    loadPipeline({ name: 'az-write', schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in'), skip_processed: true }, serializer_in: { type: 'ndjson' }, serializer_out: { type: 'json' }, sinks, ...extra }),
-    { log: silentLogger, processed },
-  );
-  return { rec };
-}
-
+const writeRun = (files: Rec[][] | 'again', sinks: Cfg[], extra: Cfg = {}, processed: ProcessedFiles = new MemoryProcessedFiles(), dir = tempDir('svc-az-in-')) =>
+  manualWriteRun('az-write', files, sinks, extra, processed, dir);
 /** An azure_blob sink driven directly, as the runtime drives it. */
-function directSink(cfg: Cfg, serializer: string) {
-  const plugin = registry.sink.get('azure_blob') as SinkPlugin;
-  const checked = loadPipeline({ name: 'x', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [cfg] }).sinks[0]!;
-  const encoder = encoderFor(registry, { type: serializer });
-  const sink = plugin.create(checked as never, { pipeline: 'az-direct', log: silentLogger, signal: new AbortController().signal, processed: new MemoryProcessedFiles(), skipProcessed: false, encoder });
-  return {
-    open: () => sink.open!({ runId: 'r1', pipeline: 'az-direct', startedAt: new Date() }),
-    write: (records: Rec[]) => sink.write({ payload: encoder.body(records), head: encoder.head(records), count: records.length, meta: {}, first: records[0] }),
-    writeBytes: (payload: Buffer) => sink.write({ payload, head: '', count: 1, meta: {} }),
-    flush: () => sink.flush!(),
-    close: () => sink.close!(),
-  };
-}
+const directSink = (cfg: Cfg, serializer: string) => directSinkOf('azure_blob', 'az-direct', cfg, serializer);
 
 const names = async (p: string) => (await blobsUnder(cc, p)).map((b) => b.name);
 const blobRecords = async (p: string) => (await blobsUnder(cc, p)).flatMap((b) => JSON.parse(b.data.toString('utf8')) as Rec[]);

@@ -6,21 +6,19 @@
 // once), a large object streamed while it is written and published only whole, and an upload cut
 // mid-object (nothing half-written is trusted, the input stays, the next run delivers it).
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
-import { encoderFor } from '../../src/engine/plan.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
-import { registry } from '../../src/plugins/registry.js';
 import { UPLOAD_START_BYTES } from '../../src/plugins/connectors/gcs/sink.js';
-import type { ProcessedFiles, SinkPlugin } from '../../src/plugins/types.js';
+import type { ProcessedFiles } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, type Cfg, type Rec } from './conformance.js';
-import { loadPipeline, outputRecords, until } from './helpers.js';
+import { directSink as directSinkOf, loadPipeline, manualReadRun, manualWriteRun, ndjsonText, siteRecs, until } from './helpers.js';
 import { gcsFixture, serviceAccount, startGcsPeer, type GcsPeer } from './peers/gcs.js';
 
 conformance(gcsFixture);
@@ -31,8 +29,8 @@ let keys: string;
 let base: Cfg;
 let seq = 0;
 const prefix = () => `t${process.pid}-${++seq}`;
-const recs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ seq: from + i, site: `s${(from + i) % 3}`, pad: 'x'.repeat(32) }));
-const ndjson = (records: Rec[]) => records.map((r) => JSON.stringify(r) + '\n').join('');
+const recs = siteRecs;
+const ndjson = ndjsonText;
 
 beforeAll(async () => {
   peer = await startGcsPeer();
@@ -46,49 +44,14 @@ afterAll(async () => {
   rmSync(keys, { recursive: true, force: true });
 });
 
-/** One manual run of the gcs source into a local NDJSON file. */
-async function readRun(source: Cfg, opts: { processed?: ProcessedFiles; name?: string; serializer_in?: Cfg; serializer_out?: Cfg } = {}) {
-  const out = tempDir('svc-gcs-out-');
-  const rec = await runPipeline(
-    loadPipeline({
-      name: opts.name ?? 'gcs-read',
-      schedule: { type: 'manual' },
-      source: { ...base, ...source },
-      serializer_in: opts.serializer_in ?? { type: 'json' },
-      serializer_out: opts.serializer_out ?? { type: 'ndjson' },
-      sinks: [{ type: 'local', path: out, filename_template: opts.serializer_out ? 'out.bin' : 'out.ndjson' }],
-    }),
-    { log: silentLogger, processed: opts.processed ?? new MemoryProcessedFiles() },
-  );
-  return { rec, out, records: () => outputRecords(out) };
-}
-
-/** One manual run of NDJSON files (one per entry) into the given sinks. */
-async function writeRun(files: Rec[][] | 'again', sinks: Cfg[], extra: Cfg = {}, processed: ProcessedFiles = new MemoryProcessedFiles(), dir = tempDir('svc-gcs-in-')) {
-  mkdirSync(join(dir, 'in'), { recursive: true });
-  // 'again': the files of an earlier run, untouched (skip_processed knows them by path, size and mtime).
-  if (files !== 'again') files.forEach((records, i) => writeFileSync(join(dir, 'in', `f${i}.ndjson`), ndjson(records)));
-  const rec = await runPipeline(
-    loadPipeline({ name: 'gcs-write', schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in'), skip_processed: true }, serializer_in: { type: 'ndjson' }, serializer_out: { type: 'json' }, sinks, ...extra }),
-    { log: silentLogger, processed },
-  );
-  return { rec, dir };
-}
-
+/** One manual run of the gcs source into a local NDJSON file (out.bin with another serializer_out). */
+const readRun = (source: Cfg, opts: { processed?: ProcessedFiles; name?: string; serializer_in?: Cfg; serializer_out?: Cfg } = {}) =>
+  manualReadRun(opts.name ?? 'gcs-read', { ...base, ...source }, { ...opts, outPrefix: 'svc-gcs-out-', filename: opts.serializer_out ? 'out.bin' : 'out.ndjson' });
+/** One manual run of NDJSON files (one per entry; 'again': those of an earlier run, untouched) into the given sinks. */
+const writeRun = (files: Rec[][] | 'again', sinks: Cfg[], extra: Cfg = {}, processed: ProcessedFiles = new MemoryProcessedFiles(), dir = tempDir('svc-gcs-in-')) =>
+  manualWriteRun('gcs-write', files, sinks, extra, processed, dir);
 /** A gcs sink driven directly, as the runtime drives it: records in, flush, close. */
-function directSink(cfg: Cfg, serializer: string) {
-  const plugin = registry.sink.get('gcs') as SinkPlugin;
-  const checked = loadPipeline({ name: 'x', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [cfg] }).sinks[0]!;
-  const encoder = encoderFor(registry, { type: serializer });
-  const sink = plugin.create(checked as never, { pipeline: 'gcs-direct', log: silentLogger, signal: new AbortController().signal, processed: new MemoryProcessedFiles(), skipProcessed: false, encoder });
-  return {
-    open: () => sink.open!({ runId: 'r1', pipeline: 'gcs-direct', startedAt: new Date() }),
-    write: (records: Rec[]) => sink.write({ payload: encoder.body(records), head: encoder.head(records), count: records.length, meta: {}, first: records[0] }),
-    writeBytes: (payload: Buffer) => sink.write({ payload, head: '', count: 1, meta: {} }),
-    flush: () => sink.flush!(),
-    close: () => sink.close!(),
-  };
-}
+const directSink = (cfg: Cfg, serializer: string) => directSinkOf('gcs', 'gcs-direct', cfg, serializer);
 
 const objectRecords = (p: string) => peer.objects(BUCKET, p).flatMap((o) => JSON.parse(o.data.toString('utf8')) as Rec[]);
 

@@ -12,7 +12,6 @@ import { runInNewContext } from 'node:vm';
 import { setFlagsFromString } from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { loadPipelineText } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
@@ -27,7 +26,7 @@ import { encoderFor } from '../../src/engine/plan.js';
 import type { ConnectionState, ProcessedFiles, SourceUnit } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, type Cfg, type Rec } from './conformance.js';
-import { outputRecords, until } from './helpers.js';
+import { loadPipeline, outputRecords, until } from './helpers.js';
 import { BUCKET, getObject, KEYS, listKeys, putObject, s3Fixture, s3rverPeer, type S3rverPeer } from './peers/s3rver.js';
 
 conformance(s3Fixture);
@@ -45,11 +44,7 @@ const prefix = (what: string) => `own/${process.pid}-${++seq}-${what}/`;
 const base = () => ({ type: 's3', bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
 const ndjson = (from: number, n: number, pad = 16) => Array.from({ length: n }, (_, i) => JSON.stringify({ seq: from + i, pad: 'x'.repeat(pad) }) + '\n').join('');
 
-function load(pipeline: Cfg) {
-  const r = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} });
-  if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
-  return r.config;
-}
+const load = loadPipeline;
 
 /** One manual run of the s3 source into local NDJSON. */
 async function runSource(source: Cfg, opts: { processed?: ProcessedFiles; extra?: Cfg; signal?: AbortSignal } = {}) {

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
 import { freePort } from '../../helpers/net.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { pollingCollector } from './polling.js';
 
 export const DEV_ACCOUNT = 'devstoreaccount1';
 /** Azurite's published development key (not a secret). */
@@ -155,26 +156,12 @@ export const azuriteFixture: PeerFixture = {
 
 /** Reads the blobs under `prefix` every 100 ms until closed (records() answers at once); deletes them on close. */
 async function poll(cc: ContainerClient, prefix: string): Promise<Collector> {
-  let got: Rec[] = [];
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        got = (await blobsUnder(cc, prefix)).flatMap((b) => JSON.parse(b.data.toString('utf8')) as Rec[]);
-      } catch {
-        // Azurite restarting: keep what was read last.
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  return {
-    records: () => got,
-    async close() {
-      stopped = true;
-      await loop;
+  // While Azurite restarts, what was read last stays.
+  return pollingCollector(async () => (await blobsUnder(cc, prefix)).flatMap((b) => JSON.parse(b.data.toString('utf8')) as Rec[]), {
+    onClose: async () => {
       for await (const b of cc.listBlobsFlat({ prefix })) await cc.deleteBlob(b.name).catch(() => undefined);
     },
-  };
+  });
 }
 
 /**

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createClient, ClickHouseLogLevel, type ClickHouseClient } from '@clickhouse/client';
 import { freePort } from '../../helpers/net.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { pollingCollector } from './polling.js';
 import { peerProcess } from './process.js';
 
 export const SERVER_BINARY = '/usr/sbin/clickhouse-server';
@@ -125,21 +126,7 @@ const SINK_TABLE = 'svc_conformance_sink';
 
 /** Reads a channel's rows every 100 ms until closed (records() answers at once). */
 function poll(server: ClickhouseServer, channel: string): Collector {
-  let got: Rec[] = [];
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      got = await server.rows(`SELECT seq, pad FROM ${SINK_TABLE} WHERE channel = '${channel}'`).catch(() => got);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  return {
-    records: () => got,
-    async close() {
-      stopped = true;
-      await loop;
-    },
-  };
+  return pollingCollector(() => server.rows(`SELECT seq, pad FROM ${SINK_TABLE} WHERE channel = '${channel}'`));
 }
 
 export const clickhouseFixture: PeerFixture = {

@@ -22,10 +22,9 @@
 // Tests can make chosen items fail (400 or 429), fail whole requests, lose answers, serve https,
 // make a user read-only (403 on _bulk), and restart the listener.
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { loopbackServer } from './http.js';
 
 export type Flavor = 'elasticsearch' | 'opensearch';
 
@@ -576,28 +575,7 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     }
   };
 
-  const server: Server = opts.tls ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key }) : createServer();
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch((e: Error) => {
-      if (!res.headersSent) send(res, 500, errorBody(500, { type: 'exception', reason: e.message }));
-    });
-  });
-  server.on('clientError', (_e, socket) => socket.destroy());
-  const listen = (port: number) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  await listen(0);
-  const port = (server.address() as AddressInfo).port;
-  const closeServer = () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+  const { port, restart, close: closeServer } = await loopbackServer(opts.tls, handle, (res, e) => send(res, 500, errorBody(500, { type: 'exception', reason: e.message })));
 
   return {
     flavor,
@@ -618,11 +596,7 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     failRequests: (statuses) => void requestFailures.push(...statuses),
     loseAnswers: (n) => void (answersToLose += n),
     openScrolls: () => [...scrolls.values()].filter((s) => Date.now() <= s.expiresAt).length,
-    async restart(downMs) {
-      await closeServer();
-      await new Promise((r) => setTimeout(r, downMs));
-      await listen(port);
-    },
+    restart,
     close: closeServer,
   };
 }

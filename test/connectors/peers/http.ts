@@ -182,28 +182,7 @@ export async function startHttpPeer(opts: HttpPeerOptions = {}): Promise<HttpPee
     }
   };
 
-  const server: Server = opts.tls ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key }) : createHttpServer();
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch((e: Error) => {
-      if (!res.headersSent) send(res, 500, { error: e.message });
-    });
-  });
-  server.on('clientError', (_e, socket) => socket.destroy());
-  const listen = (port: number) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  await listen(0);
-  const port = (server.address() as AddressInfo).port;
-  const closeServer = () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+  const { port, restart, close: closeServer } = await loopbackServer(opts.tls, handle, (res, e) => send(res, 500, { error: e.message }));
 
   return {
     url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
@@ -222,12 +201,51 @@ export async function startHttpPeer(opts: HttpPeerOptions = {}): Promise<HttpPee
     delay(channel, ms, times = Infinity) {
       delays.set(channel, { ms, left: times });
     },
-    async restart(downMs) {
-      await closeServer();
+    restart,
+    close: closeServer,
+  };
+}
+
+/**
+ * A node:http (or https, with `tls`) server on a free loopback port, running `handle` for each
+ * request (`fail` answers when it throws, unless headers went out already). restart(downMs): cuts
+ * every connection, refuses new ones for `downMs`, then listens on the same port again.
+ */
+export async function loopbackServer(
+  tls: { cert: string; key: string } | undefined,
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<unknown>,
+  fail: (res: ServerResponse, e: Error) => void,
+) {
+  const server: Server = tls ? createHttpsServer({ cert: tls.cert, key: tls.key }) : createHttpServer();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((e: Error) => {
+      if (!res.headersSent) fail(res, e);
+    });
+  });
+  server.on('clientError', (_e, socket) => socket.destroy());
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  await listen(0);
+  const port = (server.address() as AddressInfo).port;
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  return {
+    port,
+    close,
+    async restart(downMs: number) {
+      await close();
       await new Promise((r) => setTimeout(r, downMs));
       await listen(port);
     },
-    close: closeServer,
   };
 }
 

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../helpers/net.js';
 import type { Peer, PeerFixture } from '../conformance.js';
+import { pollingCollector } from './polling.js';
 import { peerProcess } from './process.js';
 
 export const ADMIN = { user: 'admin', password: 'admin-secret' };
@@ -112,25 +113,8 @@ export const influxdbV1SinkFixture: PeerFixture = {
     return {
       sink: {
         config: (ch) => ({ type: 'influxdb', api: 'v1', url: peer.url, token: peer.token, org: 'unused', bucket: 'svc', measurement: ch, tag_fields: ['seq'] }),
-        async collect(ch) {
-          let records: { seq: number }[] = [];
-          let stopped = false;
-          const loop = (async () => {
-            while (!stopped) {
-              // While the server restarts, keep what was read last.
-              const rows = await peer.rows(`SELECT * FROM "${ch}"`, 'svc').catch(() => undefined);
-              if (rows) records = rows.map((r) => ({ ...r, seq: Number(r.seq) }));
-              await new Promise((r) => setTimeout(r, 100));
-            }
-          })();
-          return {
-            records: () => records,
-            async close() {
-              stopped = true;
-              await loop;
-            },
-          };
-        },
+        // While the server restarts, what was read last stays.
+        collect: async (ch) => pollingCollector(() => peer.rows(`SELECT * FROM "${ch}"`, 'svc').then((rows) => rows.map((r) => ({ ...r, seq: Number(r.seq) })))),
       },
       wrongPort: (cfg) => ({ ...cfg, url: 'http://127.0.0.1:1' }),
       wrongCredentials: (cfg) => ({ ...cfg, token: 'admin:wrong-password' }),

@@ -33,6 +33,7 @@ import { gunzipSync } from 'node:zlib';
 import { InfluxDB, Point } from '@influxdata/influxdb-client';
 import { freePort } from '../../helpers/net.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { pollingCollector } from './polling.js';
 import { peerProcess } from './process.js';
 
 export const PEER_VERSION = 'v2.7.4';
@@ -605,23 +606,7 @@ export async function queryRecords(peer: Pick<InfluxV2Peer, 'url' | 'token' | 'o
 
 /** Reads a measurement every 100 ms until closed; the sink writes `seq` as a tag, read back as a number. */
 function poll(peer: InfluxV2Peer, measurement: string): Collector {
-  let got: Rec[] = [];
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      got = await queryRecords(peer, measurement)
-        .then((rows) => rows.map((r) => ({ ...r, seq: Number(r.seq) })))
-        .catch(() => got);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
-  return {
-    records: () => got,
-    async close() {
-      stopped = true;
-      await loop;
-    },
-  };
+  return pollingCollector(() => queryRecords(peer, measurement).then((rows) => rows.map((r) => ({ ...r, seq: Number(r.seq) }))));
 }
 
 export const influxdbFixture: PeerFixture = {

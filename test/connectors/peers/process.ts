@@ -5,7 +5,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 
-const portOpen = (port: number) =>
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+export const portOpen = (port: number) =>
   new Promise<boolean>((resolve) => {
     const s = connect({ host: '127.0.0.1', port }, () => {
       s.destroy();
@@ -22,18 +23,23 @@ export interface PeerProcess {
   pid(): number;
 }
 
-export function peerProcess(command: string, args: string[], port: number): PeerProcess {
+/**
+ * `detached`: started in a process group of its own, and kill() SIGKILLs the whole group (a server
+ * that forks per session). `name`: how errors name it (default: `command`).
+ */
+export function peerProcess(command: string, args: string[], port: number, opts: { detached?: boolean; name?: string } = {}): PeerProcess {
   let child: ChildProcess | undefined;
   let log = '';
+  const name = opts.name ?? command;
   return {
     async start() {
-      const c = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+      const c = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
       child = c;
       for (const s of [c.stdout!, c.stderr!]) s.setEncoding('utf8').on('data', (t: string) => (log = (log + t).slice(-4000)));
       const end = Date.now() + 15_000;
       while (!(await portOpen(port))) {
-        if (c.exitCode !== null) throw new Error(`${command} exited (${c.exitCode}): ${log}`);
-        if (Date.now() > end) throw new Error(`${command} did not listen on ${port}: ${log}`);
+        if (c.exitCode !== null) throw new Error(`${name} exited (${c.exitCode}): ${log}`);
+        if (Date.now() > end) throw new Error(`${name} did not listen on ${port}: ${log}`);
         await new Promise((r) => setTimeout(r, 30));
       }
     },
@@ -42,7 +48,13 @@ export function peerProcess(command: string, args: string[], port: number): Peer
       child = undefined;
       if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = once(c, 'exit');
-      c.kill('SIGKILL');
+      if (opts.detached) {
+        try {
+          process.kill(-c.pid!, 'SIGKILL'); // the process and everything it forked
+        } catch {
+          c.kill('SIGKILL');
+        }
+      } else c.kill('SIGKILL');
       await exited;
     },
     pid: () => child?.pid ?? -1,

@@ -6,14 +6,14 @@
 // and dropSessions() kills only the session processes, so connections drop while it keeps listening.
 // The test writes and reads the home directory on disk directly (publish, collect). ftpProxy() puts
 // a TCP proxy in front of it that cuts one transfer after an exact number of bytes.
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../helpers/net.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { peerProcess } from './process.js';
 
 export const PURE_FTPD = '/usr/sbin/pure-ftpd';
 /** uid and gid of `nobody`: the virtual users' files belong to it. */
@@ -37,15 +37,6 @@ export interface PureFtpd {
   restart(): Promise<void>;
   stop(): Promise<void>;
 }
-
-const portOpen = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = connect({ host: '127.0.0.1', port }, () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.on('error', () => resolve(false));
-  });
 
 /** Pids of every descendant of `pid` (from /proc). */
 function descendants(pid: number): number[] {
@@ -109,31 +100,9 @@ export async function pureFtpd(opts: { tls?: boolean } = {}): Promise<PureFtpd> 
     '-c', '100', '-C', '100', // sessions: the tests open several at once
     ...tlsArgs,
   ];
-  let child: ChildProcess | undefined;
-  let log = '';
-  const start = async () => {
-    const c = spawn(PURE_FTPD, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    child = c;
-    for (const s of [c.stdout!, c.stderr!]) s.setEncoding('utf8').on('data', (t: string) => (log = (log + t).slice(-4000)));
-    const end = Date.now() + 15_000;
-    while (!(await portOpen(port))) {
-      if (c.exitCode !== null) throw new Error(`pure-ftpd exited (${c.exitCode}): ${log}`);
-      if (Date.now() > end) throw new Error(`pure-ftpd did not listen on ${port}: ${log}`);
-      await new Promise((r) => setTimeout(r, 30));
-    }
-  };
-  const kill = async () => {
-    const c = child;
-    child = undefined;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    const exited = once(c, 'exit');
-    try {
-      process.kill(-c.pid!, 'SIGKILL'); // the server and every session it forked
-    } catch {
-      c.kill('SIGKILL');
-    }
-    await exited;
-  };
+  const proc = peerProcess(PURE_FTPD, args, port, { detached: true, name: 'pure-ftpd' });
+  const start = () => proc.start();
+  const kill = () => proc.kill();
   await start();
   return {
     host: '127.0.0.1',
@@ -144,7 +113,8 @@ export async function pureFtpd(opts: { tls?: boolean } = {}): Promise<PureFtpd> 
     password: PASSWORD,
     certFile,
     dropSessions() {
-      const pids = child?.pid ? descendants(child.pid) : [];
+      const pid = proc.pid();
+      const pids = pid > 0 ? descendants(pid) : [];
       for (const p of pids) {
         try {
           process.kill(p, 'SIGKILL');

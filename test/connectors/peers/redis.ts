@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from '../../helpers/daemon.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { pollingCollector } from './polling.js';
 import { peerProcess } from './process.js';
 
 export const SHARED = { host: '127.0.0.1', port: 6379 };
@@ -73,22 +74,7 @@ export async function contents(r: Redis, key: string, mode: 'list' | 'stream'): 
 
 /** Reads `key` every 50 ms until closed (records() must answer at once); deletes it on close. */
 async function poll(r: Redis, key: string, mode: 'list' | 'stream'): Promise<Collector> {
-  let got: Rec[] = [];
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      got = await contents(r, key, mode).catch(() => got);
-      await new Promise((res) => setTimeout(res, 50));
-    }
-  })();
-  return {
-    records: () => got,
-    async close() {
-      stopped = true;
-      await loop;
-      await r.del(key).catch(() => {});
-    },
-  };
+  return pollingCollector(() => contents(r, key, mode), { everyMs: 50, onClose: () => r.del(key).catch(() => {}) });
 }
 
 /** Deletes every key of this test process (`svc_redis_<pid>_*`: the data, processing lists, stored IDs). */

@@ -18,6 +18,7 @@ import Database from 'better-sqlite3';
 import { createConnection, type Connection as MyConn } from 'mysql2/promise';
 import pg from 'pg';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { pollingCollector } from './polling.js';
 
 export type Engine = 'postgres' | 'mariadb' | 'sqlite';
 
@@ -153,21 +154,7 @@ export const startDb = (engine: Engine): Promise<TestDb> => (engine === 'postgre
 
 /** Reads the table every 50 ms until closed (records() answers at once; a locked or busy read keeps the last rows). */
 function poll(db: TestDb, table: string): Collector {
-  let got: Rec[] = [];
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      got = await db.exec(`SELECT seq, pad FROM ${table}`).catch(() => got);
-      await new Promise((res) => setTimeout(res, 50));
-    }
-  })();
-  return {
-    records: () => got,
-    async close() {
-      stopped = true;
-      await loop;
-    },
-  };
+  return pollingCollector(() => db.exec(`SELECT seq, pad FROM ${table}`), { everyMs: 50 });
 }
 
 export function sqlFixture(engine: Engine): PeerFixture {

@@ -162,7 +162,20 @@ describe('s3 sink: at-least-once across runs', () => {
     expect(second.status, JSON.stringify(second)).toBe('success');
     expect(second.records_in).toBeGreaterThan(0);
     expect(second.records_in).toBeLessThan(1000);
-    const records = (await Promise.all((await listKeys(peer.client, p)).map(async (o) => JSON.parse((await getObject(peer.client, o.key)).body.toString()) as Rec[]))).flat();
+    // s3rver writes an object's file in place: killed in the middle of a PUT, it can keep that object
+    // cut short (real S3 never shows a partial object). The upload it belonged to failed and its input
+    // was read again, so such a leftover is not counted, and at most the one in flight can exist.
+    const bodies = await Promise.all((await listKeys(peer.client, p)).map(async (o) => (await getObject(peer.client, o.key)).body.toString()));
+    const whole = bodies.filter((b) => {
+      try {
+        JSON.parse(b);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    expect(bodies.length - whole.length).toBeLessThanOrEqual(1);
+    const records = whole.flatMap((b) => JSON.parse(b) as Rec[]);
     const { missing, duplicates } = checkSequence(records, 1000);
     console.log(`[s3] sink through a restart: first run ${first.errors.length} notes, next run re-read ${second.records_in} records; ${missing.length} missing, ${duplicates} duplicates`);
     expect(missing).toEqual([]);

@@ -37,6 +37,7 @@ import restSink from './connectors/rest/sink.js';
 import s3Sink from './connectors/s3/sink.js';
 import sftpSink from './connectors/sftp/sink.js';
 import sqlSink from './connectors/sql/sink.js';
+import vesSink from './connectors/ves/sink.js';
 import websocketSink from './connectors/websocket/sink.js';
 import localSink from './sinks/local.js';
 
@@ -89,7 +90,7 @@ export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
   localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, sqlSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, sqlSink, websocketSink,
+  localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, sqlSink, vesSink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

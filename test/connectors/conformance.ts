@@ -43,6 +43,11 @@ export interface SourceSide {
    * subscription in place before publishing: the suite waits for `connected` and this much more.
    */
   settleMs?: number;
+  /**
+   * Transforms that bring each published body's fields (`seq`) back to the top of the record, for
+   * sources whose record is a protocol envelope around the body (a syslog message, a trap varbind).
+   */
+  transforms?: Cfg[];
 }
 
 export interface SinkSide {
@@ -126,12 +131,13 @@ function recordingTelemetry() {
 }
 
 /** A stream pipeline from the connector's source into local NDJSON files; returns its run handle. */
-function startSourceRun(name: string, source: Cfg, outDirs: string[], extra: Cfg = {}) {
+function startSourceRun(name: string, side: SourceSide, source: Cfg, outDirs: string[], extra: Cfg = {}) {
   const config = loadPipeline({
     name,
     schedule: { type: 'stream' },
     source,
     serializer_in: { type: 'json' },
+    ...(side.transforms ? { transforms: side.transforms } : {}),
     serializer_out: { type: 'ndjson' },
     sinks: outDirs.map((d) => ({ type: 'local', path: d, filename_template: 'out.ndjson' })),
     ...extra,
@@ -257,7 +263,7 @@ export function conformance(fixture: PeerFixture) {
         it.runIf(streamish)('opens and closes: connecting, connected, and a clean end when stopped', async () => {
           const ch = uniqueChannel(type);
           await peer.source!.prepare?.(ch);
-          const run = startSourceRun(`conf-open-${type}`, peer.source!.config(ch), [tempDir('svc-conf-out-')]);
+          const run = startSourceRun(`conf-open-${type}`, peer.source!, peer.source!.config(ch), [tempDir('svc-conf-out-')]);
           await until(() => run.tel.last('source') === 'connected', 15_000, 'connected');
           run.stop.abort();
           const rec = await run.done;
@@ -270,7 +276,7 @@ export function conformance(fixture: PeerFixture) {
           const ch = uniqueChannel(type);
           await peer.source!.prepare?.(ch);
           const outs = Array.from({ length: sinks }, () => tempDir('svc-conf-out-'));
-          const run = startSourceRun(`conf-${n}-${type}`, peer.source!.config(ch), outs, extra);
+          const run = startSourceRun(`conf-${n}-${type}`, peer.source!, peer.source!.config(ch), outs, extra);
           await until(() => run.tel.last('source') === 'connected', 15_000, 'connected');
           await new Promise((r) => setTimeout(r, peer.source!.settleMs ?? 0));
           await peer.source!.publish(ch, bodies(0, n));
@@ -289,7 +295,7 @@ export function conformance(fixture: PeerFixture) {
           await peer.source!.prepare?.(ch);
           await peer.source!.publish(ch, bodies(0, n));
           const outs = Array.from({ length: sinks }, () => tempDir('svc-conf-out-'));
-          const run = startSourceRun(`conf-batch-${n}-${type}`, peer.source!.config(ch), outs, { ...extra, schedule: { type: 'manual' } });
+          const run = startSourceRun(`conf-batch-${n}-${type}`, peer.source!, peer.source!.config(ch), outs, { ...extra, schedule: { type: 'manual' } });
           const rec = await run.done;
           expect(rec.status, JSON.stringify(rec)).toBe('success');
           expect(rec.errors).toEqual([]);
@@ -323,7 +329,7 @@ export function conformance(fixture: PeerFixture) {
             await peer.source!.prepare?.(ch);
             const out = tempDir('svc-conf-out-');
             const cfg = { ...peer.source!.config(ch), reconnect_delay_seconds: 0.2 };
-            const run = startSourceRun(`conf-restart-${type}`, cfg, [out]);
+            const run = startSourceRun(`conf-restart-${type}`, peer.source!, cfg, [out]);
             await until(() => run.tel.last('source') === 'connected', 15_000, 'connected');
             await new Promise((r) => setTimeout(r, peer.source!.settleMs ?? 0));
             await peer.source!.publish(ch, bodies(0, 500));

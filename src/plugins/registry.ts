@@ -5,6 +5,7 @@ import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin,
 import amqpSource from './connectors/amqp/source.js';
 import azureBlobSource from './connectors/azure_blob/source.js';
 import clickhouseSource from './connectors/clickhouse/source.js';
+import corbaSource from './connectors/corba/source.js';
 import elasticsearchSource from './connectors/elasticsearch/source.js';
 import influxdbSource from './connectors/influxdb/source.js';
 import ftpSource from './connectors/ftp/source.js';
@@ -87,7 +88,7 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, sqlSource, websocketSource,
+  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, sqlSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
   localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, sqlSink, vesSink, websocketSink,

@@ -1,6 +1,6 @@
 // Real Debian SNMP peers for tests and benchmarks: snmpd, snmptrapd and snmpsimd started on
 // loopback ephemeral ports with their state in a temp dir, and the net-snmp command-line tools.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,15 +23,9 @@ export async function freeUdpPort(): Promise<number> {
   return port;
 }
 
-/** Runs a net-snmp tool; resolves with stdout (rejects with stderr on failure). */
-export function run(cmd: string, args: string[], timeoutMs = 20_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 << 20, env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent' } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`));
-      else resolve(stdout);
-    });
-  });
-}
+/** Runs a net-snmp tool (in a persistent directory of its own); resolves with stdout (rejects with stderr on failure). */
+import { snmpTool } from './netsnmp.js';
+export const run = snmpTool;
 
 async function startPeer(cmd: string, args: (port: number, dir: string) => string[], files: (dir: string) => Record<string, string>, ready: (out: string) => boolean): Promise<Peer> {
   const dir = mkdtempSync(join(tmpdir(), `svc-${cmd.split('/').pop()}-`));

@@ -10,6 +10,7 @@ import elasticsearchSource from './connectors/elasticsearch/source.js';
 import influxdbSource from './connectors/influxdb/source.js';
 import ftpSource from './connectors/ftp/source.js';
 import gcsSource from './connectors/gcs/source.js';
+import gnmiSource from './connectors/gnmi/source.js';
 import kafkaSource from './connectors/kafka/source.js';
 import mqttSource from './connectors/mqtt/source.js';
 import natsSource from './connectors/nats/source.js';
@@ -88,7 +89,7 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, sqlSource, websocketSource,
+  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, sqlSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
   localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, sqlSink, vesSink, websocketSink,

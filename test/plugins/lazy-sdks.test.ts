@@ -30,6 +30,8 @@ const HEAVY = [
   'mqtt',
   'mqtt-packet',
   '@nats-io/transport-node',
+  '@grpc/grpc-js',
+  '@grpc/proto-loader',
   'ws',
   'undici',
 ];

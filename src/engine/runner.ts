@@ -68,6 +68,8 @@ export interface RunOptions {
 export interface RunTelemetry {
   connection(component: string, type: string, state: ConnectionState): void;
   consumerLag?(topic: string, partition: number, lag: number): void;
+  snmpPoll?(target: string, seconds: number, error?: string): void;
+  dropped?(component: string, type: string, reason: string, n: number): void;
 }
 
 /** Where the state of a pipeline's stateful transforms is kept, keyed by transform instance. */
@@ -295,7 +297,7 @@ class PipelineRun {
   private component(component: string, type: string): Pick<PluginContext, 'component' | 'telemetry'> {
     const t = this.opts.telemetry;
     if (!t) return { component };
-    return { component, telemetry: { connection: (state) => t.connection(component, type, state), consumerLag: t.consumerLag?.bind(t) } };
+    return { component, telemetry: { connection: (state) => t.connection(component, type, state), consumerLag: t.consumerLag?.bind(t), snmpPoll: t.snmpPoll?.bind(t), dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)) } };
   }
 
   private async *counted(stream: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {

@@ -49,6 +49,28 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  /** snmp_poll: time to poll each target, and its failures by reason. */
+  readonly snmpPollSeconds = new Histogram({
+    name: 'svc_snmp_poll_seconds',
+    help: 'Time snmp_poll took to poll one target (all its requests), per target.',
+    labelNames: ['pipeline', 'target'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly snmpPollErrors = new Counter({
+    name: 'svc_snmp_poll_errors_total',
+    help: 'Targets snmp_poll could not poll, per target and reason (timeout, unreachable, refused, deadline, error).',
+    labelNames: ['pipeline', 'target', 'reason'],
+    registers: [this.registry],
+  });
+
+  readonly sourceDropped = new Counter({
+    name: 'svc_source_dropped_total',
+    help: 'Messages a listening source dropped because its senders cannot be slowed down (UDP syslog and traps while the pipeline is behind; traps with a wrong community or user), by reason.',
+    labelNames: ['pipeline', 'component', 'type', 'reason'],
+    registers: [this.registry],
+  });
+
   /** Events of stateful transforms, by TransformEvent name (plus state_io: loads and saves). */
   readonly transformEvents = {
     counter_wraps: this.counter('svc_transform_counter_wraps_total', 'Counter wraps (32/64-bit) that counter_delta bridged.'),
@@ -76,8 +98,8 @@ export class Metrics {
   }
 
   /** Connector series by pipeline, keyed by metric name and labels (which vary), for forget(). */
-  private readonly labelled = new Map<string, Map<string, { metric: Gauge<string> | Counter<string>; labels: Record<string, string> }>>();
-  private track(name: string, metric: Gauge<string> | Counter<string>, labels: Record<string, string>) {
+  private readonly labelled = new Map<string, Map<string, { metric: Gauge<string> | Counter<string> | Histogram<string>; labels: Record<string, string> }>>();
+  private track(name: string, metric: Gauge<string> | Counter<string> | Histogram<string>, labels: Record<string, string>) {
     let m = this.labelled.get(labels.pipeline!);
     if (!m) this.labelled.set(labels.pipeline!, (m = new Map()));
     m.set(name + JSON.stringify(labels), { metric, labels });
@@ -106,6 +128,21 @@ export class Metrics {
         const all = { pipeline, topic: '', partition: '' };
         this.kafkaConsumerLag.set(all, total);
         this.track('lag', this.kafkaConsumerLag, all);
+      },
+      dropped: (component, type, reason, n) => {
+        const labels = { pipeline, component, type, reason };
+        this.sourceDropped.inc(labels, n);
+        this.track('dropped', this.sourceDropped, labels);
+      },
+      snmpPoll: (target, seconds, error) => {
+        const labels = { pipeline, target };
+        this.snmpPollSeconds.observe(labels, seconds);
+        this.track('snmp_poll', this.snmpPollSeconds, labels);
+        if (error) {
+          const e = { pipeline, target, reason: error };
+          this.snmpPollErrors.inc(e);
+          this.track('snmp_poll_errors', this.snmpPollErrors, e);
+        }
       },
     };
   }

@@ -79,6 +79,10 @@ export interface ComponentTelemetry {
   connection(state: ConnectionState): void;
   /** Kafka: messages between the committed offset and the partition's high watermark. */
   consumerLag?(topic: string, partition: number, lag: number): void;
+  /** snmp_poll: one target polled in `seconds`; `error` is the failure reason (timeout, refused...) when it failed. */
+  snmpPoll?(target: string, seconds: number, error?: string): void;
+  /** Listeners that cannot slow their senders (UDP): `n` messages dropped, with the reason class (queue_full, community...). */
+  dropped?(reason: string, n: number): void;
 }
 
 /**

@@ -137,7 +137,7 @@ while sent < total:
 print(json.dumps({"sent": sent, "seconds": time.perf_counter() - t0}))
 `;
 
-function blast(port: number, rate: number, seconds: number): Promise<{ sent: number; seconds: number }> {
+export function blast(port: number, rate: number, seconds: number): Promise<{ sent: number; seconds: number }> {
   const pdu = {
     type: PduType.TrapV2, requestId: 1, errorStatus: 0, errorIndex: 0,
     varbinds: [

@@ -18,6 +18,7 @@ import redisSource from './connectors/redis/source.js';
 import restSource from './connectors/rest/source.js';
 import s3Source from './connectors/s3/source.js';
 import sftpSource from './connectors/sftp/source.js';
+import snmpTrapSource from './connectors/snmp_trap/source.js';
 import sqlSource from './connectors/sql/source.js';
 import websocketSource from './connectors/websocket/source.js';
 import localSource from './sources/local.js';
@@ -38,6 +39,7 @@ import redisSink from './connectors/redis/sink.js';
 import restSink from './connectors/rest/sink.js';
 import s3Sink from './connectors/s3/sink.js';
 import sftpSink from './connectors/sftp/sink.js';
+import snmpTrapSink from './connectors/snmp_trap/sink.js';
 import sqlSink from './connectors/sql/sink.js';
 import vesSink from './connectors/ves/sink.js';
 import websocketSink from './connectors/websocket/sink.js';
@@ -89,10 +91,10 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, sqlSource, websocketSource,
+  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, snmpTrapSource, sqlSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
-  localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, sqlSink, vesSink, websocketSink,
+  localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, snmpTrapSink, sqlSink, vesSink, websocketSink,
 ]);
 export const serializers: ReadonlyMap<string, SerializerPlugin> = byKey<SerializerPlugin>([
   avroSerializer,

@@ -18,6 +18,7 @@ import redisSource from './connectors/redis/source.js';
 import restSource from './connectors/rest/source.js';
 import s3Source from './connectors/s3/source.js';
 import sftpSource from './connectors/sftp/source.js';
+import snmpPollSource from './connectors/snmp_poll/source.js';
 import snmpTrapSource from './connectors/snmp_trap/source.js';
 import sqlSource from './connectors/sql/source.js';
 import websocketSource from './connectors/websocket/source.js';
@@ -91,7 +92,7 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, snmpTrapSource, sqlSource, websocketSource,
+  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, snmpPollSource, snmpTrapSource, sqlSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
   localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, snmpTrapSink, sqlSink, vesSink, websocketSink,

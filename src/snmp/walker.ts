@@ -32,12 +32,21 @@ export function compareOidStrings(a: string, b: string): number {
 }
 
 export async function walk(opts: WalkOptions): Promise<VarBind[]> {
+  const session = await SnmpSession.open(opts);
+  try {
+    return await walkSession(session, opts);
+  } finally {
+    session.close();
+  }
+}
+
+/** A walk over a session that is already open (several walks to one agent share its socket and v3 engine). */
+export async function walkSession(session: SnmpSession, opts: Pick<WalkOptions, 'oid' | 'maxRepetitions' | 'maxOids'>): Promise<VarBind[]> {
   const root = parseOid(opts.oid ?? '1.3.6.1.2.1', 'start OID', true);
   const maxRep = opts.maxRepetitions ?? 25;
   if (!Number.isInteger(maxRep) || maxRep < 1 || maxRep > 1000) throw new SnmpInputError(`max_repetitions must be 1..1000, got ${maxRep}`);
   const limit = opts.maxOids ?? 1_000_000;
-  const session = await SnmpSession.open(opts);
-  try {
+  {
     const out: VarBind[] = [];
     // A one-arc root (".1") cannot be encoded: ask from its first child, as net-snmp does.
     let last = root.includes('.') ? root : `${root}.0`;
@@ -81,7 +90,5 @@ export async function walk(opts: WalkOptions): Promise<VarBind[]> {
       if (vb && vb.type !== 'NoSuchObject' && vb.type !== 'NoSuchInstance' && vb.type !== 'EndOfMibView') out.push(vb);
     }
     return out;
-  } finally {
-    session.close();
   }
 }

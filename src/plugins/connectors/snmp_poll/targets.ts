@@ -1,0 +1,144 @@
+// The agents one snmp_poll run polls: `host` (one agent), a `targets` list, or a `targets_file`
+// read at the start of each run. Each target inherits the top-level SNMP fields and may override
+// its port, community, version and SNMPv3 fields; `_target` is its `name`, else host:port.
+import { readFile } from 'node:fs/promises';
+import { parse as parseYaml } from 'yaml';
+import { SourceError } from '../../../errors.js';
+import type { SnmpVersion } from '../../../snmp/message.js';
+import type { TargetOptions } from '../../../snmp/session.js';
+import type { UsmUserConfig } from '../../../snmp/usm.js';
+
+/** The per-target SNMP fields (top level and targets entries). */
+export interface SnmpFields {
+  port?: number;
+  community?: string;
+  version?: SnmpVersion;
+  security_name?: string;
+  auth_protocol?: string;
+  auth_key?: string;
+  priv_protocol?: string;
+  priv_key?: string;
+  context_name?: string;
+}
+
+export interface TargetEntry extends SnmpFields {
+  host: string;
+  name?: string;
+}
+
+export interface PollTarget {
+  /** `_target` of its records: the entry's name, else host:port. */
+  id: string;
+  host: string;
+  port: number;
+  version: SnmpVersion;
+  options: TargetOptions;
+}
+
+const OVERRIDES = ['port', 'community', 'version', 'security_name', 'auth_protocol', 'auth_key', 'priv_protocol', 'priv_key', 'context_name'] as const;
+
+/** `host`, `host:port`, `[v6]:port` or a bare IPv6 address. */
+export function splitHostPort(text: string): { host: string; port?: number } {
+  const s = text.trim();
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(s);
+  if (v6) return { host: v6[1]!, ...(v6[2] ? { port: Number(v6[2]) } : {}) };
+  const c = s.lastIndexOf(':');
+  if (c > 0 && s.indexOf(':') === c && /^\d+$/.test(s.slice(c + 1))) return { host: s.slice(0, c), port: Number(s.slice(c + 1)) };
+  return { host: s };
+}
+
+/** The SNMP session options of one target: its own fields over the top-level ones. */
+export function targetOf(entry: TargetEntry, top: SnmpFields & { timeout: number; retries: number }): PollTarget {
+  const f: SnmpFields = {};
+  for (const k of OVERRIDES) (f as Record<string, unknown>)[k] = entry[k] ?? top[k];
+  const port = f.port ?? 161;
+  const version = f.version ?? '2c';
+  const host = entry.host.trim();
+  const id = entry.name ?? (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+  let user: UsmUserConfig | undefined;
+  if (version === '3') {
+    if (!f.security_name) throw new SourceError(`snmp_poll: target ${id}: SNMPv3 needs security_name`);
+    user = {
+      name: f.security_name,
+      ...(f.auth_key ? { authProtocol: f.auth_protocol ?? 'SHA', authKey: f.auth_key } : {}),
+      ...(f.auth_key && f.priv_key ? { privProtocol: f.priv_protocol ?? 'AES128', privKey: f.priv_key } : {}),
+    };
+  }
+  return {
+    id,
+    host,
+    port,
+    version,
+    options: {
+      host,
+      port,
+      version,
+      community: f.community ?? 'public',
+      ...(user ? { user } : {}),
+      ...(f.context_name ? { contextName: f.context_name } : {}),
+      timeoutMs: Math.round(top.timeout * 1000),
+      retries: top.retries,
+    },
+  };
+}
+
+/**
+ * A targets file: a YAML or JSON list (of `host[:port]` strings or of objects shaped like `targets`
+ * entries), or plain text with one `host[:port]` per line (blank lines and `#` comments skipped).
+ */
+export function parseTargetsFile(text: string, file: string): TargetEntry[] {
+  const body = text.replace(/^\uFEFF/, '');
+  const first = body.replace(/^(\s*#.*\n|\s*\n)*/, '').trimStart();
+  if (first.startsWith('[') || first.startsWith('- ') || first.startsWith('-\n') || first === '-') {
+    let list: unknown;
+    try {
+      list = parseYaml(body);
+    } catch (e) {
+      throw new SourceError(`snmp_poll: targets_file ${file}: not a YAML/JSON list: ${(e as Error).message}`);
+    }
+    if (!Array.isArray(list)) throw new SourceError(`snmp_poll: targets_file ${file}: expected a list of targets`);
+    return list.map((item, i) => {
+      if (typeof item === 'string') return splitHostPort(item);
+      if (item && typeof item === 'object' && typeof (item as TargetEntry).host === 'string') return checkEntry(item as TargetEntry, `${file}: entry ${i + 1}`);
+      throw new SourceError(`snmp_poll: targets_file ${file}: entry ${i + 1} is neither "host[:port]" nor an object with host`);
+    });
+  }
+  const out: TargetEntry[] = [];
+  for (const raw of body.split(/\r?\n/)) {
+    const line = raw.replace(/#.*$/, '').trim();
+    if (line) out.push(splitHostPort(line));
+  }
+  return out;
+}
+
+const ENTRY_KEYS = new Set<string>(['host', 'name', ...OVERRIDES]);
+function checkEntry(e: TargetEntry, where: string): TargetEntry {
+  for (const k of Object.keys(e)) if (!ENTRY_KEYS.has(k)) throw new SourceError(`snmp_poll: targets_file ${where}: unknown field ${k}; use ${[...ENTRY_KEYS].join(', ')}`);
+  if (e.version !== undefined) e.version = String(e.version) as SnmpVersion;
+  if (e.version !== undefined && !['1', '2c', '3'].includes(e.version)) throw new SourceError(`snmp_poll: targets_file ${where}: version must be 1, 2c or 3`);
+  if (e.port !== undefined && (!Number.isInteger(e.port) || e.port < 1 || e.port > 65535)) throw new SourceError(`snmp_poll: targets_file ${where}: port must be 1-65535`);
+  return e;
+}
+
+/** The run's targets, in config order. */
+export async function loadTargets(c: { host?: string; targets?: TargetEntry[]; targets_file?: string }, top: SnmpFields & { timeout: number; retries: number }): Promise<PollTarget[]> {
+  let entries: TargetEntry[];
+  if (c.targets_file) {
+    let text: string;
+    try {
+      text = await readFile(c.targets_file, 'utf8');
+    } catch (e) {
+      throw new SourceError(`snmp_poll: cannot read targets_file ${c.targets_file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+    entries = parseTargetsFile(text, c.targets_file);
+  } else if (c.targets) entries = c.targets;
+  else if (c.host) entries = [{ host: c.host }];
+  else throw new SourceError('snmp_poll: set host, targets or targets_file');
+  const out = entries.map((e) => targetOf(e, top));
+  const seen = new Set<string>();
+  for (const t of out) {
+    if (seen.has(t.id)) throw new SourceError(`snmp_poll: target ${t.id} is listed twice; give each entry its own name`);
+    seen.add(t.id);
+  }
+  return out;
+}

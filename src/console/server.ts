@@ -21,6 +21,7 @@ import mibBrowseRoutes from './routes/mib-browse.js';
 import mibRoutes from './routes/mibs.js';
 import settingsRoutes from './routes/settings.js';
 import simulatorRoutes from './routes/simulator.js';
+import fleetRoutes from './routes/fleet.js';
 import statsRoutes from './routes/stats.js';
 import trapRoutes from './routes/traps.js';
 import walkRoutes from './routes/walk.js';
@@ -154,7 +155,7 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
   const shell = deps.settings.UI_DIR && existsSync(join(deps.settings.UI_DIR, 'index.html')) ? '/ui/' : 'api-only';
   app.get('/api/healthz/ui', { schema: { tags, summary: 'Operator shell probe (unauthenticated): ui is /ui/ when the web UI is served, else api-only' } }, async () => ({ status: 'ok', ui: shell }));
   await serveUi(app, { dir: deps.settings.UI_DIR, log: deps.log });
-  for (const routes of [settingsRoutes, statsRoutes, wsRoutes, simulatorRoutes, walkRoutes, trapRoutes, mibRoutes, mibBrowseRoutes]) await app.register(async (scope) => routes(scope, deps));
+  for (const routes of [settingsRoutes, statsRoutes, wsRoutes, simulatorRoutes, fleetRoutes, walkRoutes, trapRoutes, mibRoutes, mibBrowseRoutes]) await app.register(async (scope) => routes(scope, deps));
   await app.ready();
   return app;
 }

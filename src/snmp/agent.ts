@@ -40,6 +40,13 @@ export interface AgentOptions {
   engineBoots?: number;
   overrides?: OidOverride[];
   device?: DeviceOptions | false;
+  /**
+   * A table built once by `agentTable` and shared by many agents (a fleet): served instead of
+   * `device`, without a copy per agent. Overrides and SET values still apply, on a private copy.
+   */
+  table?: AgentTable;
+  /** Handed to value functions as their second argument: what differs between agents sharing a table. */
+  context?: unknown;
   onActivity?: (entry: ActivityEntry) => void;
 }
 
@@ -48,6 +55,20 @@ interface Row {
   parts: number[];
   type: SnmpType;
   value: MibEntry['value'];
+}
+
+/** Rows sorted in OID order with their index: immutable, so agents can share one. */
+export interface AgentTable {
+  readonly rows: readonly Row[];
+  readonly index: ReadonlyMap<string, number>;
+}
+
+/** Builds a shareable table from entries (a later entry for the same OID wins). */
+export function agentTable(entries: Iterable<MibEntry | VarBind>): AgentTable {
+  const byOid = new Map<string, Row>();
+  for (const r of entries) byOid.set(r.oid, { oid: r.oid, type: r.type, value: r.value as MibEntry['value'], parts: oidParts(r.oid) });
+  const rows = [...byOid.values()].sort((a, b) => compareOids(a.parts, b.parts));
+  return { rows, index: new Map(rows.map((r, i) => [r.oid, i])) };
 }
 
 const REQUEST_NAMES: Record<number, string> = { 0xa0: 'get', 0xa1: 'getnext', 0xa3: 'set', 0xa5: 'getbulk' };
@@ -63,8 +84,8 @@ const EXCEPTION_TYPES = new Set<SnmpType>(['Null', 'NoSuchObject', 'NoSuchInstan
 
 
 export class SnmpAgent extends UdpService {
-  private rows: Row[] = [];
-  private index = new Map<string, number>();
+  private rows: readonly Row[] = [];
+  private index: ReadonlyMap<string, number> = new Map<string, number>();
   private users = new Map<string, { user: UsmUser; local: LocalUser }>();
   readonly engineId: Buffer;
   readonly engineBoots: number;
@@ -92,13 +113,16 @@ export class SnmpAgent extends UdpService {
     });
     // Kept: a SET rebuilds the table from opts.overrides and must not bring back older ones.
     this.opts.overrides = list;
-    const byOid = new Map<string, Row>();
-    const device = this.opts.device === false ? [] : defaultDevice(this.opts.device ?? {});
-    for (const r of device) byOid.set(r.oid, { ...r, parts: oidParts(r.oid) });
-    for (const r of checked) byOid.set(r.oid, { ...r, parts: oidParts(r.oid) });
-    for (const r of this.writable.values()) byOid.set(r.oid, { ...r, parts: oidParts(r.oid) });
-    this.rows = [...byOid.values()].sort((a, b) => compareOids(a.parts, b.parts));
-    this.index = new Map(this.rows.map((r, i) => [r.oid, i]));
+    const shared = this.opts.table;
+    if (shared && !checked.length && !this.writable.size) {
+      this.rows = shared.rows;
+      this.index = shared.index;
+      return;
+    }
+    const base: Iterable<MibEntry> = shared ? shared.rows : this.opts.device === false ? [] : defaultDevice(this.opts.device ?? {});
+    const t = agentTable([...base, ...checked, ...this.writable.values()]);
+    this.rows = t.rows;
+    this.index = t.index;
   }
 
   get size(): number {
@@ -111,7 +135,7 @@ export class SnmpAgent extends UdpService {
 
   private vb(i: number): VarBind {
     const r = this.rows[i]!;
-    return { oid: r.oid, type: r.type, value: typeof r.value === 'function' ? r.value(this.elapsed()) : r.value };
+    return { oid: r.oid, type: r.type, value: typeof r.value === 'function' ? r.value(this.elapsed(), this.opts.context) : r.value };
   }
 
   /** Index of the first row after the OID, or rows.length. */

@@ -6,8 +6,11 @@ import type { SnmpType, SnmpValue } from './values.js';
 export interface MibEntry {
   oid: string;
   type: SnmpType;
-  /** A constant, or a function of the seconds since the agent started. */
-  value: SnmpValue | ((elapsed: number) => SnmpValue);
+  /**
+   * A constant, or a function of the seconds since the agent started (and of the agent's
+   * `context`, for a table shared by a fleet of agents).
+   */
+  value: SnmpValue | ((elapsed: number, context?: unknown) => SnmpValue);
 }
 
 export interface DeviceOptions {

@@ -77,6 +77,7 @@ export const scenarios: Record<string, Scenario> = {
     run: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.run(1),
   },
   'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
+  'syslog-ingest': { threads: [1], run: async (threads) => (await import('./syslog-scenarios.js')).syslogIngest.run(threads) },
   // ~1 GB of 5 MB PM XML files from a private sshd through the sftp source, beside OpenSSH's sftp client (bench/sftp-scenarios.ts).
   'sftp-transfer': {
     prepare: async () => (await import('./sftp-scenarios.js')).sftpTransfer.prepare!(),

@@ -21,6 +21,7 @@ import sftpSource from './connectors/sftp/source.js';
 import snmpPollSource from './connectors/snmp_poll/source.js';
 import snmpTrapSource from './connectors/snmp_trap/source.js';
 import sqlSource from './connectors/sql/source.js';
+import syslogSource from './connectors/syslog/source.js';
 import websocketSource from './connectors/websocket/source.js';
 import localSource from './sources/local.js';
 import webhookSource from './sources/webhook.js';
@@ -92,7 +93,7 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, snmpPollSource, snmpTrapSource, sqlSource, websocketSource,
+  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, snmpPollSource, snmpTrapSource, sqlSource, syslogSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
   localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, snmpTrapSink, sqlSink, vesSink, websocketSink,

@@ -78,6 +78,7 @@ export const scenarios: Record<string, Scenario> = {
   },
   'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
   'syslog-ingest': { threads: [1], run: async (threads) => (await import('./syslog-scenarios.js')).syslogIngest.run(threads) },
+  'prom-rw-ingest': { run: async () => (await import('./prom-rw-scenarios.js')).promRwIngest.run(1) },
   // ~1 GB of 5 MB PM XML files from a private sshd through the sftp source, beside OpenSSH's sftp client (bench/sftp-scenarios.ts).
   'sftp-transfer': {
     prepare: async () => (await import('./sftp-scenarios.js')).sftpTransfer.prepare!(),

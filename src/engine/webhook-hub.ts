@@ -10,13 +10,22 @@ export interface WebhookMessage {
   receivedAt: string;
 }
 
-/** What the route answers; `{ failed }`: the body could not be stored (the reason, for a 503). */
-export type Delivery = 'queued' | 'unknown' | 'unauthorized' | 'full' | { failed: string };
+/**
+ * What the route answers; `{ failed }`: the body could not be stored (the reason, for a 503);
+ * `{ invalid }`: the source refused the body as malformed (the reason, for a 400: resending won't help).
+ */
+export type Delivery = 'queued' | 'unknown' | 'unauthorized' | 'full' | { failed: string } | { invalid: string };
 
 export interface WebhookEndpoint {
   pipeline: string;
   secret?: string;
   maxQueue: number;
+  /** Status of a 'queued' answer (default 202); 204 answers without a body (Prometheus remote write). */
+  acceptedStatus?: 200 | 202 | 204;
+  /** Checks an authorized body before it is offered: a reason when it is malformed (answered 400). */
+  validate?(m: WebhookMessage): string | undefined;
+  /** False while the queue is full: answered 503 before `validate` spends any work on the body. */
+  hasRoom?(): boolean;
   /**
    * Called with each authorized message; resolves true once the source holds it (on disk when it
    * spools), false when its queue is full; rejects when it could not be stored.
@@ -50,6 +59,11 @@ export class WebhookHub {
     return this.endpoints.has(normalizePath(path));
   }
 
+  /** The status of a 'queued' answer for `path` (202 unless its source asked for another). */
+  acceptedStatus(path: string): number {
+    return this.endpoints.get(normalizePath(path))?.acceptedStatus ?? 202;
+  }
+
   /** Spec doc 2 section 5 rule 6: with a secret, `Authorization: Bearer <secret>` is required. */
   async deliver(path: string, authorization: string | undefined, m: WebhookMessage): Promise<Delivery> {
     const ep = this.endpoints.get(normalizePath(path));
@@ -59,6 +73,9 @@ export class WebhookHub {
       const given = authorization === undefined ? undefined : /^\s*Bearer\s+(.+?)\s*$/i.exec(authorization)?.[1];
       if (given === undefined || !sameSecret(given, ep.secret)) return 'unauthorized';
     }
+    if (ep.hasRoom && !ep.hasRoom()) return 'full';
+    const invalid = ep.validate?.(m);
+    if (invalid !== undefined) return { invalid };
     try {
       return (await ep.offer(m)) ? 'queued' : 'full';
     } catch (e) {

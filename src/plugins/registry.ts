@@ -14,6 +14,7 @@ import gnmiSource from './connectors/gnmi/source.js';
 import kafkaSource from './connectors/kafka/source.js';
 import mqttSource from './connectors/mqtt/source.js';
 import natsSource from './connectors/nats/source.js';
+import prometheusRwSource from './connectors/prometheus_rw/source.js';
 import redisSource from './connectors/redis/source.js';
 import restSource from './connectors/rest/source.js';
 import s3Source from './connectors/s3/source.js';
@@ -93,7 +94,7 @@ import windowAggregate from './transforms/window_aggregate.js';
 const byKey = <P extends AnyPlugin>(list: P[]) => new Map(list.map((p) => [p.key, p] as const));
 
 export const sources: ReadonlyMap<string, SourcePlugin> = byKey<SourcePlugin>([
-  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, redisSource, restSource, s3Source, sftpSource, snmpPollSource, snmpTrapSource, sqlSource, syslogSource, websocketSource,
+  localSource, webhookSource, amqpSource, azureBlobSource, clickhouseSource, corbaSource, elasticsearchSource, influxdbSource, ftpSource, gcsSource, gnmiSource, kafkaSource, mqttSource, natsSource, prometheusRwSource, redisSource, restSource, s3Source, sftpSource, snmpPollSource, snmpTrapSource, sqlSource, syslogSource, websocketSource,
 ]);
 export const sinks: ReadonlyMap<string, SinkPlugin> = byKey<SinkPlugin>([
   localSink, amqpSink, azureBlobSink, clickhouseSink, elasticsearchSink, influxdbSink, ftpSink, gcsSink, opensearchSink, kafkaSink, mqttSink, natsSink, redisSink, restSink, s3Sink, sftpSink, snmpTrapSink, sqlSink, vesSink, websocketSink,

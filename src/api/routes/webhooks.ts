@@ -13,13 +13,19 @@ export default async function webhookRoutes(app: FastifyInstance, deps: ApiDeps)
     const path = req.params['*'];
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const outcome = await deps.webhooks.deliver(path, req.headers.authorization, { body, contentType: req.headers['content-type'], receivedAt: new Date().toISOString() });
+    if (typeof outcome === 'object' && 'invalid' in outcome) {
+      // Malformed for this source (a remote-write body that is not snappy protobuf): the sender drops it.
+      return reply.code(400).send({ detail: `the body for /webhooks/${path} was refused: ${outcome.invalid}` });
+    }
     if (typeof outcome === 'object') {
       // The spool logs the failure once per write; the sender retries.
       return reply.code(503).header('Retry-After', '1').send({ detail: `the body for /webhooks/${path} could not be stored (${outcome.failed}); retry shortly` });
     }
     switch (outcome) {
-      case 'queued':
-        return reply.code(202).send({ status: 'queued' });
+      case 'queued': {
+        const status = deps.webhooks.acceptedStatus(path);
+        return status === 204 ? reply.code(204).send() : reply.code(status).send({ status: 'queued' });
+      }
       case 'unknown':
         return reply.code(404).send({ detail: `no webhook source is registered for /webhooks/${path}` });
       case 'unauthorized':

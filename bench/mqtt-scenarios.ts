@@ -12,14 +12,11 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadPipelineText } from '../src/config/load.js';
 import type { Registry } from '../src/config/load.js';
-import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
-import { runPipeline } from '../src/engine/runner.js';
-import { silentLogger } from '../src/observability/log.js';
 import { publish, startBroker, type Broker } from '../test/connectors/peers/mosquitto.js';
 import type { Measured, Scenario } from './scenarios.js';
 import { checkSequenceFile } from './sequence.js';
+import { startStreamIngest } from './pipeline.js';
 
 const MESSAGES = Number(process.env.BENCH_MQTT_MESSAGES ?? 200_000);
 const WINDOW = 2000;
@@ -53,23 +50,6 @@ pipeline:
   sinks: [{ type: local, path: ${JSON.stringify(out)}, filename_template: ingest.ndjson }]
 `;
 
-/** Starts the mqtt source pipeline; `stop()` ends it and resolves with its run record. */
-function startIngest(yaml: string, registry?: Registry) {
-  const { config, diagnostics } = loadPipelineText(yaml, registry ? { registry } : {});
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const stop = new AbortController();
-  let connected!: () => void;
-  const ready = new Promise<void>((r) => (connected = r));
-  const done = runPipeline(config, {
-    signal: stop.signal,
-    log: silentLogger,
-    processed: new MemoryProcessedFiles(),
-    registry,
-    telemetry: { connection: (c, _t, s) => void (c === 'source' && s === 'connected' && connected()) },
-  });
-  return { ready, done, stop: () => (stop.abort(), done) };
-}
-
 /**
  * One measurement of the mqtt source: its persistent session (made before the messages were
  * published) drained into an NDJSON file; seconds from start to the last byte written.
@@ -80,7 +60,7 @@ export async function measureSource(broker: Broker, clientId: string, dir: strin
   if (opts.type) yaml = yaml.replace('type: mqtt', `type: ${opts.type}`);
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  const run = startIngest(yaml, opts.registry);
+  const run = startStreamIngest(yaml, { registry: opts.registry });
   await grown(join(out, 'ingest.ndjson'), expectedBytes, 600_000);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
@@ -93,7 +73,7 @@ export async function measureSource(broker: Broker, clientId: string, dir: strin
 export async function makeSourceSession(broker: Broker, clientId: string, dir: string, opts: { protocol?: 4 | 5; registry?: Registry; type?: string } = {}) {
   let yaml = pipelineYaml(`bench-${clientId}`, broker, clientId, join(dir, `${clientId}-setup`), opts.protocol ?? 5);
   if (opts.type) yaml = yaml.replace('type: mqtt', `type: ${opts.type}`);
-  const run = startIngest(yaml, opts.registry);
+  const run = startStreamIngest(yaml, { registry: opts.registry });
   await run.ready;
   await run.stop();
 }

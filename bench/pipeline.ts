@@ -1,10 +1,12 @@
 // One way for every scenario to run a local -> local pipeline and time it: a fresh output
 // directory, the YAML built from the parts that differ, a check that the run read what it should
 // without loss, and wall-clock plus CPU time (all threads; steadier on a shared machine).
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
 import { runPipeline, type RunOptions } from '../src/engine/runner.js';
+import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
+import { silentLogger } from '../src/observability/log.js';
 import type { RunRecord } from '../src/engine/run-record.js';
 import { DATA_DIR } from './data.js';
 
@@ -87,3 +89,45 @@ export const rate = (r: BenchResult) => ({
   seconds: Number(r.seconds.toFixed(3)),
   records_per_sec: Math.round(r.record.records_in / r.seconds),
 });
+
+/**
+ * Starts a stream pipeline (a connector source into local files): `ready` once the source is
+ * connected (rejects if the run ends first), `stop()` ends it and resolves with its run record.
+ */
+export function startStreamIngest(yaml: string, opts: { registry?: RunOptions['registry'] } = {}) {
+  const { config, diagnostics } = loadPipelineText(yaml, opts.registry ? { registry: opts.registry } : {});
+  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
+  const stop = new AbortController();
+  let connected!: () => void;
+  const up = new Promise<void>((r) => (connected = r));
+  const done = runPipeline(config, {
+    signal: stop.signal,
+    log: silentLogger,
+    processed: new MemoryProcessedFiles(),
+    registry: opts.registry,
+    telemetry: { connection: (c, _t, s) => void (c === 'source' && s === 'connected' && connected()) },
+  });
+  const ready = Promise.race([up, done.then((r) => Promise.reject(new Error(`${config.name} ended before its source connected: ${JSON.stringify(r)}`)))]);
+  ready.catch(() => {}); // awaited by the callers that need it; not an unhandled rejection otherwise
+  return { ready, done, stop: () => (stop.abort(), done) };
+}
+
+/** Size of a file, 0 while it does not exist. */
+export function fileSize(f: string): number {
+  try {
+    return statSync(f).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Size of `file` once it stops growing for `pollMs` (the receiver drained its buffers). */
+export async function settledSize(file: string, pollMs = 500): Promise<number> {
+  let last = -1;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, pollMs));
+    const size = fileSize(file);
+    if (size === last) return size;
+    last = size;
+  }
+}

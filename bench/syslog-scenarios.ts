@@ -16,15 +16,12 @@
 // writable and smaller, the bench raises it for the run and puts the old value back (reported as
 // rmem_max_raised).
 import { spawn } from 'node:child_process';
-import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadPipelineText } from '../src/config/load.js';
-import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
-import { runPipeline } from '../src/engine/runner.js';
-import { silentLogger } from '../src/observability/log.js';
 import { peerProcess } from '../test/connectors/peers/process.js';
 import { freeSyslogPort } from '../test/connectors/peers/syslog.js';
+import { settledSize, startStreamIngest } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const BUFFER = Number(process.env.BENCH_SYSLOG_BUFFER ?? 32 * 1024 * 1024);
@@ -68,25 +65,6 @@ function send(port: number, rate: number, seconds: number): Promise<{ sent: numb
   });
 }
 
-const sizeOf = (f: string) => {
-  try {
-    return statSync(f).size;
-  } catch {
-    return 0;
-  }
-};
-
-/** Size of `file` once it stops growing (the receiver drained its buffers). */
-async function settledSize(file: string): Promise<number> {
-  let last = -1;
-  for (;;) {
-    await new Promise((r) => setTimeout(r, 500));
-    const size = sizeOf(file);
-    if (size === last) return size;
-    last = size;
-  }
-}
-
 /** Newlines in bytes [from, to) of `file`, streamed. */
 async function linesBetween(file: string, from: number, to: number): Promise<number> {
   if (to <= from) return 0;
@@ -114,7 +92,7 @@ interface Receiver {
 async function startOurs(dir: string, threads: number): Promise<Receiver> {
   const port = await freeSyslogPort();
   const out = join(dir, 'svc');
-  const { config, diagnostics } = loadPipelineText(`version: "1"
+  const run = startStreamIngest(`version: "1"
 pipeline:
   name: bench-syslog-ingest
   schedule: { type: stream }
@@ -124,23 +102,12 @@ pipeline:
   serializer_out: { type: ndjson }
   sinks: [{ type: local, path: ${JSON.stringify(out)}, filename_template: ingest.ndjson }]
 `);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const stop = new AbortController();
-  let connected!: () => void;
-  const ready = new Promise<void>((r) => (connected = r));
-  const done = runPipeline(config, {
-    signal: stop.signal,
-    log: silentLogger,
-    processed: new MemoryProcessedFiles(),
-    telemetry: { connection: (c, _t, s) => void (c === 'source' && s === 'connected' && connected()) },
-  });
-  await ready;
+  await run.ready;
   return {
     port,
     file: join(out, 'ingest.ndjson'),
     async stop() {
-      stop.abort();
-      const rec = await done;
+      const rec = await run.stop();
       if (rec.status !== 'success') throw new Error(`syslog ingest run failed: ${JSON.stringify(rec)}`);
     },
   };

@@ -15,15 +15,12 @@
 // which the kernel caps at net.core.rmem_max. Our pipeline resolves names through the MIB store
 // (resolve_oids, the default), as a user runs it; snmptrapd prints numeric OIDs (-On) and no DNS (-n).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadPipelineText } from '../src/config/load.js';
-import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
-import { runPipeline } from '../src/engine/runner.js';
-import { silentLogger } from '../src/observability/log.js';
 import { freeUdpPort } from '../test/snmp/peers.js';
 import { blast } from './snmp-scenarios.js';
+import { fileSize, settledSize, startStreamIngest } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const TARGET_RATE = 10_000;
@@ -32,24 +29,9 @@ const STEP_SECONDS = 3;
 const STEPS = [10_000, 15_000, 20_000, 30_000, 40_000, 60_000, 80_000, 100_000];
 const MAX_LOSS = 0.001;
 
-const sizeOf = (f: string) => {
-  try {
-    return statSync(f).size;
-  } catch {
-    return 0;
-  }
-};
-
 /** Lines of `file` once it stops growing (the receiver drained its buffers). */
 async function settledLines(file: string): Promise<number> {
-  let last = -1;
-  for (;;) {
-    await new Promise((r) => setTimeout(r, 600));
-    const size = sizeOf(file);
-    if (size === last) break;
-    last = size;
-  }
-  if (!last) return 0;
+  if (!(await settledSize(file, 600))) return 0;
   const b = readFileSync(file);
   let n = 0;
   for (let i = b.indexOf(10); i >= 0; i = b.indexOf(10, i + 1)) n++;
@@ -67,7 +49,7 @@ async function startOurs(dir: string): Promise<Receiver> {
   process.env.SVC_MIB_BUNDLED_SOURCE_DIR ??= join(process.cwd(), 'mibs');
   const port = await freeUdpPort();
   const out = join(dir, 'svc');
-  const { config, diagnostics } = loadPipelineText(`version: "1"
+  const run = startStreamIngest(`version: "1"
 pipeline:
   name: bench-trap-pipeline
   schedule: { type: stream }
@@ -76,23 +58,12 @@ pipeline:
   serializer_out: { type: ndjson }
   sinks: [{ type: local, path: ${JSON.stringify(out)}, filename_template: traps.ndjson }]
 `);
-  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
-  const stop = new AbortController();
-  let connected!: () => void;
-  const ready = new Promise<void>((r) => (connected = r));
-  const done = runPipeline(config, {
-    signal: stop.signal,
-    log: silentLogger,
-    processed: new MemoryProcessedFiles(),
-    telemetry: { connection: (c, _t, s) => void (c === 'source' && s === 'connected' && connected()) },
-  });
-  await Promise.race([ready, done.then((r) => Promise.reject(new Error(`trap pipeline ended: ${JSON.stringify(r)}`)))]);
+  await run.ready;
   return {
     port,
     file: join(out, 'traps.ndjson'),
     async stop() {
-      stop.abort();
-      const rec = await done;
+      const rec = await run.stop();
       if (rec.status !== 'success') throw new Error(`trap pipeline run failed: ${JSON.stringify(rec)}`);
     },
   };
@@ -110,7 +81,7 @@ async function startTrapd(dir: string): Promise<Receiver> {
     env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent', SNMP_PERSISTENT_DIR: join(dir, 'persist'), HOME: dir },
   });
   const deadline = Date.now() + 15_000;
-  while (!(sizeOf(file) && readFileSync(file, 'utf8').includes('NET-SNMP version'))) {
+  while (!(fileSize(file) && readFileSync(file, 'utf8').includes('NET-SNMP version'))) {
     if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill('SIGKILL');
       throw new Error('snmptrapd did not start');

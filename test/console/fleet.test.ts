@@ -4,6 +4,7 @@
 import { createSocket } from 'node:dgram';
 import { describe, expect, it } from 'vitest';
 import { snmpTool as run } from '../snmp/netsnmp.js';
+import { freeUdpRange as freeRange, udpBindable as bindable } from '../snmp/peers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
 
 const SYS_NAME = '1.3.6.1.2.1.1.5.0';
@@ -11,26 +12,6 @@ const SNMP_ENGINE_ID = '1.3.6.1.6.3.10.2.1.1.0';
 const USER = { username: 'fleetops', auth_protocol: 'SHA-256', auth_key: 'fleet-auth-secret', priv_protocol: 'AES', priv_key: 'fleet-priv-secret' };
 
 type Api = Awaited<ReturnType<typeof loggedIn>>;
-
-async function bindable(port: number): Promise<boolean> {
-  const s = createSocket('udp4');
-  const ok = await new Promise<boolean>((resolve) => {
-    s.once('error', () => resolve(false));
-    s.bind(port, '127.0.0.1', () => resolve(true));
-  });
-  await new Promise<void>((r) => s.close(() => r()));
-  return ok;
-}
-
-async function freeRange(n: number): Promise<number> {
-  for (let tries = 0; tries < 20; tries++) {
-    const base = 20000 + Math.floor(Math.random() * 30000);
-    let ok = true;
-    for (let i = 0; i < n && ok; i++) ok = await bindable(base + i);
-    if (ok) return base;
-  }
-  throw new Error('no free port range');
-}
 
 async function agents(a: Api) {
   const r = await a.api('GET', '/api/simulator/fleet/agents');

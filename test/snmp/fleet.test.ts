@@ -9,7 +9,7 @@ import { agentTable, SnmpAgent } from '../../src/snmp/agent.js';
 import { Fleet, fleetTable } from '../../src/snmp/fleet.js';
 import { SnmpInputError } from '../../src/snmp/values.js';
 import { netSnmp, snmpTool as run } from './netsnmp.js';
-import { freeUdpPort } from './peers.js';
+import { freeUdpPort, freeUdpRange as freeRange, udpBindable as bindable } from './peers.js';
 
 const SYS_NAME = '1.3.6.1.2.1.1.5.0';
 const IF_NUMBER = '1.3.6.1.2.1.2.1.0';
@@ -45,27 +45,6 @@ async function pool<T, R>(items: T[], n: number, f: (x: T) => Promise<R>): Promi
     }
   }));
   return out;
-}
-
-/** True when the port can be bound again (nothing of ours holds it). */
-async function bindable(port: number): Promise<boolean> {
-  const s = createSocket('udp4');
-  const ok = await new Promise<boolean>((resolve) => {
-    s.once('error', () => resolve(false));
-    s.bind(port, '127.0.0.1', () => resolve(true));
-  });
-  await new Promise<void>((r) => s.close(() => r()));
-  return ok;
-}
-
-/** A base port with `n` free consecutive ports above it. */
-async function freeRange(n: number): Promise<number> {
-  for (let tries = 0; tries < 20; tries++) {
-    const base = 20000 + Math.floor(Math.random() * 30000);
-    const ok = await pool(Array.from({ length: n }, (_, i) => base + i), 16, bindable);
-    if (ok.every(Boolean)) return base;
-  }
-  throw new Error('no free port range');
 }
 
 describe('fleet: per-agent devices against snmpget / snmpbulkwalk', () => {

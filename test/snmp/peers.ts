@@ -23,6 +23,28 @@ export async function freeUdpPort(): Promise<number> {
   return port;
 }
 
+/** True when the UDP port can be bound on 127.0.0.1 (nothing holds it). */
+export async function udpBindable(port: number): Promise<boolean> {
+  const s = createSocket('udp4');
+  const ok = await new Promise<boolean>((resolve) => {
+    s.once('error', () => resolve(false));
+    s.bind(port, '127.0.0.1', () => resolve(true));
+  });
+  await new Promise<void>((r) => s.close(() => r()));
+  return ok;
+}
+
+/** A base port with `n` free consecutive UDP ports from it (a fleet on base_port). */
+export async function freeUdpRange(n: number): Promise<number> {
+  for (let tries = 0; tries < 20; tries++) {
+    const base = 20000 + Math.floor(Math.random() * 30000);
+    let ok = true;
+    for (let i = 0; i < n && ok; i++) ok = await udpBindable(base + i);
+    if (ok) return base;
+  }
+  throw new Error('no free port range');
+}
+
 /** Runs a net-snmp tool (in a persistent directory of its own); resolves with stdout (rejects with stderr on failure). */
 import { snmpTool } from './netsnmp.js';
 export const run = snmpTool;

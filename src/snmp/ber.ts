@@ -24,6 +24,8 @@ export const Tag = {
   EndOfMibView: 0x82,
 } as const;
 
+const scratchArcs: number[] = [];
+
 /** Forward writer: a constructed value is opened, filled, then closed, which back-patches its length. */
 export class BerWriter {
   buf: Buffer;
@@ -165,6 +167,28 @@ export class BerWriter {
     } else b[lenAt] = len;
   }
 
+  /** oid() of a dotted numeric OID, without splitting it into an array first (the encoder's hot path). */
+  oidText(text: string): void {
+    const arcs = scratchArcs;
+    arcs.length = 0;
+    let v = 0;
+    let digits = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 48 && c <= 57) {
+        v = v * 10 + c - 48;
+        digits++;
+      } else if (c === 46 && digits > 0 && digits <= 15) {
+        arcs.push(v);
+        v = 0;
+        digits = 0;
+      } else return this.oid(text.split('.').map(Number)); // anything unusual: as oidParts reads it
+    }
+    if (digits === 0 || digits > 15) return this.oid(text.split('.').map(Number));
+    arcs.push(v);
+    this.oid(arcs);
+  }
+
   private base128(v: number): void {
     const b = this.buf;
     if (v < 0x80) {
@@ -184,6 +208,16 @@ export class BerWriter {
     return Buffer.from(this.buf.subarray(0, this.pos));
   }
 }
+
+/** Decoded OIDs remembered by their BER bytes (direct-mapped; a collision replaces the entry). */
+const OID_CACHE_SIZE = 8192;
+const OID_CACHE_MAX_BYTES = 48;
+/** Entry k: its BER bytes at k * OID_CACHE_MAX_BYTES, its length at oidCacheLen[k] (0: empty). */
+const oidCacheBytes = new Uint8Array(OID_CACHE_SIZE * OID_CACHE_MAX_BYTES);
+const oidCacheLen = new Uint8Array(OID_CACHE_SIZE);
+const oidCacheText: (string | undefined)[] = new Array(OID_CACHE_SIZE);
+/** A flat (sequential one-byte) copy of an ASCII string: a rope, even once flattened, stays an indirection. */
+const flat = (s: string): string => Buffer.from(s, 'latin1').toString('latin1');
 
 /** Cursor reader over one message; every read checks bounds and throws BerError. */
 export class BerReader {
@@ -205,12 +239,22 @@ export class BerReader {
     return this.buf[this.pos]!;
   }
 
+  /** The tag read by the last header() or len(). */
+  tag = 0;
+
   /** Reads tag and length; returns the length and leaves pos at the content. */
   header(expect?: number): { tag: number; len: number } {
+    const len = this.len(expect);
+    return { tag: this.tag, len };
+  }
+
+  /** header() without the object: the length (the tag is in `tag`). */
+  len(expect?: number): number {
     const b = this.buf;
     if (this.pos + 2 > this.limit) throw new BerError('truncated message');
     const tag = b[this.pos++]!;
     if (expect !== undefined && tag !== expect) throw new BerError(`expected tag 0x${expect.toString(16)}, got 0x${tag.toString(16)} at byte ${this.pos - 1}`);
+    this.tag = tag;
     let len = b[this.pos++]!;
     if (len & 0x80) {
       const n = len & 0x7f;
@@ -219,17 +263,17 @@ export class BerReader {
       for (let i = 0; i < n; i++) len = len * 256 + b[this.pos++]!;
     }
     if (this.pos + len > this.limit) throw new BerError(`length ${len} at byte ${this.pos} runs past the end`);
-    return { tag, len };
+    return len;
   }
 
   /** Enters a SEQUENCE (or PDU) and returns its end offset. */
   sequence(expect: number = Tag.Sequence): number {
-    const { len } = this.header(expect);
+    const len = this.len(expect);
     return this.pos + len;
   }
 
   int(expect: number = Tag.Integer): number {
-    const { len } = this.header(expect);
+    const len = this.len(expect);
     if (len < 1 || len > 5) throw new BerError(`integer of ${len} bytes`);
     const b = this.buf;
     const negative = b[this.pos]! & 0x80;
@@ -254,7 +298,7 @@ export class BerReader {
   }
 
   octets(expect: number = Tag.OctetString): Buffer {
-    const { len } = this.header(expect);
+    const len = this.len(expect);
     const out = this.buf.subarray(this.pos, this.pos + len);
     this.pos += len;
     return out;
@@ -262,7 +306,7 @@ export class BerReader {
 
   /** Offset of the content of the next OCTET STRING (for the USM authentication parameters). */
   octetsAt(): { at: number; len: number } {
-    const { len } = this.header(Tag.OctetString);
+    const len = this.len(Tag.OctetString);
     const at = this.pos;
     this.pos += len;
     return { at, len };
@@ -276,6 +320,26 @@ export class BerReader {
     const b = this.buf;
     const end = this.pos + len;
     if (len === 0) throw new BerError('empty OID');
+    // The same OIDs come back in every answer of every agent of a fleet: an OID whose bytes were
+    // decoded before returns that (flat, shared) string, without building and checking it again.
+    let h = len;
+    if (len <= OID_CACHE_MAX_BYTES) {
+      for (let i = this.pos; i < end; i++) h = Math.imul(h ^ b[i]!, 0x01000193);
+      h = (h ^ (h >>> 15)) & (OID_CACHE_SIZE - 1);
+      if (oidCacheLen[h] === len) {
+        let same = true;
+        for (let i = h * OID_CACHE_MAX_BYTES, j = this.pos; j < end; i++, j++)
+          if (oidCacheBytes[i] !== b[j]) {
+            same = false;
+            break;
+          }
+        if (same) {
+          this.pos = end;
+          return oidCacheText[h]!;
+        }
+      }
+    } else h = -1;
+    const at = this.pos;
     if (b[end - 1]! & 0x80) throw new BerError('OID ends inside a sub-identifier');
     let out = '';
     let v = 0;
@@ -296,16 +360,22 @@ export class BerReader {
       v = 0;
     }
     this.pos = end;
+    if (h >= 0) {
+      oidCacheBytes.set(b.subarray(at, end), h * OID_CACHE_MAX_BYTES);
+      oidCacheLen[h] = len;
+      // A string built by concatenation is a rope: one flat copy, read fast by every user.
+      oidCacheText[h] = out = flat(out);
+    }
     return out;
   }
 
   oid(): string {
-    const { len } = this.header(Tag.Oid);
+    const len = this.len(Tag.Oid);
     return this.oidContent(len);
   }
 
   skip(): void {
-    const { len } = this.header();
+    const len = this.len();
     this.pos += len;
   }
 }

@@ -69,7 +69,7 @@ export function writeValue(w: BerWriter, vb: VarBind): void {
     case 'Opaque':
       return w.octets(v as Buffer, tag);
     case 'ObjectIdentifier':
-      return w.oid(oidParts(v as string));
+      return w.oidText(v as string);
     case 'IpAddress': {
       const p = (v as string).split('.');
       return w.octets(Buffer.from([+p[0]!, +p[1]!, +p[2]!, +p[3]!]), Tag.IpAddress);
@@ -106,7 +106,7 @@ export function writePdu(w: BerWriter, pdu: AnyPdu): void {
   w.begin(Tag.Sequence);
   for (const vb of pdu.varbinds) {
     w.begin(Tag.Sequence);
-    w.oid(oidParts(vb.oid));
+    w.oidText(vb.oid);
     writeValue(w, vb);
     w.end();
   }
@@ -203,7 +203,8 @@ export function readVarBinds(r: BerReader, end: number): VarBind[] {
   while (r.pos < end) {
     const vbEnd = r.sequence();
     const oid = r.oid();
-    const { tag, len } = r.header();
+    const len = r.len();
+    const tag = r.tag;
     const type = TAG_TYPE[tag];
     if (!type) throw new BerError(`unknown value tag 0x${tag.toString(16)} for ${oid}`);
     let value: VarBind['value'];

@@ -41,6 +41,7 @@ export class SnmpSession {
   readonly timeoutMs: number;
   readonly retries: number;
   private addr = '';
+  private communityBytes: Buffer | undefined;
 
   private constructor(readonly target: TargetOptions) {
     this.version = target.version ?? '2c';
@@ -215,7 +216,8 @@ export class SnmpSession {
   /** Sends a confirmed PDU (request or inform) and returns the response. */
   async send(pdu: Pdu, confirmed: boolean): Promise<Pdu> {
     if (this.version !== '3') {
-      const community = this.target.community ?? 'public';
+      // Encoded once per session, not once per request (a walk sends dozens).
+      const community = (this.communityBytes ??= Buffer.from(this.target.community ?? 'public'));
       const v = this.version === '1' ? 0 : 1;
       const id = this.newId();
       if (!confirmed) {

@@ -129,7 +129,11 @@ export function compareOids(a: readonly number[], b: readonly number[]): number 
 }
 
 export function isUnder(oid: string, root: string): boolean {
-  return oid.length > root.length && oid.startsWith(root) && oid.charCodeAt(root.length) === 46;
+  const n = root.length;
+  if (oid.length <= n || oid.charCodeAt(n) !== 46) return false;
+  // From the end: OIDs of one walk differ in their last arcs (faster than startsWith for short strings).
+  for (let i = n - 1; i >= 0; i--) if (oid.charCodeAt(i) !== root.charCodeAt(i)) return false;
+  return true;
 }
 
 const U32 = 0xffffffff;

@@ -15,8 +15,23 @@ export interface WalkOptions extends TargetOptions {
 
 /** Compares two dotted numeric OIDs in OID order without allocating. */
 export function compareOidStrings(a: string, b: string): number {
-  let i = 0;
-  let j = 0;
+  return compareFrom(a, b, commonPrefix(a, b));
+}
+
+/** How many leading characters two strings share. */
+function commonPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let k = 0;
+  while (k < n && a.charCodeAt(k) === b.charCodeAt(k)) k++;
+  return k;
+}
+
+/** compareOidStrings of two OIDs whose first `k` characters are the same. */
+function compareFrom(a: string, b: string, k: number): number {
+  // Arcs before the first differing character are equal: start at the arc that holds it.
+  while (k > 0 && a.charCodeAt(k - 1) !== 46) k--;
+  let i = k;
+  let j = k;
   for (;;) {
     if (i >= a.length) return j >= b.length ? 0 : -1;
     if (j >= b.length) return 1;
@@ -72,11 +87,17 @@ export async function walkSession(session: SnmpSession, opts: Pick<WalkOptions, 
       if (vbs.length === 0) break;
       let done = false;
       for (const vb of vbs) {
-        if (vb.type === 'EndOfMibView' || !isUnder(vb.oid, root)) {
+        if (vb.type === 'EndOfMibView') {
           done = true;
           break;
         }
-        if (compareOidStrings(vb.oid, last) <= 0) throw new SnmpResponseError(`agent returned OID ${vb.oid} that does not increase after ${last}`);
+        // Past the first varbind `last` is under root: an OID that shares root and its dot with it is too.
+        const k = commonPrefix(vb.oid, last);
+        if (!((out.length > 0 && k > root.length) || isUnder(vb.oid, root))) {
+          done = true;
+          break;
+        }
+        if (compareFrom(vb.oid, last, k) <= 0) throw new SnmpResponseError(`agent returned OID ${vb.oid} that does not increase after ${last}`);
         out.push(vb);
         last = vb.oid;
         if (out.length >= limit) return out;

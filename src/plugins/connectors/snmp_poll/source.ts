@@ -255,7 +255,7 @@ async function* pollUnits(c: SnmpPollConfig, ctx: PluginContext, signal: AbortSi
   const ix = await indexFor(c);
   const oids = numericOids(c, ix);
   const targets = await loadTargets(c, top);
-  const rowOpts: RowOptions = { ix: c.resolve_oids ? ix : undefined, indexDepth: c.index_depth ?? 0, classify: c.classify ?? false, cache: new Map() };
+  const rowOpts: RowOptions = { ix: c.resolve_oids ? ix : undefined, indexDepth: c.index_depth ?? 0, classify: c.classify ?? false, cache: new Map(), splits: new Map() };
   const limit = c.max_concurrency ?? 100;
   const deadlineMs = (c.target_timeout_seconds ?? 60) * 1000;
   report('connecting');

@@ -31,7 +31,8 @@ pipeline:
 ${extra}`;
 
 describe('svc pipelines / svc runs (proxy commands)', () => {
-  it('creates, lists, runs, shows runs, versions, rolls back and deletes, with tables and --json', async () => {
+  // Twelve CLI processes in a row, each starting tsx: slow on a loaded machine, hence its own timeout.
+  it('creates, lists, runs, shows runs, versions, rolls back and deletes, with tables and --json', { timeout: 120_000 }, async () => {
     const d = await testDaemon({ SVC_API_KEY: 'k3y' });
     const env = { SVC_API_URL: d.url, SVC_API_KEY: 'k3y' };
     const dir = tempDir();

@@ -1,7 +1,8 @@
 // gnmi.proto as protobufjs JSON (keepCase), what the client hands to @grpc/proto-loader fromJSON():
 // the build compiles TypeScript only and copies no .proto, so the definitions travel inside the
 // compiled module. Generated from gnmi.proto; test/connectors/gnmi.test.ts checks that both load to
-// the same message and service definitions. Edit gnmi.proto first, then regenerate this object.
+// the same message and service definitions. Edit gnmi.proto first, then regenerate this file:
+// npx tsx scripts/gen-gnmi-descriptor.ts.
 export const GNMI_DESCRIPTOR: Record<string, unknown> = {
   "nested": {
     "gnmi": {

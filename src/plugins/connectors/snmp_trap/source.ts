@@ -14,6 +14,7 @@ import { describeVarBind, objectNode } from '../../../mib/varbinds.js';
 import { TrapReceiver, type TrapEvent } from '../../../snmp/trap-receiver.js';
 import { bindUdp } from '../../../snmp/udp.js';
 import { SourceError } from '../../../errors.js';
+import { rateLimitedWarn } from '../../common/connector/rate-limited-warn.js';
 import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
 import { defineSource, type Rec, type SourceMeta } from '../../types.js';
 import { communityField, lintUser, lintV3, mibIndex, userItem, usmUser, v3Fields, versionField } from '../../common/snmp.js';
@@ -22,8 +23,6 @@ import { communityField, lintUser, lintV3, mibIndex, userItem, usmUser, v3Fields
 const MAX_BATCH = 1000;
 /** Queued notifications above which arriving ones are dropped until half of them are delivered. */
 export const HIGH_WATER = 20_000;
-/** At most one warning about dropped notifications per this many milliseconds. */
-export const DROP_LOG_INTERVAL_MS = 10_000;
 
 /** Envelope fields of a record; a varbind whose object has one of these names keeps its MODULE::name key. */
 const ENVELOPE = new Set(['received_at', 'trap_oid', 'trap_name', 'kind', 'version', 'agent_address', 'source', 'community', 'security_name', 'engine_id', 'context_name', 'uptime', 'enterprise', 'generic_trap', 'specific_trap', 'varbinds']);
@@ -171,17 +170,12 @@ export default defineSource({
     const listener = `udp://${c.host.includes(':') ? `[${c.host}]` : c.host}:${c.port}`;
     const meta: SourceMeta = { listener };
     let dropped = 0;
-    let droppedLogged = 0;
-    let lastLog = 0;
     const telemetry = ctx.telemetry;
+    const drops = rateLimitedWarn(ctx.log, (n, f) => `snmp_trap: notification dropped (${f.reason}): ${n} since the last warning, ${f.dropped_total} since the start`);
     const noteDrop = (reason: string, from?: string, kind = dropKind(reason)) => {
       dropped++;
       telemetry?.dropped?.(kind, 1);
-      const now = Date.now();
-      if (now - lastLog < DROP_LOG_INTERVAL_MS) return;
-      lastLog = now;
-      ctx.log.warn({ connector: 'snmp_trap', listener, dropped_total: dropped, dropped_since_last: dropped - droppedLogged, reason, ...(from ? { from } : {}) }, `snmp_trap: notification dropped (${reason}); ${dropped} dropped since the start`);
-      droppedLogged = dropped;
+      drops.add(1, { connector: 'snmp_trap', listener, dropped_total: dropped, reason, ...(from ? { from } : {}) });
     };
     const source = streamSource<Message>(ctx, {
       type: 'snmp_trap',
@@ -242,6 +236,7 @@ export default defineSource({
           },
           async close() {
             await rx.stop();
+            drops.stop();
           },
         };
         return session;

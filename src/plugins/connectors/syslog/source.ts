@@ -9,7 +9,7 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, isIPv6, type Server, type Socket } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../errors.js';
-import type { Logger } from '../../../observability/log.js';
+import { rateLimitedWarn } from '../../common/connector/rate-limited-warn.js';
 import { reconnectFields } from '../../common/connector/reconnect.js';
 import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
 import { defineSource, type LintIssue, type PluginContext } from '../../types.js';
@@ -20,9 +20,6 @@ import { parseSyslog } from './parse.js';
 const MAX_BATCH = 1000;
 /** Queued messages above which TCP connections stop being read and UDP datagrams are dropped. */
 export const HIGH_WATER = 20_000;
-/** At most one warning of a kind per this interval; the others are summed into the next one. */
-export const LOG_INTERVAL_MS = 10_000;
-
 const config = Type.Object(
   {
     host: Type.String({ default: '0.0.0.0', minLength: 1, description: 'Address to listen on: 0.0.0.0 (every IPv4 interface), :: (IPv6 and IPv4), or one address of this machine.' }),
@@ -103,33 +100,6 @@ function listenTcp(c: Config, server: Server): Promise<void> {
       resolve();
     });
   });
-}
-
-/** Logs the first event of a kind at once, then at most one line per LOG_INTERVAL_MS with the count since. */
-export function rateLimitedWarn(log: Logger, msg: (n: number) => string) {
-  let last = 0;
-  let pending = 0;
-  let fields: Record<string, unknown> = {};
-  let timer: NodeJS.Timeout | undefined;
-  const flush = () => {
-    timer = undefined;
-    if (!pending) return;
-    log.warn({ ...fields, count: pending }, msg(pending));
-    pending = 0;
-    last = Date.now();
-  };
-  return {
-    add(n: number, f: Record<string, unknown>) {
-      pending += n;
-      fields = f;
-      if (Date.now() - last >= LOG_INTERVAL_MS) flush();
-      else timer ??= setTimeout(flush, LOG_INTERVAL_MS - (Date.now() - last)).unref();
-    },
-    stop() {
-      if (timer) clearTimeout(timer);
-      flush();
-    },
-  };
 }
 
 /** `address:port`, IPv6 in brackets. */

@@ -21,6 +21,7 @@ import transformStateRoutes from './routes/transform-state.js';
 import webhookRoutes from './routes/webhooks.js';
 import pluginRoutes from './routes/plugins.js';
 import clusterRoutes from './routes/cluster.js';
+import internalRoutes from './routes/internal.js';
 import { serveUi } from './ui.js';
 import { version } from '../version.js';
 
@@ -99,7 +100,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   installAuth(app, { settings, log: deps.log });
 
   await serveUi(app, { dir: settings.UI_DIR, log: deps.log });
-  for (const routes of [daemonRoutes, pluginRoutes, clusterRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, mibRoutes]) {
+  for (const routes of [daemonRoutes, pluginRoutes, clusterRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, internalRoutes, mibRoutes]) {
     await app.register(async (scope) => routes(scope, deps));
   }
   return app;

@@ -8,6 +8,7 @@ import type { PipelineManager } from '../daemon/pipeline-manager.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { WebhookHub } from '../engine/webhook-hub.js';
 import type { Tracer } from '../observability/tracing.js';
+import type { RemoteExecutor } from '../cluster/remote-executor.js';
 
 export interface ApiDeps {
   settings: Settings;
@@ -26,6 +27,14 @@ export interface ApiDeps {
   mibs: MibStore;
   /** OpenTelemetry tracer; undefined when tracing is off (SVC_OTEL_ENDPOINT empty). */
   tracer?: Tracer;
+  /** Manager mode (SVC_MODE=manager): the workers and the executor that dispatches to them. */
+  cluster?: ClusterDeps;
+}
+
+export interface ClusterDeps {
+  executor: RemoteExecutor;
+  /** The workers as GET /api/cluster/nodes lists them. */
+  nodes(): { url: string; ok: boolean; active_runs: number; running_pipelines: string[]; assigned_pipelines: string[] }[];
 }
 
 /** Error body of every API error: `{detail}` (spec doc 2 section 7). */

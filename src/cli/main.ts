@@ -15,6 +15,7 @@ import { progressReporter } from './progress.js';
 import { version } from '../version.js';
 import { loadSettings, type Settings } from '../settings.js';
 import { startDaemon } from '../daemon/daemon.js';
+import { startWorker } from '../cluster/worker.js';
 import { pipelinesCommand, PROXY_HELP, ProxyError, runsCommand } from './proxy.js';
 
 const HELP = `svc: telecom data pipelines
@@ -104,6 +105,7 @@ function settingsOrReport(): Settings | undefined {
 async function cmdServe(): Promise<number> {
   const settings = settingsOrReport();
   if (!settings) return 1;
+  if (settings.MODE === 'worker') return serveWorker(settings);
   let daemon;
   let consoleServer;
   try {
@@ -128,6 +130,35 @@ async function cmdServe(): Promise<number> {
   process.once('SIGINT', () => onSignal('SIGINT'));
   await daemon.stopped;
   await consoleServer.stop();
+  return 0;
+}
+
+/** `svc serve` with SVC_MODE=worker: the agent and the ingress; either dying ends the process. */
+async function serveWorker(settings: Settings): Promise<number> {
+  const log = createLogger({ level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
+  let worker;
+  try {
+    worker = await startWorker({
+      settings,
+      log,
+      onFatal: (why) => {
+        // The orchestrator restarts the process; what was not sent waits in the outbox on the volume.
+        log.error({ err: why }, 'worker part died; exiting so that the process is restarted');
+        process.exit(1);
+      },
+    });
+  } catch (e) {
+    process.stderr.write(`svc: cannot start the worker: ${(e as Error).message}\n`);
+    return 1;
+  }
+  const onSignal = (sig: string) => {
+    log.info({ signal: sig }, 'signal received');
+    void worker.stop();
+    process.once(sig, () => process.exit(130));
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  await worker.stopped;
   return 0;
 }
 

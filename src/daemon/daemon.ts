@@ -1,6 +1,7 @@
-// `svc serve`: the always-on daemon in standalone mode. Settings are read once; the store is opened
-// and migrated; runs a previous process left unfinished are recorded as aborted; pipelines come
-// back from the store and SVC_PIPELINE_DIR; the API listens; SIGTERM drains.
+// `svc serve`: the always-on daemon, standalone or manager (a worker is src/cluster/worker.ts).
+// Settings are read once; the store is opened and migrated; runs a previous process left
+// unfinished are recorded as aborted; pipelines come back from the store and SVC_PIPELINE_DIR; the
+// API listens; SIGTERM drains. A manager runs the same lifecycle with runs dispatched to workers.
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { dirname, join } from 'node:path';
@@ -17,6 +18,7 @@ import { openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { PipelineManager } from './pipeline-manager.js';
 import { watchPipelines } from './watch.js';
+import { startManagerCluster } from '../cluster/manager.js';
 
 export interface Daemon {
   settings: Settings;
@@ -37,7 +39,6 @@ export interface Daemon {
 export async function startDaemon(opts: { settings?: Settings; log?: Logger } = {}): Promise<Daemon> {
   const settings = opts.settings ?? loadSettings();
   const log = opts.log ?? createLogger({ level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
-  if (settings.MODE !== 'standalone') log.warn({ mode: settings.MODE }, 'this release runs standalone only; SVC_MODE is ignored');
   checkTls(settings); // before anything is opened: a bad certificate stops the start at once
   const store = await openStore({ url: settings.DB_URL, path: settings.DB_PATH, log });
   const interrupted = await store.runs.abortInterrupted(settings.NODE_ID, 'interrupted: the daemon stopped before the run finished');
@@ -49,7 +50,10 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
   const alerts = new AlertEvaluator({ store: store.alerts, settings, log });
   // Webhook spools live here; beside the SQLite file by default, so one directory holds a node's state.
   const stateDir = settings.STATE_DIR || join(dirname(settings.DB_PATH), 'state');
-  const manager = new PipelineManager({ store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer });
+  const cluster = settings.MODE === 'manager' ? startManagerCluster(settings, metrics, log) : undefined;
+  const manager = new PipelineManager({ store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer, executor: cluster?.executor });
+  // The first health poll before anything is scheduled: runs due at start find the healthy workers.
+  await cluster?.start();
   await manager.restore();
   const mibs = await MibStore.fromSettings(settings, log);
   if (settings.RELOAD_ON_START) {
@@ -66,6 +70,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
       log.info({ timeout_s: settings.SHUTDOWN_TIMEOUT_SECONDS }, 'shutting down: draining runs');
       unwatch();
       await manager.shutdown(settings.SHUTDOWN_TIMEOUT_SECONDS * 1000);
+      await cluster?.stop();
       await app.close();
       await tracing.shutdown();
       await store.close();
@@ -85,6 +90,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
     shuttingDown: () => stopping !== undefined,
     mibs,
     tracer: tracing.tracer,
+    cluster,
   });
   let address: string;
   try {
@@ -92,6 +98,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
   } catch (e) {
     // Nothing may stay open when the start fails (port in use, address not available).
     await manager.shutdown(0);
+    await cluster?.stop();
     await store.close().catch(() => {});
     throw new Error(`cannot listen on ${settings.HOST}:${settings.PORT}: ${(e as Error).message}`);
   }

@@ -7,7 +7,8 @@ import { Cron } from 'croner';
 import { loadPipelineText } from '../config/load.js';
 import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
-import { runPipeline, type RunProgress } from '../engine/runner.js';
+import type { RunProgress } from '../engine/runner.js';
+import { LocalExecutor, type Executor } from './executor.js';
 import { stateConfigHash, statefulTransforms, storeStateIO } from '../engine/transform-state.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
@@ -79,6 +80,8 @@ export interface ManagerDeps {
   alerts?: AlertHook;
   /** OpenTelemetry tracer: each run becomes a `pipeline.run` span (undefined: tracing off). */
   tracer?: Tracer;
+  /** Where runs execute; default: in this process (standalone). */
+  executor?: Executor;
 }
 
 /** Stream restart backoff: 1 s doubling to 60 s. */
@@ -87,8 +90,20 @@ export const restartDelayMs = (attempt: number) => Math.min(60_000, 1000 * 2 ** 
 export class PipelineManager {
   private readonly pipelines = new Map<string, Managed>();
   private closing = false;
+  private readonly executor: Executor;
 
-  constructor(private readonly deps: ManagerDeps) {}
+  constructor(private readonly deps: ManagerDeps) {
+    const { store, settings, webhooks, stateDir } = deps;
+    this.executor =
+      deps.executor ??
+      new LocalExecutor({
+        nodeId: settings.NODE_ID,
+        webhooks,
+        stateDir,
+        processed: (name) => new DbProcessedFiles(store.processed, name),
+        state: (config, log) => (statefulTransforms(config).length ? storeStateIO(store.transformState, config.name, stateConfigHash(config), log) : undefined),
+      });
+  }
 
   list(): Managed[] {
     return [...this.pipelines.values()].sort((a, b) => a.name.localeCompare(b.name));
@@ -227,6 +242,23 @@ export class PipelineManager {
     if (p.active) throw new ManagerError(409, `pipeline '${name}' has a run in progress (${p.active.runId}); try again when it has finished`);
     const run = this.launch(p, opts);
     return { name, status: 'triggered', run_id: run.runId };
+  }
+
+  /**
+   * The outcome of a run on a worker that no run of this process waits for (the manager restarted
+   * since it was dispatched): stored unless stored already, and only then are the alert rules
+   * evaluated. True when this call stored it.
+   */
+  async recordRemoteOutcome(record: RunRecord): Promise<boolean> {
+    const { worker_id: _w, config_sha256: _c, ...run } = record as RunRecord & { worker_id?: string; config_sha256?: string };
+    const stored = await this.deps.store.runs.finishOnce(run);
+    if (!stored) return false;
+    const p = this.pipelines.get(run.pipeline);
+    if (p) p.lastRun = { at: run.finished_at, status: run.status };
+    if (p && p.config.schedule.type !== 'stream' && this.deps.alerts) {
+      await this.deps.alerts.evaluate(run.pipeline, run).catch((e: unknown) => this.deps.log.warn({ pipeline: run.pipeline, err: errorMessage(e) }, 'alert evaluation failed'));
+    }
+    return true;
   }
 
   /** Stops every pipeline, draining runs for up to `timeoutMs`. */
@@ -391,7 +423,7 @@ export class PipelineManager {
   }
 
   private launch(p: Managed, opts: { flush?: boolean } = {}): ActiveRun {
-    const { store, settings, log, metrics, alerts } = this.deps;
+    const { store, log, metrics, alerts } = this.deps;
     const runId = randomUUID();
     const stop = new AbortController();
     const name = p.name;
@@ -403,42 +435,46 @@ export class PipelineManager {
     p.live = undefined;
     let last = { records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0 };
     const done = (async (): Promise<RunRecord> => {
-      const startedAt = new Date().toISOString();
-      await store.runs.start({ run_id: runId, pipeline: name, node_id: settings.NODE_ID, started_at: startedAt, pipeline_version: pipelineVersion });
-      p.lastRun = { at: startedAt, status: 'running' };
-      plog.info('run started');
-      const record = await runPipeline(p.config, {
+      const record = await this.executor.execute({
+        name,
+        yaml: p.yaml,
+        config: p.config,
         runId,
-        nodeId: settings.NODE_ID,
-        log: plog,
         signal: stop.signal,
-        processed: new DbProcessedFiles(store.processed, name),
-        breakers: p.breakers,
-        services: { webhooks: this.deps.webhooks, stateDir: this.deps.stateDir },
         flush: opts.flush,
-        state: statefulTransforms(p.config).length ? storeStateIO(store.transformState, name, stateConfigHash(p.config), plog) : undefined,
+        log: plog,
+        breakers: p.breakers,
+        started: async (nodeId) => {
+          const startedAt = new Date().toISOString();
+          await store.runs.start({ run_id: runId, pipeline: name, node_id: nodeId, started_at: startedAt, pipeline_version: pipelineVersion });
+          p.lastRun = { at: startedAt, status: 'running' };
+          plog.info({ node_id: nodeId }, 'run started');
+        },
         onTransformEvent: (e, n) => metrics.transformEvents[e].inc({ pipeline: name }, n),
         telemetry: metrics.telemetry(name),
         onProgress: (pr) => {
           p.live = { startedAt: p.live?.startedAt ?? Date.now(), at: Date.now(), progress: pr };
           const labels = { pipeline: name };
-          metrics.recordsIn.inc(labels, pr.records_in - last.records_in);
-          metrics.recordsOut.inc(labels, pr.records_out - last.records_out);
-          metrics.recordsSkipped.inc(labels, pr.records_skipped - last.records_skipped);
-          metrics.errors.inc(labels, pr.records_skipped - last.records_skipped);
-          metrics.dlq.inc(labels, pr.dlq_count - last.dlq_count);
-          last = pr;
+          const more = (c: typeof metrics.recordsIn, n: number) => n > 0 && c.inc(labels, n);
+          more(metrics.recordsIn, pr.records_in - last.records_in);
+          more(metrics.recordsOut, pr.records_out - last.records_out);
+          more(metrics.recordsSkipped, pr.records_skipped - last.records_skipped);
+          more(metrics.errors, pr.records_skipped - last.records_skipped);
+          more(metrics.dlq, pr.dlq_count - last.dlq_count);
+          last = { records_in: Math.max(last.records_in, pr.records_in), records_out: Math.max(last.records_out, pr.records_out), records_skipped: Math.max(last.records_skipped, pr.records_skipped), dlq_count: Math.max(last.dlq_count, pr.dlq_count) };
         },
         onQueueDepth: (d) => metrics.streamQueueDepth.set({ pipeline: name }, d),
         onChunkDelivered: (s) => metrics.chunkDuration.observe({ pipeline: name }, s),
       });
-      // Counters the last progress report did not include (end-of-run notes, failures).
+      // Counters the last progress report did not include (end-of-run notes, failures). A run lost
+      // with its worker reports less than its progress did: counters never go back.
       const labels = { pipeline: name };
-      metrics.recordsIn.inc(labels, record.records_in - last.records_in);
-      metrics.recordsOut.inc(labels, record.records_out - last.records_out);
-      metrics.recordsSkipped.inc(labels, record.records_skipped - last.records_skipped);
-      metrics.errors.inc(labels, record.records_skipped - last.records_skipped + (record.status === 'failed' ? 1 : 0));
-      metrics.dlq.inc(labels, record.dlq_count - last.dlq_count);
+      const more = (c: typeof metrics.recordsIn, n: number) => n > 0 && c.inc(labels, n);
+      more(metrics.recordsIn, record.records_in - last.records_in);
+      more(metrics.recordsOut, record.records_out - last.records_out);
+      more(metrics.recordsSkipped, record.records_skipped - last.records_skipped);
+      more(metrics.errors, Math.max(0, record.records_skipped - last.records_skipped) + (record.status === 'failed' ? 1 : 0));
+      more(metrics.dlq, record.dlq_count - last.dlq_count);
       await store.runs.finish({ ...record, pipeline_version: pipelineVersion }).catch((e: unknown) => {
         if (!isDatabaseUnavailable(e)) throw e;
         // The run is over; only writing its outcome waits for the database to come back.

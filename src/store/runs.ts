@@ -84,6 +84,28 @@ export class SqlRunStore implements RunStore {
   }
 
   async finish(run: RunToStore): Promise<void> {
+    const data = this.finalRow(run);
+    const q = this.db.insertInto('runs').values({ run_id: run.run_id, ...data });
+    await (this.engine === 'mysql'
+      ? q.onDuplicateKeyUpdate(data)
+      : q.onConflict((oc) => oc.column('run_id').doUpdateSet(data))
+    ).execute();
+  }
+
+  async finishOnce(run: RunToStore): Promise<boolean> {
+    const data = this.finalRow(run);
+    const updated = await this.db.updateTable('runs').set(data).where('run_id', '=', run.run_id).where('status', '=', 'running').executeTakeFirst();
+    if (Number(updated.numUpdatedRows) > 0) return true;
+    // No running row: either it is finished already (a replay) or it was never started here.
+    const q = this.db.insertInto('runs').values({ run_id: run.run_id, ...data });
+    const inserted = await (this.engine === 'mysql'
+      ? q.ignore()
+      : q.onConflict((oc) => oc.column('run_id').doNothing())
+    ).executeTakeFirst();
+    return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  private finalRow(run: RunToStore) {
     if (!RUN_STATUSES.has(run.status)) throw new Error(`run record: unknown status ${JSON.stringify(run.status)}`);
     const started_at = iso(run.started_at, 'started_at');
     const finished_at = iso(run.finished_at, 'finished_at');
@@ -105,11 +127,7 @@ export class SqlRunStore implements RunStore {
       duration_ms: durationMs(started_at, finished_at),
       ...(run.pipeline_version !== undefined ? { pipeline_version: version(run.pipeline_version) } : {}),
     };
-    const q = this.db.insertInto('runs').values({ run_id: run.run_id, ...data });
-    await (this.engine === 'mysql'
-      ? q.onDuplicateKeyUpdate(data)
-      : q.onConflict((oc) => oc.column('run_id').doUpdateSet(data))
-    ).execute();
+    return data;
   }
 
   async get(runId: string): Promise<StoredRun | undefined> {

@@ -77,6 +77,11 @@ export interface RunStore {
   start(run: { run_id: string; pipeline: string; node_id: string; started_at: string; pipeline_version?: number | null }): Promise<void>;
   /** Stores the final record (insert or update); a `pipeline_version` left out keeps the one stored at start. */
   finish(run: RunToStore): Promise<void>;
+  /**
+   * Stores the final record only if the run is not finished yet (a worker's run-complete, which may
+   * be delivered more than once); true when this call finished it.
+   */
+  finishOnce(run: RunToStore): Promise<boolean>;
   get(runId: string): Promise<StoredRun | undefined>;
   /** Newest first (started_at descending). */
   list(q: RunQuery): Promise<StoredRun[]>;

@@ -84,11 +84,13 @@ afterEach(() => {
 });
 
 /**
- * The real `svc serve` as a child process (for kill -9 tests), answering /api/health when this
- * resolves. Killed after the test if still running.
+ * The real `svc serve` as a child process (for kill -9 tests), answering /api/health (a worker:
+ * `ready: '/agent/health'` on its SVC_WORKER_PORT, given as `port`) when this resolves. Killed
+ * after the test if still running, unless `keep` (then the caller kills it: processes shared by
+ * several tests).
  */
-export async function serveChild(env: Record<string, string>) {
-  const port = await freePort();
+export async function serveChild(env: Record<string, string>, opts: { port?: number; ready?: string; keep?: boolean } = {}) {
+  const port = opts.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
@@ -96,11 +98,12 @@ export async function serveChild(env: Record<string, string>) {
     env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_CONSOLE_PORT: '0', SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...testMibEnv(tempDir('svc-mibs-')), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  children.push(child);
+  if (!opts.keep) children.push(child);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
-  await eventually(async () => (await fetch(url + '/api/health').catch(() => undefined))?.status === 200, 20_000, 100).catch((e: Error) => {
+  const ready = opts.ready ?? '/api/health';
+  await eventually(async () => (await fetch(url + ready).catch(() => undefined))?.status === 200, 20_000, 100).catch((e: Error) => {
     throw new Error(`${e.message}; svc serve stderr: ${stderr}`);
   });
   return { url, child, exited, stderr: () => stderr };

@@ -1,5 +1,5 @@
-// The cluster view (spec doc 2): nodes and stream placements. This release runs standalone, so
-// there are no workers, and the placements are the single-slot views of the running streams.
+// The cluster view (spec doc 2): nodes and stream placements. Standalone has no workers; its
+// placements are the single-slot views of the running streams.
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 
@@ -7,10 +7,9 @@ export default async function clusterRoutes(app: FastifyInstance, deps: ApiDeps)
   const tags = ['cluster'];
   const { manager } = deps;
 
-  app.get('/api/cluster/nodes', { schema: { tags, summary: 'Worker nodes with health and active runs; mode standalone has none' } }, async () => ({
-    mode: 'standalone',
-    workers: [],
-  }));
+  app.get('/api/cluster/nodes', { schema: { tags, summary: 'Worker nodes with health and active runs; mode standalone has none' } }, async () =>
+    deps.cluster ? { mode: 'manager', workers: deps.cluster.nodes() } : { mode: 'standalone', workers: [] },
+  );
 
   app.get('/api/cluster/streams', { schema: { tags, summary: 'Placements of the running streams (a single-slot view each in standalone mode)' } }, async () => ({
     streams: manager

@@ -34,7 +34,7 @@ export default async function daemonRoutes(app: FastifyInstance, deps: ApiDeps) 
       db_engine: store.engine,
       db_path: store.path,
       scheduler,
-      cluster: 'standalone',
+      cluster: deps.cluster ? clusterSummary(deps.cluster.nodes()) : 'standalone',
       pipelines_loaded: manager.list().length,
       uptime: humanDuration(uptime()),
     };
@@ -81,4 +81,9 @@ export default async function daemonRoutes(app: FastifyInstance, deps: ApiDeps) 
     setImmediate(() => deps.shutdown());
     return reply.code(202).send({ status: 'stopping', drain_timeout_seconds: settings.SHUTDOWN_TIMEOUT_SECONDS });
   });
+}
+
+/** `manager · N/M workers` (spec doc 2 readiness): healthy of known workers. */
+export function clusterSummary(nodes: { ok: boolean }[]): string {
+  return `manager · ${nodes.filter((n) => n.ok).length}/${nodes.length} workers`;
 }

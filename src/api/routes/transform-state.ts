@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { stateConfigHash, statefulInstances } from '../../engine/transform-state.js';
 import { errorMessage } from '../../errors.js';
+import { RUN_ID_HEADER } from '../../cluster/internal-http.js';
 import { ApiError, type ApiDeps } from '../deps.js';
 
 const tags = ['internal'];
@@ -53,7 +54,9 @@ export default async function transformStateRoutes(app: FastifyInstance, deps: A
     async (req: Req) => {
       enabled();
       const p = manager.get(req.params.pipeline);
-      if (p.active) throw new ApiError(409, `pipeline '${p.name}' has a run in progress; its end would overwrite the state. Stop it or wait, then retry`);
+      // The run in progress may write its own state back (a worker, at the end of a successful run).
+      const fromRun = req.headers[RUN_ID_HEADER];
+      if (p.active && fromRun !== p.active.runId) throw new ApiError(409, `pipeline '${p.name}' has a run in progress; its end would overwrite the state. Stop it or wait, then retry`);
       const body = req.body as Record<string, unknown>;
       const state = (typeof body.state === 'object' && body.state !== null && !Array.isArray(body.state) ? body.state : body) as Record<string, unknown>;
       const instances = statefulInstances(p.config, deps.log);

@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 
-export default async function webhookRoutes(app: FastifyInstance, deps: ApiDeps) {
+export default async function webhookRoutes(app: FastifyInstance, deps: Pick<ApiDeps, 'settings' | 'webhooks'>) {
   // This plugin scope reads every body as bytes; the rest of the API keeps its JSON/YAML parsers.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.settings.WEBHOOK_MAX_BODY_BYTES }, (_req, body, done) => done(null, body));

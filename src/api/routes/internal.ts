@@ -1,0 +1,77 @@
+// The manager's internal surface for workers (spec doc 2): run-complete (the outcome of a run,
+// stored once) and pipeline-stats (periodic progress; the final report of a batch has is_final
+// true and comes before its run-complete). SVC_INTERNAL_AUTH_MODE applies (src/auth/guard.ts).
+// Not a manager: 404, so a worker pointed at the wrong node says so.
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { RunComplete, StatsReport } from '../../cluster/remote-executor.js';
+import { ApiError, type ApiDeps } from '../deps.js';
+
+const tags = ['internal'];
+const count = Type.Integer({ minimum: 0 });
+const RunCompleteBody = Type.Object(
+  {
+    run_id: Type.String({ minLength: 1 }),
+    pipeline: Type.String({ minLength: 1 }),
+    node_id: Type.String(),
+    status: Type.Union([Type.Literal('success'), Type.Literal('failed'), Type.Literal('aborted')]),
+    started_at: Type.String(),
+    finished_at: Type.String(),
+    records_in: count,
+    records_out: count,
+    records_skipped: count,
+    bytes_in: count,
+    bytes_out: count,
+    dlq_count: count,
+    error: Type.Union([Type.String(), Type.Null()]),
+    errors: Type.Array(Type.String()),
+    worker_id: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+const StatsBody = Type.Object(
+  {
+    run_id: Type.String({ minLength: 1 }),
+    pipeline: Type.String({ minLength: 1 }),
+    records_in: count,
+    records_out: count,
+    records_skipped: count,
+    dlq_count: count,
+    bytes_in: count,
+    bytes_out: count,
+    is_final: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: true },
+);
+
+export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps) {
+  const cluster = () => {
+    if (!deps.cluster) throw new ApiError(404, `this node runs SVC_MODE=${deps.settings.MODE}: only a manager takes worker callbacks (check SVC_MANAGER_URL on the worker)`);
+    return deps.cluster;
+  };
+
+  app.post('/api/internal/run-complete', { schema: { tags, body: RunCompleteBody, summary: "A worker's run outcome; stored once however often it is sent" } }, async (req) => {
+    const body = req.body as RunComplete;
+    const outcome = cluster().executor.complete(body);
+    if (outcome === 'unknown') {
+      // No run of this process waits for it (the manager restarted since): stored if not stored yet.
+      const stored = await deps.manager.recordRemoteOutcome(body);
+      return { run_id: body.run_id, stored };
+    }
+    return { run_id: body.run_id, stored: outcome === 'resolved' };
+  });
+
+  app.post('/api/internal/pipeline-stats', { schema: { tags, body: StatsBody, summary: "A worker's progress report of one run" } }, async (req) => {
+    const body = req.body as StatsReport;
+    if (cluster().executor.stats(body)) return { run_id: body.run_id, accepted: true };
+    // Not a run this process waits for. It is superseded (409: the worker stops it) when the
+    // pipeline is gone or another run of it is current; otherwise it is one a previous manager
+    // process placed, and it runs on (its run-complete is stored once).
+    const current = deps.manager.has(body.pipeline) ? deps.manager.get(body.pipeline).active?.runId : undefined;
+    if (!deps.manager.has(body.pipeline) || (current !== undefined && current !== body.run_id)) {
+      const why = !deps.manager.has(body.pipeline) ? `pipeline '${body.pipeline}' is not registered` : `run '${current}' is the current run of '${body.pipeline}'`;
+      throw new ApiError(409, `run '${body.run_id}' is superseded (${why}): stop it`);
+    }
+    return { run_id: body.run_id, accepted: true };
+  });
+}

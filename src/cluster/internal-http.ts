@@ -1,0 +1,99 @@
+// The HTTP calls between manager and workers: /agent/* (manager -> worker) and /api/internal/*
+// (worker -> manager). Every call carries the API key (SVC_INTERNAL_AUTH_MODE checks it) and the
+// manager's leadership epoch, so a worker can refuse a manager that was superseded.
+import type { TransformStateIO } from '../engine/runner.js';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../observability/log.js';
+import type { OutboxEntry } from './outbox.js';
+
+/** Header that carries the manager's leadership epoch on every /agent/* call. */
+export const EPOCH_HEADER = 'x-svc-epoch';
+/** Header a worker's transform-state write carries: the run it belongs to. */
+export const RUN_ID_HEADER = 'x-svc-run-id';
+
+export interface CallOptions {
+  apiKey?: string;
+  epoch?: number;
+  runId?: string;
+  timeoutMs?: number;
+}
+
+export interface CallResult {
+  status: number;
+  body: any;
+}
+
+/** One JSON call; network failures and timeouts throw with the URL in the message. */
+export async function internalCall(method: 'GET' | 'POST' | 'PUT', url: string, body: unknown, o: CallOptions = {}): Promise<CallResult> {
+  const headers: Record<string, string> = {};
+  if (o.apiKey) headers['x-api-key'] = o.apiKey;
+  if (o.epoch !== undefined) headers[EPOCH_HEADER] = String(o.epoch);
+  if (o.runId) headers[RUN_ID_HEADER] = o.runId;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(o.timeoutMs ?? 10_000) });
+  } catch (e) {
+    const why = e instanceof Error && e.name === 'TimeoutError' ? `no answer within ${(o.timeoutMs ?? 10_000) / 1000} s` : errorMessage((e as Error).cause ?? e);
+    throw new Error(`${method} ${url}: ${why}`, { cause: e });
+  }
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, body: parsed };
+}
+
+/** Why a non-2xx answer failed, from its `{detail}`. */
+export const detailOf = (r: CallResult) => (typeof r.body === 'object' && r.body && 'detail' in r.body ? String(r.body.detail) : `HTTP ${r.status}`);
+
+/**
+ * The outbox's sender: 2xx is delivered; 400, 404, 409, 413 and 422 will never be taken (a callback
+ * for a run the manager does not know or superseded); anything else (5xx, 401 while keys are being
+ * rotated, no answer) is retried.
+ */
+export function managerSender(managerUrl: string, o: CallOptions, log: Logger) {
+  return async (e: OutboxEntry): Promise<'sent' | 'refused' | 'retry'> => {
+    if (!managerUrl) return 'retry';
+    try {
+      const r = await internalCall('POST', new URL(e.path, managerUrl).toString(), e.body, o);
+      if (r.status >= 200 && r.status < 300) return 'sent';
+      if ([400, 404, 409, 413, 422].includes(r.status)) {
+        log.warn({ path: e.path, status: r.status, detail: detailOf(r) }, 'manager refused a callback');
+        return 'refused';
+      }
+      log.warn({ path: e.path, status: r.status, detail: detailOf(r) }, 'callback not accepted yet; retrying');
+      return 'retry';
+    } catch (err) {
+      log.warn({ path: e.path, err: errorMessage(err) }, 'manager unreachable; callback kept in the outbox');
+      return 'retry';
+    }
+  };
+}
+
+/**
+ * Transform state of a run on a worker: read from the manager at run start, written back after a
+ * successful run (the runner calls save only then). The manager checks the config hash.
+ */
+export function managerStateIO(managerUrl: string, pipeline: string, hash: string, runId: string, o: CallOptions, log: Logger): TransformStateIO {
+  const url = new URL(`/api/internal/transform-state/${encodeURIComponent(pipeline)}`, managerUrl).toString();
+  return {
+    async load() {
+      const r = await internalCall('GET', url, undefined, o);
+      if (r.status === 404) return null;
+      if (r.status !== 200) throw new Error(`transform state of '${pipeline}' could not be read from the manager: ${detailOf(r)}`);
+      if (r.body?.config_sha256 !== hash) {
+        log.warn({ stored: r.body?.config_sha256, current: hash }, 'the manager holds the state of another config of this pipeline; starting empty');
+        return null;
+      }
+      return (r.body.state as Record<string, unknown>) ?? null;
+    },
+    async save(state) {
+      const r = await internalCall('PUT', url, { pipeline, state, config_sha256: hash }, { ...o, runId });
+      if (r.status !== 200) throw new Error(`transform state of '${pipeline}' could not be written to the manager: ${detailOf(r)}`);
+    },
+  };
+}

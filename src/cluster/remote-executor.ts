@@ -1,0 +1,177 @@
+// The manager's executor: a run goes to the least-loaded healthy worker (POST /agent/run, keyed by
+// run_id) and ends when the worker's run-complete arrives (POST /api/internal/run-complete).
+// Progress comes from its pipeline-stats reports. A run whose worker goes down is recorded failed;
+// a run-complete for a run already recorded (a replay, or one that arrives after that) is stored
+// nowhere and evaluates no alert: the outcome of a run is stored once.
+import type { RunRecord } from '../engine/run-record.js';
+import type { RunProgress } from '../engine/runner.js';
+import { errorMessage } from '../errors.js';
+import type { Executor, RunJob } from '../daemon/executor.js';
+import type { Logger } from '../observability/log.js';
+import { detailOf, internalCall, type CallOptions } from './internal-http.js';
+import type { ClusterMetrics } from './metrics.js';
+
+export interface WorkerChoice {
+  id: string;
+  url: string;
+}
+
+/** What the executor needs of the worker pool. */
+export interface Workers {
+  /** The least-loaded healthy worker not in `exclude`, round-robin among ties. */
+  pick(exclude?: ReadonlySet<string>): WorkerChoice | undefined;
+  noteDispatched(id: string): void;
+}
+
+/** The body of a run-complete: the worker's run record. */
+export interface RunComplete extends RunRecord {
+  worker_id?: string;
+}
+
+/** The body of a pipeline-stats report. */
+export interface StatsReport {
+  run_id: string;
+  pipeline: string;
+  records_in: number;
+  records_out: number;
+  records_skipped: number;
+  dlq_count: number;
+  bytes_in: number;
+  bytes_out: number;
+  is_final?: boolean;
+}
+
+interface Pending {
+  job: RunJob;
+  worker: WorkerChoice;
+  startedAt: string;
+  resolve(r: RunRecord): void;
+}
+
+/** Run ids whose outcome this manager took already; bounded, oldest forgotten first. */
+const REMEMBERED = 10_000;
+/** How many workers one run is offered to before it fails (a worker may be draining). */
+const MAX_TRIES = 3;
+
+export class RemoteExecutor implements Executor {
+  private readonly pending = new Map<string, Pending>();
+  private readonly done = new Set<string>();
+
+  constructor(
+    private readonly deps: {
+      workers: Workers;
+      metrics: ClusterMetrics;
+      log: Logger;
+      call: () => CallOptions;
+      /** The node id of records of runs that never reached a worker. */
+      nodeId: string;
+    },
+  ) {}
+
+  async execute(job: RunJob): Promise<RunRecord> {
+    const startedAt = new Date().toISOString();
+    const tried = new Set<string>();
+    const failures: string[] = [];
+    for (let i = 0; i < MAX_TRIES; i++) {
+      const worker = this.deps.workers.pick(tried);
+      if (!worker) break;
+      tried.add(worker.id);
+      // Counted before the call: a run picked while this one is in flight sees the load.
+      this.deps.workers.noteDispatched(worker.id);
+      const completion = new Promise<RunRecord>((resolve) => this.pending.set(job.runId, { job, worker, startedAt, resolve }));
+      let accepted: { worker_id?: string } | undefined;
+      try {
+        const r = await internalCall('POST', `${worker.url}/agent/run`, { run_id: job.runId, yaml: job.yaml, flush: job.flush ?? false }, this.deps.call());
+        if (r.status >= 200 && r.status < 300) accepted = r.body ?? {};
+        else failures.push(`${worker.id}: ${detailOf(r)}`);
+      } catch (e) {
+        failures.push(`${worker.id}: ${errorMessage(e)}`);
+      }
+      if (!accepted) {
+        this.pending.delete(job.runId);
+        this.deps.metrics.dispatch.inc({ result: 'dispatch_failed' });
+        continue;
+      }
+      this.deps.metrics.dispatch.inc({ result: 'accepted' });
+      await job.started(accepted.worker_id ?? worker.id);
+      const onAbort = () => {
+        internalCall('POST', `${worker.url}/agent/stop`, { run_id: job.runId }, this.deps.call()).catch((e: unknown) =>
+          job.log.warn({ worker: worker.id, err: errorMessage(e) }, 'could not tell the worker to stop the run'),
+        );
+      };
+      if (job.signal.aborted) onAbort();
+      else job.signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        return await completion;
+      } finally {
+        job.signal.removeEventListener('abort', onAbort);
+      }
+    }
+    if (tried.size === 0) this.deps.metrics.dispatch.inc({ result: 'no_workers' });
+    const why = tried.size === 0 ? 'no healthy worker to run it (GET /api/cluster/nodes shows the workers and their health)' : `no worker took it: ${failures.join('; ')}`;
+    this.remember(job.runId);
+    return this.failed(job, startedAt, this.deps.nodeId, why);
+  }
+
+  /** POST /api/internal/run-complete: 'resolved' (a waiting run ended), 'duplicate', or 'unknown' (the caller stores it once). */
+  complete(body: RunComplete): 'resolved' | 'duplicate' | 'unknown' {
+    this.deps.metrics.runCompleteReceived.inc();
+    if (this.done.has(body.run_id)) return 'duplicate';
+    const p = this.pending.get(body.run_id);
+    this.remember(body.run_id);
+    if (!p) return 'unknown';
+    this.pending.delete(body.run_id);
+    const { worker_id: _w, ...record } = body as RunComplete & { config_sha256?: string };
+    delete (record as { config_sha256?: string }).config_sha256;
+    p.resolve({ ...record, node_id: body.node_id || p.worker.id });
+    return 'resolved';
+  }
+
+  /** POST /api/internal/pipeline-stats: false when no run of this manager waits for it (superseded). */
+  stats(body: StatsReport): boolean {
+    this.deps.metrics.pipelineStatsReceived.inc();
+    const p = this.pending.get(body.run_id);
+    if (!p) return this.done.has(body.run_id); // the final report of a run already recorded is fine
+    const progress: RunProgress = {
+      units: 0,
+      records_in: body.records_in,
+      records_out: body.records_out,
+      records_skipped: body.records_skipped,
+      dlq_count: body.dlq_count,
+      bytes_in: body.bytes_in,
+      bytes_out: body.bytes_out,
+    };
+    p.job.onProgress?.(progress);
+    return true;
+  }
+
+  /** Runs waiting on this worker end as failed: it stopped answering its health checks. */
+  workerDown(id: string, reason: string) {
+    for (const [runId, p] of this.pending) {
+      if (p.worker.id !== id) continue;
+      this.pending.delete(runId);
+      this.remember(runId);
+      p.job.log.error({ worker: id, reason }, 'worker went down during the run; recorded as failed');
+      p.resolve(this.failed(p.job, p.startedAt, id, `worker ${id} went down during the run (${reason}); its outcome is unknown and a late run-complete is ignored`));
+    }
+  }
+
+  /** Runs waiting for their outcome, by worker id (GET /api/cluster/nodes). */
+  assigned(): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const p of this.pending.values()) out.set(p.worker.id, [...(out.get(p.worker.id) ?? []), p.job.name]);
+    return out;
+  }
+
+  private remember(runId: string) {
+    this.done.add(runId);
+    if (this.done.size > REMEMBERED) this.done.delete(this.done.values().next().value!);
+  }
+
+  private failed(job: RunJob, startedAt: string, nodeId: string, error: string): RunRecord {
+    return {
+      run_id: job.runId, pipeline: job.name, node_id: nodeId, status: 'failed', started_at: startedAt, finished_at: new Date().toISOString(),
+      records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, error, errors: [],
+    };
+  }
+}

@@ -1,0 +1,299 @@
+// `svc serve` with SVC_MODE=worker: the engine plus the agent, with no store and no scheduler.
+// The agent (SVC_WORKER_PORT) takes runs from the manager, keyed by run_id, so a repeated
+// /agent/run never starts a second run; the ingress (SVC_WORKER_INGRESS_PORT) serves
+// /webhooks/{path} for the webhook and remote-write streams placed here. Progress goes to the
+// manager every SVC_STATS_INTERVAL; the final stats and the run-complete go through the outbox on
+// the worker's volume. SIGTERM drains: new runs get 503, runs finish within
+// SVC_SHUTDOWN_TIMEOUT_SECONDS or are stopped (aborted) at the deadline, then the outcomes are sent.
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import webhookRoutes from '../api/routes/webhooks.js';
+import { installAuth } from '../auth/guard.js';
+import { loadPipelineText } from '../config/load.js';
+import { formatDiagnostic } from '../config/diagnostics.js';
+import type { PipelineConfig } from '../config/pipeline-schema.js';
+import { LocalExecutor } from '../daemon/executor.js';
+import { FileProcessedFiles, processedFilesPath } from '../engine/processed-files.js';
+import type { RunRecord } from '../engine/run-record.js';
+import type { RunProgress } from '../engine/runner.js';
+import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from '../engine/transform-state.js';
+import { WebhookHub } from '../engine/webhook-hub.js';
+import { errorMessage } from '../errors.js';
+import type { Logger } from '../observability/log.js';
+import type { Settings } from '../settings.js';
+import { EPOCH_HEADER, internalCall, managerSender, managerStateIO } from './internal-http.js';
+import { Outbox } from './outbox.js';
+
+export interface WorkerRun {
+  runId: string;
+  pipeline: string;
+  scheduleType: string;
+  configSha256: string;
+  startedAt: Date;
+  stop: AbortController;
+  done: Promise<RunRecord>;
+  progress?: RunProgress;
+}
+
+export interface Worker {
+  agentUrl: string;
+  ingressUrl: string;
+  /** Drains (503 for new runs, runs finish or are stopped at the deadline), sends outcomes, closes. */
+  stop(): Promise<void>;
+  stopped: Promise<void>;
+  log: Logger;
+}
+
+/** How many finished run ids the agent remembers, so a late repeat of /agent/run starts nothing. */
+const REMEMBERED_RUNS = 10_000;
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+export async function startWorker(opts: { settings: Settings; log: Logger; onFatal?: (why: string) => void }): Promise<Worker> {
+  const { settings, log } = opts;
+  const dataDir = settings.DATA_DIR;
+  const stateDir = settings.STATE_DIR || join(dataDir, 'state');
+  const workerId = settings.WORKER_ID;
+  const call = { apiKey: settings.API_KEY || undefined };
+  const outbox = new Outbox(join(dataDir, 'outbox'), managerSender(settings.MANAGER_URL, call, log), log);
+  if (!settings.MANAGER_URL) log.warn('SVC_MANAGER_URL is empty: run outcomes wait in the outbox until a manager URL is set');
+  await outbox.open();
+
+  const webhooks = new WebhookHub();
+  const executor = new LocalExecutor({
+    nodeId: workerId,
+    webhooks,
+    stateDir,
+    processed: (name) => new FileProcessedFiles(processedFilesPath(name, stateDir)),
+    state: (config, runLog, runId) => {
+      if (!statefulTransforms(config).length) return undefined;
+      const hash = stateConfigHash(config);
+      return settings.MANAGER_URL
+        ? managerStateIO(settings.MANAGER_URL, config.name, hash, runId, call, runLog)
+        : fileStateIO(stateFilePath(config.name, stateDir), hash, runLog);
+    },
+  });
+
+  const runs = new Map<string, WorkerRun>();
+  const finished = new Map<string, string>(); // run_id -> status, oldest first
+  let draining = false;
+  let highestEpoch = -1;
+  let ingressUp = false;
+  let agentUp = false;
+
+  const statsBody = (r: WorkerRun, isFinal: boolean, record?: RunRecord) => {
+    const p = record ?? r.progress;
+    const uptime = Math.max(0.001, (Date.now() - r.startedAt.getTime()) / 1000);
+    const n = (k: keyof RunProgress & keyof RunRecord) => Number(p?.[k] ?? 0);
+    return {
+      run_id: r.runId,
+      pipeline: r.pipeline,
+      worker_id: workerId,
+      schedule_type: r.scheduleType,
+      timestamp: new Date().toISOString(),
+      uptime_seconds: uptime,
+      records_in: n('records_in'),
+      records_out: n('records_out'),
+      records_skipped: n('records_skipped'),
+      dlq_count: n('dlq_count'),
+      error_count: n('records_skipped'),
+      bytes_in: n('bytes_in'),
+      bytes_out: n('bytes_out'),
+      errors_last_window: record?.errors.slice(-20) ?? [],
+      is_final: isFinal,
+    };
+  };
+
+  const startRun = (runId: string, config: PipelineConfig, yaml: string, flush: boolean): WorkerRun => {
+    const stop = new AbortController();
+    const runLog = log.child({ pipeline: config.name, run_id: runId });
+    const run: WorkerRun = {
+      runId,
+      pipeline: config.name,
+      scheduleType: config.schedule.type,
+      configSha256: sha256(yaml),
+      startedAt: new Date(),
+      stop,
+      done: undefined as unknown as Promise<RunRecord>,
+    };
+    run.done = executor
+      .execute({
+        name: config.name,
+        yaml,
+        config,
+        runId,
+        signal: stop.signal,
+        flush,
+        log: runLog,
+        started: async () => runLog.info('run started'),
+        onProgress: (pr) => (run.progress = pr),
+      })
+      .catch((e: unknown): RunRecord => {
+        const now = new Date().toISOString();
+        return {
+          run_id: runId, pipeline: config.name, node_id: workerId, status: 'failed', started_at: run.startedAt.toISOString(), finished_at: now,
+          records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, error: errorMessage(e), errors: [],
+        };
+      })
+      .then(async (record) => {
+        runLog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');
+        // Final stats first, then the outcome (doc 2); both survive a crash from here on.
+        await outbox.push({ path: '/api/internal/pipeline-stats', body: statsBody(run, true, record) });
+        await outbox.push({ path: '/api/internal/run-complete', body: { ...record, worker_id: workerId, config_sha256: run.configSha256 } });
+        runs.delete(runId);
+        finished.set(runId, record.status);
+        if (finished.size > REMEMBERED_RUNS) finished.delete(finished.keys().next().value!);
+        return record;
+      });
+    runs.set(runId, run);
+    return run;
+  };
+
+  // Periodic stats of every active run (not through the outbox: the next report replaces a lost one).
+  const statsTimer = setInterval(() => {
+    if (!settings.MANAGER_URL) return;
+    for (const r of runs.values()) {
+      void internalCall('POST', new URL('/api/internal/pipeline-stats', settings.MANAGER_URL).toString(), statsBody(r, false), call).then(
+        (res) => {
+          // 409: the manager placed this stream elsewhere (a superseded slot) and tells it to stop.
+          if (res.status === 409 && !r.stop.signal.aborted) {
+            log.warn({ pipeline: r.pipeline, run_id: r.runId }, 'the manager superseded this run; stopping it');
+            r.stop.abort();
+          }
+        },
+        (e: unknown) => log.debug({ err: errorMessage(e) }, 'stats report not delivered'),
+      );
+    }
+  }, settings.STATS_INTERVAL * 1000);
+  statsTimer.unref();
+
+  const agent = Fastify({ bodyLimit: 4 << 20 }) as unknown as FastifyInstance;
+  installAuth(agent, { settings, log });
+  agent.setErrorHandler((err: Error & { statusCode?: number; validation?: unknown }, _req, reply) => {
+    const status = err.validation ? 422 : err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
+    return reply.code(status).send({ detail: err.message });
+  });
+  agent.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+  // Fencing: a call from a manager with a lower epoch than one already seen comes from a superseded leader.
+  agent.addHook('onRequest', async (req, reply) => {
+    const raw = req.headers[EPOCH_HEADER];
+    if (raw === undefined || req.url === '/agent/health') return;
+    const epoch = Number(raw);
+    if (!Number.isInteger(epoch) || epoch < 0) return reply.code(400).send({ detail: `${EPOCH_HEADER} must be a non-negative integer` });
+    if (epoch < highestEpoch) return reply.code(409).send({ detail: `epoch ${epoch} is lower than ${highestEpoch}: this manager is no longer the leader` });
+    highestEpoch = epoch;
+  });
+
+  // 503 when a part is dead (a liveness probe restarts the pod). A draining worker is alive and
+  // finishing its runs (ok), and says `draining`, so the manager sends it nothing new.
+  agent.get('/agent/health', async (_req, reply) => reply.code(agentUp && ingressUp ? 200 : 503).send({
+    ok: agentUp && ingressUp,
+    worker_id: workerId,
+    active_runs: runs.size,
+    running_pipelines: [...new Set([...runs.values()].map((r) => r.pipeline))].sort(),
+    ingress_up: ingressUp,
+    draining,
+  }));
+
+  agent.get('/agent/status', async () => ({
+    worker_id: workerId,
+    draining,
+    runs: [...runs.values()].map((r) => ({ ...statsBody(r, false), config_sha256: r.configSha256, started_at: r.startedAt.toISOString() })),
+    outbox_pending: await outbox.pending(),
+  }));
+
+  const RunBody = Type.Object({
+    run_id: Type.String({ minLength: 1, maxLength: 200 }),
+    yaml: Type.String({ minLength: 1 }),
+    flush: Type.Optional(Type.Boolean()),
+  });
+  agent.post('/agent/run', { schema: { body: RunBody } }, async (req, reply) => {
+    const body = req.body as { run_id: string; yaml: string; flush?: boolean };
+    const existing = runs.get(body.run_id);
+    if (existing) return reply.code(200).send({ run_id: body.run_id, status: 'running', worker_id: workerId, config_sha256: existing.configSha256 });
+    if (finished.has(body.run_id)) return reply.code(200).send({ run_id: body.run_id, status: 'finished', outcome: finished.get(body.run_id), worker_id: workerId });
+    if (draining) return reply.code(503).send({ detail: `worker ${workerId} is shutting down and takes no new runs` });
+    const loaded = loadPipelineText(body.yaml, { statefulTransforms: settings.STATEFUL_TRANSFORMS });
+    if (!loaded.config) {
+      const errs = loaded.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d));
+      return reply.code(400).send({ detail: `invalid pipeline: ${errs.join('; ')}` });
+    }
+    const config = loaded.config;
+    const busy = [...runs.values()].find((r) => r.pipeline === config.name);
+    if (busy) return reply.code(409).send({ detail: `pipeline '${config.name}' already runs here as ${busy.runId}` });
+    const run = startRun(body.run_id, config, body.yaml, body.flush ?? false);
+    return reply.code(202).send({ run_id: run.runId, status: 'started', worker_id: workerId, config_sha256: run.configSha256 });
+  });
+
+  const StopBody = Type.Object({ run_id: Type.Optional(Type.String()), pipeline: Type.Optional(Type.String()) });
+  agent.post('/agent/stop', { schema: { body: StopBody } }, async (req, reply) => {
+    const { run_id, pipeline } = req.body as { run_id?: string; pipeline?: string };
+    if (!run_id && !pipeline) return reply.code(422).send({ detail: 'send run_id or pipeline' });
+    const hit = [...runs.values()].filter((r) => (run_id ? r.runId === run_id : r.pipeline === pipeline));
+    if (hit.length === 0) {
+      if (run_id && finished.has(run_id)) return { stopped: [], finished: [run_id] };
+      return reply.code(404).send({ detail: `no active run ${run_id ? `'${run_id}'` : `of pipeline '${pipeline}'`} on worker ${workerId}` });
+    }
+    for (const r of hit) r.stop.abort();
+    return { stopped: hit.map((r) => r.runId) };
+  });
+
+  const ingress = Fastify({ bodyLimit: settings.WEBHOOK_MAX_BODY_BYTES }) as unknown as FastifyInstance;
+  ingress.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+  await ingress.register(async (scope) => webhookRoutes(scope, { settings, webhooks }));
+
+  let stopping: Promise<void> | undefined;
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((r) => (resolveStopped = r));
+
+  // Either part closing outside a shutdown ends the process, so that the orchestrator restarts it.
+  const watch = (name: string, app: FastifyInstance) =>
+    app.server.on('close', () => {
+      if (name === 'ingress') ingressUp = false;
+      else agentUp = false;
+      if (!stopping) opts.onFatal?.(`worker ${name} closed unexpectedly`);
+    });
+
+  const agentUrl = await agent.listen({ host: settings.HOST, port: settings.WORKER_PORT }).catch((e: Error) => {
+    throw new Error(`cannot listen on ${settings.HOST}:${settings.WORKER_PORT} (SVC_WORKER_PORT): ${e.message}`);
+  });
+  const ingressUrl = await ingress.listen({ host: settings.HOST, port: settings.WORKER_INGRESS_PORT }).catch(async (e: Error) => {
+    await agent.close();
+    throw new Error(`cannot listen on ${settings.HOST}:${settings.WORKER_INGRESS_PORT} (SVC_WORKER_INGRESS_PORT): ${e.message}`);
+  });
+  agentUp = true;
+  ingressUp = true;
+  watch('agent', agent);
+  watch('ingress', ingress);
+
+  const stop = () =>
+    (stopping ??= (async () => {
+      draining = true;
+      const deadline = settings.SHUTDOWN_TIMEOUT_SECONDS * 1000;
+      log.info({ runs: runs.size, timeout_s: settings.SHUTDOWN_TIMEOUT_SECONDS }, 'worker draining: no new runs');
+      // Streams never end by themselves: they are told to stop now. Batch runs get until the deadline.
+      for (const r of runs.values()) if (r.scheduleType === 'stream') r.stop.abort();
+      const all = () => Promise.all([...runs.values()].map((r) => r.done));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([all().then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), deadline)))]);
+      clearTimeout(timer);
+      if (timedOut) {
+        log.warn({ runs: [...runs.keys()] }, `runs did not finish within ${settings.SHUTDOWN_TIMEOUT_SECONDS} s; stopping them (recorded as aborted)`);
+        for (const r of runs.values()) r.stop.abort();
+        await Promise.race([all(), new Promise((r) => setTimeout(r, 10_000))]);
+      }
+      clearInterval(statsTimer);
+      const sent = await outbox.flush(5000);
+      if (!sent) log.warn({ pending: await outbox.pending() }, 'manager not reachable: outcomes stay in the outbox and are sent by the next start on this volume');
+      outbox.close();
+      await ingress.close();
+      await agent.close();
+      log.info('worker stopped');
+      resolveStopped();
+    })());
+
+  log.info({ agent: agentUrl, ingress: ingressUrl, worker_id: workerId, manager: settings.MANAGER_URL || null }, 'svc worker listening');
+  return { agentUrl, ingressUrl, stop, stopped, log };
+}

@@ -1,0 +1,239 @@
+// Manager and workers as real processes (issue 15): batch runs dispatched to the least-loaded
+// healthy worker, outcomes stored once, worker drain on SIGTERM, a worker lost mid-run, the
+// internal surfaces' key and epoch checks. The store is PostgreSQL. Serial: one cluster at a time.
+import { createServer, type Server } from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/daemon.js';
+import { localYaml, readNdjson, SLOW, workArea, writeInput } from '../api/_helpers.js';
+import { startCluster, type Cluster } from './processes.js';
+
+const finished = async (c: Cluster, runId: string, ms = 30_000) =>
+  eventually(async () => {
+    const r = await c.call('GET', `/api/runs/${runId}`);
+    return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
+  }, ms, 100);
+
+async function register(c: Cluster, yaml: string) {
+  const r = await c.call('POST', '/api/pipelines', yaml);
+  expect(r.status, r.text).toBe(201);
+}
+
+async function runNow(c: Cluster, name: string): Promise<string> {
+  const r = await c.call('POST', `/api/pipelines/${name}/run`);
+  expect(r.status, r.text).toBe(202);
+  return r.body.run_id as string;
+}
+
+describe('manager and two workers', () => {
+  let c: Cluster;
+  beforeAll(async () => {
+    c = await startCluster(2);
+    await Promise.all([c.startWorker(0), c.startWorker(1)]);
+    await c.startManager();
+  }, 60_000);
+  afterAll(async () => c?.stop());
+
+  it('lists its workers, reports them in readiness, and runs a batch pipeline on one of them', async () => {
+    const nodes = await eventually(async () => {
+      const r = await c.call('GET', '/api/cluster/nodes');
+      return r.body.workers?.every((w: { ok: boolean }) => w.ok) ? r.body : undefined;
+    });
+    expect(nodes.mode).toBe('manager');
+    expect(nodes.workers.map((w: { url: string }) => w.url).sort()).toEqual(c.workers.map((w) => w.agentUrl).sort());
+    expect((await c.call('GET', '/api/ready')).body.cluster).toBe('manager · 2/2 workers');
+
+    const w = workArea(5);
+    await register(c, localYaml('one', w));
+    const run = await finished(c, await runNow(c, 'one'));
+    expect(run).toMatchObject({ status: 'success', records_in: 5, records_out: 5 });
+    expect(['w0', 'w1']).toContain(run.node_id);
+    expect(readNdjson(w.outFile).map((r) => r.i)).toEqual([0, 1, 2, 3, 4]);
+    const metrics = (await c.call('GET', '/metrics')).text;
+    expect(metrics).toMatch(/svc_mgr_dispatch_total\{result="accepted"\} [1-9]/);
+    expect(metrics).toMatch(/svc_mgr_run_complete_received_total [1-9]/);
+    expect(metrics).toContain('svc_mgr_worker_healthy 2');
+    expect(metrics).toContain('svc_mgr_worker_total 2');
+    // The worker's progress reached the manager's metrics too.
+    expect(metrics).toMatch(/svc_records_out_total\{pipeline="one"\} 5/);
+  });
+
+  it('sends concurrent runs to the least-loaded worker, so two slow runs land on different workers', async () => {
+    const a = workArea(8);
+    const b = workArea(8);
+    await register(c, localYaml('slow-a', { ...a, extra: SLOW }));
+    await register(c, localYaml('slow-b', { ...b, extra: SLOW }));
+    const ra = await runNow(c, 'slow-a');
+    const rb = await runNow(c, 'slow-b');
+    const nodes = await eventually(async () => {
+      const r = await c.call('GET', '/api/cluster/nodes');
+      const assigned = r.body.workers.flatMap((w: { assigned_pipelines: string[] }) => w.assigned_pipelines);
+      return assigned.length === 2 ? r.body.workers : undefined;
+    });
+    expect(nodes.map((w: { assigned_pipelines: string[] }) => w.assigned_pipelines.length)).toEqual([1, 1]);
+    const [x, y] = [await finished(c, ra), await finished(c, rb)];
+    expect(x.status).toBe('success');
+    expect(y.status).toBe('success');
+    expect(x.node_id).not.toBe(y.node_id);
+  });
+
+  it('never starts a run twice: a repeated /agent/run with the same run_id answers with the run it has', async () => {
+    const w = workArea(6);
+    const yaml = localYaml('twice', { ...w, extra: SLOW });
+    // Registered but not run by the manager: a run of it that a worker reports is adopted, not stopped.
+    await register(c, yaml);
+    const worker = c.workers[0]!;
+    const body = { run_id: 'fixed-run-id-1', yaml };
+    const first = await c.call('POST', `${worker.agentUrl}/agent/run`, body);
+    expect(first.status, first.text).toBe(202);
+    const again = await c.call('POST', `${worker.agentUrl}/agent/run`, body);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ run_id: 'fixed-run-id-1', status: 'running' });
+    const status = await c.call('GET', `${worker.agentUrl}/agent/status`);
+    expect(status.body.runs.filter((r: { run_id: string }) => r.run_id === 'fixed-run-id-1')).toHaveLength(1);
+    expect(status.body.runs[0].config_sha256).toMatch(/^[0-9a-f]{64}$/);
+    // Its outcome reaches the manager (which did not dispatch it) and is stored once.
+    const run = await finished(c, 'fixed-run-id-1');
+    expect(run).toMatchObject({ status: 'success', records_out: 6, node_id: 'w0' });
+    const late = await c.call('POST', `${worker.agentUrl}/agent/run`, body);
+    expect(late.body).toMatchObject({ status: 'finished', outcome: 'success' });
+    expect(readNdjson(w.outFile)).toHaveLength(6);
+  });
+
+  it('refuses a manager with a lower epoch than one it has seen (fencing)', async () => {
+    const worker = c.workers[1]!;
+    const yaml = localYaml('fenced', workArea(1));
+    const ok = await c.call('POST', `${worker.agentUrl}/agent/stop`, { pipeline: 'none-such' }, { 'x-svc-epoch': '5' });
+    expect(ok.status).toBe(404);
+    const stale = await c.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'fenced-1', yaml }, { 'x-svc-epoch': '4' });
+    expect(stale.status).toBe(409);
+    expect(stale.body.detail).toMatch(/epoch 4 is lower than 5/);
+  });
+
+  it('answers bad agent requests with {detail}', async () => {
+    const worker = c.workers[1]!;
+    const bad = await c.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'bad-1', yaml: 'version: "1"\npipeline: { name: x }\n' }, { 'x-svc-epoch': '5' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toMatch(/^invalid pipeline: /);
+    const missing = await c.call('POST', `${worker.agentUrl}/agent/run`, { yaml: 'x' }, { 'x-svc-epoch': '5' });
+    expect(missing.status).toBe(422);
+    expect(Object.keys(missing.body)).toEqual(['detail']);
+  });
+});
+
+describe('outcomes and failures', () => {
+  let c: Cluster | undefined;
+  let hook: Server | undefined;
+  afterEach(async () => {
+    await c?.stop();
+    c = undefined;
+    await new Promise((r) => (hook ? hook.close(r) : r(undefined)));
+    hook = undefined;
+  });
+
+  it('stores a replayed run-complete once and fires its alert once, across a manager restart', async () => {
+    let alerts = 0;
+    hook = createServer((req, res) => {
+      alerts++;
+      req.resume();
+      res.end('ok');
+    });
+    await new Promise<void>((r) => hook!.listen(0, '127.0.0.1', r));
+    const hookUrl = `http://127.0.0.1:${(hook.address() as { port: number }).port}/alert`;
+    c = await startCluster(1);
+    await c.startWorker(0);
+    await c.startManager();
+    const w = workArea(3);
+    await register(c, localYaml('alerted', w));
+    const rule = await c.call('POST', '/api/pipelines/alerted/alerts', { name: 'any', condition: 'records_in > 0', action: 'webhook', webhook_url: hookUrl, cooldown_seconds: 0 });
+    expect(rule.status, rule.text).toBeLessThan(300);
+    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
+    const runId = await runNow(c, 'alerted');
+    const run = await finished(c, runId);
+    expect(run.status).toBe('success');
+    await eventually(() => alerts === 1);
+    const { body } = await c.call('GET', `/api/runs/${runId}`);
+    const complete = { ...body, worker_id: 'w0' };
+    delete complete.pipeline_version;
+    // Replayed to the same manager, then to a restarted one (which has no memory of the run).
+    const replay = await c.call('POST', '/api/internal/run-complete', complete);
+    expect(replay.status, replay.text).toBe(200);
+    expect(replay.body).toEqual({ run_id: runId, stored: false });
+    await c.kill(c.manager);
+    await c.startManager();
+    const again = await c.call('POST', '/api/internal/run-complete', { ...complete, records_out: 999 });
+    expect(again.body).toEqual({ run_id: runId, stored: false });
+    expect((await c.call('GET', `/api/runs/${runId}`)).body.records_out).toBe(3);
+    expect((await c.call('GET', '/api/runs?pipeline=alerted')).body).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(alerts).toBe(1);
+  });
+
+  it('a worker drains on SIGTERM: its batch run finishes, new runs are refused, the outcome reaches the manager', async () => {
+    c = await startCluster(1);
+    await c.startWorker(0);
+    await c.startManager();
+    const w = workArea(8); // about 3 s
+    await register(c, localYaml('drained', { ...w, extra: SLOW }));
+    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
+    const runId = await runNow(c, 'drained');
+    const worker = c.workers[0]!;
+    await eventually(async () => (await c!.call('GET', `${worker.agentUrl}/agent/status`)).body.runs.length === 1);
+    worker.proc!.child.kill('SIGTERM');
+    const refused = await eventually(async () => {
+      const r = await c!.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'during-drain', yaml: localYaml('other', workArea(1)) });
+      return r.status === 503 ? r : undefined;
+    }, 5000, 20);
+    expect(refused.body.detail).toMatch(/shutting down/);
+    expect((await worker.proc!.exited).code).toBe(0);
+    const run = await finished(c, runId);
+    expect(run).toMatchObject({ status: 'success', records_out: 8, node_id: 'w0' });
+    expect(readNdjson(w.outFile)).toHaveLength(8);
+  });
+
+  it('records a run failed when its worker dies (kill -9), and the worker returns healthy on its volume', async () => {
+    c = await startCluster(1);
+    await c.startWorker(0);
+    await c.startManager();
+    const w = workArea(20);
+    await register(c, localYaml('lost', { ...w, extra: SLOW }));
+    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
+    const runId = await runNow(c, 'lost');
+    await eventually(async () => (await c!.call('GET', `/api/runs/${runId}`)).body.status === 'running');
+    await c.kill(c.workers[0]!.proc);
+    // Two failed polls at 1 s: down, and the run with it.
+    const run = await finished(c, runId, 15_000);
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatch(/worker .* went down during the run/);
+    expect((await c.call('GET', '/api/ready')).body.cluster).toBe('manager · 0/1 workers');
+    expect((await c.call('GET', '/api/pipelines/lost')).body.status).toBe('error');
+    // Back on its volume: healthy again, and the input it did not finish is still there to run again.
+    await c.startWorker(0);
+    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok, 10_000);
+    writeInput(w.inDir, 'b.ndjson', 1);
+    const again = await finished(c, await runNow(c, 'lost'), 30_000);
+    expect(again.status).toBe('success');
+  }, 60_000);
+
+  it('with SVC_INTERNAL_AUTH_MODE=enforce, agents and internal endpoints need the key, and a worker with it delivers', async () => {
+    const key = { SVC_API_KEY: 'cluster-key-1', SVC_INTERNAL_AUTH_MODE: 'enforce' };
+    c = await startCluster(1, { manager: key, worker: key });
+    await c.startWorker(0);
+    await c.startManager();
+    const worker = c.workers[0]!;
+    const anon = await c.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'x', yaml: 'x' });
+    expect(anon.status).toBe(401);
+    expect((await c.call('GET', `${worker.agentUrl}/agent/health`)).status).toBe(200);
+    const cb = await c.call('POST', '/api/internal/pipeline-stats', { run_id: 'x', pipeline: 'x', records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0, bytes_in: 0, bytes_out: 0 });
+    expect(cb.status).toBe(401);
+    const w = workArea(2);
+    const reg = await c.call('POST', '/api/pipelines', localYaml('keyed', w), { 'x-api-key': key.SVC_API_KEY });
+    expect(reg.status, reg.text).toBe(201);
+    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes', undefined, { 'x-api-key': key.SVC_API_KEY })).body.workers[0].ok);
+    const r = await c.call('POST', '/api/pipelines/keyed/run', undefined, { 'x-api-key': key.SVC_API_KEY });
+    const run = await eventually(async () => {
+      const x = await c!.call('GET', `/api/runs/${r.body.run_id}`, undefined, { 'x-api-key': key.SVC_API_KEY });
+      return x.body.status === 'success' ? x.body : undefined;
+    }, 20_000);
+    expect(run.records_out).toBe(2);
+  });
+});

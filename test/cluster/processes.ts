@@ -1,0 +1,124 @@
+// A manager and its workers as real `svc serve` processes on loopback ports, the manager's store a
+// fresh PostgreSQL database. Ports are chosen up front so that each side can be restarted where
+// the other expects it (a worker on its volume, the manager on its database).
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { postgresDb, type TestDb } from '../connectors/peers/sql.js';
+import { freePort, serveChild } from '../helpers/daemon.js';
+import { tempDir } from '../helpers/fs.js';
+
+export interface Proc {
+  url: string;
+  child: import('node:child_process').ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stderr(): string;
+}
+
+export interface WorkerSlot {
+  id: string;
+  agentPort: number;
+  ingressPort: number;
+  dataDir: string;
+  proc?: Proc;
+  agentUrl: string;
+  ingressUrl: string;
+}
+
+export interface Cluster {
+  db: TestDb;
+  managerUrl: string;
+  manager?: Proc;
+  workers: WorkerSlot[];
+  root: string;
+  startManager(env?: Record<string, string>): Promise<Proc>;
+  startWorker(i: number, env?: Record<string, string>): Promise<Proc>;
+  /** SIGKILL (or the given signal) and wait for the exit. */
+  kill(p: Proc | undefined, signal?: NodeJS.Signals): Promise<void>;
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; text: string }>;
+  stop(): Promise<void>;
+}
+
+export async function startCluster(n: number, env: { manager?: Record<string, string>; worker?: Record<string, string> } = {}): Promise<Cluster> {
+  const db = await postgresDb();
+  const root = tempDir('svc-cluster-');
+  const managerPort = await freePort();
+  const managerUrl = `http://127.0.0.1:${managerPort}`;
+  const workers: WorkerSlot[] = [];
+  for (let i = 0; i < n; i++) {
+    const agentPort = await freePort();
+    const ingressPort = await freePort();
+    const dataDir = join(root, `worker-${i}`);
+    mkdirSync(dataDir, { recursive: true });
+    workers.push({ id: `w${i}`, agentPort, ingressPort, dataDir, agentUrl: `http://127.0.0.1:${agentPort}`, ingressUrl: `http://127.0.0.1:${ingressPort}` });
+  }
+  mkdirSync(join(root, 'pipelines'), { recursive: true });
+  const c: Cluster = {
+    db,
+    managerUrl,
+    workers,
+    root,
+    async startManager(extra = {}) {
+      c.manager = await serveChild(
+        {
+          SVC_MODE: 'manager',
+          SVC_NODE_ID: 'manager',
+          SVC_DB_URL: db.url,
+          SVC_PIPELINE_DIR: join(root, 'pipelines'),
+          SVC_WORKER_URLS: workers.map((w) => w.agentUrl).join(','),
+          SVC_WORKER_HEALTH_INTERVAL: '1',
+          SVC_UI_DIR: '',
+          ...env.manager,
+          ...extra,
+        },
+        { port: managerPort, keep: true },
+      );
+      return c.manager;
+    },
+    async startWorker(i, extra = {}) {
+      const w = workers[i]!;
+      w.proc = await serveChild(
+        {
+          SVC_MODE: 'worker',
+          SVC_WORKER_ID: w.id,
+          SVC_WORKER_PORT: String(w.agentPort),
+          SVC_WORKER_INGRESS_PORT: String(w.ingressPort),
+          SVC_DATA_DIR: w.dataDir,
+          SVC_MANAGER_URL: managerUrl,
+          SVC_STATS_INTERVAL: '1',
+          SVC_SHUTDOWN_TIMEOUT_SECONDS: '10',
+          ...env.worker,
+          ...extra,
+        },
+        { port: w.agentPort, ready: '/agent/health', keep: true },
+      );
+      return w.proc;
+    },
+    async kill(p, signal = 'SIGKILL') {
+      if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
+      p.child.kill(signal);
+      await p.exited;
+    },
+    async call(method, path, body, headers = {}) {
+      const h: Record<string, string> = { ...headers };
+      if (body !== undefined) h['content-type'] ??= typeof body === 'string' ? 'application/yaml' : 'application/json';
+      const res = await fetch((path.startsWith('http') ? '' : managerUrl) + path, { method, headers: h, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON
+      }
+      return { status: res.status, body: parsed as any, text };
+    },
+    async stop() {
+      if (process.env.SVC_TEST_CLUSTER_LOGS) {
+        for (const p of [c.manager, ...workers.map((w) => w.proc)]) if (p) console.log(`--- ${p.url}\n${p.stderr()}`);
+      }
+      await c.kill(c.manager, 'SIGKILL');
+      for (const w of workers) await c.kill(w.proc, 'SIGKILL');
+      await db.stop();
+    },
+  };
+  return c;
+}

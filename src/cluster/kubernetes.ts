@@ -281,11 +281,12 @@ export class PipelineServices {
     const k = await k8s();
     let kc = this.opts.kubeConfig;
     if (!kc) {
-      if (!(this.opts.env ?? process.env).KUBERNETES_SERVICE_HOST) {
-        throw new ServiceConfigError('not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset): pipeline Services are made only by a manager running in the cluster');
-      }
+      const env = this.opts.env ?? process.env;
       kc = new k.KubeConfig();
-      kc.loadFromCluster();
+      // KUBECONFIG, as kubectl reads it (a manager outside the cluster); else the pod's service account.
+      if (env.KUBECONFIG) kc.loadFromFile(env.KUBECONFIG);
+      else if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+      else throw new ServiceConfigError('not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset) and KUBECONFIG is not set: pipeline Services are made only by a manager that can reach the cluster');
     }
     return { api: kc.makeApiClient(k.CoreV1Api), namespace, server: kc.getCurrentCluster()?.server ?? '(no cluster)' };
   }

@@ -1,27 +1,49 @@
-// Manager mode (SVC_MODE=manager): the workers (discovery and health polls) and the executor that
-// dispatches runs to them, wired together. The lifecycle stays the pipeline manager's.
+// Manager mode (SVC_MODE=manager): the workers (discovery and health polls), the executor that
+// dispatches runs to them, and the durable queue of manual runs, wired together. The lifecycle
+// stays the pipeline manager's.
 import type { ClusterDeps } from '../api/deps.js';
+import type { PipelineManager, RunAdmission } from '../daemon/pipeline-manager.js';
+import { errorMessage } from '../errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Settings } from '../settings.js';
+import type { SqlStore } from '../store/index.js';
 import { workerDiscovery } from './discovery.js';
 import { clusterMetrics } from './metrics.js';
 import { RemoteExecutor } from './remote-executor.js';
+import { SqlRunQueue } from './run-queue.js';
 import { WorkerPool } from './worker-pool.js';
+import { PipelineServices } from './kubernetes.js';
+import type { PipelineConfig } from '../config/pipeline-schema.js';
 
 export interface ManagerCluster extends ClusterDeps {
+  admission: RunAdmission;
+  /** Keeps each pipeline's own Kubernetes Service (pipeline field `kubernetes`) as its config says. */
+  onConfig(name: string, config: PipelineConfig | undefined): void;
+  /** The pipeline manager whose queued runs this cluster dispatches (set once it exists). */
+  attach(manager: PipelineManager): void;
+  /** The first health poll (before pipelines are restored: streams due at start find workers). */
   start(): Promise<void>;
+  /** After the pipelines are restored: queued runs found again, then the queue's ticks. */
+  startQueue(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export function startManagerCluster(settings: Settings, metrics: Metrics, log: Logger): ManagerCluster {
-  const m = clusterMetrics(metrics.registry);
+export function startManagerCluster(opts: { settings: Settings; metrics: Metrics; log: Logger; store: SqlStore }): ManagerCluster {
+  const { settings, log } = opts;
+  const m = clusterMetrics(opts.metrics.registry);
   const apiKey = settings.API_KEY || undefined;
   // Leadership (and with it the epoch) comes with manager high availability; one manager is epoch 0.
   const epoch = () => 0;
   const discovery = workerDiscovery(settings);
   if (discovery.mode === 'none') log.warn('manager mode without workers: set SVC_WORKER_URLS, or SVC_WORKER_REPLICAS with SVC_WORKER_SERVICE and SVC_WORKER_NAMESPACE');
+  const queue = new SqlRunQueue(opts.store.db, opts.store.engine);
   let executor!: RemoteExecutor;
+  let manager: PipelineManager | undefined;
+  let drainTimer: NodeJS.Timeout | undefined;
+  let draining: Promise<void> | undefined;
+  let stopped = false;
+
   const pool = new WorkerPool({
     discovery,
     intervalMs: settings.WORKER_HEALTH_INTERVAL * 1000,
@@ -34,8 +56,10 @@ export function startManagerCluster(settings: Settings, metrics: Metrics, log: L
       if (c.change === 'down' || c.change === 'removed') executor.workerDown(c.worker.id, c.worker.lastError ?? c.change);
       const level = c.change === 'down' ? 'warn' : 'info';
       log[level]({ worker: c.worker.id, url: c.worker.url, change: c.change, healthy: c.healthy, total: c.total, err: c.worker.lastError ?? undefined }, `worker ${c.change}`);
+      if (c.change === 'up') void drain(); // capacity is back: queued runs go now, not at the next tick
     },
   });
+  const hasCapacity = () => pool.healthy().some((w) => !w.draining);
   executor = new RemoteExecutor({
     workers: {
       pick: (exclude) => {
@@ -49,14 +73,131 @@ export function startManagerCluster(settings: Settings, metrics: Metrics, log: L
     call: () => ({ apiKey, epoch: epoch() }),
     nodeId: settings.NODE_ID,
   });
+
+  // Per-pipeline Services, applied one change at a time in the order the configs changed.
+  const services = new PipelineServices({ namespace: settings.POD_NAMESPACE || undefined, ingressPort: settings.WORKER_INGRESS_PORT, log });
+  const withService = new Set<string>();
+  let serviceChain: Promise<void> = Promise.resolve();
+  const noteService = (name: string, state: { name?: string; error?: string } | undefined) => {
+    const p = manager?.has(name) ? manager.get(name) : undefined;
+    if (p) p.service = state;
+  };
+  const onConfig = (name: string, config: PipelineConfig | undefined) => {
+    if (!config?.kubernetes?.enabled && !withService.has(name)) return;
+    serviceChain = serviceChain.then(async () => {
+      if (!config) {
+        const r = await services.remove(name);
+        if (!r.ok) log.warn({ pipeline: name, err: r.error }, 'kubernetes service of a removed pipeline not deleted');
+        withService.delete(name);
+        return;
+      }
+      const r = await services.apply(config);
+      if (r.ok && r.service) {
+        withService.add(name);
+        noteService(name, { name: r.service.metadata?.name });
+      } else if (r.ok) {
+        withService.delete(name);
+        noteService(name, undefined);
+      } else {
+        noteService(name, { error: r.error });
+        log.warn({ pipeline: name, err: r.error }, 'kubernetes service not applied');
+      }
+    });
+  };
+
+  /** One pass: expire what waited too long, then dispatch the oldest runs while a worker can take them. */
+  const drainOnce = async () => {
+    const mgr = manager;
+    if (!mgr) return;
+    const ttl = settings.QUEUE_TTL_SECONDS;
+    await queue.expire(async (q, now) => {
+      if (mgr.has(q.pipeline)) await mgr.expireQueued(q.pipeline, q.run_id, q.enqueued_at, now, ttl);
+      m.queueExpired.inc();
+      log.warn({ pipeline: q.pipeline, run_id: q.run_id, enqueued_at: q.enqueued_at }, 'queued run expired: recorded as failed');
+    });
+    for (;;) {
+      if (stopped) return;
+      if (!hasCapacity()) {
+        if ((await queue.list()).length) m.queueDrainResult.inc({ result: 'no_capacity' });
+        break;
+      }
+      const r = await queue.claim(async (q) => {
+        const placed = await mgr.launchQueued(q.pipeline, q.run_id);
+        if (placed) {
+          m.queueDispatched.inc();
+          m.queueWait.observe(Math.max(0, (Date.now() - Date.parse(q.enqueued_at)) / 1000));
+          log.info({ pipeline: q.pipeline, run_id: q.run_id }, 'queued run dispatched');
+        }
+        return placed;
+      });
+      if (!r) {
+        m.queueDrainResult.inc({ result: 'empty' });
+        break;
+      }
+      m.queueDrainResult.inc({ result: r.taken ? 'dispatched' : 'busy' });
+      if (!r.taken) break; // its pipeline is busy or no worker took it: the next tick tries again
+    }
+    m.queueDepth.set((await queue.list()).length);
+  };
+  const drain = () =>
+    (draining ??= drainOnce()
+      .catch((e: unknown) => {
+        m.queueDrainResult.inc({ result: 'error' });
+        log.error({ err: errorMessage(e) }, 'queue pass failed; retried at the next tick');
+      })
+      .finally(() => (draining = undefined)));
+
+  const admission: RunAdmission = {
+    hasCapacity,
+    queueing: settings.QUEUE_MANUAL_RUNS,
+    async enqueue(pipeline, runId, flush) {
+      const q = await queue.enqueue({ run_id: runId, pipeline, flush, ttlSeconds: settings.QUEUE_TTL_SECONDS });
+      m.queueEnqueued.inc();
+      m.queueDepth.inc();
+      log.info({ pipeline, run_id: runId, expires_at: q.expires_at }, 'no healthy worker: manual run queued');
+      return q;
+    },
+  };
+
   return {
     executor,
+    admission,
     nodes: () => {
       const assigned = executor.assigned();
       for (const w of pool.workers()) pool.setAssigned(w.id, assigned.get(w.id) ?? []);
       return pool.nodes().workers;
     },
+    attach: (mgr) => (manager = mgr),
+    onConfig,
     start: () => pool.start(),
-    stop: () => pool.stop(),
+    async startQueue() {
+      // Services of pipelines deleted while no manager ran (orphans) go, when svc can reach a cluster.
+      if (process.env.KUBERNETES_SERVICE_HOST || process.env.KUBECONFIG) {
+        serviceChain = serviceChain.then(async () => {
+          const r = await services.reconcile(manager?.list().map((p) => p.config) ?? []);
+          if (r.error) log.warn({ err: r.error }, 'kubernetes services not reconciled');
+          for (const [name, res] of Object.entries(r.results)) {
+            if (res.ok && res.service) withService.add(name);
+            noteService(name, res.ok ? (res.service ? { name: res.service.metadata?.name } : undefined) : { error: res.error });
+          }
+          if (r.removed.length) log.info({ services: r.removed }, 'kubernetes services of removed pipelines deleted');
+        });
+      }
+      const waiting = await queue.list();
+      for (const q of waiting) manager?.markQueued(q.pipeline, q.run_id);
+      m.queueDepth.set(waiting.length);
+      if (waiting.length) log.info({ runs: waiting.length }, 'queued runs found: dispatched when a worker is healthy');
+      // The reconciler's tick (doc 2): min(SVC_STATS_INTERVAL, 10) seconds.
+      drainTimer = setInterval(() => void drain(), Math.min(settings.STATS_INTERVAL, 10) * 1000);
+      drainTimer.unref();
+      void drain();
+    },
+    async stop() {
+      stopped = true;
+      await serviceChain;
+      clearInterval(drainTimer);
+      await draining;
+      await pool.stop();
+    },
   };
 }

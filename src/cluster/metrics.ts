@@ -1,5 +1,5 @@
 // The manager's svc_mgr_* metrics (spec doc 2), on the daemon's registry.
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export type DispatchResult = 'accepted' | 'no_capacity' | 'no_workers' | 'dispatch_failed';
 
@@ -11,6 +11,12 @@ export function clusterMetrics(registry: Registry) {
     pipelineStatsReceived: new Counter({ name: 'svc_mgr_pipeline_stats_received_total', help: 'pipeline-stats reports received from workers.', registers }),
     workerHealthy: new Gauge({ name: 'svc_mgr_worker_healthy', help: 'Workers whose last health polls passed.', registers }),
     workerTotal: new Gauge({ name: 'svc_mgr_worker_total', help: 'Workers known to the manager (SVC_WORKER_URLS or DNS discovery).', registers }),
+    queueEnqueued: new Counter({ name: 'svc_mgr_queue_enqueued_total', help: 'Manual runs queued because no worker was healthy.', registers }),
+    queueDispatched: new Counter({ name: 'svc_mgr_queue_dispatched_total', help: 'Queued runs dispatched to a worker.', registers }),
+    queueExpired: new Counter({ name: 'svc_mgr_queue_expired_total', help: 'Queued runs whose wait (SVC_QUEUE_TTL_SECONDS) expired; each is one failed run.', registers }),
+    queueDrainResult: new Counter({ name: 'svc_mgr_queue_drain_result_total', help: 'Passes over the queue, by result (dispatched, empty, no_capacity, busy, error).', labelNames: ['result'], registers }),
+    queueDepth: new Gauge({ name: 'svc_mgr_queue_depth', help: 'Runs waiting in the queue.', registers }),
+    queueWait: new Histogram({ name: 'svc_mgr_queue_wait_seconds', help: 'Time queued runs waited for a worker.', buckets: [1, 5, 10, 30, 60, 120, 300, 600, 900, 1800], registers }),
   };
 }
 

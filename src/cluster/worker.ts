@@ -25,6 +25,14 @@ import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
 import { EPOCH_HEADER, internalCall, managerSender, managerStateIO } from './internal-http.js';
 import { Outbox } from './outbox.js';
+import { syncFromManager } from './sync.js';
+
+/**
+ * Whether a run reads files the manager holds: a `schema_file`, or an SNMP connector (MIBs). Only
+ * those sync at run start (before the pipeline is checked, since the check opens the schema files),
+ * so a run that needs neither costs no round trips. Read off the YAML text: at worst one sync too many.
+ */
+export const needsManagerFiles = (yaml: string) => /\bschema_file\b|\bsnmp_\w+/.test(yaml);
 
 export interface WorkerRun {
   runId: string;
@@ -54,6 +62,9 @@ const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 export async function startWorker(opts: { settings: Settings; log: Logger; onFatal?: (why: string) => void }): Promise<Worker> {
   const { settings, log } = opts;
   const dataDir = settings.DATA_DIR;
+  // A relative schema_file resolves under SVC_SCHEMA_DIR: on a worker, by default, the copy synced
+  // from the manager. Set before any run starts its worker threads (they copy the environment).
+  process.env.SVC_SCHEMA_DIR ??= join(dataDir, 'schemas');
   const stateDir = settings.STATE_DIR || join(dataDir, 'state');
   const workerId = settings.WORKER_ID;
   const call = { apiKey: settings.API_KEY || undefined };
@@ -215,6 +226,14 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     if (existing) return reply.code(200).send({ run_id: body.run_id, status: 'running', worker_id: workerId, config_sha256: existing.configSha256 });
     if (finished.has(body.run_id)) return reply.code(200).send({ run_id: body.run_id, status: 'finished', outcome: finished.get(body.run_id), worker_id: workerId });
     if (draining) return reply.code(503).send({ detail: `worker ${workerId} is shutting down and takes no new runs` });
+    if (settings.MANAGER_URL && needsManagerFiles(body.yaml)) {
+      try {
+        const r = await syncFromManager({ managerUrl: settings.MANAGER_URL, dataDir, apiKey: call.apiKey, log });
+        if (r.changed) log.info({ run_id: body.run_id, changed: r.changed }, 'schemas and MIBs synced from the manager');
+      } catch (e) {
+        return reply.code(503).send({ detail: `worker ${workerId}: ${errorMessage(e)}` });
+      }
+    }
     const loaded = loadPipelineText(body.yaml, { statefulTransforms: settings.STATEFUL_TRANSFORMS });
     if (!loaded.config) {
       const errs = loaded.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d));

@@ -58,7 +58,7 @@ export const Pipeline = Type.Object(
       Type.Object(
         {
           enabled: Type.Boolean({ default: false }),
-          service_type: lit('NodePort', 'LoadBalancer'),
+          service_type: Type.Union([Type.Literal('NodePort'), Type.Literal('LoadBalancer')], { default: 'NodePort' }),
           node_port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
           service_name: Type.Optional(Type.String({ minLength: 1 })),
         },

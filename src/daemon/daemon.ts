@@ -50,8 +50,9 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
   const alerts = new AlertEvaluator({ store: store.alerts, settings, log });
   // Webhook spools live here; beside the SQLite file by default, so one directory holds a node's state.
   const stateDir = settings.STATE_DIR || join(dirname(settings.DB_PATH), 'state');
-  const cluster = settings.MODE === 'manager' ? startManagerCluster(settings, metrics, log) : undefined;
-  const manager = new PipelineManager({ store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer, executor: cluster?.executor });
+  const cluster = settings.MODE === 'manager' ? startManagerCluster({ settings, metrics, log, store }) : undefined;
+  const manager = new PipelineManager({ store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer, executor: cluster?.executor, admission: cluster?.admission, onConfig: cluster?.onConfig });
+  cluster?.attach(manager);
   // The first health poll before anything is scheduled: runs due at start find the healthy workers.
   await cluster?.start();
   await manager.restore();
@@ -60,6 +61,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
     const r = await manager.loadDirectory(settings.PIPELINE_DIR);
     log.info({ dir: settings.PIPELINE_DIR, loaded: r.reloaded, errors: r.errors }, 'pipeline directory loaded');
   }
+  await cluster?.startQueue();
 
   let stopping: Promise<void> | undefined;
   let resolveStopped!: () => void;

@@ -22,11 +22,11 @@ import { DbProcessedFiles, isDatabaseUnavailable } from '../store/index.js';
 import type { RunToStore, Store, StoredPipeline } from '../store/types.js';
 import { randomUUID } from 'node:crypto';
 
-export type PipelineStatus = 'running' | 'stopped' | 'scheduled' | 'error';
+export type PipelineStatus = 'running' | 'stopped' | 'scheduled' | 'error' | 'queued';
 
 /** Thrown for requests the manager refuses; the API maps `status` to the HTTP code. */
 export class ManagerError extends Error {
-  constructor(readonly status: 400 | 404 | 409 | 422, message: string) {
+  constructor(readonly status: 400 | 404 | 409 | 422 | 503, message: string) {
     super(message);
   }
 }
@@ -39,6 +39,16 @@ interface ActiveRun {
   runId: string;
   stop: AbortController;
   done: Promise<RunRecord>;
+  /** True once a node took the run (its start is recorded); false when it ended without one. */
+  placed: Promise<boolean>;
+}
+
+/** Manager mode: whether a worker can take a run now, and the durable queue for when none can. */
+export interface RunAdmission {
+  hasCapacity(): boolean;
+  /** SVC_QUEUE_MANUAL_RUNS: queue a manual run when no worker can take it (else refuse it). */
+  queueing: boolean;
+  enqueue(pipeline: string, runId: string, flush: boolean): Promise<{ expires_at: string }>;
 }
 
 export interface Managed {
@@ -63,6 +73,10 @@ export interface Managed {
   restartTimer?: NodeJS.Timeout;
   /** Set by stop(): nothing may start again until start(). */
   halted: boolean;
+  /** Manager mode: the id of a manual run waiting in the queue for a worker. */
+  queued?: string;
+  /** Manager mode: the pipeline's own Kubernetes Service (its name, or why it could not be made). */
+  service?: { name?: string; error?: string };
   /** The latest run (kept here so listing pipelines needs no query over the run history). */
   lastRun?: { at: string; status: string };
   /** Live counters of the active run (stream placement view). */
@@ -82,6 +96,10 @@ export interface ManagerDeps {
   tracer?: Tracer;
   /** Where runs execute; default: in this process (standalone). */
   executor?: Executor;
+  /** Manager mode: capacity and the queue of manual runs. */
+  admission?: RunAdmission;
+  /** Told of every installed config (register, update, rollback, restore) and removal (config undefined). */
+  onConfig?(name: string, config: PipelineConfig | undefined): void;
 }
 
 /** Stream restart backoff: 1 s doubling to 60 s. */
@@ -204,6 +222,7 @@ export class PipelineManager {
     const p = this.get(name);
     await this.halt(p);
     this.pipelines.delete(name);
+    this.deps.onConfig?.(name, undefined);
     await this.deps.store.pipelines.delete(name);
     await this.deps.store.alerts.removeAll(name);
     await this.deps.store.processed.clear(name);
@@ -235,13 +254,70 @@ export class PipelineManager {
     return p;
   }
 
-  /** One immediate batch run; refused for streams and while a run is in progress. */
-  async runNow(name: string, opts: { flush?: boolean } = {}): Promise<{ name: string; status: 'triggered'; run_id: string }> {
+  /**
+   * One immediate batch run; refused for streams and while a run is in progress. In manager mode
+   * with no worker to take it, the run is queued (202 with its expiry) or, with
+   * SVC_QUEUE_MANUAL_RUNS=0, refused (503).
+   */
+  async runNow(name: string, opts: { flush?: boolean } = {}): Promise<{ name: string; status: 'triggered'; run_id: string } | { name: string; status: 'queued'; run_id: string; expires_at: string }> {
     const p = this.get(name);
     if (p.config.schedule.type === 'stream') throw new ManagerError(400, `pipeline '${name}' is a stream; use POST /api/pipelines/${name}/start`);
     if (p.active) throw new ManagerError(409, `pipeline '${name}' has a run in progress (${p.active.runId}); try again when it has finished`);
+    if (p.queued) throw new ManagerError(409, `pipeline '${name}' has a run queued (${p.queued}) until a worker is healthy`);
+    const admission = this.deps.admission;
+    if (admission && !admission.hasCapacity()) {
+      if (!admission.queueing) throw new ManagerError(503, `no healthy worker can take the run (SVC_QUEUE_MANUAL_RUNS=0 refuses instead of queueing); GET /api/cluster/nodes shows the workers`);
+      const runId = randomUUID();
+      // The flag is not carried through the queue (doc 2): a queued flush run runs as a normal run.
+      const { expires_at } = await admission.enqueue(name, runId, false);
+      this.markQueued(name, runId);
+      return { name, status: 'queued', run_id: runId, expires_at };
+    }
     const run = this.launch(p, opts);
     return { name, status: 'triggered', run_id: run.runId };
+  }
+
+  /** A run of `name` waits in the queue (at enqueue, and for the queue a restarted manager finds). */
+  markQueued(name: string, runId: string) {
+    const p = this.pipelines.get(name);
+    if (!p || p.active) return;
+    p.queued = runId;
+    p.status = 'queued';
+  }
+
+  /**
+   * Dispatches a queued run under its queued id. True when it is settled (placed on a worker, in
+   * the run history already, or its pipeline is gone): the queue drops it; false keeps it queued.
+   */
+  async launchQueued(name: string, runId: string): Promise<boolean> {
+    const p = this.pipelines.get(name);
+    if (!p) return true;
+    if (await this.deps.store.runs.get(runId)) {
+      if (p.queued === runId) p.queued = undefined;
+      return true; // placed before a crash: never a second time
+    }
+    if (p.active || this.closing) return false;
+    if (p.queued === runId) p.queued = undefined;
+    return this.launch(p, { runId }).placed;
+  }
+
+  /** A queued run whose wait expired: one failed run, and the pipeline goes to error. */
+  async expireQueued(name: string, runId: string, enqueuedAt: string, now: Date, ttlSeconds: number): Promise<void> {
+    const error = `queued run expired: no healthy worker took it within ${ttlSeconds} s (SVC_QUEUE_TTL_SECONDS)`;
+    const at = now.toISOString();
+    const record: RunRecord = {
+      run_id: runId, pipeline: name, node_id: this.deps.settings.NODE_ID, status: 'failed', started_at: enqueuedAt, finished_at: at,
+      records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, error, errors: [],
+    };
+    await this.recordRemoteOutcome(record);
+    const p = this.pipelines.get(name);
+    if (p && p.queued === runId) {
+      p.queued = undefined;
+      if (!p.active) {
+        p.status = 'error';
+        p.error = error;
+      }
+    }
   }
 
   /**
@@ -352,6 +428,8 @@ export class PipelineManager {
       lastRun: previous?.lastRun,
     };
     this.pipelines.set(m.name, m);
+    if (previous?.service) m.service = previous.service;
+    this.deps.onConfig?.(m.name, config);
     if (config.enabled && config.schedule.type !== 'manual') this.schedule(m);
     return m;
   }
@@ -422,9 +500,11 @@ export class PipelineManager {
     p.status = 'stopped';
   }
 
-  private launch(p: Managed, opts: { flush?: boolean } = {}): ActiveRun {
+  private launch(p: Managed, opts: { flush?: boolean; runId?: string } = {}): ActiveRun {
     const { store, log, metrics, alerts } = this.deps;
-    const runId = randomUUID();
+    const runId = opts.runId ?? randomUUID();
+    let setPlaced!: (v: boolean) => void;
+    const placed = new Promise<boolean>((r) => (setPlaced = r));
     const stop = new AbortController();
     const name = p.name;
     // The version this run runs: a save or rollback during the run makes a new one for the next run.
@@ -449,6 +529,7 @@ export class PipelineManager {
           await store.runs.start({ run_id: runId, pipeline: name, node_id: nodeId, started_at: startedAt, pipeline_version: pipelineVersion });
           p.lastRun = { at: startedAt, status: 'running' };
           plog.info({ node_id: nodeId }, 'run started');
+          setPlaced(true);
         },
         onTransformEvent: (e, n) => metrics.transformEvents[e].inc({ pipeline: name }, n),
         telemetry: metrics.telemetry(name),
@@ -485,7 +566,8 @@ export class PipelineManager {
       plog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');
       return record;
     })();
-    const active: ActiveRun = { runId, stop, done };
+    const active: ActiveRun = { runId, stop, done, placed };
+    done.then(() => setPlaced(false), () => setPlaced(false));
     p.active = active;
     done
       .then(

@@ -7,24 +7,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort, serveChild, testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
-import { CORPUS } from '../mib/helpers.js';
+import { ACME, CORPUS } from '../mib/helpers.js';
 
-const ACME = `ACME-MIB DEFINITIONS ::= BEGIN
-IMPORTS MODULE-IDENTITY, OBJECT-TYPE, Integer32, enterprises FROM SNMPv2-SMI;
-acme MODULE-IDENTITY
-    LAST-UPDATED "202601010000Z"
-    ORGANIZATION "Acme"
-    CONTACT-INFO "noc@acme.example"
-    DESCRIPTION "Test module."
-    ::= { enterprises 99999 }
-acmeTemp OBJECT-TYPE
-    SYNTAX Integer32 (-40..125)
-    MAX-ACCESS read-only
-    STATUS current
-    DESCRIPTION "Temperature."
-    ::= { acme 1 }
-END
-`;
 const BROKEN = `BROKEN-MIB DEFINITIONS ::= BEGIN
 IMPORTS enterprises FROM SNMPv2-SMI;
 broken OBJECT IDENTIFIER ::= { enterprises ] }

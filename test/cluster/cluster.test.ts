@@ -2,10 +2,14 @@
 // healthy worker, outcomes stored once, worker drain on SIGTERM, a worker lost mid-run, the
 // internal surfaces' key and epoch checks. The store is PostgreSQL. Serial: one cluster at a time.
 import { createServer, type Server } from 'node:http';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/daemon.js';
 import { localYaml, readNdjson, SLOW, workArea, writeInput } from '../api/_helpers.js';
 import { startCluster, type Cluster } from './processes.js';
+import { FakeKubeApi } from './k8s-api-fake.js';
+import { tempDir } from '../helpers/fs.js';
 
 const finished = async (c: Cluster, runId: string, ms = 30_000) =>
   eventually(async () => {
@@ -99,6 +103,53 @@ describe('manager and two workers', () => {
     expect(readNdjson(w.outFile)).toHaveLength(6);
   });
 
+  it('a worker syncs the schema files a run needs from the manager at run start', async () => {
+    const avsc = JSON.stringify({ type: 'record', name: 'Row', fields: [{ name: 'i', type: 'long' }, { name: 'host', type: 'string' }] });
+    const form = new FormData();
+    form.append('file', new Blob([avsc]), 'row.avsc');
+    const up = await fetch(`${c.managerUrl}/api/schemas/upload`, { method: 'POST', body: form });
+    expect(up.status, await up.text()).toBe(201);
+    const w = workArea(3);
+    const yaml = (name: string, schema: string) =>
+      [
+        'version: "1"',
+        'pipeline:',
+        `  name: ${name}`,
+        '  schedule: { type: manual }',
+        `  source: { type: local, path: ${JSON.stringify(w.inDir)}, file_pattern: "*.ndjson", delete_after_read: false }`,
+        '  serializer_in: { type: ndjson }',
+        `  serializer_out: { type: avro, schema_file: ${schema} }`,
+        '  sinks:',
+        `    - { type: local, path: ${JSON.stringify(w.outDir)}, filename_template: "${name}.avro" }`,
+        '',
+      ].join('\n');
+    await register(c, yaml('avro-out', 'row.avsc'));
+    const run = await finished(c, await runNow(c, 'avro-out'));
+    expect(run, JSON.stringify(run)).toMatchObject({ status: 'success', records_out: 3 });
+    expect(readFileSync(join(w.outDir, 'avro-out.avro')).subarray(0, 4).toString('latin1')).toBe('Obj\x01');
+    // A schema the manager does not have: no worker takes the run, and the failed run says why.
+    writeFileSync(join(c.root, 'manager-schemas', 'gone.avsc'), avsc);
+    await register(c, yaml('avro-gone', 'gone.avsc'));
+    rmSync(join(c.root, 'manager-schemas', 'gone.avsc'));
+    const bad = await finished(c, await runNow(c, 'avro-gone'));
+    expect(bad.status).toBe('failed');
+    expect(bad.error).toMatch(/no worker took it: .*gone\.avsc' not found/);
+  });
+
+  it('a stateful transform on a worker reads its state from the manager and writes it back after the run', async () => {
+    const w = workArea(0);
+    writeFileSync(join(w.inDir, 'a.ndjson'), JSON.stringify({ host: 'ne-1', octets: 100 }) + '\n');
+    await register(c, localYaml('deltas', { ...w, extra: ['transforms:', '  - { type: counter_delta, key_fields: [host], counters: [octets], width: 64 }'] }));
+    expect((await finished(c, await runNow(c, 'deltas'))).status).toBe('success');
+    const state = await c.call('GET', '/api/internal/transform-state/deltas');
+    expect(JSON.stringify(state.body.state)).toContain('ne-1');
+    writeFileSync(join(w.inDir, 'b.ndjson'), JSON.stringify({ host: 'ne-1', octets: 150 }) + '\n');
+    expect((await finished(c, await runNow(c, 'deltas'))).status).toBe('success');
+    // The second run (on either worker) continued from the first one's state: a delta of 50.
+    const last = readNdjson(w.outFile).at(-1)!;
+    expect(Object.values(last)).toContain(50);
+  });
+
   it('refuses a manager with a lower epoch than one it has seen (fencing)', async () => {
     const worker = c.workers[1]!;
     const yaml = localYaml('fenced', workArea(1));
@@ -183,7 +234,7 @@ describe('outcomes and failures', () => {
       const r = await c!.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'during-drain', yaml: localYaml('other', workArea(1)) });
       return r.status === 503 ? r : undefined;
     }, 5000, 20);
-    expect(refused.body.detail).toMatch(/shutting down/);
+    expect(refused!.body.detail).toMatch(/shutting down/);
     expect((await worker.proc!.exited).code).toBe(0);
     const run = await finished(c, runId);
     expect(run).toMatchObject({ status: 'success', records_out: 8, node_id: 'w0' });
@@ -235,5 +286,128 @@ describe('outcomes and failures', () => {
       return x.body.status === 'success' ? x.body : undefined;
     }, 20_000);
     expect(run.records_out).toBe(2);
+  });
+});
+
+describe('the durable queue of manual runs', () => {
+  let c: Cluster | undefined;
+  afterEach(async () => {
+    await c?.stop();
+    c = undefined;
+  });
+
+  it('a run asked for with every worker down is queued, survives a manager restart, and runs exactly once when a worker returns', async () => {
+    c = await startCluster(1, { manager: { SVC_STATS_INTERVAL: '1' } });
+    await c.startManager();
+    const w = workArea(4);
+    await register(c, localYaml('queued', w));
+    const q = await c.call('POST', '/api/pipelines/queued/run');
+    expect(q.status, q.text).toBe(202);
+    expect(q.body).toMatchObject({ name: 'queued', status: 'queued' });
+    expect(Date.parse(q.body.expires_at) - Date.now()).toBeGreaterThan(800_000); // the default TTL, 900 s
+    expect((await c.call('GET', '/api/pipelines/queued')).body.status).toBe('queued');
+    const twice = await c.call('POST', '/api/pipelines/queued/run');
+    expect(twice.status).toBe(409);
+    expect(twice.body.detail).toMatch(/has a run queued/);
+
+    await c.kill(c.manager);
+    await c.startManager();
+    expect((await c.call('GET', '/api/pipelines/queued')).body.status).toBe('queued');
+    expect((await c.call('GET', '/metrics')).text).toContain('svc_mgr_queue_depth 1');
+
+    await c.startWorker(0);
+    const run = await finished(c, q.body.run_id);
+    expect(run).toMatchObject({ status: 'success', records_out: 4, node_id: 'w0' });
+    expect(readNdjson(w.outFile)).toHaveLength(4);
+    await new Promise((r) => setTimeout(r, 2500)); // more drain ticks: nothing runs again
+    expect((await c.call('GET', '/api/runs?pipeline=queued')).body).toHaveLength(1);
+    const metrics = (await c.call('GET', '/metrics')).text;
+    expect(metrics).toContain('svc_mgr_queue_dispatched_total 1');
+    expect(metrics).toContain('svc_mgr_queue_depth 0');
+  }, 60_000);
+
+  it('a queued run whose wait expires across a manager restart is exactly one failed run, and the pipeline goes to error', async () => {
+    c = await startCluster(1, { manager: { SVC_STATS_INTERVAL: '1', SVC_QUEUE_TTL_SECONDS: '3' } });
+    await c.startManager();
+    await register(c, localYaml('expiring', workArea(1)));
+    const q = await c.call('POST', '/api/pipelines/expiring/run');
+    expect(q.body.status).toBe('queued');
+    await c.kill(c.manager);
+    await new Promise((r) => setTimeout(r, 3500)); // expires while no manager runs
+    await c.startManager();
+    const run = await finished(c, q.body.run_id, 10_000);
+    expect(run.status).toBe('failed');
+    expect(run.error).toMatch(/queued run expired: no healthy worker took it within 3 s/);
+    await eventually(async () => (await c!.call('GET', '/api/pipelines/expiring')).body.status === 'error');
+    await new Promise((r) => setTimeout(r, 2000));
+    expect((await c.call('GET', '/api/runs?pipeline=expiring')).body).toHaveLength(1);
+    expect((await c.call('GET', '/metrics')).text).toContain('svc_mgr_queue_expired_total 1');
+  }, 60_000);
+
+  it('with SVC_QUEUE_MANUAL_RUNS=0 a run with no healthy worker is refused at once (503)', async () => {
+    c = await startCluster(1, { manager: { SVC_QUEUE_MANUAL_RUNS: '0' } });
+    await c.startManager();
+    await register(c, localYaml('fast-fail', workArea(1)));
+    const r = await c.call('POST', '/api/pipelines/fast-fail/run');
+    expect(r.status).toBe(503);
+    expect(r.body.detail).toMatch(/no healthy worker can take the run/);
+    expect((await c.call('GET', '/api/runs?pipeline=fast-fail')).body).toEqual([]);
+  });
+});
+
+describe('per-pipeline Kubernetes Services, made by the manager', () => {
+  let c: Cluster | undefined;
+  let api: FakeKubeApi | undefined;
+  afterEach(async () => {
+    await c?.stop();
+    await api?.close();
+    c = undefined;
+    api = undefined;
+  });
+
+  it('applies the Service of a pipeline with kubernetes.enabled, shows a refusal in the pipeline, deletes it with the pipeline and orphans at start', async () => {
+    api = await FakeKubeApi.start({ token: 'k8s-token', namespaces: ['svc'] });
+    // Someone else holds nodePort 30080: the second pipeline's Service is refused (422).
+    api.put('svc', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'other' }, spec: { type: 'NodePort', selector: { app: 'x' }, ports: [{ port: 80, nodePort: 30080 }] } });
+    const kubeconfig = join(tempDir('svc-kube-'), 'config');
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: fake, cluster: {server: "${api.url}", insecure-skip-tls-verify: true}}]\nusers: [{name: svc, user: {token: k8s-token}}]\ncontexts: [{name: fake, context: {cluster: fake, user: svc}}]\ncurrent-context: fake\n`,
+    );
+    c = await startCluster(1, { manager: { KUBECONFIG: kubeconfig, SVC_POD_NAMESPACE: 'svc' } });
+    await c.startManager();
+    const hook = (name: string, extra: string) =>
+      [
+        'version: "1"',
+        'pipeline:',
+        `  name: ${name}`,
+        '  enabled: false',
+        '  schedule: { type: stream }',
+        `  source: { type: webhook, path: ${name} }`,
+        '  serializer_in: { type: json }',
+        `  kubernetes: { enabled: true${extra} }`,
+        '  sinks:',
+        `    - { type: local, path: ${JSON.stringify(tempDir('svc-k8s-out-'))} }`,
+        '',
+      ].join('\n');
+    await register(c, hook('ves-in', ''));
+    await register(c, hook('taken', ', node_port: 30080'));
+    const names = () => api!.services('svc').map((s) => s.metadata.name).sort();
+    await eventually(() => names().includes('svc-ves-in'));
+    const made = api.services('svc').find((s) => s.metadata.name === 'svc-ves-in')!;
+    expect(made.spec.ports[0]).toMatchObject({ protocol: 'TCP', port: 8767 });
+    expect(made.spec.selector).toEqual({ 'app.kubernetes.io/name': 'svc', 'app.kubernetes.io/component': 'worker' });
+    expect((await c.call('GET', '/api/pipelines/ves-in')).body.kubernetes_service).toEqual({ name: 'svc-ves-in' });
+    const refused = await eventually(async () => (await c!.call('GET', '/api/pipelines/taken')).body.kubernetes_service?.error);
+    expect(refused).toMatch(/nodePort 30080 is already allocated/);
+
+    expect((await c.call('DELETE', '/api/pipelines/ves-in')).status).toBe(204);
+    await eventually(() => !names().includes('svc-ves-in'));
+    // An orphan left while no manager ran goes at the next start.
+    await c.kill(c.manager);
+    api.put('svc', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-gone', labels: { 'app.kubernetes.io/managed-by': 'svc', 'svc.io/pipeline': 'gone' }, annotations: { 'svc.io/pipeline-name': 'gone' } }, spec: { type: 'NodePort', selector: { app: 'x' }, ports: [{ port: 80 }] } }, 'svc');
+    await c.startManager();
+    await eventually(() => !names().includes('svc-gone'));
+    expect(names()).toEqual(['other']);
   });
 });

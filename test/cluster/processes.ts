@@ -67,6 +67,7 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
           SVC_WORKER_URLS: workers.map((w) => w.agentUrl).join(','),
           SVC_WORKER_HEALTH_INTERVAL: '1',
           SVC_UI_DIR: '',
+          SVC_SCHEMA_DIR: join(root, 'manager-schemas'),
           ...env.manager,
           ...extra,
         },

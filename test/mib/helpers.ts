@@ -133,3 +133,21 @@ ${o.body ?? ''}
 END
 `;
 }
+
+/** A small valid module (ACME-MIB::acmeTemp, enterprises 99999) for upload and sync tests. */
+export const ACME = `ACME-MIB DEFINITIONS ::= BEGIN
+IMPORTS MODULE-IDENTITY, OBJECT-TYPE, Integer32, enterprises FROM SNMPv2-SMI;
+acme MODULE-IDENTITY
+    LAST-UPDATED "202601010000Z"
+    ORGANIZATION "Acme"
+    CONTACT-INFO "noc@acme.example"
+    DESCRIPTION "Test module."
+    ::= { enterprises 99999 }
+acmeTemp OBJECT-TYPE
+    SYNTAX Integer32 (-40..125)
+    MAX-ACCESS read-only
+    STATUS current
+    DESCRIPTION "Temperature."
+    ::= { acme 1 }
+END
+`;

@@ -40,6 +40,8 @@ export function pipelineState(p: Managed) {
     last_run_status: p.lastRun?.status ?? null,
     config: p.config,
     yaml: p.yaml,
+    // Manager mode, pipelines with `kubernetes.enabled`: the Service made for it, or why not.
+    ...(p.service ? { kubernetes_service: p.service } : {}),
   };
 }
 

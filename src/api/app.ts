@@ -98,10 +98,26 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.get('/redoc', { schema: { hide: true } }, async (_req, reply) => reply.type('text/html').send(REDOC_PAGE));
 
   installAuth(app, { settings, log: deps.log });
+  if (deps.cluster) refuseOnStandby(app, deps.cluster);
 
   await serveUi(app, { dir: settings.UI_DIR, log: deps.log });
   for (const routes of [daemonRoutes, pluginRoutes, clusterRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, internalRoutes, mibRoutes]) {
     await app.register(async (scope) => routes(scope, deps));
   }
   return app;
+}
+
+/**
+ * A standby manager answers its probes and /metrics, and 503 to the rest of /api (and worker
+ * callbacks, which retry): it has no pipelines loaded, and what it did would race the leader.
+ */
+function refuseOnStandby(app: FastifyInstance, cluster: NonNullable<ApiDeps['cluster']>) {
+  app.addHook('onRequest', async (req, reply) => {
+    const path = req.url.split('?')[0]!;
+    if (!path.startsWith('/api/') || path === '/api/health' || path === '/api/ready') return;
+    const l = cluster.leader();
+    if (l.leader) return;
+    const who = l.holder ? `the leader is ${l.holder} (epoch ${l.epoch})` : 'no leader is known yet';
+    return reply.code(503).header('retry-after', '3').send({ detail: `this manager is a standby: ${who}; send requests to the leader (the Service does, since a standby is not ready)` });
+  });
 }

@@ -51,15 +51,59 @@ export async function internalCall(method: 'GET' | 'POST' | 'PUT', url: string, 
 export const detailOf = (r: CallResult) => (typeof r.body === 'object' && r.body && 'detail' in r.body ? String(r.body.detail) : `HTTP ${r.status}`);
 
 /**
+ * The manager as a worker reaches it: SVC_MANAGER_URL, one URL (on Kubernetes the Service, which
+ * reaches only the leader) or several, comma-separated, tried in turn from the last one that
+ * answered: a standby answers 503 and a stopped manager does not answer, so a call goes on to the
+ * next. Any other answer (2xx, or a refusal) is the leader's.
+ */
+export class ManagerLink {
+  readonly urls: string[];
+  private current = 0;
+
+  constructor(setting: string, private readonly o: CallOptions) {
+    this.urls = setting.split(',').map((u) => u.trim()).filter(Boolean);
+  }
+
+  get configured(): boolean {
+    return this.urls.length > 0;
+  }
+
+  /** The URL that answered last (where syncs go first). */
+  get url(): string {
+    return this.urls[this.current] ?? '';
+  }
+
+  async call(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, extra: CallOptions = {}): Promise<CallResult> {
+    if (!this.configured) throw new Error('SVC_MANAGER_URL is empty');
+    let last: unknown;
+    for (let i = 0; i < this.urls.length; i++) {
+      const k = (this.current + i) % this.urls.length;
+      try {
+        const r = await internalCall(method, new URL(path, this.urls[k]).toString(), body, { ...this.o, ...extra });
+        if (r.status === 503 && i < this.urls.length - 1) {
+          last = new Error(`${this.urls[k]}: ${detailOf(r)}`);
+          continue;
+        }
+        this.current = k;
+        return r;
+      } catch (e) {
+        last = e;
+      }
+    }
+    throw last;
+  }
+}
+
+/**
  * The outbox's sender: 2xx is delivered; 400, 404, 409, 413 and 422 will never be taken (a callback
  * for a run the manager does not know or superseded); anything else (5xx, 401 while keys are being
  * rotated, no answer) is retried.
  */
-export function managerSender(managerUrl: string, o: CallOptions, log: Logger) {
+export function managerSender(link: ManagerLink, log: Logger) {
   return async (e: OutboxEntry): Promise<'sent' | 'refused' | 'retry'> => {
-    if (!managerUrl) return 'retry';
+    if (!link.configured) return 'retry';
     try {
-      const r = await internalCall('POST', new URL(e.path, managerUrl).toString(), e.body, o);
+      const r = await link.call('POST', e.path, e.body);
       if (r.status >= 200 && r.status < 300) return 'sent';
       if ([400, 404, 409, 413, 422].includes(r.status)) {
         log.warn({ path: e.path, status: r.status, detail: detailOf(r) }, 'manager refused a callback');
@@ -78,11 +122,11 @@ export function managerSender(managerUrl: string, o: CallOptions, log: Logger) {
  * Transform state of a run on a worker: read from the manager at run start, written back after a
  * successful run (the runner calls save only then). The manager checks the config hash.
  */
-export function managerStateIO(managerUrl: string, pipeline: string, hash: string, runId: string, o: CallOptions, log: Logger): TransformStateIO {
-  const url = new URL(`/api/internal/transform-state/${encodeURIComponent(pipeline)}`, managerUrl).toString();
+export function managerStateIO(link: ManagerLink, pipeline: string, hash: string, runId: string, log: Logger): TransformStateIO {
+  const path = `/api/internal/transform-state/${encodeURIComponent(pipeline)}`;
   return {
     async load() {
-      const r = await internalCall('GET', url, undefined, o);
+      const r = await link.call('GET', path);
       if (r.status === 404) return null;
       if (r.status !== 200) throw new Error(`transform state of '${pipeline}' could not be read from the manager: ${detailOf(r)}`);
       if (r.body?.config_sha256 !== hash) {
@@ -92,7 +136,7 @@ export function managerStateIO(managerUrl: string, pipeline: string, hash: strin
       return (r.body.state as Record<string, unknown>) ?? null;
     },
     async save(state) {
-      const r = await internalCall('PUT', url, { pipeline, state, config_sha256: hash }, { ...o, runId });
+      const r = await link.call('PUT', path, { pipeline, state, config_sha256: hash }, { runId });
       if (r.status !== 200) throw new Error(`transform state of '${pipeline}' could not be written to the manager: ${detailOf(r)}`);
     },
   };

@@ -14,6 +14,7 @@ import { RemoteExecutor } from './remote-executor.js';
 import { SqlRunQueue } from './run-queue.js';
 import { WorkerPool } from './worker-pool.js';
 import { PipelineServices } from './kubernetes.js';
+import type { Leadership } from './leadership.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 
 export interface ManagerCluster extends ClusterDeps {
@@ -29,12 +30,15 @@ export interface ManagerCluster extends ClusterDeps {
   stop(): Promise<void>;
 }
 
-export function startManagerCluster(opts: { settings: Settings; metrics: Metrics; log: Logger; store: SqlStore }): ManagerCluster {
+export function startManagerCluster(opts: { settings: Settings; metrics: Metrics; log: Logger; store: SqlStore; leadership: Leadership }): ManagerCluster {
   const { settings, log } = opts;
   const m = clusterMetrics(opts.metrics.registry);
   const apiKey = settings.API_KEY || undefined;
-  // Leadership (and with it the epoch) comes with manager high availability; one manager is epoch 0.
-  const epoch = () => 0;
+  const { leadership } = opts;
+  // Dispatches carry the lease's epoch (and are not sent once this manager may have lost it); health
+  // polls are not fenced, so a standby's or a stepping-down manager's poll says its last epoch.
+  const epoch = () => leadership.epoch();
+  const pollEpoch = () => leadership.info()?.epoch ?? 0;
   const discovery = workerDiscovery(settings);
   if (discovery.mode === 'none') log.warn('manager mode without workers: set SVC_WORKER_URLS, or SVC_WORKER_REPLICAS with SVC_WORKER_SERVICE and SVC_WORKER_NAMESPACE');
   const queue = new SqlRunQueue(opts.store.db, opts.store.engine);
@@ -43,12 +47,13 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
   let drainTimer: NodeJS.Timeout | undefined;
   let draining: Promise<void> | undefined;
   let stopped = false;
+  let active = false;
 
   const pool = new WorkerPool({
     discovery,
     intervalMs: settings.WORKER_HEALTH_INTERVAL * 1000,
     apiKey,
-    epoch,
+    epoch: pollEpoch,
     log,
     onChange: (c) => {
       m.workerHealthy.set(c.healthy);
@@ -162,6 +167,8 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
   return {
     executor,
     admission,
+    // Leading once the pipelines are loaded and the queue runs (a new leader is not ready before).
+    leader: () => ({ leader: active && leadership.isLeader(), holder: leadership.info()?.holder, epoch: leadership.info()?.epoch }),
     nodes: () => {
       const assigned = executor.assigned();
       for (const w of pool.workers()) pool.setAssigned(w.id, assigned.get(w.id) ?? []);
@@ -191,6 +198,7 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       drainTimer = setInterval(() => void drain(), Math.min(settings.STATS_INTERVAL, 10) * 1000);
       drainTimer.unref();
       void drain();
+      active = true;
     },
     async stop() {
       stopped = true;

@@ -95,9 +95,11 @@ export class RemoteExecutor implements Executor {
       this.deps.metrics.dispatch.inc({ result: 'accepted' });
       await job.started(accepted.worker_id ?? worker.id);
       const onAbort = () => {
-        internalCall('POST', `${worker.url}/agent/stop`, { run_id: job.runId }, this.deps.call()).catch((e: unknown) =>
-          job.log.warn({ worker: worker.id, err: errorMessage(e) }, 'could not tell the worker to stop the run'),
-        );
+        Promise.resolve()
+          .then(() => internalCall('POST', `${worker.url}/agent/stop`, { run_id: job.runId }, this.deps.call()))
+          .catch((e: unknown) =>
+            job.log.warn({ worker: worker.id, err: errorMessage(e) }, 'could not tell the worker to stop the run'),
+          );
       };
       if (job.signal.aborted) onAbort();
       else job.signal.addEventListener('abort', onAbort, { once: true });

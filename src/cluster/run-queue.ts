@@ -8,7 +8,8 @@
 // managers never take one row, and a manager that dies mid-dispatch leaves the row in place. SQLite
 // (one manager only) takes the row without a lock. A row whose run is already in the run history
 // (dispatched just before a crash) is dropped, not dispatched again.
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { dbNow } from '../store/clock.js';
 import type { Schema } from '../store/schema.js';
 import type { DbEngine } from '../store/types.js';
 
@@ -37,15 +38,8 @@ export class SqlRunQueue {
   ) {}
 
   /** The database's clock. */
-  async now(): Promise<Date> {
-    const expr =
-      this.engine === 'postgresql'
-        ? sql<number>`extract(epoch from clock_timestamp()) * 1000`
-        : this.engine === 'mysql'
-          ? sql<number>`unix_timestamp(now(3)) * 1000`
-          : sql<number>`(julianday('now') - 2440587.5) * 86400000`;
-    const r = await sql<{ ms: number | string }>`select ${expr} as ms`.execute(this.db);
-    return new Date(Math.round(Number(r.rows[0]!.ms)));
+  now(): Promise<Date> {
+    return dbNow(this.db, this.engine);
   }
 
   async enqueue(run: { run_id: string; pipeline: string; flush: boolean; ttlSeconds: number }): Promise<QueuedRun> {

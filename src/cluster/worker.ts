@@ -23,7 +23,7 @@ import { WebhookHub } from '../engine/webhook-hub.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
-import { EPOCH_HEADER, internalCall, managerSender, managerStateIO } from './internal-http.js';
+import { EPOCH_HEADER, ManagerLink, managerSender, managerStateIO } from './internal-http.js';
 import { Outbox } from './outbox.js';
 import { syncFromManager } from './sync.js';
 
@@ -68,7 +68,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   const stateDir = settings.STATE_DIR || join(dataDir, 'state');
   const workerId = settings.WORKER_ID;
   const call = { apiKey: settings.API_KEY || undefined };
-  const outbox = new Outbox(join(dataDir, 'outbox'), managerSender(settings.MANAGER_URL, call, log), log);
+  const manager = new ManagerLink(settings.MANAGER_URL, call);
+  const outbox = new Outbox(join(dataDir, 'outbox'), managerSender(manager, log), log);
   if (!settings.MANAGER_URL) log.warn('SVC_MANAGER_URL is empty: run outcomes wait in the outbox until a manager URL is set');
   await outbox.open();
 
@@ -81,8 +82,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     state: (config, runLog, runId) => {
       if (!statefulTransforms(config).length) return undefined;
       const hash = stateConfigHash(config);
-      return settings.MANAGER_URL
-        ? managerStateIO(settings.MANAGER_URL, config.name, hash, runId, call, runLog)
+      return manager.configured
+        ? managerStateIO(manager, config.name, hash, runId, runLog)
         : fileStateIO(stateFilePath(config.name, stateDir), hash, runLog);
     },
   });
@@ -164,9 +165,9 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
 
   // Periodic stats of every active run (not through the outbox: the next report replaces a lost one).
   const statsTimer = setInterval(() => {
-    if (!settings.MANAGER_URL) return;
+    if (!manager.configured) return;
     for (const r of runs.values()) {
-      void internalCall('POST', new URL('/api/internal/pipeline-stats', settings.MANAGER_URL).toString(), statsBody(r, false), call).then(
+      void manager.call('POST', '/api/internal/pipeline-stats', statsBody(r, false)).then(
         (res) => {
           // 409: the manager placed this stream elsewhere (a superseded slot) and tells it to stop.
           if (res.status === 409 && !r.stop.signal.aborted) {
@@ -226,9 +227,9 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     if (existing) return reply.code(200).send({ run_id: body.run_id, status: 'running', worker_id: workerId, config_sha256: existing.configSha256 });
     if (finished.has(body.run_id)) return reply.code(200).send({ run_id: body.run_id, status: 'finished', outcome: finished.get(body.run_id), worker_id: workerId });
     if (draining) return reply.code(503).send({ detail: `worker ${workerId} is shutting down and takes no new runs` });
-    if (settings.MANAGER_URL && needsManagerFiles(body.yaml)) {
+    if (manager.configured && needsManagerFiles(body.yaml)) {
       try {
-        const r = await syncFromManager({ managerUrl: settings.MANAGER_URL, dataDir, apiKey: call.apiKey, log });
+        const r = await syncFromManager({ managerUrl: manager.url, dataDir, apiKey: call.apiKey, log });
         if (r.changed) log.info({ run_id: body.run_id, changed: r.changed }, 'schemas and MIBs synced from the manager');
       } catch (e) {
         return reply.code(503).send({ detail: `worker ${workerId}: ${errorMessage(e)}` });

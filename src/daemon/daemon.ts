@@ -19,6 +19,7 @@ import type { Store } from '../store/types.js';
 import { PipelineManager } from './pipeline-manager.js';
 import { watchPipelines } from './watch.js';
 import { startManagerCluster } from '../cluster/manager.js';
+import { Leadership } from '../cluster/leadership.js';
 
 export interface Daemon {
   settings: Settings;
@@ -36,7 +37,7 @@ export interface Daemon {
   stopped: Promise<void>;
 }
 
-export async function startDaemon(opts: { settings?: Settings; log?: Logger } = {}): Promise<Daemon> {
+export async function startDaemon(opts: { settings?: Settings; log?: Logger; onLostLeadership?: (reason: string) => void } = {}): Promise<Daemon> {
   const settings = opts.settings ?? loadSettings();
   const log = opts.log ?? createLogger({ level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
   checkTls(settings); // before anything is opened: a bad certificate stops the start at once
@@ -50,18 +51,37 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
   const alerts = new AlertEvaluator({ store: store.alerts, settings, log });
   // Webhook spools live here; beside the SQLite file by default, so one directory holds a node's state.
   const stateDir = settings.STATE_DIR || join(dirname(settings.DB_PATH), 'state');
-  const cluster = settings.MODE === 'manager' ? startManagerCluster({ settings, metrics, log, store }) : undefined;
-  const manager = new PipelineManager({ store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer, executor: cluster?.executor, admission: cluster?.admission, onConfig: cluster?.onConfig });
+  const leadership =
+    settings.MODE === 'manager'
+      ? new Leadership({
+          db: store.db,
+          engine: store.engine,
+          nodeId: settings.NODE_ID,
+          ttlMs: settings.LEADER_LEASE_SECONDS * 1000,
+          log,
+          // Stepping down is leaving: the orchestrator starts the process again, as a standby.
+          onLost: opts.onLostLeadership ?? (() => process.exit(3)),
+        })
+      : undefined;
+  const cluster = leadership ? startManagerCluster({ settings, metrics, log, store, leadership }) : undefined;
+  const manager = new PipelineManager({
+    store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer,
+    executor: cluster?.executor, admission: cluster?.admission, onConfig: cluster?.onConfig, claimFires: cluster !== undefined,
+  });
   cluster?.attach(manager);
-  // The first health poll before anything is scheduled: runs due at start find the healthy workers.
-  await cluster?.start();
-  await manager.restore();
   const mibs = await MibStore.fromSettings(settings, log);
-  if (settings.RELOAD_ON_START) {
-    const r = await manager.loadDirectory(settings.PIPELINE_DIR);
-    log.info({ dir: settings.PIPELINE_DIR, loaded: r.reloaded, errors: r.errors }, 'pipeline directory loaded');
-  }
-  await cluster?.startQueue();
+  /** Schedules and streams start here: at once, or (an elected manager) once this one leads. */
+  const becomeActive = async () => {
+    // The first health poll before anything is scheduled: runs due at start find the healthy workers.
+    await cluster?.start();
+    await manager.restore();
+    if (settings.RELOAD_ON_START) {
+      const r = await manager.loadDirectory(settings.PIPELINE_DIR);
+      log.info({ dir: settings.PIPELINE_DIR, loaded: r.reloaded, errors: r.errors }, 'pipeline directory loaded');
+    }
+    await cluster?.startQueue();
+  };
+  if (!leadership?.elected) await becomeActive();
 
   let stopping: Promise<void> | undefined;
   let resolveStopped!: () => void;
@@ -71,6 +91,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
     (stopping ??= (async () => {
       log.info({ timeout_s: settings.SHUTDOWN_TIMEOUT_SECONDS }, 'shutting down: draining runs');
       unwatch();
+      leadership?.stop();
       await manager.shutdown(settings.SHUTDOWN_TIMEOUT_SECONDS * 1000);
       await cluster?.stop();
       await app.close();
@@ -103,6 +124,13 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger } = 
     await cluster?.stop();
     await store.close().catch(() => {});
     throw new Error(`cannot listen on ${settings.HOST}:${settings.PORT}: ${(e as Error).message}`);
+  }
+  if (leadership?.elected) {
+    log.info({ holder: leadership.holder }, 'standby manager: waiting for the leader lease');
+    void leadership
+      .start()
+      .then(becomeActive)
+      .catch((e: unknown) => log.error({ err: (e as Error).message }, 'could not take over as the leader'));
   }
   if (settings.WATCH_PIPELINES) unwatch = watchPipelines(settings.PIPELINE_DIR, manager, log);
   log.info({ url: address, db: store.engine, state_dir: stateDir, pipelines: manager.list().length }, 'svc daemon listening');

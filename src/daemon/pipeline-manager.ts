@@ -20,7 +20,7 @@ import { startRunSpan, type Tracer } from '../observability/tracing.js';
 import type { Settings } from '../settings.js';
 import { DbProcessedFiles, isDatabaseUnavailable } from '../store/index.js';
 import type { RunToStore, Store, StoredPipeline } from '../store/types.js';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 
 export type PipelineStatus = 'running' | 'stopped' | 'scheduled' | 'error' | 'queued';
 
@@ -75,6 +75,8 @@ export interface Managed {
   halted: boolean;
   /** Manager mode: the id of a manual run waiting in the queue for a worker. */
   queued?: string;
+  /** Manager mode: a scheduled fire is being claimed in the database. */
+  claiming?: boolean;
   /** Manager mode: the pipeline's own Kubernetes Service (its name, or why it could not be made). */
   service?: { name?: string; error?: string };
   /** The latest run (kept here so listing pipelines needs no query over the run history). */
@@ -100,6 +102,18 @@ export interface ManagerDeps {
   admission?: RunAdmission;
   /** Told of every installed config (register, update, rollback, restore) and removal (config undefined). */
   onConfig?(name: string, config: PipelineConfig | undefined): void;
+  /**
+   * Manager mode: a scheduled fire gets a run id made of the pipeline and the fire time, and runs
+   * only if recording it as started inserted the row: two managers never both run one tick.
+   */
+  claimFires?: boolean;
+}
+
+/** The run id of a scheduled fire: the same for every manager that fires this pipeline at this time. */
+export function fireRunId(pipeline: string, at: Date): string {
+  const h = createHash('sha256').update(`${pipeline}\n${at.toISOString()}`).digest('hex');
+  // UUID-shaped (version nibble 8: custom), like the other run ids.
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
 /** Stream restart backoff: 1 s doubling to 60 s. */
@@ -301,15 +315,18 @@ export class PipelineManager {
     return this.launch(p, { runId }).placed;
   }
 
+  /** The record of a run that never ran (a queued run that expired, a claimed tick that was not dispatched). */
+  private unrun(name: string, runId: string, status: 'failed' | 'aborted', error: string, startedAt = new Date(), finishedAt = new Date()): RunRecord {
+    return {
+      run_id: runId, pipeline: name, node_id: this.deps.settings.NODE_ID, status, started_at: startedAt.toISOString(), finished_at: finishedAt.toISOString(),
+      records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, error, errors: [],
+    };
+  }
+
   /** A queued run whose wait expired: one failed run, and the pipeline goes to error. */
   async expireQueued(name: string, runId: string, enqueuedAt: string, now: Date, ttlSeconds: number): Promise<void> {
     const error = `queued run expired: no healthy worker took it within ${ttlSeconds} s (SVC_QUEUE_TTL_SECONDS)`;
-    const at = now.toISOString();
-    const record: RunRecord = {
-      run_id: runId, pipeline: name, node_id: this.deps.settings.NODE_ID, status: 'failed', started_at: enqueuedAt, finished_at: at,
-      records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, error, errors: [],
-    };
-    await this.recordRemoteOutcome(record);
+    await this.recordRemoteOutcome(this.unrun(name, runId, 'failed', error, new Date(enqueuedAt), now));
     const p = this.pipelines.get(name);
     if (p && p.queued === runId) {
       p.queued = undefined;
@@ -444,15 +461,16 @@ export class PipelineManager {
         const ms = schedule.interval_seconds! * 1000;
         p.nextAt = Date.now() + ms;
         p.timer = setInterval(() => {
+          const due = p.nextAt!;
           p.nextAt = Date.now() + ms;
-          this.fire(p);
+          this.fire(p, new Date(due));
         }, ms);
         p.status = p.active ? 'running' : 'scheduled';
         break;
       }
       case 'cron':
         // protect: a fire while a run is in progress is skipped (no overlapping runs).
-        p.cron = new Cron(schedule.cron!, { protect: true }, () => this.fire(p));
+        p.cron = new Cron(schedule.cron!, { protect: true }, (job: Cron) => this.fire(p, job.currentRun() ?? new Date()));
         p.status = p.active ? 'running' : 'scheduled';
         break;
       case 'stream':
@@ -474,12 +492,30 @@ export class PipelineManager {
     p.restartTimer = undefined;
   }
 
-  private fire(p: Managed) {
-    if (p.active || p.halted || this.closing) {
+  private fire(p: Managed, at: Date) {
+    if (p.active || p.claiming || p.halted || this.closing) {
       if (p.active) this.deps.log.info({ pipeline: p.name, run_id: p.active.runId }, 'schedule fired during a run; skipped (no overlapping runs)');
       return;
     }
-    this.launch(p);
+    if (!this.deps.claimFires) {
+      this.launch(p);
+      return;
+    }
+    // Second precision: managers whose timers differ by milliseconds name the same tick alike.
+    const tick = new Date(Math.round(at.getTime() / 1000) * 1000);
+    const runId = fireRunId(p.name, tick);
+    p.claiming = true;
+    this.deps.store.runs
+      .start({ run_id: runId, pipeline: p.name, node_id: this.deps.settings.NODE_ID, started_at: new Date().toISOString(), pipeline_version: p.version })
+      .then(
+        (claimed) => {
+          if (!claimed) this.deps.log.info({ pipeline: p.name, run_id: runId, tick: tick.toISOString() }, 'this tick was run already (by another manager); skipped');
+          else if (this.pipelines.get(p.name) === p && !p.active && !p.halted && !this.closing) this.launch(p, { runId });
+          else void this.recordRemoteOutcome(this.unrun(p.name, runId, 'aborted', 'stopped before the scheduled run was dispatched'));
+        },
+        (e: unknown) => this.deps.log.error({ pipeline: p.name, err: errorMessage(e) }, 'scheduled run not claimed (database unavailable); skipped'),
+      )
+      .finally(() => (p.claiming = false));
   }
 
   /** Stops the schedule and drains an active run (graceful stop, then stop waiting at the timeout). */

@@ -234,6 +234,28 @@ function m0004RunPipelineVersion(): Migration {
   };
 }
 
+/** The managers' leader lease (issue 15): one row per lease, its holder, epoch and expiry (database clock). */
+function m0005ManagerLease(engine: DbEngine): Migration {
+  const t = typesFor(engine);
+  return {
+    async up(db) {
+      const fin = await tableFinisher(db, engine);
+      await fin(
+        db.schema
+          .createTable('manager_lease')
+          .addColumn('name', t.str(64), (c) => c.primaryKey())
+          .addColumn('holder', t.str(255), (c) => c.notNull())
+          .addColumn('epoch', 'integer', (c) => c.notNull())
+          .addColumn('expires_at', t.ts, (c) => c.notNull())
+          .addColumn('renewed_at', t.ts, (c) => c.notNull()),
+      ).execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('manager_lease').ifExists().execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
@@ -241,6 +263,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
     '0002_run_duration': m0002RunDuration(engine),
     '0003_reserved_tables': m0003ReservedTables(engine),
     '0004_run_pipeline_version': m0004RunPipelineVersion(),
+    '0005_manager_lease': m0005ManagerLease(engine),
   };
 }
 

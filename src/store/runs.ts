@@ -56,7 +56,7 @@ export class SqlRunStore implements RunStore {
     private readonly engine: DbEngine,
   ) {}
 
-  async start(run: { run_id: string; pipeline: string; node_id: string; started_at: string; pipeline_version?: number | null }): Promise<void> {
+  async start(run: { run_id: string; pipeline: string; node_id: string; started_at: string; pipeline_version?: number | null }): Promise<boolean> {
     const values = {
       run_id: fits(run.run_id, MAX_RUN_ID, 'run_id'),
       pipeline: fits(run.pipeline, MAX_NAME, 'pipeline'),
@@ -77,10 +77,10 @@ export class SqlRunStore implements RunStore {
     };
     // Idempotent: a run that exists already (started twice, or finished) is left as it is.
     const q = this.db.insertInto('runs').values(values);
-    await (this.engine === 'mysql'
-      ? q.onDuplicateKeyUpdate({ run_id: (eb) => eb.ref('run_id') })
-      : q.onConflict((oc) => oc.column('run_id').doNothing())
-    ).execute();
+    // MySQL: INSERT IGNORE affects 0 rows for a duplicate (ON DUPLICATE KEY UPDATE reports a found
+    // row as affected under the driver's FOUND_ROWS flag); the values are checked above.
+    const r = await (this.engine === 'mysql' ? q.ignore() : q.onConflict((oc) => oc.column('run_id').doNothing())).executeTakeFirst();
+    return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
   }
 
   async finish(run: RunToStore): Promise<void> {
@@ -98,10 +98,7 @@ export class SqlRunStore implements RunStore {
     if (Number(updated.numUpdatedRows) > 0) return true;
     // No running row: either it is finished already (a replay) or it was never started here.
     const q = this.db.insertInto('runs').values({ run_id: run.run_id, ...data });
-    const inserted = await (this.engine === 'mysql'
-      ? q.ignore()
-      : q.onConflict((oc) => oc.column('run_id').doNothing())
-    ).executeTakeFirst();
+    const inserted = await (this.engine === 'mysql' ? q.ignore() : q.onConflict((oc) => oc.column('run_id').doNothing())).executeTakeFirst();
     return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
   }
 

@@ -123,4 +123,14 @@ export interface Schema {
   run_queue: RunQueueTable;
   stream_placements: StreamPlacementsTable;
   transform_state: TransformStateTable;
+  manager_lease: ManagerLeaseTable;
+}
+
+/** The managers' leader lease (migration 0005). */
+export interface ManagerLeaseTable {
+  name: string;
+  holder: string;
+  epoch: IntCol;
+  expires_at: string;
+  renewed_at: string;
 }

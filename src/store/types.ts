@@ -73,8 +73,11 @@ export interface StatsRow {
 }
 
 export interface RunStore {
-  /** Records a run as started (status running), so a crash mid-run is never silently lost. */
-  start(run: { run_id: string; pipeline: string; node_id: string; started_at: string; pipeline_version?: number | null }): Promise<void>;
+  /**
+   * Records a run as started (status running), so a crash mid-run is never silently lost. True when
+   * this call inserted it; a run that exists already is left as it is (false).
+   */
+  start(run: { run_id: string; pipeline: string; node_id: string; started_at: string; pipeline_version?: number | null }): Promise<boolean>;
   /** Stores the final record (insert or update); a `pipeline_version` left out keeps the one stored at start. */
   finish(run: RunToStore): Promise<void>;
   /**

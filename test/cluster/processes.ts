@@ -4,7 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { postgresDb, type TestDb } from '../connectors/peers/sql.js';
-import { freePort, serveChild } from '../helpers/daemon.js';
+import { eventually, freePort, serveChild } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 
 export interface Proc {
@@ -27,10 +27,13 @@ export interface WorkerSlot {
 export interface Cluster {
   db: TestDb;
   managerUrl: string;
+  /** The port of a second manager on the same database (the workers' SVC_MANAGER_URL names it too). */
+  standbyPort: number;
   manager?: Proc;
   workers: WorkerSlot[];
   root: string;
-  startManager(env?: Record<string, string>): Promise<Proc>;
+  /** `port`: another manager on the same database (HA); `standby`: do not wait for it to lead. */
+  startManager(env?: Record<string, string>, o?: { port?: number; standby?: boolean }): Promise<Proc>;
   startWorker(i: number, env?: Record<string, string>): Promise<Proc>;
   /** SIGKILL (or the given signal) and wait for the exit. */
   kill(p: Proc | undefined, signal?: NodeJS.Signals): Promise<void>;
@@ -43,6 +46,8 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
   const root = tempDir('svc-cluster-');
   const managerPort = await freePort();
   const managerUrl = `http://127.0.0.1:${managerPort}`;
+  // Where a second manager listens (high availability): workers know both, as they would know a Service.
+  const standbyPort = await freePort();
   const workers: WorkerSlot[] = [];
   for (let i = 0; i < n; i++) {
     const agentPort = await freePort();
@@ -55,10 +60,11 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
   const c: Cluster = {
     db,
     managerUrl,
+    standbyPort,
     workers,
     root,
-    async startManager(extra = {}) {
-      c.manager = await serveChild(
+    async startManager(extra = {}, o: { port?: number; standby?: boolean } = {}) {
+      const proc = await serveChild(
         {
           SVC_MODE: 'manager',
           SVC_NODE_ID: 'manager',
@@ -66,14 +72,19 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
           SVC_PIPELINE_DIR: join(root, 'pipelines'),
           SVC_WORKER_URLS: workers.map((w) => w.agentUrl).join(','),
           SVC_WORKER_HEALTH_INTERVAL: '1',
+          // A killed leader's lease runs out in 5 s (default 15) for a restarted manager to take over.
+          SVC_LEADER_LEASE_SECONDS: '5',
           SVC_UI_DIR: '',
           SVC_SCHEMA_DIR: join(root, 'manager-schemas'),
           ...env.manager,
           ...extra,
         },
-        { port: managerPort, keep: true },
+        { port: o.port ?? managerPort, keep: true },
       );
-      return c.manager;
+      // Serving once it leads (a standby answers 503 on /api/ready).
+      if (o.standby !== true) await eventually(async () => (await fetch(`${proc.url}/api/ready`).catch(() => undefined))?.status === 200, 20_000, 100);
+      if (o.port === undefined) c.manager = proc;
+      return proc;
     },
     async startWorker(i, extra = {}) {
       const w = workers[i]!;
@@ -84,7 +95,7 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
           SVC_WORKER_PORT: String(w.agentPort),
           SVC_WORKER_INGRESS_PORT: String(w.ingressPort),
           SVC_DATA_DIR: w.dataDir,
-          SVC_MANAGER_URL: managerUrl,
+          SVC_MANAGER_URL: `${managerUrl},http://127.0.0.1:${standbyPort}`,
           SVC_STATS_INTERVAL: '1',
           SVC_SHUTDOWN_TIMEOUT_SECONDS: '10',
           ...env.worker,

@@ -336,8 +336,9 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
         records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0,
         error: null, errors: [], pipeline_version: null,
       });
-      // start is idempotent
-      await store.runs.start({ run_id: 'r1', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' });
+      // start is idempotent, and says whether it inserted (a scheduled fire is claimed this way)
+      expect(await store.runs.start({ run_id: 'r1', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' })).toBe(false);
+      expect(await store.runs.start({ run_id: 'r1b', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' })).toBe(true);
       const done = rec({ run_id: 'r1', records_in: 7, records_out: 6, records_skipped: 1, bytes_in: 5_000_000_000, bytes_out: 2 ** 40, dlq_count: 1, errors: ['row 3: bad'] });
       await store.runs.finish(done);
       const got = await store.runs.get('r1');
@@ -358,6 +359,18 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       expect((await store.runs.get('pv'))?.pipeline_version).toBe(4);
       expect((await store.runs.list({ pipeline: 'p1', limit: 10, offset: 0 })).find((r) => r.run_id === 'pv')?.pipeline_version).toBe(4);
       await expect(store.runs.start({ run_id: 'pv0', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z', pipeline_version: 0 })).rejects.toThrow(/pipeline_version must be a positive integer/);
+    });
+
+    it('finishOnce stores an outcome once: a running run, or an absent one; never over a finished one', async () => {
+      await store.runs.start({ run_id: 'once', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' });
+      const first = rec({ run_id: 'once', records_in: 4 });
+      expect(await store.runs.finishOnce(first)).toBe(true);
+      expect(await store.runs.finishOnce({ ...first, records_in: 99, status: 'failed' })).toBe(false);
+      expect(await store.runs.get('once')).toEqual(first);
+      const absent = rec({ run_id: 'once-absent', status: 'failed', error: 'expired' });
+      expect(await store.runs.finishOnce(absent)).toBe(true);
+      expect(await store.runs.finishOnce(absent)).toBe(false);
+      expect(await store.runs.get('once-absent')).toEqual(absent);
     });
 
     it('finish without start inserts; a second finish replaces the record', async () => {

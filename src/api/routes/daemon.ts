@@ -27,7 +27,8 @@ export default async function daemonRoutes(app: FastifyInstance, deps: ApiDeps) 
     } catch (e) {
       db = `unavailable: ${(e as Error).message}`;
     }
-    const scheduler = deps.shuttingDown?.() ? 'stopping' : 'running';
+    // A standby manager runs no scheduler and is not ready, so the Service reaches only the leader.
+    const scheduler = deps.shuttingDown?.() ? 'stopping' : deps.cluster && !deps.cluster.leader().leader ? 'standby' : 'running';
     const body = {
       status: db === 'ok' && scheduler === 'running' ? 'ready' : 'not ready',
       db,

@@ -116,7 +116,9 @@ function refuseOnStandby(app: FastifyInstance, cluster: NonNullable<ApiDeps['clu
     const path = req.url.split('?')[0]!;
     if (!path.startsWith('/api/') || path === '/api/health' || path === '/api/ready') return;
     const l = cluster.leader();
-    if (l.leader) return;
+    // Worker callbacks reach a new leader while it loads the pipelines (a stop it asks for then
+    // waits for one); the rest of the API once it is ready.
+    if (l.ready || (l.leader && path.startsWith('/api/internal/'))) return;
     const who = l.holder ? `the leader is ${l.holder} (epoch ${l.epoch})` : 'no leader is known yet';
     return reply.code(503).header('retry-after', '3').send({ detail: `this manager is a standby: ${who}; send requests to the leader (the Service does, since a standby is not ready)` });
   });

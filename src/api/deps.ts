@@ -33,8 +33,8 @@ export interface ApiDeps {
 
 export interface ClusterDeps {
   executor: RemoteExecutor;
-  /** Whether this manager leads now, and who holds the lease. */
-  leader(): { leader: boolean; holder?: string; epoch?: number };
+  /** Whether this manager leads now, whether it is ready to serve (pipelines loaded), who holds the lease. */
+  leader(): { leader: boolean; ready: boolean; holder?: string; epoch?: number };
   /** The workers as GET /api/cluster/nodes lists them. */
   nodes(): { url: string; ok: boolean; active_runs: number; running_pipelines: string[]; assigned_pipelines: string[] }[];
 }

@@ -2,7 +2,9 @@
 // dispatches runs to them, and the durable queue of manual runs, wired together. The lifecycle
 // stays the pipeline manager's.
 import type { ClusterDeps } from '../api/deps.js';
-import type { PipelineManager, RunAdmission } from '../daemon/pipeline-manager.js';
+import type { ManagerDeps, PipelineManager, RunAdmission } from '../daemon/pipeline-manager.js';
+import { createHash } from 'node:crypto';
+import { internalCall } from './internal-http.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -16,9 +18,12 @@ import { WorkerPool } from './worker-pool.js';
 import { PipelineServices } from './kubernetes.js';
 import type { Leadership } from './leadership.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
+import type { RunRecord } from '../engine/run-record.js';
 
 export interface ManagerCluster extends ClusterDeps {
   admission: RunAdmission;
+  /** Runs the workers had at start, handed to their pipelines (the pipeline manager's `adoption`). */
+  adoption: NonNullable<ManagerDeps['adoption']>;
   /** Keeps each pipeline's own Kubernetes Service (pipeline field `kubernetes`) as its config says. */
   onConfig(name: string, config: PipelineConfig | undefined): void;
   /** The pipeline manager whose queued runs this cluster dispatches (set once it exists). */
@@ -72,6 +77,16 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
         return w?.url ? { id: w.id, url: w.url } : undefined;
       },
       noteDispatched: (id) => pool.noteDispatched(id),
+      find: (id) => {
+        const w = pool.get(id);
+        return w?.url ? { id: w.id, url: w.url } : undefined;
+      },
+    },
+    finished: async (runId) => {
+      const r = await opts.store.runs.get(runId);
+      if (!r || r.status === 'running') return undefined;
+      const { pipeline_version: _v, ...record } = r;
+      return record as RunRecord;
     },
     metrics: m,
     log,
@@ -108,6 +123,44 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
         log.warn({ pipeline: name, err: r.error }, 'kubernetes service not applied');
       }
     });
+  };
+
+  // Runs the workers have that no process of this manager placed (it restarted, or took over as the
+  // leader): found once at start, and adopted where they run when their pipeline starts, if the
+  // YAML they run is the pipeline's (config_sha256). Any other is stopped: never two of one.
+  const adoptable = new Map<string, { runId: string; workerId: string; url: string; sha: string }>();
+  const stopRun = (a: { runId: string; workerId: string; url: string }, pipeline: string, why: string) => {
+    log.warn({ pipeline, run_id: a.runId, worker: a.workerId }, `run found on a worker is stopped: ${why}`);
+    Promise.resolve()
+      .then(() => internalCall('POST', `${a.url}/agent/stop`, { run_id: a.runId }, { apiKey, epoch: epoch() }))
+      .catch((e: unknown) => log.warn({ run_id: a.runId, err: errorMessage(e) }, 'could not stop a run found on a worker'));
+  };
+  const collectAdoptable = async () => {
+    for (const w of pool.healthy()) {
+      try {
+        const r = await internalCall('GET', `${w.url}/agent/status`, undefined, { apiKey, epoch: epoch() });
+        if (r.status !== 200 || !Array.isArray(r.body?.runs)) continue;
+        for (const run of r.body.runs as { run_id: string; pipeline: string; config_sha256: string }[]) {
+          const found = { runId: run.run_id, workerId: w.id, url: w.url!, sha: run.config_sha256 };
+          const other = adoptable.get(run.pipeline);
+          if (other) stopRun(other, run.pipeline, 'another run of its pipeline runs too');
+          adoptable.set(run.pipeline, found);
+        }
+      } catch (e) {
+        log.warn({ worker: w.id, err: errorMessage(e) }, 'runs of a worker not read at start');
+      }
+    }
+    if (adoptable.size) log.info({ runs: adoptable.size }, 'runs found on workers: adopted as their pipelines start');
+  };
+  const adoption: ManagerCluster['adoption'] = {
+    take(pipeline, yaml) {
+      const a = adoptable.get(pipeline);
+      if (!a) return undefined;
+      adoptable.delete(pipeline);
+      if (a.sha === createHash('sha256').update(yaml).digest('hex')) return { runId: a.runId, nodeId: a.workerId };
+      stopRun(a, pipeline, 'its pipeline changed since (config_sha256 differs); started again');
+      return undefined;
+    },
   };
 
   /** One pass: expire what waited too long, then dispatch the oldest runs while a worker can take them. */
@@ -167,8 +220,8 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
   return {
     executor,
     admission,
-    // Leading once the pipelines are loaded and the queue runs (a new leader is not ready before).
-    leader: () => ({ leader: active && leadership.isLeader(), holder: leadership.info()?.holder, epoch: leadership.info()?.epoch }),
+    // Ready once the pipelines are loaded and the queue runs (a new leader is not ready before).
+    leader: () => ({ leader: leadership.isLeader(), ready: active && leadership.isLeader(), holder: leadership.info()?.holder, epoch: leadership.info()?.epoch }),
     nodes: () => {
       const assigned = executor.assigned();
       for (const w of pool.workers()) pool.setAssigned(w.id, assigned.get(w.id) ?? []);
@@ -176,8 +229,16 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     },
     attach: (mgr) => (manager = mgr),
     onConfig,
-    start: () => pool.start(),
+    adoption,
+    async start() {
+      await pool.start();
+      await collectAdoptable();
+    },
     async startQueue() {
+      // Batch runs in progress on workers are followed; runs of pipelines that are gone are stopped.
+      manager?.adoptRunning();
+      for (const [pipeline, a] of adoptable) stopRun(a, pipeline, 'its pipeline is not registered');
+      adoptable.clear();
       // Services of pipelines deleted while no manager ran (orphans) go, when svc can reach a cluster.
       if (process.env.KUBERNETES_SERVICE_HOST || process.env.KUBECONFIG) {
         serviceChain = serviceChain.then(async () => {

@@ -21,6 +21,8 @@ export interface Workers {
   /** The least-loaded healthy worker not in `exclude`, round-robin among ties. */
   pick(exclude?: ReadonlySet<string>): WorkerChoice | undefined;
   noteDispatched(id: string): void;
+  /** A known worker by id (healthy or not), for a run adopted where it runs. */
+  find(id: string): WorkerChoice | undefined;
 }
 
 /** The body of a run-complete: the worker's run record. */
@@ -65,11 +67,28 @@ export class RemoteExecutor implements Executor {
       call: () => CallOptions;
       /** The node id of records of runs that never reached a worker. */
       nodeId: string;
+      /** The stored record of a run when it is finished (an adopted run may end before it is followed). */
+      finished(runId: string): Promise<RunRecord | undefined>;
     },
   ) {}
 
   async execute(job: RunJob): Promise<RunRecord> {
     const startedAt = new Date().toISOString();
+    const adopted = job.adoptFrom ? this.deps.workers.find(job.adoptFrom) : undefined;
+    if (adopted) {
+      job.log.info({ worker: adopted.id }, 'run adopted where it runs (placed before this manager started)');
+      const completion = new Promise<RunRecord>((resolve) => this.pending.set(job.runId, { job, worker: adopted, startedAt, resolve }));
+      await job.started(adopted.id);
+      // Its run-complete may have come (and been stored) between the worker's status and now.
+      const early = await this.deps.finished(job.runId);
+      const waiting = this.pending.get(job.runId);
+      if (early && waiting) {
+        this.pending.delete(job.runId);
+        this.remember(job.runId);
+        waiting.resolve(early);
+      }
+      return this.follow(job, adopted, completion);
+    }
     const tried = new Set<string>();
     const failures: string[] = [];
     for (let i = 0; i < MAX_TRIES; i++) {
@@ -94,6 +113,17 @@ export class RemoteExecutor implements Executor {
       }
       this.deps.metrics.dispatch.inc({ result: 'accepted' });
       await job.started(accepted.worker_id ?? worker.id);
+      return this.follow(job, worker, completion);
+    }
+    if (tried.size === 0) this.deps.metrics.dispatch.inc({ result: 'no_workers' });
+    const why = tried.size === 0 ? 'no healthy worker to run it (GET /api/cluster/nodes shows the workers and their health)' : `no worker took it: ${failures.join('; ')}`;
+    this.remember(job.runId);
+    return this.failed(job, startedAt, this.deps.nodeId, why);
+  }
+
+  /** Waits for the run's outcome; a stop asked for meanwhile is passed on to its worker. */
+  private async follow(job: RunJob, worker: WorkerChoice, completion: Promise<RunRecord>): Promise<RunRecord> {
+    {
       const onAbort = () => {
         Promise.resolve()
           .then(() => internalCall('POST', `${worker.url}/agent/stop`, { run_id: job.runId }, this.deps.call()))
@@ -109,10 +139,6 @@ export class RemoteExecutor implements Executor {
         job.signal.removeEventListener('abort', onAbort);
       }
     }
-    if (tried.size === 0) this.deps.metrics.dispatch.inc({ result: 'no_workers' });
-    const why = tried.size === 0 ? 'no healthy worker to run it (GET /api/cluster/nodes shows the workers and their health)' : `no worker took it: ${failures.join('; ')}`;
-    this.remember(job.runId);
-    return this.failed(job, startedAt, this.deps.nodeId, why);
   }
 
   /** POST /api/internal/run-complete: 'resolved' (a waiting run ended), 'duplicate', or 'unknown' (the caller stores it once). */

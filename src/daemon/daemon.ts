@@ -66,7 +66,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
   const cluster = leadership ? startManagerCluster({ settings, metrics, log, store, leadership }) : undefined;
   const manager = new PipelineManager({
     store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer,
-    executor: cluster?.executor, admission: cluster?.admission, onConfig: cluster?.onConfig, claimFires: cluster !== undefined,
+    executor: cluster?.executor, admission: cluster?.admission, onConfig: cluster?.onConfig, claimFires: cluster !== undefined, adoption: cluster?.adoption,
   });
   cluster?.attach(manager);
   const mibs = await MibStore.fromSettings(settings, log);

@@ -11,6 +11,8 @@ import type { Logger } from '../observability/log.js';
 import type { ProcessedFiles } from '../plugins/types.js';
 
 export interface RunJob {
+  /** Manager mode: the run runs already on this worker (found after a manager restart); follow it there. */
+  adoptFrom?: string;
   name: string;
   yaml: string;
   config: PipelineConfig;

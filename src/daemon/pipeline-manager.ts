@@ -107,6 +107,12 @@ export interface ManagerDeps {
    * only if recording it as started inserted the row: two managers never both run one tick.
    */
   claimFires?: boolean;
+  /**
+   * Manager mode: runs a worker has in progress that no process of this manager placed (found at
+   * start). take() hands one over when its config is the pipeline's: the run is adopted where it
+   * runs instead of being started again.
+   */
+  adoption?: { take(pipeline: string, yaml: string): { runId: string; nodeId: string } | undefined };
 }
 
 /** The run id of a scheduled fire: the same for every manager that fires this pipeline at this time. */
@@ -536,9 +542,21 @@ export class PipelineManager {
     p.status = 'stopped';
   }
 
-  private launch(p: Managed, opts: { flush?: boolean; runId?: string } = {}): ActiveRun {
+  /** Adopts what workers run of pipelines that are not running here (batch runs; streams are adopted as they start). */
+  adoptRunning() {
+    for (const p of this.pipelines.values()) {
+      if (!p.active && !p.halted && this.deps.adoption) {
+        const found = this.deps.adoption.take(p.name, p.yaml);
+        if (found) this.launch(p, { adopt: found });
+      }
+    }
+  }
+
+  private launch(p: Managed, opts: { flush?: boolean; runId?: string; adopt?: { runId: string; nodeId: string } } = {}): ActiveRun {
     const { store, log, metrics, alerts } = this.deps;
-    const runId = opts.runId ?? randomUUID();
+    // A run a worker already has (the manager restarted meanwhile) is followed, not started again.
+    const adopt = opts.adopt ?? (opts.runId === undefined ? this.deps.adoption?.take(p.name, p.yaml) : undefined);
+    const runId = adopt?.runId ?? opts.runId ?? randomUUID();
     let setPlaced!: (v: boolean) => void;
     const placed = new Promise<boolean>((r) => (setPlaced = r));
     const stop = new AbortController();
@@ -552,6 +570,7 @@ export class PipelineManager {
     let last = { records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0 };
     const done = (async (): Promise<RunRecord> => {
       const record = await this.executor.execute({
+        adoptFrom: adopt?.nodeId,
         name,
         yaml: p.yaml,
         config: p.config,

@@ -515,3 +515,89 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     expect(ticks.filter((id) => !fromTicks.has(id))).toEqual([]);
   }, 90_000);
 });
+
+describe('a manager restart with runs in progress on workers', () => {
+  let c: Cluster | undefined;
+  afterEach(async () => {
+    await c?.stop();
+    c = undefined;
+  });
+
+  const streamYaml = (name: string, outDir: string, description = '') =>
+    [
+      'version: "1"',
+      'pipeline:',
+      `  name: ${name}`,
+      ...(description ? [`  description: ${description}`] : []),
+      '  schedule: { type: stream }',
+      `  source: { type: webhook, path: ${name} }`,
+      '  serializer_in: { type: json }',
+      '  serializer_out: { type: ndjson }',
+      '  sinks:',
+      `    - { type: local, path: ${JSON.stringify(outDir)}, filename_template: out.ndjson }`,
+      '',
+    ].join('\n');
+
+  /** Where a stream runs now: [worker index, run id] of every run of it on the workers. */
+  const placements = async (cl: Cluster, pipeline: string) => {
+    const out: [number, string][] = [];
+    for (const [i, w] of cl.workers.entries()) {
+      const s = await cl.call('GET', `${w.agentUrl}/agent/status`);
+      for (const r of s.body.runs as { pipeline: string; run_id: string }[]) if (r.pipeline === pipeline) out.push([i, r.run_id]);
+    }
+    return out;
+  };
+
+  it('a stream running on a worker is adopted in place by the restarted manager (kill -9), not dispatched twice', async () => {
+    c = await startCluster(2);
+    await Promise.all([c.startWorker(0), c.startWorker(1)]);
+    await c.startManager();
+    const w = workArea(0);
+    await register(c, streamYaml('alarms', w.outDir));
+    const [[index, runId]] = (await eventually(async () => {
+      const p = await placements(c!, 'alarms');
+      return p.length === 1 ? p : undefined;
+    })) as [number, string][];
+    const ingress = c.workers[index]!.ingressUrl;
+    const post = async (i: number) => expect((await c!.call('POST', `${ingress}/webhooks/alarms`, { seq: i })).status).toBe(202);
+    for (let i = 0; i < 5; i++) await post(i);
+
+    await c.kill(c.manager);
+    await c.startManager();
+    const p = await c.call('GET', '/api/pipelines/alarms');
+    expect(p.body).toMatchObject({ status: 'running', active_run_id: runId });
+    await new Promise((r) => setTimeout(r, 2000)); // health polls and stats reports go on
+    expect(await placements(c, 'alarms')).toEqual([[index, runId]]);
+    for (let i = 5; i < 10; i++) await post(i);
+    await eventually(() => readNdjson(join(w.outDir, 'out.ndjson')).length === 10);
+    expect(readNdjson(join(w.outDir, 'out.ndjson')).map((r) => r.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    // Stopped through the restarted manager: the worker stops it, and its outcome is recorded once.
+    expect((await c.call('POST', '/api/pipelines/alarms/stop')).status).toBe(200);
+    await eventually(async () => (await placements(c!, 'alarms')).length === 0);
+    const runs = (await c.call('GET', '/api/runs?pipeline=alarms')).body as { run_id: string; status: string }[];
+    expect(runs.map((r) => r.run_id)).toEqual([runId]);
+    await eventually(async () => (await c!.call('GET', `/api/runs/${runId}`)).body.status !== 'running');
+  }, 60_000);
+
+  it('a stream whose YAML changed while no manager ran is stopped on its worker and started again', async () => {
+    c = await startCluster(1);
+    await c.startWorker(0);
+    const w = workArea(0);
+    const file = join(c.root, 'pipelines', 'changing.yaml');
+    writeFileSync(file, streamYaml('changing', w.outDir));
+    await c.startManager();
+    const [[, first]] = (await eventually(async () => {
+      const p = await placements(c!, 'changing');
+      return p.length === 1 ? p : undefined;
+    })) as [number, string][];
+    await c.kill(c.manager);
+    writeFileSync(file, streamYaml('changing', w.outDir, 'v2'));
+    await c.startManager();
+    const now = (await eventually(async () => {
+      const p = await placements(c!, 'changing');
+      return p.length === 1 && p[0]![1] !== first ? p : undefined;
+    })) as [number, string][];
+    expect(now).toHaveLength(1);
+    expect((await c.call('GET', '/api/pipelines/changing')).body.active_run_id).toBe(now[0]![1]);
+  }, 60_000);
+});

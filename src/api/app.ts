@@ -23,14 +23,11 @@ import pluginRoutes from './routes/plugins.js';
 import clusterRoutes from './routes/cluster.js';
 import internalRoutes from './routes/internal.js';
 import { serveUi } from './ui.js';
+import { serveRedoc } from './redoc.js';
 import { version } from '../version.js';
 
 /** Largest YAML or JSON body of the management API (webhooks have their own limit). */
 export const API_BODY_LIMIT = 1 << 20;
-
-const REDOC_PAGE = `<!doctype html><html><head><title>svc API</title><meta charset="utf-8"></head>
-<body><redoc spec-url="/openapi.json"></redoc>
-<script src="https://cdn.redoc.ly/redoc/latest/bundles/redoc.standalone.js"></script></body></html>`;
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const { settings } = deps;
@@ -95,7 +92,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  app.get('/redoc', { schema: { hide: true } }, async (_req, reply) => reply.type('text/html').send(REDOC_PAGE));
+  serveRedoc(app, { log: deps.log }); // /redoc with ReDoc served from the package, not a CDN (issue 17)
 
   installAuth(app, { settings, log: deps.log });
   if (deps.cluster) refuseOnStandby(app, deps.cluster);

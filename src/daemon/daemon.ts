@@ -4,7 +4,6 @@
 // API listens; SIGTERM drains. A manager runs the same lifecycle with runs dispatched to workers.
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { dirname, join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { AlertEvaluator } from '../alerts/evaluator.js';
@@ -18,6 +17,8 @@ import { openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { PipelineManager } from './pipeline-manager.js';
 import { watchPipelines } from './watch.js';
+import { daemonStateDir, lockDaemonState } from './state-lock.js';
+import { startRunRetention } from './retention.js';
 import { startManagerCluster } from '../cluster/manager.js';
 import { Leadership } from '../cluster/leadership.js';
 
@@ -41,6 +42,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
   const settings = opts.settings ?? loadSettings();
   const log = opts.log ?? createLogger({ level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
   checkTls(settings); // before anything is opened: a bad certificate stops the start at once
+  const stateLock = lockDaemonState(settings); // one daemon per SQLite file and state directory (issue 17)
   const store = await openStore({ url: settings.DB_URL, path: settings.DB_PATH, log });
   const interrupted = await store.runs.abortInterrupted(settings.NODE_ID, 'interrupted: the daemon stopped before the run finished');
   if (interrupted) log.warn({ runs: interrupted }, 'runs left unfinished by the previous process recorded as aborted');
@@ -50,7 +52,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
   const webhooks = new WebhookHub();
   const alerts = new AlertEvaluator({ store: store.alerts, settings, log });
   // Webhook spools live here; beside the SQLite file by default, so one directory holds a node's state.
-  const stateDir = settings.STATE_DIR || join(dirname(settings.DB_PATH), 'state');
+  const stateDir = daemonStateDir(settings);
   const leadership =
     settings.MODE === 'manager'
       ? new Leadership({
@@ -91,12 +93,14 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
     (stopping ??= (async () => {
       log.info({ timeout_s: settings.SHUTDOWN_TIMEOUT_SECONDS }, 'shutting down: draining runs');
       unwatch();
+      await retention.stop();
       leadership?.stop();
       await manager.shutdown(settings.SHUTDOWN_TIMEOUT_SECONDS * 1000);
       await cluster?.stop();
       await app.close();
       await tracing.shutdown();
       await store.close();
+      stateLock.release();
       log.info('stopped');
       resolveStopped();
     })());
@@ -123,8 +127,10 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
     await manager.shutdown(0);
     await cluster?.stop();
     await store.close().catch(() => {});
+    stateLock.release();
     throw new Error(`cannot listen on ${settings.HOST}:${settings.PORT}: ${(e as Error).message}`);
   }
+  const retention = startRunRetention({ runs: store.runs, settings, log, active: () => leadership?.isLeader() ?? true });
   if (leadership?.elected) {
     log.info({ holder: leadership.holder }, 'standby manager: waiting for the leader lease');
     void leadership

@@ -9,6 +9,7 @@ import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { RunProgress } from '../engine/runner.js';
 import { LocalExecutor, type Executor } from './executor.js';
+import { forgetPipelineFiles } from './forget-pipeline.js';
 import { stateConfigHash, statefulTransforms, storeStateIO } from '../engine/transform-state.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
@@ -247,6 +248,7 @@ export class PipelineManager {
     await this.deps.store.alerts.removeAll(name);
     await this.deps.store.processed.clear(name);
     await this.deps.store.transformState.clear(name);
+    await forgetPipelineFiles(this.deps.stateDir, name); // webhook spools and file-based memory (issue 17)
     this.deps.metrics.forget(name);
   }
 

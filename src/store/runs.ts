@@ -1,10 +1,16 @@
 // Run history: a row per run, written `running` at start and completed at finish.
-import type { Kysely, Selectable } from 'kysely';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { Expression, ExpressionBuilder, Kysely, Selectable, SqlBool } from 'kysely';
 import type { RunsTable, Schema } from './schema.js';
 import type { DbEngine, RunQuery, RunStore, RunToStore, StatsRow, StoredRun } from './types.js';
 import { fits, iso, MAX_NAME, MAX_RUN_ID, nowIso, num } from './util.js';
 
 const RUN_STATUSES = new Set(['success', 'failed', 'aborted', 'running']);
+
+/** Rows per purge statement: a few milliseconds of work, so the API is never held up for long. */
+export const PURGE_BATCH_SIZE = 1000;
+
+type RunFilter = (eb: ExpressionBuilder<Schema, 'runs'>) => Expression<SqlBool>;
 
 function parseErrors(text: string): string[] {
   try {
@@ -215,5 +221,80 @@ export class SqlRunStore implements RunStore {
     // Two runs started in the same millisecond: the greater run_id wins, as in list().
     for (const r of rows) if (!out.has(r.pipeline)) out.set(r.pipeline, toRun(r));
     return out;
+  }
+
+  /**
+   * Retention (docs/storage.md, "Run history retention"): deletes the runs that finished before
+   * `finishedBefore` (null: no age limit) and, per pipeline, those beyond its newest
+   * `keepPerPipeline` (0: no count limit; running runs count but stay). A `running` run is never
+   * deleted. Each statement deletes at most `batchSize` rows and the event loop gets a turn
+   * between statements: better-sqlite3 runs a statement synchronously, so one big DELETE would
+   * stall the API, and a server would hold its locks for as long. `signal` stops between batches.
+   */
+  async purge(limits: { finishedBefore: string | null; keepPerPipeline: number; batchSize?: number; signal?: AbortSignal }): Promise<{ byAge: number; byCount: number }> {
+    const batch = Math.max(1, Math.trunc(limits.batchSize ?? PURGE_BATCH_SIZE));
+    const { signal } = limits;
+    let byAge = 0;
+    if (limits.finishedBefore !== null) {
+      const before = iso(limits.finishedBefore, 'finishedBefore');
+      // finished_at is null while running; the runs_finished_at index finds the oldest first.
+      byAge = await this.deleteInBatches((eb) => eb('finished_at', '<', before), ['finished_at'], batch, signal);
+    }
+    let byCount = 0;
+    const keep = Math.max(0, Math.trunc(limits.keepPerPipeline));
+    if (keep === 0) return { byAge, byCount };
+    for (let pipeline = await this.pipelineAfter(null); pipeline !== undefined && !signal?.aborted; pipeline = await this.pipelineAfter(pipeline)) {
+      // The newest run beyond the limit, in list() order (started_at, then run_id, descending).
+      const first = await this.db
+        .selectFrom('runs')
+        .select(['started_at', 'run_id'])
+        .where('pipeline', '=', pipeline)
+        .orderBy('started_at', 'desc')
+        .orderBy('run_id', 'desc')
+        .limit(1)
+        .offset(keep)
+        .executeTakeFirst();
+      if (first) {
+        const p = pipeline;
+        const beyond: RunFilter = (eb) =>
+          eb.and([
+            eb('pipeline', '=', p),
+            eb.or([eb('started_at', '<', first.started_at), eb.and([eb('started_at', '=', first.started_at), eb('run_id', '<=', first.run_id)])]),
+          ]);
+        byCount += await this.deleteInBatches(beyond, ['pipeline', 'started_at', 'run_id'], batch, signal);
+      }
+      await nextTurn();
+    }
+    return { byAge, byCount };
+  }
+
+  /** The next pipeline name in the runs table after `name` (an index seek each: no full scan for DISTINCT). */
+  private async pipelineAfter(name: string | null): Promise<string | undefined> {
+    let q = this.db.selectFrom('runs').select('pipeline');
+    if (name !== null) q = q.where('pipeline', '>', name);
+    const r = await q.orderBy('pipeline').limit(1).executeTakeFirst();
+    return r?.pipeline;
+  }
+
+  /**
+   * Deletes the finished runs matching `filter`, oldest first in `order` (an index's columns),
+   * `batch` at a time: the ids of a batch are selected, then deleted (MySQL has no LIMIT in an IN
+   * subquery on the table it deletes from, PostgreSQL no DELETE ... LIMIT).
+   */
+  private async deleteInBatches(filter: RunFilter, order: ('pipeline' | 'started_at' | 'finished_at' | 'run_id')[], batch: number, signal?: AbortSignal): Promise<number> {
+    let deleted = 0;
+    while (!signal?.aborted) {
+      let q = this.db.selectFrom('runs').select('run_id').where(filter).where('status', '<>', 'running');
+      for (const column of order) q = q.orderBy(column);
+      const ids = (await q.limit(batch).execute()).map((r) => r.run_id);
+      if (ids.length === 0) break;
+      // The filter again: a row that changed since it was selected is not deleted by mistake.
+      const r = await this.db.deleteFrom('runs').where('run_id', 'in', ids).where(filter).where('status', '<>', 'running').executeTakeFirst();
+      const n = num(r.numDeletedRows);
+      deleted += n;
+      if (ids.length < batch || n === 0) break;
+      await nextTurn();
+    }
+    return deleted;
   }
 }

@@ -11,6 +11,7 @@ import { startCluster, type Cluster, type Proc } from './processes.js';
 import { fireRunId } from '../../src/daemon/pipeline-manager.js';
 import { FakeKubeApi } from './k8s-api-fake.js';
 import { tempDir } from '../helpers/fs.js';
+import { ACME } from '../mib/helpers.js';
 
 const finished = async (c: Cluster, runId: string, ms = 30_000) =>
   eventually(async () => {
@@ -50,7 +51,7 @@ describe('manager and two workers', () => {
     const w = workArea(5);
     await register(c, localYaml('one', w));
     const run = await finished(c, await runNow(c, 'one'));
-    expect(run).toMatchObject({ status: 'success', records_in: 5, records_out: 5 });
+    expect(run).toMatchObject({ status: 'success', records_in: 5, records_out: 5, error: null });
     expect(['w0', 'w1']).toContain(run.node_id);
     expect(readNdjson(w.outFile).map((r) => r.i)).toEqual([0, 1, 2, 3, 4]);
     const metrics = (await c.call('GET', '/metrics')).text;
@@ -135,6 +136,33 @@ describe('manager and two workers', () => {
     const bad = await finished(c, await runNow(c, 'avro-gone'));
     expect(bad.status).toBe('failed');
     expect(bad.error).toMatch(/no worker took it: .*gone\.avsc' not found/);
+  });
+
+  it("an SNMP pipeline on a worker resolves names with a MIB module uploaded to the manager", async () => {
+    const yaml = (name: string, module: string) =>
+      [
+        'version: "1"',
+        'pipeline:',
+        `  name: ${name}`,
+        '  schedule: { type: manual }',
+        `  source: { type: snmp_poll, host: 127.0.0.1, port: ${c.workers[0]!.ingressPort}, oids: ["${module}::acmeTemp.0"], mib_modules: [${module}], timeout: 0.2, retries: 0 }`,
+        '  sinks:',
+        `    - { type: local, path: ${JSON.stringify(tempDir('svc-snmp-out-'))} }`,
+        '',
+      ].join('\n');
+    // Not on the manager: the worker cannot load it either, and the run says so.
+    await register(c, yaml('mib-missing', 'NOPE-MIB'));
+    const missing = await finished(c, await runNow(c, 'mib-missing'));
+    expect(JSON.stringify(missing)).toMatch(/NOPE-MIB/);
+    const form = new FormData();
+    form.append('file', new Blob([ACME]), 'ACME-MIB.mib');
+    const up = await fetch(`${c.managerUrl}/api/mibs/upload`, { method: 'POST', body: form });
+    expect(up.status, await up.text()).toBe(200);
+    await register(c, yaml('mib-synced', 'ACME-MIB'));
+    const run = await finished(c, await runNow(c, 'mib-synced'));
+    // The module resolved on the worker: the run got as far as polling (nothing answers on that port).
+    expect(JSON.stringify(run)).not.toMatch(/ACME-MIB/);
+    expect(run.errors.join(' ')).toMatch(/nothing listens on udp|timeout/);
   });
 
   it('a stateful transform on a worker reads its state from the manager and writes it back after the run', async () => {
@@ -398,7 +426,8 @@ describe('per-pipeline Kubernetes Services, made by the manager', () => {
     const made = api.services('svc').find((s) => s.metadata.name === 'svc-ves-in')!;
     expect(made.spec.ports[0]).toMatchObject({ protocol: 'TCP', port: 8767 });
     expect(made.spec.selector).toEqual({ 'app.kubernetes.io/name': 'svc', 'app.kubernetes.io/component': 'worker' });
-    expect((await c.call('GET', '/api/pipelines/ves-in')).body.kubernetes_service).toEqual({ name: 'svc-ves-in' });
+    // Shown once the manager has the API's answer (a moment after the fake stored the Service).
+    expect(await eventually(async () => (await c!.call('GET', '/api/pipelines/ves-in')).body.kubernetes_service)).toEqual({ name: 'svc-ves-in' });
     const refused = await eventually(async () => (await c!.call('GET', '/api/pipelines/taken')).body.kubernetes_service?.error);
     expect(refused).toMatch(/nodePort 30080 is already allocated/);
 

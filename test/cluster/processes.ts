@@ -76,6 +76,8 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
           SVC_LEADER_LEASE_SECONDS: '5',
           SVC_UI_DIR: '',
           SVC_SCHEMA_DIR: join(root, 'manager-schemas'),
+          // Each manager process its own state folder (one daemon per state folder is enforced).
+          SVC_STATE_DIR: join(root, `manager-${o.port ?? managerPort}-state`),
           ...env.manager,
           ...extra,
         },

@@ -1,13 +1,7 @@
 // The store contract, run against all three engines: SQLite (a temp file), PostgreSQL and
 // MariaDB/MySQL (a fresh database per engine, dropped afterwards). The servers must be running:
 // when one is not, these tests fail; they never skip.
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import mysql from 'mysql2/promise';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/observability/log.js';
 import { createKysely, resolveTarget } from '../../src/store/db.js';
@@ -18,66 +12,20 @@ import {
   MIGRATION_NAMES,
   openStore,
   type AlertRule,
-  type OpenStoreOptions,
   type SqlStore,
 } from '../../src/store/index.js';
 import { migrate } from '../../src/store/migrations.js';
-import type { DbEngine, RunToStore } from '../../src/store/types.js';
+import type { RunToStore } from '../../src/store/types.js';
+import { freshDatabase, type Fresh } from './helpers.js';
 
-const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
-const MYSQL_URL = process.env.SVC_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/';
 
 const TABLES = [
   'pipelines', 'pipeline_versions', 'runs', 'alert_rules', 'alert_cooldowns', 'users', 'processed_files',
   'run_queue', 'stream_placements', 'transform_state',
 ] as const;
 
-interface Fresh {
-  opts: OpenStoreOptions;
-  drop(): Promise<void>;
-}
 
-function withDb(url: string, db: string): string {
-  const u = new URL(url);
-  u.pathname = `/${db}`;
-  return u.toString();
-}
 
-/** An empty database of the engine (a temp SQLite file, or a new server database). */
-async function freshDatabase(engine: DbEngine): Promise<Fresh> {
-  const name = `svc_test_${randomBytes(6).toString('hex')}`;
-  if (engine === 'sqlite') {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
-    return { opts: { path: join(dir, 'nested', 'dir', 'svc.db') }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  if (engine === 'postgresql') {
-    const admin = withDb(PG_URL, 'postgres');
-    const c = new pg.Client({ connectionString: admin });
-    await c.connect();
-    await c.query(`create database ${name}`);
-    await c.end();
-    return {
-      opts: { url: withDb(PG_URL, name) },
-      drop: async () => {
-        const d = new pg.Client({ connectionString: admin });
-        await d.connect();
-        await d.query(`drop database if exists ${name} with (force)`);
-        await d.end();
-      },
-    };
-  }
-  const c = await mysql.createConnection(MYSQL_URL);
-  await c.query(`create database ${name}`);
-  await c.end();
-  return {
-    opts: { url: withDb(MYSQL_URL, name) },
-    drop: async () => {
-      const d = await mysql.createConnection(MYSQL_URL);
-      await d.query(`drop database if exists ${name}`);
-      await d.end();
-    },
-  };
-}
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -127,7 +75,7 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
   let store: SqlStore;
 
   beforeAll(async () => {
-    fresh = await freshDatabase(engine);
+    fresh = await freshDatabase(engine, 'nested/dir/svc.db');
     store = await openStore({ ...fresh.opts, log: silentLogger });
   });
 
@@ -156,7 +104,7 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
     });
 
     it('upgrades a database made by the first migration only, keeping its data', async () => {
-      const old = await freshDatabase(engine);
+      const old = await freshDatabase(engine, 'nested/dir/svc.db');
       try {
         const db = createKysely(resolveTarget(old.opts), silentLogger);
         expect(await migrate(db, engine, silentLogger, '0001_initial')).toEqual(['0001_initial']);

@@ -23,7 +23,8 @@ const RunCompleteBody = Type.Object(
     bytes_in: count,
     bytes_out: count,
     dlq_count: count,
-    error: Type.Union([Type.String(), Type.Null()]),
+    // Null first: the API coerces types, and a string-first union would turn null into "".
+    error: Type.Union([Type.Null(), Type.String()]),
     errors: Type.Array(Type.String()),
     worker_id: Type.Optional(Type.String()),
   },

@@ -126,7 +126,17 @@ export async function mibIndex(c: MibConfig): Promise<MibIndex> {
     store.catch(() => stores.delete(key));
     stores.set(key, store);
   }
-  const ix = (await store).index();
+  let ix = (await store).index();
+  if (settings.MODE === 'worker') {
+    // A worker's MIBs come from the manager (synced into SVC_DATA_DIR/mibs before the run): they
+    // go first, the modules compiled here fill in the rest.
+    const [{ readSyncedMibs }, { MibIndex }] = await Promise.all([import('../../cluster/sync.js'), import('../../mib/mib-index.js')]);
+    const synced = await readSyncedMibs(join(settings.DATA_DIR, 'mibs'));
+    if (synced.length) {
+      const names = new Set(synced.map((m) => m.module));
+      ix = new MibIndex([...synced, ...ix.modules().filter((m) => !names.has(m.module))]);
+    }
+  }
   const missing = (c.mib_modules ?? []).filter((m) => !ix.module(m));
   if (missing.length)
     throw new Error(`MIB module${missing.length > 1 ? 's' : ''} ${missing.join(', ')} not loaded: put ${missing.length > 1 ? 'their sources' : 'its source'} in a directory of mib_dirs (or upload ${missing.length > 1 ? 'them' : 'it'} to the MIB store), and check that ${missing.length > 1 ? 'they compile' : 'it compiles'} (GET /api/mibs)`);

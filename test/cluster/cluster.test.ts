@@ -259,11 +259,16 @@ describe('outcomes and failures', () => {
     const worker = c.workers[0]!;
     await eventually(async () => (await c!.call('GET', `${worker.agentUrl}/agent/status`)).body.runs.length === 1);
     worker.proc!.child.kill('SIGTERM');
-    const refused = await eventually(async () => {
-      const r = await c!.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'during-drain', yaml: localYaml('other', workArea(1)) });
-      return r.status === 503 ? r : undefined;
+    // Once the worker says it drains (alive, ok, draining), a new run is refused.
+    const health = await eventually(async () => {
+      const h = await c!.call('GET', `${worker.agentUrl}/agent/health`);
+      return h.body.draining ? h : undefined;
     }, 5000, 20);
-    expect(refused!.body.detail).toMatch(/shutting down/);
+    expect(health!.status).toBe(200);
+    expect(health!.body).toMatchObject({ ok: true, draining: true, active_runs: 1 });
+    const refused = await c.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'during-drain', yaml: localYaml('other', workArea(1)) });
+    expect(refused.status).toBe(503);
+    expect(refused.body.detail).toMatch(/shutting down/);
     expect((await worker.proc!.exited).code).toBe(0);
     const run = await finished(c, runId);
     expect(run).toMatchObject({ status: 'success', records_out: 14, node_id: 'w0' });

@@ -12,6 +12,7 @@ import { redactor, secret, secretsOf } from '../../../src/plugins/common/connect
 import { streamSource, type Message, type Session, type SessionHandlers } from '../../../src/plugins/common/connector/stream-source.js';
 import type { ConnectionState, PluginContext, SourceUnit } from '../../../src/plugins/types.js';
 import { MemoryProcessedFiles } from '../../../src/engine/processed-files.js';
+import { waitFor } from '../../helpers/wait.js';
 
 describe('secrets', () => {
   const schema = Type.Object({ user: Type.String(), pw: secret('x'), headers: Type.Record(Type.String(), Type.String()), url: Type.String() });
@@ -83,7 +84,8 @@ const seqs = async (u: SourceUnit) => {
   for await (const b of u.read()) out.push(Number(b.toString()));
   return out;
 };
-const tick = () => new Promise((r) => setTimeout(r, 5));
+/** Until the source has opened its `n`th session (connects and reconnects take their time on a loaded machine). */
+const connected = (f: ReturnType<typeof scripted>, n = 1) => waitFor(() => f.sessions.length >= n && f.states.at(-1) === 'connected');
 
 describe('streamSource', () => {
   it('hands waiting messages on as units and acknowledges each only after delivery, in order', async () => {
@@ -91,7 +93,7 @@ describe('streamSource', () => {
     const stop = new AbortController();
     const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
     const first = it.next();
-    await tick();
+    await connected(f);
     f.push(0, 5);
     const u1 = (await first).value as SourceUnit;
     const u2 = (await it.next()).value as SourceUnit;
@@ -115,14 +117,14 @@ describe('streamSource', () => {
     const stop = new AbortController();
     const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
     const first = it.next();
-    await tick();
+    await connected(f);
     f.push(0, 4);
     const u1 = (await first).value as SourceUnit;
     const u2 = (await it.next()).value as SourceUnit;
     await u1.done!(false);
     await u2.done!(true); // later: must not be acknowledged (the peer redelivers both)
     const next = it.next();
-    await tick();
+    await connected(f, 2);
     expect(f.sessions).toHaveLength(2);
     expect(f.sessions[0]!.acks).toEqual([]);
     expect(f.log).toContain('close 0');
@@ -141,7 +143,7 @@ describe('streamSource', () => {
     const stop = new AbortController();
     const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
     const first = it.next();
-    await tick();
+    await connected(f);
     const s = f.sessions[0]!;
     for (const [i, topic] of ['a', 'a', 'b', 'a'].entries()) s.h.push({ body: Buffer.from(String(i)), meta: { topic } });
     const units = [(await first).value as SourceUnit, (await it.next()).value as SourceUnit];
@@ -160,7 +162,7 @@ describe('streamSource', () => {
     const stop = new AbortController();
     const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
     const first = it.next();
-    await tick();
+    await connected(f);
     f.push(0, 6);
     expect(f.sessions[0]!.paused).toBe(true);
     await first; // takes 2: 4 left, still at the mark
@@ -179,12 +181,12 @@ describe('streamSource', () => {
     const stop = new AbortController();
     const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
     const first = it.next();
-    await tick();
+    await connected(f);
     f.push(0, 2);
     const u1 = (await first).value as SourceUnit;
     f.sessions[0]!.h.lost(new Error('socket hang up'));
     const next = it.next();
-    await tick();
+    await connected(f, 2);
     await u1.done!(true);
     expect(f.sessions[0]!.acks).toEqual([]);
     expect(f.sessions).toHaveLength(2);
@@ -199,8 +201,7 @@ describe('streamSource', () => {
     const stop = new AbortController();
     const it = ok.source.units(stop.signal)[Symbol.asyncIterator]();
     const first = it.next();
-    await tick();
-    await tick();
+    await connected(ok);
     expect(ok.sessions).toHaveLength(1);
     ok.push(0, 1);
     await first;
@@ -218,7 +219,7 @@ describe('streamSource', () => {
     const stop = new AbortController();
     const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
     const first = it.next();
-    await tick();
+    await connected(f);
     f.push(0, 2);
     const u = (await first).value as SourceUnit;
     await u.done!(false);
@@ -236,7 +237,7 @@ describe('streamSource', () => {
     const stop = new AbortController();
     const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
     const first = it.next();
-    await tick();
+    await connected(f);
     f.push(0, 3);
     await first;
     f.push(3, 2);

@@ -1,0 +1,13 @@
+// Lists the tests that passed only when run again (SVC_TEST_RETRY, set by .ci/run): CI is not
+// held up by one flaky test on a loaded machine, and the flake is printed to be fixed, not hidden.
+import type { Reporter, TestCase } from 'vitest/node';
+export default class RetryReporter implements Reporter {
+  private retried: string[] = [];
+  onTestCaseResult(t: TestCase) {
+    const d = t.diagnostic();
+    if (d && d.retryCount > 0) this.retried.push(`${t.module.moduleId} > ${t.fullName} (${d.retryCount} retr${d.retryCount > 1 ? 'ies' : 'y'}, ${t.result().state})`);
+  }
+  onTestRunEnd() {
+    if (this.retried.length) process.stdout.write(`\ntests that passed only when run again (flaky: fix them):\n${this.retried.map((r) => `  ${r}`).join('\n')}\n`);
+  }
+}

@@ -9,6 +9,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { WebhookHub } from '../engine/webhook-hub.js';
 import type { Tracer } from '../observability/tracing.js';
 import type { RemoteExecutor } from '../cluster/remote-executor.js';
+import type { ClusterNode } from '../cluster/worker-pool.js';
 
 export interface ApiDeps {
   settings: Settings;
@@ -36,7 +37,7 @@ export interface ClusterDeps {
   /** Whether this manager leads now, whether it is ready to serve (pipelines loaded), who holds the lease. */
   leader(): { leader: boolean; ready: boolean; holder?: string; epoch?: number };
   /** The workers as GET /api/cluster/nodes lists them. */
-  nodes(): { url: string; ok: boolean; active_runs: number; running_pipelines: string[]; assigned_pipelines: string[] }[];
+  nodes(): ClusterNode[];
 }
 
 /** Error body of every API error: `{detail}` (spec doc 2 section 7). */

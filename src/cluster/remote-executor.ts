@@ -30,17 +30,17 @@ export interface RunComplete extends RunRecord {
   worker_id?: string;
 }
 
-/** The body of a pipeline-stats report. */
-export interface StatsReport {
+/** The body of a pipeline-stats report: the run's progress counters. */
+export interface StatsReport extends Omit<RunProgress, 'units' | 'unit' | 'unit_size'> {
   run_id: string;
   pipeline: string;
-  records_in: number;
-  records_out: number;
-  records_skipped: number;
-  dlq_count: number;
-  bytes_in: number;
-  bytes_out: number;
   is_final?: boolean;
+}
+
+/** The run record in a run-complete body (without what only the worker adds). */
+export function runRecordOf(body: RunComplete & { config_sha256?: string }): RunRecord {
+  const { worker_id: _w, config_sha256: _c, ...record } = body;
+  return record;
 }
 
 interface Pending {
@@ -123,21 +123,17 @@ export class RemoteExecutor implements Executor {
 
   /** Waits for the run's outcome; a stop asked for meanwhile is passed on to its worker. */
   private async follow(job: RunJob, worker: WorkerChoice, completion: Promise<RunRecord>): Promise<RunRecord> {
-    {
-      const onAbort = () => {
-        Promise.resolve()
-          .then(() => internalCall('POST', `${worker.url}/agent/stop`, { run_id: job.runId }, this.deps.call()))
-          .catch((e: unknown) =>
-            job.log.warn({ worker: worker.id, err: errorMessage(e) }, 'could not tell the worker to stop the run'),
-          );
-      };
-      if (job.signal.aborted) onAbort();
-      else job.signal.addEventListener('abort', onAbort, { once: true });
-      try {
-        return await completion;
-      } finally {
-        job.signal.removeEventListener('abort', onAbort);
-      }
+    const onAbort = () => {
+      Promise.resolve()
+        .then(() => internalCall('POST', `${worker.url}/agent/stop`, { run_id: job.runId }, this.deps.call()))
+        .catch((e: unknown) => job.log.warn({ worker: worker.id, err: errorMessage(e) }, 'could not tell the worker to stop the run'));
+    };
+    if (job.signal.aborted) onAbort();
+    else job.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await completion;
+    } finally {
+      job.signal.removeEventListener('abort', onAbort);
     }
   }
 
@@ -149,9 +145,7 @@ export class RemoteExecutor implements Executor {
     this.remember(body.run_id);
     if (!p) return 'unknown';
     this.pending.delete(body.run_id);
-    const { worker_id: _w, ...record } = body as RunComplete & { config_sha256?: string };
-    delete (record as { config_sha256?: string }).config_sha256;
-    p.resolve({ ...record, node_id: body.node_id || p.worker.id });
+    p.resolve({ ...runRecordOf(body), node_id: body.node_id || p.worker.id });
     return 'resolved';
   }
 
@@ -160,16 +154,7 @@ export class RemoteExecutor implements Executor {
     this.deps.metrics.pipelineStatsReceived.inc();
     const p = this.pending.get(body.run_id);
     if (!p) return this.done.has(body.run_id); // the final report of a run already recorded is fine
-    const progress: RunProgress = {
-      units: 0,
-      records_in: body.records_in,
-      records_out: body.records_out,
-      records_skipped: body.records_skipped,
-      dlq_count: body.dlq_count,
-      bytes_in: body.bytes_in,
-      bytes_out: body.bytes_out,
-    };
-    p.job.onProgress?.(progress);
+    p.job.onProgress?.({ ...body, units: 0 });
     return true;
   }
 

@@ -350,8 +350,7 @@ export class PipelineManager {
    * since it was dispatched): stored unless stored already, and only then are the alert rules
    * evaluated. True when this call stored it.
    */
-  async recordRemoteOutcome(record: RunRecord): Promise<boolean> {
-    const { worker_id: _w, config_sha256: _c, ...run } = record as RunRecord & { worker_id?: string; config_sha256?: string };
+  async recordRemoteOutcome(run: RunRecord): Promise<boolean> {
     const stored = await this.deps.store.runs.finishOnce(run);
     if (!stored) return false;
     const p = this.pipelines.get(run.pipeline);
@@ -569,7 +568,24 @@ export class PipelineManager {
     const plog = log.child({ pipeline: name, run_id: runId, ...span?.logBindings });
     p.status = 'running';
     p.live = undefined;
+    // The pipeline's counters follow each run's progress reports; they never go back (a run lost
+    // with its worker reports less at its end than its progress did).
+    const labels = { pipeline: name };
     let last = { records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0 };
+    const countUpTo = (now: typeof last, failedRun = 0) => {
+      const more = (c: typeof metrics.recordsIn, n: number) => n > 0 && c.inc(labels, n);
+      more(metrics.recordsIn, now.records_in - last.records_in);
+      more(metrics.recordsOut, now.records_out - last.records_out);
+      more(metrics.recordsSkipped, now.records_skipped - last.records_skipped);
+      more(metrics.errors, Math.max(0, now.records_skipped - last.records_skipped) + failedRun);
+      more(metrics.dlq, now.dlq_count - last.dlq_count);
+      last = {
+        records_in: Math.max(last.records_in, now.records_in),
+        records_out: Math.max(last.records_out, now.records_out),
+        records_skipped: Math.max(last.records_skipped, now.records_skipped),
+        dlq_count: Math.max(last.dlq_count, now.dlq_count),
+      };
+    };
     const done = (async (): Promise<RunRecord> => {
       const record = await this.executor.execute({
         adoptFrom: adopt?.nodeId,
@@ -592,27 +608,13 @@ export class PipelineManager {
         telemetry: metrics.telemetry(name),
         onProgress: (pr) => {
           p.live = { startedAt: p.live?.startedAt ?? Date.now(), at: Date.now(), progress: pr };
-          const labels = { pipeline: name };
-          const more = (c: typeof metrics.recordsIn, n: number) => n > 0 && c.inc(labels, n);
-          more(metrics.recordsIn, pr.records_in - last.records_in);
-          more(metrics.recordsOut, pr.records_out - last.records_out);
-          more(metrics.recordsSkipped, pr.records_skipped - last.records_skipped);
-          more(metrics.errors, pr.records_skipped - last.records_skipped);
-          more(metrics.dlq, pr.dlq_count - last.dlq_count);
-          last = { records_in: Math.max(last.records_in, pr.records_in), records_out: Math.max(last.records_out, pr.records_out), records_skipped: Math.max(last.records_skipped, pr.records_skipped), dlq_count: Math.max(last.dlq_count, pr.dlq_count) };
+          countUpTo(pr);
         },
         onQueueDepth: (d) => metrics.streamQueueDepth.set({ pipeline: name }, d),
         onChunkDelivered: (s) => metrics.chunkDuration.observe({ pipeline: name }, s),
       });
-      // Counters the last progress report did not include (end-of-run notes, failures). A run lost
-      // with its worker reports less than its progress did: counters never go back.
-      const labels = { pipeline: name };
-      const more = (c: typeof metrics.recordsIn, n: number) => n > 0 && c.inc(labels, n);
-      more(metrics.recordsIn, record.records_in - last.records_in);
-      more(metrics.recordsOut, record.records_out - last.records_out);
-      more(metrics.recordsSkipped, record.records_skipped - last.records_skipped);
-      more(metrics.errors, Math.max(0, record.records_skipped - last.records_skipped) + (record.status === 'failed' ? 1 : 0));
-      more(metrics.dlq, record.dlq_count - last.dlq_count);
+      // What the last progress report did not include (end-of-run notes, failures).
+      countUpTo(record, record.status === 'failed' ? 1 : 0);
       await store.runs.finish({ ...record, pipeline_version: pipelineVersion }).catch((e: unknown) => {
         if (!isDatabaseUnavailable(e)) throw e;
         // The run is over; only writing its outcome waits for the database to come back.

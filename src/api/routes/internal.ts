@@ -4,7 +4,7 @@
 // Not a manager: 404, so a worker pointed at the wrong node says so.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { RunComplete, StatsReport } from '../../cluster/remote-executor.js';
+import { runRecordOf, type RunComplete, type StatsReport } from '../../cluster/remote-executor.js';
 import { ApiError, type ApiDeps } from '../deps.js';
 
 const tags = ['internal'];
@@ -56,7 +56,7 @@ export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps
     const outcome = cluster().executor.complete(body);
     if (outcome === 'unknown') {
       // No run of this process waits for it (the manager restarted since): stored if not stored yet.
-      const stored = await deps.manager.recordRemoteOutcome(body);
+      const stored = await deps.manager.recordRemoteOutcome(runRecordOf(body));
       return { run_id: body.run_id, stored };
     }
     return { run_id: body.run_id, stored: outcome === 'resolved' };

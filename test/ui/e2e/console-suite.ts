@@ -140,6 +140,14 @@ export function consoleSuite() {
         const rxPort = await freePort();
         await w.page.getByRole('link', { name: 'Traps' }).click();
         await w.page.locator('h1', { hasText: 'Traps' }).waitFor();
+        // The receiver's state is known before the form is filled; a first try that failed half-way
+        // (CI runs a failed test once more) left it running.
+        const badge = w.page.locator('h1 .badge', { hasText: /^(running|stopped)$/ });
+        await badge.waitFor();
+        if ((await badge.textContent()) === 'running') {
+          await w.page.getByRole('button', { name: 'Stop receiver' }).click();
+          await w.page.locator('h1 .badge', { hasText: 'stopped' }).waitFor();
+        }
         const start = w.page.getByRole('form', { name: 'start receiver' });
         await start.locator('input[name="port"]').fill(String(rxPort));
         await start.locator('input[name="community"]').fill('public');

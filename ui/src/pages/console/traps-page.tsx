@@ -1,6 +1,6 @@
 // The trap tool: the receiver's control (port, community, resolve from MIBs; state live over the
 // WebSocket), the live feed of received notifications and the send form.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { consoleApi, type TrapsStart } from '../../api/console.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
@@ -13,7 +13,14 @@ import { TrapSendForm } from './trap-send-form.js';
 
 export function TrapsPage() {
   const s = trapsStatus.value;
-  const [form, setForm] = useState<{ port: string; community: string; resolve_mibs: boolean }>({ port: '1162', community: '', resolve_mibs: true });
+  const [form, setFormState] = useState<{ port: string; community: string; resolve_mibs: boolean }>({ port: '1162', community: '', resolve_mibs: true });
+  // What the user typed is theirs until they start the receiver: a state that arrives late (the
+  // first socket message, a reconnect) must not put the old port back under their cursor.
+  const edited = useRef(false);
+  const setForm = (f: typeof form) => {
+    edited.current = true;
+    setFormState(f);
+  };
   const { busy, notice, setNotice, act } = useAction<typeof s>((st) => {
     if (st) trapsStatus.value = st;
   });
@@ -24,13 +31,15 @@ export function TrapsPage() {
   }, []);
   // The form shows the configuration in use (or last used) whenever the receiver changes state.
   useEffect(() => {
-    if (s) setForm((f) => ({ ...f, port: String(s.port), community: s.community ?? '', resolve_mibs: s.state === 'stopped' && !s.started_at ? f.resolve_mibs : s.resolve_mibs }));
+    if (!s || (edited.current && s.state !== 'running')) return;
+    setFormState((f) => ({ ...f, port: String(s.port), community: s.community ?? '', resolve_mibs: s.state === 'stopped' && !s.started_at ? f.resolve_mibs : s.resolve_mibs }));
   }, [s?.state, s?.port]);
 
   const start = (e: Event) => {
     e.preventDefault();
     const body: TrapsStart = { port: Number(form.port), resolve_mibs: form.resolve_mibs };
     if (form.community.trim()) body.community = form.community.trim();
+    edited.current = false;
     void act('receiver started', () => consoleApi.startTraps(body));
   };
 

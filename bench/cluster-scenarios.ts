@@ -18,13 +18,14 @@
 // One warm-up run of every pipeline comes first and is not counted. The daemons are spawned from
 // this build (.bench-build/src/cli/main.js), as users run svc, and killed by PID, also on failure.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort } from '../test/helpers/net.js';
 import type { Measured, Scenario } from './scenarios.js';
+import { ALARM_BODY, cannon, countLines, webhookIngestYaml } from './http-load.js';
 
 const RUNS = Number(process.env.SVC_BENCH_CLUSTER_RUNS ?? 1000);
 const PIPELINES = Number(process.env.SVC_BENCH_CLUSTER_PIPELINES ?? 12);
@@ -244,49 +245,57 @@ async function standalone() {
   });
 }
 
-async function cluster() {
-  return side('cluster', async (db, root, procs) => {
-    const managerPort = await freePort();
-    const api = `http://127.0.0.1:${managerPort}`;
-    const agents: string[] = [];
-    for (let i = 0; i < WORKERS; i++) {
-      const [agentPort, ingressPort] = [await freePort(), await freePort()];
-      const scratch = join(root, `worker-${i}`);
-      mkdirSync(join(scratch, 'pipelines'), { recursive: true });
-      const agent = `http://127.0.0.1:${agentPort}`;
-      procs.push(
-        await serve(
-          {
-            SVC_MODE: 'worker',
-            SVC_WORKER_ID: `w${i}`,
-            SVC_WORKER_PORT: String(agentPort),
-            SVC_WORKER_INGRESS_PORT: String(ingressPort),
-            SVC_DATA_DIR: scratch,
-            SVC_MANAGER_URL: api,
-          },
-          `${agent}/agent/health`,
-          scratch,
-        ),
-      );
-      agents.push(agent);
-    }
-    const scratch = join(root, 'manager');
+/** A manager and `workers` workers on database `db`; their ingress URLs, once every worker is healthy. */
+async function startCluster(db: string, root: string, procs: Proc[], workers: number): Promise<{ api: string; ingress: string[] }> {
+  const managerPort = await freePort();
+  const api = `http://127.0.0.1:${managerPort}`;
+  const agents: string[] = [];
+  const ingress: string[] = [];
+  for (let i = 0; i < workers; i++) {
+    const [agentPort, ingressPort] = [await freePort(), await freePort()];
+    const scratch = join(root, `worker-${i}`);
     mkdirSync(join(scratch, 'pipelines'), { recursive: true });
+    const agent = `http://127.0.0.1:${agentPort}`;
     procs.push(
       await serve(
-        { SVC_MODE: 'manager', SVC_PORT: String(managerPort), SVC_NODE_ID: 'manager', SVC_DB_URL: db, SVC_WORKER_URLS: agents.join(','), SVC_WORKER_HEALTH_INTERVAL: '1' },
-        `${api}/api/health`,
+        {
+          SVC_MODE: 'worker',
+          SVC_WORKER_ID: `w${i}`,
+          SVC_WORKER_PORT: String(agentPort),
+          SVC_WORKER_INGRESS_PORT: String(ingressPort),
+          SVC_DATA_DIR: scratch,
+          SVC_MANAGER_URL: api,
+        },
+        `${agent}/agent/health`,
         scratch,
       ),
     );
-    const end = Date.now() + 20_000;
-    for (;;) {
-      const nodes = await call('GET', `${api}/api/cluster/nodes`);
-      const ok = (nodes.body?.workers ?? []).filter((w: { ok: boolean }) => w.ok).length;
-      if (ok === WORKERS) break;
-      if (Date.now() > end) throw new Error(`${ok} of ${WORKERS} workers healthy after 20 s: ${nodes.text}`);
-      await sleep(200);
-    }
+    agents.push(agent);
+    ingress.push(`http://127.0.0.1:${ingressPort}`);
+  }
+  const scratch = join(root, 'manager');
+  mkdirSync(join(scratch, 'pipelines'), { recursive: true });
+  procs.push(
+    await serve(
+      { SVC_MODE: 'manager', SVC_PORT: String(managerPort), SVC_NODE_ID: 'manager', SVC_DB_URL: db, SVC_WORKER_URLS: agents.join(','), SVC_WORKER_HEALTH_INTERVAL: '1' },
+      `${api}/api/health`,
+      scratch,
+    ),
+  );
+  const end = Date.now() + 20_000;
+  for (;;) {
+    const nodes = await call('GET', `${api}/api/cluster/nodes`);
+    const ok = (nodes.body?.workers ?? []).filter((w: { ok: boolean }) => w.ok).length;
+    if (ok === workers) break;
+    if (Date.now() > end) throw new Error(`${ok} of ${workers} workers healthy after 20 s: ${nodes.text}`);
+    await sleep(200);
+  }
+  return { api, ingress };
+}
+
+async function cluster() {
+  return side('cluster', async (db, root, procs) => {
+    const { api } = await startCluster(db, root, procs, WORKERS);
     return load(api, await registerPipelines(api, join(root, 'work')));
   });
 }
@@ -322,6 +331,79 @@ export const clusterDispatch: Scenario = {
       dispatch_p50_ms: c.startP50 - ref.startP50,
       dispatch_p99_ms: c.startP99 - ref.startP99,
       runs_per_sec_ratio: round(c.runsPerSec / ref.runsPerSec, 2),
+    };
+  },
+};
+
+// webhook-cluster (issue 15): 1 KB JSON bodies POSTed for INGEST_SECONDS to a webhook stream, on
+// one standalone `svc serve` and, in the same run, through the ingress of 2 workers (the stream has
+// a slot on each; the load is split between them, as a Service would). Each side's pipeline is
+// stopped after the load (the slots drain), and every body an ingress answered 2xx must be in the
+// sink's files: `lost` counts those that are not.
+const INGEST_SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const INGEST_CONNECTIONS = 50;
+
+/** Registers the stream, waits until `ready()`, loads every URL at once, stops it and counts. */
+async function ingest(api: string, urls: string[], out: string, ready: () => Promise<boolean>) {
+  const r = await call('POST', `${api}/api/pipelines`, webhookIngestYaml(out, '{run_id}.ndjson'));
+  if (r.status !== 201) throw new Error(`registering the stream: ${r.status} ${r.text}`);
+  const end = Date.now() + 30_000;
+  while (!(await ready())) {
+    if (Date.now() > end) throw new Error('the webhook stream did not start in 30 s');
+    await sleep(200);
+  }
+  const runId = (await call('GET', `${api}/api/pipelines/ingest`)).body.active_run_id as string;
+  const each = Math.ceil(INGEST_CONNECTIONS / urls.length);
+  const results = await Promise.all(urls.map((u) => cannon(['-c', String(each), '-p', '10', '-d', String(INGEST_SECONDS), '-m', 'POST', '-H', 'content-type=application/json', '-b', ALARM_BODY, `${u}/webhooks/ingest`])));
+  const stop = await call('POST', `${api}/api/pipelines/ingest/stop`);
+  if (stop.status !== 200) throw new Error(`stopping the stream: ${stop.status} ${stop.text}`);
+  const until = Date.now() + 60_000;
+  while ((await call('GET', `${api}/api/runs/${runId}`)).body?.status === 'running') {
+    if (Date.now() > until) throw new Error('the stream did not stop in 60 s');
+    await sleep(200);
+  }
+  let written = 0;
+  for (const f of readdirSync(out)) written += await countLines(join(out, f));
+  const accepted = results.reduce((n, x) => n + x['2xx'], 0);
+  return {
+    accepted,
+    refused: results.reduce((n, x) => n + x.non2xx + x.errors, 0),
+    acceptedPerSec: accepted / INGEST_SECONDS,
+    p99: Math.max(...results.map((x) => x.latency.p99)),
+    written,
+    lost: Math.max(0, accepted - written),
+  };
+}
+
+export const webhookCluster: Scenario = {
+  async run(): Promise<Measured> {
+    const ref = await side('wh_standalone', async (db, root, procs) => {
+      const port = await freePort();
+      const api = `http://127.0.0.1:${port}`;
+      const scratch = join(root, 'daemon');
+      mkdirSync(join(scratch, 'pipelines'), { recursive: true });
+      procs.push(await serve({ SVC_MODE: 'standalone', SVC_PORT: String(port), SVC_DB_URL: db, SVC_NODE_ID: 'standalone' }, `${api}/api/health`, scratch));
+      return ingest(api, [api], join(root, 'out'), async () => (await call('GET', `${api}/api/pipelines/ingest`)).body?.status === 'running');
+    });
+    const c = await side('wh_cluster', async (db, root, procs) => {
+      const { api, ingress } = await startCluster(db, root, procs, 2);
+      return ingest(api, ingress, join(root, 'out'), async () => (await call('GET', `${api}/api/pipelines/ingest/placement`)).body?.active_slots === ingress.length);
+    });
+    return {
+      seconds: INGEST_SECONDS,
+      workers: 2,
+      accepted: c.accepted,
+      refused: c.refused,
+      accepted_per_sec: Math.round(c.acceptedPerSec),
+      p99_ms: c.p99,
+      written: c.written,
+      lost: c.lost,
+      standalone_accepted: ref.accepted,
+      standalone_refused: ref.refused,
+      standalone_accepted_per_sec: Math.round(ref.acceptedPerSec),
+      standalone_p99_ms: ref.p99,
+      standalone_lost: ref.lost,
+      accepted_per_sec_ratio: round(c.acceptedPerSec / ref.acceptedPerSec, 2),
     };
   },
 };

@@ -1,38 +1,13 @@
 // Daemon scenarios: a real `svc serve` daemon in this process (SQLite in a temp dir) and load from
 // autocannon in a separate process, so the load generator does not share the daemon's event loop.
-import { execFile } from 'node:child_process';
-import { createReadStream, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { startDaemon, type Daemon } from '../src/daemon/daemon.js';
 import { silentLogger } from '../src/observability/log.js';
 import { loadSettings } from '../src/settings.js';
 import type { Measured, Scenario } from './scenarios.js';
-
-const exec = promisify(execFile);
-
-/** Newlines in a file, streamed (the output of a 30 s run is larger than one string can be). */
-async function countLines(file: string): Promise<number> {
-  let n = 0;
-  for await (const b of createReadStream(file) as AsyncIterable<Buffer>) for (let i = b.indexOf(10); i !== -1; i = b.indexOf(10, i + 1)) n++;
-  return n;
-}
-const AUTOCANNON = join(process.cwd(), 'node_modules', 'autocannon', 'autocannon.js');
-
-interface CannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number };
-  '2xx': number;
-  non2xx: number;
-  errors: number;
-  duration: number;
-}
-
-async function cannon(args: string[]): Promise<CannonResult> {
-  const { stdout } = await exec(process.execPath, [AUTOCANNON, '-j', ...args], { maxBuffer: 64 << 20 });
-  return JSON.parse(stdout) as CannonResult;
-}
+import { ALARM_BODY, cannon, countLines, webhookIngestYaml } from './http-load.js';
 
 async function daemon(dir: string, env: Record<string, string> = {}): Promise<Daemon> {
   const settings = loadSettings({ SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_DB_PATH: join(dir, 'svc.db'), SVC_PIPELINE_DIR: join(dir, 'none'), SVC_NODE_ID: 'bench', ...env });
@@ -100,21 +75,9 @@ export const webhookIngest: Scenario = {
     const dir = mkdtempSync(join(tmpdir(), 'svc-bench-webhook-'));
     const d = await daemon(dir);
     try {
-      await d.manager.register(
-        `version: "1"
-pipeline:
-  name: ingest
-  schedule: { type: stream }
-  source: { type: webhook, path: ingest, max_queue_size: 10000 }
-  serializer_in: { type: json }
-  serializer_out: { type: ndjson }
-  sinks: [{ type: local, path: ${JSON.stringify(join(dir, 'out'))}, filename_template: "ingest.ndjson" }]
-`,
-        { origin: 'api' },
-      );
-      const body = JSON.stringify({ source: 'bench', kind: 'alarm', text: 'x'.repeat(960) });
+      await d.manager.register(webhookIngestYaml(join(dir, 'out'), 'ingest.ndjson'), { origin: 'api' });
       const duration = Number(process.env.BENCH_SECONDS ?? 30);
-      const r = await cannon(['-c', process.env.BENCH_CONNECTIONS ?? '50', '-p', process.env.BENCH_PIPELINING ?? '10', '-d', String(duration), '-m', 'POST', '-H', 'content-type=application/json', '-b', body, `${d.url}/webhooks/ingest`]);
+      const r = await cannon(['-c', process.env.BENCH_CONNECTIONS ?? '50', '-p', process.env.BENCH_PIPELINING ?? '10', '-d', String(duration), '-m', 'POST', '-H', 'content-type=application/json', '-b', ALARM_BODY, `${d.url}/webhooks/ingest`]);
       await d.manager.stop('ingest'); // drains: every accepted body is written before this resolves
       const out = join(dir, 'out');
       let lines = 0;

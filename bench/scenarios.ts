@@ -71,6 +71,8 @@ export const scenarios: Record<string, Scenario> = {
   'trap-pipeline': { run: async () => (await import('./trap-scenarios.js')).trapPipeline.run(1) },
   'snmp-poll-fleet': { run: async () => (await import('./snmp-fleet-scenarios.js')).snmpPollFleet.run(1) },
   'cluster-dispatch': { run: async () => (await import('./cluster-scenarios.js')).clusterDispatch.run(1) },
+  // Webhook ingest through 2 workers' ingress beside one standalone daemon, nothing accepted lost.
+  'webhook-cluster': { run: async () => (await import('./cluster-scenarios.js')).webhookCluster.run(1) },
   // Connectors against the machine's brokers, beside a plain client script or the peer's own tool (docs/benchmarks.md).
   // 1M records through the kafka sink and source on librdkafka's mock cluster, beside kcat -P / kcat -C (bench/kafka-scenarios.ts).
   'kafka-roundtrip': {

@@ -10,6 +10,7 @@ import type { WebhookHub } from '../engine/webhook-hub.js';
 import type { Tracer } from '../observability/tracing.js';
 import type { RemoteExecutor } from '../cluster/remote-executor.js';
 import type { ClusterNode } from '../cluster/worker-pool.js';
+import type { PlacementView } from '../cluster/placements.js';
 
 export interface ApiDeps {
   settings: Settings;
@@ -38,6 +39,10 @@ export interface ClusterDeps {
   leader(): { leader: boolean; ready: boolean; holder?: string; epoch?: number };
   /** The workers as GET /api/cluster/nodes lists them. */
   nodes(): ClusterNode[];
+  /** A stream's placement (GET /api/pipelines/{name}/placement); undefined when it has none. */
+  placement(pipeline: string): PlacementView | undefined;
+  /** Every active placement (GET /api/cluster/streams). */
+  streams(): PlacementView[];
 }
 
 /** Error body of every API error: `{detail}` (spec doc 2 section 7). */

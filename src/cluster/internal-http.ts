@@ -1,6 +1,7 @@
 // The HTTP calls between manager and workers: /agent/* (manager -> worker) and /api/internal/*
 // (worker -> manager). Every call carries the API key (SVC_INTERNAL_AUTH_MODE checks it) and the
 // manager's leadership epoch, so a worker can refuse a manager that was superseded.
+import type { ProcessedFiles } from '../plugins/types.js';
 import type { TransformStateIO } from '../engine/runner.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../observability/log.js';
@@ -138,6 +139,30 @@ export function managerStateIO(link: ManagerLink, pipeline: string, hash: string
     async save(state) {
       const r = await link.call('PUT', path, { pipeline, state, config_sha256: hash }, { runId });
       if (r.status !== 200) throw new Error(`transform state of '${pipeline}' could not be written to the manager: ${detailOf(r)}`);
+    },
+  };
+}
+
+/**
+ * A pipeline's `skip_processed` memory on a worker: the manager's database, so that what one worker
+ * processed no other worker processes again. A key is remembered in the worker's own file first
+ * (asked first: no round trip for what this worker did) and sent to the manager through the outbox
+ * (`deliver`), so it reaches the manager whatever happens after the file was finalized. A key not
+ * known here is asked of the manager; a manager that cannot answer fails the run rather than let it
+ * read a file twice.
+ */
+export function managerProcessedFiles(link: ManagerLink, pipeline: string, local: ProcessedFiles, deliver: (path: string, body: unknown) => Promise<void>): ProcessedFiles {
+  const path = `/api/internal/processed/${encodeURIComponent(pipeline)}`;
+  return {
+    async has(key) {
+      if (await local.has(key)) return true;
+      const r = await link.call('GET', `${path}?key=${encodeURIComponent(key)}`);
+      if (r.status !== 200) throw new Error(`processed-file memory of '${pipeline}' could not be read from the manager: ${detailOf(r)}`);
+      return r.body?.processed === true;
+    },
+    async add(key) {
+      await local.add(key);
+      await deliver(path, { key });
     },
   };
 }

@@ -19,6 +19,8 @@ import { PipelineServices } from './kubernetes.js';
 import type { Leadership } from './leadership.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { RunRecord } from '../engine/run-record.js';
+import { SqlPlacementStore } from './placement-store.js';
+import { StreamPlacements } from './placements.js';
 
 export interface ManagerCluster extends ClusterDeps {
   admission: RunAdmission;
@@ -70,7 +72,27 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     },
   });
   const hasCapacity = () => pool.healthy().some((w) => !w.draining);
+  const indexed = (w: { id: string; url: string | null }) => ({ id: w.id, url: w.url!, index: pool.workers().findIndex((x) => x.id === w.id) });
+  const placements = new StreamPlacements({
+    workers: {
+      available: () => pool.healthy().filter((w) => w.url && !w.draining).map(indexed),
+      pick: (exclude) => {
+        const w = pool.pick(exclude);
+        return w?.url ? indexed(w) : undefined;
+      },
+      healthy: (id) => pool.get(id)?.ok ?? false,
+      noteDispatched: (id) => pool.noteDispatched(id),
+    },
+    store: new SqlPlacementStore(opts.store.db),
+    metrics: m,
+    log,
+    call: () => ({ apiKey, epoch: epoch() }),
+    statsIntervalMs: settings.STATS_INTERVAL * 1000,
+    singlePlacement: settings.STREAM_SINGLE_PLACEMENT,
+    nodeId: settings.NODE_ID,
+  });
   executor = new RemoteExecutor({
+    placements,
     workers: {
       pick: (exclude) => {
         const w = pool.pick(exclude);
@@ -136,11 +158,19 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       .catch((e: unknown) => log.warn({ run_id: a.runId, err: errorMessage(e) }, 'could not stop a run found on a worker'));
   };
   const collectAdoptable = async () => {
+    await placements.load();
     for (const w of pool.healthy()) {
       try {
         const r = await internalCall('GET', `${w.url}/agent/status`, undefined, { apiKey, epoch: epoch() });
         if (r.status !== 200 || !Array.isArray(r.body?.runs)) continue;
         for (const run of r.body.runs as { run_id: string; pipeline: string; config_sha256: string }[]) {
+          // Slot runs of a saved stream placement are the placement's to adopt (or stop).
+          const slot = placements.found(run.pipeline, run.run_id);
+          if (slot === 'slot') continue;
+          if (slot === 'superseded') {
+            stopRun({ runId: run.run_id, workerId: w.id, url: w.url! }, run.pipeline, 'a slot run its placement replaced');
+            continue;
+          }
           const found = { runId: run.run_id, workerId: w.id, url: w.url!, sha: run.config_sha256 };
           const other = adoptable.get(run.pipeline);
           if (other) stopRun(other, run.pipeline, 'another run of its pipeline runs too');
@@ -154,6 +184,8 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
   };
   const adoption: ManagerCluster['adoption'] = {
     take(pipeline, yaml) {
+      const placed = placements.take(pipeline, yaml);
+      if (placed) return placed;
       const a = adoptable.get(pipeline);
       if (!a) return undefined;
       adoptable.delete(pipeline);
@@ -227,6 +259,8 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       for (const w of pool.workers()) pool.setAssigned(w.id, assigned.get(w.id) ?? []);
       return pool.nodes().workers;
     },
+    placement: (pipeline) => placements.view(pipeline),
+    streams: () => placements.views(),
     attach: (mgr) => (manager = mgr),
     onConfig,
     adoption,
@@ -239,6 +273,7 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       manager?.adoptRunning();
       for (const [pipeline, a] of adoptable) stopRun(a, pipeline, 'its pipeline is not registered');
       adoptable.clear();
+      placements.forgetUntaken();
       // Services of pipelines deleted while no manager ran (orphans) go, when svc can reach a cluster.
       if (process.env.KUBERNETES_SERVICE_HOST || process.env.KUBECONFIG) {
         serviceChain = serviceChain.then(async () => {
@@ -256,7 +291,10 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       m.queueDepth.set(waiting.length);
       if (waiting.length) log.info({ runs: waiting.length }, 'queued runs found: dispatched when a worker is healthy');
       // The reconciler's tick (doc 2): min(SVC_STATS_INTERVAL, 10) seconds.
-      drainTimer = setInterval(() => void drain(), Math.min(settings.STATS_INTERVAL, 10) * 1000);
+      drainTimer = setInterval(() => {
+        void drain();
+        void placements.tick();
+      }, Math.min(settings.STATS_INTERVAL, 10) * 1000);
       drainTimer.unref();
       void drain();
       active = true;

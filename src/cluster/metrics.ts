@@ -16,6 +16,10 @@ export function clusterMetrics(registry: Registry) {
     queueExpired: new Counter({ name: 'svc_mgr_queue_expired_total', help: 'Queued runs whose wait (SVC_QUEUE_TTL_SECONDS) expired; each is one failed run.', registers }),
     queueDrainResult: new Counter({ name: 'svc_mgr_queue_drain_result_total', help: 'Passes over the queue, by result (dispatched, empty, no_capacity, busy, error).', labelNames: ['result'], registers }),
     queueDepth: new Gauge({ name: 'svc_mgr_queue_depth', help: 'Runs waiting in the queue.', registers }),
+    placementStatus: new Gauge({ name: 'svc_mgr_placement_status', help: 'Stream placements by pipeline: 1 for the status the group is in (running, degraded), 0 for the other.', labelNames: ['pipeline', 'status'], registers }),
+    redispatch: new Counter({ name: 'svc_mgr_redispatch_total', help: 'Streams moved to another worker because theirs was gone.', registers }),
+    reconcileAction: new Counter({ name: 'svc_mgr_reconcile_action_total', help: 'What the placement reconciler did, by action (restart_stale, restart_ended, redispatch, drop_slot, add_slot, slot_recovered).', labelNames: ['action'], registers }),
+    statsMissed: new Counter({ name: 'svc_mgr_stats_missed_total', help: 'Stream slots found without stats for 3 x SVC_STATS_INTERVAL (stale).', registers }),
     queueWait: new Histogram({ name: 'svc_mgr_queue_wait_seconds', help: 'Time queued runs waited for a worker.', buckets: [1, 5, 10, 30, 60, 120, 300, 600, 900, 1800], registers }),
   };
 }

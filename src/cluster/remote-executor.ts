@@ -10,6 +10,7 @@ import type { Executor, RunJob } from '../daemon/executor.js';
 import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';
 import type { ClusterMetrics } from './metrics.js';
+import type { StreamPlacements } from './placements.js';
 
 export interface WorkerChoice {
   id: string;
@@ -69,10 +70,13 @@ export class RemoteExecutor implements Executor {
       nodeId: string;
       /** The stored record of a run when it is finished (an adopted run may end before it is followed). */
       finished(runId: string): Promise<RunRecord | undefined>;
+      /** Streams run as placement groups of slots (src/cluster/placements.ts). */
+      placements?: StreamPlacements;
     },
   ) {}
 
   async execute(job: RunJob): Promise<RunRecord> {
+    if (this.deps.placements?.applies(job)) return this.deps.placements.execute(job);
     const startedAt = new Date().toISOString();
     const adopted = job.adoptFrom ? this.deps.workers.find(job.adoptFrom) : undefined;
     if (adopted) {
@@ -140,6 +144,8 @@ export class RemoteExecutor implements Executor {
   /** POST /api/internal/run-complete: 'resolved' (a waiting run ended), 'duplicate', or 'unknown' (the caller stores it once). */
   complete(body: RunComplete): 'resolved' | 'duplicate' | 'unknown' {
     this.deps.metrics.runCompleteReceived.inc();
+    const slotRun = this.deps.placements?.complete(body);
+    if (slotRun) return slotRun;
     if (this.done.has(body.run_id)) return 'duplicate';
     const p = this.pending.get(body.run_id);
     this.remember(body.run_id);
@@ -152,6 +158,8 @@ export class RemoteExecutor implements Executor {
   /** POST /api/internal/pipeline-stats: false when no run of this manager waits for it (superseded). */
   stats(body: StatsReport): boolean {
     this.deps.metrics.pipelineStatsReceived.inc();
+    const slotRun = this.deps.placements?.stats(body);
+    if (slotRun !== undefined) return slotRun;
     const p = this.pending.get(body.run_id);
     if (!p) return this.done.has(body.run_id); // the final report of a run already recorded is fine
     p.job.onProgress?.({ ...body, units: 0 });
@@ -160,6 +168,7 @@ export class RemoteExecutor implements Executor {
 
   /** Runs waiting on this worker end as failed: it stopped answering its health checks. */
   workerDown(id: string, reason: string) {
+    this.deps.placements?.workerDown(id);
     for (const [runId, p] of this.pending) {
       if (p.worker.id !== id) continue;
       this.pending.delete(runId);
@@ -173,6 +182,7 @@ export class RemoteExecutor implements Executor {
   assigned(): Map<string, string[]> {
     const out = new Map<string, string[]>();
     for (const p of this.pending.values()) out.set(p.worker.id, [...(out.get(p.worker.id) ?? []), p.job.name]);
+    for (const [id, names] of this.deps.placements?.assigned() ?? []) out.set(id, [...(out.get(id) ?? []), ...names]);
     return out;
   }
 

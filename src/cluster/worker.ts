@@ -23,7 +23,7 @@ import { WebhookHub } from '../engine/webhook-hub.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
-import { EPOCH_HEADER, ManagerLink, managerSender, managerStateIO } from './internal-http.js';
+import { EPOCH_HEADER, ManagerLink, managerProcessedFiles, managerSender, managerStateIO } from './internal-http.js';
 import { Outbox } from './outbox.js';
 import { syncFromManager } from './sync.js';
 
@@ -78,7 +78,10 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     nodeId: workerId,
     webhooks,
     stateDir,
-    processed: (name) => new FileProcessedFiles(processedFilesPath(name, stateDir)),
+    processed: (name) => {
+      const local = new FileProcessedFiles(processedFilesPath(name, stateDir));
+      return manager.configured ? managerProcessedFiles(manager, name, local, (path, body) => outbox.push({ path, body })) : local;
+    },
     state: (config, runLog, runId) => {
       if (!statefulTransforms(config).length) return undefined;
       const hash = stateConfigHash(config);

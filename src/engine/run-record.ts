@@ -23,6 +23,12 @@ export interface RunRecord {
   gave_up?: boolean;
 }
 
+/** The counts of a run record, taken from anything that has them (counters, a progress report, sums). */
+export function runCounts(c: Pick<RunRecord, 'records_in' | 'records_out' | 'records_skipped' | 'bytes_in' | 'bytes_out' | 'dlq_count'>) {
+  const { records_in, records_out, records_skipped, bytes_in, bytes_out, dlq_count } = c;
+  return { records_in, records_out, records_skipped, bytes_in, bytes_out, dlq_count };
+}
+
 /** At most this many distinct messages are kept per run; the rest are counted in one last line. */
 export const MAX_MESSAGES = 100;
 

@@ -20,7 +20,7 @@ import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOut
 
 import { MemoryProcessedFiles } from './processed-files.js';
 import { CircuitBreaker, guardedRecordsWrite, TokenBucket } from './reliability.js';
-import { RunCounters, type RunRecord, type RunStatus } from './run-record.js';
+import { RunCounters, runCounts, type RunRecord, type RunStatus } from './run-record.js';
 
 export interface RunProgress {
   units: number;
@@ -607,12 +607,7 @@ class PipelineRun {
       status,
       started_at: this.startedAt.toISOString(),
       finished_at: new Date().toISOString(),
-      records_in: c.records_in,
-      records_out: c.records_out,
-      records_skipped: c.records_skipped,
-      bytes_in: c.bytes_in,
-      bytes_out: c.bytes_out,
-      dlq_count: c.dlq_count,
+      ...runCounts(c),
       error,
       errors: c.errors(),
       ...(this.gaveUp ? { gave_up: true } : {}),

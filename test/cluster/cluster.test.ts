@@ -82,6 +82,23 @@ describe('manager and two workers', () => {
     expect(x.node_id).not.toBe(y.node_id);
   });
 
+  it('skip_processed is one memory for every worker: a file read on one worker is not read again on the other', async () => {
+    const w = workArea(4);
+    await register(c, localYaml('once', { ...w, extra: ['skip_processed: true'] }));
+    const first = await finished(c, await runNow(c, 'once'));
+    expect(first).toMatchObject({ status: 'success', records_in: 4 });
+    // Runs go round the idle workers: within a few runs one lands on the other worker.
+    const later: { node_id: string }[] = [];
+    while (!later.some((r) => r.node_id !== first.node_id) && later.length < 4) later.push(await finished(c, await runNow(c, 'once')));
+    expect(later.map((r) => r.node_id)).toContain(c.workers.map((x) => x.id).find((id) => id !== first.node_id));
+    for (const r of later) expect(r).toMatchObject({ status: 'success', records_in: 0 });
+    // A new file is read once, by whichever worker runs next.
+    writeInput(w.inDir, 'b.ndjson', 2);
+    expect(await finished(c, await runNow(c, 'once'))).toMatchObject({ status: 'success', records_in: 2 });
+    expect(await finished(c, await runNow(c, 'once'))).toMatchObject({ status: 'success', records_in: 0 });
+    expect(readNdjson(w.outFile)).toHaveLength(6);
+  });
+
   it('never starts a run twice: a repeated /agent/run with the same run_id answers with the run it has', async () => {
     const w = workArea(6);
     const yaml = localYaml('twice', { ...w, extra: SLOW });
@@ -297,6 +314,28 @@ describe('outcomes and failures', () => {
     writeInput(w.inDir, 'b.ndjson', 1);
     const again = await finished(c, await runNow(c, 'lost'), 30_000);
     expect(again.status).toBe('success');
+  }, 60_000);
+
+  it("the manager's database connections are cut (pg_terminate_backend) during a run: it keeps leading, and the run's outcome is stored once", async () => {
+    c = await startCluster(1);
+    await c.startWorker(0);
+    await c.startManager();
+    const w = workArea(8);
+    await register(c, localYaml('cut', { ...w, extra: SLOW }));
+    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
+    const runId = await runNow(c, 'cut');
+    await eventually(async () => (await c!.call('GET', `/api/runs/${runId}`)).body.status === 'running');
+    const epoch = (await c.call('GET', '/api/ready')).body;
+    await c.db.disrupt(); // every connection of the manager (its pool and the lease's) terminated
+    const run = await finished(c, runId, 30_000);
+    expect(run).toMatchObject({ status: 'success', records_out: 8 });
+    expect(readNdjson(w.outFile)).toHaveLength(8);
+    // Still the leader, on the same epoch (it renewed through new connections), and still serving.
+    expect(c.manager!.child.exitCode).toBeNull();
+    expect((await c.call('GET', '/api/ready')).body).toMatchObject({ status: epoch.status, cluster: epoch.cluster });
+    const again = await finished(c, await runNow(c, 'cut'), 30_000);
+    expect(again.status).toBe('success');
+    expect((await c.call('GET', '/api/runs?pipeline=cut')).body).toHaveLength(2);
   }, 60_000);
 
   it('with SVC_INTERNAL_AUTH_MODE=enforce, agents and internal endpoints need the key, and a worker with it delivers', async () => {
@@ -545,7 +584,8 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     const ticks = runs.map((r) => r.run_id);
     const fromTicks = new Set<string>();
     const start = Date.now() - 60_000;
-    for (let t = Math.floor(start / 1000) * 1000; t <= Date.now(); t += 1000) fromTicks.add(fireRunId('ticking', new Date(t)));
+    // A tick is its fire time rounded to the second: the last may be up to half a second ahead.
+    for (let t = Math.floor(start / 1000) * 1000; t <= Date.now() + 1000; t += 1000) fromTicks.add(fireRunId('ticking', new Date(t)));
     expect(ticks.filter((id) => !fromTicks.has(id))).toEqual([]);
   }, 90_000);
 });
@@ -582,35 +622,41 @@ describe('a manager restart with runs in progress on workers', () => {
     return out;
   };
 
-  it('a stream running on a worker is adopted in place by the restarted manager (kill -9), not dispatched twice', async () => {
+  it('a stream placed on two workers is adopted in place by the restarted manager (kill -9), not dispatched again', async () => {
     c = await startCluster(2);
     await Promise.all([c.startWorker(0), c.startWorker(1)]);
     await c.startManager();
     const w = workArea(0);
     await register(c, streamYaml('alarms', w.outDir));
-    const [[index, runId]] = (await eventually(async () => {
+    // A webhook stream has a slot on every worker: its runs are the placement group's slot runs.
+    const before = (await eventually(async () => {
       const p = await placements(c!, 'alarms');
-      return p.length === 1 ? p : undefined;
+      return p.length === 2 ? p : undefined;
     })) as [number, string][];
-    const ingress = c.workers[index]!.ingressUrl;
+    const groupId = (await c.call('GET', '/api/pipelines/alarms')).body.active_run_id as string;
+    expect(before.map(([, r]) => r).sort()).toEqual([`${groupId}-w0-0`, `${groupId}-w1-0`]);
+    const ingress = c.workers[0]!.ingressUrl;
     const post = async (i: number) => expect((await c!.call('POST', `${ingress}/webhooks/alarms`, { seq: i })).status).toBe(202);
     for (let i = 0; i < 5; i++) await post(i);
 
     await c.kill(c.manager);
     await c.startManager();
     const p = await c.call('GET', '/api/pipelines/alarms');
-    expect(p.body).toMatchObject({ status: 'running', active_run_id: runId });
+    expect(p.body).toMatchObject({ status: 'running', active_run_id: groupId });
     await new Promise((r) => setTimeout(r, 2000)); // health polls and stats reports go on
-    expect(await placements(c, 'alarms')).toEqual([[index, runId]]);
+    expect(await placements(c, 'alarms')).toEqual(before);
+    const view = (await c.call('GET', '/api/pipelines/alarms/placement')).body;
+    expect(view).toMatchObject({ placement_group_id: groupId, target_count: 'all', slot_count: 2 });
+    expect(view.slots.map((s: { restart_count: number }) => s.restart_count)).toEqual([0, 0]);
     for (let i = 5; i < 10; i++) await post(i);
     await eventually(() => readNdjson(join(w.outDir, 'out.ndjson')).length === 10);
     expect(readNdjson(join(w.outDir, 'out.ndjson')).map((r) => r.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    // Stopped through the restarted manager: the worker stops it, and its outcome is recorded once.
+    // Stopped through the restarted manager: the workers stop it, and its outcome is recorded once.
     expect((await c.call('POST', '/api/pipelines/alarms/stop')).status).toBe(200);
     await eventually(async () => (await placements(c!, 'alarms')).length === 0);
     const runs = (await c.call('GET', '/api/runs?pipeline=alarms')).body as { run_id: string; status: string }[];
-    expect(runs.map((r) => r.run_id)).toEqual([runId]);
-    await eventually(async () => (await c!.call('GET', `/api/runs/${runId}`)).body.status !== 'running');
+    expect(runs.map((r) => r.run_id)).toEqual([groupId]);
+    await eventually(async () => (await c!.call('GET', `/api/runs/${groupId}`)).body.status !== 'running');
   }, 60_000);
 
   it('a stream whose YAML changed while no manager ran is stopped on its worker and started again', async () => {
@@ -632,6 +678,8 @@ describe('a manager restart with runs in progress on workers', () => {
       return p.length === 1 && p[0]![1] !== first ? p : undefined;
     })) as [number, string][];
     expect(now).toHaveLength(1);
-    expect((await c.call('GET', '/api/pipelines/changing')).body.active_run_id).toBe(now[0]![1]);
+    const groupId = (await c.call('GET', '/api/pipelines/changing')).body.active_run_id as string;
+    expect(now[0]![1]).toBe(`${groupId}-w0-0`);
+    expect(first.startsWith(groupId)).toBe(false);
   }, 60_000);
 });

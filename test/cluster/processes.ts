@@ -41,7 +41,12 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(n: number, env: { manager?: Record<string, string>; worker?: Record<string, string> } = {}): Promise<Cluster> {
+/** Workers in network namespaces of their own (test/cluster/netns.ts), by index. */
+export interface ClusterNet {
+  workers: Record<number, { host: string; prefix: string[]; managerHost: string }>;
+}
+
+export async function startCluster(n: number, env: { manager?: Record<string, string>; worker?: Record<string, string> } = {}, net?: ClusterNet): Promise<Cluster> {
   const db = await postgresDb();
   const root = tempDir('svc-cluster-');
   const managerPort = await freePort();
@@ -54,7 +59,8 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
     const ingressPort = await freePort();
     const dataDir = join(root, `worker-${i}`);
     mkdirSync(dataDir, { recursive: true });
-    workers.push({ id: `w${i}`, agentPort, ingressPort, dataDir, agentUrl: `http://127.0.0.1:${agentPort}`, ingressUrl: `http://127.0.0.1:${ingressPort}` });
+    const host = net?.workers[i]?.host ?? '127.0.0.1';
+    workers.push({ id: `w${i}`, agentPort, ingressPort, dataDir, agentUrl: `http://${host}:${agentPort}`, ingressUrl: `http://${host}:${ingressPort}` });
   }
   mkdirSync(join(root, 'pipelines'), { recursive: true });
   const c: Cluster = {
@@ -78,18 +84,23 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
           SVC_SCHEMA_DIR: join(root, 'manager-schemas'),
           // Each manager process its own state folder (one daemon per state folder is enforced).
           SVC_STATE_DIR: join(root, `manager-${o.port ?? managerPort}-state`),
+          // Reachable from workers in other network namespaces too.
+          ...(net ? { SVC_HOST: '0.0.0.0' } : {}),
           ...env.manager,
           ...extra,
         },
         { port: o.port ?? managerPort, keep: true },
       );
-      // Serving once it leads (a standby answers 503 on /api/ready).
-      if (o.standby !== true) await eventually(async () => (await fetch(`${proc.url}/api/ready`).catch(() => undefined))?.status === 200, 20_000, 100);
+      // Serving once it leads (a standby answers 503 on /api/ready): after the lease of a killed
+      // leader runs out (5 s) and the pipelines are loaded, which two test files on two cores slow.
+      if (o.standby !== true) await eventually(async () => (await fetch(`${proc.url}/api/ready`).catch(() => undefined))?.status === 200, 40_000, 100);
       if (o.port === undefined) c.manager = proc;
       return proc;
     },
     async startWorker(i, extra = {}) {
       const w = workers[i]!;
+      const ns = net?.workers[i];
+      const managerHost = ns?.managerHost ?? '127.0.0.1';
       w.proc = await serveChild(
         {
           SVC_MODE: 'worker',
@@ -97,13 +108,14 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
           SVC_WORKER_PORT: String(w.agentPort),
           SVC_WORKER_INGRESS_PORT: String(w.ingressPort),
           SVC_DATA_DIR: w.dataDir,
-          SVC_MANAGER_URL: `${managerUrl},http://127.0.0.1:${standbyPort}`,
+          SVC_MANAGER_URL: `http://${managerHost}:${managerPort},http://${managerHost}:${standbyPort}`,
           SVC_STATS_INTERVAL: '1',
           SVC_SHUTDOWN_TIMEOUT_SECONDS: '10',
+          ...(ns ? { SVC_HOST: ns.host } : {}),
           ...env.worker,
           ...extra,
         },
-        { port: w.agentPort, ready: '/agent/health', keep: true },
+        { port: w.agentPort, ready: '/agent/health', keep: true, ...(ns ? { host: ns.host, prefix: ns.prefix } : {}) },
       );
       return w.proc;
     },

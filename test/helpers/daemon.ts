@@ -89,11 +89,13 @@ afterEach(() => {
  * after the test if still running, unless `keep` (then the caller kills it: processes shared by
  * several tests).
  */
-export async function serveChild(env: Record<string, string>, opts: { port?: number; ready?: string; keep?: boolean } = {}) {
+export async function serveChild(env: Record<string, string>, opts: { port?: number; ready?: string; keep?: boolean; host?: string; prefix?: string[] } = {}) {
   const port = opts.port ?? (await freePort());
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
   const root = fileURLToPath(new URL('../../', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  // `prefix`: a command that execs the daemon (`ip netns exec NS`), so the PID is still the daemon's.
+  const [command, ...args] = [...(opts.prefix ?? []), process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'serve'];
+  const child = spawn(command!, args, {
     cwd: root,
     env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_CONSOLE_PORT: '0', SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...testMibEnv(tempDir('svc-mibs-')), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

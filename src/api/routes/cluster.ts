@@ -1,5 +1,6 @@
-// The cluster view (spec doc 2): nodes and stream placements. Standalone has no workers; its
-// placements are the single-slot views of the running streams.
+// The cluster view (spec doc 2): nodes and stream placements. A manager's placements are its
+// placement groups (src/cluster/placements.ts); standalone has no workers, and its placements are
+// the single-slot views of the running streams.
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
 
@@ -12,9 +13,11 @@ export default async function clusterRoutes(app: FastifyInstance, deps: ApiDeps)
   );
 
   app.get('/api/cluster/streams', { schema: { tags, summary: 'Placements of the running streams (a single-slot view each in standalone mode)' } }, async () => ({
-    streams: manager
-      .list()
-      .map((p) => manager.placement(p.name))
-      .filter((v) => v !== undefined),
+    streams: deps.cluster
+      ? deps.cluster.streams()
+      : manager
+          .list()
+          .map((p) => manager.placement(p.name))
+          .filter((v) => v !== undefined),
   }));
 }

@@ -65,6 +65,8 @@ export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps
   app.post('/api/internal/pipeline-stats', { schema: { tags, body: StatsBody, summary: "A worker's progress report of one run" } }, async (req) => {
     const body = req.body as StatsReport;
     if (cluster().executor.stats(body)) return { run_id: body.run_id, accepted: true };
+    // A manager still loading its pipelines (just started, or just elected) cannot judge a run yet.
+    if (!cluster().leader().ready) return { run_id: body.run_id, accepted: true };
     // Not a run this process waits for. It is superseded (409: the worker stops it) when the
     // pipeline is gone or another run of it is current; otherwise it is one a previous manager
     // process placed, and it runs on (its run-complete is stored once).
@@ -75,4 +77,28 @@ export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps
     }
     return { run_id: body.run_id, accepted: true };
   });
+
+  // The `skip_processed` memory of file sources, one for every worker (src/cluster/internal-http.ts
+  // managerProcessedFiles): asked before a file is read, told (through the outbox) once it is done.
+  const Processed = { params: Type.Object({ pipeline: Type.String({ minLength: 1 }) }) };
+  type ProcessedReq = { params: { pipeline: string } };
+  app.get(
+    '/api/internal/processed/:pipeline',
+    { schema: { tags, ...Processed, querystring: Type.Object({ key: Type.String({ minLength: 1 }) }), summary: "Whether a worker's file source processed this key already (any worker)" } },
+    async (req) => {
+      cluster();
+      const { pipeline } = (req as ProcessedReq).params;
+      return { pipeline, processed: await deps.store.processed.has(pipeline, (req.query as { key: string }).key) };
+    },
+  );
+  app.post(
+    '/api/internal/processed/:pipeline',
+    { schema: { tags, ...Processed, body: Type.Object({ key: Type.String({ minLength: 1 }) }), summary: 'A worker processed this key: no worker reads it again' } },
+    async (req) => {
+      cluster();
+      const { pipeline } = (req as ProcessedReq).params;
+      await deps.store.processed.add(pipeline, (req.body as { key: string }).key);
+      return { pipeline, remembered: true };
+    },
+  );
 }

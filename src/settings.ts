@@ -75,6 +75,9 @@ const list = (doc: string): Spec<string[]> => ({
 
 const svcHome = () => join(homedir(), '.svc');
 
+/** The spec's three vendor identifiers (doc 2: "A default, B, C"); the vendor names are accepted too. */
+const AI_PROVIDER_LETTERS: Record<string, string> = { a: 'openai', b: 'anthropic', c: 'gemini' };
+
 /** The table: variable name (without SVC_) -> how to read it. README's variable list is generated from it. */
 export const SETTINGS = {
   HOST: str('0.0.0.0', 'bind address'),
@@ -128,10 +131,11 @@ export const SETTINGS = {
   SCHEMA_REGISTRY_PASSWORD: str('', 'schema registry basic-auth password'),
   UI_DIR: { ...str(() => BUNDLED_UI_DIR, 'the web UI served at /ui (docs/ui.md); empty disables it'), emptyIsValue: true },
   TEMPLATES_DIR: str('', 'directory of pipeline templates served by /api/templates (default: the bundled templates)'),
-  AI_PROVIDER: str('A', 'AI provider identifier'),
+  AI_PROVIDER: oneOf(['openai', 'anthropic', 'gemini'] as const, 'openai', 'AI provider: A or openai (the default), B or anthropic, C or gemini (docs/ai.md)', (s) => AI_PROVIDER_LETTERS[s.toLowerCase()] ?? s.toLowerCase()),
   AI_API_KEY: str('', 'empty disables the AI endpoints'),
   AI_MODEL: str('', 'AI model override'),
   AI_BASE_URL: str('', 'custom AI provider endpoint'),
+  AI_TIMEOUT_SECONDS: int(60, 'longest wait for one answer of the AI provider (502 after it)', 1, 600),
   MODE: oneOf(['standalone', 'manager', 'worker'] as const, 'standalone', 'standalone, manager or worker (docs/cluster.md)'),
   WORKER_URLS: list('explicit comma-separated worker agent URLs'),
   WORKER_REPLICAS: int(0, 'worker count for DNS discovery; 0 disables'),

@@ -9,6 +9,7 @@ import { ManagerError } from '../daemon/pipeline-manager.js';
 import { traceRequests } from '../observability/tracing.js';
 import { isDatabaseUnavailable } from '../store/index.js';
 import { ApiError, type ApiDeps } from './deps.js';
+import aiRoutes from './routes/ai.js';
 import alertRoutes from './routes/alerts.js';
 import authRoutes from './routes/auth.js';
 import connectorRoutes from './routes/connectors.js';
@@ -22,6 +23,7 @@ import webhookRoutes from './routes/webhooks.js';
 import pluginRoutes from './routes/plugins.js';
 import clusterRoutes from './routes/cluster.js';
 import internalRoutes from './routes/internal.js';
+import dlqRoutes from './routes/dlq.js';
 import { serveUi } from './ui.js';
 import { serveRedoc } from './redoc.js';
 import { version } from '../version.js';
@@ -98,7 +100,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.cluster) refuseOnStandby(app, deps.cluster);
 
   await serveUi(app, { dir: settings.UI_DIR, log: deps.log });
-  for (const routes of [daemonRoutes, pluginRoutes, clusterRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, internalRoutes, mibRoutes]) {
+  for (const routes of [daemonRoutes, pluginRoutes, clusterRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, internalRoutes, mibRoutes, aiRoutes, dlqRoutes]) {
     await app.register(async (scope) => routes(scope, deps));
   }
   return app;

@@ -17,6 +17,9 @@ import { loadSettings, type Settings } from '../settings.js';
 import { startDaemon } from '../daemon/daemon.js';
 import { startWorker } from '../cluster/worker.js';
 import { pipelinesCommand, PROXY_HELP, ProxyError, runsCommand } from './proxy.js';
+import { dlqCommand } from './dlq.js';
+import { findTestFiles, runTestFile, summarize, type FileResult } from '../testing/run.js';
+import { formatFile, formatSummary, jsonReport } from '../testing/report.js';
 
 const HELP = `svc: telecom data pipelines
 
@@ -26,9 +29,12 @@ Usage:
   svc console          start the operator console alone (SNMP simulator, walker, traps, MIB catalog)
   svc run FILE         run a pipeline once (one batch run) and print its run record as JSON
   svc validate FILE    check a pipeline file; lists every problem with its YAML path and line
+  svc test PATH...     run pipeline unit tests: FILE.test.yaml, the one beside FILE.yaml, or every
+                       *.test.yaml under a folder; --json for programs; exit 1 when a case fails
   svc plugins [--json] list the registered sources, sinks, serializers and transforms
   svc pipelines ...    manage pipelines of a running daemon (svc pipelines --help)
   svc runs ...         run history of a running daemon
+  svc dlq list|replay PIPELINE   dead letters of a pipeline of a running daemon (svc dlq --help)
   svc --help           this text
   svc --version        the version
 
@@ -90,6 +96,22 @@ async function cmdRun(file: string | undefined) {
   progress.done();
   process.stdout.write(JSON.stringify(record, null, 2) + '\n');
   return record.status === 'success' ? 0 : record.status === 'aborted' ? 2 : 1;
+}
+
+/** `svc test`: every case of every test file; 0 when all pass, 1 when one fails or a file is invalid. */
+async function cmdTest(paths: string[], json: boolean) {
+  if (!paths.length) usage('missing test FILE or DIR');
+  const results: FileResult[] = [];
+  for (const p of paths) {
+    const found = findTestFiles(p);
+    const runs: FileResult[] = 'error' in found ? [{ file: p, invalid: [found.error], warnings: [], cases: [] }] : [];
+    for (const f of 'files' in found ? found.files : []) runs.push(await runTestFile(f));
+    for (const r of runs) if (!json) process.stderr.write(formatFile(r));
+    results.push(...runs);
+  }
+  if (json) process.stdout.write(jsonReport(results));
+  else process.stderr.write(formatSummary(results));
+  return summarize(results).ok ? 0 : 1;
 }
 
 /** The settings, or undefined after printing what is wrong with them. */
@@ -199,6 +221,15 @@ async function cmdProxy(cmd: 'pipelines' | 'runs', args: string[], values: { jso
   }
 }
 
+async function cmdDlq(args: string[]) {
+  const ctx = { url: process.env.SVC_API_URL || 'http://localhost:8765', apiKey: process.env.SVC_API_KEY || undefined, out: (s: string) => void process.stdout.write(s) };
+  return dlqCommand(args, ctx).catch((e: unknown) => {
+    if (!(e instanceof ProxyError)) throw e;
+    process.stderr.write(`svc: ${e.message}\n`);
+    return 1;
+  });
+}
+
 function cmdPlugins(json: boolean) {
   if (json) {
     process.stdout.write(JSON.stringify(pluginKeys(), null, 2) + '\n');
@@ -212,6 +243,7 @@ function cmdPlugins(json: boolean) {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'dlq') return cmdDlq(argv.slice(1)); // options of its own (src/cli/dlq.ts)
   let parsed;
   try {
     parsed = parseArgs({
@@ -252,6 +284,8 @@ export async function main(argv: string[]): Promise<number> {
       return cmdRun(rest[0]);
     case 'validate':
       return cmdValidate(rest[0]);
+    case 'test':
+      return cmdTest(rest, !!values.json);
     case 'plugins':
       return cmdPlugins(!!values.json);
     case 'pipelines':

@@ -4,20 +4,21 @@ import { readFileSync } from 'node:fs';
 
 export class ProxyError extends Error {}
 
-interface Ctx {
+export interface Ctx {
   url: string;
   apiKey?: string;
   json: boolean;
   out: (s: string) => void;
 }
 
-async function call(ctx: Ctx, method: string, path: string, body?: { yaml?: string }): Promise<unknown> {
+export async function call(ctx: Ctx, method: string, path: string, body?: { yaml?: string; json?: unknown }): Promise<unknown> {
   const headers: Record<string, string> = {};
   if (ctx.apiKey) headers['X-API-Key'] = ctx.apiKey;
   if (body?.yaml !== undefined) headers['content-type'] = 'application/yaml';
+  if (body?.json !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(ctx.url.replace(/\/+$/, '') + path, { method, headers, body: body?.yaml });
+    res = await fetch(ctx.url.replace(/\/+$/, '') + path, { method, headers, body: body?.yaml ?? (body?.json !== undefined ? JSON.stringify(body.json) : undefined) });
   } catch (e) {
     throw new ProxyError(`cannot reach the daemon at ${ctx.url} (${(e as Error & { cause?: Error }).cause?.message ?? (e as Error).message}): is \`svc serve\` running? Set SVC_API_URL to its address.`);
   }
@@ -68,6 +69,7 @@ export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL, defau
   svc pipelines rollback NAME VERSION
   svc runs [--pipeline P] [--status S] [--limit N]
   svc runs get RUN_ID
+  svc dlq ...                          dead letters: list, replay (svc dlq --help)
 Add --json for JSON output.`;
 
 export async function pipelinesCommand(args: string[], ctx: Ctx): Promise<void> {

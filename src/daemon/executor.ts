@@ -33,6 +33,8 @@ export interface RunJob {
   onChunkDelivered?: RunOptions['onChunkDelivered'];
   onTransformEvent?: RunOptions['onTransformEvent'];
   telemetry?: RunOptions['telemetry'];
+  /** Runs the job instead of runPipeline (a DLQ replay, src/dlq/replay.ts); local runs only. */
+  runner?: (config: PipelineConfig, opts: RunOptions) => Promise<RunRecord>;
 }
 
 export interface Executor {
@@ -56,7 +58,7 @@ export class LocalExecutor implements Executor {
 
   async execute(job: RunJob): Promise<RunRecord> {
     await job.started(this.deps.nodeId);
-    return runPipeline(job.config, {
+    return (job.runner ?? runPipeline)(job.config, {
       runId: job.runId,
       nodeId: this.deps.nodeId,
       log: job.log,

@@ -8,7 +8,7 @@ import { loadPipelineText } from '../config/load.js';
 import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { RunProgress } from '../engine/runner.js';
-import { LocalExecutor, type Executor } from './executor.js';
+import { LocalExecutor, type Executor, type RunJob } from './executor.js';
 import { forgetPipelineFiles } from './forget-pipeline.js';
 import { stateConfigHash, statefulTransforms, storeStateIO } from '../engine/transform-state.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
@@ -248,6 +248,7 @@ export class PipelineManager {
     await this.deps.store.alerts.removeAll(name);
     await this.deps.store.processed.clear(name);
     await this.deps.store.transformState.clear(name);
+    await this.deps.store.dlqReplayed.clear(name);
     await forgetPipelineFiles(this.deps.stateDir, name); // webhook spools and file-based memory (issue 17)
     this.deps.metrics.forget(name);
   }
@@ -297,6 +298,23 @@ export class PipelineManager {
     }
     const run = this.launch(p, opts);
     return { name, status: 'triggered', run_id: run.runId };
+  }
+
+  /**
+   * A run of its own that replays dead letters (src/dlq/replay.ts), recorded like any run. Refused
+   * while a run is in progress, for a stream that is not stopped, and in manager mode (the replay
+   * source is in this process).
+   */
+  replay(name: string, runner: NonNullable<RunJob['runner']>): { run_id: string; done: Promise<RunRecord> } {
+    const p = this.get(name);
+    if (this.deps.executor) throw new ManagerError(409, `dead letters are replayed by a standalone daemon only; this one dispatches runs to workers`);
+    if (p.active) throw new ManagerError(409, `pipeline '${name}' has a run in progress (${p.active.runId}); replay when it has finished${p.config.schedule.type === 'stream' ? ` (a stream: POST /api/pipelines/${name}/stop first)` : ''}`);
+    if (p.config.schedule.type === 'stream') {
+      if (p.restartTimer) throw new ManagerError(409, `pipeline '${name}' is a stream waiting to restart; stop it (POST /api/pipelines/${name}/stop), replay, then start it`);
+      p.halted = true; // not running: it stays stopped after the replay (only start() runs a stream again)
+    }
+    const run = this.launch(p, { runner });
+    return { run_id: run.runId, done: run.done };
   }
 
   /** A run of `name` waits in the queue (at enqueue, and for the queue a restarted manager finds). */
@@ -553,7 +571,7 @@ export class PipelineManager {
     }
   }
 
-  private launch(p: Managed, opts: { flush?: boolean; runId?: string; adopt?: { runId: string; nodeId: string } } = {}): ActiveRun {
+  private launch(p: Managed, opts: { flush?: boolean; runId?: string; adopt?: { runId: string; nodeId: string }; runner?: RunJob['runner'] } = {}): ActiveRun {
     const { store, log, metrics, alerts } = this.deps;
     // A run a worker already has (the manager restarted meanwhile) is followed, not started again.
     const adopt = opts.adopt ?? (opts.runId === undefined ? this.deps.adoption?.take(p.name, p.yaml) : undefined);
@@ -595,6 +613,7 @@ export class PipelineManager {
         runId,
         signal: stop.signal,
         flush: opts.flush,
+        runner: opts.runner,
         log: plog,
         breakers: p.breakers,
         started: async (nodeId) => {

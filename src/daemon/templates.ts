@@ -1,5 +1,6 @@
 // Pipeline templates for GET /api/templates: the YAML files of SVC_TEMPLATES_DIR (default: the
 // templates/ folder shipped with svc). Name from the file, description from pipeline.description.
+// A template's `svc test` file (`<name>.test.yaml`, beside it) is not a template.
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,9 +14,14 @@ export interface Template {
   yaml: string;
 }
 
+/** A pipeline YAML file, not the test file of one (`svc test` reads `*.test.yaml`). */
+export function isTemplateFile(name: string): boolean {
+  return /\.ya?ml$/i.test(name) && !/\.test\.ya?ml$/i.test(name);
+}
+
 export async function loadTemplates(dir = ''): Promise<Template[]> {
   const root = dir || BUNDLED_TEMPLATES;
-  const files = (await readdir(root).catch(() => [] as string[])).filter((f) => /\.ya?ml$/i.test(f)).sort();
+  const files = (await readdir(root).catch(() => [] as string[])).filter(isTemplateFile).sort();
   return Promise.all(
     files.map(async (f) => {
       const yaml = await readFile(join(root, f), 'utf8');

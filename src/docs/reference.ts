@@ -110,7 +110,7 @@ function settingsPage(): string {
   return [
     GENERATED,
     '# Environment variables',
-    'Read once when `svc serve` starts; a bad value stops the start with a one-line error naming the variable. Variables of features not built yet (the manager/worker cluster, AI assist) are accepted already.',
+    'Read once when `svc serve` starts; a bad value stops the start with a one-line error naming the variable.',
     ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n'),
   ].join('\n\n') + '\n';
 }

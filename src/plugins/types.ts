@@ -367,6 +367,36 @@ export interface SinkPlugin<S extends TObject = TObject> extends ConnectorBase<S
   /** `payload`: takes the encoded bytes; `records`: takes the records (SQL, stores). */
   accepts: 'payload' | 'records';
   create(c: Static<S>, ctx: PluginContext & { encoder: Encoder }): Sink;
+  /** Reads back what this sink wrote as a pipeline's DLQ (GET /api/pipelines/{name}/dlq); absent: it cannot be read back. */
+  dlqReader?(c: Static<S>, ctx: DlqReaderContext): DlqReader;
+}
+
+// ---- reading a DLQ back (docs/dead-letters.md) ----------------------------------------------
+
+export interface DlqReaderContext {
+  pipeline: string;
+  log: Logger;
+  /** Aborted when the listing runs out of time or the client goes away. */
+  signal: AbortSignal;
+}
+
+/**
+ * What a DLQ sink stored, read once and bounded (a file listing, a table, the stream up to its end
+ * offsets at the time of the call): payloads written with the DLQ's serializer_out (decoded by the
+ * caller), or records (a records sink: one envelope each).
+ */
+export interface DlqItem {
+  /** Where it is stored (file, object key, topic/partition/offset, row number, stream id): shown, never parsed. */
+  location: string;
+  payload?: Buffer;
+  records?: Rec[];
+}
+
+export interface DlqReader {
+  /** Its items carry records (table rows): the DLQ's serializer_out does not apply. Else payloads. */
+  rows?: boolean;
+  read(): AsyncIterable<DlqItem>;
+  close?(): Promise<void>;
 }
 
 export type AnyPlugin = SourcePlugin | SinkPlugin | SerializerPlugin | TransformPlugin;

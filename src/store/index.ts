@@ -9,6 +9,7 @@ import { SqlPipelineStore } from './pipelines.js';
 import { SqlProcessedStore } from './processed.js';
 import { SqlRunStore } from './runs.js';
 import { SqlTransformStateStore } from './transform-state.js';
+import { SqlDlqReplayStore } from './dlq-replayed.js';
 import type { Schema } from './schema.js';
 import type { DbEngine, Store } from './types.js';
 import { SqlUserStore } from './users.js';
@@ -36,6 +37,7 @@ export class SqlStore implements Store {
   readonly users: SqlUserStore;
   readonly processed: SqlProcessedStore;
   readonly transformState: SqlTransformStateStore;
+  readonly dlqReplayed: SqlDlqReplayStore;
   private closed: Promise<void> | undefined;
 
   constructor(
@@ -50,6 +52,7 @@ export class SqlStore implements Store {
     this.users = new SqlUserStore(db, engine);
     this.processed = new SqlProcessedStore(db, engine);
     this.transformState = new SqlTransformStateStore(db);
+    this.dlqReplayed = new SqlDlqReplayStore(db, engine);
   }
 
   async ping(): Promise<void> {

@@ -256,6 +256,28 @@ function m0005ManagerLease(engine: DbEngine): Migration {
   };
 }
 
+/** Dead letters replayed (docs/dead-letters.md): which envelope of a pipeline's DLQ was delivered by which replay run. */
+function m0006DlqReplayed(engine: DbEngine): Migration {
+  const t = typesFor(engine);
+  return {
+    async up(db) {
+      const fin = await tableFinisher(db, engine);
+      await fin(
+        db.schema
+          .createTable('dlq_replayed')
+          .addColumn('pipeline', t.str(255), (c) => c.notNull())
+          .addColumn('envelope_id', t.str(64), (c) => c.notNull())
+          .addColumn('replayed_at', t.ts, (c) => c.notNull())
+          .addColumn('run_id', t.str(128), (c) => c.notNull())
+          .addPrimaryKeyConstraint('dlq_replayed_pk', ['pipeline', 'envelope_id']),
+      ).execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('dlq_replayed').ifExists().execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
@@ -264,6 +286,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
     '0003_reserved_tables': m0003ReservedTables(engine),
     '0004_run_pipeline_version': m0004RunPipelineVersion(),
     '0005_manager_lease': m0005ManagerLease(engine),
+    '0006_dlq_replayed': m0006DlqReplayed(engine),
   };
 }
 

@@ -124,6 +124,15 @@ export interface Schema {
   stream_placements: StreamPlacementsTable;
   transform_state: TransformStateTable;
   manager_lease: ManagerLeaseTable;
+  dlq_replayed: DlqReplayedTable;
+}
+
+/** Dead letters delivered by a replay (migration 0006). */
+export interface DlqReplayedTable {
+  pipeline: string;
+  envelope_id: string;
+  replayed_at: string;
+  run_id: string;
 }
 
 /** The managers' leader lease (migration 0005). */

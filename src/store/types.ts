@@ -148,6 +148,22 @@ export interface TransformStateStore {
   clear(pipeline: string): Promise<void>;
 }
 
+/** Dead letters a replay delivered (docs/dead-letters.md). */
+export interface DlqReplayed {
+  envelope_id: string;
+  replayed_at: string;
+  run_id: string;
+}
+
+export interface DlqReplayStore {
+  /** The replay marks of these envelopes of a pipeline, by envelope id. */
+  marks(pipeline: string, ids: string[]): Promise<Map<string, DlqReplayed>>;
+  /** Marks one envelope replayed by `runId`; a second mark replaces the first (a forced replay). */
+  mark(pipeline: string, id: string, runId: string): Promise<void>;
+  /** Forgets a pipeline's marks (pipeline deleted). */
+  clear(pipeline: string): Promise<void>;
+}
+
 export interface Store {
   engine: DbEngine;
   /** File path of the embedded database (sqlite), else null. */
@@ -158,6 +174,7 @@ export interface Store {
   users: UserStore;
   processed: ProcessedStore;
   transformState: TransformStateStore;
+  dlqReplayed: DlqReplayStore;
   /** A cheap query: resolves when the database answers (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

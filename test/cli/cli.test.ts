@@ -7,32 +7,15 @@ import { describe, expect, it } from 'vitest';
 import { pluginKeys } from '../../src/plugins/registry.js';
 import type { RunRecord } from '../../src/engine/run-record.js';
 import { tempDir } from '../helpers/fs.js';
+import { svc as runSvc, type SvcResult } from '../helpers/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SVC = ['--import', 'tsx', 'src/cli/main.ts'];
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Result = SvcResult;
 
-/** Runs `svc ...args` to completion. */
-function svc(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...SVC, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, SVC_STATE_DIR: tempDir('svc-cli-state-'), ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** Runs `svc ...args` to completion, with a state directory of its own. */
+const svc = (args: string[], env: Record<string, string> = {}) => runSvc(args, { SVC_STATE_DIR: tempDir('svc-cli-state-'), ...env });
 
 const runRecord = (r: Result) => JSON.parse(r.stdout) as RunRecord;
 

@@ -1,24 +1,11 @@
 // `svc pipelines` and `svc runs` against a real daemon.
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { eventually, testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
+import { svc } from '../helpers/cli.js';
 
-const run = promisify(execFile);
-const root = join(import.meta.dirname, '..', '..');
-
-async function svc(args: string[], env: Record<string, string>) {
-  try {
-    const r = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, env: { ...process.env, ...env } });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
 
 const pipelineYaml = (name: string, dir: string, extra = '') => `version: "1"
 pipeline:

@@ -14,6 +14,7 @@ import { SimulatorPage } from './pages/console/simulator-page.js';
 import { StatsPage } from './pages/console/stats-page.js';
 import { TrapsPage } from './pages/console/traps-page.js';
 import { WalkerPage } from './pages/console/walker-page.js';
+import { DlqPage } from './pages/dlq/dlq-page.js';
 import { PipelineEditorPage } from './pages/pipelines/pipeline-editor-page.js';
 import { PipelineList } from './pages/pipelines/pipeline-list.js';
 import { PluginsPage } from './pages/plugins/plugins-page.js';
@@ -45,6 +46,7 @@ function DaemonPage() {
   switch (section ?? 'pipelines') {
     case 'pipelines':
       if (id === undefined) return <PipelineList />;
+      if (parts[2] === 'dlq') return <DlqPage name={id} query={query} />;
       return <PipelineEditorPage name={id === '_new' ? undefined : id} template={query.get('template') ?? undefined} />;
     case 'runs':
       return id === undefined ? <RunsPage query={query} /> : <RunDetailPage runId={id} />;

@@ -52,7 +52,7 @@ export type DryRunDiagnostic = Omit<Diagnostic, 'code'> & { code: Diagnostic['co
  * Dry-run: validation plus instantiating transforms, serializers and connectors (no I/O). `issues`
  * is the spec's list of messages; `diagnostics` holds the same problems with path, line and column.
  */
-function dryRun(yaml: string, statefulTransforms: boolean): { valid: boolean; issues: string[]; diagnostics: DryRunDiagnostic[] } {
+export function dryRun(yaml: string, statefulTransforms: boolean): { valid: boolean; issues: string[]; diagnostics: DryRunDiagnostic[] } {
   const r = loadPipelineText(yaml, { statefulTransforms });
   const issues = r.diagnostics.map((d) => formatDiagnostic(d));
   const diagnostics: DryRunDiagnostic[] = [...r.diagnostics];
@@ -186,11 +186,11 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     },
   );
 
-  app.get('/api/pipelines/:name/placement', { schema: { tags, params: NameParams, summary: 'Single-slot placement view of a running standalone stream' } }, async (req: NameReq) => {
+  app.get('/api/pipelines/:name/placement', { schema: { tags, params: NameParams, summary: "A running stream's placement: its slots on workers (manager mode), or a single-slot view (standalone)" } }, async (req: NameReq) => {
     const p = manager.get(req.params.name);
     if (p.config.schedule.type !== 'stream') throw new ApiError(404, `pipeline '${p.name}' is not a stream; placements exist for streams only`);
-    const view = manager.placement(p.name);
-    if (!view) throw new ApiError(404, `stream '${p.name}' is not running`);
+    const view = deps.cluster ? deps.cluster.placement(p.name) : manager.placement(p.name);
+    if (!view) throw new ApiError(404, deps.cluster ? `stream '${p.name}' has no active placement (stopped, or not placed on a worker yet)` : `stream '${p.name}' is not running`);
     return view;
   });
 }

@@ -10,6 +10,7 @@ import { WriteError, errorMessage } from '../../errors.js';
 import { fileModeField, lintTemplateField, rollingFields, RollingFileSink, type FileTarget, type OutFile } from '../common/file-sink.js';
 import { defineSink, type LintIssue } from '../types.js';
 import { syncDir } from '../../util/durable.js';
+import { localDlqReader } from '../../dlq/local-reader.js';
 
 export const config = Type.Object({
   path: Type.String({ minLength: 1, description: 'Directory the files are written to; created if missing.' }),
@@ -202,6 +203,7 @@ export default defineSink({
       yaml: 'type: local\npath: /data/by-device\nfilename_template: "{field.device}/{pipeline}_{timestamp}.json"\nmax_bytes: 104857600\n',
     },
   ],
+  dlqReader: localDlqReader,
   create: (c, ctx) =>
     new RollingFileSink(new LocalFiles(c.path), { template: c.filename_template, mode: c.file_mode, overwrite: c.overwrite, max_records: c.max_records, max_time: c.max_time, max_bytes: c.max_bytes, max_index: c.max_index }, ctx),
 });

@@ -21,6 +21,8 @@ export interface RequestOptions {
   text?: boolean;
   /** Aborts the request (a walk the operator cancels). */
   signal?: AbortSignal;
+  /** Receives the answer's headers (the X-Total-Count of a paged list). */
+  onHeaders?: (headers: Headers) => void;
 }
 
 export function withQuery(path: string, query: RequestOptions['query'] = {}): string {
@@ -61,6 +63,7 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
     }
     throw new ApiFailure(res.status, detail);
   }
+  opts.onHeaders?.(res.headers);
   if (opts.text) return text as T;
   return (text ? JSON.parse(text) : undefined) as T;
 }

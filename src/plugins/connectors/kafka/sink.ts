@@ -9,6 +9,7 @@ import { Connection } from '../../common/connector/connection.js';
 import type { Rec } from '../../types.js';
 import { defineSink } from '../../types.js';
 import { brokersField, checkCluster, explain, kafkaClient, kafkajs, lintSecurity, securityFields, TOPIC_PATTERN, within } from './client.js';
+import { kafkaDlqReader } from './dlq-reader.js';
 
 const config = Type.Object(
   {
@@ -57,6 +58,7 @@ export default defineSink({
   async test(c, { log }) {
     await checkCluster(c, log);
   },
+  dlqReader: kafkaDlqReader,
   create(c, ctx) {
     const link = new Connection<Producer>(
       ctx,

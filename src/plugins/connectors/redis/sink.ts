@@ -9,6 +9,7 @@ import { WriteError } from '../../../errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink } from '../../types.js';
 import { checkRedis, connectRedis, isReplyError, serverFields } from './client.js';
+import { redisDlqReader } from './dlq-reader.js';
 
 /** Most elements in one RPUSH or script call (a batch above it is split into several, inside one transaction). */
 const ARGS_MAX = 10_000;
@@ -57,6 +58,7 @@ export default defineSink({
     { title: 'A capped stream of the last ~100,000 events', yaml: 'type: redis\nhost: redis.internal\nkey: pm:events\nmode: stream\nmaxlen: 100000' },
   ],
   test: (c) => checkRedis(c),
+  dlqReader: redisDlqReader,
   create(c, ctx) {
     const link = new Connection<Redis>(
       ctx,

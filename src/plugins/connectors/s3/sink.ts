@@ -17,6 +17,7 @@ import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, 
 import { once as lazy } from '../../common/lazy.js';
 import { defineSink, type PluginContext, type Sink } from '../../types.js';
 import { checkBucket, lintS3, s3Fields, s3Link, s3Problem, s3sdk, type S3Link } from './client.js';
+import { s3DlqReader } from './dlq-reader.js';
 
 const libStorage = lazy(() => import('@aws-sdk/lib-storage'));
 
@@ -151,6 +152,7 @@ export default defineSink({
     },
   ],
   test: (c, { signal }) => checkBucket(c, signal),
+  dlqReader: s3DlqReader,
   create(c, ctx): Sink {
     const target = new S3Objects(c, ctx);
     return new RollingFileSink(target, { templateField: 'key_template', template: c.key_template, mode: 'flush' }, ctx);

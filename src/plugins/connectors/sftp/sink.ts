@@ -17,6 +17,7 @@ import {
   closeFile, connectSftp, endSession, fstat, fsyncFile, ftruncate, hostKeyPolicy, isStatusError, lintServer, lstatOrNone, mkdirs, openFile, plainRename, readAt, replacingRename,
   serverFields, serverName, statusOf, statusText, STATUS, unlink, writeAt, type Session, type SftpServer,
 } from './client.js';
+import { sftpDlqReader } from './dlq-reader.js';
 
 const config = Type.Object(
   {
@@ -256,6 +257,7 @@ export default defineSink({
     },
   ],
   test: (c, ctx) => check(c, ctx.log),
+  dlqReader: sftpDlqReader,
   create(c, ctx) {
     const policy = hostKeyPolicy(c, ctx, true);
     const link = new Connection<Session>(ctx, 'sftp', (lost) => connectSftp(c, { policy, log: ctx.log, lost }), endSession);

@@ -20,6 +20,7 @@ import { Connection } from '../../common/connector/connection.js';
 import { defineSink, type LintIssue, type Rec, type WriteResult } from '../../types.js';
 import { connectionName, connectionUrlField, lintUrl, openDriver, parseSqlUrl, parseTableName, quoteIdent, SqlError, whereOf, withDriver, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './client.js';
 import { checkUpsertIndex, planBatch, upsertColumns, type Plan } from './table.js';
+import { sqlDlqReader } from './dlq-reader.js';
 
 const config = Type.Object(
   {
@@ -104,6 +105,7 @@ export default defineSink({
   async test(c) {
     await withDriver(c.connection_url, (d, t) => describeTable(d, parseTableName(c.table), c, whereOf(t)));
   },
+  dlqReader: sqlDlqReader,
   create(c, ctx) {
     const name = parseTableName(c.table);
     let where = '';

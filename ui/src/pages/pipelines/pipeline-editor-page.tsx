@@ -187,6 +187,9 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
             <a class="button" href={href(['alerts', name])}>
               Alerts
             </a>
+            <a class="button" href={href(['pipelines', name, 'dlq'])}>
+              Dead letters
+            </a>
           </>
         )}
       </PageHeader>

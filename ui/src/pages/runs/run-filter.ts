@@ -1,6 +1,6 @@
 // The runs page's filter lives in the hash (#/runs?pipeline=a&status=failed&since=24h), so a
 // filtered view can be reloaded and shared.
-import type { RunFilter } from '../../api/daemon.js';
+import type { RunFilter } from '../../api/types.js';
 
 export const SINCE_OPTIONS = [
   { value: '1h', label: 'Last hour', ms: 3600_000 },

@@ -1,0 +1,35 @@
+// Anthropic messages (POST {base}/v1/messages with `x-api-key` and `anthropic-version`). The
+// system prompt is the top-level `system` field; `max_tokens` is required by the API.
+import { AiError, joinUrl, postJson, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
+
+export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
+export const ANTHROPIC_DEFAULT_MODEL = 'claude-sonnet-4-5';
+/** The API version every request names (the current one of the messages API). */
+export const ANTHROPIC_VERSION = '2023-06-01';
+/** Room for a long pipeline or explanation. */
+const MAX_TOKENS = 8192;
+
+/** `{type: "error", error: {type, message}}`. */
+const errorMessage = (b: any): string | undefined =>
+  typeof b?.error?.message === 'string' ? [b.error.type, b.error.message].filter((x) => typeof x === 'string' && x).join(': ') : undefined;
+
+export function anthropicProvider(o: ProviderOptions): Provider {
+  const url = joinUrl(o.baseUrl || ANTHROPIC_BASE_URL, '/v1/messages');
+  const model = o.model || ANTHROPIC_DEFAULT_MODEL;
+  return {
+    name: 'anthropic',
+    model,
+    async complete(req: ChatRequest) {
+      const body = { model, max_tokens: MAX_TOKENS, system: req.system, messages: req.messages };
+      const headers = { 'x-api-key': o.apiKey, 'anthropic-version': ANTHROPIC_VERSION };
+      const res = await postJson(url, body, { vendor: 'anthropic', headers, timeoutMs: o.timeoutMs, errorMessage });
+      const blocks: any[] = Array.isArray(res.content) ? res.content : [];
+      const text = blocks
+        .filter((b) => b?.type === 'text' && typeof b.text === 'string')
+        .map((b) => b.text as string)
+        .join('');
+      if (!text.trim()) throw new AiError(502, `anthropic answered without text (stop_reason ${res.stop_reason ?? 'none'})`);
+      return text;
+    },
+  };
+}

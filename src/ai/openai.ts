@@ -1,0 +1,37 @@
+// OpenAI-style chat completions (POST {base}/chat/completions, `Authorization: Bearer`), the
+// default provider. The same request reaches servers that speak it with SVC_AI_BASE_URL: Ollama
+// (http://localhost:11434/v1), vLLM (http://host:8000/v1), LiteLLM, Azure-style gateways.
+import { AiError, joinUrl, postJson, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
+
+export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+export const OPENAI_DEFAULT_MODEL = 'gpt-4.1-mini';
+
+/** `{error: {message, type, code}}` (OpenAI, vLLM) or `{error: "text"}` (older Ollama). */
+const errorMessage = (b: any): string | undefined => {
+  const e = b?.error;
+  if (typeof e === 'string') return e;
+  if (typeof e?.message === 'string') return [e.code ?? e.type, e.message].filter((x) => typeof x === 'string' && x).join(': ');
+  return typeof b?.message === 'string' ? b.message : undefined;
+};
+
+export function openaiProvider(o: ProviderOptions): Provider {
+  const url = joinUrl(o.baseUrl || OPENAI_BASE_URL, '/chat/completions');
+  const model = o.model || OPENAI_DEFAULT_MODEL;
+  return {
+    name: 'openai',
+    model,
+    async complete(req: ChatRequest) {
+      const body = { model, messages: [{ role: 'system', content: req.system }, ...req.messages] };
+      const res = await postJson(url, body, { vendor: 'openai', headers: { authorization: `Bearer ${o.apiKey}` }, timeoutMs: o.timeoutMs, errorMessage });
+      const choice = res.choices?.[0];
+      const content = choice?.message?.content;
+      // Some servers answer content as a list of parts.
+      const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: any) => (typeof p?.text === 'string' ? p.text : '')).join('') : '';
+      if (!text.trim()) {
+        const why = choice?.message?.refusal ?? (choice?.finish_reason ? `finish_reason ${choice.finish_reason}` : 'no choices');
+        throw new AiError(502, `openai answered without text (${why})`);
+      }
+      return text;
+    },
+  };
+}

@@ -1,0 +1,96 @@
+// What every AI provider module implements (one chat turn: a system prompt and the messages so far,
+// answered with text), and the one HTTP call they share: JSON over fetch with a bounded wait, a
+// bounded answer, and the vendor's error message turned into an AiError.
+
+export type ProviderName = 'openai' | 'anthropic' | 'gemini';
+
+export interface ChatMessage {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+export interface ChatRequest {
+  system: string;
+  messages: ChatMessage[];
+}
+
+export interface Provider {
+  readonly name: ProviderName;
+  readonly model: string;
+  /** The model's text answer; throws AiError (502) when the provider fails or does not answer in time. */
+  complete(req: ChatRequest): Promise<string>;
+}
+
+export interface ProviderOptions {
+  apiKey: string;
+  /** SVC_AI_MODEL, or the provider's default. */
+  model: string;
+  /** SVC_AI_BASE_URL without a trailing slash, or the vendor's endpoint. */
+  baseUrl: string;
+  timeoutMs: number;
+}
+
+/** A failure of AI assist with the HTTP status the API answers: 502 provider, 503 disabled, 422 unusable result. */
+export class AiError extends Error {
+  override name = 'AiError';
+  constructor(readonly status: 422 | 502 | 503, message: string) {
+    super(message);
+  }
+}
+
+/** Largest answer read from a provider: a pipeline or an explanation is a few kB; a runaway server is cut off. */
+export const MAX_ANSWER_BYTES = 4 << 20;
+
+export interface PostOptions {
+  /** Vendor name in messages: `openai answered 401: ...`. */
+  vendor: ProviderName;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  /** The vendor's error message from its error body, when it has the vendor's shape. */
+  errorMessage(body: any): string | undefined;
+}
+
+/** POSTs `body` as JSON and returns the parsed JSON answer; every failure is an AiError(502). */
+export async function postJson(url: string, body: unknown, o: PostOptions): Promise<any> {
+  const seconds = o.timeoutMs / 1000;
+  const signal = AbortSignal.timeout(o.timeoutMs);
+  let text: string;
+  let res: Response;
+  try {
+    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...o.headers }, body: JSON.stringify(body), signal });
+    text = await readCapped(res);
+  } catch (e) {
+    const err = e as Error & { cause?: { code?: string; message?: string } };
+    if (err.name === 'TimeoutError' || signal.aborted) throw new AiError(502, `${o.vendor} did not answer within ${seconds} s (SVC_AI_TIMEOUT_SECONDS)`);
+    if (err instanceof AiError) throw err;
+    const why = err.cause?.code ?? err.cause?.message ?? err.message;
+    throw new AiError(502, `${o.vendor} is unreachable at ${new URL(url).origin}: ${why}`);
+  }
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  if (!res.ok) {
+    const message = (json !== undefined ? o.errorMessage(json) : undefined) ?? (text.trim().slice(0, 300) || res.statusText);
+    throw new AiError(502, `${o.vendor} answered ${res.status}: ${message}`);
+  }
+  if (json === undefined || json === null || typeof json !== 'object') throw new AiError(502, `${o.vendor} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+  return json;
+}
+
+async function readCapped(res: Response): Promise<string> {
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > MAX_ANSWER_BYTES) throw new AiError(502, `the provider's answer is larger than ${MAX_ANSWER_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Joins a base URL (trailing slashes dropped) and a path. */
+export const joinUrl = (base: string, path: string) => base.replace(/\/+$/, '') + path;

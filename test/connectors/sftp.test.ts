@@ -394,7 +394,8 @@ describe('sftp sink', () => {
         }
       }
     }, 5);
-    const r = await sinkRun('sftp-single', { remote_path: dir, filename_template: 'sub/{source_stem}.json', file_mode: 'single' }, [], { record_chunk_size: 50, rate_limit_rps: 40 }, { 'a.ndjson': records(0, 300), 'b.ndjson': records(300, 200) });
+    // Slow enough (10 chunks a second) that the 5 ms poll sees the temporary even on a busy machine.
+    const r = await sinkRun('sftp-single', { remote_path: dir, filename_template: 'sub/{source_stem}.json', file_mode: 'single' }, [], { record_chunk_size: 50, rate_limit_rps: 10 }, { 'a.ndjson': records(0, 300), 'b.ndjson': records(300, 200) });
     clearInterval(poll);
     expect(r.status, JSON.stringify(r)).toBe('success');
     expect(tree(dir)).toEqual(['sub/a.json', 'sub/b.json']);

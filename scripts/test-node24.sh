@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs the engine, daemon and API tests on Node 24 LTS (issue 15, "Packaging": the container image
+# Runs tests on Node 24 LTS (issues 15 and 17: the container image
 # may use node:24). Node 24 comes from the npm registry's `node` package, so the machine keeps its
 # Node 20. The tests run in a temporary copy of the working tree whose node_modules links every
 # package of this checkout except better-sqlite3: that one is native (not N-API), so it is copied and
 # rebuilt for Node 24's ABI there; rebuilding it in place would break this checkout's Node 20.
-# Usage: scripts/test-node24.sh [vitest paths...]   (default: test/engine test/daemon test/api)
+# Usage: scripts/test-node24.sh [vitest paths...]   (default: test/engine test/daemon test/api; `test`: all)
 # SVC_TEST_NODE_PACKAGE picks another Node, e.g. node@24.18.0: better-sqlite3 12 aborts on 24.19
 # and later when a statement is finalized at teardown (nodejs/node#65446), which the daemon tests show.
 set -euo pipefail

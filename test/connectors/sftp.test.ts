@@ -255,14 +255,16 @@ describe('sftp source: selection and finalizing', () => {
   it('file_stability_seconds leaves a file that is still growing for the next run', async () => {
     const dir = remoteDir();
     putJsonFiles(server, dir, seq(0, 4), 2, (i) => `s${i}.json`);
-    // Rewritten (a longer document) while the source waits between its two scans.
-    const timer = setTimeout(() => writeFileSync(join(dir, 's1.json'), `[${seq(2, 3).join(',')}]`), 400);
+    // Rewritten (a longer document each time) all through the run, so that its two scans 1.5 s apart
+    // differ however late the first comes on a busy machine.
+    let length = 2;
+    const timer = setInterval(() => writeFileSync(join(dir, 's1.json'), `[${seq(2, ++length).join(',')}]`), 300);
     const r = await sourceRun('sftp-stable', { remote_path: dir, file_stability_seconds: 1.5 });
-    clearTimeout(timer);
+    clearInterval(timer);
     expect(r.files()).toEqual(['s0.ndjson']);
     expect(r.rec.errors.join('\n')).toContain('still changing after file_stability_seconds (1.5 s)');
     const next = await sourceRun('sftp-stable', { remote_path: dir, file_stability_seconds: 0.2 });
-    expect(next.rec.records_in).toBe(5);
+    expect(next.rec.records_in).toBe(2 + length);
   });
 
   it('skip_processed: a delivered file is not read again until it changes', async () => {

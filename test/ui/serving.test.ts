@@ -66,6 +66,8 @@ describe('the daemon at /ui', () => {
     expect(js.headers.get('content-type')).toMatch(/javascript/);
     expect(js.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
     expect(js.headers.get('content-security-policy')).toContain("default-src 'none'");
+    // Read to its end: a body left unread holds the connection, and the daemon's stop waits for it.
+    expect((await js.arrayBuffer()).byteLength).toBeGreaterThan(0);
     const missing = await fetch(`${d.url}/ui/assets/nope.js`);
     expect(missing.status).toBe(404);
     expect(Object.keys((await missing.json()) as object)).toEqual(['detail']);

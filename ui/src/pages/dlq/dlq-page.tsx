@@ -6,6 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { dlqApi, type DlqItem } from '../../api/dlq.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
+import { SelectField } from '../../components/select-field.js';
 import type { ApiFailure } from '../../lib/http.js';
 import { fmtInt, fmtTime } from '../../lib/format.js';
 import { href, navigate } from '../../lib/router.js';
@@ -90,31 +91,12 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
               setView({ error: errorText.trim() });
             }}
           >
-            <label>
-              Stage
-              <select name="stage" value={view.stage} onChange={(e) => setView({ stage: e.currentTarget.value })}>
-                <option value="">any stage</option>
-                {STAGES.map((s) => (
-                  <option key={s} value={s}>
-                    {s}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <SelectField label="Stage" name="stage" value={view.stage} any="any stage" options={STAGES} onChange={(stage) => setView({ stage })} />
             <label>
               Error contains
               <input name="error" type="search" value={errorText} placeholder="text, any case" onInput={(e) => setErrorText(e.currentTarget.value)} onChange={(e) => setView({ error: e.currentTarget.value.trim() })} />
             </label>
-            <label>
-              Failed
-              <select name="since" value={view.since} onChange={(e) => setView({ since: e.currentTarget.value })}>
-                {SINCE_OPTIONS.map((o) => (
-                  <option key={o.value} value={o.value}>
-                    {o.label}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <SelectField label="Failed" name="since" value={view.since} options={SINCE_OPTIONS} onChange={(since) => setView({ since })} />
             <label class="dlq-check">
               <span>
                 <input type="checkbox" name="show-replayed" checked={!view.hideReplayed} onChange={(e) => setView({ hideReplayed: !e.currentTarget.checked })} /> show replayed

@@ -6,6 +6,7 @@ import { daemon, type RunRecord } from '../../api/daemon.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
 import { StatusBadge } from '../../components/status-badge.js';
+import { SelectField } from '../../components/select-field.js';
 import { downloadText } from '../../lib/download.js';
 import { durationSeconds, fmtInt, fmtSeconds, fmtTime } from '../../lib/format.js';
 import { href, navigate } from '../../lib/router.js';
@@ -54,38 +55,16 @@ export function RunsPage({ query }: { query: URLSearchParams }) {
         </button>
       </PageHeader>
       <form class="filters" onSubmit={(e) => e.preventDefault()} aria-label="filter runs">
-        <label>
-          Pipeline
-          <select name="pipeline" value={view.pipeline} onChange={(e) => setView({ pipeline: e.currentTarget.value })}>
-            <option value="">all pipelines</option>
-            {(names.data ?? []).concat(view.pipeline && !(names.data ?? []).includes(view.pipeline) ? [view.pipeline] : []).map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Status
-          <select name="status" value={view.status} onChange={(e) => setView({ status: e.currentTarget.value })}>
-            <option value="">any status</option>
-            {STATUS_OPTIONS.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Time
-          <select name="since" value={view.since} onChange={(e) => setView({ since: e.currentTarget.value })}>
-            {SINCE_OPTIONS.map((o) => (
-              <option key={o.value} value={o.value}>
-                {o.label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <SelectField
+          label="Pipeline"
+          name="pipeline"
+          value={view.pipeline}
+          any="all pipelines"
+          options={(names.data ?? []).concat(view.pipeline && !(names.data ?? []).includes(view.pipeline) ? [view.pipeline] : [])}
+          onChange={(pipeline) => setView({ pipeline })}
+        />
+        <SelectField label="Status" name="status" value={view.status} any="any status" options={STATUS_OPTIONS} onChange={(status) => setView({ status })} />
+        <SelectField label="Time" name="since" value={view.since} options={SINCE_OPTIONS} onChange={(since) => setView({ since })} />
       </form>
       {(runs.error || error) && <Notice tone="error">{runs.error ?? error}</Notice>}
       {Charts && list.length > 0 && <Charts runs={list} from={filter.from_dt ? Date.parse(filter.from_dt) / 1000 : undefined} to={Date.now() / 1000} />}

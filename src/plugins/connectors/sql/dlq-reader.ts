@@ -7,6 +7,9 @@ import { connectionName, openDriver, parseSqlUrl, parseTableName, quoteIdent, ty
 
 const ROWS_PER_CHUNK = 1000;
 
+/** A row's place in its table, by dialect (MySQL/MariaDB have none: ties keep the server's order). */
+const STORAGE_ORDER: Partial<Record<SqlDriver['dialect'], string>> = { postgresql: 'ctid', sqlite: 'rowid' };
+
 export function sqlDlqReader(c: { connection_url: string; table: string }, ctx: DlqReaderContext): DlqReader {
   let driver: SqlDriver | undefined;
   return {
@@ -18,7 +21,10 @@ export function sqlDlqReader(c: { connection_url: string; table: string }, ctx: 
       const t = parseTableName(c.table);
       const table = t.schema ? `${quote(t.schema)}.${quote(t.name)}` : quote(t.name);
       let n = 0;
-      for await (const rows of driver.rows(`SELECT * FROM ${table} ORDER BY ${quote('_timestamp')}`, ROWS_PER_CHUNK)) {
+      // Envelopes of one millisecond tie on _timestamp: the row's place in the table breaks the tie
+      // where the database has one (ctid, rowid), so two reads (and a bounded read) agree.
+      const tie = STORAGE_ORDER[driver.dialect] ? `, ${STORAGE_ORDER[driver.dialect]}` : '';
+      for await (const rows of driver.rows(`SELECT * FROM ${table} ORDER BY ${quote('_timestamp')}${tie}`, ROWS_PER_CHUNK)) {
         for (const r of rows) yield { location: `${c.table}#${++n}`, records: [r] };
       }
     },

@@ -1,6 +1,6 @@
 // Anthropic messages (POST {base}/v1/messages with `x-api-key` and `anthropic-version`). The
 // system prompt is the top-level `system` field; `max_tokens` is required by the API.
-import { AiError, joinUrl, postJson, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
+import { AiError, joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
 
 export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 export const ANTHROPIC_DEFAULT_MODEL = 'claude-sonnet-4-5';
@@ -10,8 +10,7 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 const MAX_TOKENS = 8192;
 
 /** `{type: "error", error: {type, message}}`. */
-const errorMessage = (b: any): string | undefined =>
-  typeof b?.error?.message === 'string' ? [b.error.type, b.error.message].filter((x) => typeof x === 'string' && x).join(': ') : undefined;
+const errorMessage = (b: any): string | undefined => vendorMessage(b?.error?.type, b?.error?.message);
 
 export function anthropicProvider(o: ProviderOptions): Provider {
   const url = joinUrl(o.baseUrl || ANTHROPIC_BASE_URL, '/v1/messages');

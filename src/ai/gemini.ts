@@ -1,13 +1,12 @@
 // Google Gemini generateContent (POST {base}/v1beta/models/{model}:generateContent with
 // `x-goog-api-key`). The system prompt is `systemInstruction`; the model's turns have role `model`.
-import { AiError, joinUrl, postJson, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
+import { AiError, joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
 
 export const GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
 export const GEMINI_DEFAULT_MODEL = 'gemini-2.5-flash';
 
 /** Google's `{error: {code, message, status}}`. */
-const errorMessage = (b: any): string | undefined =>
-  typeof b?.error?.message === 'string' ? [b.error.status, b.error.message].filter((x) => typeof x === 'string' && x).join(': ') : undefined;
+const errorMessage = (b: any): string | undefined => vendorMessage(b?.error?.status, b?.error?.message);
 
 export function geminiProvider(o: ProviderOptions): Provider {
   // `models/gemini-x` (the API's resource name) and `gemini-x` both work as SVC_AI_MODEL.

@@ -6,9 +6,9 @@ import { parse } from 'yaml';
 import type { TSchema } from '@sinclair/typebox';
 import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import type { AnyPlugin, PluginKind } from '../plugins/types.js';
+import type { Registry } from '../config/load.js';
+import type { PluginKind } from '../plugins/types.js';
 
-type Registry = Record<PluginKind, ReadonlyMap<string, AnyPlugin>>;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const REFERENCE = /^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$/;
 

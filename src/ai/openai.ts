@@ -1,7 +1,7 @@
 // OpenAI-style chat completions (POST {base}/chat/completions, `Authorization: Bearer`), the
 // default provider. The same request reaches servers that speak it with SVC_AI_BASE_URL: Ollama
 // (http://localhost:11434/v1), vLLM (http://host:8000/v1), LiteLLM, Azure-style gateways.
-import { AiError, joinUrl, postJson, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
+import { AiError, joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 export const OPENAI_DEFAULT_MODEL = 'gpt-4.1-mini';
@@ -10,8 +10,7 @@ export const OPENAI_DEFAULT_MODEL = 'gpt-4.1-mini';
 const errorMessage = (b: any): string | undefined => {
   const e = b?.error;
   if (typeof e === 'string') return e;
-  if (typeof e?.message === 'string') return [e.code ?? e.type, e.message].filter((x) => typeof x === 'string' && x).join(': ');
-  return typeof b?.message === 'string' ? b.message : undefined;
+  return vendorMessage(e?.code ?? e?.type, e?.message) ?? (typeof b?.message === 'string' ? b.message : undefined);
 };
 
 export function openaiProvider(o: ProviderOptions): Provider {

@@ -5,9 +5,9 @@ import type { TSchema } from '@sinclair/typebox';
 import { Pipeline, SinkCommon } from '../config/pipeline-schema.js';
 import { formatDiagnostic, type Diagnostic } from '../config/diagnostics.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
+import type { Registry } from '../config/load.js';
 import type { AnyPlugin, PluginKind } from '../plugins/types.js';
 
-type Registry = Record<PluginKind, ReadonlyMap<string, AnyPlugin>>;
 type Schema = TSchema & Record<string, any>;
 
 /** Descriptions are cut to their first sentence and this many characters: the catalogue is sent with every request. */

@@ -92,5 +92,9 @@ async function readCapped(res: Response): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** `kind: message` from a vendor's error body (`invalid_api_key: Incorrect API key ...`); undefined without a message. */
+export const vendorMessage = (kind: unknown, message: unknown): string | undefined =>
+  typeof message === 'string' ? [kind, message].filter((x) => typeof x === 'string' && x).join(': ') : undefined;
+
 /** Joins a base URL (trailing slashes dropped) and a path. */
 export const joinUrl = (base: string, path: string) => base.replace(/\/+$/, '') + path;

@@ -2,14 +2,12 @@
 // as `svc validate` does; an invalid answer goes back to the model once with the diagnostics, and
 // a second invalid one is a 422 naming the problems (with the YAML, to fix by hand). `explain`
 // asks for prose about a given pipeline.
-import { loadPipelineText } from '../config/load.js';
+import { loadPipelineText, type Registry } from '../config/load.js';
 import { formatDiagnostic, type Diagnostic } from '../config/diagnostics.js';
-import type { AnyPlugin, PluginKind } from '../plugins/types.js';
 import { pluginsUsed, secretMasker } from './mask.js';
 import { explainSystemPrompt, explainUserPrompt, generateSystemPrompt, generateUserPrompt, namedIn, pluginCatalogue, repairPrompt } from './prompt.js';
 import { AiError, type ChatMessage, type Provider } from './provider.js';
 
-type Registry = Record<PluginKind, ReadonlyMap<string, AnyPlugin>>;
 
 export interface SuggestOptions {
   /** SVC_STATEFUL_TRANSFORMS of this daemon, so the YAML is judged as registering it would be. */

@@ -221,8 +221,11 @@ export class StreamPlacements {
       job.log.info({ slots: group.slots.length, running: saved.running.size }, 'stream placement adopted where it runs (placed before this manager started)');
     } else {
       const failures: string[] = [];
-      const targets = group.target_count === 'all' ? this.deps.workers.available() : [];
-      if (group.target_count === '1') {
+      if (group.target_count === 'all') {
+        // A slot on every worker, dispatched to all at once.
+        const placed = await Promise.all(this.deps.workers.available().map((w) => this.dispatchNew(group, w, 0, failures)));
+        group.slots.push(...placed.filter((slot) => slot !== undefined));
+      } else {
         // One slot: offered to up to three workers in turn.
         const tried = new Set<string>();
         for (let i = 0; i < 3 && !group.slots.length; i++) {
@@ -232,14 +235,10 @@ export class StreamPlacements {
           const slot = await this.dispatchNew(group, w, 0, failures);
           if (slot) group.slots.push(slot);
         }
-      } else {
-        for (const w of targets) {
-          const slot = await this.dispatchNew(group, w, 0, failures);
-          if (slot) group.slots.push(slot);
-        }
       }
       if (!group.slots.length) {
-        this.deps.metrics.dispatch.inc({ result: failures.length ? 'dispatch_failed' : 'no_workers' });
+        // Each refused dispatch was counted as it happened.
+        if (!failures.length) this.deps.metrics.dispatch.inc({ result: 'no_workers' });
         const why = failures.length ? `no worker took the stream: ${failures.join('; ')}` : 'no healthy worker to run the stream (GET /api/cluster/nodes shows the workers and their health)';
         return this.record(group, 'failed', why, startedAt);
       }

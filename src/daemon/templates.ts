@@ -5,6 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { isTestFile } from '../testing/load.js';
 
 export const BUNDLED_TEMPLATES = fileURLToPath(new URL('../../templates/', import.meta.url));
 
@@ -16,7 +17,7 @@ export interface Template {
 
 /** A pipeline YAML file, not the test file of one (`svc test` reads `*.test.yaml`). */
 export function isTemplateFile(name: string): boolean {
-  return /\.ya?ml$/i.test(name) && !/\.test\.ya?ml$/i.test(name);
+  return /\.ya?ml$/i.test(name) && !isTestFile(name);
 }
 
 export async function loadTemplates(dir = ''): Promise<Template[]> {

@@ -1,7 +1,8 @@
 // Reads a pipeline's DLQ back through its sink's dlqReader (docs/dead-letters.md): payloads are
 // decoded with the DLQ's serializer_out, rows taken as they are; each envelope gets its id. The
 // read is bounded: a sink's reader stops at what existed when it started, and at most `max`
-// envelopes are kept (the listing says it was truncated).
+// envelopes of this pipeline are kept (the listing says it was truncated); another pipeline's,
+// in a DLQ sink they share, are passed over.
 import { Value } from '@sinclair/typebox/value';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
@@ -67,12 +68,12 @@ export async function readDlq(config: PipelineConfig, opts: { log: Logger; signa
   const ids = new IdAssigner();
   const bad = new Map<string, number>();
   let truncated = false;
+  const skip = (why: string) => bad.set(why, (bad.get(why) ?? 0) + 1);
   const take = (r: Rec, location: string) => {
     const e = asEnvelope(r);
-    if (typeof e === 'string') {
-      bad.set(e, (bad.get(e) ?? 0) + 1);
-      return;
-    }
+    if (typeof e === 'string') return skip(e);
+    // A DLQ sink shared by several pipelines holds theirs too: they neither fill `max` nor are listed.
+    if (e._pipeline !== config.name) return;
     if (entries.length >= max) truncated = true;
     else entries.push({ id: ids.next(e), location, envelope: e });
   };
@@ -86,7 +87,7 @@ export async function readDlq(config: PipelineConfig, opts: { log: Logger; signa
           { data: item.payload, firstLine: 1 },
           {
             record: (r) => records.push(r),
-            error: (m) => bad.set(`not JSON (${m})`, (bad.get(`not JSON (${m})`) ?? 0) + 1),
+            error: (m) => skip(`not JSON (${m})`),
             note: () => {},
           },
         );

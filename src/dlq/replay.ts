@@ -155,7 +155,7 @@ export function replayRun(items: ReplayItem[], hooks: ReplayHooks, outcome: Repl
   return async (config: PipelineConfig, opts: RunOptions): Promise<RunRecord> => {
     const groups = grouped(items, config);
     const records: RunRecord[] = [];
-    const base = { records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, units: 0 };
+    const base = { ...ZERO, units: 0 };
     for (const g of groups) {
       if (opts.signal?.aborted) {
         for (const it of g.items) outcome.failed.push({ id: it.id, error: 'the replay was stopped before this dead letter' });
@@ -193,6 +193,7 @@ export function replayRun(items: ReplayItem[], hooks: ReplayHooks, outcome: Repl
 const COUNTERS = ['records_in', 'records_out', 'records_skipped', 'bytes_in', 'bytes_out'] as const;
 type Counters = Record<(typeof COUNTERS)[number], number>;
 const sumOf = (a: Counters, b: Counters): Counters => Object.fromEntries(COUNTERS.map((k) => [k, a[k] + b[k]])) as Counters;
+const ZERO = Object.fromEntries(COUNTERS.map((k) => [k, 0])) as Counters;
 
 /** One unit per envelope: a message of raw bytes (parse) or of the record as JSON. */
 function memorySource(g: Group, again: Map<string, string>, runId: string, hooks: ReplayHooks, outcome: ReplayOutcome): Source {
@@ -233,7 +234,6 @@ const WORST: RunStatus[] = ['failed', 'aborted', 'success'];
 
 /** The replay's run record: the sum of its entry runs. */
 function combine(records: RunRecord[], opts: RunOptions, pipeline: string, note: string, notReplayed: number): RunRecord {
-  const sum = (k: 'records_in' | 'records_out' | 'records_skipped' | 'bytes_in' | 'bytes_out') => records.reduce((n, r) => n + r[k], 0);
   const status = WORST.find((s) => records.some((r) => r.status === s)) ?? (opts.signal?.aborted ? 'aborted' : 'success');
   const now = new Date().toISOString();
   return {
@@ -243,11 +243,7 @@ function combine(records: RunRecord[], opts: RunOptions, pipeline: string, note:
     status,
     started_at: records[0]?.started_at ?? now,
     finished_at: records.at(-1)?.finished_at ?? now,
-    records_in: sum('records_in'),
-    records_out: sum('records_out'),
-    records_skipped: sum('records_skipped'),
-    bytes_in: sum('bytes_in'),
-    bytes_out: sum('bytes_out'),
+    ...records.reduce(sumOf, ZERO),
     // The replay writes no dead letters: what failed again is records_skipped, and stays in the DLQ unmarked.
     dlq_count: 0,
     error: records.find((r) => r.error)?.error ?? null,

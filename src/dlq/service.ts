@@ -29,8 +29,8 @@ async function readMarked(deps: DlqDeps, name: string, filter: DlqFilter, signal
   const config = deps.manager.get(name).config;
   const timeout = AbortSignal.timeout(READ_TIMEOUT_MS);
   const read = await readDlq(config, { log: deps.log, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
-  // A DLQ sink shared by several pipelines holds theirs too: a pipeline lists and replays its own.
-  const selected = read.entries.filter((e) => e.envelope._pipeline === name && matches(e.envelope, filter));
+  // readDlq keeps this pipeline's envelopes only (a DLQ sink may be shared).
+  const selected = read.entries.filter((e) => matches(e.envelope, filter));
   const marks = await deps.marks.marks(name, selected.map((e) => e.id));
   const listed: ListedEnvelope[] = selected.map((e) => {
     const m = marks.get(e.id);

@@ -58,15 +58,16 @@ export function formatProblem(p: TestFileProblem): string {
 
 /** `foo.test.yaml` -> `foo.yaml` (the default pipeline of a test file). */
 export function pipelineBeside(testFile: string): string {
-  return testFile.replace(/\.test(\.ya?ml)$/, '$1');
+  return testFile.replace(/\.test(\.ya?ml)$/i, '$1');
 }
 
 /** `foo.yaml` -> `foo.test.yaml`. */
 export function testFileBeside(pipelineFile: string): string {
-  return pipelineFile.replace(/(\.ya?ml)$/, '.test$1');
+  return pipelineFile.replace(/(\.ya?ml)$/i, '.test$1');
 }
 
-export const isTestFile = (f: string) => /\.test\.ya?ml$/.test(f);
+// Names are matched in any letter case, like the template listing, which leaves these files out (src/daemon/templates.ts).
+export const isTestFile = (f: string) => /\.test\.ya?ml$/i.test(f);
 
 const isRegex = (s: string) => /^\/.*\/[dgimsuy]*$/s.test(s) && s.length > 1;
 

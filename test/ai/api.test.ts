@@ -224,6 +224,13 @@ describe('provider failures', () => {
     expect(expectError(await suggest(d, { mode: 'explain', yaml: VALID }), 502)).toBe('anthropic answered 529: overloaded_error: Overloaded');
   });
 
+  it('an error body of Ollama\'s older shape ({error: "text"}) is a 502 carrying that text', async () => {
+    const p = await peer('openai');
+    const d = await daemonFor('openai', p);
+    p.script({ status: 404, body: { error: 'model "llama9" not found, try pulling it first' } });
+    expect(expectError(await suggest(d, { mode: 'explain', yaml: VALID }), 502)).toBe('openai answered 404: model "llama9" not found, try pulling it first');
+  });
+
   it('an unknown model is a 502 with the vendor\'s message', async () => {
     const p = await startOpenAiPeer(KEY, { models: ['llama3.1'] });
     peers.push(p);

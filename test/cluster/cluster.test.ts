@@ -263,7 +263,7 @@ describe('outcomes and failures', () => {
     expect((await c.call('GET', '/api/runs?pipeline=alerted')).body).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 500));
     expect(alerts).toBe(1);
-  });
+  }, 60_000); // a manager or worker restart: slow when two test files share two cores
 
   it('a worker drains on SIGTERM: its batch run finishes, new runs are refused, the outcome reaches the manager', async () => {
     c = await startCluster(1);
@@ -290,17 +290,24 @@ describe('outcomes and failures', () => {
     const run = await finished(c, runId);
     expect(run).toMatchObject({ status: 'success', records_out: 14, node_id: 'w0' });
     expect(readNdjson(w.outFile)).toHaveLength(14);
-  });
+  }, 60_000); // a manager or worker restart: slow when two test files share two cores
+
+  /** A manager and one worker, and a slow run of pipeline `name` (`lines` records) in progress on it. */
+  async function slowRunOnOneWorker(name: string, lines: number) {
+    c = await startCluster(1);
+    const cl = c;
+    await cl.startWorker(0);
+    await cl.startManager();
+    const w = workArea(lines);
+    await register(cl, localYaml(name, { ...w, extra: SLOW }));
+    await eventually(async () => (await cl.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
+    const runId = await runNow(cl, name);
+    await eventually(async () => (await cl.call('GET', `/api/runs/${runId}`)).body.status === 'running');
+    return { c: cl, w, runId };
+  }
 
   it('records a run failed when its worker dies (kill -9), and the worker returns healthy on its volume', async () => {
-    c = await startCluster(1);
-    await c.startWorker(0);
-    await c.startManager();
-    const w = workArea(20);
-    await register(c, localYaml('lost', { ...w, extra: SLOW }));
-    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
-    const runId = await runNow(c, 'lost');
-    await eventually(async () => (await c!.call('GET', `/api/runs/${runId}`)).body.status === 'running');
+    const { c, w, runId } = await slowRunOnOneWorker('lost', 20);
     await c.kill(c.workers[0]!.proc);
     // Two failed polls at 1 s: down, and the run with it.
     const run = await finished(c, runId, 15_000);
@@ -317,14 +324,7 @@ describe('outcomes and failures', () => {
   }, 60_000);
 
   it("the manager's database connections are cut (pg_terminate_backend) during a run: it keeps leading, and the run's outcome is stored once", async () => {
-    c = await startCluster(1);
-    await c.startWorker(0);
-    await c.startManager();
-    const w = workArea(8);
-    await register(c, localYaml('cut', { ...w, extra: SLOW }));
-    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
-    const runId = await runNow(c, 'cut');
-    await eventually(async () => (await c!.call('GET', `/api/runs/${runId}`)).body.status === 'running');
+    const { c, w, runId } = await slowRunOnOneWorker('cut', 8);
     const epoch = (await c.call('GET', '/api/ready')).body;
     await c.db.disrupt(); // every connection of the manager (its pool and the lease's) terminated
     const run = await finished(c, runId, 30_000);

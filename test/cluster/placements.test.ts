@@ -234,9 +234,10 @@ describe('stream placements', () => {
       expect((moved.slots as SlotView[])[0]!.restart_count).toBe(1);
       expect(await metric(c, /^svc_mgr_redispatch_total /)).toBe(1);
       // The stream goes on where it moved.
+      // At least once: the item the killed worker had not acknowledged may come again.
       await redis.rpush(key, JSON.stringify({ seq: 1 }));
-      await eventually(() => written(out).length === 2, 20_000);
-      expect(written(out).map((r) => r.seq).sort()).toEqual([0, 1]);
+      await eventually(() => written(out).some((r) => r.seq === 1), 20_000);
+      expect([...new Set(written(out).map((r) => r.seq))].sort()).toEqual([0, 1]);
     } finally {
       await redis.del(key, `${key}:processing:polled`);
       redis.disconnect();

@@ -3,7 +3,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runTestFile, type FileResult } from '../../src/testing/run.js';
+import { pipelineBeside } from '../../src/testing/load.js';
+import { findTestFiles, runTestFile, type FileResult } from '../../src/testing/run.js';
 import { tempDir } from '../helpers/fs.js';
 
 /** Writes `p.yaml` and `p.test.yaml` (and `files`) into a fresh dir; returns the test file's path. */
@@ -382,11 +383,8 @@ describe('svc test: dead letters, errors and run status', () => {
   });
 });
 
-describe('svc test: invalid test files', () => {
-  it('names the YAML path and line of every problem in the test file', async () => {
-    const file = suite(
-      COUNTERS,
-      `env: { KAFKA_BROKERS: "x:9092" }
+// Cases that pass the schema but break every cross-field rule (line numbers below count from this text).
+const CROSS_FIELD_PROBLEMS = `env: { KAFKA_BROKERS: "x:9092" }
 cases:
   - name: a
     input: { records: [], raw: "x" }
@@ -399,7 +397,13 @@ cases:
   - name: a
     state: { "transforms[1].counter_delta": {} , "transforms[0].counter_delta": [1] }
     polls: [{ records: [] }]
-  - name: c
+`;
+
+describe('svc test: invalid test files', () => {
+  it('names the YAML path and line of every problem in the test file', async () => {
+    const file = suite(
+      COUNTERS,
+      `${CROSS_FIELD_PROBLEMS}  - name: c
     input: { records: [], colour: red }
     expect: { sinks: [{ sink: 0, count: 0 }] }
 `,
@@ -415,20 +419,7 @@ cases:
   it('lists every cross-field problem once the schema is satisfied', async () => {
     const file = suite(
       COUNTERS,
-      `env: { KAFKA_BROKERS: "x:9092" }
-cases:
-  - name: a
-    input: { records: [], raw: "x" }
-    expect:
-      sinks:
-        - { sink: 5, count: 1 }
-        - { sink: local, expr: "a ==" }
-        - { sink: 0 }
-      dlq: [{ error: "/(/" }]
-  - name: a
-    state: { "transforms[1].counter_delta": {} , "transforms[0].counter_delta": [1] }
-    polls: [{ records: [] }]
-`,
+      CROSS_FIELD_PROBLEMS,
     );
     const lines = (await runTestFile(file)).invalid!.map((l) => l.replace(file, 'T'));
     expect(lines).toEqual([
@@ -458,5 +449,18 @@ cases:
   it('refuses dead-letter expectations for a pipeline that dead-letters nothing', async () => {
     const file = suite(CSV.replace('  on_error: dlq\n', '').replace('  dlq: { type: local, path: /nonexistent/dlq }\n', ''), 'cases:\n  - name: a\n    input: { records: [] }\n    expect: { dlq: [{ stage: parse }] }\n');
     expect((await runTestFile(file)).invalid).toEqual([expect.stringContaining('cases[0].expect.dlq: the pipeline dead-letters nothing (on_error: continue, no dlq sink); check its errors with expect.errors [CFG_INVALID]')]);
+  });
+});
+
+describe('svc test: finding test files', () => {
+  it('takes *.test.yaml and *.test.yml in any case under a folder, the files the template listing leaves out', () => {
+    const dir = tempDir('svc-testing-');
+    for (const f of ['a.yaml', 'a.test.yaml', 'b.TEST.yml', 'c.test.json', '.hidden/d.test.yaml']) {
+      mkdirSync(dirname(join(dir, f)), { recursive: true });
+      writeFileSync(join(dir, f), 'cases: []\n');
+    }
+    expect(findTestFiles(dir)).toEqual({ files: [join(dir, 'a.test.yaml'), join(dir, 'b.TEST.yml')] });
+    expect(findTestFiles(join(dir, 'a.yaml'))).toEqual({ files: [join(dir, 'a.test.yaml')] });
+    expect(pipelineBeside(join(dir, 'b.TEST.yml'))).toBe(join(dir, 'b.yml'));
   });
 });

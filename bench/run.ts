@@ -24,7 +24,7 @@ if (mode === '--child') {
     process.exit(64);
   }
   const self = fileURLToPath(import.meta.url);
-  for (const n of wanted.length ? wanted : Object.keys(scenarios)) {
+  for (const n of wanted.length ? wanted : Object.keys(scenarios).filter((k) => !scenarios[k]!.hidden)) {
     const s = scenarios[n]!;
     process.stderr.write(`preparing ${n}...\n`);
     await s.prepare?.();

@@ -2,6 +2,7 @@
 import { dirname } from 'node:path';
 import { counterSamplesFile, ndjsonFile } from './data.js';
 import { rate, runBench } from './pipeline.js';
+import { alternate, childMeasure, ratio, scriptMeasure } from './compare.js';
 
 /** The figures of one measurement; run.ts adds scenario, thread_workers and peak_rss_mb. */
 export type Measured = Record<string, number | string>;
@@ -12,7 +13,12 @@ export interface Scenario {
   /** Makes the input; runs in the parent so it does not count. */
   prepare?(): Promise<void>;
   run(threads: number): Promise<Measured>;
+  /** A building block that a comparison scenario runs in its own process; not run by default. */
+  hidden?: boolean;
 }
+
+/** Alternations of a comparison scenario (each leg in a fresh process); the median is reported. */
+const ROUNDS = Number(process.env.SVC_BENCH_ROUNDS ?? 3);
 
 const NDJSON_RECORDS = 1_000_000;
 
@@ -24,10 +30,28 @@ async function runInterfaces(name: string, threads: number, transforms: string, 
 }
 
 export const scenarios: Record<string, Scenario> = {
-  // Eight common transforms on one thread (issue target: >= 400,000 records/s).
+  // Eight common transforms on one thread, next to bench/naive-transforms.mjs (issue 18: >= 2x).
   'transforms-chain': {
-    threads: [1],
     prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),
+    run: async () => {
+      const { medians, seen, last } = alternate(ROUNDS, {
+        naive: () => scriptMeasure('bench/naive-transforms.mjs'),
+        svc: () => childMeasure('transforms-chain-svc', 1),
+      });
+      return {
+        records: NDJSON_RECORDS,
+        records_per_sec: medians.svc!,
+        naive_records_per_sec: medians.naive!,
+        ratio_vs_naive: ratio(medians.svc!, medians.naive!),
+        goal_vs_naive: 2,
+        runs: JSON.stringify(seen),
+        svc_peak_rss_mb: last.svc!.peak_rss_mb!,
+      };
+    },
+  },
+  'transforms-chain-svc': {
+    hidden: true,
+    threads: [1],
     run: (threads) =>
       runInterfaces(
         'transforms-chain',
@@ -56,6 +80,9 @@ export const scenarios: Record<string, Scenario> = {
   },
   // Loaded on demand: the daemon's modules would otherwise weigh on every scenario's peak RSS.
   'api-read': { run: async () => (await import('./daemon-scenarios.js')).apiRead.run(1) },
+  // Whole-process start-up of svc --version / --help / validate and of svc serve until ready, beside a bare node start (issue 18).
+  'cli-start': { run: async () => (await import('./startup-scenarios.js')).cliStart.run(1) },
+  'serve-ready': { run: async () => (await import('./startup-scenarios.js')).serveReadyScenario.run(1) },
   'asn1-cdr': {
     threads: [1, 2],
     prepare: async () => (await import('./asn1-scenarios.js')).asn1Cdr.prepare!(),
@@ -67,6 +94,7 @@ export const scenarios: Record<string, Scenario> = {
   // SNMP core vs Debian's net-snmp in the same run (bench/snmp-scenarios.ts, docs/snmp.md).
   'snmp-walk': { run: async () => (await import('./snmp-scenarios.js')).snmpWalk.run(1) },
   'snmp-agent': { run: async () => (await import('./snmp-scenarios.js')).snmpAgent.run(1) },
+  'snmp-agent-walk': { run: async () => (await import('./snmp-scenarios.js')).snmpAgentWalk.run(1) },
   'trap-receive': { run: async () => (await import('./snmp-scenarios.js')).trapReceive.run(1) },
   'trap-pipeline': { run: async () => (await import('./trap-scenarios.js')).trapPipeline.run(1) },
   'snmp-poll-fleet': { run: async () => (await import('./snmp-fleet-scenarios.js')).snmpPollFleet.run(1) },
@@ -148,9 +176,34 @@ export const scenarios: Record<string, Scenario> = {
     prepare: async () => (await import('./format-scenarios.js')).msgpackParse.prepare!(),
     run: async (threads) => (await import('./format-scenarios.js')).msgpackParse.run(threads),
   },
+  // rename + cast + filter: 1 thread next to bench/naive-ndjson.mjs (issue 18: >= 2.5x) and 2 threads
+  // next to 1 (>= 1.6x), alternated in one run.
   'ndjson-basic': {
-    threads: [1, 2],
     prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),
+    run: async () => {
+      const { medians, seen, last } = alternate(ROUNDS, {
+        naive: () => scriptMeasure('bench/naive-ndjson.mjs'),
+        threads_1: () => childMeasure('ndjson-basic-svc', 1),
+        threads_2: () => childMeasure('ndjson-basic-svc', 2),
+      });
+      return {
+        records: NDJSON_RECORDS,
+        naive_records_per_sec: medians.naive!,
+        records_per_sec_1_thread: medians.threads_1!,
+        records_per_sec_2_threads: medians.threads_2!,
+        ratio_1_thread_vs_naive: ratio(medians.threads_1!, medians.naive!),
+        goal_1_thread_vs_naive: 2.5,
+        ratio_2_threads_vs_1: ratio(medians.threads_2!, medians.threads_1!),
+        goal_2_threads_vs_1: 1.6,
+        runs: JSON.stringify(seen),
+        peak_rss_mb_1_thread: last.threads_1!.peak_rss_mb!,
+        peak_rss_mb_2_threads: last.threads_2!.peak_rss_mb!,
+      };
+    },
+  },
+  'ndjson-basic-svc': {
+    hidden: true,
+    threads: [1, 2],
     run: (threads) =>
       runInterfaces(
         'ndjson-basic',

@@ -2,7 +2,6 @@
 // returns whether the peer confirmed it; only a confirmed delivery starts a rule's cooldown.
 // Neither throws and neither takes longer than its timeout (plus a few milliseconds).
 import type { ConnectionOptions } from 'node:tls';
-import nodemailer from 'nodemailer';
 import type { Settings } from '../settings.js';
 
 export type DeliveryResult = { ok: true; detail: string } | { ok: false; reason: string };
@@ -134,6 +133,8 @@ export async function deliverEmail(settings: SmtpSettings, msg: EmailMessage, op
   if (to.length === 0) return { ok: false, reason: 'no recipients' };
 
   const tlsOn = settings.SMTP_TLS;
+  // Loaded on the first mail, not with the daemon (issue 18: start-up time).
+  const nodemailer = (await import('nodemailer')).default;
   const transport = nodemailer.createTransport({
     host: settings.SMTP_HOST,
     port: settings.SMTP_PORT,

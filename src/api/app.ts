@@ -26,6 +26,7 @@ import internalRoutes from './routes/internal.js';
 import dlqRoutes from './routes/dlq.js';
 import { serveUi } from './ui.js';
 import { serveRedoc } from './redoc.js';
+import { lazySchemaController } from './lazy-schema-compilers.js';
 import { version } from '../version.js';
 
 /** Largest YAML or JSON body of the management API (webhooks have their own limit). */
@@ -40,6 +41,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     ...(https ? { https } : {}),
     // Validation errors list every problem, not the first only.
     ajv: { customOptions: { allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: false } },
+    // Each route's schemas compiled on its first request, not all at start (issue 18).
+    schemaController: lazySchemaController(),
     trustProxy: false,
   }) as unknown as FastifyInstance;
   traceRequests(app, deps.tracer);

@@ -420,7 +420,12 @@ function readValue(r: BitReader, t: Asn1Type): unknown {
     case 'utime': {
       // Time types are VisibleString in PER (no constraints).
       const s = readString(r, { tags: [], body: { kind: 'string', stringType: 'VisibleString' } });
-      return b.kind === 'gtime' ? generalizedTime(s) : utcTime(s);
+      try {
+        return b.kind === 'gtime' ? generalizedTime(s) : utcTime(s);
+      } catch (err) {
+        // A malformed time is the document's error, as in the other encodings (found by fuzzing).
+        throw new PerError(`${(err as Error).message} before bit ${r.pos}`);
+      }
     }
     case 'real': {
       const o = collect(r);

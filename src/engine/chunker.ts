@@ -1,12 +1,14 @@
 // Cuts a unit's byte stream into chunks that decode independently: at line boundaries for
 // line-oriented formats (never inside a quoted CSV field), or the whole unit otherwise. Memory stays
 // bounded by the chunk size: a file is never read whole unless its format needs it.
-import type { Framing } from '../plugins/types.js';
+import type { Framing, Rec } from '../plugins/types.js';
 
 export interface Chunk {
   data: Buffer;
   /** Set for message units: the messages of this chunk (data is empty). */
   messages?: Buffer[];
+  /** Set for units of records (SourceUnit.records): the records of this chunk (data is empty). */
+  records?: Rec[];
   header?: Buffer;
   firstLine: number;
 }
@@ -132,4 +134,11 @@ export async function* messageChunksOf(stream: AsyncIterable<Buffer>, opts: Pick
     }
   }
   if (batch.length) yield { data: empty, messages: batch, firstLine: 1 };
+}
+
+/** Units of records (SourceUnit.records): chunks of at most `maxRecords` (record_chunk_size), else one. */
+export function* recordChunksOf(records: Rec[], maxRecords?: number): Generator<Chunk> {
+  const empty = Buffer.alloc(0);
+  const step = maxRecords ?? records.length;
+  for (let i = 0; i < records.length; i += step) yield { data: empty, records: records.slice(i, i + step), firstLine: 1 };
 }

@@ -1,9 +1,11 @@
-// Runs chunk processing inline (thread_workers: 1) or on a pool of worker threads. Only bytes and
-// plain results cross threads; each worker compiles the pipeline once from its config.
+// Runs chunk processing inline (thread_workers: 1) or shared between this thread and a pool of
+// worker threads. Only bytes and plain results cross threads; each worker compiles the pipeline
+// once from its config.
 import { Piscina } from 'piscina';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { processChunk, type ChunkInput, type ChunkOutput } from './process-chunk.js';
 import type { ChunkPlan } from './plan.js';
+import { WORKER_READY } from './chunk-worker-ready.js';
 
 export interface ChunkExecutor {
   run(input: ChunkInput): Promise<ChunkOutput>;
@@ -22,23 +24,49 @@ const here = new URL(import.meta.url);
 const fromSource = here.pathname.endsWith('.ts');
 const workerFile = new URL(fromSource ? './chunk-worker.ts' : './chunk-worker.js', here);
 
-export function poolExecutor(config: PipelineConfig, threads: number, wantsRecords: boolean[]): ChunkExecutor {
+/** Chunks a worker holds (one running, one waiting) before this thread takes one: a worker never idles while the main thread reads, writes or processes. */
+const WORKER_QUEUE = 2;
+
+/**
+ * `thread_workers: N > 1`: N - 1 worker threads, and this thread as the N-th processor. A chunk goes
+ * to a worker that has started and has room (WORKER_QUEUE), else it is processed here at once. So a run never
+ * waits for workers to boot (they load the plugins first), and on N cores the main thread's reading
+ * and writing does not compete with N busy workers: measured on 2 cores, N workers plus an I/O-only
+ * main thread ran 2 threads barely faster than 1 (docs/benchmarks.md).
+ */
+export function sharedExecutor(plan: ChunkPlan, config: PipelineConfig, threads: number): ChunkExecutor {
+  const workers = threads - 1;
   const pool = new Piscina({
     filename: workerFile.href,
-    minThreads: threads,
-    maxThreads: threads,
+    minThreads: workers,
+    maxThreads: workers,
     // Rule 3: at most 2 x thread_workers chunks in flight; the runner enforces it, this is a backstop.
     maxQueue: threads * 2,
     idleTimeout: 30_000,
-    workerData: { config, wantsRecords },
+    workerData: { config, wantsRecords: plan.sinks.map((s) => s.wantsRecords) },
     execArgv: fromSource ? [...process.execArgv, '--import', 'tsx'] : process.execArgv,
+    // An idle worker waits in Atomics.wait by default, which also stops its event loop: the plan
+    // that loads asynchronously at start (src/engine/chunk-worker.ts) would never finish.
+    atomics: 'disabled',
   });
+  // Piscina counts a worker ready before its module has loaded; the worker says so itself.
+  let ready = 0;
+  pool.on('message', (m: unknown) => {
+    if (m === WORKER_READY) ready++;
+  });
+  let busy = 0;
+  const inline = (input: ChunkInput) => processChunk(plan, input, { keepRecords: true, stopAt: plan.mainFrom });
   return {
     run: (input) => {
+      if (busy >= ready * WORKER_QUEUE) return Promise.resolve(inline(input));
+      busy++;
       // An exact-size copy, moved to the worker: a view into a larger read buffer would make
       // structured clone copy that whole buffer. The caller keeps `input` (DLQ re-processing).
       const data = new Uint8Array(input.data);
-      return pool.run({ ...input, data }, { transferList: [data.buffer] }) as Promise<ChunkOutput>;
+      const messages = input.messages?.map((m) => new Uint8Array(m));
+      const transfer = [data.buffer, ...(messages ?? []).map((m) => m.buffer)];
+      const done = pool.run({ ...input, data, messages }, { transferList: transfer }) as Promise<ChunkOutput>;
+      return done.finally(() => busy--);
     },
     close: () => pool.destroy(),
   };

@@ -4,7 +4,6 @@ import { Value } from '@sinclair/typebox/value';
 import type { ComponentConfig, PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
 import { compile, type CompiledExpr } from '../expr/index.js';
-import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { Decoder, Encoder, SerializerPlugin, Transform, TransformContext, TransformPlugin } from '../plugins/types.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 
@@ -65,7 +64,7 @@ function chainOf(reg: Registry, list: ComponentConfig[], prefix: string, pipelin
 }
 
 /** Which sinks take records as well as bytes (worker threads get this list instead of the registry). */
-export function sinksWantingRecords(config: PipelineConfig, reg: Registry = defaultRegistry): boolean[] {
+export function sinksWantingRecords(config: PipelineConfig, reg: Registry): boolean[] {
   return config.sinks.map((s) => plugin<{ accepts: string }>(reg, 'sink', s.type).accepts === 'records');
 }
 
@@ -84,8 +83,9 @@ export async function resolveSerializers(config: PipelineConfig, reg: Registry, 
   return { ...config, serializer_in, serializer_out, sinks };
 }
 
-export function buildPlan(config: PipelineConfig, opts: { registry?: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count'] } = {}): ChunkPlan {
-  const reg = opts.registry ?? defaultRegistry;
+/** `registry`: the full one, or a worker's (only the plan's serializers and transforms, with `wantsRecords`). */
+export function buildPlan(config: PipelineConfig, opts: { registry: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count'] }): ChunkPlan {
+  const reg = opts.registry;
   const log = opts.log ?? silentLogger;
   const ser = plugin<SerializerPlugin>(reg, 'serializer', config.serializer_in.type);
   if (!ser.decoder) throw new Error(`serializer '${ser.key}' cannot read`);

@@ -9,6 +9,8 @@ export interface ChunkInput {
   data: Uint8Array;
   /** Separate messages (webhook bodies, queue messages): each is decoded on its own; `data` is empty. */
   messages?: Uint8Array[];
+  /** Records a source parsed itself (SourceUnit.records): no decoding; `data` is empty. */
+  records?: Rec[];
   header?: Uint8Array;
   /** 1-based line number of the first line of `data` in its unit. */
   firstLine: number;
@@ -118,13 +120,16 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
   const ctx: RecordContext = { meta: input.meta, note: (m) => out.notes.push(m) };
 
   // 1. decode
-  const decoded: Rec[] = [];
+  // Records a source parsed itself are not decoded again (and not changed here: the array is only read).
+  const decoded: Rec[] = input.records ?? [];
   const sink = {
     record: (r: Rec) => decoded.push(r),
     error: (message: string, raw: Buffer | string) => out.parseErrors.push({ message, raw: toBytes(raw) }),
     note: ctx.note,
   };
-  if (input.messages) {
+  if (input.records) {
+    // decoded by the source
+  } else if (input.messages) {
     for (const m of input.messages) plan.decoder.decode({ data: asBuffer(m), firstLine: 1 }, sink);
   } else if (input.data.length > 0 || input.header) {
     plan.decoder.decode({ data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, sink);

@@ -3,18 +3,19 @@
 // sinks strictly in order. A unit is finalized (moved, deleted, marked processed) only once every
 // record from it has been written, dropped on purpose, or dead-lettered.
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
 import { errorMessage } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import type { ConnectionState, DrainPoint, Encoder, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
+import type { ConnectionState, DrainPoint, Encoder, Framing, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
 import { GaveUpError } from '../plugins/common/connector/reconnect.js';
 import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
-import { chunksOf, messageChunksOf } from './chunker.js';
+import { chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
 import { DeadLetterQueue, type Envelope, type Stage } from './dlq.js';
-import { inlineExecutor, poolExecutor, type ChunkExecutor } from './executor.js';
+import { inlineExecutor, sharedExecutor, type ChunkExecutor } from './executor.js';
 import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan, type LabeledTransform } from './plan.js';
 import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
 
@@ -154,6 +155,9 @@ class PipelineRun {
     this.reg = opts.registry ?? defaultRegistry;
     this.log = (opts.log ?? silentLogger).child({ pipeline: config.name, run_id: this.runId });
     this.redact = pipelineRedactor(config, this.reg);
+    // Every request a plugin has in flight listens for this abort (an InfluxDB sink writing for 200
+    // polled targets at once has hundreds): not a leak, so no MaxListenersExceededWarning.
+    setMaxListeners(0, this.hard.signal);
     this.counters = new RunCounters(this.redact);
     if (config.rate_limit_rps) this.limiter = new TokenBucket(config.rate_limit_rps);
   }
@@ -190,7 +194,7 @@ class PipelineRun {
       await Promise.all(this.allTransforms().map((t) => t.open?.()));
       // Worker threads boot (load modules) while the sinks open and the source lists its input.
       const threads = this.config.thread_workers;
-      executor = threads > 1 ? poolExecutor(this.config, threads, this.plan.sinks.map((s) => s.wantsRecords)) : inlineExecutor(this.plan);
+      executor = threads > 1 ? sharedExecutor(this.plan, this.config, threads) : inlineExecutor(this.plan);
       const srcPlugin = this.reg.source.get(this.config.source.type) as SourcePlugin;
       source = srcPlugin.create(this.config.source as never, { ...ctx, ...this.component('source', this.config.source.type) });
       this.sinks = this.config.sinks.map((cfg, i) => this.slot(cfg, sinkLabel(cfg, i), ctx));
@@ -220,7 +224,7 @@ class PipelineRun {
         open.add(state);
         this.units++;
         try {
-          const chunks = unit.messages ? messageChunksOf(this.counted(unit.read()), { targetBytes: chunkOpts.targetBytes, maxMessages: chunkOpts.maxLines }) : chunksOf(this.counted(unit.read()), framing, chunkOpts);
+          const chunks = this.chunksOfUnit(unit, framing, chunkOpts);
           for await (const chunk of chunks) {
             // Checked before each chunk: a unit is partial only when input is left unread.
             if (this.abortError || (this.stopped && this.config.schedule.type !== 'stream')) {
@@ -228,14 +232,18 @@ class PipelineRun {
               this.interrupted ||= this.stopped;
               break;
             }
-            const input: ChunkInput = { data: chunk.data, messages: chunk.messages, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta, readAt: performance.now() };
+            const input: ChunkInput = { data: chunk.data, messages: chunk.messages, records: chunk.records, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta, readAt: performance.now() };
             // Inline, transforms that hold records must see a chunk after the previous unit's drain:
             // such chunks are processed in delivery order, not when read.
             const result = inOrder ? undefined : executor.run(input);
             result?.catch(() => {}); // awaited in order by the delivery chain
             this.queuedChunks++;
-            this.inFlight.push(this.enqueue(() => this.deliverChunk(input, result, state).finally(() => this.queuedChunks--)));
-            this.opts.onQueueDepth?.(this.inFlight.length);
+            const delivered = () => {
+              this.queuedChunks--;
+              this.opts.onQueueDepth?.(this.queuedChunks);
+            };
+            this.inFlight.push(this.enqueue(() => this.deliverChunk(input, result, state).finally(delivered)));
+            this.opts.onQueueDepth?.(this.queuedChunks);
             while (this.inFlight.length >= cap) await this.inFlight.shift();
           }
         } catch (e) {
@@ -298,6 +306,16 @@ class PipelineRun {
     const t = this.opts.telemetry;
     if (!t) return { component };
     return { component, telemetry: { connection: (state) => t.connection(component, type, state), consumerLag: t.consumerLag?.bind(t), snmpPoll: t.snmpPoll?.bind(t), dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)) } };
+  }
+
+  /** A unit's chunks: its records as they are when serializer_in is json (what `json` would decode them into), else its bytes. */
+  private chunksOfUnit(unit: SourceUnit, framing: Framing, opts: ChunkOptions): AsyncIterable<Chunk> | Iterable<Chunk> {
+    if (unit.records && this.config.serializer_in.type === 'json') {
+      this.counters.bytes_in += unit.size ?? 0;
+      return recordChunksOf(unit.records, opts.maxLines);
+    }
+    if (unit.messages) return messageChunksOf(this.counted(unit.read()), { targetBytes: opts.targetBytes, maxMessages: opts.maxLines });
+    return chunksOf(this.counted(unit.read()), framing, opts);
   }
 
   private async *counted(stream: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {

@@ -1,7 +1,11 @@
 // Structured logging (pino). Every component gets a child logger carrying its own bindings
 // (pipeline, run_id, component) so each line of a run can be traced back to it.
+import { createRequire } from 'node:module';
 import { pino } from 'pino';
-import pretty from 'pino-pretty';
+import type Pretty from 'pino-pretty';
+
+// pino-pretty (CommonJS) is required for SVC_LOG_FORMAT=text only, not by every process (issue 18).
+const require = createRequire(import.meta.url);
 
 export type Logger = pino.Logger;
 
@@ -11,7 +15,7 @@ export function createLogger(opts: { level?: string; format?: 'json' | 'text'; d
   const level = LEVELS[(opts.level ?? process.env.SVC_LOG_LEVEL ?? 'INFO').toUpperCase()] ?? 'info';
   const dest = opts.destination ?? 2;
   const format = opts.format ?? (process.env.SVC_LOG_FORMAT?.toLowerCase() === 'text' ? 'text' : 'json');
-  const stream = format === 'text' ? pretty({ destination: dest, colorize: false, sync: true, translateTime: 'SYS:standard' }) : pino.destination({ dest, sync: true });
+  const stream = format === 'text' ? (require('pino-pretty') as typeof Pretty)({ destination: dest, colorize: false, sync: true, translateTime: 'SYS:standard' }) : pino.destination({ dest, sync: true });
   return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, stream);
 }
 

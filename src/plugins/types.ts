@@ -138,6 +138,13 @@ export interface SourceUnit {
   /** The unit's bytes, streamed. */
   read(): AsyncIterable<Buffer>;
   /**
+   * A message unit whose connector parsed the wire format itself (syslog, gNMI): its messages as
+   * records, plain JSON objects. With `serializer_in: json` (what these sources document) they go to
+   * the transforms as they are; with another serializer_in, read() gives them as JSON bytes to decode.
+   * `size` is then the bytes received (bytes_in).
+   */
+  records?: Rec[];
+  /**
    * Called once when every record of the unit has been written or dead-lettered (`delivered`
    * true) or when the run gave up on it (`delivered` false: leave the input where it is).
    */

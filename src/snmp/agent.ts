@@ -1,11 +1,14 @@
 // Agent simulator: serves the default device (device.ts) plus custom overrides over UDP to
 // v1/v2c communities and v3 USM users; GET, GETNEXT, GETBULK, SET (refused unless writable).
 import type { RemoteInfo } from 'node:dgram';
+import { agentTable, rowAfter, VarBindBody, type AgentTable } from './agent-table.js';
 import { defaultDevice, type DeviceOptions, type MibEntry } from './device.js';
-import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, versionName, type AnyPdu, type Pdu, type V3Message } from './message.js';
+import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, versionName, type AnyPdu, type EncodedPdu, type Pdu, type V3Message } from './message.js';
 import { engineBootsFrom, engineIdFrom, TIME_WINDOW_S, UdpService } from './udp.js';
 import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
-import { compareOids, makeVarBind, oidParts, SnmpInputError, type SnmpType, type VarBind } from './values.js';
+import { makeVarBind, SnmpInputError, type SnmpType, type VarBind } from './values.js';
+
+export { agentTable, type AgentTable } from './agent-table.js';
 
 export interface OidOverride {
   oid: string;
@@ -50,27 +53,6 @@ export interface AgentOptions {
   onActivity?: (entry: ActivityEntry) => void;
 }
 
-interface Row {
-  oid: string;
-  parts: number[];
-  type: SnmpType;
-  value: MibEntry['value'];
-}
-
-/** Rows sorted in OID order with their index: immutable, so agents can share one. */
-export interface AgentTable {
-  readonly rows: readonly Row[];
-  readonly index: ReadonlyMap<string, number>;
-}
-
-/** Builds a shareable table from entries (a later entry for the same OID wins). */
-export function agentTable(entries: Iterable<MibEntry | VarBind>): AgentTable {
-  const byOid = new Map<string, Row>();
-  for (const r of entries) byOid.set(r.oid, { oid: r.oid, type: r.type, value: r.value as MibEntry['value'], parts: oidParts(r.oid) });
-  const rows = [...byOid.values()].sort((a, b) => compareOids(a.parts, b.parts));
-  return { rows, index: new Map(rows.map((r, i) => [r.oid, i])) };
-}
-
 const REQUEST_NAMES: Record<number, string> = { 0xa0: 'get', 0xa1: 'getnext', 0xa3: 'set', 0xa5: 'getbulk' };
 const MAX_RESPONSE = 65000;
 /**
@@ -81,20 +63,28 @@ const MAX_RESPONSE = 65000;
 const MAX_BULK_VARBINDS = Math.floor(MAX_RESPONSE / 8);
 /** Values a manager cannot SET: they only stand for exceptions in responses. */
 const EXCEPTION_TYPES = new Set<SnmpType>(['Null', 'NoSuchObject', 'NoSuchInstance', 'EndOfMibView']);
+/** Every answer's varbinds are written here (see VarBindBody). */
+const body = new VarBindBody();
+/** An answer's PDU fields; its varbinds are in `body`. */
+type Answer = Omit<EncodedPdu, 'body' | 'type'>;
 
 
 export class SnmpAgent extends UdpService {
-  private rows: readonly Row[] = [];
-  private index: ReadonlyMap<string, number> = new Map<string, number>();
+  private table!: AgentTable;
   private users = new Map<string, { user: UsmUser; local: LocalUser }>();
   readonly engineId: Buffer;
   readonly engineBoots: number;
   private writable = new Map<string, VarBind>();
+  /** The communities as bytes, compared with the request's without decoding it. */
+  private readonly readCommunity: Buffer;
+  private readonly writeCommunity: Buffer | undefined;
 
   constructor(private opts: AgentOptions = {}) {
     super(() => this.opts, 161, 4 << 20);
     this.engineId = engineIdFrom(opts.engineId);
     this.engineBoots = engineBootsFrom(opts.engineBoots);
+    this.readCommunity = Buffer.from(opts.community ?? 'public');
+    this.writeCommunity = opts.writeCommunity ? Buffer.from(opts.writeCommunity) : undefined;
     for (const u of opts.users ?? []) {
       const user = makeUser(u);
       this.users.set(user.name, { user, local: localize(user, this.engineId) });
@@ -115,142 +105,138 @@ export class SnmpAgent extends UdpService {
     this.opts.overrides = list;
     const shared = this.opts.table;
     if (shared && !checked.length && !this.writable.size) {
-      this.rows = shared.rows;
-      this.index = shared.index;
+      this.table = shared;
       return;
     }
     const base: Iterable<MibEntry> = shared ? shared.rows : this.opts.device === false ? [] : defaultDevice(this.opts.device ?? {});
-    const t = agentTable([...base, ...checked, ...this.writable.values()]);
-    this.rows = t.rows;
-    this.index = t.index;
+    this.table = agentTable([...base, ...checked, ...this.writable.values()]);
   }
 
   get size(): number {
-    return this.rows.length;
+    return this.table.rows.length;
   }
 
   private elapsed(): number {
     return (Date.now() - this.startedAt) / 1000;
   }
 
-  private vb(i: number): VarBind {
-    const r = this.rows[i]!;
-    return { oid: r.oid, type: r.type, value: typeof r.value === 'function' ? r.value(this.elapsed(), this.opts.context) : r.value };
+  /** Index of the next row after the OID; a v1 manager never sees Counter64 (RFC 3584 4.2.2.1: skipped). */
+  private next(oid: string, v1: boolean): number {
+    const rows = this.table.rows;
+    let i = rowAfter(this.table, oid);
+    while (v1 && i < rows.length && rows[i]!.type === 'Counter64') i++;
+    return i;
   }
 
-  /** Index of the first row after the OID, or rows.length. */
-  private after(oid: string): number {
-    const hit = this.index.get(oid);
-    if (hit !== undefined) return hit + 1;
-    const p = oidParts(oid);
-    let lo = 0;
-    let hi = this.rows.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (compareOids(this.rows[mid]!.parts, p) <= 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
-
-  private next(oid: string, v1: boolean): VarBind | undefined {
-    let i = this.after(oid);
-    // RFC 3584 4.2.2.1: a v1 manager never sees Counter64; skip to the next object.
-    while (v1 && i < this.rows.length && this.rows[i]!.type === 'Counter64') i++;
-    return i < this.rows.length ? this.vb(i) : undefined;
-  }
-
-  private process(pdu: Pdu, v1: boolean, canWrite: boolean): Pdu {
-    const res: Pdu = { type: PduType.Response, requestId: pdu.requestId, errorStatus: 0, errorIndex: 0, varbinds: [] };
-    const out = res.varbinds;
-    const fail = (status: number, index: number): Pdu => ({ ...res, errorStatus: status, errorIndex: index, varbinds: pdu.varbinds });
+  /** Writes the answer's varbinds into `body`; returns its error status and index. */
+  private process(pdu: Pdu, v1: boolean, canWrite: boolean): Answer {
+    const t = this.table;
+    const n = t.rows.length;
+    // One clock reading per request: every moving value of an answer is as of the same instant.
+    const elapsed = this.elapsed();
+    const ctx = this.opts.context;
+    const ok: Answer = { requestId: pdu.requestId, errorStatus: 0, errorIndex: 0 };
+    body.reset();
     switch (pdu.type) {
       case PduType.Get:
         for (let k = 0; k < pdu.varbinds.length; k++) {
           const { oid } = pdu.varbinds[k]!;
-          const i = this.index.get(oid);
-          if (i !== undefined && !(v1 && this.rows[i]!.type === 'Counter64')) out.push(this.vb(i));
-          else if (v1) return fail(2, k + 1);
-          else out.push({ oid, type: this.hasObject(oid) ? 'NoSuchInstance' : 'NoSuchObject', value: null });
+          const i = t.index.get(oid);
+          if (i !== undefined && !(v1 && t.rows[i]!.type === 'Counter64')) body.rows(t, i, i + 1, elapsed, ctx);
+          else if (v1) return this.echo(pdu, 2, k + 1);
+          else body.exception(oid, this.hasObject(oid) ? 'NoSuchInstance' : 'NoSuchObject');
         }
-        return res;
+        return ok;
       case PduType.GetNext:
         for (let k = 0; k < pdu.varbinds.length; k++) {
           const { oid } = pdu.varbinds[k]!;
-          const n = this.next(oid, v1);
-          if (n) out.push(n);
-          else if (v1) return fail(2, k + 1);
-          else out.push({ oid, type: 'EndOfMibView', value: null });
+          const i = this.next(oid, v1);
+          if (i < n) body.rows(t, i, i + 1, elapsed, ctx);
+          else if (v1) return this.echo(pdu, 2, k + 1);
+          else body.exception(oid, 'EndOfMibView');
         }
-        return res;
+        return ok;
       case PduType.GetBulk: {
         const nonRep = Math.max(0, Math.min(pdu.errorStatus, pdu.varbinds.length));
         const repeaters = pdu.varbinds.length - nonRep;
         const maxRep = Math.max(0, Math.min(pdu.errorIndex, 10000, repeaters ? Math.floor((MAX_BULK_VARBINDS - nonRep) / repeaters) : 0));
-        for (let k = 0; k < nonRep; k++) out.push(this.next(pdu.varbinds[k]!.oid, false) ?? { oid: pdu.varbinds[k]!.oid, type: 'EndOfMibView', value: null });
-        const reps = pdu.varbinds.slice(nonRep).map((v) => v.oid);
-        if (reps.length === 1) {
-          // The walk case: consecutive rows, no search after the first.
-          let i = this.after(reps[0]!);
-          for (let r = 0; r < maxRep; r++, i++) {
-            if (i >= this.rows.length) {
-              out.push({ oid: r ? out[out.length - 1]!.oid : reps[0]!, type: 'EndOfMibView', value: null });
-              break;
-            }
-            out.push(this.vb(i));
-          }
-        } else {
-          const cur = [...reps];
-          for (let r = 0; r < maxRep && cur.length; r++) {
-            let allEnd = true;
-            for (let k = 0; k < cur.length; k++) {
-              const n = this.next(cur[k]!, false);
-              if (n) {
-                allEnd = false;
-                cur[k] = n.oid;
-                out.push(n);
-              } else out.push({ oid: cur[k]!, type: 'EndOfMibView', value: null });
-            }
-            if (allEnd) break;
-          }
+        for (let k = 0; k < nonRep; k++) {
+          const i = this.next(pdu.varbinds[k]!.oid, false);
+          if (i < n) body.rows(t, i, i + 1, elapsed, ctx);
+          else body.exception(pdu.varbinds[k]!.oid, 'EndOfMibView');
         }
-        return res;
+        if (repeaters === 1) {
+          // The walk case: consecutive rows, one search for the first.
+          const oid = pdu.varbinds[nonRep]!.oid;
+          const i = this.next(oid, false);
+          const end = Math.min(n, i + maxRep);
+          body.rows(t, i, end, elapsed, ctx);
+          if (end - i < maxRep) body.exception(end > i ? t.rows[end - 1]!.oid : oid, 'EndOfMibView');
+          return ok;
+        }
+        // Per repeater: the next row's index and the OID an endOfMibView repeats.
+        const at = pdu.varbinds.slice(nonRep).map((v) => this.next(v.oid, false));
+        const last = pdu.varbinds.slice(nonRep).map((v) => v.oid);
+        // Rows past what any response can carry would only be cut again (fit).
+        for (let r = 0; r < maxRep && body.length <= MAX_RESPONSE; r++) {
+          let allEnd = true;
+          for (let k = 0; k < repeaters; k++) {
+            const i = at[k]!;
+            if (i < n) {
+              allEnd = false;
+              body.rows(t, i, i + 1, elapsed, ctx);
+              last[k] = t.rows[i]!.oid;
+              at[k] = i + 1;
+            } else body.exception(last[k]!, 'EndOfMibView');
+          }
+          if (allEnd) break;
+        }
+        return ok;
       }
       case PduType.Set:
-        return this.set(pdu, v1, canWrite, res);
+        return this.set(pdu, v1, canWrite);
       default:
-        return fail(5, 0);
+        return this.echo(pdu, 5, 0);
     }
+  }
+
+  /** An answer that repeats the request's varbinds: an error (status and index), or a SET done. */
+  private echo(pdu: Pdu, errorStatus: number, errorIndex: number): Answer {
+    body.reset();
+    for (const vb of pdu.varbinds) body.varbind(vb);
+    return { requestId: pdu.requestId, errorStatus, errorIndex };
   }
 
   private hasObject(oid: string): boolean {
     // An object exists when some row lies under the OID minus its last arc (the instance).
     const parent = oid.slice(0, oid.lastIndexOf('.'));
-    const i = this.after(parent);
-    return i < this.rows.length && this.rows[i]!.oid.startsWith(parent + '.');
+    const i = rowAfter(this.table, parent);
+    return i < this.table.rows.length && this.table.rows[i]!.oid.startsWith(parent + '.');
   }
 
-  private set(pdu: Pdu, v1: boolean, canWrite: boolean, res: Pdu): Pdu {
-    const fail = (v2: number, k: number): Pdu => ({ ...res, errorStatus: v1 ? (v2 === 7 || v2 === 10 ? 3 : 2) : v2, errorIndex: k + 1, varbinds: pdu.varbinds });
+  private set(pdu: Pdu, v1: boolean, canWrite: boolean): Answer {
+    const fail = (v2: number, k: number): Answer => this.echo(pdu, v1 ? (v2 === 7 || v2 === 10 ? 3 : 2) : v2, k + 1);
+    const t = this.table;
     for (let k = 0; k < pdu.varbinds.length; k++) {
       const vb = pdu.varbinds[k]!;
       if (!canWrite) return fail(6, k); // noAccess, as snmpd answers a read-only community (v1: noSuchName)
-      const i = this.index.get(vb.oid);
-      if (EXCEPTION_TYPES.has(vb.type) || (i !== undefined && this.rows[i]!.type !== vb.type)) return fail(7, k); // wrongType (v1: badValue)
+      const i = t.index.get(vb.oid);
+      if (EXCEPTION_TYPES.has(vb.type) || (i !== undefined && t.rows[i]!.type !== vb.type)) return fail(7, k); // wrongType (v1: badValue)
       if (vb.type === 'Integer32' && ((vb.value as number) < -0x80000000 || (vb.value as number) > 0x7fffffff)) return fail(10, k); // wrongValue (v1: badValue)
     }
     for (const vb of pdu.varbinds) this.writable.set(vb.oid, vb);
     this.setOverrides(this.opts.overrides ?? []);
-    return { ...res, varbinds: pdu.varbinds };
+    return this.echo(pdu, 0, 0);
   }
 
-  private log(rinfo: RemoteInfo, version: string, principal: string, pdu: AnyPdu | undefined, error?: string): void {
+  /** `principal`: the user name, or the community's bytes (decoded only when there is a listener). */
+  private log(rinfo: RemoteInfo, version: string, principal: string | Buffer, pdu: AnyPdu | undefined, error?: string): void {
     if (!this.opts.onActivity) return;
     this.opts.onActivity({
       time: new Date().toISOString(),
       source: `${rinfo.address}:${rinfo.port}`,
       version,
-      principal,
+      principal: typeof principal === 'string' ? principal : principal.toString('utf8'),
       request: pdu ? (REQUEST_NAMES[pdu.type] ?? 'unknown') : 'unknown',
       oids: pdu ? pdu.varbinds.slice(0, 10).map((v) => v.oid) : [],
       varbinds: pdu?.varbinds.length ?? 0,
@@ -267,16 +253,16 @@ export class SnmpAgent extends UdpService {
       return;
     }
     if (m.version !== 3) {
-      const community = m.community.toString('utf8');
-      const canWrite = !!this.opts.writeCommunity && community === this.opts.writeCommunity;
-      if (!canWrite && community !== (this.opts.community ?? 'public')) {
+      const community = m.community;
+      const canWrite = !!this.writeCommunity && community.equals(this.writeCommunity);
+      if (!canWrite && !community.equals(this.readCommunity)) {
         this.log(rinfo, versionName(m.version), community, m.pdu, 'unknown community');
         return;
       }
       const pdu = m.pdu as Pdu;
       const refused = unsupported(pdu, m.version === 0);
       if (refused) return this.log(rinfo, versionName(m.version), community, pdu, refused);
-      const res = this.fit(pdu.type, this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, (p) => encodeCommunity(m.version as 0 | 1, m.community, p));
+      const res = this.fit(pdu.type, this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, (p) => encodeCommunity(m.version as 0 | 1, community, p));
       this.send(res, rinfo);
       this.log(rinfo, versionName(m.version), community, pdu);
       return;
@@ -316,23 +302,30 @@ export class SnmpAgent extends UdpService {
     const refused = unsupported(pdu, false);
     if (refused) return this.log(rinfo, '3', m.userName, pdu, refused);
     const level: LocalUser | null = m.flags & 1 ? (m.flags & 2 ? entry.local : { name: entry.local.name, auth: entry.local.auth }) : null;
-    const out = this.fit(pdu.type, this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), (p) => encodeV3(this.header(m, m.userName), level, { ...p, requestId: pdu.requestId }));
+    const out = this.fit(pdu.type, this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), (p) => encodeV3(this.header(m, m.userName), level, p));
     this.send(out, rinfo);
     this.log(rinfo, '3', m.userName, pdu);
   }
 
   /**
-   * Encodes the response within `max` bytes. A GETBULK answer may drop trailing varbinds until it
-   * fits (cut in proportion to the excess, so a few encodings do; at least one stays); any other
-   * answer, and a GETBULK whose first varbind does not fit, is tooBig (RFC 3416 4.2.1, 4.2.3).
+   * Encodes the answer (its varbinds in `body`) within `max` bytes. A GETBULK answer drops
+   * trailing varbinds until it fits (at least one stays); any other answer, and a GETBULK whose
+   * first varbind does not fit, is tooBig (RFC 3416 4.2.1, 4.2.3).
    */
-  private fit(request: number, res: Pdu, max: number, encode: (p: Pdu) => Buffer): Buffer {
-    let msg = encode(res);
-    while (request === PduType.GetBulk && msg.length > max && res.varbinds.length > 1) {
-      res.varbinds.length = Math.max(1, Math.min(res.varbinds.length - 1, Math.floor((res.varbinds.length * max * 0.95) / msg.length)));
-      msg = encode(res);
+  private fit(request: number, a: Answer, max: number, encode: (p: EncodedPdu) => Buffer): Buffer {
+    const pdu = (count: number): EncodedPdu => ({ type: PduType.Response, ...a, body: body.bytes(count) });
+    let k = body.count;
+    let msg = encode(pdu(k));
+    while (request === PduType.GetBulk && msg.length > max && k > 1) {
+      // The bytes around the varbinds barely change (length octets, cipher padding): keep the most
+      // varbinds that fit beside them, and check again.
+      const room = max - (msg.length - body.ends[k - 1]!);
+      let j = k - 1;
+      while (j > 1 && body.ends[j - 1]! > room) j--;
+      k = j;
+      msg = encode(pdu(k));
     }
-    return msg.length > max ? encode({ ...res, errorStatus: 1, errorIndex: 0, varbinds: [] }) : msg;
+    return msg.length > max ? encode({ ...pdu(0), errorStatus: 1, errorIndex: 0 }) : msg;
   }
 
   protected override onHandlerError(e: unknown, rinfo: RemoteInfo): void {

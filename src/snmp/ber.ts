@@ -25,6 +25,7 @@ export const Tag = {
 } as const;
 
 const scratchArcs: number[] = [];
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** Forward writer: a constructed value is opened, filled, then closed, which back-patches its length. */
 export class BerWriter {
@@ -103,10 +104,23 @@ export class BerWriter {
 
   /** Unsigned value encoded as a non-negative INTEGER of the given tag (Counter32, Gauge32, TimeTicks, Counter64). */
   uint(value: number | bigint, tag: number): void {
+    // Counters up to 2^53 (every Counter32, and Counter64 for years at line rate) in number arithmetic: no BigInt work.
+    if (typeof value === 'bigint' && value >= 0n && value <= MAX_SAFE) value = Number(value);
     if (typeof value === 'number' && value < 0x80000000) {
       const n = value < 0x80 ? 1 : value < 0x8000 ? 2 : value < 0x800000 ? 3 : 4;
       this.header(tag, n);
       for (let i = n - 1; i >= 0; i--) this.buf[this.pos++] = (value >>> (i * 8)) & 0xff;
+      return;
+    }
+    if (typeof value === 'number' && value <= Number.MAX_SAFE_INTEGER) {
+      // The bits above 32 (below 2^21, so 1-3 bytes with a clear sign bit; 0 gives the 0x00 a value
+      // from 2^31 needs), then the low 32.
+      const hi = Math.floor(value / 0x100000000);
+      const lo = value >>> 0;
+      const n = hi < 0x80 ? 1 : hi < 0x8000 ? 2 : 3;
+      this.header(tag, n + 4);
+      for (let i = n - 1; i >= 0; i--) this.buf[this.pos++] = (hi >>> (i * 8)) & 0xff;
+      for (let i = 3; i >= 0; i--) this.buf[this.pos++] = (lo >>> (i * 8)) & 0xff;
       return;
     }
     let v = BigInt(value);
@@ -140,6 +154,16 @@ export class BerWriter {
     this.ensure(data.length);
     this.buf.set(data, this.pos);
     this.pos += data.length;
+  }
+
+  /** Appends src[start, end) (pre-encoded varbinds): a loop for the short copies that are most of them. */
+  copyFrom(src: Uint8Array, start: number, end: number): void {
+    const n = end - start;
+    this.ensure(n);
+    const b = this.buf;
+    if (n < 64) for (let i = start, p = this.pos; i < end; i++, p++) b[p] = src[i]!;
+    else b.set(src.subarray(start, end), this.pos);
+    this.pos += n;
   }
 
   string(text: string): void {

@@ -43,6 +43,15 @@ export interface TrapV1Fields {
 
 export type AnyPdu = Pdu | (Pdu & TrapV1Fields);
 
+/** A PDU whose VarBindList content is already BER (the agent's pre-encoded rows, see agent-table.ts). */
+export interface EncodedPdu {
+  type: number;
+  requestId: number;
+  errorStatus: number;
+  errorIndex: number;
+  body: Uint8Array;
+}
+
 export const USM_STATS = {
   unsupportedSecLevels: '1.3.6.1.6.3.15.1.1.1.0',
   notInTimeWindows: '1.3.6.1.6.3.15.1.1.2.0',
@@ -55,9 +64,13 @@ export const USM_STATS = {
 // ---------- encoding ----------
 
 export function writeValue(w: BerWriter, vb: VarBind): void {
-  const tag = TYPE_TAG[vb.type];
-  const v = vb.value;
-  switch (vb.type) {
+  writeTypedValue(w, vb.type, vb.value);
+}
+
+/** writeValue without a VarBind object (the agent encodes computed values straight from its rows). */
+export function writeTypedValue(w: BerWriter, type: VarBind['type'], v: VarBind['value']): void {
+  const tag = TYPE_TAG[type];
+  switch (type) {
     case 'Integer32':
       return w.int(v as number);
     case 'Counter32':
@@ -88,7 +101,14 @@ export function rawValue(vb: VarBind): { type: VarBind['type']; hex: string } {
   return { type: vb.type, hex: w.buf.subarray(r.pos, r.pos + len).toString('hex') };
 }
 
-export function writePdu(w: BerWriter, pdu: AnyPdu): void {
+export function writeVarBind(w: BerWriter, vb: VarBind): void {
+  w.begin(Tag.Sequence);
+  w.oidText(vb.oid);
+  writeValue(w, vb);
+  w.end();
+}
+
+export function writePdu(w: BerWriter, pdu: AnyPdu | EncodedPdu): void {
   w.begin(pdu.type);
   if (pdu.type === PduType.TrapV1) {
     const t = pdu as Pdu & TrapV1Fields;
@@ -104,11 +124,9 @@ export function writePdu(w: BerWriter, pdu: AnyPdu): void {
     w.int(pdu.errorIndex);
   }
   w.begin(Tag.Sequence);
-  for (const vb of pdu.varbinds) {
-    w.begin(Tag.Sequence);
-    w.oidText(vb.oid);
-    writeValue(w, vb);
-    w.end();
+  if ('body' in pdu) w.raw(pdu.body);
+  else {
+    for (const vb of pdu.varbinds) writeVarBind(w, vb);
   }
   w.end();
   w.end();
@@ -117,7 +135,7 @@ export function writePdu(w: BerWriter, pdu: AnyPdu): void {
 const shared = new BerWriter(65536);
 
 /** A v1 or v2c message. */
-export function encodeCommunity(version: 0 | 1, community: string | Buffer, pdu: AnyPdu): Buffer {
+export function encodeCommunity(version: 0 | 1, community: string | Buffer, pdu: AnyPdu | EncodedPdu): Buffer {
   const w = shared.reset();
   w.begin(Tag.Sequence);
   w.int(version);
@@ -141,7 +159,7 @@ export interface V3Header {
 }
 
 /** A v3 message; `user` null sends noAuthNoPriv under header.userName (discovery, reports). */
-export function encodeV3(h: V3Header, user: LocalUser | null, pdu: AnyPdu): Buffer {
+export function encodeV3(h: V3Header, user: LocalUser | null, pdu: AnyPdu | EncodedPdu): Buffer {
   const scoped = new BerWriter(1024);
   scoped.begin(Tag.Sequence);
   scoped.octets(h.contextEngineId);

@@ -1,5 +1,6 @@
 // Opening the database: SVC_DB_URL / SVC_DB_PATH to an engine and a Kysely instance.
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import {
@@ -13,11 +14,15 @@ import {
   type Driver,
   type SqliteDialectConfig,
 } from 'kysely';
-import { createPool } from 'mysql2';
-import pg from 'pg';
+import type * as Mysql2 from 'mysql2';
+import type Pg from 'pg';
 import type { Logger } from '../observability/log.js';
 import type { Schema } from './schema.js';
 import type { DbTarget } from './target.js';
+
+// The PostgreSQL and MySQL drivers (CommonJS) are required when their engine is opened, not with
+// every SQLite daemon (issue 18: start-up time).
+const require = createRequire(import.meta.url);
 
 export { defaultDbPath, redactUrl, resolveTarget, type DbTarget } from './target.js';
 
@@ -58,6 +63,7 @@ export function createKysely(target: DbTarget, log: Logger): Kysely<Schema> {
       return new Kysely<Schema>({ dialect: new ImmediateSqliteDialect({ database }) });
     }
     case 'postgresql': {
+      const pg = require('pg') as typeof Pg;
       const pool = new pg.Pool({ connectionString: target.url!, max: 10, connectionTimeoutMillis: 10_000 });
       pool.on('error', (err) => log.warn({ err }, 'postgresql: idle connection error'));
       // A checked-out client (a transaction between two queries) whose server connection drops
@@ -69,6 +75,7 @@ export function createKysely(target: DbTarget, log: Logger): Kysely<Schema> {
     }
     case 'mysql': {
       const uri = target.url!.replace(/^mariadb:/i, 'mysql:');
+      const { createPool } = require('mysql2') as typeof Mysql2;
       const pool = createPool({ uri, connectionLimit: 10, connectTimeout: 10_000 });
       return new Kysely<Schema>({ dialect: new MysqlDialect({ pool }) });
     }

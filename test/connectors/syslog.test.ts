@@ -178,6 +178,27 @@ describe('syslog: rsyslogd forwarding to us (omfwd, TCP, octet-counted)', () => 
   });
 });
 
+describe('syslog: how records reach the pipeline', () => {
+  it('serializer_in json takes the parsed records as they are; another serializer_in gets their JSON; bytes_in counts the bytes received', async () => {
+    const datagrams = [msg5424(1), msg5424(2, 'caf\u00e9 ünïcode'), 'not syslog at all'];
+    const results = [];
+    for (const serializer of ['json', 'ndjson']) {
+      const run = await streamRun({ protocol: 'udp' }, { extra: { serializer_in: { type: serializer } } });
+      await udpSend(run.port, datagrams);
+      await until(() => run.records().length >= 3, 10_000, 'three records');
+      const rec = await run.end();
+      results.push({ records: run.records().map(({ peer: _peer, ...r }) => r), rec });
+    }
+    const [direct, viaJson] = results;
+    expect(direct!.records).toEqual(viaJson!.records);
+    expect(direct!.records.map((r) => r.message)).toEqual(['event 1', 'caf\u00e9 ünïcode', 'not syslog at all']);
+    expect(direct!.rec).toMatchObject({ status: 'success', records_in: 3, records_out: 3 });
+    // Received bytes (the datagrams), not the size of some JSON form of the records.
+    expect(direct!.rec.bytes_in).toBe(datagrams.reduce((n, d) => n + Buffer.byteLength(d), 0));
+    expect(viaJson!.rec.records_in).toBe(3);
+  });
+});
+
 describe('syslog: TCP framing across reads (fluent/fluent-bit#10910, #8455, influxdata/telegraf#17155)', () => {
   it('an octet-counted frame split across writes, several frames in one write, a length prefix split in the middle', async () => {
     const run = await started({ protocol: 'tcp' });

@@ -284,6 +284,8 @@ describe('chunks, threads and finalize (rules 3 and 5)', () => {
     const got = parseNdjson(out.text).map((r) => r.i);
     expect(got).toEqual(Array.from({ length: n }, (_, i) => i).filter((i) => i % 3 !== 0));
     expect(Math.max(...depth)).toBe(2 * threads);
+    // The gauge follows deliveries too: it ends at 0, not at the last submit's depth.
+    expect(depth.at(-1)).toBe(0);
   });
 
   it('thread_workers: a failed write is dead-lettered with its records rebuilt on the main thread', async () => {

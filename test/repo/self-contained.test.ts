@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Folders of code and scripts (the README's test command and CI run from them). */
-const SCANNED_DIRS = ['src', 'ui', 'test', 'bench', 'scripts', '.ci'];
+const SCANNED_DIRS = ['src', 'ui', 'test', 'bench', 'fuzz', 'soak', 'scripts', '.ci'];
 /** Files at the root that tools read (scanned too; not edited by this guard). */
 const SCANNED_ROOT_FILES = ['package.json', 'vitest.config.ts', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.bench.json'];
 /**
@@ -105,7 +105,7 @@ function scannedFiles(): string[] {
 const isBinary = (b: Buffer) => b.subarray(0, 8192).includes(0);
 
 describe('the repository stands alone', () => {
-  it('no file of src/, test/, bench/, scripts/, .ci/ (or the root configs) refers to a folder outside the repository', () => {
+  it('no file of src/, test/, bench/, fuzz/, soak/, scripts/, .ci/ (or the root configs) refers to a folder outside the repository', () => {
     const files = scannedFiles();
     // The walk really covers the tree (a wrong ROOT would scan nothing and pass).
     expect(files).toEqual(expect.arrayContaining(['test/mib/helpers.ts', 'test/console/contract.test.ts', 'bench/mib-scenarios.ts', '.ci/run', 'test/repo/self-contained.test.ts']));

@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, freePort, testMibEnv } from '../helpers/daemon.js';
+import { eventually, freePort } from '../helpers/daemon.js';
+import { serveEnv } from '../helpers/serve-env.js';
 import { ROOT } from './ui-build.js';
 
 export interface Served {
@@ -22,18 +23,7 @@ export async function serve(env: Record<string, string>): Promise<Served> {
   mkdirSync(join(dir, 'pipelines'));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      SVC_HOST: '127.0.0.1',
-      SVC_PORT: String(port),
-      SVC_CONSOLE_PORT: String(consolePort),
-      SVC_NODE_ID: 'ui-test',
-      SVC_LOG_LEVEL: 'ERROR',
-      SVC_DB_PATH: join(dir, 'svc.db'),
-      SVC_PIPELINE_DIR: join(dir, 'pipelines'),
-      ...testMibEnv(dir),
-      ...env,
-    },
+    env: { ...process.env, ...serveEnv(dir, { port, consolePort }, { SVC_NODE_ID: 'ui-test', SVC_LOG_LEVEL: 'ERROR', ...env }) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -68,7 +68,7 @@ export function dryRun(yaml: string, statefulTransforms: boolean): { valid: bool
       diagnostics.push({ code: null, path: formatPath(['pipeline', ...path]), message, severity: 'error', ...positionOf(yaml, ['pipeline', ...path]) });
     }
   };
-  attempt('transforms and serializers', [], () => buildPlan(config));
+  attempt('transforms and serializers', [], () => buildPlan(config, { registry }));
   attempt(`source (${config.source.type})`, ['source'], () => (registry.source.get(config.source.type) as SourcePlugin).create(config.source as never, ctx));
   for (const [i, s] of [...config.sinks.entries(), ...(config.dlq ? [['dlq', config.dlq] as const] : [])]) {
     attempt(typeof i === 'number' ? `sinks[${i}] (${s.type})` : `dlq (${s.type})`, typeof i === 'number' ? ['sinks', i] : ['dlq'], () =>

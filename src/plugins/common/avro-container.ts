@@ -5,6 +5,7 @@
 import { crc32, deflateRawSync, inflateRawSync } from 'node:zlib';
 import avro from 'avsc';
 import * as snappy from 'snappyjs';
+import { uncompressBlock } from './snappy-block.js';
 
 export const CONTAINER_MAGIC = Buffer.from('Obj\x01', 'latin1');
 
@@ -19,6 +20,8 @@ const HEADER = avro.Type.forSchema({
 });
 
 export const CODECS = ['null', 'deflate', 'snappy'] as const;
+/** Largest uncompressed snappy block accepted: far above what writers produce (64 KiB to a few MiB). */
+const MAX_BLOCK = 1 << 30;
 export type Codec = (typeof CODECS)[number];
 
 export interface ContainerHeader {
@@ -31,21 +34,50 @@ export interface ContainerHeader {
 
 export const isContainer = (b: Buffer): boolean => b.length >= 4 && b.subarray(0, 4).equals(CONTAINER_MAGIC);
 
-/** The header at the start of `b`; undefined when `b` is too short; throws when it is invalid. */
+/**
+ * The header at the start of `b`; undefined when `b` is too short; throws when it is invalid.
+ * Walked here rather than by avsc: avsc's map reader trusts the block counts, so a corrupt count
+ * of billions spun for seconds over a few hundred bytes (test/fuzz-regressions/avro-container).
+ * Every entry takes at least two bytes, so this walk ends within the buffer.
+ */
 export function readHeader(b: Buffer): ContainerHeader | undefined {
   if (b.length < 4) return undefined;
   if (!isContainer(b)) throw new Error('not an Avro object container file (no Obj\\x01 magic)');
-  let r: { value: unknown; offset: number };
-  try {
-    r = HEADER.decode(b, 0);
-  } catch (e) {
-    throw new Error(`invalid Avro container header: ${(e as Error).message}`);
+  const bad = (what: string) => new Error(`invalid Avro container header: ${what}`);
+  const meta = new Map<string, Buffer>();
+  let pos = 4;
+  const bytes = (): Buffer | undefined => {
+    const n = readLong(b, pos);
+    if (n === 'more') return undefined;
+    if (!(n.value >= 0)) throw bad(`a length of ${n.value}`);
+    if (n.pos + n.value > b.length) return undefined;
+    pos = n.pos + n.value;
+    return b.subarray(n.pos, pos);
+  };
+  for (;;) {
+    const block = readLong(b, pos);
+    if (block === 'more') return undefined;
+    if (Number.isNaN(block.value)) throw bad('a metadata block count longer than 10 bytes');
+    pos = block.pos;
+    if (block.value === 0) break;
+    if (block.value < 0) {
+      // A negative count is followed by the block's size in bytes (not needed here).
+      const size = readLong(b, pos);
+      if (size === 'more') return undefined;
+      if (!(size.value >= 0)) throw bad(`a metadata block size of ${size.value}`);
+      pos = size.pos;
+    }
+    for (let i = Math.abs(block.value); i > 0; i--) {
+      const key = bytes();
+      const value = key && bytes();
+      if (!key || !value) return undefined;
+      meta.set(key.toString('utf8'), value);
+    }
   }
-  if (r.offset === -1) return undefined;
-  const h = r.value as { meta: Record<string, Buffer>; sync: Buffer };
-  const schema = h.meta['avro.schema'];
-  if (!schema) throw new Error('invalid Avro container header: no avro.schema entry');
-  return { schema: schema.toString('utf8'), codec: h.meta['avro.codec']?.toString('utf8') || 'null', sync: Buffer.from(h.sync), length: r.offset };
+  if (pos + 16 > b.length) return undefined;
+  const schema = meta.get('avro.schema');
+  if (!schema) throw bad('no avro.schema entry');
+  return { schema: schema.toString('utf8'), codec: meta.get('avro.codec')?.toString('utf8') || 'null', sync: Buffer.from(b.subarray(pos, pos + 16)), length: pos + 16 };
 }
 
 /** An unsigned-safe zig-zag varint long at `pos`; `more` when it runs past the end; NaN when it is longer than 10 bytes. */
@@ -104,7 +136,7 @@ export function inflate(codec: string, data: Buffer): Buffer {
     case 'snappy': {
       // Snappy blocks end with the CRC-32 of the uncompressed data, big-endian.
       if (data.length < 4) throw new Error('snappy block shorter than its checksum');
-      const out = Buffer.from(snappy.uncompress(data.subarray(0, data.length - 4)));
+      const out = Buffer.from(uncompressBlock(data.subarray(0, data.length - 4), MAX_BLOCK));
       if ((crc32(out) >>> 0) !== data.readUInt32BE(data.length - 4)) throw new Error('snappy block checksum mismatch');
       return out;
     }

@@ -14,9 +14,16 @@ export const MAX_DECLARED = 256 << 20;
 export interface ScanResult {
   /** End offset of the value, or INCOMPLETE / INVALID. */
   end: number;
-  /** The value holds a 64-bit integer outside the range a JavaScript number holds exactly. */
+  /**
+   * The value holds a 64-bit integer outside the range a JavaScript number holds exactly, or an
+   * extension type that msgpackr decodes to a JavaScript object (MSGPACKR_TYPES): the decoder
+   * walks it.
+   */
   big: boolean;
 }
+
+/** Extension types msgpackr decodes itself: bigint (0x42), Error, references, Set, typed arrays, RegExp, bundles. */
+const MSGPACKR_TYPES = new Set([0x42, 0x62, 0x65, 0x69, 0x70, 0x73, 0x74, 0x78]);
 
 const u16 = (b: Uint8Array, i: number) => (b[i]! << 8) | b[i + 1]!;
 const u32 = (b: Uint8Array, i: number) => ((b[i]! << 24) >>> 0) + ((b[i + 1]! << 16) | (b[i + 2]! << 8) | b[i + 3]!);
@@ -87,6 +94,9 @@ export function scanValue(b: Uint8Array, start: number, len = b.length): ScanRes
       }
     }
     if (size > MAX_DECLARED) return { end: INVALID, big };
+    // The extension type: the last byte of the fixed part of ext8/16/32, the second of fixext1..16.
+    if (t >= 0xc7 && t <= 0xc9) big ||= MSGPACKR_TYPES.has(b[i + fixed - 1]!);
+    else if (t >= 0xd4 && t <= 0xd8) big ||= MSGPACKR_TYPES.has(b[i + 1]!);
     i += fixed + size;
   }
   return i > len ? { end: INCOMPLETE, big } : { end: i, big };

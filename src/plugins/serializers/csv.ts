@@ -56,7 +56,13 @@ export default defineSerializer({
         let columns: string[] | undefined;
         if (c.has_header) {
           if (!header || header.length === 0) return;
-          columns = (parse(header, opts) as string[][])[0];
+          try {
+            columns = (parse(header, opts) as string[][])[0];
+          } catch (e) {
+            // Without column names no row of the chunk maps to a record: the chunk is one error.
+            out.error(`CSV header line: ${(e as Error).message}`, data);
+            return;
+          }
           if (!columns) return;
         }
         const rows = parse(data, {

@@ -7,29 +7,45 @@ const config = Type.Object({}, { additionalProperties: false });
 
 // Standard MessagePack only: msgpackr's own record extension is off, maps decode to objects.
 // 64-bit integers beyond 2^53 arrive as bigint ('auto') and are turned into decimal strings below.
-const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'auto' as 'bigint' }); // 'auto' is in msgpackr's code and README, not in its types
+// structuredClone: false turns off msgpackr's reference extensions, which build cyclic values.
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'auto' as 'bigint', structuredClone: false }); // 'auto' is in msgpackr's code and README, not in its types
 const packr = new Packr({ useRecords: false, variableMapSize: true, encodeUndefinedAsNil: true, largeBigIntToString: true });
 
 const isRecord = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) && !(v instanceof Date);
 
-/** bigint -> decimal string, in place (only walked when the scan saw such an integer). */
+/**
+ * bigint -> decimal string, in place (only walked when the scan saw such an integer, or one of
+ * msgpackr's own extension types). Those extensions decode to Sets, Errors, RegExps or typed arrays,
+ * which are no record data (found by fuzzing, test/fuzz-regressions/msgpack): they throw here.
+ */
 function bigToString(v: unknown): unknown {
   if (typeof v === 'bigint') return v.toString();
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) v[i] = bigToString(v[i]);
   } else if (isRecord(v)) {
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) throw new Error(`a ${(v as object).constructor?.name ?? 'non-plain'} object (a msgpackr extension type, not standard MessagePack)`);
     for (const k in v) v[k] = bigToString(v[k]);
-  }
+  } else if (ArrayBuffer.isView(v) && !(v instanceof Uint8Array)) throw new Error(`a ${v.constructor.name} (a msgpackr extension type, not standard MessagePack)`);
   return v;
 }
 
-const emit = (v: unknown, big: boolean, out: DecodeOut) => {
-  if (big) v = bigToString(v);
+type Scanned = { start: number; end: number; big: boolean };
+
+const emit = (v: unknown, s: Scanned, b: Buffer, out: DecodeOut, where: (at: number) => string) => {
+  if (s.big) {
+    try {
+      v = bigToString(v);
+    } catch (e) {
+      out.error(`MessagePack ${where(s.start)}: ${(e as Error).message}`, b.subarray(s.start, s.end));
+      return;
+    }
+  }
   out.record(isRecord(v) ? v : { _value: v });
 };
 
 /** Decodes [from, to) of complete, scanned values: all at once, else one by one when msgpackr refuses one. */
-function decodeRun(b: Buffer, values: { start: number; end: number; big: boolean }[], out: DecodeOut, where: (at: number) => string) {
+function decodeRun(b: Buffer, values: Scanned[], out: DecodeOut, where: (at: number) => string) {
   if (values.length === 0) return;
   const from = values[0]!.start;
   const to = values[values.length - 1]!.end;
@@ -40,7 +56,7 @@ function decodeRun(b: Buffer, values: { start: number; end: number; big: boolean
     decoded = undefined; // an extension type msgpackr does not know, a map with a map as key...
   }
   if (decoded && decoded.length === values.length) {
-    for (let i = 0; i < values.length; i++) emit(decoded[i], values[i]!.big, out);
+    for (let i = 0; i < values.length; i++) emit(decoded[i], values[i]!, b, out, where);
     return;
   }
   for (const v of values) {
@@ -52,7 +68,7 @@ function decodeRun(b: Buffer, values: { start: number; end: number; big: boolean
       out.error(`MessagePack ${where(v.start)}: ${(e as Error).message}`, raw);
       continue;
     }
-    emit(value, v.big, out);
+    emit(value, v, b, out, where);
   }
 }
 
@@ -122,7 +138,7 @@ export default defineSerializer({
     framing: { kind: 'split', split: splitValues },
     decode({ data, firstLine }, out) {
       const where = (at: number) => `piece ${firstLine}, byte ${at}`;
-      let run: { start: number; end: number; big: boolean }[] = [];
+      let run: Scanned[] = [];
       let p = 0;
       while (p < data.length) {
         const { end, big } = scanValue(data, p);

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineTransform, type LintIssue, type Rec } from '../types.js';
 import { setField } from '../common/record.js';
+import { literalBuilder } from '../common/shape-copy.js';
 
 const Entry = Type.Union([
   Type.String({ minLength: 1 }),
@@ -60,9 +61,14 @@ export default defineTransform({
     const withNull = c.missing === 'null';
     // Output names are known now: only a `__proto__` among them needs the careful setter.
     const put = to.includes('__proto__') ? setField : (o: Rec, k: string, v: unknown) => void (o[k] = v);
+    // A record that has every listed field (the common case) is copied by one object literal.
+    const whole = to.includes('__proto__') ? undefined : literalBuilder(p.map(([f, t]) => [t, f]));
     return {
       // A new object in the listed order (no `delete`).
       apply(r: Rec) {
+        let all = whole !== undefined;
+        for (let i = 0; all && i < from.length; i++) all = r[from[i]!] !== undefined && Object.hasOwn(r, from[i]!);
+        if (all) return whole!(r);
         const out: Rec = {};
         for (let i = 0; i < from.length; i++) {
           const f = from[i]!;

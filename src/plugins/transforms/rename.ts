@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineTransform, type Rec } from '../types.js';
 import { setField } from '../common/record.js';
+import { shapeCopier } from '../common/shape-copy.js';
 
 const config = Type.Object(
   {
@@ -20,20 +21,19 @@ export default defineTransform({
   create(c) {
     const map = new Map(Object.entries(c.fields));
     const from = [...map.keys()];
-    return {
-      // A new object rather than `delete`: deleting keys drops V8 objects into slow dictionary
-      // mode (slower access and JSON.stringify later), and renamed fields keep their position.
-      apply(r: Rec) {
-        let hit = false;
-        // Own fields only: `in` would also find Object.prototype members (constructor, toString).
-        for (let i = 0; i < from.length; i++) if (Object.hasOwn(r, from[i]!)) hit = true;
-        if (!hit) return r;
-        const out: Rec = {};
-        for (const k in r) setField(out, map.get(k) ?? k, r[k]);
-        // The renamed value wins over a field that already had the target name.
-        for (let i = 0; i < from.length; i++) if (Object.hasOwn(r, from[i]!)) setField(out, map.get(from[i]!)!, r[from[i]!]);
-        return out;
-      },
+    // A new object rather than `delete`: deleting keys drops V8 objects into slow dictionary
+    // mode (slower access and JSON.stringify later), and renamed fields keep their position.
+    const slow = (r: Rec) => {
+      let hit = false;
+      // Own fields only: `in` would also find Object.prototype members (constructor, toString).
+      for (let i = 0; i < from.length; i++) if (Object.hasOwn(r, from[i]!)) hit = true;
+      if (!hit) return r;
+      const out: Rec = {};
+      for (const k in r) setField(out, map.get(k) ?? k, r[k]);
+      // The renamed value wins over a field that already had the target name.
+      for (let i = 0; i < from.length; i++) if (Object.hasOwn(r, from[i]!)) setField(out, map.get(from[i]!)!, r[from[i]!]);
+      return out;
     };
+    return { apply: shapeCopier((k) => map.get(k) ?? k, slow) };
   },
 });

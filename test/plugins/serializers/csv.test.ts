@@ -2,6 +2,7 @@ import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { chunksOf } from '../../../src/engine/chunker.js';
 import { buildPlan } from '../../../src/engine/plan.js';
+import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
 import csv from '../../../src/plugins/serializers/csv.js';
 import type { Rec } from '../../../src/plugins/types.js';
@@ -222,7 +223,7 @@ describe('csv serializer: decode', () => {
 
   it('runs through the engine: chunker, process-chunk, CSV in and CSV out of a loaded pipeline', async () => {
     const config = pipelineWith(`{type: csv, delimiter: ';'}`, '{type: csv}', '  record_chunk_size: 2\n');
-    const plan = buildPlan(config);
+    const plan = buildPlan(config, { registry });
     const text = 'ne;note\ncore-1;"a;b"\ncore-2;x\nbroken\ncore-3;"multi\nline"\n';
     let payload = '';
     let head = '';

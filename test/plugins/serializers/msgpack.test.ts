@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chunksOf } from '../../../src/engine/chunker.js';
 import { buildPlan } from '../../../src/engine/plan.js';
+import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
 import { scanValue } from '../../../src/plugins/common/msgpack-scan.js';
 import msgpack from '../../../src/plugins/serializers/msgpack.js';
@@ -293,7 +294,7 @@ print(json.dumps((pack({"n": 1}) + pack({"x": Ext(5, b"\\x01\\x02\\x03\\x04")}) 
 
   it('runs through the engine: MessagePack in, NDJSON out, the corrupt stretch as a parse error', async () => {
     const config = pipelineWith('{type: msgpack}', '{type: ndjson}', '  record_chunk_size: 2\n');
-    const plan = buildPlan(config);
+    const plan = buildPlan(config, { registry });
     const bytes = Buffer.concat([pyPack([{ a: 1 }, { a: 2 }]), Buffer.from([0xc1]), pyPack([{ a: 3 }, 'x'])]);
     let payload = '';
     const raws: string[] = [];

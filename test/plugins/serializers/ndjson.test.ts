@@ -1,6 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { buildPlan } from '../../../src/engine/plan.js';
+import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
 import ndjson from '../../../src/plugins/serializers/ndjson.js';
 import type { Rec } from '../../../src/plugins/types.js';
@@ -69,7 +70,7 @@ describe('ndjson serializer: decode', () => {
   });
 
   it('the engine hands the bad line to the DLQ as raw bytes (process-chunk, pipeline loaded from YAML)', () => {
-    const plan = buildPlan(pipelineWith('{type: ndjson, strict: true}', '{type: ndjson, ensure_ascii: false}'));
+    const plan = buildPlan(pipelineWith('{type: ndjson, strict: true}', '{type: ndjson, ensure_ascii: false}'), { registry });
     const out = processChunk(plan, { data: Buffer.from('{"a":"Zürich"}\n{oops}\n[1]\n{"a":2}\n'), firstLine: 1, meta: {} }, { keepRecords: false });
     expect(out.recordsIn).toBe(4);
     expect(out.parseErrors.map((e) => Buffer.from(e.raw!).toString('utf8'))).toEqual(['{oops}', '[1]']);

@@ -2,6 +2,7 @@ import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { chunksOf } from '../../../src/engine/chunker.js';
 import { buildPlan } from '../../../src/engine/plan.js';
+import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
 import xml from '../../../src/plugins/serializers/xml.js';
 import type { Rec } from '../../../src/plugins/types.js';
@@ -351,7 +352,7 @@ describe('xml serializer: decode', () => {
 
   it('runs through the engine: a loaded pipeline, chunker and process-chunk, XML in and NDJSON out', async () => {
     const config = pipelineWith('{type: xml, record_element: row}', '{type: ndjson}', '  record_chunk_size: 2\n');
-    const plan = buildPlan(config);
+    const plan = buildPlan(config, { registry });
     const text = '<t><row><a>1</a></row><row><a>2</a></row><row><a>3</b></row><row x="4"/></t>';
     let payload = '';
     const errors: string[] = [];

@@ -15,11 +15,17 @@
 // - Reconnect: a failed connect or a lost session is retried with the shared policy; each state
 //   change is logged once and counted; a stream that exhausts its attempts fails for good.
 import { errorMessage } from '../../../errors.js';
-import type { PluginContext, Source, SourceMeta, SourceUnit } from '../../types.js';
+import type { PluginContext, Rec, Source, SourceMeta, SourceUnit } from '../../types.js';
 import { connectionReporter, waitToReconnect, type ReconnectPolicy } from './reconnect.js';
 
 export interface Message {
+  /** The message as received: decoded by serializer_in, or, with `record`, only counted (bytes_in). */
   body: Buffer;
+  /**
+   * The message already parsed by the connector into a plain JSON object (syslog, gNMI): handed on
+   * without a JSON round trip when every message of a unit has one (SourceUnit.records).
+   */
+  record?: Rec;
   /**
    * Metadata of this message (topic, subject...). A unit holds messages with equal metadata, so
    * keep values that change with every message (offsets, ids) out of it; share one object between
@@ -103,8 +109,9 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
       meta: { ...msgs[0]!.meta, messages: msgs.length },
       size: msgs.reduce((n, m) => n + m.body.length, 0),
       messages: true,
+      records: msgs.every((m) => m.record) ? msgs.map((m) => m.record!) : undefined,
       async *read() {
-        for (const m of msgs) yield m.body;
+        for (const m of msgs) yield m.record ? Buffer.from(JSON.stringify(m.record)) : m.body;
       },
       async done(delivered) {
         allDelivered &&= delivered;

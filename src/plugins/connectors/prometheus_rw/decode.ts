@@ -12,6 +12,7 @@
 // Unknown fields are skipped by wire type, as protobuf requires. Metadata, exemplars and native
 // histograms are not samples: they are counted (`ignored`), not turned into records.
 import * as snappy from 'snappyjs';
+import { uncompressBlock } from '../../common/snappy-block.js';
 
 /** One sample as a record. */
 export interface SampleRecord {
@@ -40,7 +41,7 @@ export class RemoteWriteError extends Error {}
 export function uncompress(body: Uint8Array): Buffer {
   if (body.length === 0) throw new RemoteWriteError('empty body: expected a snappy-compressed protobuf WriteRequest');
   try {
-    const out = snappy.uncompress(body, MAX_UNCOMPRESSED_BYTES) as Uint8Array;
+    const out = uncompressBlock(body, MAX_UNCOMPRESSED_BYTES);
     return Buffer.isBuffer(out) ? out : Buffer.from(out.buffer, out.byteOffset, out.byteLength);
   } catch (e) {
     throw new RemoteWriteError(`not a snappy block (Content-Encoding: snappy, block format): ${(e as Error).message}`);
@@ -111,6 +112,8 @@ class Reader {
   delimited(): number {
     const len = this.varint();
     const end = this.pos + len;
+    // A 10-byte varint reads as a negative int64: such a length would step back (an endless loop, found by fuzzing).
+    if (len < 0) fail('negative length', this.pos);
     if (end > this.end) fail('length past the end of its message', this.pos);
     return end;
   }

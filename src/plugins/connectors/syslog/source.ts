@@ -1,7 +1,7 @@
 // Source `syslog` (stream): listens for syslog messages over UDP (RFC 5426, one message per
 // datagram) or TCP (RFC 6587: octet counting or LF framing, detected per connection), parses
-// RFC 5424 and RFC 3164 (parse.ts) and hands each message on as one JSON object (serializer_in
-// json). Syslog has no acknowledgement: at-most-once. Built on streamSource(): units of up to 1,000
+// RFC 5424 and RFC 3164 (parse.ts) and hands each message on as one record (to serializer_in json
+// as it is, to any other as JSON bytes). Syslog has no acknowledgement: at-most-once. Built on streamSource(): units of up to 1,000
 // messages, the shared queue and metrics; above HIGH_WATER queued messages the session is paused:
 // TCP connections stop being read (the senders' windows fill and they wait), UDP datagrams cannot
 // be held back and are dropped, counted and logged (rate-limited).
@@ -12,7 +12,7 @@ import { SourceError } from '../../../errors.js';
 import { rateLimitedWarn } from '../../common/connector/rate-limited-warn.js';
 import { reconnectFields } from '../../common/connector/reconnect.js';
 import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
-import { defineSource, type LintIssue, type PluginContext } from '../../types.js';
+import { defineSource, type LintIssue, type PluginContext, type Rec } from '../../types.js';
 import { Framer } from './framing.js';
 import { parseSyslog } from './parse.js';
 
@@ -164,7 +164,8 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
     const text = messageText(decode(raw), c.protocol === 'udp');
     if (!text) return;
     stats.received++;
-    push({ body: Buffer.from(JSON.stringify(parseSyslog(text, { peer, protocol: c.protocol }))) });
+    // The record itself goes on (no JSON round trip with serializer_in json); the bytes count as bytes_in.
+    push({ body: raw, record: parseSyslog(text, { peer, protocol: c.protocol }) as unknown as Rec });
   };
 
   if (c.protocol === 'udp') {

@@ -52,6 +52,10 @@ export function chunkRange(meta: NonNullable<FileMetaData['row_groups'][number][
 export function describeGroup(metadata: FileMetaData, index: number, base: number): GroupRef {
   const rg = metadata.row_groups[index]!;
   const rows = Number(rg.num_rows);
+  // A corrupt footer can decode a field as another thrift type (a binary where a list belongs):
+  // checked here, as what describes the group travels on as JSON (found by fuzzing).
+  if (!Array.isArray(rg.columns)) throw new Error('corrupt row group: its column list is not a list');
+  if (!Number.isSafeInteger(rows) || rows < 0) throw new Error(`corrupt row group: ${String(rg.num_rows)} rows`);
   const columns = rg.columns.map((c, i): ChunkRef => {
     if (c.file_path) throw new Error(`column ${i} lives in another file (${c.file_path}), which is not supported`);
     if (!c.meta_data) throw new Error(`column ${i} has no metadata`);

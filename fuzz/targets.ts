@@ -1,0 +1,615 @@
+// One fuzz target per parser that faces the network or a file (issue 19). Each names its seeds
+// (existing fixtures and examples, or valid messages built by the project's own encoders where the
+// repository holds none), the code under test, and which errors are that parser's own typed errors:
+// any other throw, a hang, a memory blow-up or an abort is a finding (fuzz/run.ts).
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RemoteInfo } from 'node:dgram';
+import { Value } from '@sinclair/typebox/value';
+import * as snappy from 'snappyjs';
+import { drawFrom, expression, snmpMessage } from './generators.js';
+import type { Rng, Style } from './mutate.js';
+import { chunksOf } from '../src/engine/chunker.js';
+import type { Decoder, SerializerPlugin } from '../src/plugins/types.js';
+import { SnmpAgent } from '../src/snmp/agent.js';
+import { TrapReceiver } from '../src/snmp/trap-receiver.js';
+import { decodeMessage, encodeCommunity, encodeV3, PduType, type AnyPdu, type V3Message } from '../src/snmp/message.js';
+import { computeMac, localize, makeUser, type UsmUser, type UsmUserConfig } from '../src/snmp/usm.js';
+import { makeVarBind } from '../src/snmp/values.js';
+import { Asn1DecodeError } from '../src/asn1/ber.js';
+import { decodeOne, decodeRecords, topTags, type MessageClass } from '../src/asn1/ber-records.js';
+import { decodeDocument } from '../src/asn1/documents.js';
+import { loadSchema } from '../src/asn1/load.js';
+import { PerError } from '../src/asn1/per.js';
+import { XerError } from '../src/asn1/xer.js';
+import { JerError } from '../src/asn1/jer.js';
+import { compileMibs, type MibSource } from '../src/mib/compiler.js';
+import { loadPipelineText } from '../src/config/load.js';
+import { compile, ExprError } from '../src/expr/index.js';
+import { Framer } from '../src/plugins/connectors/syslog/framing.js';
+import { parseSyslog } from '../src/plugins/connectors/syslog/parse.js';
+import { checkWriteRequest, decodeWriteRequest, encodeWriteRequest, RemoteWriteError, uncompress } from '../src/plugins/connectors/prometheus_rw/decode.js';
+import { GNMI_DESCRIPTOR } from '../src/plugins/connectors/gnmi/gnmi-descriptor.js';
+import { LOADER_OPTIONS, type SubscribeResponse } from '../src/plugins/connectors/gnmi/client.js';
+import { notificationRecords } from '../src/plugins/connectors/gnmi/records.js';
+import asn1Serializer from '../src/plugins/serializers/asn1.js';
+import avro from '../src/plugins/serializers/avro.js';
+import csv from '../src/plugins/serializers/csv.js';
+import json from '../src/plugins/serializers/json.js';
+import msgpack from '../src/plugins/serializers/msgpack.js';
+import ndjson from '../src/plugins/serializers/ndjson.js';
+import parquet from '../src/plugins/serializers/parquet.js';
+import pmXml from '../src/plugins/serializers/pm_xml.js';
+import protobuf from '../src/plugins/serializers/protobuf.js';
+import xml from '../src/plugins/serializers/xml.js';
+
+const ROOT = join(import.meta.dirname, '..');
+const at = (...p: string[]) => join(ROOT, ...p);
+
+export interface Target {
+  name: string;
+  /** What is fuzzed, for --list and the docs. */
+  about: string;
+  style: Style;
+  /** Where the seeds come from (docs/reliability.md lists it). */
+  seedSource: string;
+  seeds(): Promise<Buffer[]> | Buffer[];
+  /**
+   * Runs one input. Returns a short signature of the outcome: features separated by `|` (how
+   * many records, each error message with its numbers blanked). An input that shows a feature
+   * not seen before joins the corpus, as new coverage would in a coverage-guided fuzzer.
+   */
+  run(input: Buffer): string | Promise<string>;
+  /** The parser's own typed errors: thrown by design for bad input, not findings. */
+  expected(e: unknown): boolean;
+  /** Repairs what mutation cannot get right by chance (an SNMPv3 MAC), so the fuzzing gets past it. */
+  fixup?(input: Buffer): Buffer;
+  /** Builds an input from a grammar (fuzz/generators.ts): a share of the inputs come from here. */
+  generate?(r: Rng): Buffer;
+}
+
+/** A broken contract the harness detects (a decoder that throws, a record JSON cannot hold). */
+export class ContractBroken extends Error {
+  override name = 'ContractBroken';
+}
+
+/** Error texts of V8 itself: a parser that reports one as a parse error hides a bug behind it. */
+const ENGINE_TEXT = /Cannot read propert|Cannot set propert|Cannot destructure|is not a function|is not iterable|is not defined|is not a constructor|Maximum call stack|Invalid array length|Invalid string length|Invalid typed array length|Array buffer allocation failed|Cannot convert .* to a BigInt|Cannot mix BigInt/;
+
+/** Cuts the text before anything quoted (often the input) and blanks numbers: one kind of outcome, one signature. */
+export const norm = (s: string) =>
+  s
+    .split(/['"`]/)[0]!
+    .replace(/<[^>]*>?/g, '<>')
+    .replace(/0x[0-9a-f]+/gi, '#')
+    .replace(/\d+/g, '#')
+    .replace(/\s+/g, ' ')
+    .slice(0, 70);
+
+/** JavaScript's own error classes: never a parser's typed error. */
+export const isEngineError = (e: unknown) => e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || e instanceof EvalError || e instanceof URIError;
+
+/**
+ * Parse errors that carry a JavaScript engine error (a library's TypeError caught and reported
+ * with the bytes): the input is handled as the contract says, so these are no findings, but the
+ * message says nothing useful. Collected per run and listed for triage.
+ */
+export const masked = new Set<string>();
+
+const checkMessage = (m: string): void => {
+  const hit = ENGINE_TEXT.exec(m);
+  if (hit && masked.size < 100) masked.add(`${norm(m).slice(0, 60)} [${hit[0]}]`);
+};
+
+/** Records go on as JSON (messages, the DLQ): one that JSON.stringify refuses (a BigInt, a cycle) is a finding. */
+const checkJson = (v: unknown): void => {
+  try {
+    JSON.stringify(v);
+  } catch (e) {
+    throw new ContractBroken(`a record is not JSON-serialisable: ${(e as Error).message}`);
+  }
+};
+
+async function* once(b: Buffer): AsyncGenerator<Buffer> {
+  yield b;
+}
+
+const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim());
+const SAMPLE_RECORDS = lines(at('examples', 'data', 'interfaces.ndjson')).slice(0, 20).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+/** The worked example inputs of a serializer's documentation. */
+function exampleInputs(p: SerializerPlugin): Buffer[] {
+  return (p.examples ?? []).flatMap((e) => (e.worked ? [Buffer.from(e.worked.input, e.worked.encoding ?? 'utf8')] : []));
+}
+
+const encoderOf = (p: SerializerPlugin, cfg: Record<string, unknown>) => p.encoder!(Value.Default(p.config, structuredClone(cfg)) as never);
+
+/** What the serializer's own encoder writes for the sample records, as one file and record by record. */
+function encoded(p: SerializerPlugin, cfg: Record<string, unknown>, records = SAMPLE_RECORDS): Buffer[] {
+  const enc = encoderOf(p, cfg);
+  const file = (rs: typeof records) => Buffer.concat([Buffer.from(enc.head(rs)), enc.body(rs), Buffer.from(enc.tail)]);
+  return enc.whole ? [enc.body(records), enc.body(records.slice(0, 2))] : [file(records), file(records.slice(0, 3)), ...encodedOnes(p, cfg, records.slice(0, 4))];
+}
+
+/** Single messages of the serializer's own encoder (formats that hold one record per payload). */
+const encodedOnes = (p: SerializerPlugin, cfg: Record<string, unknown>, records = SAMPLE_RECORDS): Buffer[] => records.map((r) => encoderOf(p, cfg).one(r));
+
+/**
+ * A serializer decoding a unit the way the engine does: cut by the real chunker (small chunks, so
+ * cuts fall inside the data), each chunk decoded. Bad input must come out through out.error: a
+ * decode() that throws is a finding; split() (reading the unit) may throw its format's errors.
+ */
+function serializerTarget(name: string, p: SerializerPlugin, cfg: Record<string, unknown>, style: Style, seedSource: string, seeds: () => Buffer[]): Target {
+  let dec: Decoder | undefined;
+  return {
+    name,
+    about: `the ${p.key} serializer's decoder (${JSON.stringify(cfg)}) through the engine's chunker`,
+    style,
+    seedSource,
+    seeds,
+    expected: (e) => !(e instanceof ContractBroken) && !isEngineError(e),
+    async run(input) {
+      const d = (dec ??= p.decoder!(Value.Default(p.config, structuredClone(cfg)) as never));
+      const seen = new Set<string>();
+      let records = 0;
+      const out = {
+        record: (r: Record<string, unknown>) => {
+          checkJson(r);
+          records++;
+        },
+        error: (m: string) => {
+          checkMessage(m);
+          seen.add('E' + norm(m));
+        },
+        note: (m: string) => {
+          seen.add('N' + norm(m));
+        },
+      };
+      for await (const chunk of chunksOf(once(input), d.framing, { targetBytes: 2048 })) {
+        if (!chunk.data.length && !chunk.header) continue;
+        try {
+          d.decode({ data: chunk.data, header: chunk.header, firstLine: chunk.firstLine }, out);
+        } catch (e) {
+          if (e instanceof ContractBroken) throw e;
+          throw new ContractBroken(`decode() threw ${(e as Error).name}: ${(e as Error).message} (bad input must go to out.error)`, { cause: e });
+        }
+      }
+      return [`r${Math.min(records, 4)}`, ...seen].join('|');
+    },
+  };
+}
+
+// ---- SNMP -------------------------------------------------------------------------------------
+
+const ENGINE_ID = '80001f888001020304aabbcc';
+const USERS: UsmUserConfig[] = [
+  { name: 'fuzz-none' },
+  { name: 'fuzz-auth', authProtocol: 'SHA', authKey: 'fuzz-auth-key' },
+  { name: 'fuzz-aes', authProtocol: 'SHA256', authKey: 'fuzz-auth-key', privProtocol: 'AES128', privKey: 'fuzz-priv-key' },
+  { name: 'fuzz-des', authProtocol: 'MD5', authKey: 'fuzz-auth-key', privProtocol: 'DES', privKey: 'fuzz-priv-key' },
+];
+const RINFO: RemoteInfo = { address: '192.0.2.1', port: 16200, family: 'IPv4', size: 0 };
+const usmUsers = new Map<string, UsmUser>();
+const usmUser = (name: string): UsmUser | undefined => {
+  const cfg = USERS.find((u) => u.name === name);
+  if (!cfg) return undefined;
+  let u = usmUsers.get(name);
+  if (!u) usmUsers.set(name, (u = makeUser(cfg)));
+  return u;
+};
+
+const vbs = () => [
+  makeVarBind('1.3.6.1.2.1.1.3.0', 'TimeTicks', 12345),
+  makeVarBind('1.3.6.1.6.3.1.1.4.1.0', 'ObjectIdentifier', '1.3.6.1.6.3.1.1.5.3'),
+  makeVarBind('1.3.6.1.2.1.2.2.1.2.1', 'OctetString', 'Gi0/1'),
+  makeVarBind('1.3.6.1.2.1.2.2.1.8.1', 'Integer32', -2),
+  makeVarBind('1.3.6.1.2.1.31.1.1.1.6.1', 'Counter64', '18446744073709551615'),
+  makeVarBind('1.3.6.1.2.1.4.20.1.1.10.0.0.1', 'IpAddress', '10.0.0.1'),
+  makeVarBind('1.3.6.1.2.1.2.2.1.10.1', 'Counter32', 4294967295),
+  makeVarBind('1.3.6.1.4.1.99.1', 'Opaque', '9f780442f60000'),
+  makeVarBind('1.3.6.1.2.1.1.1.0', 'Null', null),
+];
+const pdu = (type: number, varbinds = vbs(), errorStatus = 0, errorIndex = 0): AnyPdu => ({ type, requestId: 0x1234, errorStatus, errorIndex, varbinds });
+const v3Header = (userName: string, reportable: boolean, engineId = Buffer.from(ENGINE_ID, 'hex')) => ({
+  msgId: 77, maxSize: 65507, reportable, engineId, boots: 1, time: 0, userName, contextEngineId: engineId, contextName: '',
+});
+const localUser = (name: string) => (usmUser(name) ? localize(usmUser(name)!, Buffer.from(ENGINE_ID, 'hex')) : null);
+
+/** Valid messages of every version and security level, built by the project's encoder. */
+function snmpSeeds(): Buffer[] {
+  const requests = [pdu(PduType.Get), pdu(PduType.GetNext), pdu(PduType.GetBulk, vbs(), 1, 5), pdu(PduType.Set, vbs().slice(2, 4))];
+  const notifications = [pdu(PduType.TrapV2), pdu(PduType.Inform)];
+  const trapV1 = { ...pdu(PduType.TrapV1, vbs().slice(2)), enterprise: '1.3.6.1.4.1.8072.4', agentAddr: '192.0.2.7', genericTrap: 6, specificTrap: 42, timestamp: 12345 };
+  const out: Buffer[] = [encodeCommunity(0, 'public', trapV1), encodeCommunity(0, 'public', requests[0]!)];
+  for (const p of [...requests, ...notifications]) out.push(encodeCommunity(1, p.type === PduType.Set ? 'private' : 'public', p));
+  for (const u of USERS)
+    for (const p of [...requests, ...notifications]) out.push(encodeV3(v3Header(u.name, p.type !== PduType.TrapV2), localUser(u.name), p));
+  // Discovery: empty engine ID and user, reportable.
+  out.push(encodeV3({ ...v3Header('', true, Buffer.alloc(0)), contextEngineId: Buffer.alloc(0) }, null, pdu(PduType.Get, [])));
+  return out.map((b) => Buffer.from(b));
+}
+
+/** Recomputes the HMAC of an authenticated v3 message of a known user (mutations break it every time). */
+function fixMac(input: Buffer): Buffer {
+  let m: V3Message;
+  try {
+    const d = decodeMessage(input);
+    if (d.version !== 3) return input;
+    m = d as V3Message;
+  } catch {
+    return input;
+  }
+  const u = usmUser(m.userName);
+  if (!(m.flags & 1) || !u?.auth) return input;
+  const local = localize(u, m.engineId);
+  if (m.authParams.len !== local.auth!.macLen) return input;
+  const out = Buffer.from(input);
+  out.fill(0, m.authParams.at, m.authParams.at + m.authParams.len);
+  computeMac(local, out).copy(out, m.authParams.at);
+  return out;
+}
+
+/** A handler's protected onMessage: what the UDP socket calls with each datagram. */
+type Handler = { onMessage(buf: Buffer, rinfo: RemoteInfo): void; startedAt: number };
+
+/** What both SNMP targets take: messages of every version and security level, MACs fixed after mutation. */
+const snmpInputs = () =>
+  ({
+    style: 'bytes',
+    seedSource: 'requests and notifications of every version and security level encoded by src/snmp/message.ts',
+    seeds: snmpSeeds,
+    fixup: fixMac,
+    generate: drawFrom(snmpMessage, (b) => b),
+  }) satisfies Partial<Target>;
+
+function snmpAgentTarget(): Target {
+  let agent: SnmpAgent | undefined;
+  let last = '';
+  const fresh = () => new SnmpAgent({ engineId: ENGINE_ID, community: 'public', writeCommunity: 'private', users: USERS, onActivity: (a) => (last = `${a.version}:${a.request}:${norm((a.error ?? 'ok').replaceAll(a.principal || '\0', 'P'))}`) });
+  return {
+    name: 'snmp-agent',
+    about: 'SNMP messages (v1, v2c, v3 USM: none, SHA, SHA256+AES128, MD5+DES) handled by the agent: decode, USM, request processing, response encoding',
+    ...snmpInputs(),
+    // The agent turns malformed messages into a logged drop itself: anything thrown out of
+    // onMessage ends up as "internal error" in the UDP service, so every throw is a finding.
+    expected: () => false,
+    run(input) {
+      agent ??= fresh();
+      const h = agent as unknown as Handler;
+      h.startedAt = Date.now(); // inside the USM time window, however long the run
+      last = 'silent';
+      h.onMessage(input, RINFO);
+      // A SET changes the agent's table: start the next input from the same state.
+      if (last.includes(':set:')) agent = fresh();
+      return last;
+    },
+  };
+}
+
+function snmpTrapTarget(): Target {
+  let rx: TrapReceiver | undefined;
+  let last = '';
+  return {
+    name: 'snmp-trap',
+    about: 'SNMP notifications (v1 traps, v2c traps and informs, v3 USM traps and informs) handled by the trap receiver',
+    ...snmpInputs(),
+    expected: () => false,
+    run(input) {
+      rx ??= new TrapReceiver({ engineId: ENGINE_ID, users: USERS, onTrap: (t) => (last = `${t.version}:${t.kind}:${Math.min(t.varbinds.length, 3)}`), onDrop: (why) => (last = norm(why)) });
+      (rx as unknown as Handler).startedAt = Date.now();
+      last = 'silent';
+      (rx as unknown as Handler).onMessage(input, RINFO);
+      return last;
+    },
+  };
+}
+
+// ---- ASN.1 ------------------------------------------------------------------------------------
+
+const CDR_DIR = at('examples', 'schemas', 'cdr');
+const ASN1_ERRORS = [Asn1DecodeError, PerError, XerError, JerError];
+const VECTORS = () => JSON.parse(readFileSync(at('test', 'asn1', 'fixtures', 'vectors.json'), 'utf8')) as Record<string, Record<string, string[]>>;
+
+/** DER and XER of the test suite's charging records (test/asn1/cdr-data.ts), encoded by asn1c as the tests do. */
+async function asn1cSeeds(format: 'der' | 'xer'): Promise<Buffer[]> {
+  const [{ asn1cEncode }, { cdrCase }] = await Promise.all([import('../test/asn1/asn1c.js'), import('../test/asn1/cdr-data.js')]);
+  return asn1cEncode(CDR_DIR, 'CallEventRecord', format, Array.from({ length: 12 }, (_, i) => cdrCase(i).xer));
+}
+
+function asn1Target(encoding: 'ber' | 'der' | 'per' | 'uper' | 'xer' | 'jer'): Target {
+  let classes: MessageClass[] | undefined;
+  const load = () => (classes ??= [{ name: 'CallEventRecord', type: loadSchema(CDR_DIR).type('CallEventRecord') }]);
+  const split = encoding === 'ber';
+  return {
+    name: `asn1-${encoding}`,
+    about: split
+      ? 'ASN.1 BER: a CDR file of concatenated CallEventRecords, split and decoded record by record (split_records: true)'
+      : `ASN.1 ${encoding.toUpperCase()}: one CallEventRecord document (examples/schemas/cdr)`,
+    style: encoding === 'xer' || encoding === 'jer' ? 'text' : 'bytes',
+    seedSource:
+      encoding === 'der' || encoding === 'ber' || encoding === 'xer'
+        ? 'test/asn1/cdr-data.ts records encoded by asn1c (test/asn1/asn1c.ts), plus the serializer\'s documented example'
+        : 'test/asn1/fixtures/vectors.json',
+    async seeds() {
+      if (encoding === 'per' || encoding === 'uper' || encoding === 'jer') return VECTORS()['ChargingRecords.CallEventRecord']![encoding]!.map((h) => Buffer.from(h, encoding === 'jer' ? 'utf8' : 'hex'));
+      const ders = await asn1cSeeds(encoding === 'xer' ? 'xer' : 'der');
+      if (!split) return ders;
+      return [...exampleInputs(asn1Serializer), Buffer.concat(ders), Buffer.concat(ders.slice(0, 3))];
+    },
+    // JER text that is no JSON fails in JSON.parse with its SyntaxError, which the serializer reports.
+    expected: (e) => ASN1_ERRORS.some((c) => e instanceof c) || (encoding === 'jer' && e instanceof SyntaxError),
+    run(input) {
+      const cls = load();
+      if (split) {
+        const errs = new Set<string>();
+        let n = 0;
+        decodeRecords(input, 0, cls, topTags(cls), {
+          record: (v) => {
+            checkJson(v);
+            n++;
+          },
+          error: (m) => {
+            checkMessage(m);
+            errs.add(norm(m));
+          },
+        });
+        return [`r${Math.min(n, 4)}`, ...errs].join('|');
+      }
+      let v: unknown;
+      if (encoding === 'der') {
+        const r = decodeOne(cls, input, 0, input.length);
+        v = r.value;
+      } else v = decodeDocument(encoding, cls, input);
+      checkJson(v);
+      return 'ok';
+    },
+  };
+}
+
+// ---- text and schema inputs ---------------------------------------------------------------------
+
+const MIB_DIR = at('test', 'fixtures', 'mibs', 'net-snmp');
+/** The SMI modules most MIBs import: compiled with the fuzzed module so its definitions resolve. */
+const MIB_BASE = ['SNMPv2-SMI', 'SNMPv2-TC', 'SNMPv2-CONF', 'RFC1155-SMI', 'RFC-1215'];
+
+function mibTarget(): Target {
+  let base: MibSource[] | undefined;
+  return {
+    name: 'mib',
+    about: 'the SMI parser and compiler: one fuzzed module compiled with SNMPv2-SMI/TC/CONF, RFC1155-SMI and RFC-1215 (partial mode)',
+    style: 'text',
+    seedSource: 'test/fixtures/mibs/net-snmp (the net-snmp MIB modules under 64 KB)',
+    seeds: () =>
+      readdirSync(MIB_DIR)
+        .filter((f) => f.endsWith('.txt'))
+        .map((f) => readFileSync(join(MIB_DIR, f)))
+        .filter((b) => b.length < 64 * 1024),
+    // compileMibs never throws on bad input: it returns diagnostics.
+    expected: () => false,
+    run(input) {
+      base ??= MIB_BASE.map((m) => ({ file: `${m}.txt`, text: readFileSync(join(MIB_DIR, `${m}.txt`), 'utf8'), group: 'bundled' }));
+      const r = compileMibs([...base, { file: 'FUZZ.txt', text: input.toString('utf8') }], { mode: 'partial' });
+      return `${r.modules.length}:${r.failed.map((f) => norm(f.errors[0]?.message ?? 'missing')).join('|')}`;
+    },
+  };
+}
+
+function yamlTarget(): Target {
+  return {
+    name: 'pipeline-yaml',
+    about: 'the pipeline YAML loader (loadPipelineText): YAML, ${VAR} interpolation, schema and lint diagnostics',
+    style: 'text',
+    seedSource: 'templates/*.yaml and examples/*.yaml',
+    seeds: () =>
+      [['templates'], ['examples']].flatMap(([d]) =>
+        readdirSync(at(d!))
+          .filter((f) => f.endsWith('.yaml'))
+          .map((f) => readFileSync(at(d!, f))),
+      ),
+    // The loader returns diagnostics for bad input; it throws nothing.
+    expected: () => false,
+    run(input) {
+      const r = loadPipelineText(input.toString('utf8'), { env: { HOME: '/nonexistent', SVC_FUZZ: 'x' } });
+      return r.config ? 'ok' : r.diagnostics.slice(0, 3).map((d) => `${d.code}:${norm(d.message).slice(0, 30)}`).join('|');
+    },
+  };
+}
+
+/** String literals of calls like `ev('...')` in a test file (single-quoted, the tests' style). */
+function literalsOf(file: string, call: RegExp): string[] {
+  const src = readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const m of src.matchAll(new RegExp(`${call.source}\\('((?:[^'\\\\]|\\\\.)*)'`, 'g'))) {
+    try {
+      out.push(JSON.parse(`"${m[1]!.replace(/\\'/g, "'").replace(/"/g, '\\"')}"`) as string);
+    } catch {
+      // a literal with an escape JSON does not know: skipped
+    }
+  }
+  return out;
+}
+
+const EXPR_SCOPE = { ...SAMPLE_RECORDS[1], tags: ['a', 'b'], nested: { x: { y: [1, 2, 3] } }, s: 'Gi0/1 up', n: null, big: 2 ** 60, f: 0.5, t: true };
+
+function exprTarget(): Target {
+  return {
+    name: 'expr',
+    about: 'the expression language: compile (tokenizer, parser, limits) and evaluation against a record',
+    style: 'text',
+    seedSource: 'the expressions of test/expr/*.test.ts',
+    seeds: () => {
+      const dir = at('test', 'expr');
+      const all = readdirSync(dir)
+        .filter((f) => f.endsWith('.ts'))
+        .flatMap((f) => literalsOf(join(dir, f), /\b(?:ev|compile|runError|compileError)/));
+      return [...new Set(all)].filter((s) => s.length < 4096).map((s) => Buffer.from(s, 'utf8'));
+    },
+    generate: drawFrom(expression, (s) => Buffer.from(s, 'utf8')),
+    expected: (e) => e instanceof ExprError,
+    run(input) {
+      const f = compile(input.toString('utf8'));
+      let v: unknown;
+      try {
+        v = f(structuredClone(EXPR_SCOPE));
+      } catch (e) {
+        if (e instanceof ExprError) return `run:${norm(e.message).slice(0, 30)}`;
+        throw e;
+      }
+      return `ok:${typeof v}`;
+    },
+  };
+}
+
+// ---- connectors -----------------------------------------------------------------------------------
+
+const SYSLOG_CTX = { peer: '192.0.2.1:514', protocol: 'tcp', now: new Date('2026-11-27T10:00:00Z') };
+
+function syslogTarget(): Target {
+  const parse = (text: string): string => {
+    const r = parseSyslog(text, SYSLOG_CTX);
+    checkJson(r);
+    return `${r.format}:${norm(r.parse_error ?? '')}`;
+  };
+  return {
+    name: 'syslog',
+    about: 'syslog: the input as one UDP datagram (parseSyslog), and as a TCP stream cut by the Framer (octet counting or LF) in two reads',
+    style: 'text',
+    seedSource: 'the messages of test/connectors/syslog-parse.test.ts, also octet-counted',
+    seeds: () => {
+      const msgs = literalsOf(at('test', 'connectors', 'syslog-parse.test.ts'), /parseSyslog/);
+      const counted = msgs.map((m) => `${Buffer.byteLength(m)} ${m}`).join('');
+      return [...msgs.map((m) => Buffer.from(m)), Buffer.from(counted), Buffer.from(msgs.join('\n') + '\n')];
+    },
+    expected: () => false,
+    run(input) {
+      const sigs = new Set<string>([parse(input.toString('utf8'))]);
+      const framer = new Framer({ maxSize: 2048, onMessage: (m) => sigs.add(parse(m.toString('utf8'))) });
+      const cut = Math.floor(input.length / 3);
+      framer.push(input.subarray(0, cut));
+      framer.push(input.subarray(cut));
+      framer.end();
+      return [...sigs].sort().slice(0, 4).join('|') + framer.kind;
+    },
+  };
+}
+
+function remoteWriteTarget(): Target {
+  return {
+    name: 'prometheus-rw',
+    about: 'Prometheus remote-write: the input as the protobuf WriteRequest (snappy-compressed, then checked and decoded as the source does), and as a raw body',
+    style: 'bytes',
+    seedSource: 'WriteRequests built by encodeWriteRequest (src/plugins/connectors/prometheus_rw/decode.ts) as test/connectors/prometheus_rw.test.ts does',
+    seeds: () => [
+      encodeWriteRequest([]),
+      encodeWriteRequest([{ labels: { __name__: 'up', job: 'node', instance: 'h:9100' }, samples: [{ value: 1, timestamp_ms: 1764230400000 }] }]),
+      encodeWriteRequest([
+        { labels: { __name__: 'if_in_octets', ifName: 'Gi0/1' }, samples: [0, 1.5, -1, NaN, Infinity, 2 ** 53].map((value, i) => ({ value, timestamp_ms: 1764230400000 + i * 1000 })) },
+        { labels: { __name__: 'h', le: '+Inf' }, samples: [{ value: 7, timestamp_ms: -1000 }] },
+      ]),
+    ],
+    expected: (e) => e instanceof RemoteWriteError,
+    run(input) {
+      let raw = 'raw-ok';
+      try {
+        uncompress(input);
+      } catch (e) {
+        if (!(e instanceof RemoteWriteError)) throw e;
+        raw = 'raw-bad';
+      }
+      const body = uncompress(Buffer.from(snappy.compress(input)));
+      checkWriteRequest(body);
+      let n = 0;
+      const ignored = decodeWriteRequest(body, (r) => {
+        checkJson(r);
+        n++;
+      });
+      return `${raw}:${Math.min(n, 4)}:${JSON.stringify(ignored)}`;
+    },
+  };
+}
+
+type Codec = { responseSerialize(v: unknown): Buffer; responseDeserialize(b: Buffer): SubscribeResponse };
+
+function gnmiTarget(): Target {
+  let codec: Codec | undefined;
+  const load = async () => {
+    const loader = await import('@grpc/proto-loader');
+    const def = loader.fromJSON(GNMI_DESCRIPTOR as never, LOADER_OPTIONS) as unknown as Record<string, Record<string, Codec>>;
+    return (codec ??= def['gnmi.gNMI']!.Subscribe!);
+  };
+  return {
+    name: 'gnmi',
+    about: 'gNMI: a SubscribeResponse as the gRPC stream delivers it (protobuf, proto-loader options of the client), then its records and TypedValues',
+    style: 'bytes',
+    seedSource: 'the TypedValues of test/connectors/gnmi.test.ts in SubscribeResponses, serialised with the client\'s descriptor',
+    async seeds() {
+      const c = await load();
+      const vals = [
+        { string_val: 'up' }, { int_val: '-9223372036854775808' }, { uint_val: '18446744073709551615' }, { bool_val: false }, { bytes_val: Buffer.from([0, 1, 254]) },
+        { float_val: 1.1 }, { double_val: 0.3 }, { decimal_val: { digits: '-12345', precision: 2 } },
+        { leaflist_val: { element: [{ string_val: 'a' }, { uint_val: '7' }] } }, { any_val: { type_url: 'type.googleapis.com/x.Y', value: Buffer.from('hi') } },
+        { json_val: Buffer.from('{"in":18446744073709551615,"name":"eth0"}') }, { json_ietf_val: Buffer.from('{"a:b":true}') }, { ascii_val: 'x' },
+      ];
+      const path = { origin: 'openconfig', elem: [{ name: 'interfaces' }, { name: 'interface', key: { name: 'eth0' } }, { name: 'state' }] };
+      return [
+        c.responseSerialize({ sync_response: true }),
+        ...vals.map((val) => c.responseSerialize({ update: { timestamp: '1764230400000000000', prefix: { target: 'rtr1', ...path }, update: [{ path: { elem: [{ name: 'leaf' }] }, val, duplicates: 2 }], delete: [path] } })),
+      ];
+    },
+    // grpc-js catches what the deserializer throws (the stream ends with INTERNAL), so any error
+    // of protobufjs there is the format's own; the records built after it must not throw.
+    expected: (e) => !(e instanceof ContractBroken),
+    async run(input) {
+      const c = codec ?? (await load());
+      const msg = c.responseDeserialize(input);
+      try {
+        if (!msg.update) return `no-update:${msg.response}`;
+        const recs = notificationRecords(msg.update, '192.0.2.1:57400');
+        checkJson(recs);
+        return recs.map((r) => `${r.type}`).slice(0, 4).join(',');
+      } catch (e) {
+        if (e instanceof ContractBroken) throw e;
+        throw new ContractBroken(`records of a decoded SubscribeResponse threw ${(e as Error).name}: ${(e as Error).message}`, { cause: e });
+      }
+    },
+  };
+}
+
+// ---- the list ---------------------------------------------------------------------------------
+
+const SCHEMAS = at('examples', 'schemas');
+const PM_XML = at('templates', 'testdata', 'A20261126.1000+0100-1015+0100_gNB-Paris-01.xml');
+const avroCfg = { schema_file: join(SCHEMAS, 'interface.avsc'), use_magic_bytes: false };
+const protoCfg = { schema_file: join(SCHEMAS, 'interface.proto'), message_class: 'Interface' };
+const PROTO_RECORDS = SAMPLE_RECORDS.map((r, i) => ({ host: r.host, if_index: i, in_octets: String(r.ifInOctets), oper_status: i % 3 }));
+const AVRO_RECORDS = SAMPLE_RECORDS.map((r, i) => ({ host: r.host, ifIndex: i, ifInOctets: r.ifInOctets }));
+const fromDocs = 'the serializer\'s documented examples';
+const fromEncoder = 'examples/data/interfaces.ndjson written by the serializer\'s own encoder';
+
+export const TARGETS: Target[] = [
+  snmpAgentTarget(),
+  snmpTrapTarget(),
+  ...(['ber', 'der', 'per', 'uper', 'xer', 'jer'] as const).map(asn1Target),
+  serializerTarget('pm_xml', pmXml, {}, 'text', `${fromDocs} and templates/testdata/*.xml`, () => [...exampleInputs(pmXml), readFileSync(PM_XML)]),
+  serializerTarget('xml', xml, {}, 'text', `${fromDocs}, ${fromEncoder}`, () => [...exampleInputs(xml), ...encoded(xml, {})]),
+  serializerTarget('csv', csv, {}, 'text', `${fromDocs}, ${fromEncoder}`, () => [...exampleInputs(csv), ...encoded(csv, {})]),
+  serializerTarget('ndjson', ndjson, {}, 'text', `${fromDocs} and examples/data/interfaces.ndjson`, () => [...exampleInputs(ndjson), Buffer.from(lines(at('examples', 'data', 'interfaces.ndjson')).slice(0, 30).join('\n'))]),
+  serializerTarget('json', json, {}, 'text', `${fromDocs}, ${fromEncoder}, the VES schema (test/fixtures/ves)`, () => [...exampleInputs(json), ...encoded(json, {}), readFileSync(at('test', 'fixtures', 'ves', 'CommonEventFormat_30.1.1.json')).subarray(0, 60000)]),
+  serializerTarget('msgpack', msgpack, {}, 'bytes', `${fromDocs}, ${fromEncoder}`, () => [...exampleInputs(msgpack), ...encoded(msgpack, {})]),
+  serializerTarget('avro-container', avro, avroCfg, 'bytes', `${fromEncoder} (container files, null, deflate and snappy codecs)`, () => [...encoded(avro, avroCfg, AVRO_RECORDS as never).slice(0, 2), ...(['deflate', 'snappy'] as const).flatMap((codec) => encoded(avro, { ...avroCfg, codec }, AVRO_RECORDS as never).slice(0, 1))]),
+  serializerTarget('avro-datum', avro, avroCfg, 'bytes', `${fromDocs}, single datums of ${fromEncoder}`, () => [...exampleInputs(avro).slice(0, 1), ...encoded(avro, avroCfg, AVRO_RECORDS as never).slice(2)]),
+  serializerTarget('protobuf', protobuf, protoCfg, 'bytes', `${fromDocs}, ${fromEncoder} (length-delimited)`, () => [...exampleInputs(protobuf), ...encoded(protobuf, protoCfg, PROTO_RECORDS as never)]),
+  serializerTarget('protobuf-single', protobuf, { ...protoCfg, framing: 'none', use_magic_bytes: false }, 'bytes', `${fromDocs}, single messages of ${fromEncoder}`, () => encodedOnes(protobuf, { ...protoCfg, framing: 'none', use_magic_bytes: false }, PROTO_RECORDS.slice(0, 6) as never)),
+  serializerTarget('parquet', parquet, {}, 'bytes', `${fromDocs} (written by @dsnp/parquetjs), ${fromEncoder} (snappy, gzip, none)`, () => [
+    ...exampleInputs(parquet),
+    ...(['snappy', 'gzip', 'none'] as const).flatMap((compression) => encoded(parquet, { compression }).slice(1)),
+  ]),
+  mibTarget(),
+  yamlTarget(),
+  exprTarget(),
+  syslogTarget(),
+  remoteWriteTarget(),
+  gnmiTarget(),
+];
+
+export const targetNamed = (name: string): Target | undefined => TARGETS.find((t) => t.name === name);

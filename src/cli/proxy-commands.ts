@@ -1,0 +1,29 @@
+// `svc pipelines|runs|dlq ...`: commands that call a running daemon's API (SVC_API_URL, SVC_API_KEY).
+import { dlqCommand } from './dlq.js';
+import { pipelinesCommand, ProxyError, runsCommand } from './proxy.js';
+
+const apiUrl = () => process.env.SVC_API_URL || 'http://localhost:8765';
+const apiKey = () => process.env.SVC_API_KEY || undefined;
+const out = (s: string) => void process.stdout.write(s);
+
+/** A ProxyError (the daemon's answer, or no answer) as one line and exit 1; anything else is a bug. */
+function reported(e: unknown): number {
+  if (!(e instanceof ProxyError)) throw e;
+  process.stderr.write(`svc: ${e.message}\n`);
+  return 1;
+}
+
+export async function cmdProxy(cmd: 'pipelines' | 'runs', args: string[], values: { json?: boolean; pipeline?: string; status?: string; limit?: string }): Promise<number> {
+  const ctx = { url: apiUrl(), apiKey: apiKey(), json: !!values.json, out };
+  try {
+    if (cmd === 'pipelines') await pipelinesCommand(args, ctx);
+    else await runsCommand(args, values, ctx);
+    return 0;
+  } catch (e) {
+    return reported(e);
+  }
+}
+
+export function cmdDlq(args: string[]): Promise<number> {
+  return dlqCommand(args, { url: apiUrl(), apiKey: apiKey(), out }).catch(reported);
+}

@@ -52,7 +52,8 @@ export function sharedExecutor(plan: ChunkPlan, config: PipelineConfig, threads:
   // Piscina counts a worker ready before its module has loaded; the worker says so itself.
   let ready = 0;
   pool.on('message', (m: unknown) => {
-    if (m === WORKER_READY) ready++;
+    // A worker that died is replaced and says so again: never count more than there are.
+    if (m === WORKER_READY) ready = Math.min(ready + 1, workers);
   });
   let busy = 0;
   const inline = (input: ChunkInput) => processChunk(plan, input, { keepRecords: true, stopAt: plan.mainFrom });

@@ -36,6 +36,8 @@ export interface ChunkPlan {
    * records (the chain's length when only sink chains hold); undefined when none holds.
    */
   mainFrom?: number;
+  /** serializer_in is `json`: records a source parsed itself (SourceUnit.records) need no decoding. */
+  decodesJson: boolean;
 }
 
 function plugin<T>(reg: Registry, kind: keyof Registry, type: string): T {
@@ -103,6 +105,7 @@ export function buildPlan(config: PipelineConfig, opts: { registry: Registry; lo
   const sinkPlans = sinks.map((s) => ({ ...s, holds: s.chain.some((t) => t.drain || t.open) }));
   return {
     decoder: ser.decoder(config.serializer_in as never),
+    decodesJson: ser.key === 'json',
     chain,
     sinks: sinkPlans,
     copyForSinks: sinks.length > 1 && sinks.some((s) => s.chain.length > 0),

@@ -127,11 +127,9 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
     error: (message: string, raw: Buffer | string) => out.parseErrors.push({ message, raw: toBytes(raw) }),
     note: ctx.note,
   };
-  if (input.records) {
-    // decoded by the source
-  } else if (input.messages) {
+  if (input.messages) {
     for (const m of input.messages) plan.decoder.decode({ data: asBuffer(m), firstLine: 1 }, sink);
-  } else if (input.data.length > 0 || input.header) {
+  } else if (!input.records && (input.data.length > 0 || input.header)) {
     plan.decoder.decode({ data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, sink);
   }
   out.recordsIn = decoded.length + out.parseErrors.length;

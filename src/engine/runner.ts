@@ -310,7 +310,7 @@ class PipelineRun {
 
   /** A unit's chunks: its records as they are when serializer_in is json (what `json` would decode them into), else its bytes. */
   private chunksOfUnit(unit: SourceUnit, framing: Framing, opts: ChunkOptions): AsyncIterable<Chunk> | Iterable<Chunk> {
-    if (unit.records && this.config.serializer_in.type === 'json') {
+    if (unit.records && this.plan.decodesJson) {
       this.counters.bytes_in += unit.size ?? 0;
       return recordChunksOf(unit.records, opts.maxLines);
     }

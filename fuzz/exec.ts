@@ -46,3 +46,22 @@ export function errorSignature(e: unknown): string {
   const frame = frames.find((l) => l.includes('/src/')) ?? frames.find((l) => l.includes('node_modules')) ?? '';
   return `${err.name}: ${norm(err.message.split(':')[0]!)} @ ${frame.trim().replace(/:\d+\)?$/, '').replace(/^.*\/(src|node_modules)\//, '$1/')}`;
 }
+
+/**
+ * A feature without the words it copies from the input ("SD-ELEMENT [x@y: expected ..." quotes the
+ * bad element): otherwise every new input would be a new feature and the corpus would fill with
+ * noise. The input is compared with its numbers blanked, as the feature's are; a run of copied
+ * words is one `~`.
+ */
+export const withoutEchoes = (feature: string, text: string) =>
+  feature
+    .split(' ')
+    .map((w) => {
+      const core = w.replace(/[:,;.]+$/, '');
+      return core.length > 3 && text.includes(core) ? '~' : w;
+    })
+    .join(' ')
+    .replace(/[~_]( [~_])+/g, '~');
+
+/** The input as the features see it: numbers blanked (norm() in fuzz/targets.ts). */
+export const echoText = (input: Buffer) => input.toString('latin1').replace(/\d+/g, '#');

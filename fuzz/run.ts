@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { errorSignature, execOnce, HANG_MS, tooMuchMemory } from './exec.js';
+import { echoText, errorSignature, execOnce, HANG_MS, tooMuchMemory, withoutEchoes } from './exec.js';
 import { mutate, Rng } from './mutate.js';
 import { masked, TARGETS, targetNamed, type Target } from './targets.js';
 
@@ -43,17 +43,18 @@ const describe = (e: unknown) => (e instanceof Error ? `${e.stack ?? e.message}$
 // ---- the child: the fuzz loop of one target -------------------------------------------------------
 
 /**
- * A feature without the words it copies from the input ("SD-ELEMENT [x@y: expected ..." quotes the
- * bad element): otherwise every new input would be a new feature and the corpus would fill with noise.
+ * A message's template, roughly: its words up to the second that ends in a colon ("XML piece 3:
+ * unmatched closing tag:" of "... tag: <the input's tag>"), else up to the first, else its first
+ * three. Where a parser's message still carries parts of the input after norm() and
+ * withoutEchoes(), new features keep coming from one template; a family adds at most FAMILY_CAP
+ * inputs to the corpus, so the corpus does not fill up with near-copies.
  */
-const withoutEchoes = (feature: string, input: Buffer) =>
-  feature
-    .split(' ')
-    .map((w) => {
-      const core = w.replace(/[:,;.]+$/, '');
-      return core.length > 1 && input.includes(core) ? '~' : w;
-    })
-    .join(' ');
+function familyOf(feature: string): string {
+  const words = feature.split(' ');
+  const colons = words.flatMap((w, i) => (w.endsWith(':') ? [i] : []));
+  return words.slice(0, (colons[1] ?? colons[0] ?? 2) + 1).join(' ');
+}
+const FAMILY_CAP = 50;
 
 /** Of two corpus entries the shorter: small inputs run faster, so more of them run. */
 const smaller = (a: Buffer, b: Buffer) => (a.length <= b.length ? a : b);
@@ -78,6 +79,7 @@ async function childLoop(t: Target, seconds: number, seed: number, curFile: stri
   if (!corpus.length) corpus.push(Buffer.alloc(1));
   const queue = [...corpus]; // every seed and saved input runs once as it is first
   const sigs = new Set<string>(); // features of outcomes seen so far
+  const families = new Map<string, number>(); // corpus entries kept per family of features
   let execs = 0;
   let findings = 0;
   const started = Date.now();
@@ -110,14 +112,17 @@ async function childLoop(t: Target, seconds: number, seed: number, curFile: stri
       const again = await execOnce(t, input);
       if (tooMuchMemory(again.rssGrowth, input.length)) found(input, 'memory', `memory: ${t.name} grew RSS by ${again.rssGrowth >> 20} MB`, `${input.length} bytes grew RSS by ${res.rssGrowth} then ${again.rssGrowth} bytes`);
     }
-    let fresh = false;
-    if (res.kind === 'ok')
-      for (const f of res.sig.split('|').map((x) => withoutEchoes(x, input)))
+    let fresh: string | undefined;
+    if (res.kind === 'ok') {
+      const text = echoText(input);
+      for (const f of res.sig.split('|').map((x) => withoutEchoes(x, text)))
         if (!sigs.has(f)) {
           sigs.add(f);
-          fresh = true;
+          fresh ??= familyOf(f);
         }
-    if (fresh) {
+    }
+    if (fresh !== undefined && (families.get(fresh) ?? 0) < FAMILY_CAP) {
+      families.set(fresh, (families.get(fresh) ?? 0) + 1);
       if (corpus.length < MAX_CORPUS && !corpus.includes(input)) {
         corpus.push(input);
         writeFileSync(join(dir, hashOf(input)), input);

@@ -76,15 +76,32 @@ export class ContractBroken extends Error {
 /** Error texts of V8 itself: a parser that reports one as a parse error hides a bug behind it. */
 const ENGINE_TEXT = /Cannot read propert|Cannot set propert|Cannot destructure|is not a function|is not iterable|is not defined|is not a constructor|Maximum call stack|Invalid array length|Invalid string length|Invalid typed array length|Array buffer allocation failed|Cannot convert .* to a BigInt|Cannot mix BigInt/;
 
-/** Cuts the text before anything quoted (often the input) and blanks numbers: one kind of outcome, one signature. */
-export const norm = (s: string) =>
-  s
+const WORD = '(?:#(?::#)*|<>|[a-z]+|[A-Z]+|[A-Z][a-z]+)';
+/** A word of a message's own text: lower, UPPER or Capitalised, # (a number), <> (a tag); hyphenated, bracketed, punctuated. */
+const PROSE = new RegExp(`^[(\\[]?${WORD}(?:-${WORD})*[:,.;)\\]]{0,2}$`);
+
+/**
+ * One kind of outcome, one signature: the text before anything quoted (often the input), numbers
+ * blanked, and of the rest only the words up to the first one that is not plain prose (mixed case,
+ * digits, symbols, non-ASCII: a tag, key or token copied from the input), then `_`, then the plain
+ * words that end the message (its template's tail: "... of <> has no value"). Without this a parser
+ * that names the offending tag gave every mutated tag a feature of its own, and the corpus filled
+ * up with near-copies.
+ */
+export const norm = (s: string) => {
+  const words = s
     .split(/['"`]/)[0]!
     .replace(/<[^>]*>?/g, '<>')
     .replace(/0x[0-9a-f]+/gi, '#')
     .replace(/\d+/g, '#')
-    .replace(/\s+/g, ' ')
-    .slice(0, 70);
+    .split(/\s+/)
+    .filter(Boolean);
+  const head = words.findIndex((w) => !PROSE.test(w));
+  if (head < 0) return words.join(' ').slice(0, 70);
+  let tail = words.length;
+  while (tail > head + 1 && words.length - tail < 4 && PROSE.test(words[tail - 1]!)) tail--;
+  return [...words.slice(0, head), '_', ...words.slice(tail)].join(' ').slice(0, 70);
+};
 
 /** JavaScript's own error classes: never a parser's typed error. */
 export const isEngineError = (e: unknown) => e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || e instanceof EvalError || e instanceof URIError;
@@ -523,7 +540,9 @@ function remoteWriteTarget(): Target {
         checkJson(r);
         n++;
       });
-      return `${raw}:${Math.min(n, 4)}:${JSON.stringify(ignored)}`;
+      // Which kinds were skipped, not how many: a count per feature filled the corpus with near-copies.
+      const skipped = Object.entries(ignored).flatMap(([k, v]) => (v ? [k] : []));
+      return `${raw}:${Math.min(n, 4)}:${skipped.join(',')}`;
     },
   };
 }

@@ -323,11 +323,17 @@ function stringLike(b: Body, f: PrimDec): ContentsDec {
 function segments(buf: Buffer, p: number, stop: number, end: number, parts: Buffer[], bits: boolean): number {
   for (;;) {
     if (stop >= 0 ? p >= stop : buf[p] === 0 && buf[p + 1] === 0) return stop >= 0 ? stop : p + 2;
-    if (!header(buf, p, stop >= 0 ? stop : end)) throw new Asn1DecodeError('truncated string segment', p);
+    const limit = stop >= 0 ? stop : end;
+    if (!header(buf, p, limit)) throw new Asn1DecodeError('truncated string segment', p);
     const s = hBody;
     const segStop = hLen >= 0 ? s + hLen : -1;
-    if (hCons) p = segments(buf, s, segStop, end, parts, bits);
-    else {
+    // A segment must end inside its parent: one that runs past it would be read again by every
+    // enclosing level (a fuzzed 127-byte CDR took seconds).
+    if (segStop > limit) throw new Asn1DecodeError('string segment longer than the string that holds it', p);
+    if (hCons) {
+      p = segments(buf, s, segStop, end, parts, bits);
+      if (p > limit) throw new Asn1DecodeError('string segment longer than the string that holds it', s);
+    } else {
       // BIT STRING segments carry their own unused-bits octet; only the last may be non-zero.
       parts.push(bits && parts.length ? buf.subarray(s + 1, segStop) : buf.subarray(s, segStop));
       p = segStop;

@@ -171,4 +171,14 @@ describe('element boundaries', () => {
     expect(() => elementEnd(Buffer.from('3085ffffffffff', 'hex'), 0, 7)).toThrow(/invalid length/);
     expect(() => elementEnd(Buffer.from('30040205010203', 'hex'), 0, 7)).toThrow(/past the end/);
   });
+
+  it('rejects a string segment that runs past the segmented string holding it, without reading it again per level', () => {
+    const msg = loadSchema(TYPES).type('Msg');
+    // [APPLICATION 5] { SEQUENCE { a [0] 1, b [1] IMPLICIT IA5String in segments: the first claims 5 of the 4 bytes } }
+    const bad = Buffer.from('650e300ca0030201' + '01a104' + '1605616263' + '6465', 'hex');
+    expect(() => decodeBer(msg, bad, 0, bad.length)).toThrow(/segment longer than the string that holds it/);
+    // Nested segments, each claiming more than its parent: found at the first level, not walked 2^depth times.
+    const nested = Buffer.from('650e300ca0030201' + '01a104' + 'a17f' + 'a17f' + '0000', 'hex');
+    expect(() => decodeBer(msg, nested, 0, nested.length)).toThrow(/segment longer than the string that holds it/);
+  });
 });

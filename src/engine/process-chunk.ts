@@ -5,6 +5,8 @@ import { truthy } from '../expr/index.js';
 import type { DrainPoint, Rec, RecordContext, SourceMeta } from '../plugins/types.js';
 import type { ChunkPlan, LabeledTransform } from './plan.js';
 
+const NO_BYTES = new Uint8Array(0);
+
 export interface ChunkInput {
   data: Uint8Array;
   /** Separate messages (webhook bodies, queue messages): each is decoded on its own; `data` is empty. */
@@ -28,6 +30,7 @@ export interface StageError {
 }
 
 export interface SinkOutput {
+  /** The records encoded with the sink's serializer_out; empty for a sink that takes records. */
   payload: Uint8Array;
   head: string | Uint8Array;
   count: number;
@@ -226,10 +229,12 @@ function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: Chunk
         },
       );
     }
-    const encoded = records.length ? s.encoder.body(records) : new Uint8Array(0);
+    // A records sink speaks its own wire format (COPY, line protocol, one message per record): the
+    // batch payload would be encoded for nothing.
+    const encode = records.length > 0 && !s.wantsRecords;
     return {
-      payload: encoded,
-      head: records.length ? s.encoder.head(records) : '',
+      payload: encode ? s.encoder.body(records) : NO_BYTES,
+      head: encode ? s.encoder.head(records) : '',
       count: records.length,
       origins: Uint32Array.from(origins),
       first: records[0],

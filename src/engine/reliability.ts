@@ -124,13 +124,15 @@ export async function guardedRecordsWrite(
   sink: Sink,
   batch: SinkBatch,
   opts: Parameters<typeof guardedWrite>[1],
-): Promise<{ outcome: WriteOutcome; rejected: Map<number, string>; failed: number[] | 'all' }> {
+): Promise<{ outcome: WriteOutcome; rejected: Map<number, string>; failed: number[] | 'all'; bytes: number }> {
   const rejected = new Map<number, string>();
+  let bytes = 0;
   let pending: number[] | undefined; // undefined: the whole batch is still to write
   const outcome = await guardedWrite(async () => {
     const idx = pending;
     const b = idx ? subBatch(batch, idx) : batch;
     const r = await sink.write(b);
+    bytes += r?.bytes ?? 0;
     const orig = (i: number) => (idx ? idx[i]! : i);
     for (const x of r?.rejected ?? []) rejected.set(orig(x.index), x.reason);
     if (r?.retry?.length) {
@@ -139,7 +141,7 @@ export async function guardedRecordsWrite(
     }
     pending = [];
   }, opts);
-  return { outcome, rejected, failed: outcome.ok ? [] : (pending ?? 'all') };
+  return { outcome, rejected, failed: outcome.ok ? [] : (pending ?? 'all'), bytes };
 }
 
 /** The records of `batch` at `idx`, as a batch of their own (records sinks only read `records`). */

@@ -416,7 +416,7 @@ class PipelineRun {
       if (so.count === 0 || this.abortError) return;
       const payload = Buffer.from(so.payload.buffer, so.payload.byteOffset, so.payload.byteLength);
       const batch: SinkBatch = { payload, head: so.head, count: so.count, records: so.records, meta: input.meta, first: so.first };
-      const { outcome, rejected, failed: unsent } = await guardedRecordsWrite(slot.sink, batch, {
+      const { outcome, rejected, failed: unsent, bytes } = await guardedRecordsWrite(slot.sink, batch, {
         label: slot.label,
         policy: slot.cfg,
         breaker: slot.breaker,
@@ -428,7 +428,7 @@ class PipelineRun {
       const reason = outcome.ok ? '' : this.redact(outcome.reason);
       if (outcome.ok && rejected.size === 0) {
         for (const o of so.origins) delivered[o] = 1;
-        c.bytes_out += payload.length;
+        c.bytes_out += payload.length + bytes;
         return;
       }
       // Which records of this write did not land, and why (the whole batch, or those the peer named).
@@ -440,7 +440,7 @@ class PipelineRun {
         if (lost.has(k)) failed[o] = 1;
         else delivered[o] = 1;
       });
-      if (lost.size < so.count) c.bytes_out += payload.length;
+      if (lost.size < so.count) c.bytes_out += payload.length + bytes;
       if (!outcome.ok) reasons.push(reason);
       const byReason = new Map<string, number>();
       for (const why of lost.values()) byReason.set(why, (byReason.get(why) ?? 0) + 1);

@@ -320,7 +320,7 @@ export interface TransformPlugin<S extends TObject = TObject> extends PluginBase
 
 /** One write: the records of a chunk that passed this sink's condition and transforms. */
 export interface SinkBatch {
-  /** The records, encoded as one payload with the sink's serializer_out. */
+  /** The records, encoded as one payload with the sink's serializer_out; empty for a sink that declares `accepts: 'records'`. */
   payload: Buffer;
   /** `Encoder.head` for these records (file sinks write it at the start of a file). */
   head: string | Uint8Array;
@@ -351,6 +351,8 @@ export interface WriteResult {
    * the sink's retry policy (retry_count, retry_delay_seconds); when retries run out they fail like a write.
    */
   retry?: { index: number; reason: string }[];
+  /** Bytes sent to the peer for this batch (records sinks: their own wire format), counted in `bytes_out`. */
+  bytes?: number;
 }
 
 export interface Sink {

@@ -21,6 +21,9 @@ describe('per-record write results', () => {
     expect(landed()).toEqual([1, 3]);
     expect(dlq).toEqual([expect.objectContaining({ _stage: 'sink', _error: 'sinks[0] (verdict): duplicate key value violates unique constraint "t_pkey"', record: expect.objectContaining({ id: 2 }) })]);
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_skipped: 1, dlq_count: 1 });
+    // A records sink gets no encoded payload (it speaks its own format); bytes_out is what it reported sending.
+    expect(cap.batches.map((b) => b.payload.length)).toEqual([0]);
+    expect(record.bytes_out).toBe(200);
     expect(record.errors.some((e) => e.includes('unique constraint') && e.includes('1 records'))).toBe(true);
     expect(done()).toEqual(['a.ndjson']);
   });
@@ -37,6 +40,8 @@ describe('per-record write results', () => {
     expect(landed().sort()).toEqual([1, 2, 3]);
     expect(dlq).toEqual([]);
     expect(record).toMatchObject({ status: 'success', records_out: 3, records_skipped: 0, dlq_count: 0 });
+    // Every attempt's report counts: 2 records, then none, then the third.
+    expect(record.bytes_out).toBe(300);
   });
 
   it('records still throttled when retries run out fail alone; without a DLQ the file stays for the next run', async () => {

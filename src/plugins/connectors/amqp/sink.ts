@@ -68,12 +68,16 @@ export default defineSink({
     const options = { deliveryMode: c.delivery_mode, mandatory: true };
     return {
       async write(batch) {
+        let bytes = 0;
         await conn.use(async (l) => {
           l.returned = 0;
+          bytes = 0;
           try {
             for (const r of batch.records!) {
+              const value = ctx.encoder.one(r);
+              bytes += value.length;
               // false: the socket buffer is full; wait for it to drain (backpressure) before going on.
-              if (!l.ch.publish(c.exchange, c.routing_key, ctx.encoder.one(r), options)) await new Promise((res) => l.ch.once('drain', res));
+              if (!l.ch.publish(c.exchange, c.routing_key, value, options)) await new Promise((res) => l.ch.once('drain', res));
             }
             await l.ch.waitForConfirms();
           } catch (e) {
@@ -84,6 +88,7 @@ export default defineSink({
             throw new WriteError(`${l.returned} of ${batch.count} messages unroutable: no queue is bound to ${where} for routing key '${c.routing_key}' (declare or bind one)`, true);
           }
         }, (e) => !(e instanceof WriteError)); // unroutable is not a broken connection
+        return { bytes };
       },
       close: () => conn.end(),
     };

@@ -80,13 +80,17 @@ export default defineSink({
     );
     const table = tableRef(c.table);
 
-    /** One INSERT of `records`; refused rows are taken out and the rest sent again. */
-    async function insert(client: ClickHouseClient, records: Rec[], base: number, rejected: NonNullable<WriteResult['rejected']>) {
+    /**
+     * One INSERT of `records`; refused rows are taken out and the rest sent again. Resolves with the
+     * bytes the server says it wrote (its X-ClickHouse-Summary; 0 from servers that send none): the
+     * client serialises the rows itself, so the body's size is not known here.
+     */
+    async function insert(client: ClickHouseClient, records: Rec[], base: number, rejected: NonNullable<WriteResult['rejected']>): Promise<number> {
       let idx = records.map((_, i) => i);
       while (idx.length > 0) {
         try {
-          await client.insert({ table, values: idx.map((i) => records[i]!), format: 'JSONEachRow', abort_signal: ctx.signal });
-          return;
+          const r = await client.insert({ table, values: idx.map((i) => records[i]!), format: 'JSONEachRow', abort_signal: ctx.signal });
+          return Number(r.summary?.written_bytes ?? 0) || 0;
         } catch (e) {
           const a = serverAnswer(e);
           if (!a) throw new Broken(describe(e, c), { cause: e }); // the runtime retries the batch on a new connection
@@ -98,6 +102,7 @@ export default defineSink({
           idx = idx.filter((_, k) => k !== row - 1);
         }
       }
+      return 0;
     }
 
     return {
@@ -107,8 +112,9 @@ export default defineSink({
         return link.use(
           async (client) => {
             const rejected: NonNullable<WriteResult['rejected']> = [];
-            for (let i = 0; i < records.length; i += MAX_ROWS) await insert(client, records.slice(i, i + MAX_ROWS), i, rejected);
-            return rejected.length ? { rejected } : undefined;
+            let bytes = 0;
+            for (let i = 0; i < records.length; i += MAX_ROWS) bytes += await insert(client, records.slice(i, i + MAX_ROWS), i, rejected);
+            return { rejected, bytes };
           },
           (e) => e instanceof Broken,
         );

@@ -229,6 +229,7 @@ export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
       if (o.timestamp_field === undefined) fixedIndex ??= expandIndex(o.index, ctx.pipeline, startedAt);
       const out = { rejected: [] as Refusal[], retry: [] as Refusal[] };
       let landed = false;
+      let bytes = 0;
       for (let from = 0; from < records.length; from += o.chunk_size) {
         const to = Math.min(from + o.chunk_size, records.length);
         const parts: string[] = [];
@@ -243,7 +244,9 @@ export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
         let res: BulkResponse;
         try {
           conn ??= await o.connect();
-          res = await conn.bulk(parts.join(''), query, ctx.signal);
+          const body = parts.join('');
+          res = await conn.bulk(body, query, ctx.signal);
+          bytes += Buffer.byteLength(body);
           presence.answered();
         } catch (e) {
           const f = readFailure(e, o.product, `POST _bulk to ${hostList(o.hosts)}`);
@@ -270,8 +273,7 @@ export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
         }
         landed = true;
       }
-      if (out.rejected.length === 0 && out.retry.length === 0) return;
-      const result: WriteResult = {};
+      const result: WriteResult = { bytes };
       if (out.rejected.length) result.rejected = out.rejected;
       if (out.retry.length) result.retry = out.retry;
       return result;

@@ -186,7 +186,7 @@ export default defineSink({
               if (!isHttpError(e)) throw new Broken(networkError(e, where), { cause: e });
               return answered(e, lines, index, rejected);
             }
-            return rejected.length ? { rejected } : undefined;
+            return { rejected, bytes: Buffer.byteLength(body) };
           },
           (e) => e instanceof Broken,
         );

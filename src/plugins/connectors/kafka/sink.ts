@@ -91,11 +91,13 @@ export default defineSink({
         // Requests of at most about 1 MiB, under the brokers' default message.max.bytes per partition batch.
         const requests: KafkaMessage[][] = [[]];
         let bytes = 0;
+        let total = 0;
         for (const r of records) {
           const value = ctx.encoder.one(r);
           if (bytes > 0 && bytes + value.length > MAX_REQUEST_BYTES) requests.push([]), (bytes = 0);
           requests.at(-1)!.push({ key: messageKey(r, c.key_field), value });
           bytes += value.length;
+          total += value.length;
         }
         await link.use(async (p) => {
           try {
@@ -104,6 +106,7 @@ export default defineSink({
             throw new Error(explain(e));
           }
         });
+        return { bytes: total };
       },
       close: () => link.end(),
     };

@@ -180,9 +180,11 @@ export default defineSink({
     const opts = { qos: c.qos as 0 | 1 | 2, retain: c.retain };
     return {
       async write(batch) {
+        let bytes = 0;
         await link.use(
           async ({ client, broken, window }) => {
             const acks: Promise<void>[] = [];
+            bytes = 0;
             let failed: Error | undefined;
             for (const r of batch.records!) {
               if (!window.tryTake()) await Promise.race([window.take(), broken]);
@@ -190,7 +192,9 @@ export default defineSink({
                 window.give();
                 break; // the batch is retried whole: publishing the rest now would only add duplicates
               }
-              const ack = client.publishAsync(c.topic, ctx.encoder.one(r), opts).then(
+              const value = ctx.encoder.one(r);
+              bytes += value.length;
+              const ack = client.publishAsync(c.topic, value, opts).then(
                 () => window.give(),
                 (e: Error) => {
                   window.give();
@@ -204,6 +208,7 @@ export default defineSink({
           },
           (e) => !(e instanceof RefusedError),
         );
+        return { bytes };
       },
       close: () => link.end(),
     };

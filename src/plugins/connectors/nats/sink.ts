@@ -69,11 +69,17 @@ export default defineSink({
     const permanent = (e: unknown) => isInvalidArgument(e) || isPermissionViolation(e);
     return {
       async write(batch) {
+        let bytes = 0;
         await link.use(
           async (l) => {
             l.refused = undefined;
+            bytes = 0;
             try {
-              for (const r of batch.records!) l.nc.publish(c.subject, ctx.encoder.one(r));
+              for (const r of batch.records!) {
+                const value = ctx.encoder.one(r);
+                l.nc.publish(c.subject, value);
+                bytes += value.length;
+              }
             } catch (e) {
               if (isInvalidArgument(e)) throw new WriteError(`nats: ${e.message} (a record is larger than the server's max_payload of ${l.nc.info?.max_payload ?? '?'} bytes)`, false, { cause: e });
               throw e;
@@ -86,6 +92,7 @@ export default defineSink({
           },
           (e) => !permanent(e),
         );
+        return { bytes };
       },
       close: () => link.end(),
     };

@@ -88,6 +88,7 @@ export default defineSink({
           },
           (e) => !isReplyError(e),
         );
+        return { bytes: values.reduce((n, v) => n + v.length, 0) };
       },
       close: () => link.end(),
     };

@@ -381,9 +381,11 @@ export default defineSink({
       );
     };
 
-    const sendTraps = async (l: Link, records: Rec[], rejected: WriteResult['rejected'] & object) => {
+    /** Sends one trap per record; resolves with the bytes of the datagrams. */
+    const sendTraps = async (l: Link, records: Rec[], rejected: WriteResult['rejected'] & object): Promise<number> => {
       const socket = l.socket!;
       let pending = 0;
+      let bytes = 0;
       let error: Error | undefined;
       let done: (() => void) | undefined;
       const sent = (e: Error | null) => {
@@ -401,6 +403,7 @@ export default defineSink({
           continue;
         }
         pending++;
+        bytes += msg.length;
         socket.send(msg, sent);
       }
       if (pending) await new Promise<void>((r) => (done = r));
@@ -411,6 +414,7 @@ export default defineSink({
         l.failed = undefined;
         throw failed;
       }
+      return bytes;
     };
 
     const sendInforms = async (l: Link, records: Rec[], rejected: WriteResult['rejected'] & object) => {
@@ -444,8 +448,9 @@ export default defineSink({
     return {
       async write(batch) {
         const rejected: { index: number; reason: string }[] = [];
-        await link.use((l) => (c.inform ? sendInforms(l, batch.records!, rejected) : sendTraps(l, batch.records!, rejected)));
-        return rejected.length ? { rejected: rejected.sort((a, b) => a.index - b.index) } : undefined;
+        // Informs go through the SNMP session, which encodes (and may resend) them itself: not counted in bytes_out.
+        const bytes = await link.use(async (l) => (c.inform ? (await sendInforms(l, batch.records!, rejected), 0) : sendTraps(l, batch.records!, rejected)));
+        return { rejected: rejected.sort((a, b) => a.index - b.index), bytes };
       },
       close: () => link.end(),
     };

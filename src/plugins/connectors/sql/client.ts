@@ -107,8 +107,8 @@ export interface SqlDriver {
   atomic(op: () => Promise<void>): Promise<void>;
   /** How many of `rows` from `from` fit in one statement (parameter and packet limits), at most `limit`, at least 1. */
   fit(spec: InsertSpec, rows: Rec[], from: number, limit: number): number;
-  /** One statement inserting (or upserting) all `rows`. */
-  insert(spec: InsertSpec, rows: Rec[]): Promise<void>;
+  /** One statement inserting (or upserting) all `rows`; resolves with the bytes of statement and data sent (`bytes_out`). */
+  insert(spec: InsertSpec, rows: Rec[]): Promise<number>;
   classify(e: unknown): ErrorKind;
   close(): Promise<void>;
 }

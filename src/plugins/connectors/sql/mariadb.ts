@@ -190,9 +190,10 @@ export async function openMariadb(t: SqlTarget, name: string, lost?: (e: Error) 
     },
     async insert(spec, rows) {
       const { head, tail, convert } = statementOf(spec);
-      const values = rows.map((r) => `(${spec.keys.map((k, i) => escape(convert[i]!(r[k]) as SqlValue)).join(',')})`).join(',');
+      const sql = head + rows.map((r) => `(${spec.keys.map((k, i) => escape(convert[i]!(r[k]) as SqlValue)).join(',')})`).join(',') + tail;
       try {
-        await run(head + values + tail);
+        await run(sql);
+        return sql.length;
       } catch (e) {
         if (classify(e) === 'data') throw new SqlError((e as Error).message, 'data', { cause: e });
         throw e;

@@ -216,9 +216,11 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
         if (copy && wellFormed(data)) {
           copying = true;
           await copyIn(client, copy.sql, data);
-          return;
+          return copy.sql.length + data.length;
         }
-        await client.query({ text: insertSql(spec), values: [payload(spec, rows)] });
+        const [text, json] = [insertSql(spec), payload(spec, rows)];
+        await client.query({ text, values: [json] });
+        return text.length + json.length;
       } catch (e) {
         if (e instanceof pg.DatabaseError && e.code === '42P10') {
           throw new SqlError(`mode upsert: table ${spec.table.shown} has no unique index on exactly (${spec.upsert!.join(', ')}) (${e.message}); create one: CREATE UNIQUE INDEX ${q(`${spec.table.shown.split('.').pop()}_${spec.upsert!.join('_')}_key`)} ON ${spec.table.sql} (${spec.upsert!.map(q).join(', ')})`, 'fatal', { cause: e });

@@ -126,10 +126,11 @@ export default defineSink({
     /** One transaction over the plan; the refused records. `careful`: a savepoint around each statement. */
     async function writePlan(d: SqlDriver, plan: Plan, records: Rec[], careful: boolean) {
       const rejected: { index: number; reason: string }[] = [];
+      let bytes = 0;
       const attempt = async (spec: InsertSpec, idx: number[], rows: Rec[]): Promise<void> => {
         try {
-          if (careful && d.needsSavepoint) await d.atomic(() => d.insert(spec, rows));
-          else await d.insert(spec, rows);
+          if (careful && d.needsSavepoint) await d.atomic(async () => void (bytes += await d.insert(spec, rows)));
+          else bytes += await d.insert(spec, rows);
         } catch (e) {
           if (d.classify(e) !== 'data') throw e;
           if (d.needsSavepoint && !careful) throw new Restart();
@@ -165,7 +166,7 @@ export default defineSink({
         await d.rollback().catch(() => {});
         throw e;
       }
-      return rejected;
+      return { rejected, bytes };
     }
 
     const writeBatch = (records: Rec[]) =>
@@ -179,15 +180,15 @@ export default defineSink({
               described = await describeTable(d, name, c, where);
               plan = planBatch(records, described.table, described.upsert);
             }
-            let rejected: { index: number; reason: string }[];
+            let written: Awaited<ReturnType<typeof writePlan>>;
             try {
-              rejected = await writePlan(d, plan, records, false);
+              written = await writePlan(d, plan, records, false);
             } catch (e) {
               if (!(e instanceof Restart)) throw e;
-              rejected = await writePlan(d, plan, records, true);
+              written = await writePlan(d, plan, records, true);
             }
-            const all = [...plan.rejected, ...rejected];
-            return all.length ? { rejected: all } : undefined;
+            const all = [...plan.rejected, ...written.rejected];
+            return all.length ? { rejected: all, bytes: written.bytes } : { bytes: written.bytes };
           } catch (e) {
             const kind = e instanceof Restart ? 'data' : d.classify(e);
             if (kind === 'fatal') throw new WriteError(`sql: ${errorMessage(e)}`, false, { cause: e });

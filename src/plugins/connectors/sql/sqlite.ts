@@ -147,11 +147,14 @@ export async function openSqlite(t: SqlTarget): Promise<SqlDriver> {
       return Math.max(1, Math.min(rows.length - from, limit, Math.floor(MAX_PARAMS / spec.columns.length)));
     },
     async insert(spec, rows) {
-      const stmt = prepared(insertSql(spec, rows.length));
+      const sql = insertSql(spec, rows.length);
+      const stmt = prepared(sql);
       const params: unknown[] = [];
       for (const r of rows) for (const k of spec.keys) params.push(scalar(r[k], true));
       try {
         stmt.run(params);
+        // No wire here: the statement and its values as SQLite takes them (numbers as 8 bytes).
+        return params.reduce<number>((n, v) => n + (typeof v === 'string' || Buffer.isBuffer(v) ? v.length : 8), sql.length);
       } catch (e) {
         if (classify(e) === 'data') throw new SqlError((e as Error).message, 'data', { cause: e });
         throw e;

@@ -220,7 +220,7 @@ export default defineSink({
         }
         presence.answered();
         const s = res.status;
-        if (s >= 200 && s < 300) return rejected.length ? { rejected } : undefined;
+        if (s >= 200 && s < 300) return { rejected, bytes: Buffer.byteLength(body) };
         if (s === 400) {
           // The collector judges the body as a whole: every event of it is refused with its reason.
           const reason = `ves: the collector refused the ${isBatch ? `batch of ${events.length} events` : 'event'} (${target} returned ${statusText(s)}): ${collectorReason(res.body)}`;

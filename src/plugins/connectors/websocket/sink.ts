@@ -25,21 +25,24 @@ const config = Type.Object(
 const TEXT_EXTENSIONS = new Set(['json', 'ndjson', 'csv', 'xml', 'txt']);
 
 /** Sends every record and resolves when all frames were written to the socket (in order). */
-function sendAll(ws: WebSocket, records: Rec[], encode: (r: Rec) => Buffer, text: boolean): Promise<void> {
+/** Sends every record as one message; resolves with the bytes sent once all were handed to the socket. */
+function sendAll(ws: WebSocket, records: Rec[], encode: (r: Rec) => Buffer, text: boolean): Promise<number> {
   return new Promise((resolve, reject) => {
     let pending = records.length;
     let failed = false;
-    if (pending === 0) return resolve();
+    let bytes = 0;
+    if (pending === 0) return resolve(0);
     const done = (err?: Error) => {
       if (failed) return;
       if (err) {
         failed = true;
         return reject(err);
       }
-      if (--pending === 0) resolve();
+      if (--pending === 0) resolve(bytes);
     };
     for (const r of records) {
       const body = encode(r);
+      bytes += body.length;
       ws.send(body, { binary: !(text && isUtf8(body)) }, done);
       if (failed) return;
     }
@@ -92,9 +95,10 @@ export default defineSink({
         ws.on('error', (e) => onEnd(e));
         ws.once('close', (code: number, reason: Buffer) => onEnd(new Error(`the server closed the connection mid-batch (code ${code}${reason.length ? `: ${reason.toString('utf8')}` : ''})`)));
         try {
-          await Promise.race([sendAll(ws, records, encode, text), ended]);
+          const bytes = await Promise.race([sendAll(ws, records, encode, text), ended]);
           ws.removeAllListeners('close');
           await Promise.race([closeSocket(ws), ended]);
+          return { bytes };
         } catch (e) {
           ws.terminate();
           throw failed(e);

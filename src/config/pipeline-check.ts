@@ -3,7 +3,7 @@
 // passes one holding only the plugins its file names (src/cli/plugin-loader.ts), everything else
 // the full registry through load.ts.
 import { Cron } from 'croner';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import type { AnyPlugin, PluginKind } from '../plugins/types.js';
 import { lintExpression } from '../plugins/common/expression.js';
 import { formatPath, type Diagnostic, type DiagnosticCode } from './diagnostics.js';
@@ -156,6 +156,17 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
     const message = syntax.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
     c.diagnostics.push({ code: 'CFG_YAML', path: '', message, severity: 'error', line: lp?.line, column: lp?.col });
   }
+  if (c.failed) return { diagnostics: c.diagnostics };
+  // A list or mapping used as a key (`? [a, b]: 1`, `{a: 1}: 2`): the yaml library would stringify it
+  // with a process warning; no pipeline field takes such a key.
+  visit(doc, {
+    Pair(_, pair) {
+      if (!isMap(pair.key) && !isSeq(pair.key)) return;
+      const lp = pair.key.range ? lc.linePos(pair.key.range[0]) : undefined;
+      c.diagnostics.push({ code: 'CFG_YAML', path: '', message: `a key is a ${isMap(pair.key) ? 'mapping' : 'list'}: keys must be plain names`, severity: 'error', line: lp?.line, column: lp?.col });
+      return visit.BREAK;
+    },
+  });
   if (c.failed) return { diagnostics: c.diagnostics };
 
   let raw: unknown;

@@ -107,6 +107,19 @@ pipeline:
   it('rejects duplicate keys', () => {
     expect(load(minimal.replace('  name: snmp-if', '  name: a\n  name: b')).diagnostics[0]).toMatchObject({ code: 'CFG_YAML', line: 4 });
   });
+
+  it('rejects a list used as a key with its line, without the yaml library warning on stderr', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.message);
+    process.on('warning', onWarning);
+    try {
+      expect(messages(minimal.replace('  name: snmp-if', '  name: snmp-if\n  ? [a, b]\n  : 1'))).toEqual(['p.yaml:4:5 a key is a list: keys must be plain names [CFG_YAML]']);
+      await new Promise((r) => setImmediate(r)); // process warnings are emitted on the next tick
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).toEqual([]);
+  });
 });
 
 describe('${VAR} interpolation', () => {

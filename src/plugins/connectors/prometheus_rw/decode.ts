@@ -35,7 +35,9 @@ export interface Ignored {
 /** Largest uncompressed WriteRequest taken (a snappy bomb is refused before it is allocated). */
 export const MAX_UNCOMPRESSED_BYTES = 64 << 20;
 
-export class RemoteWriteError extends Error {}
+export class RemoteWriteError extends Error {
+  override name = 'RemoteWriteError';
+}
 
 /** The protobuf bytes of a remote-write body; throws RemoteWriteError on a bad snappy block. */
 export function uncompress(body: Uint8Array): Buffer {

@@ -640,8 +640,10 @@ class Parser {
       case Tok.Num:
         return v.length < 16 ? Number(v) : exactNumber(BigInt(v));
       case Tok.Hex:
+        if (!/^[0-9a-f]*$/i.test(v)) throw new SmiSyntaxError(`'${v}'H is not a hexadecimal number`, j);
         return exactNumber(v ? BigInt('0x' + v) : 0n);
       case Tok.Bin:
+        if (!/^[01]*$/.test(v)) throw new SmiSyntaxError(`'${v}'B is not a binary number`, j);
         return exactNumber(v ? BigInt('0b' + v) : 0n);
     }
     if (v === 'MIN' || v === 'MAX') return v;

@@ -97,6 +97,22 @@ END
     expect(m.defs.map((d) => d.name)).toEqual(['a', 'c']);
   });
 
+  it("reports a range bound written 'xyz'H or '12'B that is not such a number, as a syntax error of its definition", () => {
+    const text = `X-MIB DEFINITIONS ::= BEGIN
+IMPORTS OBJECT-TYPE, enterprises FROM SNMPv2-SMI;
+a OBJECT-TYPE SYNTAX OCTET STRING (SIZE ('07must'H)) MAX-ACCESS read-only STATUS current DESCRIPTION "a" ::= { enterprises 1 }
+b OBJECT-TYPE SYNTAX INTEGER ('0'B..'12'B) MAX-ACCESS read-only STATUS current DESCRIPTION "b" ::= { enterprises 2 }
+c OBJECT-TYPE SYNTAX INTEGER ('0'B..'ff'H) MAX-ACCESS read-only STATUS current DESCRIPTION "c" ::= { enterprises 3 }
+END
+`;
+    const m = parseMib(text, 'x.mib').modules[0]!;
+    expect(m.errors.map((e) => [e.line, e.message])).toEqual([
+      [3, "'07must'H is not a hexadecimal number"],
+      [4, "'12'B is not a binary number"],
+    ]);
+    expect(m.defs.map((d) => d.name)).toEqual(['c']);
+  });
+
   it('reads several modules from one file and reports a file with none', () => {
     const two = `A-MIB DEFINITIONS ::= BEGIN
 IMPORTS enterprises FROM SNMPv2-SMI;

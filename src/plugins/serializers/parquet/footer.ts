@@ -1,5 +1,6 @@
 // The Parquet file frame: "PAR1" <row groups> <footer (thrift FileMetaData)> <footer length u32le> "PAR1".
 import { parquetMetadata, type FileMetaData } from 'hyparquet';
+import { checkThrift } from './thrift-check.js';
 
 export const MIN_SIZE = 12;
 
@@ -22,6 +23,7 @@ export function footerLength(size: number, head: Buffer, tail: Buffer): number {
 export function parseFooter(footer: Buffer): FileMetaData {
   let md: FileMetaData;
   try {
+    checkThrift(new DataView(footer.buffer, footer.byteOffset, footer.length - 8), 0);
     md = parquetMetadata(footer);
   } catch (e) {
     throw new Error(`corrupt Parquet footer: ${(e as Error).message}`, { cause: e });

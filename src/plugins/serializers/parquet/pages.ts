@@ -9,6 +9,7 @@ import { decompressPage } from 'hyparquet/src/datapage.js';
 import { getMaxDefinitionLevel, getMaxRepetitionLevel } from 'hyparquet/src/schema.js';
 import type { ChunkRef } from './row-groups.js';
 import { compressors } from './codecs.js';
+import { checkThrift } from './thrift-check.js';
 
 const PAGE_TYPES = new Set(['DATA_PAGE', 'DATA_PAGE_V2', 'DICTIONARY_PAGE', 'INDEX_PAGE']);
 /** Larger pages are refused rather than allocated (writers default to 1 MiB pages). */
@@ -20,13 +21,16 @@ const count = (v: unknown): v is number => Number.isInteger(v) && (v as number) 
 const bitWidth = (max: number) => 32 - Math.clz32(max);
 
 /**
- * Walks RLE / bit-packed hybrid runs in [offset, end) of `v` the way hyparquet reads them and
- * refuses an RLE run longer than the values still expected (bit-packed runs are bounded there).
+ * Walks RLE / bit-packed hybrid runs from `offset` of `v` the way hyparquet reads them and refuses
+ * an RLE run longer than the values still expected (bit-packed runs are bounded there). hyparquet
+ * reads runs until it has the values it expects, past the levels' declared length if need be (into
+ * the values that follow): so does this walk (found by fuzzing: a 2-byte level block followed by
+ * a value read as a run of 2^30).
  */
-function checkRuns(v: DataView, offset: number, end: number, width: number, expected: number, what: string): void {
+function checkRuns(v: DataView, offset: number, width: number, expected: number, what: string): void {
   let o = offset;
   let seen = 0;
-  const stop = Math.min(end, v.byteLength);
+  const stop = v.byteLength;
   while (seen < expected && o < stop) {
     // hyparquet's varint: 32-bit OR of 7-bit groups.
     let header = 0;
@@ -59,7 +63,7 @@ function checkV1(p: Uint8Array, n: number, encoding: string, type: string, maxRe
     if (o + 4 > v.byteLength) throw new Error(`${what} missing`);
     const len = v.getUint32(o, true);
     o += 4;
-    checkRuns(v, o, o + len, bitWidth(max), n, what);
+    checkRuns(v, o, bitWidth(max), n, what);
     o += len;
   }
   checkValues(v, o, n, encoding, type, true);
@@ -70,12 +74,11 @@ function checkValues(v: DataView, o: number, n: number, encoding: string, type: 
   if (o >= v.byteLength) return;
   if (encoding === 'RLE' && type === 'BOOLEAN') {
     if (o + 4 > v.byteLength) return;
-    const len = v.getUint32(o, true);
-    checkRuns(v, o + 4, o + 4 + len, 1, n, 'boolean values');
+    checkRuns(v, o + 4, 1, n, 'boolean values'); // after the runs' 4-byte length
   } else if (encoding === 'PLAIN_DICTIONARY' || encoding === 'RLE_DICTIONARY' || (v1 && encoding === 'RLE')) {
     const width = v.getUint8(o);
     if (width > 32) throw new Error(`dictionary index width ${width}`);
-    if (width) checkRuns(v, o + 1, v.byteLength, width, n, 'dictionary indices');
+    if (width) checkRuns(v, o + 1, width, n, 'dictionary indices');
   }
 }
 
@@ -90,6 +93,7 @@ export function checkPages(view: DataView, c: ChunkRef, schemaPath: SchemaTree[]
     const where = `page ${page} at byte ${at} of the chunk`;
     let h: ReturnType<typeof parquetHeader>;
     try {
+      checkThrift(view, reader.offset);
       h = parquetHeader(reader);
     } catch (e) {
       throw new Error(`${where}: unreadable page header (${(e as Error).message})`, { cause: e });
@@ -121,8 +125,8 @@ export function checkPages(view: DataView, c: ChunkRef, schemaPath: SchemaTree[]
         if (!count(rep) || !count(def) || rep + def > size || rep + def > full) throw bad(`level lengths ${String(rep)}, ${String(def)} in a ${size}-byte page`);
         if (!count(d.num_rows) || !count(d.num_nulls) || d.num_nulls > d.num_values) throw bad(`${String(d.num_rows)} rows, ${String(d.num_nulls)} nulls`);
         const v = new DataView(body.buffer, body.byteOffset, body.byteLength);
-        if (maxRep) checkRuns(v, 0, rep, bitWidth(maxRep), d.num_values, 'repetition levels');
-        if (maxDef) checkRuns(v, rep, rep + def, bitWidth(maxDef), d.num_values, 'definition levels');
+        if (maxRep) checkRuns(v, 0, bitWidth(maxRep), d.num_values, 'repetition levels');
+        if (maxDef) checkRuns(v, rep, bitWidth(maxDef), d.num_values, 'definition levels');
         const rest = body.subarray(rep + def);
         const p = d.is_compressed === false ? rest : decompressPage(rest, full - rep - def, c.codec, compressors);
         checkValues(new DataView(p.buffer, p.byteOffset, p.byteLength), 0, d.num_values, d.encoding, c.type, false);

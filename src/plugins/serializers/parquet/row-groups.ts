@@ -60,7 +60,11 @@ export function describeGroup(metadata: FileMetaData, index: number, base: numbe
     if (c.file_path) throw new Error(`column ${i} lives in another file (${c.file_path}), which is not supported`);
     if (!c.meta_data) throw new Error(`column ${i} has no metadata`);
     const [start, end] = chunkRange(c.meta_data);
-    return { path: c.meta_data.path_in_schema, type: c.meta_data.type, codec: c.meta_data.codec, start: start - base, end: end - base, values: Number(c.meta_data.num_values) };
+    const values = Number(c.meta_data.num_values);
+    // Every row has at least one value (or null) in every column: more rows than values is a corrupt
+    // count, which would be cut into windows of rows by the billion (found by fuzzing).
+    if (!(values >= rows)) throw new Error(`corrupt row group: ${rows} rows, but column ${i} holds ${String(c.meta_data.num_values)} values`);
+    return { path: c.meta_data.path_in_schema, type: c.meta_data.type, codec: c.meta_data.codec, start: start - base, end: end - base, values };
   });
   return { index, rows, selectStart: 0, selectEnd: rows, columns };
 }
@@ -118,6 +122,9 @@ export class GroupReader {
       const name = c.path.join('.');
       if (c.start < 0 || c.end > data.length || c.end < c.start) throw new Error(`column ${name}: its bytes lie outside the row group (truncated or corrupt file)`);
       const schemaPath = getTreePath(this.tree, c.path);
+      const declared = schemaPath[schemaPath.length - 1]?.element.type;
+      // The values are converted by the schema's type: a chunk of another type would pass its raw values on (found by fuzzing).
+      if (declared !== c.type) throw new Error(`column ${name}: its chunk holds ${String(c.type)} values, the schema says ${String(declared)} (corrupt footer)`);
       const view = new DataView(data.buffer, data.byteOffset + c.start, c.end - c.start);
       const reader = { view, offset: 0 };
       const select = { groupStart: 0, selectStart: 0, selectEnd: g.rows, groupRows: g.rows };

@@ -83,10 +83,10 @@ const PROSE = new RegExp(`^[(\\[]?${WORD}(?:-${WORD})*[:,.;)\\]]{0,2}$`);
 /**
  * One kind of outcome, one signature: the text before anything quoted (often the input), numbers
  * blanked, and of the rest only the words up to the first one that is not plain prose (mixed case,
- * digits, symbols, non-ASCII: a tag, key or token copied from the input), then `_`, then the plain
- * words that end the message (its template's tail: "... of <> has no value"). Without this a parser
- * that names the offending tag gave every mutated tag a feature of its own, and the corpus filled
- * up with near-copies.
+ * digits, symbols, non-ASCII, a list item: a tag, key or token copied from the input), then `_`,
+ * then up to three plain words that end the message (its template's tail: "... has no value").
+ * Without this a parser that names the offending tag gave every mutated tag a feature of its own,
+ * and the corpus filled up with near-copies.
  */
 export const norm = (s: string) => {
   const words = s
@@ -96,10 +96,12 @@ export const norm = (s: string) => {
     .replace(/\d+/g, '#')
     .split(/\s+/)
     .filter(Boolean);
-  const head = words.findIndex((w) => !PROSE.test(w));
+  // A word before a comma is mostly an item of a list the message copies ("symbols a, b, c imported ..."): not prose.
+  const prose = (w: string) => PROSE.test(w) && !w.endsWith(',');
+  const head = words.findIndex((w) => !prose(w));
   if (head < 0) return words.join(' ').slice(0, 70);
   let tail = words.length;
-  while (tail > head + 1 && words.length - tail < 4 && PROSE.test(words[tail - 1]!)) tail--;
+  while (tail > head + 1 && words.length - tail < 3 && prose(words[tail - 1]!)) tail--;
   return [...words.slice(0, head), '_', ...words.slice(tail)].join(' ').slice(0, 70);
 };
 

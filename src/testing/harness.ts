@@ -58,9 +58,12 @@ class CaptureSink {
   async write(batch: { payload: Buffer; head: string | Uint8Array; records?: Rec[] }) {
     // Copies: the engine may reuse what it handed over once write() resolved.
     for (const r of batch.records ?? []) this.records.push(structuredClone(r));
-    if (this.head === undefined) this.head = Buffer.from(batch.head);
+    // A records sink (kafka, sql...) is handed no encoded payload; `bytes` still shows the records
+    // as its serializer_out writes them, as a file sink would.
+    const encode = batch.payload.length === 0 && !!batch.records?.length;
+    if (this.head === undefined) this.head = Buffer.from(encode ? this.encoder.head(batch.records!) : batch.head);
     else if (!this.encoder.whole) this.parts.push(Buffer.from(this.encoder.separator));
-    this.parts.push(Buffer.from(batch.payload));
+    this.parts.push(Buffer.from(encode ? this.encoder.body(batch.records!) : batch.payload));
   }
 
   capture(): SinkCapture {

@@ -287,6 +287,21 @@ cases:
     expect(f!.diff).toEqual(['  cell,value', '  A,1.5', '- B,3', '+ B,2', '  ']);
   });
 
+  it('shows a records sink (kafka) its records as serializer_out writes them in bytes, as a file sink would', async () => {
+    const file = suite(
+      CSV.replace('serializer_out: { type: csv }', 'serializer_out: { type: ndjson }').replace('{ type: local, path: /nonexistent/out }', '{ type: kafka, brokers: ["127.0.0.1:9"], topic: kpi }'),
+      `cases:
+  - name: to kafka
+    input: { raw: "cell;value\\nA;1.5\\n" }
+    expect:
+      sinks:
+        - sink: kafka
+          bytes: "{\\"cell\\":\\"A\\",\\"value\\":1.5}\\n"
+`,
+    );
+    expectAllPass(await runTestFile(file));
+  });
+
   it('decodes each message on its own (queue and webhook sources)', async () => {
     const file = suite(
       CSV.replace('{ type: csv, delimiter: ";" }', '{ type: json }').replace('serializer_out: { type: csv }', 'serializer_out: { type: ndjson }'),

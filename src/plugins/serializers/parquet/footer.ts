@@ -1,5 +1,6 @@
 // The Parquet file frame: "PAR1" <row groups> <footer (thrift FileMetaData)> <footer length u32le> "PAR1".
 import { parquetMetadata, type FileMetaData } from 'hyparquet';
+import { markGeoColumns } from 'hyparquet/src/geoparquet.js';
 import { checkThrift } from './thrift-check.js';
 
 export const MIN_SIZE = 12;
@@ -24,11 +25,20 @@ export function parseFooter(footer: Buffer): FileMetaData {
   let md: FileMetaData;
   try {
     checkThrift(new DataView(footer.buffer, footer.byteOffset, footer.length - 8), 0);
-    md = parquetMetadata(footer);
+    // GeoParquet columns are marked after the schema is checked: hyparquet's marking skips a
+    // group's children by its num_children, and a negative count loops forever (found by fuzzing).
+    md = parquetMetadata(footer, { geoparquet: false });
   } catch (e) {
     throw new Error(`corrupt Parquet footer: ${(e as Error).message}`, { cause: e });
   }
   if (!Array.isArray(md.schema) || md.schema.length === 0 || !Array.isArray(md.row_groups)) throw new Error('corrupt Parquet footer: no schema or row group list');
+  const bad = md.schema.find((e) => e.num_children !== undefined && !(Number.isInteger(e.num_children) && e.num_children >= 0 && e.num_children < md.schema.length));
+  if (bad) throw new Error(`corrupt Parquet footer: schema element '${String(bad.name)}' has ${String(bad.num_children)} children`);
+  try {
+    markGeoColumns(md.schema, md.key_value_metadata);
+  } catch (e) {
+    throw new Error(`corrupt Parquet footer: GeoParquet metadata: ${(e as Error).message}`, { cause: e });
+  }
   return md;
 }
 

@@ -5,7 +5,11 @@ export default class RetryReporter implements Reporter {
   private retried: string[] = [];
   onTestCaseResult(t: TestCase) {
     const d = t.diagnostic();
-    if (d && d.retryCount > 0) this.retried.push(`${t.module.moduleId} > ${t.fullName} (${d.retryCount} retr${d.retryCount > 1 ? 'ies' : 'y'}, ${t.result().state})`);
+    if (!d || d.retryCount === 0) return;
+    // The failed attempts' errors, where vitest keeps them: what to fix.
+    const errors = (t.result() as { errors?: readonly { message?: string }[] }).errors ?? [];
+    const why = errors.map((e) => `\n      ${(e.message ?? '').split('\n')[0]!.slice(0, 300)}`).join('');
+    this.retried.push(`${t.module.moduleId} > ${t.fullName} (${d.retryCount} retr${d.retryCount > 1 ? 'ies' : 'y'}, ${t.result().state})${why}`);
   }
   onTestRunEnd() {
     if (this.retried.length) process.stdout.write(`\ntests that passed only when run again (flaky: fix them):\n${this.retried.map((r) => `  ${r}`).join('\n')}\n`);

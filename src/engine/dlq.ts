@@ -27,6 +27,8 @@ export interface DlqSlot {
   sink: Sink;
   encoder: Encoder;
   breaker: CircuitBreaker;
+  /** The sink declares `accepts: 'records'`: it is handed the records, no encoded payload. */
+  takesRecords: boolean;
 }
 
 export class DeadLetterQueue {
@@ -53,11 +55,13 @@ export class DeadLetterQueue {
 
   /** Writes envelopes; false when they could not be written (already logged). */
   async send(envelopes: Envelope[], meta: SourceMeta): Promise<boolean> {
-    const { sink, encoder } = this.slot;
+    const { sink, encoder, takesRecords } = this.slot;
     const records = envelopes as unknown as Rec[];
+    const payload = takesRecords ? Buffer.alloc(0) : Buffer.from(encoder.body(records));
+    const head = takesRecords ? '' : encoder.head(records);
     const outcome = await guardedWrite(
       async () => {
-        const r = await sink.write({ payload: Buffer.from(encoder.body(records)), head: encoder.head(records), count: records.length, records, meta, first: records[0] });
+        const r = await sink.write({ payload, head, count: records.length, records, meta, first: records[0] });
         // A dead-letter sink that refuses some envelopes has not kept them: the write as a whole failed.
         const refused = [...(r?.rejected ?? []), ...(r?.retry ?? [])];
         if (refused.length) throw new WriteError(`${refused.length} of ${records.length} envelopes refused: ${refused[0]!.reason}`, !r?.rejected?.length);

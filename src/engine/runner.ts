@@ -10,11 +10,11 @@ import type { Registry } from '../config/load.js';
 import { errorMessage } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import type { ConnectionState, DrainPoint, Encoder, Framing, PluginContext, ProcessedFiles, Rec, Sink, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
+import type { ConnectionState, DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
 import { GaveUpError } from '../plugins/common/connector/reconnect.js';
 import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
 import { chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
-import { DeadLetterQueue, type Envelope, type Stage } from './dlq.js';
+import { DeadLetterQueue, type DlqSlot, type Envelope, type Stage } from './dlq.js';
 import { inlineExecutor, sharedExecutor, type ChunkExecutor } from './executor.js';
 import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan, type LabeledTransform } from './plan.js';
 import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
@@ -81,13 +81,7 @@ export interface TransformStateIO {
 }
 
 /** A sink with everything the runtime needs around it. */
-interface SinkSlot {
-  label: string;
-  cfg: SinkConfig;
-  sink: Sink;
-  encoder: Encoder;
-  breaker: CircuitBreaker;
-}
+type SinkSlot = DlqSlot;
 
 interface UnitState {
   unit: SourceUnit;
@@ -298,7 +292,7 @@ class PipelineRun {
       breaker = new CircuitBreaker(cfg.circuit_breaker_threshold);
       breakers.set(label, breaker);
     }
-    return { label, cfg, sink, encoder, breaker };
+    return { label, cfg, sink, encoder, breaker, takesRecords: plugin.accepts === 'records' };
   }
 
   /** The component label and its telemetry, bound for one source or sink. */

@@ -198,6 +198,14 @@ describe('redis: configuration and failures', () => {
     expect(written.records_out).toBe(1);
   });
 
+  it('bytes_out is what the sink sent: the encoded messages, not a batch payload', async () => {
+    const key = newKey();
+    const rec = await sinkRun('redis-bytes', { key }, [{ seq: 1, host: 'r1' }, { seq: 2, host: 'router-two' }]);
+    const stored = await r.lrangeBuffer(key, 0, -1);
+    expect(stored.map((b) => JSON.parse(b.toString()).seq)).toEqual([1, 2]);
+    expect(rec.bytes_out).toBe(stored.reduce((n, b) => n + b.length, 0));
+  });
+
   it('db selects the database; one out of range fails the check instead of using database 0', async () => {
     const key = newKey();
     expect((await sinkRun('redis-db', { key, db: 3 }, [{ seq: 7 }])).records_out).toBe(1);

@@ -28,6 +28,19 @@ describe('per-record write results', () => {
     expect(done()).toEqual(['a.ndjson']);
   });
 
+  it('a dead-letter sink that takes records gets the envelopes as records, no encoded payload', async () => {
+    const dlqCap = capture('pr-dlq-records');
+    capture('pr-dlq-main');
+    const { record } = await runFiles(
+      { 'a.ndjson': [{ id: 1 }, { id: 2, refuse: 'no such column' }] },
+      '{ type: drop, fields: [unused] }',
+      { registry: testRegistry, onError: 'dlq', sinks: '    - { type: verdict, id: pr-dlq-main }', extra: '  dlq: { type: verdict, id: pr-dlq-records }' },
+    );
+    expect(record).toMatchObject({ records_out: 1, dlq_count: 1 });
+    expect(dlqCap.batches.map((b) => b.payload.length)).toEqual([0]);
+    expect(dlqCap.batches[0]!.records).toEqual([expect.objectContaining({ _stage: 'sink', _error: 'sinks[0] (verdict): no such column', record: expect.objectContaining({ id: 2 }) })]);
+  });
+
   it('throttled records are written again alone until they land, within retry_count', async () => {
     const cap = capture('pr-throttle');
     const landed = landedIds('pr-throttle', cap);

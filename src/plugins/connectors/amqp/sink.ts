@@ -68,14 +68,13 @@ export default defineSink({
     const options = { deliveryMode: c.delivery_mode, mandatory: true };
     return {
       async write(batch) {
-        let bytes = 0;
-        await conn.use(async (l) => {
+        const bytes = await conn.use(async (l) => {
           l.returned = 0;
-          bytes = 0;
+          let sent = 0;
           try {
             for (const r of batch.records!) {
               const value = ctx.encoder.one(r);
-              bytes += value.length;
+              sent += value.length;
               // false: the socket buffer is full; wait for it to drain (backpressure) before going on.
               if (!l.ch.publish(c.exchange, c.routing_key, value, options)) await new Promise((res) => l.ch.once('drain', res));
             }
@@ -87,6 +86,7 @@ export default defineSink({
             const where = c.exchange ? `exchange '${c.exchange}'` : 'the default exchange';
             throw new WriteError(`${l.returned} of ${batch.count} messages unroutable: no queue is bound to ${where} for routing key '${c.routing_key}' (declare or bind one)`, true);
           }
+          return sent;
         }, (e) => !(e instanceof WriteError)); // unroutable is not a broken connection
         return { bytes };
       },

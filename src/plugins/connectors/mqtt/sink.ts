@@ -180,11 +180,10 @@ export default defineSink({
     const opts = { qos: c.qos as 0 | 1 | 2, retain: c.retain };
     return {
       async write(batch) {
-        let bytes = 0;
-        await link.use(
+        const bytes = await link.use(
           async ({ client, broken, window }) => {
             const acks: Promise<void>[] = [];
-            bytes = 0;
+            let sent = 0;
             let failed: Error | undefined;
             for (const r of batch.records!) {
               if (!window.tryTake()) await Promise.race([window.take(), broken]);
@@ -193,7 +192,7 @@ export default defineSink({
                 break; // the batch is retried whole: publishing the rest now would only add duplicates
               }
               const value = ctx.encoder.one(r);
-              bytes += value.length;
+              sent += value.length;
               const ack = client.publishAsync(c.topic, value, opts).then(
                 () => window.give(),
                 (e: Error) => {
@@ -205,6 +204,7 @@ export default defineSink({
               acks.push(ack);
             }
             await Promise.race([Promise.all(acks), broken]);
+            return sent;
           },
           (e) => !(e instanceof RefusedError),
         );

@@ -69,16 +69,15 @@ export default defineSink({
     const permanent = (e: unknown) => isInvalidArgument(e) || isPermissionViolation(e);
     return {
       async write(batch) {
-        let bytes = 0;
-        await link.use(
+        const bytes = await link.use(
           async (l) => {
             l.refused = undefined;
-            bytes = 0;
+            let sent = 0;
             try {
               for (const r of batch.records!) {
                 const value = ctx.encoder.one(r);
                 l.nc.publish(c.subject, value);
-                bytes += value.length;
+                sent += value.length;
               }
             } catch (e) {
               if (isInvalidArgument(e)) throw new WriteError(`nats: ${e.message} (a record is larger than the server's max_payload of ${l.nc.info?.max_payload ?? '?'} bytes)`, false, { cause: e });
@@ -89,6 +88,7 @@ export default defineSink({
             await new Promise((r) => setImmediate(r));
             const refused = l.refused as Error | undefined; // set by the status loop meanwhile
             if (refused) throw new WriteError(`nats: ${refused.message}`, false, { cause: refused });
+            return sent;
           },
           (e) => !permanent(e),
         );

@@ -449,7 +449,11 @@ export default defineSink({
       async write(batch) {
         const rejected: { index: number; reason: string }[] = [];
         // Informs go through the SNMP session, which encodes (and may resend) them itself: not counted in bytes_out.
-        const bytes = await link.use(async (l) => (c.inform ? (await sendInforms(l, batch.records!, rejected), 0) : sendTraps(l, batch.records!, rejected)));
+        const bytes = await link.use(async (l) => {
+          if (!c.inform) return sendTraps(l, batch.records!, rejected);
+          await sendInforms(l, batch.records!, rejected);
+          return 0;
+        });
         return { rejected: rejected.sort((a, b) => a.index - b.index), bytes };
       },
       close: () => link.end(),

@@ -187,8 +187,7 @@ export default defineSink({
               if (!(e instanceof Restart)) throw e;
               written = await writePlan(d, plan, records, true);
             }
-            const all = [...plan.rejected, ...written.rejected];
-            return all.length ? { rejected: all, bytes: written.bytes } : { bytes: written.bytes };
+            return { rejected: [...plan.rejected, ...written.rejected], bytes: written.bytes };
           } catch (e) {
             const kind = e instanceof Restart ? 'data' : d.classify(e);
             if (kind === 'fatal') throw new WriteError(`sql: ${errorMessage(e)}`, false, { cause: e });

@@ -30,7 +30,22 @@ interface Dnsmasq {
   stop(): Promise<void>;
 }
 
+/**
+ * dnsmasq listens on UDP and TCP on its port, so a port that was free for UDP a moment ago can be
+ * taken (by another test file's TCP listener) when it binds: it then exits with "Address already in
+ * use", and another port is tried.
+ */
 async function startDnsmasq(lines: string[]): Promise<Dnsmasq> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDnsmasqOnce(lines);
+    } catch (e) {
+      if (attempt >= 5 || !String((e as Error).message).includes('Address already in use')) throw e;
+    }
+  }
+}
+
+async function startDnsmasqOnce(lines: string[]): Promise<Dnsmasq> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-dnsmasq-'));
   chmodSync(dir, 0o755);
   const hosts = join(dir, 'hosts');

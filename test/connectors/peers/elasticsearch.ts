@@ -460,7 +460,8 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     if (size > 10_000) throw fail(400, 'illegal_argument_exception', `Batch size is too large, size must be less than or equal to: [10000] but was [${size}]. Scroll batch sizes cost as much memory as result windows so they are controlled by the [index.max_result_window] index level setting.`);
     const keepAliveMs = timeValueMs(scroll, 'scroll');
     const id = Buffer.from(`svc-peer-scroll:${newId()}`).toString('base64');
-    const s: Scroll = { index: target, hits, pos: 0, size, keepAliveMs, expiresAt: Date.now() + keepAliveMs };
+    // A sub-millisecond clock: a keep-alive of 1nanos has expired by the next request even when it comes within the same millisecond.
+    const s: Scroll = { index: target, hits, pos: 0, size, keepAliveMs, expiresAt: performance.now() + keepAliveMs };
     scrolls.set(id, s);
     return page(s, id, trackTotal);
   }
@@ -479,13 +480,13 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     const id = (b.scroll_id as string | undefined) ?? query.get('scroll_id') ?? undefined;
     if (!id) throw fail(400, 'action_request_validation_exception', 'Validation Failed: 1: scrollId is missing;');
     const s = scrolls.get(id);
-    if (!s || Date.now() > s.expiresAt) {
+    if (!s || performance.now() > s.expiresAt) {
       scrolls.delete(id);
       throw contextMissing(id);
     }
     const keep = (b.scroll as string | undefined) ?? query.get('scroll');
     if (keep) s.keepAliveMs = timeValueMs(keep, 'scroll');
-    s.expiresAt = Date.now() + s.keepAliveMs;
+    s.expiresAt = performance.now() + s.keepAliveMs;
     return page(s, id, true);
   }
 
@@ -498,7 +499,7 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     let freed = 0;
     for (const id of ids) {
       const s = scrolls.get(id);
-      if (s && Date.now() <= s.expiresAt) freed++;
+      if (s && performance.now() <= s.expiresAt) freed++;
       scrolls.delete(id);
     }
     return [freed > 0 ? 200 : 404, { succeeded: true, num_freed: freed }];
@@ -595,7 +596,7 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     failItems: (f) => void itemFailures.push(f),
     failRequests: (statuses) => void requestFailures.push(...statuses),
     loseAnswers: (n) => void (answersToLose += n),
-    openScrolls: () => [...scrolls.values()].filter((s) => Date.now() <= s.expiresAt).length,
+    openScrolls: () => [...scrolls.values()].filter((s) => performance.now() <= s.expiresAt).length,
     restart,
     close: closeServer,
   };

@@ -46,13 +46,14 @@ export async function timedRun(yaml: string, opts?: RunOptions): Promise<{ recor
   return { record, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }
 
-/** One manual pipeline from its parts (YAML flow mappings), timed; fails unless it read and wrote exactly `records`. */
+/** One manual pipeline from its parts (YAML flow mappings), timed; fails unless it read and wrote exactly `records`. BENCH_THREADS sets its thread_workers (default 1). */
 export async function manualLeg(name: string, source: string, sink: string, serializerIn: string, serializerOut: string, records: number): Promise<{ seconds: number; cpuSeconds: number }> {
   const { record, seconds, cpuSeconds } = await timedRun(`
 version: "1"
 pipeline:
   name: ${name}
   schedule: { type: manual }
+  thread_workers: ${process.env.BENCH_THREADS ?? 1}
   source: ${source}
   serializer_in: ${serializerIn}
   serializer_out: ${serializerOut}

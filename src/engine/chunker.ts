@@ -64,6 +64,19 @@ function cutPoint(b: Buffer, limit: number, quote: number | undefined, maxLines:
   return cut;
 }
 
+/** One view of `parts` when they lie one after the other in the same memory (a source that read a file into one buffer); else undefined. */
+function adjacent(parts: Buffer[]): Buffer | undefined {
+  if (parts.length === 0) return undefined;
+  const first = parts[0]!;
+  let end = first.byteOffset + first.length;
+  for (let i = 1; i < parts.length; i++) {
+    const p = parts[i]!;
+    if (p.buffer !== first.buffer || p.byteOffset !== end) return undefined;
+    end += p.length;
+  }
+  return Buffer.from(first.buffer, first.byteOffset, end - first.byteOffset);
+}
+
 export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing, opts: ChunkOptions): AsyncGenerator<Chunk> {
   if (framing.kind === 'split') {
     let piece = 1;
@@ -73,7 +86,7 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
   if (framing.kind === 'whole') {
     const parts: Buffer[] = [];
     for await (const b of stream) parts.push(b);
-    yield { data: parts.length === 1 ? parts[0]! : Buffer.concat(parts), firstLine: 1 };
+    yield { data: adjacent(parts) ?? Buffer.concat(parts), firstLine: 1 };
     return;
   }
   const quote = framing.quote ? framing.quote.charCodeAt(0) : undefined;

@@ -7,6 +7,7 @@
 // sink's append across runs (one JSON array), single mode's atomic publish and overwrite, rolling
 // parts; and a 200 MB file read with bounded memory.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { pino } from 'pino';
@@ -16,6 +17,7 @@ import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
+import { connectSftp, endSession, hostKeyPolicy, readStream, type SftpServer } from '../../src/plugins/connectors/sftp/client.js';
 import { registry } from '../../src/plugins/registry.js';
 import type { ConnectionState, ProcessedFiles } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
@@ -232,6 +234,41 @@ describe('sftp: host keys', () => {
       else process.env.SVC_STATE_DIR = before;
     }
     expect(readFileSync(join(cli, 'known_hosts'), 'utf8')).toContain(`[127.0.0.1]:${own.port} ssh-ed25519 `);
+  });
+});
+
+describe('sftp: reading a file', () => {
+  /** The pieces readStream yields for `file`, listed at `listedSize` bytes. */
+  async function pieces(file: string, listedSize: number): Promise<Buffer[]> {
+    const cfg = login() as unknown as SftpServer;
+    const s = await connectSftp(cfg, { policy: hostKeyPolicy(cfg, undefined, false), log: silentLogger });
+    try {
+      const out: Buffer[] = [];
+      for await (const p of readStream(s, file, listedSize, new AbortController().signal)) out.push(p);
+      return out;
+    } finally {
+      await endSession(s);
+    }
+  }
+
+  it('reads a file in many requests into one buffer of its size; a larger file in buffers of their own; a file that grew since it was listed whole', async () => {
+    const dir = remoteDir();
+    const small = randomBytes(300_000); // about ten reads
+    const large = randomBytes(17 * 1024 * 1024); // past the one-buffer limit (16 MiB)
+    writeFileSync(join(dir, 'small.bin'), small);
+    writeFileSync(join(dir, 'large.bin'), large);
+
+    const s = await pieces(join(dir, 'small.bin'), small.length);
+    expect(s.length).toBeGreaterThan(5);
+    expect(Buffer.concat(s).equals(small)).toBe(true);
+    expect(new Set(s.map((p) => p.buffer)).size).toBe(1);
+
+    const l = await pieces(join(dir, 'large.bin'), large.length);
+    expect(Buffer.concat(l).equals(large)).toBe(true);
+    expect(new Set(l.map((p) => p.buffer)).size).toBe(l.length);
+
+    const grown = await pieces(join(dir, 'small.bin'), 100_000); // listed before it grew to 300,000 bytes
+    expect(Buffer.concat(grown).equals(small)).toBe(true);
   });
 });
 

@@ -251,4 +251,27 @@ describe('chunker: whole framing', () => {
       expect(chunks[0]!.header).toBeUndefined();
     }
   });
+
+  it('takes pieces that lie one after the other in one buffer (a file read into one buffer) as one view, without a copy', async () => {
+    const file = Buffer.from('<measCollecFile>0123456789</measCollecFile>\n');
+    const [chunk] = await collect([file.subarray(0, 10), file.subarray(10, 30), file.subarray(30)], { kind: 'whole' }, { targetBytes: 1 });
+    expect(chunk!.data.equals(file)).toBe(true);
+    expect(chunk!.data.buffer).toBe(file.buffer);
+    file[0] = 0x20; // the same memory
+    expect(chunk!.data[0]).toBe(0x20);
+  });
+
+  it('copies pieces that are not adjacent: a gap, another buffer, or out of order', async () => {
+    const file = Buffer.alloc(10, 'abcdefghij'); // not from the shared pool, where a copy may also land
+    const cases: [Buffer[], string][] = [
+      [[file.subarray(0, 3), file.subarray(4)], 'abcefghij'],
+      [[file.subarray(0, 3), Buffer.from('XYZ')], 'abcXYZ'],
+      [[file.subarray(5), file.subarray(0, 5)], 'fghijabcde'],
+    ];
+    for (const [pieces, text] of cases) {
+      const [chunk] = await collect(pieces, { kind: 'whole' }, { targetBytes: 1 });
+      expect(chunk!.data.toString()).toBe(text);
+      expect(chunk!.data.buffer).not.toBe(file.buffer);
+    }
+  });
 });

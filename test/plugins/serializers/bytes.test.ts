@@ -85,6 +85,33 @@ describe('bytes serializer: encode', () => {
     expect(out.equals(Buffer.concat(parts))).toBe(true);
   });
 
+  it('a record decoded and not changed is written as the bytes it was read from, even bytes that none cannot hold as UTF-8', () => {
+    for (const encoding of ['none', 'base64', 'hex']) {
+      const rec = decodeChunk(decoderOf(bytes, { encoding }), { data: ALL }).records[0]!;
+      expect(Object.keys(rec)).toEqual(['_raw', '_size']);
+      const out = encoderOf(bytes, { encoding }).one(rec);
+      expect(out.equals(ALL), encoding).toBe(true);
+      expect(out.buffer, `${encoding}: no copy`).toBe(ALL.buffer);
+    }
+    // Read, the text is as before: invalid UTF-8 became U+FFFD.
+    const rec = decodeChunk(decoderOf(bytes, { encoding: 'none' }), { data: ALL }).records[0]!;
+    expect(rec._raw).toBe(ALL.toString('utf8'));
+    expect(JSON.parse(JSON.stringify(rec))).toEqual({ _raw: ALL.toString('utf8'), _size: 512 });
+  });
+
+  it('a record whose _raw was assigned, copied or deleted is written from what it holds now', () => {
+    const e = encoderOf(bytes, { encoding: 'none' });
+    const fresh = () => decodeChunk(decoderOf(bytes, { encoding: 'none' }), { data: Buffer.from('original') }).records[0]!;
+    const assigned = fresh();
+    assigned._raw = 'changed';
+    expect(e.one(assigned).toString()).toBe('changed');
+    expect(Object.keys(assigned)).toEqual(['_raw', '_size']);
+    expect(e.one({ ...fresh(), _size: 1 }).toString()).toBe('original'); // a copy: its plain _raw
+    const removed = fresh();
+    delete removed._raw;
+    expect(e.one(removed).toString()).toBe('{"_size":8}');
+  });
+
   it('a record without a string _raw is written as its JSON', () => {
     const e = encoderOf(bytes);
     expect(e.one({ a: 1, b: 'ü' }).toString('utf8')).toBe('{"a":1,"b":"ü"}');

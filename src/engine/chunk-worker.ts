@@ -1,6 +1,6 @@
 // Worker-thread entry: builds the chunk plan once from the pipeline config (loading only the
 // serializers and transforms it names), then processes chunks.
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
@@ -21,7 +21,7 @@ let plan: ChunkPlan | undefined;
 const planned = workerRegistry(config, load).then((registry) => {
   plan = buildPlan(config, { wantsRecords, registry });
   // The pool's executor sends chunks here only from now on (src/engine/executor.ts).
-  parentPort?.postMessage(WORKER_READY);
+  parentPort?.postMessage({ ready: WORKER_READY, threadId });
   return plan;
 });
 

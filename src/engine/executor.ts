@@ -5,11 +5,14 @@ import { Piscina } from 'piscina';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { processChunk, type ChunkInput, type ChunkOutput } from './process-chunk.js';
 import type { ChunkPlan } from './plan.js';
+import type { Worker } from 'node:worker_threads';
 import { WORKER_READY } from './chunk-worker-ready.js';
 
 export interface ChunkExecutor {
   run(input: ChunkInput): Promise<ChunkOutput>;
   close(): Promise<void>;
+  /** The worker threads (thread_workers > 1), for tests. */
+  threads?(): Worker[];
 }
 
 export function inlineExecutor(plan: ChunkPlan): ChunkExecutor {
@@ -49,17 +52,20 @@ export function sharedExecutor(plan: ChunkPlan, config: PipelineConfig, threads:
     // that loads asynchronously at start (src/engine/chunk-worker.ts) would never finish.
     atomics: 'disabled',
   });
-  // Piscina counts a worker ready before its module has loaded; the worker says so itself.
-  let ready = 0;
+  // Piscina counts a worker ready before its module has loaded; the worker says so itself (with
+  // its thread id). A worker that died is not counted (its thread id is -1, and the pool drops it):
+  // until its replacement has loaded, chunks are processed here rather than queued for it.
+  const loaded = new Set<number>();
   pool.on('message', (m: unknown) => {
-    // A worker that died is replaced and says so again: never count more than there are.
-    if (m === WORKER_READY) ready = Math.min(ready + 1, workers);
+    if (typeof m === 'object' && m !== null && (m as { ready?: unknown }).ready === WORKER_READY) loaded.add((m as { threadId: number }).threadId);
   });
+  const ready = () => (loaded.size === 0 ? 0 : pool.threads.filter((w) => loaded.has(w.threadId)).length);
   let busy = 0;
   const inline = (input: ChunkInput) => processChunk(plan, input, { keepRecords: true, stopAt: plan.mainFrom });
   return {
+    threads: () => pool.threads,
     run: (input) => {
-      if (busy >= ready * WORKER_QUEUE) return Promise.resolve(inline(input));
+      if (busy >= ready() * WORKER_QUEUE) return Promise.resolve(inline(input));
       busy++;
       // An exact-size copy, moved to the worker: a view into a larger read buffer would make
       // structured clone copy that whole buffer. The caller keeps `input` (DLQ re-processing).

@@ -57,4 +57,25 @@ describe('sharedExecutor (thread_workers > 1)', () => {
       [400, 402, 404],
     ]);
   });
+
+  it('a worker that died is not counted: chunks are processed here until its replacement has loaded, then go to it', async () => {
+    const plan = buildPlan(config, { registry });
+    ex = sharedExecutor(plan, config, 2);
+    const fromWorker = async () => {
+      const o = await ex!.run(chunk(100, 4));
+      return o.sinks[0]!.records === undefined ? o : undefined;
+    };
+    await waitFor(fromWorker, 30_000);
+    const [worker] = ex.threads!();
+    const exited = new Promise((r) => worker!.once('exit', r));
+    await worker!.terminate();
+    await exited;
+    // Its replacement is still loading: this chunk does not wait for it.
+    const meanwhile = await ex.run(chunk(500, 4));
+    expect(meanwhile.sinks[0]!.records).toBeDefined();
+    expect(values(meanwhile)).toEqual([500, 502]);
+    const again = await waitFor(fromWorker, 30_000);
+    expect(values(again)).toEqual([100, 102]);
+    expect(ex.threads!()[0]).not.toBe(worker);
+  });
 });

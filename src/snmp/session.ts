@@ -32,6 +32,8 @@ interface Pending {
 export class SnmpSession {
   private socket!: Socket;
   private pending = new Map<number, Pending>();
+  /** Bytes of every datagram sent: retransmissions and SNMPv3 engine discovery included. */
+  bytesSent = 0;
   private nextId = randomInt(1, 0x3fffffff);
   private user: UsmUser | undefined;
   private local: LocalUser | null = null;
@@ -175,6 +177,7 @@ export class SnmpSession {
       const p: Pending = { resolve: (pdu, authenticated) => resolve({ pdu, authenticated }), reject, ...(v3 ? { v3 } : {}) };
       let attempt = 0;
       const send = () => {
+        this.bytesSent += msg.length;
         this.socket.send(msg, (e) => {
           if (e && this.pending.get(id) === p) {
             this.pending.delete(id);
@@ -221,7 +224,9 @@ export class SnmpSession {
       const v = this.version === '1' ? 0 : 1;
       const id = this.newId();
       if (!confirmed) {
-        this.socket.send(encodeCommunity(v, community, { ...pdu, requestId: id }));
+        const msg = encodeCommunity(v, community, { ...pdu, requestId: id });
+        this.bytesSent += msg.length;
+        this.socket.send(msg);
         return pdu;
       }
       return (await this.exchange((rid) => encodeCommunity(v, community, { ...pdu, requestId: rid }), id)).pdu as Pdu;

@@ -214,6 +214,10 @@ describe('snmp_trap sink: versions, informs, failures', () => {
     expect(two.rec.status, JSON.stringify(two.rec.errors)).toBe('success');
     const got = await received(trapd, (x) => x.community === c, 50);
     expect(got[0]!.security).toMatch(/^INFORM/);
+    // bytes_out counts the informs sent: the same varbinds as traps, a few bytes apart each (request IDs, uptime).
+    const traps = await sinkRun({ community: community() }, Array.from({ length: 50 }, (_, i) => ({ [`${X}.1.0`]: i })));
+    expect(traps.rec.bytes_out).toBeGreaterThan(50 * 40);
+    expect(Math.abs(two.rec.bytes_out - traps.rec.bytes_out)).toBeLessThanOrEqual(50 * 8);
     const three = await sinkRun({ port: v3d.port, version: '3', inform: true, security_name: 'i-sha-aes', auth_protocol: 'SHA', auth_key: 'inform-auth-key', priv_protocol: 'AES', priv_key: 'inform-priv-key' }, [{ [`${X}.1.0`]: 1 }]);
     expect(three.rec.status, JSON.stringify(three.rec.errors)).toBe('success');
     await received(v3d, (t) => t.user === 'i-sha-aes', 1);

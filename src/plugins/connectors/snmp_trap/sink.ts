@@ -448,11 +448,12 @@ export default defineSink({
     return {
       async write(batch) {
         const rejected: { index: number; reason: string }[] = [];
-        // Informs go through the SNMP session, which encodes (and may resend) them itself: not counted in bytes_out.
         const bytes = await link.use(async (l) => {
           if (!c.inform) return sendTraps(l, batch.records!, rejected);
+          // Informs go through the SNMP session, which counts what it sends (resent informs and engine discovery too).
+          const before = l.session!.bytesSent;
           await sendInforms(l, batch.records!, rejected);
-          return 0;
+          return l.session!.bytesSent - before;
         });
         return { rejected: rejected.sort((a, b) => a.index - b.index), bytes };
       },

@@ -112,7 +112,8 @@ class LocalFile implements OutFile {
   sync(): Promise<void> {
     return guarded(this.writePath, async () => {
       await this.fh.sync();
-      if (!this.dirSynced) {
+      // A temporary's own name need not survive a crash: publish() syncs the directory after the rename.
+      if (!this.dirSynced && !this.isNew) {
         await syncDir(path.dirname(this.writePath));
         this.dirSynced = true;
       }

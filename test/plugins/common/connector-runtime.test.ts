@@ -112,6 +112,40 @@ describe('streamSource', () => {
     expect(f.log).toContain('close 0');
   });
 
+  it('under a steady flow a unit waits a moment to fill; the first message after a quiet spell goes at once', async () => {
+    const f = scripted({ maxBatch: 1000 });
+    const stop = new AbortController();
+    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
+    const first = it.next();
+    await connected(f);
+    // A quiet spell: the first message is handed on alone, although more follow.
+    f.push(0, 1);
+    expect(await seqs((await first).value as SourceUnit)).toEqual([0]);
+    // Then a steady flow, one message per turn of the event loop, taken as fast as it comes: a
+    // unit each time would be 200 units of one message.
+    let sent = 1;
+    const flow = (async () => {
+      while (sent < 201) {
+        f.push(sent++, 1);
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const sizes: number[] = [];
+    let got = 1;
+    while (got < 201) {
+      const u = (await it.next()).value as SourceUnit;
+      const n = (await seqs(u)).length;
+      sizes.push(n);
+      got += n;
+    }
+    await flow;
+    expect(got).toBe(201);
+    expect(sizes.length).toBeLessThan(40);
+    stop.abort();
+    await it.next();
+    await f.source.close!();
+  });
+
   it('an undelivered unit ends the session unacknowledged, and nothing after it is acknowledged; then it reconnects', async () => {
     const f = scripted({ maxBatch: 2 });
     const stop = new AbortController();

@@ -86,6 +86,14 @@ function byMeta<M extends Message>(batch: M[]): M[][] {
   return [...groups.values()];
 }
 
+/**
+ * Under a steady flow, a unit waits up to this long for more messages (until maxBatch) before it is
+ * handed on; the first message after a quiet spell goes at once. Without it a fast runner took a
+ * unit of a few messages each time (syslog at 130,000 msg/s: 5.5 a unit), and every unit costs a
+ * sink write and a flush. A Kafka producer's linger.ms (5 by default in librdkafka) is the same idea.
+ */
+const LINGER_MS = 2;
+
 export function streamSource<M extends Message>(ctx: PluginContext, connector: StreamConnector<M>): Source {
   const report = connectionReporter(ctx, connector.type);
   const maxBatch = connector.maxBatch ?? DEFAULT_MAX_BATCH;
@@ -96,6 +104,8 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
   /** Set by an undelivered unit: the session must end without acknowledging anything more. */
   let refused: Error | undefined;
   let wake: (() => void) | undefined;
+  /** While a unit lingers, a message wakes the loop only once the unit would be full. */
+  let lingering = false;
 
   /**
    * The units of one batch: one per metadata group. The batch is acknowledged whole, in the order
@@ -141,6 +151,8 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
         }
       };
       const onAbort = () => wake?.();
+      /** When the last unit was handed on (see LINGER_MS). */
+      let handedOn = -Infinity;
       signal.addEventListener('abort', onAbort);
       try {
         while (!signal.aborted) {
@@ -159,7 +171,7 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
                   paused = true;
                   session.pause();
                 }
-                wake?.();
+                if (!lingering || queue.length >= maxBatch) wake?.();
               },
               lost(err) {
                 if (gen !== generation) return;
@@ -186,8 +198,22 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
             // messages already received are handed on first (they exist nowhere else).
             if (refused || (lost && (connector.acknowledges || queue.length === 0))) break;
             if (queue.length) {
+              const since = performance.now() - handedOn;
+              if (queue.length < maxBatch && since < LINGER_MS && !signal.aborted && !lost && !refused) {
+                lingering = true;
+                let timer: NodeJS.Timeout | undefined;
+                await new Promise<void>((r) => {
+                  wake = r;
+                  timer = setTimeout(r, LINGER_MS - since);
+                });
+                clearTimeout(timer);
+                wake = undefined;
+                lingering = false;
+                continue; // stopped, lost or refused meanwhile: the checks above
+              }
               const batch = queue.splice(0, maxBatch);
               if (paused && !signal.aborted && queue.length < highWater / 2) (paused = false), session.resume();
+              handedOn = performance.now();
               yield* unitsOf(batch, session, gen);
               continue;
             }

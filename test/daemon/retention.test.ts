@@ -13,8 +13,10 @@ const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
 /** Finished runs of a pipeline, `count` of them, finished `age` ms ago and one ms apart. */
 async function insertFinished(d: TestDaemon, pipeline: string, count: number, age: number) {
   const db = (d.store as SqlStore).db;
+  // One clock reading: a millisecond passing between rows would give two runs the same finished_at.
+  const now = Date.now();
   const rows = Array.from({ length: count }, (_, i) => {
-    const finished = Date.now() - age - i;
+    const finished = now - age - i;
     return {
       run_id: `${pipeline}-${String(i).padStart(5, '0')}`,
       pipeline,

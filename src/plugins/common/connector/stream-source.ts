@@ -76,9 +76,13 @@ export const DEFAULT_MAX_BATCH = 1000;
 function byMeta<M extends Message>(batch: M[]): M[][] {
   const first = batch[0]!.meta;
   if (batch.every((m) => m.meta === first)) return [batch]; // the usual case: one shared object
+  // Connectors share one metadata object per peer batch (a Kafka partition's fetch): the key of
+  // each distinct object is made once, not once per message.
+  const keys = new Map<Message['meta'], string>();
   const groups = new Map<string, M[]>();
   for (const m of batch) {
-    const key = m.meta ? JSON.stringify(m.meta) : '';
+    let key = keys.get(m.meta);
+    if (key === undefined) keys.set(m.meta, (key = m.meta ? JSON.stringify(m.meta) : ''));
     const g = groups.get(key);
     if (g) g.push(m);
     else groups.set(key, [m]);

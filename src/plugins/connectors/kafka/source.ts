@@ -261,8 +261,13 @@ export default defineSource({
           async ack(batch) {
             // Per topic and partition: offset+1 of the batch's last (highest) message. Commits go
             // out one at a time; acknowledgements that arrive meanwhile share the next one.
-            for (const m of batch) {
+            // A partition's messages arrive in offset order: its last one in the batch is its highest.
+            const seen = new Set<string>();
+            for (let i = batch.length - 1; i >= 0; i--) {
+              const m = batch[i]!;
               const key = `${m.topic}\u0000${m.partition}`;
+              if (seen.has(key)) continue;
+              seen.add(key);
               const o = BigInt(m.offset) + 1n;
               const cur = pending.get(key);
               if (!cur || o > cur.offset) pending.set(key, { topic: m.topic, partition: m.partition, offset: o });

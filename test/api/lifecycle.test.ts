@@ -75,7 +75,8 @@ describe('manual pipelines', () => {
     // Stopped at once: the source sees the stop before its first file.
     const early = await d.call('POST', '/api/pipelines/cut/run');
     expect((await d.call('POST', '/api/pipelines/cut/stop')).body).toEqual({ name: 'cut', status: 'stopped' });
-    expect(await finishedRun(d, early.body.run_id)).toMatchObject({ status: 'aborted', error: expect.stringContaining('stopped') });
+    const first = await finishedRun(d, early.body.run_id);
+    expect(first).toMatchObject({ status: 'aborted', error: expect.stringContaining('stopped') });
     // Stopped mid-file: what is in flight is written, the rest is left.
     const mid = await d.call('POST', '/api/pipelines/cut/run');
     await eventually(() => readNdjson(w.outFile).length >= 3);
@@ -84,7 +85,8 @@ describe('manual pipelines', () => {
     expect(run).toMatchObject({ status: 'aborted', error: expect.stringContaining('stopped') });
     expect(run.records_out).toBeGreaterThanOrEqual(3);
     expect(run.records_out).toBeLessThan(20);
-    expect(readNdjson(w.outFile)).toHaveLength(run.records_out);
+    // On a busy machine the first run may have read its first file before the stop reached it.
+    expect(readNdjson(w.outFile)).toHaveLength(first.records_out + run.records_out);
   });
 
   it('a failing run (source path missing) puts the pipeline in error and records a failed run with its error', async () => {

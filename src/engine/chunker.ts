@@ -66,7 +66,7 @@ function cutPoint(b: Buffer, limit: number, quote: number | undefined, maxLines:
 
 /** One view of `parts` when they lie one after the other in the same memory (a source that read a file into one buffer); else undefined. */
 function adjacent(parts: Buffer[]): Buffer | undefined {
-  if (parts.length === 0) return undefined;
+  if (parts.length <= 1) return parts[0];
   const first = parts[0]!;
   let end = first.byteOffset + first.length;
   for (let i = 1; i < parts.length; i++) {

@@ -21,7 +21,8 @@ export interface Envelope {
   raw: string | null;
 }
 
-export interface DlqSlot {
+/** A sink with everything the runtime needs around it: the pipeline's sinks and its dead-letter sink alike. */
+export interface SinkSlot {
   label: string;
   cfg: SinkConfig;
   sink: Sink;
@@ -33,7 +34,7 @@ export interface DlqSlot {
 
 export class DeadLetterQueue {
   constructor(
-    readonly slot: DlqSlot,
+    readonly slot: SinkSlot,
     private readonly ctx: { pipeline: string; runId: string; log: Logger; signal: AbortSignal },
   ) {}
 

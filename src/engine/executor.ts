@@ -1,11 +1,11 @@
 // Runs chunk processing inline (thread_workers: 1) or shared between this thread and a pool of
 // worker threads. Only bytes and plain results cross threads; each worker compiles the pipeline
 // once from its config.
+import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { processChunk, type ChunkInput, type ChunkOutput } from './process-chunk.js';
 import type { ChunkPlan } from './plan.js';
-import type { Worker } from 'node:worker_threads';
 import { WORKER_READY } from './chunk-worker-ready.js';
 
 export interface ChunkExecutor {

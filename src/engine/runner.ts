@@ -14,7 +14,7 @@ import type { ConnectionState, DrainPoint, Framing, PluginContext, ProcessedFile
 import { GaveUpError } from '../plugins/common/connector/reconnect.js';
 import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
 import { chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
-import { DeadLetterQueue, type DlqSlot, type Envelope, type Stage } from './dlq.js';
+import { DeadLetterQueue, type Envelope, type SinkSlot, type Stage } from './dlq.js';
 import { inlineExecutor, sharedExecutor, type ChunkExecutor } from './executor.js';
 import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan, type LabeledTransform } from './plan.js';
 import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
@@ -79,9 +79,6 @@ export interface TransformStateIO {
   load(): Promise<Record<string, unknown> | null>;
   save(state: Record<string, unknown>): Promise<void>;
 }
-
-/** A sink with everything the runtime needs around it. */
-type SinkSlot = DlqSlot;
 
 interface UnitState {
   unit: SourceUnit;

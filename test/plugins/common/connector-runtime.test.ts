@@ -87,13 +87,19 @@ const seqs = async (u: SourceUnit) => {
 /** Until the source has opened its `n`th session (connects and reconnects take their time on a loaded machine). */
 const connected = (f: ReturnType<typeof scripted>, n = 1) => waitFor(() => f.sessions.length >= n && f.states.at(-1) === 'connected');
 
+/** Starts reading units (the first one asked for) and waits for the first session. */
+async function reading(f: ReturnType<typeof scripted>) {
+  const stop = new AbortController();
+  const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
+  const first = it.next();
+  await connected(f);
+  return { stop, it, first };
+}
+
 describe('streamSource', () => {
   it('hands waiting messages on as units and acknowledges each only after delivery, in order', async () => {
     const f = scripted({ maxBatch: 3 });
-    const stop = new AbortController();
-    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(f);
+    const { stop, it, first } = await reading(f);
     f.push(0, 5);
     const u1 = (await first).value as SourceUnit;
     const u2 = (await it.next()).value as SourceUnit;
@@ -114,10 +120,7 @@ describe('streamSource', () => {
 
   it('under a steady flow a unit waits a moment to fill; the first message after a quiet spell goes at once', async () => {
     const f = scripted({ maxBatch: 1000 });
-    const stop = new AbortController();
-    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(f);
+    const { stop, it, first } = await reading(f);
     // A quiet spell: the first message is handed on alone, although more follow.
     f.push(0, 1);
     expect(await seqs((await first).value as SourceUnit)).toEqual([0]);
@@ -148,10 +151,7 @@ describe('streamSource', () => {
 
   it('an undelivered unit ends the session unacknowledged, and nothing after it is acknowledged; then it reconnects', async () => {
     const f = scripted({ maxBatch: 2 });
-    const stop = new AbortController();
-    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(f);
+    const { stop, it, first } = await reading(f);
     f.push(0, 4);
     const u1 = (await first).value as SourceUnit;
     const u2 = (await it.next()).value as SourceUnit;
@@ -174,10 +174,7 @@ describe('streamSource', () => {
 
   it('a batch is cut into one unit per metadata (a wildcard never mislabels a record), acknowledged whole once all are delivered', async () => {
     const f = scripted();
-    const stop = new AbortController();
-    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(f);
+    const { stop, it, first } = await reading(f);
     const s = f.sessions[0]!;
     for (const [i, topic] of ['a', 'a', 'b', 'a'].entries()) s.h.push({ body: Buffer.from(String(i)), meta: { topic } });
     const units = [(await first).value as SourceUnit, (await it.next()).value as SourceUnit];
@@ -193,10 +190,7 @@ describe('streamSource', () => {
 
   it('pauses the session above highWater and resumes below half of it', async () => {
     const f = scripted({ maxBatch: 2, highWater: 4 });
-    const stop = new AbortController();
-    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(f);
+    const { stop, it, first } = await reading(f);
     f.push(0, 6);
     expect(f.sessions[0]!.paused).toBe(true);
     await first; // takes 2: 4 left, still at the mark
@@ -212,10 +206,7 @@ describe('streamSource', () => {
 
   it('a lost connection reconnects; acknowledgements of the old session are dropped', async () => {
     const f = scripted();
-    const stop = new AbortController();
-    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(f);
+    const { stop, it, first } = await reading(f);
     f.push(0, 2);
     const u1 = (await first).value as SourceUnit;
     f.sessions[0]!.h.lost(new Error('socket hang up'));
@@ -232,10 +223,7 @@ describe('streamSource', () => {
 
   it('connect failures are retried, and give up after max_reconnect_attempts with the reason', async () => {
     const ok = scripted({ failConnects: 2 });
-    const stop = new AbortController();
-    const it = ok.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(ok);
+    const { stop, first } = await reading(ok);
     expect(ok.sessions).toHaveLength(1);
     ok.push(0, 1);
     await first;
@@ -250,10 +238,7 @@ describe('streamSource', () => {
 
   it('at-most-once connectors acknowledge nothing and do not reconnect for an undelivered unit', async () => {
     const f = scripted({ acknowledges: false });
-    const stop = new AbortController();
-    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(f);
+    const { stop, it, first } = await reading(f);
     f.push(0, 2);
     const u = (await first).value as SourceUnit;
     await u.done!(false);
@@ -268,10 +253,7 @@ describe('streamSource', () => {
 
   it('a stop hands on what is queued, pauses the peer, and keeps the session for the last acknowledgements', async () => {
     const f = scripted({ maxBatch: 10 });
-    const stop = new AbortController();
-    const it = f.source.units(stop.signal)[Symbol.asyncIterator]();
-    const first = it.next();
-    await connected(f);
+    const { stop, it, first } = await reading(f);
     f.push(0, 3);
     await first;
     f.push(3, 2);

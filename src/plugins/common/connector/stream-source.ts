@@ -108,8 +108,6 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
   /** Set by an undelivered unit: the session must end without acknowledging anything more. */
   let refused: Error | undefined;
   let wake: (() => void) | undefined;
-  /** While a unit lingers, a message wakes the loop only once the unit would be full. */
-  let lingering = false;
 
   /**
    * The units of one batch: one per metadata group. The batch is acknowledged whole, in the order
@@ -155,8 +153,9 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
         }
       };
       const onAbort = () => wake?.();
-      /** When the last unit was handed on (see LINGER_MS). */
+      /** When the last unit was handed on, and whether the next one is waiting to fill (LINGER_MS): then a message wakes the loop only once the unit would be full. */
       let handedOn = -Infinity;
+      let lingering = false;
       signal.addEventListener('abort', onAbort);
       try {
         while (!signal.aborted) {

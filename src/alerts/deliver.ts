@@ -165,6 +165,8 @@ export async function deliverEmail(settings: SmtpSettings, msg: EmailMessage, op
       if (accepted.length === 0) return { ok: false, reason: `no recipient accepted: ${String(info.response ?? '').trim()}` };
       return { ok: false, reason: `rejected recipients: ${rejected.join(', ')}` };
     } catch (e) {
+      // nodemailer's own step timeouts equal the deadline; whichever fires first, the reason says the same.
+      if ((e as NodeJS.ErrnoException).code === 'ETIMEDOUT') return { ok: false, reason: `timed out after ${timeoutMs} ms (${errorText(e)})` };
       return { ok: false, reason: `mail failed: ${errorText(e)}` };
     }
   })();

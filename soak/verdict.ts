@@ -1,4 +1,5 @@
-// Pass or fail. Flat: RSS and open descriptors grow less than 5 % from the reference point (10
+// Pass or fail. Flat: RSS and open descriptors (the least count of each minute, allowed to gain
+// FD_ALLOWANCE) grow less than 5 % from the reference point (10
 // minutes into the load, or a third of the run when it is shorter than 20 minutes) to the end of
 // the load. Each side is the median of the samples of one minute (the minute centred on the
 // reference point, the last minute of the load): the heap's GC sawtooth moves RSS by 10-20 %
@@ -25,6 +26,12 @@ export const SHORT_RUN_MINUTES = 20;
  */
 export const SHORT_RUN_MAX_GROWTH = 0.25;
 export const MAX_P99_MS = 50;
+/**
+ * Descriptors a run may gain and still be flat: at about 40 open, 5 % is 2, and one keep-alive
+ * socket or a file being rotated at the sampling instant moves the count by that much (a CI run
+ * failed on 38 -> 40). A leak keeps growing, past this within minutes.
+ */
+export const FD_ALLOWANCE = 3;
 /** Seconds of samples whose median is taken at each end of the comparison. */
 const WINDOW_S = 60;
 
@@ -46,7 +53,7 @@ export interface Check {
  * `floor`: a figure shown beside the verdict, the least value of each window (heap used after the
  * GCs): RSS that grew while this stayed put is V8 keeping a larger heap reserved, not retained objects.
  */
-function growth(load: Sample[], refT: number, pick: (s: Sample) => number, what: string, unit: string, floor?: { what: string; pick: (s: Sample) => number }, least = false, limit = MAX_GROWTH): Check {
+function growth(load: Sample[], refT: number, pick: (s: Sample) => number, what: string, unit: string, floor?: { what: string; pick: (s: Sample) => number }, least = false, limit = MAX_GROWTH, allowance = 0): Check {
   const endT = load.at(-1)?.t ?? 0;
   const ref = load.filter((s) => Math.abs(s.t - refT) <= WINDOW_S / 2);
   const end = load.filter((s) => s.t > endT - WINDOW_S);
@@ -58,7 +65,8 @@ function growth(load: Sample[], refT: number, pick: (s: Sample) => number, what:
   const g = b / a - 1;
   const low = (xs: Sample[]) => Math.min(...xs.map(floor?.pick ?? pick)).toFixed(1);
   const also = floor ? `; ${floor.what} ${low(ref)} -> ${low(end)} MB` : '';
-  return { name, pass: g < limit, detail: `${a.toFixed(1)} ${unit} around ${refT} s -> ${b.toFixed(1)} ${unit} in the last minute (${g >= 0 ? '+' : ''}${(g * 100).toFixed(1)} %, limit ${limit * 100} %)${also}` };
+  const or = allowance ? ` or ${allowance} ${unit}` : '';
+  return { name, pass: g < limit || b - a <= allowance, detail: `${a.toFixed(1)} ${unit} around ${refT} s -> ${b.toFixed(1)} ${unit} in the last minute (${g >= 0 ? '+' : ''}${(g * 100).toFixed(1)} %, limit ${limit * 100} %${or})${also}` };
 }
 
 export function verdict(samples: Sample[], minutes: number, counts: Record<string, StreamCount>): Check[] {
@@ -68,7 +76,8 @@ export function verdict(samples: Sample[], minutes: number, counts: Record<strin
   const memory = short
     ? growth(load, refT, (s) => s.heap_used_mb, 'heap used after GC (short run)', 'MB', { what: 'RSS', pick: (s) => s.proc_rss_mb }, true, SHORT_RUN_MAX_GROWTH)
     : growth(load, refT, (s) => s.proc_rss_mb, 'RSS', 'MB', { what: 'least heap used', pick: (s) => s.heap_used_mb });
-  const checks = [memory, growth(load, refT, (s) => s.fds, 'open descriptors', 'fds')];
+  // The least count of each minute: a connection open at one sampling instant is not a leak.
+  const checks = [memory, growth(load, refT, (s) => s.fds, 'open descriptors', 'fds', undefined, true, MAX_GROWTH, FD_ALLOWANCE)];
   for (const [stream, c] of Object.entries(counts)) {
     checks.push({ name: `${stream}: no record lost`, pass: c.sent > 0 && c.missing === 0, detail: `${c.sent} sent, ${c.received} received, ${c.missing} missing, ${c.duplicates} duplicates${c.firstMissing.length ? ` (first missing: ${c.firstMissing.join(', ')})` : ''}` });
   }

@@ -10,6 +10,9 @@
 // 2. The ceiling: the rate steps up until more than 0.1 % is lost, for us and for rsyslogd; the
 //    ceiling is the highest step with at most 0.1 % lost. The sender shares the machine's two
 //    cores with the receiver, so its own achieved rate is reported too.
+// 3. The floor of any Node receiver: a Node process that only counts the datagrams it receives
+//    (node:dgram, the same buffer; no parse, no write), same sender, same steps. What Node itself
+//    costs per datagram (one JS callback each) bounds every receiver built on it, ours included.
 //
 // Both receivers get the same UDP receive buffer (BUFFER bytes: svc's buffer_size, rsyslog's
 // imudp rcvbufSize). The kernel caps it at net.core.rmem_max: when /proc/sys/net/core/rmem_max is
@@ -85,8 +88,66 @@ function rcvbufErrors(): number {
 
 interface Receiver {
   port: number;
-  file: string;
+  /** Messages received so far, once the receiver has drained its buffers. */
+  received(): Promise<number>;
   stop(): Promise<void>;
+}
+
+/** Received = lines written to `file` (NDJSON lines, omfile lines), counted as the file grows. */
+function lineCounter(file: string): () => Promise<number> {
+  let offset = 0;
+  let lines = 0;
+  return async () => {
+    const size = await settledSize(file);
+    lines += await linesBetween(file, offset, size);
+    offset = size;
+    return lines;
+  };
+}
+
+// The bare receiver: counts datagrams, answers its count on each line read from stdin.
+const COUNTER = `
+const dgram = require('node:dgram');
+const [buffer] = process.argv.slice(1).map(Number);
+let n = 0;
+const s = dgram.createSocket({ type: 'udp4', recvBufferSize: buffer });
+s.on('message', () => n++);
+s.bind(0, '127.0.0.1', () => process.stdout.write(s.address().port + '\\n'));
+process.stdin.on('data', () => process.stdout.write(n + '\\n'));
+process.stdin.on('end', () => process.exit(0));
+`;
+
+async function startBareNode(): Promise<Receiver> {
+  const p = spawn(process.execPath, ['-e', COUNTER, String(BUFFER)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const answers: ((line: string) => void)[] = [];
+  let pending = '';
+  p.stdout.setEncoding('utf8').on('data', (d: string) => {
+    pending += d;
+    for (let i = pending.indexOf('\n'); i >= 0; i = pending.indexOf('\n')) {
+      answers.shift()?.(pending.slice(0, i));
+      pending = pending.slice(i + 1);
+    }
+  });
+  const next = () => new Promise<string>((r) => answers.push(r));
+  const port = Number(await next());
+  const ask = () => (p.stdin.write('?\n'), next().then(Number));
+  const exited = new Promise((r) => p.once('exit', r));
+  return {
+    port,
+    async received() {
+      // Drained once the count stops moving for 500 ms, as settledSize() waits for a file.
+      let last = -1;
+      for (let n = await ask(); n !== last; n = await ask()) {
+        last = n;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      return last;
+    },
+    async stop() {
+      p.stdin.end();
+      await exited;
+    },
+  };
 }
 
 async function startOurs(dir: string, threads: number): Promise<Receiver> {
@@ -105,7 +166,7 @@ pipeline:
   await run.ready;
   return {
     port,
-    file: join(out, 'ingest.ndjson'),
+    received: lineCounter(join(out, 'ingest.ndjson')),
     async stop() {
       const rec = await run.stop();
       if (rec.status !== 'success') throw new Error(`syslog ingest run failed: ${JSON.stringify(rec)}`);
@@ -131,7 +192,7 @@ action(type="omfile" file="${file}" template="line")
   );
   const proc = peerProcess('rsyslogd', ['-n', '-f', cfg, '-i', join(dir, 'rsyslogd.pid')], tcpPort, { name: 'rsyslogd' });
   await proc.start();
-  return { port, file, stop: () => proc.kill() };
+  return { port, received: lineCounter(file), stop: () => proc.kill() };
 }
 
 interface Step {
@@ -144,13 +205,12 @@ interface Step {
   sender_rate: number;
 }
 
-/** Sends at `rate` for `seconds` into `r` and counts what arrived (lines added to its file). */
+/** Sends at `rate` for `seconds` into `r` and counts what arrived. */
 async function step(r: Receiver, rate: number, seconds: number): Promise<Step> {
-  const before = await settledSize(r.file);
+  const before = await r.received();
   const k0 = rcvbufErrors();
   const { sent, seconds: s } = await send(r.port, rate, seconds);
-  const after = await settledSize(r.file);
-  const received = await linesBetween(r.file, before, after);
+  const received = (await r.received()) - before;
   return { rate, sent, received, loss: Math.max(0, (sent - received) / sent), kernel_drops: rcvbufErrors() - k0, sender_rate: Math.round(sent / s) };
 }
 
@@ -181,6 +241,17 @@ function raiseRmem(): { before: number; after: number; undo(): void } {
 
 const fmt = (steps: Step[]) => steps.map((s) => `${s.rate}:${s.received}/${s.sent}${s.kernel_drops ? ` (kernel dropped ${s.kernel_drops})` : ''}`).join(' ');
 
+/** Warm-up, the 20,000 msg/s step and the ceiling of one receiver, which is stopped after. */
+async function measure(r: Receiver): Promise<{ target: Step; ceiling: number; steps: Step[] }> {
+  try {
+    await step(r, WARMUP_RATE, WARMUP_SECONDS);
+    const target = await step(r, TARGET_RATE, TARGET_SECONDS);
+    return { target, ...(await ceiling(r)) };
+  } finally {
+    await r.stop();
+  }
+}
+
 export const syslogIngest: Scenario = {
   // thread_workers 2 (decode and encode in a worker thread) was measured too and gained nothing
   // (30,000 vs 35,000 msg/s): the main thread's receive, parse and hand-over is the limit.
@@ -189,47 +260,33 @@ export const syslogIngest: Scenario = {
     const dir = mkdtempSync(join(tmpdir(), 'svc-bench-syslog-'));
     const rmem = raiseRmem();
     try {
-      // 1. No loss at 20,000 msg/s.
-      const ours = await startOurs(dir, threads);
-      let target: Step;
-      let oursCeil: { ceiling: number; steps: Step[] };
       const cpu0 = process.cpuUsage();
-      try {
-        await step(ours, WARMUP_RATE, WARMUP_SECONDS);
-        target = await step(ours, TARGET_RATE, TARGET_SECONDS);
-        oursCeil = await ceiling(ours);
-      } finally {
-        await ours.stop();
-      }
+      const ours = await measure(await startOurs(dir, threads));
       const cpu = process.cpuUsage(cpu0);
-      // 2. rsyslogd, same sender, same steps.
-      const rs = await startRsyslogd(dir);
-      let rsTarget: Step;
-      let rsCeil: { ceiling: number; steps: Step[] };
-      try {
-        await step(rs, WARMUP_RATE, WARMUP_SECONDS);
-        rsTarget = await step(rs, TARGET_RATE, TARGET_SECONDS);
-        rsCeil = await ceiling(rs);
-      } finally {
-        await rs.stop();
-      }
+      const rs = await measure(await startRsyslogd(dir));
+      const bare = await measure(await startBareNode());
+      const ratio = (a: number, b: number) => Number((a / Math.max(1, b)).toFixed(2));
       return {
         buffer_size: BUFFER,
         rmem_max: rmem.after,
         rmem_max_raised: rmem.after !== rmem.before ? `${rmem.before} -> ${rmem.after} for the run, restored` : 'no',
         target_rate: TARGET_RATE,
-        target_sent: target.sent,
-        target_received: target.received,
-        target_lost: target.sent - target.received,
-        target_kernel_drops: target.kernel_drops,
-        rsyslog_target_lost: rsTarget.sent - rsTarget.received,
-        ours_ceiling_msgs_per_sec: oursCeil.ceiling,
-        rsyslog_ceiling_msgs_per_sec: rsCeil.ceiling,
-        ratio: Number((oursCeil.ceiling / Math.max(1, rsCeil.ceiling)).toFixed(2)),
-        ours_steps: fmt(oursCeil.steps),
-        rsyslog_steps: fmt(rsCeil.steps),
+        target_sent: ours.target.sent,
+        target_received: ours.target.received,
+        target_lost: ours.target.sent - ours.target.received,
+        target_kernel_drops: ours.target.kernel_drops,
+        rsyslog_target_lost: rs.target.sent - rs.target.received,
+        ours_ceiling_msgs_per_sec: ours.ceiling,
+        rsyslog_ceiling_msgs_per_sec: rs.ceiling,
+        ratio: ratio(ours.ceiling, rs.ceiling),
+        bare_node_ceiling_msgs_per_sec: bare.ceiling,
+        bare_node_ratio_to_rsyslog: ratio(bare.ceiling, rs.ceiling),
+        ours_ratio_to_bare_node: ratio(ours.ceiling, bare.ceiling),
+        ours_steps: fmt(ours.steps),
+        rsyslog_steps: fmt(rs.steps),
+        bare_node_steps: fmt(bare.steps),
         ours_cpu_seconds: Number(((cpu.user + cpu.system) / 1e6).toFixed(2)),
-        sender_max_rate: Math.max(...[...oursCeil.steps, ...rsCeil.steps].map((s) => s.sender_rate)),
+        sender_max_rate: Math.max(...[...ours.steps, ...rs.steps, ...bare.steps].map((s) => s.sender_rate)),
       };
     } finally {
       rmem.undo();

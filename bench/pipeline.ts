@@ -122,13 +122,16 @@ export function fileSize(f: string): number {
   }
 }
 
-/** Size of `file` once it stops growing for `pollMs` (the receiver drained its buffers). */
-export async function settledSize(file: string, pollMs = 500): Promise<number> {
+/** A growing figure (a file's size, a receiver's count) once it stops moving for `pollMs`: the receiver drained its buffers. */
+export async function settled(read: () => number | Promise<number>, pollMs = 500): Promise<number> {
   let last = -1;
   for (;;) {
     await new Promise((r) => setTimeout(r, pollMs));
-    const size = fileSize(file);
-    if (size === last) return size;
-    last = size;
+    const now = await read();
+    if (now === last) return now;
+    last = now;
   }
 }
+
+/** Size of `file` once it stops growing for `pollMs`. */
+export const settledSize = (file: string, pollMs = 500) => settled(() => fileSize(file), pollMs);

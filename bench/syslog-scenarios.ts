@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { peerProcess } from '../test/connectors/peers/process.js';
 import { freeSyslogPort } from '../test/connectors/peers/syslog.js';
-import { settledSize, startStreamIngest } from './pipeline.js';
+import { settled, settledSize, startStreamIngest } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';
 
 const BUFFER = Number(process.env.BENCH_SYSLOG_BUFFER ?? 32 * 1024 * 1024);
@@ -134,15 +134,7 @@ async function startBareNode(): Promise<Receiver> {
   const exited = new Promise((r) => p.once('exit', r));
   return {
     port,
-    async received() {
-      // Drained once the count stops moving for 500 ms, as settledSize() waits for a file.
-      let last = -1;
-      for (let n = await ask(); n !== last; n = await ask()) {
-        last = n;
-        await new Promise((r) => setTimeout(r, 500));
-      }
-      return last;
-    },
+    received: () => settled(ask),
     async stop() {
       p.stdin.end();
       await exited;
@@ -253,8 +245,8 @@ async function measure(r: Receiver): Promise<{ target: Step; ceiling: number; st
 }
 
 export const syslogIngest: Scenario = {
-  // thread_workers 2 (decode and encode in a worker thread) was measured too and gained nothing
-  // (30,000 vs 35,000 msg/s): the main thread's receive, parse and hand-over is the limit.
+  // thread_workers 2 was measured too and lost (160,000 vs 200,000 msg/s in session 11): the parsed
+  // records go to the worker by structured clone, which costs this thread more than it saves.
   threads: [1],
   async run(threads): Promise<Measured> {
     const dir = mkdtempSync(join(tmpdir(), 'svc-bench-syslog-'));

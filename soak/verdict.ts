@@ -1,11 +1,11 @@
-// Pass or fail. Flat: RSS and open descriptors (the least count of each minute, allowed to gain
-// FD_ALLOWANCE) grow less than 5 % from the reference point (10
+// Pass or fail. Flat: RSS and open descriptors grow less than 5 % from the reference point (10
 // minutes into the load, or a third of the run when it is shorter than 20 minutes) to the end of
-// the load. Each side is the median of the samples of one minute (the minute centred on the
-// reference point, the last minute of the load): the heap's GC sawtooth moves RSS by 10-20 %
-// between two samples, so single samples would decide by chance. Lossless: every sequence number
-// sent is at its sink. Event loop: the p99 of every sampling window (prom-client's histogram since
-// the previous scrape) under 50 ms.
+// the load. Each side is one minute of samples (the minute centred on the reference point, the
+// last minute of the load): RSS takes its median, since the heap's GC sawtooth moves it by 10-20 %
+// between two samples; descriptors take their least count, since a connection open at one sampling
+// instant is not a leak, and may also gain FD_ALLOWANCE. Lossless: every sequence number sent is at
+// its sink. Event loop: the p99 of every sampling window (prom-client's histogram since the
+// previous scrape) under 50 ms.
 //
 // A short run (under 20 minutes: CI's three) cannot see RSS settle: V8 grows the heap it reserves
 // for the first minutes while the heap in use stays put. So a short run judges memory by the heap
@@ -49,17 +49,27 @@ export interface Check {
   detail: string;
 }
 
-/**
- * `floor`: a figure shown beside the verdict, the least value of each window (heap used after the
- * GCs): RSS that grew while this stayed put is V8 keeping a larger heap reserved, not retained objects.
- */
-function growth(load: Sample[], refT: number, pick: (s: Sample) => number, what: string, unit: string, floor?: { what: string; pick: (s: Sample) => number }, least = false, limit = MAX_GROWTH, allowance = 0): Check {
+interface Flatness {
+  pick: (s: Sample) => number;
+  what: string;
+  unit: string;
+  /** A figure shown beside the verdict, the least of each window (heap used after the GCs): RSS that grew while this stayed put is V8 keeping a larger heap reserved, not retained objects. */
+  floor?: { what: string; pick: (s: Sample) => number };
+  /** Compare the least value of each minute (heap right after a GC, descriptors between connections) instead of the median. */
+  least?: boolean;
+  /** Growth allowed, as a fraction (MAX_GROWTH unless given). */
+  limit?: number;
+  /** Growth allowed in units whatever the fraction (FD_ALLOWANCE for descriptors). */
+  allowance?: number;
+}
+
+function growth(load: Sample[], refT: number, f: Flatness): Check {
+  const { pick, what, unit, floor, least = false, limit = MAX_GROWTH, allowance = 0 } = f;
   const endT = load.at(-1)?.t ?? 0;
   const ref = load.filter((s) => Math.abs(s.t - refT) <= WINDOW_S / 2);
   const end = load.filter((s) => s.t > endT - WINDOW_S);
   const name = `${what} flat`;
   if (ref.length < 2 || end.length < 2 || endT - refT < WINDOW_S) return { name, pass: false, detail: `not enough samples to compare ${refT} s with the end (${endT} s)` };
-  // `least`: the lowest value of each minute (heap used right after a GC), else the median.
   const level = (xs: Sample[]) => (least ? Math.min(...xs.map(pick)) : median(xs.map(pick)));
   const [a, b] = [level(ref), level(end)];
   const g = b / a - 1;
@@ -74,10 +84,9 @@ export function verdict(samples: Sample[], minutes: number, counts: Record<strin
   const refT = referenceSeconds(minutes);
   const short = minutes < SHORT_RUN_MINUTES;
   const memory = short
-    ? growth(load, refT, (s) => s.heap_used_mb, 'heap used after GC (short run)', 'MB', { what: 'RSS', pick: (s) => s.proc_rss_mb }, true, SHORT_RUN_MAX_GROWTH)
-    : growth(load, refT, (s) => s.proc_rss_mb, 'RSS', 'MB', { what: 'least heap used', pick: (s) => s.heap_used_mb });
-  // The least count of each minute: a connection open at one sampling instant is not a leak.
-  const checks = [memory, growth(load, refT, (s) => s.fds, 'open descriptors', 'fds', undefined, true, MAX_GROWTH, FD_ALLOWANCE)];
+    ? growth(load, refT, { pick: (s) => s.heap_used_mb, what: 'heap used after GC (short run)', unit: 'MB', floor: { what: 'RSS', pick: (s) => s.proc_rss_mb }, least: true, limit: SHORT_RUN_MAX_GROWTH })
+    : growth(load, refT, { pick: (s) => s.proc_rss_mb, what: 'RSS', unit: 'MB', floor: { what: 'least heap used', pick: (s) => s.heap_used_mb } });
+  const checks = [memory, growth(load, refT, { pick: (s) => s.fds, what: 'open descriptors', unit: 'fds', least: true, allowance: FD_ALLOWANCE })];
   for (const [stream, c] of Object.entries(counts)) {
     checks.push({ name: `${stream}: no record lost`, pass: c.sent > 0 && c.missing === 0, detail: `${c.sent} sent, ${c.received} received, ${c.missing} missing, ${c.duplicates} duplicates${c.firstMissing.length ? ` (first missing: ${c.firstMissing.join(', ')})` : ''}` });
   }

@@ -109,6 +109,8 @@ interface Open {
   openedAt: number;
   /** Written since the last sync. */
   dirty: boolean;
+  /** `size` at the last sync (or at open): what a crash or a lost connection cannot take back. */
+  synced: number;
 }
 
 /**
@@ -131,6 +133,12 @@ export class RollingFileSink implements Sink {
    * in it; the next flush fails, so the runtime keeps the inputs of those batches for another run.
    */
   private lost?: string;
+  /**
+   * Append mode: outputs given up that way, by name, with their synced size. In append mode the tail
+   * is written only when a file is finished, so such a file ends in the middle of its document; it is
+   * cut back to what was synced when the run writes to it again, or when the sink closes.
+   */
+  private readonly givenUp = new Map<string, number>();
 
   constructor(
     private readonly target: FileTarget,
@@ -183,6 +191,7 @@ export class RollingFileSink implements Sink {
     return this.serial(async () => {
       try {
         await this.finishAll();
+        await this.repairGivenUp();
       } finally {
         this.run = undefined;
         await this.target.end?.();
@@ -257,7 +266,7 @@ export class RollingFileSink implements Sink {
     } catch (e) {
       throw this.writeError(e, rel);
     }
-    const f: Open = { slot, unit, part, rel, out, size, records: 0, openedAt: Date.now(), dirty: false };
+    const f: Open = { slot, unit, part, rel, out, size, records: 0, openedAt: Date.now(), dirty: false, synced: size };
     this.files.set(slot, f);
     return f;
   }
@@ -267,6 +276,12 @@ export class RollingFileSink implements Sink {
    * (a JSON array's `]`) is reopened by cutting that tail off, so the file stays one document.
    */
   private async reopen(out: OutFile, rel: string): Promise<number> {
+    const synced = this.givenUp.get(rel);
+    if (synced !== undefined && out.truncate && out.size >= synced) {
+      await out.truncate(synced); // the batches after the last sync are kept for another run (this.lost)
+      this.givenUp.delete(rel);
+      return synced;
+    }
     const size = out.size;
     if (size === 0 || this.tail.length === 0) return size;
     const end = out.readEnd && size >= this.tail.length ? await out.readEnd(this.tail.length) : undefined;
@@ -293,6 +308,7 @@ export class RollingFileSink implements Sink {
         // were in it.
         this.files.delete(f.slot);
         if (f.records > 0) this.lost ??= `${this.target.where(f.rel)} failed after ${f.records} records: ${errorMessage(e)}`;
+        if (this.c.mode === 'append') this.givenUp.set(f.rel, f.synced);
         await f.out.abort().catch(() => undefined);
       }
       throw this.writeError(e, f.rel);
@@ -305,6 +321,7 @@ export class RollingFileSink implements Sink {
     try {
       await f.out.sync?.();
       f.dirty = false;
+      f.synced = f.size;
     } catch (e) {
       throw this.writeError(e, f.rel);
     }
@@ -320,6 +337,27 @@ export class RollingFileSink implements Sink {
     } catch (e) {
       await f.out.abort().catch(() => undefined);
       throw this.writeError(e, f.rel);
+    }
+  }
+
+  /**
+   * Given-up outputs the run did not write to again: cut back to what was synced and closed with the
+   * tail. Best effort: a peer still out of reach leaves the file as it is, and a later run that
+   * appends to it is told so (reopen()).
+   */
+  private async repairGivenUp(): Promise<void> {
+    for (const [rel, synced] of this.givenUp) {
+      const out = await this.target.openAppend!(rel).catch(() => undefined);
+      if (!out) continue;
+      try {
+        if (!out.truncate || out.size < synced) throw new Error('cannot be cut back');
+        await out.truncate(synced);
+        if (synced > 0 && this.tail.length > 0) await out.write(this.tail);
+        await out.finish();
+        this.givenUp.delete(rel);
+      } catch {
+        await out.abort().catch(() => undefined);
+      }
     }
   }
 

@@ -55,6 +55,50 @@ class MemoryTarget implements FileTarget {
   }
 }
 
+/**
+ * Append mode over files kept in memory, as a remote server keeps them: while `down`, a write sends
+ * part of its bytes and fails, and nothing can be cut back (the connection is gone).
+ */
+class AppendTarget implements FileTarget {
+  readonly label = 'remote sink';
+  readonly files = new Map<string, Buffer>();
+  down = false;
+
+  where(rel: string) {
+    return `remote://${rel}`;
+  }
+
+  async openNew(): Promise<OutFile> {
+    throw new Error('append mode only');
+  }
+
+  async openAppend(rel: string): Promise<OutFile> {
+    if (this.down) throw new Error('connection refused');
+    const file = () => this.files.get(rel) ?? Buffer.alloc(0);
+    const out: OutFile = {
+      size: file().length,
+      write: async (buf) => {
+        if (this.down) {
+          this.files.set(rel, Buffer.concat([file(), buf.subarray(0, 3)]));
+          throw new Error('connection reset');
+        }
+        this.files.set(rel, Buffer.concat([file(), buf]));
+      },
+      readEnd: async (n) => file().subarray(Math.max(0, file().length - n)),
+      truncate: async (size) => {
+        if (this.down) throw new Error('connection reset');
+        this.files.set(rel, file().subarray(0, size));
+      },
+      sync: async () => {},
+      finish: async () => {},
+      abort: async () => {},
+    };
+    return out;
+  }
+}
+
+const appendSink = (target: AppendTarget) => new RollingFileSink(target, { template: 'out.json', mode: 'append' }, { pipeline: 'p', encoder });
+
 const sinkOver = (target: MemoryTarget) => new RollingFileSink(target, { template: 'out.json', mode: 'flush' }, { pipeline: 'p', encoder });
 
 describe('RollingFileSink', () => {
@@ -102,5 +146,47 @@ describe('RollingFileSink', () => {
     await sink.flush();
     expect(target.aborted).toBe(0);
     expect(JSON.parse(target.published.get('out.json')!)).toEqual([{ a: 1 }, { a: 2 }]);
+  });
+
+  describe('append mode: an output given up after a lost connection', () => {
+    /** One synced batch, then the connection drops in the middle of the next write. */
+    async function lostMidWrite(target: AppendTarget, sink: RollingFileSink) {
+      await sink.write(batch([{ a: 1 }]));
+      await sink.flush(); // synced: {a: 1} is delivered
+      target.down = true;
+      await expect(sink.write(batch([{ a: 2 }]))).rejects.toThrow(WriteError);
+      target.down = false;
+      expect(target.files.get('out.json')!.toString()).not.toMatch(/\]\n$/); // cut off mid-document
+    }
+
+    it('is cut back to what was synced when the run writes to it again, so the file stays one document', async () => {
+      const target = new AppendTarget();
+      const sink = appendSink(target);
+      await lostMidWrite(target, sink);
+      await sink.write(batch([{ a: 2 }])); // the runtime's retry: the same name, reopened
+      await expect(sink.flush()).rejects.toThrow(/failed after 1 records: connection reset; the records written into it since the last flush are kept for another run/);
+      await sink.write(batch([{ a: 3 }]));
+      await sink.close();
+      expect(JSON.parse(target.files.get('out.json')!.toString())).toEqual([{ a: 1 }, { a: 2 }, { a: 3 }]);
+    });
+
+    it('is cut back and closed with its tail when the sink closes, when nothing more was written to it', async () => {
+      const target = new AppendTarget();
+      const sink = appendSink(target);
+      await lostMidWrite(target, sink);
+      await expect(sink.flush()).rejects.toThrow(/failed after 1 records/);
+      await sink.close();
+      expect(JSON.parse(target.files.get('out.json')!.toString())).toEqual([{ a: 1 }]);
+    });
+
+    it('a later run appends to a file it finished as before (the tail is cut off and written again)', async () => {
+      const target = new AppendTarget();
+      for (const a of [1, 2]) {
+        const sink = appendSink(target);
+        await sink.write(batch([{ a }]));
+        await sink.close();
+      }
+      expect(JSON.parse(target.files.get('out.json')!.toString())).toEqual([{ a: 1 }, { a: 2 }]);
+    });
   });
 });

@@ -131,7 +131,7 @@ async function soak(o: SoakOptions): Promise<boolean> {
       nextSample += o.sampleSeconds * 1000;
       if (s.t - lastReport >= 60 || nextSample > endAt + 1) {
         lastReport = s.t;
-        log(`${(s.t / 60).toFixed(1)} min: rss ${s.proc_rss_mb} MB, heap ${s.heap_used_mb} MB, fds ${s.fds}, loop p99 ${s.eventloop_p99_ms} ms (soak process ${s.control_p99_ms} ms), cpu ${s.cpu_pct} %, load ${s.loadavg.toFixed(1)}, out/s ${JSON.stringify(s.out_per_sec)}`);
+        log(`${(s.t / 60).toFixed(1)} min: rss ${s.proc_rss_mb} MB, heap ${s.heap_used_mb} MB, fds ${s.fds} (${s.fds - s.fds_own} of them the clients' connections), loop p99 ${s.eventloop_p99_ms} ms (soak process ${s.control_p99_ms} ms), cpu ${s.cpu_pct} %, load ${s.loadavg.toFixed(1)}, out/s ${JSON.stringify(s.out_per_sec)}`);
       }
     }
 

@@ -2,7 +2,8 @@
 // default metrics, prefixed svc_process_), RSS and open descriptors from /proc/<pid> as well,
 // queue depths and record counters per pipeline; plus what the load generators sent. The API is
 // read meanwhile (pipelines and runs every second) by apiReader.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { byLabel, parseProm, scalar } from './prom.js';
@@ -26,6 +27,10 @@ export interface Sample {
   eventloop_p99_ms: number;
   eventloop_max_ms: number;
   fds: number;
+  /** The same less the connections the soak's HTTP clients keep open to the daemon (openFds): what the flatness rule judges. */
+  fds_own: number;
+  /** The same descriptors by kind (openFds). */
+  fd_kinds: Record<string, number>;
   /** CPU the daemon used since the previous sample, in % of one core. */
   cpu_pct: number;
   /** CPU seconds the daemon used since it started. */
@@ -81,7 +86,66 @@ export function controlLoopDelay() {
   };
 }
 
-export const openFds = (pid: number): number => readdirSync(`/proc/${pid}/fd`).length;
+/**
+ * The open descriptors of `pid`, by kind: a TCP socket by the port it was accepted on or goes to
+ * (with its state when not established: a `close-wait` is one the peer closed and we did not), a
+ * UDP socket, a pipe, an anonymous inode (epoll, eventfd) or a file by its directory. `clients`
+ * counts the established connections accepted on our listeners: the soak's own HTTP clients (the
+ * webhook load, the API reader, the scraper) hold them open in their keep-alive pools, so their
+ * number is the clients' choice (a local run went 53 -> 41, all of it there).
+ */
+export function openFds(pid: number): { total: number; clients: number; kinds: Record<string, number> } {
+  const sockets = socketTable(pid);
+  const kinds: Record<string, number> = {};
+  let total = 0;
+  let clients = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let target: string;
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue; // closed while we listed
+    }
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    const socket = inode ? sockets.get(inode) : undefined;
+    const kind = socket?.kind ?? (inode ? 'socket (unix or other)' : target.startsWith('/') ? `file ${dirname(target)}` : target.replace(/\[\d+\]$/, ''));
+    kinds[kind] = (kinds[kind] ?? 0) + 1;
+    total++;
+    if (socket?.client) clients++;
+  }
+  return { total, clients, kinds };
+}
+
+/** include/net/tcp_states.h, as /proc/net/tcp prints them (01, established, and 0A, listen, are named apart). */
+const TCP_STATES: Record<string, string> = { '02': 'syn-sent', '03': 'syn-recv', '04': 'fin-wait1', '05': 'fin-wait2', '06': 'time-wait', '07': 'close', '08': 'close-wait', '09': 'last-ack', '0B': 'closing' };
+
+/** Socket inode -> kind, from the process's view of /proc/net/{tcp,tcp6,udp,udp6}. */
+function socketTable(pid: number): Map<string, { kind: string; client: boolean }> {
+  const rows: { proto: string; local: number; remote: number; state: string; inode: string }[] = [];
+  const port = (addr: string) => parseInt(addr.split(':')[1]!, 16);
+  for (const proto of ['tcp', 'tcp6', 'udp', 'udp6']) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/net/${proto}`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length >= 10) rows.push({ proto: proto.replace('6', ''), local: port(f[1]!), remote: port(f[2]!), state: f[3]!, inode: f[9]! });
+    }
+  }
+  // State 0A is LISTEN: a connection on a listening port was accepted by us, any other went out.
+  const listening = new Set(rows.filter((r) => r.proto === 'tcp' && r.state === '0A').map((r) => r.local));
+  const table = new Map<string, { kind: string; client: boolean }>();
+  for (const r of rows) {
+    const accepted = listening.has(r.local);
+    const state = r.state === '01' ? '' : `, ${TCP_STATES[r.state] ?? r.state}`;
+    const kind = r.proto === 'udp' ? 'udp' : r.state === '0A' ? 'tcp listen' : accepted ? `tcp accepted on :${r.local}${state}` : `tcp to :${r.remote}${state}`;
+    table.set(r.inode, { kind, client: r.proto === 'tcp' && accepted && r.state === '01' });
+  }
+  return table;
+}
 
 /** Reads /api/pipelines and /api/runs every second; counts requests, failures, the slowest answer. */
 export function apiReader(url: string) {
@@ -132,6 +196,7 @@ export async function takeSample(
   controlP99: number,
 ): Promise<Sample> {
   const cpu = cpuSeconds(pid);
+  const fds = openFds(pid);
   const res = await fetch(`${url}/metrics`);
   if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
   const s = parseProm(await res.text());
@@ -152,7 +217,9 @@ export async function takeSample(
     handles: scalar(s, 'svc_process_nodejs_active_handles_total'),
     eventloop_p99_ms: round(scalar(s, 'svc_process_nodejs_eventloop_lag_p99_seconds') * 1000),
     eventloop_max_ms: round(scalar(s, 'svc_process_nodejs_eventloop_lag_max_seconds') * 1000),
-    fds: openFds(pid),
+    fds: fds.total,
+    fds_own: fds.total - fds.clients,
+    fd_kinds: fds.kinds,
     cpu_pct: previous && dt > 0 ? Math.round(((cpu - previous.cpu_s) / dt) * 100) : 0,
     cpu_s: cpu,
     control_p99_ms: controlP99,

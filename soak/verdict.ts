@@ -2,10 +2,11 @@
 // minutes into the load, or a third of the run when it is shorter than 20 minutes) to the end of
 // the load. Each side is one minute of samples (the minute centred on the reference point, the
 // last minute of the load): RSS takes its median, since the heap's GC sawtooth moves it by 10-20 %
-// between two samples. Descriptors compare the reference minute's median with the last minute's
-// least count, and may also gain FD_ALLOWANCE: a keep-alive pool that closes and reopens a few
-// sockets moves the count both ways for a few samples (a dip in the reference minute, a spike at
-// the end), while a leak raises every sample of the last minute. Lossless: every sequence number sent is at
+// between two samples. Descriptors are the daemon's own (Sample.fds_own: less the connections the
+// soak's HTTP clients keep open to it, whose number their keep-alive pools choose) and compare the
+// least count of each minute, which may also gain FD_ALLOWANCE: what the daemon opens for a moment
+// (the SNMP poll's UDP sockets, a spool file) lifts only the samples that catch it, while a leak
+// raises every sample of the last minute. Lossless: every sequence number sent is at
 // its sink. Event loop: the p99 of every sampling window (prom-client's histogram since the
 // previous scrape) under 50 ms.
 //
@@ -62,22 +63,34 @@ interface Flatness {
   limit?: number;
   /** Growth allowed in units whatever the fraction (FD_ALLOWANCE for descriptors). */
   allowance?: number;
+  /** A figure shown beside the verdict at the same levels (descriptors counted with the clients' connections). */
+  besides?: { what: string; pick: (s: Sample) => number };
 }
 
 function growth(load: Sample[], refT: number, f: Flatness): Check {
-  const { pick, what, unit, floor, levels = { ref: 'median', end: 'median' }, limit = MAX_GROWTH, allowance = 0 } = f;
+  const { pick, what, unit, floor, besides, levels = { ref: 'median', end: 'median' }, limit = MAX_GROWTH, allowance = 0 } = f;
   const endT = load.at(-1)?.t ?? 0;
   const ref = load.filter((s) => Math.abs(s.t - refT) <= WINDOW_S / 2);
   const end = load.filter((s) => s.t > endT - WINDOW_S);
   const name = `${what} flat`;
   if (ref.length < 2 || end.length < 2 || endT - refT < WINDOW_S) return { name, pass: false, detail: `not enough samples to compare ${refT} s with the end (${endT} s)` };
-  const level = (xs: Sample[], how: 'median' | 'least') => (how === 'least' ? Math.min(...xs.map(pick)) : median(xs.map(pick)));
+  const level = (xs: Sample[], how: 'median' | 'least', by = pick) => (how === 'least' ? Math.min(...xs.map(by)) : median(xs.map(by)));
   const [a, b] = [level(ref, levels.ref), level(end, levels.end)];
   const g = b / a - 1;
   const low = (xs: Sample[]) => Math.min(...xs.map(floor?.pick ?? pick)).toFixed(1);
-  const also = floor ? `; ${floor.what} ${low(ref)} -> ${low(end)} MB` : '';
+  const also = floor ? `; ${floor.what} ${low(ref)} -> ${low(end)} MB` : besides ? `; ${besides.what} ${level(ref, levels.ref, besides.pick)} -> ${level(end, levels.end, besides.pick)}` : '';
   const or = allowance ? ` or ${allowance} ${unit}` : '';
   return { name, pass: g < limit || b - a <= allowance, detail: `${a.toFixed(1)} ${unit} around ${refT} s -> ${b.toFixed(1)} ${unit} in the last minute (${g >= 0 ? '+' : ''}${(g * 100).toFixed(1)} %, limit ${limit * 100} %${or})${also}` };
+}
+
+/** Which kinds of descriptor (Sample.fd_kinds) differ between the sample nearest `refT` and the last one, e.g. `tcp to :5432 +2, pipe: -1`. */
+export function kindsChanged(load: Sample[], refT: number): string {
+  const last = load.at(-1);
+  const ref = load.reduce<Sample | undefined>((n, s) => (!n || Math.abs(s.t - refT) < Math.abs(n.t - refT) ? s : n), undefined);
+  if (!ref?.fd_kinds || !last?.fd_kinds) return '';
+  const names = new Set([...Object.keys(ref.fd_kinds), ...Object.keys(last.fd_kinds)]);
+  const diff = [...names].map((k) => [k, (last.fd_kinds[k] ?? 0) - (ref.fd_kinds[k] ?? 0)] as const).filter(([, d]) => d !== 0);
+  return diff.map(([k, d]) => `${k} ${d > 0 ? '+' : ''}${d}`).join(', ');
 }
 
 export function verdict(samples: Sample[], minutes: number, counts: Record<string, StreamCount>): Check[] {
@@ -87,7 +100,10 @@ export function verdict(samples: Sample[], minutes: number, counts: Record<strin
   const memory = short
     ? growth(load, refT, { pick: (s) => s.heap_used_mb, what: 'heap used after GC (short run)', unit: 'MB', floor: { what: 'RSS', pick: (s) => s.proc_rss_mb }, levels: { ref: 'least', end: 'least' }, limit: SHORT_RUN_MAX_GROWTH })
     : growth(load, refT, { pick: (s) => s.proc_rss_mb, what: 'RSS', unit: 'MB', floor: { what: 'least heap used', pick: (s) => s.heap_used_mb } });
-  const checks = [memory, growth(load, refT, { pick: (s) => s.fds, what: 'open descriptors', unit: 'fds', levels: { ref: 'median', end: 'least' }, allowance: FD_ALLOWANCE })];
+  const fds = growth(load, refT, { pick: (s) => s.fds_own, what: 'open descriptors', unit: 'fds', levels: { ref: 'least', end: 'least' }, allowance: FD_ALLOWANCE, besides: { what: 'with the clients\' connections', pick: (s) => s.fds } });
+  const kinds = kindsChanged(load, refT);
+  if (kinds) fds.detail += `; by kind, from ${refT} s to the end: ${kinds}`;
+  const checks = [memory, fds];
   for (const [stream, c] of Object.entries(counts)) {
     checks.push({ name: `${stream}: no record lost`, pass: c.sent > 0 && c.missing === 0, detail: `${c.sent} sent, ${c.received} received, ${c.missing} missing, ${c.duplicates} duplicates${c.firstMissing.length ? ` (first missing: ${c.firstMissing.join(', ')})` : ''}` });
   }

@@ -16,7 +16,10 @@
 // - an `all` group gets a slot on every healthy worker that has none (a worker added or back).
 // Stats of a run that is no longer its slot's current run are refused (409: the worker stops it).
 // Placements are persisted (src/cluster/placement-store.ts); a restarted manager adopts the slots
-// it finds running with the same config_sha256 in place, and restarts the others.
+// it finds running with the same config_sha256 in place, and restarts the others. A slot's run is
+// saved before its worker is asked to start it: a manager killed between the two finds the run id
+// at its restart (a run it never started is simply not found), and never takes a slot run for a
+// plain run of the stream.
 import { createHash } from 'node:crypto';
 import type { RunJob } from '../daemon/executor.js';
 import { runCounts, type RunRecord } from '../engine/run-record.js';
@@ -98,6 +101,12 @@ interface Group extends Omit<PersistedPlacement, 'slots'> {
   used: Map<number, number>;
   errors: string[];
   resolve(r: RunRecord): void;
+  /** Slots whose run is being started: saved with the group before the worker is asked. */
+  dispatching: Set<Slot>;
+  /** The last save of the row (saves run one after another, so the last state is written last). */
+  saving: Promise<void>;
+  /** Ended: its row is removed and never saved again. */
+  ended: boolean;
 }
 
 export type PlacementView = NonNullable<ReturnType<StreamPlacements['view']>>;
@@ -206,6 +215,9 @@ export class StreamPlacements {
       used: new Map(),
       errors: [],
       resolve: done,
+      dispatching: new Set(),
+      saving: Promise.resolve(),
+      ended: false,
     };
     if (saved) {
       const now = Date.now();
@@ -240,6 +252,7 @@ export class StreamPlacements {
         // Each refused dispatch was counted as it happened.
         if (!failures.length) this.deps.metrics.dispatch.inc({ result: 'no_workers' });
         const why = failures.length ? `no worker took the stream: ${failures.join('; ')}` : 'no healthy worker to run the stream (GET /api/cluster/nodes shows the workers and their health)';
+        this.unpersist(group);
         return this.record(group, 'failed', why, startedAt);
       }
     }
@@ -288,7 +301,9 @@ export class StreamPlacements {
     group.used.set(slot.worker_index, Math.max(slot.restart_count, group.used.get(slot.worker_index) ?? -1));
     this.deps.workers.noteDispatched(slot.worker_id);
     this.byRun.set(slot.current_run_id, { group, slot });
+    group.dispatching.add(slot);
     try {
+      await this.persist(group);
       const r = await internalCall('POST', `${slot.worker_url}/agent/run`, { run_id: slot.current_run_id, yaml: group.job.yaml, flush: false }, this.deps.call());
       if (r.status >= 200 && r.status < 300 && r.body?.status !== 'finished') {
         this.deps.metrics.dispatch.inc({ result: 'accepted' });
@@ -303,6 +318,8 @@ export class StreamPlacements {
     } catch (e) {
       this.deps.metrics.dispatch.inc({ result: 'dispatch_failed' });
       return errorMessage(e);
+    } finally {
+      group.dispatching.delete(slot);
     }
   }
 
@@ -338,7 +355,7 @@ export class StreamPlacements {
     this.groups.delete(group.pipeline);
     for (const [runId, e] of this.byRun) if (e.group === group) this.byRun.delete(runId);
     for (const s of ['running', 'degraded']) this.deps.metrics.placementStatus.remove({ pipeline: group.pipeline, status: s });
-    this.deps.store.remove(group.pipeline, group.placement_group_id).catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'ended placement not removed from the database'));
+    this.unpersist(group);
     const record = this.record(group, status, error, group.started_at);
     if (gaveUp) record.gave_up = true;
     group.resolve(record);
@@ -545,11 +562,23 @@ export class StreamPlacements {
     return true;
   }
 
-  private async persist(group: Group) {
-    if (this.groups.get(group.pipeline) !== group) return;
-    const slots = group.slots.map(persistedSlot);
-    const { job: _j, slots: _s, stopping: _st, dropped: _d, used: _u, errors: _e, resolve: _r, ...placement } = group;
-    await this.deps.store.save({ ...placement, slots }).catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'placement not saved; saved again at its next change'));
+  /** Saves the group's row, with the slots being dispatched, after any save of it in progress; a group that ended is not saved again. */
+  private persist(group: Group): Promise<void> {
+    return (group.saving = group.saving.then(async () => {
+      if (group.ended) return;
+      // Taken now, not when asked: the state written last is the latest.
+      const slots = [...group.slots, ...[...group.dispatching].filter((s) => !group.slots.includes(s))].map(persistedSlot);
+      const { job: _j, slots: _s, stopping: _st, dropped: _d, used: _u, errors: _e, resolve: _r, dispatching: _di, saving: _sa, ended: _en, ...placement } = group;
+      await this.deps.store.save({ ...placement, slots }).catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'placement not saved; saved again at its next change'));
+    }));
+  }
+
+  /** The group ended: its row is removed once the saves in progress are done. */
+  private unpersist(group: Group) {
+    group.ended = true;
+    group.saving = group.saving.then(() =>
+      this.deps.store.remove(group.pipeline, group.placement_group_id).catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'ended placement not removed from the database')),
+    );
   }
 
   // ---- views -------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ export const MAX_P99_MS = 50;
  * 38 -> 40 by median). A leak keeps growing, past this within minutes.
  */
 export const FD_ALLOWANCE = 2;
-/** Seconds of samples whose median is taken at each end of the comparison. */
+/** Seconds of samples summed up (median or least) at each end of the comparison. */
 const WINDOW_S = 60;
 
 const median = (xs: number[]) => {
@@ -55,30 +55,32 @@ interface Flatness {
   pick: (s: Sample) => number;
   what: string;
   unit: string;
-  /** A figure shown beside the verdict, the least of each window (heap used after the GCs): RSS that grew while this stayed put is V8 keeping a larger heap reserved, not retained objects. */
-  floor?: { what: string; pick: (s: Sample) => number };
-  /** How each side's minute is summed up: its median, or its least value (heap right after a GC). Median for both unless given. */
-  levels?: { ref: 'median' | 'least'; end: 'median' | 'least' };
+  /** How each minute is summed up: its median (RSS), or its least value (heap right after a GC, descriptors at rest). */
+  level?: 'median' | 'least';
   /** Growth allowed, as a fraction (MAX_GROWTH unless given). */
   limit?: number;
   /** Growth allowed in units whatever the fraction (FD_ALLOWANCE for descriptors). */
   allowance?: number;
-  /** A figure shown beside the verdict at the same levels (descriptors counted with the clients' connections). */
-  besides?: { what: string; pick: (s: Sample) => number };
+  /**
+   * A figure shown beside the verdict, the least of each minute, in the same unit: the heap after its
+   * GCs beside RSS (RSS that grew while it stayed put is V8 keeping a larger heap reserved), RSS
+   * beside that heap, all descriptors beside the daemon's own.
+   */
+  beside?: { what: string; pick: (s: Sample) => number };
 }
 
 function growth(load: Sample[], refT: number, f: Flatness): Check {
-  const { pick, what, unit, floor, besides, levels = { ref: 'median', end: 'median' }, limit = MAX_GROWTH, allowance = 0 } = f;
+  const { pick, what, unit, beside, level = 'median', limit = MAX_GROWTH, allowance = 0 } = f;
   const endT = load.at(-1)?.t ?? 0;
   const ref = load.filter((s) => Math.abs(s.t - refT) <= WINDOW_S / 2);
   const end = load.filter((s) => s.t > endT - WINDOW_S);
   const name = `${what} flat`;
   if (ref.length < 2 || end.length < 2 || endT - refT < WINDOW_S) return { name, pass: false, detail: `not enough samples to compare ${refT} s with the end (${endT} s)` };
-  const level = (xs: Sample[], how: 'median' | 'least', by = pick) => (how === 'least' ? Math.min(...xs.map(by)) : median(xs.map(by)));
-  const [a, b] = [level(ref, levels.ref), level(end, levels.end)];
+  const least = (xs: Sample[], by: (s: Sample) => number) => Math.min(...xs.map(by));
+  const sum = (xs: Sample[]) => (level === 'least' ? least(xs, pick) : median(xs.map(pick)));
+  const [a, b] = [sum(ref), sum(end)];
   const g = b / a - 1;
-  const low = (xs: Sample[]) => Math.min(...xs.map(floor?.pick ?? pick)).toFixed(1);
-  const also = floor ? `; ${floor.what} ${low(ref)} -> ${low(end)} MB` : besides ? `; ${besides.what} ${level(ref, levels.ref, besides.pick)} -> ${level(end, levels.end, besides.pick)}` : '';
+  const also = beside ? `; ${beside.what} ${least(ref, beside.pick).toFixed(1)} -> ${least(end, beside.pick).toFixed(1)} ${unit}` : '';
   const or = allowance ? ` or ${allowance} ${unit}` : '';
   return { name, pass: g < limit || b - a <= allowance, detail: `${a.toFixed(1)} ${unit} around ${refT} s -> ${b.toFixed(1)} ${unit} in the last minute (${g >= 0 ? '+' : ''}${(g * 100).toFixed(1)} %, limit ${limit * 100} %${or})${also}` };
 }
@@ -98,9 +100,9 @@ export function verdict(samples: Sample[], minutes: number, counts: Record<strin
   const refT = referenceSeconds(minutes);
   const short = minutes < SHORT_RUN_MINUTES;
   const memory = short
-    ? growth(load, refT, { pick: (s) => s.heap_used_mb, what: 'heap used after GC (short run)', unit: 'MB', floor: { what: 'RSS', pick: (s) => s.proc_rss_mb }, levels: { ref: 'least', end: 'least' }, limit: SHORT_RUN_MAX_GROWTH })
-    : growth(load, refT, { pick: (s) => s.proc_rss_mb, what: 'RSS', unit: 'MB', floor: { what: 'least heap used', pick: (s) => s.heap_used_mb } });
-  const fds = growth(load, refT, { pick: (s) => s.fds_own, what: 'open descriptors', unit: 'fds', levels: { ref: 'least', end: 'least' }, allowance: FD_ALLOWANCE, besides: { what: 'with the clients\' connections', pick: (s) => s.fds } });
+    ? growth(load, refT, { pick: (s) => s.heap_used_mb, what: 'heap used after GC (short run)', unit: 'MB', beside: { what: 'RSS', pick: (s) => s.proc_rss_mb }, level: 'least', limit: SHORT_RUN_MAX_GROWTH })
+    : growth(load, refT, { pick: (s) => s.proc_rss_mb, what: 'RSS', unit: 'MB', beside: { what: 'least heap used', pick: (s) => s.heap_used_mb } });
+  const fds = growth(load, refT, { pick: (s) => s.fds_own, what: 'open descriptors', unit: 'fds', level: 'least', allowance: FD_ALLOWANCE, beside: { what: "with the clients' connections", pick: (s) => s.fds } });
   const kinds = kindsChanged(load, refT);
   if (kinds) fds.detail += `; by kind, from ${refT} s to the end: ${kinds}`;
   const checks = [memory, fds];

@@ -568,8 +568,8 @@ export class StreamPlacements {
       if (group.ended) return;
       // Taken now, not when asked: the state written last is the latest.
       const slots = [...group.slots, ...[...group.dispatching].filter((s) => !group.slots.includes(s))].map(persistedSlot);
-      const { job: _j, slots: _s, stopping: _st, dropped: _d, used: _u, errors: _e, resolve: _r, dispatching: _di, saving: _sa, ended: _en, ...placement } = group;
-      await this.deps.store.save({ ...placement, slots }).catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'placement not saved; saved again at its next change'));
+      const { pipeline, placement_group_id, status, target_count, config_sha256, started_at } = group;
+      await this.deps.store.save({ pipeline, placement_group_id, status, target_count, config_sha256, started_at, slots }).catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'placement not saved; saved again at its next change'));
     }));
   }
 

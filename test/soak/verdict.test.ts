@@ -24,7 +24,7 @@ describe('soak verdict: open descriptors', () => {
   it("passes the clients' connections coming and going, dips included (a local run: 19 of them at 60 s, 7 from 80 s)", () => {
     const c = fdCheck(series(3, () => 34, undefined, (t) => (t < 80 ? 19 : t < 160 ? 7 : t === 170 ? 4 : 9)), 3);
     expect(c.pass).toBe(true);
-    expect(c.detail).toContain("with the clients' connections 41 -> 38");
+    expect(c.detail).toContain("with the clients' connections 41.0 -> 38.0 fds");
   });
 
   it('passes a floor that settled a little higher (within the allowance)', () => {
@@ -92,5 +92,23 @@ describe('soak verdict: short-run memory', () => {
     const c = verdict(series(3, () => 40, (t) => 60 + t / 2), 3, {})[0]!;
     expect(c.name).toMatch(/heap used after GC/);
     expect(c.pass).toBe(false);
+  });
+});
+
+describe('soak verdict: long-run memory', () => {
+  const withRss = (rss: (t: number) => number) => series(60, () => 40).map((s) => ({ ...s, proc_rss_mb: rss(s.t) }));
+  const rssCheck = (samples: Sample[]) => verdict(samples, 60, {})[0]!;
+
+  it("passes RSS 15 % higher at every third sample (the GC's sawtooth): each minute's median is compared, the heap after GC shown beside", () => {
+    const c = rssCheck(withRss((t) => (t % 30 === 0 ? 250 : 215)));
+    expect(c.name).toBe('RSS flat');
+    expect(c.pass).toBe(true);
+    expect(c.detail).toContain('least heap used 60.0 -> 60.0 MB');
+  });
+
+  it('fails RSS that settled 10 % higher for the last minutes', () => {
+    const c = rssCheck(withRss((t) => (t > 3000 ? 242 : 220)));
+    expect(c.pass).toBe(false);
+    expect(c.detail).toMatch(/^220\.0 MB around 600 s -> 242\.0 MB/);
   });
 });

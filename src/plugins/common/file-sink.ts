@@ -276,9 +276,8 @@ export class RollingFileSink implements Sink {
    * (a JSON array's `]`) is reopened by cutting that tail off, so the file stays one document.
    */
   private async reopen(out: OutFile, rel: string): Promise<number> {
-    const synced = this.givenUp.get(rel);
-    if (synced !== undefined && out.truncate && out.size >= synced) {
-      await out.truncate(synced); // the batches after the last sync are kept for another run (this.lost)
+    const synced = await this.cutBack(out, rel);
+    if (synced !== undefined) {
       this.givenUp.delete(rel);
       return synced;
     }
@@ -346,12 +345,12 @@ export class RollingFileSink implements Sink {
    * appends to it is told so (reopen()).
    */
   private async repairGivenUp(): Promise<void> {
-    for (const [rel, synced] of this.givenUp) {
+    for (const rel of [...this.givenUp.keys()]) {
       const out = await this.target.openAppend!(rel).catch(() => undefined);
       if (!out) continue;
       try {
-        if (!out.truncate || out.size < synced) throw new Error('cannot be cut back');
-        await out.truncate(synced);
+        const synced = await this.cutBack(out, rel);
+        if (synced === undefined) throw new Error('cannot be cut back');
         if (synced > 0 && this.tail.length > 0) await out.write(this.tail);
         await out.finish();
         this.givenUp.delete(rel);
@@ -359,6 +358,18 @@ export class RollingFileSink implements Sink {
         await out.abort().catch(() => undefined);
       }
     }
+  }
+
+  /**
+   * A given-up output (this.givenUp) cut back to its synced size, which is returned; the batches
+   * after that sync are kept for another run (this.lost). Undefined when `rel` was not given up, or
+   * the target cannot cut it or holds less than was synced.
+   */
+  private async cutBack(out: OutFile, rel: string): Promise<number | undefined> {
+    const synced = this.givenUp.get(rel);
+    if (synced === undefined || !out.truncate || out.size < synced) return undefined;
+    await out.truncate(synced);
+    return synced;
   }
 
   private finishAll(): Promise<void> {

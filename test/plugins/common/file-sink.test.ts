@@ -179,6 +179,21 @@ describe('RollingFileSink', () => {
       expect(JSON.parse(target.files.get('out.json')!.toString())).toEqual([{ a: 1 }]);
     });
 
+    it('is left as it is when the peer is still out of reach at close, and a later run appending to it is told what to do', async () => {
+      const target = new AppendTarget();
+      const sink = appendSink(target);
+      await lostMidWrite(target, sink);
+      await expect(sink.flush()).rejects.toThrow(/failed after 1 records/);
+      target.down = true;
+      await sink.close(); // best effort: nothing to repair it with
+      target.down = false;
+      const left = target.files.get('out.json')!.toString();
+      expect(left).not.toMatch(/\]\n$/);
+      const later = appendSink(target);
+      await expect(later.write(batch([{ a: 4 }]))).rejects.toThrow(/cannot append to remote:\/\/out\.json: it does not end with the serializer's closing .*; move it away or put \{timestamp\} in the template/);
+      expect(target.files.get('out.json')!.toString()).toBe(left);
+    });
+
     it('a later run appends to a file it finished as before (the tail is cut off and written again)', async () => {
       const target = new AppendTarget();
       for (const a of [1, 2]) {

@@ -537,9 +537,12 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     await register(c, localYaml('frozen', workArea(2)));
     first.child.kill('SIGSTOP');
     await eventually(async () => (await c!.call('GET', `${second.url}/api/ready`)).status === 200, 15_000, 200);
-    // The new leader dispatches with epoch 2: the worker learns it.
+    // The new leader dispatches with epoch 2: the worker learns it. Its run-complete may first go to
+    // the frozen leader (first in SVC_MANAGER_URL, and the worker's current manager until a call to
+    // the other succeeds): that connection is accepted by the kernel and never answered, so the
+    // outbox waits out one 10-s call timeout before the new leader gets it.
     const r = await c.call('POST', `${second.url}/api/pipelines/frozen/run`);
-    await eventually(async () => (await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`)).body?.status === 'success', 20_000, 100);
+    await eventually(async () => (await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`)).body?.status === 'success', 40_000, 100);
     first.child.kill('SIGCONT');
     // The old leader finds its lease gone by its own clock and leaves (the orchestrator restarts it as a standby).
     expect((await first.exited).code).toBe(3);
@@ -547,7 +550,7 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     const stale = await c.call('POST', `${c.workers[0]!.agentUrl}/agent/run`, { run_id: 'stale-1', yaml: localYaml('stale', workArea(1)) }, { 'x-svc-epoch': '1' });
     expect(stale.status).toBe(409);
     expect(stale.body.detail).toMatch(/epoch 1 is lower than 2/);
-  }, 60_000);
+  }, 90_000);
 
   it('a scheduled pipeline fires through repeated failovers: at most one run per fire time, each run once', async () => {
     c = await startCluster(1);

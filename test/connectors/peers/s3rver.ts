@@ -2,9 +2,9 @@
 // (s3rver-server.ts: s3rver behind a front that checks Signature V4 as S3 does, answers
 // AbortMultipartUpload and If-Match, and logs each request) on a free loopback port with its data
 // in a temporary directory. disrupt() kills it (SIGKILL) and starts it again on the same port and
-// data. The fixture's own reads and writes use @aws-sdk/client-s3; `objectFile` gives the bytes as
+// data; before each start, metadata files a kill tore are removed (tornMetadata). The fixture's own reads and writes use @aws-sdk/client-s3; `objectFile` gives the bytes as
 // s3rver stored them on disk, for byte-for-byte comparisons.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +36,25 @@ export interface S3rverPeer {
   stop(): Promise<void>;
 }
 
+/**
+ * Removes the metadata files under `data` that do not parse. s3rver writes an object's metadata
+ * after its body with a plain writeFile, so a SIGKILL between the open and the write leaves an empty
+ * file, and from then on every listing of its bucket is an InternalError (JSON.parse throws; only a
+ * missing file is tolerated). Real S3 never shows an object its failed PUT left; without the file,
+ * s3rver lists that object with no stored metadata, and the tests count it as the one leftover.
+ */
+function tornMetadata(data: string): void {
+  for (const e of readdirSync(data, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile() || !e.name.endsWith('._S3rver_metadata.json')) continue;
+    const file = join(e.parentPath, e.name);
+    try {
+      JSON.parse(readFileSync(file, 'utf8'));
+    } catch {
+      rmSync(file);
+    }
+  }
+}
+
 export async function s3rverPeer(buckets: string[] = [BUCKET]): Promise<S3rverPeer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'svc-s3rver-'));
@@ -53,6 +72,10 @@ export async function s3rverPeer(buckets: string[] = [BUCKET]): Promise<S3rverPe
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
   let seen = 0;
+  const start = async () => {
+    tornMetadata(data);
+    await proc.start();
+  };
   return {
     endpoint,
     port,
@@ -71,14 +94,14 @@ export async function s3rverPeer(buckets: string[] = [BUCKET]): Promise<S3rverPe
       return fresh;
     },
     kill: () => proc.kill(),
-    start: () => proc.start(),
+    start,
     async restart() {
       await proc.kill();
-      await proc.start();
+      await start();
     },
     async down() {
       await proc.kill();
-      return () => proc.start();
+      return start;
     },
     async stop() {
       client.destroy();

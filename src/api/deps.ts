@@ -25,6 +25,8 @@ export interface ApiDeps {
   webhooks: WebhookHub;
   /** True once a shutdown has begun (readiness answers 503). */
   shuttingDown?(): boolean;
+  /** True while the rest of the start (the console under `svc serve`) is still under way (readiness answers 503). */
+  starting?(): boolean;
   /** The MIB store (shared with the console under `svc serve`). */
   mibs: MibStore;
   /** OpenTelemetry tracer; undefined when tracing is off (SVC_OTEL_ENDPOINT empty). */

@@ -2,8 +2,12 @@
 import { startWorker } from '../cluster/worker.js';
 import { createLogger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
+import { installStopSignals, StartStopped } from './stop-signals.js';
+import { stopParts } from './stop-parts.js';
 
 export async function serveWorker(settings: Settings): Promise<number> {
+  // Before anything listens: a signal during the start stops what has started.
+  const signals = installStopSignals();
   const log = createLogger({ level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
   let worker;
   try {
@@ -17,16 +21,27 @@ export async function serveWorker(settings: Settings): Promise<number> {
       },
     });
   } catch (e) {
+    signals.dispose();
     process.stderr.write(`svc: cannot start the worker: ${(e as Error).message}\n`);
     return 1;
   }
-  const onSignal = (sig: string) => {
-    log.info({ signal: sig }, 'signal received');
-    void worker.stop();
-    process.once(sig, () => process.exit(130));
+  const started = worker;
+  let why: string | undefined;
+  try {
+    await signals.checkpoint('worker-listening');
+  } catch (e) {
+    if (!(e instanceof StartStopped)) throw e;
+    why = e.message;
+  }
+  const onSignal = () => {
+    log.info({ signal: signals.received() }, 'signal received');
+    void stopParts(log, why, [['worker', () => started.stop()]]).then((code) => {
+      if (code !== 0) process.exit(code);
+    });
   };
-  process.once('SIGTERM', () => onSignal('SIGTERM'));
-  process.once('SIGINT', () => onSignal('SIGINT'));
-  await worker.stopped;
+  if (signals.signal.aborted) onSignal();
+  else signals.signal.addEventListener('abort', onSignal, { once: true });
+  await started.stopped;
+  signals.dispose();
   return 0;
 }

@@ -36,9 +36,28 @@ export interface Daemon {
   stop(): Promise<void>;
   /** Resolves when the daemon has stopped (after stop() or POST /api/daemon/stop). */
   stopped: Promise<void>;
+  /** With deferReady: every part of the start is done, /api/ready may answer 200. */
+  startComplete(): void;
 }
 
-export async function startDaemon(opts: { settings?: Settings; log?: Logger; onLostLeadership?: (reason: string) => void } = {}): Promise<Daemon> {
+export interface StartDaemonOptions {
+  settings?: Settings;
+  log?: Logger;
+  onLostLeadership?: (reason: string) => void;
+  /**
+   * Called at the named points of the start (`before-pipelines`, `before-listen`); throws to abandon the
+   * start when a stop signal arrived (src/cli/stop-signals.ts). Whatever had started is stopped, as
+   * by stop(), before the error is rethrown.
+   */
+  checkpoint?: (point: string) => Promise<void>;
+  /**
+   * /api/ready answers 503 ("starting") until the Daemon's startComplete() is called: `svc serve`
+   * starts the console after the daemon, and a ready probe must mean both answer.
+   */
+  deferReady?: boolean;
+}
+
+export async function startDaemon(opts: StartDaemonOptions = {}): Promise<Daemon> {
   const settings = opts.settings ?? loadSettings();
   const log = opts.log ?? createLogger({ level: settings.LOG_LEVEL, format: settings.LOG_FORMAT });
   checkTls(settings); // before anything is opened: a bad certificate stops the start at once
@@ -83,29 +102,43 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
     }
     await cluster?.startQueue();
   };
-  if (!leadership?.elected) await becomeActive();
-
+  // Stops whatever has started so far: the start may be abandoned at a checkpoint.
   let stopping: Promise<void> | undefined;
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let unwatch = () => {};
+  let app: FastifyInstance | undefined;
+  let retention: { stop(): Promise<void> } | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       log.info({ timeout_s: settings.SHUTDOWN_TIMEOUT_SECONDS }, 'shutting down: draining runs');
       unwatch();
-      await retention.stop();
+      await retention?.stop();
       leadership?.stop();
       await manager.shutdown(settings.SHUTDOWN_TIMEOUT_SECONDS * 1000);
       await cluster?.stop();
-      await app.close();
+      await app?.close();
       await tracing.shutdown();
       await store.close();
       stateLock.release();
       log.info('stopped');
       resolveStopped();
     })());
+  const checkpoint = async (point: string) => {
+    try {
+      await opts.checkpoint?.(point);
+    } catch (e) {
+      await stop();
+      throw e;
+    }
+  };
 
-  const app = await buildApp({
+  await checkpoint('before-pipelines');
+  if (!leadership?.elected) await becomeActive();
+  await checkpoint('before-listen');
+
+  let starting = opts.deferReady === true;
+  app = await buildApp({
     settings,
     store,
     manager,
@@ -115,6 +148,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
     startedAt: new Date(),
     shutdown: () => void stop(),
     shuttingDown: () => stopping !== undefined,
+    starting: () => starting,
     mibs,
     tracer: tracing.tracer,
     cluster,
@@ -130,7 +164,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
     stateLock.release();
     throw new Error(`cannot listen on ${settings.HOST}:${settings.PORT}: ${(e as Error).message}`);
   }
-  const retention = startRunRetention({ runs: store.runs, settings, log, active: () => leadership?.isLeader() ?? true });
+  retention = startRunRetention({ runs: store.runs, settings, log, active: () => leadership?.isLeader() ?? true });
   if (leadership?.elected) {
     log.info({ holder: leadership.holder }, 'standby manager: waiting for the leader lease');
     void leadership
@@ -140,7 +174,7 @@ export async function startDaemon(opts: { settings?: Settings; log?: Logger; onL
   }
   if (settings.WATCH_PIPELINES) unwatch = watchPipelines(settings.PIPELINE_DIR, manager, log);
   log.info({ url: address, db: store.engine, state_dir: stateDir, pipelines: manager.list().length }, 'svc daemon listening');
-  return { settings, app, manager, store, mibs, log, url: address, stop, stopped };
+  return { settings, app, manager, store, mibs, log, url: address, stop, stopped, startComplete: () => (starting = false) };
 }
 
 /**

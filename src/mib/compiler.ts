@@ -5,9 +5,16 @@
 // matter and import cycles are harmless. A module fails (mode `full`) when it has a syntax error, an
 // unresolvable definition, or imports a module that is missing or failed; the failure names those
 // modules. Every other module still compiles. Mode `partial` keeps what resolves in any module.
-import { MACROS, parseMib, type Definition, type OidComponent, type ParsedModule } from './parser.js';
+//
+// Limits (MibLimits: source size, definitions, OID depth, compiled size) fail the module that
+// breaches them in either mode, so that no input makes the work or the output grow beyond them.
+import { MACROS, MAX_NESTING, parseMib, type Definition, type OidComponent, type ParsedModule } from './parser.js';
 import {
   MIB_FORMAT,
+  MIB_LIMITS,
+  MIB_LIMIT_SETTINGS,
+  MIB_MAX_DIAGNOSTICS,
+  type MibLimits,
   type BaseType,
   type CompileResult,
   type CompiledModule,
@@ -35,6 +42,8 @@ export interface CompileOptions {
   mode?: 'full' | 'partial';
   /** Rank of a source group; the higher rank wins a module name. Default: groupRank below. */
   groupRank?: (group: string | undefined) => number;
+  /** Default MIB_LIMITS. */
+  limits?: Partial<MibLimits>;
 }
 
 /** Default rank: uploaded groups (1) beat bundled ones (0; group names starting with `bundled`). */
@@ -92,6 +101,9 @@ interface Ctx {
   missing: Set<string>;
   failedImports: Set<string>;
   failed: boolean;
+  /** errors and warnings left out after MIB_MAX_DIAGNOSTICS each */
+  droppedErrors: number;
+  droppedWarnings: number;
 }
 
 interface Structure {
@@ -108,15 +120,63 @@ interface Resolved {
 
 /** Parses and compiles a set of MIB sources. Never throws on bad input. */
 export function compileMibs(sources: MibSource[], opts: CompileOptions = {}): CompileResult {
+  const limits: MibLimits = { ...MIB_LIMITS, ...opts.limits };
   const parsed: { p: ParsedModule; group?: string }[] = [];
   const failed: ModuleFailure[] = [];
   for (const s of sources) {
-    const r = parseMib(s.text, s.file);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: most texts need no count.
+    const bytes = s.text.length * 3 <= limits.maxSourceBytes ? 0 : Buffer.byteLength(s.text);
+    if (bytes > limits.maxSourceBytes) {
+      failed.push(sourceLimitFailure(s, bytes, s.text.slice(0, 4096), limits.maxSourceBytes));
+      continue;
+    }
+    const r = parseMib(s.text, s.file, { maxSymbols: limits.maxSymbols });
     for (const p of r.modules) parsed.push({ p, group: s.group });
     if (r.errors.length && !r.modules.length) failed.push({ module: null, file: s.file, ...(s.group !== undefined ? { group: s.group } : {}), missing: [], failedImports: [], errors: r.errors });
     else if (r.errors.length) r.modules[0]!.errors.push(...r.errors);
   }
-  return new Compiler(opts).run(parsed, failed);
+  return new Compiler(opts, limits).run(parsed, failed);
+}
+
+/** A source of `bytes`, over the limit `max`, as the failure of its module (named from the header in `head`), unparsed. */
+export function sourceLimitFailure(s: { file: string; group?: string }, bytes: number, head: string, max: number): ModuleFailure {
+  const setting = MIB_LIMIT_SETTINGS.maxSourceBytes;
+  const module = /([A-Za-z][A-Za-z0-9-]*)\s+(?:\{[^}]{0,1024}\}\s*)?DEFINITIONS\b/.exec(head)?.[1] ?? null;
+  const message = `${s.file} is ${bytes} bytes; a MIB source may have at most ${max} (${setting}): split it, or raise ${setting}`;
+  return { module, file: s.file, ...(s.group !== undefined ? { group: s.group } : {}), missing: [], failedImports: [], errors: [{ severity: 'error', file: s.file, line: 0, column: 0, ...(module ? { module } : {}), message, limit: setting }], limit: setting };
+}
+
+/**
+ * JSON.stringify(value) of a plain object, or undefined as soon as it grows past `max` characters:
+ * the arrays at its top (a module's nodes) go element by element, so a module whose JSON would be
+ * huge (an OID or a shared enumeration repeated in each node) is stopped within one node of the limit.
+ */
+export function jsonWithin(value: object, max: number): string | undefined {
+  const parts: string[] = [];
+  let size = 2;
+  for (const [k, v] of Object.entries(value)) {
+    if (v === undefined || typeof v === 'function') continue; // (JSON.stringify leaves these keys out)
+    const key = (parts.length ? ',' : '') + JSON.stringify(k) + ':';
+    parts.push(key);
+    size += key.length;
+    if (Array.isArray(v)) {
+      parts.push('[');
+      for (let i = 0; i < v.length; i++) {
+        const item = (i ? ',' : '') + (JSON.stringify(v[i]) ?? 'null');
+        size += item.length;
+        if (size > max) return undefined;
+        parts.push(item);
+      }
+      parts.push(']');
+      size += 2;
+    } else {
+      const text = JSON.stringify(v);
+      size += text.length;
+      parts.push(text);
+    }
+    if (size > max) return undefined;
+  }
+  return '{' + parts.join('') + '}';
 }
 
 /** SMI descriptors have at most 64 characters (RFC 2578 3.1). */
@@ -129,8 +189,16 @@ class Compiler {
   private globalNames?: Map<string, Resolved[]>;
   private readonly mode: 'full' | 'partial';
   private readonly rank: (g: string | undefined) => number;
+  /** definitions open in defOid (and in namedSyntax): the recursion is bounded by the OID depth limit (and MAX_NESTING) */
+  private oidDepth = 0;
+  private typeDepth = 0;
+  /** set while a resolution that went too deep unwinds: nothing on its way is memoised or reported */
+  private tooDeep = false;
 
-  constructor(opts: CompileOptions) {
+  constructor(
+    opts: CompileOptions,
+    private readonly limits: MibLimits,
+  ) {
     this.mode = opts.mode ?? 'full';
     this.rank = opts.groupRank ?? groupRank;
   }
@@ -144,6 +212,8 @@ class Compiler {
         c.errors.push({ severity: 'error', file: c.p.file, line: c.p.line, column: c.p.column, token: c.p.name, module: c.p.name, message: `module name is ${c.p.name.length} characters long; SMI names have at most ${MODULE_NAME_MAX} (RFC 2578)` });
         c.failed = true;
       }
+      // A breached limit fails the module in either mode too (the parser stopped at the limit).
+      if (c.p.errors.some((e) => e.limit)) c.failed = true;
     }
 
     for (const c of this.ctxs.values()) {
@@ -155,7 +225,7 @@ class Compiler {
       }
       if (full && (c.p.errors.some((e) => e.severity === 'error') || c.missing.size)) c.failed = true;
     }
-    if (full) this.propagate();
+    this.propagate(full);
 
     const built = new Map<Ctx, CompiledModule>();
     const live = [...this.ctxs.values()].filter((c) => !c.failed);
@@ -166,27 +236,54 @@ class Compiler {
     const structure = this.structure(live);
     for (const c of live) built.set(c, this.buildModule(c, structure));
     this.inheritAugmentedIndex(built);
-    if (full) {
-      for (const c of live) if (c.errors.length) c.failed = true;
-      this.propagate();
+    for (const c of live) if (c.errors.some((e) => e.limit)) c.failed = true;
+    if (full) for (const c of live) if (c.errors.length) c.failed = true;
+    this.propagate(full);
+
+    // The compiled JSON, made once here: its size is a limit, and the store persists this text.
+    const json = new Map<string, string>();
+    let tooBig = false;
+    for (const c of live) {
+      const m = built.get(c)!;
+      if (c.failed) continue;
+      // (errors only remain in a compiled module in partial mode; there they are kept as warnings)
+      m.diagnostics.push(...[...c.p.errors, ...c.errors].map((e) => ({ ...e, severity: 'warning' as const })), ...c.warnings);
+      if (c.droppedErrors + c.droppedWarnings) m.diagnostics.push({ severity: 'warning', file: c.p.file, line: 0, column: 0, module: c.p.name, message: `${c.droppedErrors + c.droppedWarnings} more diagnostics not shown (the first ${MIB_MAX_DIAGNOSTICS} of each kind are)` });
+      const text = jsonWithin(m, this.limits.maxCompiledBytes);
+      if (text !== undefined) {
+        json.set(m.module, text);
+        continue;
+      }
+      const setting = MIB_LIMIT_SETTINGS.maxCompiledBytes;
+      c.errors.push({ severity: 'error', file: c.p.file, line: c.p.line, column: c.p.column, token: c.p.name, module: c.p.name, message: `the compiled module ${c.p.name} would be larger than ${this.limits.maxCompiledBytes} characters of JSON (${setting}); split the module, or raise ${setting}`, limit: setting });
+      c.failed = true;
+      tooBig = true;
     }
+    if (tooBig) this.propagate(full);
 
     const modules: CompiledModule[] = [];
     for (const c of this.ctxs.values()) {
       const m = built.get(c);
       if (!c.failed && m) {
-        // (errors only remain in a compiled module in partial mode; there they are kept as warnings)
-        m.diagnostics.push(...[...c.p.errors, ...c.errors].map((e) => ({ ...e, severity: 'warning' as const })), ...c.warnings);
         modules.push(m);
         continue;
       }
+      json.delete(c.p.name);
       const errors = [...c.p.errors, ...c.errors];
-      for (const mod of c.missing) errors.push(this.importDiag(c, mod, `imports from missing module ${mod}`));
-      for (const mod of c.failedImports) errors.push(this.importDiag(c, mod, `imports from module ${mod}, which failed`));
-      failed.push({ module: c.p.name, file: c.p.file, ...(c.group !== undefined ? { group: c.group } : {}), missing: [...c.missing].sort(), failedImports: [...c.failedImports].sort(), errors });
+      // One diagnostic per import, up to the limit (an IMPORTS list may name thousands of modules).
+      const firstImport = new Map<string, (typeof c.p.imports)[number]>();
+      for (const imp of c.p.imports) if (!firstImport.has(imp.module)) firstImport.set(imp.module, imp);
+      const importDiags: MibDiagnostic[] = [];
+      for (const mod of c.missing) if (importDiags.length < MIB_MAX_DIAGNOSTICS) importDiags.push(this.importDiag(c, firstImport.get(mod), mod, `imports from missing module ${mod}`));
+      for (const mod of c.failedImports) if (importDiags.length < MIB_MAX_DIAGNOSTICS) importDiags.push(this.importDiag(c, firstImport.get(mod), mod, `imports from module ${mod}, which failed`));
+      errors.push(...importDiags);
+      const more = c.droppedErrors + c.missing.size + c.failedImports.size - importDiags.length;
+      if (more) errors.push({ severity: 'error', file: c.p.file, line: 0, column: 0, module: c.p.name, message: `${more} more errors not shown (the first ${MIB_MAX_DIAGNOSTICS} of each kind are)` });
+      const limit = errors.find((e) => e.limit)?.limit;
+      failed.push({ module: c.p.name, file: c.p.file, ...(c.group !== undefined ? { group: c.group } : {}), missing: [...c.missing].sort(), failedImports: [...c.failedImports].sort(), errors, ...(limit ? { limit } : {}) });
     }
     modules.sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
-    return { modules, failed, shadowed };
+    return { modules, failed, shadowed, json };
   }
 
   /** One source per module name (preferSource); the losers are reported as shadowed. */
@@ -208,7 +305,7 @@ class Compiler {
       for (let i = 0; i < pd.length; i++) if (!defs.has(pd[i]!.name)) defs.set(pd[i]!.name, pd[i]!);
       const imports = new Map<string, string>();
       for (const imp of x.p.imports) for (const s of imp.symbols) imports.set(s, imp.module);
-      this.ctxs.set(name, { p: x.p, group: x.group, defs, imports, implicit: new Map(), errors: [], warnings: [], missing: new Set(), failedImports: new Set(), failed: false });
+      this.ctxs.set(name, { p: x.p, group: x.group, defs, imports, implicit: new Map(), errors: [], warnings: [], missing: new Set(), failedImports: new Set(), failed: false, droppedErrors: 0, droppedWarnings: 0 });
     }
     return losers.map((l) => {
       const w = best.get(l.name)!;
@@ -222,8 +319,9 @@ class Compiler {
     });
   }
 
-  /** A module importing from a failed module fails too (to a fixpoint; cycles are fine). */
-  private propagate(): void {
+  /** A module importing from a failed module fails too (to a fixpoint; cycles are fine). Mode `full` only. */
+  private propagate(full: boolean): void {
+    if (!full) return;
     for (let changed = true; changed; ) {
       changed = false;
       for (const c of this.ctxs.values()) {
@@ -283,16 +381,41 @@ class Compiler {
   private defOid(c: Ctx, d: Definition): string | null {
     const memo = this.oidMemo.get(d);
     if (memo !== undefined) return memo;
+    // Each definition on the way is a recursive call: a chain deeper than an OID may be is cut
+    // (and resolved again from its own start, where it may be shallow enough).
+    if (this.oidDepth >= this.limits.maxOidDepth) {
+      this.tooDeep = true;
+      return null;
+    }
+    this.oidDepth++;
     this.oidMemo.set(d, null); // cycle guard
     let oid: string | null = null;
     if (d.kind === 'trap-type') {
       const ent = d.enterprise ? this.oidValue(c, d.enterprise, d) : null;
       if (!d.enterprise) this.err(c, d, `TRAP-TYPE ${d.name} has no ENTERPRISE`);
       // RFC 3584 §3: an SMIv1 trap maps to the notification OID enterprise.0.specific-trap
-      if (ent !== null) oid = `${ent}.0.${d.trapNumber}`;
+      if (ent !== null) oid = this.deepEnough(c, d, arcs(ent) + 2) ? `${ent}.0.${d.trapNumber}` : null;
     } else if (d.oid) oid = this.oidValue(c, d.oid, d);
+    this.oidDepth--;
+    if (this.tooDeep) {
+      if (this.oidDepth > 0) {
+        this.oidMemo.delete(d);
+        return null;
+      }
+      this.tooDeep = false;
+      const setting = MIB_LIMIT_SETTINGS.maxOidDepth;
+      this.err(c, d, `${d.name}: its OID is defined through more than ${this.limits.maxOidDepth} nested definitions, deeper than an OID may be (${setting}=${this.limits.maxOidDepth})`, setting);
+    }
     this.oidMemo.set(d, oid);
     return oid;
+  }
+
+  /** False, with the error, when an OID of `n` sub-identifiers is deeper than the limit. */
+  private deepEnough(c: Ctx, d: Definition, n: number): boolean {
+    if (n <= this.limits.maxOidDepth) return true;
+    const setting = MIB_LIMIT_SETTINGS.maxOidDepth;
+    this.err(c, d, `${d.name}: its OID has more than ${this.limits.maxOidDepth} sub-identifiers (${setting}=${this.limits.maxOidDepth}; SNMP allows 128)`, setting);
+    return false;
   }
 
   private oidValue(c: Ctx, comps: OidComponent[], d: Definition): string | null {
@@ -301,6 +424,8 @@ class Compiler {
     if (first.num !== undefined) oid = String(first.num);
     else oid = this.nameOid(c, first.name!, d);
     if (oid === null) return null;
+    // Checked before the OID grows: a long OID value would otherwise name one deeper OID per component.
+    if (!this.deepEnough(c, d, arcs(oid) + comps.length - 1)) return null;
     for (let k = 1; k < comps.length; k++) {
       const cp = comps[k]!;
       if (cp.num === undefined) {
@@ -317,7 +442,7 @@ class Compiler {
     const hit = this.find(c, name);
     if (hit && OID_KINDS.has(hit.kind)) {
       const o = this.defOid(this.found, hit);
-      if (o === null) this.err(c, user, `${user.name}: the OID of '${name}' does not resolve`);
+      if (o === null && !this.tooDeep) this.err(c, user, `${user.name}: the OID of '${name}' does not resolve`);
       return o;
     }
     const root = ROOTS[name];
@@ -334,6 +459,7 @@ class Compiler {
           this.warn(c, user, `'${name}' is used without being imported; taken from ${cands[0]!.ctx.p.name}`);
           return [...oids][0]!;
         }
+        if (this.tooDeep) return null;
       }
       this.err(c, user, `${user.name}: unknown parent '${name}' (not defined in ${c.p.name} and not imported)`);
     } else if (!this.ctxs.has(from)) this.err(c, user, `${user.name}: parent '${name}' comes from missing module ${from}`);
@@ -387,11 +513,19 @@ class Compiler {
   /** The resolved SYNTAX of a type or textual-convention definition (memoised). */
   private namedSyntax(c: Ctx, d: Definition): CompiledSyntax | null {
     if (this.typeMemo.has(d)) return this.typeMemo.get(d)!;
+    // A chain of types is a recursive call per type; real ones are two or three long.
+    if (this.typeDepth >= MAX_NESTING) {
+      this.err(c, d, `type ${d.name}: defined through more than ${MAX_NESTING} nested types`, `SMI nesting (${MAX_NESTING} levels)`);
+      this.typeMemo.set(d, null);
+      return null;
+    }
     this.typeMemo.set(d, null); // cycle guard
     let s: CompiledSyntax | null = null;
     const ast = d.syntax;
     if (ast) {
+      this.typeDepth++;
       s = this.syntaxOf(c, ast, d);
+      this.typeDepth--;
       // The SMI's own types (Counter32 ::= [APPLICATION 1] IMPLICIT INTEGER (0..4294967295)) are
       // base types; their value range is implied by the type, not shown as a constraint.
       const smi = SMI_BASE[d.name];
@@ -547,16 +681,26 @@ class Compiler {
 
   // ---- diagnostics
 
-  private err(c: Ctx, d: Definition, message: string): void {
-    c.errors.push({ severity: 'error', file: c.p.file, line: d.line, column: d.col, token: d.name, module: c.p.name, message });
+  // Each list keeps MIB_MAX_DIAGNOSTICS and counts the rest; a breached limit is always kept (it
+  // says why the module failed).
+  private err(c: Ctx, d: Definition, message: string, limit?: string): void {
+    if (c.errors.length >= MIB_MAX_DIAGNOSTICS && !(limit && !c.errors.some((e) => e.limit))) return void c.droppedErrors++;
+    c.errors.push({ severity: 'error', file: c.p.file, line: d.line, column: d.col, token: d.name, module: c.p.name, message, ...(limit ? { limit } : {}) });
   }
   private warn(c: Ctx, d: Definition, message: string): void {
+    if (c.warnings.length >= MIB_MAX_DIAGNOSTICS) return void c.droppedWarnings++;
     c.warnings.push({ severity: 'warning', file: c.p.file, line: d.line, column: d.col, token: d.name, module: c.p.name, message });
   }
-  private importDiag(c: Ctx, mod: string, message: string): MibDiagnostic {
-    const imp = c.p.imports.find((i) => i.module === mod);
+  private importDiag(c: Ctx, imp: { line: number; column: number } | undefined, mod: string, message: string): MibDiagnostic {
     return { severity: 'error', file: c.p.file, line: imp?.line ?? c.p.line, column: imp?.column ?? 0, token: mod, module: c.p.name, message };
   }
+}
+
+/** Sub-identifiers of a dotted OID. */
+function arcs(oid: string): number {
+  let n = 1;
+  for (let i = oid.indexOf('.'); i >= 0; i = oid.indexOf('.', i + 1)) n++;
+  return n;
 }
 
 function lastUpdated(p: ParsedModule): string | undefined {

@@ -31,7 +31,14 @@ export interface ExportInput {
   now?: Date;
 }
 
-/** A request the export cannot serve: 404 for names that exist nowhere, 422 for names out of scope. */
+/**
+ * Most characters of notification members' text (their objects' descriptions, 128 more per member)
+ * one export may carry. Each member repeats its object's description, and a module may list one
+ * object thousands of times: the compiled-size limit of the modules does not bound this product.
+ */
+export const EXPORT_MAX_MEMBER_CHARS = 64 << 20;
+
+/** A request the export cannot serve: 404 for names that exist nowhere, 422 for names out of scope (or too large). */
 export class ExportError extends Error {
   override name = 'ExportError';
   constructor(readonly status: 404 | 422, message: string) {
@@ -459,6 +466,11 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
     const group = groupOf.get(n.module)!;
     if (OBJECT_KINDS.has(n.kind)) objects.push(objectRow(n, group));
     else if (isNotification(n) && (!namedSet || namedSet.has(`${n.module}::${n.name}`))) notifications.push(notificationRow(index, n, group));
+  }
+  let memberChars = 0;
+  for (const n of notifications) for (const m of n.members) memberChars += 128 + (m.description?.length ?? 0);
+  if (memberChars > EXPORT_MAX_MEMBER_CHARS && (type === 'notifications' || type === 'catalog')) {
+    throw new ExportError(422, `the export's notification members would be about ${Math.ceil(memberChars / (1 << 20))} MiB of text (at most ${EXPORT_MAX_MEMBER_CHARS >> 20} MiB; each member repeats its object's description): narrow it with modules, notifications or source_groups, or export objects or modules only`);
   }
   const members = notifications.flatMap(memberRows);
 

@@ -1,7 +1,7 @@
 // The MIB core, as the console's /api/mibs endpoints and the engine's resolve_oids use it:
 //
-//   const { modules, failed, shadowed } = compileMibs(sources, { mode: 'full' });
-//   for (const m of modules) writeFile(`${SVC_MIB_DIR}/${m.module}.json`, compiledToJson(m));
+//   const { modules, failed, shadowed, json } = compileMibs(sources, { mode: 'full', limits });
+//   for (const m of modules) writeFile(`${SVC_MIB_DIR}/${m.module}.json`, json.get(m.module)); // = compiledToJson(m)
 //   const index = new MibIndex(modules);            // or from compiledFromJson() of those files
 //   index.toSymbolic('1.3.6.1.2.1.2.2.1.10.3')      // { symbolic: 'IF-MIB::ifInOctets.3', node, suffix: '3' }
 //   index.toNumeric('IF-MIB::ifInOctets.3')          // { oid: '1.3.6.1.2.1.2.2.1.10.3', ... }
@@ -10,7 +10,7 @@
 // See docs/mibs.md for the supported SMI, the diagnostics and the compiled format.
 import { MIB_FORMAT, type CompiledModule } from './types.js';
 
-export { compileMibs, preferSource, groupRank, type MibSource, type CompileOptions } from './compiler.js';
+export { compileMibs, preferSource, groupRank, jsonWithin, type MibSource, type CompileOptions } from './compiler.js';
 export { MibIndex, OidSyntaxError, compareOids, type MibNode, type Resolution, type TreeNode, type Crumb, type NodeDetail, type SearchOptions } from './mib-index.js';
 export { parseMib, type ParsedModule, type ParseResult } from './parser.js';
 export * from './types.js';

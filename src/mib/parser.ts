@@ -3,7 +3,7 @@
 // is recorded with file, line, column and token, then parsing resumes at the next definition, so one
 // error yields one diagnostic per bad definition and the module's other definitions stay known.
 import { LexError, Tok, Tokens } from './lexer.js';
-import type { MibDiagnostic, Range, TypeAst } from './types.js';
+import { MIB_LIMITS, MIB_LIMIT_SETTINGS, MIB_MAX_DIAGNOSTICS, type MibDiagnostic, type Range, type TypeAst } from './types.js';
 import { exactNumber } from '../util/exact-number.js';
 
 /** One `{ ... }` OID component: `iso`, `3`, or `org(3)`. */
@@ -98,14 +98,27 @@ export const MACROS = new Set([
 const MACRO_KINDS = new Map<string, DefKind>();
 for (const m of MACROS) if (m !== 'TEXTUAL-CONVENTION') MACRO_KINDS.set(m, m.toLowerCase() as DefKind);
 
-/** A syntax error at token index `at`. */
+/** A syntax error at token index `at`; `limit` when it is a breached limit (see MibDiagnostic). */
 class SmiSyntaxError extends Error {
   constructor(
     message: string,
     readonly at: number,
+    readonly limit?: string,
   ) {
     super(message);
   }
+}
+
+/**
+ * Types and constraints nested deeper than this are refused: each level is a recursive call, and
+ * real MIBs nest two or three (a SEQUENCE in a CHOICE, a SIZE in parentheses).
+ */
+export const MAX_NESTING = 32;
+const NESTING_LIMIT = `SMI nesting (${MAX_NESTING} levels)`;
+
+export interface ParseOptions {
+  /** definitions per module (default MIB_LIMITS.maxSymbols); more are an error of the module */
+  maxSymbols?: number;
 }
 
 const isUpper = (s: string): boolean => {
@@ -114,7 +127,7 @@ const isUpper = (s: string): boolean => {
 };
 
 /** Parses one file; never throws. A bad character is reported and read as a blank. */
-export function parseMib(text: string, file: string): ParseResult {
+export function parseMib(text: string, file: string, opts: ParseOptions = {}): ParseResult {
   const lexErrors: MibDiagnostic[] = [];
   let toks: Tokens | undefined;
   for (let tries = 0; !toks; tries++) {
@@ -127,7 +140,7 @@ export function parseMib(text: string, file: string): ParseResult {
       text = text.slice(0, e.offset) + ' ' + text.slice(e.offset + 1);
     }
   }
-  const r = new Parser(toks, file).parseFile();
+  const r = new Parser(toks, file, opts.maxSymbols ?? MIB_LIMITS.maxSymbols).parseFile();
   for (const d of lexErrors) {
     const m = r.modules.filter((x) => x.line <= d.line).pop();
     if (m) m.errors.push({ ...d, module: m.name });
@@ -154,10 +167,18 @@ class Parser {
   private mod!: ParsedModule;
   private readonly K: Tok[];
   private readonly V: string[];
+  /** types and constraints open around the cursor (reset at each definition) */
+  private nesting = 0;
+  /** diagnostics of the current module left out after MIB_MAX_DIAGNOSTICS, and whether one was an error */
+  private dropped = 0;
+  private droppedError = false;
+  /** findHeader: the index of the first `}` at or after some point (-1: none left), so its scans stay linear */
+  private nextClose = -2;
 
   constructor(
     private readonly t: Tokens,
     private readonly file: string,
+    private readonly maxSymbols: number,
   ) {
     this.K = t.k;
     this.V = t.v;
@@ -188,9 +209,14 @@ class Parser {
       if (K[j] !== Tok.Id) continue;
       if (V[j + 1] === 'DEFINITIONS') return j;
       if (V[j + 1] === '{' && isUpper(V[j]!)) {
-        let k = j + 1;
-        while (k < K.length - 1 && V[k] !== '}') k++;
-        if (V[k + 1] === 'DEFINITIONS') return j;
+        // The first `}` after j + 1, found once for a run of such names (`A { A { A {` would
+        // otherwise scan to the end from each of them).
+        if (this.nextClose !== -1 && this.nextClose < j + 1) {
+          let k = j + 1;
+          while (k < K.length - 1 && V[k] !== '}') k++;
+          this.nextClose = V[k] === '}' ? k : -1;
+        }
+        if (this.nextClose >= 0 && V[this.nextClose + 1] === 'DEFINITIONS') return j;
       }
     }
     return -1;
@@ -201,6 +227,8 @@ class Parser {
     this.v2Macros = false;
     const line = this.t.lineAt(this.t.pos[at]!);
     this.mod = { name: this.V[at]!, file: this.file, line, column: this.t.col, imports: [], defs: [], errors: [], smi: 'v1' };
+    this.dropped = 0;
+    this.droppedError = false;
     try {
       if (this.V[this.i] === '{') this.rawBalanced('{', '}');
       this.expect('DEFINITIONS');
@@ -210,13 +238,14 @@ class Parser {
     } catch (e) {
       this.fail(e);
       this.skipToEnd();
+      this.closeErrors();
       return this.mod;
     }
     for (;;) {
       const k = this.K[this.i];
       const v = this.V[this.i];
       if (k === Tok.Eof) {
-        this.mod.errors.push(this.diag(`module ${this.mod.name} has no END`, this.i));
+        this.report(this.diag(`module ${this.mod.name} has no END`, this.i));
         break;
       }
       if (v === 'END' && k === Tok.Id && this.isModuleEnd(this.i)) {
@@ -224,6 +253,7 @@ class Parser {
         break;
       }
       const start = this.i;
+      this.nesting = 0;
       try {
         if (v === 'IMPORTS' && k === Tok.Id) this.parseImports();
         else if (v === 'EXPORTS' && k === Tok.Id) this.skipPast(';');
@@ -233,7 +263,16 @@ class Parser {
         // The offending token may itself start the next definition: look from it, never from `start`.
         this.resync(Math.max(start + 1, this.i - 1));
       }
+      if (this.mod.defs.length > this.maxSymbols) {
+        // The rest is not parsed: the module fails, and the work stays bounded by the limit.
+        const d = this.mod.defs.pop()!;
+        const setting = MIB_LIMIT_SETTINGS.maxSymbols;
+        this.report({ ...this.diag(`module ${this.mod.name} has more than ${this.maxSymbols} definitions (${setting}=${this.maxSymbols}): split the module, or raise ${setting}`, start), line: d.line, column: d.col, token: d.name, limit: setting });
+        this.skipToEnd();
+        break;
+      }
     }
+    this.closeErrors();
     if (this.v2Macros || isV2(this.mod)) this.mod.smi = 'v2';
     return this.mod;
   }
@@ -265,7 +304,7 @@ class Parser {
       const nx = this.V[this.i]!;
       if (!pending.length && (MACROS.has(nx) || nx === '::=' || nx === 'OBJECT' || nx === 'MACRO')) {
         this.i--;
-        this.mod.errors.push(this.diag(`IMPORTS not terminated by ';'`, j, 'warning'));
+        this.report(this.diag(`IMPORTS not terminated by ';'`, j, 'warning'));
         return;
       }
       pending.push(v);
@@ -515,6 +554,13 @@ class Parser {
   }
 
   private parseType(): TypeAst {
+    if (++this.nesting > MAX_NESTING) throw new SmiSyntaxError(`types nested more than ${MAX_NESTING} levels deep`, this.i, NESTING_LIMIT);
+    const t = this.typeBody();
+    this.nesting--;
+    return t;
+  }
+
+  private typeBody(): TypeAst {
     // All fields up front, in one order (see newDefinition). A literal: a helper for it was hot
     // enough to be optimised on its own, twice, in a cold compile.
     const t: TypeAst = { tag: undefined, base: undefined, ref: undefined, enums: undefined, ranges: undefined, sizes: undefined, of: undefined, members: undefined };
@@ -607,6 +653,7 @@ class Parser {
 
   /** `(SIZE (a..b | c))` or `(a..b | c)`, possibly in extra parentheses. */
   private constraint(t: TypeAst): void {
+    if (++this.nesting > MAX_NESTING) throw new SmiSyntaxError(`parentheses nested more than ${MAX_NESTING} levels deep`, this.i, NESTING_LIMIT);
     this.expect('(');
     if (this.V[this.i] === 'SIZE') {
       this.i++;
@@ -616,6 +663,7 @@ class Parser {
     } else if (this.V[this.i] === '(') this.constraint(t);
     else t.ranges = this.ranges();
     this.expect(')');
+    this.nesting--;
   }
 
   private ranges(): Range[] {
@@ -723,8 +771,25 @@ class Parser {
   }
 
   private fail(e: unknown): void {
-    if (e instanceof SmiSyntaxError) this.mod.errors.push(this.diag(e.message, e.at));
-    else throw e;
+    if (!(e instanceof SmiSyntaxError)) throw e;
+    const d = this.diag(e.message, e.at);
+    this.report(e.limit ? { ...d, limit: e.limit } : d);
+  }
+
+  /** A diagnostic of the current module, within MIB_MAX_DIAGNOSTICS (a breached limit is always kept: it says why the module failed). */
+  private report(d: MibDiagnostic): void {
+    if (this.mod.errors.length < MIB_MAX_DIAGNOSTICS || (d.limit && !this.mod.errors.some((e) => e.limit))) this.mod.errors.push(d);
+    else {
+      this.dropped++;
+      if (d.severity === 'error') this.droppedError = true;
+    }
+  }
+
+  /** The count of the diagnostics report() left out, as one more. */
+  private closeErrors(): void {
+    if (!this.dropped) return;
+    const last = this.mod.errors[this.mod.errors.length - 1]!;
+    this.mod.errors.push({ severity: this.droppedError ? 'error' : 'warning', file: this.file, line: last.line, column: last.column, module: this.mod.name, message: `${this.dropped} more diagnostics not shown (the first ${MIB_MAX_DIAGNOSTICS} are)` });
   }
 
   private diag(message: string, at: number, severity: 'error' | 'warning' = 'error'): MibDiagnostic {

@@ -9,11 +9,11 @@ import { basename, delimiter, dirname, extname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url';
 import type { Settings } from '../settings.js';
 import { readJsonFile, writeFileDurably } from '../util/durable.js';
-import { compileMibs, type MibSource } from './compiler.js';
+import { compileMibs, sourceLimitFailure, type MibSource } from './compiler.js';
 import { compiledFromJson, compiledToJson } from './index.js';
 import { MibIndex } from './mib-index.js';
 import { parseMib } from './parser.js';
-import { MIB_FORMAT, type CompiledModule, type MibDiagnostic, type ModuleFailure, type ShadowedModule } from './types.js';
+import { MIB_FORMAT, MIB_LIMITS, MIB_LIMIT_SETTINGS, type CompileResult, type CompiledModule, type MibDiagnostic, type MibLimits, type ModuleFailure, type ShadowedModule } from './types.js';
 
 export interface MibStoreOptions {
   /** SVC_MIB_DIR: compiled modules, one `<MODULE>.json` each. */
@@ -22,6 +22,8 @@ export interface MibStoreOptions {
   sourceDir: string;
   /** Read-only bundled source directories, most specific first. */
   bundledDirs: string[];
+  /** Compile limits (SVC_MIB_MAX_*); default MIB_LIMITS. */
+  limits?: Partial<MibLimits>;
   log?: { info(o: object, m: string): void; warn(o: object, m: string): void };
 }
 
@@ -208,7 +210,8 @@ export function splitStorePath(p: string): { group: string; file: string } {
 /** The modules a text defines, by their headers (cheap; no full parse). */
 function definedModules(text: string): string[] {
   // A leading UTF-8 byte order mark would keep the `^` of the first header from matching.
-  return [...text.replace(/^\uFEFF/, '').matchAll(/^[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t\r\n]+(?:\{[^}]*\}[ \t\r\n]*)?DEFINITIONS\b/gm)].map((m) => m[1]!);
+  // (`[^}]` is bounded: unbounded, each line `A {` would scan to the next `}`, quadratic in lines)
+  return [...text.replace(/^\uFEFF/, '').matchAll(/^[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t\r\n]+(?:\{[^}]{0,1024}\}[ \t\r\n]*)?DEFINITIONS\b/gm)].map((m) => m[1]!);
 }
 
 /**
@@ -247,8 +250,10 @@ export class MibStore {
   private readonly persistWarned = new Set<string>();
   /** Bundled directories in source order, with their group names. */
   private readonly bundled: { dir: string; group: string }[];
+  private readonly limits: MibLimits;
 
   private constructor(private readonly opts: MibStoreOptions) {
+    this.limits = { ...MIB_LIMITS, ...opts.limits };
     const seen = new Set<string>();
     const dirs: { dir: string; group: string }[] = [];
     const add = (dir: string, group: string) => {
@@ -268,6 +273,7 @@ export class MibStore {
       compiledDir: settings.MIB_DIR,
       sourceDir: settings.MIB_SOURCE_DIR || join(dirname(resolve(settings.MIB_DIR)), 'mib-sources'),
       bundledDirs: settings.MIB_BUNDLED_SOURCE_DIR.split(delimiter).filter(Boolean),
+      limits: { maxSourceBytes: settings.MIB_MAX_SOURCE_BYTES, maxSymbols: settings.MIB_MAX_SYMBOLS, maxOidDepth: settings.MIB_MAX_OID_DEPTH, maxCompiledBytes: settings.MIB_MAX_COMPILED_BYTES },
       log,
     });
   }
@@ -281,6 +287,8 @@ export class MibStore {
     const loaded = await store.loadPersisted(sources);
     if (loaded) store.state = loaded;
     else await store.compile(sources);
+    // Each module that does not compile is named with its reason; the others are loaded and served.
+    for (const f of store.state.failed) opts.log?.warn({ module: f.module, path: f.path, reason: f.errors[0]?.message ?? 'no module', ...(f.limit ? { limit: f.limit } : {}) }, 'MIB module does not compile; the other modules are loaded');
     opts.log?.info({ active: store.state.modules.length, failed: store.state.failed.length, shadowed: store.state.shadowed.length, from_cache: !!loaded, bundled: store.bundled.map((b) => b.dir) }, 'MIB store ready');
     return store;
   }
@@ -329,22 +337,13 @@ export class MibStore {
     const group = checkGroup(opts.group ?? 'common');
     this.checkUpload(files);
     return this.serial(async () => {
-      const paths = new Set(files.map((f) => `${group}/${f.name}`));
-      const texts = await this.readAll(this.state.sources.filter((s) => !paths.has(s.path)));
-      for (const f of files) texts.push({ file: `${group}/${f.name}`, text: f.data.toString('utf8'), group });
-      // In listSources' order (bundled first, then groups and files by name), so that a tie goes the
-      // way the upload's compile will decide it.
-      const user = (t: MibSource) => (t.group!.startsWith('bundled') ? 0 : 1);
-      const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-      texts.sort((a, b) => user(a) - user(b) || (user(a) ? cmp(a.group!, b.group!) || cmp(a.file, b.file) : 0));
-      const stored = this.state.sources.filter((s) => !paths.has(s.path)).map((s) => s.path);
-      const trial = compileMibs(texts, { mode: opts.mode === 'partial' ? 'partial' : this.modeFor(stored) });
+      const { paths, trial } = await this.trialCompile(files, group, opts.mode);
       const known = new Set(this.state.sources.map((s) => s.path));
       const report: ValidateReport = { group, files: [], would_compile: [], would_fail: [], missing: [], would_shadow: [], would_be_shadowed: [] };
       const uploadModules = new Set<string>();
       for (const f of files) {
         const path = `${group}/${f.name}`;
-        const parsed = parseMib(f.data.toString('utf8'), path);
+        const parsed = parseMib(f.data.toString('utf8'), path, { maxSymbols: this.limits.maxSymbols });
         const modules = parsed.modules.map((m) => m.name);
         modules.forEach((m) => uploadModules.add(m));
         const errors = [...parsed.errors, ...parsed.modules.flatMap((m) => m.errors)];
@@ -366,6 +365,11 @@ export class MibStore {
     const group = checkGroup(opts.group ?? 'common');
     this.checkUpload(files);
     return this.serial(async () => {
+      // A module over a limit is refused before anything is written: stored, it would fail every
+      // reload and start again. (Other compile errors are stored and listed as failed, as before.)
+      const { paths: uploaded, trial } = await this.trialCompile(files, group, opts.mode);
+      const over = trial.failed.filter((f) => f.limit && uploaded.has(f.file));
+      if (over.length) throw new MibStoreError(`nothing was stored: ${over.map((f) => `${f.file}${f.module ? ` (${f.module})` : ''}: ${f.errors.find((e) => e.limit)?.message ?? f.limit}`).join('; ')}`, 422);
       const dir = join(this.opts.sourceDir, group);
       const paths: string[] = [];
       const created: string[] = [];
@@ -597,7 +601,9 @@ export class MibStore {
       if (bytes > FILE_NAME_BYTES) throw new MibStoreError(`file name '${f.name}' is ${bytes} bytes in UTF-8; a MIB source name may have at most ${FILE_NAME_BYTES}`, 400);
       if (!FILE_NAME.test(f.name) || f.name.includes('..') || f.name.startsWith('.')) throw new MibStoreError(`file name '${f.name}' escapes the MIB store or is hidden: give a plain file name`, 400);
       if (!hasExt(f.name)) throw new MibStoreError(`${f.name}: a MIB source must end in .mib, .txt or .my (or have no extension)`, 415);
-      if (f.data.length > MIB_MAX_FILE_BYTES) throw new MibStoreError(`${f.name} is ${f.data.length} bytes; a MIB source may have at most ${MIB_MAX_FILE_BYTES}`, 413);
+      // The upload's own limit, or the compiler's when that is lower.
+      const max = Math.min(MIB_MAX_FILE_BYTES, this.limits.maxSourceBytes);
+      if (f.data.length > max) throw new MibStoreError(`${f.name} is ${f.data.length} bytes; a MIB source may have at most ${max}${max < MIB_MAX_FILE_BYTES ? ` (${MIB_LIMIT_SETTINGS.maxSourceBytes})` : ''}`, 413);
       if (!f.data.length) throw new MibStoreError(`${f.name} is empty`, 400);
       if (seen.has(f.name)) throw new MibStoreError(`${f.name} is given twice in one upload`, 400);
       seen.add(f.name);
@@ -682,8 +688,81 @@ export class MibStore {
     return out;
   }
 
-  private async readAll(sources: SourceFile[]): Promise<MibSource[]> {
-    return Promise.all(sources.map(async (s) => ({ file: s.path, text: await fs.readFile(s.abs, 'utf8'), group: s.group })));
+  /**
+   * The texts of `sources`; a file over the source limit is not read (its first bytes name the
+   * module), and one that cannot be read fails alone: `unread` holds both as failures.
+   */
+  private async readAll(sources: SourceFile[]): Promise<{ texts: MibSource[]; unread: ModuleFailure[] }> {
+    const unread: ModuleFailure[] = [];
+    const read = await Promise.all(
+      sources.map(async (s): Promise<MibSource | undefined> => {
+        const max = this.limits.maxSourceBytes;
+        try {
+          if (s.size <= max) return { file: s.path, text: await fs.readFile(s.abs, 'utf8'), group: s.group };
+          const fh = await fs.open(s.abs, 'r');
+          const head = Buffer.alloc(4096);
+          const { bytesRead } = await fh.read(head, 0, head.length, 0).finally(() => fh.close());
+          unread.push(sourceLimitFailure({ file: s.path, group: s.group }, s.size, head.subarray(0, bytesRead).toString('utf8'), max));
+        } catch (e) {
+          const err = e as NodeJS.ErrnoException;
+          const message = `cannot read ${s.path} (${err.code ?? err.message}): check that the file is readable, or remove it`;
+          unread.push({ module: null, file: s.path, group: s.group, missing: [], failedImports: [], errors: [{ severity: 'error', file: s.path, line: 0, column: 0, message }] });
+        }
+        return undefined;
+      }),
+    );
+    return { texts: read.filter((t) => t !== undefined), unread };
+  }
+
+  /**
+   * compileMibs with the store's limits. Should the compiler throw (a bug: it never throws on bad
+   * input), each source is tried alone, and those it throws on fail while the rest compile.
+   */
+  private compileSet(texts: MibSource[], unread: ModuleFailure[], mode: CompileMode): CompileResult {
+    const opts = { mode, limits: this.limits };
+    let r: CompileResult;
+    try {
+      r = compileMibs(texts, opts);
+    } catch (e) {
+      const crashed = (t: MibSource, err: unknown): ModuleFailure => {
+        const message = `the MIB compiler failed on this source (${(err as Error).message}); it was left out and the other sources compiled: remove it, and report the failure`;
+        return { module: definedModules(t.text.slice(0, 4096))[0] ?? null, file: t.file, group: t.group, missing: [], failedImports: [], errors: [{ severity: 'error', file: t.file, line: 0, column: 0, message }] };
+      };
+      this.opts.log?.warn({ err: (e as Error).message }, 'the MIB compiler failed; compiling each source alone to find the one it fails on');
+      const bad: ModuleFailure[] = [];
+      const good = texts.filter((t) => {
+        try {
+          compileMibs([t], opts);
+          return true;
+        } catch (err) {
+          bad.push(crashed(t, err));
+          return false;
+        }
+      });
+      try {
+        r = compileMibs(good, opts);
+      } catch (err) {
+        r = { modules: [], failed: good.map((t) => crashed(t, err)), shadowed: [], json: new Map() };
+      }
+      r.failed.push(...bad);
+    }
+    r.failed.push(...unread);
+    return r;
+  }
+
+  /** The stored sources with `files` uploaded to `group` (replacing the same paths), compiled in memory. */
+  private async trialCompile(files: UploadFile[], group: string, mode?: CompileMode): Promise<{ paths: Set<string>; trial: CompileResult }> {
+    const paths = new Set(files.map((f) => `${group}/${f.name}`));
+    const kept = this.state.sources.filter((s) => !paths.has(s.path));
+    const { texts, unread } = await this.readAll(kept);
+    for (const f of files) texts.push({ file: `${group}/${f.name}`, text: f.data.toString('utf8'), group });
+    // In listSources' order (bundled first, then groups and files by name), so that a tie goes the
+    // way the upload's compile will decide it.
+    const user = (t: MibSource) => (t.group!.startsWith('bundled') ? 0 : 1);
+    const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    texts.sort((a, b) => user(a) - user(b) || (user(a) ? cmp(a.group!, b.group!) || cmp(a.file, b.file) : 0));
+    const trial = this.compileSet(texts, unread, mode === 'partial' ? 'partial' : this.modeFor(kept.map((s) => s.path)));
+    return { paths, trial };
   }
 
   private fingerprint(sources: SourceFile[]): string {
@@ -695,9 +774,9 @@ export class MibStore {
   /** Compiles `sources`, installs the result and persists it to SVC_MIB_DIR. */
   private async compile(sources: SourceFile[]) {
     await this.pruneModes(sources);
-    const texts = await this.readAll(sources);
-    const r = compileMibs(texts, { mode: this.modeFor(sources.map((s) => s.path)) });
-    const byName = new Map(r.modules.map((m) => [m.module, { module: m, json: compiledToJson(m) }]));
+    const { texts, unread } = await this.readAll(sources);
+    const r = this.compileSet(texts, unread, this.modeFor(sources.map((s) => s.path)));
+    const byName = new Map(r.modules.map((m) => [m.module, { module: m, json: r.json.get(m.module) ?? compiledToJson(m) }]));
     this.state = {
       sources,
       modules: r.modules,

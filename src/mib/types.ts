@@ -15,7 +15,35 @@ export interface MibDiagnostic {
   token?: string;
   module?: string;
   message: string;
+  /** set when the finding is a breached limit: the setting that raises it (MIB_LIMIT_SETTINGS), or the fixed limit's name */
+  limit?: string;
 }
+
+/** Limits of one compile; each breach is an error of the module concerned (docs/reliability.md, Limits). */
+export interface MibLimits {
+  /** largest source file in UTF-8 bytes; a larger one is not parsed */
+  maxSourceBytes: number;
+  /** definitions in one module */
+  maxSymbols: number;
+  /** sub-identifiers in one OID (RFC 2578 and net-snmp: 128); also how many definitions deep an OID may be defined */
+  maxOidDepth: number;
+  /** length of one module's compiled JSON (characters) */
+  maxCompiledBytes: number;
+}
+
+/** The defaults: several times the largest real MIBs (vendor modules of 1-2 MB and a few thousand definitions). */
+export const MIB_LIMITS: Readonly<MibLimits> = { maxSourceBytes: 4 << 20, maxSymbols: 20000, maxOidDepth: 128, maxCompiledBytes: 32 << 20 };
+
+/** The setting that raises each limit (src/settings.ts). */
+export const MIB_LIMIT_SETTINGS: Readonly<Record<keyof MibLimits, string>> = {
+  maxSourceBytes: 'SVC_MIB_MAX_SOURCE_BYTES',
+  maxSymbols: 'SVC_MIB_MAX_SYMBOLS',
+  maxOidDepth: 'SVC_MIB_MAX_OID_DEPTH',
+  maxCompiledBytes: 'SVC_MIB_MAX_COMPILED_BYTES',
+};
+
+/** Diagnostics kept per module and list; the rest are counted in one last diagnostic (a hostile module can make one per definition). */
+export const MIB_MAX_DIAGNOSTICS = 100;
 
 /** A range or size bound: a number, a decimal string beyond 2^53, or `MIN`/`MAX`. */
 export type Range = [number | string, number | string];
@@ -161,6 +189,8 @@ export interface ModuleFailure {
   /** imported modules that are in the set but failed themselves */
   failedImports: string[];
   errors: MibDiagnostic[];
+  /** the limit it breached (the `limit` of its first such error), when that is why it failed */
+  limit?: string;
 }
 
 /** A module that lost to another source of the same module name (see preferSource). */
@@ -177,4 +207,6 @@ export interface CompileResult {
   modules: CompiledModule[];
   failed: ModuleFailure[];
   shadowed: ShadowedModule[];
+  /** each compiled module's JSON (compiledToJson's text), by module name: made while its size was checked */
+  json: Map<string, string>;
 }

@@ -16,7 +16,7 @@ const Status = Type.Object(
   {
     mibs: Type.Array(Type.String(), { description: 'Deduplicated active modules.' }),
     active_modules: Type.Array(Type.String(), { description: 'Same list as mibs.' }),
-    errors: Type.Array(Row, { description: 'True compile failures: module, file, path, group, missing, failedImports, errors (file, line, column, token, message).' }),
+    errors: Type.Array(Row, { description: 'True compile failures: module, file, path, group, missing, failedImports, errors (file, line, column, token, message, limit), limit (the setting of a breached limit, SVC_MIB_MAX_*).' }),
     failed_modules: Type.Array(Row, { description: 'Same list as errors.' }),
     source_inventory: Type.Array(Row, { description: 'One row per module of every source file (path, group, file, bundled, size_bytes, modified, module, status active|shadowed|failed, last_updated, shadowed_by, errors, missing).' }),
     source_groups: Type.Array(Row, { description: 'Per group: files, modules, active, shadowed, failed, size_bytes, bundled.' }),

@@ -76,6 +76,14 @@ export class SlidingWindowLimiter {
     return { allowed: true };
   }
 
+  /** Takes back one request of `key` counted at `atMs` (an attempt that turned out not to count). */
+  refund(key: string, atMs: number): void {
+    const log = this.clients.get(key);
+    if (!log) return;
+    const i = log.times.lastIndexOf(atMs);
+    if (i >= log.head) log.times.splice(i, 1);
+  }
+
   /** Number of client keys currently remembered. */
   get size(): number {
     return this.clients.size;
@@ -88,5 +96,39 @@ export class SlidingWindowLimiter {
       if (log.last > cutoff) break; // everything after this was seen more recently
       this.clients.delete(key);
     }
+  }
+}
+
+export type LoginAttempt = { outcome: 'ok' } | { outcome: 'wrong' } | { outcome: 'limited'; retryAfterSeconds: number; detail: string };
+
+/**
+ * Failed logins per client (the console's and the daemon's login). A client with `max` failures in
+ * the window is refused before its password is checked, whatever the password: past the limit a
+ * right guess is refused as a wrong one is, so guessing stops there. Each attempt holds a slot while
+ * its check runs, so concurrent guesses cannot all get past the limit before the first failure is
+ * counted; a success gives its slot back (successes never lock anyone out).
+ */
+export class LoginFailureLimiter {
+  private readonly failures: SlidingWindowLimiter;
+
+  constructor(max: number, windowSeconds: number, private readonly now: () => number = Date.now) {
+    this.failures = new SlidingWindowLimiter(max, windowSeconds, { now });
+  }
+
+  async attempt(client: string, check: () => Promise<boolean>): Promise<LoginAttempt> {
+    const at = this.now();
+    const hit = this.failures.hit(client, at);
+    if (!hit.allowed) {
+      return { outcome: 'limited', retryAfterSeconds: hit.retryAfterSeconds, detail: `too many failed logins from ${client}; retry in ${hit.retryAfterSeconds} s` };
+    }
+    let ok: boolean;
+    try {
+      ok = await check();
+    } catch (e) {
+      this.failures.refund(client, at); // the check failed (a database down), not the password
+      throw e;
+    }
+    if (ok) this.failures.refund(client, at);
+    return ok ? { outcome: 'ok' } : { outcome: 'wrong' };
   }
 }

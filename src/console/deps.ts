@@ -13,6 +13,7 @@ import type { TrapService } from './traps.js';
 
 /** What the simulator and trap services need: where to persist, limits, counters, the event hub. */
 export interface ServiceContext {
+  settings: Settings;
   /** The console state directory (consoleStateDir). */
   dir: string;
   log: Logger;
@@ -25,7 +26,6 @@ export interface ServiceContext {
 }
 
 export interface ConsoleDeps extends ServiceContext {
-  settings: Settings;
   credentials: ConsoleCredentials;
   sessions: Sessions;
   simulator: SimulatorService;

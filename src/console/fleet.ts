@@ -7,6 +7,7 @@ import { ApiError } from '../api/deps.js';
 import { Fleet, MAX_FLEET_AGENTS, type FleetAgentInfo } from '../snmp/fleet.js';
 import { makeUser } from '../snmp/usm.js';
 import { SnmpInputError } from '../snmp/values.js';
+import type { BulkLimits } from '../snmp/agent.js';
 import type { V3UserInput } from './simulator.js';
 import { RunState } from './service-state.js';
 
@@ -45,6 +46,8 @@ export class FleetService {
   private requests = 0;
   private errors = 0;
 
+  constructor(private readonly bulk?: BulkLimits) {}
+
   /** Defaults filled and everything checked (422) before anything is bound. */
   normalize(input: FleetInput, defaultHost: string): { cfg: FleetConfig; fleet: Fleet } {
     const cfg: FleetConfig = {
@@ -82,6 +85,7 @@ export class FleetService {
         seed: cfg.seed,
         fastShare: cfg.fast_share,
         users,
+        ...(this.bulk ? { bulk: this.bulk } : {}),
         onActivity: (_i, e) => {
           this.requests++;
           if (e.error && e.error !== 'engine discovery' && e.error !== 'time sync') this.errors++;

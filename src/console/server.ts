@@ -61,6 +61,7 @@ export async function startConsole(settings: Settings, log: Logger, opts: { mibs
   const events = new ConsoleEvents();
   const mibs = opts.mibs ?? (await MibStore.fromSettings(settings, clog));
   const ctx: ServiceContext = {
+    settings,
     dir,
     log: clog,
     appSettings: await AppSettingsStore.open(dir),
@@ -74,7 +75,6 @@ export async function startConsole(settings: Settings, log: Logger, opts: { mibs
   const unwatchMibs = mibs.onChange(() => events.publish('mibs', mibs.summary()));
   const deps: ConsoleDeps = {
     ...ctx,
-    settings,
     credentials: await ConsoleCredentials.open(dir, settings.AUTH_USERS, clog),
     sessions: new Sessions(),
     simulator,

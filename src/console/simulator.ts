@@ -5,7 +5,8 @@
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { ApiError } from '../api/deps.js';
-import { SnmpAgent, type ActivityEntry, type OidOverride } from '../snmp/agent.js';
+import { SnmpAgent, type ActivityEntry, type BulkLimits, type OidOverride } from '../snmp/agent.js';
+import type { Settings } from '../settings.js';
 import { engineIdFrom } from '../snmp/udp.js';
 import { makeUser, type UsmUser } from '../snmp/usm.js';
 import { makeVarBind, parseType, SnmpInputError } from '../snmp/values.js';
@@ -21,6 +22,9 @@ export const DEFAULT_COMMUNITY = 'public';
 export const MAX_OVERRIDES = 10000;
 /** At most this many simulator_log pushes a second; the rest are coalesced (see onActivity). */
 export const LOG_PUSHES_PER_SECOND = 20;
+
+/** The GETBULK caps of the simulator and the fleet (docs/console.md). */
+export const bulkLimits = (s: Settings): BulkLimits => ({ maxVarbinds: s.SIMULATOR_BULK_MAX_VARBINDS, maxAmplification: s.SIMULATOR_BULK_MAX_AMPLIFICATION });
 
 /** One SNMPv3 user as the start request gives it (keys are passphrases, at least 8 characters). */
 export interface V3UserInput {
@@ -185,6 +189,7 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
       engineId,
       engineBoots,
       overrides: this.overrides,
+      bulk: bulkLimits(this.ctx.settings),
       onActivity: this.onActivity,
     });
   }

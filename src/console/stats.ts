@@ -3,7 +3,7 @@
 export function emptyStats() {
   return {
     simulator: { requests: 0, get: 0, getnext: 0, getbulk: 0, set: 0, errors: 0 },
-    traps: { received: 0, sent: 0, send_errors: 0, informs_acknowledged: 0, dropped: 0 },
+    traps: { received: 0, sent: 0, send_errors: 0, informs_acknowledged: 0, dropped: 0, replays: 0 },
     walker: { walks: 0, oids: 0, errors: 0, last_duration_ms: 0 },
     mibs: { uploads: 0, compiled: 0, failed: 0 },
   };

@@ -7,7 +7,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { ApiError } from '../api/deps.js';
 import type { MibIndex, MibNode } from '../mib/mib-index.js';
 import type { SnmpVersion } from '../snmp/message.js';
-import { TrapReceiver, type TrapEvent } from '../snmp/trap-receiver.js';
+import { TrapReceiver, type DropKind, type TrapEvent } from '../snmp/trap-receiver.js';
 import { sendTrap, v1Fields } from '../snmp/trap-sender.js';
 import { engineIdFrom } from '../snmp/udp.js';
 import { makeUser } from '../snmp/usm.js';
@@ -104,6 +104,7 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
   private received = 0;
   private acked = 0;
   private dropped = 0;
+  private replays = 0;
   private lastDrop: { time: string; source: string; reason: string } | null = null;
 
   private constructor(ctx: ServiceContext) {
@@ -131,6 +132,7 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
       received: this.received,
       informs_acknowledged: this.acked,
       dropped: this.dropped,
+      replays: this.replays,
       last_drop: this.lastDrop,
       events: this.syncCapacity(),
       event_limit: this.ctx.appSettings.get().trap_event_limit,
@@ -183,7 +185,7 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
       engineId,
       engineBoots,
       onTrap: (e) => this.onTrap(e, cfg.resolve_mibs),
-      onDrop: (reason, source) => this.onDrop(reason, source),
+      onDrop: (reason, source, kind) => this.onDrop(reason, source, kind),
     });
     for (const u of cfg.v3_users) rx.addUser({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key, engineId: u.engine_id });
     return rx;
@@ -191,7 +193,7 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
 
   /** Counters are per start. */
   protected override onStarted(): void {
-    this.received = this.acked = this.dropped = 0;
+    this.received = this.acked = this.dropped = this.replays = 0;
     this.lastDrop = null;
   }
 
@@ -236,10 +238,14 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
     };
   }
 
-  private onDrop(reason: string, source: string): void {
+  private onDrop(reason: string, source: string, kind: DropKind = 'other'): void {
     this.dropped++;
     this.lastDrop = { time: new Date().toISOString(), source, reason };
     this.ctx.stats.inc('traps', 'dropped');
+    if (kind === 'replay') {
+      this.replays++;
+      this.ctx.stats.inc('traps', 'replays');
+    }
   }
 
   /** Applies a changed trap_event_limit (the oldest events go at once); the events kept. */

@@ -28,6 +28,16 @@ export const UPLOAD_EXTENSIONS: Readonly<Record<string, SchemaType>> = {
 /** Largest schema file an upload may carry (413 above). */
 export const SCHEMA_MAX_BYTES = 10 * 1024 * 1024;
 
+/**
+ * Longest name of one folder or file, in UTF-8 bytes: what Linux file systems take (NAME_MAX). A
+ * longer one failed deep in the file system (a 500 that showed the absolute path).
+ */
+export const MAX_NAME_BYTES = 255;
+/** An upload is written to `.<name>.<12 hex>.tmp` first (writeFileDurably), which must fit MAX_NAME_BYTES too. */
+export const MAX_FILENAME_BYTES = MAX_NAME_BYTES - '.'.length - '.123456789abc.tmp'.length;
+/** Longest path under the schema folder, in UTF-8 bytes (well inside PATH_MAX with the folder itself). */
+export const MAX_PATH_BYTES = 1024;
+
 /** First path segment an upload may not use: /api/schemas/registry/... is the registry proxy. */
 export const RESERVED_TOP_DIR = 'registry';
 
@@ -67,7 +77,12 @@ export function relativeSegments(p: string, what = 'schema path'): string[] {
   if (p.startsWith('/') || /^[a-zA-Z]:/.test(p)) throw traversal(what, p, 'is absolute');
   const parts = p.split('/');
   if (parts.includes('..')) throw traversal(what, p, "climbs with '..'");
-  return parts.filter((s) => s !== '' && s !== '.');
+  const segs = parts.filter((s) => s !== '' && s !== '.');
+  // The name is not echoed: it may be kilobytes long.
+  if (Buffer.byteLength(p) > MAX_PATH_BYTES) throw new SchemaStoreError(400, `${what} is ${Buffer.byteLength(p)} bytes long; at most ${MAX_PATH_BYTES} bytes`);
+  const long = segs.find((s) => Buffer.byteLength(s) > MAX_NAME_BYTES);
+  if (long !== undefined) throw new SchemaStoreError(400, `${what} has a name of ${Buffer.byteLength(long)} bytes (${long.slice(0, 16)}...); each folder or file name may have at most ${MAX_NAME_BYTES} bytes`);
+  return segs;
 }
 
 const within = (root: string, p: string) => p === root || p.startsWith(root + sep);
@@ -147,11 +162,9 @@ export class SchemaStore {
       throw new SchemaStoreError(400, `subdir '${subdir}' starts with '${RESERVED_TOP_DIR}', which is reserved: /api/schemas/${RESERVED_TOP_DIR}/... is the schema registry proxy`);
     }
     if (data.length > SCHEMA_MAX_BYTES) throw new SchemaStoreError(413, tooLarge());
-    const targetDir = join(this.dir, ...dirSegs);
-    await fs.mkdir(targetDir, { recursive: true });
+    await fs.mkdir(this.dir, { recursive: true });
     const root = (await this.realRoot()) ?? this.dir;
-    const realTarget = await fs.realpath(targetDir);
-    if (!within(root, realTarget)) throw traversal('subdir', subdir, `leads through a symlink to ${realTarget}, outside the schema folder`);
+    const realTarget = await this.makeSubdir(root, dirSegs, subdir);
 
     const dest = join(realTarget, filename);
     let replaced = false;
@@ -167,6 +180,36 @@ export class SchemaStore {
     const f = await this.describe(root, join(this.dir, ...dirSegs, filename), rel);
     if (!f) throw new Error(`stored schema file ${dest} vanished`);
     return { ...f, replaced };
+  }
+
+  /**
+   * The real path of `segs` under `root`, creating the folders that are missing one at a time, each
+   * only once its parent is known to be inside: a folder reached through a symlink that leads
+   * outside is refused before anything is created there.
+   */
+  private async makeSubdir(root: string, segs: string[], subdir: string): Promise<string> {
+    let at = root;
+    for (const [i, seg] of segs.entries()) {
+      const next = join(at, seg);
+      let real: string;
+      try {
+        real = await fs.realpath(next);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+        try {
+          await fs.mkdir(next);
+        } catch (e2) {
+          // EEXIST: a dangling symlink (realpath failed, mkdir cannot create through it) or a racing upload.
+          if ((e2 as NodeJS.ErrnoException).code !== 'EEXIST') throw e2;
+        }
+        real = await fs.realpath(next).catch(() => next);
+      }
+      if (!within(root, real)) throw traversal('subdir', subdir, `leads through a symlink at '${segs.slice(0, i + 1).join('/')}' to outside the schema folder`);
+      const st = await fs.stat(real).catch(() => undefined);
+      if (!st?.isDirectory()) throw new SchemaStoreError(409, `'${segs.slice(0, i + 1).join('/')}' is not a folder in the schema folder; choose another subdir`);
+      at = real;
+    }
+    return at;
   }
 
   /** The folder's real path, or undefined when it does not exist yet. */
@@ -199,6 +242,8 @@ export function checkFilename(name: string): void {
     throw new SchemaStoreError(400, `invalid file name '${name}': give a plain file name, without folders`);
   }
   if (name.startsWith('.')) throw new SchemaStoreError(400, `invalid file name '${name}': hidden names (starting with '.') are not listed and are refused`);
+  const bytes = Buffer.byteLength(name);
+  if (bytes > MAX_FILENAME_BYTES) throw new SchemaStoreError(400, `file name of ${bytes} bytes (${name.slice(0, 16)}...) is too long: at most ${MAX_FILENAME_BYTES} bytes`);
   const ext = extname(name).toLowerCase();
   if (!(ext in UPLOAD_EXTENSIONS)) {
     throw new SchemaStoreError(400, `file '${name}' has ${ext ? `extension '${ext}'` : 'no extension'}; accepted: ${Object.keys(UPLOAD_EXTENSIONS).join(', ')}`);

@@ -51,7 +51,28 @@ export interface AgentOptions {
   /** Handed to value functions as their second argument: what differs between agents sharing a table. */
   context?: unknown;
   onActivity?: (entry: ActivityEntry) => void;
+  /** Caps of a GETBULK answer (default DEFAULT_BULK_LIMITS). */
+  bulk?: BulkLimits;
 }
+
+/**
+ * What one GETBULK may make the agent send. A 41-byte request with max-repetitions 10000 used to be
+ * answered with 10 KB: a reflector toward any spoofed source address.
+ */
+export interface BulkLimits {
+  /**
+   * Repeated varbinds in one answer, as snmpd's maxGetbulkResponses (default 100 there too):
+   * max-repetitions is cut to this divided by the number of repeaters.
+   */
+  maxVarbinds: number;
+  /**
+   * Largest answer as a multiple of the request's size: trailing varbinds are dropped until it
+   * fits (the first one always stays, as a GET of it would answer it too).
+   */
+  maxAmplification: number;
+}
+
+export const DEFAULT_BULK_LIMITS: Readonly<BulkLimits> = { maxVarbinds: 100, maxAmplification: 16 };
 
 const REQUEST_NAMES: Record<number, string> = { 0xa0: 'get', 0xa1: 'getnext', 0xa3: 'set', 0xa5: 'getbulk' };
 const MAX_RESPONSE = 65000;
@@ -78,6 +99,7 @@ export class SnmpAgent extends UdpService {
   /** The communities as bytes, compared with the request's without decoding it. */
   private readonly readCommunity: Buffer;
   private readonly writeCommunity: Buffer | undefined;
+  private readonly bulk: BulkLimits;
 
   constructor(private opts: AgentOptions = {}) {
     super(() => this.opts, 161, 4 << 20);
@@ -85,6 +107,7 @@ export class SnmpAgent extends UdpService {
     this.engineBoots = engineBootsFrom(opts.engineBoots);
     this.readCommunity = Buffer.from(opts.community ?? 'public');
     this.writeCommunity = opts.writeCommunity ? Buffer.from(opts.writeCommunity) : undefined;
+    this.bulk = opts.bulk ?? DEFAULT_BULK_LIMITS;
     for (const u of opts.users ?? []) {
       const user = makeUser(u);
       this.users.set(user.name, { user, local: localize(user, this.engineId) });
@@ -159,7 +182,7 @@ export class SnmpAgent extends UdpService {
       case PduType.GetBulk: {
         const nonRep = Math.max(0, Math.min(pdu.errorStatus, pdu.varbinds.length));
         const repeaters = pdu.varbinds.length - nonRep;
-        const maxRep = Math.max(0, Math.min(pdu.errorIndex, 10000, repeaters ? Math.floor((MAX_BULK_VARBINDS - nonRep) / repeaters) : 0));
+        const maxRep = Math.max(0, Math.min(pdu.errorIndex, repeaters ? Math.floor(Math.min(this.bulk.maxVarbinds, MAX_BULK_VARBINDS - nonRep) / repeaters) : 0));
         for (let k = 0; k < nonRep; k++) {
           const i = this.next(pdu.varbinds[k]!.oid, false);
           if (i < n) body.rows(t, i, i + 1, elapsed, ctx);
@@ -262,12 +285,12 @@ export class SnmpAgent extends UdpService {
       const pdu = m.pdu as Pdu;
       const refused = unsupported(pdu, m.version === 0);
       if (refused) return this.log(rinfo, versionName(m.version), community, pdu, refused);
-      const res = this.fit(pdu.type, this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, (p) => encodeCommunity(m.version as 0 | 1, community, p));
+      const res = this.fit(pdu.type, this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, buf.length, (p) => encodeCommunity(m.version as 0 | 1, community, p));
       this.send(res, rinfo);
       this.log(rinfo, versionName(m.version), community, pdu);
       return;
     }
-    this.onV3(m as V3Message, rinfo);
+    this.onV3(m as V3Message, rinfo, buf.length);
   }
 
   private report(m: V3Message, rinfo: RemoteInfo, oid: string, local: LocalUser | null, why: string): void {
@@ -285,7 +308,7 @@ export class SnmpAgent extends UdpService {
     return { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: this.engineId, boots: this.engineBoots, time: Math.floor(this.elapsed()), userName, contextEngineId: this.engineId, contextName: m.contextName };
   }
 
-  private onV3(m: V3Message, rinfo: RemoteInfo): void {
+  private onV3(m: V3Message, rinfo: RemoteInfo, requestBytes: number): void {
     // RFC 3412 7.2: USM is the only security model here; no manager may ask for less than 484 bytes.
     if (m.securityModel !== 3) return this.log(rinfo, '3', m.userName, undefined, `unknown security model ${m.securityModel}`);
     if (m.maxSize < 484) return this.log(rinfo, '3', m.userName, undefined, `msgMaxSize ${m.maxSize} below 484`);
@@ -302,24 +325,26 @@ export class SnmpAgent extends UdpService {
     const refused = unsupported(pdu, false);
     if (refused) return this.log(rinfo, '3', m.userName, pdu, refused);
     const level: LocalUser | null = m.flags & 1 ? (m.flags & 2 ? entry.local : { name: entry.local.name, auth: entry.local.auth }) : null;
-    const out = this.fit(pdu.type, this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), (p) => encodeV3(this.header(m, m.userName), level, p));
+    const out = this.fit(pdu.type, this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), requestBytes, (p) => encodeV3(this.header(m, m.userName), level, p));
     this.send(out, rinfo);
     this.log(rinfo, '3', m.userName, pdu);
   }
 
   /**
    * Encodes the answer (its varbinds in `body`) within `max` bytes. A GETBULK answer drops
-   * trailing varbinds until it fits (at least one stays); any other answer, and a GETBULK whose
-   * first varbind does not fit, is tooBig (RFC 3416 4.2.1, 4.2.3).
+   * trailing varbinds until it fits, and until it is at most maxAmplification times the request's
+   * `requestBytes` (at least one varbind stays); any other answer, and a GETBULK whose first
+   * varbind does not fit `max`, is tooBig (RFC 3416 4.2.1, 4.2.3).
    */
-  private fit(request: number, a: Answer, max: number, encode: (p: EncodedPdu) => Buffer): Buffer {
+  private fit(request: number, a: Answer, max: number, requestBytes: number, encode: (p: EncodedPdu) => Buffer): Buffer {
     const pdu = (count: number): EncodedPdu => ({ type: PduType.Response, ...a, body: body.bytes(count) });
+    const limit = Math.min(max, requestBytes * this.bulk.maxAmplification);
     let k = body.count;
     let msg = encode(pdu(k));
-    while (request === PduType.GetBulk && msg.length > max && k > 1) {
+    while (request === PduType.GetBulk && msg.length > limit && k > 1) {
       // The bytes around the varbinds barely change (length octets, cipher padding): keep the most
       // varbinds that fit beside them, and check again.
-      const room = max - (msg.length - body.ends[k - 1]!);
+      const room = limit - (msg.length - body.ends[k - 1]!);
       let j = k - 1;
       while (j > 1 && body.ends[j - 1]! > room) j--;
       k = j;

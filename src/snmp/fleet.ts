@@ -6,7 +6,7 @@
 // (agentTable); values are computed on read from time and a small per-agent context, so 1,000
 // agents of ~25 interfaces take a few tens of MB. Decisions: docs/snmp.md (Fleet).
 import { createHash } from 'node:crypto';
-import { SnmpAgent, agentTable, type ActivityEntry, type AgentTable } from './agent.js';
+import { SnmpAgent, agentTable, type ActivityEntry, type AgentTable, type BulkLimits } from './agent.js';
 import { defaultDevice, type MibEntry } from './device.js';
 import { engineBootsFrom } from './udp.js';
 import { makeUser, type UsmUserConfig } from './usm.js';
@@ -39,6 +39,8 @@ export interface FleetOptions {
   engineBoots?: number;
   /** Every message an agent received (the agent's index and its activity entry). Leave unset for speed. */
   onActivity?: (agent: number, entry: ActivityEntry) => void;
+  /** Caps of every agent's GETBULK answers (default DEFAULT_BULK_LIMITS). */
+  bulk?: BulkLimits;
 }
 
 /** What differs between agents that share a table: handed to its value functions. */
@@ -210,6 +212,7 @@ export class Fleet {
           engineBoots: c.engineBoots,
           table: this.table(this.ifCounts[i]!),
           context: c,
+          ...(opts.bulk ? { bulk: opts.bulk } : {}),
           ...(opts.onActivity ? { onActivity: (e: ActivityEntry) => opts.onActivity!(i, e) } : {}),
         }),
     );

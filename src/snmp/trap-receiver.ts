@@ -5,7 +5,7 @@
 import type { RemoteInfo } from 'node:dgram';
 import { engineBootsFrom, engineIdFrom, TIME_WINDOW_S, UdpService } from './udp.js';
 import { decodeMessage, encodeCommunity, encodeV3, macMatches, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type TrapV1Fields, type V3Message } from './message.js';
-import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
+import { localize, makeUser, NotificationReplayGuard, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import type { VarBind } from './values.js';
 
 export interface TrapEvent {
@@ -47,9 +47,14 @@ export interface TrapReceiverOptions {
    */
   engineBoots?: number;
   onTrap(event: TrapEvent): void;
-  /** Dropped messages (bad community, unknown user, wrong digest, malformed), with the reason. */
-  onDrop?(reason: string, source: string): void;
+  /** Dropped messages (bad community, unknown user, wrong digest, malformed, replays), with the reason; `kind` tells replays apart. */
+  onDrop?(reason: string, source: string, kind: DropKind): void;
+  /** Authenticated v3 notifications remembered to recognise replays (default 100000; NotificationReplayGuard). */
+  replayCacheSize?: number;
 }
+
+/** `replay`: an authenticated v3 notification received already; `notInTimeWindow`: RFC 3414 3.2 step 7. */
+export type DropKind = 'replay' | 'notInTimeWindow' | 'other';
 
 const SYS_UPTIME = '1.3.6.1.2.1.1.3.0';
 const SNMP_TRAP_OID = '1.3.6.1.6.3.1.1.4.1.0';
@@ -74,9 +79,14 @@ export class TrapReceiver extends UdpService {
   readonly engineBoots: number;
   received = 0;
   dropped = 0;
+  /** Of `dropped`: replays of an authenticated v3 notification, and v3 traps outside the sender's time window. */
+  replays = 0;
+  notInTimeWindows = 0;
+  private readonly timeliness: NotificationReplayGuard;
 
   constructor(private opts: TrapReceiverOptions) {
     super(() => this.opts, 162, 8 << 20);
+    this.timeliness = new NotificationReplayGuard(TIME_WINDOW_S, opts.replayCacheSize);
     this.engineId = engineIdFrom(opts.engineId);
     this.engineBoots = engineBootsFrom(opts.engineBoots);
     for (const u of opts.users ?? []) this.addUser(u);
@@ -95,9 +105,11 @@ export class TrapReceiver extends UdpService {
     this.drop(`internal error: ${(e as Error).message}`, rinfo);
   }
 
-  private drop(reason: string, rinfo: RemoteInfo): void {
+  private drop(reason: string, rinfo: RemoteInfo, kind: DropKind = 'other'): void {
     this.dropped++;
-    this.opts.onDrop?.(reason, `${rinfo.address}:${rinfo.port}`);
+    if (kind === 'replay') this.replays++;
+    else if (kind === 'notInTimeWindow') this.notInTimeWindows++;
+    this.opts.onDrop?.(reason, `${rinfo.address}:${rinfo.port}`, kind);
   }
 
   protected onMessage(buf: Buffer, rinfo: RemoteInfo): void {
@@ -189,15 +201,25 @@ export class TrapReceiver extends UdpService {
       if (!m.engineId.equals(this.engineId)) return this.drop(`SNMPv3 inform from user "${m.userName}" for engine ${m.engineId.toString('hex')}, not ours`, rinfo);
       if (level & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.engineTime()) > TIME_WINDOW_S)) {
         this.report(m, rinfo, USM_STATS.notInTimeWindows, { name: local!.name, auth: local!.auth! }, pdu.requestId);
-        return this.drop(`SNMPv3 user "${m.userName}": notInTimeWindow (boots ${m.boots} time ${m.time}; ours ${this.engineBoots} ${this.engineTime()})`, rinfo);
+        return this.drop(`SNMPv3 user "${m.userName}": notInTimeWindow (boots ${m.boots} time ${m.time}; ours ${this.engineBoots} ${this.engineTime()})`, rinfo, 'notInTimeWindow');
       }
     } else if (pdu.type !== PduType.TrapV2) return this.drop(`unexpected PDU type 0x${pdu.type.toString(16)}`, rinfo);
     const bad = notificationError(pdu);
     if (bad) return this.drop(bad, rinfo);
+    // Authenticated: within its time window a captured message would otherwise be taken as often as
+    // it is sent (unauthenticated ones anybody can forge anyway).
+    const when = level & 1 ? this.timeliness.check(m, m.raw.subarray(m.authParams.at, m.authParams.at + m.authParams.len), pdu.type === PduType.TrapV2) : 'ok';
+    if (when === 'notInTimeWindow') {
+      return this.drop(`SNMPv3 user "${m.userName}": notInTimeWindow (engine ${m.engineId.toString('hex')} boots ${m.boots} time ${m.time}: earlier boots, or more than ${TIME_WINDOW_S} s behind the newest time seen from that engine)`, rinfo, 'notInTimeWindow');
+    }
     if (pdu.type === PduType.Inform) {
-      // The acknowledgement goes back at the inform's level (local holds exactly those keys).
+      // The acknowledgement goes back at the inform's level (local holds exactly those keys); a
+      // replayed inform is acknowledged again (the first acknowledgement may be what was lost), not delivered again.
       const ack: Pdu = { type: PduType.Response, requestId: pdu.requestId, errorStatus: 0, errorIndex: 0, varbinds: pdu.varbinds };
       this.socket?.send(encodeV3(this.header(m), local, ack), rinfo.port, rinfo.address);
+    }
+    if (when === 'replay') {
+      return this.drop(`SNMPv3 user "${m.userName}": replay of a notification received already (engine ${m.engineId.toString('hex')} boots ${m.boots} time ${m.time} msgID ${m.msgId})`, rinfo, 'replay');
     }
     this.emitV2(rinfo, '3', pdu, { user: m.userName, engineId: m.engineId.toString('hex') });
   }

@@ -213,3 +213,61 @@ export function decrypt(user: LocalUser, boots: number, time: number, privParams
   const d = createDecipheriv(spec.cipher, key, aesIv(boots, time, privParams));
   return Buffer.concat([d.update(data), d.final()]);
 }
+
+/** What a receiver makes of an authenticated notification's place in time (NotificationReplayGuard). */
+export type Timeliness = 'ok' | 'notInTimeWindow' | 'replay';
+
+/**
+ * Replays of authenticated notifications. For a trap the sender is the authoritative engine (RFC
+ * 3414 3.2 step 7b): per sender engine ID the receiver keeps its notion of the sender's
+ * snmpEngineBoots and snmpEngineTime, learnt from the newest authenticated message, and a message
+ * of earlier boots, or more than `windowS` older than that notion, is notInTimeWindow. Within the
+ * window, the RFC alone would take a captured trap again and again; so a message seen already (same
+ * engine ID, boots, time, msgID and MAC) is a replay. Informs (we are authoritative; their window is
+ * the receiver's own) only use the second check.
+ *
+ * Memory is bounded: a message is remembered until it is out of the window anyway (windowS + 1 s),
+ * at most `maxMessages` of them and `maxEngines` engine notions, the oldest forgotten first (past
+ * those counts a replay of a forgotten message is taken again: the guard fails open rather than
+ * growing). Only messages whose MAC was checked reach it, so only holders of a user's key fill it.
+ */
+export class NotificationReplayGuard {
+  /** engine ID hex -> boots, newest time seen, and when (ms) it was seen: engine time now = latest + elapsed. */
+  private readonly engines = new Map<string, { boots: number; latest: number; at: number }>();
+  /** message key -> when it leaves the window (ms); one retention for all, so insertion order is expiry order. */
+  private readonly seen = new Map<string, number>();
+
+  constructor(
+    private readonly windowS: number,
+    private readonly maxMessages = 100_000,
+    private readonly maxEngines = 10_000,
+  ) {}
+
+  check(m: { engineId: Buffer; boots: number; time: number; msgId: number }, mac: Buffer, senderAuthoritative: boolean, now = Date.now()): Timeliness {
+    const id = m.engineId.toString('hex');
+    const e = senderAuthoritative ? this.engines.get(id) : undefined;
+    if (senderAuthoritative) {
+      if (m.boots >= 2147483647) return 'notInTimeWindow'; // snmpEngineBoots latched at its maximum (RFC 3414 2.2.2)
+      if (e && (m.boots < e.boots || (m.boots === e.boots && m.time < e.latest + Math.floor((now - e.at) / 1000) - this.windowS))) return 'notInTimeWindow';
+    }
+    for (const [k, expires] of this.seen) {
+      if (expires > now) break;
+      this.seen.delete(k);
+    }
+    const key = `${id}/${m.boots}/${m.time}/${m.msgId}/${mac.toString('hex')}`;
+    if (this.seen.has(key)) return 'replay';
+    this.seen.set(key, now + (this.windowS + 1) * 1000);
+    if (this.seen.size > this.maxMessages) this.seen.delete(this.seen.keys().next().value as string);
+    if (senderAuthoritative && (!e || m.boots > e.boots || (m.boots === e.boots && m.time > e.latest))) {
+      this.engines.delete(id); // re-inserted: least recently updated first
+      this.engines.set(id, { boots: m.boots, latest: m.time, at: now });
+      if (this.engines.size > this.maxEngines) this.engines.delete(this.engines.keys().next().value as string);
+    }
+    return 'ok';
+  }
+
+  /** Messages and engines remembered (for tests of the bounds). */
+  get size(): { messages: number; engines: number } {
+    return { messages: this.seen.size, engines: this.engines.size };
+  }
+}

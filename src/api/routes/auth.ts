@@ -4,6 +4,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { hashPassword, parseAuthUsers, verifyPassword } from '../../auth/passwords.js';
+import { LoginFailureLimiter } from '../../auth/rate-limit.js';
 import { bearerToken, issueToken, verifyToken } from '../../auth/tokens.js';
 import type { Store } from '../../store/types.js';
 import { ApiError, type ApiDeps } from '../deps.js';
@@ -36,6 +37,9 @@ export default async function authRoutes(app: FastifyInstance, deps: AuthRouteDe
   const bootstrap = new Map<string, string>();
   for (const [user, password] of users) bootstrap.set(user, await hashPassword(password));
   const unknownUserHash = await hashPassword('unknown user: this never matches anything');
+  // Password guessing: past SVC_AUTH_LOGIN_MAX_FAILURES a client is refused before the check
+  // (SVC_RATE_LIMIT, when set, counts every request on top of this).
+  const failures = new LoginFailureLimiter(settings.AUTH_LOGIN_MAX_FAILURES, settings.AUTH_LOGIN_WINDOW_SECONDS);
 
   async function passwordMatches(username: string, password: string): Promise<boolean> {
     const stored = await store.users.passwordHash(username);
@@ -59,12 +63,17 @@ export default async function authRoutes(app: FastifyInstance, deps: AuthRouteDe
         tags: ['auth'],
         summary: 'Log in with a user name and password; returns a session token valid 8 hours',
         body: LoginBody,
-        response: { 200: LoginReply, 401: Detail },
+        response: { 200: LoginReply, 401: Detail, 429: Detail },
       },
     },
     async (request) => {
       const { username, password } = request.body;
-      if (!(await passwordMatches(username, password))) {
+      const r = await failures.attempt(request.ip, () => passwordMatches(username, password));
+      if (r.outcome === 'limited') {
+        log.info({ username, ip: request.ip }, 'login refused: too many failed logins');
+        throw new ApiError(429, r.detail, { 'retry-after': String(r.retryAfterSeconds) });
+      }
+      if (r.outcome === 'wrong') {
         log.info({ username, ip: request.ip }, 'login refused');
         throw new ApiError(401, 'invalid username or password');
       }

@@ -53,7 +53,8 @@ export default async function schemaRoutes(app: FastifyInstance, deps: ApiDeps) 
   const tags = ['schemas'];
 
   // One file per upload; a few small fields (subdir). Multipart stays inside this route module.
-  await app.register(multipart, { limits: { fileSize: SCHEMA_MAX_BYTES, files: 1, fields: 8, fieldSize: 4096, parts: 10 } });
+  // preservePath: the file name as sent, so `../x.json` is refused (400) rather than quietly stored as `x.json`.
+  await app.register(multipart, { preservePath: true, limits: { fileSize: SCHEMA_MAX_BYTES, files: 1, fields: 8, fieldSize: 4096, parts: 10 } });
 
   app.get(
     '/api/schemas',

@@ -6,6 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ConsoleDeps } from '../deps.js';
 import { DEFAULT_FLEET_AGENTS, FleetService, MAX_FLEET_AGENTS } from '../fleet.js';
+import { bulkLimits } from '../simulator.js';
 import { defaultBindHost, Nullable, StatusFields } from '../udp-service-base.js';
 
 const tags = ['simulator'];
@@ -72,7 +73,7 @@ const AgentsQuery = Type.Object({
 });
 
 export default async function fleetRoutes(app: FastifyInstance, deps: ConsoleDeps) {
-  const fleet = new FleetService();
+  const fleet = new FleetService(bulkLimits(deps.settings));
   const host = defaultBindHost(deps.settings.HOST);
   app.addHook('onClose', async () => fleet.close());
   const status = { 200: Status };

@@ -1,7 +1,7 @@
 // Login, logout, token check, credential rotation and application settings (spec doc 1 section 5).
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { SlidingWindowLimiter } from '../../auth/rate-limit.js';
+import { LoginFailureLimiter } from '../../auth/rate-limit.js';
 import { ApiError } from '../../api/deps.js';
 import { AppSettingsPatchSchema, AppSettingsSchema, type AppSettings } from '../app-settings.js';
 import { CredentialError, MIN_PASSWORD_LENGTH } from '../credentials.js';
@@ -23,23 +23,19 @@ const Rotate = Type.Object(
   { additionalProperties: false },
 );
 
-/** Failed logins per client address: 10 a minute, then 429. */
-const LOGIN_FAILURES = { max: 10, windowSeconds: 60 };
-
 export default async function settingsRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const { credentials, sessions, appSettings } = deps;
-  const failures = new SlidingWindowLimiter(LOGIN_FAILURES.max, LOGIN_FAILURES.windowSeconds);
+  // Failed logins per client address (SVC_AUTH_LOGIN_MAX_FAILURES per SVC_AUTH_LOGIN_WINDOW_SECONDS), then 429.
+  const failures = new LoginFailureLimiter(deps.settings.AUTH_LOGIN_MAX_FAILURES, deps.settings.AUTH_LOGIN_WINDOW_SECONDS);
 
   app.post(
     '/api/settings/login',
     { schema: { tags, body: Login, response: { 200: LoginResponse }, summary: 'Log in: a session token (unauthenticated)' } },
     async (req: FastifyRequest<{ Body: { username: string; password: string } }>) => {
       const { username, password } = req.body;
-      if (!(await credentials.verify(username, password))) {
-        const hit = failures.hit(req.ip);
-        if (!hit.allowed) throw new ApiError(429, `too many failed logins from ${req.ip}; retry in ${hit.retryAfterSeconds} s`, { 'retry-after': String(hit.retryAfterSeconds) });
-        throw new ApiError(401, 'wrong username or password');
-      }
+      const r = await failures.attempt(req.ip, () => credentials.verify(username, password));
+      if (r.outcome === 'limited') throw new ApiError(429, r.detail, { 'retry-after': String(r.retryAfterSeconds) });
+      if (r.outcome === 'wrong') throw new ApiError(401, 'wrong username or password');
       const s = sessions.issue(username);
       return { token: s.token, username, expires_at: new Date(s.expiresAt).toISOString() };
     },

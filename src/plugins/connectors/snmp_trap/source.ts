@@ -212,7 +212,7 @@ export default defineSource({
             push({ body, meta });
           },
           // The community a sender used is not logged: a wrong one is often someone's real one.
-          onDrop: (reason, from) => noteDrop(reason.startsWith('unknown community') ? 'unknown community (not the configured one)' : reason, from),
+          onDrop: (reason, from, kind) => noteDrop(reason.startsWith('unknown community') ? 'unknown community (not the configured one)' : reason, from, kind === 'replay' ? 'replay' : undefined),
         });
         if (c.version === '3') {
           try {

@@ -16,6 +16,7 @@ import { SqlUserStore } from './users.js';
 
 export type * from './types.js';
 export { DuplicateAlertRuleError } from './alerts.js';
+export { PipelineConflictError } from './pipelines.js';
 export { defaultDbPath, redactUrl, resolveTarget } from './db.js';
 export { LATEST_MIGRATION, MIGRATION_NAMES } from './migrations.js';
 export { DbProcessedFiles } from './processed.js';
@@ -46,7 +47,7 @@ export class SqlStore implements Store {
     readonly engine: DbEngine,
     readonly path: string | null,
   ) {
-    this.pipelines = new SqlPipelineStore(db);
+    this.pipelines = new SqlPipelineStore(db, engine);
     this.runs = new SqlRunStore(db, engine);
     this.alerts = new SqlAlertStore(db, engine);
     this.users = new SqlUserStore(db, engine);

@@ -1,7 +1,7 @@
 // Registered pipelines and their numbered versions.
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { PipelinesTable, Schema } from './schema.js';
-import type { PipelineStore, PipelineVersion, StoredPipeline } from './types.js';
+import type { DbEngine, PipelineStore, PipelineVersion, StoredPipeline } from './types.js';
 import { fits, isRetryableConflict, KeyedMutex, MAX_NAME, nowIso, num } from './util.js';
 
 function toPipeline(r: Selectable<PipelinesTable>): StoredPipeline {
@@ -15,11 +15,48 @@ function toPipeline(r: Selectable<PipelinesTable>): StoredPipeline {
   };
 }
 
+/**
+ * save() found the name in a state its mode refuses: `exists` (mode `create`, the name is taken)
+ * or `missing` (mode `update`, the pipeline was deleted meanwhile).
+ */
+export class PipelineConflictError extends Error {
+  constructor(
+    readonly pipeline: string,
+    readonly reason: 'exists' | 'missing',
+  ) {
+    super(reason === 'exists' ? `pipeline "${pipeline}" already exists` : `pipeline "${pipeline}" does not exist`);
+    this.name = 'PipelineConflictError';
+  }
+}
+
 export class SqlPipelineStore implements PipelineStore {
   /** Saves, activations and deletes of one name run one at a time in this process. */
   private readonly lock = new KeyedMutex();
 
-  constructor(private readonly db: Kysely<Schema>) {}
+  constructor(
+    private readonly db: Kysely<Schema>,
+    private readonly engine: DbEngine,
+  ) {}
+
+  /**
+   * One write of one name: a transaction whose first statement locks the name's `pipelines` row
+   * (SELECT ... FOR UPDATE on PostgreSQL and MariaDB; SQLite's BEGIN IMMEDIATE already holds the
+   * database's write lock), so writers of a name, in this or another process, take turns and each
+   * reads what the one before committed. A name with no row yet cannot be locked: two creates
+   * both insert, the second fails on the primary key (or a deadlock on MariaDB's gap locks), and
+   * is run again, now finding the row. `fn` gets the locked row (undefined: none).
+   */
+  private write<T>(name: string, fn: (trx: Transaction<Schema>, current: Selectable<PipelinesTable> | undefined) => Promise<T>): Promise<T> {
+    return this.lock.run(name, () =>
+      this.retryOnConflict(() =>
+        this.db.transaction().execute(async (trx) => {
+          const q = trx.selectFrom('pipelines').selectAll().where('name', '=', name);
+          const current = await (this.engine === 'sqlite' ? q : q.forUpdate()).executeTakeFirst();
+          return fn(trx, current);
+        }),
+      ),
+    );
+  }
 
   async list(): Promise<StoredPipeline[]> {
     const rows = await this.db.selectFrom('pipelines').selectAll().orderBy('name').execute();
@@ -31,39 +68,42 @@ export class SqlPipelineStore implements PipelineStore {
     return r ? toPipeline(r) : undefined;
   }
 
-  async save(p: { name: string; yaml: string; origin: 'api' | 'file'; file?: string | null }): Promise<StoredPipeline> {
+  /**
+   * `mode`: `create` refuses a name that exists, `update` one that does not (PipelineConflictError);
+   * `upsert` (default) takes either.
+   */
+  async save(p: { name: string; yaml: string; origin: 'api' | 'file'; file?: string | null; mode?: 'create' | 'update' | 'upsert' }): Promise<StoredPipeline> {
     fits(p.name, MAX_NAME, 'pipeline name');
     if (p.origin !== 'api' && p.origin !== 'file') throw new Error(`pipeline origin must be api or file, got ${JSON.stringify(p.origin)}`);
     const file = p.file ?? null;
-    return this.lock.run(p.name, () => this.retryOnConflict(() =>
-      this.db.transaction().execute(async (trx) => {
-        const current = await trx.selectFrom('pipelines').selectAll().where('name', '=', p.name).executeTakeFirst();
-        const now = nowIso();
-        if (current && current.yaml === p.yaml) {
-          // Same YAML as the active version: no new version; only where it came from may change.
-          if (current.origin !== p.origin || (current.file ?? null) !== file) {
-            await trx.updateTable('pipelines').set({ origin: p.origin, file, updated_at: now }).where('name', '=', p.name).execute();
-            return toPipeline({ ...current, origin: p.origin, file, updated_at: now });
-          }
-          return toPipeline(current);
+    return this.write(p.name, async (trx, current) => {
+      if (current && p.mode === 'create') throw new PipelineConflictError(p.name, 'exists');
+      if (!current && p.mode === 'update') throw new PipelineConflictError(p.name, 'missing');
+      const now = nowIso();
+      if (current && current.yaml === p.yaml) {
+        // Same YAML as the active version: no new version; only where it came from may change.
+        if (current.origin !== p.origin || (current.file ?? null) !== file) {
+          await trx.updateTable('pipelines').set({ origin: p.origin, file, updated_at: now }).where('name', '=', p.name).execute();
+          return toPipeline({ ...current, origin: p.origin, file, updated_at: now });
         }
-        const max = await trx
-          .selectFrom('pipeline_versions')
-          .select((eb) => eb.fn.max('version').as('v'))
-          .where('name', '=', p.name)
-          .executeTakeFirst();
-        const version = num(max?.v ?? 0) + 1;
-        await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', p.name).where('is_active', '=', 1).execute();
-        await trx
-          .insertInto('pipeline_versions')
-          .values({ name: p.name, version, yaml: p.yaml, created_at: now, is_active: 1 })
-          .execute();
-        const row = { name: p.name, yaml: p.yaml, origin: p.origin, file, version, updated_at: now };
-        if (current) await trx.updateTable('pipelines').set(row).where('name', '=', p.name).execute();
-        else await trx.insertInto('pipelines').values(row).execute();
-        return toPipeline(row);
-      }),
-    ));
+        return toPipeline(current);
+      }
+      const max = await trx
+        .selectFrom('pipeline_versions')
+        .select((eb) => eb.fn.max('version').as('v'))
+        .where('name', '=', p.name)
+        .executeTakeFirst();
+      const version = num(max?.v ?? 0) + 1;
+      await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', p.name).where('is_active', '=', 1).execute();
+      await trx
+        .insertInto('pipeline_versions')
+        .values({ name: p.name, version, yaml: p.yaml, created_at: now, is_active: 1 })
+        .execute();
+      const row = { name: p.name, yaml: p.yaml, origin: p.origin, file, version, updated_at: now };
+      if (current) await trx.updateTable('pipelines').set(row).where('name', '=', p.name).execute();
+      else await trx.insertInto('pipelines').values(row).execute();
+      return toPipeline(row);
+    });
   }
 
   /** Another process saved the same name at the same moment (duplicate version, deadlock): run it again. */
@@ -80,13 +120,11 @@ export class SqlPipelineStore implements PipelineStore {
   }
 
   delete(name: string): Promise<boolean> {
-    return this.lock.run(name, () =>
-      this.db.transaction().execute(async (trx) => {
-        await trx.deleteFrom('pipeline_versions').where('name', '=', name).execute();
-        const r = await trx.deleteFrom('pipelines').where('name', '=', name).executeTakeFirst();
-        return num(r.numDeletedRows) > 0;
-      }),
-    );
+    return this.write(name, async (trx, current) => {
+      await trx.deleteFrom('pipeline_versions').where('name', '=', name).execute();
+      if (current) await trx.deleteFrom('pipelines').where('name', '=', name).execute();
+      return current !== undefined;
+    });
   }
 
   async versions(name: string): Promise<PipelineVersion[]> {
@@ -118,22 +156,19 @@ export class SqlPipelineStore implements PipelineStore {
 
   async activate(name: string, version: number): Promise<boolean> {
     if (!Number.isSafeInteger(version)) return false;
-    return this.lock.run(name, () =>
-      this.db.transaction().execute(async (trx) => {
-        const v = await trx
-          .selectFrom('pipeline_versions')
-          .select(['yaml'])
-          .where('name', '=', name)
-          .where('version', '=', version)
-          .executeTakeFirst();
-        if (!v) return false;
-        const now = nowIso();
-        const r = await trx.updateTable('pipelines').set({ yaml: v.yaml, version, updated_at: now }).where('name', '=', name).executeTakeFirst();
-        if (num(r.numUpdatedRows) === 0) return false;
-        await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', name).where('version', '<>', version).execute();
-        await trx.updateTable('pipeline_versions').set({ is_active: 1 }).where('name', '=', name).where('version', '=', version).execute();
-        return true;
-      }),
-    );
+    return this.write(name, async (trx, current) => {
+      if (!current) return false;
+      const v = await trx
+        .selectFrom('pipeline_versions')
+        .select(['yaml'])
+        .where('name', '=', name)
+        .where('version', '=', version)
+        .executeTakeFirst();
+      if (!v) return false;
+      await trx.updateTable('pipelines').set({ yaml: v.yaml, version, updated_at: nowIso() }).where('name', '=', name).execute();
+      await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', name).where('version', '<>', version).execute();
+      await trx.updateTable('pipeline_versions').set({ is_active: 1 }).where('name', '=', name).where('version', '=', version).execute();
+      return true;
+    });
   }
 }

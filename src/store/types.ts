@@ -30,9 +30,10 @@ export interface PipelineStore {
   get(name: string): Promise<StoredPipeline | undefined>;
   /**
    * Saves a new version (or the first) and makes it active. Returns the stored row.
-   * When the YAML equals the active version's, no new version is made.
+   * When the YAML equals the active version's, no new version is made. `mode` `create` throws
+   * PipelineConflictError when the name exists, `update` when it does not; `upsert` (default) neither.
    */
-  save(p: { name: string; yaml: string; origin: 'api' | 'file'; file?: string | null }): Promise<StoredPipeline>;
+  save(p: { name: string; yaml: string; origin: 'api' | 'file'; file?: string | null; mode?: 'create' | 'update' | 'upsert' }): Promise<StoredPipeline>;
   /** Deletes the pipeline and its versions. False when it did not exist. */
   delete(name: string): Promise<boolean>;
   /** Newest first. */

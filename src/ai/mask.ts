@@ -2,11 +2,11 @@
 // machine: secret values in it are masked first, found the way run records find them (fields
 // marked writeOnly in the plugin's schema, secret-sounding names, URL credentials). A ${VAR}
 // reference is not a secret and stays, so the model still sees where one is used.
-import { parse } from 'yaml';
 import type { TSchema } from '@sinclair/typebox';
 import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { Registry } from '../config/load.js';
+import { parseYamlBounded } from '../config/yaml-bounds.js';
 import type { PluginKind } from '../plugins/types.js';
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -37,7 +37,8 @@ export function pluginsUsed(yaml: string): Record<PluginKind, Set<string>> {
 
 function parsedPipeline(yaml: string): Record<string, unknown> | undefined {
   try {
-    const doc: unknown = parse(yaml, { maxAliasCount: 100 });
+    // Bounded: the YAML comes from an API caller (an alias bomb, deep nesting are errors here).
+    const doc: unknown = parseYamlBounded(yaml);
     return isObj(doc) && isObj(doc.pipeline) ? doc.pipeline : undefined;
   } catch {
     return undefined;

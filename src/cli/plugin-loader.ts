@@ -1,8 +1,8 @@
 // A registry holding only the plugins a pipeline file names, for `svc validate`: loading every
 // plugin module (and the libraries they import) costs most of a second, one file needs a handful.
 // Each is found by its key alone (src/plugins/loader.ts).
-import { parse } from 'yaml';
 import type { Registry } from '../config/pipeline-check.js';
+import { parseYamlBounded } from '../config/yaml-bounds.js';
 import { loadPlugin } from '../plugins/loader.js';
 import type { AnyPlugin, PluginKind } from '../plugins/types.js';
 
@@ -21,9 +21,10 @@ export function namedTypes(text: string): Set<string> {
     }
   };
   try {
-    walk(parse(text));
+    // Bounded: an alias bomb must not be expanded here, before the checker refuses it.
+    walk(parseYamlBounded(text));
   } catch {
-    // The checker reports the syntax error itself.
+    // The checker reports the syntax error (or the bound) itself.
   }
   return found;
 }

@@ -6,6 +6,7 @@
 // (a Set), and the number case of arithmetic, which skip the general helpers in values.ts.
 // Parts whose operands are all constants are evaluated here once (constant folding).
 import type { CompareOp, Node, NodeOf } from './ast.js';
+import { charge, checkItems, startEvaluation } from './budget.js';
 import { fail, type Site } from './errors.js';
 import { FUNCTION_NAMES, FUNCTIONS, type FunctionSpec } from './functions.js';
 import { checkFieldName } from './parser.js';
@@ -41,6 +42,8 @@ function constant(value: unknown): Compiled {
 }
 
 function copyList(list: readonly unknown[]): unknown[] {
+  // Charged: a folded constant may be up to the list budget long, and is copied on every evaluation.
+  charge(1 + list.length);
   return list.map((x) => (Array.isArray(x) ? copyList(x) : x));
 }
 
@@ -93,6 +96,9 @@ class Compiler {
   private fold(fn: Evaluator, parts: readonly Compiled[], pure = true): Compiled {
     if (pure && parts.every((p) => p.constant !== undefined)) {
       try {
+        // Folding is an evaluation too, under the same budget: '[[1] * 60000] * 60000' must not
+        // hang the compiler (svc validate, the API) instead of the run.
+        startEvaluation();
         return constant(fn(EMPTY_SCOPE));
       } catch {
         // Left to run time, which reports it if the part is ever evaluated.
@@ -107,9 +113,12 @@ class Compiler {
     const items = node.items.map((n) => this.compile(n));
     const fns = items.map((c) => c.fn);
     const n = fns.length;
+    const site = this.site(node.pos);
     const fn: Evaluator = (s) => {
       const out = new Array<unknown>(n);
       for (let i = 0; i < n; i++) out[i] = (fns[i] as Evaluator)(s);
+      // Items may be big lists or fields: [x, x, x] holds x three times for whoever writes it out.
+      checkItems('a list literal', out, site);
       return out;
     };
     return this.fold(fn, items);

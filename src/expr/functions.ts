@@ -4,9 +4,10 @@
 // Null handling: a missing field is null, so functions whose first argument is the subject
 // (lower(x), int(x), ...) return null for a null subject, and predicates (startswith, matches, ...)
 // return false; a wrong non-null type is an error naming the function.
+import { charge, checkList, checkString, exprBudget, textSteps } from './budget.js';
 import { fail, quote, type Site } from './errors.js';
-import type { SafeRegex } from './regex.js';
-import { contains, isMap, MAX_REPLACE_LENGTH, orderStrict, toStr, truthy, typeName } from './values.js';
+import { REGEX_LIMITS, type SafeRegex } from './regex.js';
+import { contains, isMap, orderStrict, toStr, truthy, typeName } from './values.js';
 
 type Fixed = (site: Site, a: unknown, b: unknown, c: unknown) => unknown;
 type Variadic = (site: Site, args: readonly unknown[]) => unknown;
@@ -44,9 +45,12 @@ function integer(fn: string, what: string, v: unknown, site: Site): number {
   return v;
 }
 
-const cap = (fn: string, length: number, site: Site): void => {
-  if (length > MAX_REPLACE_LENGTH) fail(`${fn}() would build a string of ${length} characters (limit ${MAX_REPLACE_LENGTH})`, site);
-};
+/** Occurrences of `sub` (not empty) in `s`, without building anything; stops counting after `max`. */
+function occurrences(s: string, sub: string, max: number): number {
+  let n = 0;
+  for (let i = s.indexOf(sub); i !== -1 && n <= max; i = s.indexOf(sub, i + sub.length)) n++;
+  return n;
+}
 
 // ---- conversions ----------------------------------------------------------------------------------
 
@@ -63,10 +67,12 @@ function parseInteger(s: string, base: number, site: Site): number {
   }
   const prefix = PREFIXES[base];
   if (prefix !== undefined && t.startsWith(prefix)) t = t.slice(2);
-  const valid = t.length > 0 && [...t].every((ch) => {
-    const d = DIGITS.indexOf(ch);
-    return d >= 0 && d < base;
-  });
+  charge(textSteps(t.length), site);
+  let valid = t.length > 0;
+  for (let i = 0; valid && i < t.length; i++) {
+    const d = DIGITS.indexOf(t[i] as string);
+    valid = d >= 0 && d < base;
+  }
   if (!valid) fail(`int(): invalid literal for base ${base}: ${quote(s)}`, site);
   const value = parseInt(t, base);
   if (!Number.isFinite(value)) fail(`int(): ${quote(s)} is too large`, site);
@@ -99,6 +105,7 @@ function toFloat(site: Site, v: unknown): unknown {
   if (typeof v === 'bigint') return Number(v);
   if (typeof v === 'string') {
     const t = v.trim();
+    charge(textSteps(t.length), site);
     if (!FLOAT_SYNTAX.test(t)) fail(`float(): invalid number ${quote(v)}`, site);
     return Number(t);
   }
@@ -147,6 +154,7 @@ function extreme(name: 'min' | 'max', site: Site, args: readonly unknown[]): unk
     values = only;
   }
   if (values.length === 0) fail(`${name}() of an empty list`, site);
+  charge(values.length, site);
   let best: unknown = values[0] ?? null;
   for (let i = 1; i < values.length; i++) {
     const v: unknown = values[i] ?? null;
@@ -163,6 +171,7 @@ function affix(name: 'startswith' | 'endswith', site: Site, s: unknown, a: unkno
   if (s === null) return false;
   const subject = str(name, s, site);
   if (!Array.isArray(a)) return hasAffix(name, subject, a, site);
+  charge(1 + a.length, site);
   for (const x of a) if (hasAffix(name, subject, x, site)) return true;
   return false;
 }
@@ -177,21 +186,35 @@ function replace(site: Site, s: unknown, old: unknown, by: unknown): unknown {
   const subject = str('replace', s, site);
   const o = str('replace', old, site, 'a string to replace');
   const b = str('replace', by, site, 'a replacement string');
-  const count = o === '' ? subject.length + 1 : subject.split(o).length - 1;
-  cap('replace', subject.length + count * (b.length - o.length), site);
-  return subject.replaceAll(o, b);
+  charge(textSteps(subject.length), site);
+  // Counted, not split: the pieces of a big subject would be the allocation this check prevents.
+  const count = o === '' ? subject.length + 1 : b.length > o.length ? occurrences(subject, o, subject.length) : 0;
+  checkString('replace()', subject.length + count * (b.length - o.length), site);
+  // A function, so that '$&' or '$`' in the new text is text (as in Python), not a pattern that
+  // would copy the match or everything before it into each replacement.
+  return subject.replaceAll(o, () => b);
 }
 
 function split(site: Site, s: unknown, sep: unknown): unknown {
   if (s === null) return null;
   const subject = str('split', s, site);
+  const { maxListLength } = exprBudget();
+  charge(textSteps(subject.length), site);
   if (sep === undefined || sep === null) {
     // No separator: split on runs of whitespace and drop empty strings (Python's split()).
     const t = subject.trim();
-    return t === '' ? [] : t.split(/\s+/);
+    if (t === '') return [];
+    let pieces = 1;
+    for (WHITESPACE_RUN.lastIndex = 0; pieces <= maxListLength && WHITESPACE_RUN.test(t); ) pieces++;
+    checkList('split()', pieces, t.length, pieces > maxListLength, site);
+    charge(pieces, site);
+    return t.split(/\s+/);
   }
   const p = str('split', sep, site, 'a separator string');
   if (p === '') fail('split(): empty separator', site);
+  const pieces = occurrences(subject, p, maxListLength) + 1;
+  checkList('split()', pieces, subject.length - (pieces - 1) * p.length, pieces > maxListLength, site);
+  charge(pieces, site);
   return subject.split(p);
 }
 
@@ -199,28 +222,59 @@ function join(site: Site, list: unknown, sep: unknown): unknown {
   if (list === null) return null;
   if (!Array.isArray(list)) fail(`join() expects a list, got ${typeName(list)}`, site);
   const p = str('join', sep, site, 'a separator string');
-  return list.map((x: unknown) => toStr(x, site)).join(p);
+  // The pieces are added up as they are made: the join is refused before it is built.
+  const { maxStringLength } = exprBudget();
+  charge(list.length, site);
+  const parts: string[] = [];
+  let length = Math.max(0, list.length - 1) * p.length;
+  for (let i = 0; i < list.length && length <= maxStringLength; i++) {
+    const piece = toStr(list[i] ?? null, site);
+    length += piece.length;
+    parts.push(piece);
+  }
+  checkString('join()', length, site);
+  return parts.join(p);
 }
 
 function len(site: Site, v: unknown): unknown {
   if (v === null) return null;
   if (typeof v === 'string' || Array.isArray(v)) return v.length;
-  if (isMap(v)) return Object.keys(v).length;
+  if (isMap(v)) {
+    const n = Object.keys(v).length;
+    charge(1 + n, site);
+    return n;
+  }
   return fail(`len() expects a string, list or object, got ${typeName(v)}`, site);
 }
 
-const stringFn = (name: string, f: (s: string) => string): Fixed => (site, v) => (v === null ? null : f(str(name, v, site)));
+/** lower/upper/strip: the result is about as long as the subject (upper('ß') is 'SS'), so both are checked. */
+const WHITESPACE_RUN = /\s+/g;
+
+const stringFn =
+  (name: string, f: (s: string) => string): Fixed =>
+  (site, v) => {
+    if (v === null) return null;
+    const subject = str(name, v, site);
+    if (subject.length > exprBudget().maxStringLength && name !== 'strip') checkString(`${name}()`, subject.length, site);
+    const out = f(subject);
+    checkString(`${name}()`, out.length, site);
+    return out;
+  };
 
 // ---- regular expressions --------------------------------------------------------------------------
 
 function matches(site: Site, s: unknown, re: unknown): boolean {
   if (s === null) return false;
-  return (re as SafeRegex).test(str('matches', s, site));
+  const subject = str('matches', s, site);
+  charge(textSteps(Math.min(subject.length, REGEX_LIMITS.maxInputLength)), site);
+  return (re as SafeRegex).test(subject);
 }
 
 function search(site: Site, s: unknown, re: unknown, group: unknown): unknown {
   if (s === null) return null;
-  const m = (re as SafeRegex).exec(str('search', s, site));
+  const subject = str('search', s, site);
+  charge(textSteps(Math.min(subject.length, REGEX_LIMITS.maxInputLength)), site);
+  const m = (re as SafeRegex).exec(subject);
   if (m === null) return null;
   if (group === undefined) return m[0];
   if (typeof group === 'string') {

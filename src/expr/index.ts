@@ -4,11 +4,13 @@
 //
 //   const keep = compile("ifOperStatus == 1 and ifInErrors > 0");
 //   if (truthy(keep(record))) ...
+import { exprBudget, startEvaluation } from './budget.js';
 import { compileTree, type Scope } from './compiler.js';
 import { ExprError } from './errors.js';
 import { parse } from './parser.js';
 
 export { ExprError } from './errors.js';
+export { ExprBudgetError, exprBudget, setExprBudget, type ExprBudget } from './budget.js';
 export { truthy } from './values.js';
 export { FUNCTION_NAMES } from './functions.js';
 export type { Scope } from './compiler.js';
@@ -39,7 +41,9 @@ export const LIMITS = {
 /**
  * Parses and compiles `source` once. Throws ExprError (with `position`) for syntax errors, unknown
  * functions, wrong argument counts, bad regular expressions and exceeded limits. The returned
- * function throws ExprError for type errors at run time (e.g. "a" - 1) and never anything else.
+ * function throws ExprError for type errors at run time (e.g. "a" - 1) and ExprBudgetError (an
+ * ExprError) when one evaluation would do or build more than the budget allows (budget.ts), and
+ * never anything else.
  */
 export function compile(source: string, opts: CompileOptions = {}): CompiledExpr {
   if (typeof source !== 'string') throw new ExprError(`expression must be a string, got ${source === null ? 'null' : typeof source}`);
@@ -49,11 +53,13 @@ export function compile(source: string, opts: CompileOptions = {}): CompiledExpr
     throw new ExprError(`expression is ${source.length} characters long; the limit is ${maxLength}`);
   }
   if (source.trim() === '') throw new ExprError('empty expression');
+  exprBudget(); // an invalid SVC_EXPR_* setting is reported here, when the pipeline is loaded
 
   const tree = parse(source, LIMITS);
   const { evaluate, fields } = compileTree(tree, source);
   const expr = ((scope: Scope) => {
     try {
+      startEvaluation();
       return evaluate(scope);
     } catch (e) {
       // Type errors are ExprErrors already; anything else (a string over V8's length limit, ...) becomes one.

@@ -2,16 +2,8 @@
 // ordering, membership, field access and the type-checked operators. The compiler inlines the
 // number fast paths; these are the general (slower) cases, and the place where type errors are
 // raised with the operator and the offending types named.
+import { charge, checkList, checkString, exprBudget, MAX_VALUE_DEPTH, tally, textSteps, weigh } from './budget.js';
 import { fail, type Site } from './errors.js';
-
-/**
- * Longest string or list that `*` (repetition) and list `+` may build, and the longest result of
- * replace(): an expression of a few KiB must not be able to allocate gigabytes.
- */
-export const MAX_REPEAT_LENGTH = 1 << 16;
-export const MAX_REPLACE_LENGTH = 1 << 20;
-/** Nesting depth that ==, ordering and str() follow into lists and objects. */
-const MAX_VALUE_DEPTH = 100;
 
 const hasOwn = Object.prototype.hasOwnProperty;
 
@@ -90,11 +82,13 @@ export function equals(a: unknown, b: unknown, site?: Site, depth = 0): boolean 
   if (depth > MAX_VALUE_DEPTH) fail(`values are nested more than ${MAX_VALUE_DEPTH} levels deep`, site);
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
+    charge(1 + a.length, site);
     for (let i = 0; i < a.length; i++) if (!equals(a[i] ?? null, b[i] ?? null, site, depth + 1)) return false;
     return true;
   }
   if (Array.isArray(b)) return false;
   const ka = Object.keys(a);
+  charge(1 + ka.length, site);
   if (ka.length !== Object.keys(b).length) return false;
   const ra = a as Record<string, unknown>;
   const rb = b as Record<string, unknown>;
@@ -115,6 +109,7 @@ export function order(a: unknown, b: unknown, op: string, site: Site, depth = 0)
   if (Array.isArray(a) && Array.isArray(b)) {
     if (depth > MAX_VALUE_DEPTH) fail(`values are nested more than ${MAX_VALUE_DEPTH} levels deep`, site);
     const n = Math.min(a.length, b.length);
+    charge(1 + n, site);
     for (let i = 0; i < n; i++) {
       const x: unknown = a[i] ?? null;
       const y: unknown = b[i] ?? null;
@@ -135,9 +130,11 @@ export function orderStrict(a: unknown, b: unknown, op: string, site: Site): num
 export function contains(container: unknown, item: unknown, site: Site): boolean {
   if (typeof container === 'string') {
     if (typeof item !== 'string') fail(`'in <string>' requires a string on the left, got ${typeName(item)}`, site);
+    charge(textSteps(container.length), site);
     return container.includes(item);
   }
   if (Array.isArray(container)) {
+    charge(1 + container.length, site);
     for (const x of container) if (equals(x ?? null, item, site)) return true;
     return false;
   }
@@ -154,13 +151,21 @@ export function toStr(v: unknown, site?: Site): string {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
   if (typeof v === 'object') {
+    // JSON is at least one character per element plus the text it holds: refused from that count
+    // before anything is written, and checked again on what was written (numbers may be longer).
+    const max = exprBudget().maxStringLength;
+    weigh(v, max, max, site, `str() cannot convert this ${typeName(v)}: `);
+    if (tally.elements + tally.chars > max) checkString('str()', tally.elements + tally.chars, site);
+    let out: string;
     try {
-      return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x)) ?? 'null';
+      out = JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? String(x) : x)) ?? 'null';
     } catch (e) {
       // First line only: V8's message for a cycle goes on to draw it.
       const reason = (e instanceof Error ? e.message : String(e)).split('\n')[0];
       return fail(`str() cannot convert this ${typeName(v)}: ${reason}`, site);
     }
+    checkString('str()', out.length, site);
+    return out;
   }
   return fail(`str() cannot convert a ${typeName(v)}`, site);
 }
@@ -172,10 +177,19 @@ const unsupported = (op: string, a: unknown, b: unknown, site: Site): never =>
 
 export function add(a: unknown, b: unknown, site: Site): unknown {
   if (typeof a === 'number' && typeof b === 'number') return a + b;
-  if (typeof a === 'string' && typeof b === 'string') return a + b;
+  if (typeof a === 'string' && typeof b === 'string') {
+    checkString("'+'", a.length + b.length, site);
+    return a + b;
+  }
   if (Array.isArray(a) && Array.isArray(b)) {
-    // Concatenation copies, so a long a + b + c + ... chain of big lists would be quadratic.
-    if (a.length + b.length > MAX_REPEAT_LENGTH) fail(`'+' would build a list of ${a.length + b.length} items (limit ${MAX_REPEAT_LENGTH})`, site);
+    // Concatenation copies, so a long a + b + c + ... chain of big lists would be quadratic: each
+    // copy is charged, and the result is weighed whole (nested lists included).
+    const { maxListLength, maxStringLength } = exprBudget();
+    weigh(a, maxListLength, maxStringLength, site);
+    const { elements, chars, cut } = tally;
+    weigh(b, maxListLength - elements, maxStringLength - chars, site);
+    checkList("'+'", elements + tally.elements, chars + tally.chars, cut || tally.cut, site);
+    charge(a.length + b.length, site);
     return a.concat(b);
   }
   return unsupported('+', a, b, site);
@@ -220,11 +234,17 @@ export function multiply(a: unknown, b: unknown, site: Site): unknown {
     if (!Number.isInteger(times)) fail(`can only repeat a ${typeName(seq)} by an integer, got ${times}`, site);
     // An empty sequence stays empty however often it is repeated (and must not loop 1e300 times).
     const n = seq.length === 0 ? 0 : Math.max(0, times);
-    if (seq.length * n > MAX_REPEAT_LENGTH) {
-      const unit = typeof seq === 'string' ? 'characters' : 'items';
-      fail(`'*' would build a ${typeName(seq)} of ${seq.length * n} ${unit} (limit ${MAX_REPEAT_LENGTH})`, site);
+    if (typeof seq === 'string') {
+      checkString("'*'", seq.length * n, site);
+      return seq.repeat(n);
     }
-    if (typeof seq === 'string') return seq.repeat(n);
+    if (n === 0) return [];
+    // The whole result is weighed: n copies of everything seq holds, nested lists included, so
+    // [[[x] * 60000] * 60000] * 60000 is refused as the 2e14 elements it would take to write out.
+    const { maxListLength, maxStringLength } = exprBudget();
+    weigh(seq, maxListLength / n, maxStringLength / n, site);
+    checkList("'*'", tally.elements * n, tally.chars * n, tally.cut, site);
+    charge(seq.length * n, site);
     const out: unknown[] = [];
     for (let i = 0; i < n; i++) for (const x of seq) out.push(x);
     return out;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { formatDiagnostic, formatPath, type Diagnostic, type DiagnosticCode } from '../config/diagnostics.js';
 import { loadPipelineText, positionOf, type Registry } from '../config/load.js';
+import { depthDiagnostic, expansionDiagnostic } from '../config/yaml-bounds.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { checkAgainst } from '../config/schema-errors.js';
 import { sinkLabel } from '../engine/plan.js';
@@ -93,6 +94,8 @@ export function loadTestFile(file: string, opts: { registry?: Registry } = {}): 
   };
 
   const lc = new LineCounter();
+  const deep = depthDiagnostic(text);
+  if (deep) return { ok: false, problems: [{ file, diagnostic: deep }] };
   const doc = parseDocument(text, { lineCounter: lc, uniqueKeys: true });
   if (doc.errors[0]) {
     const e = doc.errors[0];
@@ -100,6 +103,8 @@ export function loadTestFile(file: string, opts: { registry?: Registry } = {}): 
     const message = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
     return { ok: false, problems: [{ file, diagnostic: { code: 'CFG_YAML', path: '', message, severity: 'error', line: lp?.line, column: lp?.col } }] };
   }
+  const bomb = expansionDiagnostic(doc, text, lc);
+  if (bomb) return { ok: false, problems: [{ file, diagnostic: bomb }] };
   const raw: unknown = doc.toJS({ maxAliasCount: 100 });
   const checked = checkAgainst(TestFile, raw ?? {});
   for (const i of checked.issues) add(i.code, i.path, i.message);

@@ -38,7 +38,9 @@ describe('compile once, evaluate many times', () => {
     expect(errorOf(() => f({})).message).toBe('division by zero at column 3');
     const g = compile("x if x else 'a' * 10**9");
     expect(g({ x: 1 })).toBe(1);
-    expect(errorOf(() => g({ x: 0 })).message).toBe("'*' would build a string of 1000000000 characters (limit 65536) at column 17");
+    expect(errorOf(() => g({ x: 0 })).message).toBe(
+      "expression budget exceeded: '*' would build a string of 1000000000 characters (limit 1048576; SVC_EXPR_MAX_STRING_LENGTH) at column 17",
+    );
   });
 
   it('errors at run time are ExprErrors with a position', () => {

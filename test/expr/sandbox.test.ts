@@ -158,7 +158,7 @@ describe('hostile data', () => {
     const b: Record<string, unknown> = {};
     b['self'] = b;
     expect(errorOf(() => ev('str(a)', { a })).message).toBe(
-      'str() cannot convert this object: Converting circular structure to JSON at column 1',
+      'str() cannot convert this object: values are nested more than 100 levels deep at column 1',
     );
     expect(errorOf(() => ev('a == b', { a, b })).message).toBe('values are nested more than 100 levels deep at column 3');
     expect(ev('a.self.self.self == a', { a })).toBe(true); // identical objects are equal without recursing
@@ -207,27 +207,34 @@ describe('hostile data', () => {
 describe('building large values is capped', () => {
   it('string and list repetition', () => {
     expect(quick(() => errorOf(() => ev("'a' * 10**9")).message)).toBe(
-      "'*' would build a string of 1000000000 characters (limit 65536) at column 5",
+      "expression budget exceeded: '*' would build a string of 1000000000 characters (limit 1048576; SVC_EXPR_MAX_STRING_LENGTH) at column 5",
     );
-    expect(quick(() => errorOf(() => ev('[0] * 10**9')).message)).toBe("'*' would build a list of 1000000000 items (limit 65536) at column 5");
+    expect(quick(() => errorOf(() => ev('[0] * 10**9')).message)).toBe(
+      "expression budget exceeded: '*' would build a list of 1000000000 elements (limit 100000; SVC_EXPR_MAX_LIST_LENGTH) at column 5",
+    );
     expect(quick(() => errorOf(() => ev('x * 10**300', { x: 'ab' })).message)).toBe(
-      "'*' would build a string of 2e+300 characters (limit 65536) at column 3",
+      "expression budget exceeded: '*' would build a string of 2e+300 characters (limit 1048576; SVC_EXPR_MAX_STRING_LENGTH) at column 3",
     );
     expect(quick(() => ev("'' * 10**300"))).toBe('');
     expect(quick(() => ev('[] * 10**300'))).toEqual([]);
-    expect((ev("'ab' * 32768") as string).length).toBe(65536);
+    expect((ev("'ab' * 524288") as string).length).toBe(1 << 20);
+    expect((ev('[0] * 100000') as unknown[]).length).toBe(100_000);
   });
 
   it('list concatenation chains', () => {
+    // Each '+' copies (and weighs) the whole list so far: the chain is quadratic, and the steps run out.
     const src = 'x' + ' + x'.repeat(200);
     expect(quick(() => errorOf(() => ev(src, { x: new Array(1000).fill(0) })).message)).toBe(
-      "'+' would build a list of 66000 items (limit 65536) at column 259",
+      'expression budget exceeded: the evaluation takes too many steps (limit 1000000; SVC_EXPR_MAX_STEPS) at column 123',
+    );
+    expect(quick(() => errorOf(() => ev('x + x', { x: new Array(60_000).fill(0) })).message)).toBe(
+      "expression budget exceeded: '+' would build a list of at least 120000 elements (limit 100000; SVC_EXPR_MAX_LIST_LENGTH) at column 3",
     );
   });
 
   it('replace() blow-up', () => {
     expect(quick(() => errorOf(() => ev("replace(x, '', y)", { x: 'a'.repeat(2000), y: 'b'.repeat(1000) })).message)).toBe(
-      'replace() would build a string of 2003000 characters (limit 1048576) at column 1',
+      'expression budget exceeded: replace() would build a string of 2003000 characters (limit 1048576; SVC_EXPR_MAX_STRING_LENGTH) at column 1',
     );
   });
 });

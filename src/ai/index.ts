@@ -28,7 +28,7 @@ export interface AiAssist {
   suggest(req: SuggestRequest): Promise<string>;
 }
 
-type AiSettings = Pick<Settings, 'AI_PROVIDER' | 'AI_API_KEY' | 'AI_MODEL' | 'AI_BASE_URL' | 'AI_TIMEOUT_SECONDS' | 'STATEFUL_TRANSFORMS'>;
+type AiSettings = Pick<Settings, 'AI_PROVIDER' | 'AI_API_KEY' | 'AI_MODEL' | 'AI_BASE_URL' | 'AI_TIMEOUT_SECONDS' | 'STATEFUL_TRANSFORMS' | 'CONFIG_ENV_ALLOW'>;
 
 export function aiAssist(settings: AiSettings, log: Logger): AiAssist {
   const apiKey = settings.AI_API_KEY.trim();
@@ -36,7 +36,7 @@ export function aiAssist(settings: AiSettings, log: Logger): AiAssist {
     ? PROVIDERS[settings.AI_PROVIDER]({ apiKey, model: settings.AI_MODEL.trim(), baseUrl: settings.AI_BASE_URL.trim(), timeoutMs: settings.AI_TIMEOUT_SECONDS * 1000 })
     : undefined;
   const redact = redactor(apiKey ? [apiKey] : []);
-  const opts = { statefulTransforms: settings.STATEFUL_TRANSFORMS };
+  const opts = { statefulTransforms: settings.STATEFUL_TRANSFORMS, envAllow: settings.CONFIG_ENV_ALLOW };
 
   return {
     status: () => (provider ? { available: true, provider: provider.name, model: provider.model } : { available: false }),

@@ -12,6 +12,8 @@ import { AiError, type ChatMessage, type Provider } from './provider.js';
 export interface SuggestOptions {
   /** SVC_STATEFUL_TRANSFORMS of this daemon, so the YAML is judged as registering it would be. */
   statefulTransforms: boolean;
+  /** The daemon's SVC_CONFIG_ENV_ALLOW: a reference it refuses is a problem to repair, as registering would say. */
+  envAllow?: readonly string[];
   registry?: Registry;
 }
 
@@ -39,7 +41,7 @@ export function stripFences(text: string): string {
  * Checked with an empty environment, so no value of this daemon's environment reaches the model.
  */
 export function problemsOf(yaml: string, opts: SuggestOptions): Diagnostic[] {
-  const r = loadPipelineText(yaml, { env: {}, statefulTransforms: opts.statefulTransforms, ...(opts.registry ? { registry: opts.registry } : {}) });
+  const r = loadPipelineText(yaml, { env: {}, statefulTransforms: opts.statefulTransforms, envAllow: opts.envAllow, ...(opts.registry ? { registry: opts.registry } : {}) });
   return r.diagnostics.filter((d) => d.severity === 'error' && d.code !== 'CFG_ENV_UNSET');
 }
 

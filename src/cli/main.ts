@@ -90,7 +90,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e: unknown) => {
-    process.stderr.write(`svc: ${(e as Error).stack ?? e}\n`);
+    // A bad SVC_* value (svc validate reads SVC_CONFIG_ENV_ALLOW) is the user's to fix: its one line, no stack.
+    process.stderr.write(`svc: ${(e as Error)?.name === 'SettingsError' ? (e as Error).message : ((e as Error).stack ?? e)}\n`);
     process.exitCode = 1;
   },
 );

@@ -3,6 +3,7 @@
 // and with every secret of its config removed from the error.
 import { Value } from '@sinclair/typebox/value';
 import type { Registry } from '../config/load.js';
+import { expansionOf } from '../config/interpolate.js';
 import type { ComponentConfig, PipelineConfig } from '../config/pipeline-schema.js';
 import { errorMessage } from '../errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
@@ -21,6 +22,8 @@ export interface ConnectorTestOptions {
   log?: Logger;
   /** The whole check, connect included (default 10 s). */
   timeoutMs?: number;
+  /** Values to mask besides the config's own secrets (a pipeline's secret-named `${VAR}`s). */
+  secrets?: readonly string[];
 }
 
 export const DEFAULT_TEST_TIMEOUT_MS = 10_000;
@@ -29,9 +32,10 @@ export const DEFAULT_TEST_TIMEOUT_MS = 10_000;
 export async function testConnector(kind: 'source' | 'sink', config: ComponentConfig, opts: ConnectorTestOptions = {}): Promise<ConnectorTestResult> {
   const plugin = (opts.registry ?? defaultRegistry)[kind].get(config.type) as SourcePlugin | SinkPlugin | undefined;
   if (!plugin) return { ok: false, latency_ms: null, error: `unknown ${kind} type '${config.type}'` };
+  const expanded = opts.secrets ?? expansionOf(config)?.secrets ?? [];
   // Defaults filled in here too, for callers that did not validate through loadComponent.
   config = Value.Default(plugin.config, Value.Clone(config)) as ComponentConfig;
-  const redact = redactor(secretsOf(plugin.config, config));
+  const redact = redactor([...secretsOf(plugin.config, config), ...expanded]);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TEST_TIMEOUT_MS;
   const ac = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -54,6 +58,7 @@ export async function testConnector(kind: 'source' | 'sink', config: ComponentCo
 
 /** Checks a pipeline's source and every sink, concurrently. */
 export async function testPipelineConnectors(config: PipelineConfig, opts: ConnectorTestOptions = {}) {
+  opts = { ...opts, secrets: expansionOf(config)?.secrets };
   const [source, ...sinks] = await Promise.all([
     testConnector('source', config.source, opts).then((r) => ({ type: config.source.type, ...r })),
     ...config.sinks.map((s) => testConnector('sink', s, opts).then((r) => ({ type: s.type, ...r }))),

@@ -35,7 +35,7 @@ export interface SinkSlot {
 export class DeadLetterQueue {
   constructor(
     readonly slot: SinkSlot,
-    private readonly ctx: { pipeline: string; runId: string; log: Logger; signal: AbortSignal },
+    private readonly ctx: { pipeline: string; runId: string; log: Logger; signal: AbortSignal; redact?: (text: string) => string },
   ) {}
 
   open(info: SinkRunInfo) {
@@ -44,7 +44,8 @@ export class DeadLetterQueue {
 
   envelope(stage: Stage, error: string, record: Rec | null, raw?: Uint8Array): Envelope {
     return {
-      _error: error,
+      // The reason may quote the config (a URL, a path): its secrets are masked. The record is the user's data and stays as it is.
+      _error: this.ctx.redact ? this.ctx.redact(error) : error,
       _stage: stage,
       _pipeline: this.ctx.pipeline,
       _run_id: this.ctx.runId,

@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import type Pretty from 'pino-pretty';
+import { redactor } from '../plugins/common/connector/secrets.js';
 
 // pino-pretty (CommonJS) is required for SVC_LOG_FORMAT=text only, not by every process (issue 18).
 const require = createRequire(import.meta.url);
@@ -17,6 +18,23 @@ export function createLogger(opts: { level?: string; format?: 'json' | 'text'; d
   const format = opts.format ?? (process.env.SVC_LOG_FORMAT?.toLowerCase() === 'text' ? 'text' : 'json');
   const stream = format === 'text' ? (require('pino-pretty') as typeof Pretty)({ destination: dest, colorize: false, sync: true, translateTime: 'SYS:standard' }) : pino.destination({ dest, sync: true });
   return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, stream);
+}
+
+/**
+ * `log` with every secret of `secrets` written as `***` in each line it or its children write (a
+ * pipeline run's logger: connector secrets and secret-named `${VAR}` values, whichever plugin logs
+ * them). Pino has no per-child message hook, so this sets the child's own streamWrite hook, which
+ * its children inherit; a value is masked as it stands in the JSON line, escapes and all.
+ */
+export function maskedLogger(log: Logger, secrets: Iterable<string>): Logger {
+  const list = [...secrets];
+  if (!list.length) return log;
+  const redact = redactor([...list, ...list.map((s) => JSON.stringify(s).slice(1, -1))]);
+  const child = log.child({});
+  const hooks = (child as unknown as Record<symbol, { streamWrite?: (s: string) => string }>)[pino.symbols.hooksSym] ?? {};
+  const before = hooks.streamWrite;
+  Object.assign(child, { [pino.symbols.hooksSym]: { ...hooks, streamWrite: (s: string) => redact(before ? before(s) : s) } });
+  return child;
 }
 
 /** A logger that drops everything (tests, benchmarks). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadPipelineText } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
+import { asWritten, expansionOf } from '../../src/config/interpolate.js';
 import { testRegistry } from '../helpers/plugins.js';
 
 const load = (yaml: string, env: Record<string, string> = {}) => loadPipelineText(yaml, { registry: testRegistry, env, file: 'p.yaml' });
@@ -139,6 +140,36 @@ describe('${VAR} interpolation', () => {
   it('writes a literal $ for $$', () => {
     // (a replacer function: in a replacement string `$$` would itself mean `$`)
     expect(load(minimal.replace('path: /data/in', () => 'path: /data/$${x}')).config!.source.path).toBe('/data/${x}');
+  });
+
+  it("reads only what SVC_CONFIG_ENV_ALLOW allows: by default every variable but svc's own SVC_*", () => {
+    const refs = (a: string, b: string) => minimal.replace('path: /data/in', `path: /in/\${${a}}`).replace('path: /data/out', `path: /out/\${${b}}`);
+    const env = { SVC_API_KEY: 'k', SVC_NODE_ID: 'n', MY_DIR: 'm', OTHER: 'o' };
+    expect(messages(refs('SVC_API_KEY', 'MY_DIR'), env)).toEqual([
+      `p.yaml:9:11 pipeline.source.path: environment variable SVC_API_KEY may not be read by a pipeline (SVC_CONFIG_ENV_ALLOW is *: every variable but svc's own SVC_*); use another variable, or have the operator add SVC_API_KEY to SVC_CONFIG_ENV_ALLOW [CFG_ENV_DENIED]`,
+    ]);
+    // A default does not make a refused variable readable; $$ is text, not a reference.
+    expect(load(refs('SVC_API_KEY:-d', 'MY_DIR'), env).diagnostics.map((d) => d.code)).toEqual(['CFG_ENV_DENIED']);
+    expect(load(minimal.replace('path: /data/in', () => 'path: /in/$${SVC_API_KEY}'), env).config!.source.path).toBe('/in/${SVC_API_KEY}');
+    // Names and prefixes; an SVC_ variable only through an entry that starts with SVC_; empty allows none.
+    const allowed = (list: string) => (a: string, b: string) => load(refs(a, b), { ...env, SVC_CONFIG_ENV_ALLOW: list }).diagnostics.filter((d) => d.code === 'CFG_ENV_DENIED').map((d) => d.path);
+    expect(allowed('MY_*')('MY_DIR', 'OTHER')).toEqual(['pipeline.sinks[0].path']);
+    expect(allowed('OTHER,SVC_NODE_*')('SVC_NODE_ID', 'OTHER')).toEqual([]);
+    expect(allowed('S*,*')('SVC_NODE_ID', 'OTHER')).toEqual(['pipeline.source.path']);
+    expect(allowed('')('MY_DIR', 'OTHER')).toEqual(['pipeline.source.path', 'pipeline.sinks[0].path']);
+    expect(() => load(minimal, { SVC_CONFIG_ENV_ALLOW: 'MY-VAR' })).toThrow(/SVC_CONFIG_ENV_ALLOW: "MY-VAR" is not a variable name/);
+  });
+
+  it('keeps each value as written beside the expanded config: the API shows that, and secret-named values are masked in runs', () => {
+    const yaml = minimal.replace('path: /data/in', 'path: ${IN_DIR}').replace('path: /data/out', 'path: /out/${DB_PASSWORD}') + '      retry_count: ${RETRIES:-2}\n';
+    const { config } = load(yaml, { IN_DIR: '/srv/pm', DB_PASSWORD: 'pw-1234' });
+    expect(config!.sinks[0]).toMatchObject({ path: '/out/pw-1234', retry_count: 2 });
+    const shown = asWritten(config!);
+    expect(shown.source.path).toBe('${IN_DIR}');
+    expect(shown.sinks[0]).toMatchObject({ path: '/out/${DB_PASSWORD}', retry_count: '${RETRIES:-2}' });
+    expect(JSON.stringify(config)).toContain('pw-1234'); // the config itself is for running
+    expect(expansionOf(config!)!.secrets).toEqual(['pw-1234']); // IN_DIR's name says nothing secret
+    expect(asWritten(load(minimal).config!)).toEqual(load(minimal).config);
   });
 });
 

@@ -19,7 +19,7 @@ type Q = { timeout_seconds?: number };
  * registered source and the body validates as one, else a sink (mqtt is both: its source needs
  * `topic` to subscribe, its sink a `topic` to publish, so the body decides).
  */
-function checkBody(body: unknown) {
+function checkBody(body: unknown, envAllow: readonly string[]) {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError(422, 'body must be one connector config: {"type": "mqtt", "host": ..., ...} (optionally "role": "source" or "sink")');
   const { role, ...raw } = body as { role?: unknown; type?: unknown };
   if (role !== undefined && role !== 'source' && role !== 'sink') throw new ApiError(422, `role must be "source" or "sink", got ${JSON.stringify(role)}`);
@@ -28,7 +28,7 @@ function checkBody(body: unknown) {
   if (roles.length === 0) throw new ApiError(400, `unknown connector type '${raw.type}'; registered sources: ${[...registry.source.keys()].join(', ')}; sinks: ${[...registry.sink.keys()].join(', ')}`);
   let first: string[] | undefined;
   for (const kind of roles) {
-    const r = loadComponent(kind, raw);
+    const r = loadComponent(kind, raw, { envAllow });
     if (r.config) return { kind, config: r.config };
     first ??= r.diagnostics.map((d) => `${kind}.${formatDiagnostic(d)}`.replace(/^(source|sink)\.\[/, '$1['));
   }
@@ -43,7 +43,7 @@ export default async function connectorRoutes(app: FastifyInstance, deps: ApiDep
     '/api/connectors/test',
     { schema: { tags, querystring: Query, summary: 'Reachability check of one source or sink config: {ok, latency_ms, error}' } },
     async (req: FastifyRequest<{ Querystring: Q }>) => {
-      const { kind, config } = checkBody(req.body);
+      const { kind, config } = checkBody(req.body, deps.settings.CONFIG_ENV_ALLOW);
       return testConnector(kind, config, opts(req.query));
     },
   );
@@ -52,7 +52,7 @@ export default async function connectorRoutes(app: FastifyInstance, deps: ApiDep
     '/api/connectors/test-pipeline',
     { schema: { tags, querystring: Query, summary: "Reachability check of a pipeline's source and sinks (raw YAML)" } },
     async (req: FastifyRequest<{ Querystring: Q }>) => {
-      const r = loadPipelineText(yamlOf(req), { statefulTransforms: deps.settings.STATEFUL_TRANSFORMS });
+      const r = loadPipelineText(yamlOf(req), { statefulTransforms: deps.settings.STATEFUL_TRANSFORMS, envAllow: deps.settings.CONFIG_ENV_ALLOW });
       if (!r.config) throw new ApiError(400, `invalid pipeline: ${r.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d)).join('; ')}`);
       return testPipelineConnectors(r.config, opts(req.query));
     },

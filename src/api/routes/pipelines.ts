@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { loadPipelineText, positionOf } from '../../config/load.js';
+import { asWritten } from '../../config/interpolate.js';
 import { formatDiagnostic, formatPath, type Diagnostic } from '../../config/diagnostics.js';
 import { buildPlan, encoderFor } from '../../engine/plan.js';
 import { MemoryProcessedFiles } from '../../engine/processed-files.js';
@@ -23,22 +24,24 @@ export function yamlOf(req: FastifyRequest): string {
   throw new ApiError(422, 'JSON body must be {"yaml_text": "<pipeline YAML>"}');
 }
 
+/** A pipeline as the API shows it: its config as written, `${VAR}`s not expanded (issue 28). */
 export function pipelineState(p: Managed) {
+  const config = asWritten(p.config);
   return {
     name: p.name,
-    description: p.config.description ?? null,
+    description: config.description ?? null,
     enabled: p.config.enabled,
     status: p.status,
     error: p.error ?? null,
     schedule_type: p.config.schedule.type,
-    schedule: p.config.schedule,
+    schedule: config.schedule,
     version: p.version,
     origin: p.origin,
     file: p.file,
     active_run_id: p.active?.runId ?? null,
     last_run: p.lastRun?.at ?? null,
     last_run_status: p.lastRun?.status ?? null,
-    config: p.config,
+    config,
     yaml: p.yaml,
     // Manager mode, pipelines with `kubernetes.enabled`: the Service made for it, or why not.
     ...(p.service ? { kubernetes_service: p.service } : {}),
@@ -52,8 +55,8 @@ export type DryRunDiagnostic = Omit<Diagnostic, 'code'> & { code: Diagnostic['co
  * Dry-run: validation plus instantiating transforms, serializers and connectors (no I/O). `issues`
  * is the spec's list of messages; `diagnostics` holds the same problems with path, line and column.
  */
-export function dryRun(yaml: string, statefulTransforms: boolean): { valid: boolean; issues: string[]; diagnostics: DryRunDiagnostic[] } {
-  const r = loadPipelineText(yaml, { statefulTransforms });
+export function dryRun(yaml: string, statefulTransforms: boolean, envAllow?: readonly string[]): { valid: boolean; issues: string[]; diagnostics: DryRunDiagnostic[] } {
+  const r = loadPipelineText(yaml, { statefulTransforms, envAllow });
   const issues = r.diagnostics.map((d) => formatDiagnostic(d));
   const diagnostics: DryRunDiagnostic[] = [...r.diagnostics];
   if (!r.config) return { valid: false, issues, diagnostics };
@@ -110,7 +113,7 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     async (req: FastifyRequest<{ Querystring: { diagnostics?: boolean } }>) => {
       let r: ReturnType<typeof dryRun>;
       try {
-        r = dryRun(yamlOf(req), deps.settings.STATEFUL_TRANSFORMS);
+        r = dryRun(yamlOf(req), deps.settings.STATEFUL_TRANSFORMS, deps.settings.CONFIG_ENV_ALLOW);
       } catch (e) {
         const message = (e as Error).message;
         r = { valid: false, issues: [message], diagnostics: [{ code: null, path: '', message, severity: 'error' }] };

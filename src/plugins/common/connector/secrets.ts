@@ -1,7 +1,8 @@
 // Secrets never reach an error, a log line or a response. A secret is a config field whose schema
 // says `writeOnly` (the `secret()` field below), or any string field whose name says it is one
 // (password, token, secret, api key, authorization: header maps too). URL credentials
-// (`scheme://user:password@host`) are masked wherever they appear.
+// (`scheme://user:password@host`) are masked wherever they appear. So is a value that `${VAR}`
+// read from a variable whose name says it is a secret (src/config/interpolate.ts).
 import { Type, type TSchema } from '@sinclair/typebox';
 
 /** A config field that holds a secret: shown as such in the docs and masked in every message. */
@@ -11,6 +12,10 @@ const SECRET_NAME = /pass(word)?|secret|token|api[_-]?key|authorization|credenti
 const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*):[^@/\s]+@/gi;
 /** Secrets shorter than this are not searched for in text (a one-letter password would mask every such letter). */
 const MIN_SECRET = 3;
+/** An environment variable whose name says its value is a secret (`${DB_PASSWORD}`, `${API_TOKEN}`, `${AWS_SECRET_ACCESS_KEY}`). */
+const SECRET_VARIABLE = /KEY|TOKEN|PASS|SECRET|CREDENTIAL|AUTH/i;
+
+export const isSecretVariable = (name: string) => SECRET_VARIABLE.test(name);
 
 /** Every secret value in `value`, judged by `schema` (writeOnly) and by field names. */
 export function secretsOf(schema: TSchema | undefined, value: unknown, out: Set<string> = new Set()): Set<string> {

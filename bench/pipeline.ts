@@ -9,6 +9,11 @@ import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
 import { silentLogger } from '../src/observability/log.js';
 import type { RunRecord } from '../src/engine/run-record.js';
 import { DATA_DIR } from './data.js';
+import { decodeWatchOptions } from '../src/engine/decode-watch.js';
+import { loadSettings } from '../src/settings.js';
+
+/** The poison-input watch as `svc serve` and `svc run` have it (its defaults), so its cost is measured too. */
+const DECODE_WATCH = decodeWatchOptions(join(DATA_DIR, 'state'), loadSettings({}));
 
 export interface BenchPipeline {
   name: string;
@@ -40,7 +45,7 @@ export async function timedRun(yaml: string, opts?: RunOptions): Promise<{ recor
   if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  const record = await runPipeline(config, opts);
+  const record = await runPipeline(config, { decodeWatch: DECODE_WATCH, ...opts });
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   return { record, seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
@@ -106,6 +111,7 @@ export function startStreamIngest(yaml: string, opts: { registry?: RunOptions['r
     log: silentLogger,
     processed: new MemoryProcessedFiles(),
     registry: opts.registry,
+    decodeWatch: DECODE_WATCH,
     telemetry: { connection: (c, _t, s) => void (c === 'source' && s === 'connected' && connected()) },
   });
   const ready = Promise.race([up, done.then((r) => Promise.reject(new Error(`${config.name} ended before its source connected: ${JSON.stringify(r)}`)))]);

@@ -11,7 +11,7 @@ import { drawFrom, expression, snmpMessage } from './generators.js';
 import type { Rng, Style } from './mutate.js';
 import { chunksOf } from '../src/engine/chunker.js';
 import type { Decoder, SerializerPlugin } from '../src/plugins/types.js';
-import { SnmpAgent } from '../src/snmp/agent.js';
+import { DEFAULT_BULK_LIMITS, SnmpAgent } from '../src/snmp/agent.js';
 import { TrapReceiver } from '../src/snmp/trap-receiver.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, type AnyPdu, type V3Message } from '../src/snmp/message.js';
 import { computeMac, localize, makeUser, type UsmUser, type UsmUserConfig } from '../src/snmp/usm.js';
@@ -25,10 +25,14 @@ import { XerError } from '../src/asn1/xer.js';
 import { JerError } from '../src/asn1/jer.js';
 import { compileMibs, type MibSource } from '../src/mib/compiler.js';
 import { loadPipelineText } from '../src/config/load.js';
+import { asWritten } from '../src/config/interpolate.js';
 import { compile, ExprError } from '../src/expr/index.js';
 import { Framer } from '../src/plugins/connectors/syslog/framing.js';
 import { parseSyslog } from '../src/plugins/connectors/syslog/parse.js';
 import { checkWriteRequest, decodeWriteRequest, encodeWriteRequest, RemoteWriteError, uncompress } from '../src/plugins/connectors/prometheus_rw/decode.js';
+import { CdrError, CdrWriter, decodeValue, encodeValue, parseType } from '../src/plugins/connectors/corba/cdr.js';
+import { decodeReply, GiopError, GiopFramer, MSG } from '../src/plugins/connectors/corba/giop.js';
+import { loadSettings } from '../src/settings.js';
 import { GNMI_DESCRIPTOR } from '../src/plugins/connectors/gnmi/gnmi-descriptor.js';
 import { LOADER_OPTIONS, type SubscribeResponse } from '../src/plugins/connectors/gnmi/client.js';
 import { notificationRecords } from '../src/plugins/connectors/gnmi/records.js';
@@ -281,10 +285,38 @@ const snmpInputs = () =>
     generate: drawFrom(snmpMessage, (b) => b),
   }) satisfies Partial<Target>;
 
+/**
+ * The agent is no reflector: a v1/v2c GETBULK answer with more than one varbind is at most
+ * maxAmplification times the request and has at most maxVarbinds repeated varbinds (v3 answers are
+ * encrypted; the same code path cuts them).
+ */
+function checkBulkAnswer(request: Buffer, answer: Buffer | undefined): void {
+  if (!answer) return;
+  let req;
+  try {
+    req = decodeMessage(request);
+  } catch {
+    return;
+  }
+  if (req.version === 3 || req.pdu.type !== PduType.GetBulk) return;
+  const res = decodeMessage(answer);
+  if (res.version === 3) return;
+  const n = res.pdu.varbinds.length;
+  const nonRep = Math.max(0, Math.min(req.pdu.errorStatus, req.pdu.varbinds.length));
+  if (n > 1 && answer.length > DEFAULT_BULK_LIMITS.maxAmplification * request.length) throw new ContractBroken(`a ${request.length}-byte GETBULK got a ${answer.length}-byte answer`);
+  if (n > nonRep + DEFAULT_BULK_LIMITS.maxVarbinds) throw new ContractBroken(`a GETBULK got ${n} varbinds (${nonRep} non-repeaters)`);
+}
+
 function snmpAgentTarget(): Target {
   let agent: SnmpAgent | undefined;
   let last = '';
-  const fresh = () => new SnmpAgent({ engineId: ENGINE_ID, community: 'public', writeCommunity: 'private', users: USERS, onActivity: (a) => (last = `${a.version}:${a.request}:${norm((a.error ?? 'ok').replaceAll(a.principal || '\0', 'P'))}`) });
+  let sent: Buffer | undefined;
+  const fresh = () => {
+    const a = new SnmpAgent({ engineId: ENGINE_ID, community: 'public', writeCommunity: 'private', users: USERS, onActivity: (e) => (last = `${e.version}:${e.request}:${norm((e.error ?? 'ok').replaceAll(e.principal || '\0', 'P'))}`) });
+    // No UDP socket: the answer is kept to be checked (checkBulkAnswer).
+    (a as unknown as { socket: unknown }).socket = { send: (m: Buffer) => (sent = Buffer.from(m)) };
+    return a;
+  };
   return {
     name: 'snmp-agent',
     about: 'SNMP messages (v1, v2c, v3 USM: none, SHA, SHA256+AES128, MD5+DES) handled by the agent: decode, USM, request processing, response encoding',
@@ -297,7 +329,9 @@ function snmpAgentTarget(): Target {
       const h = agent as unknown as Handler;
       h.startedAt = Date.now(); // inside the USM time window, however long the run
       last = 'silent';
+      sent = undefined;
       h.onMessage(input, RINFO);
+      checkBulkAnswer(input, sent);
       // A SET changes the agent's table: start the next input from the same state.
       if (last.includes(':set:')) agent = fresh();
       return last;
@@ -413,22 +447,30 @@ function mibTarget(): Target {
   };
 }
 
+/** The pipeline-yaml target's environment: a variable pipelines may read and one of svc's own. */
+const FUZZ_ENV = { HOME: '/nonexistent', FUZZ_TOKEN: 'fuzz-allowed-8d1e', SVC_FUZZ_KEY: 'fuzz-denied-2f9c' };
+
 function yamlTarget(): Target {
   return {
     name: 'pipeline-yaml',
-    about: 'the pipeline YAML loader (loadPipelineText): YAML, ${VAR} interpolation, schema and lint diagnostics',
+    about: 'the pipeline YAML loader (loadPipelineText): YAML, ${VAR} interpolation under SVC_CONFIG_ENV_ALLOW, schema and lint diagnostics',
     style: 'text',
-    seedSource: 'templates/*.yaml and examples/*.yaml',
+    seedSource: 'templates/*.yaml, examples/*.yaml and the ${VAR} reproductions in test/fuzz-regressions/pipeline-yaml',
     seeds: () =>
-      [['templates'], ['examples']].flatMap(([d]) =>
-        readdirSync(at(d!))
-          .filter((f) => f.endsWith('.yaml'))
-          .map((f) => readFileSync(at(d!, f))),
+      [['templates'], ['examples'], ['test', 'fuzz-regressions', 'pipeline-yaml']].flatMap((d) =>
+        readdirSync(at(...d))
+          .filter((f) => f.endsWith('.yaml') || f.endsWith('.bin'))
+          .map((f) => readFileSync(at(...d, f))),
       ),
-    // The loader returns diagnostics for bad input; it throws nothing.
+    // The loader returns diagnostics for bad input; it throws nothing but the contract checks in run().
     expected: () => false,
     run(input) {
-      const r = loadPipelineText(input.toString('utf8'), { env: { HOME: '/nonexistent', SVC_FUZZ: 'x' } });
+      const text = input.toString('utf8');
+      const r = loadPipelineText(text, { env: FUZZ_ENV });
+      // Issue 28: svc's own variables are never read, and what the API shows (asWritten) holds no expanded value.
+      const out = JSON.stringify([r.config ?? null, r.diagnostics]);
+      if (out.includes(FUZZ_ENV.SVC_FUZZ_KEY)) throw new ContractBroken('the value of SVC_FUZZ_KEY, which pipelines may not read, reached the config or a diagnostic');
+      if (r.config && !text.includes(FUZZ_ENV.FUZZ_TOKEN) && JSON.stringify(asWritten(r.config)).includes(FUZZ_ENV.FUZZ_TOKEN)) throw new ContractBroken('the config as written shows the expanded value of FUZZ_TOKEN');
       return r.config ? 'ok' : r.diagnostics.slice(0, 3).map((d) => `${d.code}:${norm(d.message).slice(0, 30)}`).join('|');
     },
   };
@@ -536,15 +578,78 @@ function remoteWriteTarget(): Target {
         raw = 'raw-bad';
       }
       const body = uncompress(Buffer.from(snappy.compress(input)));
-      checkWriteRequest(body);
+      // As the source: with the ceiling on the records' size (a series' labels copied per sample).
+      const maxOutput = loadSettings().PROMETHEUS_RW_MAX_OUTPUT_BYTES;
+      checkWriteRequest(body, maxOutput);
       let n = 0;
-      const ignored = decodeWriteRequest(body, (r) => {
-        checkJson(r);
-        n++;
-      });
+      const ignored = decodeWriteRequest(
+        body,
+        (r) => {
+          checkJson(r);
+          n++;
+        },
+        maxOutput,
+      );
       // Which kinds were skipped, not how many: a count per feature filled the corpus with near-copies.
       const skipped = Object.entries(ignored).flatMap(([k, v]) => (v ? [k] : []));
       return `${raw}:${Math.min(n, 4)}:${skipped.join(',')}`;
+    },
+  };
+}
+
+/** The reply type the CORBA target decodes: a list of measurements as a PM interface might return. */
+const CORBA_TYPE = parseType({ sequence: { struct: { name: 'string', value: 'double', count: 'ulonglong', tags: { sequence: 'string' }, state: { enum: ['UP', 'DOWN'] } } } });
+
+/** A GIOP 1.2 Reply (little-endian) whose body is `value` as CORBA_TYPE. */
+function giopReply(value: unknown): Buffer {
+  const w = new CdrWriter(true);
+  w.raw(Buffer.from('GIOP'));
+  for (const o of [1, 2, 1, MSG.Reply]) w.octet(o);
+  w.ulong(0);
+  w.ulong(7); // request id
+  w.ulong(0); // NO_EXCEPTION
+  w.ulong(0); // no service contexts
+  w.align(8);
+  encodeValue(w, CORBA_TYPE, value);
+  const b = Buffer.from(w.bytes());
+  b.writeUInt32LE(b.length - 12, 8);
+  return b;
+}
+
+function corbaTarget(): Target {
+  return {
+    name: 'corba-giop',
+    about: 'CORBA: a TCP stream from the server cut into GIOP messages by the GiopFramer (in two reads, fragments joined, 64 KB limit), each Reply decoded and its body read as a sequence of structs (CDR)',
+    style: 'bytes',
+    seedSource: 'Replies built with the connector\'s CdrWriter and encodeValue (src/plugins/connectors/corba/cdr.ts), whole and cut into GIOP 1.2 fragments',
+    seeds: () => {
+      const one = giopReply([{ name: 'ifInOctets', value: 1.5, count: 7n, tags: ['a', 'b'], state: 'UP' }]);
+      const many = giopReply(Array.from({ length: 5 }, (_, i) => ({ name: `c${i}`, value: i, count: BigInt(i), tags: [], state: i % 2 ? 'UP' : 'DOWN' })));
+      // The first 24 bytes of the body in the first message (flag "more"), the rest in a Fragment.
+      const first = Buffer.from(many.subarray(0, 36));
+      first[6] = 3;
+      first.writeUInt32LE(24, 8);
+      const frag = Buffer.concat([Buffer.from([0x47, 0x49, 0x4f, 0x50, 1, 2, 1, MSG.Fragment, 0, 0, 0, 0, 7, 0, 0, 0]), many.subarray(36)]);
+      frag.writeUInt32LE(frag.length - 12, 8);
+      return [one, many, Buffer.concat([one, many]), Buffer.concat([first, frag])];
+    },
+    expected: (e) => e instanceof GiopError || e instanceof CdrError,
+    run(input) {
+      const framer = new GiopFramer(64 << 10);
+      const cut = Math.floor(input.length / 2);
+      const msgs = [...framer.push(input.subarray(0, cut)), ...framer.push(input.subarray(cut))];
+      const out: string[] = [];
+      for (const m of msgs) {
+        if (m[7] !== MSG.Reply) {
+          out.push(`type${m[7]}`);
+          continue;
+        }
+        const r = decodeReply(m);
+        const v = r.status === 'NO_EXCEPTION' ? decodeValue(r.body, CORBA_TYPE) : r.status;
+        checkJson(v);
+        out.push(Array.isArray(v) ? `n${Math.min(v.length, 4)}` : String(v));
+      }
+      return out.slice(0, 4).join('|');
     },
   };
 }
@@ -631,6 +736,7 @@ export const TARGETS: Target[] = [
   syslogTarget(),
   remoteWriteTarget(),
   gnmiTarget(),
+  corbaTarget(),
 ];
 
 export const targetNamed = (name: string): Target | undefined => TARGETS.find((t) => t.name === name);

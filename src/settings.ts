@@ -73,6 +73,26 @@ const list = (doc: string): Spec<string[]> => ({
   doc,
 });
 
+/**
+ * SVC_CONFIG_ENV_ALLOW: variable names (`FOO`) and prefixes (`FOO_*`) a pipeline's `${VAR}` may read;
+ * `*` is every name (svc's own SVC_* only when an entry starting with SVC_ names them: see
+ * envAllowed in src/config/interpolate.ts). Empty: no variable.
+ */
+const envAllow = (doc: string): Spec<string[]> => ({
+  default: () => ['*'],
+  parse: (raw, name) => {
+    const entries = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const bad = entries.find((e) => !/^(\*|[A-Za-z_][A-Za-z0-9_]*\*?)$/.test(e));
+    if (bad !== undefined) throw new SettingsError(`${name}: ${JSON.stringify(bad)} is not a variable name (FOO), a prefix (FOO_*) or *`);
+    return entries;
+  },
+  doc,
+  emptyIsValue: true,
+});
+
 const svcHome = () => join(homedir(), '.svc');
 
 /** The spec's three vendor identifiers (doc 2: "A default, B, C"); the vendor names are accepted too. */
@@ -83,6 +103,7 @@ export const SETTINGS = {
   HOST: str('0.0.0.0', 'bind address'),
   PORT: int(8765, 'API port', 0, 65535),
   PIPELINE_DIR: str('./pipelines', 'directory scanned for pipeline YAML at startup'),
+  CONFIG_ENV_ALLOW: envAllow("comma-separated environment variables a pipeline's `${VAR}` may read: names (`FOO`) and prefixes (`FOO_*`); `*` is every variable but svc's own `SVC_*`, which only entries starting with `SVC_` allow; empty allows none (docs/configuration.md)"),
   STATE_DIR: str('', 'runtime state root: webhook spools of the daemon (default: a state folder beside SVC_DB_PATH) and the processed-file memory of `svc run` (default ~/.svc/state)'),
   DB_URL: str('', 'SQL database URL (postgresql://... or mysql://...); empty: the embedded SQLite file SVC_DB_PATH'),
   DB_PATH: str(() => join(svcHome(), 'svc.db'), 'embedded database file'),
@@ -111,11 +132,15 @@ export const SETTINGS = {
     parse: (raw: string) => (['off', 'warn', 'enforce'].includes(raw.trim().toLowerCase()) ? (raw.trim().toLowerCase() as 'off' | 'warn' | 'enforce') : 'warn'),
     doc: 'off, warn or enforce: key checks on /api/internal/* (invalid values: warn)',
   } satisfies Spec<'off' | 'warn' | 'enforce'>,
+  DECODE_WATCH_MS: int(1000, 'poison inputs: a chunk or message still being processed after this long is noted as a suspect, so that if the process dies on it, the next start dead-letters it instead of processing it again (docs/reliability.md#limits)', 10, 3600000),
+  DECODE_TIMEOUT_MS: int(60000, 'poison inputs: a chunk or message still being processed after this long ends the process (its event loop is stuck: no API, no drain); the restart dead-letters it as timed out', 100, 86400000),
   WEBHOOK_MAX_BODY_BYTES: int(10485760, 'largest webhook body accepted (413 above)', 1),
   AUTH_USERS: list('comma-separated user:password pairs for browser login'),
   AUTH_SECRET: str(() => randomBytes(32).toString('hex'), 'HMAC secret for session tokens (random per start when unset)'),
   RATE_LIMIT: int(0, 'max requests per client IP per window on /api/*; 0 disables'),
   RATE_LIMIT_WINDOW: int(60, 'sliding window in seconds', 1, 86400),
+  AUTH_LOGIN_MAX_FAILURES: int(10, 'failed logins per client IP per SVC_AUTH_LOGIN_WINDOW_SECONDS (daemon and console login); past it every login of that client is 429, checked before the password', 1, 1000000),
+  AUTH_LOGIN_WINDOW_SECONDS: int(60, 'sliding window of SVC_AUTH_LOGIN_MAX_FAILURES, in seconds', 1, 86400),
   TLS_CERTFILE: str('', 'serve HTTPS with this certificate (with SVC_TLS_KEYFILE)'),
   TLS_KEYFILE: str('', 'private key for HTTPS'),
   OTEL_ENDPOINT: str('', 'OTLP gRPC endpoint for traces; empty disables tracing'),
@@ -125,6 +150,10 @@ export const SETTINGS = {
   MIB_SOURCE_DIR: str('', 'persisted raw MIB sources (default: a mib-sources directory beside SVC_MIB_DIR)'),
   MIB_BUNDLED_SOURCE_DIR: str('/mib-sources', 'read-only bundled MIB sources, several separated by the OS path separator'),
   MIB_REPOSITORY_URL: str('', 'remote MIB repository for POST /api/mibs/download and fetch-dependencies (`<url>/<MODULE>`, or a URL with @mib@); empty: bundled sources only'),
+  MIB_MAX_SOURCE_BYTES: int(4194304, 'largest MIB source file compiled, in bytes (a larger one fails unread; uploads are also capped at 4 MiB per file)', 1024, 268435456),
+  MIB_MAX_SYMBOLS: int(20000, 'most definitions in one MIB module (more: the module fails)', 1),
+  MIB_MAX_OID_DEPTH: int(128, 'most sub-identifiers in one OID of a MIB module, and most definitions one OID is defined through (SNMP allows 128)', 2, 1024),
+  MIB_MAX_COMPILED_BYTES: int(33554432, "largest compiled MIB module, in characters of its JSON (larger: the module fails)", 65536, 268435456),
   SCHEMA_DIR: str('/schemas', 'serialization schema files'),
   SCHEMA_REGISTRY_URL: str('', 'external schema registry base URL'),
   SCHEMA_REGISTRY_USERNAME: str('', 'schema registry basic-auth user'),
@@ -153,7 +182,17 @@ export const SETTINGS = {
   QUEUE_TTL_SECONDS: int(900, 'wait limit of a queued run', 1),
   STATEFUL_TRANSFORMS: flag01(true, '0 disables counter_delta, window_aggregate and the internal state endpoints'),
   STATE_MAX_BYTES: int(20971520, 'largest transform-state body', 1),
+  EXPR_MAX_STEPS: int(1000000, 'expression language: work one evaluation may do (one step per element walked, compared or built and per 16 characters of text); over it the record fails with "expression budget exceeded" (docs/expressions.md)', 1000),
+  EXPR_MAX_LIST_LENGTH: int(100000, 'expression language: elements of a list one evaluation may build, nested lists counted in full', 100),
+  EXPR_MAX_STRING_LENGTH: int(1048576, 'expression language: characters of a string one evaluation may build, and of the text a list it builds holds', 1000),
+  PROMETHEUS_RW_MAX_OUTPUT_BYTES: int(67108864, 'prometheus_rw: largest estimated JSON of the records of one remote-write request (each sample repeats its series\' labels); a larger request is answered 400', 1),
+  CORBA_MAX_MESSAGE_BYTES: int(67108864, 'corba: largest GIOP message taken from a server, fragments of one message counted together; a larger one fails the connection', 1024),
+  DECODE_MAX_DEPTH: int(512, 'deepest nesting of arrays, objects or elements that the JSON, NDJSON and XML decoders accept in one record; deeper input is a parse error (later steps walk records recursively)', 8, 10000),
+  DECODE_MAX_RECORDS_PER_INPUT: int(1000000, 'most records that one input (a message, a chunk or a split piece) may decode to, or its size in bytes when larger; past it the whole input is a parse error (docs/reliability.md#limits)', 1),
+  DECODE_MAX_BYTES_PER_INPUT: int(1073741824, 'about the most bytes of records (their JSON size, estimated from a sample) that one input may decode to; past it the whole input is a parse error (docs/reliability.md#limits)', 1024),
   CONSOLE_PORT: int(8770, 'operator console port (svc serve and svc console; 0 picks a free port)', 0, 65535),
+  SIMULATOR_BULK_MAX_VARBINDS: int(100, "console simulator and fleet: repeated varbinds in one GETBULK answer (snmpd's maxGetbulkResponses); max-repetitions is cut to this over the repeaters", 1, 8125),
+  SIMULATOR_BULK_MAX_AMPLIFICATION: int(16, 'console simulator and fleet: largest GETBULK answer as a multiple of the request size (trailing varbinds dropped; the first always stays)', 1, 1000),
 } as const;
 
 type Table = typeof SETTINGS;
@@ -162,14 +201,18 @@ export type Settings = { [K in keyof Table]: ReturnType<Table[K]['default']> } &
   invalidInternalAuthMode?: string;
 };
 
+/** One SVC_* variable, read as loadSettings reads it (for code that is handed no Settings: svc validate, svc test). */
+export function readSetting<K extends keyof Table>(key: K, env: Env = process.env): Settings[K] {
+  const spec = SETTINGS[key] as Spec<Settings[K]>;
+  const name = `SVC_${key}`;
+  const raw = env[name];
+  return raw === undefined || (raw === '' && !spec.emptyIsValue) ? spec.default(env) : spec.parse(raw, name);
+}
+
 /** Reads every SVC_* variable once; throws SettingsError naming the first bad one. */
 export function loadSettings(env: Env = process.env): Settings {
   const out: Record<string, unknown> = {};
-  for (const [key, spec] of Object.entries(SETTINGS) as [string, Spec<unknown>][]) {
-    const name = `SVC_${key}`;
-    const raw = env[name];
-    out[key] = raw === undefined || (raw === '' && !spec.emptyIsValue) ? spec.default(env) : spec.parse(raw, name);
-  }
+  for (const key of Object.keys(SETTINGS) as (keyof Table)[]) out[key] = readSetting(key, env);
   const mode = env.SVC_INTERNAL_AUTH_MODE?.trim().toLowerCase();
   if (mode && !['off', 'warn', 'enforce'].includes(mode)) out.invalidInternalAuthMode = env.SVC_INTERNAL_AUTH_MODE;
   return out as Settings;

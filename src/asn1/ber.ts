@@ -17,6 +17,12 @@ export class Asn1DecodeError extends Error {
 /** Longest element accepted (a corrupt length field must not make the reader wait for gigabytes). */
 export const MAX_ELEMENT = 64 << 20;
 
+/**
+ * Deepest nesting of elements (and of PER values) accepted: charging records nest about ten deep;
+ * a recursive type or nested constructed strings must not recurse until the stack overflows.
+ */
+export const MAX_DEPTH = 64;
+
 // One element header, read into these variables (no allocation per element).
 let hTag = 0;
 let hCons = false;
@@ -66,7 +72,7 @@ function header(buf: Buffer, pos: number, end: number): boolean {
  * inconsistent nested lengths are found): -1 when more bytes are needed, throws when invalid.
  */
 export function elementEnd(buf: Buffer, pos: number, end: number, depth = 0): number {
-  if (depth > 64) throw new Asn1DecodeError('elements nested too deeply', pos);
+  if (depth > MAX_DEPTH) throw new Asn1DecodeError(`elements nested more than ${MAX_DEPTH} deep`, pos);
   if (!header(buf, pos, end)) return -1;
   const cons = hCons;
   const len = hLen;
@@ -109,9 +115,17 @@ export function firstTags(t: Asn1Type): Set<number> | null {
 
 /** Where the last decoded element ended. */
 let lastEnd = 0;
+/** Constructed elements open in the decode running now (reset by each decodeBer: a throw leaves it up). */
+let level = 0;
+
+/** Throws when one more constructed level would pass MAX_DEPTH (the caller lowers `level` after it). */
+const deeper = (pos: number): void => {
+  if (++level > MAX_DEPTH) throw new Asn1DecodeError(`elements nested more than ${MAX_DEPTH} deep`, pos);
+};
 
 /** Decodes one complete value of type `t` at `pos` (it must end by `end`); returns it and its end. */
 export function decodeBer(t: Asn1Type, buf: Buffer, pos: number, end: number): { value: unknown; end: number } {
+  level = 0;
   const value = decoderOf(t)(buf, pos, end);
   return { value, end: lastEnd };
 }
@@ -183,7 +197,9 @@ function explicitLevel(tag: number, inner: Dec): Dec {
     if (!hCons) throw new Asn1DecodeError('explicit tag on a primitive element', pos);
     const stop = hLen >= 0 ? hBody + hLen : -1;
     if (stop > end) throw new Asn1DecodeError(`length ${hLen} runs past the end of the enclosing element (truncated)`, pos);
+    deeper(pos);
     const v = inner(buf, hBody, stop < 0 ? end : stop);
+    level--;
     let p = lastEnd;
     if (stop < 0) {
       if (buf[p] !== 0 || buf[p + 1] !== 0) throw new Asn1DecodeError('expected end-of-contents', p);
@@ -312,7 +328,7 @@ function stringLike(b: Body, f: PrimDec): ContentsDec {
     }
     if (!segmentable) throw new Asn1DecodeError(`constructed encoding of a ${b.kind}`, pos);
     const parts: Buffer[] = [];
-    const after = segments(buf, body, stop, end, parts, b.kind === 'bits');
+    const after = segments(buf, body, stop, end, parts, b.kind === 'bits', 1);
     const data = Buffer.concat(parts);
     const v = f(data, 0, data.length, pos);
     lastEnd = after;
@@ -320,7 +336,8 @@ function stringLike(b: Body, f: PrimDec): ContentsDec {
   };
 }
 
-function segments(buf: Buffer, p: number, stop: number, end: number, parts: Buffer[], bits: boolean): number {
+function segments(buf: Buffer, p: number, stop: number, end: number, parts: Buffer[], bits: boolean, depth: number): number {
+  if (depth > MAX_DEPTH) throw new Asn1DecodeError(`string segments nested more than ${MAX_DEPTH} deep`, p);
   for (;;) {
     if (stop >= 0 ? p >= stop : buf[p] === 0 && buf[p + 1] === 0) return stop >= 0 ? stop : p + 2;
     const limit = stop >= 0 ? stop : end;
@@ -331,7 +348,7 @@ function segments(buf: Buffer, p: number, stop: number, end: number, parts: Buff
     // enclosing level (a fuzzed 127-byte CDR took seconds).
     if (segStop > limit) throw new Asn1DecodeError('string segment longer than the string that holds it', p);
     if (hCons) {
-      p = segments(buf, s, segStop, end, parts, bits);
+      p = segments(buf, s, segStop, end, parts, bits, depth + 1);
       if (p > limit) throw new Asn1DecodeError('string segment longer than the string that holds it', s);
     } else {
       // BIT STRING segments carry their own unused-bits octet; only the last may be non-zero.
@@ -489,6 +506,7 @@ function listDecoder(b: Body): ContentsDec {
   return (buf, pos, p, stop, cons, end) => {
     if (!cons) throw new Asn1DecodeError(`${b.kind === 'sequenceOf' ? 'SEQUENCE' : 'SET'} OF encoded as primitive`, pos);
     el ??= decoderOf(b.element!);
+    deeper(pos);
     const out: unknown[] = [];
     const limit = stop >= 0 ? stop : end;
     for (;;) {
@@ -497,6 +515,7 @@ function listDecoder(b: Body): ContentsDec {
       out.push(el(buf, p, limit));
       p = lastEnd;
     }
+    level--;
     lastEnd = stop >= 0 ? stop : p + 2;
     return out;
   };
@@ -538,6 +557,7 @@ function sequenceDecoder(b: Body): ContentsDec {
   return (buf, pos, p, stop, cons, end) => {
     if (!cons) throw new Asn1DecodeError(`${isSet ? 'SET' : 'SEQUENCE'} encoded as primitive`, pos);
     plan ??= planOf();
+    deeper(pos);
     const { names, decs, mandatory, index } = plan;
     const comps = b.components!;
     const n = comps.length;
@@ -585,6 +605,7 @@ function sequenceDecoder(b: Body): ContentsDec {
       for (let k = 0; k < n; k++) if (mandatory[k] && out[names[k]!] === undefined) throw new Asn1DecodeError(`missing component '${names[k]}' of ${what}`, p);
     }
     for (const c of plan.defaults) if (out[c.name] === undefined) out[c.name] = c.default;
+    level--;
     lastEnd = stop >= 0 ? stop : p + 2;
     return out;
   };

@@ -1,7 +1,7 @@
 // PER (X.691), ALIGNED and UNALIGNED variants: constrained / semi-constrained / unconstrained whole
 // numbers, length determinants (with 16K fragments), PER-visible size and value constraints,
 // permitted alphabets, extension bits, extension additions (and [[ ]] groups) in open types.
-import { decodeString, firstTags, primitive } from './ber.js';
+import { decodeString, firstTags, MAX_DEPTH, primitive } from './ber.js';
 import type { Asn1Type, Body, Component } from './model.js';
 import { bitsValue, enumName, generalizedTime, intValue, realValue, utcTime } from './values.js';
 
@@ -12,11 +12,28 @@ export class PerError extends Error {
 class BitReader {
   /** Position in bits. */
   pos = 0;
+  /** Bits charged for elements that took none (a zero-width element counts as one octet). */
+  private charged = 0;
+  /** Nesting of constructed values being read. */
+  depth = 0;
   constructor(
     readonly buf: Buffer,
     readonly aligned: boolean,
     private readonly endBits = buf.length * 8,
   ) {}
+
+  /**
+   * A count read from the input: `n` elements of at least one bit each must fit in what is left,
+   * so a bogus length cannot loop or allocate beyond the input.
+   */
+  count(n: number, what: string): void {
+    if (n > this.endBits - this.pos - this.charged) throw new PerError(`${what} of ${n} elements at bit ${this.pos} cannot fit in the ${this.endBits - this.pos} bits left`);
+  }
+  /** Charges `bits` for zero-width elements; throws once they exceed what the input could hold. */
+  charge(bits: number): void {
+    this.charged += bits;
+    if (this.pos + this.charged > this.endBits) throw new PerError(`more zero-width elements at bit ${this.pos} than the input has octets (each counts as one)`);
+  }
 
   need(n: number): void {
     if (this.pos + n > this.endBits) throw new PerError(`truncated: ${n} bits needed at bit ${this.pos} of ${this.endBits}`);
@@ -135,7 +152,9 @@ function openType<T>(r: BitReader, f: (inner: BitReader) => T): T {
   const parts: Buffer[] = [];
   readUnconstrainedLength(r, (n) => parts.push(r.octets(n)));
   const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-  return f(new BitReader(data, r.aligned));
+  const inner = new BitReader(data, r.aligned);
+  inner.depth = r.depth;
+  return f(inner);
 }
 
 function signedOctets(b: Buffer): bigint {
@@ -208,6 +227,8 @@ function readString(r: BitReader, t: Asn1Type): string {
   const size = t.size;
   let out = '';
   const chars = (n: number) => {
+    if (plan.b === 0) r.charge(8 * n);
+    else r.count(n, 'a string');
     for (let i = 0; i < n; i++) {
       const v = r.bits(plan.b);
       const code = plan.map ? plan.map[v] : v;
@@ -290,6 +311,7 @@ function readSequence(r: BitReader, b: Body): Record<string, unknown> {
   readMembers(r, root, out);
   if (extended) {
     const n = normallySmallLength(r);
+    r.count(n, 'an extension bitmap');
     const bits = Array.from({ length: n }, () => r.bit());
     for (let i = 0; i < n; i++) {
       if (!bits[i]) continue;
@@ -322,7 +344,12 @@ function readList(r: BitReader, t: Asn1Type): unknown[] {
   const out: unknown[] = [];
   const el = t.body.element!;
   readLength(r, t.size, (n) => {
-    for (let i = 0; i < n; i++) out.push(readValue(r, el));
+    r.count(n, 'a SEQUENCE OF / SET OF');
+    for (let i = 0; i < n; i++) {
+      const at = r.pos;
+      out.push(readValue(r, el));
+      if (r.pos === at) r.charge(8);
+    }
   });
   return out;
 }
@@ -391,17 +418,25 @@ function readEnum(r: BitReader, b: Body): string | number {
   return enumName(b, item.value);
 }
 
+/** A constructed value, one level deeper (recursive types must not recurse without end). */
+function nested<T>(r: BitReader, f: () => T): T {
+  if (++r.depth > MAX_DEPTH) throw new PerError(`values nested more than ${MAX_DEPTH} deep at bit ${r.pos}`);
+  const v = f();
+  r.depth--;
+  return v;
+}
+
 function readValue(r: BitReader, t: Asn1Type): unknown {
   const b = t.body;
   switch (b.kind) {
     case 'sequence':
     case 'set':
-      return readSequence(r, b);
+      return nested(r, () => readSequence(r, b));
     case 'choice':
-      return readChoice(r, b);
+      return nested(r, () => readChoice(r, b));
     case 'sequenceOf':
     case 'setOf':
-      return readList(r, t);
+      return nested(r, () => readList(r, t));
     case 'integer':
       return intValue(readInteger(r, t));
     case 'boolean':

@@ -16,6 +16,7 @@ import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { LocalExecutor } from '../daemon/executor.js';
 import { FileProcessedFiles, processedFilesPath } from '../engine/processed-files.js';
+import { decodeWatchOptions } from '../engine/decode-watch.js';
 import type { RunRecord } from '../engine/run-record.js';
 import type { RunProgress } from '../engine/runner.js';
 import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from '../engine/transform-state.js';
@@ -78,6 +79,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     nodeId: workerId,
     webhooks,
     stateDir,
+    decodeWatch: decodeWatchOptions(stateDir, settings),
     processed: (name) => {
       const local = new FileProcessedFiles(processedFilesPath(name, stateDir));
       return manager.configured ? managerProcessedFiles(manager, name, local, (path, body) => outbox.push({ path, body })) : local;
@@ -238,7 +240,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
         return reply.code(503).send({ detail: `worker ${workerId}: ${errorMessage(e)}` });
       }
     }
-    const loaded = loadPipelineText(body.yaml, { statefulTransforms: settings.STATEFUL_TRANSFORMS });
+    // Expanded here, with this worker's environment and SVC_CONFIG_ENV_ALLOW: the manager sends the YAML as written.
+    const loaded = loadPipelineText(body.yaml, { statefulTransforms: settings.STATEFUL_TRANSFORMS, envAllow: settings.CONFIG_ENV_ALLOW });
     if (!loaded.config) {
       const errs = loaded.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d));
       return reply.code(400).send({ detail: `invalid pipeline: ${errs.join('; ')}` });

@@ -3,13 +3,15 @@
 // passes one holding only the plugins its file names (src/cli/plugin-loader.ts), everything else
 // the full registry through load.ts.
 import { Cron } from 'croner';
+import { depthDiagnostic, expansionDiagnostic } from './yaml-bounds.js';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import type { AnyPlugin, PluginKind } from '../plugins/types.js';
 import { lintExpression } from '../plugins/common/expression.js';
 import { formatPath, type Diagnostic, type DiagnosticCode } from './diagnostics.js';
-import { interpolate, type UnsetVar } from './interpolate.js';
+import { interpolate, withExpansion, type Interpolated } from './interpolate.js';
 import { Definition, Pipeline, SINK_COMMON_KEYS, SinkCommon, type ComponentConfig, type PipelineConfig } from './pipeline-schema.js';
 import { checkAgainst, suggest, type SchemaIssue } from './schema-errors.js';
+import { readSetting } from '../settings.js';
 
 export type Registry = Record<PluginKind, ReadonlyMap<string, AnyPlugin>>;
 
@@ -21,6 +23,8 @@ export interface LoadOptions {
   registry?: Registry;
   /** Stateful transforms allowed (the daemon's SVC_STATEFUL_TRANSFORMS); default: from `env`. */
   statefulTransforms?: boolean;
+  /** The variables `${VAR}` may read (the daemon's SVC_CONFIG_ENV_ALLOW); default: from `env`. */
+  envAllow?: readonly string[];
 }
 
 export interface LoadResult {
@@ -83,6 +87,23 @@ export function positionOf(text: string, path: Path): { line: number; column: nu
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `${VAR}` references replaced; unset and refused variables reported (`hint`: how to fix an unset one). */
+function expand(c: Collector, raw: unknown, opts: Pick<LoadOptions, 'env' | 'envAllow'>, hint: (name: string) => string): Interpolated {
+  const env = opts.env ?? process.env;
+  const allow = opts.envAllow ?? readSetting('CONFIG_ENV_ALLOW', env);
+  const r = interpolate(raw, env, allow);
+  for (const u of r.unset) c.add('CFG_ENV_UNSET', u.path, `environment variable ${u.name} is not set${hint(u.name)}`);
+  const shown = allow.length ? allow.join(',') : 'empty';
+  for (const d of r.denied) {
+    c.add(
+      'CFG_ENV_DENIED',
+      d.path,
+      `environment variable ${d.name} may not be read by a pipeline (SVC_CONFIG_ENV_ALLOW is ${shown}${allow.includes('*') ? ": every variable but svc's own SVC_*" : ''}); use another variable, or have the operator add ${d.name} to SVC_CONFIG_ENV_ALLOW`,
+    );
+  }
+  return r;
+}
 
 /** Checks one component against its plugin; returns the defaulted component or undefined. */
 function checkComponent(
@@ -147,6 +168,9 @@ function checkSink(c: Collector, reg: Registry, path: Path, raw: unknown) {
 export function checkPipelineText(text: string, opts: LoadOptions & { registry: Registry }): LoadResult {
   const reg = opts.registry;
   const lc = new LineCounter();
+  // Before the document is composed, which recurses once per level.
+  const deep = depthDiagnostic(text);
+  if (deep) return { diagnostics: [deep] };
   const doc = parseDocument(text, { lineCounter: lc, prettyErrors: true, uniqueKeys: true });
   const c = new Collector(doc, lc);
   // Only the first syntax error: the ones after it are mostly echoes of it.
@@ -168,6 +192,9 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
     },
   });
   if (c.failed) return { diagnostics: c.diagnostics };
+  // Counted on the syntax tree: an alias bomb is refused before toJS() builds it.
+  const bomb = expansionDiagnostic(doc, text, lc);
+  if (bomb) return { diagnostics: [...c.diagnostics, bomb] };
 
   let raw: unknown;
   try {
@@ -176,9 +203,8 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
     c.add('CFG_YAML', [], (e as Error).message);
     return { diagnostics: c.diagnostics };
   }
-  const unset: UnsetVar[] = [];
-  raw = interpolate(raw, opts.env ?? process.env, unset);
-  for (const u of unset) c.add('CFG_ENV_UNSET', u.path, `environment variable ${u.name} is not set (set it, or write \${${u.name}:-default})`);
+  const expanded = expand(c, raw, opts, (name) => ` (set it, or write \${${name}:-default})`);
+  raw = expanded.value;
 
   if (!isObj(raw)) {
     c.add('CFG_YAML', [], `expected a mapping with 'version' and 'pipeline', got ${raw === null || raw === undefined ? 'an empty document' : typeof raw}`);
@@ -259,7 +285,9 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
     sinks,
     ...(dlq ? { dlq } : {}),
   } as PipelineConfig;
-  return { config, diagnostics: c.diagnostics };
+  // The config's paths are those under `pipeline`.
+  const written = expanded.expansion.written.filter((w) => w.path[0] === 'pipeline').map((w) => ({ ...w, path: w.path.slice(1) }));
+  return { config: withExpansion(config, { ...expanded.expansion, written }), diagnostics: c.diagnostics };
 }
 
 /**
@@ -267,15 +295,14 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
  * interpolated, defaults filled in). A sink's common fields (retry_count, condition...) are accepted
  * and ignored: a reachability check does not write.
  */
-export function checkComponentConfig(kind: 'source' | 'sink', raw: unknown, opts: Pick<LoadOptions, 'env'> & { registry: Registry }): { config?: ComponentConfig; diagnostics: Diagnostic[] } {
+export function checkComponentConfig(kind: 'source' | 'sink', raw: unknown, opts: Pick<LoadOptions, 'env' | 'envAllow'> & { registry: Registry }): { config?: ComponentConfig; diagnostics: Diagnostic[] } {
   const c = new Collector(undefined, new LineCounter());
-  const unset: UnsetVar[] = [];
-  const value = interpolate(raw, opts.env ?? process.env, unset);
-  for (const u of unset) c.add('CFG_ENV_UNSET', u.path, `environment variable ${u.name} is not set`);
+  const expanded = expand(c, raw, opts, () => '');
+  const value = expanded.value;
   if (!isObj(value) || typeof value.type !== 'string') {
     c.add('CFG_REQUIRED', ['type'], `a ${kind} config needs 'type'`);
     return { diagnostics: c.diagnostics };
   }
   const r = checkComponent(c, opts.registry, kind, [], value, kind === 'sink' ? SINK_COMMON_KEYS.filter((k) => k !== 'type') : []);
-  return c.failed || !r ? { diagnostics: c.diagnostics } : { config: r.value, diagnostics: c.diagnostics };
+  return c.failed || !r ? { diagnostics: c.diagnostics } : { config: withExpansion(r.value, expanded.expansion), diagnostics: c.diagnostics };
 }

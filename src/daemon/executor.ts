@@ -3,6 +3,7 @@
 // (standalone, and what a worker's agent runs); the manager mode's RemoteExecutor
 // (src/cluster/remote-executor.ts) dispatches it to a worker and waits for its run-complete.
 import type { PipelineConfig } from '../config/pipeline-schema.js';
+import type { DecodeWatchOptions } from '../engine/decode-watch.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
 import { runPipeline, type RunOptions, type RunProgress, type TransformStateIO } from '../engine/runner.js';
@@ -47,6 +48,8 @@ export interface LocalExecutorDeps {
   webhooks: WebhookHub;
   /** Durable state of running pipelines (webhook spools). */
   stateDir?: string;
+  /** The poison-input watch (src/engine/decode-watch.ts). */
+  decodeWatch?: DecodeWatchOptions;
   processed(pipeline: string): ProcessedFiles;
   /** Transform state of the pipeline, or undefined when it has no stateful transform. */
   state(config: PipelineConfig, log: Logger, runId: string): TransformStateIO | undefined;
@@ -66,6 +69,7 @@ export class LocalExecutor implements Executor {
       processed: this.deps.processed(job.name),
       breakers: job.breakers,
       services: { webhooks: this.deps.webhooks, stateDir: this.deps.stateDir },
+      decodeWatch: this.deps.decodeWatch,
       flush: job.flush,
       state: this.deps.state(job.config, job.log, job.runId),
       onTransformEvent: job.onTransformEvent,

@@ -11,6 +11,7 @@ import type { RunProgress } from '../engine/runner.js';
 import { LocalExecutor, type Executor, type RunJob } from './executor.js';
 import { forgetPipelineFiles } from './forget-pipeline.js';
 import { stateConfigHash, statefulTransforms, storeStateIO } from '../engine/transform-state.js';
+import { decodeWatchOptions } from '../engine/decode-watch.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
 import type { WebhookHub } from '../engine/webhook-hub.js';
@@ -19,7 +20,8 @@ import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import { startRunSpan, type Tracer } from '../observability/tracing.js';
 import type { Settings } from '../settings.js';
-import { DbProcessedFiles, isDatabaseUnavailable } from '../store/index.js';
+import { DbProcessedFiles, isDatabaseUnavailable, PipelineConflictError } from '../store/index.js';
+import { KeyedMutex } from '../store/util.js';
 import type { RunToStore, Store, StoredPipeline } from '../store/types.js';
 import { createHash, randomUUID } from 'node:crypto';
 
@@ -128,6 +130,15 @@ export const restartDelayMs = (attempt: number) => Math.min(60_000, 1000 * 2 ** 
 
 export class PipelineManager {
   private readonly pipelines = new Map<string, Managed>();
+  /**
+   * Writes of one name (register, update, remove, rollback) take turns: each commits its database
+   * transaction, then changes the registry, before the next starts, so the registry follows the
+   * commits in their order. Across processes (two managers on one database) the transaction's row
+   * lock is the authority (SqlPipelineStore).
+   */
+  private readonly writes = new KeyedMutex();
+  /** Stored pipelines restore() skipped as invalid: a POST of the name replaces the row (it is not a duplicate). */
+  private readonly unloadable = new Set<string>();
   private closing = false;
   private readonly executor: Executor;
 
@@ -139,6 +150,7 @@ export class PipelineManager {
         nodeId: settings.NODE_ID,
         webhooks,
         stateDir,
+        decodeWatch: stateDir ? decodeWatchOptions(stateDir, settings) : undefined,
         processed: (name) => new DbProcessedFiles(store.processed, name),
         state: (config, log) => (statefulTransforms(config).length ? storeStateIO(store.transformState, config.name, stateConfigHash(config), log) : undefined),
       });
@@ -160,7 +172,7 @@ export class PipelineManager {
 
   /** Validates YAML; a ManagerError(400) lists every problem. */
   parse(yaml: string, file?: string): PipelineConfig {
-    const r = loadPipelineText(yaml, { file, statefulTransforms: this.deps.settings.STATEFUL_TRANSFORMS });
+    const r = loadPipelineText(yaml, { file, statefulTransforms: this.deps.settings.STATEFUL_TRANSFORMS, envAllow: this.deps.settings.CONFIG_ENV_ALLOW });
     if (!r.config) {
       const errs = r.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d, file));
       throw new ManagerError(400, `invalid pipeline: ${errs.join('; ')}`);
@@ -177,6 +189,7 @@ export class PipelineManager {
         const last = latest.get(sp.name);
         if (last && !m.lastRun) m.lastRun = { at: last.finished_at ?? last.started_at, status: last.status };
       } catch (e) {
+        this.unloadable.add(sp.name);
         this.deps.log.error({ pipeline: sp.name, err: errorMessage(e) }, 'stored pipeline no longer valid; skipped');
       }
     }
@@ -222,29 +235,53 @@ export class PipelineManager {
   /** Registers YAML (validated here unless the caller already has its `config`). */
   async register(yaml: string, opts: { origin: 'api' | 'file'; file?: string; replace?: boolean; config?: PipelineConfig } = { origin: 'api' }): Promise<Managed> {
     const config = opts.config ?? this.parse(yaml, opts.file);
-    const existing = this.pipelines.get(config.name);
-    if (existing && !opts.replace) throw new ManagerError(409, `pipeline '${config.name}' is already registered; use PUT /api/pipelines/${config.name} to replace it`);
-    // Saved first: when the database is unavailable the running pipeline is left untouched.
-    const sp = await this.deps.store.pipelines.save({ name: config.name, yaml, origin: opts.origin, file: opts.file ?? null });
+    return this.writes.run(config.name, () => this.registerNow(yaml, config, opts, opts.replace || this.unloadable.has(config.name) ? 'upsert' : 'create'));
+  }
+
+  /** register() and update() inside the name's turn; `mode` is what the database row must allow. */
+  private async registerNow(yaml: string, config: PipelineConfig, opts: { origin: 'api' | 'file'; file?: string; replace?: boolean }, mode: 'create' | 'update' | 'upsert'): Promise<Managed> {
+    const name = config.name;
+    const taken = () => new ManagerError(409, `pipeline '${name}' is already registered; use PUT /api/pipelines/${name} to replace it`);
+    const existing = this.pipelines.get(name);
+    if (existing && !opts.replace) throw taken();
+    let sp: StoredPipeline;
+    try {
+      // Saved first: when the database is unavailable the running pipeline is left untouched.
+      sp = await this.deps.store.pipelines.save({ name, yaml, origin: opts.origin, file: opts.file ?? null, mode });
+    } catch (e) {
+      if (!(e instanceof PipelineConflictError)) throw e;
+      if (e.reason === 'exists') throw taken();
+      // Deleted in the database by another manager: this registry follows it.
+      if (existing) await this.unregister(existing);
+      throw new ManagerError(404, `pipeline '${name}' not found (it was deleted meanwhile); register it again with POST /api/pipelines`);
+    }
     if (existing) await this.halt(existing);
-    const m = this.install(sp, config, existing);
-    return m;
+    return this.install(sp, config, existing);
   }
 
   /** PUT: replaces the config of an existing pipeline (stopped, re-registered, restarted if enabled). */
   async update(name: string, yaml: string): Promise<Managed> {
-    const current = this.get(name);
+    this.get(name); // an unknown name is a 404 before its YAML is judged
     const config = this.parse(yaml);
     if (config.name !== name) throw new ManagerError(400, `the YAML names pipeline '${config.name}', not '${name}'; a pipeline cannot be renamed in place`);
-    return this.register(yaml, { origin: current.origin === 'file' ? 'file' : 'api', file: current.file ?? undefined, replace: true, config });
+    return this.writes.run(name, () => {
+      // Read again in the name's turn: a write before this one may have replaced or deleted it.
+      const current = this.get(name);
+      return this.registerNow(yaml, config, { origin: current.origin === 'file' ? 'file' : 'api', file: current.file ?? undefined, replace: true }, 'update');
+    });
   }
 
-  async remove(name: string) {
-    const p = this.get(name);
-    await this.halt(p);
-    this.pipelines.delete(name);
-    this.deps.onConfig?.(name, undefined);
+  remove(name: string): Promise<void> {
+    return this.writes.run(name, () => this.removeNow(name));
+  }
+
+  private async removeNow(name: string) {
+    // A stored pipeline restore() could not load has rows and nothing to stop.
+    const p = this.unloadable.has(name) ? undefined : this.get(name);
+    // The rows first: when the database is unavailable the pipeline stays as it was.
     await this.deps.store.pipelines.delete(name);
+    this.unloadable.delete(name);
+    if (p) await this.unregister(p);
     await this.deps.store.alerts.removeAll(name);
     await this.deps.store.processed.clear(name);
     await this.deps.store.transformState.clear(name);
@@ -253,15 +290,27 @@ export class PipelineManager {
     this.deps.metrics.forget(name);
   }
 
-  async rollback(name: string, version: number): Promise<Managed> {
-    const p = this.get(name);
-    const yaml = await this.deps.store.pipelines.versionYaml(name, version);
-    if (yaml === undefined) throw new ManagerError(404, `pipeline '${name}' has no version ${version}; see GET /api/pipelines/${name}/versions`);
-    const config = this.parse(yaml);
+  /** Takes a pipeline whose rows are gone out of the registry, then stops it. */
+  private async unregister(p: Managed) {
+    this.pipelines.delete(p.name);
+    this.deps.onConfig?.(p.name, undefined);
     await this.halt(p);
-    await this.deps.store.pipelines.activate(name, version);
-    const sp = (await this.deps.store.pipelines.get(name))!;
-    return this.install(sp, config, p);
+  }
+
+  rollback(name: string, version: number): Promise<Managed> {
+    return this.writes.run(name, async () => {
+      const p = this.get(name);
+      const missing = () => new ManagerError(404, `pipeline '${name}' has no version ${version}; see GET /api/pipelines/${name}/versions`);
+      const yaml = await this.deps.store.pipelines.versionYaml(name, version);
+      if (yaml === undefined) throw missing();
+      const config = this.parse(yaml);
+      // Activated first: when the database is unavailable the running pipeline is left untouched.
+      if (!(await this.deps.store.pipelines.activate(name, version))) throw missing();
+      const sp = await this.deps.store.pipelines.get(name);
+      if (!sp) throw missing();
+      await this.halt(p);
+      return this.install(sp, config, p);
+    });
   }
 
   async start(name: string): Promise<Managed> {
@@ -470,6 +519,7 @@ export class PipelineManager {
       lastRun: previous?.lastRun,
     };
     this.pipelines.set(m.name, m);
+    this.unloadable.delete(m.name);
     if (previous?.service) m.service = previous.service;
     this.deps.onConfig?.(m.name, config);
     if (config.enabled && config.schedule.type !== 'manual') this.schedule(m);

@@ -11,6 +11,8 @@ export interface Chunk {
   records?: Rec[];
   header?: Buffer;
   firstLine: number;
+  /** The chunk is not to be decoded: its bytes are a parse error with this reason (a line past the line ceiling). */
+  error?: string;
 }
 
 export interface ChunkOptions {
@@ -18,7 +20,15 @@ export interface ChunkOptions {
   targetBytes: number;
   /** record_chunk_size: at most this many lines per chunk. */
   maxLines?: number;
+  /** A line (a CSV record, quotes and all) longer than this is handed on cut, as a chunk of its own (default MAX_LINE_BYTES). */
+  maxLineBytes?: number;
 }
+
+/**
+ * The longest line held whole: past it, what was read of the line goes on as a chunk of its own,
+ * which its decoder reports as a parse error (an unterminated quote runs to the end of the input).
+ */
+export const MAX_LINE_BYTES = 64 << 20;
 
 const NL = 0x0a;
 
@@ -90,6 +100,7 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
     return;
   }
   const quote = framing.quote ? framing.quote.charCodeAt(0) : undefined;
+  const maxLineBytes = opts.maxLineBytes ?? MAX_LINE_BYTES;
   let headerLinesLeft = framing.headerLines ?? 0;
   let header: Buffer | undefined;
   let pending: Buffer = Buffer.alloc(0);
@@ -99,9 +110,60 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
     pending = pending.subarray(end);
     return out;
   };
+  // A line longer than the chunk target: its parts wait here, each new part scanned once for the
+  // line's end (with the quote state carried over), instead of joining and rescanning everything
+  // read so far at every read (quadratic: a 100 MB unterminated CSV quote took minutes). A line
+  // past maxLineBytes goes on in pieces marked as errors, up to its end: none of it is decoded.
+  let long: Buffer[] | undefined;
+  let longBytes = 0;
+  let cut = false;
+  let inQuote = false;
+  /** Offset just past the end of the line in `b` (a newline outside quotes), or -1. */
+  const lineEnd = (b: Buffer): number => {
+    if (quote === undefined) {
+      const i = b.indexOf(NL);
+      return i === -1 ? -1 : i + 1;
+    }
+    for (let i = 0; i < b.length; i++) {
+      const c = b[i];
+      if (c === quote) inQuote = !inQuote;
+      else if (c === NL && !inQuote) return i + 1;
+    }
+    return -1;
+  };
+  const tooLong = `a line longer than ${maxLineBytes} bytes: cut, and not decoded (a CSV quote that is never closed runs to the end of the input)`;
+  // A line that came whole in one read is held already; it is refused the same, so the outcome does not depend on read sizes.
+  // (A chunk above the target is a single line: cuts are made before the target otherwise.)
+  const overLong = (data: Buffer) => data.length > Math.max(maxLineBytes, opts.targetBytes);
+  const cutPiece = (parts: Buffer[]): Chunk => {
+    const data = Buffer.concat(parts);
+    const c = { data, header, firstLine: line, error: tooLong };
+    line += countLines(data);
+    return c;
+  };
 
   for await (const b of stream) {
-    pending = pending.length ? Buffer.concat([pending, b]) : b;
+    if (long) {
+      const end = lineEnd(b);
+      if (end === -1) {
+        long.push(b);
+        longBytes += b.length;
+        if (longBytes > maxLineBytes) {
+          yield cutPiece(long);
+          long = [];
+          longBytes = 0;
+          cut = true;
+        }
+        continue;
+      }
+      if (cut) {
+        // The rest of a line that was cut: an error too, then on with what follows it.
+        yield cutPiece([...long, b.subarray(0, end)]);
+        pending = b.subarray(end);
+      } else pending = Buffer.concat([...long, b]);
+      long = undefined;
+      cut = false;
+    } else pending = pending.length ? Buffer.concat([pending, b]) : b;
     while (headerLinesLeft > 0) {
       const end = cutPoint(pending, pending.length, quote, 1);
       if (end === -1) break;
@@ -111,8 +173,8 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
       headerLinesLeft--;
       line += countLines(h); // a quoted CSV header may span several lines
     }
-    if (headerLinesLeft > 0) continue;
-    for (;;) {
+    // (Header lines still to come: nothing to cut yet.)
+    for (; headerLinesLeft === 0; ) {
       let end: number;
       if (opts.maxLines !== undefined) {
         end = cutPoint(pending, opts.targetBytes, quote, opts.maxLines);
@@ -124,12 +186,30 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
       }
       if (end === -1) break; // one line longer than the target: wait for its end
       const data = take(end);
+      if (overLong(data)) {
+        yield cutPiece([data]);
+        continue;
+      }
       yield { data, header, firstLine: line };
       line += countLines(data);
     }
+    if (pending.length >= opts.targetBytes) {
+      // Still no complete line in a chunk's worth of bytes: one long line, read on part by part.
+      inQuote = false;
+      if (lineEnd(pending) === -1) {
+        long = [pending];
+        longBytes = pending.length;
+        pending = Buffer.alloc(0);
+      }
+    }
   }
+  if (long && cut) {
+    if (longBytes) yield cutPiece(long);
+    return;
+  }
+  if (long) pending = Buffer.concat(long);
   // The rest (the last line may lack its newline). A file that is only a header yields nothing.
-  if (pending.length && headerLinesLeft === 0) yield { data: pending, header, firstLine: line };
+  if (pending.length && headerLinesLeft === 0) yield overLong(pending) ? cutPiece([pending]) : { data: pending, header, firstLine: line };
 }
 
 /** Message units: whole messages grouped into chunks of about `targetBytes`, never split. */

@@ -15,9 +15,9 @@ export interface ChunkExecutor {
   threads?(): Worker[];
 }
 
-export function inlineExecutor(plan: ChunkPlan): ChunkExecutor {
+export function inlineExecutor(plan: ChunkPlan, onMessage?: (index: number) => void): ChunkExecutor {
   return {
-    run: async (input) => processChunk(plan, input, { keepRecords: true }),
+    run: async (input) => processChunk(plan, input, { keepRecords: true, onMessage }),
     close: async () => {},
   };
 }
@@ -26,6 +26,9 @@ export function inlineExecutor(plan: ChunkPlan): ChunkExecutor {
 const here = new URL(import.meta.url);
 const fromSource = here.pathname.endsWith('.ts');
 const workerFile = new URL(fromSource ? './chunk-worker.ts' : './chunk-worker.js', here);
+
+/** Heap of a chunk worker thread: far above what a chunk of 512 KiB (or one message) can need. */
+const WORKER_HEAP_MB = 2048;
 
 /** Chunks a worker holds (one running, one waiting) before this thread takes one: a worker never idles while the main thread reads, writes or processes. */
 const WORKER_QUEUE = 2;
@@ -37,7 +40,7 @@ const WORKER_QUEUE = 2;
  * and writing does not compete with N busy workers: measured on 2 cores, N workers plus an I/O-only
  * main thread ran 2 threads barely faster than 1 (docs/benchmarks.md).
  */
-export function sharedExecutor(plan: ChunkPlan, config: PipelineConfig, threads: number): ChunkExecutor {
+export function sharedExecutor(plan: ChunkPlan, config: PipelineConfig, threads: number, onMessage?: (index: number) => void): ChunkExecutor {
   const workers = threads - 1;
   const pool = new Piscina({
     filename: workerFile.href,
@@ -48,6 +51,9 @@ export function sharedExecutor(plan: ChunkPlan, config: PipelineConfig, threads:
     idleTimeout: 30_000,
     workerData: { config, wantsRecords: plan.sinks.map((s) => s.wantsRecords) },
     execArgv: fromSource ? [...process.execArgv, '--import', 'tsx'] : process.execArgv,
+    // A chunk that runs a worker's heap out ends that worker only (ERR_WORKER_OUT_OF_MEMORY), not
+    // the process: the runner dead-letters it as `crashed the decoder`.
+    resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
     // An idle worker waits in Atomics.wait by default, which also stops its event loop: the plan
     // that loads asynchronously at start (src/engine/chunk-worker.ts) would never finish.
     atomics: 'disabled',
@@ -61,7 +67,7 @@ export function sharedExecutor(plan: ChunkPlan, config: PipelineConfig, threads:
   });
   const ready = () => (loaded.size === 0 ? 0 : pool.threads.filter((w) => loaded.has(w.threadId)).length);
   let busy = 0;
-  const inline = (input: ChunkInput) => processChunk(plan, input, { keepRecords: true, stopAt: plan.mainFrom });
+  const inline = (input: ChunkInput) => processChunk(plan, input, { keepRecords: true, stopAt: plan.mainFrom, onMessage });
   return {
     threads: () => pool.threads,
     run: (input) => {

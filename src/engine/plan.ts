@@ -6,6 +6,7 @@ import type { Registry } from '../config/load.js';
 import { compile, type CompiledExpr } from '../expr/index.js';
 import type { Decoder, Encoder, SerializerPlugin, Transform, TransformContext, TransformPlugin } from '../plugins/types.js';
 import { silentLogger, type Logger } from '../observability/log.js';
+import { readSetting } from '../settings.js';
 
 /**
  * A transform that knows how to name itself in messages (`transforms[2] (cast)`) and in stored
@@ -38,7 +39,19 @@ export interface ChunkPlan {
   mainFrom?: number;
   /** serializer_in is `json`: records a source parsed itself (SourceUnit.records) need no decoding. */
   decodesJson: boolean;
+  /** The ceiling of each decode call (one message, chunk or split piece): see decodeBounded. */
+  limits: DecodeLimits;
 }
+
+export interface DecodeLimits {
+  /** Records one input may give; an input of more bytes may give as many as it has bytes. */
+  maxRecords: number;
+  /** About this many bytes of records (as JSON) one input may give. */
+  maxBytes: number;
+}
+
+/** The limits from SVC_DECODE_MAX_* (read where the plan is built: in worker threads too, from their environment). */
+export const decodeLimits = (): DecodeLimits => ({ maxRecords: readSetting('DECODE_MAX_RECORDS_PER_INPUT'), maxBytes: readSetting('DECODE_MAX_BYTES_PER_INPUT') });
 
 function plugin<T>(reg: Registry, kind: keyof Registry, type: string): T {
   const p = reg[kind].get(type);
@@ -86,7 +99,7 @@ export async function resolveSerializers(config: PipelineConfig, reg: Registry, 
 }
 
 /** `registry`: the full one, or a worker's (only the plan's serializers and transforms, with `wantsRecords`). */
-export function buildPlan(config: PipelineConfig, opts: { registry: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count'] }): ChunkPlan {
+export function buildPlan(config: PipelineConfig, opts: { registry: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count']; limits?: DecodeLimits }): ChunkPlan {
   const reg = opts.registry;
   const log = opts.log ?? silentLogger;
   const ser = plugin<SerializerPlugin>(reg, 'serializer', config.serializer_in.type);
@@ -106,6 +119,7 @@ export function buildPlan(config: PipelineConfig, opts: { registry: Registry; lo
   return {
     decoder: ser.decoder(config.serializer_in as never),
     decodesJson: ser.key === 'json',
+    limits: opts.limits ?? decodeLimits(),
     chain,
     sinks: sinkPlans,
     copyForSinks: sinks.length > 1 && sinks.some((s) => s.chain.length > 0),

@@ -2,7 +2,7 @@
 // condition, sink transforms and encoding. Pure (no I/O), so it runs the same inline and in a worker
 // thread; its output is plain data that crosses threads by structured clone.
 import { truthy } from '../expr/index.js';
-import type { DrainPoint, Rec, RecordContext, SourceMeta } from '../plugins/types.js';
+import type { DecodeInput, DecodeOut, DrainPoint, Rec, RecordContext, SourceMeta } from '../plugins/types.js';
 import type { ChunkPlan, LabeledTransform } from './plan.js';
 
 const NO_BYTES = new Uint8Array(0);
@@ -19,6 +19,8 @@ export interface ChunkInput {
   meta: SourceMeta;
   /** performance.now() when the chunk was read (main thread only; for the chunk duration metric). */
   readAt?: number;
+  /** Not to be decoded: `data` is a parse error with this reason (a line past the chunker's line ceiling). */
+  error?: string;
 }
 
 export interface StageError {
@@ -114,9 +116,106 @@ export interface ProcessOptions {
    * threads of a plan whose chain holds records from there on: the main thread goes on).
    */
   stopAt?: number;
+  /** Told the index of each message as its decoding starts, and -1 once decoding is over (the decode watch). */
+  onMessage?: (index: number) => void;
 }
 
 const emptyOutput = (): ChunkOutput => ({ recordsIn: 0, produced: 0, parseErrors: [], transformErrors: [], notes: [], sinks: [] });
+
+/** Stops a decoder at the ceiling (thrown from DecodeOut.record, caught in decodeBounded). */
+const CEILING = Symbol('decode ceiling');
+
+/** Every this many records (on average, at random) one is measured for the byte estimate. */
+const SAMPLE_EVERY = 64;
+
+/**
+ * Decodes one input (a message, a chunk or a split piece) under the ceiling of the plan's limits:
+ * at most max(maxRecords, input bytes) records and about maxBytes of them (their JSON size,
+ * estimated from records drawn at random: measuring each would cost the hot path). Past either,
+ * or when the decoder throws, the whole input is one parse error with its raw bytes: the records
+ * it gave so far are dropped, so the dead-letter entry holds all of that input and nothing of it is
+ * delivered twice after a replay.
+ */
+function decodeBounded(plan: ChunkPlan, input: DecodeInput, decoded: Rec[], out: ChunkOutput, note: (m: string) => void): void {
+  const { maxRecords: recordLimit, maxBytes } = plan.limits;
+  const from = decoded.length;
+  const errorsFrom = out.parseErrors.length;
+  const maxRecords = Math.max(recordLimit, input.data.length);
+  let count = 0;
+  let nextSample = 0;
+  let sampled = 0;
+  let sampledBytes = 0;
+  let failure: string | undefined;
+  const fail = (why: string): never => {
+    failure ??= why;
+    throw CEILING;
+  };
+  const sink: DecodeOut = {
+    record: (r) => {
+      if (failure !== undefined) throw CEILING;
+      decoded.push(r);
+      if (++count > maxRecords) fail(`more than ${maxRecords} records from one input (SVC_DECODE_MAX_RECORDS_PER_INPUT, at least one per input byte)`);
+      if (count > nextSample) {
+        nextSample = count + 1 + Math.floor(Math.random() * (2 * SAMPLE_EVERY - 1));
+        sampled++;
+        sampledBytes += jsonSizeUpTo(r, maxBytes);
+        const estimate = (sampledBytes / sampled) * count;
+        if (estimate > maxBytes) fail(`its records come to about ${Math.round(estimate / 1048576)} MiB, more than ${Math.round(maxBytes / 1048576)} MiB from one input (SVC_DECODE_MAX_BYTES_PER_INPUT)`);
+      }
+    },
+    error: (message, raw) => {
+      if (failure === undefined) out.parseErrors.push({ message, raw: toBytes(raw) });
+    },
+    note,
+  };
+  try {
+    plan.decoder.decode(input, sink);
+  } catch (e) {
+    if (e !== CEILING) failure ??= `the decoder failed: ${errorText(e)}`;
+  }
+  if (failure === undefined) return;
+  decoded.length = from;
+  out.parseErrors.length = errorsFrom;
+  const what = input.header ? 'piece' : 'input';
+  const advice = failure.includes('(SVC_DECODE_MAX_') ? '; if the data is genuine, raise the setting' : '';
+  out.parseErrors.push({ message: `${failure}: the whole ${what} is dead-lettered, none of its records delivered${advice}`, raw: input.data });
+}
+
+/**
+ * The size of `v` as JSON, about (no escapes counted), walked without recursion; stops counting
+ * past `cap`.
+ */
+export function jsonSizeUpTo(v: unknown, cap: number): number {
+  let size = 0;
+  const stack: unknown[] = [v];
+  while (stack.length > 0 && size <= cap) {
+    const x = stack.pop();
+    switch (typeof x) {
+      case 'string':
+        size += x.length + 3;
+        break;
+      case 'object':
+        if (x === null) size += 5;
+        else if (Array.isArray(x)) {
+          size += 2 + x.length;
+          if (size > cap) break; // a huge array is not pushed only to be passed over
+          for (let i = 0; i < x.length; i++) stack.push(x[i]);
+        } else if (ArrayBuffer.isView(x)) size += x.byteLength * 2;
+        else {
+          size += 2;
+          for (const k in x as Rec) {
+            size += k.length + 4;
+            if (size > cap) break;
+            stack.push((x as Rec)[k]);
+          }
+        }
+        break;
+      default:
+        size += 8; // numbers, booleans, bigints
+    }
+  }
+  return size;
+}
 
 export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOptions): ChunkOutput {
   const out = emptyOutput();
@@ -125,15 +224,17 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
   // 1. decode
   // Records a source parsed itself are not decoded again (and not changed here: the array is only read).
   const decoded: Rec[] = input.records ?? [];
-  const sink = {
-    record: (r: Rec) => decoded.push(r),
-    error: (message: string, raw: Buffer | string) => out.parseErrors.push({ message, raw: toBytes(raw) }),
-    note: ctx.note,
-  };
   if (input.messages) {
-    for (const m of input.messages) plan.decoder.decode({ data: asBuffer(m), firstLine: 1 }, sink);
+    const told = opts.onMessage;
+    for (let i = 0; i < input.messages.length; i++) {
+      told?.(i);
+      decodeBounded(plan, { data: asBuffer(input.messages[i]!), firstLine: 1 }, decoded, out, ctx.note);
+    }
+    told?.(-1);
+  } else if (input.error) {
+    out.parseErrors.push({ message: input.error, raw: input.data });
   } else if (!input.records && (input.data.length > 0 || input.header)) {
-    plan.decoder.decode({ data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, sink);
+    decodeBounded(plan, { data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, decoded, out, ctx.note);
   }
   out.recordsIn = decoded.length + out.parseErrors.length;
 

@@ -7,8 +7,9 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
+import { expansionOf } from '../config/interpolate.js';
 import { errorMessage } from '../errors.js';
-import { silentLogger, type Logger } from '../observability/log.js';
+import { maskedLogger, silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { ConnectionState, DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
 import { GaveUpError } from '../plugins/common/connector/reconnect.js';
@@ -16,6 +17,7 @@ import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
 import { chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
 import { DeadLetterQueue, type Envelope, type SinkSlot, type Stage } from './dlq.js';
 import { inlineExecutor, sharedExecutor, type ChunkExecutor } from './executor.js';
+import { DecodeWatch, forget, quarantineReason, readSuspects, SuspectMatcher, type DecodeWatchOptions, type Suspect } from './decode-watch.js';
 import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan, type LabeledTransform } from './plan.js';
 import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
 
@@ -51,6 +53,8 @@ export interface RunOptions {
   onChunkDelivered?: (seconds: number) => void;
   /** Chunks in flight after each submit (rule 3; the svc_stream_queue_depth gauge). */
   onQueueDepth?: (depth: number) => void;
+  /** The poison-input watch (issue 28): where suspects are noted, and its thresholds. */
+  decodeWatch?: DecodeWatchOptions;
   /** Daemon services handed to plugins (the webhook hub). */
   services?: PluginContext['services'];
   /** Bytes per chunk (default 512 KiB). */
@@ -82,6 +86,8 @@ export interface TransformStateIO {
 
 interface UnitState {
   unit: SourceUnit;
+  /** Suspects of the decode watch found in this unit: forgotten once the unit is delivered. */
+  suspects: Set<Suspect>;
   /** Records that neither reached a sink nor the DLQ: the unit must stay where it is. */
   undelivered: number;
   /** Reading stopped before the end of the unit. */
@@ -132,6 +138,9 @@ class PipelineRun {
   private sinks: SinkSlot[] = [];
   private dlq?: DeadLetterQueue;
   private limiter?: TokenBucket;
+  private watch?: DecodeWatch;
+  /** Inputs noted by an earlier process's decode watch, to be set aside when they come again. */
+  private suspects?: SuspectMatcher;
   /** Units read but not yet finalized. */
   private readonly open = new Set<UnitState>();
   /** A graceful stop cut the input short. */
@@ -144,8 +153,10 @@ class PipelineRun {
   constructor(public config: PipelineConfig, readonly opts: RunOptions) {
     this.runId = opts.runId ?? randomUUID();
     this.reg = opts.registry ?? defaultRegistry;
-    this.log = (opts.log ?? silentLogger).child({ pipeline: config.name, run_id: this.runId });
-    this.redact = pipelineRedactor(config, this.reg);
+    const secrets = pipelineSecrets(config, this.reg);
+    this.redact = redactor(secrets);
+    // Every line of the run, the plugins' own included, goes out masked.
+    this.log = maskedLogger((opts.log ?? silentLogger).child({ pipeline: config.name, run_id: this.runId }), secrets);
     // Every request a plugin has in flight listens for this abort (an InfluxDB sink writing for 200
     // polled targets at once has hundreds): not a leak, so no MaxListenersExceededWarning.
     setMaxListeners(0, this.hard.signal);
@@ -185,13 +196,20 @@ class PipelineRun {
       await Promise.all(this.allTransforms().map((t) => t.open?.()));
       // Worker threads boot (load modules) while the sinks open and the source lists its input.
       const threads = this.config.thread_workers;
-      executor = threads > 1 ? sharedExecutor(this.plan, this.config, threads) : inlineExecutor(this.plan);
+      const watching = this.opts.decodeWatch;
+      if (watching) {
+        this.watch = new DecodeWatch(watching, this.config.name);
+        const suspects = readSuspects(watching.dir, this.config.name);
+        if (suspects.length) this.suspects = new SuspectMatcher(suspects);
+      }
+      const onMessage = this.watch && ((i: number) => this.watch!.at(i));
+      executor = threads > 1 ? sharedExecutor(this.plan, this.config, threads, onMessage) : inlineExecutor(this.plan, onMessage);
       const srcPlugin = this.reg.source.get(this.config.source.type) as SourcePlugin;
       source = srcPlugin.create(this.config.source as never, { ...ctx, ...this.component('source', this.config.source.type) });
       this.sinks = this.config.sinks.map((cfg, i) => this.slot(cfg, sinkLabel(cfg, i), ctx));
       if (this.config.dlq) {
         const slot = this.slot(this.config.dlq, sinkLabel(this.config.dlq, 'dlq'), ctx, { type: 'ndjson' });
-        this.dlq = new DeadLetterQueue(slot, { pipeline: this.config.name, runId: this.runId, log: this.log, signal: this.hard.signal });
+        this.dlq = new DeadLetterQueue(slot, { pipeline: this.config.name, runId: this.runId, log: this.log, signal: this.hard.signal, redact: this.redact });
       }
       const info = { runId: this.runId, pipeline: this.config.name, startedAt: this.startedAt };
       await Promise.all([...this.sinks.map((s) => s.sink.open?.(info)), this.dlq?.open(info)]);
@@ -211,7 +229,7 @@ class PipelineRun {
       };
 
       for await (const unit of source.units(this.opts.signal ?? this.hard.signal)) {
-        const state: UnitState = { unit, undelivered: 0, partial: false, finished: false };
+        const state: UnitState = { unit, undelivered: 0, partial: false, finished: false, suspects: new Set() };
         open.add(state);
         this.units++;
         try {
@@ -223,10 +241,12 @@ class PipelineRun {
               this.interrupted ||= this.stopped;
               break;
             }
-            const input: ChunkInput = { data: chunk.data, messages: chunk.messages, records: chunk.records, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta, readAt: performance.now() };
+            let input: ChunkInput | undefined = { data: chunk.data, messages: chunk.messages, records: chunk.records, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta, readAt: performance.now(), error: chunk.error };
+            if (this.suspects) input = this.setAside(input, state);
+            if (!input) continue;
             // Inline, transforms that hold records must see a chunk after the previous unit's drain:
             // such chunks are processed in delivery order, not when read.
-            const result = inOrder ? undefined : executor.run(input);
+            const result = inOrder ? undefined : this.watched(state, input, () => executor!.run(input));
             result?.catch(() => {}); // awaited in order by the delivery chain
             this.queuedChunks++;
             const delivered = () => {
@@ -316,6 +336,17 @@ class PipelineRun {
     }
   }
 
+  /** Processing of a chunk on this thread, under the decode watch when there is one. */
+  private watched<T>(state: UnitState, input: ChunkInput, process: () => T): T {
+    if (!this.watch) return process();
+    this.watch.begin(`${this.unitName(state.unit)} (${this.config.name})`, input.data, input.messages);
+    try {
+      return process();
+    } finally {
+      this.watch.end();
+    }
+  }
+
   private unitName(unit: SourceUnit) {
     return unit.meta.source_filename ?? unit.meta.source_path ?? 'input';
   }
@@ -333,13 +364,22 @@ class PipelineRun {
   private async deliverChunk(input: ChunkInput, result: Promise<ChunkOutput> | undefined, unit: UnitState) {
     let out: ChunkOutput;
     try {
-      out = result ? await result : processChunk(this.plan, input, { keepRecords: true });
+      out = result ? await result : this.watched(unit, input, () => processChunk(this.plan, input, { keepRecords: true, onMessage: this.watch && ((i) => this.watch!.at(i)) }));
       // A worker did the chain up to the first holding transform; the rest runs here, in order.
       if (out.rest) out = continueChunk(this.plan, out, input.meta);
     } catch (e) {
-      // The chunk could not be processed at all (worker crash): its records are not delivered.
-      unit.undelivered++;
+      // The chunk could not be processed at all: a worker thread died on it (its heap ran out). It
+      // would kill the next worker too, so it is dead-lettered; without a DLQ it stays in the unit.
       this.counters.note(`${this.unitName(unit.unit)}: chunk processing failed: ${errorMessage(e)}`);
+      if (!this.dlqActive) {
+        unit.undelivered++;
+        return;
+      }
+      const dead: Envelope[] = [];
+      const raws = input.messages ?? [input.header ? Buffer.concat([input.header, input.data]) : input.data];
+      this.counters.records_in += raws.length;
+      for (const raw of raws) this.recordFailure('parse', { message: `crashed the decoder: ${errorMessage(e)}`, raw }, unit, dead);
+      await this.sendDead(dead, input, unit);
       return;
     }
     if (this.abortError) {
@@ -439,7 +479,8 @@ class PipelineRun {
       if (this.config.on_error === 'abort') return this.abort(lost.values().next().value!);
       if (this.dlqActive) {
         const records = recordsFor(i);
-        for (const [k, why] of lost) dead.push(this.dlq!.envelope('sink', why, records[k]!));
+        // In the records' order, whatever order the peer named its refusals in (a DLQ read back lists them so).
+        for (const [k, why] of [...lost].sort((a, b) => a[0] - b[0])) dead.push(this.dlq!.envelope('sink', why, records[k]!));
       } else unit.undelivered += lost.size;
     };
 
@@ -460,14 +501,52 @@ class PipelineRun {
       const why = reasons.length ? reasons.join('; ') : out.produced === 0 ? 'no record passed the transforms' : 'no record matched a sink condition';
       c.note(`no sink wrote the batch of ${out.recordsIn} records from ${this.unitName(unit.unit)}: ${why}`);
     }
-    if (dead.length) {
-      const ok = await this.dlq!.send(dead, input.meta);
-      if (ok) c.dlq_count += dead.length;
-      else {
-        unit.undelivered += dead.length;
-        c.note(`dead-letter write failed: ${dead.length} records kept in ${this.unitName(unit.unit)} for the next run`);
+    await this.sendDead(dead, input, unit);
+  }
+
+  private async sendDead(dead: Envelope[], input: ChunkInput, unit: UnitState) {
+    if (!dead.length) return;
+    const ok = await this.dlq!.send(dead, input.meta);
+    if (ok) this.counters.dlq_count += dead.length;
+    else {
+      unit.undelivered += dead.length;
+      this.counters.note(`dead-letter write failed: ${dead.length} records kept in ${this.unitName(unit.unit)} for the next run`);
+    }
+  }
+
+  /**
+   * Inputs an earlier process's decode watch noted (src/engine/decode-watch.ts) are not processed
+   * again: they go to the DLQ at stage parse with the reason. Returns what is left of the chunk.
+   */
+  private setAside(input: ChunkInput, state: UnitState): ChunkInput | undefined {
+    const matcher = this.suspects!;
+    const found: { raw: Uint8Array; suspect: Suspect }[] = [];
+    let rest: ChunkInput | undefined = input;
+    if (input.messages) {
+      const keep: Uint8Array[] = [];
+      for (const m of input.messages) {
+        const suspect = matcher.match(m);
+        if (suspect) found.push({ raw: m, suspect });
+        else keep.push(m);
+      }
+      if (found.length) rest = keep.length ? { ...input, messages: keep } : undefined;
+    } else if (!input.records && input.data.length > 0) {
+      const suspect = matcher.match(input.data);
+      if (suspect) {
+        found.push({ raw: input.header ? Buffer.concat([input.header, input.data]) : input.data, suspect });
+        rest = undefined;
       }
     }
+    if (!found.length) return input;
+    for (const f of found) state.suspects.add(f.suspect);
+    this.enqueue(async () => {
+      const dead: Envelope[] = [];
+      this.counters.records_in += found.length;
+      for (const f of found) this.recordFailure('parse', { message: quarantineReason(f.suspect, this.opts.decodeWatch!.timeoutMs), raw: f.raw }, state, dead);
+      if (!this.abortError) await this.sendDead(dead, input, state);
+    });
+    this.log.warn({ unit: this.unitName(state.unit), inputs: found.length, reason: found[0]!.suspect.reason, since: found[0]!.suspect.since }, 'input set aside: it stopped an earlier process while being processed');
+    return rest;
   }
 
   /**
@@ -512,7 +591,7 @@ class PipelineRun {
    */
   private async drain(at: DrainPoint) {
     if (this.plan.mainFrom === undefined) return;
-    const run: UnitState = { unit: { meta: {}, read: async function* () {} }, undelivered: 0, partial: false, finished: false };
+    const run: UnitState = { unit: { meta: {}, read: async function* () {} }, undelivered: 0, partial: false, finished: false, suspects: new Set() };
     await this.drainInto(at, run);
     if (run.undelivered > 0) for (const u of this.ended) u.undelivered += run.undelivered;
   }
@@ -567,6 +646,7 @@ class PipelineRun {
       if (!ok && !state.partial) this.counters.note(`${this.unitName(state.unit)} left in place: ${state.undelivered} records were not delivered`);
       try {
         await state.unit.done?.(ok);
+        if (ok) forget(state.suspects);
       } catch (e) {
         this.counters.note(`${this.unitName(state.unit)}: finalize failed: ${errorMessage(e)}`);
       }
@@ -624,10 +704,10 @@ class PipelineRun {
   }
 }
 
-/** Masks the secrets of every connector of the pipeline (source, sinks, DLQ). */
-function pipelineRedactor(config: PipelineConfig, reg: Registry) {
-  const secrets = new Set<string>();
+/** The secrets of every connector of the pipeline (source, sinks, DLQ) and of its secret-named `${VAR}`s. */
+function pipelineSecrets(config: PipelineConfig, reg: Registry): Set<string> {
+  const secrets = new Set<string>(expansionOf(config)?.secrets);
   secretsOf(reg.source.get(config.source.type)?.config, config.source, secrets);
   for (const s of [...config.sinks, ...(config.dlq ? [config.dlq] : [])]) secretsOf(reg.sink.get(s.type)?.config, s, secrets);
-  return redactor(secrets);
+  return secrets;
 }

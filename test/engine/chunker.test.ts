@@ -118,6 +118,28 @@ describe('chunker: lines framing', () => {
     }
   });
 
+  it('a line past maxLineBytes goes on in pieces marked as errors, up to its end; the lines after it are chunked as usual', async () => {
+    const long = 'L'.repeat(250);
+    const input = Buffer.from(`s1\n${long}\ns2\ns3\n`, 'utf8');
+    for (const pieces of [[input], piecesOf(input, rng(5), 8)]) {
+      const chunks = await collect(pieces, LINES, { targetBytes: 10, maxLineBytes: 100 });
+      // Every byte is in a chunk, in order, and only pieces of the long line carry an error.
+      expect(Buffer.concat(chunks.map((c) => c.data)).equals(input)).toBe(true);
+      const cut = chunks.filter((c) => c.error);
+      expect(cut.length).toBeGreaterThan(0);
+      expect(Buffer.concat(cut.map((c) => c.data)).toString()).toBe(`${long}\n`);
+      for (const c of cut) expect(c.error).toMatch(/a line longer than 100 bytes/);
+      expect(texts(chunks.filter((c) => !c.error))).toEqual(['s1\n', 's2\ns3\n']);
+    }
+  });
+
+  it('an unterminated CSV quote is read part by part, not rescanned: it ends as error pieces at the end of the input', async () => {
+    const input = Buffer.from(`a,b\n1,2\n3,"${'x'.repeat(300)}`, 'utf8');
+    const chunks = await collect(piecesOf(input, rng(9), 16), CSV, { targetBytes: 8, maxLineBytes: 64 });
+    expect(texts(chunks.filter((c) => !c.error))).toEqual(['1,2\n']);
+    expect(Buffer.concat(chunks.filter((c) => c.error).map((c) => c.data)).toString()).toBe(`3,"${'x'.repeat(300)}`);
+  });
+
   it('yields nothing for an empty stream', async () => {
     expect(await collect([], LINES, { targetBytes: 10 })).toEqual([]);
   });

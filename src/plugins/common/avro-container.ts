@@ -132,7 +132,7 @@ export function inflate(codec: string, data: Buffer): Buffer {
     case 'null':
       return data;
     case 'deflate':
-      return inflateRawSync(data);
+      return inflateRawSync(data, { maxOutputLength: MAX_BLOCK }); // as snappy: no block inflates past 1 GiB
     case 'snappy': {
       // Snappy blocks end with the CRC-32 of the uncompressed data, big-endian.
       if (data.length < 4) throw new Error('snappy block shorter than its checksum');

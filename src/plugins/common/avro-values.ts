@@ -8,7 +8,7 @@ const MAX = BigInt(Number.MAX_SAFE_INTEGER);
 const MIN = -MAX;
 
 /** Zig-zag varint bytes of a long given as number, bigint or decimal string. */
-function longBytes(v: unknown): Buffer {
+export function longBytes(v: unknown): Buffer {
   let n = typeof v === 'bigint' ? v : BigInt(v as number | string);
   n = n >= 0n ? n << 1n : (-n << 1n) - 1n;
   const out: number[] = [];
@@ -66,24 +66,175 @@ const FAST = new WeakMap<avro.Type, avro.Type>();
 /** An avsc type for a parsed schema, with the long above (and its fast twin, see decodeValue). */
 export function avroType(schema: unknown): avro.Type {
   const opts = { wrapUnions: 'auto' as const, omitRecordMethods: true };
-  const safe = avro.Type.forSchema(schema as avro.Schema, { ...opts, registry: { long: LONG } });
-  if (JSON.stringify(schema).includes('"long"')) FAST.set(safe, avro.Type.forSchema(schema as avro.Schema, opts));
+  const safe = avro.Type.forSchema(schema as avro.Schema, { ...opts, typeHook, registry: { long: LONG } });
+  if (JSON.stringify(schema).includes('"long"')) FAST.set(safe, avro.Type.forSchema(schema as avro.Schema, { ...opts, typeHook }));
   return safe;
+}
+
+// ---- bounded decoding --------------------------------------------------------------------------
+// avsc trusts the counts it reads: an array block count of 2^40 over zero-width items (nulls, empty
+// records) grew one array until V8 died (issue 28), and a map count loops as long over one key.
+// Our types read arrays and maps themselves, refusing a block count larger than the bytes left, and
+// charge every value that may take no byte (records, nulls, fixed of size 0) to a budget set from
+// the input's size, so nested empty values cannot multiply either.
+
+/** Input that claims more values than its bytes can hold: a corrupt or hostile input, not a bug. */
+export class AvroBoundError extends Error {
+  override name = 'AvroBoundError';
+}
+
+/** What one input may still build; shared by all the datums of a container block. */
+export interface DecodeBudget {
+  left: number;
+  bytes: number;
+}
+
+/**
+ * Values (records, nulls) an input may build per byte. Data that is not hostile builds about one
+ * (a record of nullable fields: one byte per null); deep nesting of records with one small field
+ * comes closest, a few per byte.
+ */
+export const VALUES_PER_BYTE = 4;
+
+export const budgetFor = (bytes: number): DecodeBudget => ({ left: VALUES_PER_BYTE * bytes + 64, bytes });
+
+/** The budget of the decode under way (decoding is synchronous: one at a time per thread). */
+let current: DecodeBudget | undefined;
+
+function charge(): void {
+  if (current && --current.left < 0) {
+    throw new AvroBoundError(`the data builds more than ${VALUES_PER_BYTE} records or null values per byte (${current.bytes} bytes): a count or nesting that no data backs (corrupt or hostile input)`);
+  }
+}
+
+interface Tap {
+  buf: Buffer;
+  pos: number;
+  readLong(): number;
+  skipLong(): void;
+  readString(): string;
+}
+type Readable = { _read(tap: Tap): unknown; itemsType?: Readable; valuesType?: Readable };
+
+/** The item count of the block at the tap: a negative count is followed by a byte size (skipped). */
+function blockCount(tap: Tap, what: string): number {
+  let n = tap.readLong();
+  if (n < 0) {
+    n = -n;
+    tap.skipLong();
+  }
+  // Every item counts at least one byte, even one that takes none (a null): no allocation or loop
+  // beyond what the input can back. A tap already past the end reads NaN or 0 and stops the block.
+  const left = tap.buf.length - tap.pos;
+  if (n > left) throw new AvroBoundError(`${what} block announces ${n} items, ${Math.max(0, left)} bytes are left (each item counts at least one byte)`);
+  return n;
+}
+
+function readArray(this: Readable, tap: Tap): unknown[] {
+  const items = this.itemsType!;
+  let val: unknown[] | undefined;
+  let i = 0;
+  let n: number;
+  while ((n = blockCount(tap, 'array'))) {
+    val ??= new Array<unknown>(n); // preallocated as avsc does (faster); n is bounded above
+    while (n--) val[i++] = items._read(tap);
+  }
+  return val ?? [];
+}
+
+function readMap(this: Readable, tap: Tap): Record<string, unknown> {
+  const values = this.valuesType!;
+  const val: Record<string, unknown> = {};
+  let n: number;
+  while ((n = blockCount(tap, 'map'))) {
+    while (n--) {
+      const key = tap.readString();
+      val[key] = values._read(tap);
+    }
+  }
+  return val;
+}
+
+// avsc freezes its types, so the bounded readers come as subclasses, built through its typeHook.
+// (Classes of avsc's constructor functions: their constructors call _createReader, which the
+// record subclass wraps.)
+const types = avro.types as unknown as Record<string, new (schema: unknown, opts: unknown) => Readable>;
+
+class BoundedArray extends types.ArrayType! {
+  override _read(tap: Tap) {
+    return readArray.call(this, tap);
+  }
+}
+
+class BoundedMap extends types.MapType! {
+  override _read(tap: Tap) {
+    return readMap.call(this, tap);
+  }
+}
+
+/** Records (empty ones take no byte) and fixed of size 0: each read is charged. */
+class ChargedRecord extends types.RecordType! {
+  _createReader() {
+    const read = (types.RecordType!.prototype as unknown as { _createReader(): (tap: Tap) => unknown })._createReader.call(this);
+    return (tap: Tap) => {
+      charge();
+      return read(tap);
+    };
+  }
+}
+
+class ChargedFixed extends types.FixedType! {
+  override _read(tap: Tap) {
+    charge();
+    return super._read(tap);
+  }
+}
+
+class ChargedNull extends types.NullType! {
+  override _read() {
+    charge();
+    return null;
+  }
+}
+
+function typeHook(schema: unknown, opts: unknown): avro.Type | undefined {
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return undefined; // names and unions: avsc's
+  const s = schema as { type?: unknown; size?: unknown };
+  const C =
+    s.type === 'array' ? BoundedArray
+    : s.type === 'map' ? BoundedMap
+    : s.type === 'record' || s.type === 'error' ? ChargedRecord
+    : s.type === 'null' ? ChargedNull
+    : s.type === 'fixed' && s.size === 0 ? ChargedFixed
+    : undefined;
+  return C && (new C(schema, opts) as unknown as avro.Type);
 }
 
 const precisionLoss = (e: unknown) => e instanceof Error && e.message === 'potential precision loss';
 
-/** Decodes with the fast type, and again with the safe one when a long is beyond 2^53. */
-export function decodeValue(t: avro.Type, buf: Buffer, pos: number): { value: unknown; offset: number } {
-  const fast = FAST.get(t);
-  if (fast) {
-    try {
-      return fast.decode(buf, pos);
-    } catch (e) {
-      if (!precisionLoss(e)) throw e;
+/**
+ * Decodes with the fast type, and again with the safe one when a long is beyond 2^53. What it
+ * builds is charged to `budget` (default: one for the bytes from `pos`); throws AvroBoundError when
+ * the input claims more than its bytes hold.
+ */
+export function decodeValue(t: avro.Type, buf: Buffer, pos: number, budget: DecodeBudget = budgetFor(buf.length - pos)): { value: unknown; offset: number } {
+  const outer = current;
+  current = budget;
+  try {
+    const fast = FAST.get(t);
+    if (fast) {
+      const left = budget.left;
+      try {
+        return fast.decode(buf, pos);
+      } catch (e) {
+        if (!precisionLoss(e)) throw e;
+        budget.left = left; // decoded again below: charged once
+      }
     }
+    return t.decode(buf, pos);
+  } finally {
+    current = outer;
   }
-  return t.decode(buf, pos);
 }
 
 /** Encodes with the fast type, and with the safe one (decimal strings, bigints) when that refuses. */

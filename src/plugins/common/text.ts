@@ -53,3 +53,27 @@ export function splitLines(text: string): string[] {
   }
   return lines;
 }
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`. V8's JSON.parse builds any depth,
+ * but what later walks a record recursively (structuredClone to a worker thread, JSON.stringify at
+ * a sink) overflows the stack near 3,000 levels: such input is refused before it is parsed, as a
+ * parse error. One pass over the text, skipping strings; unbalanced brackets only lower the count.
+ */
+export function tooDeepJson(s: string, max: number): boolean {
+  // Deeper than max needs more than max opening brackets: short text (most NDJSON lines) is not scanned.
+  if (s.length <= max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (inString) {
+      if (c === 0x22) inString = false;
+      else if (c === 0x5c) i++;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--;
+  }
+  return false;
+}

@@ -58,9 +58,9 @@ export interface RecordsResult {
  * Records of `text`: in mode `document` the record elements under its root (or the root itself
  * when it is named `recordName` and not `rootName`); in mode `record` the text is one record
  * element. The input may stop before the root's end tag (a piece of a large document). Throws on
- * malformed XML.
+ * malformed XML and on elements nested deeper than `maxDepth`.
  */
-export function parseRecords(text: string, recordName: string, rootName: string, mode: 'document' | 'record', position = false): RecordsResult {
+export function parseRecords(text: string, recordName: string, rootName: string, mode: 'document' | 'record', position = false, maxDepth = Infinity): RecordsResult {
   const p = new SaxesParser({ position });
   const records: Rec[] = [];
   const frames: Frame[] = [];
@@ -68,7 +68,8 @@ export function parseRecords(text: string, recordName: string, rootName: string,
   let recDepth = 2;
   let other = false;
   p.on('opentag', (tag) => {
-    depth++;
+    // Records nest as deeply as their elements, and later steps walk them recursively.
+    if (++depth > maxDepth) throw new Error(`elements nested deeper than ${maxDepth} (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`);
     if (depth === 1) recDepth = mode === 'record' || (tag.name === recordName && tag.name !== rootName) ? 1 : 2;
     if (frames.length === 0) {
       if (depth !== recDepth || tag.name !== recordName) {

@@ -11,7 +11,7 @@ import {
   type Codec,
   type ContainerHeader,
 } from '../common/avro-container.js';
-import { avroType, decodeValue, encodeValue, valueMapping, whyInvalid } from '../common/avro-values.js';
+import { avroType, budgetFor, decodeValue, encodeValue, valueMapping, whyInvalid } from '../common/avro-values.js';
 import { lintRegistryUrl, readWireHeader, registryFor, SchemaRegistryError, wireHeader, type SchemaRegistryClient } from '../common/schema-registry.js';
 import { readSchemaFile, schemaPath, SchemaFileError } from '../common/schema-file.js';
 import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../types.js';
@@ -331,9 +331,13 @@ function decoderFor(c: AvroConfig) {
       const recs: Rec[] = [];
       try {
         const datums = inflate(header.codec, data.subarray(b.dataStart, b.dataEnd));
+        // A record counts at least one byte, even of a schema that takes none (an empty record):
+        // a count of 2^40 over no data grew one array until the process died (issue 28).
+        if (b.count > datums.length) throw new Error(`block announces ${b.count} records in ${datums.length} bytes (each record counts at least one byte): a corrupt or hostile count`);
+        const budget = budgetFor(datums.length);
         let p = 0;
         for (let i = 0; i < b.count; i++) {
-          const r = decodeValue(type, datums, p);
+          const r = decodeValue(type, datums, p, budget);
           if (r.offset === -1) throw new Error(`block announces ${b.count} records, its data ends after ${i}`);
           p = r.offset;
           recs.push(toRecord(r.value));

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineSerializer, type Rec } from '../types.js';
-import { asciiJson } from '../common/text.js';
+import { asciiJson, tooDeepJson } from '../common/text.js';
+import { loadSettings } from '../../settings.js';
 
 const config = Type.Object(
   {
@@ -28,21 +29,29 @@ export default defineSerializer({
     },
     { title: 'Pretty-printed, UTF-8 kept', yaml: 'type: json\nindent: 2\nensure_ascii: false' },
   ],
-  decoder: () => ({
-    framing: { kind: 'whole' },
-    decode({ data }, out) {
-      let v: unknown;
-      try {
-        v = JSON.parse(data.toString('utf8'));
-      } catch (e) {
-        out.error(`invalid JSON document: ${(e as Error).message}`, data);
-        return;
-      }
-      // An array yields one record per element; a non-object element is wrapped, as in ndjson.
-      const items = Array.isArray(v) ? v : [v];
-      for (const item of items) out.record(isObject(item) ? item : { _value: item });
-    },
-  }),
+  decoder: () => {
+    const maxDepth = loadSettings().DECODE_MAX_DEPTH;
+    return {
+      framing: { kind: 'whole' },
+      decode({ data }, out) {
+        const text = data.toString('utf8');
+        if (tooDeepJson(text, maxDepth)) {
+          out.error(`JSON document nested deeper than ${maxDepth} arrays and objects (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`, data);
+          return;
+        }
+        let v: unknown;
+        try {
+          v = JSON.parse(text);
+        } catch (e) {
+          out.error(`invalid JSON document: ${(e as Error).message}`, data);
+          return;
+        }
+        // An array yields one record per element; a non-object element is wrapped, as in ndjson.
+        const items = Array.isArray(v) ? v : [v];
+        for (const item of items) out.record(isObject(item) ? item : { _value: item });
+      },
+    };
+  },
   encoder: (c) => {
     const indent = c.indent ?? undefined;
     const fix = c.ensure_ascii ? asciiJson : (s: string) => s;

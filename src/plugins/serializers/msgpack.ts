@@ -95,7 +95,16 @@ async function* splitValues(stream: AsyncIterable<Buffer>, opts: SplitOptions): 
     pending = pending.length ? Buffer.concat([pending, b]) : b;
     while (pos < pending.length) {
       const { end } = scanValue(pending, pos);
-      if (end === INCOMPLETE) break;
+      if (end === INCOMPLETE) {
+        // A value may declare up to MAX_DECLARED bytes or items: one still incomplete past that
+        // many bytes is a corrupt count (items nested in items). Its bytes go out as they are (the
+        // decoder reports a truncated value) instead of being held to the end of the stream.
+        if (pending.length - pos > MAX_DECLARED + junkLimit) {
+          pos = pending.length;
+          yield cut();
+        }
+        break;
+      }
       if (end === INVALID) {
         const q = resync(pending, pos + 1, false);
         if (q === INCOMPLETE || q === pending.length) {

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineSerializer, type Rec } from '../types.js';
-import { asciiJson, jsonBytes, splitLines, utf8Text } from '../common/text.js';
+import { asciiJson, jsonBytes, splitLines, tooDeepJson, utf8Text } from '../common/text.js';
+import { loadSettings } from '../../settings.js';
 
 const config = Type.Object(
   {
@@ -29,27 +30,34 @@ export default defineSerializer({
     },
     { title: 'Strict objects, UTF-8 kept as is', yaml: 'type: ndjson\nstrict: true\nensure_ascii: false' },
   ],
-  decoder: (c) => ({
-    framing: { kind: 'lines' },
-    decode({ data }, out) {
-      const lines = splitLines(utf8Text(data));
-      for (let i = 0; i < lines.length; i++) {
-        const line = lines[i]!;
-        // Blank lines are skipped; trim() only when the line starts with whitespace (it allocates).
-        if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === '')) continue;
-        let v: unknown;
-        try {
-          v = JSON.parse(line);
-        } catch (e) {
-          out.error(`invalid JSON: ${(e as Error).message}`, line);
-          continue;
+  decoder: (c) => {
+    const maxDepth = loadSettings().DECODE_MAX_DEPTH;
+    return {
+      framing: { kind: 'lines' },
+      decode({ data }, out) {
+        const lines = splitLines(utf8Text(data));
+        for (let i = 0; i < lines.length; i++) {
+          const line = lines[i]!;
+          // Blank lines are skipped; trim() only when the line starts with whitespace (it allocates).
+          if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === '')) continue;
+          if (tooDeepJson(line, maxDepth)) {
+            out.error(`JSON nested deeper than ${maxDepth} arrays and objects (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`, line);
+            continue;
+          }
+          let v: unknown;
+          try {
+            v = JSON.parse(line);
+          } catch (e) {
+            out.error(`invalid JSON: ${(e as Error).message}`, line);
+            continue;
+          }
+          if (isObject(v)) out.record(v);
+          else if (c.strict) out.error(`expected a JSON object, got ${Array.isArray(v) ? 'array' : typeof v} (strict: true)`, line);
+          else out.record({ _value: v });
         }
-        if (isObject(v)) out.record(v);
-        else if (c.strict) out.error(`expected a JSON object, got ${Array.isArray(v) ? 'array' : typeof v} (strict: true)`, line);
-        else out.record({ _value: v });
-      }
-    },
-  }),
+      },
+    };
+  },
   encoder: (c) => {
     const nl = c.newline;
     const str = c.ensure_ascii ? (r: Rec) => asciiJson(JSON.stringify(r)) : (r: Rec) => JSON.stringify(r);

@@ -78,7 +78,7 @@ export default defineSerializer({
           for (let i = 0; i < md.row_groups.length; i++) {
             let g: GroupRef;
             try {
-              g = describeGroup(md, i, 0);
+              g = describeGroup(md, i, 0, data.length);
             } catch (e) {
               out.error(`parquet row group ${i}: ${(e as Error).message}`, '');
               continue;

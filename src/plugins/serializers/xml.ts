@@ -5,6 +5,7 @@ import { decoderFor, lintEncoding } from '../common/text.js';
 import { codesFor, unitsOf, XmlScanner, type Codes, type ScanEvent } from '../common/xml-scan.js';
 import { encodeName, escapersFor } from '../common/xml-names.js';
 import { parseRecords } from '../common/xml-records.js';
+import { loadSettings } from '../../settings.js';
 
 const config = Type.Object(
   {
@@ -52,11 +53,12 @@ function makeDecoder(c: Config) {
   const w = codes.width;
   const toText = decoderFor(c.encoding);
   const scanner = () => new XmlScanner(codes, c.record_element, c.root_element);
+  const maxDepth = loadSettings().DECODE_MAX_DEPTH;
 
   /** One record element on its own (the slow path, for a piece that did not parse as a whole). */
   function one(text: string): { rec?: Rec; error?: string } {
     try {
-      return { rec: parseRecords(text, c.record_element, c.root_element, 'record', true).records[0] ?? {} };
+      return { rec: parseRecords(text, c.record_element, c.root_element, 'record', true, maxDepth).records[0] ?? {} };
     } catch (e) {
       return { error: (e as Error).message.replace(/^(?:undefined:)?(\d+):(\d+): /, 'line $1, column $2 of the record: ') };
     }
@@ -126,7 +128,7 @@ function makeDecoder(c: Config) {
     // Usually the piece parses in one go; else record by record, so one broken record costs only itself.
     try {
       const text = toText(buf);
-      const r = parseRecords(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, c.record_element, c.root_element, 'document');
+      const r = parseRecords(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, c.record_element, c.root_element, 'document', false, maxDepth);
       if (!r.open) {
         if (r.other) out.note(`xml: elements under the root other than <${c.record_element}> are ignored`);
         for (const rec of r.records) out.record(rec);

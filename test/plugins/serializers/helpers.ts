@@ -79,7 +79,8 @@ export async function decodeUnit(d: Decoder, input: AsyncIterable<Buffer> | Buff
   for await (const chunk of chunksOf(stream, d.framing, { targetBytes: opts.targetBytes ?? 512 << 10, maxLines: opts.maxLines })) {
     out.chunks.push(chunk);
     // As process-chunk: an empty chunk without header is not decoded.
-    if (chunk.data.length > 0 || chunk.header) decodeChunk(d, chunk, out);
+    if (chunk.error) out.errors.push({ message: chunk.error, raw: chunk.data });
+    else if (chunk.data.length > 0 || chunk.header) decodeChunk(d, chunk, out);
   }
   return out;
 }

@@ -170,8 +170,11 @@ export class GiopFramer {
   private chunks: Buffer[] = [];
   private buffered = 0;
   private partial = new Map<number, Buffer[]>();
+  /** Bytes held in `partial`: fragments count against maxMessage together, not each on its own. */
+  private partialBytes = 0;
 
-  constructor(private readonly maxMessage = 256 * 1024 * 1024) {}
+  /** `maxMessage`: SVC_CORBA_MAX_MESSAGE_BYTES in the client; a header claiming more fails at once. */
+  constructor(private readonly maxMessage = 64 << 20) {}
 
   /** Complete messages in `chunk` and what came before it (header included, fragments joined). */
   push(chunk: Buffer): Buffer[] {
@@ -209,6 +212,12 @@ export class GiopFramer {
     return msg;
   }
 
+  /** Counts `n` more bytes of unfinished messages; a peer that never finishes them cannot fill memory. */
+  private hold(n: number) {
+    this.partialBytes += n;
+    if (this.partialBytes > this.maxMessage) throw new GiopError(`fragmented GIOP messages of more than ${this.maxMessage} bytes in all are pending: the peer sends fragments that never complete a message`);
+  }
+
   private assemble(msg: Buffer, h: Header): Buffer | undefined {
     if (h.type === MSG.Fragment) {
       if (h.minor < 2) throw new GiopError('GIOP 1.1 fragments are not supported (no request id to match them)');
@@ -216,9 +225,11 @@ export class GiopFramer {
       const id = r.ulong();
       const parts = this.partial.get(id);
       if (!parts) return undefined; // a fragment of a request we cancelled or never had
+      this.hold(msg.length - HEADER_SIZE - 4);
       parts.push(msg.subarray(HEADER_SIZE + 4));
       if (h.more) return undefined;
       this.partial.delete(id);
+      for (const p of parts) this.partialBytes -= p.length;
       const joined = Buffer.concat(parts);
       joined[6] = joined[6]! & ~FLAG_FRAGMENT;
       if (joined[6]! & FLAG_LITTLE_ENDIAN) joined.writeUInt32LE(joined.length - HEADER_SIZE, 8);
@@ -228,6 +239,9 @@ export class GiopFramer {
     if (h.more) {
       if (h.minor < 2) throw new GiopError('fragmented GIOP 1.0/1.1 messages are not supported');
       const id = messageReader(msg).ulong(); // every 1.2 message that can be fragmented starts with its request id
+      const earlier = this.partial.get(id);
+      if (earlier) for (const p of earlier) this.partialBytes -= p.length;
+      this.hold(msg.length);
       this.partial.set(id, [Buffer.from(msg)]);
       return undefined;
     }

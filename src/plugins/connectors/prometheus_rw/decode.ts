@@ -35,6 +35,16 @@ export interface Ignored {
 /** Largest uncompressed WriteRequest taken (a snappy bomb is refused before it is allocated). */
 export const MAX_UNCOMPRESSED_BYTES = 64 << 20;
 
+/**
+ * Estimated JSON bytes of one sample's record beside its labels ({"name","labels","value",
+ * "timestamp","timestamp_ms"}): every sample repeats its series' labels, so a series with large
+ * labels and many empty samples (two bytes each) would otherwise multiply the body many times over.
+ */
+const RECORD_BYTES = 96;
+
+const tooLarge = (est: number, max: number, at: number): never =>
+  fail(`the samples' records would take about ${est} bytes, more than the ${max} allowed (SVC_PROMETHEUS_RW_MAX_OUTPUT_BYTES): each sample repeats its series' labels; send fewer samples per request (remote_write queue_config max_samples_per_send)`, at);
+
 export class RemoteWriteError extends Error {
   override name = 'RemoteWriteError';
 }
@@ -227,8 +237,9 @@ function skipField(wire: number, end: number) {
  * Walks a WriteRequest (protobuf bytes) and hands every sample on as a record, in order (series by
  * series, samples in their order). Throws RemoteWriteError on malformed bytes. Returns what was ignored.
  */
-export function decodeWriteRequest(buf: Buffer, emit: (r: SampleRecord) => void): Ignored {
+export function decodeWriteRequest(buf: Buffer, emit: (r: SampleRecord) => void, maxOutput = Infinity): Ignored {
   const ignored: Ignored = { exemplars: 0, histograms: 0, metadata: 0 };
+  let est = 0;
   B = buf;
   P = 0;
   const total = buf.length;
@@ -249,10 +260,12 @@ export function decodeWriteRequest(buf: Buffer, emit: (r: SampleRecord) => void)
     let name = '';
     const labels: Record<string, string> = {};
     samples.length = 0;
+    let labelBytes = 0;
     while (P < end) {
       const t = vint(end);
       if (t === 0x0a) {
         const lend = field(end);
+        labelBytes += lend - P + 4;
         let ln = '';
         let lv = '';
         while (P < lend) {
@@ -276,6 +289,8 @@ export function decodeWriteRequest(buf: Buffer, emit: (r: SampleRecord) => void)
         skipField(t & 7, end);
       }
     }
+    est += (samples.length / 2) * (labelBytes + RECORD_BYTES);
+    if (est > maxOutput) tooLarge(est, maxOutput, end);
     for (let i = 0; i < samples.length; i += 2) {
       P = samples[i]!;
       const send = samples[i + 1]!;
@@ -313,16 +328,20 @@ const EMPTY = Buffer.alloc(0);
 
 /**
  * Checks a WriteRequest without building records (the receive-time check: a malformed body is a
- * 400, never a dead letter later). Returns the number of samples; throws RemoteWriteError.
+ * 400, never a dead letter later), and that its records stay within `maxOutput` estimated bytes.
+ * Returns the number of samples; throws RemoteWriteError.
  */
-export function checkWriteRequest(buf: Buffer): number {
+export function checkWriteRequest(buf: Buffer, maxOutput = Infinity): number {
   let n = 0;
+  let est = 0;
   const r = new Reader(buf, 0, buf.length);
   while (r.pos < r.end) {
     const tag = r.varint();
     if (tag >>> 3 === 1 && (tag & 7) === 2) {
       const end = r.delimited();
       const ts = new Reader(buf, r.pos, end);
+      let labelBytes = 0;
+      let seriesSamples = 0;
       while (ts.pos < end) {
         const t = ts.varint();
         const w = t & 7;
@@ -338,13 +357,17 @@ export function checkWriteRequest(buf: Buffer): number {
               if (!(Math.abs(ms) <= MAX_MS)) fail(`timestamp ${ms} ms out of range`, m.pos);
             } else m.skip(mt & 7);
           }
-          if (t >>> 3 === 2) n++;
+          if (t >>> 3 === 2) seriesSamples++;
+          else labelBytes += fend - ts.pos + 4;
           ts.pos = fend;
         } else {
           if (t >>> 3 <= 2) fail('field of the wrong wire type', ts.pos);
           ts.skip(w);
         }
       }
+      n += seriesSamples;
+      est += seriesSamples * (labelBytes + RECORD_BYTES);
+      if (est > maxOutput) tooLarge(est, maxOutput, end);
       r.pos = end;
     } else {
       if (tag >>> 3 === 1) fail('field of the wrong wire type', r.pos);

@@ -9,6 +9,7 @@
 // (Prometheus takes any 2xx), 503 while the queue is full (Prometheus retries 5xx with backoff and
 // keeps the samples meanwhile), and decoded into records when its unit is read.
 import { Type } from '@sinclair/typebox';
+import { loadSettings } from '../../../settings.js';
 import { webhookStream } from '../../common/webhook-stream.js';
 import { defineSource } from '../../types.js';
 import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress, type SampleRecord } from './decode.js';
@@ -45,6 +46,7 @@ export default defineSource({
     { title: 'A second Prometheus on its own path, larger queue', yaml: 'type: prometheus_rw\npath: prom-rw/dc2\nmax_queue_size: 5000' },
   ],
   create(c, ctx) {
+    const maxOutput = loadSettings().PROMETHEUS_RW_MAX_OUTPUT_BYTES;
     const noted = new Set<string>();
     const notes: string[] = [];
     const note = (kind: string, n: number) => {
@@ -60,7 +62,7 @@ export default defineSource({
       reportConnection: true,
       validate(m) {
         try {
-          checkWriteRequest(uncompress(m.body));
+          checkWriteRequest(uncompress(m.body), maxOutput);
           return undefined;
         } catch (e) {
           if (e instanceof RemoteWriteError) return e.message;
@@ -71,10 +73,11 @@ export default defineSource({
         const records: SampleRecord[] = [];
         let ignored;
         try {
-          ignored = decodeWriteRequest(uncompress(m.body), (r) => records.push(r));
+          ignored = decodeWriteRequest(uncompress(m.body), (r) => records.push(r), maxOutput);
         } catch (e) {
-          // Checked on arrival, so only a spool written by another version gets here: the raw body
-          // then fails JSON decoding and is dead-lettered with its bytes, nothing is lost silently.
+          // Checked on arrival, so only a spool written by another version (or under a larger
+          // SVC_PROMETHEUS_RW_MAX_OUTPUT_BYTES) gets here: the raw body then fails JSON decoding
+          // and is dead-lettered with its bytes, nothing is lost silently.
           if (!(e instanceof RemoteWriteError)) throw e;
           ctx.log.warn({ webhook_path: c.path, error: e.message }, 'prometheus_rw: a spooled body does not decode; it goes to the dead-letter queue');
           yield m.body;

@@ -39,6 +39,11 @@ export interface GroupRef {
 
 const allParsers = { ...DEFAULT_PARSERS, ...parsers };
 
+/** Values (all columns) any row group may claim, whatever its size: 16 Mi (a few hundred MB decoded). */
+export const MAX_GROUP_VALUES = 1 << 24;
+/** Values a row group may claim per byte past MAX_GROUP_VALUES: 8 bit-packed booleans, and room for compression. */
+export const VALUES_PER_BYTE = 64;
+
 /** The byte range [start, end) of a column chunk in its file (as hyparquet's planner computes it). */
 export function chunkRange(meta: NonNullable<FileMetaData['row_groups'][number]['columns'][number]['meta_data']>): [number, number] {
   const start = Number(meta.dictionary_page_offset || meta.data_page_offset);
@@ -46,26 +51,39 @@ export function chunkRange(meta: NonNullable<FileMetaData['row_groups'][number][
 }
 
 /**
- * Describes row group `index` of `metadata`, with byte offsets made relative to `base`.
- * Throws on metadata that cannot describe a readable row group.
+ * Describes row group `index` of `metadata`, with byte offsets made relative to `base`. Throws on
+ * metadata that cannot describe a readable row group, or that claims more values than the bytes of
+ * its columns (within the first `fileBytes` of the file) can hold.
  */
-export function describeGroup(metadata: FileMetaData, index: number, base: number): GroupRef {
+export function describeGroup(metadata: FileMetaData, index: number, base: number, fileBytes = Infinity): GroupRef {
   const rg = metadata.row_groups[index]!;
   const rows = Number(rg.num_rows);
   // A corrupt footer can decode a field as another thrift type (a binary where a list belongs):
   // checked here, as what describes the group travels on as JSON (found by fuzzing).
   if (!Array.isArray(rg.columns)) throw new Error('corrupt row group: its column list is not a list');
   if (!Number.isSafeInteger(rows) || rows < 0) throw new Error(`corrupt row group: ${String(rg.num_rows)} rows`);
+  let values = 0;
+  let span = 0;
   const columns = rg.columns.map((c, i): ChunkRef => {
     if (c.file_path) throw new Error(`column ${i} lives in another file (${c.file_path}), which is not supported`);
     if (!c.meta_data) throw new Error(`column ${i} has no metadata`);
     const [start, end] = chunkRange(c.meta_data);
-    const values = Number(c.meta_data.num_values);
+    const n = Number(c.meta_data.num_values);
     // Every row has at least one value (or null) in every column: more rows than values is a corrupt
     // count, which would be cut into windows of rows by the billion (found by fuzzing).
-    if (!(values >= rows)) throw new Error(`corrupt row group: ${rows} rows, but column ${i} holds ${String(c.meta_data.num_values)} values`);
-    return { path: c.meta_data.path_in_schema, type: c.meta_data.type, codec: c.meta_data.codec, start: start - base, end: end - base, values };
+    if (!(n >= rows)) throw new Error(`corrupt row group: ${rows} rows, but column ${i} holds ${String(c.meta_data.num_values)} values`);
+    values += n;
+    span += Math.max(0, Math.min(end, fileBytes) - Math.max(start, 0)); // what a footer claims past the data is not there
+    return { path: c.meta_data.path_in_schema, type: c.meta_data.type, codec: c.meta_data.codec, start: start - base, end: end - base, values: n };
   });
+  // The counts become arrays and loops (rows, windows of rows, page values and runs, which are
+  // checked against them): bounded by the bytes of the row group. Run-length encoding packs a
+  // column of nulls or of one value into a few bytes whatever its length, so a row group may
+  // claim any count up to MAX_GROUP_VALUES, and past it at most VALUES_PER_BYTE a byte.
+  const most = Math.max(MAX_GROUP_VALUES, VALUES_PER_BYTE * span);
+  if (values > most) {
+    throw new Error(`corrupt row group: its columns claim ${values} values in ${span} bytes (more than ${VALUES_PER_BYTE} a byte past the first ${MAX_GROUP_VALUES}): a corrupt or hostile count`);
+  }
   return { index, rows, selectStart: 0, selectEnd: rows, columns };
 }
 

@@ -16,6 +16,8 @@ export type PieceHeader =
 
 /** Units up to this size stay in memory instead of going to a temporary file. */
 const MEMORY_SPOOL = 8 << 20;
+/** Windows of a row group times its columns: at most this many (a piece header per window lists every column). */
+const MAX_WINDOW_CELLS = 1 << 20;
 /** An unreadable unit goes to the dead-letter queue in raw parts of at most this size. */
 const RAW_PART = 16 << 20;
 
@@ -85,7 +87,7 @@ async function* groupPieces(s: Spool, metadata: FileMetaData, footerStart: numbe
   for (let i = 0; i < metadata.row_groups.length; i++) {
     let g: GroupRef;
     try {
-      g = describeGroup(metadata, i, 0);
+      g = describeGroup(metadata, i, 0, footerStart);
     } catch (e) {
       yield { data: Buffer.alloc(0), header: headerOf({ error: `row group ${i}: ${(e as Error).message}`, offset: 0, size: s.size, part: 1, parts: 1 }) };
       continue;
@@ -99,7 +101,11 @@ async function* groupPieces(s: Spool, metadata: FileMetaData, footerStart: numbe
     // counts at least 16 bytes per column (a 7-field record: 112 bytes, like its NDJSON line).
     const rowBytes = Math.max(bytes / g.rows, 16 * g.columns.length);
     let windowRows = Math.max(1, Math.floor(targetBytes / rowBytes));
+    // Each window's header lists the columns: windows times columns is bounded, whatever size the
+    // footer claims (a declared size of terabytes made windows of one row). record_chunk_size is
+    // the user's own choice, bounded by the row count (describeGroup).
     if (maxRecords !== undefined) windowRows = Math.min(windowRows, maxRecords);
+    else windowRows = Math.max(windowRows, Math.ceil((g.rows * Math.max(1, g.columns.length)) / MAX_WINDOW_CELLS));
     const size = rowBytes * g.rows;
     if (run.length && (runBytes + size > targetBytes || (maxRecords !== undefined && runRows + g.rows > maxRecords))) {
       yield* pieces(run);

@@ -119,6 +119,23 @@ type Make = (c: unknown[], ldn: unknown, suspect: unknown, v: unknown[]) => Rec;
 const factories = new Map<string, Make>();
 /** Distinct record shapes kept compiled; past this the cache starts over (a long-running daemon). */
 const MAX_FACTORIES = 4096;
+/** Total signature bytes of the compiled shapes kept: long counter names must not fill memory. */
+const MAX_FACTORY_BYTES = 16 << 20;
+let factoryBytes = 0;
+/** Work (in characters of field names) a piece may spend compiling shapes beyond its own size. */
+const COMPILE_ALLOWANCE = 256 << 10;
+
+/** The same record as factoryFor's, built field by field: no compile, no cache. */
+function plainMake(keys: string[], suspect: boolean, counters: string[]): Make {
+  return (c, l, s, v) => {
+    const o: Rec = {};
+    for (let i = 0; i < keys.length; i++) o[keys[i]!] = c[i];
+    o.meas_obj_ldn = l;
+    if (suspect) o.suspect = s;
+    for (let i = 0; i < counters.length; i++) o[counters[i]!] = v[i];
+    return o;
+  };
+}
 
 /**
  * A record constructor for one set of context fields and one sequence of counter fields: an object
@@ -135,8 +152,12 @@ function factoryFor(keys: string[], suspect: boolean, counters: string[]): Make 
     if (suspect) fields.push('suspect: s');
     counters.forEach((k, i) => fields.push(`${JSON.stringify(k)}: v[${i}]`));
     f = new Function('c', 'l', 's', 'v', `return { ${fields.join(', ')} };`) as Make;
-    if (factories.size >= MAX_FACTORIES) factories.clear();
+    if (factories.size >= MAX_FACTORIES || factoryBytes + sig.length > MAX_FACTORY_BYTES) {
+      factories.clear();
+      factoryBytes = 0;
+    }
     factories.set(sig, f);
+    factoryBytes += sig.length;
   }
   return f;
 }
@@ -228,6 +249,12 @@ export class PmXmlDecoder {
   private p: string | undefined;
   private elStart = 0;
   private rIndex = 0;
+  /**
+   * Characters of field names this piece may still spend on compiling record shapes: a shape
+   * costs its names, which may be far longer than the measValue that asks for it (long measType
+   * names, a new order of r elements in every measValue). Past it, records are built field by field.
+   */
+  private compileBudget = 0;
   /** Records of the open measInfo: given out at its end (or the piece's), dropped if it is malformed. */
   private pending: Rec[] = [];
   // the piece being read
@@ -245,6 +272,7 @@ export class PmXmlDecoder {
 
   decode(data: Buffer, header: Buffer | undefined, piece: number) {
     this.data = data;
+    this.compileBudget = data.length + COMPILE_ALLOWANCE;
     let ctx: Buffer | undefined;
     if (header && header.length) {
       const nl = header.indexOf(0x0a);
@@ -353,7 +381,15 @@ export class PmXmlDecoder {
   /** The end of a truncated file: complete measValues were given out; an unfinished one is dropped. */
   private truncated(partial: number) {
     const names: string[] = [];
-    for (let i = 0; i < this.depth; i++) names.push(localOf(this.names[i]!));
+    // The innermost few are enough to say where (a hostile file may leave thousands open).
+    for (let i = 0; i < this.depth; i++) {
+      if (i === 3 && this.depth > 8) {
+        names.push(`... ${this.depth - 6} more ...`);
+        i = this.depth - 4;
+        continue;
+      }
+      names.push(localOf(this.names[i]!));
+    }
     let skipped: string;
     if (this.openIndex(MEAS_VALUE) !== -1) {
       // A record with some of its counters would read as a complete measurement.
@@ -365,7 +401,7 @@ export class PmXmlDecoder {
       skipped = `${k} partial element${k === 1 ? '' : 's'} skipped`;
     }
     const n = this.meta.offset + this.data.length;
-    const what = names.length ? `${names.length} open element${names.length === 1 ? '' : 's'} closed automatically (${names.join(' > ')})` : 'no measCollecFile element';
+    const what = names.length ? `${this.depth} open element${this.depth === 1 ? '' : 's'} closed automatically (${names.join(' > ')})` : 'no measCollecFile element';
     this.out.note(`PM XML: file truncated at byte ${n}: ${what}, ${skipped}`);
     this.slots.length = 0;
     this.vals.length = 0;
@@ -711,7 +747,14 @@ export class PmXmlDecoder {
     let same = make !== null && suspect === this.lastSuspect && last.length === slots.length;
     for (let i = 0; same && i < slots.length; i++) same = last[i] === slots[i];
     if (!same) {
-      make = factoryFor(this.ctxKeys!, suspect, slots.map((k) => this.fields[k]!));
+      const counters = slots.map((k) => this.fields[k]!);
+      let cost = 64;
+      for (const k of this.ctxKeys!) cost += k.length + 8;
+      for (const k of counters) cost += k.length + 8;
+      if (cost <= this.compileBudget) {
+        this.compileBudget -= cost;
+        make = factoryFor(this.ctxKeys!, suspect, counters);
+      } else make = plainMake(this.ctxKeys!, suspect, counters);
       this.lastMake = make;
       this.lastSlots = slots.slice();
       this.lastSuspect = suspect;

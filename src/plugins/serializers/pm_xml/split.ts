@@ -20,6 +20,9 @@ export const META_PREFIX = 'svc-pm-xml';
  */
 const EXPANSION = 2;
 
+/** Piece headers up to this size do not make their pieces larger (see the cut in step()). */
+const CTX_FREE = 64 << 10;
+
 /** Past this many pending bytes without a boundary a piece is cut anyway (memory bound). */
 const FORCE_MIN = 16 << 20;
 
@@ -240,7 +243,9 @@ export async function* splitPmXml(stream: AsyncIterable<Buffer>, opts: SplitOpti
         lastCut = e;
         lastCtx = { ...ctx };
       }
-      if (e - base >= target) {
+      // A piece with a large header is at least four times its header, which is parsed again with
+      // every piece: megabytes of measTypes before many small pieces would be parsed many times over.
+      if (e - base >= target && (pieceCtx.length <= CTX_FREE || e - base >= 4 * pieceCtx.length)) {
         records = 0;
         return cut(e, ctx);
       }

@@ -1,0 +1,240 @@
+// Poison inputs (issue 28): an input that stopped the process while it was being processed is not
+// processed again when its delivery path hands it back (a spooled webhook body, a file of a file
+// source): it goes to the DLQ with the reason, and the daemon comes up and serves its API.
+// The watch that notes suspects is src/engine/decode-watch.ts.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { eventually, serveChild } from '../helpers/daemon.js';
+import { ROOT } from '../helpers/cli.js';
+import { tempDir } from '../helpers/fs.js';
+import { rabbitVhost } from '../connectors/peers/rabbitmq.js';
+import { loadPipelineText } from '../../src/config/load.js';
+import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { runPipeline } from '../../src/engine/runner.js';
+
+interface Envelope {
+  _error: string;
+  _stage: string;
+  _raw: string | null;
+}
+
+/** The complete lines of an NDJSON file (one still being written counts as not there yet). */
+function readLines(file: string): Record<string, unknown>[] {
+  if (!existsSync(file)) return [];
+  try {
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  } catch {
+    return [];
+  }
+}
+
+/** A JSON array that takes the json decoder a good fraction of a second on any machine here. */
+function slowJson(records: number) {
+  const parts: string[] = [];
+  for (let i = 0; i < records; i++) parts.push(`{"i":${i},"name":"interface-${i}","pad":"${'x'.repeat(40)}"}`);
+  return `[${parts.join(',')}]`;
+}
+
+const rawOf = (e: Record<string, unknown>) => Buffer.from(String(e._raw ?? e.raw ?? ''), 'base64');
+
+function svcRun(file: string, env: Record<string, string>) {
+  return new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', file], { cwd: ROOT, env: { ...process.env, SVC_LOG_LEVEL: 'ERROR', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+describe('poison inputs are set aside, not replayed into a crash loop', () => {
+  it('a deeply nested input file is dead-lettered and remembered as processed, not retried at every run', async () => {
+    const dir = tempDir('svc-poison-deep-');
+    const inDir = join(dir, 'in');
+    mkdirSync(inDir);
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    writeFileSync(join(inDir, 'deep.json'), deep);
+    const { config } = loadPipelineText(`version: "1"
+pipeline:
+  name: deep
+  schedule: { type: manual }
+  skip_processed: true
+  on_error: dlq
+  source: { type: local, path: ${JSON.stringify(inDir)}, file_pattern: "*.json" }
+  serializer_in: { type: json }
+  serializer_out: { type: ndjson }
+  sinks:
+    - { type: local, path: ${JSON.stringify(join(dir, 'out'))} }
+  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
+`);
+    const processed = new MemoryProcessedFiles();
+    const first = await runPipeline(config!, { processed });
+    expect(first).toMatchObject({ status: 'success', records_in: 1, dlq_count: 1 });
+    const [dead] = readLines(join(dir, 'dlq', 'dlq.ndjson'));
+    expect(String(dead!._error)).toMatch(/nested deeper than 512/);
+    const second = await runPipeline(config!, { processed });
+    expect(second).toMatchObject({ status: 'success', records_in: 0 });
+  });
+
+  it('a file whose processing outlasts SVC_DECODE_TIMEOUT_MS ends the run; the next run dead-letters it as timed out', async () => {
+    const dir = tempDir('svc-poison-file-');
+    const inDir = join(dir, 'in');
+    mkdirSync(inDir);
+    const body = slowJson(400_000);
+    writeFileSync(join(inDir, 'big.json'), body);
+    writeFileSync(join(inDir, 'small.json'), '[{"i":1}]');
+    const pipeline = join(dir, 'p.yaml');
+    writeFileSync(
+      pipeline,
+      `version: "1"
+pipeline:
+  name: poison-file
+  schedule: { type: manual }
+  skip_processed: true
+  on_error: dlq
+  source: { type: local, path: ${JSON.stringify(inDir)}, file_pattern: "*.json" }
+  serializer_in: { type: json }
+  serializer_out: { type: ndjson }
+  sinks:
+    - { type: local, path: ${JSON.stringify(join(dir, 'out'))}, filename_template: "out.ndjson" }
+  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
+`,
+    );
+    const env = { SVC_STATE_DIR: join(dir, 'state'), SVC_DECODE_WATCH_MS: '20', SVC_DECODE_TIMEOUT_MS: '150' };
+    const first = await svcRun(pipeline, env);
+    expect(first.signal, first.stderr).toBe('SIGKILL');
+    expect(first.stderr).toMatch(/big\.json.*SVC_DECODE_TIMEOUT_MS/);
+    const notes = readdirSync(join(dir, 'state', 'quarantine', 'poison-file'));
+    expect(notes).toHaveLength(1);
+
+    // The next run, with a timeout the file would have met: it is not processed again.
+    const second = await svcRun(pipeline, { ...env, SVC_DECODE_TIMEOUT_MS: '600000' });
+    expect(second.code, second.stderr).toBe(0);
+    const record = JSON.parse(second.stdout) as { status: string; dlq_count: number; records_out: number };
+    expect(record.status).toBe('success');
+    expect(record.dlq_count).toBe(1);
+    const [dead] = readLines(join(dir, 'dlq', 'dlq.ndjson')) as unknown as Envelope[];
+    expect(dead!._stage).toBe('parse');
+    expect(dead!._error).toMatch(/^timed out: /);
+    expect(rawOf(dead as unknown as Record<string, unknown>).toString()).toBe(body);
+    // The other file went through, and the note is gone once the input is dead-lettered.
+    expect(readLines(join(dir, 'out', 'out.ndjson'))).toEqual([{ i: 1 }]);
+    expect(readdirSync(join(dir, 'state', 'quarantine', 'poison-file'))).toEqual([]);
+    // Remembered as processed: a third run reads nothing.
+    const third = await svcRun(pipeline, env);
+    expect(JSON.parse(third.stdout)).toMatchObject({ status: 'success', records_in: 0 });
+  }, 120_000);
+
+  it('kill -9 while a spooled webhook body is being decoded: the daemon comes back with a clean API and the body in the DLQ', async () => {
+    const dir = tempDir('svc-poison-hook-');
+    const out = join(dir, 'out');
+    const yaml = `version: "1"
+pipeline:
+  name: poison-hook
+  schedule: { type: stream }
+  on_error: dlq
+  source: { type: webhook, path: alarms }
+  serializer_in: { type: json }
+  serializer_out: { type: ndjson }
+  sinks:
+    - { type: local, path: ${JSON.stringify(out)}, filename_template: "out.ndjson" }
+  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
+`;
+    mkdirSync(join(dir, 'pipelines'));
+    writeFileSync(join(dir, 'pipelines', 'poison-hook.yaml'), yaml);
+    const env = {
+      SVC_DB_PATH: join(dir, 'svc.db'),
+      SVC_STATE_DIR: join(dir, 'state'),
+      SVC_PIPELINE_DIR: join(dir, 'pipelines'),
+      SVC_WEBHOOK_MAX_BODY_BYTES: String(200 << 20),
+      SVC_DECODE_WATCH_MS: '20',
+    };
+    const first = await serveChild(env);
+    const post = (url: string, body: string) => fetch(`${url}/webhooks/alarms`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    await eventually(async () => (await post(first.url, '{"id":"before"}')).status === 202);
+    await eventually(() => readLines(join(out, 'out.ndjson')).length === 1);
+    // Big enough that decoding it takes far longer than the watch's 20 ms: the note appears while it runs.
+    const body = slowJson(600_000);
+    expect((await post(first.url, body)).status).toBe(202);
+    const notes = join(dir, 'state', 'quarantine', 'poison-hook');
+    await eventually(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 5);
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = await serveChild(env);
+    expect((await fetch(`${second.url}/api/health`)).status).toBe(200);
+    const dlq = join(dir, 'dlq', 'dlq.ndjson');
+    await eventually(() => readLines(dlq).length === 1, 30_000);
+    const [dead] = readLines(dlq);
+    expect(dead!._stage).toBe('parse');
+    expect(String(dead!._error)).toMatch(/^crashed the decoder: /);
+    expect(rawOf(dead!).toString()).toBe(body);
+    // The stream goes on: a later body is delivered, and the note is gone.
+    expect((await post(second.url, '{"id":"after"}')).status).toBe(202);
+    await eventually(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000);
+    await eventually(() => readdirSync(notes).length === 0);
+    const state = (await (await fetch(`${second.url}/api/pipelines/poison-hook`)).json()) as { status: string };
+    expect(state.status).toBe('running');
+  }, 120_000);
+
+  it('kill -9 while a RabbitMQ message is being decoded: the broker redelivers it, and the restarted daemon dead-letters it and acknowledges it', async () => {
+    const rabbit = await rabbitVhost();
+    try {
+      const dir = tempDir('svc-poison-amqp-');
+      const out = join(dir, 'out');
+      mkdirSync(join(dir, 'pipelines'));
+      writeFileSync(
+        join(dir, 'pipelines', 'poison-amqp.yaml'),
+        `version: "1"
+pipeline:
+  name: poison-amqp
+  schedule: { type: stream }
+  on_error: dlq
+  source: { type: amqp, url: ${JSON.stringify(rabbit.url)}, queue: alarms }
+  serializer_in: { type: json }
+  serializer_out: { type: ndjson }
+  sinks:
+    - { type: local, path: ${JSON.stringify(out)}, filename_template: "out.ndjson" }
+  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
+`,
+      );
+      const env = { SVC_DB_PATH: join(dir, 'svc.db'), SVC_STATE_DIR: join(dir, 'state'), SVC_PIPELINE_DIR: join(dir, 'pipelines'), SVC_DECODE_WATCH_MS: '20' };
+      const ch = await rabbit.admin.createConfirmChannel();
+      await ch.assertQueue('alarms', { durable: true });
+      const publish = async (body: string) => {
+        ch.sendToQueue('alarms', Buffer.from(body), { persistent: true });
+        await ch.waitForConfirms();
+      };
+      const first = await serveChild(env);
+      await publish('{"id":"before"}');
+      await eventually(() => readLines(join(out, 'out.ndjson')).length === 1, 30_000);
+      const body = slowJson(600_000);
+      await publish(body);
+      const notes = join(dir, 'state', 'quarantine', 'poison-amqp');
+      await eventually(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 5);
+      first.child.kill('SIGKILL');
+      await first.exited;
+
+      const second = await serveChild(env);
+      const dlq = join(dir, 'dlq', 'dlq.ndjson');
+      await eventually(() => readLines(dlq).length === 1, 30_000);
+      const [dead] = readLines(dlq);
+      expect(String(dead!._error)).toMatch(/^crashed the decoder: /);
+      expect(rawOf(dead!).toString()).toBe(body);
+      await publish('{"id":"after"}');
+      await eventually(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000);
+      // Acknowledged: nothing of it is left on the queue.
+      await eventually(async () => (await ch.checkQueue('alarms')).messageCount === 0, 10_000);
+      expect((await fetch(`${second.url}/api/health`)).status).toBe(200);
+      await ch.close();
+    } finally {
+      await rabbit.stop();
+    }
+  }, 120_000);
+});

@@ -30,6 +30,7 @@ import { Sessions, type Session } from './sessions.js';
 import { SimulatorService } from './simulator.js';
 import { ConsoleStats } from './stats.js';
 import { TrapService } from './traps.js';
+import { decodeWatchOptions, mibSourceWatch } from '../engine/decode-watch.js';
 
 /** Paths served without a session: probes, metadata, login, the API documentation. */
 export const CONSOLE_OPEN_PATHS: ReadonlySet<string> = new Set(['/api/meta', '/api/health', '/api/healthz/ui', '/api/settings/login', '/api/ws']);
@@ -59,7 +60,7 @@ export async function startConsole(settings: Settings, log: Logger, opts: { mibs
   const clog = log.child({ component: 'console' });
   const sessionsByReq = new WeakMap<FastifyRequest, Session>();
   const events = new ConsoleEvents();
-  const mibs = opts.mibs ?? (await MibStore.fromSettings(settings, clog));
+  const mibs = opts.mibs ?? (await MibStore.fromSettings(settings, clog, mibSourceWatch(decodeWatchOptions(dir, settings))));
   const ctx: ServiceContext = {
     settings,
     dir,

@@ -12,6 +12,7 @@ import { createLogger, type Logger } from '../observability/log.js';
 import { Metrics } from '../observability/metrics.js';
 import { startTracing } from '../observability/tracing.js';
 import { MibStore } from '../mib/store.js';
+import { decodeWatchOptions, mibSourceWatch } from '../engine/decode-watch.js';
 import { loadSettings, type Settings } from '../settings.js';
 import { openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
@@ -90,7 +91,7 @@ export async function startDaemon(opts: StartDaemonOptions = {}): Promise<Daemon
     executor: cluster?.executor, admission: cluster?.admission, onConfig: cluster?.onConfig, claimFires: cluster !== undefined, adoption: cluster?.adoption,
   });
   cluster?.attach(manager);
-  const mibs = await MibStore.fromSettings(settings, log);
+  const mibs = await MibStore.fromSettings(settings, log, mibSourceWatch(decodeWatchOptions(stateDir, settings)));
   /** Schedules and streams start here: at once, or (an elected manager) once this one leads. */
   const becomeActive = async () => {
     // The first health poll before anything is scheduled: runs due at start find the healthy workers.

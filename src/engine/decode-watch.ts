@@ -255,6 +255,44 @@ export function quarantineReason(s: Suspect, timeoutMs: number): string {
     : `crashed the decoder: the process stopped while this input was being processed (${s.since}); set aside so that it cannot stop the process again`;
 }
 
+/**
+ * The watch of MIB sources (src/mib/store.ts MibSourceWatch): a source is known by its path and
+ * the SHA-1 of its text, so a source replaced by a fixed one is compiled again.
+ */
+export function mibSourceWatch(opts: DecodeWatchOptions) {
+  const scope = 'mib-sources';
+  const watch = new DecodeWatch(opts, scope);
+  const ids = new Map<string, { text: string; id: Buffer }>();
+  const idOf = (file: string, text: string) => {
+    const known = ids.get(file);
+    if (known?.text === text) return known.id;
+    const id = Buffer.from(`${file}\n${createHash('sha1').update(text).digest('hex')}`);
+    ids.set(file, { text, id });
+    return id;
+  };
+  let suspects = readSuspects(opts.dir, scope);
+  let matcher = new SuspectMatcher(suspects);
+  return {
+    setAside(file: string, text: string) {
+      if (matcher.empty) return undefined;
+      const s = matcher.match(idOf(file, text));
+      return s && `${s.reason === 'timed out' ? 'timed out' : 'crashed the compiler'}: the process stopped while compiling this source (${s.since}); it is set aside so that it cannot stop every start: fix or replace the file (or remove it), and it is compiled again`;
+    },
+    inWork(file: string | undefined, text?: string) {
+      if (file === undefined || text === undefined) watch.end();
+      else watch.begin(file, idOf(file, text));
+    },
+    keepOnly(sources: { file: string; text: string }[]) {
+      if (!suspects.length) return;
+      const present = new Set(sources.map((s) => identity(idOf(s.file, s.text))));
+      const gone = suspects.filter((s) => !s.items.some((it) => present.has(it.sha1)));
+      forget(gone);
+      suspects = suspects.filter((s) => !gone.includes(s));
+      matcher = new SuspectMatcher(suspects);
+    },
+  };
+}
+
 /** Removes the notes of suspects whose input has been dead-lettered. */
 export function forget(suspects: Iterable<Suspect>) {
   for (const s of suspects) rmSync(s.file, { force: true });

@@ -44,6 +44,11 @@ export interface CompileOptions {
   groupRank?: (group: string | undefined) => number;
   /** Default MIB_LIMITS. */
   limits?: Partial<MibLimits>;
+  /**
+   * Told the file whose source is in work (parsed, built, made JSON), and undefined while the work
+   * is across modules: the store's watch for sources that stop the process (src/mib/store.ts).
+   */
+  onSource?: (file: string | undefined) => void;
 }
 
 /** Default rank: uploaded groups (1) beat bundled ones (0; group names starting with `bundled`). */
@@ -130,12 +135,18 @@ export function compileMibs(sources: MibSource[], opts: CompileOptions = {}): Co
       failed.push(sourceLimitFailure(s, bytes, s.text.slice(0, 4096), limits.maxSourceBytes));
       continue;
     }
+    opts.onSource?.(s.file);
     const r = parseMib(s.text, s.file, { maxSymbols: limits.maxSymbols });
     for (const p of r.modules) parsed.push({ p, group: s.group });
     if (r.errors.length && !r.modules.length) failed.push({ module: null, file: s.file, ...(s.group !== undefined ? { group: s.group } : {}), missing: [], failedImports: [], errors: r.errors });
     else if (r.errors.length) r.modules[0]!.errors.push(...r.errors);
   }
-  return new Compiler(opts, limits).run(parsed, failed);
+  opts.onSource?.(undefined);
+  try {
+    return new Compiler(opts, limits).run(parsed, failed);
+  } finally {
+    opts.onSource?.(undefined);
+  }
 }
 
 /** A source of `bytes`, over the limit `max`, as the failure of its module (named from the header in `head`), unparsed. */
@@ -196,7 +207,7 @@ class Compiler {
   private tooDeep = false;
 
   constructor(
-    opts: CompileOptions,
+    private readonly opts: CompileOptions,
     private readonly limits: MibLimits,
   ) {
     this.mode = opts.mode ?? 'full';
@@ -234,7 +245,11 @@ class Compiler {
       for (let i = 0; i < defs.length; i++) if (OID_KINDS.has(defs[i]!.kind)) this.defOid(c, defs[i]!);
     }
     const structure = this.structure(live);
-    for (const c of live) built.set(c, this.buildModule(c, structure));
+    for (const c of live) {
+      this.opts.onSource?.(c.p.file);
+      built.set(c, this.buildModule(c, structure));
+    }
+    this.opts.onSource?.(undefined);
     this.inheritAugmentedIndex(built);
     for (const c of live) if (c.errors.some((e) => e.limit)) c.failed = true;
     if (full) for (const c of live) if (c.errors.length) c.failed = true;
@@ -249,6 +264,7 @@ class Compiler {
       // (errors only remain in a compiled module in partial mode; there they are kept as warnings)
       m.diagnostics.push(...[...c.p.errors, ...c.errors].map((e) => ({ ...e, severity: 'warning' as const })), ...c.warnings);
       if (c.droppedErrors + c.droppedWarnings) m.diagnostics.push({ severity: 'warning', file: c.p.file, line: 0, column: 0, module: c.p.name, message: `${c.droppedErrors + c.droppedWarnings} more diagnostics not shown (the first ${MIB_MAX_DIAGNOSTICS} of each kind are)` });
+      this.opts.onSource?.(c.p.file);
       const text = jsonWithin(m, this.limits.maxCompiledBytes);
       if (text !== undefined) {
         json.set(m.module, text);

@@ -25,6 +25,22 @@ export interface MibStoreOptions {
   /** Compile limits (SVC_MIB_MAX_*); default MIB_LIMITS. */
   limits?: Partial<MibLimits>;
   log?: { info(o: object, m: string): void; warn(o: object, m: string): void };
+  /** Sources that stopped the process while being compiled are set aside (svc serve, svc console). */
+  watch?: MibSourceWatch;
+}
+
+/**
+ * The poison-input watch for MIB sources (issue 28; src/engine/decode-watch.ts implements it): a
+ * source in work when the process died is not compiled again at the next start but listed as
+ * failed with the reason, so a MIB that stops the compiler cannot stop every start.
+ */
+export interface MibSourceWatch {
+  /** Why this source is set aside (a process died while compiling it), or undefined. */
+  setAside(file: string, text: string): string | undefined;
+  /** The source in work now (undefined: none, or work across modules). */
+  inWork(file: string | undefined, text?: string): void;
+  /** Forgets the notes of sources that are gone or changed. */
+  keepOnly(sources: { file: string; text: string }[]): void;
 }
 
 /** A 4xx the routes pass on as `{detail}` with `status`. */
@@ -268,13 +284,14 @@ export class MibStore {
   }
 
   /** The store of SVC_MIB_DIR, SVC_MIB_SOURCE_DIR and SVC_MIB_BUNDLED_SOURCE_DIR. */
-  static async fromSettings(settings: Settings, log?: MibStoreOptions['log']): Promise<MibStore> {
+  static async fromSettings(settings: Settings, log?: MibStoreOptions['log'], watch?: MibSourceWatch): Promise<MibStore> {
     return MibStore.open({
       compiledDir: settings.MIB_DIR,
       sourceDir: settings.MIB_SOURCE_DIR || join(dirname(resolve(settings.MIB_DIR)), 'mib-sources'),
       bundledDirs: settings.MIB_BUNDLED_SOURCE_DIR.split(delimiter).filter(Boolean),
       limits: { maxSourceBytes: settings.MIB_MAX_SOURCE_BYTES, maxSymbols: settings.MIB_MAX_SYMBOLS, maxOidDepth: settings.MIB_MAX_OID_DEPTH, maxCompiledBytes: settings.MIB_MAX_COMPILED_BYTES },
       log,
+      watch,
     });
   }
 
@@ -719,7 +736,21 @@ export class MibStore {
    * input), each source is tried alone, and those it throws on fail while the rest compile.
    */
   private compileSet(texts: MibSource[], unread: ModuleFailure[], mode: CompileMode): CompileResult {
-    const opts = { mode, limits: this.limits };
+    const watch = this.opts.watch;
+    let onSource: ((file: string | undefined) => void) | undefined;
+    if (watch) {
+      watch.keepOnly(texts);
+      const aside: ModuleFailure[] = [];
+      texts = texts.filter((t) => {
+        const why = watch.setAside(t.file, t.text);
+        if (why) aside.push({ module: definedModules(t.text.slice(0, 4096))[0] ?? null, file: t.file, group: t.group, missing: [], failedImports: [], errors: [{ severity: 'error', file: t.file, line: 0, column: 0, message: why }] });
+        return !why;
+      });
+      unread = [...unread, ...aside];
+      const byFile = new Map(texts.map((t) => [t.file, t.text]));
+      onSource = (file) => watch.inWork(file, file === undefined ? undefined : byFile.get(file));
+    }
+    const opts = { mode, limits: this.limits, onSource };
     let r: CompileResult;
     try {
       r = compileMibs(texts, opts);

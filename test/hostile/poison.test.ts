@@ -40,6 +40,11 @@ function slowJson(records: number) {
   return `[${parts.join(',')}]`;
 }
 
+/** Names what a wait was for when it runs out. */
+const why = (what: string) => (e: Error) => {
+  throw new Error(`${what}: ${e.message}`);
+};
+
 const rawOf = (e: Record<string, unknown>) => Buffer.from(String(e._raw ?? e.raw ?? ''), 'base64');
 
 function svcRun(file: string, env: Record<string, string>) {
@@ -163,22 +168,24 @@ pipeline:
     const body = slowJson(600_000);
     expect((await post(first.url, body)).status).toBe(202);
     const notes = join(dir, 'state', 'quarantine', 'poison-hook');
-    await eventually(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 5);
+    await eventually(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 5).catch(why('no note of the body in work'));
     first.child.kill('SIGKILL');
     await first.exited;
+    // Dead, so its note stays (had the processing ended before the kill, the note would be gone).
+    expect(readdirSync(notes)).toHaveLength(1);
 
     const second = await serveChild(env);
     expect((await fetch(`${second.url}/api/health`)).status).toBe(200);
     const dlq = join(dir, 'dlq', 'dlq.ndjson');
-    await eventually(() => readLines(dlq).length === 1, 30_000);
+    await eventually(() => readLines(dlq).length === 1, 60_000).catch(why(`no DLQ entry after the restart; stderr: ${second.stderr().slice(-2000)}`));
     const [dead] = readLines(dlq);
     expect(dead!._stage).toBe('parse');
     expect(String(dead!._error)).toMatch(/^crashed the decoder: /);
     expect(rawOf(dead!).toString()).toBe(body);
     // The stream goes on: a later body is delivered, and the note is gone.
     expect((await post(second.url, '{"id":"after"}')).status).toBe(202);
-    await eventually(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000);
-    await eventually(() => readdirSync(notes).length === 0);
+    await eventually(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000).catch(why('the body posted after the restart was not delivered'));
+    await eventually(() => readdirSync(notes).length === 0).catch(why('the note was not removed'));
     const state = (await (await fetch(`${second.url}/api/pipelines/poison-hook`)).json()) as { status: string };
     expect(state.status).toBe('running');
   }, 120_000);
@@ -237,4 +244,49 @@ pipeline:
       await rabbit.stop();
     }
   }, 120_000);
+
+  it('kill -9 while a MIB source is being compiled at start: the next start sets it aside and serves; a fixed file compiles again', async () => {
+    const dir = tempDir('svc-poison-mib-');
+    const sources = join(dir, 'mib-sources', 'common');
+    mkdirSync(sources, { recursive: true });
+    // A module big enough that compiling it takes well over the watch's 20 ms (within every limit).
+    const lines = ['BIG-MIB DEFINITIONS ::= BEGIN', 'IMPORTS enterprises FROM SNMPv2-SMI;', 'big OBJECT IDENTIFIER ::= { enterprises 4343 }'];
+    for (let i = 1; i <= 15_000; i++) lines.push(`b${i} OBJECT IDENTIFIER ::= { big ${i} }`);
+    const text = [...lines, 'END', ''].join('\n');
+    writeFileSync(join(sources, 'BIG-MIB.txt'), text);
+    const env = {
+      SVC_HOST: '127.0.0.1',
+      SVC_CONSOLE_PORT: '0',
+      SVC_DB_PATH: join(dir, 'svc.db'),
+      SVC_STATE_DIR: join(dir, 'state'),
+      SVC_PIPELINE_DIR: join(dir, 'pipelines'),
+      SVC_MIB_DIR: join(dir, 'mibs'),
+      SVC_MIB_SOURCE_DIR: join(dir, 'mib-sources'),
+      SVC_MIB_BUNDLED_SOURCE_DIR: '',
+      SVC_DECODE_WATCH_MS: '20',
+      SVC_LOG_LEVEL: 'ERROR',
+    };
+    mkdirSync(join(dir, 'pipelines'));
+    // The first start is killed while it compiles (before its API listens: no serveChild here).
+    const first = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], { cwd: ROOT, env: { ...process.env, ...env, SVC_PORT: '0' }, stdio: 'ignore' });
+    const notes = join(dir, 'state', 'quarantine', 'mib-sources');
+    const exited = new Promise((r) => first.on('exit', r));
+    await eventually(() => existsSync(notes) && readdirSync(notes).length === 1, 60_000, 5).catch(why('no note of the MIB source in work'));
+    first.kill('SIGKILL');
+    await exited;
+
+    const names = async (url: string) => ((await (await fetch(`${url}/api/mibs`)).json()) as { name: string }[]).map((m) => m.name);
+    const second = await serveChild(env);
+    expect(await names(second.url)).toContain('SNMPv2-SMI');
+    expect(await names(second.url)).not.toContain('BIG-MIB');
+    expect(readdirSync(notes)).toHaveLength(1);
+    second.child.kill('SIGKILL');
+    await second.exited;
+
+    // Replaced (here: the same module with a comment): compiled again, and the note is forgotten.
+    writeFileSync(join(sources, 'BIG-MIB.txt'), `-- fixed\n${text}`);
+    const third = await serveChild(env);
+    expect(await names(third.url)).toContain('BIG-MIB');
+    expect(readdirSync(notes)).toEqual([]);
+  }, 180_000);
 });

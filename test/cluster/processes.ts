@@ -94,6 +94,8 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
       // Serving once it leads (a standby answers 503 on /api/ready): after the lease of a killed
       // leader runs out (5 s) and the pipelines are loaded, which two test files on two cores slow.
       if (o.standby !== true) await eventually(async () => (await fetch(`${proc.url}/api/ready`).catch(() => undefined))?.status === 200, 40_000, 100);
+      // A standby: once its start is over (the console too), /api/ready says `standby`, not `starting`.
+      else await eventually(async () => ((await (await fetch(`${proc.url}/api/ready`)).json()) as { scheduler?: string }).scheduler === 'standby', 40_000, 100);
       if (o.port === undefined) c.manager = proc;
       return proc;
     },

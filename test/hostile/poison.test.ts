@@ -40,6 +40,25 @@ function slowJson(records: number) {
   return `[${parts.join(',')}]`;
 }
 
+/**
+ * A pipeline with `on_error: dlq` from `source` (a YAML flow mapping) through the json decoder into
+ * `<dir>/out/out.ndjson`, its dead letters in `<dir>/dlq/dlq.ndjson`.
+ */
+function pipelineYaml(name: string, dir: string, source: string, stream = false) {
+  return `version: "1"
+pipeline:
+  name: ${name}
+  schedule: { type: ${stream ? 'stream' : 'manual'} }
+${stream ? '' : '  skip_processed: true\n'}  on_error: dlq
+  source: ${source}
+  serializer_in: { type: json }
+  serializer_out: { type: ndjson }
+  sinks:
+    - { type: local, path: ${JSON.stringify(join(dir, 'out'))}, filename_template: "out.ndjson" }
+  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
+`;
+}
+
 /** Names what a wait was for when it runs out. */
 const why = (what: string) => (e: Error) => {
   throw new Error(`${what}: ${e.message}`);
@@ -65,19 +84,7 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
     mkdirSync(inDir);
     const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
     writeFileSync(join(inDir, 'deep.json'), deep);
-    const { config } = loadPipelineText(`version: "1"
-pipeline:
-  name: deep
-  schedule: { type: manual }
-  skip_processed: true
-  on_error: dlq
-  source: { type: local, path: ${JSON.stringify(inDir)}, file_pattern: "*.json" }
-  serializer_in: { type: json }
-  serializer_out: { type: ndjson }
-  sinks:
-    - { type: local, path: ${JSON.stringify(join(dir, 'out'))} }
-  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
-`);
+    const { config } = loadPipelineText(pipelineYaml('deep', dir, `{ type: local, path: ${JSON.stringify(inDir)}, file_pattern: "*.json" }`));
     const processed = new MemoryProcessedFiles();
     const first = await runPipeline(config!, { processed });
     expect(first).toMatchObject({ status: 'success', records_in: 1, dlq_count: 1 });
@@ -95,22 +102,7 @@ pipeline:
     writeFileSync(join(inDir, 'big.json'), body);
     writeFileSync(join(inDir, 'small.json'), '[{"i":1}]');
     const pipeline = join(dir, 'p.yaml');
-    writeFileSync(
-      pipeline,
-      `version: "1"
-pipeline:
-  name: poison-file
-  schedule: { type: manual }
-  skip_processed: true
-  on_error: dlq
-  source: { type: local, path: ${JSON.stringify(inDir)}, file_pattern: "*.json" }
-  serializer_in: { type: json }
-  serializer_out: { type: ndjson }
-  sinks:
-    - { type: local, path: ${JSON.stringify(join(dir, 'out'))}, filename_template: "out.ndjson" }
-  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
-`,
-    );
+    writeFileSync(pipeline, pipelineYaml('poison-file', dir, `{ type: local, path: ${JSON.stringify(inDir)}, file_pattern: "*.json" }`));
     const env = { SVC_STATE_DIR: join(dir, 'state'), SVC_DECODE_WATCH_MS: '20', SVC_DECODE_TIMEOUT_MS: '150' };
     const first = await svcRun(pipeline, env);
     expect(first.signal, first.stderr).toBe('SIGKILL');
@@ -139,18 +131,7 @@ pipeline:
   it('kill -9 while a spooled webhook body is being decoded: the daemon comes back with a clean API and the body in the DLQ', async () => {
     const dir = tempDir('svc-poison-hook-');
     const out = join(dir, 'out');
-    const yaml = `version: "1"
-pipeline:
-  name: poison-hook
-  schedule: { type: stream }
-  on_error: dlq
-  source: { type: webhook, path: alarms }
-  serializer_in: { type: json }
-  serializer_out: { type: ndjson }
-  sinks:
-    - { type: local, path: ${JSON.stringify(out)}, filename_template: "out.ndjson" }
-  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
-`;
+    const yaml = pipelineYaml('poison-hook', dir, '{ type: webhook, path: alarms }', true);
     mkdirSync(join(dir, 'pipelines'));
     writeFileSync(join(dir, 'pipelines', 'poison-hook.yaml'), yaml);
     const env = {
@@ -198,18 +179,7 @@ pipeline:
       mkdirSync(join(dir, 'pipelines'));
       writeFileSync(
         join(dir, 'pipelines', 'poison-amqp.yaml'),
-        `version: "1"
-pipeline:
-  name: poison-amqp
-  schedule: { type: stream }
-  on_error: dlq
-  source: { type: amqp, url: ${JSON.stringify(rabbit.url)}, queue: alarms }
-  serializer_in: { type: json }
-  serializer_out: { type: ndjson }
-  sinks:
-    - { type: local, path: ${JSON.stringify(out)}, filename_template: "out.ndjson" }
-  dlq: { type: local, path: ${JSON.stringify(join(dir, 'dlq'))}, filename_template: "dlq.ndjson" }
-`,
+        pipelineYaml('poison-amqp', dir, `{ type: amqp, url: ${JSON.stringify(rabbit.url)}, queue: alarms }`, true),
       );
       const env = { SVC_DB_PATH: join(dir, 'svc.db'), SVC_STATE_DIR: join(dir, 'state'), SVC_PIPELINE_DIR: join(dir, 'pipelines'), SVC_DECODE_WATCH_MS: '20' };
       const ch = await rabbit.admin.createConfirmChannel();

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { eventually, serveChild } from '../helpers/daemon.js';
 import { ROOT } from '../helpers/cli.js';
 import { tempDir } from '../helpers/fs.js';
+import { serveEnv } from '../helpers/serve-env.js';
 import { rabbitVhost } from '../connectors/peers/rabbitmq.js';
 import { loadPipelineText } from '../../src/config/load.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
@@ -224,18 +225,9 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
     for (let i = 1; i <= 15_000; i++) lines.push(`b${i} OBJECT IDENTIFIER ::= { big ${i} }`);
     const text = [...lines, 'END', ''].join('\n');
     writeFileSync(join(sources, 'BIG-MIB.txt'), text);
-    const env = {
-      SVC_HOST: '127.0.0.1',
-      SVC_CONSOLE_PORT: '0',
-      SVC_DB_PATH: join(dir, 'svc.db'),
-      SVC_STATE_DIR: join(dir, 'state'),
-      SVC_PIPELINE_DIR: join(dir, 'pipelines'),
-      SVC_MIB_DIR: join(dir, 'mibs'),
-      SVC_MIB_SOURCE_DIR: join(dir, 'mib-sources'),
-      SVC_MIB_BUNDLED_SOURCE_DIR: '',
-      SVC_DECODE_WATCH_MS: '20',
-      SVC_LOG_LEVEL: 'ERROR',
-    };
+    // The folders of serveEnv; the API port is serveChild's (or any, for the first start).
+    const env: Record<string, string> = serveEnv(dir, { port: 0, consolePort: 0 }, { SVC_DECODE_WATCH_MS: '20', SVC_LOG_LEVEL: 'ERROR' });
+    delete env.SVC_PORT;
     mkdirSync(join(dir, 'pipelines'));
     // The first start is killed while it compiles (before its API listens: no serveChild here).
     const first = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], { cwd: ROOT, env: { ...process.env, ...env, SVC_PORT: '0' }, stdio: 'ignore' });

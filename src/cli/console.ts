@@ -23,7 +23,7 @@ export async function cmdConsole(): Promise<number> {
   let why: string | undefined;
   try {
     await signals.checkpoint('console-listening');
-    await new Promise<void>((resolve) => signals.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await new Promise<void>((resolve) => signals.onStop(resolve));
   } catch (e) {
     if (!(e instanceof StartStopped)) throw e;
     why = e.message;

@@ -33,14 +33,12 @@ export async function serveWorker(settings: Settings): Promise<number> {
     if (!(e instanceof StartStopped)) throw e;
     why = e.message;
   }
-  const onSignal = () => {
+  signals.onStop(() => {
     log.info({ signal: signals.received() }, 'signal received');
     void stopParts(log, why, [['worker', () => started.stop()]]).then((code) => {
       if (code !== 0) process.exit(code);
     });
-  };
-  if (signals.signal.aborted) onSignal();
-  else signals.signal.addEventListener('abort', onSignal, { once: true });
+  });
   await started.stopped;
   signals.dispose();
   return 0;

@@ -42,15 +42,10 @@ export async function cmdServe(): Promise<number> {
   // SIGTERM / SIGINT drain like POST /api/daemon/stop (which resolves `stopped` by itself).
   const daemonCode = await new Promise<number>((resolve) => {
     void started.stopped.then(() => resolve(0));
-    const onSignal = () => {
+    signals.onStop(() => {
       log.info({ signal: signals.received() }, 'signal received');
-      started.stop().catch((e: unknown) => {
-        log.error({ part: 'daemon', err: (e as Error).message }, 'could not stop the daemon');
-        resolve(1);
-      });
-    };
-    if (signals.signal.aborted) onSignal();
-    else signals.signal.addEventListener('abort', onSignal, { once: true });
+      void stopParts(log, undefined, [['daemon', () => started.stop()]]).then((code) => code && resolve(code));
+    });
   });
   const consoleCode = await stopParts(log, undefined, [['console', () => consoleServer.stop()]]);
   signals.dispose();

@@ -17,6 +17,8 @@ export interface StopSignals {
    * throws StartStopped when a stop was asked for, so the start goes no further.
    */
   checkpoint(point: string): Promise<void>;
+  /** Runs `fn` once a stop is asked for: at once when it was asked already (during the start). */
+  onStop(fn: () => void): void;
   /** Removes the handlers (the command is over). */
   dispose(): void;
 }
@@ -58,6 +60,10 @@ export function installStopSignals(): StopSignals {
         clearInterval(alive);
       }
       if (controller.signal.aborted) throw new StartStopped(point);
+    },
+    onStop(fn) {
+      if (controller.signal.aborted) fn();
+      else controller.signal.addEventListener('abort', fn, { once: true });
     },
     dispose() {
       for (const [sig, handler] of handlers) process.off(sig, handler);

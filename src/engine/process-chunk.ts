@@ -122,63 +122,84 @@ export interface ProcessOptions {
 
 const emptyOutput = (): ChunkOutput => ({ recordsIn: 0, produced: 0, parseErrors: [], transformErrors: [], notes: [], sinks: [] });
 
-/** Stops a decoder at the ceiling (thrown from DecodeOut.record, caught in decodeBounded). */
+/** Stops a decoder at the ceiling (thrown from DecodeOut.record, caught in BoundedDecode.decode). */
 const CEILING = Symbol('decode ceiling');
 
 /** Every this many records (on average, at random) one is measured for the byte estimate. */
 const SAMPLE_EVERY = 64;
 
 /**
- * Decodes one input (a message, a chunk or a split piece) under the ceiling of the plan's limits:
- * at most max(maxRecords, input bytes) records and about maxBytes of them (their JSON size,
- * estimated from records drawn at random: measuring each would cost the hot path). Past either,
- * or when the decoder throws, the whole input is one parse error with its raw bytes: the records
- * it gave so far are dropped, so the dead-letter entry holds all of that input and nothing of it is
- * delivered twice after a replay.
+ * Decodes the inputs of one chunk (each message, or the chunk, or a split piece) under the ceiling
+ * of the plan's limits: each input may give at most max(maxRecords, its bytes) records and about
+ * maxBytes of them (their JSON size, estimated from records drawn at random across the chunk:
+ * measuring each would cost the hot path, and so would measuring the first of every message).
+ * Past either, or when the decoder throws, the whole input is one parse error with its raw bytes:
+ * the records it gave so far are dropped, so the dead-letter entry holds all of that input and
+ * nothing of it is delivered twice after a replay. One per chunk: its sink is made once.
  */
-function decodeBounded(plan: ChunkPlan, input: DecodeInput, decoded: Rec[], out: ChunkOutput, note: (m: string) => void): void {
-  const { maxRecords: recordLimit, maxBytes } = plan.limits;
-  const from = decoded.length;
-  const errorsFrom = out.parseErrors.length;
-  const maxRecords = Math.max(recordLimit, input.data.length);
-  let count = 0;
-  let nextSample = 0;
-  let sampled = 0;
-  let sampledBytes = 0;
-  let failure: string | undefined;
-  const fail = (why: string): never => {
-    failure ??= why;
-    throw CEILING;
-  };
-  const sink: DecodeOut = {
-    record: (r) => {
-      if (failure !== undefined) throw CEILING;
-      decoded.push(r);
-      if (++count > maxRecords) fail(`more than ${maxRecords} records from one input (SVC_DECODE_MAX_RECORDS_PER_INPUT, at least one per input byte)`);
-      if (count > nextSample) {
-        nextSample = count + 1 + Math.floor(Math.random() * (2 * SAMPLE_EVERY - 1));
-        sampled++;
-        sampledBytes += jsonSizeUpTo(r, maxBytes);
-        const estimate = (sampledBytes / sampled) * count;
-        if (estimate > maxBytes) fail(`its records come to about ${Math.round(estimate / 1048576)} MiB, more than ${Math.round(maxBytes / 1048576)} MiB from one input (SVC_DECODE_MAX_BYTES_PER_INPUT)`);
-      }
-    },
-    error: (message, raw) => {
-      if (failure === undefined) out.parseErrors.push({ message, raw: toBytes(raw) });
-    },
-    note,
-  };
-  try {
-    plan.decoder.decode(input, sink);
-  } catch (e) {
-    if (e !== CEILING) failure ??= `the decoder failed: ${errorText(e)}`;
+class BoundedDecode {
+  private readonly sink: DecodeOut;
+  private sampled = 0;
+  private sampledBytes = 0;
+  private untilSample = 0;
+  /** Of the input in work: */
+  private decoded: Rec[] = [];
+  private count = 0;
+  private maxRecords = 0;
+  private failure: string | undefined;
+
+  constructor(
+    private readonly plan: ChunkPlan,
+    private readonly out: ChunkOutput,
+    note: (m: string) => void,
+  ) {
+    this.sink = {
+      record: (r) => this.record(r),
+      error: (message, raw) => {
+        if (this.failure === undefined) out.parseErrors.push({ message, raw: toBytes(raw) });
+      },
+      note,
+    };
   }
-  if (failure === undefined) return;
-  decoded.length = from;
-  out.parseErrors.length = errorsFrom;
-  const what = input.header ? 'piece' : 'input';
-  const advice = failure.includes('(SVC_DECODE_MAX_') ? '; if the data is genuine, raise the setting' : '';
-  out.parseErrors.push({ message: `${failure}: the whole ${what} is dead-lettered, none of its records delivered${advice}`, raw: input.data });
+
+  private fail(why: string): never {
+    this.failure ??= why;
+    throw CEILING;
+  }
+
+  private record(r: Rec) {
+    if (this.failure !== undefined) throw CEILING;
+    this.decoded.push(r);
+    if (++this.count > this.maxRecords) this.fail(`more than ${this.maxRecords} records from one input (SVC_DECODE_MAX_RECORDS_PER_INPUT, at least one per input byte)`);
+    if (--this.untilSample > 0) return;
+    this.untilSample = 1 + Math.floor(Math.random() * (2 * SAMPLE_EVERY - 1));
+    const { maxBytes } = this.plan.limits;
+    this.sampled++;
+    this.sampledBytes += jsonSizeUpTo(r, maxBytes);
+    const estimate = (this.sampledBytes / this.sampled) * this.count;
+    if (estimate > maxBytes) this.fail(`its records come to about ${Math.round(estimate / 1048576)} MiB, more than ${Math.round(maxBytes / 1048576)} MiB from one input (SVC_DECODE_MAX_BYTES_PER_INPUT)`);
+  }
+
+  decode(input: DecodeInput, decoded: Rec[]): void {
+    const out = this.out;
+    const from = decoded.length;
+    const errorsFrom = out.parseErrors.length;
+    this.decoded = decoded;
+    this.count = 0;
+    this.maxRecords = Math.max(this.plan.limits.maxRecords, input.data.length);
+    this.failure = undefined;
+    try {
+      this.plan.decoder.decode(input, this.sink);
+    } catch (e) {
+      if (e !== CEILING) this.failure ??= `the decoder failed: ${errorText(e)}`;
+    }
+    if (this.failure === undefined) return;
+    decoded.length = from;
+    out.parseErrors.length = errorsFrom;
+    const what = input.header ? 'piece' : 'input';
+    const advice = this.failure.includes('(SVC_DECODE_MAX_') ? '; if the data is genuine, raise the setting' : '';
+    out.parseErrors.push({ message: `${this.failure}: the whole ${what} is dead-lettered, none of its records delivered${advice}`, raw: input.data });
+  }
 }
 
 /**
@@ -226,15 +247,16 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
   const decoded: Rec[] = input.records ?? [];
   if (input.messages) {
     const told = opts.onMessage;
+    const bounded = new BoundedDecode(plan, out, ctx.note);
     for (let i = 0; i < input.messages.length; i++) {
       told?.(i);
-      decodeBounded(plan, { data: asBuffer(input.messages[i]!), firstLine: 1 }, decoded, out, ctx.note);
+      bounded.decode({ data: asBuffer(input.messages[i]!), firstLine: 1 }, decoded);
     }
     told?.(-1);
   } else if (input.error) {
     out.parseErrors.push({ message: input.error, raw: input.data });
   } else if (!input.records && (input.data.length > 0 || input.header)) {
-    decodeBounded(plan, { data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, decoded, out, ctx.note);
+    new BoundedDecode(plan, out, ctx.note).decode({ data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, decoded);
   }
   out.recordsIn = decoded.length + out.parseErrors.length;
 

@@ -139,6 +139,8 @@ class PipelineRun {
   private dlq?: DeadLetterQueue;
   private limiter?: TokenBucket;
   private watch?: DecodeWatch;
+  /** Tells the watch which message of a chunk is being decoded. */
+  private onMessage?: (index: number) => void;
   /** Inputs noted by an earlier process's decode watch, to be set aside when they come again. */
   private suspects?: SuspectMatcher;
   /** Units read but not yet finalized. */
@@ -156,7 +158,8 @@ class PipelineRun {
     const secrets = pipelineSecrets(config, this.reg);
     this.redact = redactor(secrets);
     // Every line of the run, the plugins' own included, goes out masked.
-    this.log = maskedLogger((opts.log ?? silentLogger).child({ pipeline: config.name, run_id: this.runId }), secrets);
+    const log = (opts.log ?? silentLogger).child({ pipeline: config.name, run_id: this.runId });
+    this.log = secrets.size ? maskedLogger(log, redactor([...secrets].flatMap((s) => [s, JSON.stringify(s).slice(1, -1)]))) : log;
     // Every request a plugin has in flight listens for this abort (an InfluxDB sink writing for 200
     // polled targets at once has hundreds): not a leak, so no MaxListenersExceededWarning.
     setMaxListeners(0, this.hard.signal);
@@ -202,8 +205,9 @@ class PipelineRun {
         const suspects = readSuspects(watching.dir, this.config.name);
         if (suspects.length) this.suspects = new SuspectMatcher(suspects);
       }
-      const onMessage = this.watch && ((i: number) => this.watch!.at(i));
-      executor = threads > 1 ? sharedExecutor(this.plan, this.config, threads, onMessage) : inlineExecutor(this.plan, onMessage);
+      const watch = this.watch;
+      this.onMessage = watch && ((i: number) => watch.at(i));
+      executor = threads > 1 ? sharedExecutor(this.plan, this.config, threads, this.onMessage) : inlineExecutor(this.plan, this.onMessage);
       const srcPlugin = this.reg.source.get(this.config.source.type) as SourcePlugin;
       source = srcPlugin.create(this.config.source as never, { ...ctx, ...this.component('source', this.config.source.type) });
       this.sinks = this.config.sinks.map((cfg, i) => this.slot(cfg, sinkLabel(cfg, i), ctx));
@@ -364,7 +368,7 @@ class PipelineRun {
   private async deliverChunk(input: ChunkInput, result: Promise<ChunkOutput> | undefined, unit: UnitState) {
     let out: ChunkOutput;
     try {
-      out = result ? await result : this.watched(unit, input, () => processChunk(this.plan, input, { keepRecords: true, onMessage: this.watch && ((i) => this.watch!.at(i)) }));
+      out = result ? await result : this.watched(unit, input, () => processChunk(this.plan, input, { keepRecords: true, onMessage: this.onMessage }));
       // A worker did the chain up to the first holding transform; the rest runs here, in order.
       if (out.rest) out = continueChunk(this.plan, out, input.meta);
     } catch (e) {
@@ -375,11 +379,8 @@ class PipelineRun {
         unit.undelivered++;
         return;
       }
-      const dead: Envelope[] = [];
-      const raws = input.messages ?? [input.header ? Buffer.concat([input.header, input.data]) : input.data];
-      this.counters.records_in += raws.length;
-      for (const raw of raws) this.recordFailure('parse', { message: `crashed the decoder: ${errorMessage(e)}`, raw }, unit, dead);
-      await this.sendDead(dead, input, unit);
+      const why = `crashed the decoder: ${errorMessage(e)}`;
+      await this.deadLetterRaw((input.messages ?? [rawOf(input)]).map((raw) => ({ raw, why })), input, unit);
       return;
     }
     if (this.abortError) {
@@ -514,37 +515,41 @@ class PipelineRun {
     }
   }
 
+  /** Inputs that were never decoded, each a parse failure with its reason (DLQ stage parse). */
+  private async deadLetterRaw(items: { raw: Uint8Array; why: string }[], input: ChunkInput, unit: UnitState) {
+    const dead: Envelope[] = [];
+    this.counters.records_in += items.length;
+    for (const { raw, why } of items) this.recordFailure('parse', { message: why, raw }, unit, dead);
+    if (!this.abortError) await this.sendDead(dead, input, unit);
+  }
+
   /**
    * Inputs an earlier process's decode watch noted (src/engine/decode-watch.ts) are not processed
    * again: they go to the DLQ at stage parse with the reason. Returns what is left of the chunk.
    */
   private setAside(input: ChunkInput, state: UnitState): ChunkInput | undefined {
     const matcher = this.suspects!;
-    const found: { raw: Uint8Array; suspect: Suspect }[] = [];
+    const found: { raw: Uint8Array; suspect: Suspect; why: string }[] = [];
+    const why = (suspect: Suspect) => quarantineReason(suspect, this.opts.decodeWatch!.timeoutMs);
     let rest: ChunkInput | undefined = input;
     if (input.messages) {
       const keep: Uint8Array[] = [];
       for (const m of input.messages) {
         const suspect = matcher.match(m);
-        if (suspect) found.push({ raw: m, suspect });
+        if (suspect) found.push({ raw: m, suspect, why: why(suspect) });
         else keep.push(m);
       }
       if (found.length) rest = keep.length ? { ...input, messages: keep } : undefined;
     } else if (!input.records && input.data.length > 0) {
       const suspect = matcher.match(input.data);
       if (suspect) {
-        found.push({ raw: input.header ? Buffer.concat([input.header, input.data]) : input.data, suspect });
+        found.push({ raw: rawOf(input), suspect, why: why(suspect) });
         rest = undefined;
       }
     }
     if (!found.length) return input;
     for (const f of found) state.suspects.add(f.suspect);
-    this.enqueue(async () => {
-      const dead: Envelope[] = [];
-      this.counters.records_in += found.length;
-      for (const f of found) this.recordFailure('parse', { message: quarantineReason(f.suspect, this.opts.decodeWatch!.timeoutMs), raw: f.raw }, state, dead);
-      if (!this.abortError) await this.sendDead(dead, input, state);
-    });
+    this.enqueue(() => this.deadLetterRaw(found, input, state));
     this.log.warn({ unit: this.unitName(state.unit), inputs: found.length, reason: found[0]!.suspect.reason, since: found[0]!.suspect.since }, 'input set aside: it stopped an earlier process while being processed');
     return rest;
   }
@@ -703,6 +708,9 @@ class PipelineRun {
     };
   }
 }
+
+/** A chunk's bytes as they were read: its header lines before its data. */
+const rawOf = (input: ChunkInput): Uint8Array => (input.header ? Buffer.concat([input.header, input.data]) : input.data);
 
 /** The secrets of every connector of the pipeline (source, sinks, DLQ) and of its secret-named `${VAR}`s. */
 function pipelineSecrets(config: PipelineConfig, reg: Registry): Set<string> {

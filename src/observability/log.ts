@@ -3,7 +3,6 @@
 import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import type Pretty from 'pino-pretty';
-import { redactor } from '../plugins/common/connector/secrets.js';
 
 // pino-pretty (CommonJS) is required for SVC_LOG_FORMAT=text only, not by every process (issue 18).
 const require = createRequire(import.meta.url);
@@ -21,15 +20,12 @@ export function createLogger(opts: { level?: string; format?: 'json' | 'text'; d
 }
 
 /**
- * `log` with every secret of `secrets` written as `***` in each line it or its children write (a
- * pipeline run's logger: connector secrets and secret-named `${VAR}` values, whichever plugin logs
- * them). Pino has no per-child message hook, so this sets the child's own streamWrite hook, which
- * its children inherit; a value is masked as it stands in the JSON line, escapes and all.
+ * `log` with each line it or its children write passed through `redact` as JSON text (a pipeline
+ * run's logger: connector secrets and secret-named `${VAR}` values masked, whichever plugin logs
+ * them; so a secret must be given as it stands in a JSON line too, escapes and all). Pino has no
+ * per-child message hook, so this sets the child's own streamWrite hook, which its children inherit.
  */
-export function maskedLogger(log: Logger, secrets: Iterable<string>): Logger {
-  const list = [...secrets];
-  if (!list.length) return log;
-  const redact = redactor([...list, ...list.map((s) => JSON.stringify(s).slice(1, -1))]);
+export function maskedLogger(log: Logger, redact: (jsonLine: string) => string): Logger {
   const child = log.child({});
   const hooks = (child as unknown as Record<symbol, { streamWrite?: (s: string) => string }>)[pino.symbols.hooksSym] ?? {};
   const before = hooks.streamWrite;

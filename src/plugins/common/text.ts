@@ -61,8 +61,9 @@ export function splitLines(text: string): string[] {
  * parse error. One pass over the text, skipping strings; unbalanced brackets only lower the count.
  */
 export function tooDeepJson(s: string, max: number): boolean {
-  // Deeper than max needs more than max opening brackets: short text (most NDJSON lines) is not scanned.
-  if (s.length <= max) return false;
+  // Deeper than max needs more than max opening brackets: short text (most NDJSON lines) is not
+  // scanned, and text with fewer brackets is counted by indexOf (native) instead of walked here.
+  if (s.length <= max || !moreThan(s, max, 0x5b, 0x7b)) return false;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < s.length; i++) {
@@ -74,6 +75,15 @@ export function tooDeepJson(s: string, max: number): boolean {
     else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) return true;
     } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--;
+  }
+  return false;
+}
+
+/** Whether `s` holds more than `n` of the characters `a` and `b` together (stops counting past n). */
+function moreThan(s: string, n: number, a: number, b: number): boolean {
+  let count = 0;
+  for (const c of [String.fromCharCode(a), String.fromCharCode(b)]) {
+    for (let i = s.indexOf(c); i !== -1; i = s.indexOf(c, i + 1)) if (++count > n) return true;
   }
   return false;
 }

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineSerializer, type Rec } from '../types.js';
 import { asciiJson, tooDeepJson } from '../common/text.js';
-import { loadSettings } from '../../settings.js';
+import { readSetting } from '../../settings.js';
 
 const config = Type.Object(
   {
@@ -30,7 +30,7 @@ export default defineSerializer({
     { title: 'Pretty-printed, UTF-8 kept', yaml: 'type: json\nindent: 2\nensure_ascii: false' },
   ],
   decoder: () => {
-    const maxDepth = loadSettings().DECODE_MAX_DEPTH;
+    const maxDepth = readSetting('DECODE_MAX_DEPTH');
     return {
       framing: { kind: 'whole' },
       decode({ data }, out) {

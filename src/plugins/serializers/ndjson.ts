@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineSerializer, type Rec } from '../types.js';
 import { asciiJson, jsonBytes, splitLines, tooDeepJson, utf8Text } from '../common/text.js';
-import { loadSettings } from '../../settings.js';
+import { readSetting } from '../../settings.js';
 
 const config = Type.Object(
   {
@@ -31,7 +31,7 @@ export default defineSerializer({
     { title: 'Strict objects, UTF-8 kept as is', yaml: 'type: ndjson\nstrict: true\nensure_ascii: false' },
   ],
   decoder: (c) => {
-    const maxDepth = loadSettings().DECODE_MAX_DEPTH;
+    const maxDepth = readSetting('DECODE_MAX_DEPTH');
     return {
       framing: { kind: 'lines' },
       decode({ data }, out) {

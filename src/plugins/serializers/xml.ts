@@ -5,7 +5,7 @@ import { decoderFor, lintEncoding } from '../common/text.js';
 import { codesFor, unitsOf, XmlScanner, type Codes, type ScanEvent } from '../common/xml-scan.js';
 import { encodeName, escapersFor } from '../common/xml-names.js';
 import { parseRecords } from '../common/xml-records.js';
-import { loadSettings } from '../../settings.js';
+import { readSetting } from '../../settings.js';
 
 const config = Type.Object(
   {
@@ -53,7 +53,7 @@ function makeDecoder(c: Config) {
   const w = codes.width;
   const toText = decoderFor(c.encoding);
   const scanner = () => new XmlScanner(codes, c.record_element, c.root_element);
-  const maxDepth = loadSettings().DECODE_MAX_DEPTH;
+  const maxDepth = readSetting('DECODE_MAX_DEPTH');
 
   /** One record element on its own (the slow path, for a piece that did not parse as a whole). */
   function one(text: string): { rec?: Rec; error?: string } {

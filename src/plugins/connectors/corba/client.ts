@@ -4,7 +4,7 @@
 // that name the exception's repository id and minor code.
 import net from 'node:net';
 import { errorMessage } from '../../../errors.js';
-import { loadSettings } from '../../../settings.js';
+import { readSetting } from '../../../settings.js';
 import { CdrReader, CdrWriter } from './cdr.js';
 import {
   codeSetsContext,
@@ -59,7 +59,7 @@ type Waiter = { resolve(msg: Buffer): void; reject(e: Error): void };
 export class GiopConnection {
   private nextId = 1;
   private pending = new Map<number, Waiter>();
-  private framer = new GiopFramer(loadSettings().CORBA_MAX_MESSAGE_BYTES);
+  private framer = new GiopFramer(readSetting('CORBA_MAX_MESSAGE_BYTES'));
   private sentCodeSets = false;
   private failure?: Error;
 

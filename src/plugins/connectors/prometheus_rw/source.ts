@@ -9,7 +9,7 @@
 // (Prometheus takes any 2xx), 503 while the queue is full (Prometheus retries 5xx with backoff and
 // keeps the samples meanwhile), and decoded into records when its unit is read.
 import { Type } from '@sinclair/typebox';
-import { loadSettings } from '../../../settings.js';
+import { readSetting } from '../../../settings.js';
 import { webhookStream } from '../../common/webhook-stream.js';
 import { defineSource } from '../../types.js';
 import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress, type SampleRecord } from './decode.js';
@@ -46,7 +46,7 @@ export default defineSource({
     { title: 'A second Prometheus on its own path, larger queue', yaml: 'type: prometheus_rw\npath: prom-rw/dc2\nmax_queue_size: 5000' },
   ],
   create(c, ctx) {
-    const maxOutput = loadSettings().PROMETHEUS_RW_MAX_OUTPUT_BYTES;
+    const maxOutput = readSetting('PROMETHEUS_RW_MAX_OUTPUT_BYTES');
     const noted = new Set<string>();
     const notes: string[] = [];
     const note = (kind: string, n: number) => {

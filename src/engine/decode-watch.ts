@@ -49,6 +49,8 @@ export interface Suspect {
 // UTF-8, each message's length, then the bytes (the first DATA_CAP of them).
 const H = { seq: 0, busy: 1, count: 2, index: 3, folderLen: 4, unitLen: 5, copied: 6, watchMs: 7, timeoutMs: 8 } as const;
 const HEADER_INTS = 16;
+/** The header's last 8 bytes, as a Float64: when the chunk in work began (Date.now()). */
+const BEGAN = HEADER_INTS / 2 - 1;
 const FOLDER_BYTES = 4096;
 const UNIT_BYTES = 1024;
 const MAX_MESSAGES = 8192;
@@ -72,6 +74,7 @@ const path = require('node:path');
 const L = workerData.layout;
 const sab = workerData.sab;
 const h = new Int32Array(sab, 0, ${HEADER_INTS});
+const began = new Float64Array(sab, 0, ${HEADER_INTS / 2});
 const bytes = new Uint8Array(sab);
 const text = (at, len) => Buffer.from(bytes.subarray(at, at + len)).toString('utf8');
 let seen = -1, since = 0, noted = null, timedOut = false;
@@ -101,7 +104,9 @@ setInterval(() => {
   const seq = Atomics.load(h, L.seq), busy = Atomics.load(h, L.busy);
   if (!busy || seq !== seen) {
     if (noted) { try { fs.rmSync(noted, { force: true }); } catch {} noted = null; }
-    seen = busy ? seq : -1; since = Date.now(); timedOut = false;
+    // From when the chunk began, not when this thread first saw it: a watchdog that started late
+    // (its thread boots while the first chunks are processed) still notes a long one at once.
+    seen = busy ? seq : -1; since = busy ? began[${BEGAN}] : Date.now(); timedOut = false;
     return;
   }
   const ms = Date.now() - since;
@@ -182,6 +187,7 @@ export class DecodeWatch {
     h[H.index] = messages ? 0 : -1;
     h[H.watchMs] = this.opts.watchMs;
     h[H.timeoutMs] = this.opts.timeoutMs;
+    new Float64Array(s.sab, 0, HEADER_INTS / 2)[BEGAN] = Date.now();
     Atomics.add(h, H.seq, 1);
     Atomics.store(h, H.busy, 1);
   }

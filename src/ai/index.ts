@@ -2,7 +2,7 @@
 // SVC_AI_PROVIDER, off while SVC_AI_API_KEY is empty. Every error message and log line passes
 // through one redactor of the key, whatever the provider or a proxy echoed back.
 import type { Logger } from '../observability/log.js';
-import { redactor } from '../plugins/common/connector/secrets.js';
+import { redactor } from '../core/secrets.js';
 import type { Settings } from '../settings.js';
 import { anthropicProvider } from './anthropic.js';
 import { geminiProvider } from './gemini.js';

@@ -3,7 +3,7 @@
 // marked writeOnly in the plugin's schema, secret-sounding names, URL credentials). A ${VAR}
 // reference is not a secret and stays, so the model still sees where one is used.
 import type { TSchema } from '@sinclair/typebox';
-import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
+import { redactor, secretsOf } from '../core/secrets.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { Registry } from '../config/load.js';
 import { parseYamlBounded } from '../config/yaml-bounds.js';

@@ -9,7 +9,7 @@
 // being counted down, and silently shrink the worker total.
 import { lookup, Resolver } from 'node:dns/promises';
 import { isIPv6 } from 'node:net';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { SettingsError, type Settings } from '../settings.js';
 
 export interface WorkerEndpoint {

@@ -3,7 +3,7 @@
 // manager's leadership epoch, so a worker can refuse a manager that was superseded.
 import type { ProcessedFiles } from '../plugins/types.js';
 import type { TransformStateIO } from '../engine/runner.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import type { OutboxEntry } from './outbox.js';
 

@@ -5,7 +5,7 @@ import type { ClusterDeps } from '../api/deps.js';
 import type { ManagerDeps, PipelineManager, RunAdmission } from '../daemon/pipeline-manager.js';
 import { createHash } from 'node:crypto';
 import { internalCall } from './internal-http.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Settings } from '../settings.js';

@@ -5,7 +5,7 @@
 // twice (a crash between the 2xx and the delete) is harmless.
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import { writeFileDurably } from '../util/durable.js';
 

@@ -23,7 +23,7 @@
 import { createHash } from 'node:crypto';
 import type { RunJob } from '../daemon/executor.js';
 import { runCounts, type RunRecord } from '../engine/run-record.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';
 import type { ClusterMetrics } from './metrics.js';

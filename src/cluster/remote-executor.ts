@@ -5,7 +5,7 @@
 // nowhere and evaluates no alert: the outcome of a run is stored once.
 import type { RunRecord } from '../engine/run-record.js';
 import type { RunProgress } from '../engine/runner.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Executor, RunJob } from '../daemon/executor.js';
 import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';

@@ -13,7 +13,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { compiledFromJson } from '../mib/index.js';
 import type { CompiledModule } from '../mib/types.js';
 import type { Logger } from '../observability/log.js';

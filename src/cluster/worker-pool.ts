@@ -12,7 +12,7 @@
 // between two polls), round-robin among ties in discovery order.
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import type { WorkerDiscovery, WorkerEndpoint } from './discovery.js';
 

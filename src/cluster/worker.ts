@@ -21,7 +21,7 @@ import type { RunRecord } from '../engine/run-record.js';
 import type { RunProgress } from '../engine/runner.js';
 import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from '../engine/transform-state.js';
 import { WebhookHub } from '../engine/webhook-hub.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
 import { EPOCH_HEADER, ManagerLink, managerProcessedFiles, managerSender, managerStateIO } from './internal-http.js';

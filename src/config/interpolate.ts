@@ -6,7 +6,7 @@
 // is never read. The expanded config is for running only: it carries (out of band, see
 // withExpansion) each value as written, which is what the API shows (asWritten), and the values of
 // secret-named variables, which runs mask in logs, errors and dead letters.
-import { isSecretVariable } from '../plugins/common/connector/secrets.js';
+import { isSecretVariable } from '../core/secrets.js';
 
 const REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 

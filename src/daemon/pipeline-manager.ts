@@ -15,7 +15,7 @@ import { decodeWatchOptions } from '../engine/decode-watch.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
 import type { WebhookHub } from '../engine/webhook-hub.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import { startRunSpan, type Tracer } from '../observability/tracing.js';

@@ -6,9 +6,9 @@
 import { Value } from '@sinclair/typebox/value';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
-import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
+import { redactor, secretsOf } from '../core/secrets.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { Decoder, Rec, SerializerPlugin, SinkPlugin } from '../plugins/types.js';
 import { asEnvelope, IdAssigner, type DlqEntry } from './envelope.js';

@@ -19,7 +19,7 @@ import type { Registry } from '../config/load.js';
 import type { Envelope } from '../engine/dlq.js';
 import type { RunRecord, RunStatus } from '../engine/run-record.js';
 import { runPipeline, type RunOptions } from '../engine/runner.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import { defineSink, defineSource, type AnyPlugin, type PluginKind, type Rec, type Sink, type Source, type SourceUnit } from '../plugins/types.js';
 import type { DlqEntry } from './envelope.js';

@@ -5,10 +5,10 @@ import { Value } from '@sinclair/typebox/value';
 import type { Registry } from '../config/load.js';
 import { expansionOf } from '../config/interpolate.js';
 import type { ComponentConfig, PipelineConfig } from '../config/pipeline-schema.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
+import { redactor, secretsOf } from '../core/secrets.js';
 import type { SinkPlugin, SourcePlugin } from '../plugins/types.js';
 
 export interface ConnectorTestResult {

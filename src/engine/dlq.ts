@@ -1,7 +1,7 @@
 // The dead-letter queue: failed records wrapped in the envelope of spec doc 3 and written to the
 // pipeline's `dlq` sink, with that sink's own retries. A DLQ that cannot be written is logged and
 // swallowed (rule 2); the runner then keeps the input in place so nothing is lost.
-import { WriteError } from '../errors.js';
+import { WriteError } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Encoder, Rec, Sink, SinkRunInfo, SourceMeta } from '../plugins/types.js';
 import type { SinkConfig } from '../config/pipeline-schema.js';

@@ -1,7 +1,7 @@
 // Per-sink reliability owned by the runtime, never by plugins: retries with doubling delay, a
 // circuit breaker, and the pipeline's token-bucket rate limit (one token per sink write).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { errorMessage, WriteError } from '../errors.js';
+import { errorMessage, WriteError } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Sink, SinkBatch } from '../plugins/types.js';
 

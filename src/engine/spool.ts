@@ -15,7 +15,7 @@
 import { mkdir, open, readdir, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import * as zlib from 'node:zlib';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 // A new directory entry (segment, renamed `committed`) is durable only once its directory is synced.
 import { syncDir } from '../util/durable.js';

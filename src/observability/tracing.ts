@@ -16,7 +16,7 @@ import type * as SdkBase from '@opentelemetry/sdk-trace-base';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type * as SdkNode from '@opentelemetry/sdk-trace-node';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import type { Settings } from '../settings.js';
 import { version } from '../version.js';
 import type { Logger } from './log.js';

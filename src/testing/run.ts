@@ -3,7 +3,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Registry } from '../config/load.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage } from '../core/errors.js';
 import { checkExpect, type Failure } from './check.js';
 import { combine, runCase, type PollResult } from './harness.js';
 import { formatProblem, isTestFile, loadTestFile, testFileBeside, type TestCase, type TestSuite } from './load.js';

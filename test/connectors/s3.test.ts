@@ -16,7 +16,7 @@ import { loadPipelineText } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
-import { WriteError } from '../../src/errors.js';
+import { WriteError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { s3Client } from '../../src/plugins/connectors/s3/client.js';
 import s3Sink, { PART_SIZE, PARTS_AT_ONCE, S3Upload } from '../../src/plugins/connectors/s3/sink.js';

@@ -26,7 +26,7 @@ import { silentLogger } from '../../src/observability/log.js';
 import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import type { Rec } from '../../src/plugins/types.js';
 import { registry } from '../../src/plugins/registry.js';
-import { secretsOf } from '../../src/plugins/common/connector/secrets.js';
+import { secretsOf } from '../../src/core/secrets.js';
 import { mibIndex, resolveName } from '../../src/plugins/common/snmp.js';
 
 /** The telecom templates of issue 17 (docs/templates.md), by the need each one answers. */

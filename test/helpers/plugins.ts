@@ -2,7 +2,7 @@
 // real one): a sink that keeps what it is given and fails or stalls on request, so the runtime's
 // retries, breaker, rate limit, DLQ and ordering can be observed exactly.
 import { Type } from '@sinclair/typebox';
-import { WriteError } from '../../src/errors.js';
+import { WriteError } from '../../src/core/errors.js';
 import { registry } from '../../src/plugins/registry.js';
 import type { Registry } from '../../src/config/load.js';
 import { defineSink, defineSource, defineTransform, type Rec, type SinkBatch, type SourceUnit } from '../../src/plugins/types.js';

@@ -5,7 +5,7 @@ import { Value } from '@sinclair/typebox/value';
 import { parse } from 'yaml';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
-import { ConfigError, WriteError } from '../../src/errors.js';
+import { ConfigError, WriteError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/observability/log.js';
 import local, { type LocalSinkConfig } from '../../src/plugins/sinks/local.js';
 import type { Encoder, Rec, Sink, SinkBatch, SinkRunInfo, SourceMeta } from '../../src/plugins/types.js';

@@ -3,7 +3,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { stateConfigHash, statefulInstances } from '../../engine/transform-state.js';
-import { errorMessage } from '../../errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { RUN_ID_HEADER } from '../../cluster/internal-http.js';
 import { ApiError, type ApiDeps } from '../deps.js';
 

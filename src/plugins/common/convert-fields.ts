@@ -1,7 +1,7 @@
 // The loop shared by transforms that convert field values in place (cast, hex_decode,
 // timestamp_normalize): own fields only, missing ones left alone, the result written to the field
 // or to `target`, and a value that does not convert handled by `on_failure` (rule 6).
-import { RecordError } from '../../errors.js';
+import { RecordError } from '../../core/errors.js';
 import type { LintIssue, Rec } from '../types.js';
 import { setField } from './record.js';
 

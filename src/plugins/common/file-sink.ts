@@ -5,7 +5,7 @@
 // `FileTarget` that opens, writes and publishes on its peer; this module decides what goes where.
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import { ConfigError, WriteError, errorMessage } from '../../errors.js';
+import { ConfigError, WriteError, errorMessage } from '../../core/errors.js';
 import { expandTemplate, hasPartToken, lintTemplate, padPart, withPartSuffix } from './filename-template.js';
 import type { Encoder, LintIssue, PluginContext, Sink, SinkBatch, SinkRunInfo, SourceMeta } from '../types.js';
 

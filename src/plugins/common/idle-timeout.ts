@@ -2,7 +2,7 @@
 // way the HTTP client does not notice: node-fetch 2 under @google-cloud/storage never ends a body
 // whose Content-Length was not reached) would hold a run forever. This bounds the wait for each
 // next chunk; the time a slow consumer takes between chunks does not count.
-import { SourceError } from '../../errors.js';
+import { SourceError } from '../../core/errors.js';
 
 /**
  * Yields the chunks of `stream`; when no chunk arrives within `ms` of being asked for, destroys the

@@ -11,7 +11,7 @@ import type { MibIndex } from '../../mib/mib-index.js';
 import type { MibStore } from '../../mib/store.js';
 import { loadSettings } from '../../settings.js';
 import { parseAuthProtocol, parsePrivProtocol, type UsmUserConfig } from '../../snmp/usm.js';
-import { secret } from './connector/secrets.js';
+import { secret } from '../../core/secrets.js';
 import { lazyModule } from './lazy.js';
 import type { LintIssue } from '../types.js';
 

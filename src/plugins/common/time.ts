@@ -1,7 +1,7 @@
 // Reading a time from a record value: epoch numbers in s/ms/us/ns, ISO 8601, 3GPP compact
 // (20260101120000+0100) and custom strftime-like formats, as milliseconds since the epoch.
 // Shared by timestamp_normalize, window_aggregate and deduplicate.
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../core/errors.js';
 
 /** Values longer than this are failures without being parsed (no timestamp is that long). */
 export const MAX_LEN = 64;

@@ -9,7 +9,7 @@
 // The spool holds each body as it arrived; a source that decodes a wire format (remote write)
 // does so when the unit is read (`read`), so the spool stays small and a replay decodes the same.
 import { join } from 'node:path';
-import { SourceError } from '../../errors.js';
+import { SourceError } from '../../core/errors.js';
 import { Spool, type Position } from '../../engine/spool.js';
 import { normalizePath, type WebhookEndpoint, type WebhookMessage } from '../../engine/webhook-hub.js';
 import type { PluginContext, Source, SourceUnit } from '../types.js';

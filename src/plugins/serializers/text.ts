@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../core/errors.js';
 import { defineSerializer, type Rec } from '../types.js';
 import { decoderFor, lintEncoding } from '../common/text.js';
 

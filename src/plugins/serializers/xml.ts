@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../core/errors.js';
 import { defineSerializer, type DecodeOut, type LintIssue, type Rec, type SplitOptions, type SplitPiece } from '../types.js';
 import { decoderFor, lintEncoding } from '../common/text.js';
 import { codesFor, unitsOf, XmlScanner, type Codes, type ScanEvent } from '../common/xml-scan.js';

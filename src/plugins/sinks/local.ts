@@ -6,7 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fs, { type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
-import { WriteError, errorMessage } from '../../errors.js';
+import { WriteError, errorMessage } from '../../core/errors.js';
 import { fileModeField, lintTemplateField, rollingFields, RollingFileSink, type FileTarget, type OutFile } from '../common/file-sink.js';
 import { defineSink, type LintIssue } from '../types.js';
 import { syncDir } from '../../util/durable.js';

@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
-import { SourceError, errorMessage } from '../../errors.js';
+import { SourceError, errorMessage } from '../../core/errors.js';
 import type { FileStat } from '../common/file-guards.js';
 import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../common/file-source.js';
 import { defineSource, type LintIssue, type PluginContext, type Source, type SourceUnit } from '../types.js';

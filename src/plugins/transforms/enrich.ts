@@ -5,7 +5,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import type { Kysely } from 'kysely';
 import { resolveTarget, type DbTarget } from '../../store/target.js';
 import type { Logger } from '../../observability/log.js';
-import { errorMessage } from '../../errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { defineTransform, type LintIssue, type Rec } from '../types.js';
 import { setField } from '../common/record.js';
 

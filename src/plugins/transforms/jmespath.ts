@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { compile, isRegistered, TreeInterpreter, type JSONValue } from '@jmespath-community/jmespath';
 import { defineTransform, type LintIssue, type Rec } from '../types.js';
 import { setField } from '../common/record.js';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../core/errors.js';
 
 const config = Type.Object(
   {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { RecordError } from '../../errors.js';
+import { RecordError } from '../../core/errors.js';
 import { defineTransform, type Rec } from '../types.js';
 import { setField } from '../common/record.js';
 

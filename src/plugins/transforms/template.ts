@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ConfigError, RecordError } from '../../errors.js';
+import { ConfigError, RecordError } from '../../core/errors.js';
 import { defineTransform, type LintIssue, type Rec } from '../types.js';
 import { setField } from '../common/record.js';
 

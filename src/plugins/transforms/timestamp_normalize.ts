@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ConfigError } from '../../errors.js';
+import { ConfigError } from '../../core/errors.js';
 import { defineTransform, type LintIssue } from '../types.js';
 import { FAIL, fieldConverter, lintTarget, quoteValue } from '../common/convert-fields.js';
 import { compileFormat, MAX_DATE_MS, NOT_A_TIME, timeParser } from '../common/time.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isIPv4, isIPv6 } from 'node:net';
 import { Type } from '@sinclair/typebox';
-import { ConfigError, RecordError, errorMessage } from '../../errors.js';
+import { ConfigError, RecordError, errorMessage } from '../../core/errors.js';
 import { defineTransform, type LintIssue, type Rec } from '../types.js';
 import { setField } from '../common/record.js';
 

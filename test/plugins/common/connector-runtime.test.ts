@@ -4,11 +4,11 @@
 // peers; here a scripted connector drives every branch deterministically.
 import { describe, expect, it } from 'vitest';
 import { Type } from '@sinclair/typebox';
-import { WriteError } from '../../../src/errors.js';
+import { WriteError } from '../../../src/core/errors.js';
 import { silentLogger } from '../../../src/observability/log.js';
 import { Connection } from '../../../src/plugins/common/connector/connection.js';
 import { GaveUpError, reconnectDelayMs } from '../../../src/plugins/common/connector/reconnect.js';
-import { redactor, secret, secretsOf } from '../../../src/plugins/common/connector/secrets.js';
+import { redactor, secret, secretsOf } from '../../../src/core/secrets.js';
 import { streamSource, type Message, type Session, type SessionHandlers } from '../../../src/plugins/common/connector/stream-source.js';
 import type { ConnectionState, PluginContext, SourceUnit } from '../../../src/plugins/types.js';
 import { MemoryProcessedFiles } from '../../../src/engine/processed-files.js';

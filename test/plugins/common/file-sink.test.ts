@@ -1,7 +1,7 @@
 // The shared file and object writer over an in-memory target that can fail: flush-mode publishing
 // and part numbering, and what happens to an output whose failed write cannot be cut back.
 import { describe, expect, it } from 'vitest';
-import { WriteError } from '../../../src/errors.js';
+import { WriteError } from '../../../src/core/errors.js';
 import { encoderFor } from '../../../src/engine/plan.js';
 import { RollingFileSink, type FileTarget, type OutFile } from '../../../src/plugins/common/file-sink.js';
 import { registry } from '../../../src/plugins/registry.js';

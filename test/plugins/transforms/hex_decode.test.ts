@@ -1,7 +1,7 @@
 // hex_decode: every input form, every output, failure modes, and end to end.
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { RecordError } from '../../../src/errors.js';
+import { RecordError } from '../../../src/core/errors.js';
 import plugin from '../../../src/plugins/transforms/hex_decode.js';
 import { runTransform, transformOf } from './_harness.js';
 

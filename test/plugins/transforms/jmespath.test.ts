@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/errors.js';
+import { ConfigError } from '../../../src/core/errors.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import plugin from '../../../src/plugins/transforms/jmespath.js';
 import { pyJson } from '../serializers/helpers.js';

@@ -1,7 +1,7 @@
 // regex_extract: named groups to fields, prefix, every on_no_match, ReDoS bounds, and end to end.
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { RecordError } from '../../../src/errors.js';
+import { RecordError } from '../../../src/core/errors.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import plugin from '../../../src/plugins/transforms/regex_extract.js';
 import { diagnostics, runTransform, transformOf } from './_harness.js';

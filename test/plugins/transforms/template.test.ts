@@ -1,7 +1,7 @@
 // template: placeholders, dotted paths, escapes, on_missing, lint, and end to end.
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { RecordError } from '../../../src/errors.js';
+import { RecordError } from '../../../src/core/errors.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import plugin from '../../../src/plugins/transforms/template.js';
 import { diagnostics, runTransform, transformOf } from './_harness.js';

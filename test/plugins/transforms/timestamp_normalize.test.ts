@@ -1,7 +1,7 @@
 // timestamp_normalize: every input kind to exact ISO strings, every parameter and failure mode, and end to end.
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import { RecordError } from '../../../src/errors.js';
+import { RecordError } from '../../../src/core/errors.js';
 import plugin from '../../../src/plugins/transforms/timestamp_normalize.js';
 import { diagnostics, runTransform, transformOf } from './_harness.js';
 

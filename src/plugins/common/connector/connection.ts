@@ -2,7 +2,7 @@
 // writes, dropped when it breaks and opened again by the next write. A write that fails is retried
 // by the runtime's sink policy (retry_count, retry_delay_seconds, circuit breaker), so a sink never
 // loops on its own; each state change is logged once and counted.
-import { errorMessage, WriteError } from '../../../errors.js';
+import { errorMessage, WriteError } from '../../../core/errors.js';
 import type { PluginContext } from '../../types.js';
 import { connectionReporter } from './reconnect.js';
 

@@ -1,7 +1,7 @@
 // The connection state of a request/response peer (an HTTP store, an object service): there is no
 // long-lived connection to watch, so any answer from the peer (a 2xx, a 404, a 403) means it is
 // reached, and a failure without one (refused, reset, timed out) means the connection is lost.
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import type { PluginContext } from '../../types.js';
 import { connectionReporter } from './reconnect.js';
 

@@ -3,7 +3,7 @@
 // the connection's state is logged once and counted (the svc_connector_state gauge).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Type } from '@sinclair/typebox';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import type { ConnectionState, PluginContext } from '../../types.js';
 
 /** The longest wait between two attempts, however many failed. */

@@ -14,7 +14,7 @@
 //   so memory stays bounded by highWater plus the runner's in-flight chunks.
 // - Reconnect: a failed connect or a lost session is retried with the shared policy; each state
 //   change is logged once and counted; a stream that exhausts its attempts fails for good.
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import type { PluginContext, Rec, Source, SourceMeta, SourceUnit } from '../../types.js';
 import { connectionReporter, waitToReconnect, type ReconnectPolicy } from './reconnect.js';
 

@@ -3,7 +3,7 @@
 // the connection is opened again on the next attempt.
 import { Type } from '@sinclair/typebox';
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink } from '../../types.js';
 import { checkBroker, connectBroker, onLost, urlField } from './client.js';

@@ -3,8 +3,8 @@
 // the connection states of an HTTP client, and errors in words a user can act on.
 import { Type } from '@sinclair/typebox';
 import type { BlobServiceClient, ContainerClient, StoragePipelineOptions } from '@azure/storage-blob';
-import { errorMessage } from '../../../errors.js';
-import { secret } from '../../common/connector/secrets.js';
+import { errorMessage } from '../../../core/errors.js';
+import { secret } from '../../../core/secrets.js';
 import { PeerPresence } from '../../common/connector/presence.js';
 import { once } from '../../common/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';

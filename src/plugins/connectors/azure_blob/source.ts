@@ -5,7 +5,7 @@
 // (common/file-source.ts); this module only lists and reads.
 import { Type, type Static } from '@sinclair/typebox';
 import type { BlobItem, ContainerListBlobFlatSegmentResponse } from '@azure/storage-blob';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import { withIdleTimeout } from '../../common/idle-timeout.js';
 import { fileUnits, type FileStore, type ListedFile } from '../../common/file-source.js';
 import type { FileStat } from '../../common/file-guards.js';

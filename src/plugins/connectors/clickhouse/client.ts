@@ -7,7 +7,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import { Type } from '@sinclair/typebox';
 import type { ClickHouseClient, DataFormat, ResultSet } from '@clickhouse/client';
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import { once } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 

@@ -6,7 +6,7 @@
 // overload are retried by the runtime; wrong credentials, a missing table or database are not.
 import { Type } from '@sinclair/typebox';
 import type { ClickHouseClient } from '@clickhouse/client';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink, type Rec, type WriteResult } from '../../types.js';
 import { clickhouseClient, describe, failedRow, isPermanent, lintServer, serverAnswer, serverFields, tableRef, type ServerConfig } from './client.js';

@@ -4,7 +4,7 @@
 // takes them, so a large result is never held whole (chunk_size > 0 holds one unit of rows).
 import { Type, type Static } from '@sinclair/typebox';
 import type { ClickHouseClient, Row } from '@clickhouse/client';
-import { errorMessage, SourceError } from '../../../errors.js';
+import { errorMessage, SourceError } from '../../../core/errors.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
 import { defineSource, type LintIssue, type SourceUnit } from '../../types.js';
 import { clickhouseClient, describe, FORMAT_CLAUSE, lintServer, placeholders, Queries, serverFields, type ParamValue } from './client.js';

@@ -3,7 +3,7 @@
 // included), LOCATION_FORWARD followed a bounded number of times, and exceptions turned into errors
 // that name the exception's repository id and minor code.
 import net from 'node:net';
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import { readSetting } from '../../../settings.js';
 import { CdrReader, CdrWriter } from './cdr.js';
 import {

@@ -5,7 +5,7 @@
 // With skip_processed, the key (operation, args, floor(now / dedupe_window_seconds)) is remembered
 // once the unit is delivered, and a later run in the same window invokes nothing.
 import { Type, type Static } from '@sinclair/typebox';
-import { errorMessage, SourceError } from '../../../errors.js';
+import { errorMessage, SourceError } from '../../../core/errors.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
 import { defineSource, type LintIssue, type SourceUnit } from '../../types.js';
 import { CdrError, CdrWriter, encodeValue, parseType, TypeDescError, typeName, decodeValue, type IdlType } from './cdr.js';

@@ -10,7 +10,7 @@
 // write landed yet; after an earlier chunk landed, it names the records it did not send instead
 // (retry or rejected), so landed chunks are not written twice.
 import { Type } from '@sinclair/typebox';
-import { errorMessage, WriteError } from '../../../errors.js';
+import { errorMessage, WriteError } from '../../../core/errors.js';
 import { exactNumber } from '../../../util/exact-number.js';
 import { PeerPresence } from '../../common/connector/presence.js';
 import { formatTimestamp, templateTokens } from '../../common/filename-template.js';

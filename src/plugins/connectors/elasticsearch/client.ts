@@ -6,8 +6,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Client } from '@elastic/elasticsearch';
 import { Type } from '@sinclair/typebox';
-import { errorMessage } from '../../../errors.js';
-import { secret } from '../../common/connector/secrets.js';
+import { errorMessage } from '../../../core/errors.js';
+import { secret } from '../../../core/secrets.js';
 import { once } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { Client, FTPError } from 'basic-ftp';
-import { errorMessage, WriteError } from '../../../errors.js';
+import { errorMessage, WriteError } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { lazyModule } from '../../common/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';

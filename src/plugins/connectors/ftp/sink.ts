@@ -11,7 +11,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { lintTemplateField, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
 import { defineSink, type Encoder, type LintIssue, type PluginContext, type Sink } from '../../types.js';
 import { checkFtp, oneLine, FtpLink, isReply, lintServer, serverAddress, serverFields, transportFields, type FtpServer, type FtpSession } from './client.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FileInfo } from 'basic-ftp';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import type { FileStat } from '../../common/file-guards.js';
 import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../common/file-source.js';
 import { defineSource, type LintIssue, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';

@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { Type } from '@sinclair/typebox';
 import type { Bucket, Storage, StorageOptions } from '@google-cloud/storage';
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import { PeerPresence } from '../../common/connector/presence.js';
 import { once } from '../../common/lazy.js';
 import type { PluginContext } from '../../types.js';

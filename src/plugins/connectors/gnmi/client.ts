@@ -5,7 +5,7 @@
 // imported; the definitions come from gnmi-descriptor.ts (gnmi.proto compiled into the module).
 import { readFile } from 'node:fs/promises';
 import type { Client, ClientDuplexStream, Metadata, ServiceError } from '@grpc/grpc-js';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import { lazyModule, once } from '../../common/lazy.js';
 import { GNMI_DESCRIPTOR } from './gnmi-descriptor.js';
 import type { GnmiPath } from './path.js';

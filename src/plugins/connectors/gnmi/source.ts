@@ -12,8 +12,8 @@
 // the RPC; this source, being a stream, then subscribes again (ONCE) every poll_interval_seconds on
 // the same channel: a snapshot per interval, as gnmic's `--mode once` run from a scheduler would.
 import { Type } from '@sinclair/typebox';
-import { errorMessage } from '../../../errors.js';
-import { secret } from '../../common/connector/secrets.js';
+import { errorMessage } from '../../../core/errors.js';
+import { secret } from '../../../core/secrets.js';
 import { reconnectFields } from '../../common/connector/reconnect.js';
 import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
 import { defineSource, type LintIssue, type SourceMeta } from '../../types.js';

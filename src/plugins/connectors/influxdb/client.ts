@@ -6,7 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { Type } from '@sinclair/typebox';
 import type { HttpError, InfluxDB } from '@influxdata/influxdb-client';
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import { lazyModule } from '../../common/lazy.js';
 
 export const influxSdk = lazyModule(() => import('@influxdata/influxdb-client'));

@@ -5,7 +5,7 @@
 // and dead-lettered by the runtime while the rest count as written; a 5xx, 429 or a lost
 // connection fails the batch for the runtime to retry; wrong credentials or a missing bucket fail it for good.
 import { Type, type Static } from '@sinclair/typebox';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink, type LintIssue, type WriteResult } from '../../types.js';
 import { InfluxHttp, isHttpError, isOld1x, networkError, oneLine, serverFields, serverMessage, target, versionOf, type HttpError } from './client.js';

@@ -5,7 +5,7 @@
 // #datatype annotation says (long and double as numbers, boolean, dateTime as RFC 3339 text).
 import { Type } from '@sinclair/typebox';
 import type { Row } from '@influxdata/influxdb-client';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
 import { defineSource } from '../../types.js';
 import { InfluxHttp, isHttpError, isOld1x, networkError, oneLine, serverFields, serverMessage, target, versionOf, type ServerConfig } from './client.js';

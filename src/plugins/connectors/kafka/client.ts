@@ -9,7 +9,7 @@ import tls from 'node:tls';
 import { Type, type Static } from '@sinclair/typebox';
 import type { ISocketFactory, Kafka, KafkaConfig, LogEntry, SASLOptions } from 'kafkajs';
 import type { Logger } from '../../../observability/log.js';
-import { secret } from '../../common/connector/secrets.js';
+import { secret } from '../../../core/secrets.js';
 import { once } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 

@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { Type } from '@sinclair/typebox';
-import { secret } from '../../common/connector/secrets.js';
+import { secret } from '../../../core/secrets.js';
 import type { LintIssue } from '../../types.js';
 
 export const DEFAULT_PORT = 1883;

@@ -4,7 +4,7 @@
 // runtime reconnects with its backoff, logs and counts each state change.
 import { Type } from '@sinclair/typebox';
 import type { InvalidArgumentError, NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
-import { secret } from '../../common/connector/secrets.js';
+import { secret } from '../../../core/secrets.js';
 import { lazyModule } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 

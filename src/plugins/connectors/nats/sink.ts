@@ -5,7 +5,7 @@
 // batch for good; a lost connection is retried by the runtime on a new one.
 import { Type } from '@sinclair/typebox';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink } from '../../types.js';
 import { authFields, connectNats, hasWildcard, isInvalidArgument, isPermissionViolation, lintAuth, onLost, serverFields } from './client.js';

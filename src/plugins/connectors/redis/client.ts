@@ -4,8 +4,8 @@
 // `db` fails the connect instead of writing into database 0.
 import { Type } from '@sinclair/typebox';
 import type { Redis, RedisOptions } from 'ioredis';
-import { errorMessage } from '../../../errors.js';
-import { secret } from '../../common/connector/secrets.js';
+import { errorMessage } from '../../../core/errors.js';
+import { secret } from '../../../core/secrets.js';
 import { once } from '../../common/lazy.js';
 
 const ioredis = once(() => import('ioredis'));

@@ -5,7 +5,7 @@
 // settings make it). A key of the wrong type fails the batch for good; other failures are retried.
 import { Type } from '@sinclair/typebox';
 import type { Redis } from 'ioredis';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink } from '../../types.js';
 import { checkRedis, connectRedis, isReplyError, serverFields } from './client.js';

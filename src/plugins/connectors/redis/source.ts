@@ -13,7 +13,7 @@
 // the stream's last ID at that moment) and ends.
 import { Type } from '@sinclair/typebox';
 import type { Redis } from 'ioredis';
-import { errorMessage, SourceError } from '../../../errors.js';
+import { errorMessage, SourceError } from '../../../core/errors.js';
 import { connectionReporter, reconnectFields } from '../../common/connector/reconnect.js';
 import { streamSource, type Message, type Session, type SessionHandlers } from '../../common/connector/stream-source.js';
 import { defineSource, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';

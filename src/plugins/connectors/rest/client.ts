@@ -6,8 +6,8 @@
 import { STATUS_CODES } from 'node:http';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { Agent } from 'undici';
-import { errorMessage } from '../../../errors.js';
-import { secret } from '../../common/connector/secrets.js';
+import { errorMessage } from '../../../core/errors.js';
+import { secret } from '../../../core/secrets.js';
 import { once } from '../../common/lazy.js';
 import type { LintIssue } from '../../types.js';
 

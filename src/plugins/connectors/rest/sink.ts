@@ -3,7 +3,7 @@
 // expected_status fails the write; 5xx, 408, 429 and network failures are retryable (the runtime's
 // retry_count, retry_delay_seconds and circuit breaker act on them), other statuses are not.
 import { Type, type Static } from '@sinclair/typebox';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { PeerPresence } from '../../common/connector/presence.js';
 import { defineSink, type LintIssue } from '../../types.js';
 import { authHeaders, commonFields, describeTarget, excerpt, HttpClient, lintCommon, lowerHeaders, networkError, statusText } from './client.js';

@@ -4,7 +4,7 @@
 // page that is not what the config says fails the run (the next scheduled run starts again from
 // the first page); the runtime has no source retries.
 import { Type, type Static } from '@sinclair/typebox';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
 import { defineSource, type LintIssue, type PluginContext, type SourceUnit } from '../../types.js';
 import { authHeaders, commonFields, describeTarget, excerpt, HttpClient, lintCommon, lowerHeaders, networkError, statusText, type HttpResponse } from './client.js';

@@ -11,8 +11,8 @@
 //   (any status) is `connected`, no answer is `disconnected`.
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Type } from '@sinclair/typebox';
-import { errorMessage } from '../../../errors.js';
-import { secret } from '../../common/connector/secrets.js';
+import { errorMessage } from '../../../core/errors.js';
+import { secret } from '../../../core/secrets.js';
 import { PeerPresence } from '../../common/connector/presence.js';
 import { once } from '../../common/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';

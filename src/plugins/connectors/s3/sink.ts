@@ -12,7 +12,7 @@ import { PassThrough } from 'node:stream';
 import type { Upload } from '@aws-sdk/lib-storage';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Type, type Static } from '@sinclair/typebox';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
 import { once as lazy } from '../../common/lazy.js';
 import { defineSink, type PluginContext, type Sink } from '../../types.js';

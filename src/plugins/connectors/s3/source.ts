@@ -7,7 +7,7 @@
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Type, type Static } from '@sinclair/typebox';
-import { SourceError, errorMessage } from '../../../errors.js';
+import { SourceError, errorMessage } from '../../../core/errors.js';
 import type { FileStat } from '../../common/file-guards.js';
 import { fileUnits, type FileStore, type ListedFile } from '../../common/file-source.js';
 import { defineSource, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';

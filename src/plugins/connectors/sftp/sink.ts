@@ -9,7 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
-import { WriteError, errorMessage } from '../../../errors.js';
+import { WriteError, errorMessage } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { fileModeField, lintTemplateField, rollingFields, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
 import { defineSink, type LintIssue, type PluginContext } from '../../types.js';

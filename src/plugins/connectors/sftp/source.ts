@@ -5,7 +5,7 @@
 // connection lost mid-file leaves it where it is (and unmarked), so the next run reads it again.
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
-import { SourceError, errorMessage } from '../../../errors.js';
+import { SourceError, errorMessage } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import type { FileStat } from '../../common/file-guards.js';
 import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../common/file-source.js';

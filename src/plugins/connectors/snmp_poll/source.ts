@@ -7,13 +7,13 @@
 // (src/snmp/: SnmpSession, walkSession, USM); names: the MIB store (common/snmp.ts mibIndex).
 // Decisions: docs/connectors/snmp_poll.md.
 import { Type } from '@sinclair/typebox';
-import { errorMessage, SourceError } from '../../../errors.js';
+import { errorMessage, SourceError } from '../../../core/errors.js';
 import type { MibIndex } from '../../../mib/mib-index.js';
 import { SnmpSession } from '../../../snmp/session.js';
 import { parseOid, SnmpInputError, SnmpResponseError, SnmpTimeoutError, type VarBind } from '../../../snmp/values.js';
 import { walkSession } from '../../../snmp/walker.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
-import { secret } from '../../common/connector/secrets.js';
+import { secret } from '../../../core/secrets.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type SourceUnit } from '../../types.js';
 import { AUTH_PROTOCOLS, communityField, lintUser, lintV3, mibIndex, PRIV_PROTOCOLS, resolveName, v3Fields, versionField } from '../../common/snmp.js';
 import { flatRecord, isAbsent, rowRecords, type RowOptions } from './rows.js';

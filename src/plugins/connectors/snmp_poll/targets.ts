@@ -3,7 +3,7 @@
 // its port, community, version and SNMPv3 fields; `_target` is its `name`, else host:port.
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import type { SnmpVersion } from '../../../snmp/message.js';
 import type { TargetOptions } from '../../../snmp/session.js';
 import type { UsmUserConfig } from '../../../snmp/usm.js';

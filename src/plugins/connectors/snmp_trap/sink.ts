@@ -9,7 +9,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { Type } from '@sinclair/typebox';
-import { WriteError, errorMessage } from '../../../errors.js';
+import { WriteError, errorMessage } from '../../../core/errors.js';
 import type { MibIndex, MibNode } from '../../../mib/mib-index.js';
 import { objectNode } from '../../../mib/varbinds.js';
 import { decodeMessage, encodeCommunity, encodeV3, PduType, type Pdu } from '../../../snmp/message.js';

@@ -13,7 +13,7 @@ import type { MibIndex } from '../../../mib/mib-index.js';
 import { describeVarBind, objectNode } from '../../../mib/varbinds.js';
 import { TrapReceiver, type TrapEvent } from '../../../snmp/trap-receiver.js';
 import { bindUdp } from '../../../snmp/udp.js';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import { rateLimitedWarn } from '../../common/connector/rate-limited-warn.js';
 import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
 import { defineSource, type Rec, type SourceMeta } from '../../types.js';

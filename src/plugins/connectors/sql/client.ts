@@ -2,7 +2,7 @@
 // contract each database implements (postgres.ts with pg, mariadb.ts with mysql2, sqlite.ts with
 // better-sqlite3), loaded on first use so that a pipeline pays only for its own database.
 import { Type } from '@sinclair/typebox';
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import type { LintIssue, Rec } from '../../types.js';
 import { parseSqlUrl, URL_FORMS, type Dialect, type SqlTarget } from './url.js';
 

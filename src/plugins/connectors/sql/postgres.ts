@@ -14,7 +14,7 @@
 //   faster: the per-row conflict check and update dominate, and it costs two more round trips.
 import pg from 'pg';
 import Cursor from 'pg-cursor';
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import { exactNumber } from '../../../util/exact-number.js';
 import type { Rec } from '../../types.js';
 import { oneStatement, quoteIdent as q, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './client.js';

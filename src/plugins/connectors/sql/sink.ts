@@ -15,7 +15,7 @@
 //   new one); a missing table or column, a missing unique index for upsert, a syntax or permission
 //   error is not retryable.
 import { Type } from '@sinclair/typebox';
-import { errorMessage, WriteError } from '../../../errors.js';
+import { errorMessage, WriteError } from '../../../core/errors.js';
 import { Connection } from '../../common/connector/connection.js';
 import { defineSink, type LintIssue, type Rec, type WriteResult } from '../../types.js';
 import { connectionName, connectionUrlField, lintUrl, openDriver, parseSqlUrl, parseTableName, quoteIdent, SqlError, whereOf, withDriver, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './client.js';

@@ -4,7 +4,7 @@
 // default serializer_in (json) decodes into one record per row: the result is never held whole.
 // chunk_size 0 reads the whole result at once into one unit. Values are made JSON-safe (values.ts).
 import { Type } from '@sinclair/typebox';
-import { errorMessage, SourceError } from '../../../errors.js';
+import { errorMessage, SourceError } from '../../../core/errors.js';
 import { connectionReporter } from '../../common/connector/reconnect.js';
 import { defineSource, type SourceUnit } from '../../types.js';
 import { connectionName, connectionUrlField, lintUrl, openDriver, parseSqlUrl, whereOf, withDriver } from './client.js';

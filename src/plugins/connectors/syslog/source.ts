@@ -8,7 +8,7 @@
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, isIPv6, type Server, type Socket } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
-import { SourceError } from '../../../errors.js';
+import { SourceError } from '../../../core/errors.js';
 import { rateLimitedWarn } from '../../common/connector/rate-limited-warn.js';
 import { reconnectFields } from '../../common/connector/reconnect.js';
 import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';

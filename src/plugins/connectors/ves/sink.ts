@@ -8,9 +8,9 @@
 // by the runtime (retry_count); 401/403/404 fail the write (a config problem). The HTTP client is
 // the rest connector's (undici, its own pool, TLS policy and timeout).
 import { Type, type Static } from '@sinclair/typebox';
-import { WriteError } from '../../../errors.js';
+import { WriteError } from '../../../core/errors.js';
 import { PeerPresence } from '../../common/connector/presence.js';
-import { secret } from '../../common/connector/secrets.js';
+import { secret } from '../../../core/secrets.js';
 import { defineSink, type LintIssue, type Rec, type WriteResult } from '../../types.js';
 import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../rest/client.js';
 import { eventBuilder, EventError, SUPPORTED_DOMAINS, UNSUPPORTED_DOMAINS } from './header.js';

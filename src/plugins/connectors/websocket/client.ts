@@ -4,7 +4,7 @@
 import { STATUS_CODES } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type WebSocket from 'ws';
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import { once } from '../../common/lazy.js';
 
 const wsLib = once(async () => (await import('ws')).default);

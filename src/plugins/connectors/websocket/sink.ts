@@ -7,7 +7,7 @@
 import { isUtf8 } from 'node:buffer';
 import { Type } from '@sinclair/typebox';
 import type WebSocket from 'ws';
-import { errorMessage, WriteError } from '../../../errors.js';
+import { errorMessage, WriteError } from '../../../core/errors.js';
 import { PeerPresence } from '../../common/connector/presence.js';
 import type { Rec } from '../../types.js';
 import { defineSink } from '../../types.js';

@@ -5,7 +5,7 @@
 // A connection that goes silent is found by a ping every 30 s (no pong by the next ping: lost).
 import { Type } from '@sinclair/typebox';
 import type WebSocket from 'ws';
-import { errorMessage } from '../../../errors.js';
+import { errorMessage } from '../../../core/errors.js';
 import { reconnectFields } from '../../common/connector/reconnect.js';
 import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
 import { defineSource } from '../../types.js';

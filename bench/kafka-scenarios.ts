@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { closeSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
-import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline } from '../src/engine/runner.js';
 import { silentLogger } from '../src/observability/log.js';
 import { startMockCluster } from '../test/connectors/peers/kafka-mock.js';

@@ -5,7 +5,7 @@ import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadPipelineText } from '../src/config/load.js';
 import { runPipeline, type RunOptions } from '../src/engine/runner.js';
-import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../src/observability/log.js';
 import type { RunRecord } from '../src/engine/run-record.js';
 import { DATA_DIR } from './data.js';

@@ -5,7 +5,7 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, rmSync, sta
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { DEFAULT_CHUNK_BYTES } from '../src/engine/runner.js';
-import pmXml from '../src/plugins/serializers/pm_xml.js';
+import pmXml from '../src/plugins/serializers/pm_xml/index.js';
 import { DATA_DIR } from './data.js';
 import { runBench } from './pipeline.js';
 import type { Measured, Scenario } from './scenarios.js';

@@ -19,8 +19,8 @@ import protobuf from 'protobufjs';
 import type { Measured, Scenario } from './scenarios.js';
 import { loadPipelineText } from '../src/config/load.js';
 import { runPipeline } from '../src/engine/runner.js';
-import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
-import { WebhookHub } from '../src/engine/webhook-hub.js';
+import { MemoryProcessedFiles } from '../src/plugins/connector-runtime/processed-files.js';
+import { WebhookHub } from '../src/plugins/connector-runtime/webhook-hub.js';
 import { silentLogger } from '../src/observability/log.js';
 import { decodeWriteRequest, encodeBody, sampleValue, uncompress, type SampleRecord, type SeriesIn } from '../src/plugins/connectors/prometheus_rw/decode.js';
 

@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
-import { MemoryProcessedFiles } from '../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../src/observability/log.js';
 import { sshdServer, type SshdServer } from '../test/connectors/peers/sshd.js';
 import { DATA_DIR } from './data.js';

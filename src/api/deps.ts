@@ -6,7 +6,7 @@ import type { Settings } from '../settings.js';
 import type { Store } from '../store/types.js';
 import type { PipelineManager } from '../daemon/pipeline-manager.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { WebhookHub } from '../engine/webhook-hub.js';
+import type { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import type { Tracer } from '../observability/tracing.js';
 import type { RemoteExecutor } from '../cluster/remote-executor.js';
 import type { ClusterNode } from '../cluster/worker-pool.js';

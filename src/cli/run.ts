@@ -1,7 +1,7 @@
 // `svc run FILE`: one batch run of a pipeline file, its run record as JSON on stdout.
 import { decodeWatchOptions } from '../engine/decode-watch.js';
 import { runPipeline } from '../engine/runner.js';
-import { defaultStateDir, FileProcessedFiles, processedFilesPath } from '../engine/processed-files.js';
+import { defaultStateDir, FileProcessedFiles, processedFilesPath } from '../plugins/connector-runtime/processed-files.js';
 import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from '../engine/transform-state.js';
 import { createLogger } from '../observability/log.js';
 import { progressReporter } from './progress.js';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { CoreV1Api, KubeConfig, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { Logger } from '../observability/log.js';
-import { lazyModule } from '../plugins/common/lazy.js';
+import { lazyModule } from '../plugins/connector-runtime/lazy.js';
 
 // The client is large; the daemon loads it only when a pipeline asks for a Service.
 const k8s = lazyModule(() => import('@kubernetes/client-node'));

@@ -7,7 +7,7 @@ import { createSecureContext } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { AlertEvaluator } from '../alerts/evaluator.js';
-import { WebhookHub } from '../engine/webhook-hub.js';
+import { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import { createLogger, type Logger } from '../observability/log.js';
 import { Metrics } from '../observability/metrics.js';
 import { startTracing } from '../observability/tracing.js';

@@ -7,7 +7,7 @@ import type { DecodeWatchOptions } from '../engine/decode-watch.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
 import { runPipeline, type RunOptions, type RunProgress, type TransformStateIO } from '../engine/runner.js';
-import type { WebhookHub } from '../engine/webhook-hub.js';
+import type { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import type { Logger } from '../observability/log.js';
 import type { ProcessedFiles } from '../plugins/types.js';
 

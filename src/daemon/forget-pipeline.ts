@@ -4,9 +4,9 @@
 // state, alerts) is cleared by PipelineManager.remove.
 import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { processedFilesPath } from '../engine/processed-files.js';
+import { processedFilesPath } from '../plugins/connector-runtime/processed-files.js';
 import { stateFilePath } from '../engine/transform-state.js';
-import { spoolDir } from '../plugins/common/webhook-stream.js';
+import { spoolDir } from '../plugins/connector-runtime/webhook-stream.js';
 
 /**
  * The files of `pipeline` under `stateDir`: its webhook spools (one folder per served path) and

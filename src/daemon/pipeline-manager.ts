@@ -14,7 +14,7 @@ import { stateConfigHash, statefulTransforms, storeStateIO } from '../engine/tra
 import { decodeWatchOptions } from '../engine/decode-watch.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
-import type { WebhookHub } from '../engine/webhook-hub.js';
+import type { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';

@@ -12,7 +12,7 @@ import { errorMessage } from '../core/errors.js';
 import { maskedLogger, silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { ConnectionState, DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
-import { GaveUpError } from '../plugins/common/connector/reconnect.js';
+import { GaveUpError } from '../plugins/connector-runtime/reconnect.js';
 import { redactor, secretsOf } from '../core/secrets.js';
 import { chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
 import { DeadLetterQueue, type Envelope, type SinkSlot, type Stage } from './dlq.js';
@@ -21,7 +21,7 @@ import { DecodeWatch, forget, quarantineReason, readSuspects, SuspectMatcher, ty
 import { buildPlan, encoderFor, resolveSerializers, sinkLabel, type ChunkPlan, type LabeledTransform } from './plan.js';
 import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOutput, type StageError } from './process-chunk.js';
 
-import { MemoryProcessedFiles } from './processed-files.js';
+import { MemoryProcessedFiles } from '../plugins/connector-runtime/processed-files.js';
 import { CircuitBreaker, guardedRecordsWrite, TokenBucket } from './reliability.js';
 import { RunCounters, runCounts, type RunRecord, type RunStatus } from './run-record.js';
 

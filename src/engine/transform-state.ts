@@ -11,7 +11,7 @@ import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { TransformPlugin } from '../plugins/types.js';
 import type { TransformStateStore } from '../store/types.js';
 import { writeFileDurably } from '../util/durable.js';
-import { defaultStateDir } from './processed-files.js';
+import { defaultStateDir } from '../plugins/connector-runtime/processed-files.js';
 import type { TransformStateIO } from './runner.js';
 
 /** The pipeline-level transforms that keep durable state, with their state keys. */

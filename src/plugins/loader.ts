@@ -1,7 +1,10 @@
 // Loading single plugins without the registry's list: a plugin's module sits where
-// docs/development.md says (<kind>s/<key>.ts, or connectors/<key>/source.ts and sink.ts), so a key
-// finds its module. Loading every plugin module (and the libraries they import) costs about half a
-// second; a command that checks one file, or a worker thread that runs one plan, needs a handful.
+// docs/development.md says (serializers/<key>/index.ts and transforms/<key>/index.ts, whose default
+// export is the plugin; connectors/<key>/source.ts and sink.ts, which the folder's index.ts exports as
+// `source` and `sink`), so a key finds its module. A side is loaded from its own module, not from the
+// folder's index.ts, so that a source does not load its sink. Loading every plugin module (and the
+// libraries they import) costs about half a second; a command that checks one file, or a worker
+// thread that runs one plan, needs a handful.
 // test/plugins/loader.test.ts checks that every registered plugin is found this way.
 import type { AnyPlugin, PluginKind } from './types.js';
 
@@ -12,8 +15,8 @@ const importUrl: ModuleImporter = (url) => import(/* @vite-ignore */ url.href);
 
 /** Where the module of plugin `key` of `kind` may be, relative to src/plugins/. */
 export function pluginModulePaths(kind: PluginKind, key: string): string[] {
-  if (kind === 'source' || kind === 'sink') return [`./${kind}s/${key}.js`, `./connectors/${key}/${kind}.js`];
-  return [`./${kind}s/${key}.js`];
+  if (kind === 'source' || kind === 'sink') return [`./connectors/${key}/${kind}.js`];
+  return [`./${kind}s/${key}/index.js`];
 }
 
 /** The plugin `key` of `kind`, or undefined when no module by the convention declares it. */

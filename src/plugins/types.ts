@@ -3,7 +3,7 @@
 // /api/plugins and the generated reference in docs/plugins/.
 import type { Static, TObject } from '@sinclair/typebox';
 import type { Logger } from '../observability/log.js';
-import type { WebhookHub } from '../engine/webhook-hub.js';
+import type { WebhookHub } from './connector-runtime/webhook-hub.js';
 
 /** A record flowing through a pipeline. */
 export type Rec = Record<string, unknown>;

@@ -6,7 +6,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Spool } from '../../src/engine/spool.js';
+import { Spool } from '../../src/plugins/connector-runtime/spool.js';
 import { eventually, serveChild, testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 import { expectError, readNdjson, register, webhookYaml, workArea } from './_helpers.js';

@@ -63,9 +63,9 @@ pipeline:
     const r = await svcModules(['validate', file]);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`${file}: valid (pipeline 'lazy')\n`);
-    expect(r.src).toEqual(expect.arrayContaining(['src/plugins/sources/local.ts', 'src/plugins/serializers/csv.ts', 'src/plugins/transforms/rename.ts', 'src/plugins/sinks/local.ts']));
-    const plugins = r.src.filter((f) => /^src\/plugins\/(sources|sinks|serializers|transforms|connectors)\//.test(f));
-    expect(plugins.sort()).toEqual(['src/plugins/serializers/csv.ts', 'src/plugins/serializers/ndjson.ts', 'src/plugins/sinks/local.ts', 'src/plugins/sources/local.ts', 'src/plugins/transforms/rename.ts']);
+    expect(r.src).toEqual(expect.arrayContaining(['src/plugins/connectors/local/source.ts', 'src/plugins/serializers/csv/index.ts', 'src/plugins/transforms/rename/index.ts', 'src/plugins/connectors/local/sink.ts']));
+    const plugins = r.src.filter((f) => /^src\/plugins\/(serializers|transforms|connectors)\//.test(f));
+    expect(plugins.sort()).toEqual(['src/plugins/connectors/local/dlq-reader.ts', 'src/plugins/connectors/local/sink.ts', 'src/plugins/connectors/local/source.ts', 'src/plugins/serializers/csv/index.ts', 'src/plugins/serializers/ndjson/index.ts', 'src/plugins/transforms/rename/index.ts']);
     expect(r.src.filter((f) => /^src\/(plugins\/registry|engine\/|daemon\/|api\/|console\/|cluster\/|store\/)/.test(f))).toEqual([]);
   });
 

@@ -13,7 +13,7 @@ import { ContainerSASPermissions, generateBlobSASQueryParameters, StorageSharedK
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { loadPipelineText } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { BLOCK_BYTES } from '../../src/plugins/connectors/azure_blob/sink.js';

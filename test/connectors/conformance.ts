@@ -18,7 +18,7 @@ import { Metrics } from '../../src/observability/metrics.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { registry } from '../../src/plugins/registry.js';
 import type { ConnectionState, SinkPlugin, SourcePlugin } from '../../src/plugins/types.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { eventually, testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 import { loadPipeline, outputRecords, seqBodies, until, type Cfg, type Rec } from './helpers.js';

@@ -16,7 +16,7 @@ import { stringify } from 'yaml';
 import { loadComponent, loadPipelineText } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { dedupeKey } from '../../src/plugins/connectors/corba/source.js';
 import { conformance, uniqueChannel, type Cfg } from './conformance.js';
 import { manualReadRun } from './helpers.js';

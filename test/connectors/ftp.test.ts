@@ -11,7 +11,7 @@ import { loadComponent } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { encoderFor } from '../../src/engine/plan.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import ftpSink from '../../src/plugins/connectors/ftp/sink.js';

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadComponent, loadPipelineText } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
 import { LOADER_OPTIONS } from '../../src/plugins/connectors/gnmi/client.js';

@@ -7,7 +7,7 @@ import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { loadPipelineText } from '../../src/config/load.js';
 import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import { encoderFor } from '../../src/engine/plan.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { registry } from '../../src/plugins/registry.js';

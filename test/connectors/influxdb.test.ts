@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpError, InfluxDB } from '@influxdata/influxdb-client';
 import { loadComponent } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { serverMessage } from '../../src/plugins/connectors/influxdb/client.js';

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { loadPipelineText } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { Metrics } from '../../src/observability/metrics.js';

@@ -10,7 +10,7 @@ import { connect, headers } from '@nats-io/transport-node';
 import { stringify } from 'yaml';
 import { loadPipelineText } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { HIGH_WATER } from '../../src/plugins/connectors/nats/source.js';

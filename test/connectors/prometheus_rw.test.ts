@@ -14,7 +14,7 @@ import { serveChild, testDaemon, eventually, type TestDaemon } from '../helpers/
 import { tempDir } from '../helpers/fs.js';
 import { loadPipeline, outputRecords, until, type Cfg, type Rec } from './helpers.js';
 import { runPipeline } from '../../src/engine/runner.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../../src/observability/log.js';
 import {
   checkWriteRequest,

@@ -14,7 +14,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadComponent } from '../../src/config/load.js';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
 import { connectSftp, endSession, hostKeyPolicy, readStream, type SftpServer } from '../../src/plugins/connectors/sftp/client.js';

@@ -8,7 +8,7 @@ import { loadComponent } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { testConnector } from '../../src/engine/connector-test.js';
 import { runPipeline, type TransformStateIO } from '../../src/engine/runner.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { Metrics } from '../../src/observability/metrics.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { tempDir } from '../helpers/fs.js';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
 import type { ConnectionState } from '../../src/plugins/types.js';

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadComponent } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { testConnector } from '../../src/engine/connector-test.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
 import syslogSource, { HIGH_WATER, type SyslogStats } from '../../src/plugins/connectors/syslog/source.js';

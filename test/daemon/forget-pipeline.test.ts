@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readNdjson, register, webhookYaml, workArea } from '../api/_helpers.js';
-import { FileProcessedFiles, processedFilesPath } from '../../src/engine/processed-files.js';
+import { FileProcessedFiles, processedFilesPath } from '../../src/plugins/connector-runtime/processed-files.js';
 import { eventually, testDaemon } from '../helpers/daemon.js';
 
 describe('a deleted pipeline takes its files along', () => {

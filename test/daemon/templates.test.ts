@@ -21,7 +21,7 @@ import { runTestFile } from '../../src/testing/run.js';
 import { loadTestFile } from '../../src/testing/load.js';
 import { combine, runCase } from '../../src/testing/harness.js';
 import { runPipeline, type TransformStateIO } from '../../src/engine/runner.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../../src/observability/log.js';
 import type { PipelineConfig } from '../../src/config/pipeline-schema.js';
 import type { Rec } from '../../src/plugins/types.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   FileProcessedFiles, MemoryProcessedFiles, defaultStateDir, processedFilesPath,
-} from '../../src/engine/processed-files.js';
+} from '../../src/plugins/connector-runtime/processed-files.js';
 
 let dir: string;
 beforeEach(async () => {

@@ -1,4 +1,4 @@
-// The webhook spool (src/engine/spool.ts): what append() resolved survives a reopen until it is
+// The webhook spool (src/plugins/connector-runtime/spool.ts): what append() resolved survives a reopen until it is
 // committed; concurrent appends share fsyncs (group commit); a torn tail is ignored; segments roll
 // and are deleted once committed past; a failed write rejects and the spool goes on in a new segment.
 import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -6,7 +6,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Spool, type Position } from '../../src/engine/spool.js';
+import { Spool, type Position } from '../../src/plugins/connector-runtime/spool.js';
 import type { Logger } from '../../src/observability/log.js';
 import { tempDir } from '../helpers/fs.js';
 

@@ -3,7 +3,7 @@
 // cases of the fuzz targets (test/fuzz-regressions/avro-container, parquet).
 import { ByteWriter } from 'hyparquet-writer';
 import { serializeTCompactProtocol } from 'hyparquet-writer/src/thrift.js';
-import { longBytes } from '../../src/plugins/common/avro-values.js';
+import { longBytes } from '../../src/plugins/serializers/avro/values.js';
 
 /** Avro's zig-zag varint long. */
 export const zz = (n: number | bigint): Buffer => longBytes(n);

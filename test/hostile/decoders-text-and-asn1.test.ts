@@ -14,12 +14,12 @@ import { CdrReader, CdrWriter, decodeValue, parseType } from '../../src/plugins/
 import { GiopError, GiopFramer, MSG } from '../../src/plugins/connectors/corba/giop.js';
 import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress } from '../../src/plugins/connectors/prometheus_rw/decode.js';
 import { Framer } from '../../src/plugins/connectors/syslog/framing.js';
-import asn1Serializer from '../../src/plugins/serializers/asn1.js';
-import csv from '../../src/plugins/serializers/csv.js';
-import json from '../../src/plugins/serializers/json.js';
-import ndjson from '../../src/plugins/serializers/ndjson.js';
-import pmXml from '../../src/plugins/serializers/pm_xml.js';
-import xml from '../../src/plugins/serializers/xml.js';
+import asn1Serializer from '../../src/plugins/serializers/asn1/index.js';
+import csv from '../../src/plugins/serializers/csv/index.js';
+import json from '../../src/plugins/serializers/json/index.js';
+import ndjson from '../../src/plugins/serializers/ndjson/index.js';
+import pmXml from '../../src/plugins/serializers/pm_xml/index.js';
+import xml from '../../src/plugins/serializers/xml/index.js';
 import { CDR_DIR } from '../asn1/cdr-data.js';
 import { decodeUnit, decoderOf } from '../plugins/serializers/helpers.js';
 

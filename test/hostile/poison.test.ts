@@ -12,7 +12,7 @@ import { tempDir } from '../helpers/fs.js';
 import { serveEnv } from '../helpers/serve-env.js';
 import { rabbitVhost } from '../connectors/peers/rabbitmq.js';
 import { loadPipelineText } from '../../src/config/load.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline } from '../../src/engine/runner.js';
 
 interface Envelope {

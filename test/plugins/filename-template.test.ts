@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   expandTemplate, formatTimestamp, hasPartToken, lintTemplate, padPart, templateTokens, unknownTokens, withPartSuffix,
   type TemplateValues,
-} from '../../src/plugins/common/filename-template.js';
+} from '../../src/plugins/connector-runtime/filename-template.js';
 
 const startedAt = new Date('2024-03-05T07:08:09.123Z');
 const values = (over: Partial<TemplateValues> = {}): TemplateValues => ({

@@ -1,5 +1,5 @@
 // Importing the registry (every CLI command, the daemon, each worker thread does) must not load a
-// connector SDK: those load when a connector connects (src/plugins/common/lazy.ts). A child process
+// connector SDK: those load when a connector connects (src/plugins/connector-runtime/lazy.ts). A child process
 // imports the registry with a module-resolution hook that logs every resolved URL; the test names
 // any SDK package among them.
 import { execFile } from 'node:child_process';

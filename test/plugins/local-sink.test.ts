@@ -4,10 +4,10 @@ import path from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import { parse } from 'yaml';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { ConfigError, WriteError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/observability/log.js';
-import local, { type LocalSinkConfig } from '../../src/plugins/sinks/local.js';
+import local, { type LocalSinkConfig } from '../../src/plugins/connectors/local/sink.js';
 import type { Encoder, Rec, Sink, SinkBatch, SinkRunInfo, SourceMeta } from '../../src/plugins/types.js';
 
 // Tiny encoders built from the Encoder contract (the real serializers are separate modules).

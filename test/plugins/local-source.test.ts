@@ -4,10 +4,10 @@ import path from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import { parse } from 'yaml';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileProcessedFiles, MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { FileProcessedFiles, MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { SourceError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/observability/log.js';
-import local, { type LocalSourceConfig } from '../../src/plugins/sources/local.js';
+import local, { type LocalSourceConfig } from '../../src/plugins/connectors/local/source.js';
 import type { PluginContext, SourceUnit } from '../../src/plugins/types.js';
 
 let tmp: string;

@@ -13,7 +13,7 @@ import { generatedDocs } from '../../src/docs/reference.js';
 import { pluginKeys, registry } from '../../src/plugins/registry.js';
 import type { AnyPlugin, SerializerPlugin, SinkPlugin, SourcePlugin } from '../../src/plugins/types.js';
 import { encoderFor } from '../../src/engine/plan.js';
-import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { decodeUnit } from './serializers/helpers.js';
 
@@ -94,20 +94,28 @@ describe.each(all.map((p) => [`${p.kind} ${p.key}`, p] as const))('%s', (_name, 
 });
 
 describe('registry', () => {
-  it('lists every plugin module there is (the registry is the one list)', () => {
-    const dirs = { sources: 'sources', sinks: 'sinks', serializers: 'serializers', transforms: 'transforms' } as const;
+  it('lists every plugin folder there is, each with its one line in its kind\'s list', () => {
     const keys = pluginKeys();
-    // Connectors keep their source and sink in one folder per technology: connectors/<key>/{source,sink}.ts.
-    const connectors = readdirSync(join(root, 'src/plugins/connectors'));
-    const inConnectors = (file: string) => connectors.filter((d) => existsSync(join(root, 'src/plugins/connectors', d, file)));
-    for (const [cat, dir] of Object.entries(dirs)) {
-      const files = readdirSync(join(root, 'src/plugins', dir))
-        .filter((f) => f.endsWith('.ts'))
-        .map((f) => f.replace(/\.ts$/, ''));
-      if (cat === 'sources') files.push(...inConnectors('source.ts'));
-      if (cat === 'sinks') files.push(...inConnectors('sink.ts'));
-      expect([...keys[cat as keyof typeof keys]].sort(), cat).toEqual(files.sort());
+    const folders = (kind: string) =>
+      readdirSync(join(root, 'src/plugins', kind), { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name)
+        .sort();
+    // A plugin is a folder <kind>/<key>/ with an index.ts, named by one line of <kind>/all.ts.
+    for (const kind of ['connectors', 'serializers', 'transforms']) {
+      const list = readFileSync(join(root, 'src/plugins', kind, 'all.ts'), 'utf8');
+      for (const key of folders(kind)) {
+        expect(existsSync(join(root, 'src/plugins', kind, key, 'index.ts')), `${kind}/${key}/index.ts`).toBe(true);
+        expect(list.split('\n').filter((l) => l.includes(`'./${key}/index.js'`)), `${kind}/all.ts names ${key} once`).toHaveLength(1);
+      }
     }
+    // Connectors keep their source and sink in one folder per technology: connectors/<key>/{source,sink}.ts.
+    const connectors = folders('connectors');
+    const withSide = (file: string) => connectors.filter((d) => existsSync(join(root, 'src/plugins/connectors', d, file)));
+    expect([...keys.sources].sort(), 'sources').toEqual(withSide('source.ts'));
+    expect([...keys.sinks].sort(), 'sinks').toEqual(withSide('sink.ts'));
+    expect([...keys.serializers].sort(), 'serializers').toEqual(folders('serializers'));
+    expect([...keys.transforms].sort(), 'transforms').toEqual(folders('transforms'));
   });
 
   it('generated docs are current (run `npm run docs` after changing a schema)', () => {

@@ -5,7 +5,7 @@ import { loadPipelineText, positionOf } from '../../config/load.js';
 import { asWritten } from '../../config/interpolate.js';
 import { formatDiagnostic, formatPath, type Diagnostic } from '../../config/diagnostics.js';
 import { buildPlan, encoderFor } from '../../engine/plan.js';
-import { MemoryProcessedFiles } from '../../engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../../observability/log.js';
 import { registry } from '../../plugins/registry.js';
 import type { SinkPlugin, SourcePlugin } from '../../plugins/types.js';

@@ -12,7 +12,7 @@ import type { MibStore } from '../../mib/store.js';
 import { loadSettings } from '../../settings.js';
 import { parseAuthProtocol, parsePrivProtocol, type UsmUserConfig } from '../../snmp/usm.js';
 import { secret } from '../../core/secrets.js';
-import { lazyModule } from './lazy.js';
+import { lazyModule } from '../connector-runtime/lazy.js';
 import type { LintIssue } from '../types.js';
 
 export const AUTH_PROTOCOLS = ['MD5', 'SHA', 'SHA224', 'SHA256', 'SHA384', 'SHA512'] as const;

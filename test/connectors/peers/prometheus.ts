@@ -13,7 +13,7 @@ import { tempDir } from '../../helpers/fs.js';
 import { encodeBody } from '../../../src/plugins/connectors/prometheus_rw/decode.js';
 import { peerProcess } from './process.js';
 import Fastify from 'fastify';
-import { WebhookHub } from '../../../src/engine/webhook-hub.js';
+import { WebhookHub } from '../../../src/plugins/connector-runtime/webhook-hub.js';
 import webhookRoutes from '../../../src/api/routes/webhooks.js';
 import { loadSettings } from '../../../src/settings.js';
 import type { ApiDeps } from '../../../src/api/deps.js';

@@ -6,12 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { Type } from '@sinclair/typebox';
 import { WriteError } from '../../../src/core/errors.js';
 import { silentLogger } from '../../../src/observability/log.js';
-import { Connection } from '../../../src/plugins/common/connector/connection.js';
-import { GaveUpError, reconnectDelayMs } from '../../../src/plugins/common/connector/reconnect.js';
+import { Connection } from '../../../src/plugins/connector-runtime/connection.js';
+import { GaveUpError, reconnectDelayMs } from '../../../src/plugins/connector-runtime/reconnect.js';
 import { redactor, secret, secretsOf } from '../../../src/core/secrets.js';
-import { streamSource, type Message, type Session, type SessionHandlers } from '../../../src/plugins/common/connector/stream-source.js';
+import { streamSource, type Message, type Session, type SessionHandlers } from '../../../src/plugins/connector-runtime/stream-source.js';
 import type { ConnectionState, PluginContext, SourceUnit } from '../../../src/plugins/types.js';
-import { MemoryProcessedFiles } from '../../../src/engine/processed-files.js';
+import { MemoryProcessedFiles } from '../../../src/plugins/connector-runtime/processed-files.js';
 import { waitFor } from '../../helpers/wait.js';
 
 describe('secrets', () => {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { WriteError } from '../../../src/core/errors.js';
 import { encoderFor } from '../../../src/engine/plan.js';
-import { RollingFileSink, type FileTarget, type OutFile } from '../../../src/plugins/common/file-sink.js';
+import { RollingFileSink, type FileTarget, type OutFile } from '../../../src/plugins/connector-runtime/file-sink.js';
 import { registry } from '../../../src/plugins/registry.js';
 import type { Rec, SinkBatch } from '../../../src/plugins/types.js';
 

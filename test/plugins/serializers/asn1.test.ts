@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadPipelineText } from '../../../src/config/load.js';
-import asn1 from '../../../src/plugins/serializers/asn1.js';
+import asn1 from '../../../src/plugins/serializers/asn1/index.js';
 import { asn1cEncode } from '../../asn1/asn1c.js';
 import { CDR_DIR, cdrCase } from '../../asn1/cdr-data.js';
 import { decodeUnit, decoderOf, randInt, randomStream, rng } from './helpers.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPipelineText } from '../../../src/config/load.js';
 import { formatDiagnostic } from '../../../src/config/diagnostics.js';
 import { runPipeline } from '../../../src/engine/runner.js';
-import avro from '../../../src/plugins/serializers/avro.js';
+import avro from '../../../src/plugins/serializers/avro/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { startRegistryPeer, type RegistryPeer } from '../common/registry-peer.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, randomStream, rng } from './helpers.js';

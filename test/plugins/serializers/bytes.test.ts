@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import bytes from '../../../src/plugins/serializers/bytes.js';
+import bytes from '../../../src/plugins/serializers/bytes/index.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, py, pyJson, randomStream, rng } from './helpers.js';
 
 /** Every byte value 0..255, then the same reversed: binary data that is not valid UTF-8. */

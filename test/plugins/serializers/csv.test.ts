@@ -4,7 +4,7 @@ import { chunksOf } from '../../../src/engine/chunker.js';
 import { buildPlan } from '../../../src/engine/plan.js';
 import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
-import csv from '../../../src/plugins/serializers/csv.js';
+import csv from '../../../src/plugins/serializers/csv/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import {
   cfgOf,

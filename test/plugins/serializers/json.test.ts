@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import json from '../../../src/plugins/serializers/json.js';
+import json from '../../../src/plugins/serializers/json/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, py, pyJson, randomStream, rng } from './helpers.js';
 

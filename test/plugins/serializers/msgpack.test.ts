@@ -3,8 +3,8 @@ import { chunksOf } from '../../../src/engine/chunker.js';
 import { buildPlan } from '../../../src/engine/plan.js';
 import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
-import { scanValue } from '../../../src/plugins/common/msgpack-scan.js';
-import msgpack from '../../../src/plugins/serializers/msgpack.js';
+import { scanValue } from '../../../src/plugins/serializers/msgpack/scan.js';
+import msgpack from '../../../src/plugins/serializers/msgpack/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, once, pipelineWith, pyJson, randInt, randomStream, rng } from './helpers.js';
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { buildPlan } from '../../../src/engine/plan.js';
 import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
-import ndjson from '../../../src/plugins/serializers/ndjson.js';
+import ndjson from '../../../src/plugins/serializers/ndjson/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, pipelineWith, py, pyJson, randomStream, rng } from './helpers.js';
 

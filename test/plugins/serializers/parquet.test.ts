@@ -10,7 +10,7 @@ import { parquetHeader } from 'hyparquet/src/column.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { loadPipelineText } from '../../../src/config/load.js';
 import { runPipeline } from '../../../src/engine/runner.js';
-import parquet from '../../../src/plugins/serializers/parquet.js';
+import parquet from '../../../src/plugins/serializers/parquet/index.js';
 import { metadataOf } from '../../../src/plugins/serializers/parquet/footer.js';
 import { chunkRange } from '../../../src/plugins/serializers/parquet/row-groups.js';
 import { spool } from '../../../src/plugins/serializers/parquet/spool.js';

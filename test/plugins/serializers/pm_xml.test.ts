@@ -5,7 +5,7 @@ import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { loadPipelineText } from '../../../src/config/load.js';
 import { runPipeline } from '../../../src/engine/runner.js';
-import pmXml from '../../../src/plugins/serializers/pm_xml.js';
+import pmXml from '../../../src/plugins/serializers/pm_xml/index.js';
 import { splitPmXml } from '../../../src/plugins/serializers/pm_xml/split.js';
 import { durationSeconds } from '../../../src/plugins/serializers/pm_xml/values.js';
 import type { Rec } from '../../../src/plugins/types.js';

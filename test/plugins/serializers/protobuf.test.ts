@@ -7,7 +7,7 @@ import { loadPipelineText } from '../../../src/config/load.js';
 import { formatDiagnostic } from '../../../src/config/diagnostics.js';
 import { runPipeline } from '../../../src/engine/runner.js';
 import { decodeMessageIndexes, readWireHeader } from '../../../src/plugins/common/schema-registry.js';
-import protobuf from '../../../src/plugins/serializers/protobuf.js';
+import protobuf from '../../../src/plugins/serializers/protobuf/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { startRegistryPeer, type RegistryPeer } from '../common/registry-peer.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, randInt, randomStream, rng } from './helpers.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import text from '../../../src/plugins/serializers/text.js';
+import text from '../../../src/plugins/serializers/text/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, py, randomStream, rng } from './helpers.js';
 

@@ -4,7 +4,7 @@ import { chunksOf } from '../../../src/engine/chunker.js';
 import { buildPlan } from '../../../src/engine/plan.js';
 import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
-import xml from '../../../src/plugins/serializers/xml.js';
+import xml from '../../../src/plugins/serializers/xml/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, once, pipelineWith, pyJson, randInt, randomStream, rng } from './helpers.js';
 

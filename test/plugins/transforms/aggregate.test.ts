@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/aggregate.js';
+import plugin from '../../../src/plugins/transforms/aggregate/index.js';
 import { capture, testRegistry } from '../../helpers/plugins.js';
 import { tempDir } from '../../helpers/fs.js';
 import { pyJson } from '../serializers/helpers.js';

@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import plugin from '../../../src/plugins/transforms/cast.js';
+import plugin from '../../../src/plugins/transforms/cast/index.js';
 import { RecordError } from '../../../src/core/errors.js';
 import { silentLogger } from '../../../src/observability/log.js';
 import type { Rec, RecordContext } from '../../../src/plugins/types.js';

@@ -1,7 +1,7 @@
 // coalesce_fields: priority order, empties, default, drop_sources, and end to end.
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import plugin from '../../../src/plugins/transforms/coalesce_fields.js';
+import plugin from '../../../src/plugins/transforms/coalesce_fields/index.js';
 import { runTransform, transformOf } from './_harness.js';
 
 const { one: apply } = transformOf(plugin);

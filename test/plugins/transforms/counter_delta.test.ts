@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Value } from '@sinclair/typebox/value';
 import type { Rec, TransformEvent } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/counter_delta.js';
+import plugin from '../../../src/plugins/transforms/counter_delta/index.js';
 import { silentLogger } from '../../../src/observability/log.js';
 import { loadPipelineText } from '../../../src/config/load.js';
 import { formatDiagnostic } from '../../../src/config/diagnostics.js';

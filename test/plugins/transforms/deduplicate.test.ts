@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/deduplicate.js';
+import plugin from '../../../src/plugins/transforms/deduplicate/index.js';
 import { applyThenDrain, diagnostics, runFiles, runTransform, transformOf } from './_harness.js';
 
 const { cfg, make, rc } = transformOf(plugin);

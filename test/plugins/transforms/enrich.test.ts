@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Rec, Transform } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/enrich.js';
+import plugin from '../../../src/plugins/transforms/enrich/index.js';
 import { tempDir } from '../../helpers/fs.js';
 import { py } from '../serializers/helpers.js';
 import { loadTransforms, runFiles, runTransform, transformOf } from './_harness.js';

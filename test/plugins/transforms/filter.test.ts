@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import plugin from '../../../src/plugins/transforms/filter.js';
+import plugin from '../../../src/plugins/transforms/filter/index.js';
 import { ExprError } from '../../../src/expr/index.js';
 import { silentLogger } from '../../../src/observability/log.js';
 import type { Rec, RecordContext } from '../../../src/plugins/types.js';

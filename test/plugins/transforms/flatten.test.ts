@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/flatten.js';
+import plugin from '../../../src/plugins/transforms/flatten/index.js';
 import { runTransform, transformOf } from './_harness.js';
 
 const { cfg, apply } = transformOf(plugin);

@@ -2,7 +2,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { RecordError } from '../../../src/core/errors.js';
-import plugin from '../../../src/plugins/transforms/hex_decode.js';
+import plugin from '../../../src/plugins/transforms/hex_decode/index.js';
 import { runTransform, transformOf } from './_harness.js';
 
 const { one: apply } = transformOf(plugin);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/inject_meta.js';
+import plugin from '../../../src/plugins/transforms/inject_meta/index.js';
 import { runTransform, transformOf } from './_harness.js';
 
 const { cfg, make, apply } = transformOf(plugin);

@@ -2,7 +2,7 @@ import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/core/errors.js';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/jmespath.js';
+import plugin from '../../../src/plugins/transforms/jmespath/index.js';
 import { pyJson } from '../serializers/helpers.js';
 import { loadTransforms, runTransform, transformOf } from './_harness.js';
 

@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/limit.js';
+import plugin from '../../../src/plugins/transforms/limit/index.js';
 import { applyThenDrain, diagnostics, runFiles, transformOf } from './_harness.js';
 
 const { cfg, make } = transformOf(plugin);

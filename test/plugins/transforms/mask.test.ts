@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/mask.js';
+import plugin from '../../../src/plugins/transforms/mask/index.js';
 import { runTransform, transformOf } from './_harness.js';
 
 const { cfg, make, apply, rc } = transformOf(plugin);

@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/melt.js';
+import plugin from '../../../src/plugins/transforms/melt/index.js';
 import { loadTransforms, runTransform, transformOf } from './_harness.js';
 
 const { cfg, apply, notes } = transformOf(plugin);

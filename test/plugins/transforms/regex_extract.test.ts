@@ -3,7 +3,7 @@ import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { RecordError } from '../../../src/core/errors.js';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/regex_extract.js';
+import plugin from '../../../src/plugins/transforms/regex_extract/index.js';
 import { diagnostics, runTransform, transformOf } from './_harness.js';
 
 const { make, apply, rc } = transformOf(plugin);

@@ -2,7 +2,7 @@ import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { RecordError } from '../../../src/core/errors.js';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/select_from_list.js';
+import plugin from '../../../src/plugins/transforms/select_from_list/index.js';
 import { runTransform, transformOf } from './_harness.js';
 
 const { cfg, run, apply } = transformOf(plugin);

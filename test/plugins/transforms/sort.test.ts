@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import type { Rec } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/sort.js';
+import plugin from '../../../src/plugins/transforms/sort/index.js';
 import { pyJson } from '../serializers/helpers.js';
 import { applyThenDrain, diagnostics, runFiles, runTransform, transformOf } from './_harness.js';
 

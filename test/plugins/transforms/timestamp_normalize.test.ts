@@ -2,7 +2,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
 import { RecordError } from '../../../src/core/errors.js';
-import plugin from '../../../src/plugins/transforms/timestamp_normalize.js';
+import plugin from '../../../src/plugins/transforms/timestamp_normalize/index.js';
 import { diagnostics, runTransform, transformOf } from './_harness.js';
 
 const { make, one: apply } = transformOf(plugin);

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import plugin, { compileSchema } from '../../../src/plugins/transforms/validate.js';
+import plugin, { compileSchema } from '../../../src/plugins/transforms/validate/index.js';
 import { ConfigError, RecordError } from '../../../src/core/errors.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { tempDir } from '../../helpers/fs.js';

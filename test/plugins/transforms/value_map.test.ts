@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import { describe, expect, it } from 'vitest';
-import plugin from '../../../src/plugins/transforms/value_map.js';
+import plugin from '../../../src/plugins/transforms/value_map/index.js';
 import { silentLogger } from '../../../src/observability/log.js';
 import type { Rec, RecordContext } from '../../../src/plugins/types.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Value } from '@sinclair/typebox/value';
 import type { Rec, TransformEvent } from '../../../src/plugins/types.js';
-import plugin from '../../../src/plugins/transforms/window_aggregate.js';
+import plugin from '../../../src/plugins/transforms/window_aggregate/index.js';
 import { silentLogger } from '../../../src/observability/log.js';
 import { diagnostics } from './_harness.js';
 

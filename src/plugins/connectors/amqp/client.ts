@@ -2,7 +2,7 @@
 // that `rabbitmqctl list_connections client_properties` shows which pipeline holds it.
 import { Type } from '@sinclair/typebox';
 import type { Channel, ChannelModel } from 'amqplib';
-import { once } from '../../common/lazy.js';
+import { once } from '../../connector-runtime/lazy.js';
 
 const amqplib = once(() => import('amqplib'));
 

@@ -4,7 +4,7 @@
 import { Type } from '@sinclair/typebox';
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import { WriteError } from '../../../core/errors.js';
-import { Connection } from '../../common/connector/connection.js';
+import { Connection } from '../../connector-runtime/connection.js';
 import { defineSink } from '../../types.js';
 import { checkBroker, connectBroker, onLost, urlField } from './client.js';
 

@@ -3,8 +3,8 @@
 // broker keeps at most prefetch_count unacknowledged messages in flight, which is the backpressure.
 import { Type } from '@sinclair/typebox';
 import type { Channel, ConsumeMessage } from 'amqplib';
-import { reconnectFields } from '../../common/connector/reconnect.js';
-import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
+import { reconnectFields } from '../../connector-runtime/reconnect.js';
+import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource } from '../../types.js';
 import { checkBroker, connectBroker, onLost, urlField } from './client.js';
 

@@ -5,8 +5,8 @@ import { Type } from '@sinclair/typebox';
 import type { BlobServiceClient, ContainerClient, StoragePipelineOptions } from '@azure/storage-blob';
 import { errorMessage } from '../../../core/errors.js';
 import { secret } from '../../../core/secrets.js';
-import { PeerPresence } from '../../common/connector/presence.js';
-import { once } from '../../common/lazy.js';
+import { PeerPresence } from '../../connector-runtime/presence.js';
+import { once } from '../../connector-runtime/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';
 
 export const commonFields = {

@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import type { ContainerClient } from '@azure/storage-blob';
 import { WriteError } from '../../../core/errors.js';
-import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
+import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, type OutFile } from '../../connector-runtime/file-sink.js';
 import { defineSink } from '../../types.js';
 import { AzureClient, commonFields, containerClient, describe, lintCredentials, retryable, type AzureConfig } from './client.js';
 

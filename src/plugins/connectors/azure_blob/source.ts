@@ -2,13 +2,13 @@
 // each download streamed. A unit reads the version that was listed (If-Match on its ETag), so a blob
 // rewritten meanwhile is not mixed up with the one remembered by skip_processed (keyed on name and
 // ETag). Listing, order, skip_processed and finalizing are the shared fileUnits'
-// (common/file-source.ts); this module only lists and reads.
+// (connector-runtime/file-source.ts); this module only lists and reads.
 import { Type, type Static } from '@sinclair/typebox';
 import type { BlobItem, ContainerListBlobFlatSegmentResponse } from '@azure/storage-blob';
 import { SourceError } from '../../../core/errors.js';
-import { withIdleTimeout } from '../../common/idle-timeout.js';
-import { fileUnits, type FileStore, type ListedFile } from '../../common/file-source.js';
-import type { FileStat } from '../../common/file-guards.js';
+import { withIdleTimeout } from '../../connector-runtime/idle-timeout.js';
+import { fileUnits, type FileStore, type ListedFile } from '../../connector-runtime/file-source.js';
+import type { FileStat } from '../../connector-runtime/file-guards.js';
 import { defineSource, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';
 import { AzureClient, commonFields, containerClient, describe, lintCredentials } from './client.js';
 

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import { Type } from '@sinclair/typebox';
 import type { ClickHouseClient, DataFormat, ResultSet } from '@clickhouse/client';
 import { errorMessage } from '../../../core/errors.js';
-import { once } from '../../common/lazy.js';
+import { once } from '../../connector-runtime/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 /** ClickHouse's native-protocol ports (plain, TLS) and the HTTP ports they stand for here. */

@@ -7,7 +7,7 @@
 import { Type } from '@sinclair/typebox';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { WriteError } from '../../../core/errors.js';
-import { Connection } from '../../common/connector/connection.js';
+import { Connection } from '../../connector-runtime/connection.js';
 import { defineSink, type Rec, type WriteResult } from '../../types.js';
 import { clickhouseClient, describe, failedRow, isPermanent, lintServer, serverAnswer, serverFields, tableRef, type ServerConfig } from './client.js';
 

@@ -5,7 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { ClickHouseClient, Row } from '@clickhouse/client';
 import { errorMessage, SourceError } from '../../../core/errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource, type LintIssue, type SourceUnit } from '../../types.js';
 import { clickhouseClient, describe, FORMAT_CLAUSE, lintServer, placeholders, Queries, serverFields, type ParamValue } from './client.js';
 

@@ -6,7 +6,7 @@
 // once the unit is delivered, and a later run in the same window invokes nothing.
 import { Type, type Static } from '@sinclair/typebox';
 import { errorMessage, SourceError } from '../../../core/errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource, type LintIssue, type SourceUnit } from '../../types.js';
 import { CdrError, CdrWriter, encodeValue, parseType, TypeDescError, typeName, decodeValue, type IdlType } from './cdr.js';
 import { CorbaClient, CorbaException, CorbaTimeoutError, CorbaTransportError } from './client.js';

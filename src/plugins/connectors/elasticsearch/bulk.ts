@@ -12,8 +12,8 @@
 import { Type } from '@sinclair/typebox';
 import { errorMessage, WriteError } from '../../../core/errors.js';
 import { exactNumber } from '../../../util/exact-number.js';
-import { PeerPresence } from '../../common/connector/presence.js';
-import { formatTimestamp, templateTokens } from '../../common/filename-template.js';
+import { PeerPresence } from '../../connector-runtime/presence.js';
+import { formatTimestamp, templateTokens } from '../../connector-runtime/filename-template.js';
 import { NOT_A_TIME, timeParser } from '../../common/time.js';
 import type { LintIssue, PluginContext, Rec, Sink, WriteResult } from '../../types.js';
 import { errorText, hostList, readFailure, type Product } from './client.js';

@@ -8,7 +8,7 @@ import type { Client } from '@elastic/elasticsearch';
 import { Type } from '@sinclair/typebox';
 import { errorMessage } from '../../../core/errors.js';
 import { secret } from '../../../core/secrets.js';
-import { once } from '../../common/lazy.js';
+import { once } from '../../connector-runtime/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 /** How long one request may take (a bulk request of chunk_size documents included). */

@@ -7,7 +7,7 @@
 import type { Client } from '@elastic/elasticsearch';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../core/errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource, type LintIssue, type SourceUnit } from '../../types.js';
 import { esClient, hostList, lintNodes, nodeFields, readFailure } from './client.js';
 

@@ -10,8 +10,8 @@ import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { Client, FTPError } from 'basic-ftp';
 import { errorMessage, WriteError } from '../../../core/errors.js';
-import { Connection } from '../../common/connector/connection.js';
-import { lazyModule } from '../../common/lazy.js';
+import { Connection } from '../../connector-runtime/connection.js';
+import { lazyModule } from '../../connector-runtime/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';
 
 const basicFtp = lazyModule(() => import('basic-ftp'));

@@ -1,5 +1,5 @@
 // Sink `ftp`: writes encoded batches into files on an FTP (or explicit FTPS) server. Naming, parts
-// and the serializer's framing are the shared RollingFileSink's (common/file-sink.ts), in `flush`
+// and the serializer's framing are the shared RollingFileSink's (connector-runtime/file-sink.ts), in `flush`
 // mode: every output is published whenever the runtime flushes (before the source finalizes its
 // input), and a name written again later in the run takes the next part. Each output is uploaded
 // as it grows into a hidden temporary beside its final name (STOR, then APPE per batch, so nothing
@@ -12,7 +12,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../core/errors.js';
-import { lintTemplateField, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
+import { lintTemplateField, RollingFileSink, type FileTarget, type OutFile } from '../../connector-runtime/file-sink.js';
 import { defineSink, type Encoder, type LintIssue, type PluginContext, type Sink } from '../../types.js';
 import { checkFtp, oneLine, FtpLink, isReply, lintServer, serverAddress, serverFields, transportFields, type FtpServer, type FtpSession } from './client.js';
 

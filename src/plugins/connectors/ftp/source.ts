@@ -1,6 +1,6 @@
 // Source `ftp` (batch): the files of one directory on an FTP server, one unit per file, streamed
 // (RETR through a bounded buffer, never held whole). Selection, the file-done guards, skip_processed
-// and finalizing are the shared fileUnits' (common/file-source.ts); this module lists (MLSD, with
+// and finalizing are the shared fileUnits' (connector-runtime/file-source.ts); this module lists (MLSD, with
 // MDTM where the listing has no dates), re-checks (SIZE and MDTM), reads, moves and deletes.
 //
 // Two connections: one reads (listing and downloads), a second, opened at the first finalize,
@@ -11,8 +11,8 @@ import { PassThrough, Writable } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FileInfo } from 'basic-ftp';
 import { SourceError } from '../../../core/errors.js';
-import type { FileStat } from '../../common/file-guards.js';
-import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../common/file-source.js';
+import type { FileStat } from '../../connector-runtime/file-guards.js';
+import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../connector-runtime/file-source.js';
 import { defineSource, type LintIssue, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';
 import { checkFtp, oneLine, FtpLink, isReply, lintServer, sameRemoteDir, serverAddress, serverFields, transportFields, type FtpSession } from './client.js';
 

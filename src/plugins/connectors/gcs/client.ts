@@ -5,8 +5,8 @@ import { readFile } from 'node:fs/promises';
 import { Type } from '@sinclair/typebox';
 import type { Bucket, Storage, StorageOptions } from '@google-cloud/storage';
 import { errorMessage } from '../../../core/errors.js';
-import { PeerPresence } from '../../common/connector/presence.js';
-import { once } from '../../common/lazy.js';
+import { PeerPresence } from '../../connector-runtime/presence.js';
+import { once } from '../../connector-runtime/lazy.js';
 import type { PluginContext } from '../../types.js';
 
 /** Cloud Storage bucket names: 3-63 characters (up to 222 with dots), lower case, digits, - _ . */

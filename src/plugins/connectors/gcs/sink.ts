@@ -8,7 +8,7 @@ import type { Writable } from 'node:stream';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Bucket } from '@google-cloud/storage';
 import { WriteError } from '../../../core/errors.js';
-import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
+import { lintTemplateField, objectSinkFields, RollingFileSink, type FileTarget, type OutFile } from '../../connector-runtime/file-sink.js';
 import { defineSink } from '../../types.js';
 import { commonFields, describe, GcsClient, openStorage, retryable, type GcsConfig } from './client.js';
 

@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Client, ClientDuplexStream, Metadata, ServiceError } from '@grpc/grpc-js';
 import { SourceError } from '../../../core/errors.js';
-import { lazyModule, once } from '../../common/lazy.js';
+import { lazyModule, once } from '../../connector-runtime/lazy.js';
 import { GNMI_DESCRIPTOR } from './gnmi-descriptor.js';
 import type { GnmiPath } from './path.js';
 import type { TypedValueMsg } from './typed-value.js';

@@ -14,8 +14,8 @@
 import { Type } from '@sinclair/typebox';
 import { errorMessage } from '../../../core/errors.js';
 import { secret } from '../../../core/secrets.js';
-import { reconnectFields } from '../../common/connector/reconnect.js';
-import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
+import { reconnectFields } from '../../connector-runtime/reconnect.js';
+import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource, type LintIssue, type SourceMeta } from '../../types.js';
 import { ANSWER_TIMEOUT_MS, capabilities, describeError, openClient, targetAddress, type SubscribeCall, type SubscribeResponse } from './client.js';
 import { parsePath } from './path.js';

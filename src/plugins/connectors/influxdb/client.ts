@@ -7,7 +7,7 @@ import https from 'node:https';
 import { Type } from '@sinclair/typebox';
 import type { HttpError, InfluxDB } from '@influxdata/influxdb-client';
 import { errorMessage } from '../../../core/errors.js';
-import { lazyModule } from '../../common/lazy.js';
+import { lazyModule } from '../../connector-runtime/lazy.js';
 
 export const influxSdk = lazyModule(() => import('@influxdata/influxdb-client'));
 

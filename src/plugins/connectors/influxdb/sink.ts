@@ -6,7 +6,7 @@
 // connection fails the batch for the runtime to retry; wrong credentials or a missing bucket fail it for good.
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../core/errors.js';
-import { Connection } from '../../common/connector/connection.js';
+import { Connection } from '../../connector-runtime/connection.js';
 import { defineSink, type LintIssue, type WriteResult } from '../../types.js';
 import { InfluxHttp, isHttpError, isOld1x, networkError, oneLine, serverFields, serverMessage, target, versionOf, type HttpError } from './client.js';
 import { loadLineProtocol, measurementProblem, toLine, type Line, type LineOptions } from './line-protocol.js';

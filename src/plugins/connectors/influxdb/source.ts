@@ -6,7 +6,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Row } from '@influxdata/influxdb-client';
 import { SourceError } from '../../../core/errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource } from '../../types.js';
 import { InfluxHttp, isHttpError, isOld1x, networkError, oneLine, serverFields, serverMessage, target, versionOf, type ServerConfig } from './client.js';
 

@@ -10,7 +10,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { ISocketFactory, Kafka, KafkaConfig, LogEntry, SASLOptions } from 'kafkajs';
 import type { Logger } from '../../../observability/log.js';
 import { secret } from '../../../core/secrets.js';
-import { once } from '../../common/lazy.js';
+import { once } from '../../connector-runtime/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 export const brokersField = Type.Array(Type.String({ pattern: '^\\S+:[0-9]{1,5}$', description: 'A bootstrap broker, host:port.' }), {

@@ -5,7 +5,7 @@
 // write whole, with a new producer when the connection broke.
 import { Type } from '@sinclair/typebox';
 import type { Message as KafkaMessage, Producer } from 'kafkajs';
-import { Connection } from '../../common/connector/connection.js';
+import { Connection } from '../../connector-runtime/connection.js';
 import type { Rec } from '../../types.js';
 import { defineSink } from '../../types.js';
 import { brokersField, checkCluster, explain, kafkaClient, kafkajs, lintSecurity, securityFields, TOPIC_PATTERN, within } from './client.js';

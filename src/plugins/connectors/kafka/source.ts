@@ -9,8 +9,8 @@
 import { Type } from '@sinclair/typebox';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from '../../../observability/log.js';
-import { reconnectFields } from '../../common/connector/reconnect.js';
-import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
+import { reconnectFields } from '../../connector-runtime/reconnect.js';
+import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource } from '../../types.js';
 import { brokersField, checkCluster, explain, kafkaClient, lintSecurity, securityFields, TOPIC_PATTERN, within } from './client.js';
 

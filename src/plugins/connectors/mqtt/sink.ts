@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { IConnackPacket, MqttClient } from 'mqtt';
-import { Connection } from '../../common/connector/connection.js';
-import { once } from '../../common/lazy.js';
+import { Connection } from '../../connector-runtime/connection.js';
+import { once } from '../../connector-runtime/lazy.js';
 import { WriteError } from '../../../core/errors.js';
 import { defineSink, type LintIssue } from '../../types.js';
 import { brokerAddress, brokerFields, closedBeforeConnack, connackRefusal, CONNECT_TIMEOUT_MS, describeSocketError, isEarlyClose, KEEPALIVE_S, lintBroker, pipelineClientId, reasonText, tlsOptions, topicNameProblem, type BrokerConfig } from './client.js';

@@ -5,8 +5,8 @@
 // QoS 0 has no acknowledgement in the protocol: at-most-once. The session is our own small
 // subscriber on mqtt-packet (subscriber.ts says why not mqtt.js).
 import { Type } from '@sinclair/typebox';
-import { reconnectFields } from '../../common/connector/reconnect.js';
-import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
+import { reconnectFields } from '../../connector-runtime/reconnect.js';
+import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource, type LintIssue } from '../../types.js';
 import { brokerFields, lintBroker, pipelineClientId, topicFilterProblem, uniqueClientId } from './client.js';
 import { Subscriber, type QoS } from './subscriber.js';

@@ -22,7 +22,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { IConnackPacket, ISubackPacket, Packet } from 'mqtt-packet';
-import { once as lazy } from '../../common/lazy.js';
+import { once as lazy } from '../../connector-runtime/lazy.js';
 import { brokerAddress, closedBeforeConnack, connackRefusal, CONNECT_TIMEOUT_MS, describeSocketError, isEarlyClose, KEEPALIVE_S, reasonText, tlsOptions, type BrokerConfig } from './client.js';
 
 export type QoS = 0 | 1 | 2;

@@ -5,7 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import type { InvalidArgumentError, NatsConnection, PermissionViolationError } from '@nats-io/transport-node';
 import { secret } from '../../../core/secrets.js';
-import { lazyModule } from '../../common/lazy.js';
+import { lazyModule } from '../../connector-runtime/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 export const DEFAULT_SERVERS = ['nats://localhost:4222'];

@@ -6,7 +6,7 @@
 import { Type } from '@sinclair/typebox';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { WriteError } from '../../../core/errors.js';
-import { Connection } from '../../common/connector/connection.js';
+import { Connection } from '../../connector-runtime/connection.js';
 import { defineSink } from '../../types.js';
 import { authFields, connectNats, hasWildcard, isInvalidArgument, isPermissionViolation, lintAuth, onLost, serverFields } from './client.js';
 

@@ -6,8 +6,8 @@
 // hands the messages to the other members.
 import { Type } from '@sinclair/typebox';
 import type { Msg, Subscription } from '@nats-io/transport-node';
-import { reconnectFields } from '../../common/connector/reconnect.js';
-import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
+import { reconnectFields } from '../../connector-runtime/reconnect.js';
+import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource, type SourceMeta } from '../../types.js';
 import { authFields, connectNats, lintAuth, onLost, serverFields } from './client.js';
 

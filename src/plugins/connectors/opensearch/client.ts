@@ -2,7 +2,7 @@
 // node fields as elasticsearch (client.ts there), its own retries off (the runtime retries), and
 // POST /_bulk in the shape the shared bulk write (elasticsearch/bulk.ts) takes.
 import type { Client } from '@opensearch-project/opensearch';
-import { once } from '../../common/lazy.js';
+import { once } from '../../connector-runtime/lazy.js';
 import type { BulkConnection, BulkResponse } from '../elasticsearch/bulk.js';
 import { REQUEST_TIMEOUT_MS, type NodeConfig } from '../elasticsearch/client.js';
 

@@ -2,7 +2,7 @@
 // request is a snappy-compressed protobuf WriteRequest; every sample becomes one record
 // {name, labels, value, timestamp, timestamp_ms}.
 //
-// Built on the webhook source's machinery (src/plugins/common/webhook-stream.ts): a bounded queue,
+// Built on the webhook source's machinery (src/plugins/connector-runtime/webhook-stream.ts): a bounded queue,
 // and under the daemon a spool on disk that holds each body as it arrived before the answer, and
 // is committed only after delivery. The body is checked when it arrives (a bad snappy block or
 // protobuf is a 400, which Prometheus drops: resending cannot help), answered 204 once spooled
@@ -10,7 +10,7 @@
 // keeps the samples meanwhile), and decoded into records when its unit is read.
 import { Type } from '@sinclair/typebox';
 import { readSetting } from '../../../settings.js';
-import { webhookStream } from '../../common/webhook-stream.js';
+import { webhookStream } from '../../connector-runtime/webhook-stream.js';
 import { defineSource } from '../../types.js';
 import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress, type SampleRecord } from './decode.js';
 

@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import type { Redis, RedisOptions } from 'ioredis';
 import { errorMessage } from '../../../core/errors.js';
 import { secret } from '../../../core/secrets.js';
-import { once } from '../../common/lazy.js';
+import { once } from '../../connector-runtime/lazy.js';
 
 const ioredis = once(() => import('ioredis'));
 

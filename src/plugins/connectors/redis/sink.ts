@@ -6,7 +6,7 @@
 import { Type } from '@sinclair/typebox';
 import type { Redis } from 'ioredis';
 import { WriteError } from '../../../core/errors.js';
-import { Connection } from '../../common/connector/connection.js';
+import { Connection } from '../../connector-runtime/connection.js';
 import { defineSink } from '../../types.js';
 import { checkRedis, connectRedis, isReplyError, serverFields } from './client.js';
 import { redisDlqReader } from './dlq-reader.js';

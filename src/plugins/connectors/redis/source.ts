@@ -14,8 +14,8 @@
 import { Type } from '@sinclair/typebox';
 import type { Redis } from 'ioredis';
 import { errorMessage, SourceError } from '../../../core/errors.js';
-import { connectionReporter, reconnectFields } from '../../common/connector/reconnect.js';
-import { streamSource, type Message, type Session, type SessionHandlers } from '../../common/connector/stream-source.js';
+import { connectionReporter, reconnectFields } from '../../connector-runtime/reconnect.js';
+import { streamSource, type Message, type Session, type SessionHandlers } from '../../connector-runtime/stream-source.js';
 import { defineSource, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';
 import { checkKeyType, checkRedis, connectRedis, serverFields } from './client.js';
 

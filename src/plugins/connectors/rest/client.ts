@@ -8,7 +8,7 @@ import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { Agent } from 'undici';
 import { errorMessage } from '../../../core/errors.js';
 import { secret } from '../../../core/secrets.js';
-import { once } from '../../common/lazy.js';
+import { once } from '../../connector-runtime/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 export const AUTH_TYPES = ['none', 'basic', 'bearer', 'apikey'] as const;

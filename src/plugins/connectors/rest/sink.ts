@@ -4,7 +4,7 @@
 // retry_count, retry_delay_seconds and circuit breaker act on them), other statuses are not.
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../core/errors.js';
-import { PeerPresence } from '../../common/connector/presence.js';
+import { PeerPresence } from '../../connector-runtime/presence.js';
 import { defineSink, type LintIssue } from '../../types.js';
 import { authHeaders, commonFields, describeTarget, excerpt, HttpClient, lintCommon, lowerHeaders, networkError, statusText } from './client.js';
 

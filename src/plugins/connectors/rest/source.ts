@@ -5,7 +5,7 @@
 // the first page); the runtime has no source retries.
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../core/errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource, type LintIssue, type PluginContext, type SourceUnit } from '../../types.js';
 import { authHeaders, commonFields, describeTarget, excerpt, HttpClient, lintCommon, lowerHeaders, networkError, statusText, type HttpResponse } from './client.js';
 

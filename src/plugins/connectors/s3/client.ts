@@ -13,8 +13,8 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { Type } from '@sinclair/typebox';
 import { errorMessage } from '../../../core/errors.js';
 import { secret } from '../../../core/secrets.js';
-import { PeerPresence } from '../../common/connector/presence.js';
-import { once } from '../../common/lazy.js';
+import { PeerPresence } from '../../connector-runtime/presence.js';
+import { once } from '../../connector-runtime/lazy.js';
 import type { LintIssue, PluginContext } from '../../types.js';
 
 /** Seconds before a TCP connect fails, and before a request without a response (headers) fails. */

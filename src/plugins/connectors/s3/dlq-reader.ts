@@ -1,7 +1,7 @@
 // Reads back a DLQ written by the `s3` sink: the objects under the fixed prefix of key_template
 // (up to its last '/' before the first token; give the DLQ a prefix of its own), listed and read by
 // the s3 source's store.
-import { fileStoreReader, templateDir } from '../../../dlq/file-store.js';
+import { fileStoreReader, templateDir } from '../../connector-runtime/file-store-dlq.js';
 import type { DlqReader, DlqReaderContext, SourcePlugin } from '../../types.js';
 import type { S3Location } from './client.js';
 import s3Source from './source.js';

@@ -3,13 +3,13 @@
 // tokens. Objects are never changed or deleted; skip_processed remembers an object by key and ETag
 // once all its records were delivered, so a rewritten object (new ETag) is read again. What is read
 // is the version that was listed (If-Match on its ETag). Listing order, skip_processed and
-// finalizing after delivery are the shared fileUnits' (common/file-source.ts).
+// finalizing after delivery are the shared fileUnits' (connector-runtime/file-source.ts).
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError, errorMessage } from '../../../core/errors.js';
-import type { FileStat } from '../../common/file-guards.js';
-import { fileUnits, type FileStore, type ListedFile } from '../../common/file-source.js';
+import type { FileStat } from '../../connector-runtime/file-guards.js';
+import { fileUnits, type FileStore, type ListedFile } from '../../connector-runtime/file-source.js';
 import { defineSource, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';
 import { checkBucket, isAbort, lintS3, s3Fields, s3Link, s3Problem, s3sdk, type S3Link, type S3Sdk } from './client.js';
 

@@ -1,6 +1,6 @@
 // Reads back a DLQ written by the `sftp` sink: every file under remote_path (recursively, as
 // filename_template may make subdirectories), listed and read by the sftp source's store.
-import { fileStoreReader } from '../../../dlq/file-store.js';
+import { fileStoreReader } from '../../connector-runtime/file-store-dlq.js';
 import type { DlqReader, DlqReaderContext, SourcePlugin } from '../../types.js';
 import { serverFields } from './client.js';
 import sftpSource from './source.js';

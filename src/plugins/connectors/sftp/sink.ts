@@ -1,5 +1,5 @@
 // Sink `sftp`: encoded batches written to files on an SFTP server. Naming, parts, rolling and the
-// serializer's framing are the shared RollingFileSink's (common/file-sink.ts); this module does the
+// serializer's framing are the shared RollingFileSink's (connector-runtime/file-sink.ts); this module does the
 // SFTP I/O. `append` writes into the final name (a JSON array's closing `]` is cut off and written
 // again when a later run appends: read at an offset, SETSTAT size); `single` writes a hidden
 // `.<name>.<random>.tmp` beside the final name and renames it into place when the unit ends
@@ -10,8 +10,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError, errorMessage } from '../../../core/errors.js';
-import { Connection } from '../../common/connector/connection.js';
-import { fileModeField, lintTemplateField, rollingFields, RollingFileSink, type FileTarget, type OutFile } from '../../common/file-sink.js';
+import { Connection } from '../../connector-runtime/connection.js';
+import { fileModeField, lintTemplateField, rollingFields, RollingFileSink, type FileTarget, type OutFile } from '../../connector-runtime/file-sink.js';
 import { defineSink, type LintIssue, type PluginContext } from '../../types.js';
 import {
   closeFile, connectSftp, endSession, fstat, fsyncFile, ftruncate, hostKeyPolicy, isStatusError, lintServer, lstatOrNone, mkdirs, openFile, plainRename, readAt, replacingRename,

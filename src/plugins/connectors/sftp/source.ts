@@ -1,14 +1,14 @@
 // Source `sftp` (batch): the files of a remote directory (or one remote file), one unit per file,
 // streamed with several read requests in flight. Selection, guards, skip_processed and finalizing
-// are the shared fileUnits (common/file-source.ts); this module lists, reads, moves and deletes
+// are the shared fileUnits (connector-runtime/file-source.ts); this module lists, reads, moves and deletes
 // over SFTP. A file is moved or deleted only after every record from it was delivered; a
 // connection lost mid-file leaves it where it is (and unmarked), so the next run reads it again.
 import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError, errorMessage } from '../../../core/errors.js';
-import { Connection } from '../../common/connector/connection.js';
-import type { FileStat } from '../../common/file-guards.js';
-import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../common/file-source.js';
+import { Connection } from '../../connector-runtime/connection.js';
+import type { FileStat } from '../../connector-runtime/file-guards.js';
+import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../connector-runtime/file-source.js';
 import type { DirEntry } from 'ssh2-sftp-client';
 import { defineSource, type LintIssue, type PluginContext, type Source, type SourceUnit } from '../../types.js';
 import {

@@ -12,7 +12,7 @@ import type { MibIndex } from '../../../mib/mib-index.js';
 import { SnmpSession } from '../../../snmp/session.js';
 import { parseOid, SnmpInputError, SnmpResponseError, SnmpTimeoutError, type VarBind } from '../../../snmp/values.js';
 import { walkSession } from '../../../snmp/walker.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { secret } from '../../../core/secrets.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type SourceUnit } from '../../types.js';
 import { AUTH_PROTOCOLS, communityField, lintUser, lintV3, mibIndex, PRIV_PROTOCOLS, resolveName, v3Fields, versionField } from '../../common/snmp.js';

@@ -18,7 +18,7 @@ import { v1Fields } from '../../../snmp/trap-sender.js';
 import { engineIdFrom } from '../../../snmp/udp.js';
 import { localize, makeUser, type LocalUser } from '../../../snmp/usm.js';
 import { coerceValue, parseType, SnmpInputError, type SnmpType, type VarBind } from '../../../snmp/values.js';
-import { Connection } from '../../common/connector/connection.js';
+import { Connection } from '../../connector-runtime/connection.js';
 import { defineSink, type Rec, type WriteResult } from '../../types.js';
 import { communityField, lintV3, mibIndex, resolveName, usmUser, v3Fields, versionField } from '../../common/snmp.js';
 

@@ -14,8 +14,8 @@ import { describeVarBind, objectNode } from '../../../mib/varbinds.js';
 import { TrapReceiver, type TrapEvent } from '../../../snmp/trap-receiver.js';
 import { bindUdp } from '../../../snmp/udp.js';
 import { SourceError } from '../../../core/errors.js';
-import { rateLimitedWarn } from '../../common/connector/rate-limited-warn.js';
-import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
+import { rateLimitedWarn } from '../../connector-runtime/rate-limited-warn.js';
+import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource, type Rec, type SourceMeta } from '../../types.js';
 import { communityField, lintUser, lintV3, mibIndex, userItem, usmUser, v3Fields, versionField } from '../../common/snmp.js';
 

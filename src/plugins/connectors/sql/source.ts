@@ -5,7 +5,7 @@
 // chunk_size 0 reads the whole result at once into one unit. Values are made JSON-safe (values.ts).
 import { Type } from '@sinclair/typebox';
 import { errorMessage, SourceError } from '../../../core/errors.js';
-import { connectionReporter } from '../../common/connector/reconnect.js';
+import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource, type SourceUnit } from '../../types.js';
 import { connectionName, connectionUrlField, lintUrl, openDriver, parseSqlUrl, whereOf, withDriver } from './client.js';
 

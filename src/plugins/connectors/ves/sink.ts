@@ -9,7 +9,7 @@
 // the rest connector's (undici, its own pool, TLS policy and timeout).
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../core/errors.js';
-import { PeerPresence } from '../../common/connector/presence.js';
+import { PeerPresence } from '../../connector-runtime/presence.js';
 import { secret } from '../../../core/secrets.js';
 import { defineSink, type LintIssue, type Rec, type WriteResult } from '../../types.js';
 import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../rest/client.js';

@@ -5,7 +5,7 @@ import { STATUS_CODES } from 'node:http';
 import { Type } from '@sinclair/typebox';
 import type WebSocket from 'ws';
 import { errorMessage } from '../../../core/errors.js';
-import { once } from '../../common/lazy.js';
+import { once } from '../../connector-runtime/lazy.js';
 
 const wsLib = once(async () => (await import('ws')).default);
 

@@ -8,7 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import { Type } from '@sinclair/typebox';
 import type WebSocket from 'ws';
 import { errorMessage, WriteError } from '../../../core/errors.js';
-import { PeerPresence } from '../../common/connector/presence.js';
+import { PeerPresence } from '../../connector-runtime/presence.js';
 import type { Rec } from '../../types.js';
 import { defineSink } from '../../types.js';
 import { closeSocket, displayUrl, extraHeadersField, openSocket, urlField } from './client.js';

@@ -6,8 +6,8 @@
 import { Type } from '@sinclair/typebox';
 import type WebSocket from 'ws';
 import { errorMessage } from '../../../core/errors.js';
-import { reconnectFields } from '../../common/connector/reconnect.js';
-import { streamSource, type Message, type Session } from '../../common/connector/stream-source.js';
+import { reconnectFields } from '../../connector-runtime/reconnect.js';
+import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource } from '../../types.js';
 import { closeSocket, displayUrl, extraHeadersField, openSocket, urlField } from './client.js';
 

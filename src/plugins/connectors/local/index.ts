@@ -1,0 +1,3 @@
+// The local connector's sides, as the registry takes them (one line in ../all.ts names this folder).
+export { default as source } from './source.js';
+export { default as sink } from './sink.js';

@@ -1,0 +1,31 @@
+// The transforms, one line per folder: adding one is its folder (an index.ts whose default export is the
+// plugin) and its line here. The registry (../registry.ts) is built from this list.
+export { default as add_field } from './add_field/index.js';
+export { default as aggregate } from './aggregate/index.js';
+export { default as cast } from './cast/index.js';
+export { default as coalesce_fields } from './coalesce_fields/index.js';
+export { default as counter_delta } from './counter_delta/index.js';
+export { default as deduplicate } from './deduplicate/index.js';
+export { default as drop } from './drop/index.js';
+export { default as enrich } from './enrich/index.js';
+export { default as explode } from './explode/index.js';
+export { default as filter } from './filter/index.js';
+export { default as flatten } from './flatten/index.js';
+export { default as hex_decode } from './hex_decode/index.js';
+export { default as inject_meta } from './inject_meta/index.js';
+export { default as jmespath } from './jmespath/index.js';
+export { default as json_flatten } from './json_flatten/index.js';
+export { default as limit } from './limit/index.js';
+export { default as mask } from './mask/index.js';
+export { default as melt } from './melt/index.js';
+export { default as project } from './project/index.js';
+export { default as regex_extract } from './regex_extract/index.js';
+export { default as rename } from './rename/index.js';
+export { default as select_from_list } from './select_from_list/index.js';
+export { default as sort } from './sort/index.js';
+export { default as template } from './template/index.js';
+export { default as timestamp_normalize } from './timestamp_normalize/index.js';
+export { default as unnest } from './unnest/index.js';
+export { default as validate } from './validate/index.js';
+export { default as value_map } from './value_map/index.js';
+export { default as window_aggregate } from './window_aggregate/index.js';

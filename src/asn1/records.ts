@@ -1,6 +1,7 @@
 // From decoded ASN.1 values to pipeline records: the top-level value as a record, and split_path
 // (one record per element of a list inside the document, with split_path_context values copied in).
-import type { Rec } from '../plugins/types.js';
+/** A record: the same shape as a pipeline record (plugins/types.ts Rec), named here so asn1 imports no plugin code. */
+type Rec = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v);
 

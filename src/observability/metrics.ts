@@ -3,7 +3,7 @@
 // by the features that own them.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RunTelemetry } from '../engine/runner.js';
-import type { ConnectionState } from '../plugins/types.js';
+import type { ConnectionState } from './connection-state.js';
 
 const CONNECTION_STATES: ConnectionState[] = ['connecting', 'connected', 'disconnected', 'failed'];
 

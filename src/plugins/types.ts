@@ -2,7 +2,9 @@
 // one of these definitions. Its TypeBox schema is the single source for validation, `svc plugins`,
 // /api/plugins and the generated reference in docs/plugins/.
 import type { Static, TObject } from '@sinclair/typebox';
+import type { ConnectionState } from '../observability/connection-state.js';
 import type { Logger } from '../observability/log.js';
+import type { ProcessedFiles } from '../store/processed.js';
 import type { WebhookHub } from './connector-runtime/webhook-hub.js';
 
 /** A record flowing through a pipeline. */
@@ -41,11 +43,7 @@ export interface LintIssue {
   message: string;
 }
 
-/** Remembers which input files a pipeline has handled (skip_processed). */
-export interface ProcessedFiles {
-  has(key: string): Promise<boolean>;
-  add(key: string): Promise<void>;
-}
+export type { ProcessedFiles } from '../store/processed.js';
 
 /** What every plugin is handed when it is created. */
 export interface PluginContext {
@@ -72,8 +70,7 @@ export interface PluginContext {
   redact?: (text: string) => string;
 }
 
-/** Where a connector's connection stands; each change is logged once and counted by the runtime. */
-export type ConnectionState = 'connecting' | 'connected' | 'disconnected' | 'failed';
+export type { ConnectionState } from '../observability/connection-state.js';
 
 export interface ComponentTelemetry {
   connection(state: ConnectionState): void;

@@ -1,10 +1,15 @@
 // Files (or objects) a pipeline has processed, for `skip_processed`.
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { ProcessedFiles } from '../plugins/types.js';
 import type { Schema } from './schema.js';
 import type { DbEngine, ProcessedStore } from './types.js';
 import { fits, MAX_NAME, nowIso } from './util.js';
+
+/** Remembers which input files a pipeline has handled (skip_processed): what a source is handed (plugins/types.ts). */
+export interface ProcessedFiles {
+  has(key: string): Promise<boolean>;
+  add(key: string): Promise<void>;
+}
 
 /** Keys are unique by their sha256: a file key can be longer than an index entry allows. */
 function keyHash(key: string): string {

@@ -15,7 +15,7 @@ import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
-import { expandIndex, lintIndexTemplate } from '../../src/plugins/connectors/elasticsearch/bulk.js';
+import { expandIndex, lintIndexTemplate } from '../../src/plugins/connector-runtime/search-bulk.js';
 import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';

@@ -1,6 +1,6 @@
 // The opensearch sink against the wire-level test peer in its OpenSearch flavour (test/connectors/
 // peers/elasticsearch.ts; no OpenSearch server can run here): the shared conformance suite, then
-// what it does not cover. The _bulk write is the elasticsearch sink's (elasticsearch/bulk.ts,
+// what it does not cover. The _bulk write is the elasticsearch sink's (connector-runtime/search-bulk.ts,
 // tested in depth in elasticsearch.test.ts); here: OpenSearch's own answers (mapper_parsing_exception,
 // rejected_execution_exception, the text 401), its client's content type, the index tokens,
 // id_field, and verify_ssl against an https peer with a self-signed certificate.

@@ -15,7 +15,7 @@ import { testConnector } from '../../src/engine/connector-test.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
-import { SqlError } from '../../src/plugins/connectors/sql/client.js';
+import { SqlError } from '../../src/plugins/connectors/sql/driver.js';
 import { copyRow, copyText, encoderOf } from '../../src/plugins/connectors/sql/pg-copy.js';
 import { openPostgres } from '../../src/plugins/connectors/sql/postgres.js';
 import { parseSqlUrl } from '../../src/plugins/connectors/sql/url.js';

@@ -5,8 +5,9 @@
 import type { Client } from '@elastic/elasticsearch';
 import { Type } from '@sinclair/typebox';
 import { defineSink } from '../../types.js';
-import { bulkFields, bulkSink, indexTemplateDescription, lintBulk, type BulkResponse } from './bulk.js';
-import { esClient, hostList, lintNodes, nodeFields, readFailure, REQUEST_TIMEOUT_MS } from './client.js';
+import { bulkFields, bulkSink, indexTemplateDescription, lintBulk, type BulkResponse } from '../../connector-runtime/search-bulk.js';
+import { hostList, lintNodes, nodeFields, readFailure, REQUEST_TIMEOUT_MS } from '../../connector-runtime/search-nodes.js';
+import { esClient } from './client.js';
 
 const config = Type.Object(
   {

@@ -9,7 +9,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../core/errors.js';
 import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource, type LintIssue, type SourceUnit } from '../../types.js';
-import { esClient, hostList, lintNodes, nodeFields, readFailure } from './client.js';
+import { hostList, lintNodes, nodeFields, readFailure } from '../../connector-runtime/search-nodes.js';
+import { esClient } from './client.js';
 
 /** The time units Elasticsearch accepts for a keep-alive (`2m`, `30s`, `1h`). */
 export const TIME_VALUE = '^[0-9]+(nanos|micros|ms|s|m|h|d)$';

@@ -1,10 +1,10 @@
 // The OpenSearch client (@opensearch-project/opensearch 3.9.0) for the opensearch sink: the same
 // node fields as elasticsearch (client.ts there), its own retries off (the runtime retries), and
-// POST /_bulk in the shape the shared bulk write (elasticsearch/bulk.ts) takes.
+// POST /_bulk in the shape the shared bulk write (connector-runtime/search-bulk.ts) takes.
 import type { Client } from '@opensearch-project/opensearch';
 import { once } from '../../connector-runtime/lazy.js';
-import type { BulkConnection, BulkResponse } from '../elasticsearch/bulk.js';
-import { REQUEST_TIMEOUT_MS, type NodeConfig } from '../elasticsearch/client.js';
+import type { BulkConnection, BulkResponse } from '../../connector-runtime/search-bulk.js';
+import { REQUEST_TIMEOUT_MS, type NodeConfig } from '../../connector-runtime/search-nodes.js';
 
 const osSdk = once(() => import('@opensearch-project/opensearch'));
 

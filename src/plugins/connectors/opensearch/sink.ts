@@ -1,10 +1,10 @@
 // Sink `opensearch`: each record is one document, indexed with `_bulk` `index` actions into the
-// index that `index` names. The write is the elasticsearch sink's (elasticsearch/bulk.ts: chunks,
+// index that `index` names. The write is the elasticsearch sink's (connector-runtime/search-bulk.ts: chunks,
 // per-item 429/503 retried and other refusals dead-lettered, index tokens); only the client differs.
 import { Type } from '@sinclair/typebox';
 import { defineSink } from '../../types.js';
-import { bulkFields, bulkSink, indexTemplateDescription, lintBulk } from '../elasticsearch/bulk.js';
-import { hostList, lintNodes, nodeFields, readFailure } from '../elasticsearch/client.js';
+import { bulkFields, bulkSink, indexTemplateDescription, lintBulk } from '../../connector-runtime/search-bulk.js';
+import { hostList, lintNodes, nodeFields, readFailure } from '../../connector-runtime/search-nodes.js';
 import { osBulk, osClient, osInfo } from './client.js';
 
 const config = Type.Object(

@@ -1,14 +1,7 @@
-// What the rest source and sink share: the auth, TLS and timeout fields, and one HTTP client per
-// component. Both use undici 7's own `request` with an Agent of their own (not Node's global fetch):
-// one code path whether verify_ssl is true or false (Node 20's fetch bundles undici 6; handing it an
-// undici 7 Agent works today but mixes two versions of the dispatcher API), a connection pool the
-// component closes at the end of its run, and no Response/stream objects per request.
-import { STATUS_CODES } from 'node:http';
+// What the rest source and sink share: the auth, TLS and timeout fields. Each component's HTTP client
+// is the connector runtime's (connector-runtime/http-client.ts), which the ves sink uses too.
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import type { Agent } from 'undici';
-import { errorMessage } from '../../../core/errors.js';
 import { secret } from '../../../core/secrets.js';
-import { once } from '../../connector-runtime/lazy.js';
 import type { LintIssue } from '../../types.js';
 
 export const AUTH_TYPES = ['none', 'basic', 'bearer', 'apikey'] as const;
@@ -87,94 +80,6 @@ export function lowerHeaders(...maps: Record<string, string>[]): Record<string, 
   const out: Record<string, string> = {};
   for (const m of maps) for (const [k, v] of Object.entries(m)) out[k.toLowerCase()] = v;
   return out;
-}
-
-export interface HttpResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: Buffer;
-}
-
-export interface HttpRequest {
-  method: string;
-  url: URL;
-  headers: Record<string, string>;
-  body?: Uint8Array | string;
-  signal?: AbortSignal;
-}
-
-/** `GET https://host/path` for messages: no query string (it may carry keys), no credentials. */
-export const describeTarget = (method: string, url: URL) => `${method} ${url.origin}${url.pathname}`;
-
-export const statusText = (status: number) => `${status}${STATUS_CODES[status] ? ` ${STATUS_CODES[status]}` : ''}`;
-
-/** The start of a response body for an error message: one line, at most `max` characters. */
-export function excerpt(body: Buffer, max = 200): string {
-  const t = body.subarray(0, max * 4).toString('utf8').replace(/\s+/g, ' ').trim();
-  return t.length > max ? `${t.slice(0, max)}...` : t;
-}
-
-const CERT_CODES = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ERR_TLS/;
-
-/** A failed exchange (no HTTP response) in words a user can act on. */
-export function networkError(e: unknown, target: string, timeoutS: number): string {
-  const err = e as { code?: string; name?: string; cause?: { code?: string; message?: string } };
-  const code = err.code ?? err.cause?.code;
-  if (err.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
-    return `${target}: no complete response within ${timeoutS} s (timeout)`;
-  }
-  if (code === 'ECONNREFUSED') return `${target}: connection refused (nothing listens there)`;
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `${target}: host not found (${code})`;
-  if (code && CERT_CODES.test(code)) {
-    return `${target}: the server certificate is not trusted (${code}); give the server a certificate from a trusted CA, or set verify_ssl: false to accept it anyway`;
-  }
-  const msg = errorMessage(e);
-  const cause = err.cause?.message && !msg.includes(err.cause.message) ? `: ${err.cause.message}` : '';
-  return `${target}: ${msg}${cause}${code && !msg.includes(code) ? ` (${code})` : ''}`;
-}
-
-const undici = once(() => import('undici'));
-
-/** An HTTP client for one component: its own keep-alive pool, TLS policy and timeout. */
-export class HttpClient {
-  private agent?: Agent;
-
-  constructor(private readonly opts: { verifySsl: boolean; timeoutS: number }) {}
-
-  private dispatcher(Agent: typeof import('undici').Agent): Agent {
-    const ms = this.opts.timeoutS * 1000;
-    this.agent ??= new Agent({
-      connect: { timeout: ms, ...(this.opts.verifySsl ? {} : { rejectUnauthorized: false }) },
-      headersTimeout: ms,
-      bodyTimeout: ms,
-    });
-    return this.agent;
-  }
-
-  /**
-   * One exchange, bounded by the timeout from connect to the last body byte; resolves with any HTTP
-   * status (the caller judges it) and rejects only when there is no complete response.
-   */
-  async send(req: HttpRequest): Promise<HttpResponse> {
-    const { Agent, request } = await undici();
-    const limit = AbortSignal.timeout(this.opts.timeoutS * 1000);
-    const signal = req.signal ? AbortSignal.any([req.signal, limit]) : limit;
-    const res = await request(req.url, {
-      method: req.method as 'GET',
-      headers: req.headers,
-      body: req.body,
-      dispatcher: this.dispatcher(Agent),
-      signal,
-    });
-    const body = Buffer.from(await res.body.arrayBuffer());
-    return { status: res.statusCode, headers: res.headers, body };
-  }
-
-  async close() {
-    const a = this.agent;
-    this.agent = undefined;
-    await a?.close().catch(() => {});
-  }
 }
 
 /**

@@ -6,7 +6,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../core/errors.js';
 import { PeerPresence } from '../../connector-runtime/presence.js';
 import { defineSink, type LintIssue } from '../../types.js';
-import { authHeaders, commonFields, describeTarget, excerpt, HttpClient, lintCommon, lowerHeaders, networkError, statusText } from './client.js';
+import { describeTarget, excerpt, HttpClient, networkError, statusText } from '../../connector-runtime/http-client.js';
+import { authHeaders, commonFields, lintCommon, lowerHeaders } from './client.js';
 
 const config = Type.Object(
   {

@@ -7,7 +7,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../core/errors.js';
 import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource, type LintIssue, type PluginContext, type SourceUnit } from '../../types.js';
-import { authHeaders, commonFields, describeTarget, excerpt, HttpClient, lintCommon, lowerHeaders, networkError, statusText, type HttpResponse } from './client.js';
+import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../../connector-runtime/http-client.js';
+import { authHeaders, commonFields, lintCommon, lowerHeaders } from './client.js';
 
 /** Pages one run reads at most: an API that never returns a short page must not loop forever. */
 export const MAX_PAGES = 10_000;

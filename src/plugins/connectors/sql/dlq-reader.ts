@@ -3,7 +3,8 @@
 // besides the envelope's (a row id, an insert time) are ignored; `record` read back as JSON text
 // is parsed again by the caller.
 import type { DlqItem, DlqReader, DlqReaderContext } from '../../types.js';
-import { connectionName, openDriver, parseSqlUrl, parseTableName, quoteIdent, type SqlDriver } from './client.js';
+import { connectionName, openDriver, parseSqlUrl, parseTableName } from './client.js';
+import { quoteIdent, type SqlDriver } from './driver.js';
 
 const ROWS_PER_CHUNK = 1000;
 

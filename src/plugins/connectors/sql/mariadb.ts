@@ -9,7 +9,7 @@
 // columns (MariaDB refuses the `T` and the zone).
 import { createConnection, escape, format, type Connection, type QueryError, type SqlValue, type TypeCast } from 'mysql2';
 import type { Rec } from '../../types.js';
-import { oneStatement, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './client.js';
+import { oneStatement, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './driver.js';
 import type { SqlTarget } from './url.js';
 import { jsonRow, mysqlDateTime, scalar } from './values.js';
 

@@ -17,7 +17,7 @@ import Cursor from 'pg-cursor';
 import { errorMessage } from '../../../core/errors.js';
 import { exactNumber } from '../../../util/exact-number.js';
 import type { Rec } from '../../types.js';
-import { oneStatement, quoteIdent as q, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './client.js';
+import { oneStatement, quoteIdent as q, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './driver.js';
 import { copyIn, copyKinds, copyRow, copyText, encoderOf, wellFormed, type CopyKind } from './pg-copy.js';
 import type { SqlTarget } from './url.js';
 import { jsonRow, jsonText } from './values.js';

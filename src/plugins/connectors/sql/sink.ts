@@ -18,7 +18,8 @@ import { Type } from '@sinclair/typebox';
 import { errorMessage, WriteError } from '../../../core/errors.js';
 import { Connection } from '../../connector-runtime/connection.js';
 import { defineSink, type LintIssue, type Rec, type WriteResult } from '../../types.js';
-import { connectionName, connectionUrlField, lintUrl, openDriver, parseSqlUrl, parseTableName, quoteIdent, SqlError, whereOf, withDriver, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './client.js';
+import { connectionName, connectionUrlField, lintUrl, openDriver, parseSqlUrl, parseTableName, whereOf, withDriver } from './client.js';
+import { quoteIdent, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './driver.js';
 import { checkUpsertIndex, planBatch, upsertColumns, type Plan } from './table.js';
 import { sqlDlqReader } from './dlq-reader.js';
 

@@ -8,7 +8,7 @@
 import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Rec } from '../../types.js';
-import { oneStatement, quoteIdent as q, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './client.js';
+import { oneStatement, quoteIdent as q, SqlError, type ErrorKind, type InsertSpec, type SqlDriver, type TableInfo, type TableName } from './driver.js';
 import type { SqlTarget } from './url.js';
 import { jsonRow, scalar } from './values.js';
 

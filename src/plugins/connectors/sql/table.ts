@@ -4,7 +4,7 @@
 // unambiguous. Consecutive records with the same keys share one shape, so the input order is
 // kept (an upsert of the same key twice ends with the later record).
 import type { Rec } from '../../types.js';
-import type { Column, InsertSpec, TableInfo } from './client.js';
+import type { Column, InsertSpec, TableInfo } from './driver.js';
 
 export interface Run {
   spec: InsertSpec;

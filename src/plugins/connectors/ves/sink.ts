@@ -12,7 +12,7 @@ import { WriteError } from '../../../core/errors.js';
 import { PeerPresence } from '../../connector-runtime/presence.js';
 import { secret } from '../../../core/secrets.js';
 import { defineSink, type LintIssue, type Rec, type WriteResult } from '../../types.js';
-import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../rest/client.js';
+import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../../connector-runtime/http-client.js';
 import { eventBuilder, EventError, SUPPORTED_DOMAINS, UNSUPPORTED_DOMAINS } from './header.js';
 
 const AUTH = ['none', 'basic', 'bearer'] as const;

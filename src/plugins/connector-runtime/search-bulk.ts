@@ -10,13 +10,13 @@
 // write landed yet; after an earlier chunk landed, it names the records it did not send instead
 // (retry or rejected), so landed chunks are not written twice.
 import { Type } from '@sinclair/typebox';
-import { errorMessage, WriteError } from '../../../core/errors.js';
-import { exactNumber } from '../../../util/exact-number.js';
-import { PeerPresence } from '../../connector-runtime/presence.js';
-import { formatTimestamp, templateTokens } from '../../connector-runtime/filename-template.js';
-import { NOT_A_TIME, timeParser } from '../../common/time.js';
-import type { LintIssue, PluginContext, Rec, Sink, WriteResult } from '../../types.js';
-import { errorText, hostList, readFailure, type Product } from './client.js';
+import { errorMessage, WriteError } from '../../core/errors.js';
+import { exactNumber } from '../../util/exact-number.js';
+import { PeerPresence } from './presence.js';
+import { formatTimestamp, templateTokens } from './filename-template.js';
+import { NOT_A_TIME, timeParser } from '../common/time.js';
+import type { LintIssue, PluginContext, Rec, Sink, WriteResult } from '../types.js';
+import { errorText, hostList, readFailure, type Product } from './search-nodes.js';
 
 /** Tokens of an index name template. */
 export const INDEX_TOKENS = ['pipeline', 'timestamp', 'YYYY', 'MM', 'DD'] as const;

@@ -1,9 +1,10 @@
 // Importing the registry (every CLI command, the daemon, each worker thread does) must not load a
-// connector SDK: those load when a connector connects (src/plugins/connector-runtime/lazy.ts). A child process
-// imports the registry with a module-resolution hook that logs every resolved URL; the test names
-// any SDK package among them.
+// connector SDK or database driver: those load when a connector connects
+// (src/plugins/connector-runtime/lazy.ts). A child process imports the registry with a
+// module-resolution hook that logs every resolved URL; the test names any heavy package among them
+// (HEAVY: every dependency but a short allow-list of light ones).
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -11,36 +12,52 @@ import { tempDir } from '../helpers/fs.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
-/** Connector SDKs (and the libraries they are built on) that only a connecting connector may load. */
-const HEAVY = [
-  '@aws-sdk/client-s3',
-  '@aws-sdk/lib-storage',
-  '@google-cloud/storage',
-  '@azure/storage-blob',
-  '@elastic/elasticsearch',
-  '@opensearch-project/opensearch',
-  '@clickhouse/client',
-  '@influxdata/influxdb-client',
-  'ssh2-sftp-client',
-  'ssh2',
-  'basic-ftp',
-  'kafkajs',
-  'ioredis',
-  'amqplib',
-  'mqtt',
-  'mqtt-packet',
-  '@nats-io/transport-node',
-  '@grpc/grpc-js',
-  '@grpc/proto-loader',
-  'ws',
-  'undici',
+/**
+ * The heavy packages are DERIVED: every dependency in package.json except this allow-list of light
+ * ones that importing the registry may load (the serializers' format libraries, schemas, logging).
+ * Derived this way rather than from the `lazyModule(() => import('x'))` calls in src/ because a
+ * new dependency is then checked by default (a new connector SDK imported eagerly fails this test
+ * without anyone adding it to a list), and because packages loaded through a lazily imported module
+ * of our own (the sql drivers: `import('./postgres.js')`, which imports pg) are no bare `import()`
+ * call to find. Adding a light library the registry may load means adding it here, on purpose.
+ */
+const LIGHT = [
+  '@sinclair/typebox',
+  '@jmespath-community/jmespath',
+  'avsc',
+  'csv-parse',
+  'csv-stringify',
+  'fastest-levenshtein',
+  'hyparquet',
+  'hyparquet-compressors',
+  'hyparquet-writer',
+  'msgpackr',
+  'picomatch',
+  'pino',
+  'protobufjs',
+  'saxes',
+  'snappyjs',
+  'yaml',
 ];
 
-/**
- * The sql connector's drivers. NOT CHECKED YET: src/plugins/connectors/sql/ is being changed
- * elsewhere; move these into HEAVY once its drivers load lazily.
- */
-const SQL_DRIVERS = ['pg', 'pg-cursor', 'pg-copy-streams', 'mysql2', 'better-sqlite3'];
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+const dependencies = Object.keys(pkg.dependencies);
+/** Connector SDKs, database drivers, the daemon's server and store: what importing the registry must not load. */
+const HEAVY = dependencies.filter((d) => !LIGHT.includes(d));
+
+/** Every `import('package')` (bare specifier) under src/: the SDKs the code loads on first use. */
+function lazyImports(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return lazyImports(path);
+    if (!e.name.endsWith('.ts')) return [];
+    const code = readFileSync(path, 'utf8')
+      .split('\n')
+      .filter((l) => !/^\s*(\/\/|\/\*|\*)/.test(l)) // not the examples in comments
+      .join('\n');
+    return [...code.matchAll(/\bimport\(\s*'([^'.][^']*)'\s*\)/g)].map((m) => m[1]!).filter((s) => !s.startsWith('node:'));
+  });
+}
 
 /** RSS the registry import may add to a fresh process (tsx's own cost excluded). With every SDK loaded it added ~125 MB; without, ~55 MB. */
 const MAX_RSS_GROWTH_MB = 100;
@@ -83,9 +100,16 @@ describe('importing the plugin registry', () => {
     // The hook saw the registry's own dependencies: an empty log would pass for the wrong reason.
     expect(packages.has('@sinclair/typebox')).toBe(true);
     expect(HEAVY.filter((p) => packages.has(p)), 'SDKs loaded by importing the registry: import them where the connector connects').toEqual([]);
-    const sql = SQL_DRIVERS.filter((p) => packages.has(p));
-    if (sql.length) console.log(`[lazy-sdks] not checked yet, loaded eagerly: ${sql.join(', ')}`);
     console.log(`[lazy-sdks] registry import: ${result.ms} ms, RSS +${result.growthMB} MB`);
     expect(result.growthMB).toBeLessThan(MAX_RSS_GROWTH_MB);
   }, 90_000);
+});
+
+describe('the list of heavy packages', () => {
+  it('is every dependency but the light ones: SDKs, the sql drivers and every package src/ imports lazily', () => {
+    expect(LIGHT.filter((p) => !dependencies.includes(p)), 'light packages that are no dependency (remove them)').toEqual([]);
+    const lazy = [...new Set(lazyImports(join(root, 'src')))];
+    expect(lazy.filter((p) => !HEAVY.includes(p)), 'imported lazily, so not light').toEqual([]);
+    expect(HEAVY).toEqual(expect.arrayContaining(['pg', 'pg-cursor', 'pg-copy-streams', 'mysql2', 'better-sqlite3', 'kafkajs', 'ssh2-sftp-client']));
+  });
 });

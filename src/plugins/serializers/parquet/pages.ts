@@ -3,13 +3,23 @@
 // than its page (a run header is one varint) makes it grow an array until V8 aborts the whole
 // process, which no try/catch survives. So every size, count and run is checked to be plausible
 // first. This walks headers and run headers only; compressed pages are decompressed once more.
-import type { SchemaTree } from 'hyparquet';
+import type { CompressionCodec, ParquetType, SchemaTree } from 'hyparquet';
 import { parquetHeader } from 'hyparquet/src/column.js';
 import { decompressPage } from 'hyparquet/src/datapage.js';
 import { getMaxDefinitionLevel, getMaxRepetitionLevel } from 'hyparquet/src/schema.js';
-import type { ChunkRef } from './row-groups.js';
 import { compressors } from './codecs.js';
 import { checkThrift } from './thrift-check.js';
+
+/** One column chunk of a row group, its byte range relative to the bytes handed to read(). */
+export interface ChunkRef {
+  path: string[];
+  type: ParquetType;
+  codec: CompressionCodec;
+  start: number;
+  end: number;
+  /** Values in the chunk (footer), bounding what its pages may claim. */
+  values: number;
+}
 
 const PAGE_TYPES = new Set(['DATA_PAGE', 'DATA_PAGE_V2', 'DICTIONARY_PAGE', 'INDEX_PAGE']);
 /** Larger pages are refused rather than allocated (writers default to 1 MiB pages). */

@@ -2,7 +2,7 @@
 // and hyparquet's public reader is asynchronous, so this drives hyparquet's own synchronous steps
 // (readColumn per column chunk, assembleNested for structs, lists and maps) the way its
 // rowgroup.js does, without the promises.
-import type { CompressionCodec, DecodedArray, FileMetaData, ParquetType, SchemaElement, SchemaTree } from 'hyparquet';
+import type { DecodedArray, FileMetaData, SchemaElement, SchemaTree } from 'hyparquet';
 import { parquetSchema } from 'hyparquet';
 import { assembleNested } from 'hyparquet/src/assemble.js';
 import { readColumn } from 'hyparquet/src/column.js';
@@ -11,19 +11,8 @@ import { getTreePath, isListLike, isMapLike } from 'hyparquet/src/schema.js';
 import { flatten } from 'hyparquet/src/utils.js';
 import type { Rec } from '../../types.js';
 import { compressors } from './codecs.js';
-import { checkPages } from './pages.js';
+import { checkPages, type ChunkRef } from './pages.js';
 import { jsonSafe, leafConverter, parsers, readerElement } from './values.js';
-
-/** One column chunk of a row group, its byte range relative to the bytes handed to read(). */
-export interface ChunkRef {
-  path: string[];
-  type: ParquetType;
-  codec: CompressionCodec;
-  start: number;
-  end: number;
-  /** Values in the chunk (footer), bounding what its pages may claim. */
-  values: number;
-}
 
 /** A row group (or a window of its rows) as a piece header describes it. */
 export interface GroupRef {

@@ -5,7 +5,7 @@ import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { installAuth } from '../auth/guard.js';
-import { ManagerError } from '../daemon/pipeline-manager.js';
+import { ManagerError } from '../pipelines/pipeline-manager.js';
 import { traceRequests } from '../observability/tracing.js';
 import { isDatabaseUnavailable } from '../store/index.js';
 import { ApiError, type ApiDeps } from './deps.js';

@@ -4,7 +4,7 @@ import type { MibStore } from '../mib/store.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/types.js';
-import type { PipelineManager } from '../daemon/pipeline-manager.js';
+import type { PipelineManager } from '../pipelines/pipeline-manager.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { WebhookHub } from '../engine/webhook-hub.js';
 import type { Tracer } from '../observability/tracing.js';

@@ -2,7 +2,7 @@
 // dispatches runs to them, and the durable queue of manual runs, wired together. The lifecycle
 // stays the pipeline manager's.
 import type { ClusterDeps } from '../api/deps.js';
-import type { ManagerDeps, PipelineManager, RunAdmission } from '../daemon/pipeline-manager.js';
+import type { ManagerDeps, PipelineManager, RunAdmission } from '../pipelines/pipeline-manager.js';
 import { createHash } from 'node:crypto';
 import { internalCall } from './internal-http.js';
 import { errorMessage } from '../errors.js';

@@ -21,7 +21,7 @@
 // at its restart (a run it never started is simply not found), and never takes a slot run for a
 // plain run of the stream.
 import { createHash } from 'node:crypto';
-import type { RunJob } from '../daemon/executor.js';
+import type { RunJob } from '../pipelines/executor.js';
 import { runCounts, type RunRecord } from '../engine/run-record.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../observability/log.js';

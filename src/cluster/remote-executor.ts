@@ -6,7 +6,7 @@
 import type { RunRecord } from '../engine/run-record.js';
 import type { RunProgress } from '../engine/runner.js';
 import { errorMessage } from '../errors.js';
-import type { Executor, RunJob } from '../daemon/executor.js';
+import type { Executor, RunJob } from '../pipelines/executor.js';
 import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';
 import type { ClusterMetrics } from './metrics.js';

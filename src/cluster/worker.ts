@@ -14,7 +14,7 @@ import { installAuth } from '../auth/guard.js';
 import { loadPipelineText } from '../config/load.js';
 import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
-import { LocalExecutor } from '../daemon/executor.js';
+import { LocalExecutor } from '../pipelines/executor.js';
 import { FileProcessedFiles, processedFilesPath } from '../engine/processed-files.js';
 import { decodeWatchOptions } from '../engine/decode-watch.js';
 import type { RunRecord } from '../engine/run-record.js';

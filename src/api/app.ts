@@ -19,7 +19,7 @@ import pipelineRoutes from './routes/pipelines.js';
 import runRoutes from './routes/runs.js';
 import schemaRoutes from './routes/schemas.js';
 import transformStateRoutes from './routes/transform-state.js';
-import webhookRoutes from './routes/webhooks.js';
+import webhookRoutes from '../engine/webhook-routes.js';
 import pluginRoutes from './routes/plugins.js';
 import clusterRoutes from './routes/cluster.js';
 import internalRoutes from './routes/internal.js';

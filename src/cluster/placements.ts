@@ -28,7 +28,7 @@ import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';
 import type { ClusterMetrics } from './metrics.js';
 import type { PersistedPlacement, PersistedSlot, SqlPlacementStore } from './placement-store.js';
-import type { RunComplete, StatsReport } from './remote-executor.js';
+import type { RunComplete, StatsReport } from './protocol.js';
 
 /** Sources served at /webhooks/{path} on every worker's ingress: their streams run on every worker. */
 export const PUSH_HTTP_SOURCES: ReadonlySet<string> = new Set(['webhook', 'prometheus_rw']);

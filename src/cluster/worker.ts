@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import webhookRoutes from '../api/routes/webhooks.js';
+import webhookRoutes from '../engine/webhook-routes.js';
 import { installAuth } from '../auth/guard.js';
 import { loadPipelineText } from '../config/load.js';
 import { formatDiagnostic } from '../config/diagnostics.js';

@@ -4,7 +4,7 @@
 # Node 20. The tests run in a temporary copy of the working tree whose node_modules links every
 # package of this checkout except better-sqlite3: that one is native (not N-API), so it is copied and
 # rebuilt for Node 24's ABI there; rebuilding it in place would break this checkout's Node 20.
-# Usage: scripts/test-node24.sh [vitest paths...]   (default: test/engine test/daemon test/api; `test`: all)
+# Usage: scripts/test-node24.sh [vitest paths...]   (default: test/engine test/daemon test/pipelines test/api; `test`: all)
 # SVC_TEST_NODE_PACKAGE picks another Node, e.g. node@24.18.0: better-sqlite3 12 aborts on 24.19
 # and later when a statement is finalized at teardown (nodejs/node#65446), which the daemon tests show.
 set -euo pipefail
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 NODE_PACKAGE=${SVC_TEST_NODE_PACKAGE:-node@24}
 node24() { npm exec --yes --package="$NODE_PACKAGE" -- "$@"; }
-[ $# -gt 0 ] || set -- test/engine test/daemon test/api
+[ $# -gt 0 ] || set -- test/engine test/daemon test/pipelines test/api
 
 start=$SECONDS
 

@@ -4,13 +4,11 @@ import type { MibStore } from '../mib/store.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/types.js';
-import type { PipelineManager } from '../daemon/pipeline-manager.js';
+import type { PipelineManager } from '../pipelines/pipeline-manager.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import type { Tracer } from '../observability/tracing.js';
-import type { RemoteExecutor } from '../cluster/remote-executor.js';
-import type { ClusterNode } from '../cluster/worker-pool.js';
-import type { PlacementView } from '../cluster/placements.js';
+import type { ClusterDeps } from '../cluster/manager.js';
 
 export interface ApiDeps {
   settings: Settings;
@@ -33,18 +31,6 @@ export interface ApiDeps {
   tracer?: Tracer;
   /** Manager mode (SVC_MODE=manager): the workers and the executor that dispatches to them. */
   cluster?: ClusterDeps;
-}
-
-export interface ClusterDeps {
-  executor: RemoteExecutor;
-  /** Whether this manager leads now, whether it is ready to serve (pipelines loaded), who holds the lease. */
-  leader(): { leader: boolean; ready: boolean; holder?: string; epoch?: number };
-  /** The workers as GET /api/cluster/nodes lists them. */
-  nodes(): ClusterNode[];
-  /** A stream's placement (GET /api/pipelines/{name}/placement); undefined when it has none. */
-  placement(pipeline: string): PlacementView | undefined;
-  /** Every active placement (GET /api/cluster/streams). */
-  streams(): PlacementView[];
 }
 
 /** Error body of every API error: `{detail}` (spec doc 2 section 7). */

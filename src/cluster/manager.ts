@@ -1,8 +1,7 @@
 // Manager mode (SVC_MODE=manager): the workers (discovery and health polls), the executor that
 // dispatches runs to them, and the durable queue of manual runs, wired together. The lifecycle
 // stays the pipeline manager's.
-import type { ClusterDeps } from '../api/deps.js';
-import type { ManagerDeps, PipelineManager, RunAdmission } from '../daemon/pipeline-manager.js';
+import type { ManagerDeps, PipelineManager, RunAdmission } from '../pipelines/pipeline-manager.js';
 import { createHash } from 'node:crypto';
 import { internalCall } from './internal-http.js';
 import { errorMessage } from '../core/errors.js';
@@ -14,13 +13,26 @@ import { workerDiscovery } from './discovery.js';
 import { clusterMetrics } from './metrics.js';
 import { RemoteExecutor } from './remote-executor.js';
 import { SqlRunQueue } from './run-queue.js';
-import { WorkerPool } from './worker-pool.js';
+import { WorkerPool, type ClusterNode } from './worker-pool.js';
 import { PipelineServices } from './kubernetes.js';
 import type { Leadership } from './leadership.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { RunRecord } from '../engine/run-record.js';
 import { SqlPlacementStore } from './placement-store.js';
-import { StreamPlacements } from './placements.js';
+import { StreamPlacements, type PlacementView } from './placements.js';
+
+/** What the API is given of the cluster in manager mode (ApiDeps.cluster). */
+export interface ClusterDeps {
+  executor: RemoteExecutor;
+  /** Whether this manager leads now, whether it is ready to serve (pipelines loaded), who holds the lease. */
+  leader(): { leader: boolean; ready: boolean; holder?: string; epoch?: number };
+  /** The workers as GET /api/cluster/nodes lists them. */
+  nodes(): ClusterNode[];
+  /** A stream's placement (GET /api/pipelines/{name}/placement); undefined when it has none. */
+  placement(pipeline: string): PlacementView | undefined;
+  /** Every active placement (GET /api/cluster/streams). */
+  streams(): PlacementView[];
+}
 
 export interface ManagerCluster extends ClusterDeps {
   admission: RunAdmission;

@@ -21,14 +21,14 @@
 // at its restart (a run it never started is simply not found), and never takes a slot run for a
 // plain run of the stream.
 import { createHash } from 'node:crypto';
-import type { RunJob } from '../daemon/executor.js';
+import type { RunJob } from '../pipelines/executor.js';
 import { runCounts, type RunRecord } from '../engine/run-record.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';
 import type { ClusterMetrics } from './metrics.js';
 import type { PersistedPlacement, PersistedSlot, SqlPlacementStore } from './placement-store.js';
-import type { RunComplete, StatsReport } from './remote-executor.js';
+import type { RunComplete, StatsReport } from './protocol.js';
 
 /** Sources served at /webhooks/{path} on every worker's ingress: their streams run on every worker. */
 export const PUSH_HTTP_SOURCES: ReadonlySet<string> = new Set(['webhook', 'prometheus_rw']);

@@ -4,13 +4,13 @@
 // a run-complete for a run already recorded (a replay, or one that arrives after that) is stored
 // nowhere and evaluates no alert: the outcome of a run is stored once.
 import type { RunRecord } from '../engine/run-record.js';
-import type { RunProgress } from '../engine/runner.js';
 import { errorMessage } from '../core/errors.js';
-import type { Executor, RunJob } from '../daemon/executor.js';
+import type { Executor, RunJob } from '../pipelines/executor.js';
 import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';
 import type { ClusterMetrics } from './metrics.js';
 import type { StreamPlacements } from './placements.js';
+import { runRecordOf, type RunComplete, type StatsReport } from './protocol.js';
 
 export interface WorkerChoice {
   id: string;
@@ -24,24 +24,6 @@ export interface Workers {
   noteDispatched(id: string): void;
   /** A known worker by id (healthy or not), for a run adopted where it runs. */
   find(id: string): WorkerChoice | undefined;
-}
-
-/** The body of a run-complete: the worker's run record. */
-export interface RunComplete extends RunRecord {
-  worker_id?: string;
-}
-
-/** The body of a pipeline-stats report: the run's progress counters. */
-export interface StatsReport extends Omit<RunProgress, 'units' | 'unit' | 'unit_size'> {
-  run_id: string;
-  pipeline: string;
-  is_final?: boolean;
-}
-
-/** The run record in a run-complete body (without what only the worker adds). */
-export function runRecordOf(body: RunComplete & { config_sha256?: string }): RunRecord {
-  const { worker_id: _w, config_sha256: _c, ...record } = body;
-  return record;
 }
 
 interface Pending {

@@ -12,7 +12,7 @@ import { makeUser, type UsmUser } from '../snmp/usm.js';
 import { makeVarBind, parseType, SnmpInputError } from '../snmp/values.js';
 import { readJsonFile } from '../util/durable.js';
 import { Ring } from '../util/ring.js';
-import type { ServiceContext } from './deps.js';
+import type { ServiceContext } from './service-context.js';
 import { PersistentUdpService } from './udp-service-base.js';
 
 /** Default UDP port: 161 needs root or CAP_NET_BIND_SERVICE; 1161 is the usual unprivileged choice. */

@@ -13,7 +13,7 @@ import { engineIdFrom } from '../snmp/udp.js';
 import { makeUser } from '../snmp/usm.js';
 import { makeVarBind, parseType, SnmpInputError, type SnmpType, type VarBind } from '../snmp/values.js';
 import { Ring } from '../util/ring.js';
-import type { ServiceContext } from './deps.js';
+import type { ServiceContext } from './service-context.js';
 import { PersistentUdpService } from './udp-service-base.js';
 import { describeVarBind, type ParsedVarBind } from '../mib/varbinds.js';
 import { peerError, resolveHost, resolveOidInput, v3User, type SnmpV3Fields } from './walk.js';

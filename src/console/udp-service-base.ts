@@ -9,7 +9,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError } from '../api/deps.js';
 import { engineIdFrom, MAX_ENGINE_BOOTS, type UdpService } from '../snmp/udp.js';
 import { readJsonFile, writeFileDurably } from '../util/durable.js';
-import type { ServiceContext } from './deps.js';
+import type { ServiceContext } from './service-context.js';
 import { RunState } from './service-state.js';
 
 /** What every start config holds. */

@@ -9,7 +9,7 @@ import type { SnmpVersion } from '../snmp/message.js';
 import { makeUser, type UsmUserConfig } from '../snmp/usm.js';
 import { parseOid, SnmpInputError, SnmpResponseError, SnmpTimeoutError, type VarBind } from '../snmp/values.js';
 import { walk } from '../snmp/walker.js';
-import type { ServiceContext } from './deps.js';
+import type { ServiceContext } from './service-context.js';
 
 /** Walks running at once; more are 429 (each holds a socket and up to walk_max_oids varbinds). */
 export const MAX_CONCURRENT_WALKS = 4;

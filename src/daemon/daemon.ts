@@ -16,7 +16,7 @@ import { decodeWatchOptions, mibSourceWatch } from '../engine/decode-watch.js';
 import { loadSettings, type Settings } from '../settings.js';
 import { openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
-import { PipelineManager } from './pipeline-manager.js';
+import { PipelineManager } from '../pipelines/pipeline-manager.js';
 import { watchPipelines } from './watch.js';
 import { daemonStateDir, lockDaemonState } from './state-lock.js';
 import { startRunRetention } from './retention.js';

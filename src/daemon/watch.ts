@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
-import type { PipelineManager } from './pipeline-manager.js';
+import type { PipelineManager } from '../pipelines/pipeline-manager.js';
 
 const YAML = /\.ya?ml$/i;
 

@@ -1,6 +1,6 @@
 // What the API and the CLI ask of a pipeline's DLQ: the listing (filters, replay marks, paging)
 // and a replay (selection, edits, the replay run through the pipeline manager).
-import { ManagerError, type PipelineManager } from '../daemon/pipeline-manager.js';
+import { ManagerError, type PipelineManager } from '../pipelines/pipeline-manager.js';
 import type { RunRecord } from '../engine/run-record.js';
 import type { Logger } from '../observability/log.js';
 import type { DlqReplayStore } from '../store/types.js';

@@ -1,27 +1,8 @@
 // The run record of spec doc 2 and the counting rules that fill it.
-export type RunStatus = 'success' | 'failed' | 'aborted';
+import type { RunRecord } from '../store/types.js';
 
-export interface RunRecord {
-  run_id: string;
-  pipeline: string;
-  node_id: string;
-  status: RunStatus;
-  started_at: string;
-  finished_at: string;
-  records_in: number;
-  /** Records written to at least one sink. */
-  records_out: number;
-  records_skipped: number;
-  bytes_in: number;
-  bytes_out: number;
-  dlq_count: number;
-  /** The fatal error of a crashed or aborted run; null otherwise. */
-  error: string | null;
-  /** Per-record error and skip reasons (identical ones folded as "... (xN)"). */
-  errors: string[];
-  /** Not stored: a stream source exhausted its reconnect attempts, so the daemon does not restart it. */
-  gave_up?: boolean;
-}
+// The record's shape is the store's (src/store/types.ts): kept where it is kept.
+export type { RunRecord, RunStatus } from '../store/types.js';
 
 /** The counts of a run record, taken from anything that has them (counters, a progress report, sums). */
 export function runCounts(c: Pick<RunRecord, 'records_in' | 'records_out' | 'records_skipped' | 'bytes_in' | 'bytes_out' | 'dlq_count'>) {

@@ -10,8 +10,9 @@ import type { Registry } from '../config/load.js';
 import { expansionOf } from '../config/interpolate.js';
 import { errorMessage } from '../core/errors.js';
 import { maskedLogger, silentLogger, type Logger } from '../observability/log.js';
+import type { RunTelemetry } from '../observability/metrics.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import type { ConnectionState, DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
+import type { DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
 import { GaveUpError } from '../plugins/connector-runtime/reconnect.js';
 import { redactor, secretsOf } from '../core/secrets.js';
 import { chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
@@ -69,13 +70,7 @@ export interface RunOptions {
   telemetry?: RunTelemetry;
 }
 
-/** What connectors report, by component (`source`, `sinks[0] (mqtt)`) and connector type. */
-export interface RunTelemetry {
-  connection(component: string, type: string, state: ConnectionState): void;
-  consumerLag?(topic: string, partition: number, lag: number): void;
-  snmpPoll?(target: string, seconds: number, error?: string): void;
-  dropped?(component: string, type: string, reason: string, n: number): void;
-}
+export type { RunTelemetry };
 
 /** Where the state of a pipeline's stateful transforms is kept, keyed by transform instance. */
 export interface TransformStateIO {

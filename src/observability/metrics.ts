@@ -2,10 +2,17 @@
 // registry per daemon (tests create their own). The cluster and transform metrics are registered
 // by the features that own them.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { RunTelemetry } from '../engine/runner.js';
 import type { ConnectionState } from './connection-state.js';
 
 const CONNECTION_STATES: ConnectionState[] = ['connecting', 'connected', 'disconnected', 'failed'];
+
+/** What connectors report, by component (`source`, `sinks[0] (mqtt)`) and connector type (a run's RunOptions.telemetry). */
+export interface RunTelemetry {
+  connection(component: string, type: string, state: ConnectionState): void;
+  consumerLag?(topic: string, partition: number, lag: number): void;
+  snmpPoll?(target: string, seconds: number, error?: string): void;
+  dropped?(component: string, type: string, reason: string, n: number): void;
+}
 
 export class Metrics {
   readonly registry = new Registry();

@@ -1,6 +1,30 @@
 // What the daemon needs from its database, engine-neutral. One implementation (Kysely) serves
 // SQLite, PostgreSQL and MariaDB/MySQL; the daemon and API only see these interfaces.
-import type { RunRecord, RunStatus } from '../engine/run-record.js';
+
+/** The outcome of a run (spec doc 2): the run record the engine fills (src/engine/run-record.ts counts it) and the store keeps. */
+export type RunStatus = 'success' | 'failed' | 'aborted';
+
+export interface RunRecord {
+  run_id: string;
+  pipeline: string;
+  node_id: string;
+  status: RunStatus;
+  started_at: string;
+  finished_at: string;
+  records_in: number;
+  /** Records written to at least one sink. */
+  records_out: number;
+  records_skipped: number;
+  bytes_in: number;
+  bytes_out: number;
+  dlq_count: number;
+  /** The fatal error of a crashed or aborted run; null otherwise. */
+  error: string | null;
+  /** Per-record error and skip reasons (identical ones folded as "... (xN)"). */
+  errors: string[];
+  /** Not stored: a stream source exhausted its reconnect attempts, so the daemon does not restart it. */
+  gave_up?: boolean;
+}
 
 export type DbEngine = 'sqlite' | 'postgresql' | 'mysql';
 

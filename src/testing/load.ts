@@ -67,7 +67,7 @@ export function testFileBeside(pipelineFile: string): string {
   return pipelineFile.replace(/(\.ya?ml)$/i, '.test$1');
 }
 
-// Names are matched in any letter case, like the template listing, which leaves these files out (src/daemon/templates.ts).
+// Names are matched in any letter case, like the template listing, which leaves these files out (src/pipelines/templates.ts).
 export const isTestFile = (f: string) => /\.test\.ya?ml$/i.test(f);
 
 const isRegex = (s: string) => /^\/.*\/[dgimsuy]*$/s.test(s) && s.length > 1;

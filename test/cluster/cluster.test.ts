@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../helpers/daemon.js';
 import { localYaml, readNdjson, SLOW, workArea, writeInput } from '../api/_helpers.js';
 import { startCluster, type Cluster, type Proc } from './processes.js';
-import { fireRunId } from '../../src/daemon/pipeline-manager.js';
+import { fireRunId } from '../../src/pipelines/pipeline-manager.js';
 import { FakeKubeApi } from './k8s-api-fake.js';
 import { tempDir } from '../helpers/fs.js';
 import { ACME } from '../mib/helpers.js';

@@ -11,7 +11,7 @@ import { clusterMetrics } from '../../src/cluster/metrics.js';
 import { SqlPlacementStore, type PersistedPlacement } from '../../src/cluster/placement-store.js';
 import { StreamPlacements, type PlacementWorker } from '../../src/cluster/placements.js';
 import { loadPipelineText } from '../../src/config/load.js';
-import type { RunJob } from '../../src/daemon/executor.js';
+import type { RunJob } from '../../src/pipelines/executor.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { openStore, type SqlStore } from '../../src/store/index.js';
 

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { pluginKeys } from '../../plugins/registry.js';
 import { buildTime, version } from '../../version.js';
 import type { ApiDeps } from '../deps.js';
-import { loadTemplates } from '../../daemon/templates.js';
+import { loadTemplates } from '../../pipelines/templates.js';
 
 export function humanDuration(seconds: number): string {
   const d = Math.floor(seconds / 86400);

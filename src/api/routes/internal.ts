@@ -4,7 +4,7 @@
 // Not a manager: 404, so a worker pointed at the wrong node says so.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { runRecordOf, type RunComplete, type StatsReport } from '../../cluster/remote-executor.js';
+import { runRecordOf, type RunComplete, type StatsReport } from '../../cluster/protocol.js';
 import { ApiError, type ApiDeps } from '../deps.js';
 
 const tags = ['internal'];

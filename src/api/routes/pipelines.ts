@@ -9,7 +9,7 @@ import { MemoryProcessedFiles } from '../../plugins/connector-runtime/processed-
 import { silentLogger } from '../../observability/log.js';
 import { registry } from '../../plugins/registry.js';
 import type { SinkPlugin, SourcePlugin } from '../../plugins/types.js';
-import type { Managed } from '../../daemon/pipeline-manager.js';
+import type { Managed } from '../../pipelines/pipeline-manager.js';
 import { ApiError, type ApiDeps } from '../deps.js';
 
 const NameParams = Type.Object({ name: Type.String({ minLength: 1 }) });

@@ -14,7 +14,7 @@ import { encodeBody } from '../../../src/plugins/connectors/prometheus_rw/decode
 import { peerProcess } from './process.js';
 import Fastify from 'fastify';
 import { WebhookHub } from '../../../src/plugins/connector-runtime/webhook-hub.js';
-import webhookRoutes from '../../../src/api/routes/webhooks.js';
+import webhookRoutes from '../../../src/engine/webhook-routes.js';
 import { loadSettings } from '../../../src/settings.js';
 import type { ApiDeps } from '../../../src/api/deps.js';
 import type { Peer, PeerFixture, SourceSide } from '../conformance.js';
@@ -139,7 +139,7 @@ export function seqWriteRequest(body: Buffer, at: number): Buffer {
 //
 // prometheus_rw is served by the daemon: its "peer" is whoever POSTs remote write to
 // /webhooks/<path>. The fixture serves a WebhookHub through the product's own route module
-// (src/api/routes/webhooks.ts on Fastify, on a free loopback port), hands that hub to the runs the
+// (src/engine/webhook-routes.ts on Fastify, on a free loopback port), hands that hub to the runs the
 // suite starts (`services`), and publishes each body `{seq, pad}` as one remote-write request: one
 // sample of `conformance_seq` whose value is seq; the `rename` transform brings it back as `seq`.
 // The cases that cannot apply say why (`noReachability`, `noDisrupt`), as `noCredentials` does.

@@ -16,7 +16,7 @@ import { waitFor } from '../helpers/wait.js';
 import { loadPipelineText } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { dryRun } from '../../src/api/routes/pipelines.js';
-import { BUNDLED_TEMPLATES, loadTemplates } from '../../src/daemon/templates.js';
+import { BUNDLED_TEMPLATES, loadTemplates } from '../../src/pipelines/templates.js';
 import { runTestFile } from '../../src/testing/run.js';
 import { loadTestFile } from '../../src/testing/load.js';
 import { combine, runCase } from '../../src/testing/harness.js';

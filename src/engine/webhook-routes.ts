@@ -1,10 +1,12 @@
 // POST /webhooks/<path>: bodies for webhook sources. Any content type is taken as raw bytes, up to
 // SVC_WEBHOOK_MAX_BODY_BYTES (413 above). 202 means the body is stored durably (the source's spool);
-// when it cannot be stored the sender gets a 503 and keeps the body.
+// when it cannot be stored the sender gets a 503 and keeps the body. Served by the API and by a
+// worker's ingress (src/cluster/worker.ts).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ApiDeps } from '../deps.js';
+import type { Settings } from '../settings.js';
+import type { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 
-export default async function webhookRoutes(app: FastifyInstance, deps: Pick<ApiDeps, 'settings' | 'webhooks'>) {
+export default async function webhookRoutes(app: FastifyInstance, deps: { settings: Settings; webhooks: WebhookHub }) {
   // This plugin scope reads every body as bytes; the rest of the API keeps its JSON/YAML parsers.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: deps.settings.WEBHOOK_MAX_BODY_BYTES }, (_req, body, done) => done(null, body));

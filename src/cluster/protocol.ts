@@ -1,0 +1,23 @@
+// The cluster's wire types: the bodies a worker sends the manager (POST /api/internal/run-complete,
+// POST /api/internal/pipeline-stats), shared by the executor, the stream placements and the API's
+// internal routes.
+import type { RunRecord } from '../engine/run-record.js';
+import type { RunProgress } from '../engine/runner.js';
+
+/** The body of a run-complete: the worker's run record. */
+export interface RunComplete extends RunRecord {
+  worker_id?: string;
+}
+
+/** The body of a pipeline-stats report: the run's progress counters. */
+export interface StatsReport extends Omit<RunProgress, 'units' | 'unit' | 'unit_size'> {
+  run_id: string;
+  pipeline: string;
+  is_final?: boolean;
+}
+
+/** The run record in a run-complete body (without what only the worker adds). */
+export function runRecordOf(body: RunComplete & { config_sha256?: string }): RunRecord {
+  const { worker_id: _w, config_sha256: _c, ...record } = body;
+  return record;
+}

@@ -164,7 +164,27 @@ export interface SourcePlugin<S extends TObject = TObject> extends ConnectorBase
   /** `both`: runs once per batch run, or continuously under a stream schedule (redis). */
   mode: 'batch' | 'stream' | 'both';
   create(c: Static<S>, ctx: PluginContext): Source;
+  /**
+   * What this source needs from the deployment around it, as Vector's `SourceConfig::resources()`:
+   * the ports it listens on, or the worker ingress it takes pushes on. Absent or `[]`: it receives
+   * nothing (it reads or polls). The cluster reads it and nothing else (docs/connectors/README.md):
+   * a pipeline's Kubernetes Service exposes these ports (`kubernetes` block), and a stream whose
+   * source takes pushes on the ingress runs on every worker. Called with the source's config with
+   * its schema defaults applied (not necessarily validated: the cluster checks the ports), so a
+   * default port lives in the source's schema. Pure: no I/O.
+   */
+  resources?(c: Static<S>): SourceResource[];
 }
+
+/**
+ * One thing a source needs from the deployment (SourcePlugin.resources):
+ * - `listen`: it binds `host`:`port` over `protocol` itself (syslog, snmp_trap). `name` names the
+ *   port in a Kubernetes Service: an IANA service name (lower case letters, digits and `-`, at
+ *   most 15 characters), unique among the source's resources.
+ * - `ingress`: it takes HTTP pushes at POST /webhooks/`path` on the daemon's (a worker's) ingress
+ *   port (webhook, prometheus_rw), which any worker may answer.
+ */
+export type SourceResource = { kind: 'listen'; protocol: 'tcp' | 'udp'; host: string; port: number; name: string } | { kind: 'ingress'; path: string };
 
 // ---- serializers -----------------------------------------------------------------------------
 

@@ -9,8 +9,10 @@ import type { PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
 import { expansionOf } from '../config/interpolate.js';
 import { errorMessage } from '../errors.js';
+import { storeMibs, type MibResolver } from '../mib/resolver.js';
 import { maskedLogger, silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
+import { loadSettings } from '../settings.js';
 import type { ConnectionState, DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
 import { GaveUpError } from '../plugins/common/connector/reconnect.js';
 import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
@@ -57,6 +59,8 @@ export interface RunOptions {
   decodeWatch?: DecodeWatchOptions;
   /** Daemon services handed to plugins (the webhook hub). */
   services?: PluginContext['services'];
+  /** The MIBs SNMP connectors resolve names with (default: this process's MIB store, from the settings). */
+  mibs?: MibResolver;
   /** Bytes per chunk (default 512 KiB). */
   chunkBytes?: number;
   /** A flush run (`POST .../run?flush=true`): holding transforms drain at 'flush' instead of 'run'. */
@@ -95,6 +99,9 @@ interface UnitState {
   finished: boolean;
 }
 
+
+/** The MIBs of a run that is given none: this process's MIB store, as the settings place it. */
+const processMibs = storeMibs(() => loadSettings());
 
 /** At most this many ended units wait for one shared flush before being finalized. */
 export const FINALIZE_BATCH = 512;
@@ -183,6 +190,7 @@ class PipelineRun {
       processed: this.opts.processed ?? new MemoryProcessedFiles(),
       skipProcessed: this.config.skip_processed,
       services: this.opts.services,
+      mibs: this.opts.mibs ?? processMibs,
       redact: this.redact,
       schedule: this.config.schedule.type,
     };

@@ -2,6 +2,7 @@
 // one of these definitions. Its TypeBox schema is the single source for validation, `svc plugins`,
 // /api/plugins and the generated reference in docs/plugins/.
 import type { Static, TObject } from '@sinclair/typebox';
+import type { MibResolver } from '../mib/resolver.js';
 import type { Logger } from '../observability/log.js';
 import type { WebhookHub } from '../engine/webhook-hub.js';
 
@@ -70,6 +71,11 @@ export interface PluginContext {
   telemetry?: ComponentTelemetry;
   /** Removes every secret of the pipeline (passwords, tokens, URL credentials) from a text. */
   redact?: (text: string) => string;
+  /**
+   * The MIBs SNMP connectors resolve names with: the engine runner gives this process's MIB store,
+   * a cluster worker the MIBs synced from its manager in front of it (absent in a dry run).
+   */
+  mibs?: MibResolver;
 }
 
 /** Where a connector's connection stands; each change is logged once and counted by the runtime. */

@@ -189,7 +189,7 @@ export default defineSource({
         let ix: MibIndex | undefined;
         if (c.resolve_oids || c.mib_modules.length || c.mib_dirs.length) {
           try {
-            const loaded = await mibIndex(c);
+            const loaded = await mibIndex(c, ctx.mibs);
             if (c.resolve_oids) ix = loaded;
           } catch (e) {
             throw new SourceError((e as Error).message);

@@ -4,7 +4,7 @@ import { Value } from '@sinclair/typebox/value';
 import type { ComponentConfig, PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
 import { compile, type CompiledExpr } from '../expr/index.js';
-import type { Decoder, Encoder, SerializerPlugin, Transform, TransformContext, TransformPlugin } from '../plugins/types.js';
+import type { Decoder, Encoder, SchemaRegistryDefaults, SerializerPlugin, Transform, TransformContext, TransformPlugin } from '../plugins/types.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { readSetting } from '../settings.js';
 
@@ -87,11 +87,11 @@ export function sinksWantingRecords(config: PipelineConfig, reg: Registry): bool
  * The config with every serializer's asynchronous preparation done (schemas fetched from a registry);
  * the same object is handed to worker threads, so they need no network of their own.
  */
-export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal): Promise<PipelineConfig> {
+export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal, schemaRegistry?: SchemaRegistryDefaults): Promise<PipelineConfig> {
   const resolve = async <C extends ComponentConfig | undefined>(c: C, direction: 'in' | 'out'): Promise<C> => {
     if (!c) return c;
     const p = plugin<SerializerPlugin>(reg, 'serializer', c.type);
-    return p.resolve ? ((await p.resolve(c as never, { signal, direction })) as C) : c;
+    return p.resolve ? ((await p.resolve(c as never, { signal, direction, schemaRegistry })) as C) : c;
   };
   const [serializer_in, serializer_out] = await Promise.all([resolve(config.serializer_in, 'in'), resolve(config.serializer_out, 'out')]);
   const sinks = await Promise.all(config.sinks.map(async (s) => ({ ...s, serializer_out: await resolve(s.serializer_out, 'out') })));

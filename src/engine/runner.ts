@@ -12,7 +12,7 @@ import { errorMessage } from '../errors.js';
 import { storeMibs, type MibResolver } from '../mib/resolver.js';
 import { maskedLogger, silentLogger, type Logger } from '../observability/log.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
-import { loadSettings } from '../settings.js';
+import { loadSettings, readSetting } from '../settings.js';
 import type { ConnectionState, DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
 import { GaveUpError } from '../plugins/common/connector/reconnect.js';
 import { redactor, secretsOf } from '../plugins/common/connector/secrets.js';
@@ -99,6 +99,9 @@ interface UnitState {
   finished: boolean;
 }
 
+
+/** The process's schema registry (SVC_SCHEMA_REGISTRY_*), handed to serializers' resolve(). */
+const schemaRegistry = () => ({ url: readSetting('SCHEMA_REGISTRY_URL'), username: readSetting('SCHEMA_REGISTRY_USERNAME'), password: readSetting('SCHEMA_REGISTRY_PASSWORD') });
 
 /** The MIBs of a run that is given none: this process's MIB store, as the settings place it. */
 const processMibs = storeMibs(() => loadSettings());
@@ -199,7 +202,7 @@ class PipelineRun {
     let persistTimer: NodeJS.Timeout | undefined;
     const open = this.open;
     try {
-      this.config = await resolveSerializers(this.config, this.reg, this.hard.signal);
+      this.config = await resolveSerializers(this.config, this.reg, this.hard.signal, schemaRegistry());
       this.plan = buildPlan(this.config, { registry: this.reg, log: this.log, count: (e, n = 1) => this.opts.onTransformEvent?.(e, n) });
       this.defer = this.allTransforms().some((t) => t.defersUnits);
       this.stateful = this.plan.chain.filter((t) => t.state);

@@ -280,7 +280,24 @@ export interface SerializerPlugin<S extends TObject = TObject> extends PluginBas
    * built (fetching a schema from a registry). Its result replaces the config handed to decoder()
    * and encoder(), in worker threads too, so it must stay plain data.
    */
-  resolve?(c: Static<S>, ctx: { signal: AbortSignal; direction: 'in' | 'out' }): Promise<Static<S>>;
+  resolve?(c: Static<S>, ctx: ResolveContext): Promise<Static<S>>;
+}
+
+/** Handed to SerializerPlugin.resolve by the engine runner. */
+export interface ResolveContext {
+  signal: AbortSignal;
+  direction: 'in' | 'out';
+  /**
+   * The process's schema registry (SVC_SCHEMA_REGISTRY_URL, _USERNAME, _PASSWORD): the registry of a
+   * serializer without its own schema_registry_url, and the credentials of every registry.
+   */
+  schemaRegistry?: SchemaRegistryDefaults;
+}
+
+export interface SchemaRegistryDefaults {
+  url?: string;
+  username?: string;
+  password?: string;
 }
 
 // ---- transforms ------------------------------------------------------------------------------

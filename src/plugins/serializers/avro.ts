@@ -14,7 +14,7 @@ import {
 import { avroType, budgetFor, decodeValue, encodeValue, valueMapping, whyInvalid } from '../common/avro-values.js';
 import { lintRegistryUrl, readWireHeader, registryFor, SchemaRegistryError, wireHeader, type SchemaRegistryClient } from '../common/schema-registry.js';
 import { readSchemaFile, schemaPath, SchemaFileError } from '../common/schema-file.js';
-import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../types.js';
+import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type ResolveContext, type SplitPiece } from '../types.js';
 
 const config = Type.Object(
   {
@@ -129,10 +129,10 @@ function lint(c: Config): LintIssue[] {
  * else the local schema registered under the subject (only when writing: registering is a change),
  * else the subject's latest version.
  */
-async function resolve(c: AvroConfig, ctx: { signal: AbortSignal; direction?: 'in' | 'out' }): Promise<AvroConfig> {
+async function resolve(c: AvroConfig, ctx: Pick<ResolveContext, 'signal' | 'schemaRegistry'> & { direction?: 'in' | 'out' }): Promise<AvroConfig> {
   const local = localSchema(c);
   if (!usesRegistry(c)) return c;
-  const reg = registryFor(c.schema_registry_url);
+  const reg = registryFor(c.schema_registry_url, ctx.schemaRegistry);
   if (!reg) throw new SchemaRegistryError('schema_registry_subject needs a registry: set schema_registry_url or SVC_SCHEMA_REGISTRY_URL');
   const reading = ctx.direction !== 'out';
   const writing = ctx.direction !== 'in';

@@ -10,7 +10,7 @@ import {
   SchemaRegistryError,
   wireHeader,
 } from '../common/schema-registry.js';
-import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../types.js';
+import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type ResolveContext, type SplitPiece } from '../types.js';
 
 const config = Type.Object(
   {
@@ -64,11 +64,11 @@ function lint(c: Config): LintIssue[] {
  * registered under the subject when writing (looked up only when the engine does not say it writes).
  * Reading needs nothing from the registry: the local schema decodes, the embedded id is skipped.
  */
-async function resolve(c: ProtoConfig, ctx: { signal: AbortSignal; direction?: 'in' | 'out' }): Promise<ProtoConfig> {
+async function resolve(c: ProtoConfig, ctx: Pick<ResolveContext, 'signal' | 'schemaRegistry'> & { direction?: 'in' | 'out' }): Promise<ProtoConfig> {
   // Only framing none with magic bytes writes an id; length-delimited streams carry none.
   if (c.framing !== 'none' || !c.use_magic_bytes) return c;
   if (c.schema_registry_id !== undefined || c.schema_registry_subject === undefined || ctx.direction === 'in') return c;
-  const reg = registryFor(c.schema_registry_url);
+  const reg = registryFor(c.schema_registry_url, ctx.schemaRegistry);
   if (!reg) throw new SchemaRegistryError('schema_registry_subject needs a registry: set schema_registry_url or SVC_SCHEMA_REGISTRY_URL');
   const { path } = loadProto(c.schema_file);
   const text = readFileSync(path, 'utf8');

@@ -590,7 +590,7 @@ describe('avro serializer: Schema Registry', () => {
   });
   const signal = new AbortController().signal;
   const resolved = (partial: Record<string, unknown>, direction?: 'in' | 'out') =>
-    (avro.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(avro, partial), { signal, direction });
+    (avro.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(avro, partial), { signal, direction, schemaRegistry: { url: process.env.SVC_SCHEMA_REGISTRY_URL, username: process.env.SVC_SCHEMA_REGISTRY_USERNAME, password: process.env.SVC_SCHEMA_REGISTRY_PASSWORD } });
 
   it('subject: every version is fetched at run start; each message decodes with the schema of its id', async () => {
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value' }, 'in');

@@ -61,6 +61,8 @@ export interface RunOptions {
   services?: PluginContext['services'];
   /** The MIBs SNMP connectors resolve names with (default: this process's MIB store, from the settings). */
   mibs?: MibResolver;
+  /** Where serializers take a relative schema_file (default: SVC_SCHEMA_DIR). */
+  schemaDir?: string;
   /** Bytes per chunk (default 512 KiB). */
   chunkBytes?: number;
   /** A flush run (`POST .../run?flush=true`): holding transforms drain at 'flush' instead of 'run'. */
@@ -155,6 +157,10 @@ class PipelineRun {
   private suspects?: SuspectMatcher;
   /** Units read but not yet finalized. */
   private readonly open = new Set<UnitState>();
+  /** Where serializers take a relative schema_file. */
+  private get schemaDir() {
+    return this.opts.schemaDir ?? readSetting('SCHEMA_DIR');
+  }
   /** A graceful stop cut the input short. */
   private interrupted = false;
   /** Transforms of the plan with durable state. */
@@ -202,8 +208,8 @@ class PipelineRun {
     let persistTimer: NodeJS.Timeout | undefined;
     const open = this.open;
     try {
-      this.config = await resolveSerializers(this.config, this.reg, this.hard.signal, schemaRegistry());
-      this.plan = buildPlan(this.config, { registry: this.reg, log: this.log, count: (e, n = 1) => this.opts.onTransformEvent?.(e, n) });
+      this.config = await resolveSerializers(this.config, this.reg, this.hard.signal, { schemaRegistry: schemaRegistry(), schemaDir: this.schemaDir });
+      this.plan = buildPlan(this.config, { registry: this.reg, log: this.log, count: (e, n = 1) => this.opts.onTransformEvent?.(e, n), schemaDir: this.schemaDir });
       this.defer = this.allTransforms().some((t) => t.defersUnits);
       this.stateful = this.plan.chain.filter((t) => t.state);
       await this.loadState();
@@ -316,7 +322,7 @@ class PipelineRun {
 
   private slot(cfg: SinkConfig, label: string, ctx: object, fallbackSerializer?: { type: string }): SinkSlot {
     const plugin = this.reg.sink.get(cfg.type) as SinkPlugin;
-    const encoder = encoderFor(this.reg, cfg.serializer_out ?? fallbackSerializer ?? this.config.serializer_out);
+    const encoder = encoderFor(this.reg, cfg.serializer_out ?? fallbackSerializer ?? this.config.serializer_out, { schemaDir: this.schemaDir });
     const sink = plugin.create(cfg as never, { ...(ctx as Parameters<SinkPlugin['create']>[1]), encoder, log: this.log.child({ sink: label }), ...this.component(label, cfg.type) });
     const breakers = this.opts.breakers ?? new Map<string, CircuitBreaker>();
     let breaker = breakers.get(label);

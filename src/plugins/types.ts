@@ -115,7 +115,7 @@ interface PluginBase<S extends TObject> {
   summary: string;
   status?: 'stable' | 'beta';
   config: S;
-  lint?(c: Static<S>): LintIssue[];
+  lint?(c: Static<S>, ctx?: SerializerContext): LintIssue[];
   examples: Example[];
 }
 
@@ -273,8 +273,8 @@ export interface SerializerPlugin<S extends TObject = TObject> extends PluginBas
   kind: 'serializer';
   /** `in` when it only decodes, `out` when it only encodes. */
   direction: 'both' | 'in' | 'out';
-  decoder?(c: Static<S>): Decoder;
-  encoder?(c: Static<S>): Encoder;
+  decoder?(c: Static<S>, ctx?: SerializerContext): Decoder;
+  encoder?(c: Static<S>, ctx?: SerializerContext): Encoder;
   /**
    * Asynchronous preparation, once per run on the main thread before any decoder or encoder is
    * built (fetching a schema from a registry). Its result replaces the config handed to decoder()
@@ -283,8 +283,17 @@ export interface SerializerPlugin<S extends TObject = TObject> extends PluginBas
   resolve?(c: Static<S>, ctx: ResolveContext): Promise<Static<S>>;
 }
 
+/**
+ * What a serializer is told of the process it runs in (decoder, encoder, lint and resolve), by whoever
+ * builds it: the engine (runs, and worker threads through the plan), the pipeline check, the DLQ reader.
+ */
+export interface SerializerContext {
+  /** The folder a relative `schema_file` is taken under (SVC_SCHEMA_DIR). Absent: only absolute paths are found. */
+  schemaDir?: string;
+}
+
 /** Handed to SerializerPlugin.resolve by the engine runner. */
-export interface ResolveContext {
+export interface ResolveContext extends SerializerContext {
   signal: AbortSignal;
   direction: 'in' | 'out';
   /**

@@ -1,6 +1,7 @@
 // Per-pipeline Kubernetes Services (doc 3, pipeline field `kubernetes`): in manager mode a stream
 // whose source listens on a port or takes pushes on the worker ingress (as the source declares,
-// SourcePlugin.resources) asks for a Service that brings outside traffic to the worker pods. The manager owns these Services by server-side apply (field manager `svc`), labels
+// SourcePlugin.resources) asks for a Service that brings outside traffic to the worker pods. The
+// manager owns these Services by server-side apply (field manager `svc`), labels
 // them so that the ones whose pipeline is gone can be found by label selector, and reports a
 // refusal (a nodePort taken, missing RBAC) as a sentence saying what to change.
 import { createHash } from 'node:crypto';

@@ -1,8 +1,8 @@
 // Stream placements (spec doc 2, "Stream placement"): in manager mode a stream pipeline runs as a
 // placement group of slots, one run per slot on a worker. Streams whose source takes pushes on the
 // worker ingress (as it declares, SourcePlugin.resources: webhook, prometheus_rw) get a slot on every
-// healthy worker, since senders reach any of them through the Service; other streams get one slot (SVC_STREAM_SINGLE_PLACEMENT=1; 0 keeps them as plain
-// followed runs). The group is the stream's one run in the run history: its id is the group id,
+// healthy worker, since senders reach any of them through the Service; other streams get one slot
+// (SVC_STREAM_SINGLE_PLACEMENT=1; 0 keeps them as plain followed runs). The group is the stream's one run in the run history: its id is the group id,
 // its counters the sums over every slot's runs.
 //
 // The reconciler (tick(): every min(SVC_STATS_INTERVAL, 10) s) keeps each group whole:

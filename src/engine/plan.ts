@@ -87,13 +87,14 @@ export function sinksWantingRecords(config: PipelineConfig, reg: Registry): bool
 
 /**
  * The config with every serializer's asynchronous preparation done (schemas fetched from a registry);
- * the same object is handed to worker threads, so they need no network of their own.
+ * the same object is handed to worker threads, so they need no network of their own. `given`: what
+ * the process tells serializers (its schema registry and schema folder).
  */
-export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal, process?: Pick<ResolveContext, 'schemaRegistry' | 'schemaDir'>): Promise<PipelineConfig> {
+export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal, given?: Pick<ResolveContext, 'schemaRegistry' | 'schemaDir'>): Promise<PipelineConfig> {
   const resolve = async <C extends ComponentConfig | undefined>(c: C, direction: 'in' | 'out'): Promise<C> => {
     if (!c) return c;
     const p = plugin<SerializerPlugin>(reg, 'serializer', c.type);
-    return p.resolve ? ((await p.resolve(c as never, { ...process, signal, direction })) as C) : c;
+    return p.resolve ? ((await p.resolve(c as never, { ...given, signal, direction })) as C) : c;
   };
   const [serializer_in, serializer_out] = await Promise.all([resolve(config.serializer_in, 'in'), resolve(config.serializer_out, 'out')]);
   const sinks = await Promise.all(config.sinks.map(async (s) => ({ ...s, serializer_out: await resolve(s.serializer_out, 'out') })));

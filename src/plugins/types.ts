@@ -115,6 +115,7 @@ interface PluginBase<S extends TObject> {
   summary: string;
   status?: 'stable' | 'beta';
   config: S;
+  /** Cross-field checks of a config that passed the schema; `ctx`: what the pipeline check knows of the process (a serializer's schema folder). */
   lint?(c: Static<S>, ctx?: SerializerContext): LintIssue[];
   examples: Example[];
 }

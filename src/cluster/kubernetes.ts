@@ -1,6 +1,7 @@
-// Per-pipeline Kubernetes Services (doc 3, pipeline field `kubernetes`): in manager mode a webhook,
-// prometheus_rw, syslog or snmp_trap stream asks for a Service that brings outside traffic to the
-// worker pods. The manager owns these Services by server-side apply (field manager `svc`), labels
+// Per-pipeline Kubernetes Services (doc 3, pipeline field `kubernetes`): in manager mode a stream
+// whose source listens on a port or takes pushes on the worker ingress (as the source declares,
+// SourcePlugin.resources) asks for a Service that brings outside traffic to the worker pods. The
+// manager owns these Services by server-side apply (field manager `svc`), labels
 // them so that the ones whose pipeline is gone can be found by label selector, and reports a
 // refusal (a nodePort taken, missing RBAC) as a sentence saying what to change.
 import { createHash } from 'node:crypto';
@@ -9,6 +10,7 @@ import type { CoreV1Api, KubeConfig, V1Service, V1ServicePort } from '@kubernete
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { Logger } from '../observability/log.js';
 import { lazyModule } from '../plugins/connector-runtime/lazy.js';
+import { sourceResources, type SourceLookup } from './source-resources.js';
 
 // The client is large; the daemon loads it only when a pipeline asks for a Service.
 const k8s = lazyModule(() => import('@kubernetes/client-node'));
@@ -22,10 +24,6 @@ export const PIPELINE_ANNOTATION = 'svc.io/pipeline-name';
 export const WORKER_SELECTOR: Readonly<Record<string, string>> = { 'app.kubernetes.io/name': 'svc', 'app.kubernetes.io/component': 'worker' };
 export const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=svc`;
 export const SERVICE_ACCOUNT_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-
-/** Source kinds a Service is made for, and the ones that receive on the worker ingress port. */
-export const SERVICE_SOURCES = ['webhook', 'prometheus_rw', 'syslog', 'snmp_trap'] as const;
-const INGRESS_SOURCES = new Set(['webhook', 'prometheus_rw']);
 
 /** A `kubernetes` block that cannot be turned into a Service; the message says what to change. */
 export class ServiceConfigError extends Error {}
@@ -59,34 +57,43 @@ export function pipelineOf(s: V1Service): string | undefined {
 
 const DNS_1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
-/** The port the Service exposes for this source, or undefined for a source that receives nothing. */
-function servicePort(config: PipelineConfig, ingressPort: number): V1ServicePort | undefined {
-  const src = config.source;
-  if (INGRESS_SOURCES.has(src.type)) return { name: 'http', protocol: 'TCP', port: ingressPort, targetPort: ingressPort };
-  if (src.type !== 'syslog' && src.type !== 'snmp_trap') return undefined;
-  const port = Number(src.port ?? (src.type === 'syslog' ? 514 : 162));
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new ServiceConfigError(`source port ${String(src.port)} cannot be exposed by a Service: set a fixed port (1-65535)`);
+/**
+ * The ports the Service exposes for this source, from what the source declares (SourcePlugin.resources):
+ * the worker ingress port for pushes, each listening port as it is. [] for a source that receives nothing.
+ */
+function servicePorts(config: PipelineConfig, ingressPort: number, sources?: SourceLookup): { ports: V1ServicePort[]; ingressOnly: boolean } {
+  const ports: V1ServicePort[] = [];
+  let ingressOnly = true;
+  for (const r of sourceResources(config.source, sources)) {
+    if (r.kind === 'ingress') {
+      if (!ports.some((p) => p.name === 'http')) ports.push({ name: 'http', protocol: 'TCP', port: ingressPort, targetPort: ingressPort });
+      continue;
+    }
+    ingressOnly = false;
+    const port = Number(r.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new ServiceConfigError(`source port ${String(r.port)} cannot be exposed by a Service: set a fixed port (1-65535)`);
+    }
+    if (/^(127\.|::1$|localhost$)/.test(r.host)) {
+      throw new ServiceConfigError(`source host ${r.host} listens on loopback only, which a Service cannot reach: set host 0.0.0.0 (or ::)`);
+    }
+    ports.push({ name: r.name, protocol: r.protocol === 'tcp' ? 'TCP' : 'UDP', port, targetPort: port });
   }
-  const host = String(src.host ?? '0.0.0.0');
-  if (/^(127\.|::1$|localhost$)/.test(host)) {
-    throw new ServiceConfigError(`source host ${host} listens on loopback only, which a Service cannot reach: set host 0.0.0.0 (or ::)`);
-  }
-  const protocol = src.type === 'syslog' && src.protocol === 'tcp' ? 'TCP' : 'UDP';
-  return { name: src.type === 'syslog' ? 'syslog' : 'snmp-trap', protocol, port, targetPort: port };
+  return { ports, ingressOnly };
 }
 
 /**
  * The Service a pipeline needs, or undefined when it needs none (no `kubernetes` block or
  * `enabled: false`). Throws ServiceConfigError when the block asks for one that cannot be made.
+ * `sources`: where the source's plugin is looked up (default: the plugin registry).
  */
-export function serviceManifest(config: PipelineConfig, ingressPort: number): V1Service | undefined {
+export function serviceManifest(config: PipelineConfig, ingressPort: number, sources?: SourceLookup): V1Service | undefined {
   const kube = config.kubernetes;
   if (!kube?.enabled) return undefined;
-  const port = servicePort(config, ingressPort);
-  if (!port) {
+  const { ports, ingressOnly } = servicePorts(config, ingressPort, sources);
+  if (!ports.length) {
     throw new ServiceConfigError(
-      `kubernetes.enabled: a ${config.source.type} source receives no traffic, so it needs no Service; only ${SERVICE_SOURCES.join(', ')} streams do: remove the kubernetes block`,
+      `kubernetes.enabled: a ${config.source.type} source receives no traffic (it listens on no port and takes no pushes on the ingress), so it needs no Service: remove the kubernetes block`,
     );
   }
   const name = kube.service_name ?? defaultServiceName(config.name);
@@ -96,7 +103,10 @@ export function serviceManifest(config: PipelineConfig, ingressPort: number): V1
     );
   }
   const type = kube.service_type ?? 'NodePort';
-  if (kube.node_port !== undefined) port.nodePort = kube.node_port;
+  if (kube.node_port !== undefined) {
+    if (ports.length > 1) throw new ServiceConfigError(`kubernetes.node_port sets one port, but this ${config.source.type} source receives on ${ports.length}: remove node_port (Kubernetes then picks them)`);
+    ports[0]!.nodePort = kube.node_port;
+  }
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -108,11 +118,11 @@ export function serviceManifest(config: PipelineConfig, ingressPort: number): V1
     spec: {
       type,
       selector: { ...WORKER_SELECTOR },
-      ports: [port],
-      // Syslog and traps carry their sender in the source address (a v2c trap's agent_address):
+      ports,
+      // Listeners (syslog, traps) see their sender in the source address (a v2c trap's agent_address):
       // Local keeps it from being rewritten to a node's address, at the cost of only nodes that run
-      // a worker answering. HTTP senders identify themselves in the request.
-      externalTrafficPolicy: INGRESS_SOURCES.has(config.source.type) ? 'Cluster' : 'Local',
+      // a worker answering. HTTP senders on the ingress identify themselves in the request.
+      externalTrafficPolicy: ingressOnly ? 'Cluster' : 'Local',
     },
   };
 }
@@ -155,6 +165,8 @@ export interface PipelineServicesOptions {
   env?: NodeJS.ProcessEnv;
   /** The worker ingress port (SVC_WORKER_INGRESS_PORT), where webhook and remote-write traffic goes. */
   ingressPort: number;
+  /** Where sources' plugins are looked up for what they declare (default: the plugin registry). */
+  sources?: SourceLookup;
   log: Logger;
 }
 
@@ -174,7 +186,7 @@ export class PipelineServices {
   async apply(config: PipelineConfig): Promise<ApplyResult> {
     let manifest: V1Service | undefined;
     try {
-      manifest = serviceManifest(config, this.opts.ingressPort);
+      manifest = serviceManifest(config, this.opts.ingressPort, this.opts.sources);
     } catch (e) {
       return { ok: false, error: (e as Error).message };
     }
@@ -245,7 +257,7 @@ export class PipelineServices {
     for (const config of configs) {
       let wants: boolean;
       try {
-        wants = serviceManifest(config, this.opts.ingressPort) !== undefined;
+        wants = serviceManifest(config, this.opts.ingressPort, this.opts.sources) !== undefined;
       } catch {
         wants = true;
       }

@@ -1,8 +1,8 @@
 // Stream placements (spec doc 2, "Stream placement"): in manager mode a stream pipeline runs as a
-// placement group of slots, one run per slot on a worker. Push-HTTP streams (webhook,
-// prometheus_rw) get a slot on every healthy worker, since senders reach any of them through the
-// Service; other streams get one slot (SVC_STREAM_SINGLE_PLACEMENT=1; 0 keeps them as plain
-// followed runs). The group is the stream's one run in the run history: its id is the group id,
+// placement group of slots, one run per slot on a worker. Streams whose source takes pushes on the
+// worker ingress (as it declares, SourcePlugin.resources: webhook, prometheus_rw) get a slot on every
+// healthy worker, since senders reach any of them through the Service; other streams get one slot
+// (SVC_STREAM_SINGLE_PLACEMENT=1; 0 keeps them as plain followed runs). The group is the stream's one run in the run history: its id is the group id,
 // its counters the sums over every slot's runs.
 //
 // The reconciler (tick(): every min(SVC_STATS_INTERVAL, 10) s) keeps each group whole:
@@ -29,9 +29,7 @@ import { detailOf, internalCall, type CallOptions } from './internal-http.js';
 import type { ClusterMetrics } from './metrics.js';
 import type { PersistedPlacement, PersistedSlot, SqlPlacementStore } from './placement-store.js';
 import type { RunComplete, StatsReport } from './protocol.js';
-
-/** Sources served at /webhooks/{path} on every worker's ingress: their streams run on every worker. */
-export const PUSH_HTTP_SOURCES: ReadonlySet<string> = new Set(['webhook', 'prometheus_rw']);
+import { takesIngressPushes, type SourceLookup } from './source-resources.js';
 
 /** The node id an adopted placement is handed to the pipeline manager with. */
 export const ADOPT_PLACEMENT = 'placement';
@@ -131,6 +129,8 @@ export class StreamPlacements {
       singlePlacement: boolean;
       /** The node id of records of streams that never reached a worker. */
       nodeId: string;
+      /** Where sources' plugins are looked up for what they declare (default: the plugin registry). */
+      sources?: SourceLookup;
     },
   ) {}
 
@@ -138,7 +138,7 @@ export class StreamPlacements {
   applies(job: RunJob): boolean {
     const { config } = job;
     if (job.adoptFrom !== undefined) return job.adoptFrom === ADOPT_PLACEMENT && this.saved.has(job.name);
-    return config.schedule.type === 'stream' && (this.deps.singlePlacement || PUSH_HTTP_SOURCES.has(config.source.type));
+    return config.schedule.type === 'stream' && (this.deps.singlePlacement || takesIngressPushes(config.source, this.deps.sources));
   }
 
   // ---- manager start: adoption -------------------------------------------------------------
@@ -205,7 +205,7 @@ export class StreamPlacements {
       pipeline: job.name,
       placement_group_id: job.runId,
       status: 'running',
-      target_count: PUSH_HTTP_SOURCES.has(job.config.source.type) ? 'all' : '1',
+      target_count: takesIngressPushes(job.config.source, this.deps.sources) ? 'all' : '1',
       config_sha256: sha256(job.yaml),
       started_at: saved?.placement.started_at ?? startedAt,
       job,

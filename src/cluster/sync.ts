@@ -15,6 +15,8 @@ import fs from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import { compiledFromJson } from '../mib/index.js';
+import { MibIndex } from '../mib/mib-index.js';
+import type { MibResolver } from '../mib/resolver.js';
 import type { CompiledModule } from '../mib/types.js';
 import type { Logger } from '../observability/log.js';
 import { RESERVED_TOP_DIR, relativeSegments } from '../schemas/store.js';
@@ -391,9 +393,25 @@ async function eachLimited<T>(items: T[], fn: (t: T) => Promise<void>): Promise<
 
 /**
  * The synced modules as CompiledModule, for the worker's MIB index: the engine's resolution
- * (plugins/common/snmp.ts mibIndex) compiles sources and does not read SVC_MIB_DIR.
+ * (mib/resolver.ts storeMibs) compiles sources and does not read SVC_MIB_DIR.
  */
 export async function readSyncedMibs(mibDir: string): Promise<CompiledModule[]> {
   const files = (await fs.readdir(mibDir).catch(() => [] as string[])).filter((f) => f.endsWith('.json')).sort();
   return Promise.all(files.map(async (f) => compiledFromJson(await fs.readFile(join(mibDir, f), 'utf8'), f)));
+}
+
+/**
+ * A worker's MIBs (PluginContext.mibs of its runs): those synced from the manager into `mibDir`
+ * (SVC_DATA_DIR/mibs, before the run) go first, the modules `base` compiles here fill in the rest.
+ */
+export function syncedMibsFirst(base: MibResolver, mibDir: string): MibResolver {
+  return {
+    async index(dirs) {
+      const ix = await base.index(dirs);
+      const synced = await readSyncedMibs(mibDir);
+      if (!synced.length) return ix;
+      const names = new Set(synced.map((m) => m.module));
+      return new MibIndex([...synced, ...ix.modules().filter((m) => !names.has(m.module))]);
+    },
+  };
 }

@@ -26,7 +26,8 @@ import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
 import { EPOCH_HEADER, ManagerLink, managerProcessedFiles, managerSender, managerStateIO } from './internal-http.js';
 import { Outbox } from './outbox.js';
-import { syncFromManager } from './sync.js';
+import { storeMibs } from '../mib/resolver.js';
+import { syncedMibsFirst, syncFromManager } from './sync.js';
 
 /**
  * Whether a run reads files the manager holds: a `schema_file`, or an SNMP connector (MIBs). Only
@@ -80,6 +81,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     webhooks,
     stateDir,
     decodeWatch: decodeWatchOptions(stateDir, settings),
+    mibs: syncedMibsFirst(storeMibs(() => settings), join(dataDir, 'mibs')),
     processed: (name) => {
       const local = new FileProcessedFiles(processedFilesPath(name, stateDir));
       return manager.configured ? managerProcessedFiles(manager, name, local, (path, body) => outbox.push({ path, body })) : local;

@@ -127,7 +127,8 @@ function checkComponent(
   const { value, issues } = checkAgainst(plugin.config, params, ['type', ...commonKeys]);
   c.issues(path, issues);
   if (issues.length) return undefined;
-  for (const l of plugin.lint?.(value as never) ?? []) {
+  // A serializer's relative schema_file is taken under SVC_SCHEMA_DIR (what its run will do).
+  for (const l of plugin.lint?.(value as never, { schemaDir: readSetting('SCHEMA_DIR') }) ?? []) {
     const code: DiagnosticCode = l.message.startsWith('invalid expression') ? 'CFG_EXPRESSION' : 'CFG_INVALID';
     c.add(code, [...path, ...l.path.split('.').map((s) => (/^\d+$/.test(s) ? Number(s) : s))], l.message);
   }

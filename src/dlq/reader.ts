@@ -11,6 +11,7 @@ import type { Logger } from '../observability/log.js';
 import { redactor, secretsOf } from '../core/secrets.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { Decoder, Rec, SerializerPlugin, SinkPlugin } from '../plugins/types.js';
+import { readSetting } from '../settings.js';
 import { asEnvelope, IdAssigner, type DlqEntry } from './envelope.js';
 
 /** The DLQ cannot be read back (no DLQ, a sink without a reader, a serializer that is not JSON): HTTP 409. */
@@ -48,7 +49,7 @@ function decoderOf(config: PipelineConfig, reg: Registry): Decoder {
     );
   }
   const p = reg.serializer.get(ser.type) as SerializerPlugin;
-  return p.decoder!(Value.Default(p.config, { ...ser }) as never);
+  return p.decoder!(Value.Default(p.config, { ...ser }) as never, { schemaDir: readSetting('SCHEMA_DIR') });
 }
 
 export async function readDlq(config: PipelineConfig, opts: { log: Logger; signal: AbortSignal; registry?: Registry; max?: number }): Promise<DlqRead> {

@@ -4,7 +4,7 @@ import { Value } from '@sinclair/typebox/value';
 import type { ComponentConfig, PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
 import { compile, type CompiledExpr } from '../expr/index.js';
-import type { Decoder, Encoder, SerializerPlugin, Transform, TransformContext, TransformPlugin } from '../plugins/types.js';
+import type { Decoder, Encoder, ResolveContext, SerializerContext, SerializerPlugin, Transform, TransformContext, TransformPlugin } from '../plugins/types.js';
 import { silentLogger, type Logger } from '../observability/log.js';
 import { readSetting } from '../settings.js';
 
@@ -28,6 +28,8 @@ export interface SinkPlan {
 
 export interface ChunkPlan {
   decoder: Decoder;
+  /** Where the serializers took a relative schema_file (handed on to worker threads). */
+  schemaDir?: string;
   chain: LabeledTransform[];
   sinks: SinkPlan[];
   /** Records must be copied before sink chains that change them in place (several sinks). */
@@ -59,11 +61,11 @@ function plugin<T>(reg: Registry, kind: keyof Registry, type: string): T {
   return p as T;
 }
 
-export function encoderFor(reg: Registry, c: ComponentConfig): Encoder {
+export function encoderFor(reg: Registry, c: ComponentConfig, ctx?: SerializerContext): Encoder {
   const p = plugin<SerializerPlugin>(reg, 'serializer', c.type);
   if (!p.encoder) throw new Error(`serializer '${c.type}' cannot write`);
   // Validated configs carry their defaults already; built-in fallbacks (the DLQ's ndjson) do not.
-  return p.encoder(Value.Default(p.config, { ...c }) as never);
+  return p.encoder(Value.Default(p.config, { ...c }) as never, ctx);
 }
 
 export function sinkLabel(cfg: SinkConfig, index: number | 'dlq') {
@@ -85,21 +87,25 @@ export function sinksWantingRecords(config: PipelineConfig, reg: Registry): bool
 
 /**
  * The config with every serializer's asynchronous preparation done (schemas fetched from a registry);
- * the same object is handed to worker threads, so they need no network of their own.
+ * the same object is handed to worker threads, so they need no network of their own. `given`: what
+ * the process tells serializers (its schema registry and schema folder).
  */
-export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal): Promise<PipelineConfig> {
+export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal, given?: Pick<ResolveContext, 'schemaRegistry' | 'schemaDir'>): Promise<PipelineConfig> {
   const resolve = async <C extends ComponentConfig | undefined>(c: C, direction: 'in' | 'out'): Promise<C> => {
     if (!c) return c;
     const p = plugin<SerializerPlugin>(reg, 'serializer', c.type);
-    return p.resolve ? ((await p.resolve(c as never, { signal, direction })) as C) : c;
+    return p.resolve ? ((await p.resolve(c as never, { ...given, signal, direction })) as C) : c;
   };
   const [serializer_in, serializer_out] = await Promise.all([resolve(config.serializer_in, 'in'), resolve(config.serializer_out, 'out')]);
   const sinks = await Promise.all(config.sinks.map(async (s) => ({ ...s, serializer_out: await resolve(s.serializer_out, 'out') })));
   return { ...config, serializer_in, serializer_out, sinks };
 }
 
-/** `registry`: the full one, or a worker's (only the plan's serializers and transforms, with `wantsRecords`). */
-export function buildPlan(config: PipelineConfig, opts: { registry: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count']; limits?: DecodeLimits }): ChunkPlan {
+/**
+ * `registry`: the full one, or a worker's (only the plan's serializers and transforms, with `wantsRecords`).
+ * `schemaDir`: where serializers take a relative schema_file (SVC_SCHEMA_DIR); worker threads get the plan's.
+ */
+export function buildPlan(config: PipelineConfig, opts: { registry: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count']; limits?: DecodeLimits; schemaDir?: string }): ChunkPlan {
   const reg = opts.registry;
   const log = opts.log ?? silentLogger;
   const ser = plugin<SerializerPlugin>(reg, 'serializer', config.serializer_in.type);
@@ -109,7 +115,7 @@ export function buildPlan(config: PipelineConfig, opts: { registry: Registry; lo
     label: sinkLabel(s, i),
     condition: s.condition ? compile(s.condition) : undefined,
     chain: chainOf(reg, s.transforms, `sinks[${i}].`, config.name, log, opts.count),
-    encoder: encoderFor(reg, s.serializer_out ?? config.serializer_out),
+    encoder: encoderFor(reg, s.serializer_out ?? config.serializer_out, { schemaDir: opts.schemaDir }),
     wantsRecords: wants[i]!,
   }));
   const chain = chainOf(reg, config.transforms, '', config.name, log, opts.count);
@@ -117,7 +123,8 @@ export function buildPlan(config: PipelineConfig, opts: { registry: Registry; lo
   const first = chain.findIndex((t) => t.drain || t.open);
   const sinkPlans = sinks.map((s) => ({ ...s, holds: s.chain.some((t) => t.drain || t.open) }));
   return {
-    decoder: ser.decoder(config.serializer_in as never),
+    decoder: ser.decoder(config.serializer_in as never, { schemaDir: opts.schemaDir }),
+    schemaDir: opts.schemaDir,
     decodesJson: ser.key === 'json',
     limits: opts.limits ?? decodeLimits(),
     chain,

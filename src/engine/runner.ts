@@ -9,9 +9,11 @@ import type { PipelineConfig, SinkConfig } from '../config/pipeline-schema.js';
 import type { Registry } from '../config/load.js';
 import { expansionOf } from '../config/interpolate.js';
 import { errorMessage } from '../core/errors.js';
+import { storeMibs, type MibResolver } from '../mib/resolver.js';
 import { maskedLogger, silentLogger, type Logger } from '../observability/log.js';
 import type { RunTelemetry } from '../observability/metrics.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
+import { loadSettings, readSetting } from '../settings.js';
 import type { DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
 import { GaveUpError } from '../plugins/connector-runtime/reconnect.js';
 import { redactor, secretsOf } from '../core/secrets.js';
@@ -58,6 +60,10 @@ export interface RunOptions {
   decodeWatch?: DecodeWatchOptions;
   /** Daemon services handed to plugins (the webhook hub). */
   services?: PluginContext['services'];
+  /** The MIBs SNMP connectors resolve names with (default: this process's MIB store, from the settings). */
+  mibs?: MibResolver;
+  /** Where serializers take a relative schema_file (default: SVC_SCHEMA_DIR). */
+  schemaDir?: string;
   /** Bytes per chunk (default 512 KiB). */
   chunkBytes?: number;
   /** A flush run (`POST .../run?flush=true`): holding transforms drain at 'flush' instead of 'run'. */
@@ -90,6 +96,12 @@ interface UnitState {
   finished: boolean;
 }
 
+
+/** The process's schema registry (SVC_SCHEMA_REGISTRY_*), handed to serializers' resolve(). */
+const schemaRegistry = () => ({ url: readSetting('SCHEMA_REGISTRY_URL'), username: readSetting('SCHEMA_REGISTRY_USERNAME'), password: readSetting('SCHEMA_REGISTRY_PASSWORD') });
+
+/** The MIBs of a run that is given none: this process's MIB store, as the settings place it. */
+const processMibs = storeMibs(() => loadSettings());
 
 /** At most this many ended units wait for one shared flush before being finalized. */
 export const FINALIZE_BATCH = 512;
@@ -140,6 +152,10 @@ class PipelineRun {
   private suspects?: SuspectMatcher;
   /** Units read but not yet finalized. */
   private readonly open = new Set<UnitState>();
+  /** Where serializers take a relative schema_file. */
+  private get schemaDir() {
+    return this.opts.schemaDir ?? readSetting('SCHEMA_DIR');
+  }
   /** A graceful stop cut the input short. */
   private interrupted = false;
   /** Transforms of the plan with durable state. */
@@ -178,6 +194,7 @@ class PipelineRun {
       processed: this.opts.processed ?? new MemoryProcessedFiles(),
       skipProcessed: this.config.skip_processed,
       services: this.opts.services,
+      mibs: this.opts.mibs ?? processMibs,
       redact: this.redact,
       schedule: this.config.schedule.type,
     };
@@ -186,8 +203,8 @@ class PipelineRun {
     let persistTimer: NodeJS.Timeout | undefined;
     const open = this.open;
     try {
-      this.config = await resolveSerializers(this.config, this.reg, this.hard.signal);
-      this.plan = buildPlan(this.config, { registry: this.reg, log: this.log, count: (e, n = 1) => this.opts.onTransformEvent?.(e, n) });
+      this.config = await resolveSerializers(this.config, this.reg, this.hard.signal, { schemaRegistry: schemaRegistry(), schemaDir: this.schemaDir });
+      this.plan = buildPlan(this.config, { registry: this.reg, log: this.log, count: (e, n = 1) => this.opts.onTransformEvent?.(e, n), schemaDir: this.schemaDir });
       this.defer = this.allTransforms().some((t) => t.defersUnits);
       this.stateful = this.plan.chain.filter((t) => t.state);
       await this.loadState();
@@ -300,7 +317,7 @@ class PipelineRun {
 
   private slot(cfg: SinkConfig, label: string, ctx: object, fallbackSerializer?: { type: string }): SinkSlot {
     const plugin = this.reg.sink.get(cfg.type) as SinkPlugin;
-    const encoder = encoderFor(this.reg, cfg.serializer_out ?? fallbackSerializer ?? this.config.serializer_out);
+    const encoder = encoderFor(this.reg, cfg.serializer_out ?? fallbackSerializer ?? this.config.serializer_out, { schemaDir: this.schemaDir });
     const sink = plugin.create(cfg as never, { ...(ctx as Parameters<SinkPlugin['create']>[1]), encoder, log: this.log.child({ sink: label }), ...this.component(label, cfg.type) });
     const breakers = this.opts.breakers ?? new Map<string, CircuitBreaker>();
     let breaker = breakers.get(label);

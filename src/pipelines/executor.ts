@@ -50,6 +50,8 @@ export interface LocalExecutorDeps {
   stateDir?: string;
   /** The poison-input watch (src/engine/decode-watch.ts). */
   decodeWatch?: DecodeWatchOptions;
+  /** The MIBs of SNMP connectors (a worker: those synced from its manager first); default: the runner's. */
+  mibs?: RunOptions['mibs'];
   processed(pipeline: string): ProcessedFiles;
   /** Transform state of the pipeline, or undefined when it has no stateful transform. */
   state(config: PipelineConfig, log: Logger, runId: string): TransformStateIO | undefined;
@@ -70,6 +72,7 @@ export class LocalExecutor implements Executor {
       breakers: job.breakers,
       services: { webhooks: this.deps.webhooks, stateDir: this.deps.stateDir },
       decodeWatch: this.deps.decodeWatch,
+      mibs: this.deps.mibs,
       flush: job.flush,
       state: this.deps.state(job.config, job.log, job.runId),
       onTransformEvent: job.onTransformEvent,

@@ -3,6 +3,7 @@
 // /api/plugins and the generated reference in docs/plugins/.
 import type { Static, TObject } from '@sinclair/typebox';
 import type { ConnectionState } from '../observability/connection-state.js';
+import type { MibResolver } from '../mib/resolver.js';
 import type { Logger } from '../observability/log.js';
 import type { ProcessedFiles } from '../store/processed.js';
 import type { WebhookHub } from './connector-runtime/webhook-hub.js';
@@ -68,6 +69,11 @@ export interface PluginContext {
   telemetry?: ComponentTelemetry;
   /** Removes every secret of the pipeline (passwords, tokens, URL credentials) from a text. */
   redact?: (text: string) => string;
+  /**
+   * The MIBs SNMP connectors resolve names with: the engine runner gives this process's MIB store,
+   * a cluster worker the MIBs synced from its manager in front of it (absent in a dry run).
+   */
+  mibs?: MibResolver;
 }
 
 export type { ConnectionState } from '../observability/connection-state.js';
@@ -106,7 +112,8 @@ interface PluginBase<S extends TObject> {
   summary: string;
   status?: 'stable' | 'beta';
   config: S;
-  lint?(c: Static<S>): LintIssue[];
+  /** Cross-field checks of a config that passed the schema; `ctx`: what the pipeline check knows of the process (a serializer's schema folder). */
+  lint?(c: Static<S>, ctx?: SerializerContext): LintIssue[];
   examples: Example[];
 }
 
@@ -161,7 +168,27 @@ export interface SourcePlugin<S extends TObject = TObject> extends ConnectorBase
   /** `both`: runs once per batch run, or continuously under a stream schedule (redis). */
   mode: 'batch' | 'stream' | 'both';
   create(c: Static<S>, ctx: PluginContext): Source;
+  /**
+   * What this source needs from the deployment around it, as Vector's `SourceConfig::resources()`:
+   * the ports it listens on, or the worker ingress it takes pushes on. Absent or `[]`: it receives
+   * nothing (it reads or polls). The cluster reads it and nothing else (docs/connectors/README.md):
+   * a pipeline's Kubernetes Service exposes these ports (`kubernetes` block), and a stream whose
+   * source takes pushes on the ingress runs on every worker. Called with the source's config with
+   * its schema defaults applied (not necessarily validated: the cluster checks the ports), so a
+   * default port lives in the source's schema. Pure: no I/O.
+   */
+  resources?(c: Static<S>): SourceResource[];
 }
+
+/**
+ * One thing a source needs from the deployment (SourcePlugin.resources):
+ * - `listen`: it binds `host`:`port` over `protocol` itself (syslog, snmp_trap). `name` names the
+ *   port in a Kubernetes Service: an IANA service name (lower case letters, digits and `-`, at
+ *   most 15 characters), unique among the source's resources.
+ * - `ingress`: it takes HTTP pushes at POST /webhooks/`path` on the daemon's (a worker's) ingress
+ *   port (webhook, prometheus_rw), which any worker may answer.
+ */
+export type SourceResource = { kind: 'listen'; protocol: 'tcp' | 'udp'; host: string; port: number; name: string } | { kind: 'ingress'; path: string };
 
 // ---- serializers -----------------------------------------------------------------------------
 
@@ -244,14 +271,40 @@ export interface SerializerPlugin<S extends TObject = TObject> extends PluginBas
   kind: 'serializer';
   /** `in` when it only decodes, `out` when it only encodes. */
   direction: 'both' | 'in' | 'out';
-  decoder?(c: Static<S>): Decoder;
-  encoder?(c: Static<S>): Encoder;
+  decoder?(c: Static<S>, ctx?: SerializerContext): Decoder;
+  encoder?(c: Static<S>, ctx?: SerializerContext): Encoder;
   /**
    * Asynchronous preparation, once per run on the main thread before any decoder or encoder is
    * built (fetching a schema from a registry). Its result replaces the config handed to decoder()
    * and encoder(), in worker threads too, so it must stay plain data.
    */
-  resolve?(c: Static<S>, ctx: { signal: AbortSignal; direction: 'in' | 'out' }): Promise<Static<S>>;
+  resolve?(c: Static<S>, ctx: ResolveContext): Promise<Static<S>>;
+}
+
+/**
+ * What a serializer is told of the process it runs in (decoder, encoder, lint and resolve), by whoever
+ * builds it: the engine (runs, and worker threads through the plan), the pipeline check, the DLQ reader.
+ */
+export interface SerializerContext {
+  /** The folder a relative `schema_file` is taken under (SVC_SCHEMA_DIR). Absent: only absolute paths are found. */
+  schemaDir?: string;
+}
+
+/** Handed to SerializerPlugin.resolve by the engine runner. */
+export interface ResolveContext extends SerializerContext {
+  signal: AbortSignal;
+  direction: 'in' | 'out';
+  /**
+   * The process's schema registry (SVC_SCHEMA_REGISTRY_URL, _USERNAME, _PASSWORD): the registry of a
+   * serializer without its own schema_registry_url, and the credentials of every registry.
+   */
+  schemaRegistry?: SchemaRegistryDefaults;
+}
+
+export interface SchemaRegistryDefaults {
+  url?: string;
+  username?: string;
+  password?: string;
 }
 
 // ---- transforms ------------------------------------------------------------------------------

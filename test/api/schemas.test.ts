@@ -286,8 +286,8 @@ describe('POST /api/schemas/upload', () => {
     const d = await testDaemon({ SVC_SCHEMA_DIR: dir });
     const r = await upload(d, 'pm.proto', PROTO, { query: '?subdir=vendor' });
     expect(r.status).toBe(201);
-    expect(schemaPath(r.body.schema_file)).toBe(r.body.schema_file);
-    expect(readSchemaFile(r.body.schema_file)).toBe(PROTO);
+    expect(schemaPath(r.body.schema_file, undefined)).toBe(r.body.schema_file);
+    expect(readSchemaFile(r.body.schema_file, undefined)).toBe(PROTO);
     expect(schemaPath(r.body.path, r.body.schema_dir)).toBe(r.body.schema_file);
     expect(readSchemaFile(r.body.path, dir)).toBe(PROTO);
   });

@@ -28,6 +28,8 @@ import type { Rec } from '../../src/plugins/types.js';
 import { registry } from '../../src/plugins/registry.js';
 import { secretsOf } from '../../src/core/secrets.js';
 import { mibIndex, resolveName } from '../../src/plugins/common/snmp.js';
+import { storeMibs } from '../../src/mib/resolver.js';
+import { loadSettings } from '../../src/settings.js';
 
 /** The telecom templates of issue 17 (docs/templates.md), by the need each one answers. */
 const TELECOM = [
@@ -90,7 +92,7 @@ describe('bundled templates', () => {
       const src = config.source as { type: string; oids?: string[]; mib_dirs?: string[]; mib_modules?: string[] };
       if (src.type !== 'snmp_poll' && src.type !== 'snmp_trap') continue;
       // The modules the source requires load (a missing one stops the pipeline at start)...
-      const ix = await mibIndex(src);
+      const ix = await mibIndex(src, storeMibs(() => loadSettings()));
       // ...and every object polled, and every notification a transform maps, resolves.
       const names = [...(src.oids ?? []), ...t.yaml.matchAll(/"([A-Za-z0-9-]+::[A-Za-z0-9]+)"/g)].map((n) => (typeof n === 'string' ? n : n[1]!));
       for (const n of names) expect(resolveName(ix, src.mib_modules ?? [], n), `${t.name}: ${n}`).toMatch(/^1\.3\.6\.1\./);

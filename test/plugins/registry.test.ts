@@ -86,7 +86,7 @@ describe.each(all.map((p) => [`${p.kind} ${p.key}`, p] as const))('%s', (_name, 
       const component = parse(ex.yaml) as Record<string, unknown>;
       const config = loadPipelineText(wrap(p, component), { env: {} }).config!.serializer_in;
       const w = ex.worked!;
-      const decoded = await decodeUnit(s.decoder!(config as never), Buffer.from(w.input, w.encoding ?? 'utf8'));
+      const decoded = await decodeUnit(s.decoder!(config as never, { schemaDir: process.env.SVC_SCHEMA_DIR }), Buffer.from(w.input, w.encoding ?? 'utf8'));
       expect(decoded.errors, ex.title).toEqual([]);
       expect(decoded.records, ex.title).toEqual(w.records);
     }

@@ -9,6 +9,7 @@ import { MemoryProcessedFiles } from '../../plugins/connector-runtime/processed-
 import { silentLogger } from '../../observability/log.js';
 import { registry } from '../../plugins/registry.js';
 import type { SinkPlugin, SourcePlugin } from '../../plugins/types.js';
+import { readSetting } from '../../settings.js';
 import type { Managed } from '../../pipelines/pipeline-manager.js';
 import { ApiError, type ApiDeps } from '../deps.js';
 
@@ -71,11 +72,12 @@ export function dryRun(yaml: string, statefulTransforms: boolean, envAllow?: rea
       diagnostics.push({ code: null, path: formatPath(['pipeline', ...path]), message, severity: 'error', ...positionOf(yaml, ['pipeline', ...path]) });
     }
   };
-  attempt('transforms and serializers', [], () => buildPlan(config, { registry }));
+  const schemaDir = readSetting('SCHEMA_DIR');
+  attempt('transforms and serializers', [], () => buildPlan(config, { registry, schemaDir }));
   attempt(`source (${config.source.type})`, ['source'], () => (registry.source.get(config.source.type) as SourcePlugin).create(config.source as never, ctx));
   for (const [i, s] of [...config.sinks.entries(), ...(config.dlq ? [['dlq', config.dlq] as const] : [])]) {
     attempt(typeof i === 'number' ? `sinks[${i}] (${s.type})` : `dlq (${s.type})`, typeof i === 'number' ? ['sinks', i] : ['dlq'], () =>
-      (registry.sink.get(s.type) as SinkPlugin).create(s as never, { ...ctx, encoder: encoderFor(registry, s.serializer_out ?? (i === 'dlq' ? { type: 'ndjson' } : config.serializer_out)) }),
+      (registry.sink.get(s.type) as SinkPlugin).create(s as never, { ...ctx, encoder: encoderFor(registry, s.serializer_out ?? (i === 'dlq' ? { type: 'ndjson' } : config.serializer_out), { schemaDir }) }),
     );
   }
   return { valid: !r.diagnostics.some((d) => d.severity === 'error') && issues.length === r.diagnostics.length, issues, diagnostics };

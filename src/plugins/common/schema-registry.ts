@@ -1,8 +1,7 @@
 // A small client for the Confluent Schema Registry REST API, and the Confluent wire format that
 // Kafka producers and consumers put around an Avro datum or a Protobuf message. Used only at run
 // start (serializer resolve()), so per-record code never touches the network.
-import type { LintIssue } from '../types.js';
-import { loadSettings } from '../../settings.js';
+import type { LintIssue, SchemaRegistryDefaults } from '../types.js';
 
 export class SchemaRegistryError extends Error {
   override name = 'SchemaRegistryError';
@@ -144,14 +143,14 @@ export class SchemaRegistryClient {
 const enc = encodeURIComponent;
 
 /**
- * The registry client for a serializer: its `schema_registry_url`, else SVC_SCHEMA_REGISTRY_URL;
- * undefined when neither is set. Credentials always come from the environment.
+ * The registry client for a serializer: its `schema_registry_url`, else the process's registry
+ * (`defaults`: ResolveContext.schemaRegistry, from SVC_SCHEMA_REGISTRY_URL); undefined when neither
+ * is set. Credentials always come from `defaults` (SVC_SCHEMA_REGISTRY_USERNAME, _PASSWORD).
  */
-export function registryFor(url: string | undefined, env: Record<string, string | undefined> = process.env): SchemaRegistryClient | undefined {
-  const s = loadSettings(env);
-  const base = url || s.SCHEMA_REGISTRY_URL;
+export function registryFor(url: string | undefined, defaults: SchemaRegistryDefaults = {}): SchemaRegistryClient | undefined {
+  const base = url || defaults.url;
   if (!base) return undefined;
-  return new SchemaRegistryClient({ url: base, username: s.SCHEMA_REGISTRY_USERNAME, password: s.SCHEMA_REGISTRY_PASSWORD });
+  return new SchemaRegistryClient({ url: base, username: defaults.username, password: defaults.password });
 }
 
 // ---- Confluent wire format -------------------------------------------------------------------

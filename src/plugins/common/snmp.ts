@@ -3,16 +3,12 @@
 // uploaded source groups, plus the pipeline's own mib_dirs). The protocol itself is the one SNMP
 // stack of the product (src/snmp/): TrapReceiver, the trap sender's encoders, USM with every
 // auth and privacy protocol.
-import { createHash } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import type { MibIndex } from '../../mib/mib-index.js';
-import type { MibStore } from '../../mib/store.js';
-import { loadSettings } from '../../settings.js';
+import type { MibResolver } from '../../mib/resolver.js';
 import { parseAuthProtocol, parsePrivProtocol, type UsmUserConfig } from '../../snmp/usm.js';
 import { secret } from '../../core/secrets.js';
-import { lazyModule } from '../connector-runtime/lazy.js';
 import type { LintIssue } from '../types.js';
 
 export const AUTH_PROTOCOLS = ['MD5', 'SHA', 'SHA224', 'SHA256', 'SHA384', 'SHA512'] as const;
@@ -104,39 +100,14 @@ export interface MibConfig {
   mib_modules?: string[];
 }
 
-const storeModule = lazyModule(() => import('../../mib/store.js'));
-const stores = new Map<string, Promise<MibStore>>();
-
 /**
- * The MIB index of the MIB store (SVC_MIB_SOURCE_DIR uploads, SVC_MIB_BUNDLED_SOURCE_DIR and the
- * product's MIBs) with `mib_dirs` in front (most specific first). Compiled once per process and
- * set of directories; the compile is cached in the temp directory (not SVC_MIB_DIR, which belongs
- * to the console's and the daemon's store). Throws when a module of `mib_modules` is not loaded.
+ * The MIB index of the run's MIBs (`mibs`: PluginContext.mibs, what the process knows: the MIB
+ * store, a worker's MIBs synced from its manager) with `mib_dirs` in front (most specific first).
+ * Throws when a module of `mib_modules` is not loaded.
  */
-export async function mibIndex(c: MibConfig): Promise<MibIndex> {
-  const settings = loadSettings();
-  const dirs = (c.mib_dirs ?? []).map((d) => resolve(d));
-  const sourceDir = settings.MIB_SOURCE_DIR || join(dirname(resolve(settings.MIB_DIR)), 'mib-sources');
-  const bundled = [...dirs, ...settings.MIB_BUNDLED_SOURCE_DIR.split(delimiter).filter(Boolean)];
-  const key = JSON.stringify([sourceDir, bundled]);
-  let store = stores.get(key);
-  if (!store) {
-    const cache = join(tmpdir(), `svc-mib-engine-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`);
-    store = storeModule().then(({ MibStore }) => MibStore.open({ compiledDir: cache, sourceDir, bundledDirs: bundled }));
-    store.catch(() => stores.delete(key));
-    stores.set(key, store);
-  }
-  let ix = (await store).index();
-  if (settings.MODE === 'worker') {
-    // A worker's MIBs come from the manager (synced into SVC_DATA_DIR/mibs before the run): they
-    // go first, the modules compiled here fill in the rest.
-    const [{ readSyncedMibs }, { MibIndex }] = await Promise.all([import('../../cluster/sync.js'), import('../../mib/mib-index.js')]);
-    const synced = await readSyncedMibs(join(settings.DATA_DIR, 'mibs'));
-    if (synced.length) {
-      const names = new Set(synced.map((m) => m.module));
-      ix = new MibIndex([...synced, ...ix.modules().filter((m) => !names.has(m.module))]);
-    }
-  }
+export async function mibIndex(c: MibConfig, mibs: MibResolver | undefined): Promise<MibIndex> {
+  if (!mibs) throw new Error('MIB names cannot be resolved here: this run was given no MIBs (PluginContext.mibs)');
+  const ix = await mibs.index((c.mib_dirs ?? []).map((d) => resolve(d)));
   const missing = (c.mib_modules ?? []).filter((m) => !ix.module(m));
   if (missing.length)
     throw new Error(`MIB module${missing.length > 1 ? 's' : ''} ${missing.join(', ')} not loaded: put ${missing.length > 1 ? 'their sources' : 'its source'} in a directory of mib_dirs (or upload ${missing.length > 1 ? 'them' : 'it'} to the MIB store), and check that ${missing.length > 1 ? 'they compile' : 'it compiles'} (GET /api/mibs)`);

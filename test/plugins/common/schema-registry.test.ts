@@ -121,7 +121,8 @@ describe('basic auth', () => {
   afterAll(() => peer.close());
 
   it('credentials from SVC_SCHEMA_REGISTRY_USERNAME/PASSWORD; schema_registry_url overrides SVC_SCHEMA_REGISTRY_URL', async () => {
-    const env = { SVC_SCHEMA_REGISTRY_URL: 'http://127.0.0.1:1', SVC_SCHEMA_REGISTRY_USERNAME: 'svc', SVC_SCHEMA_REGISTRY_PASSWORD: 's3cret:x' };
+    // The process's registry settings, as the engine runner hands them to resolve().
+    const env = { url: 'http://127.0.0.1:1', username: 'svc', password: 's3cret:x' };
     const c = registryFor(peer.url, env)!;
     expect(c.url).toBe(peer.url);
     expect((await c.latest('t-value')).schema).toBe(S1);
@@ -130,7 +131,7 @@ describe('basic auth', () => {
   });
 
   it('wrong or missing credentials: 401 names the variables', async () => {
-    for (const env of [{ SVC_SCHEMA_REGISTRY_USERNAME: 'svc', SVC_SCHEMA_REGISTRY_PASSWORD: 'wrong' }, {}]) {
+    for (const env of [{ username: 'svc', password: 'wrong' }, {}]) {
       const e = await failure(registryFor(peer.url, env)!.latest('t-value'));
       expect(e.status).toBe(401);
       expect(e.code).toBe(40101);

@@ -590,11 +590,11 @@ describe('avro serializer: Schema Registry', () => {
   });
   const signal = new AbortController().signal;
   const resolved = (partial: Record<string, unknown>, direction?: 'in' | 'out') =>
-    (avro.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(avro, partial), { signal, direction });
+    (avro.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(avro, partial), { signal, direction, schemaDir, schemaRegistry: { url: process.env.SVC_SCHEMA_REGISTRY_URL, username: process.env.SVC_SCHEMA_REGISTRY_USERNAME, password: process.env.SVC_SCHEMA_REGISTRY_PASSWORD } });
 
   it('subject: every version is fetched at run start; each message decodes with the schema of its id', async () => {
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value' }, 'in');
-    const d = avro.decoder!(c);
+    const d = avro.decoder!(c, { schemaDir });
     const out = { records: [] as Rec[], errors: [] as { message: string; raw: Buffer }[], notes: [], chunks: [] };
     decodeChunk(d, { data: pythonDatum(V1, { host: 'a', ifIndex: 1 }, id1) }, out);
     decodeChunk(d, { data: pythonDatum(V2, { host: 'b', ifIndex: 2, speed: 10 ** 10 }, id2) }, out);
@@ -611,11 +611,11 @@ describe('avro serializer: Schema Registry', () => {
 
   it('plain datums (use_magic_bytes false) decode with the subject\'s newest schema; with magic bytes an unknown id is never guessed', async () => {
     const plain = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value', use_magic_bytes: false });
-    expect(decodeChunk(avro.decoder!(plain), { data: pythonDatum(V2, { host: 'p', ifIndex: 1, speed: 3 }) }).records).toEqual([{ host: 'p', ifIndex: 1, speed: 3 }]);
+    expect(decodeChunk(avro.decoder!(plain, { schemaDir }), { data: pythonDatum(V2, { host: 'p', ifIndex: 1, speed: 3 }) }).records).toEqual([{ host: 'p', ifIndex: 1, speed: 3 }]);
     const byId = await resolved({ schema_registry_url: peer.url, schema_registry_id: id1, use_magic_bytes: false }, 'in');
-    expect(decodeChunk(avro.decoder!(byId), { data: pythonDatum(V1, { host: 'q', ifIndex: 2 }) }).records).toEqual([{ host: 'q', ifIndex: 2 }]);
+    expect(decodeChunk(avro.decoder!(byId, { schemaDir }), { data: pythonDatum(V1, { host: 'q', ifIndex: 2 }) }).records).toEqual([{ host: 'q', ifIndex: 2 }]);
     const both = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value' });
-    const out = decodeChunk(avro.decoder!(both), { data: pythonDatum(V2, { host: 'r', ifIndex: 1, speed: 3 }, 1234) });
+    const out = decodeChunk(avro.decoder!(both, { schemaDir }), { data: pythonDatum(V2, { host: 'r', ifIndex: 1, speed: 3 }, 1234) });
     expect(out.records).toEqual([]);
     expect(out.errors[0]!.message).toMatch(/schema id 1234 was not fetched at run start/);
   });
@@ -624,14 +624,14 @@ describe('avro serializer: Schema Registry', () => {
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value' });
     const copy = structuredClone(c);
     const before = peer.requests.length;
-    const out = decodeChunk(avro.decoder!(copy), { data: pythonDatum(V1, { host: 'a', ifIndex: 1 }, id1) });
+    const out = decodeChunk(avro.decoder!(copy, { schemaDir }), { data: pythonDatum(V1, { host: 'a', ifIndex: 1 }, id1) });
     expect(out.records).toEqual([{ host: 'a', ifIndex: 1 }]);
     expect(peer.requests.length).toBe(before);
   });
 
   it('writing with a subject and no local schema uses its latest version and id', async () => {
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value' }, 'out');
-    const b = avro.encoder!(c).one({ host: 'w', ifIndex: 4, speed: 5 });
+    const b = avro.encoder!(c, { schemaDir }).one({ host: 'w', ifIndex: 4, speed: 5 });
     expect(pythonReadsDatum(V2, b, true)).toEqual({ id: id2, value: { host: 'w', ifIndex: 4, speed: 5 } });
   });
 
@@ -639,14 +639,14 @@ describe('avro serializer: Schema Registry', () => {
     writeFileSync(join(schemaDir, 'v3.avsc'), '{"type":"record","name":"If","fields":[{"name":"host","type":"string"}]}');
     const readOnly = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'new-value', schema_file: 'v3.avsc' }, 'in');
     expect(peer.requests).not.toContain('POST /subjects/new-value/versions');
-    expect(avro.decoder!(readOnly)).toBeTruthy();
+    expect(avro.decoder!(readOnly, { schemaDir })).toBeTruthy();
   });
 
   it('…and registers when writing', async () => {
     // A subject that does not exist yet: reading it would 404, writing creates it.
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'new-value', schema_file: 'v3.avsc' }, 'out');
     expect(peer.requests).toContain('POST /subjects/new-value/versions');
-    const b = avro.encoder!(c).one({ host: 'n' });
+    const b = avro.encoder!(c, { schemaDir }).one({ host: 'n' });
     const schema = readFileSync(join(schemaDir, 'v3.avsc'), 'utf8');
     const r = pythonReadsDatum(schema, b, true);
     expect(r.value).toEqual({ host: 'n' });
@@ -657,10 +657,10 @@ describe('avro serializer: Schema Registry', () => {
     process.env.SVC_SCHEMA_REGISTRY_URL = peer.url;
     try {
       const c = await resolved({ schema_registry_url: peer.url, schema_registry_id: id1 });
-      const out = decodeChunk(avro.decoder!(c), { data: pythonDatum(V1, { host: 'i', ifIndex: 9 }, id1) });
+      const out = decodeChunk(avro.decoder!(c, { schemaDir }), { data: pythonDatum(V1, { host: 'i', ifIndex: 9 }, id1) });
       expect(out.records).toEqual([{ host: 'i', ifIndex: 9 }]);
       const viaEnv = await resolved({ schema: V2, schema_registry_subject: 'ifaces-value' }, 'in');
-      const out2 = decodeChunk(avro.decoder!(viaEnv), { data: pythonDatum(V1, { host: 'e', ifIndex: 1 }, id1) });
+      const out2 = decodeChunk(avro.decoder!(viaEnv, { schemaDir }), { data: pythonDatum(V1, { host: 'e', ifIndex: 1 }, id1) });
       expect(out2.records).toEqual([{ host: 'e', ifIndex: 1 }]);
     } finally {
       delete process.env.SVC_SCHEMA_REGISTRY_URL;

@@ -17,8 +17,9 @@ export function cfgOf<S extends TObject>(plugin: SerializerPlugin<S>, partial: R
   return c as Parameters<NonNullable<SerializerPlugin<S>['decoder']>>[0];
 }
 
-export const decoderOf = <S extends TObject>(p: SerializerPlugin<S>, partial: Record<string, unknown> = {}) => p.decoder!(cfgOf(p, partial));
-export const encoderOf = <S extends TObject>(p: SerializerPlugin<S>, partial: Record<string, unknown> = {}) => p.encoder!(cfgOf(p, partial));
+// A relative schema_file is taken under the SVC_SCHEMA_DIR a test sets, as the engine does with the setting.
+export const decoderOf = <S extends TObject>(p: SerializerPlugin<S>, partial: Record<string, unknown> = {}) => p.decoder!(cfgOf(p, partial), { schemaDir: process.env.SVC_SCHEMA_DIR });
+export const encoderOf = <S extends TObject>(p: SerializerPlugin<S>, partial: Record<string, unknown> = {}) => p.encoder!(cfgOf(p, partial), { schemaDir: process.env.SVC_SCHEMA_DIR });
 
 /** A whole pipeline (local source and sink) loaded by the real config loader with these serializers. */
 export function pipelineWith(serializerIn: string, serializerOut = serializerIn, extra = ''): PipelineConfig {

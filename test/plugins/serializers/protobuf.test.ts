@@ -447,17 +447,17 @@ describe('protobuf serializer: Schema Registry', () => {
   afterAll(() => peer.close());
   const signal = new AbortController().signal;
   const resolved = (partial: Record<string, unknown>, direction?: 'in' | 'out') =>
-    (protobuf.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(protobuf, { ...C, framing: 'none', ...partial }), { signal, direction });
+    (protobuf.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(protobuf, { ...C, framing: 'none', ...partial }), { signal, direction, schemaDir });
 
   it('writing registers schema_file as PROTOBUF under the subject and writes its id', async () => {
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'samples-value' }, 'out');
     expect(peer.requests).toContain('POST /subjects/samples-value/versions');
-    const b = protobuf.encoder!(c).one({ host: 'x' });
+    const b = protobuf.encoder!(c, { schemaDir }).one({ host: 'x' });
     const { id } = readWireHeader(b);
     const s = await fetch(`${peer.url}/schemas/ids/${id}`).then((x) => x.json() as Promise<{ schema: string; schemaType: string }>);
     expect(s).toEqual({ schema: RICH_PROTO, schemaType: 'PROTOBUF' });
     // Reading it back with the wire format skips the prefix.
-    expect(decodeChunk(protobuf.decoder!(c), { data: b }).records[0]).toMatchObject({ host: 'x' });
+    expect(decodeChunk(protobuf.decoder!(c, { schemaDir }), { data: b }).records[0]).toMatchObject({ host: 'x' });
   });
 
   it('reading asks the registry nothing; an unknown direction only looks the schema up', async () => {
@@ -466,7 +466,7 @@ describe('protobuf serializer: Schema Registry', () => {
     expect(peer.requests.length).toBe(before);
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'samples-value' });
     expect(peer.requests.at(-1)).toBe('POST /subjects/samples-value');
-    expect(readWireHeader(protobuf.encoder!(c).one({ host: 'y' })).id).toBe(1);
+    expect(readWireHeader(protobuf.encoder!(c, { schemaDir }).one({ host: 'y' })).id).toBe(1);
   });
 
   it('length-delimited streams and use_magic_bytes false carry no id: no registry request', async () => {
@@ -480,7 +480,7 @@ describe('protobuf serializer: Schema Registry', () => {
     const before = peer.requests.length;
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_id: 77, schema_registry_subject: 's' }, 'out');
     expect(peer.requests.length).toBe(before);
-    expect(readWireHeader(protobuf.encoder!(c).one({})).id).toBe(77);
+    expect(readWireHeader(protobuf.encoder!(c, { schemaDir }).one({})).id).toBe(77);
     await expect(resolved({ schema_registry_url: 'http://127.0.0.1:9', schema_registry_subject: 's' }, 'out')).rejects.toThrow(/is unreachable/);
     await expect(resolved({ schema_registry_subject: 's' }, 'out')).rejects.toThrow(/needs a registry/);
   });

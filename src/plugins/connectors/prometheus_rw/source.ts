@@ -39,6 +39,7 @@ export default defineSource({
     why: 'a request is answered 2xx only once its body is on disk in the spool, and committed there only after its records were delivered; a full queue answers 503, which Prometheus retries, and a crash replays what was not committed.',
   },
   config,
+  resources: (c) => [{ kind: 'ingress', path: c.path }],
   // Nothing to reach: the daemon serves the path itself once the stream runs.
   async test() {},
   examples: [

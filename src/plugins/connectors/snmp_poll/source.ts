@@ -158,11 +158,11 @@ function numericOids(c: SnmpPollConfig, ix: MibIndex | undefined): string[] {
 }
 
 /** The MIB index a config needs: for names in oids or for resolve_oids; undefined when neither. */
-async function indexFor(c: SnmpPollConfig): Promise<MibIndex | undefined> {
+async function indexFor(c: SnmpPollConfig, mibs: PluginContext['mibs']): Promise<MibIndex | undefined> {
   const named = c.oids.some((o) => !/^\.?\d+(\.\d+)*$/.test(o.trim()));
   if (!named && !c.resolve_oids && !(c.mib_modules ?? []).length) return undefined;
   try {
-    return await mibIndex(c);
+    return await mibIndex(c, mibs);
   } catch (e) {
     throw new SourceError(`snmp_poll: ${errorMessage(e)}`, { cause: e });
   }
@@ -252,7 +252,7 @@ export default defineSource({
 async function* pollUnits(c: SnmpPollConfig, ctx: PluginContext, signal: AbortSignal, notes: string[]): AsyncGenerator<SourceUnit> {
   const report = connectionReporter(ctx, 'snmp_poll');
   const top = topFields(c);
-  const ix = await indexFor(c);
+  const ix = await indexFor(c, ctx.mibs);
   const oids = numericOids(c, ix);
   const targets = await loadTargets(c, top);
   const rowOpts: RowOptions = { ix: c.resolve_oids ? ix : undefined, indexDepth: c.index_depth ?? 0, classify: c.classify ?? false, cache: new Map(), splits: new Map() };

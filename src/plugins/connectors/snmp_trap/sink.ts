@@ -318,7 +318,7 @@ export default defineSink({
       ctx,
       'snmp_trap',
       async () => {
-        const ix = c.mib_modules.length || c.mib_dirs.length || !/^\.?\d+(\.\d+)+$/.test(c.trap_oid.trim()) || c.varbinds.some((x) => !/^\.?\d+(\.\d+)+$/.test(x.oid.trim())) || !c.varbinds.length ? await mibIndex(c).catch((e: Error) => {
+        const ix = c.mib_modules.length || c.mib_dirs.length || !/^\.?\d+(\.\d+)+$/.test(c.trap_oid.trim()) || c.varbinds.some((x) => !/^\.?\d+(\.\d+)+$/.test(x.oid.trim())) || !c.varbinds.length ? await mibIndex(c, ctx.mibs).catch((e: Error) => {
           throw new WriteError(`snmp_trap: ${e.message}`, false);
         }) : undefined;
         const trapOid = resolveName(ix, c.mib_modules, c.trap_oid);

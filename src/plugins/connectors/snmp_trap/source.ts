@@ -142,6 +142,7 @@ export default defineSource({
     why: 'SNMP traps are UDP datagrams that cannot be asked for again: one lost on the network, sent while the source is stopped, or dropped while the pipeline is behind (the queue full) is gone. Informs are acknowledged by the protocol on receipt, before the record is written, so a pipeline failure after that loses them too.',
   },
   config,
+  resources: (c) => [{ kind: 'listen', protocol: 'udp', host: c.host, port: c.port, name: 'snmp-trap' }],
   lint(c) {
     const issues = lintV3(c);
     c.users?.forEach((u, i) => issues.push(...lintUser(u, `users.${i}.`)));
@@ -188,7 +189,7 @@ export default defineSource({
         let ix: MibIndex | undefined;
         if (c.resolve_oids || c.mib_modules.length || c.mib_dirs.length) {
           try {
-            const loaded = await mibIndex(c);
+            const loaded = await mibIndex(c, ctx.mibs);
             if (c.resolve_oids) ix = loaded;
           } catch (e) {
             throw new SourceError((e as Error).message);

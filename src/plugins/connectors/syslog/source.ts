@@ -270,6 +270,7 @@ export default defineSource({
   },
   config,
   lint,
+  resources: (c) => [{ kind: 'listen', protocol: c.protocol, host: c.host, port: c.port, name: 'syslog' }],
   examples: [
     { title: 'UDP on the standard port, every interface', yaml: 'type: syslog\nport: 514' },
     { title: 'TCP (octet-counted or LF-framed) on an unprivileged port', yaml: 'type: syslog\nhost: 0.0.0.0\nport: 6514\nprotocol: tcp\nmax_connections: 256\nmax_message_size: 131072' },

@@ -27,6 +27,7 @@ export default defineSource({
   mode: 'stream',
   delivery: { guarantee: 'at-least-once', why: 'a body is answered 202 only once it is on disk in the spool, and committed there only after its unit was delivered; a crash replays what was not committed.' },
   config,
+  resources: (c) => [{ kind: 'ingress', path: c.path }],
   // Nothing to reach: the daemon serves the path itself once the stream runs.
   async test() {},
   examples: [

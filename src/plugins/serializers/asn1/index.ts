@@ -5,7 +5,7 @@ import { loadSchema } from '../../../asn1/load.js';
 import { decodeDocument } from '../../../asn1/documents.js';
 import { asRecord, splitAt } from '../../../asn1/records.js';
 import { schemaPath } from '../../common/schema-file.js';
-import { defineSerializer, type DecodeOut, type LintIssue, type Rec } from '../../types.js';
+import { defineSerializer, type DecodeOut, type LintIssue, type Rec, type SerializerContext } from '../../types.js';
 
 const ENCODINGS = ['ber', 'der', 'per', 'uper', 'xer', 'jer'] as const;
 
@@ -49,12 +49,12 @@ type Config = (typeof config)['static'];
 
 const classNames = (c: Config): string[] => c.message_classes ?? (c.message_class ? [c.message_class] : []);
 
-function classesOf(c: Config): MessageClass[] {
-  const schema = loadSchema(schemaPath(c.schema_file));
+function classesOf(c: Config, schemaDir: string | undefined): MessageClass[] {
+  const schema = loadSchema(schemaPath(c.schema_file, schemaDir));
   return classNames(c).map((name) => ({ name, type: schema.type(name) }));
 }
 
-function lint(c: Config): LintIssue[] {
+function lint(c: Config, ctx?: SerializerContext): LintIssue[] {
   const issues: LintIssue[] = [];
   if ((c.message_class === undefined) === (c.message_classes === undefined)) {
     issues.push({ path: 'message_class', message: 'set exactly one of message_class and message_classes' });
@@ -63,7 +63,7 @@ function lint(c: Config): LintIssue[] {
   if (c.split_records && c.split_path !== undefined) issues.push({ path: 'split_path', message: 'split_path and split_records exclude each other' });
   if (c.split_path_context !== undefined && c.split_path === undefined) issues.push({ path: 'split_path_context', message: 'split_path_context needs split_path' });
   try {
-    classesOf(c);
+    classesOf(c, ctx?.schemaDir);
   } catch (err) {
     const e = err as Error;
     const path = e.name === 'Asn1SchemaError' && e.message.startsWith('unknown message class') ? (c.message_classes ? 'message_classes' : 'message_class') : 'schema_file';
@@ -107,8 +107,8 @@ export default defineSerializer({
     },
     { title: 'Several record types from a directory of modules', yaml: 'type: asn1\nschema_file: cdr\nmessage_classes: [ChargingRecords.SGWRecord, ChargingRecords.PGWRecord]\nencoding: uper' },
   ],
-  decoder: (c) => {
-    const classes = classesOf(c);
+  decoder: (c, ctx) => {
+    const classes = classesOf(c, ctx?.schemaDir);
     const tops = topTags(classes);
     const emit = (doc: unknown, raw: Buffer, out: DecodeOut): void => {
       if (c.split_path === undefined) return out.record(asRecord(doc));

@@ -14,7 +14,7 @@ import {
 import { avroType, budgetFor, decodeValue, encodeValue, valueMapping, whyInvalid } from './values.js';
 import { lintRegistryUrl, readWireHeader, registryFor, SchemaRegistryError, wireHeader, type SchemaRegistryClient } from '../../common/schema-registry.js';
 import { readSchemaFile, schemaPath, SchemaFileError } from '../../common/schema-file.js';
-import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../../types.js';
+import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type ResolveContext, type SerializerContext, type SplitPiece } from '../../types.js';
 
 const config = Type.Object(
   {
@@ -70,9 +70,9 @@ function jsonErrorWhere(text: string, e: Error): string {
 }
 
 /** The schema text given locally (schema or schema_file), undefined when there is none. Throws SchemaFileError. */
-function localSchema(c: Config): { text: string; where: string } | undefined {
+function localSchema(c: Config, schemaDir: string | undefined): { text: string; where: string } | undefined {
   if (c.schema) return { text: c.schema, where: 'schema' };
-  if (c.schema_file) return { text: readSchemaFile(c.schema_file), where: `schema file '${schemaPath(c.schema_file)}'` };
+  if (c.schema_file) return { text: readSchemaFile(c.schema_file, schemaDir), where: `schema file '${schemaPath(c.schema_file, schemaDir)}'` };
   return undefined;
 }
 
@@ -93,7 +93,7 @@ function compile(text: string, where: string): avro.Type {
 
 const usesRegistry = (c: Config) => Boolean(c.schema_registry_url || c.schema_registry_subject);
 
-function lint(c: Config): LintIssue[] {
+function lint(c: Config, ctx?: SerializerContext): LintIssue[] {
   const issues: LintIssue[] = [];
   if (!c.schema && !c.schema_file && !c.schema_registry_url) {
     issues.push({ path: 'schema', message: 'one of schema, schema_file or schema_registry_url is required' });
@@ -113,8 +113,8 @@ function lint(c: Config): LintIssue[] {
   }
   if (c.schema_file) {
     try {
-      const full = schemaPath(c.schema_file);
-      compile(readSchemaFile(c.schema_file), `schema file '${full}'`);
+      const full = schemaPath(c.schema_file, ctx?.schemaDir);
+      compile(readSchemaFile(c.schema_file, ctx?.schemaDir), `schema file '${full}'`);
     } catch (e) {
       issues.push({ path: 'schema_file', message: (e as Error).message });
     }
@@ -129,10 +129,10 @@ function lint(c: Config): LintIssue[] {
  * else the local schema registered under the subject (only when writing: registering is a change),
  * else the subject's latest version.
  */
-async function resolve(c: AvroConfig, ctx: { signal: AbortSignal; direction?: 'in' | 'out' }): Promise<AvroConfig> {
-  const local = localSchema(c);
+async function resolve(c: AvroConfig, ctx: Pick<ResolveContext, 'signal' | 'schemaRegistry' | 'schemaDir'> & { direction?: 'in' | 'out' }): Promise<AvroConfig> {
+  const local = localSchema(c, ctx.schemaDir);
   if (!usesRegistry(c)) return c;
-  const reg = registryFor(c.schema_registry_url);
+  const reg = registryFor(c.schema_registry_url, ctx.schemaRegistry);
   if (!reg) throw new SchemaRegistryError('schema_registry_subject needs a registry: set schema_registry_url or SVC_SCHEMA_REGISTRY_URL');
   const reading = ctx.direction !== 'out';
   const writing = ctx.direction !== 'in';
@@ -282,10 +282,10 @@ interface Schemas {
   fallback?: avro.Type;
 }
 
-function schemasOf(c: AvroConfig): Schemas {
+function schemasOf(c: AvroConfig, schemaDir: string | undefined): Schemas {
   const byId = new Map<number, avro.Type>();
   for (const [id, text] of Object.entries(c._resolved?.schemas ?? {})) byId.set(Number(id), compile(text, `registry schema id ${id}`));
-  const local = localSchema(c);
+  const local = localSchema(c, schemaDir);
   if (local) return { byId, fallback: compile(local.text, local.where) };
   if (usesRegistry(c) && !c._resolved) throw new SchemaRegistryError('avro: registry schemas are fetched at run start (resolve) and were not');
   // With magic bytes the embedded id picks the schema (an unknown id is an error, never a guess);
@@ -296,8 +296,8 @@ function schemasOf(c: AvroConfig): Schemas {
   return { byId, fallback: w ? compile(w, 'registry schema') : undefined };
 }
 
-function decoderFor(c: AvroConfig) {
-  const schemas = schemasOf(c);
+function decoderFor(c: AvroConfig, schemaDir: string | undefined) {
+  const schemas = schemasOf(c, schemaDir);
   const mappings = new WeakMap<avro.Type, ReturnType<typeof valueMapping>>();
   const mappingOf = (t: avro.Type) => {
     let m = mappings.get(t);
@@ -414,8 +414,8 @@ function decoderFor(c: AvroConfig) {
 /** A sync marker from the schema rather than random: a file a later run appends to stays one valid container. */
 const syncFor = (schema: string) => createHash('sha256').update('svc avro sync ' + schema).digest().subarray(0, 16);
 
-function encoderFor(c: AvroConfig) {
-  const local = localSchema(c);
+function encoderFor(c: AvroConfig, schemaDir: string | undefined) {
+  const local = localSchema(c, schemaDir);
   const text = local?.text ?? c._resolved?.write?.schema;
   if (!text) throw new SchemaRegistryError('avro: no schema to write with (the registry schema is fetched at run start)');
   const type = compile(text, local?.where ?? 'registry schema');
@@ -487,7 +487,7 @@ export default defineSerializer({
     },
     { title: 'Write deflate-compressed container files', yaml: 'type: avro\nschema_file: interface.avsc\ncodec: deflate' },
   ],
-  decoder: (c) => decoderFor(c as AvroConfig),
-  encoder: (c) => encoderFor(c as AvroConfig),
+  decoder: (c, ctx) => decoderFor(c as AvroConfig, ctx?.schemaDir),
+  encoder: (c, ctx) => encoderFor(c as AvroConfig, ctx?.schemaDir),
 });
 

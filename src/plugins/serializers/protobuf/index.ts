@@ -10,7 +10,7 @@ import {
   SchemaRegistryError,
   wireHeader,
 } from '../../common/schema-registry.js';
-import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type SplitPiece } from '../../types.js';
+import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type ResolveContext, type SerializerContext, type SplitPiece } from '../../types.js';
 
 const config = Type.Object(
   {
@@ -43,10 +43,10 @@ const MAX_MESSAGE = 64 << 20;
 /** Marks split pieces that follow a corrupt length prefix: no message boundary can be found in them. */
 const FRAMING_LOST = Buffer.from('svc:protobuf:framing-lost');
 
-function lint(c: Config): LintIssue[] {
+function lint(c: Config, ctx?: SerializerContext): LintIssue[] {
   const issues: LintIssue[] = [];
   try {
-    const { root, path } = loadProto(c.schema_file);
+    const { root, path } = loadProto(c.schema_file, ctx?.schemaDir);
     try {
       findType(root, c.message_class, `schema file '${path}'`);
     } catch (e) {
@@ -64,13 +64,13 @@ function lint(c: Config): LintIssue[] {
  * registered under the subject when writing (looked up only when the engine does not say it writes).
  * Reading needs nothing from the registry: the local schema decodes, the embedded id is skipped.
  */
-async function resolve(c: ProtoConfig, ctx: { signal: AbortSignal; direction?: 'in' | 'out' }): Promise<ProtoConfig> {
+async function resolve(c: ProtoConfig, ctx: Pick<ResolveContext, 'signal' | 'schemaRegistry' | 'schemaDir'> & { direction?: 'in' | 'out' }): Promise<ProtoConfig> {
   // Only framing none with magic bytes writes an id; length-delimited streams carry none.
   if (c.framing !== 'none' || !c.use_magic_bytes) return c;
   if (c.schema_registry_id !== undefined || c.schema_registry_subject === undefined || ctx.direction === 'in') return c;
-  const reg = registryFor(c.schema_registry_url);
+  const reg = registryFor(c.schema_registry_url, ctx.schemaRegistry);
   if (!reg) throw new SchemaRegistryError('schema_registry_subject needs a registry: set schema_registry_url or SVC_SCHEMA_REGISTRY_URL');
-  const { path } = loadProto(c.schema_file);
+  const { path } = loadProto(c.schema_file, ctx.schemaDir);
   const text = readFileSync(path, 'utf8');
   const id =
     ctx.direction === 'out'
@@ -129,8 +129,8 @@ async function* splitDelimited(stream: AsyncIterable<Buffer>, opts: { targetByte
   if (pos > 0) yield cut();
 }
 
-function decoderFor(c: ProtoConfig) {
-  const { root, path } = loadProto(c.schema_file);
+function decoderFor(c: ProtoConfig, schemaDir: string | undefined) {
+  const { root, path } = loadProto(c.schema_file, schemaDir);
   const type = findType(root, c.message_class, `schema file '${path}'`);
   const { toRecord } = messageMapping(type);
   const name = type.fullName.slice(1);
@@ -190,8 +190,8 @@ function decoderFor(c: ProtoConfig) {
       };
 }
 
-function encoderFor(c: ProtoConfig) {
-  const { root, path } = loadProto(c.schema_file);
+function encoderFor(c: ProtoConfig, schemaDir: string | undefined) {
+  const { root, path } = loadProto(c.schema_file, schemaDir);
   const type = findType(root, c.message_class, `schema file '${path}'`);
   const { fromRecord } = messageMapping(type);
   const id = c.schema_registry_id ?? c._resolved?.id;
@@ -265,6 +265,6 @@ export default defineSerializer({
       yaml: 'type: protobuf\nschema_file: interface.proto\nmessage_class: Interface\nframing: none\nschema_registry_url: http://registry:8081\nschema_registry_subject: interfaces-value',
     },
   ],
-  decoder: (c) => decoderFor(c as ProtoConfig),
-  encoder: (c) => encoderFor(c as ProtoConfig),
+  decoder: (c, ctx) => decoderFor(c as ProtoConfig, ctx?.schemaDir),
+  encoder: (c, ctx) => encoderFor(c as ProtoConfig, ctx?.schemaDir),
 });

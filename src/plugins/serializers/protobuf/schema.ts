@@ -13,9 +13,9 @@ export class ProtoSchemaError extends Error {
   override name = 'ProtoSchemaError';
 }
 
-/** Loads a .proto file and its imports; errors name the file that is wrong and its line. */
-export function loadProto(file: string): { root: protobuf.Root; path: string } {
-  const path = schemaPath(file);
+/** Loads a .proto file (a relative one under `schemaDir`) and its imports; errors name the file that is wrong and its line. */
+export function loadProto(file: string, schemaDir: string | undefined): { root: protobuf.Root; path: string } {
+  const path = schemaPath(file, schemaDir);
   const root = new protobuf.Root();
   const defaultResolve = root.resolvePath.bind(root);
   root.resolvePath = (origin, target) => {

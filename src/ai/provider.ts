@@ -1,6 +1,7 @@
 // What every AI provider module implements (one chat turn: a system prompt and the messages so far,
 // answered with text), and the one HTTP call they share: JSON over fetch with a bounded wait, a
 // bounded answer, and the vendor's error message turned into an AiError.
+import { HttpError } from '../core/http-errors.js';
 
 export type ProviderName = 'openai' | 'anthropic' | 'gemini';
 
@@ -31,10 +32,10 @@ export interface ProviderOptions {
 }
 
 /** A failure of AI assist with the HTTP status the API answers: 502 provider, 503 disabled, 422 unusable result. */
-export class AiError extends Error {
+export class AiError extends HttpError {
   override name = 'AiError';
   constructor(readonly status: 422 | 502 | 503, message: string) {
-    super(message);
+    super(({ 422: 'HTTP_AI_NO_PIPELINE', 502: 'HTTP_AI_PROVIDER_FAILED', 503: 'HTTP_AI_OFF' } as const)[status], message);
   }
 }
 

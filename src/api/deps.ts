@@ -46,10 +46,3 @@ export interface ClusterDeps {
   /** Every active placement (GET /api/cluster/streams). */
   streams(): PlacementView[];
 }
-
-/** Error body of every API error: `{detail}` (spec doc 2 section 7). */
-export class ApiError extends Error {
-  constructor(readonly statusCode: number, message: string, readonly headers: Record<string, string> = {}) {
-    super(message);
-  }
-}

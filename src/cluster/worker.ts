@@ -11,6 +11,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import webhookRoutes from '../api/routes/webhooks.js';
 import { installAuth } from '../auth/guard.js';
+import { httpErrorHandler, noRouteHandler } from '../core/http-errors.js';
 import { loadPipelineText } from '../config/load.js';
 import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
@@ -188,11 +189,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
 
   const agent = Fastify({ bodyLimit: 4 << 20 }) as unknown as FastifyInstance;
   installAuth(agent, { settings, log });
-  agent.setErrorHandler((err: Error & { statusCode?: number; validation?: unknown }, _req, reply) => {
-    const status = err.validation ? 422 : err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
-    return reply.code(status).send({ detail: err.message });
-  });
-  agent.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+  agent.setErrorHandler(httpErrorHandler({ plain: true }));
+  agent.setNotFoundHandler(noRouteHandler);
   // Fencing: a call from a manager with a lower epoch than one already seen comes from a superseded leader.
   agent.addHook('onRequest', async (req, reply) => {
     const raw = req.headers[EPOCH_HEADER];
@@ -267,7 +265,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   });
 
   const ingress = Fastify({ bodyLimit: settings.WEBHOOK_MAX_BODY_BYTES }) as unknown as FastifyInstance;
-  ingress.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+  ingress.setErrorHandler(httpErrorHandler({ log, logMessage: 'ingress request failed', bodyLimit: () => settings.WEBHOOK_MAX_BODY_BYTES }));
+  ingress.setNotFoundHandler(noRouteHandler);
   await ingress.register(async (scope) => webhookRoutes(scope, { settings, webhooks }));
 
   let stopping: Promise<void> | undefined;

@@ -5,6 +5,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Cron } from 'croner';
 import { loadPipelineText } from '../config/load.js';
+import { HttpError } from '../core/http-errors.js';
 import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { RunProgress } from '../engine/runner.js';
@@ -28,9 +29,9 @@ import { createHash, randomUUID } from 'node:crypto';
 export type PipelineStatus = 'running' | 'stopped' | 'scheduled' | 'error' | 'queued';
 
 /** Thrown for requests the manager refuses; the API maps `status` to the HTTP code. */
-export class ManagerError extends Error {
+export class ManagerError extends HttpError {
   constructor(readonly status: 400 | 404 | 409 | 422 | 503, message: string) {
-    super(message);
+    super(({ 400: 'HTTP_PIPELINE_INVALID', 404: 'HTTP_PIPELINE_NOT_FOUND', 409: 'HTTP_PIPELINE_CONFLICT', 422: 'HTTP_INVALID', 503: 'HTTP_NO_WORKER' } as const)[status], message);
   }
 }
 

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, type Dirent } from 'node:fs';
 import fs from 'node:fs/promises';
 import { basename, delimiter, dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { httpError } from '../core/http-errors.js';
 import type { Settings } from '../settings.js';
 import { readJsonFile, writeFileDurably } from '../util/durable.js';
 import { compileMibs, sourceLimitFailure, type MibSource } from './compiler.js';
@@ -41,14 +42,6 @@ export interface MibSourceWatch {
   inWork(file: string | undefined, text?: string): void;
   /** Forgets the notes of sources that are gone or changed. */
   keepOnly(sources: { file: string; text: string }[]): void;
-}
-
-/** A 4xx the routes pass on as `{detail}` with `status`. */
-export class MibStoreError extends Error {
-  override name = 'MibStoreError';
-  constructor(message: string, readonly status: number) {
-    super(message);
-  }
 }
 
 export interface UploadFile {
@@ -209,7 +202,7 @@ const isSourceName = (name: string) => !name.startsWith('.') && hasExt(name) && 
 /** Group name check (400 with what is allowed). */
 export function checkGroup(group: string): string {
   if (!GROUP_NAME.test(group) || group.startsWith('bundled')) {
-    throw new MibStoreError(`source group '${group}' is not allowed: use 1-64 letters, digits, '.', '_' or '-' (not starting with 'bundled', which names the read-only sources)`, 400);
+    throw httpError('HTTP_MIB_UPLOAD_INVALID', `source group '${group}' is not allowed: use 1-64 letters, digits, '.', '_' or '-' (not starting with 'bundled', which names the read-only sources)`);
   }
   return group;
 }
@@ -218,7 +211,7 @@ export function checkGroup(group: string): string {
 export function splitStorePath(p: string): { group: string; file: string } {
   const parts = p.split('/');
   if (p.includes('\\') || p.includes('\0') || parts.length !== 2 || parts.some((x) => x === '' || x === '.' || x === '..')) {
-    throw new MibStoreError(`path '${p}' escapes the MIB store or is not a source path: give '<group>/<file>' as listed in source_inventory`, 400);
+    throw httpError('HTTP_MIB_UPLOAD_INVALID', `path '${p}' escapes the MIB store or is not a source path: give '<group>/<file>' as listed in source_inventory`);
   }
   return { group: parts[0]!, file: parts[1]! };
 }
@@ -386,7 +379,7 @@ export class MibStore {
       // reload and start again. (Other compile errors are stored and listed as failed, as before.)
       const { paths: uploaded, trial } = await this.trialCompile(files, group, opts.mode);
       const over = trial.failed.filter((f) => f.limit && uploaded.has(f.file));
-      if (over.length) throw new MibStoreError(`nothing was stored: ${over.map((f) => `${f.file}${f.module ? ` (${f.module})` : ''}: ${f.errors.find((e) => e.limit)?.message ?? f.limit}`).join('; ')}`, 422);
+      if (over.length) throw httpError('HTTP_MIB_OVER_LIMIT', `nothing was stored: ${over.map((f) => `${f.file}${f.module ? ` (${f.module})` : ''}: ${f.errors.find((e) => e.limit)?.message ?? f.limit}`).join('; ')}`);
       const dir = join(this.opts.sourceDir, group);
       const paths: string[] = [];
       const created: string[] = [];
@@ -503,8 +496,8 @@ export class MibStore {
         await this.writeSource(join(this.opts.sourceDir, group), name, found.data);
         paths.push(`${group}/${name}`);
       }
-      if (!paths.length && failures.length) throw new MibStoreError(failures.join('; '), 502);
-      if (!paths.length) throw new MibStoreError(notFound.join('; '), 404);
+      if (!paths.length && failures.length) throw httpError('HTTP_MIB_REPOSITORY_FAILED', failures.join('; '));
+      if (!paths.length) throw httpError('HTTP_MIB_NOT_FOUND', notFound.join('; '));
       await this.compile(await this.listSources());
       return { ...this.counted(this.resultFor(paths)), not_found: names.filter((n) => !this.state.byName.has(n) && notFound.some((m) => m.startsWith(`${n}:`))) };
     }));
@@ -516,7 +509,7 @@ export class MibStore {
       try {
         return { path: p, name: src.file, data: readFileSync(src.abs) };
       } catch (e) {
-        throw new MibStoreError(`cannot read ${p}: ${(e as Error).message}`, 404);
+        throw httpError('HTTP_MIB_NOT_FOUND', `cannot read ${p}: ${(e as Error).message}`);
       }
     });
   }
@@ -529,7 +522,7 @@ export class MibStore {
       const removed: string[] = [];
       // A bundled path refuses the whole batch before anything is removed.
       const ro = this.state.sources.find((s) => s.bundled && paths.includes(s.path));
-      if (ro) throw new MibStoreError(`${ro.path} is a read-only bundled source (from ${dirname(ro.abs)}); upload a module of the same name to shadow it instead`, 403);
+      if (ro) throw httpError('HTTP_MIB_SOURCE_READ_ONLY', `${ro.path} is a read-only bundled source (from ${dirname(ro.abs)}); upload a module of the same name to shadow it instead`);
       for (const p of paths) {
         const src = this.state.sources.find((s) => s.path === p);
         if (!src) {
@@ -605,24 +598,24 @@ export class MibStore {
   private source(p: string): SourceFile {
     splitStorePath(p);
     const src = this.state.sources.find((s) => s.path === p);
-    if (!src) throw new MibStoreError(`no MIB source ${p}: see source_inventory in GET /api/mibs/status for the stored paths`, 404);
+    if (!src) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB source ${p}: see source_inventory in GET /api/mibs/status for the stored paths`);
     return src;
   }
 
   private checkUpload(files: UploadFile[]) {
-    if (!files.length) throw new MibStoreError('no files: send one or more MIB sources as files[] (.mib, .txt, .my or no extension)', 400);
+    if (!files.length) throw httpError('HTTP_MIB_UPLOAD_INVALID', 'no files: send one or more MIB sources as files[] (.mib, .txt, .my or no extension)');
     const seen = new Set<string>();
     for (const f of files) {
-      if (/[\x00-\x1f\x7f]/.test(f.name)) throw new MibStoreError(`file name ${JSON.stringify(f.name)} has control characters: give a plain file name`, 400);
+      if (/[\x00-\x1f\x7f]/.test(f.name)) throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name ${JSON.stringify(f.name)} has control characters: give a plain file name`);
       const bytes = Buffer.byteLength(f.name);
-      if (bytes > FILE_NAME_BYTES) throw new MibStoreError(`file name '${f.name}' is ${bytes} bytes in UTF-8; a MIB source name may have at most ${FILE_NAME_BYTES}`, 400);
-      if (!FILE_NAME.test(f.name) || f.name.includes('..') || f.name.startsWith('.')) throw new MibStoreError(`file name '${f.name}' escapes the MIB store or is hidden: give a plain file name`, 400);
-      if (!hasExt(f.name)) throw new MibStoreError(`${f.name}: a MIB source must end in .mib, .txt or .my (or have no extension)`, 415);
+      if (bytes > FILE_NAME_BYTES) throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name '${f.name}' is ${bytes} bytes in UTF-8; a MIB source name may have at most ${FILE_NAME_BYTES}`);
+      if (!FILE_NAME.test(f.name) || f.name.includes('..') || f.name.startsWith('.')) throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name '${f.name}' escapes the MIB store or is hidden: give a plain file name`);
+      if (!hasExt(f.name)) throw httpError('HTTP_MIB_UPLOAD_TYPE', `${f.name}: a MIB source must end in .mib, .txt or .my (or have no extension)`);
       // The upload's own limit, or the compiler's when that is lower.
       const max = Math.min(MIB_MAX_FILE_BYTES, this.limits.maxSourceBytes);
-      if (f.data.length > max) throw new MibStoreError(`${f.name} is ${f.data.length} bytes; a MIB source may have at most ${max}${max < MIB_MAX_FILE_BYTES ? ` (${MIB_LIMIT_SETTINGS.maxSourceBytes})` : ''}`, 413);
-      if (!f.data.length) throw new MibStoreError(`${f.name} is empty`, 400);
-      if (seen.has(f.name)) throw new MibStoreError(`${f.name} is given twice in one upload`, 400);
+      if (f.data.length > max) throw httpError('HTTP_BODY_TOO_LARGE', `${f.name} is ${f.data.length} bytes; a MIB source may have at most ${max}${max < MIB_MAX_FILE_BYTES ? ` (${MIB_LIMIT_SETTINGS.maxSourceBytes})` : ''}`);
+      if (!f.data.length) throw httpError('HTTP_MIB_UPLOAD_INVALID', `${f.name} is empty`);
+      if (seen.has(f.name)) throw httpError('HTTP_MIB_UPLOAD_INVALID', `${f.name} is given twice in one upload`);
       seen.add(f.name);
     }
   }
@@ -633,8 +626,8 @@ export class MibStore {
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       // A name the file system refuses is the request's fault, not the folder's.
-      if (err.code === 'ENAMETOOLONG' || err.code === 'EINVAL') throw new MibStoreError(`cannot store ${name}: the file system refuses the name (${err.code}); give a shorter plain file name`, 400);
-      throw new MibStoreError(`cannot store ${name} in ${dir} (${err.code ?? err.message}): set SVC_MIB_SOURCE_DIR to a writable directory`, 503);
+      if (err.code === 'ENAMETOOLONG' || err.code === 'EINVAL') throw httpError('HTTP_MIB_UPLOAD_INVALID', `cannot store ${name}: the file system refuses the name (${err.code}); give a shorter plain file name`);
+      throw httpError('HTTP_MIB_STORE_UNWRITABLE', `cannot store ${name} in ${dir} (${err.code ?? err.message}): set SVC_MIB_SOURCE_DIR to a writable directory`);
     }
   }
 

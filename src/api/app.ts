@@ -8,7 +8,7 @@ import { installAuth } from '../auth/guard.js';
 import { traceRequests } from '../observability/tracing.js';
 import { isDatabaseUnavailable } from '../store/index.js';
 import type { ApiDeps } from './deps.js';
-import { httpErrorHandler, httpErrorWith, noRouteHandler } from '../core/http-errors.js';
+import { httpErrorHandler, httpErrorWith, noRouteHandler, sendHttpError } from '../core/http-errors.js';
 import { SCHEMA_MAX_BYTES } from '../schemas/store.js';
 import aiRoutes from './routes/ai.js';
 import alertRoutes from './routes/alerts.js';
@@ -69,8 +69,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
             : `check that the ${engine} server in SVC_DB_URL is running and accepts connections`;
         const reason = err.message || (err as { code?: string }).code || err.name;
         deps.log.warn({ err: reason, url: req.url }, 'database unavailable');
-        const e = httpErrorWith({ 'retry-after': '5' }, 'HTTP_DATABASE_UNAVAILABLE', reason, check);
-        reply.code(e.statusCode).headers(e.headers).send({ detail: e.message });
+        sendHttpError(reply, httpErrorWith({ 'retry-after': '5' }, 'HTTP_DATABASE_UNAVAILABLE', reason, check));
         return true;
       },
     }),
@@ -110,6 +109,6 @@ function refuseOnStandby(app: FastifyInstance, cluster: NonNullable<ApiDeps['clu
     // waits for one); the rest of the API once it is ready.
     if (l.ready || (l.leader && path.startsWith('/api/internal/'))) return;
     const who = l.holder ? `the leader is ${l.holder} (epoch ${l.epoch})` : 'no leader is known yet';
-    return reply.code(503).header('retry-after', '3').send({ detail: `this manager is a standby: ${who}; send requests to the leader (the Service does, since a standby is not ready)` });
+    return sendHttpError(reply, httpErrorWith({ 'retry-after': '3' }, 'HTTP_STANDBY', who));
   });
 }

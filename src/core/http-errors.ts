@@ -26,10 +26,15 @@ export const HTTP_ERRORS = {
   HTTP_UNSUPPORTED_MEDIA_TYPE: entry(415, '%s', 'A content type the route does not take (multipart uploads, JSON, pipeline YAML as text/plain or application/yaml).'),
   HTTP_DATABASE_UNAVAILABLE: entry(503, 'database unavailable: %s; %s, then retry (GET /api/ready answers 200 once it is back)', 'The database cannot be reached; the request was not carried out and may be retried (`Retry-After: 5`).'),
   HTTP_INTERNAL: entry(500, 'internal error: %s', 'An unexpected failure of the daemon (a bug): the message is logged with its stack.'),
+  HTTP_STANDBY: entry(503, 'this manager is a standby: %s; send requests to the leader (the Service does, since a standby is not ready)', 'A standby manager refuses the API until it leads and is ready (`Retry-After: 3`).'),
+  HTTP_UI_NOT_BUILT: entry(404, 'the web UI is not built: no index.html in %s (run npm run build, or set SVC_UI_DIR)', 'The web UI is not built or SVC_UI_DIR names no UI.'),
+  HTTP_REDOC_MISSING: entry(404, '%s', 'ReDoc (/redoc) is not installed beside the package; the Swagger UI at /docs shows the same API.'),
   HTTP_BAD_REQUEST: entry(400, '%s', 'A request that cannot be carried out as sent (see the message for what to change).'),
   HTTP_INVALID: entry(422, '%s', 'A request field with a value the route does not take, beyond what its schema checks (an OID, a host, a date, a v3 user ...).'),
 
-  // Logins and sessions.
+  // Logins, sessions, API keys and rate limits.
+  HTTP_API_KEY_INVALID: entry(401, '%s', 'The API key (X-API-Key) or session token is missing, wrong or sent as a query parameter.'),
+  HTTP_RATE_LIMITED: entry(429, '%s', 'Too many requests from this client (SVC_RATE_LIMIT per SVC_RATE_LIMIT_WINDOW): wait the `Retry-After` seconds.'),
   HTTP_NOT_LOGGED_IN: entry(401, 'not logged in: %s', 'The API needs a bearer session token or an API key and the request has neither (`WWW-Authenticate: Bearer`).'),
   HTTP_SESSION_INVALID: entry(401, '%s', 'The session token is invalid, expired or unknown: log in again.'),
   HTTP_LOGIN_FAILED: entry(401, '%s', 'Wrong username or password.'),
@@ -56,6 +61,16 @@ export const HTTP_ERRORS = {
   HTTP_DLQ_EXPRESSION_INVALID: entry(422, 'set: %s', 'A `set` expression of a replay that does not compile.'),
   HTTP_TRANSFORMS_STATELESS: entry(404, '%s', 'Stateful transforms are disabled on this node (SVC_STATEFUL_TRANSFORMS=0).'),
   HTTP_TRANSFORM_STATE_INVALID: entry(400, '%s', 'A transform state that names no stateful transform of the pipeline, or that is not usable.'),
+
+  // Webhooks and the cluster's workers.
+  HTTP_WEBHOOK_NOT_FOUND: entry(404, 'no webhook source is registered for /webhooks/%s', 'No running webhook source serves this path.'),
+  HTTP_WEBHOOK_UNAUTHORIZED: entry(401, 'missing or wrong bearer token: send Authorization: Bearer <secret of the webhook source>', 'The webhook source needs its bearer secret.'),
+  HTTP_WEBHOOK_REFUSED: entry(400, 'the body for /webhooks/%s was refused: %s', 'A body the webhook source cannot take (a remote-write body that is not snappy protobuf): the sender drops it.'),
+  HTTP_WEBHOOK_UNAVAILABLE: entry(503, '%s', 'The body could not be stored, or the queue of the path is full: retry after `Retry-After` seconds.'),
+  HTTP_EPOCH_INVALID: entry(400, '%s must be a non-negative integer', 'A call to a worker with an epoch header that is not a non-negative integer.'),
+  HTTP_EPOCH_SUPERSEDED: entry(409, 'epoch %s is lower than %s: this manager is no longer the leader', 'A call to a worker from a manager that is no longer the leader (fencing).'),
+  HTTP_WORKER_UNAVAILABLE: entry(503, '%s', 'The worker is shutting down, or cannot sync the schemas and MIBs the run needs from the manager.'),
+  HTTP_RUN_NOT_ACTIVE: entry(404, '%s', 'No active run of this id or pipeline on the worker.'),
 
   // Plugins, connectors, schemas, AI assist.
   HTTP_PLUGIN_NOT_FOUND: entry(404, '%s', 'No plugin of this kind and key.'),
@@ -150,7 +165,7 @@ export function validationDetail(err: FastifyError): string {
 /** The one error handler: catalog errors, validation errors, Fastify's 4xx and unexpected errors, each as `{detail}`. */
 export function httpErrorHandler(opts: ErrorHandlerOptions = {}) {
   return (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof HttpError) return reply.code(err.statusCode).headers(err.headers).send({ detail: err.message });
+    if (err instanceof HttpError) return sendHttpError(reply, err);
     if (err.validation) return reply.code(HTTP_ERRORS.HTTP_VALIDATION.status).send({ detail: opts.plain ? err.message : validationDetail(err) });
     if (err.statusCode && err.statusCode < 500) {
       const detail =
@@ -166,6 +181,11 @@ export function httpErrorHandler(opts: ErrorHandlerOptions = {}) {
     opts.log?.error({ err: err.message, stack: err.stack, url: req.url }, opts.logMessage ?? 'request failed');
     return reply.code(HTTP_ERRORS.HTTP_INTERNAL.status).send({ detail: fill(HTTP_ERRORS.HTTP_INTERNAL.message, [err.message]) });
   };
+}
+
+/** Answers `err` at once, as the handler would (hooks and routes that reply rather than throw). */
+export function sendHttpError(reply: FastifyReply, err: HttpError) {
+  return reply.code(err.statusCode).headers(err.headers).send({ detail: err.message });
 }
 
 /** The one not-found handler: `{detail: "no route for GET /path"}`. */

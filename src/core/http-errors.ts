@@ -3,7 +3,7 @@
 // the status it is answered with and its message template (`%s` takes the throw site's words).
 // docs/api-errors.md is generated from it, and a test checks both ways that every code is
 // documented and every documented code is in the catalog. Every error body is `{detail}` (spec doc
-// 2 section 7); the code is on the thrown error (and in the logs), not in the body.
+// 2 section 7); the code is on the thrown error (`err.code`), not in the body.
 //
 // core/ is below every other folder: this file imports nothing from src/.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';

@@ -28,7 +28,7 @@ import { createHash, randomUUID } from 'node:crypto';
 
 export type PipelineStatus = 'running' | 'stopped' | 'scheduled' | 'error' | 'queued';
 
-/** Thrown for requests the manager refuses; the API maps `status` to the HTTP code. */
+/** Thrown for requests the manager refuses: its `status` picks the HTTP error catalog's code (core/http-errors.ts). */
 export class ManagerError extends HttpError {
   constructor(readonly status: 400 | 404 | 409 | 422 | 503, message: string) {
     super(({ 400: 'HTTP_PIPELINE_INVALID', 404: 'HTTP_PIPELINE_NOT_FOUND', 409: 'HTTP_PIPELINE_CONFLICT', 422: 'HTTP_INVALID', 503: 'HTTP_NO_WORKER' } as const)[status], message);

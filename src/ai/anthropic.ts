@@ -1,6 +1,7 @@
 // Anthropic messages (POST {base}/v1/messages with `x-api-key` and `anthropic-version`). The
 // system prompt is the top-level `system` field; `max_tokens` is required by the API.
-import { AiError, joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
+import { httpError } from '../core/http-errors.js';
+import { joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
 
 export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 export const ANTHROPIC_DEFAULT_MODEL = 'claude-sonnet-4-5';
@@ -27,7 +28,7 @@ export function anthropicProvider(o: ProviderOptions): Provider {
         .filter((b) => b?.type === 'text' && typeof b.text === 'string')
         .map((b) => b.text as string)
         .join('');
-      if (!text.trim()) throw new AiError(502, `anthropic answered without text (stop_reason ${res.stop_reason ?? 'none'})`);
+      if (!text.trim()) throw httpError('HTTP_AI_PROVIDER_FAILED', `anthropic answered without text (stop_reason ${res.stop_reason ?? 'none'})`);
       return text;
     },
   };

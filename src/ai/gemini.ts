@@ -1,6 +1,7 @@
 // Google Gemini generateContent (POST {base}/v1beta/models/{model}:generateContent with
 // `x-goog-api-key`). The system prompt is `systemInstruction`; the model's turns have role `model`.
-import { AiError, joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
+import { httpError } from '../core/http-errors.js';
+import { joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
 
 export const GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
 export const GEMINI_DEFAULT_MODEL = 'gemini-2.5-flash';
@@ -30,7 +31,7 @@ export function geminiProvider(o: ProviderOptions): Provider {
         .join('');
       if (!text.trim()) {
         const why = res.promptFeedback?.blockReason ? `blocked: ${res.promptFeedback.blockReason}` : `finishReason ${cand?.finishReason ?? 'none'}`;
-        throw new AiError(502, `gemini answered without text (${why})`);
+        throw httpError('HTTP_AI_PROVIDER_FAILED', `gemini answered without text (${why})`);
       }
       return text;
     },

@@ -7,10 +7,9 @@ import type { Settings } from '../settings.js';
 import { anthropicProvider } from './anthropic.js';
 import { geminiProvider } from './gemini.js';
 import { openaiProvider } from './openai.js';
-import { AiError, type Provider, type ProviderName, type ProviderOptions } from './provider.js';
+import { HttpError, httpError } from '../core/http-errors.js';
+import type { Provider, ProviderName, ProviderOptions } from './provider.js';
 import { explain, generate, type Suggestion } from './suggest.js';
-
-export { AiError } from './provider.js';
 
 const PROVIDERS: Record<ProviderName, (o: ProviderOptions) => Provider> = { openai: openaiProvider, anthropic: anthropicProvider, gemini: geminiProvider };
 
@@ -24,7 +23,7 @@ export interface SuggestRequest {
 
 export interface AiAssist {
   status(): AiStatus;
-  /** The suggestion's text; throws AiError (503 off, 502 provider, 422 no valid pipeline). */
+  /** The suggestion's text; throws the catalog's HTTP_AI_OFF (503), HTTP_AI_PROVIDER_FAILED (502) or HTTP_AI_NO_PIPELINE (422). */
   suggest(req: SuggestRequest): Promise<string>;
 }
 
@@ -42,17 +41,17 @@ export function aiAssist(settings: AiSettings, log: Logger): AiAssist {
     status: () => (provider ? { available: true, provider: provider.name, model: provider.model } : { available: false }),
 
     async suggest(req) {
-      if (!provider) throw new AiError(503, 'AI assist is off: set SVC_AI_API_KEY (and SVC_AI_PROVIDER, SVC_AI_MODEL, SVC_AI_BASE_URL as needed) and restart');
+      if (!provider) throw httpError('HTTP_AI_OFF', 'AI assist is off: set SVC_AI_API_KEY (and SVC_AI_PROVIDER, SVC_AI_MODEL, SVC_AI_BASE_URL as needed) and restart');
       const started = Date.now();
       const what = { mode: req.mode, provider: provider.name, model: provider.model, prompt_chars: req.prompt.length, yaml_chars: req.yaml?.length ?? 0 };
       let s: Suggestion;
       try {
         s = req.mode === 'generate' ? await generate(provider, req.prompt, req.yaml, opts) : await explain(provider, req.prompt, req.yaml ?? '', opts);
       } catch (e) {
-        const err = e instanceof AiError ? e : new AiError(502, `${provider.name}: ${(e as Error).message}`);
+        const err = e instanceof HttpError ? e : httpError('HTTP_AI_PROVIDER_FAILED', `${provider.name}: ${(e as Error).message}`);
         const detail = redact(err.message);
-        log.warn({ ...what, status: err.status, ms: Date.now() - started, err: detail.split('\n')[0] }, 'AI suggestion failed');
-        throw new AiError(err.status, detail);
+        log.warn({ ...what, status: err.statusCode, ms: Date.now() - started, err: detail.split('\n')[0] }, 'AI suggestion failed');
+        throw new HttpError(err.code, detail);
       }
       log.info({ ...what, calls: s.calls, ms: Date.now() - started }, 'AI suggestion');
       return redact(s.result);

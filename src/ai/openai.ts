@@ -1,7 +1,8 @@
 // OpenAI-style chat completions (POST {base}/chat/completions, `Authorization: Bearer`), the
 // default provider. The same request reaches servers that speak it with SVC_AI_BASE_URL: Ollama
 // (http://localhost:11434/v1), vLLM (http://host:8000/v1), LiteLLM, Azure-style gateways.
-import { AiError, joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
+import { httpError } from '../core/http-errors.js';
+import { joinUrl, postJson, vendorMessage, type ChatRequest, type Provider, type ProviderOptions } from './provider.js';
 
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 export const OPENAI_DEFAULT_MODEL = 'gpt-4.1-mini';
@@ -28,7 +29,7 @@ export function openaiProvider(o: ProviderOptions): Provider {
       const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: any) => (typeof p?.text === 'string' ? p.text : '')).join('') : '';
       if (!text.trim()) {
         const why = choice?.message?.refusal ?? (choice?.finish_reason ? `finish_reason ${choice.finish_reason}` : 'no choices');
-        throw new AiError(502, `openai answered without text (${why})`);
+        throw httpError('HTTP_AI_PROVIDER_FAILED', `openai answered without text (${why})`);
       }
       return text;
     },

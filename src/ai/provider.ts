@@ -1,6 +1,7 @@
 // What every AI provider module implements (one chat turn: a system prompt and the messages so far,
 // answered with text), and the one HTTP call they share: JSON over fetch with a bounded wait, a
-// bounded answer, and the vendor's error message turned into an AiError.
+// bounded answer, and the vendor's error message turned into an HTTP error of the catalog (HTTP_AI_*).
+import { HttpError, httpError } from '../core/http-errors.js';
 
 export type ProviderName = 'openai' | 'anthropic' | 'gemini';
 
@@ -17,7 +18,7 @@ export interface ChatRequest {
 export interface Provider {
   readonly name: ProviderName;
   readonly model: string;
-  /** The model's text answer; throws AiError (502) when the provider fails or does not answer in time. */
+  /** The model's text answer; throws HTTP_AI_PROVIDER_FAILED (502) when the provider fails or does not answer in time. */
   complete(req: ChatRequest): Promise<string>;
 }
 
@@ -28,14 +29,6 @@ export interface ProviderOptions {
   /** SVC_AI_BASE_URL without a trailing slash, or the vendor's endpoint. */
   baseUrl: string;
   timeoutMs: number;
-}
-
-/** A failure of AI assist with the HTTP status the API answers: 502 provider, 503 disabled, 422 unusable result. */
-export class AiError extends Error {
-  override name = 'AiError';
-  constructor(readonly status: 422 | 502 | 503, message: string) {
-    super(message);
-  }
 }
 
 /** Largest answer read from a provider: a pipeline or an explanation is a few kB; a runaway server is cut off. */
@@ -50,7 +43,7 @@ export interface PostOptions {
   errorMessage(body: any): string | undefined;
 }
 
-/** POSTs `body` as JSON and returns the parsed JSON answer; every failure is an AiError(502). */
+/** POSTs `body` as JSON and returns the parsed JSON answer; every failure is an HTTP_AI_PROVIDER_FAILED (502). */
 export async function postJson(url: string, body: unknown, o: PostOptions): Promise<any> {
   const seconds = o.timeoutMs / 1000;
   const signal = AbortSignal.timeout(o.timeoutMs);
@@ -61,10 +54,10 @@ export async function postJson(url: string, body: unknown, o: PostOptions): Prom
     text = await readCapped(res);
   } catch (e) {
     const err = e as Error & { cause?: { code?: string; message?: string } };
-    if (err.name === 'TimeoutError' || signal.aborted) throw new AiError(502, `${o.vendor} did not answer within ${seconds} s (SVC_AI_TIMEOUT_SECONDS)`);
-    if (err instanceof AiError) throw err;
+    if (err.name === 'TimeoutError' || signal.aborted) throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} did not answer within ${seconds} s (SVC_AI_TIMEOUT_SECONDS)`);
+    if (err instanceof HttpError) throw err;
     const why = err.cause?.code ?? err.cause?.message ?? err.message;
-    throw new AiError(502, `${o.vendor} is unreachable at ${new URL(url).origin}: ${why}`);
+    throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} is unreachable at ${new URL(url).origin}: ${why}`);
   }
   let json: any;
   try {
@@ -74,9 +67,9 @@ export async function postJson(url: string, body: unknown, o: PostOptions): Prom
   }
   if (!res.ok) {
     const message = (json !== undefined ? o.errorMessage(json) : undefined) ?? (text.trim().slice(0, 300) || res.statusText);
-    throw new AiError(502, `${o.vendor} answered ${res.status}: ${message}`);
+    throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} answered ${res.status}: ${message}`);
   }
-  if (json === undefined || json === null || typeof json !== 'object') throw new AiError(502, `${o.vendor} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+  if (json === undefined || json === null || typeof json !== 'object') throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
   return json;
 }
 
@@ -86,7 +79,7 @@ async function readCapped(res: Response): Promise<string> {
   let size = 0;
   for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
     size += chunk.byteLength;
-    if (size > MAX_ANSWER_BYTES) throw new AiError(502, `the provider's answer is larger than ${MAX_ANSWER_BYTES} bytes`);
+    if (size > MAX_ANSWER_BYTES) throw httpError('HTTP_AI_PROVIDER_FAILED', `the provider's answer is larger than ${MAX_ANSWER_BYTES} bytes`);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');

@@ -6,7 +6,8 @@ import { loadPipelineText, type Registry } from '../config/load.js';
 import { formatDiagnostic, type Diagnostic } from '../config/diagnostics.js';
 import { pluginsUsed, secretMasker } from './mask.js';
 import { explainSystemPrompt, explainUserPrompt, generateSystemPrompt, generateUserPrompt, namedIn, pluginCatalogue, repairPrompt } from './prompt.js';
-import { AiError, type ChatMessage, type Provider } from './provider.js';
+import { httpError } from '../core/http-errors.js';
+import type { ChatMessage, Provider } from './provider.js';
 
 
 export interface SuggestOptions {
@@ -65,9 +66,7 @@ export async function generate(provider: Provider, prompt: string, yaml: string 
 
   const listed = problems.slice(0, MAX_LISTED).map((d) => formatDiagnostic(d));
   const more = problems.length > MAX_LISTED ? `; and ${problems.length - MAX_LISTED} more` : '';
-  throw new AiError(
-    422,
-    `the model's pipeline is still invalid after one repair round: ${listed.join('; ')}${more}. ` +
+  throw httpError('HTTP_AI_NO_PIPELINE', `the model's pipeline is still invalid after one repair round: ${listed.join('; ')}${more}. ` +
       `Rephrase the request (name the source, the formats and the sink), or fix this YAML by hand:\n${result}`,
   );
 }

@@ -1,14 +1,15 @@
 // The REST API (spec doc 2 section 4) as a Fastify app. Every error leaves as `{detail}` with the
 // status of section 7: request validation 422, unknown routes 404, oversized bodies 413.
 import { readFileSync } from 'node:fs';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { installAuth } from '../auth/guard.js';
-import { ManagerError } from '../pipelines/pipeline-manager.js';
 import { traceRequests } from '../observability/tracing.js';
 import { isDatabaseUnavailable } from '../store/index.js';
-import { ApiError, type ApiDeps } from './deps.js';
+import type { ApiDeps } from './deps.js';
+import { httpErrorHandler, httpErrorWith, noRouteHandler, sendHttpError } from '../core/http-errors.js';
+import { SCHEMA_MAX_BYTES } from '../schemas/store.js';
 import aiRoutes from './routes/ai.js';
 import alertRoutes from './routes/alerts.js';
 import authRoutes from './routes/auth.js';
@@ -51,43 +52,29 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.addContentTypeParser(['text/plain', 'application/yaml', 'application/x-yaml', 'text/yaml'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
   const bodyLimitOf = (url: string) =>
-    url.startsWith('/webhooks/') ? settings.WEBHOOK_MAX_BODY_BYTES : url.startsWith('/api/internal/transform-state/') ? settings.STATE_MAX_BYTES : API_BODY_LIMIT;
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    if (err.validation) {
-      const where = err.validationContext ?? 'request';
-      const detail = err.validation.map((v) => `${where}${v.instancePath ? v.instancePath.replace(/\//g, '.') : ''} ${v.message ?? 'is invalid'}`).join('; ');
-      return reply.code(422).send({ detail });
-    }
-    if (err instanceof ApiError) return reply.code(err.statusCode).headers(err.headers).send({ detail: err.message });
-    if (err instanceof ManagerError) return reply.code(err.status).send({ detail: err.message });
-    if (err.statusCode && err.statusCode < 500) {
-      const detail =
-        err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-          ? `request body is larger than the limit of ${bodyLimitOf(req.url)} bytes`
-          : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-            ? `unsupported content type '${req.headers['content-type']}': send JSON, or pipeline YAML as text/plain or application/yaml`
-            : err.message;
-      return reply.code(err.statusCode).send({ detail });
-    }
-    if (isDatabaseUnavailable(err)) {
-      // Connection-level failure (server down, connection dropped, file locked): the request was
-      // not carried out and may be retried; not a bug of the request or of the daemon.
-      const engine = deps.store.engine;
-      const check =
-        engine === 'sqlite'
-          ? 'check that the SQLite file (SVC_DB_PATH) is readable and not locked by another process'
-          : `check that the ${engine} server in SVC_DB_URL is running and accepts connections`;
-      const reason = err.message || (err as { code?: string }).code || err.name;
-      deps.log.warn({ err: reason, url: req.url }, 'database unavailable');
-      return reply
-        .code(503)
-        .header('retry-after', '5')
-        .send({ detail: `database unavailable: ${reason}; ${check}, then retry (GET /api/ready answers 200 once it is back)` });
-    }
-    deps.log.error({ err: err.message, stack: err.stack, url: req.url }, 'request failed');
-    return reply.code(500).send({ detail: `internal error: ${err.message}` });
-  });
-  app.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+    url.startsWith('/webhooks/') ? settings.WEBHOOK_MAX_BODY_BYTES : url.startsWith('/api/internal/transform-state/') ? settings.STATE_MAX_BYTES : /^\/api\/schemas\/registry([/?]|$)/.test(url) ? SCHEMA_MAX_BYTES : API_BODY_LIMIT;
+  app.setErrorHandler(
+    httpErrorHandler({
+      log: deps.log,
+      bodyLimit: bodyLimitOf,
+      mediaTypeHint: (type) => `unsupported content type '${type}': send JSON, or pipeline YAML as text/plain or application/yaml`,
+      unexpected(err, req, reply) {
+        if (!isDatabaseUnavailable(err)) return false;
+        // Connection-level failure (server down, connection dropped, file locked): the request was
+        // not carried out and may be retried; not a bug of the request or of the daemon.
+        const engine = deps.store.engine;
+        const check =
+          engine === 'sqlite'
+            ? 'check that the SQLite file (SVC_DB_PATH) is readable and not locked by another process'
+            : `check that the ${engine} server in SVC_DB_URL is running and accepts connections`;
+        const reason = err.message || (err as { code?: string }).code || err.name;
+        deps.log.warn({ err: reason, url: req.url }, 'database unavailable');
+        sendHttpError(reply, httpErrorWith({ 'retry-after': '5' }, 'HTTP_DATABASE_UNAVAILABLE', reason, check));
+        return true;
+      },
+    }),
+  );
+  app.setNotFoundHandler(noRouteHandler);
 
   await app.register(swagger, {
     openapi: {
@@ -122,6 +109,6 @@ function refuseOnStandby(app: FastifyInstance, cluster: NonNullable<ApiDeps['clu
     // waits for one); the rest of the API once it is ready.
     if (l.ready || (l.leader && path.startsWith('/api/internal/'))) return;
     const who = l.holder ? `the leader is ${l.holder} (epoch ${l.epoch})` : 'no leader is known yet';
-    return reply.code(503).header('retry-after', '3').send({ detail: `this manager is a standby: ${who}; send requests to the leader (the Service does, since a standby is not ready)` });
+    return sendHttpError(reply, httpErrorWith({ 'retry-after': '3' }, 'HTTP_STANDBY', who));
   });
 }

@@ -32,10 +32,3 @@ export interface ApiDeps {
   /** Manager mode (SVC_MODE=manager): the workers and the executor that dispatches to them. */
   cluster?: ClusterDeps;
 }
-
-/** Error body of every API error: `{detail}` (spec doc 2 section 7). */
-export class ApiError extends Error {
-  constructor(readonly statusCode: number, message: string, readonly headers: Record<string, string> = {}) {
-    super(message);
-  }
-}

@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
+import { httpError, sendHttpError } from '../core/http-errors.js';
 import type { Logger } from '../observability/log.js';
 
 export const REDOC_SCRIPT_PATH = '/docs/redoc.standalone.js';
@@ -71,16 +72,16 @@ export function serveRedoc(app: FastifyInstance, opts: { log: Logger }) {
   const missing = `ReDoc is not installed: no ${BUNDLE} in dist/redoc or node_modules/redoc/bundles (npm run build copies it); the Swagger UI at /docs shows the same API`;
   if (!dir) opts.log.info('/redoc not served: ' + missing);
   app.get('/redoc', hidden, async (_req, reply) => {
-    if (!dir) return reply.code(404).send({ detail: missing });
+    if (!dir) return sendHttpError(reply, httpError('HTTP_REDOC_MISSING', missing));
     // The page is tiny and names the bundle's current version: never cached.
     return reply.header('cache-control', 'no-cache').header('content-security-policy', REDOC_CSP).type('text/html; charset=utf-8').send(page(load(dir).version));
   });
   app.get(REDOC_SCRIPT_PATH, hidden, async (_req, reply) => {
-    if (!dir) return reply.code(404).send({ detail: missing });
+    if (!dir) return sendHttpError(reply, httpError('HTTP_REDOC_MISSING', missing));
     return reply.header('cache-control', IMMUTABLE).type('text/javascript; charset=utf-8').send(load(dir).js);
   });
   app.get(`/docs/${LICENSE}`, hidden, async (_req, reply) => {
-    if (!dir || !existsSync(join(dir, LICENSE))) return reply.code(404).send({ detail: `no ${LICENSE} beside the ReDoc bundle` });
+    if (!dir || !existsSync(join(dir, LICENSE))) return sendHttpError(reply, httpError('HTTP_REDOC_MISSING', `no ${LICENSE} beside the ReDoc bundle`));
     return reply.type('text/plain; charset=utf-8').send(readFileSync(join(dir, LICENSE)));
   });
 }

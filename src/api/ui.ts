@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import fastifyStatic from '@fastify/static';
+import { httpError, sendHttpError } from '../core/http-errors.js';
 import type { Logger } from '../observability/log.js';
 import { BUNDLED_UI_DIR } from '../settings.js';
 
@@ -65,7 +66,7 @@ export async function serveUi(app: FastifyInstance, opts: { dir: string; log: Lo
         // Read per response: a rebuilt UI is picked up without a restart, and the file is small.
         html = await readFile(index, 'utf8');
       } catch {
-        return reply.code(404).send({ detail: `the web UI is not built: no index.html in ${dir} (run npm run build, or set SVC_UI_DIR)` });
+        return sendHttpError(reply, httpError('HTTP_UI_NOT_BUILT', dir));
       }
       const nonce = randomBytes(16).toString('base64');
       securityHeaders(reply, nonce);

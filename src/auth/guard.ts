@@ -20,6 +20,7 @@
 // applies, so encodings the router accepts cannot slip a protected route past the checks.
 import { posix } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HttpError, sendHttpError, type HttpErrorCode } from '../core/http-errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
 import { safeEqual } from './compare.js';
@@ -122,8 +123,7 @@ export function installAuth(app: FastifyInstance, opts: InstallAuthOptions): { l
     return Object.keys(q).some((k) => QUERY_KEY_NAMES.includes(k.toLowerCase()));
   };
 
-  const refuse = (reply: FastifyReply, status: number, detail: string, headers: Record<string, string> = {}) =>
-    reply.code(status).headers(headers).send({ detail });
+  const refuse = (reply: FastifyReply, code: HttpErrorCode, detail: string, headers: Record<string, string> = {}) => sendHttpError(reply, new HttpError(code, detail, headers));
 
   app.addHook('onRequest', async (request, reply) => {
     const views = [classifyPath(canonicalPath(request.url))];
@@ -135,7 +135,7 @@ export function installAuth(app: FastifyInstance, opts: InstallAuthOptions): { l
       if (!r.allowed) {
         return refuse(
           reply,
-          429,
+          'HTTP_RATE_LIMITED',
           `rate limit exceeded: at most ${limiter.max} requests per ${limiter.windowMs / 1000} seconds per client (SVC_RATE_LIMIT, SVC_RATE_LIMIT_WINDOW); retry after ${r.retryAfterSeconds} seconds`,
           { 'retry-after': String(r.retryAfterSeconds) },
         );
@@ -153,7 +153,7 @@ export function installAuth(app: FastifyInstance, opts: InstallAuthOptions): { l
           else if (token !== undefined) detail = 'invalid or expired session token: log in again with POST /api/auth/login, or send the X-API-Key header';
           else if (keyInQuery(request)) detail = 'the API key is not accepted as a query parameter: send it in the X-API-Key header';
           else detail = 'missing X-API-Key header: send the key configured in SVC_API_KEY, or log in with POST /api/auth/login and send Authorization: Bearer <token>';
-          return refuse(reply, 401, detail);
+          return refuse(reply, 'HTTP_API_KEY_INVALID', detail);
         }
       }
     }
@@ -164,7 +164,7 @@ export function installAuth(app: FastifyInstance, opts: InstallAuthOptions): { l
         if (mode === 'enforce') {
           return refuse(
             reply,
-            401,
+            'HTTP_API_KEY_INVALID',
             key === 'missing'
               ? 'missing X-API-Key header: internal endpoints need the key configured in SVC_API_KEY (session tokens are not accepted here)'
               : 'invalid X-API-Key header: it does not match the key configured in SVC_API_KEY',

@@ -11,6 +11,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import webhookRoutes from '../engine/webhook-routes.js';
 import { installAuth } from '../auth/guard.js';
+import { httpError, httpErrorHandler, noRouteHandler, sendHttpError } from '../core/http-errors.js';
 import { loadPipelineText } from '../config/load.js';
 import { formatDiagnostic } from '../config/diagnostics.js';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
@@ -190,18 +191,15 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
 
   const agent = Fastify({ bodyLimit: 4 << 20 }) as unknown as FastifyInstance;
   installAuth(agent, { settings, log });
-  agent.setErrorHandler((err: Error & { statusCode?: number; validation?: unknown }, _req, reply) => {
-    const status = err.validation ? 422 : err.statusCode && err.statusCode < 500 ? err.statusCode : 500;
-    return reply.code(status).send({ detail: err.message });
-  });
-  agent.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+  agent.setErrorHandler(httpErrorHandler({ plain: true }));
+  agent.setNotFoundHandler(noRouteHandler);
   // Fencing: a call from a manager with a lower epoch than one already seen comes from a superseded leader.
   agent.addHook('onRequest', async (req, reply) => {
     const raw = req.headers[EPOCH_HEADER];
     if (raw === undefined || req.url === '/agent/health') return;
     const epoch = Number(raw);
-    if (!Number.isInteger(epoch) || epoch < 0) return reply.code(400).send({ detail: `${EPOCH_HEADER} must be a non-negative integer` });
-    if (epoch < highestEpoch) return reply.code(409).send({ detail: `epoch ${epoch} is lower than ${highestEpoch}: this manager is no longer the leader` });
+    if (!Number.isInteger(epoch) || epoch < 0) return sendHttpError(reply, httpError('HTTP_EPOCH_INVALID', EPOCH_HEADER));
+    if (epoch < highestEpoch) return sendHttpError(reply, httpError('HTTP_EPOCH_SUPERSEDED', epoch, highestEpoch));
     highestEpoch = epoch;
   });
 
@@ -233,24 +231,24 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     const existing = runs.get(body.run_id);
     if (existing) return reply.code(200).send({ run_id: body.run_id, status: 'running', worker_id: workerId, config_sha256: existing.configSha256 });
     if (finished.has(body.run_id)) return reply.code(200).send({ run_id: body.run_id, status: 'finished', outcome: finished.get(body.run_id), worker_id: workerId });
-    if (draining) return reply.code(503).send({ detail: `worker ${workerId} is shutting down and takes no new runs` });
+    if (draining) return sendHttpError(reply, httpError('HTTP_WORKER_UNAVAILABLE', `worker ${workerId} is shutting down and takes no new runs`));
     if (manager.configured && needsManagerFiles(body.yaml)) {
       try {
         const r = await syncFromManager({ managerUrl: manager.url, dataDir, apiKey: call.apiKey, log });
         if (r.changed) log.info({ run_id: body.run_id, changed: r.changed }, 'schemas and MIBs synced from the manager');
       } catch (e) {
-        return reply.code(503).send({ detail: `worker ${workerId}: ${errorMessage(e)}` });
+        return sendHttpError(reply, httpError('HTTP_WORKER_UNAVAILABLE', `worker ${workerId}: ${errorMessage(e)}`));
       }
     }
     // Expanded here, with this worker's environment and SVC_CONFIG_ENV_ALLOW: the manager sends the YAML as written.
     const loaded = loadPipelineText(body.yaml, { statefulTransforms: settings.STATEFUL_TRANSFORMS, envAllow: settings.CONFIG_ENV_ALLOW });
     if (!loaded.config) {
       const errs = loaded.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d));
-      return reply.code(400).send({ detail: `invalid pipeline: ${errs.join('; ')}` });
+      return sendHttpError(reply, httpError('HTTP_PIPELINE_INVALID', `invalid pipeline: ${errs.join('; ')}`));
     }
     const config = loaded.config;
     const busy = [...runs.values()].find((r) => r.pipeline === config.name);
-    if (busy) return reply.code(409).send({ detail: `pipeline '${config.name}' already runs here as ${busy.runId}` });
+    if (busy) return sendHttpError(reply, httpError('HTTP_PIPELINE_CONFLICT', `pipeline '${config.name}' already runs here as ${busy.runId}`));
     const run = startRun(body.run_id, config, body.yaml, body.flush ?? false);
     return reply.code(202).send({ run_id: run.runId, status: 'started', worker_id: workerId, config_sha256: run.configSha256 });
   });
@@ -258,18 +256,19 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   const StopBody = Type.Object({ run_id: Type.Optional(Type.String()), pipeline: Type.Optional(Type.String()) });
   agent.post('/agent/stop', { schema: { body: StopBody } }, async (req, reply) => {
     const { run_id, pipeline } = req.body as { run_id?: string; pipeline?: string };
-    if (!run_id && !pipeline) return reply.code(422).send({ detail: 'send run_id or pipeline' });
+    if (!run_id && !pipeline) return sendHttpError(reply, httpError('HTTP_INVALID', 'send run_id or pipeline'));
     const hit = [...runs.values()].filter((r) => (run_id ? r.runId === run_id : r.pipeline === pipeline));
     if (hit.length === 0) {
       if (run_id && finished.has(run_id)) return { stopped: [], finished: [run_id] };
-      return reply.code(404).send({ detail: `no active run ${run_id ? `'${run_id}'` : `of pipeline '${pipeline}'`} on worker ${workerId}` });
+      return sendHttpError(reply, httpError('HTTP_RUN_NOT_ACTIVE', `no active run ${run_id ? `'${run_id}'` : `of pipeline '${pipeline}'`} on worker ${workerId}`));
     }
     for (const r of hit) r.stop.abort();
     return { stopped: hit.map((r) => r.runId) };
   });
 
   const ingress = Fastify({ bodyLimit: settings.WEBHOOK_MAX_BODY_BYTES }) as unknown as FastifyInstance;
-  ingress.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+  ingress.setErrorHandler(httpErrorHandler({ log, logMessage: 'ingress request failed', bodyLimit: () => settings.WEBHOOK_MAX_BODY_BYTES }));
+  ingress.setNotFoundHandler(noRouteHandler);
   await ingress.register(async (scope) => webhookRoutes(scope, { settings, webhooks }));
 
   let stopping: Promise<void> | undefined;

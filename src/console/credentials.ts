@@ -6,17 +6,13 @@ import { join } from 'node:path';
 import type { Logger } from '../observability/log.js';
 import { hashPassword, parseAuthUsers, verifyPassword } from '../auth/passwords.js';
 import { readJsonFile, writeFileDurably } from '../util/durable.js';
+import { httpError } from '../core/http-errors.js';
 
 interface Stored {
   /** username -> scrypt hash */
   users: Record<string, string>;
 }
 
-export class CredentialError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
 
 export const MIN_PASSWORD_LENGTH = 8;
 
@@ -66,10 +62,10 @@ export class ConsoleCredentials {
 
   /** Changes a user's password (and optionally name) after checking the current password. */
   async rotate(username: string, current: string, next: string, newUsername?: string): Promise<string> {
-    if (!(await this.verify(username, current))) throw new CredentialError(401, 'current password is wrong');
-    if (next.length < MIN_PASSWORD_LENGTH) throw new CredentialError(400, `new password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+    if (!(await this.verify(username, current))) throw httpError('HTTP_PASSWORD_WRONG', 'current password is wrong');
+    if (next.length < MIN_PASSWORD_LENGTH) throw httpError('HTTP_PASSWORD_CHANGE_INVALID', `new password must be at least ${MIN_PASSWORD_LENGTH} characters`);
     const name = newUsername?.trim() || username;
-    if (name !== username && this.users.has(name)) throw new CredentialError(409, `user '${name}' already exists`);
+    if (name !== username && this.users.has(name)) throw httpError('HTTP_USER_EXISTS', name);
     const hash = await hashPassword(next);
     this.users.delete(username);
     this.users.set(name, hash);

@@ -3,7 +3,7 @@
 // and benchmark tool: held in memory only, not resumed when the console restarts. Decisions:
 // docs/console.md (Agent fleet).
 import { isIP } from 'node:net';
-import { ApiError } from '../api/deps.js';
+import { httpError } from '../core/http-errors.js';
 import { Fleet, MAX_FLEET_AGENTS, type FleetAgentInfo } from '../snmp/fleet.js';
 import { makeUser } from '../snmp/usm.js';
 import { SnmpInputError } from '../snmp/values.js';
@@ -61,16 +61,16 @@ export class FleetService {
       fast_share: input.fast_share ?? 0.1,
       v3_users: (input.v3_users ?? []).map((u) => ({ ...u })),
     };
-    if (!isIP(cfg.host)) throw new ApiError(422, `host "${cfg.host}" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)`);
+    if (!isIP(cfg.host)) throw httpError('HTTP_INVALID', `host "${cfg.host}" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)`);
     const names = new Set<string>();
     const users = cfg.v3_users.map((u, i) => {
-      if (names.has(u.username)) throw new ApiError(422, `v3_users[${i}]: user "${u.username}" is listed twice`);
+      if (names.has(u.username)) throw httpError('HTTP_INVALID', `v3_users[${i}]: user "${u.username}" is listed twice`);
       names.add(u.username);
       const user = { name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key };
       try {
         makeUser(user);
       } catch (e) {
-        throw new ApiError(422, `v3_users[${i}]: ${(e as Error).message}`);
+        throw httpError('HTTP_INVALID', `v3_users[${i}]: ${(e as Error).message}`);
       }
       return user;
     });
@@ -93,14 +93,14 @@ export class FleetService {
       });
       return { cfg, fleet };
     } catch (e) {
-      if (e instanceof SnmpInputError) throw new ApiError(422, e.message);
+      if (e instanceof SnmpInputError) throw httpError('HTTP_INVALID', e.message);
       throw e;
     }
   }
 
   /** 409 while one runs (or starts or stops); bind errors: 409 port in use, 403 privileged port, 400 foreign address. */
   async start(input: FleetInput, defaultHost: string): Promise<void> {
-    if (this.run.state === 'running') throw new ApiError(409, 'a fleet is already running; stop it first (DELETE /api/simulator/fleet)');
+    if (this.run.state === 'running') throw httpError('HTTP_SERVICE_STATE', 'a fleet is already running; stop it first (DELETE /api/simulator/fleet)');
     const { cfg, fleet } = this.normalize(input, defaultHost);
     await this.run.start(async () => {
       this.config = cfg;
@@ -150,7 +150,7 @@ export class FleetService {
   /** The agents of the running fleet, `offset` and `limit` as given; 409 when none runs. */
   agents(offset: number, limit: number): { agents: ReturnType<typeof agentView>[]; total: number } {
     const f = this.run.state === 'running' ? this.fleet : undefined;
-    if (!f) throw new ApiError(409, 'no fleet is running; start one with POST /api/simulator/fleet');
+    if (!f) throw httpError('HTTP_SERVICE_STATE', 'no fleet is running; start one with POST /api/simulator/fleet');
     const out = [];
     for (let i = offset; i < Math.min(f.size, offset + limit); i++) out.push(agentView(f.agent(i)));
     return { agents: out, total: f.size };

@@ -3,11 +3,11 @@
 // daemon's API; the OpenAPI document is at /docs. Decisions: docs/console.md.
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import websocket from '@fastify/websocket';
-import { ApiError } from '../api/deps.js';
+import { httpError, httpErrorHandler, noRouteHandler } from '../core/http-errors.js';
 import { serveUi } from '../api/ui.js';
 import type { Logger } from '../observability/log.js';
 import type { Settings } from '../settings.js';
@@ -109,22 +109,13 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
     ajv: { customOptions: { allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: false } },
   }) as unknown as FastifyInstance;
 
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    if (err.validation) {
-      const where = err.validationContext ?? 'request';
-      return reply.code(422).send({ detail: err.validation.map((v) => `${where}${v.instancePath.replace(/\//g, '.')} ${v.message ?? 'is invalid'}`).join('; ') });
-    }
-    if (err instanceof ApiError) return reply.code(err.statusCode).headers(err.headers).send({ detail: err.message });
-    if (err.statusCode && err.statusCode < 500) return reply.code(err.statusCode).send({ detail: err.message });
-    deps.log.error({ err: err.message, stack: err.stack, url: req.url }, 'console request failed');
-    return reply.code(500).send({ detail: `internal error: ${err.message}` });
-  });
+  app.setErrorHandler(httpErrorHandler({ log: deps.log, logMessage: 'console request failed' }));
   // An empty body sent as application/json (clients that always set the header, e.g. on
   // POST /api/simulator/stop) is no body, not a 400; routes that need a body still say so (422).
   const json = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => (body === '' ? done(null, null) : json(req, body as string, done)));
-  app.setNotFoundHandler((req, reply) => reply.code(404).send({ detail: `no route for ${req.method} ${req.url.split('?')[0]}` }));
+  app.setNotFoundHandler(noRouteHandler);
 
   // Every /api route but the open ones needs X-Auth-Token (the WebSocket checks its token itself).
   // Decided by the matched route pattern, not the raw URL: the router decodes `/%61pi/...` to an
@@ -133,7 +124,7 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
     const route = req.routeOptions.url;
     if (route === undefined || !route.startsWith('/api/') || CONSOLE_OPEN_PATHS.has(route)) return;
     const s = deps.sessions.check(req.headers['x-auth-token'] as string | undefined);
-    if (!s) throw new ApiError(401, 'missing, expired or unknown X-Auth-Token: log in with POST /api/settings/login');
+    if (!s) throw httpError('HTTP_SESSION_INVALID', 'missing, expired or unknown X-Auth-Token: log in with POST /api/settings/login');
     sessionsByReq.set(req, s);
   });
 

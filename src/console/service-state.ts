@@ -2,7 +2,7 @@
 // shown there): stopped -> starting -> running -> stopping -> stopped, and error when a start
 // fails (port in use, no privilege) or the socket dies. From error a start (or restart) is allowed.
 // Every transition is pushed as a `status` message.
-import { ApiError } from '../api/deps.js';
+import { httpError } from '../core/http-errors.js';
 
 export type RunStateName = 'stopped' | 'starting' | 'running' | 'stopping' | 'error';
 
@@ -39,8 +39,8 @@ export class RunState {
    * or in a transition.
    */
   async start(start: () => Promise<void>): Promise<void> {
-    if (this.name === 'running') throw new ApiError(409, `the ${this.what} is already running; stop it first${this.runningHint}`);
-    if (this.name === 'starting' || this.name === 'stopping') throw new ApiError(409, `the ${this.what} is ${this.name}; try again in a moment`);
+    if (this.name === 'running') throw httpError('HTTP_SERVICE_STATE', `the ${this.what} is already running; stop it first${this.runningHint}`);
+    if (this.name === 'starting' || this.name === 'stopping') throw httpError('HTTP_SERVICE_STATE', `the ${this.what} is ${this.name}; try again in a moment`);
     this.set('starting');
     try {
       await start();
@@ -53,7 +53,7 @@ export class RunState {
 
   /** Runs `stop` through stopping -> stopped; stopping a stopped service is a no-op, from error it clears the error. */
   async stop(stop: () => Promise<void>): Promise<void> {
-    if (this.name === 'starting' || this.name === 'stopping') throw new ApiError(409, `the ${this.what} is ${this.name}; try again in a moment`);
+    if (this.name === 'starting' || this.name === 'stopping') throw httpError('HTTP_SERVICE_STATE', `the ${this.what} is ${this.name}; try again in a moment`);
     if (this.name !== 'running') {
       if (this.name === 'error') this.set('stopped');
       return;

@@ -4,7 +4,7 @@
 // activity log kept in a ring buffer and pushed over the WebSocket. Decisions: docs/console.md (Simulator).
 import { isIP } from 'node:net';
 import { join } from 'node:path';
-import { ApiError } from '../api/deps.js';
+import { httpError } from '../core/http-errors.js';
 import { SnmpAgent, type ActivityEntry, type BulkLimits, type OidOverride } from '../snmp/agent.js';
 import type { Settings } from '../settings.js';
 import { engineIdFrom } from '../snmp/udp.js';
@@ -65,7 +65,7 @@ const NOT_SERVABLE = new Set(['Null', 'NoSuchObject', 'NoSuchInstance', 'EndOfMi
 
 /** Validates overrides; 422 naming the index (0-based, as in the request) and the OID. Returns them with OIDs normalised. */
 export function checkOverrides(list: OidOverride[]): OidOverride[] {
-  if (list.length > MAX_OVERRIDES) throw new ApiError(422, `at most ${MAX_OVERRIDES} overrides, got ${list.length}`);
+  if (list.length > MAX_OVERRIDES) throw httpError('HTTP_INVALID', `at most ${MAX_OVERRIDES} overrides, got ${list.length}`);
   const seen = new Map<string, number>();
   return list.map((o, i) => {
     try {
@@ -78,7 +78,7 @@ export function checkOverrides(list: OidOverride[]): OidOverride[] {
       return { oid, type: o.type, value: o.value };
     } catch (e) {
       if (!(e instanceof SnmpInputError)) throw e;
-      throw new ApiError(422, `overrides[${i}] (${String(o.oid)}): ${e.message}`);
+      throw httpError('HTTP_INVALID', `overrides[${i}] (${String(o.oid)}): ${e.message}`);
     }
   });
 }
@@ -153,18 +153,18 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
       engine_id: input.engine_id ? input.engine_id.replace(/^0x/i, '').toLowerCase() : null,
       v3_users: (input.v3_users ?? []).map((u) => ({ ...u })),
     };
-    if (!isIP(cfg.host)) throw new ApiError(422, `host "${cfg.host}" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)`);
-    if (cfg.write_community !== null && cfg.write_community === cfg.community) throw new ApiError(422, 'write_community must differ from community (the read community would be allowed to SET)');
+    if (!isIP(cfg.host)) throw httpError('HTTP_INVALID', `host "${cfg.host}" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)`);
+    if (cfg.write_community !== null && cfg.write_community === cfg.community) throw httpError('HTTP_INVALID', 'write_community must differ from community (the read community would be allowed to SET)');
     if (cfg.engine_id !== null) {
       try {
         engineIdFrom(cfg.engine_id);
       } catch (e) {
-        throw new ApiError(422, `engine_id: ${(e as Error).message}`);
+        throw httpError('HTTP_INVALID', `engine_id: ${(e as Error).message}`);
       }
     }
     const names = new Set<string>();
     cfg.v3_users.forEach((u, i) => {
-      if (names.has(u.username)) throw new ApiError(422, `v3_users[${i}]: user "${u.username}" is listed twice`);
+      if (names.has(u.username)) throw httpError('HTTP_INVALID', `v3_users[${i}]: user "${u.username}" is listed twice`);
       names.add(u.username);
       this.user(u, i);
     });
@@ -175,7 +175,7 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
     try {
       return makeUser({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key });
     } catch (e) {
-      throw new ApiError(422, `v3_users[${i}]: ${(e as Error).message}`);
+      throw httpError('HTTP_INVALID', `v3_users[${i}]: ${(e as Error).message}`);
     }
   }
 

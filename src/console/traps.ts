@@ -4,7 +4,7 @@
 // trap/inform sender. Decisions where doc 1 says "not shown": docs/console.md (Traps).
 import { isIP } from 'node:net';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { ApiError } from '../api/deps.js';
+import { HttpError, httpError } from '../core/http-errors.js';
 import type { MibIndex, MibNode } from '../mib/mib-index.js';
 import type { SnmpVersion } from '../snmp/message.js';
 import { TrapReceiver, type DropKind, type TrapEvent } from '../snmp/trap-receiver.js';
@@ -150,13 +150,13 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
       engine_id: input.engine_id ?? null,
       v3_users: (input.v3_users ?? []).map((u) => ({ ...u })),
     };
-    if (!isIP(cfg.host)) throw new ApiError(422, `host "${cfg.host}" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)`);
-    if (cfg.v3_users.length > MAX_RECEIVER_USERS) throw new ApiError(422, `at most ${MAX_RECEIVER_USERS} v3_users, got ${cfg.v3_users.length}`);
+    if (!isIP(cfg.host)) throw httpError('HTTP_INVALID', `host "${cfg.host}" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)`);
+    if (cfg.v3_users.length > MAX_RECEIVER_USERS) throw httpError('HTTP_INVALID', `at most ${MAX_RECEIVER_USERS} v3_users, got ${cfg.v3_users.length}`);
     const hex = (h: string, what: string) => {
       try {
         return engineIdFrom(h).toString('hex');
       } catch (e) {
-        throw new ApiError(422, `${what}: ${(e as Error).message}`);
+        throw httpError('HTTP_INVALID', `${what}: ${(e as Error).message}`);
       }
     };
     if (cfg.engine_id !== null) cfg.engine_id = hex(cfg.engine_id, 'engine_id');
@@ -164,13 +164,13 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
     for (const [i, u] of cfg.v3_users.entries()) {
       if (u.engine_id !== undefined) u.engine_id = hex(u.engine_id, `v3_users[${i}].engine_id`);
       const key = `${u.username}\0${u.engine_id ?? ''}`;
-      if (seen.has(key)) throw new ApiError(422, `v3_users[${i}]: user "${u.username}"${u.engine_id ? ` for engine ${u.engine_id}` : ''} is listed twice`);
+      if (seen.has(key)) throw httpError('HTTP_INVALID', `v3_users[${i}]: user "${u.username}"${u.engine_id ? ` for engine ${u.engine_id}` : ''} is listed twice`);
       seen.add(key);
       try {
         // Derives (and caches) the passphrase keys: about a millisecond each.
         makeUser({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key });
       } catch (e) {
-        throw new ApiError(422, `v3_users[${i}]: ${(e as Error).message}`);
+        throw httpError('HTTP_INVALID', `v3_users[${i}]: ${(e as Error).message}`);
       }
       if (i % 16 === 15) await yieldToLoop();
     }
@@ -278,18 +278,18 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
     const trapOid = resolveOidInput(req.oid, ix, 'oid');
     const varbinds = (req.varbinds ?? []).map((v, i) => varbindFromInput(v, i, ix));
     const user = v3User(req, version);
-    if (inform && version === '1') throw new ApiError(422, 'SNMPv1 has no informs; use version "2c" or "3"');
+    if (inform && version === '1') throw httpError('HTTP_INVALID', 'SNMPv1 has no informs; use version "2c" or "3"');
     let engineId: string | undefined;
     if (req.engine_id !== undefined) {
       try {
         engineId = engineIdFrom(req.engine_id).toString('hex');
       } catch (e) {
-        throw new ApiError(422, `engine_id: ${(e as Error).message}`);
+        throw httpError('HTTP_INVALID', `engine_id: ${(e as Error).message}`);
       }
     }
     const uptime = req.uptime ?? Math.floor(process.uptime() * 100) >>> 0;
     const agentAddr = req.agent_addr ?? '127.0.0.1';
-    if (isIP(agentAddr) !== 4) throw new ApiError(422, `agent_addr "${agentAddr}" is not an IPv4 address`);
+    if (isIP(agentAddr) !== 4) throw httpError('HTTP_INVALID', `agent_addr "${agentAddr}" is not an IPv4 address`);
     const host = await resolveHost(req.target);
     const started = performance.now();
     let acknowledged: boolean | undefined;
@@ -299,7 +299,7 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
     } catch (e) {
       ctx.stats.inc('traps', 'send_errors');
       const err = peerError(e, { host: req.target, port, version, timeoutMs, retries, what: 'a trap receiver' });
-      if (err instanceof ApiError && err.statusCode === 504) throw new ApiError(504, `inform not acknowledged: ${err.message}`);
+      if (err instanceof HttpError && err.statusCode === 504) throw httpError('HTTP_SNMP_TIMEOUT', `inform not acknowledged: ${err.message}`);
       throw err;
     }
     ctx.stats.inc('traps', 'sent');
@@ -337,7 +337,7 @@ function varbindFromInput(v: { oid: string; type?: string; value?: unknown }, i:
   let type = v.type;
   if (type === undefined) {
     type = node ? TYPE_OF_BASE[node.syntax!.base] : undefined;
-    if (!type) throw new ApiError(422, `varbinds[${i}] (${r.symbolic}): give a type; the loaded MIBs do not define this object's syntax`);
+    if (!type) throw httpError('HTTP_INVALID', `varbinds[${i}] (${r.symbolic}): give a type; the loaded MIBs do not define this object's syntax`);
   }
   let value = v.value;
   const enums = node?.syntax?.enums;
@@ -347,7 +347,7 @@ function varbindFromInput(v: { oid: string; type?: string; value?: unknown }, i:
   try {
     return makeVarBind(oid, type, value);
   } catch (e) {
-    if (e instanceof SnmpInputError) throw new ApiError(422, `varbinds[${i}] (${r.symbolic}): ${e.message}`);
+    if (e instanceof SnmpInputError) throw httpError('HTTP_INVALID', `varbinds[${i}] (${r.symbolic}): ${e.message}`);
     throw e;
   }
 }

@@ -6,7 +6,7 @@
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { Type } from '@sinclair/typebox';
-import { ApiError } from '../api/deps.js';
+import { HttpError } from '../core/http-errors.js';
 import { engineIdFrom, MAX_ENGINE_BOOTS, type UdpService } from '../snmp/udp.js';
 import { readJsonFile, writeFileDurably } from '../util/durable.js';
 import type { ServiceContext } from './service-context.js';
@@ -155,7 +155,7 @@ export abstract class PersistentUdpService<C extends UdpServiceConfig, S extends
         this.onStarted();
       });
     } catch (e) {
-      if (persist && !(e instanceof ApiError)) {
+      if (persist && !(e instanceof HttpError)) {
         // A failed start is not something to resume.
         this.persisted.resume = false;
         await this.saveState();

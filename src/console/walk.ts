@@ -2,7 +2,7 @@
 // sender (OID input, v3 users, host resolution, peer errors). Values are shown by
 // src/mib/varbinds.ts. Decisions where doc 1 says "not shown": docs/console.md (Walker).
 import { lookup } from 'node:dns/promises';
-import { ApiError } from '../api/deps.js';
+import { httpError } from '../core/http-errors.js';
 import { OidSyntaxError, type MibIndex } from '../mib/mib-index.js';
 import { describeVarBind, groupVarBinds, netSnmpLine, netSnmpValue, type Grouped } from '../mib/varbinds.js';
 import type { SnmpVersion } from '../snmp/message.js';
@@ -54,32 +54,32 @@ export function resolveOidInput(text: string, ix: MibIndex | undefined, what: st
     try {
       return parseOid(s, what, true);
     } catch (e) {
-      throw new ApiError(422, (e as Error).message);
+      throw httpError('HTTP_INVALID', (e as Error).message);
     }
   }
   let r;
   try {
     r = ix?.toNumeric(s);
   } catch (e) {
-    if (e instanceof OidSyntaxError) throw new ApiError(422, `${what} "${text}": ${e.message}`);
+    if (e instanceof OidSyntaxError) throw httpError('HTTP_INVALID', `${what} "${text}": ${e.message}`);
     throw e;
   }
-  if (!r) throw new ApiError(422, `${what} "${text}" is neither a numeric OID nor a name known to the loaded MIBs (GET /api/mibs/browse/search finds names)`);
+  if (!r) throw httpError('HTTP_INVALID', `${what} "${text}" is neither a numeric OID nor a name known to the loaded MIBs (GET /api/mibs/browse/search finds names)`);
   return r.oid;
 }
 
 /** The USM user of a v3 request; 422 when fields are missing or wrong. */
 export function v3User(req: SnmpV3Fields, version: SnmpVersion): UsmUserConfig | undefined {
   if (version !== '3') {
-    if (req.username) throw new ApiError(422, `username is for SNMPv3; set version "3" (or leave username out for ${version === '1' ? 'SNMPv1' : 'SNMPv2c'})`);
+    if (req.username) throw httpError('HTTP_INVALID', `username is for SNMPv3; set version "3" (or leave username out for ${version === '1' ? 'SNMPv1' : 'SNMPv2c'})`);
     return undefined;
   }
-  if (!req.username) throw new ApiError(422, 'SNMPv3 needs username (and auth_protocol/auth_key, priv_protocol/priv_key for authNoPriv/authPriv)');
+  if (!req.username) throw httpError('HTTP_INVALID', 'SNMPv3 needs username (and auth_protocol/auth_key, priv_protocol/priv_key for authNoPriv/authPriv)');
   const cfg: UsmUserConfig = { name: req.username, authProtocol: req.auth_protocol, authKey: req.auth_key, privProtocol: req.priv_protocol, privKey: req.priv_key };
   try {
     makeUser(cfg);
   } catch (e) {
-    throw new ApiError(422, (e as Error).message);
+    throw httpError('HTTP_INVALID', (e as Error).message);
   }
   return cfg;
 }
@@ -94,7 +94,7 @@ export async function resolveHost(host: string): Promise<string> {
     ]);
     return r.address;
   } catch (e) {
-    throw new ApiError(400, `cannot resolve host "${host}" (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give an IP address or a resolvable name`);
+    throw httpError('HTTP_HOST_UNRESOLVED', `cannot resolve host "${host}" (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give an IP address or a resolvable name`);
   } finally {
     clearTimeout(timer);
   }
@@ -110,16 +110,16 @@ export function peerError(e: unknown, where: { host: string; port: number; versi
   const at = `${where.host}:${where.port}`;
   const creds = where.version === '3' ? 'the SNMPv3 user name, protocols and keys are right' : 'the community string is right';
   if (e instanceof SnmpTimeoutError) {
-    if (/port unreachable/.test(e.message)) return new ApiError(502, `nothing listens on udp ${at} (ICMP port unreachable); check the host and port`);
-    return new ApiError(504, `no response from ${at} (SNMPv${where.version}) within ${where.timeoutMs} ms per attempt, ${where.retries + 1} attempts (timeout_ms ${where.timeoutMs}, retries ${where.retries}); check that ${where.what} runs there, that UDP is not filtered and that ${creds}`);
+    if (/port unreachable/.test(e.message)) return httpError('HTTP_SNMP_UNREACHABLE', `nothing listens on udp ${at} (ICMP port unreachable); check the host and port`);
+    return httpError('HTTP_SNMP_TIMEOUT', `no response from ${at} (SNMPv${where.version}) within ${where.timeoutMs} ms per attempt, ${where.retries + 1} attempts (timeout_ms ${where.timeoutMs}, retries ${where.retries}); check that ${where.what} runs there, that UDP is not filtered and that ${creds}`);
   }
   if (e instanceof SnmpResponseError) {
     const hint = /refused the request/.test(e.message) ? `; check that ${creds}` : '';
-    return new ApiError(502, `${e.message}${hint}`);
+    return httpError('HTTP_SNMP_AGENT_ERROR', `${e.message}${hint}`);
   }
-  if (e instanceof SnmpInputError) return new ApiError(e.statusCode === 400 ? 422 : e.statusCode, e.message);
+  if (e instanceof SnmpInputError) return e.statusCode === 400 ? httpError('HTTP_INVALID', e.message) : e; // its own 4xx status: the handler answers it
   const code = (e as NodeJS.ErrnoException).code;
-  if (code && UNREACHABLE.has(code)) return new ApiError(502, `cannot reach udp ${at}: ${code}`);
+  if (code && UNREACHABLE.has(code)) return httpError('HTTP_SNMP_UNREACHABLE', `cannot reach udp ${at}: ${code}`);
   return e as Error;
 }
 
@@ -167,7 +167,7 @@ export class Walker {
     const ix = useMibs || format === 'grouped' || !/^\.?[\d.]+$/.test(req.oid ?? '1') ? ctx.mibs.index() : undefined;
     const oid = resolveOidInput(req.oid ?? DEFAULT_WALK_OID, ix, 'oid');
     const user = v3User(req, version);
-    if (this.running >= MAX_CONCURRENT_WALKS) throw new ApiError(429, `${MAX_CONCURRENT_WALKS} walks are already running; try again when one finishes`);
+    if (this.running >= MAX_CONCURRENT_WALKS) throw httpError('HTTP_SERVICE_BUSY', `${MAX_CONCURRENT_WALKS} walks are already running; try again when one finishes`);
     this.running++;
     const started = performance.now();
     let vbs: VarBind[];

@@ -3,6 +3,7 @@
 // checked-in pages differ from what the schemas say.
 import { Kind, type TObject, type TSchema } from '@sinclair/typebox';
 import { CODES } from '../config/diagnostics.js';
+import { HTTP_ERRORS } from '../core/http-errors.js';
 import { Pipeline, Schedule, SinkCommon } from '../config/pipeline-schema.js';
 import { typeOf } from '../config/schema-errors.js';
 import { registry } from '../plugins/registry.js';
@@ -97,6 +98,16 @@ function errorsPage(): string {
   ].join('\n\n') + '\n';
 }
 
+function apiErrorsPage(): string {
+  const rows = Object.entries(HTTP_ERRORS).map(([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.meaning)} |`);
+  return [
+    GENERATED,
+    '# HTTP errors',
+    'Every error the pipeline API (`svc serve`), the operator console and a worker\'s ingress answer has the body `{"detail": "..."}`: one sentence that says what is wrong and what to do. Each comes from one catalog (src/core/http-errors.ts) of stable codes; the code is the error\'s stable name (`code` of the thrown error), the status the HTTP status of the answer.',
+    ['| Code | Status | Meaning |', '|---|---|---|', ...rows].join('\n'),
+  ].join('\n\n') + '\n';
+}
+
 function settingsPage(): string {
   // Defaults that depend on the machine are described rather than shown.
   const machine: Record<string, string> = { DB_PATH: '`~/.svc/svc.db`', NODE_ID: 'host name', WORKER_ID: 'host name', AUTH_SECRET: 'random at each start', SMTP_FROM: '`svc@<host name>`', UI_DIR: 'the bundled UI (`dist/ui` of the package)' };
@@ -124,6 +135,7 @@ export function generatedDocs(): Map<string, string> {
   }
   pages.set('pipeline.md', pipelinePage());
   pages.set('errors.md', errorsPage());
+  pages.set('api-errors.md', apiErrorsPage());
   pages.set('settings.md', settingsPage());
   return pages;
 }

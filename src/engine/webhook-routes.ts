@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Settings } from '../settings.js';
 import type { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
+import { httpError, httpErrorWith, sendHttpError } from '../core/http-errors.js';
 
 export default async function webhookRoutes(app: FastifyInstance, deps: { settings: Settings; webhooks: WebhookHub }) {
   // This plugin scope reads every body as bytes; the rest of the API keeps its JSON/YAML parsers.
@@ -17,11 +18,11 @@ export default async function webhookRoutes(app: FastifyInstance, deps: { settin
     const outcome = await deps.webhooks.deliver(path, req.headers.authorization, { body, contentType: req.headers['content-type'], receivedAt: new Date().toISOString() });
     if (typeof outcome === 'object' && 'invalid' in outcome) {
       // Malformed for this source (a remote-write body that is not snappy protobuf): the sender drops it.
-      return reply.code(400).send({ detail: `the body for /webhooks/${path} was refused: ${outcome.invalid}` });
+      return sendHttpError(reply, httpError('HTTP_WEBHOOK_REFUSED', path, outcome.invalid));
     }
     if (typeof outcome === 'object') {
       // The spool logs the failure once per write; the sender retries.
-      return reply.code(503).header('Retry-After', '1').send({ detail: `the body for /webhooks/${path} could not be stored (${outcome.failed}); retry shortly` });
+      return sendHttpError(reply, httpErrorWith({ 'retry-after': '1' }, 'HTTP_WEBHOOK_UNAVAILABLE', `the body for /webhooks/${path} could not be stored (${outcome.failed}); retry shortly`));
     }
     switch (outcome) {
       case 'queued': {
@@ -29,11 +30,11 @@ export default async function webhookRoutes(app: FastifyInstance, deps: { settin
         return status === 204 ? reply.code(204).send() : reply.code(status).send({ status: 'queued' });
       }
       case 'unknown':
-        return reply.code(404).send({ detail: `no webhook source is registered for /webhooks/${path}` });
+        return sendHttpError(reply, httpError('HTTP_WEBHOOK_NOT_FOUND', path));
       case 'unauthorized':
-        return reply.code(401).send({ detail: 'missing or wrong bearer token: send Authorization: Bearer <secret of the webhook source>' });
+        return sendHttpError(reply, httpError('HTTP_WEBHOOK_UNAUTHORIZED'));
       case 'full':
-        return reply.code(503).header('Retry-After', '1').send({ detail: `the queue of /webhooks/${path} is full; retry shortly` });
+        return sendHttpError(reply, httpErrorWith({ 'retry-after': '1' }, 'HTTP_WEBHOOK_UNAVAILABLE', `the queue of /webhooks/${path} is full; retry shortly`));
     }
   });
 }

@@ -5,6 +5,7 @@ import { stringify } from 'csv-stringify/sync';
 import type { MibIndex } from './mib-index.js';
 import type { SourceRow } from './store.js';
 import type { CompiledModule, CompiledNode, CompiledSyntax, NodeKind, Range, SymbolRef } from './types.js';
+import { httpError } from '../core/http-errors.js';
 
 export const EXPORT_FORMATS = ['json', 'csv'] as const;
 export const EXPORT_TYPES = ['catalog', 'summary', 'modules', 'objects', 'notifications'] as const;
@@ -38,13 +39,6 @@ export interface ExportInput {
  */
 export const EXPORT_MAX_MEMBER_CHARS = 64 << 20;
 
-/** A request the export cannot serve: 404 for names that exist nowhere, 422 for names out of scope (or too large). */
-export class ExportError extends Error {
-  override name = 'ExportError';
-  constructor(readonly status: 404 | 422, message: string) {
-    super(message);
-  }
-}
 
 export interface ExportModule {
   module: string | null;
@@ -380,8 +374,8 @@ const toCsv = (rows: Record<string, unknown>[], columns: string[]) => stringify(
 export function buildExport(input: ExportInput, req: ExportRequest = {}): ExportResult {
   const format = req.format ?? 'json';
   const type = req.export_type ?? 'catalog';
-  if (!EXPORT_FORMATS.includes(format)) throw new ExportError(422, `format '${String(format)}' is not one of ${EXPORT_FORMATS.join(', ')}`);
-  if (!EXPORT_TYPES.includes(type)) throw new ExportError(422, `export_type '${String(type)}' is not one of ${EXPORT_TYPES.join(', ')}`);
+  if (!EXPORT_FORMATS.includes(format)) throw httpError('HTTP_MIB_EXPORT_INVALID', `format '${String(format)}' is not one of ${EXPORT_FORMATS.join(', ')}`);
+  if (!EXPORT_TYPES.includes(type)) throw httpError('HTTP_MIB_EXPORT_INVALID', `export_type '${String(type)}' is not one of ${EXPORT_TYPES.join(', ')}`);
   const { index, inventory } = input;
   const filters: ExportFilters = { modules: uniq(req.modules), notifications: uniq(req.notifications), source_groups: uniq(req.source_groups) };
   const byGroups = filters.source_groups.length > 0;
@@ -390,7 +384,7 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
   // ---- check the names: everything wrong in one answer
   const knownGroups = new Set(inventory.map((r) => r.group));
   const badGroups = filters.source_groups.filter((g) => !knownGroups.has(g));
-  if (badGroups.length) throw new ExportError(404, `unknown source group(s): ${badGroups.join(', ')} (known: ${[...knownGroups].sort().join(', ') || 'none'})`);
+  if (badGroups.length) throw httpError('HTTP_MIB_NOT_FOUND', `unknown source group(s): ${badGroups.join(', ')} (known: ${[...knownGroups].sort().join(', ') || 'none'})`);
   const groupRows = byGroups ? inventory.filter((r) => filters.source_groups.includes(r.group)) : [];
 
   const unknownModules: string[] = [];
@@ -422,7 +416,7 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
     const parts = [];
     if (unknownModules.length) parts.push(`unknown module(s): ${unknownModules.join(', ')}`);
     if (unknownNotifications.length) parts.push(`unknown notification(s): ${unknownNotifications.join(', ')}`);
-    throw new ExportError(404, parts.join('; '));
+    throw httpError('HTTP_MIB_NOT_FOUND', parts.join('; '));
   }
   const problems: string[] = [];
   if (malformed.length) problems.push(`notification name(s) not of the form MODULE::name: ${malformed.join(', ')}`);
@@ -432,7 +426,7 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
     if (filters.modules.length && !filters.modules.includes(n.module)) problems.push(`notification ${n.module}::${n.name} is not in the selected module(s) ${filters.modules.join(', ')}`);
     else if (byGroups && !groupRows.some((r) => r.module === n.module && r.status === 'active')) problems.push(`notification ${n.module}::${n.name}: its module is not active in source group(s) ${filters.source_groups.join(', ')}`);
   }
-  if (problems.length) throw new ExportError(422, problems.join('; '));
+  if (problems.length) throw httpError('HTTP_MIB_EXPORT_INVALID', problems.join('; '));
 
   // ---- the module rows in scope
   const moduleScope = filters.modules.length ? new Set(filters.modules) : named.length ? new Set(named.map((n) => n.module)) : undefined;
@@ -470,7 +464,7 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
   let memberChars = 0;
   for (const n of notifications) for (const m of n.members) memberChars += 128 + (m.description?.length ?? 0);
   if (memberChars > EXPORT_MAX_MEMBER_CHARS && (type === 'notifications' || type === 'catalog')) {
-    throw new ExportError(422, `the export's notification members would be about ${Math.ceil(memberChars / (1 << 20))} MiB of text (at most ${EXPORT_MAX_MEMBER_CHARS >> 20} MiB; each member repeats its object's description): narrow it with modules, notifications or source_groups, or export objects or modules only`);
+    throw httpError('HTTP_MIB_EXPORT_INVALID', `the export's notification members would be about ${Math.ceil(memberChars / (1 << 20))} MiB of text (at most ${EXPORT_MAX_MEMBER_CHARS >> 20} MiB; each member repeats its object's description): narrow it with modules, notifications or source_groups, or export objects or modules only`);
   }
   const members = notifications.flatMap(memberRows);
 

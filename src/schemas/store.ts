@@ -6,6 +6,7 @@ import type { Dirent } from 'node:fs';
 import fs from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
 import { writeFileDurably } from '../util/durable.js';
+import { HttpError, httpError } from '../core/http-errors.js';
 
 /** Kinds of schema, inferred from the extension (spec doc 2, "Schema file"). */
 export type SchemaType = 'protobuf' | 'avro' | 'json' | 'xml' | 'yaml' | 'other';
@@ -52,19 +53,10 @@ export interface SchemaFile {
   modified: string;
 }
 
-export class SchemaStoreError extends Error {
-  override name = 'SchemaStoreError';
-  constructor(
-    readonly status: 400 | 404 | 409 | 413,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export const schemaType = (name: string): SchemaType => UPLOAD_EXTENSIONS[extname(name).toLowerCase()] ?? 'other';
 
-const traversal = (what: string, p: string, why: string) => new SchemaStoreError(400, `${what} '${p}' ${why}: path traversal is refused`);
+const traversal = (what: string, p: string, why: string) => httpError('HTTP_SCHEMA_FILE_INVALID', `${what} '${p}' ${why}: path traversal is refused`);
 
 /**
  * The `/`-separated segments of a client path, or a 400 when it could leave the folder. `..` is
@@ -79,9 +71,9 @@ export function relativeSegments(p: string, what = 'schema path'): string[] {
   if (parts.includes('..')) throw traversal(what, p, "climbs with '..'");
   const segs = parts.filter((s) => s !== '' && s !== '.');
   // The name is not echoed: it may be kilobytes long.
-  if (Buffer.byteLength(p) > MAX_PATH_BYTES) throw new SchemaStoreError(400, `${what} is ${Buffer.byteLength(p)} bytes long; at most ${MAX_PATH_BYTES} bytes`);
+  if (Buffer.byteLength(p) > MAX_PATH_BYTES) throw httpError('HTTP_SCHEMA_FILE_INVALID', `${what} is ${Buffer.byteLength(p)} bytes long; at most ${MAX_PATH_BYTES} bytes`);
   const long = segs.find((s) => Buffer.byteLength(s) > MAX_NAME_BYTES);
-  if (long !== undefined) throw new SchemaStoreError(400, `${what} has a name of ${Buffer.byteLength(long)} bytes (${long.slice(0, 16)}...); each folder or file name may have at most ${MAX_NAME_BYTES} bytes`);
+  if (long !== undefined) throw httpError('HTTP_SCHEMA_FILE_INVALID', `${what} has a name of ${Buffer.byteLength(long)} bytes (${long.slice(0, 16)}...); each folder or file name may have at most ${MAX_NAME_BYTES} bytes`);
   return segs;
 }
 
@@ -126,18 +118,18 @@ export class SchemaStore {
   /** The absolute path of an existing file named relative to the folder (400 traversal, 404 missing). */
   async resolveFile(p: string): Promise<string> {
     const segs = relativeSegments(p);
-    if (segs.length === 0) throw new SchemaStoreError(404, `schema file '${p}' not found: name a file under the schema folder`);
+    if (segs.length === 0) throw httpError('HTTP_SCHEMA_FILE_NOT_FOUND', `schema file '${p}' not found: name a file under the schema folder`);
     const full = join(this.dir, ...segs);
     let real: string;
     try {
       real = await fs.realpath(full);
     } catch {
-      throw new SchemaStoreError(404, `schema file '${segs.join('/')}' not found in ${this.dir}`);
+      throw httpError('HTTP_SCHEMA_FILE_NOT_FOUND', `schema file '${segs.join('/')}' not found in ${this.dir}`);
     }
     const root = (await this.realRoot()) ?? this.dir;
     if (!within(root, real)) throw traversal('schema path', p, `is a symlink to ${real}, outside the schema folder`);
     const st = await fs.stat(real);
-    if (!st.isFile()) throw new SchemaStoreError(404, `schema file '${segs.join('/')}' not found: it is a ${st.isDirectory() ? 'directory' : 'special file'}`);
+    if (!st.isFile()) throw httpError('HTTP_SCHEMA_FILE_NOT_FOUND', `schema file '${segs.join('/')}' not found: it is a ${st.isDirectory() ? 'directory' : 'special file'}`);
     return full;
   }
 
@@ -159,9 +151,9 @@ export class SchemaStore {
     checkFilename(filename);
     const dirSegs = relativeSegments(subdir, 'subdir');
     if (dirSegs[0] === RESERVED_TOP_DIR) {
-      throw new SchemaStoreError(400, `subdir '${subdir}' starts with '${RESERVED_TOP_DIR}', which is reserved: /api/schemas/${RESERVED_TOP_DIR}/... is the schema registry proxy`);
+      throw httpError('HTTP_SCHEMA_FILE_INVALID', `subdir '${subdir}' starts with '${RESERVED_TOP_DIR}', which is reserved: /api/schemas/${RESERVED_TOP_DIR}/... is the schema registry proxy`);
     }
-    if (data.length > SCHEMA_MAX_BYTES) throw new SchemaStoreError(413, tooLarge());
+    if (data.length > SCHEMA_MAX_BYTES) throw httpError('HTTP_BODY_TOO_LARGE', tooLarge());
     await fs.mkdir(this.dir, { recursive: true });
     const root = (await this.realRoot()) ?? this.dir;
     const realTarget = await this.makeSubdir(root, dirSegs, subdir);
@@ -170,10 +162,10 @@ export class SchemaStore {
     let replaced = false;
     try {
       const st = await fs.lstat(dest);
-      if (st.isDirectory()) throw new SchemaStoreError(409, `'${[...dirSegs, filename].join('/')}' is a directory in the schema folder; choose another name`);
+      if (st.isDirectory()) throw httpError('HTTP_SCHEMA_FILE_CONFLICT', `'${[...dirSegs, filename].join('/')}' is a directory in the schema folder; choose another name`);
       replaced = true;
     } catch (e) {
-      if (e instanceof SchemaStoreError) throw e;
+      if (e instanceof HttpError) throw e;
     }
     await writeFileDurably(dest, data, 0o644);
     const rel = [...dirSegs, filename].join('/');
@@ -206,7 +198,7 @@ export class SchemaStore {
       }
       if (!within(root, real)) throw traversal('subdir', subdir, `leads through a symlink at '${segs.slice(0, i + 1).join('/')}' to outside the schema folder`);
       const st = await fs.stat(real).catch(() => undefined);
-      if (!st?.isDirectory()) throw new SchemaStoreError(409, `'${segs.slice(0, i + 1).join('/')}' is not a folder in the schema folder; choose another subdir`);
+      if (!st?.isDirectory()) throw httpError('HTTP_SCHEMA_FILE_CONFLICT', `'${segs.slice(0, i + 1).join('/')}' is not a folder in the schema folder; choose another subdir`);
       at = real;
     }
     return at;
@@ -239,13 +231,13 @@ export const tooLarge = () => `schema file is larger than the limit of ${SCHEMA_
 /** An upload's file name: a plain name with an accepted extension. */
 export function checkFilename(name: string): void {
   if (!name || name === '.' || name === '..' || /[\\/\0]/.test(name) || /[\x00-\x1f]/.test(name)) {
-    throw new SchemaStoreError(400, `invalid file name '${name}': give a plain file name, without folders`);
+    throw httpError('HTTP_SCHEMA_FILE_INVALID', `invalid file name '${name}': give a plain file name, without folders`);
   }
-  if (name.startsWith('.')) throw new SchemaStoreError(400, `invalid file name '${name}': hidden names (starting with '.') are not listed and are refused`);
+  if (name.startsWith('.')) throw httpError('HTTP_SCHEMA_FILE_INVALID', `invalid file name '${name}': hidden names (starting with '.') are not listed and are refused`);
   const bytes = Buffer.byteLength(name);
-  if (bytes > MAX_FILENAME_BYTES) throw new SchemaStoreError(400, `file name of ${bytes} bytes (${name.slice(0, 16)}...) is too long: at most ${MAX_FILENAME_BYTES} bytes`);
+  if (bytes > MAX_FILENAME_BYTES) throw httpError('HTTP_SCHEMA_FILE_INVALID', `file name of ${bytes} bytes (${name.slice(0, 16)}...) is too long: at most ${MAX_FILENAME_BYTES} bytes`);
   const ext = extname(name).toLowerCase();
   if (!(ext in UPLOAD_EXTENSIONS)) {
-    throw new SchemaStoreError(400, `file '${name}' has ${ext ? `extension '${ext}'` : 'no extension'}; accepted: ${Object.keys(UPLOAD_EXTENSIONS).join(', ')}`);
+    throw httpError('HTTP_SCHEMA_FILE_INVALID', `file '${name}' has ${ext ? `extension '${ext}'` : 'no extension'}; accepted: ${Object.keys(UPLOAD_EXTENSIONS).join(', ')}`);
   }
 }

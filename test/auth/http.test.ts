@@ -2,10 +2,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/api/deps.js';
+import { httpErrorHandler } from '../../src/core/http-errors.js';
 import authRoutes from '../../src/api/routes/auth.js';
 import { installAuth } from '../../src/auth/guard.js';
 import { SlidingWindowLimiter } from '../../src/auth/rate-limit.js';
@@ -68,13 +68,9 @@ async function build(env: Record<string, string>, opts: { limiter?: SlidingWindo
   const lines: LogLine[] = [];
   const log = pino({ level: 'debug' }, { write: (s: string) => void lines.push(JSON.parse(s) as LogLine) });
   const store = await openStore({ path: opts.dbPath ?? ':memory:' });
-  // Same ajv options and error mapping as src/api/app.ts (validation -> 422, ApiError -> its status).
+  // Same ajv options and error handler as src/api/app.ts (validation -> 422, the catalog's errors -> their status).
   const app = Fastify({ ajv: { customOptions: { allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: false } } });
-  app.setErrorHandler((err: FastifyError, _req, reply) => {
-    if (err.validation) return reply.code(422).send({ detail: err.message });
-    if (err instanceof ApiError) return reply.code(err.statusCode).headers(err.headers).send({ detail: err.message });
-    return reply.code(err.statusCode ?? 500).send({ detail: err.message });
-  });
+  app.setErrorHandler(httpErrorHandler({ plain: true }));
   const { limiter } = installAuth(app, { settings, log, ...(opts.limiter ? { limiter: opts.limiter } : {}) });
   await app.register(async (scope) => authRoutes(scope, { settings, log, store }));
   await app.register(async (scope) => {

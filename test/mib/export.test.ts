@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { compileMibs } from '../../src/mib/compiler.js';
-import { buildExport, EXPORT_TYPES, ExportError, type ExportRequest, type ExportResult } from '../../src/mib/export.js';
+import { HttpError } from '../../src/core/http-errors.js';
+import { buildExport, EXPORT_TYPES, type ExportRequest, type ExportResult } from '../../src/mib/export.js';
 import { MibIndex } from '../../src/mib/mib-index.js';
 import type { SourceRow } from '../../src/mib/store.js';
 import { CORPUS, FIXTURES, readSources, translate } from './helpers.js';
@@ -46,8 +47,8 @@ const fails = (req: ExportRequest, status: number) => {
   try {
     run(req);
   } catch (e) {
-    expect(e).toBeInstanceOf(ExportError);
-    expect((e as ExportError).status).toBe(status);
+    expect(e).toBeInstanceOf(HttpError);
+    expect((e as HttpError).statusCode).toBe(status);
     return (e as Error).message;
   }
   throw new Error(`no error for ${JSON.stringify(req)}`);

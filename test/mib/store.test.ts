@@ -8,7 +8,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MIB_MAX_FILE_BYTES, MibStore, MibStoreError, PRODUCT_MIB_DIR, type MibStoreOptions } from '../../src/mib/store.js';
+import { HttpError } from '../../src/core/http-errors.js';
+import { MIB_MAX_FILE_BYTES, MibStore, PRODUCT_MIB_DIR, type MibStoreOptions } from '../../src/mib/store.js';
 import { tempDir } from '../helpers/fs.js';
 import { acme, CORPUS, FIXTURES, snmptranslate } from './helpers.js';
 
@@ -59,8 +60,8 @@ async function storeError(p: Promise<unknown> | (() => unknown), status: number)
   } catch (e) {
     err = e;
   }
-  expect(err).toBeInstanceOf(MibStoreError);
-  expect((err as MibStoreError).status).toBe(status);
+  expect(err).toBeInstanceOf(HttpError);
+  expect((err as HttpError).statusCode).toBe(status);
   return (err as Error).message;
 }
 

@@ -3,8 +3,9 @@
 // The provider's key never leaves in an answer or a log line (src/ai/index.ts).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
-import { aiAssist, AiError } from '../../ai/index.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import { aiAssist } from '../../ai/index.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 /** Longest request text and pipeline sent on to a provider (the request body limit is 1 MiB). */
 const MAX_PROMPT = 20_000;
@@ -47,14 +48,9 @@ export default async function aiRoutes(app: FastifyInstance, deps: ApiDeps) {
     },
     async (req: FastifyRequest<{ Body: Static<typeof SuggestBody> }>) => {
       const { mode, prompt = '', yaml } = req.body;
-      if (mode === 'explain' && !yaml?.trim()) throw new ApiError(422, 'body.yaml is required for mode explain: the pipeline YAML to explain');
-      if (mode === 'generate' && !prompt.trim()) throw new ApiError(422, 'body.prompt is required for mode generate: what the pipeline should do');
-      try {
-        return { result: await ai.suggest({ mode, prompt, ...(yaml !== undefined ? { yaml } : {}) }) };
-      } catch (e) {
-        if (e instanceof AiError) throw new ApiError(e.status, e.message);
-        throw e;
-      }
+      if (mode === 'explain' && !yaml?.trim()) throw httpError('HTTP_INVALID', 'body.yaml is required for mode explain: the pipeline YAML to explain');
+      if (mode === 'generate' && !prompt.trim()) throw httpError('HTTP_INVALID', 'body.prompt is required for mode generate: what the pipeline should do');
+      return { result: await ai.suggest({ mode, prompt, ...(yaml !== undefined ? { yaml } : {}) }) };
     },
   );
 }

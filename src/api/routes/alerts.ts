@@ -5,13 +5,14 @@ import { Type } from '@sinclair/typebox';
 import { parseAlertRule } from '../../alerts/index.js';
 import { DuplicateAlertRuleError } from '../../store/index.js';
 import type { AlertRule } from '../../store/types.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 type RuleReq = FastifyRequest<{ Params: { name: string; rule_name?: string } }>;
 
 function ruleOf(body: unknown): AlertRule {
   const r = parseAlertRule(body);
-  if (!r.ok) throw new ApiError(422, r.problems.join('; '));
+  if (!r.ok) throw httpError('HTTP_ALERT_RULE_INVALID', r.problems.join('; '));
   return r.rule;
 }
 
@@ -30,7 +31,7 @@ export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
   app.post('/api/pipelines/:name/alerts', { schema: { tags, params, summary: 'Add an alert rule' } }, async (req: RuleReq, reply) => {
     manager.get(req.params.name);
     const rule = ruleOf(req.body);
-    if (!(await store.alerts.add(req.params.name, rule))) throw new ApiError(409, `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; use PUT to change it`);
+    if (!(await store.alerts.add(req.params.name, rule))) throw httpError('HTTP_ALERT_RULE_EXISTS', `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; use PUT to change it`);
     return reply.code(201).send(rule);
   });
 
@@ -39,16 +40,16 @@ export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
     const rule = ruleOf(req.body);
     // A different body name renames the rule; onto a name another rule has, that is a conflict (409), not a 500.
     const updated = await store.alerts.update(req.params.name, req.params.rule_name!, rule).catch((e: unknown) => {
-      if (e instanceof DuplicateAlertRuleError) throw new ApiError(409, `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; choose another name`);
+      if (e instanceof DuplicateAlertRuleError) throw httpError('HTTP_ALERT_RULE_EXISTS', `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; choose another name`);
       throw e;
     });
-    if (!updated) throw new ApiError(404, `pipeline '${req.params.name}' has no alert rule '${req.params.rule_name}'`);
+    if (!updated) throw httpError('HTTP_ALERT_RULE_NOT_FOUND', req.params.name, req.params.rule_name);
     return rule;
   });
 
   app.delete('/api/pipelines/:name/alerts/:rule_name', { schema: { tags, params: ruleParams } }, async (req: RuleReq, reply) => {
     manager.get(req.params.name);
-    if (!(await store.alerts.remove(req.params.name, req.params.rule_name!))) throw new ApiError(404, `pipeline '${req.params.name}' has no alert rule '${req.params.rule_name}'`);
+    if (!(await store.alerts.remove(req.params.name, req.params.rule_name!))) throw httpError('HTTP_ALERT_RULE_NOT_FOUND', req.params.name, req.params.rule_name);
     return reply.code(204).send();
   });
 }

@@ -7,7 +7,8 @@ import { hashPassword, parseAuthUsers, verifyPassword } from '../../auth/passwor
 import { LoginFailureLimiter } from '../../auth/rate-limit.js';
 import { bearerToken, issueToken, verifyToken } from '../../auth/tokens.js';
 import type { Store } from '../../store/types.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError, httpErrorWith } from '../../core/http-errors.js';
 
 /** What these routes use of ApiDeps (any ApiDeps fits). */
 export type AuthRouteDeps = Pick<ApiDeps, 'settings' | 'log'> & { store: Pick<Store, 'users'> };
@@ -50,9 +51,9 @@ export default async function authRoutes(app: FastifyInstance, deps: AuthRouteDe
 
   function sessionUser(request: FastifyRequest): string {
     const token = bearerToken(request.headers.authorization);
-    if (token === undefined) throw new ApiError(401, `not logged in: ${BEARER_HINT}`, { 'www-authenticate': 'Bearer' });
+    if (token === undefined) throw httpErrorWith({ 'www-authenticate': 'Bearer' }, 'HTTP_NOT_LOGGED_IN', BEARER_HINT);
     const user = verifyToken(token, settings.AUTH_SECRET);
-    if (user === undefined) throw new ApiError(401, 'invalid or expired session token: log in again with POST /api/auth/login', { 'www-authenticate': 'Bearer' });
+    if (user === undefined) throw httpErrorWith({ 'www-authenticate': 'Bearer' }, 'HTTP_SESSION_INVALID', 'invalid or expired session token: log in again with POST /api/auth/login');
     return user;
   }
 
@@ -71,11 +72,11 @@ export default async function authRoutes(app: FastifyInstance, deps: AuthRouteDe
       const r = await failures.attempt(request.ip, () => passwordMatches(username, password));
       if (r.outcome === 'limited') {
         log.info({ username, ip: request.ip }, 'login refused: too many failed logins');
-        throw new ApiError(429, r.detail, { 'retry-after': String(r.retryAfterSeconds) });
+        throw httpErrorWith({ 'retry-after': String(r.retryAfterSeconds) }, 'HTTP_LOGIN_RATE_LIMITED', r.detail);
       }
       if (r.outcome === 'wrong') {
         log.info({ username, ip: request.ip }, 'login refused');
-        throw new ApiError(401, 'invalid username or password');
+        throw httpError('HTTP_LOGIN_FAILED', 'invalid username or password');
       }
       return { token: issueToken(username, settings.AUTH_SECRET), username };
     },
@@ -106,10 +107,10 @@ export default async function authRoutes(app: FastifyInstance, deps: AuthRouteDe
     async (request) => {
       const username = sessionUser(request);
       if (!settings.DB_URL) {
-        throw new ApiError(400, 'password changes need a SQL database: set SVC_DB_URL (passwords are not stored in the embedded database)');
+        throw httpError('HTTP_PASSWORD_CHANGE_INVALID', 'password changes need a SQL database: set SVC_DB_URL (passwords are not stored in the embedded database)');
       }
       const { current_password, new_password } = request.body;
-      if (!(await passwordMatches(username, current_password))) throw new ApiError(401, 'current_password is wrong');
+      if (!(await passwordMatches(username, current_password))) throw httpError('HTTP_PASSWORD_WRONG', 'current_password is wrong');
       await store.users.setPasswordHash(username, await hashPassword(new_password));
       log.info({ username }, 'password changed');
       return { ok: true, username };

@@ -6,7 +6,8 @@ import { formatDiagnostic } from '../../config/diagnostics.js';
 import { loadComponent, loadPipelineText } from '../../config/load.js';
 import { DEFAULT_TEST_TIMEOUT_MS, testConnector, testPipelineConnectors } from '../../engine/connector-test.js';
 import { registry } from '../../plugins/registry.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 import { yamlOf } from './pipelines.js';
 
 const Query = Type.Object({
@@ -20,19 +21,19 @@ type Q = { timeout_seconds?: number };
  * `topic` to subscribe, its sink a `topic` to publish, so the body decides).
  */
 function checkBody(body: unknown, envAllow: readonly string[]) {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new ApiError(422, 'body must be one connector config: {"type": "mqtt", "host": ..., ...} (optionally "role": "source" or "sink")');
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw httpError('HTTP_INVALID', 'body must be one connector config: {"type": "mqtt", "host": ..., ...} (optionally "role": "source" or "sink")');
   const { role, ...raw } = body as { role?: unknown; type?: unknown };
-  if (role !== undefined && role !== 'source' && role !== 'sink') throw new ApiError(422, `role must be "source" or "sink", got ${JSON.stringify(role)}`);
-  if (typeof raw.type !== 'string') throw new ApiError(422, "connector config needs 'type'");
+  if (role !== undefined && role !== 'source' && role !== 'sink') throw httpError('HTTP_INVALID', `role must be "source" or "sink", got ${JSON.stringify(role)}`);
+  if (typeof raw.type !== 'string') throw httpError('HTTP_INVALID', "connector config needs 'type'");
   const roles: ('source' | 'sink')[] = role ? [role] : (['source', 'sink'] as const).filter((k) => registry[k].has(raw.type as string));
-  if (roles.length === 0) throw new ApiError(400, `unknown connector type '${raw.type}'; registered sources: ${[...registry.source.keys()].join(', ')}; sinks: ${[...registry.sink.keys()].join(', ')}`);
+  if (roles.length === 0) throw httpError('HTTP_CONNECTOR_INVALID', `unknown connector type '${raw.type}'; registered sources: ${[...registry.source.keys()].join(', ')}; sinks: ${[...registry.sink.keys()].join(', ')}`);
   let first: string[] | undefined;
   for (const kind of roles) {
     const r = loadComponent(kind, raw, { envAllow });
     if (r.config) return { kind, config: r.config };
     first ??= r.diagnostics.map((d) => `${kind}.${formatDiagnostic(d)}`.replace(/^(source|sink)\.\[/, '$1['));
   }
-  throw new ApiError(400, `invalid connector config: ${first!.join('; ')}`);
+  throw httpError('HTTP_CONNECTOR_INVALID', `invalid connector config: ${first!.join('; ')}`);
 }
 
 export default async function connectorRoutes(app: FastifyInstance, deps: ApiDeps) {
@@ -53,7 +54,7 @@ export default async function connectorRoutes(app: FastifyInstance, deps: ApiDep
     { schema: { tags, querystring: Query, summary: "Reachability check of a pipeline's source and sinks (raw YAML)" } },
     async (req: FastifyRequest<{ Querystring: Q }>) => {
       const r = loadPipelineText(yamlOf(req), { statefulTransforms: deps.settings.STATEFUL_TRANSFORMS, envAllow: deps.settings.CONFIG_ENV_ALLOW });
-      if (!r.config) throw new ApiError(400, `invalid pipeline: ${r.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d)).join('; ')}`);
+      if (!r.config) throw httpError('HTTP_CONNECTOR_INVALID', `invalid pipeline: ${r.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d)).join('; ')}`);
       return testPipelineConnectors(r.config, opts(req.query));
     },
   );

@@ -6,7 +6,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ExprError } from '../../expr/index.js';
 import { DlqReadFailed, DlqUnreadable } from '../../dlq/reader.js';
 import { listDlq, replayDlq } from '../../dlq/service.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 const NameParams = Type.Object({ name: Type.String({ minLength: 1 }) });
 
@@ -53,9 +54,9 @@ const ReplayBody = Type.Object(
 
 /** The DLQ errors with their HTTP status: cannot be read back 409, its peer failed the read 502, a bad edit 422. */
 function mapped(e: unknown): unknown {
-  if (e instanceof DlqUnreadable) return new ApiError(409, e.message);
-  if (e instanceof DlqReadFailed) return new ApiError(502, e.message);
-  if (e instanceof ExprError) return new ApiError(422, `set: ${e.message}`);
+  if (e instanceof DlqUnreadable) return httpError('HTTP_DLQ_UNREADABLE', e.message);
+  if (e instanceof DlqReadFailed) return httpError('HTTP_DLQ_READ_FAILED', e.message);
+  if (e instanceof ExprError) return httpError('HTTP_DLQ_EXPRESSION_INVALID', e.message);
   return e;
 }
 

@@ -5,7 +5,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { runRecordOf, type RunComplete, type StatsReport } from '../../cluster/protocol.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 const tags = ['internal'];
 const count = Type.Integer({ minimum: 0 });
@@ -47,7 +48,7 @@ const StatsBody = Type.Object(
 
 export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps) {
   const cluster = () => {
-    if (!deps.cluster) throw new ApiError(404, `this node runs SVC_MODE=${deps.settings.MODE}: only a manager takes worker callbacks (check SVC_MANAGER_URL on the worker)`);
+    if (!deps.cluster) throw httpError('HTTP_NOT_A_MANAGER', `this node runs SVC_MODE=${deps.settings.MODE}: only a manager takes worker callbacks (check SVC_MANAGER_URL on the worker)`);
     return deps.cluster;
   };
 
@@ -73,7 +74,7 @@ export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps
     const current = deps.manager.has(body.pipeline) ? deps.manager.get(body.pipeline).active?.runId : undefined;
     if (!deps.manager.has(body.pipeline) || (current !== undefined && current !== body.run_id)) {
       const why = !deps.manager.has(body.pipeline) ? `pipeline '${body.pipeline}' is not registered` : `run '${current}' is the current run of '${body.pipeline}'`;
-      throw new ApiError(409, `run '${body.run_id}' is superseded (${why}): stop it`);
+      throw httpError('HTTP_RUN_SUPERSEDED', body.run_id, why);
     }
     return { run_id: body.run_id, accepted: true };
   });

@@ -3,8 +3,9 @@
 // as the console's catalog (one store under `svc serve`). Decisions: docs/mibs.md.
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { readMibUpload, registerMibMultipart, viaMibStore } from '../../mib/http.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import { readMibUpload, registerMibMultipart } from '../../mib/http.js';
+import type { ApiDeps } from '../deps.js';
+import { HttpError, httpError } from '../../core/http-errors.js';
 
 const tags = ['mibs'];
 const ErrorBody = Type.Object({ detail: Type.String() });
@@ -36,7 +37,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
     },
     async (req) => {
       const { files } = await readMibUpload(req, ['file']);
-      const r = await viaMibStore(() => mibs.upload(files, { group: 'common' }));
+      const r = await mibs.upload(files, { group: 'common' });
       deps.log.info({ files: r.files, compiled: r.compiled }, 'MIB upload');
       return { compiled: r.compiled, mib_dir: mibDir(), results: r.results };
     },
@@ -54,8 +55,8 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
     },
     async (req: FastifyRequest<{ Body: { names: string[] } }>) => {
       const repositoryUrl = deps.settings.MIB_REPOSITORY_URL || undefined;
-      const r = await viaMibStore(() => mibs.fetchModules(req.body.names, { repositoryUrl })).catch((e: ApiError) => {
-        if (e instanceof ApiError && e.statusCode === 404 && !repositoryUrl) throw new ApiError(503, `${e.message}; set SVC_MIB_REPOSITORY_URL to download from an online MIB repository`);
+      const r = await mibs.fetchModules(req.body.names, { repositoryUrl }).catch((e: unknown) => {
+        if (e instanceof HttpError && e.statusCode === 404 && !repositoryUrl) throw httpError('HTTP_MIB_REPOSITORY_UNSET', `${e.message}; set SVC_MIB_REPOSITORY_URL to download from an online MIB repository`);
         throw e;
       });
       return { compiled: r.compiled, mib_dir: mibDir(), results: r.results, not_found: r.not_found };
@@ -67,7 +68,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
     { schema: { tags, summary: 'One compiled module (the JSON workers sync)', params: NameParams, response: { 404: ErrorBody } } },
     async (req: FastifyRequest<{ Params: { name: string } }>, reply) => {
       const m = mibs.compiled(req.params.name);
-      if (!m) throw new ApiError(404, `MIB module ${req.params.name} is not in the active bundle: GET /api/mibs lists the compiled modules`);
+      if (!m) throw httpError('HTTP_MIB_NOT_FOUND', `MIB module ${req.params.name} is not in the active bundle: GET /api/mibs lists the compiled modules`);
       return reply.type('application/json; charset=utf-8').send(m.json);
     },
   );
@@ -86,15 +87,15 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
       const name = req.params.name;
       const inventory = mibs.status().source_inventory;
       const rows = inventory.filter((r) => r.module === name);
-      if (!rows.length) throw new ApiError(404, `no MIB module ${name}: GET /api/mibs lists the compiled modules`);
+      if (!rows.length) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB module ${name}: GET /api/mibs lists the compiled modules`);
       const own = [...new Set(rows.filter((r) => !r.bundled).map((r) => r.path))];
-      if (!own.length) throw new ApiError(403, `${name} comes from the read-only bundled sources (${rows[0]!.path}); upload a module of the same name to shadow it instead`);
+      if (!own.length) throw httpError('HTTP_MIB_SOURCE_READ_ONLY', `${name} comes from the read-only bundled sources (${rows[0]!.path}); upload a module of the same name to shadow it instead`);
       // Deleting a module must not take other modules of the same file with it silently.
       const others = [...new Set(inventory.filter((r) => own.includes(r.path) && r.module && r.module !== name).map((r) => r.module!))];
       if (others.length) {
-        throw new ApiError(409, `${name} is defined in ${own.join(', ')} together with ${others.join(', ')}, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "${own[0]}"}, or upload the file again without ${name}`);
+        throw httpError('HTTP_MIB_SOURCE_SHARED', `${name} is defined in ${own.join(', ')} together with ${others.join(', ')}, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "${own[0]}"}, or upload the file again without ${name}`);
       }
-      const r = await viaMibStore(() => mibs.deleteFiles(own));
+      const r = await mibs.deleteFiles(own);
       deps.log.info({ module: name, files: r.files }, 'MIB module deleted');
       return { deleted: name, files: r.files, still_active: !!mibs.compiled(name) };
     },

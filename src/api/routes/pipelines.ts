@@ -11,7 +11,8 @@ import { registry } from '../../plugins/registry.js';
 import type { SinkPlugin, SourcePlugin } from '../../plugins/types.js';
 import { readSetting } from '../../settings.js';
 import type { Managed } from '../../pipelines/pipeline-manager.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 const NameParams = Type.Object({ name: Type.String({ minLength: 1 }) });
 type NameReq = FastifyRequest<{ Params: { name: string } }>;
@@ -21,8 +22,8 @@ export function yamlOf(req: FastifyRequest): string {
   const b = req.body as unknown;
   if (typeof b === 'string') return b;
   if (b && typeof b === 'object' && typeof (b as { yaml_text?: unknown }).yaml_text === 'string') return (b as { yaml_text: string }).yaml_text;
-  if (b === undefined || b === null) throw new ApiError(400, 'missing pipeline YAML: send it as text/plain or application/yaml, or JSON {"yaml_text": "..."}');
-  throw new ApiError(422, 'JSON body must be {"yaml_text": "<pipeline YAML>"}');
+  if (b === undefined || b === null) throw httpError('HTTP_PIPELINE_INVALID', 'missing pipeline YAML: send it as text/plain or application/yaml, or JSON {"yaml_text": "..."}');
+  throw httpError('HTTP_INVALID', 'JSON body must be {"yaml_text": "<pipeline YAML>"}');
 }
 
 /** A pipeline as the API shows it: its config as written, `${VAR}`s not expanded (issue 28). */
@@ -176,7 +177,7 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
       manager.get(name);
       const row = (await store.pipelines.versions(name)).find((v) => v.version === version);
       const yaml = row && (await store.pipelines.versionYaml(name, version));
-      if (!row || yaml === undefined) throw new ApiError(404, `pipeline '${name}' has no version ${version}`);
+      if (!row || yaml === undefined) throw httpError('HTTP_PIPELINE_VERSION_NOT_FOUND', `pipeline '${name}' has no version ${version}`);
       return { ...row, yaml };
     },
   );
@@ -193,9 +194,9 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
 
   app.get('/api/pipelines/:name/placement', { schema: { tags, params: NameParams, summary: "A running stream's placement: its slots on workers (manager mode), or a single-slot view (standalone)" } }, async (req: NameReq) => {
     const p = manager.get(req.params.name);
-    if (p.config.schedule.type !== 'stream') throw new ApiError(404, `pipeline '${p.name}' is not a stream; placements exist for streams only`);
+    if (p.config.schedule.type !== 'stream') throw httpError('HTTP_PLACEMENT_NOT_FOUND', `pipeline '${p.name}' is not a stream; placements exist for streams only`);
     const view = deps.cluster ? deps.cluster.placement(p.name) : manager.placement(p.name);
-    if (!view) throw new ApiError(404, deps.cluster ? `stream '${p.name}' has no active placement (stopped, or not placed on a worker yet)` : `stream '${p.name}' is not running`);
+    if (!view) throw httpError('HTTP_PLACEMENT_NOT_FOUND', deps.cluster ? `stream '${p.name}' has no active placement (stopped, or not placed on a worker yet)` : `stream '${p.name}' is not running`);
     return view;
   });
 }

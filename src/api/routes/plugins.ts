@@ -6,7 +6,8 @@ import { Type } from '@sinclair/typebox';
 import { Pipeline, SinkCommon } from '../../config/pipeline-schema.js';
 import { registry } from '../../plugins/registry.js';
 import type { AnyPlugin, PluginKind } from '../../plugins/types.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 /** The category names of GET /api/plugins, in its order. */
 const CATEGORIES = { sources: 'source', sinks: 'sink', serializers: 'serializer', transforms: 'transform' } as const satisfies Record<string, PluginKind>;
@@ -93,7 +94,7 @@ export default async function pluginRoutes(app: FastifyInstance, _deps: ApiDeps)
     async (req: FastifyRequest<{ Params: { kind: Category; key: string } }>, reply) => {
       const { kind, key } = req.params;
       const doc = all()[kind][key];
-      if (!doc) throw new ApiError(404, `no ${CATEGORIES[kind]} plugin '${key}'; registered: ${Object.keys(all()[kind]).join(', ')}`);
+      if (!doc) throw httpError('HTTP_PLUGIN_NOT_FOUND', `no ${CATEGORIES[kind]} plugin '${key}'; registered: ${Object.keys(all()[kind]).join(', ')}`);
       return reply.type('application/json; charset=utf-8').send(JSON.stringify(doc));
     },
   );

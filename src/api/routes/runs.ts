@@ -2,7 +2,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { stringify } from 'csv-stringify/sync';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 const RunsQuery = Type.Object(
   {
@@ -23,7 +24,7 @@ export default async function runRoutes(app: FastifyInstance, deps: ApiDeps) {
   app.get('/api/runs', { schema: { tags, querystring: RunsQuery, summary: 'Run records, newest first; format=csv for text/csv' } }, async (req: FastifyRequest<{ Querystring: Static<typeof RunsQuery> }>, reply) => {
     const q = req.query;
     const from = q.from_dt ? new Date(q.from_dt) : undefined;
-    if (from && Number.isNaN(from.getTime())) throw new ApiError(422, `from_dt '${q.from_dt}' is not an ISO 8601 date-time`);
+    if (from && Number.isNaN(from.getTime())) throw httpError('HTTP_INVALID', `from_dt '${q.from_dt}' is not an ISO 8601 date-time`);
     const runs = await deps.store.runs.list({ pipeline: q.pipeline, status: q.status, from_dt: from?.toISOString(), limit: q.limit, offset: q.offset });
     if (q.format !== 'csv') return runs;
     const rows = runs.map((r) => COLUMNS.map((c) => (c === 'errors' ? JSON.stringify(r.errors) : ((r as Record<string, unknown>)[c] ?? ''))));
@@ -32,7 +33,7 @@ export default async function runRoutes(app: FastifyInstance, deps: ApiDeps) {
 
   app.get('/api/runs/:run_id', { schema: { tags, params: Type.Object({ run_id: Type.String({ minLength: 1 }) }) } }, async (req: FastifyRequest<{ Params: { run_id: string } }>) => {
     const run = await deps.store.runs.get(req.params.run_id);
-    if (!run) throw new ApiError(404, `run '${req.params.run_id}' not found`);
+    if (!run) throw httpError('HTTP_RUN_NOT_FOUND', req.params.run_id);
     return run;
   });
 }

@@ -14,8 +14,9 @@ import {
   upstreamUrl,
   type RegistryTarget,
 } from '../../schemas/registry-proxy.js';
-import { SCHEMA_MAX_BYTES, SchemaStore, SchemaStoreError, UPLOAD_EXTENSIONS, tooLarge } from '../../schemas/store.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import { SCHEMA_MAX_BYTES, SchemaStore, UPLOAD_EXTENSIONS, tooLarge } from '../../schemas/store.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 const SchemaFileSchema = Type.Object({
   path: Type.String({ description: 'Relative to SVC_SCHEMA_DIR, `/`-separated.' }),
@@ -37,16 +38,6 @@ type FileReq = FastifyRequest<{ Params: { '*': string } }>;
 
 const REGISTRY_PREFIX = '/api/schemas/registry';
 const PROXY_METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
-
-/** Store errors carry their status; the app's error handler turns ApiError into `{detail}`. */
-async function viaStore<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f();
-  } catch (e) {
-    if (e instanceof SchemaStoreError) throw new ApiError(e.status, e.message);
-    throw e;
-  }
-}
 
 export default async function schemaRoutes(app: FastifyInstance, deps: ApiDeps) {
   const store = new SchemaStore(deps.settings.SCHEMA_DIR);
@@ -87,14 +78,14 @@ export default async function schemaRoutes(app: FastifyInstance, deps: ApiDeps) 
     },
     async (req: FastifyRequest<{ Querystring: { subdir?: string } }>, reply) => {
       if (!req.isMultipart()) {
-        throw new ApiError(415, `send the schema as multipart/form-data with the file in field "file" (got content type '${req.headers['content-type'] ?? 'none'}')`);
+        throw httpError('HTTP_UNSUPPORTED_MEDIA_TYPE', `send the schema as multipart/form-data with the file in field "file" (got content type '${req.headers['content-type'] ?? 'none'}')`);
       }
       const { file, subdir: fieldSubdir } = await readUpload(req);
       const querySubdir = req.query.subdir;
       if (querySubdir !== undefined && fieldSubdir !== undefined && querySubdir !== fieldSubdir) {
-        throw new ApiError(400, `subdir given twice with different values ('${querySubdir}' in the query, '${fieldSubdir}' in the form): give one`);
+        throw httpError('HTTP_BAD_REQUEST', `subdir given twice with different values ('${querySubdir}' in the query, '${fieldSubdir}' in the form): give one`);
       }
-      const stored = await viaStore(() => store.save(file.filename, file.data, querySubdir ?? fieldSubdir ?? ''));
+      const stored = await store.save(file.filename, file.data, querySubdir ?? fieldSubdir ?? '');
       deps.log.info({ path: stored.path, size_bytes: stored.size_bytes, replaced: stored.replaced }, 'schema file stored');
       return reply.code(201).send({ ...stored, schema_dir: store.dir });
     },
@@ -104,7 +95,7 @@ export default async function schemaRoutes(app: FastifyInstance, deps: ApiDeps) 
     '/api/schemas/*',
     { schema: { tags, summary: 'The raw content of one schema file', params: FilepathParams, response: { 400: ErrorBody, 404: ErrorBody } } },
     async (req: FileReq, reply) => {
-      const data = await viaStore(() => store.read(req.params['*']));
+      const data = await store.read(req.params['*']);
       return reply.type(isUtf8(data) ? 'text/plain; charset=utf-8' : 'application/octet-stream').send(data);
     },
   );
@@ -113,7 +104,7 @@ export default async function schemaRoutes(app: FastifyInstance, deps: ApiDeps) 
     '/api/schemas/*',
     { schema: { tags, summary: 'Delete one schema file (204)', params: FilepathParams, response: { 400: ErrorBody, 404: ErrorBody } } },
     async (req: FileReq, reply) => {
-      await viaStore(() => store.remove(req.params['*']));
+      await store.remove(req.params['*']);
       deps.log.info({ path: req.params['*'] }, 'schema file deleted');
       return reply.code(204).send();
     },
@@ -138,13 +129,13 @@ async function readUpload(req: FastifyRequest): Promise<{ file: { filename: stri
     }
   } catch (e) {
     const code = (e as FastifyError).code;
-    if (code === 'FST_REQ_FILE_TOO_LARGE') throw new ApiError(413, tooLarge());
-    if (code === 'FST_FILES_LIMIT') throw new ApiError(400, 'one file per upload: send the schema in the single field "file"');
-    if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw new ApiError(400, 'too many form fields: send "file" and optionally "subdir"');
+    if (code === 'FST_REQ_FILE_TOO_LARGE') throw httpError('HTTP_BODY_TOO_LARGE', tooLarge());
+    if (code === 'FST_FILES_LIMIT') throw httpError('HTTP_BAD_REQUEST', 'one file per upload: send the schema in the single field "file"');
+    if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw httpError('HTTP_BAD_REQUEST', 'too many form fields: send "file" and optionally "subdir"');
     throw e;
   }
-  if (unexpected.length) throw new ApiError(400, `unexpected file field '${unexpected[0]}': send the schema in the field "file"`);
-  if (!file) throw new ApiError(400, 'missing multipart field "file" with the schema file');
+  if (unexpected.length) throw httpError('HTTP_BAD_REQUEST', `unexpected file field '${unexpected[0]}': send the schema in the field "file"`);
+  if (!file) throw httpError('HTTP_BAD_REQUEST', 'missing multipart field "file" with the schema file');
   return subdir === undefined ? { file } : { file, subdir };
 }
 
@@ -156,20 +147,17 @@ async function registryProxy(app: FastifyInstance, deps: ApiDeps) {
   const { settings } = deps;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: SCHEMA_MAX_BYTES }, (_req, body, done) => done(null, body));
-  app.setErrorHandler((err: FastifyError, _req, reply) => {
-    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ detail: `request body is larger than the limit of ${SCHEMA_MAX_BYTES} bytes` });
-    throw err; // the app's handler answers everything else
-  });
+  // A body over SCHEMA_MAX_BYTES: the app's handler names that limit (bodyLimitOf in app.ts).
 
   const target = (): RegistryTarget => {
     let t: RegistryTarget | undefined;
     try {
       t = registryTarget(settings.SCHEMA_REGISTRY_URL, settings.SCHEMA_REGISTRY_USERNAME, settings.SCHEMA_REGISTRY_PASSWORD);
     } catch (e) {
-      if (e instanceof RegistryConfigError) throw new ApiError(503, `schema registry not configured correctly: ${e.message}`);
+      if (e instanceof RegistryConfigError) throw httpError('HTTP_SCHEMA_REGISTRY_UNSET', `schema registry not configured correctly: ${e.message}`);
       throw e;
     }
-    if (!t) throw new ApiError(503, 'no schema registry configured: set SVC_SCHEMA_REGISTRY_URL to enable /api/schemas/registry/...');
+    if (!t) throw httpError('HTTP_SCHEMA_REGISTRY_UNSET', 'no schema registry configured: set SVC_SCHEMA_REGISTRY_URL to enable /api/schemas/registry/...');
     return t;
   };
 
@@ -187,7 +175,7 @@ async function registryProxy(app: FastifyInstance, deps: ApiDeps) {
     try {
       url = upstreamUrl(t, rawPath, rawQuery);
     } catch (e) {
-      if (e instanceof RegistryPathError) throw new ApiError(400, e.message);
+      if (e instanceof RegistryPathError) throw httpError('HTTP_SCHEMA_REGISTRY_PATH_INVALID', e.message);
       throw e;
     }
     // A session token authenticated this request to svc; it means nothing to the registry.
@@ -200,7 +188,7 @@ async function registryProxy(app: FastifyInstance, deps: ApiDeps) {
     } catch (e) {
       if (e instanceof RegistryUnreachableError) {
         deps.log.warn({ err: e.message, url: req.url }, 'schema registry unreachable');
-        throw new ApiError(502, e.message);
+        throw httpError('HTTP_SCHEMA_REGISTRY_UNREACHABLE', e.message);
       }
       throw e;
     }

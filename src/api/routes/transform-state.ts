@@ -5,7 +5,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { stateConfigHash, statefulInstances } from '../../engine/transform-state.js';
 import { errorMessage } from '../../core/errors.js';
 import { RUN_ID_HEADER } from '../../cluster/internal-http.js';
-import { ApiError, type ApiDeps } from '../deps.js';
+import type { ApiDeps } from '../deps.js';
+import { httpError } from '../../core/http-errors.js';
 
 const tags = ['internal'];
 const Params = Type.Object({ pipeline: Type.String() });
@@ -23,7 +24,7 @@ type Req = FastifyRequest<{ Params: { pipeline: string }; Body: unknown }>;
 export default async function transformStateRoutes(app: FastifyInstance, deps: ApiDeps) {
   const { settings, store, manager } = deps;
   const enabled = () => {
-    if (!settings.STATEFUL_TRANSFORMS) throw new ApiError(404, 'stateful transforms are disabled on this node (SVC_STATEFUL_TRANSFORMS=0)');
+    if (!settings.STATEFUL_TRANSFORMS) throw httpError('HTTP_TRANSFORMS_STATELESS', 'stateful transforms are disabled on this node (SVC_STATEFUL_TRANSFORMS=0)');
   };
 
   app.get(
@@ -56,13 +57,13 @@ export default async function transformStateRoutes(app: FastifyInstance, deps: A
       const p = manager.get(req.params.pipeline);
       // The run in progress may write its own state back (a worker, at the end of a successful run).
       const fromRun = req.headers[RUN_ID_HEADER];
-      if (p.active && fromRun !== p.active.runId) throw new ApiError(409, `pipeline '${p.name}' has a run in progress; its end would overwrite the state. Stop it or wait, then retry`);
+      if (p.active && fromRun !== p.active.runId) throw httpError('HTTP_PIPELINE_CONFLICT', `pipeline '${p.name}' has a run in progress; its end would overwrite the state. Stop it or wait, then retry`);
       const body = req.body as Record<string, unknown>;
       const state = (typeof body.state === 'object' && body.state !== null && !Array.isArray(body.state) ? body.state : body) as Record<string, unknown>;
       const instances = statefulInstances(p.config, deps.log);
       const keys = instances.map((t) => t.key);
       for (const k of Object.keys(state)) {
-        if (!keys.includes(k)) throw new ApiError(400, `'${k}' is not a stateful transform of pipeline '${p.name}' (its instances: ${keys.join(', ') || 'none'})`);
+        if (!keys.includes(k)) throw httpError('HTTP_TRANSFORM_STATE_INVALID', `'${k}' is not a stateful transform of pipeline '${p.name}' (its instances: ${keys.join(', ') || 'none'})`);
       }
       // Each part must load into a fresh instance of its transform: a body the run would discard is refused now.
       for (const { key, transform } of instances) {
@@ -70,7 +71,7 @@ export default async function transformStateRoutes(app: FastifyInstance, deps: A
         try {
           transform.state!.load(state[key]);
         } catch (e) {
-          throw new ApiError(400, `state of ${key} is not usable: ${errorMessage(e)}`);
+          throw httpError('HTTP_TRANSFORM_STATE_INVALID', `state of ${key} is not usable: ${errorMessage(e)}`);
         }
       }
       const hash = stateConfigHash(p.config);

@@ -4,8 +4,8 @@
 // (deps.mibs.index()) and its inventory; nothing here changes the store. Decisions: docs/console.md.
 import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../../api/deps.js';
-import { buildExport, EXPORT_FORMATS, EXPORT_TYPES, ExportError, moduleRow, type ExportRequest } from '../../mib/export.js';
+import { httpError } from '../../core/http-errors.js';
+import { buildExport, EXPORT_FORMATS, EXPORT_TYPES, moduleRow, type ExportRequest } from '../../mib/export.js';
 import { canonicalArc, OidSyntaxError, type MibIndex, type MibNode, type Resolution, type TreeNode } from '../../mib/mib-index.js';
 import type { NodeKind } from '../../mib/types.js';
 import { version } from '../../version.js';
@@ -73,7 +73,7 @@ export function parseTypeFilter(raw: string | undefined): NodeKind[] | undefined
     else if ((NODE_KINDS as string[]).includes(w)) kinds.add(w as NodeKind);
     else bad.push(w);
   }
-  if (bad.length) throw new ApiError(422, `type_filter: unknown node kind(s) ${bad.join(', ')}; use ${NODE_KINDS.join(', ')}, ${Object.keys(KIND_ALIASES).join(', ')} or all`);
+  if (bad.length) throw httpError('HTTP_INVALID', `type_filter: unknown node kind(s) ${bad.join(', ')}; use ${NODE_KINDS.join(', ')}, ${Object.keys(KIND_ALIASES).join(', ')} or all`);
   return [...kinds];
 }
 
@@ -85,13 +85,13 @@ const OID_TEXT = /^(?:[A-Za-z][A-Za-z0-9_-]*::)?\.?(?:[0-9]+|[A-Za-z][A-Za-z0-9_
  * name), arcs beyond 2^32-1 (they would lose precision) and more than 128 arcs.
  */
 function checkOidText(text: string): void {
-  if (!OID_TEXT.test(text)) throw new ApiError(422, `malformed OID '${text}': give a numeric OID (1.3.6.1.2.1.1.1.0) or a name (SNMPv2-MIB::sysDescr.0, sysDescr.0)`);
+  if (!OID_TEXT.test(text)) throw httpError('HTTP_INVALID', `malformed OID '${text}': give a numeric OID (1.3.6.1.2.1.1.1.0) or a name (SNMPv2-MIB::sysDescr.0, sysDescr.0)`);
   // A leading dot is no arc; leading zeros are no digits (`01` is 1).
   const comps = text.replace(/^\./, '').split('.');
-  if (comps.length > MAX_ARCS) throw new ApiError(422, `'${text}' has more than ${MAX_ARCS} arcs`);
+  if (comps.length > MAX_ARCS) throw httpError('HTTP_INVALID', `'${text}' has more than ${MAX_ARCS} arcs`);
   for (const c of comps) {
     const digits = canonicalArc(c);
-    if (/^[0-9]+$/.test(c) && (digits.length > 10 || Number(digits) > MAX_ARC)) throw new ApiError(422, `'${text}': arc ${c} is beyond 4294967295`);
+    if (/^[0-9]+$/.test(c) && (digits.length > 10 || Number(digits) > MAX_ARC)) throw httpError('HTTP_INVALID', `'${text}': arc ${c} is beyond 4294967295`);
   }
 }
 
@@ -103,13 +103,13 @@ function resolveOid(index: MibIndex, text: string): Resolution | null {
     if (r) checkOidText(r.oid);
     return r;
   } catch (e) {
-    if (e instanceof OidSyntaxError) throw new ApiError(422, `malformed OID: ${e.message}`);
+    if (e instanceof OidSyntaxError) throw httpError('HTTP_INVALID', `malformed OID: ${e.message}`);
     throw e;
   }
 }
 
 function needModule(index: MibIndex, module: string | undefined): void {
-  if (module !== undefined && !index.module(module)) throw new ApiError(404, `module '${module}' is not in the active MIB bundle (see GET /api/mibs/browse/modules)`);
+  if (module !== undefined && !index.module(module)) throw httpError('HTTP_MIB_NOT_FOUND', `module '${module}' is not in the active MIB bundle (see GET /api/mibs/browse/modules)`);
 }
 
 const isNotificationKind = (k: NodeKind) => k === 'notification' || k === 'trap';
@@ -227,8 +227,8 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       const numericIn = /^\.?[0-9]+(\.[0-9]+)*$/.test(input);
       const mode = req.query.mode ?? (numericIn ? 'symbolic' : 'numeric');
       const r = resolveOid(index(), input);
-      if (!r) throw new ApiError(404, `unknown MIB name in '${input}': not in the active bundle (names are MODULE::name or a bare name; see GET /api/mibs/browse/search)`);
-      if (mode === 'symbolic' && !r.node) throw new ApiError(404, `no MIB node of the active bundle is a prefix of ${r.oid}`);
+      if (!r) throw httpError('HTTP_MIB_NOT_FOUND', `unknown MIB name in '${input}': not in the active bundle (names are MODULE::name or a bare name; see GET /api/mibs/browse/search)`);
+      if (mode === 'symbolic' && !r.node) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB node of the active bundle is a prefix of ${r.oid}`);
       const n = r.node;
       return { input, mode, result: mode === 'numeric' ? r.oid : r.symbolic, oid: r.oid, symbolic: r.symbolic, module: n?.module ?? null, name: n?.name ?? null, kind: n?.kind ?? null, suffix: n ? r.suffix : r.oid, exact: !!n && r.suffix === '' };
     },
@@ -249,14 +249,8 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       },
     },
     async (req: FastifyRequest<{ Body: ExportRequest; Querystring: { download?: string } }>, reply: FastifyReply) => {
-      let result;
-      try {
-        const status = deps.mibs.status();
-        result = buildExport({ index: deps.mibs.index(), inventory: status.source_inventory, compiledAt: status.compiled_at, version }, req.body);
-      } catch (e) {
-        if (e instanceof ExportError) throw new ApiError(e.status, e.message);
-        throw e;
-      }
+      const status = deps.mibs.status();
+      const result = buildExport({ index: deps.mibs.index(), inventory: status.source_inventory, compiledAt: status.compiled_at, version }, req.body);
       const { metadata } = result;
       if (isDownload(req.query.download)) reply.header('content-disposition', `attachment; filename="${metadata.filename}"`);
       if (metadata.format === 'csv' && wantsRawCsv(req)) {
@@ -333,9 +327,9 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       const { root_oid, depth, module } = req.query;
       needModule(ix, module);
       const r = resolveOid(ix, root_oid.trim());
-      if (!r) throw new ApiError(404, `unknown MIB name in root_oid '${root_oid}'`);
+      if (!r) throw httpError('HTTP_MIB_NOT_FOUND', `unknown MIB name in root_oid '${root_oid}'`);
       const tree = ix.subtree(r.oid, depth, module);
-      if (!tree) throw new ApiError(404, `no MIB node of the active bundle is at or below ${r.oid}`);
+      if (!tree) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB node of the active bundle is at or below ${r.oid}`);
       return { root_oid: r.oid, symbolic: r.symbolic, depth, module: module ?? null, tree };
     },
   );
@@ -419,14 +413,14 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       const ix = index();
       const text = req.params.oid.trim();
       const r = resolveOid(ix, text);
-      if (!r) throw new ApiError(404, `unknown MIB name '${text}': not in the active bundle`);
+      if (!r) throw httpError('HTTP_MIB_NOT_FOUND', `unknown MIB name '${text}': not in the active bundle`);
       const root = !r.node && ROOTS[r.oid] ? ix.subtree(r.oid, 1) : undefined;
       if (root) {
         const children = (root.children ?? []).map((c) => ({ oid: c.oid, ...(c.name ? { name: c.name, module: c.module } : {}) }));
         return { oid: r.oid, name: ROOTS[r.oid], module: null, kind: 'node', breadcrumb: [{ oid: r.oid, name: ROOTS[r.oid] }], children, alsoDefinedIn: [], usedInNotifications: [] };
       }
-      if (!r.node) throw new ApiError(404, `no MIB node of the active bundle is a prefix of ${r.oid}`);
-      if (r.suffix) throw new ApiError(404, `${text} is an instance (.${r.suffix}) of ${r.node.module}::${r.node.name}, not a node: ask for /api/mibs/browse/node/${r.node.oid}`);
+      if (!r.node) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB node of the active bundle is a prefix of ${r.oid}`);
+      if (r.suffix) throw httpError('HTTP_MIB_NOT_FOUND', `${text} is an instance (.${r.suffix}) of ${r.node.module}::${r.node.name}, not a node: ask for /api/mibs/browse/node/${r.node.oid}`);
       const detail = ix.node(r.oid)!;
       // A qualified name asks for that module's definition, also where another module's is preferred at this OID.
       const asked = text.includes('::') ? ix.lookup(text) : undefined;

@@ -4,8 +4,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ZipFile } from 'yazl';
-import { ApiError } from '../../api/deps.js';
-import { readMibUpload, registerMibMultipart, viaMibStore } from '../../mib/http.js';
+import { httpError } from '../../core/http-errors.js';
+import { readMibUpload, registerMibMultipart } from '../../mib/http.js';
 import type { CompileMode } from '../../mib/store.js';
 import type { ConsoleDeps } from '../deps.js';
 
@@ -59,7 +59,7 @@ const FILE_FIELDS = ['files[]', 'files', 'file'];
 
 function compileMode(v: string | undefined): CompileMode {
   if (v === undefined || v === '' || v === 'full' || v === 'partial') return (v || 'full') as CompileMode;
-  throw new ApiError(422, `compile_mode must be full or partial (got '${v}')`);
+  throw httpError('HTTP_INVALID', `compile_mode must be full or partial (got '${v}')`);
 }
 
 export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps) {
@@ -83,7 +83,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
     { schema: { tags, summary: 'What an upload would do (compile, fail, miss, shadow), without storing anything', ...uploadForm('Files to check') } },
     async (req) => {
       const { files, fields } = await readMibUpload(req, FILE_FIELDS);
-      return viaMibStore(() => mibs.validate(files, { group: fields.source_group || 'common', mode: compileMode(fields.compile_mode) }));
+      return mibs.validate(files, { group: fields.source_group || 'common', mode: compileMode(fields.compile_mode) });
     },
   );
 
@@ -92,7 +92,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
     { schema: { tags, summary: 'Store MIB sources in a source group and recompile; every other module still compiles when one fails', ...uploadForm('MIB files'), response: { 200: Change } } },
     async (req) => {
       const { files, fields } = await readMibUpload(req, FILE_FIELDS);
-      const r = await viaMibStore(() => mibs.upload(files, { group: fields.source_group || 'common', mode: compileMode(fields.compile_mode) }));
+      const r = await mibs.upload(files, { group: fields.source_group || 'common', mode: compileMode(fields.compile_mode) });
       deps.log.info({ files: r.files, compiled: r.compiled.length, failed: r.failed.length }, 'MIB upload');
       return r;
     },
@@ -108,7 +108,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
         response: { 200: Change },
       },
     },
-    async (req: FastifyRequest<{ Body?: { compile_mode?: CompileMode } | null }>) => viaMibStore(() => mibs.reload(req.body?.compile_mode)),
+    async (req: FastifyRequest<{ Body?: { compile_mode?: CompileMode } | null }>) => mibs.reload(req.body?.compile_mode),
   );
 
   app.post(
@@ -122,7 +122,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
     },
     async (req: FastifyRequest<{ Body?: { repository_url?: string } | null }>) => {
       const repositoryUrl = req.body?.repository_url || deps.appSettings.get().mib_repository_url || deps.settings.MIB_REPOSITORY_URL || undefined;
-      return viaMibStore(() => mibs.fetchDependencies({ repositoryUrl }));
+      return mibs.fetchDependencies({ repositoryUrl });
     },
   );
 
@@ -130,7 +130,7 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
     '/api/mibs/download',
     { schema: { tags, summary: 'One source file as stored, or several as a zip archive', body: Paths, produces: ['application/octet-stream', 'application/zip'] } },
     async (req: FastifyRequest<{ Body: { paths: string[] } }>, reply) => {
-      const files = await viaMibStore(() => mibs.readSources([...new Set(req.body.paths)]));
+      const files = await mibs.readSources([...new Set(req.body.paths)]);
       if (files.length === 1) return sendFile(reply, files[0]!.name, files[0]!.data, 'text/plain; charset=utf-8');
       const zip = new ZipFile();
       for (const f of files) zip.addBuffer(f.data, f.path);
@@ -140,13 +140,13 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
   );
 
   const remove = async (paths: string[]) => {
-    const r = await viaMibStore(() => mibs.deleteFiles(paths));
+    const r = await mibs.deleteFiles(paths);
     if (r.files.length) deps.log.info({ files: r.files }, 'MIB sources deleted');
     return { deleted: r.files, not_found: r.not_found, active: mibs.summary().active };
   };
   const deleteOne = async (path: string) => {
     const r = await remove([path]);
-    if (r.not_found.length) throw new ApiError(404, `no MIB source ${path}: see source_inventory in GET /api/mibs/status for the stored paths`);
+    if (r.not_found.length) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB source ${path}: see source_inventory in GET /api/mibs/status for the stored paths`);
     return r;
   };
   app.delete(

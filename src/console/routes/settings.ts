@@ -2,9 +2,9 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LoginFailureLimiter } from '../../auth/rate-limit.js';
-import { ApiError } from '../../api/deps.js';
+import { httpError, httpErrorWith } from '../../core/http-errors.js';
 import { AppSettingsPatchSchema, AppSettingsSchema, type AppSettings } from '../app-settings.js';
-import { CredentialError, MIN_PASSWORD_LENGTH } from '../credentials.js';
+import { MIN_PASSWORD_LENGTH } from '../credentials.js';
 import type { ConsoleDeps } from '../deps.js';
 
 const tags = ['settings'];
@@ -34,8 +34,8 @@ export default async function settingsRoutes(app: FastifyInstance, deps: Console
     async (req: FastifyRequest<{ Body: { username: string; password: string } }>) => {
       const { username, password } = req.body;
       const r = await failures.attempt(req.ip, () => credentials.verify(username, password));
-      if (r.outcome === 'limited') throw new ApiError(429, r.detail, { 'retry-after': String(r.retryAfterSeconds) });
-      if (r.outcome === 'wrong') throw new ApiError(401, 'wrong username or password');
+      if (r.outcome === 'limited') throw httpErrorWith({ 'retry-after': String(r.retryAfterSeconds) }, 'HTTP_LOGIN_RATE_LIMITED', r.detail);
+      if (r.outcome === 'wrong') throw httpError('HTTP_SESSION_INVALID', 'wrong username or password');
       const s = sessions.issue(username);
       return { token: s.token, username, expires_at: new Date(s.expiresAt).toISOString() };
     },
@@ -56,14 +56,9 @@ export default async function settingsRoutes(app: FastifyInstance, deps: Console
     { schema: { tags, body: Rotate, summary: "Rotate this user's password (and optionally name); stored hashed; ends the user's sessions" } },
     async (req: FastifyRequest<{ Body: { current_password: string; new_password: string; new_username?: string } }>) => {
       const s = authenticated(deps, req);
-      try {
-        const username = await credentials.rotate(s.username, req.body.current_password, req.body.new_password, req.body.new_username);
-        sessions.revokeUser(s.username);
-        return { ok: true, username };
-      } catch (e) {
-        if (e instanceof CredentialError) throw new ApiError(e.status, e.message);
-        throw e;
-      }
+      const username = await credentials.rotate(s.username, req.body.current_password, req.body.new_password, req.body.new_username);
+      sessions.revokeUser(s.username);
+      return { ok: true, username };
     },
   );
 
@@ -79,6 +74,6 @@ export default async function settingsRoutes(app: FastifyInstance, deps: Console
 /** The session the auth hook found; a route that is reached without one is a 401, never a crash. */
 function authenticated(deps: ConsoleDeps, req: FastifyRequest) {
   const s = deps.session(req);
-  if (!s) throw new ApiError(401, 'missing, expired or unknown X-Auth-Token: log in with POST /api/settings/login');
+  if (!s) throw httpError('HTTP_SESSION_INVALID', 'missing, expired or unknown X-Auth-Token: log in with POST /api/settings/login');
   return s;
 }

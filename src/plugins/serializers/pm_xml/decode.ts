@@ -14,7 +14,7 @@ export interface PmXmlOptions {
   addDuration: boolean;
   numeric: boolean;
   /** Bytes to text in the configured encoding. */
-  toText(b: Buffer): string;
+  toText(bytes: Buffer): string;
 }
 
 // What an element means, from its local name and its parent's kind.
@@ -22,17 +22,17 @@ const OTHER = 0;
 const ROOT = 1;
 const FILE_HEADER = 2;
 const FILE_SENDER = 3;
-const HDR_COLLEC = 4;
+const HEADER_MEAS_COLLEC = 4;
 const MEAS_DATA = 5;
 const MANAGED_ELEMENT = 6;
 const MEAS_INFO = 7;
 const JOB = 8;
-const GRAN = 9;
-const REP = 10;
+const GRAN_PERIOD = 9;
+const REP_PERIOD = 10;
 const MEAS_TYPES = 11;
 const MEAS_TYPE = 12;
 const MEAS_VALUE = 13;
-const R = 14;
+const R_VALUE = 14;
 const MEAS_RESULTS = 15;
 const SUSPECT = 16;
 
@@ -43,7 +43,7 @@ function kindOf(parent: number, local: string): number {
     case ROOT:
       return local === 'measData' ? MEAS_DATA : local === 'fileHeader' ? FILE_HEADER : OTHER;
     case FILE_HEADER:
-      return local === 'fileSender' ? FILE_SENDER : local === 'measCollec' ? HDR_COLLEC : OTHER;
+      return local === 'fileSender' ? FILE_SENDER : local === 'measCollec' ? HEADER_MEAS_COLLEC : OTHER;
     case MEAS_DATA:
       return local === 'measInfo' ? MEAS_INFO : local === 'managedElement' ? MANAGED_ELEMENT : OTHER;
     case MEAS_INFO:
@@ -55,36 +55,36 @@ function kindOf(parent: number, local: string): number {
         case 'measTypes':
           return MEAS_TYPES;
         case 'granPeriod':
-          return GRAN;
+          return GRAN_PERIOD;
         case 'job':
           return JOB;
         case 'repPeriod':
-          return REP;
+          return REP_PERIOD;
       }
       return OTHER;
     case MEAS_VALUE:
-      return local === 'r' ? R : local === 'measResults' ? MEAS_RESULTS : local === 'suspect' ? SUSPECT : OTHER;
+      return local === 'r' ? R_VALUE : local === 'measResults' ? MEAS_RESULTS : local === 'suspect' ? SUSPECT : OTHER;
   }
   return OTHER;
 }
 
-const collects = (k: number) => k === R || k === MEAS_RESULTS || k === MEAS_TYPE || k === MEAS_TYPES || k === SUSPECT;
+const collects = (kind: number) => kind === R_VALUE || kind === MEAS_RESULTS || kind === MEAS_TYPE || kind === MEAS_TYPES || kind === SUSPECT;
 
-const SP = 0x20;
-const GT = 0x3e;
+const SPACE = 0x20;
+const GREATER_THAN = 0x3e;
 const SLASH = 0x2f;
 const BANG = 0x21;
 const QMARK = 0x3f;
-const EQ = 0x3d;
-const DQ = 0x22;
-const SQ = 0x27;
+const EQUALS = 0x3d;
+const DOUBLE_QUOTE = 0x22;
+const SINGLE_QUOTE = 0x27;
 
-const isSpace = (c: number) => c === SP || c === 0x0a || c === 0x09 || c === 0x0d;
-const isNameChar = (c: number) =>
-  (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x3a) || c === 0x5f || c === 0x2d || c === 0x2e || c >= 0x80;
-const localOf = (q: string) => {
-  const i = q.indexOf(':');
-  return i === -1 ? q : q.slice(i + 1);
+const isSpace = (code: number) => code === SPACE || code === 0x0a || code === 0x09 || code === 0x0d;
+const isNameChar = (code: number) =>
+  (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a) || (code >= 0x30 && code <= 0x3a) || code === 0x5f || code === 0x2d || code === 0x2e || code >= 0x80;
+const localOf = (qname: string) => {
+  const i = qname.indexOf(':');
+  return i === -1 ? qname : qname.slice(i + 1);
 };
 
 const ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
@@ -95,27 +95,27 @@ class XmlError extends Error {
   }
 }
 
-function decodeEntities(s: string, at: number): string {
+function decodeEntities(text: string, at: number): string {
   let out = '';
   let from = 0;
-  for (let i = s.indexOf('&'); i !== -1; i = s.indexOf('&', from)) {
-    const semi = s.indexOf(';', i);
+  for (let i = text.indexOf('&'); i !== -1; i = text.indexOf('&', from)) {
+    const semi = text.indexOf(';', i);
     if (semi === -1 || semi - i > 12) throw new XmlError(`"&" not starting an entity reference`, at + i);
-    const name = s.slice(i + 1, semi);
-    let ch: string | undefined;
+    const name = text.slice(i + 1, semi);
+    let char: string | undefined;
     if (name.charCodeAt(0) === 0x23 /* # */) {
       const code = name[1] === 'x' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
       const digits = name[1] === 'x' ? /^#x[0-9a-fA-F]+$/ : /^#[0-9]+$/;
-      if (digits.test(name) && code <= 0x10ffff) ch = String.fromCodePoint(code);
-    } else ch = ENTITIES[name];
-    if (ch === undefined) throw new XmlError(`unknown entity &${name};`, at + i);
-    out += s.slice(from, i) + ch;
+      if (digits.test(name) && code <= 0x10ffff) char = String.fromCodePoint(code);
+    } else char = ENTITIES[name];
+    if (char === undefined) throw new XmlError(`unknown entity &${name};`, at + i);
+    out += text.slice(from, i) + char;
     from = semi + 1;
   }
-  return out + s.slice(from);
+  return out + text.slice(from);
 }
 
-type Make = (c: unknown[], ldn: unknown, suspect: unknown, v: unknown[]) => Rec;
+type Make = (context: unknown[], ldn: unknown, suspect: unknown, values: unknown[]) => Rec;
 const factories = new Map<string, Make>();
 /** Distinct record shapes kept compiled; past this the cache starts over (a long-running daemon). */
 const MAX_FACTORIES = 4096;
@@ -127,13 +127,13 @@ const COMPILE_ALLOWANCE = 256 << 10;
 
 /** The same record as factoryFor's, built field by field: no compile, no cache. */
 function plainMake(keys: string[], suspect: boolean, counters: string[]): Make {
-  return (c, l, s, v) => {
-    const o: Rec = {};
-    for (let i = 0; i < keys.length; i++) o[keys[i]!] = c[i];
-    o.meas_obj_ldn = l;
-    if (suspect) o.suspect = s;
-    for (let i = 0; i < counters.length; i++) o[counters[i]!] = v[i];
-    return o;
+  return (context, ldn, suspectValue, values) => {
+    const rec: Rec = {};
+    for (let i = 0; i < keys.length; i++) rec[keys[i]!] = context[i];
+    rec.meas_obj_ldn = ldn;
+    if (suspect) rec.suspect = suspectValue;
+    for (let i = 0; i < counters.length; i++) rec[counters[i]!] = values[i];
+    return rec;
   };
 }
 
@@ -144,22 +144,22 @@ function plainMake(keys: string[], suspect: boolean, counters: string[]): Make {
  * JSON string literals, and `__proto__` is never one of them (it is renamed, see fieldNames).
  */
 function factoryFor(keys: string[], suspect: boolean, counters: string[]): Make {
-  const sig = JSON.stringify([keys, suspect, counters]); // unambiguous whatever the names hold
-  let f = factories.get(sig);
-  if (!f) {
-    const fields = keys.map((k, i) => `${JSON.stringify(k)}: c[${i}]`);
-    fields.push('meas_obj_ldn: l');
-    if (suspect) fields.push('suspect: s');
-    counters.forEach((k, i) => fields.push(`${JSON.stringify(k)}: v[${i}]`));
-    f = new Function('c', 'l', 's', 'v', `return { ${fields.join(', ')} };`) as Make;
-    if (factories.size >= MAX_FACTORIES || factoryBytes + sig.length > MAX_FACTORY_BYTES) {
+  const signature = JSON.stringify([keys, suspect, counters]); // unambiguous whatever the names hold
+  let make = factories.get(signature);
+  if (!make) {
+    const fields = keys.map((key, i) => `${JSON.stringify(key)}: context[${i}]`);
+    fields.push('meas_obj_ldn: ldn');
+    if (suspect) fields.push('suspect: suspect');
+    counters.forEach((counter, i) => fields.push(`${JSON.stringify(counter)}: values[${i}]`));
+    make = new Function('context', 'ldn', 'suspect', 'values', `return { ${fields.join(', ')} };`) as Make;
+    if (factories.size >= MAX_FACTORIES || factoryBytes + signature.length > MAX_FACTORY_BYTES) {
       factories.clear();
       factoryBytes = 0;
     }
-    factories.set(sig, f);
-    factoryBytes += sig.length;
+    factories.set(signature, make);
+    factoryBytes += signature.length;
   }
-  return f;
+  return make;
 }
 
 /**
@@ -193,12 +193,12 @@ const COLLISION_PREFIX = 'counter_';
  */
 function fieldNames(types: string[]): string[] {
   let taken: Set<string> | undefined;
-  return types.map((t) => {
-    if (!RESERVED.has(t)) return t;
+  return types.map((type) => {
+    if (!RESERVED.has(type)) return type;
     taken ??= new Set(types);
-    let f = COLLISION_PREFIX + t;
-    while (RESERVED.has(f) || taken.has(f)) f = COLLISION_PREFIX + f;
-    return f;
+    let field = COLLISION_PREFIX + type;
+    while (RESERVED.has(field) || taken.has(field)) field = COLLISION_PREFIX + field;
+    return field;
   });
 }
 
@@ -214,17 +214,17 @@ export class PmXmlDecoder {
   private depth = 0;
   private sawRoot = false;
   // attributes of the tag being read
-  private an: string[] = [];
-  private av: string[] = [];
-  private na = 0;
+  private attrNames: string[] = [];
+  private attrValues: string[] = [];
+  private attrCount = 0;
   // text of the element being collected
   private collecting = 0;
   private text = '';
   // file and managed element context
   private file: Record<string, string | undefined> = {};
-  private me: Record<string, string | undefined> = {};
+  private managedElement: Record<string, string | undefined> = {};
   // measInfo context
-  private mi: Record<string, string | undefined> = {};
+  private measInfo: Record<string, string | undefined> = {};
   private typeList: string[] = [];
   /** p attribute -> index in typeList. */
   private typeByP = new Map<string, number>();
@@ -240,13 +240,13 @@ export class PmXmlDecoder {
   private lastSlots: number[] = [];
   private lastSuspect = false;
   private lastMake: Make | null = null;
-  private miStart = 0;
+  private measInfoStart = 0;
   // measValue being read
-  private ldn: string | null = null;
+  private measObjLdn: string | null = null;
   private slots: number[] = [];
   private vals: unknown[] = [];
   private suspect: boolean | undefined;
-  private p: string | undefined;
+  private pAttr: string | undefined;
   private elStart = 0;
   private rIndex = 0;
   /**
@@ -258,7 +258,7 @@ export class PmXmlDecoder {
   /** Records of the open measInfo: given out at its end (or the piece's), dropped if it is malformed. */
   private pending: Rec[] = [];
   // the piece being read
-  private s = '';
+  private input = '';
   private inData = false;
   private data: Buffer = Buffer.alloc(0);
   private exact = false;
@@ -266,7 +266,7 @@ export class PmXmlDecoder {
   private safe = 0;
 
   constructor(
-    private readonly o: PmXmlOptions,
+    private readonly options: PmXmlOptions,
     private readonly out: DecodeOut,
   ) {}
 
@@ -275,41 +275,41 @@ export class PmXmlDecoder {
     this.compileBudget = data.length + COMPILE_ALLOWANCE;
     let ctx: Buffer | undefined;
     if (header && header.length) {
-      const nl = header.indexOf(0x0a);
-      const line = header.subarray(0, nl === -1 ? header.length : nl).toString('latin1');
-      const m = new RegExp(`^${META_PREFIX} offset=(\\d+) final=([01])$`).exec(line);
-      if (!m) {
+      const newline = header.indexOf(0x0a);
+      const line = header.subarray(0, newline === -1 ? header.length : newline).toString('latin1');
+      const match = new RegExp(`^${META_PREFIX} offset=(\\d+) final=([01])$`).exec(line);
+      if (!match) {
         this.out.error(`PM XML piece ${piece}: unreadable piece header`, data);
         return;
       }
-      this.meta = { offset: Number(m[1]), final: m[2] === '1' };
-      ctx = header.subarray(nl + 1);
+      this.meta = { offset: Number(match[1]), final: match[2] === '1' };
+      ctx = header.subarray(newline + 1);
     } else this.meta = { offset: 0, final: true }; // a whole document
     let brokenMi: string | undefined;
     if (ctx && ctx.length) {
       this.inData = false;
       this.exact = false;
-      this.s = this.o.toText(ctx);
+      this.input = this.options.toText(ctx);
       try {
-        if (this.scan(0) !== -1) throw new XmlError('context ends inside markup', this.s.length);
+        if (this.scan(0) !== -1) throw new XmlError('context ends inside markup', this.input.length);
       } catch (e) {
-        const msg = e instanceof XmlError ? e.message : String(e);
+        const message = e instanceof XmlError ? e.message : String(e);
         if (this.openIndex(MEAS_INFO) === -1) {
-          this.out.error(`PM XML piece ${piece}: malformed file or measData header: ${msg}`, data);
+          this.out.error(`PM XML piece ${piece}: malformed file or measData header: ${message}`, data);
           return;
         }
-        brokenMi = msg;
+        brokenMi = message;
       }
     }
     this.inData = true;
-    const s = this.o.toText(data);
-    this.s = s;
+    const text = this.options.toText(data);
+    this.input = text;
     // Offsets in the text are byte offsets when the text is ASCII (the usual case).
-    this.exact = s.length === data.length;
+    this.exact = text.length === data.length;
     // A byte-order mark is passed over (kept in the text so that byte offsets stay right).
-    let pos = this.meta.offset === 0 && s.charCodeAt(0) === 0xfeff ? 1 : 0;
+    let pos = this.meta.offset === 0 && text.charCodeAt(0) === 0xfeff ? 1 : 0;
     this.safe = pos;
-    this.miStart = 0;
+    this.measInfoStart = 0;
     if (brokenMi !== undefined) pos = this.recover(new XmlError(brokenMi, 0));
     let partial = -1;
     while (pos !== -1) {
@@ -326,55 +326,55 @@ export class PmXmlDecoder {
       return;
     }
     if (this.meta.final && (this.depth > 0 || partial !== -1 || !this.sawRoot)) this.truncated(partial);
-    else if (partial !== -1) this.out.error(`PM XML piece ${piece}: the piece ends inside markup (no element boundary found)`, this.raw(partial, s.length));
+    else if (partial !== -1) this.out.error(`PM XML piece ${piece}: the piece ends inside markup (no element boundary found)`, this.raw(partial, text.length));
     this.flush();
   }
 
   /** Stack index of the innermost open element of kind `k`, or -1. */
-  private openIndex(k: number): number {
-    for (let i = this.depth - 1; i >= 0; i--) if (this.kinds[i] === k) return i;
+  private openIndex(kind: number): number {
+    for (let i = this.depth - 1; i >= 0; i--) if (this.kinds[i] === kind) return i;
     return -1;
   }
 
   private flush() {
-    const p = this.pending;
-    for (let i = 0; i < p.length; i++) this.out.record(p[i]!);
-    p.length = 0;
+    const pending = this.pending;
+    for (let i = 0; i < pending.length; i++) this.out.record(pending[i]!);
+    pending.length = 0;
   }
 
-  private raw(a: number, b: number): Buffer {
-    return this.exact ? this.data.subarray(a, b) : Buffer.from(this.s.slice(a, b), 'utf8');
+  private raw(from: number, to: number): Buffer {
+    return this.exact ? this.data.subarray(from, to) : Buffer.from(this.input.slice(from, to), 'utf8');
   }
 
   private byteAt(i: number): number {
-    return this.meta.offset + (this.exact ? i : Buffer.byteLength(this.s.slice(0, i), 'utf8'));
+    return this.meta.offset + (this.exact ? i : Buffer.byteLength(this.input.slice(0, i), 'utf8'));
   }
 
   /** After a malformed element: skip to the end of the enclosing measInfo; -1 ends the piece. */
   private recover(e: XmlError): number {
-    const s = this.s;
-    const d = this.openIndex(MEAS_INFO);
-    const where = `byte ${this.byteAt(Math.min(e.at, s.length))}`;
+    const text = this.input;
+    const measInfoDepth = this.openIndex(MEAS_INFO);
+    const where = `byte ${this.byteAt(Math.min(e.at, text.length))}`;
     this.collecting = 0;
-    if (d === -1) {
-      this.out.error(`PM XML: not well-formed at ${where}: ${e.message}`, this.raw(this.safe, s.length));
+    if (measInfoDepth === -1) {
+      this.out.error(`PM XML: not well-formed at ${where}: ${e.message}`, this.raw(this.safe, text.length));
       return -1;
     }
-    const id = this.mi.meas_info_id;
-    const msg = `PM XML: malformed measInfo${id !== undefined ? ` "${id}"` : ''} at ${where}: ${e.message}; its values in this piece are skipped`;
+    const id = this.measInfo.meas_info_id;
+    const message = `PM XML: malformed measInfo${id !== undefined ? ` "${id}"` : ''} at ${where}: ${e.message}; its values in this piece are skipped`;
     this.pending.length = 0;
-    const close = '</' + this.names[d]!;
-    for (let i = s.indexOf(close, e.at); i !== -1; i = s.indexOf(close, i + 1)) {
-      let j = i + close.length;
-      while (isSpace(s.charCodeAt(j))) j++;
-      if (s.charCodeAt(j) !== GT) continue;
-      this.out.error(msg, this.raw(this.miStart, j + 1));
-      this.depth = d;
+    const endTag = '</' + this.names[measInfoDepth]!;
+    for (let i = text.indexOf(endTag, e.at); i !== -1; i = text.indexOf(endTag, i + 1)) {
+      let j = i + endTag.length;
+      while (isSpace(text.charCodeAt(j))) j++;
+      if (text.charCodeAt(j) !== GREATER_THAN) continue;
+      this.out.error(message, this.raw(this.measInfoStart, j + 1));
+      this.depth = measInfoDepth;
       this.safe = j + 1;
       return j + 1;
     }
-    this.out.error(msg, this.raw(this.miStart, s.length));
-    this.depth = d + 1;
+    this.out.error(message, this.raw(this.measInfoStart, text.length));
+    this.depth = measInfoDepth + 1;
     return -1;
   }
 
@@ -393,16 +393,16 @@ export class PmXmlDecoder {
     let skipped: string;
     if (this.openIndex(MEAS_VALUE) !== -1) {
       // A record with some of its counters would read as a complete measurement.
-      const n = this.slots.length;
-      const ldn = this.ldn !== null ? ` ${JSON.stringify(this.ldn)}` : '';
-      skipped = `1 partial element skipped (measValue${ldn} with ${n} complete value${n === 1 ? '' : 's'})`;
+      const complete = this.slots.length;
+      const ldn = this.measObjLdn !== null ? ` ${JSON.stringify(this.measObjLdn)}` : '';
+      skipped = `1 partial element skipped (measValue${ldn} with ${complete} complete value${complete === 1 ? '' : 's'})`;
     } else {
-      const k = (partial !== -1 ? 1 : 0) + (this.collecting ? 1 : 0);
-      skipped = `${k} partial element${k === 1 ? '' : 's'} skipped`;
+      const count = (partial !== -1 ? 1 : 0) + (this.collecting ? 1 : 0);
+      skipped = `${count} partial element${count === 1 ? '' : 's'} skipped`;
     }
-    const n = this.meta.offset + this.data.length;
+    const end = this.meta.offset + this.data.length;
     const what = names.length ? `${this.depth} open element${this.depth === 1 ? '' : 's'} closed automatically (${names.join(' > ')})` : 'no measCollecFile element';
-    this.out.note(`PM XML: file truncated at byte ${n}: ${what}, ${skipped}`);
+    this.out.note(`PM XML: file truncated at byte ${end}: ${what}, ${skipped}`);
     this.slots.length = 0;
     this.vals.length = 0;
     this.depth = 0;
@@ -413,190 +413,190 @@ export class PmXmlDecoder {
    * cut by the end of the text. Throws XmlError for what is not well-formed.
    */
   private scan(pos: number): number {
-    const s = this.s;
-    const n = s.length;
-    while (pos < n) {
-      const lt = s.indexOf('<', pos);
-      if (lt === -1) {
-        if (this.collecting) this.addTail(pos, n);
+    const text = this.input;
+    const length = text.length;
+    while (pos < length) {
+      const tagStart = text.indexOf('<', pos);
+      if (tagStart === -1) {
+        if (this.collecting) this.addTail(pos, length);
         return -1;
       }
-      if (this.collecting && lt > pos) this.addText(pos, lt);
-      const c = s.charCodeAt(lt + 1);
-      if (c === SLASH) {
-        const gt = s.indexOf('>', lt + 2);
-        if (gt === -1) return lt;
-        if (this.depth === 0) throw new XmlError(`end tag without a start tag`, lt);
+      if (this.collecting && tagStart > pos) this.addText(pos, tagStart);
+      const next = text.charCodeAt(tagStart + 1);
+      if (next === SLASH) {
+        const tagEnd = text.indexOf('>', tagStart + 2);
+        if (tagEnd === -1) return tagStart;
+        if (this.depth === 0) throw new XmlError(`end tag without a start tag`, tagStart);
         const top = this.names[this.depth - 1]!;
-        if (!(gt - lt - 2 === top.length && s.startsWith(top, lt + 2))) {
-          const name = s.slice(lt + 2, gt).trimEnd();
-          if (name !== top) throw new XmlError(`end tag </${name}> does not match <${top}>`, lt);
+        if (!(tagEnd - tagStart - 2 === top.length && text.startsWith(top, tagStart + 2))) {
+          const name = text.slice(tagStart + 2, tagEnd).trimEnd();
+          if (name !== top) throw new XmlError(`end tag </${name}> does not match <${top}>`, tagStart);
         }
-        this.end(lt, gt + 1);
-        pos = gt + 1;
-      } else if (c === BANG) {
-        if (s.startsWith('<!--', lt)) {
-          const e = s.indexOf('-->', lt + 4);
-          if (e === -1) return lt;
-          pos = e + 3;
-        } else if (s.startsWith('<![CDATA[', lt)) {
-          const e = s.indexOf(']]>', lt + 9);
-          if (e === -1) return lt;
-          if (this.collecting) this.text += s.slice(lt + 9, e);
-          pos = e + 3;
-        } else if (s.startsWith('<!DOCTYPE', lt) && this.depth === 0) {
-          let e = s.indexOf('>', lt);
-          const lb = s.indexOf('[', lt);
-          if (lb !== -1 && (e === -1 || lb < e)) {
-            const rb = s.indexOf(']', lb);
-            e = rb === -1 ? -1 : s.indexOf('>', rb);
+        this.end(tagStart, tagEnd + 1);
+        pos = tagEnd + 1;
+      } else if (next === BANG) {
+        if (text.startsWith('<!--', tagStart)) {
+          const commentEnd = text.indexOf('-->', tagStart + 4);
+          if (commentEnd === -1) return tagStart;
+          pos = commentEnd + 3;
+        } else if (text.startsWith('<![CDATA[', tagStart)) {
+          const cdataEnd = text.indexOf(']]>', tagStart + 9);
+          if (cdataEnd === -1) return tagStart;
+          if (this.collecting) this.text += text.slice(tagStart + 9, cdataEnd);
+          pos = cdataEnd + 3;
+        } else if (text.startsWith('<!DOCTYPE', tagStart) && this.depth === 0) {
+          let doctypeEnd = text.indexOf('>', tagStart);
+          const subsetStart = text.indexOf('[', tagStart);
+          if (subsetStart !== -1 && (doctypeEnd === -1 || subsetStart < doctypeEnd)) {
+            const subsetEnd = text.indexOf(']', subsetStart);
+            doctypeEnd = subsetEnd === -1 ? -1 : text.indexOf('>', subsetEnd);
           }
-          if (e === -1) return lt;
-          pos = e + 1;
-        } else if (n - lt < 9) return lt;
-        else throw new XmlError(`"<!" not starting a comment or CDATA section`, lt);
-      } else if (c === QMARK) {
-        const e = s.indexOf('?>', lt + 2);
-        if (e === -1) return lt;
-        pos = e + 2;
+          if (doctypeEnd === -1) return tagStart;
+          pos = doctypeEnd + 1;
+        } else if (length - tagStart < 9) return tagStart;
+        else throw new XmlError(`"<!" not starting a comment or CDATA section`, tagStart);
+      } else if (next === QMARK) {
+        const piEnd = text.indexOf('?>', tagStart + 2);
+        if (piEnd === -1) return tagStart;
+        pos = piEnd + 2;
       } else {
         // Fast path for the bulk of a file, `<r p="N">value</r>` inside a measValue; anything
         // else (prefixes, entities, other quoting or spacing) takes the general path below.
-        if (c === 0x72 && s.charCodeAt(lt + 2) === SP && s.charCodeAt(lt + 3) === 0x70 && s.charCodeAt(lt + 4) === EQ && s.charCodeAt(lt + 5) === DQ && this.kinds[this.depth - 1] === MEAS_VALUE && this.depth > 0) {
-          const q2 = s.indexOf('"', lt + 6);
-          if (q2 !== -1 && s.charCodeAt(q2 + 1) === GT) {
-            const ve = s.indexOf('<', q2 + 2);
-            if (ve !== -1 && s.charCodeAt(ve + 1) === SLASH && s.charCodeAt(ve + 2) === 0x72 && s.charCodeAt(ve + 3) === GT) {
-              const p = s.slice(lt + 6, q2);
-              const text = s.slice(q2 + 2, ve);
-              if (text.indexOf('&') === -1 && p.indexOf('&') === -1 && p.indexOf('<') === -1) {
-                this.value(p, text, lt, ve + 4);
-                pos = ve + 4;
+        if (next === 0x72 && text.charCodeAt(tagStart + 2) === SPACE && text.charCodeAt(tagStart + 3) === 0x70 && text.charCodeAt(tagStart + 4) === EQUALS && text.charCodeAt(tagStart + 5) === DOUBLE_QUOTE && this.kinds[this.depth - 1] === MEAS_VALUE && this.depth > 0) {
+          const pEnd = text.indexOf('"', tagStart + 6);
+          if (pEnd !== -1 && text.charCodeAt(pEnd + 1) === GREATER_THAN) {
+            const valueEnd = text.indexOf('<', pEnd + 2);
+            if (valueEnd !== -1 && text.charCodeAt(valueEnd + 1) === SLASH && text.charCodeAt(valueEnd + 2) === 0x72 && text.charCodeAt(valueEnd + 3) === GREATER_THAN) {
+              const pValue = text.slice(tagStart + 6, pEnd);
+              const content = text.slice(pEnd + 2, valueEnd);
+              if (content.indexOf('&') === -1 && pValue.indexOf('&') === -1 && pValue.indexOf('<') === -1) {
+                this.value(pValue, content, tagStart, valueEnd + 4);
+                pos = valueEnd + 4;
                 continue;
               }
             }
           }
         }
-        const r = this.start(lt);
-        if (r < 0) return lt;
-        pos = r;
+        const after = this.start(tagStart);
+        if (after < 0) return tagStart;
+        pos = after;
       }
     }
     return -1;
   }
 
-  private addText(a: number, b: number) {
-    const t = this.s.slice(a, b);
-    this.text += t.indexOf('&') === -1 ? t : decodeEntities(t, a);
+  private addText(from: number, to: number) {
+    const chunk = this.input.slice(from, to);
+    this.text += chunk.indexOf('&') === -1 ? chunk : decodeEntities(chunk, from);
   }
 
   /** Text at the very end: in a truncated file it may stop inside an entity reference. */
-  private addTail(a: number, b: number) {
-    const t = this.s.slice(a, b);
+  private addTail(from: number, to: number) {
+    const chunk = this.input.slice(from, to);
     try {
-      this.text += t.indexOf('&') === -1 ? t : decodeEntities(t, a);
+      this.text += chunk.indexOf('&') === -1 ? chunk : decodeEntities(chunk, from);
     } catch (e) {
       if (!this.inData || !this.meta.final) throw e;
-      const amp = t.lastIndexOf('&');
-      this.text += decodeEntities(t.slice(0, amp), a); // the text is dropped with its measValue
+      const amp = chunk.lastIndexOf('&');
+      this.text += decodeEntities(chunk.slice(0, amp), from); // the text is dropped with its measValue
     }
   }
 
   private attr(name: string): string | undefined {
-    for (let i = 0; i < this.na; i++) if (this.an[i] === name) return this.av[i];
+    for (let i = 0; i < this.attrCount; i++) if (this.attrNames[i] === name) return this.attrValues[i];
     return undefined;
   }
 
   /** Reads the start tag at `lt`; returns the offset after it, or -1 when the text ends inside it. */
-  private start(lt: number): number {
-    const s = this.s;
-    const n = s.length;
-    let i = lt + 1;
-    let q: string;
-    if (s.charCodeAt(i) === 0x72 && !isNameChar(s.charCodeAt(i + 1))) {
-      q = 'r'; // the common case, without a slice
+  private start(tagStart: number): number {
+    const text = this.input;
+    const length = text.length;
+    let i = tagStart + 1;
+    let qname: string;
+    if (text.charCodeAt(i) === 0x72 && !isNameChar(text.charCodeAt(i + 1))) {
+      qname = 'r'; // the common case, without a slice
       i++;
     } else {
-      while (isNameChar(s.charCodeAt(i))) i++;
-      if (i === lt + 1) {
-        if (i >= n) return -1;
-        throw new XmlError(`"<" not starting a tag`, lt);
+      while (isNameChar(text.charCodeAt(i))) i++;
+      if (i === tagStart + 1) {
+        if (i >= length) return -1;
+        throw new XmlError(`"<" not starting a tag`, tagStart);
       }
-      if (i >= n) return -1;
-      q = s.slice(lt + 1, i);
+      if (i >= length) return -1;
+      qname = text.slice(tagStart + 1, i);
     }
-    let na = 0;
+    let count = 0;
     let selfClosing = false;
     for (;;) {
-      let ch = s.charCodeAt(i);
-      if (isSpace(ch)) {
-        do ch = s.charCodeAt(++i);
-        while (isSpace(ch));
-      } else if (ch !== GT && ch !== SLASH && i < n) throw new XmlError(`attributes of <${q}> must be separated by blanks`, i);
-      if (ch === GT) {
+      let code = text.charCodeAt(i);
+      if (isSpace(code)) {
+        do code = text.charCodeAt(++i);
+        while (isSpace(code));
+      } else if (code !== GREATER_THAN && code !== SLASH && i < length) throw new XmlError(`attributes of <${qname}> must be separated by blanks`, i);
+      if (code === GREATER_THAN) {
         i++;
         break;
       }
-      if (ch === SLASH) {
-        if (i + 1 >= n) return -1;
-        if (s.charCodeAt(i + 1) !== GT) throw new XmlError(`"/" inside <${q}>`, i);
+      if (code === SLASH) {
+        if (i + 1 >= length) return -1;
+        if (text.charCodeAt(i + 1) !== GREATER_THAN) throw new XmlError(`"/" inside <${qname}>`, i);
         i += 2;
         selfClosing = true;
         break;
       }
-      if (i >= n) return -1;
-      const ns = i;
-      while (isNameChar(ch)) ch = s.charCodeAt(++i);
-      if (i === ns) throw new XmlError(`unexpected character "${s[i]}" in <${q}>`, i);
-      const name = s.slice(ns, i);
-      while (isSpace(ch)) ch = s.charCodeAt(++i);
-      if (i >= n) return -1;
-      if (ch !== EQ) throw new XmlError(`attribute ${name} of <${q}> has no value`, i);
-      ch = s.charCodeAt(++i);
-      while (isSpace(ch)) ch = s.charCodeAt(++i);
-      if (i >= n) return -1;
-      if (ch !== DQ && ch !== SQ) throw new XmlError(`attribute ${name} of <${q}> is not quoted`, i);
-      const ve = s.indexOf(ch === DQ ? '"' : "'", i + 1);
-      if (ve === -1) return -1;
-      let v = s.slice(i + 1, ve);
-      if (v.indexOf('<') !== -1) throw new XmlError(`"<" in the value of attribute ${name}`, i);
-      if (v.indexOf('&') !== -1) v = decodeEntities(v, i + 1);
-      this.an[na] = name;
-      this.av[na] = v;
-      na++;
-      i = ve + 1;
+      if (i >= length) return -1;
+      const nameStart = i;
+      while (isNameChar(code)) code = text.charCodeAt(++i);
+      if (i === nameStart) throw new XmlError(`unexpected character "${text[i]}" in <${qname}>`, i);
+      const name = text.slice(nameStart, i);
+      while (isSpace(code)) code = text.charCodeAt(++i);
+      if (i >= length) return -1;
+      if (code !== EQUALS) throw new XmlError(`attribute ${name} of <${qname}> has no value`, i);
+      code = text.charCodeAt(++i);
+      while (isSpace(code)) code = text.charCodeAt(++i);
+      if (i >= length) return -1;
+      if (code !== DOUBLE_QUOTE && code !== SINGLE_QUOTE) throw new XmlError(`attribute ${name} of <${qname}> is not quoted`, i);
+      const valueEnd = text.indexOf(code === DOUBLE_QUOTE ? '"' : "'", i + 1);
+      if (valueEnd === -1) return -1;
+      let value = text.slice(i + 1, valueEnd);
+      if (value.indexOf('<') !== -1) throw new XmlError(`"<" in the value of attribute ${name}`, i);
+      if (value.indexOf('&') !== -1) value = decodeEntities(value, i + 1);
+      this.attrNames[count] = name;
+      this.attrValues[count] = value;
+      count++;
+      i = valueEnd + 1;
     }
-    this.na = na;
+    this.attrCount = count;
     const parent = this.depth === 0 ? -1 : this.kinds[this.depth - 1]!;
-    const kind = parent === -1 && this.sawRoot ? OTHER : kindOf(parent, q === 'r' ? 'r' : localOf(q));
-    this.open(kind, lt);
-    if (selfClosing) this.close(kind, lt, i);
+    const kind = parent === -1 && this.sawRoot ? OTHER : kindOf(parent, qname === 'r' ? 'r' : localOf(qname));
+    this.open(kind, tagStart);
+    if (selfClosing) this.close(kind, tagStart, i);
     else {
-      this.names[this.depth] = q;
+      this.names[this.depth] = qname;
       this.kinds[this.depth] = kind;
       this.depth++;
     }
     return i;
   }
 
-  private end(lt: number, after: number) {
+  private end(tagStart: number, after: number) {
     this.depth--;
-    this.close(this.kinds[this.depth]!, lt, after);
+    this.close(this.kinds[this.depth]!, tagStart, after);
   }
 
   /** A start tag of kind `k` at `lt` with its attributes read. */
-  private open(k: number, lt: number) {
-    if (collects(k)) {
-      this.collecting = k;
+  private open(kind: number, tagStart: number) {
+    if (collects(kind)) {
+      this.collecting = kind;
       this.text = '';
     }
-    switch (k) {
-      case R:
-        this.p = this.na ? this.attr('p') : undefined;
-        this.elStart = lt;
+    switch (kind) {
+      case R_VALUE:
+        this.pAttr = this.attrCount ? this.attr('p') : undefined;
+        this.elStart = tagStart;
         return;
       case MEAS_VALUE:
-        this.ldn = this.attr('measObjLdn') ?? null;
+        this.measObjLdn = this.attr('measObjLdn') ?? null;
         this.slots.length = 0;
         this.vals.length = 0;
         this.suspect = undefined;
@@ -606,34 +606,34 @@ export class PmXmlDecoder {
         if (!this.slotOf) this.buildSlots();
         return;
       case MEAS_TYPE:
-        this.p = this.attr('p');
+        this.pAttr = this.attr('p');
         return;
       case MEAS_RESULTS:
-        this.elStart = lt;
+        this.elStart = tagStart;
         return;
       case MEAS_INFO:
-        this.mi = { meas_info_id: this.attr('measInfoId') };
+        this.measInfo = { meas_info_id: this.attr('measInfoId') };
         this.typeList = [];
         this.typeByP = new Map();
         this.ctxKeys = null;
         this.slotOf = null;
-        this.miStart = this.inData ? lt : 0;
+        this.measInfoStart = this.inData ? tagStart : 0;
         return;
       case JOB:
-        this.mi.job_id = this.attr('jobId');
+        this.measInfo.job_id = this.attr('jobId');
         return;
-      case GRAN:
-        this.mi.gran_duration = this.attr('duration');
-        this.mi.gran_end_time = this.attr('endTime');
+      case GRAN_PERIOD:
+        this.measInfo.gran_duration = this.attr('duration');
+        this.measInfo.gran_end_time = this.attr('endTime');
         return;
-      case REP:
-        this.mi.rep_duration = this.attr('duration');
+      case REP_PERIOD:
+        this.measInfo.rep_duration = this.attr('duration');
         return;
       case MANAGED_ELEMENT:
-        this.me = { managed_element: this.attr('localDn'), user_label: this.attr('userLabel'), sw_version: this.attr('swVersion') };
+        this.managedElement = { managed_element: this.attr('localDn'), user_label: this.attr('userLabel'), sw_version: this.attr('swVersion') };
         return;
       case MEAS_DATA:
-        this.me = {};
+        this.managedElement = {};
         return;
       case FILE_HEADER:
         this.file.file_format_version = this.attr('fileFormatVersion');
@@ -643,7 +643,7 @@ export class PmXmlDecoder {
       case FILE_SENDER:
         this.file.sender = this.attr('localDn');
         return;
-      case HDR_COLLEC:
+      case HEADER_MEAS_COLLEC:
         this.file.begin_time = this.attr('beginTime');
         return;
       case ROOT:
@@ -653,20 +653,20 @@ export class PmXmlDecoder {
   }
 
   /** The end of an element of kind `k` (from `lt`, its end tag or self-closing start tag, to `after`). */
-  private close(k: number, lt: number, after: number) {
-    if (k === this.collecting) this.collecting = 0;
-    switch (k) {
-      case R:
-        this.value(this.p, this.text, this.elStart, after);
+  private close(kind: number, tagStart: number, after: number) {
+    if (kind === this.collecting) this.collecting = 0;
+    switch (kind) {
+      case R_VALUE:
+        this.value(this.pAttr, this.text, this.elStart, after);
         return;
       case MEAS_RESULTS: {
-        const t = this.text;
-        this.results(t.length ? t.split(/[ \t\r\n]+/).filter(Boolean) : [], this.elStart, after);
+        const content = this.text;
+        this.results(content.length ? content.split(/[ \t\r\n]+/).filter(Boolean) : [], this.elStart, after);
         return;
       }
       case SUSPECT: {
-        const t = this.text.trim();
-        this.suspect = t === 'true' || t === '1';
+        const content = this.text.trim();
+        this.suspect = content === 'true' || content === '1';
         return;
       }
       case MEAS_VALUE:
@@ -674,7 +674,7 @@ export class PmXmlDecoder {
         return;
       case MEAS_TYPE: {
         const name = this.text.trim();
-        if (this.p !== undefined) this.typeByP.set(this.p, this.typeList.length);
+        if (this.pAttr !== undefined) this.typeByP.set(this.pAttr, this.typeList.length);
         this.typeList.push(name);
         this.slotOf = null;
         return;
@@ -688,54 +688,54 @@ export class PmXmlDecoder {
         if (this.inData) this.safe = after;
         return;
       case MEAS_DATA:
-        this.me = {};
+        this.managedElement = {};
         if (this.inData) this.safe = after;
         return;
     }
   }
 
   /** One `r` value: its counter is the measType with the same p (or at that position in measTypes). */
-  private value(p: string | undefined, text: string, lt: number, after: number) {
-    let i: number | undefined;
-    if (p !== undefined) {
-      i = this.typeByP.get(p);
-      if (i === undefined) {
-        const n = Number(p) - 1;
-        if (Number.isInteger(n) && n >= 0 && n < this.typeList.length) i = n;
+  private value(pValue: string | undefined, text: string, tagStart: number, after: number) {
+    let typeIndex: number | undefined;
+    if (pValue !== undefined) {
+      typeIndex = this.typeByP.get(pValue);
+      if (typeIndex === undefined) {
+        const position = Number(pValue) - 1;
+        if (Number.isInteger(position) && position >= 0 && position < this.typeList.length) typeIndex = position;
       }
-    } else if (this.rIndex < this.typeList.length) i = this.rIndex;
+    } else if (this.rIndex < this.typeList.length) typeIndex = this.rIndex;
     this.rIndex++;
-    const mi = this.mi.meas_info_id ?? '';
-    const tag = `<r${p !== undefined ? ` p="${p}"` : ''}>`;
-    if (i === undefined) {
-      this.out.error(`PM XML: measInfo "${mi}": ${tag} matches no measType`, this.raw(lt, after));
+    const measInfoId = this.measInfo.meas_info_id ?? '';
+    const tag = `<r${pValue !== undefined ? ` p="${pValue}"` : ''}>`;
+    if (typeIndex === undefined) {
+      this.out.error(`PM XML: measInfo "${measInfoId}": ${tag} matches no measType`, this.raw(tagStart, after));
       return;
     }
-    if (!this.put(i, counterValue(text, this.o.numeric))) {
-      this.out.error(`PM XML: measInfo "${mi}": ${tag} is a second value for counter "${this.typeList[i]}" in measValue ${JSON.stringify(this.ldn)}; the first is kept`, this.raw(lt, after));
+    if (!this.put(typeIndex, counterValue(text, this.options.numeric))) {
+      this.out.error(`PM XML: measInfo "${measInfoId}": ${tag} is a second value for counter "${this.typeList[typeIndex]}" in measValue ${JSON.stringify(this.measObjLdn)}; the first is kept`, this.raw(tagStart, after));
     }
   }
 
   /** Adds the value of counter `i` (index in typeList) to the measValue; false if it has one already. */
-  private put(i: number, v: unknown): boolean {
-    const slot = this.slotOf![i]!;
+  private put(typeIndex: number, value: unknown): boolean {
+    const slot = this.slotOf![typeIndex]!;
     if (this.seen[slot] === this.serial) return false;
     this.seen[slot] = this.serial;
     this.slots.push(slot);
-    this.vals.push(v);
+    this.vals.push(value);
     return true;
   }
 
   /** measResults tokens, paired with the measTypes in order. */
-  private results(toks: string[], lt: number, after: number) {
-    const n = Math.min(toks.length, this.typeList.length);
+  private results(tokens: string[], tagStart: number, after: number) {
+    const paired = Math.min(tokens.length, this.typeList.length);
     let dup = 0;
-    for (let i = 0; i < n; i++) if (!this.put(i, counterValue(toks[i]!, this.o.numeric))) dup++;
-    const mi = this.mi.meas_info_id ?? '';
-    if (toks.length > this.typeList.length) {
-      this.out.error(`PM XML: measInfo "${mi}": ${toks.length} values in measResults for ${this.typeList.length} measTypes; the extra ones are skipped`, this.raw(lt, after));
+    for (let i = 0; i < paired; i++) if (!this.put(i, counterValue(tokens[i]!, this.options.numeric))) dup++;
+    const measInfoId = this.measInfo.meas_info_id ?? '';
+    if (tokens.length > this.typeList.length) {
+      this.out.error(`PM XML: measInfo "${measInfoId}": ${tokens.length} values in measResults for ${this.typeList.length} measTypes; the extra ones are skipped`, this.raw(tagStart, after));
     }
-    if (dup) this.out.error(`PM XML: measInfo "${mi}": measResults has ${dup} more value${dup === 1 ? '' : 's'} for counters named twice in measTypes; the first of each is kept`, this.raw(lt, after));
+    if (dup) this.out.error(`PM XML: measInfo "${measInfoId}": measResults has ${dup} more value${dup === 1 ? '' : 's'} for counters named twice in measTypes; the first of each is kept`, this.raw(tagStart, after));
   }
 
   /** The record of a complete measValue. */
@@ -747,10 +747,10 @@ export class PmXmlDecoder {
     let same = make !== null && suspect === this.lastSuspect && last.length === slots.length;
     for (let i = 0; same && i < slots.length; i++) same = last[i] === slots[i];
     if (!same) {
-      const counters = slots.map((k) => this.fields[k]!);
+      const counters = slots.map((slot) => this.fields[slot]!);
       let cost = 64;
-      for (const k of this.ctxKeys!) cost += k.length + 8;
-      for (const k of counters) cost += k.length + 8;
+      for (const key of this.ctxKeys!) cost += key.length + 8;
+      for (const counter of counters) cost += counter.length + 8;
       if (cost <= this.compileBudget) {
         this.compileBudget -= cost;
         make = factoryFor(this.ctxKeys!, suspect, counters);
@@ -759,7 +759,7 @@ export class PmXmlDecoder {
       this.lastSlots = slots.slice();
       this.lastSuspect = suspect;
     }
-    this.pending.push(make!(this.ctxVals, this.ldn, this.suspect, this.vals));
+    this.pending.push(make!(this.ctxVals, this.measObjLdn, this.suspect, this.vals));
     slots.length = 0;
     this.vals.length = 0;
   }
@@ -768,10 +768,10 @@ export class PmXmlDecoder {
   private buildSlots() {
     const names = fieldNames(this.typeList);
     const first = new Map<string, number>();
-    this.slotOf = names.map((f, i) => {
-      const s = first.get(f);
-      if (s !== undefined) return s;
-      first.set(f, i);
+    this.slotOf = names.map((field, i) => {
+      const slot = first.get(field);
+      if (slot !== undefined) return slot;
+      first.set(field, i);
       return i;
     });
     this.fields = names;
@@ -783,29 +783,29 @@ export class PmXmlDecoder {
   private buildContext() {
     const keys: string[] = [];
     const vals: unknown[] = [];
-    const add = (k: string, v: unknown) => {
-      if (v !== undefined) {
-        keys.push(k);
-        vals.push(v);
+    const add = (key: string, value: unknown) => {
+      if (value !== undefined) {
+        keys.push(key);
+        vals.push(value);
       }
     };
-    const f = this.file;
-    add('file_format_version', f.file_format_version);
-    add('vendor_name', f.vendor_name);
-    add('dn_prefix', f.dn_prefix);
-    add('sender', f.sender);
-    add('begin_time', f.begin_time);
-    if (this.o.addManagedElement) {
-      add('managed_element', this.me.managed_element);
-      add('user_label', this.me.user_label);
-      add('sw_version', this.me.sw_version);
+    const file = this.file;
+    add('file_format_version', file.file_format_version);
+    add('vendor_name', file.vendor_name);
+    add('dn_prefix', file.dn_prefix);
+    add('sender', file.sender);
+    add('begin_time', file.begin_time);
+    if (this.options.addManagedElement) {
+      add('managed_element', this.managedElement.managed_element);
+      add('user_label', this.managedElement.user_label);
+      add('sw_version', this.managedElement.sw_version);
     }
-    const mi = this.mi;
-    add('meas_info_id', mi.meas_info_id);
-    add('job_id', mi.job_id);
-    if (this.o.addDuration) add('gran_period_s', mi.gran_duration === undefined ? undefined : durationSeconds(mi.gran_duration));
-    add('gran_end_time', mi.gran_end_time);
-    if (this.o.addDuration) add('rep_period_s', mi.rep_duration === undefined ? undefined : durationSeconds(mi.rep_duration));
+    const measInfo = this.measInfo;
+    add('meas_info_id', measInfo.meas_info_id);
+    add('job_id', measInfo.job_id);
+    if (this.options.addDuration) add('gran_period_s', measInfo.gran_duration === undefined ? undefined : durationSeconds(measInfo.gran_duration));
+    add('gran_end_time', measInfo.gran_end_time);
+    if (this.options.addDuration) add('rep_period_s', measInfo.rep_duration === undefined ? undefined : durationSeconds(measInfo.rep_duration));
     this.ctxKeys = keys;
     this.ctxVals = vals;
     this.lastMake = null;

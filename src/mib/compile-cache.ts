@@ -7,8 +7,7 @@ import { readJsonFile, writeFileDurably } from '../util/durable.js';
 import { compiledFromJson } from './index.js';
 import { MibIndex } from './mib-index.js';
 import type { CompileMode, SourceFile } from './sources.js';
-import { MIB_FORMAT, type CompiledModule, type ShadowedModule } from './types.js';
-import type { FailureView } from './views.js';
+import { MIB_FORMAT, type CompiledModule, type FailureView, type ShadowedModule } from './types.js';
 
 /** One compile of the whole source set: what the store serves until the next change. */
 export interface Compiled {

@@ -193,6 +193,9 @@ export interface ModuleFailure {
   limit?: string;
 }
 
+/** A compile failure as the API shows it: the ModuleFailure plus the store path of its file. */
+export type FailureView = ModuleFailure & { path: string };
+
 /** A module that lost to another source of the same module name (see preferSource). */
 export interface ShadowedModule {
   module: string;

@@ -1,7 +1,7 @@
 // What the MIB routes answer (the console's /api/mibs/*, the daemon's /api/mibs and the WebSocket
 // `mibs` message): the shapes, and how each is read from one compile of the store.
 import type { Compiled } from './compile-cache.js';
-import type { CompileResult, MibDiagnostic, ModuleFailure, ShadowedModule } from './types.js';
+import type { CompileResult, FailureView, MibDiagnostic, ShadowedModule } from './types.js';
 
 /** One row of `source_inventory`: a module of a source file (a file without a module has module null). */
 export interface SourceRow {
@@ -33,8 +33,7 @@ export interface GroupTotals {
   size_bytes: number;
 }
 
-/** A compile failure as the API shows it: the ModuleFailure plus the store path of its file. */
-export type FailureView = ModuleFailure & { path: string };
+export type { FailureView };
 
 export interface MibStatus {
   /** Deduplicated active modules, sorted. */

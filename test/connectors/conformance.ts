@@ -19,7 +19,7 @@ import { silentLogger } from '../../src/observability/log.js';
 import { registry } from '../../src/plugins/registry.js';
 import type { ConnectionState, SinkPlugin, SourcePlugin } from '../../src/plugins/types.js';
 import { MemoryProcessedFiles } from '../../src/engine/processed-files.js';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 import { loadPipeline, outputRecords, seqBodies, until, type Cfg, type Rec } from './helpers.js';
 
@@ -372,11 +372,11 @@ export function conformance(fixture: PeerFixture) {
           });
           expect((await d.call('POST', '/api/pipelines', { yaml: yamlText })).status).toBe(201);
           const connected = `svc_connector_state{pipeline="${name}",component="source",type="${type}",state="connected"} 1`;
-          await eventually(async () => ((await d.call('GET', '/metrics')).text.includes(connected) ? true : undefined), 15_000);
+          await until(async () => ((await d.call('GET', '/metrics')).text.includes(connected) ? true : undefined), 15_000);
           await new Promise((r) => setTimeout(r, peer.source!.settleMs ?? 0));
           const { publishTo } = peer.source!;
           await (publishTo ? publishTo(d.url, ch, bodies(0, 20)) : peer.source!.publish(ch, bodies(0, 20)));
-          const text = await eventually(async () => {
+          const text = await until(async () => {
             const t = (await d.call('GET', '/metrics')).text;
             return new RegExp(`svc_records_in_total\\{pipeline="${name}"\\} 20\\b`).test(t) ? t : undefined;
           }, 20_000);

@@ -10,7 +10,7 @@ import { stringify } from 'yaml';
 import * as snappy from 'snappyjs';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serveChild, testDaemon, eventually, type TestDaemon } from '../helpers/daemon.js';
+import { serveChild, testDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 import { loadPipeline, outputRecords, until, type Cfg, type Rec } from './helpers.js';
 import { runPipeline } from '../../src/engine/runner.js';
@@ -50,7 +50,7 @@ async function servePipeline(d: TestDaemon, name: string, source: Cfg, out: stri
   expect(r.status, r.text).toBe(201);
   const path = (source.path as string | undefined) ?? 'prom-rw';
   // Served once the stream runs: an empty WriteRequest is a valid body (no samples).
-  await eventually(async () => (await post(d, path, encodeBody([]), source.secret as string | undefined)).status === 204, 15_000);
+  await until(async () => (await post(d, path, encodeBody([]), source.secret as string | undefined)).status === 204, 15_000);
 }
 
 /** The records written so far; none while a line is half written (read again on the next poll). */
@@ -232,7 +232,7 @@ describe('prometheus_rw: the served path (svc serve)', () => {
       const created = await fetch(first.url + '/api/pipelines', { method: 'POST', body: yamlText, headers: { 'content-type': 'application/yaml' } });
       expect(created.status, await created.text()).toBe(201);
       const postTo = (url: string, body: Buffer) => fetch(`${url}/webhooks/prom-spool`, { method: 'POST', headers: RW_HEADERS, body });
-      await eventually(async () => (await postTo(first.url, encodeBody([]))).status === 204, 15_000);
+      await until(async () => (await postTo(first.url, encodeBody([]))).status === 204, 15_000);
       // The downstream holds its answer: the sample is accepted (204) and not delivered when the daemon dies.
       sink.block();
       expect((await postTo(first.url, encodeBody([{ labels: { __name__: 'spooled', host: 'h1' }, samples: [{ value: 42, timestamp_ms: T0 }] }]))).status).toBe(204);

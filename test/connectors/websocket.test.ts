@@ -19,6 +19,7 @@ import { tempDir } from '../helpers/fs.js';
 import { conformance, type Cfg, type Rec } from './conformance.js';
 import { selfSignedCert } from './peers/http.js';
 import { startWsPeer, wsPeer, type WsPeer } from './peers/ws.js';
+import { until } from '../helpers/wait.js';
 
 conformance(wsPeer);
 
@@ -37,16 +38,6 @@ function ndjsonIn(dir: string): Rec[] {
   const out: Rec[] = [];
   for (const n of readdirSync(dir).sort()) for (const l of readFileSync(join(dir, n), 'utf8').split('\n')) if (l.trim()) out.push(JSON.parse(l) as Rec);
   return out;
-}
-
-async function until<T>(f: () => T | undefined | false, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** A stream run of the websocket source into a local NDJSON file. */

@@ -120,8 +120,6 @@ export async function finishedRun(d: TestDaemon, runId: string, ms = 15_000): Pr
   }, ms);
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** The run fields of spec doc 2, then `pipeline_version` (which version the run ran; issue 16). */
 export const RUN_FIELDS = [
   'run_id',

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, testDaemon } from '../helpers/daemon.js';
-import { until } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 
 const ctl = (...args: string[]) => promisify(execFile)('rabbitmqctl', ['--quiet', ...args], { timeout: 60_000 });
 const vhost = `svc_api_${process.pid}`;
@@ -142,7 +142,7 @@ pipeline:
       return g.body.status === 'error' ? g.body : undefined;
     });
     expect(p.error).toMatch(/gave up after 2 reconnect attempts: .*ECONNREFUSED/);
-    await new Promise((r) => setTimeout(r, 1500)); // a restart would come after 1 s
+    await quiet(1500); // a restart would come after 1 s
     const runs = await d.call('GET', '/api/runs?pipeline=gives-up');
     expect(runs.body).toHaveLength(1);
     expect(runs.body[0]).toMatchObject({ status: 'failed' });

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { isDatabaseUnavailable, openStore } from '../../src/store/index.js';
 import { testDaemon } from '../helpers/daemon.js';
-import { until } from '../helpers/wait.js';
+import { pace, until } from '../helpers/wait.js';
 import { expectError, finishedRun, localYaml, register, SLOW, workArea, writeInput } from './_helpers.js';
 
 const PG_ADMIN = process.env.SVC_TEST_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -162,7 +162,7 @@ describe('a PostgreSQL connection dropped inside a transaction', () => {
           const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
           // Dropped while this client is checked out with no statement running.
           await admin(`select pg_terminate_backend(${rows[0]!.pid})`);
-          await new Promise((r) => setTimeout(r, 200));
+          await pace(200); // the drop reaches this client's socket
           await sql`select 1`.execute(trx);
         })
         .then(

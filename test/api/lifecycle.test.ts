@@ -4,8 +4,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { until } from '../helpers/wait.js';
-import { expectError, finishedRun, ISO, localYaml, readNdjson, register, sleep, SLOW, webhookYaml, workArea } from './_helpers.js';
+import { quiet, until } from '../helpers/wait.js';
+import { expectError, finishedRun, ISO, localYaml, readNdjson, register, SLOW, webhookYaml, workArea } from './_helpers.js';
 
 type Run = { run_id: string; status: string; started_at: string; finished_at: string | null };
 
@@ -149,7 +149,7 @@ describe('scheduled pipelines', () => {
     expect(await statusOf(d, 'slow-tick')).toBe('stopped');
     const after = await runsOf(d, 'slow-tick');
     expect(after.filter((r) => r.status === 'running')).toEqual([]); // the stop drained the active run
-    await sleep(1600);
+    await quiet(1600);
     expect((await runsOf(d, 'slow-tick')).length).toBe(after.length);
     expect(await statusOf(d, 'slow-tick')).toBe('stopped');
 
@@ -165,7 +165,7 @@ describe('scheduled pipelines', () => {
     const w = workArea(1);
     const created = await register(d, localYaml('off', { ...w, schedule: '{ type: interval, interval_seconds: 1 }', enabled: false }));
     expect(created).toMatchObject({ enabled: false, status: 'stopped' });
-    await sleep(1300);
+    await quiet(1300);
     expect(await runsOf(d, 'off')).toEqual([]);
     expect(await statusOf(d, 'off')).toBe('stopped');
     const start = await d.call('POST', '/api/pipelines/off/start');

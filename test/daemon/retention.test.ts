@@ -6,7 +6,7 @@ import { startRunRetention } from '../../src/daemon/retention.js';
 import { openStore, type SqlStore } from '../../src/store/index.js';
 import { tempDir } from '../helpers/fs.js';
 import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { until } from '../helpers/wait.js';
+import { elapse, quiet, until } from '../helpers/wait.js';
 
 const DAY_MS = 86_400_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
@@ -98,7 +98,7 @@ describe('run history retention in the daemon', () => {
     const d = await testDaemon({ SVC_RUN_HISTORY_MAX_AGE_DAYS: '0', SVC_RUN_HISTORY_MAX_RUNS_PER_PIPELINE: '0', SVC_RUN_HISTORY_PURGE_INTERVAL_SECONDS: '1' }, { log });
     expect(lines.some((l) => l.msg === 'run history retention disabled: history grows without bound')).toBe(true);
     await insertFinished(d, 'old', 5, 400 * DAY_MS);
-    await new Promise((r) => setTimeout(r, 1500));
+    await elapse(1500); // a purge interval and more
     expect((await d.call('GET', '/api/runs?pipeline=old')).body).toHaveLength(5);
   });
 
@@ -124,7 +124,7 @@ describe('run history retention in the daemon', () => {
       await retention.stop();
     }
     const after = lines.length;
-    await new Promise((r) => setTimeout(r, 1200));
+    await quiet(1200);
     expect(lines.length).toBe(after);
   });
 

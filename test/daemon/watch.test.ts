@@ -5,9 +5,9 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { expectError, finishedRun, localYaml, readNdjson, sleep, workArea } from '../api/_helpers.js';
+import { expectError, finishedRun, localYaml, readNdjson, workArea } from '../api/_helpers.js';
 import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { until } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 import { tempDir } from '../helpers/fs.js';
 
 function capturingLogger() {
@@ -123,7 +123,7 @@ describe('SVC_WATCH_PIPELINES=false', () => {
   it('ignores files written after the start', async () => {
     const d = await testDaemon({ SVC_WATCH_PIPELINES: 'false' });
     writeFileSync(join(d.settings.PIPELINE_DIR, 'w1.yaml'), localYaml('w1', workArea(1)));
-    await sleep(1000);
+    await quiet(1000);
     expect(await names(d)).toEqual([]);
     // ... until asked to rescan.
     expect((await d.call('POST', '/api/pipelines/reload')).body).toMatchObject({ reloaded: 1 });

@@ -114,8 +114,8 @@ export async function mariadbDb(): Promise<TestDb> {
   };
 }
 
-/** Holds an exclusive lock on `file` from another process for `ms`; resolves once it is released. */
-export async function lockSqlite(file: string, ms: number): Promise<void> {
+/** Holds an exclusive lock on `file` from another process for `ms`; resolves once the lock is held, with `released`. */
+export async function lockSqlite(file: string, ms: number): Promise<{ released: Promise<void> }> {
   const script = `const D = require('better-sqlite3'); const db = new D(process.argv[1]); db.exec('BEGIN EXCLUSIVE'); process.stdout.write('locked\\n'); setTimeout(() => { db.exec('COMMIT'); db.close(); }, Number(process.argv[2]));`;
   const child = spawn(process.execPath, ['-e', script, file, String(ms)], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
@@ -123,7 +123,7 @@ export async function lockSqlite(file: string, ms: number): Promise<void> {
     child.stdout!.once('data', () => resolve());
     child.once('exit', (code) => reject(new Error(`the locking process exited (${code}) before taking the lock`)));
   });
-  await exited;
+  return { released: exited.then(() => undefined) };
 }
 
 export async function sqliteDb(): Promise<TestDb> {
@@ -142,7 +142,7 @@ export async function sqliteDb(): Promise<TestDb> {
     wrongPortUrl: `sqlite:///${join(dir, 'missing', 'nothing.db')}`,
     exec: async (sql, params) => run(sql, params),
     execSync: (sql) => void db.exec(sql),
-    disrupt: () => lockSqlite(file, 1500),
+    disrupt: async () => (await lockSqlite(file, 1500)).released,
     async stop() {
       db.close();
       rmSync(dir, { recursive: true, force: true });

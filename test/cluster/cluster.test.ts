@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { until } from '../helpers/wait.js';
+import { elapse, quiet, until } from '../helpers/wait.js';
 import { localYaml, readNdjson, SLOW, workArea, writeInput } from '../api/_helpers.js';
 import { startCluster, type Cluster, type Proc } from './processes.js';
 import { fireRunId } from '../../src/daemon/pipeline-manager.js';
@@ -261,7 +261,7 @@ describe('outcomes and failures', () => {
     expect(again.body).toEqual({ run_id: runId, stored: false });
     expect((await c.call('GET', `/api/runs/${runId}`)).body.records_out).toBe(3);
     expect((await c.call('GET', '/api/runs?pipeline=alerted')).body).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 500));
+    await quiet(500);
     expect(alerts).toBe(1);
   }, 60_000); // a manager or worker restart: slow when two test files share two cores
 
@@ -392,7 +392,7 @@ describe('the durable queue of manual runs', () => {
     const run = await finished(c, q.body.run_id);
     expect(run).toMatchObject({ status: 'success', records_out: 4, node_id: 'w0' });
     expect(readNdjson(w.outFile)).toHaveLength(4);
-    await new Promise((r) => setTimeout(r, 2500)); // more drain ticks: nothing runs again
+    await quiet(2500); // more drain ticks: nothing runs again
     expect((await c.call('GET', '/api/runs?pipeline=queued')).body).toHaveLength(1);
     const metrics = (await c.call('GET', '/metrics')).text;
     expect(metrics).toContain('svc_mgr_queue_dispatched_total 1');
@@ -406,13 +406,13 @@ describe('the durable queue of manual runs', () => {
     const q = await c.call('POST', '/api/pipelines/expiring/run');
     expect(q.body.status).toBe('queued');
     await c.kill(c.manager);
-    await new Promise((r) => setTimeout(r, 3500)); // expires while no manager runs
+    await elapse(3500); // expires while no manager runs
     await c.startManager();
     const run = await finished(c, q.body.run_id, 10_000);
     expect(run.status).toBe('failed');
     expect(run.error).toMatch(/queued run expired: no healthy worker took it within 3 s/);
     await until(async () => (await c!.call('GET', '/api/pipelines/expiring')).body.status === 'error');
-    await new Promise((r) => setTimeout(r, 2000));
+    await quiet(2000);
     expect((await c.call('GET', '/api/runs?pipeline=expiring')).body).toHaveLength(1);
     expect((await c.call('GET', '/metrics')).text).toContain('svc_mgr_queue_expired_total 1');
   }, 60_000);
@@ -567,7 +567,7 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     const urls = [c.managerUrl, standby.url];
     // Two failovers: kill the leader, let the other take over, start the killed one again as a standby.
     for (let round = 0; round < 2; round++) {
-      await new Promise((r) => setTimeout(r, 4000));
+      await elapse(4000); // two fires under this leader
       const leader = (await c.call('GET', `${urls[0]}/api/ready`).catch(() => ({ status: 0 }))).status === 200 ? 0 : 1;
       await c.kill(managers[leader]);
       const other = 1 - leader;
@@ -576,7 +576,7 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
       managers[leader] = await c.startManager({ SVC_NODE_ID: `manager-${round}-${leader}` }, { port, standby: true });
       extra.push(managers[leader]!);
     }
-    await new Promise((r) => setTimeout(r, 4000));
+    await elapse(4000); // two fires after the last failover
     const leaderUrl = (await c.call('GET', `${urls[0]}/api/ready`)).status === 200 ? urls[0] : urls[1];
     const runs = (await c.call('GET', `${leaderUrl}/api/runs?pipeline=ticking&limit=1000`)).body as { run_id: string; status: string }[];
     const done = runs.filter((r) => r.status === 'success');
@@ -646,7 +646,7 @@ describe('a manager restart with runs in progress on workers', () => {
     await c.startManager();
     const p = await c.call('GET', '/api/pipelines/alarms');
     expect(p.body).toMatchObject({ status: 'running', active_run_id: groupId });
-    await new Promise((r) => setTimeout(r, 2000)); // health polls and stats reports go on
+    await quiet(2000); // health polls and stats reports go on
     expect(await placements(c, 'alarms')).toEqual(before);
     const view = (await c.call('GET', '/api/pipelines/alarms/placement')).body;
     expect(view).toMatchObject({ placement_group_id: groupId, target_count: 'all', slot_count: 2 });

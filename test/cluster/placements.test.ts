@@ -67,15 +67,8 @@ const metric = async (c: Cluster, line: RegExp) => {
 
 /** Posts `seq` until the ingress acknowledges it (202); what it never acknowledged may be lost. */
 async function postUntilAcked(url: string, seq: number, deadline: number) {
-  for (;;) {
-    const ok = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq }) }).then(
-      (r) => r.status === 202,
-      () => false,
-    );
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`record ${seq} not acknowledged in time`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const post = () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq }) }).then((r) => r.status === 202, () => false);
+  await until(post, Math.max(0, deadline - Date.now()), `record ${seq} to be acknowledged`, 100);
 }
 
 describe('stream placements', () => {

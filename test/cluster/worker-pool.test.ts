@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { WorkerEndpoint } from '../../src/cluster/discovery.js';
 import { WorkerPool, type WorkerChange, type WorkerPoolOptions } from '../../src/cluster/worker-pool.js';
 import { freePort } from '../helpers/net.js';
-import { until } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 
 interface FakeAgent {
   url: string;
@@ -336,7 +336,7 @@ describe('nodes() and the poll loop', () => {
     await until(() => a.requests.length >= 3, 2000);
     await p.stop();
     const n = a.requests.length;
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet(300);
     expect(a.requests).toHaveLength(n);
   });
 

@@ -27,6 +27,7 @@ import {
 } from '../../src/plugins/connectors/prometheus_rw/decode.js';
 import { holdingServer, prometheusAgent, prometheusRwFixture, RW_HEADERS } from './peers/prometheus.js';
 import { conformance } from './conformance.js';
+import { pace, quiet } from '../helpers/wait.js';
 
 conformance(prometheusRwFixture);
 
@@ -178,7 +179,7 @@ describe('prometheus_rw: the served path (svc serve)', () => {
     // A good body afterwards goes through alone: nothing of the bad ones was queued.
     expect((await post(d, 'prom-bad', encodeBody([{ labels: { __name__: 'after' }, samples: [{ value: 3, timestamp_ms: T0 }] }]))).status).toBe(204);
     await until(() => outputRecords(out).length >= 1, 15_000, 'the good record');
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet(300);
     expect(outputRecords(out).map((r) => r.name)).toEqual(['after']);
     const runs = await d.call('GET', '/api/pipelines/prw-bad/runs');
     expect(JSON.stringify(runs.body)).not.toMatch(/dead|dlq_records":[1-9]/);
@@ -331,7 +332,7 @@ describe('prometheus_rw: with Prometheus 2.42 in agent mode', () => {
       // Outage: the downstream stops answering; the queue (1 request) fills and the path answers 503.
       sink.block();
       await until(async () => (await agent.value('prometheus_remote_storage_samples_retried_total')) > 0, 45_000, 'Prometheus retrying after 503s');
-      await new Promise((r) => setTimeout(r, 3000));
+      await pace(3000); // the outage lasts 3 s
       const releasedAt = Date.now();
       sink.release();
       // Every scrape (one `up` sample a second) from before the outage to after it arrived.

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { testDaemon } from '../helpers/daemon.js';
-import { until } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 const example = readFileSync(join(import.meta.dirname, '..', '..', 'examples', 'mqtt-alarms.yaml'), 'utf8');
@@ -31,7 +31,7 @@ describe('README: MQTT alarms into a file', () => {
     // The example's persistent session may hand on what an earlier run left: only this run's topic counts.
     const ours = () => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.topic === topic) : []);
     await until(() => ours().length > 0 || undefined, 15_000);
-    await new Promise((r) => setTimeout(r, 200)); // the minor one, had it passed the filter, would be here too
+    await quiet(200); // the minor one, had it passed the filter, would be here too
     expect(ours()).toEqual([{ severity: 'major', node: 'gnb-17', text: 'S1 link down', topic }]);
     expect((await d.call('DELETE', '/api/pipelines/mqtt-alarms')).status).toBe(204);
   });

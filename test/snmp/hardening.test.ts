@@ -10,7 +10,7 @@ import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS,
 import { localize, makeUser, type LocalUser, type UsmUserConfig } from '../../src/snmp/usm.js';
 import type { VarBind } from '../../src/snmp/values.js';
 import { run, startSnmpd, V3_USER, type Peer } from './peers.js';
-import { until } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 
 // Counts key localisations (the receiver must not localise for messages it can refuse cheaply).
 vi.mock('../../src/snmp/usm.js', async (importOriginal) => {
@@ -19,7 +19,6 @@ vi.mock('../../src/snmp/usm.js', async (importOriginal) => {
 });
 
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A loopback UDP socket on an ephemeral port that answers each datagram with `answer` (if any). */
 async function udpPeer(answer: (buf: Buffer, rinfo: RemoteInfo) => Buffer | undefined): Promise<{ port: number; socket: Socket; close(): Promise<void> }> {
@@ -267,7 +266,7 @@ describe('trap receiver: malformed notifications', () => {
         await send(v2c(type, vbs));
         const d = await until(() => drops.find((x) => reason.test(x)));
         expect(d).toBeDefined();
-        await sleep(50);
+        await quiet(50);
         expect(events).toEqual([]);
         expect(acks).toEqual([]);
       });
@@ -285,7 +284,7 @@ describe('trap receiver: malformed notifications', () => {
     it(`a v1 message carrying an ${name} is dropped`, async () => {
       await send(v2c(type, [upTicks(), trapOid()], 0));
       await until(() => drops.find((x) => x.includes('in an SNMPv1 message')));
-      await sleep(50);
+      await quiet(50);
       expect(events).toEqual([]);
       expect(acks).toEqual([]);
     });

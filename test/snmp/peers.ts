@@ -47,6 +47,7 @@ export async function freeUdpRange(n: number): Promise<number> {
 
 /** Runs a net-snmp tool (in a persistent directory of its own); resolves with stdout (rejects with stderr on failure). */
 import { snmpTool } from './netsnmp.js';
+import { until } from '../helpers/wait.js';
 export const run = snmpTool;
 
 async function startPeer(cmd: string, args: (port: number, dir: string) => string[], files: (dir: string) => Record<string, string>, ready: (out: string) => boolean): Promise<Peer> {
@@ -61,13 +62,10 @@ async function startPeer(cmd: string, args: (port: number, dir: string) => strin
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
-  const deadline = Date.now() + 15_000;
-  while (!ready(out)) {
-    if (proc.exitCode !== null || Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error(`${cmd} did not start: ${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  await until(() => ready(out) || proc.exitCode !== null, 15_000, `${cmd} to start`, 50).catch(() => undefined);
+  if (!ready(out)) {
+    proc.kill('SIGKILL');
+    throw new Error(`${cmd} did not start: ${out}`);
   }
   return {
     port,

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { run, startSnmptrapd, V3_AUTHS, V3_PRIVS, v3TrapsFromEveryPair, v3UserMatrix, type Peer } from '../snmp/peers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
-import { until } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 import { CORPUS as NET_SNMP_MIBS } from '../mib/helpers.js';
 
 
@@ -184,7 +184,7 @@ describe('trap receiver', () => {
     });
     expect(states).toEqual(['stopping', 'stopped']);
     await run('snmptrap', ['-v2c', '-c', 'public', target, '', '1.3.6.1.4.1.8072.9.4']).catch(() => undefined);
-    await new Promise((res) => setTimeout(res, 200));
+    await quiet(200);
     expect((await traps()).total).toBe(0);
     expect((await a.api('POST', '/api/traps/stop')).body.state).toBe('stopped');
   });

@@ -5,6 +5,7 @@ import { createSocket } from 'node:dgram';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { until } from '../helpers/wait.js';
 
 export interface Peer {
   port: number;
@@ -47,7 +48,6 @@ export async function freeUdpRange(n: number): Promise<number> {
 
 /** Runs a net-snmp tool (in a persistent directory of its own); resolves with stdout (rejects with stderr on failure). */
 import { snmpTool } from './netsnmp.js';
-import { until } from '../helpers/wait.js';
 export const run = snmpTool;
 
 async function startPeer(cmd: string, args: (port: number, dir: string) => string[], files: (dir: string) => Record<string, string>, ready: (out: string) => boolean): Promise<Peer> {

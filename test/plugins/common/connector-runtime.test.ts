@@ -12,7 +12,7 @@ import { redactor, secret, secretsOf } from '../../../src/plugins/common/connect
 import { streamSource, type Message, type Session, type SessionHandlers } from '../../../src/plugins/common/connector/stream-source.js';
 import type { ConnectionState, PluginContext, SourceUnit } from '../../../src/plugins/types.js';
 import { MemoryProcessedFiles } from '../../../src/engine/processed-files.js';
-import { until } from '../../helpers/wait.js';
+import { pace, until } from '../../helpers/wait.js';
 
 describe('secrets', () => {
   const schema = Type.Object({ user: Type.String(), pw: secret('x'), headers: Type.Record(Type.String(), Type.String()), url: Type.String() });
@@ -302,7 +302,7 @@ describe('Connection (sinks)', () => {
     let attempts = 0;
     const c = new Connection<number>({ log: silentLogger, redact: (t) => t.replace('pw', '**') }, 'fake', async () => {
       attempts++;
-      await new Promise((r) => setTimeout(r, 10));
+      await pace(10); // a connect that takes a moment: the uses overlap
       if (attempts === 1) throw new Error('refused for pw');
       return attempts;
     }, async () => {});

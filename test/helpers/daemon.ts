@@ -95,7 +95,7 @@ export async function serveChild(env: Record<string, string>, opts: { port?: num
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
   const ready = opts.ready ?? '/api/health';
-  await until(async () => (await fetch(url + ready).catch(() => undefined))?.status === 200, 20_000, 'the child to answer on its ready path', 100).catch((e: Error) => {
+  await until(async () => (await fetch(url + ready).catch(() => undefined))?.status === 200, 20_000, `${url}${ready} to answer 200`, 100).catch((e: Error) => {
     throw new Error(`${e.message}; svc serve stderr: ${stderr}`);
   });
   return { url, child, exited, stderr: () => stderr };

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { TestDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
+import { until } from '../helpers/wait.js';
 
 export type Res = Awaited<ReturnType<TestDaemon['call']>>;
 
@@ -113,23 +114,11 @@ export async function register(d: TestDaemon, yaml: string): Promise<Record<stri
 
 /** Waits for a run to leave `running` and returns its record. */
 export async function finishedRun(d: TestDaemon, runId: string, ms = 15_000): Promise<Record<string, any>> {
-  return eventuallyValue(async () => {
+  return until(async () => {
     const r = await d.call('GET', `/api/runs/${runId}`);
     return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
   }, ms);
 }
-
-export async function eventuallyValue<T>(f: () => Promise<T | undefined>, ms = 10_000, every = 50): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The run fields of spec doc 2, then `pipeline_version` (which version the run ran; issue 16). */
 export const RUN_FIELDS = [

@@ -3,7 +3,8 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { expectError, finishedRun, localYaml, register, workArea } from './_helpers.js';
 
 const rule = (over: Record<string, unknown> = {}) => ({
@@ -134,7 +135,7 @@ describe('alert delivery', () => {
     const t = await d.call('POST', '/api/pipelines/alerted/run');
     const run = await finishedRun(d, t.body.run_id);
     expect(run.records_in).toBe(3);
-    await eventually(() => received.length >= 1);
+    await until(() => received.length >= 1);
     expect(received).toHaveLength(1);
     const [hit] = received;
     expect(hit!.method).toBe('POST');

@@ -6,7 +6,8 @@ import { execFile } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, freePort, testDaemon } from '../helpers/daemon.js';
+import { freePort, testDaemon } from '../helpers/daemon.js';
+import { quiet, until } from '../helpers/wait.js';
 
 const ctl = (...args: string[]) => promisify(execFile)('rabbitmqctl', ['--quiet', ...args], { timeout: 60_000 });
 const vhost = `svc_api_${process.pid}`;
@@ -136,12 +137,12 @@ pipeline:
   sinks: [{ type: local, path: ${d.dir}/out }]
 `;
     expect((await d.call('POST', '/api/pipelines', { yaml })).status).toBe(201);
-    const p = await eventually(async () => {
+    const p = await until(async () => {
       const g = await d.call('GET', '/api/pipelines/gives-up');
       return g.body.status === 'error' ? g.body : undefined;
     });
     expect(p.error).toMatch(/gave up after 2 reconnect attempts: .*ECONNREFUSED/);
-    await new Promise((r) => setTimeout(r, 1500)); // a restart would come after 1 s
+    await quiet(1500); // a restart would come after 1 s
     const runs = await d.call('GET', '/api/runs?pipeline=gives-up');
     expect(runs.body).toHaveLength(1);
     expect(runs.body[0]).toMatchObject({ status: 'failed' });

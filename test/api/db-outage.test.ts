@@ -9,7 +9,8 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { isDatabaseUnavailable, openStore } from '../../src/store/index.js';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
+import { pace, until } from '../helpers/wait.js';
 import { expectError, finishedRun, localYaml, register, SLOW, workArea, writeInput } from './_helpers.js';
 
 const PG_ADMIN = process.env.SVC_TEST_PG_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -88,7 +89,7 @@ describe('the database becomes unavailable (PostgreSQL)', () => {
     // A run triggered now cannot be recorded: the pipeline ends in `error` (not stuck `running`).
     const during = await d.call('POST', '/api/pipelines/p2/run');
     expect(during.status, during.text).toBe(202);
-    const p2 = await eventually(async () => {
+    const p2 = await until(async () => {
       const r = await d.call('GET', '/api/pipelines/p2');
       return r.body.status === 'error' ? r.body : undefined;
     });
@@ -98,7 +99,7 @@ describe('the database becomes unavailable (PostgreSQL)', () => {
 
     await recover(db);
 
-    await eventually(async () => (await d.call('GET', '/api/ready')).status === 200);
+    await until(async () => (await d.call('GET', '/api/ready')).status === 200);
     expect((await d.call('GET', '/api/ready')).body).toMatchObject({ status: 'ready', db: 'ok' });
     const after = await d.call('GET', '/api/runs');
     expect(after.status).toBe(200);
@@ -132,10 +133,10 @@ describe('the database becomes unavailable (PostgreSQL)', () => {
     await register(d, localYaml('slow', { ...w, extra: SLOW }));
     const t = await d.call('POST', '/api/pipelines/slow/run');
     expect(t.status).toBe(202);
-    await eventually(async () => (await d.call('GET', '/api/runs')).body?.length === 1);
+    await until(async () => (await d.call('GET', '/api/runs')).body?.length === 1);
     await outage(db);
     // The run ends during the outage; its result cannot be written yet.
-    const p = await eventually(async () => {
+    const p = await until(async () => {
       const r = await d.call('GET', '/api/pipelines/slow');
       return r.body.status !== 'running' ? r.body : undefined;
     }, 10_000);
@@ -161,7 +162,7 @@ describe('a PostgreSQL connection dropped inside a transaction', () => {
           const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
           // Dropped while this client is checked out with no statement running.
           await admin(`select pg_terminate_backend(${rows[0]!.pid})`);
-          await new Promise((r) => setTimeout(r, 200));
+          await pace(200); // the drop reaches this client's socket
           await sql`select 1`.execute(trx);
         })
         .then(

@@ -3,8 +3,9 @@
 // stop; versions and rollback.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually, testDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { eventuallyValue, expectError, finishedRun, ISO, localYaml, readNdjson, register, sleep, SLOW, webhookYaml, workArea } from './_helpers.js';
+import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { quiet, until } from '../helpers/wait.js';
+import { expectError, finishedRun, ISO, localYaml, readNdjson, register, SLOW, webhookYaml, workArea } from './_helpers.js';
 
 type Run = { run_id: string; status: string; started_at: string; finished_at: string | null };
 
@@ -42,7 +43,7 @@ describe('manual pipelines', () => {
     expect(listed.map((r) => r.run_id)).toEqual([t.body.run_id]);
     expect(readNdjson(w.outFile)).toHaveLength(5);
     // After a manual run the pipeline is stopped again (nothing scheduled).
-    await eventually(async () => (await statusOf(d, 'man')) === 'stopped');
+    await until(async () => (await statusOf(d, 'man')) === 'stopped');
   });
 
   it('a run while a run is in progress is 409; a run of a stream is 400; a run of an unknown pipeline is 404', async () => {
@@ -79,7 +80,7 @@ describe('manual pipelines', () => {
     expect(first).toMatchObject({ status: 'aborted', error: expect.stringContaining('stopped') });
     // Stopped mid-file: what is in flight is written, the rest is left.
     const mid = await d.call('POST', '/api/pipelines/cut/run');
-    await eventually(() => readNdjson(w.outFile).length >= 3);
+    await until(() => readNdjson(w.outFile).length >= 3);
     await d.call('POST', '/api/pipelines/cut/stop');
     const run = await finishedRun(d, mid.body.run_id);
     expect(run).toMatchObject({ status: 'aborted', error: expect.stringContaining('stopped') });
@@ -99,7 +100,7 @@ describe('manual pipelines', () => {
     const run = await finishedRun(d, t.body.run_id);
     expect(run.status).toBe('failed');
     expect(run.error).toContain('does not exist');
-    await eventually(async () => (await statusOf(d, 'fails')) === 'error');
+    await until(async () => (await statusOf(d, 'fails')) === 'error');
     const p = (await d.call('GET', '/api/pipelines/fails')).body;
     expect(p.error).toContain('does not exist');
     const summary = (await d.call('GET', '/api/pipelines')).body[0];
@@ -113,7 +114,7 @@ describe('scheduled pipelines', () => {
     const w = workArea(2);
     const created = await register(d, localYaml('tick', { ...w, schedule: '{ type: interval, interval_seconds: 1 }' }));
     expect(created.status).toBe('scheduled');
-    const runs = await eventuallyValue(async () => {
+    const runs = await until(async () => {
       const r = (await runsOf(d, 'tick')).filter((x) => x.status === 'success');
       return r.length >= 3 ? r : undefined;
     }, 8000);
@@ -131,7 +132,7 @@ describe('scheduled pipelines', () => {
     const d = await testDaemon();
     const w = workArea(5); // 5 writes at 2/s with a burst of 2: about 1.5 s per run
     await register(d, localYaml('slow-tick', { ...w, schedule: '{ type: interval, interval_seconds: 1 }', extra: SLOW }));
-    const runs = await eventuallyValue(async () => {
+    const runs = await until(async () => {
       const r = (await runsOf(d, 'slow-tick')).filter((x) => x.status === 'success');
       return r.length >= 2 ? r : undefined;
     }, 15_000);
@@ -148,14 +149,14 @@ describe('scheduled pipelines', () => {
     expect(await statusOf(d, 'slow-tick')).toBe('stopped');
     const after = await runsOf(d, 'slow-tick');
     expect(after.filter((r) => r.status === 'running')).toEqual([]); // the stop drained the active run
-    await sleep(1600);
+    await quiet(1600);
     expect((await runsOf(d, 'slow-tick')).length).toBe(after.length);
     expect(await statusOf(d, 'slow-tick')).toBe('stopped');
 
     const start = await d.call('POST', '/api/pipelines/slow-tick/start');
     expect(start.status).toBe(200);
     expect(start.body).toEqual({ name: 'slow-tick', status: 'scheduled' });
-    await eventually(async () => (await runsOf(d, 'slow-tick')).length > after.length, 5000);
+    await until(async () => (await runsOf(d, 'slow-tick')).length > after.length, 5000);
     await d.call('POST', '/api/pipelines/slow-tick/stop');
   });
 
@@ -164,12 +165,12 @@ describe('scheduled pipelines', () => {
     const w = workArea(1);
     const created = await register(d, localYaml('off', { ...w, schedule: '{ type: interval, interval_seconds: 1 }', enabled: false }));
     expect(created).toMatchObject({ enabled: false, status: 'stopped' });
-    await sleep(1300);
+    await quiet(1300);
     expect(await runsOf(d, 'off')).toEqual([]);
     expect(await statusOf(d, 'off')).toBe('stopped');
     const start = await d.call('POST', '/api/pipelines/off/start');
     expect(start.body.status).toBe('scheduled');
-    await eventually(async () => (await runsOf(d, 'off')).length > 0, 5000);
+    await until(async () => (await runsOf(d, 'off')).length > 0, 5000);
     await d.call('POST', '/api/pipelines/off/stop');
   });
 
@@ -207,7 +208,7 @@ describe('streams', () => {
     const start = await d.call('POST', '/api/pipelines/live/start');
     expect(start.body.status).toBe('running');
     expect((await d.call('POST', '/webhooks/live', { body: { a: 2 } })).status).toBe(202);
-    await eventually(() => readNdjson(w.outFile).length === 1);
+    await until(() => readNdjson(w.outFile).length === 1);
   });
 
   it('GET /api/pipelines/{name}/placement: a single-slot view of a running stream, 404 otherwise', async () => {
@@ -216,8 +217,8 @@ describe('streams', () => {
     await register(d, webhookYaml('placed', { path: 'placed', outDir: w.outDir }));
     await register(d, localYaml('batchy', w));
     expect((await d.call('POST', '/webhooks/placed', { body: { a: 1 } })).status).toBe(202);
-    await eventually(() => readNdjson(w.outFile).length === 1);
-    const view = await eventuallyValue(async () => {
+    await until(() => readNdjson(w.outFile).length === 1);
+    const view = await until(async () => {
       const r = await d.call('GET', '/api/pipelines/placed/placement');
       return r.status === 200 && r.body.records_in === 1 ? r.body : undefined;
     });
@@ -241,7 +242,7 @@ describe('streams', () => {
     expect(r.body).toMatchObject({ status: 'running', version: 2 });
     expectError(await d.call('POST', '/webhooks/old', { body: { a: 1 } }), 404);
     expect((await d.call('POST', '/webhooks/new', { body: { a: 2 } })).status).toBe(202);
-    await eventually(() => readNdjson(w.outFile).length === 1);
+    await until(() => readNdjson(w.outFile).length === 1);
     expect(readNdjson(w.outFile)).toEqual([{ a: 2 }]);
   });
 

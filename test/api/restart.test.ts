@@ -4,9 +4,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually, serveChild, testDaemon } from '../helpers/daemon.js';
+import { serveChild, testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { tempDir } from '../helpers/fs.js';
-import { eventuallyValue, finishedRun, localYaml, readNdjson, register, SLOW, webhookYaml, workArea } from './_helpers.js';
+import { finishedRun, localYaml, readNdjson, register, SLOW, webhookYaml, workArea } from './_helpers.js';
 
 describe('daemon restart', () => {
   it('API pipelines, their versions, alert rules and run history survive a stop and start', async () => {
@@ -49,7 +50,7 @@ describe('daemon restart', () => {
     expect((await d2.call('GET', '/api/ready')).body.pipelines_loaded).toBe(4);
     // The stream serves its webhook path again.
     expect((await d2.call('POST', '/webhooks/keep', { body: { again: true } })).status).toBe(202);
-    await eventually(() => readNdjson(join(w.root, 'stream-out', 'out.ndjson')).length === 1);
+    await until(() => readNdjson(join(w.root, 'stream-out', 'out.ndjson')).length === 1);
     // And the rollback history still works.
     expect((await d2.call('POST', '/api/pipelines/keep-manual/rollback?version=1')).status).toBe(200);
     expect((await d2.call('GET', '/api/pipelines/keep-manual')).body.description).toBe('v1');
@@ -108,13 +109,13 @@ describe('daemon restart', () => {
     const t = await api('POST', '/api/pipelines/killed/run');
     expect(t.status).toBe(202);
     const runId: string = t.body.run_id;
-    const running = await eventuallyValue(async () => {
+    const running = await until(async () => {
       const r = await api('GET', '/api/runs?pipeline=killed');
       return r.body.length === 1 && r.body[0].status === 'running' ? r.body[0] : undefined;
     });
     expect(running).toMatchObject({ run_id: runId, status: 'running', finished_at: null });
     // Mid-run: some records written, not all.
-    await eventually(() => readNdjson(w.outFile).length >= 3);
+    await until(() => readNdjson(w.outFile).length >= 3);
     child.kill('SIGKILL');
     expect(await exited).toEqual({ code: null, signal: 'SIGKILL' });
     expect(readNdjson(w.outFile).length).toBeLessThan(40);
@@ -131,7 +132,7 @@ describe('daemon restart', () => {
     const written = readNdjson(w.outFile).length;
     const again = await d.call('POST', '/api/pipelines/killed/run');
     expect(again.status).toBe(202);
-    await eventually(() => readNdjson(w.outFile).length > written);
+    await until(() => readNdjson(w.outFile).length > written);
     await d.call('POST', '/api/pipelines/killed/stop');
     expect((await d.call('GET', `/api/runs/${again.body.run_id}`)).body.status).toBe('aborted');
   });

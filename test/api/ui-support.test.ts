@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { positionOf } from '../../src/config/load.js';
 import { registry } from '../../src/plugins/registry.js';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { expectError, localYaml, webhookYaml, workArea } from './_helpers.js';
 
 describe('GET /api/plugins/schemas', () => {
@@ -112,7 +113,7 @@ describe('GET /api/cluster/nodes and /api/cluster/streams (standalone)', () => {
     expect((await d.call('GET', '/api/cluster/streams')).body).toEqual({ streams: [] });
     await d.call('POST', '/api/pipelines', { yaml: webhookYaml('placed', { path: 'placed', outDir: w.outDir }) });
     await d.call('POST', '/api/pipelines', { yaml: localYaml('batchy', w) });
-    const streams = await eventually(async () => {
+    const streams = await until(async () => {
       const r = await d.call('GET', '/api/cluster/streams');
       return r.body.streams.length === 1 ? r.body.streams : undefined;
     });

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Spool } from '../../src/plugins/connector-runtime/spool.js';
-import { eventually, serveChild, testDaemon } from '../helpers/daemon.js';
+import { serveChild, testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { tempDir } from '../helpers/fs.js';
 import { expectError, readNdjson, register, webhookYaml, workArea } from './_helpers.js';
 
@@ -36,7 +37,7 @@ describe('webhook durability', () => {
     const first = await serve(dir);
     const created = await fetch(first.url + '/api/pipelines', { method: 'POST', body: yaml, headers: { 'content-type': 'application/yaml' } });
     expect(created.status, await created.text()).toBe(201);
-    await eventually(async () => (await first.post('/webhooks/in/alarms', JSON.stringify({ id: 'probe' }))).status === 202);
+    await until(async () => (await first.post('/webhooks/in/alarms', JSON.stringify({ id: 'probe' }))).status === 202);
     const accepted = new Set<string>(['probe']);
 
     // 300 bodies at once: all accepted, most of them still waiting for the slow sink.
@@ -56,7 +57,7 @@ describe('webhook durability', () => {
         if (r.status === 202) accepted.add(id);
       }
     })();
-    await eventually(() => n >= 200 && readNdjson(w.outFile).length >= 20);
+    await until(() => n >= 200 && readNdjson(w.outFile).length >= 20);
     first.child.kill('SIGKILL');
     expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
     sending = false;
@@ -70,10 +71,10 @@ describe('webhook durability', () => {
     // Same database, same state: the stream comes back and replays what was not committed.
     const second = await serve(dir);
     // Accepted at once while the replay runs; delivered after everything replayed.
-    await eventually(async () => (await second.post('/webhooks/in/alarms', JSON.stringify({ id: 'after-restart' }))).status === 202);
+    await until(async () => (await second.post('/webhooks/in/alarms', JSON.stringify({ id: 'after-restart' }))).status === 202);
     accepted.add('after-restart');
     const written = () => new Set(readNdjson(w.outFile).map((r) => String(r.id)));
-    await eventually(() => [...accepted].every((id) => written().has(id)), 40_000, 250).catch((e: Error) => {
+    await until(() => [...accepted].every((id) => written().has(id)), 40_000, 'every accepted body written', 250).catch((e: Error) => {
       const missing = [...accepted].filter((id) => !written().has(id));
       throw new Error(`${e.message}: ${missing.length} of ${accepted.size} accepted bodies missing (${missing.slice(0, 10).join(', ')}...); stderr: ${second.stderr()}`);
     });
@@ -99,7 +100,7 @@ describe('webhook durability', () => {
     const d = await testDaemon({ SVC_STATE_DIR: state });
     const w = workArea(0);
     await register(d, webhookYaml('fragile', { path: 'fragile', outDir: w.outDir }));
-    await eventually(async () => (await d.call('POST', '/webhooks/fragile', { body: { n: 1 } })).status === 202);
+    await until(async () => (await d.call('POST', '/webhooks/fragile', { body: { n: 1 } })).status === 202);
     expect(existsSync(join(state, 'spool', 'fragile', 'fragile'))).toBe(true);
 
     // The disk fails the next write (FileHandle.writev is what the spool writes with).
@@ -113,7 +114,7 @@ describe('webhook durability', () => {
 
     // The sender retries; the spool goes on.
     expect((await d.call('POST', '/webhooks/fragile', { body: { n: 2 } })).status).toBe(202);
-    await eventually(() => readNdjson(w.outFile).length === 2);
+    await until(() => readNdjson(w.outFile).length === 2);
     expect(readNdjson(w.outFile)).toEqual([{ n: 1 }, { n: 2 }]);
   });
 });

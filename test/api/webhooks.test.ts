@@ -2,7 +2,8 @@
 // reach the sink, unknown paths, bearer secrets, a full queue, the body limit, nested paths.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { expectError, readNdjson, register, webhookYaml, workArea } from './_helpers.js';
 
 describe('webhooks', () => {
@@ -17,7 +18,7 @@ describe('webhooks', () => {
     expect(t.status).toBe(202);
     const o = await d.call('POST', '/webhooks/alarms', { body: '{"id": 3}', headers: { 'content-type': 'application/octet-stream' } });
     expect(o.status).toBe(202);
-    await eventually(() => readNdjson(w.outFile).length === 3);
+    await until(() => readNdjson(w.outFile).length === 3);
     expect(readNdjson(w.outFile)).toEqual([{ id: 1, severity: 'major' }, { id: 2 }, { id: 3 }]);
   });
 
@@ -30,7 +31,7 @@ describe('webhooks', () => {
     const sends = Array.from({ length: 40 }, (_, i) => (i === 17 ? '{"id": 17,' : JSON.stringify({ id: i })));
     const res = await Promise.all(sends.map((b) => d.call('POST', '/webhooks/batch', { body: b })));
     expect(res.every((r) => r.status === 202)).toBe(true);
-    await eventually(() => readNdjson(w.outFile).length === 39 && readNdjson(join(dlqDir, 'dlq.ndjson')).length === 1);
+    await until(() => readNdjson(w.outFile).length === 39 && readNdjson(join(dlqDir, 'dlq.ndjson')).length === 1);
     expect(readNdjson(w.outFile).map((r) => r.id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 40 }, (_, i) => i).filter((i) => i !== 17));
     const [env] = readNdjson(join(dlqDir, 'dlq.ndjson'));
     expect(env).toMatchObject({ _stage: 'parse', record: null, _pipeline: 'batchy' });
@@ -58,7 +59,7 @@ describe('webhooks', () => {
     expect(ok.body).toEqual({ status: 'queued' });
     // The scheme is case-insensitive (RFC 7235).
     expect((await d.call('POST', '/webhooks/sec', { body: { n: 6 }, headers: { authorization: 'bearer s3cret' } })).status).toBe(202);
-    await eventually(() => readNdjson(w.outFile).length === 2);
+    await until(() => readNdjson(w.outFile).length === 2);
     expect(readNdjson(w.outFile)).toEqual([{ n: 5 }, { n: 6 }]);
   });
 
@@ -75,7 +76,7 @@ describe('webhooks', () => {
       expectError(r, 503);
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
     }
-    await eventually(() => readNdjson(w.outFile).length === accepted.length, 15_000);
+    await until(() => readNdjson(w.outFile).length === accepted.length, 15_000);
     expect(readNdjson(w.outFile).map((x) => x.n).sort((a, b) => Number(a) - Number(b))).toEqual(accepted);
   });
 
@@ -88,7 +89,7 @@ describe('webhooks', () => {
     expectError(await d.call('POST', '/webhooks/small', { body: big, headers: { 'content-type': 'text/plain' } }), 413);
     const fits = JSON.stringify({ pad: 'x'.repeat(900) });
     expect((await d.call('POST', '/webhooks/small', { body: fits })).status).toBe(202);
-    await eventually(() => readNdjson(w.outFile).length === 1);
+    await until(() => readNdjson(w.outFile).length === 1);
     // Pipeline YAML bodies above the webhook limit are still fine.
     const r = await d.call('POST', '/api/pipelines/dry-run', { yaml: webhookYaml('x', { path: 'x', outDir: w.outDir }) + '#' + 'y'.repeat(5000) + '\n' });
     expect(r.status).toBe(200);
@@ -101,7 +102,7 @@ describe('webhooks', () => {
     await register(d, webhookYaml('nested', { path: 'a/b/c', outDir: w.outDir }));
     expect((await d.call('POST', '/webhooks/a/b/c', { body: { deep: true } })).status).toBe(202);
     expectError(await d.call('POST', '/webhooks/a/b', { body: { deep: false } }), 404);
-    await eventually(() => readNdjson(w.outFile).length === 1);
+    await until(() => readNdjson(w.outFile).length === 1);
     expect(readNdjson(w.outFile)).toEqual([{ deep: true }]);
   });
 
@@ -111,7 +112,7 @@ describe('webhooks', () => {
     await register(d, webhookYaml('first', { path: 'shared', outDir: w.outDir }));
     await register(d, webhookYaml('second', { path: 'shared', outDir: w.outDir }));
     // The first keeps the path; the second fails to start.
-    await eventually(async () => (await d.call('GET', '/api/pipelines/second')).body.status === 'error');
+    await until(async () => (await d.call('GET', '/api/pipelines/second')).body.status === 'error');
     expect((await d.call('GET', '/api/pipelines/second')).body.error).toContain('shared');
     expect((await d.call('GET', '/api/pipelines/first')).body.status).toBe('running');
     expect((await d.call('POST', '/webhooks/shared', { body: { who: 1 } })).status).toBe(202);

@@ -7,12 +7,12 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { RunRecord } from '../../src/engine/run-record.js';
 import { tempDir } from '../helpers/fs.js';
+import { until } from '../helpers/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SVC = ['--import', 'tsx', 'src/cli/main.ts'];
 const LINES = 200_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const size = (f: string) => (existsSync(f) ? statSync(f).size : 0);
 
 describe('svc run: crash safety', () => {
@@ -51,8 +51,7 @@ ${slow ? '  record_chunk_size: 100\n  rate_limit_rps: 50\n' : ''}  sinks:
     void exited.then((e) => (early = e));
 
     // Kill once the sink has written past the rate limiter's initial burst of 50 writes (~5000 lines).
-    const deadline = Date.now() + 12_000;
-    while (size(output) < 250_000 && !early && Date.now() < deadline) await sleep(25);
+    await until(() => size(output) >= 250_000 || early, 12_000, 'the sink to write 250,000 bytes (or the run to end)');
     expect(early, 'the run ended before the kill').toBeUndefined();
     expect(size(output), 'the sink did not write enough in time').toBeGreaterThanOrEqual(250_000);
     child.kill('SIGKILL');

@@ -2,7 +2,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { tempDir } from '../helpers/fs.js';
 import { svc } from '../helpers/cli.js';
 
@@ -36,7 +37,7 @@ describe('svc pipelines / svc runs (proxy commands)', () => {
 
     const triggered = await svc(['pipelines', 'run', 'proxied', '--json'], env);
     expect(JSON.parse(triggered.stdout)).toMatchObject({ name: 'proxied', status: 'triggered' });
-    await eventually(async () => (await d.call('GET', '/api/runs', { headers: { 'X-API-Key': 'k3y' } })).body[0]?.status !== 'running');
+    await until(async () => (await d.call('GET', '/api/runs', { headers: { 'X-API-Key': 'k3y' } })).body[0]?.status !== 'running');
 
     const runs = await svc(['runs', '--pipeline', 'proxied'], env);
     expect(runs.stdout.split('\n')[0]).toMatch(/^RUN_ID\s+PIPELINE\s+STATUS\s+STARTED_AT/);

@@ -10,7 +10,7 @@ import { ROOT } from '../helpers/cli.js';
 import { tempDir } from '../helpers/fs.js';
 import { freePort } from '../helpers/net.js';
 import { serveEnv } from '../helpers/serve-env.js';
-import { waitFor } from '../helpers/wait.js';
+import { until } from '../helpers/wait.js';
 
 interface Child {
   pid: number;
@@ -64,7 +64,7 @@ async function heldServe(point: string, extra: Record<string, string> = {}) {
   mkdirSync(join(dir, 'pipelines'));
   const ports = { port: await freePort(), consolePort: await freePort() };
   const child = svc(['serve'], { ...serveEnv(dir, ports), SVC_TEST_HOLD_START: point, ...extra });
-  await waitFor(() => child.stderr().includes(`start held at ${point}`) || !child.running(), 30_000);
+  await until(() => child.stderr().includes(`start held at ${point}`) || !child.running(), 30_000);
   if (!child.running()) throw new Error(`never held at ${point}; stderr: ${child.stderr()}`);
   return { dir, child, ports, api: `http://127.0.0.1:${ports.port}` };
 }
@@ -124,7 +124,7 @@ pipeline:
     const child = svc(['serve'], serveEnv(dir, ports));
     const api = `http://127.0.0.1:${ports.port}`;
     // Poll as fast as a probe can: the signal goes the moment ready says 200.
-    await waitFor(async () => (await status(`${api}/api/ready`)) === 200, 30_000);
+    await until(async () => (await status(`${api}/api/ready`)) === 200, 30_000);
     child.kill('SIGTERM');
     // Ready meant the console was up as well (it may already be closing by now, so this was
     // checked from its log line: it listened before ready).
@@ -139,7 +139,7 @@ pipeline:
     const dir = tempDir('svc-signals-console-');
     const ports = { port: await freePort(), consolePort: await freePort() };
     const child = svc(['console'], { ...serveEnv(dir, ports), SVC_TEST_HOLD_START: 'console-listening' });
-    await waitFor(() => child.stderr().includes('start held at console-listening'), 30_000);
+    await until(() => child.stderr().includes('start held at console-listening'), 30_000);
     expect(await status(`http://127.0.0.1:${ports.consolePort}/api/meta`)).not.toBe(0);
     await expectCleanStop(child, [ports.consolePort]);
   });
@@ -157,7 +157,7 @@ pipeline:
       SVC_MANAGER_URL: '',
       SVC_TEST_HOLD_START: 'worker-listening',
     });
-    await waitFor(() => child.stderr().includes('start held at worker-listening') || !child.running(), 30_000);
+    await until(() => child.stderr().includes('start held at worker-listening') || !child.running(), 30_000);
     if (!child.running()) throw new Error(`never held; stderr: ${child.stderr()}`);
     expect(await status(`http://127.0.0.1:${agent}/agent/health`)).toBe(200);
     await expectCleanStop(child, [agent, ingress]);

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { eventually } from '../helpers/daemon.js';
+import { elapse, quiet, until } from '../helpers/wait.js';
 import { localYaml, readNdjson, SLOW, workArea, writeInput } from '../api/_helpers.js';
 import { startCluster, type Cluster, type Proc } from './processes.js';
 import { fireRunId } from '../../src/pipelines/pipeline-manager.js';
@@ -14,10 +14,10 @@ import { tempDir } from '../helpers/fs.js';
 import { ACME } from '../mib/helpers.js';
 
 const finished = async (c: Cluster, runId: string, ms = 30_000) =>
-  eventually(async () => {
+  until(async () => {
     const r = await c.call('GET', `/api/runs/${runId}`);
     return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
-  }, ms, 100);
+  }, ms, 'the run to finish', 100);
 
 async function register(c: Cluster, yaml: string) {
   const r = await c.call('POST', '/api/pipelines', yaml);
@@ -40,7 +40,7 @@ describe('manager and two workers', () => {
   afterAll(async () => c?.stop());
 
   it('lists its workers, reports them in readiness, and runs a batch pipeline on one of them', async () => {
-    const nodes = await eventually(async () => {
+    const nodes = await until(async () => {
       const r = await c.call('GET', '/api/cluster/nodes');
       return r.body.workers?.every((w: { ok: boolean }) => w.ok) ? r.body : undefined;
     });
@@ -70,7 +70,7 @@ describe('manager and two workers', () => {
     await register(c, localYaml('slow-b', { ...b, extra: SLOW }));
     const ra = await runNow(c, 'slow-a');
     const rb = await runNow(c, 'slow-b');
-    const nodes = await eventually(async () => {
+    const nodes = await until(async () => {
       const r = await c.call('GET', '/api/cluster/nodes');
       const assigned = r.body.workers.flatMap((w: { assigned_pipelines: string[] }) => w.assigned_pipelines);
       return assigned.length === 2 ? r.body.workers : undefined;
@@ -243,11 +243,11 @@ describe('outcomes and failures', () => {
     await register(c, localYaml('alerted', w));
     const rule = await c.call('POST', '/api/pipelines/alerted/alerts', { name: 'any', condition: 'records_in > 0', action: 'webhook', webhook_url: hookUrl, cooldown_seconds: 0 });
     expect(rule.status, rule.text).toBeLessThan(300);
-    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
+    await until(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
     const runId = await runNow(c, 'alerted');
     const run = await finished(c, runId);
     expect(run.status).toBe('success');
-    await eventually(() => alerts === 1);
+    await until(() => alerts === 1);
     const { body } = await c.call('GET', `/api/runs/${runId}`);
     const complete = { ...body, worker_id: 'w0' };
     delete complete.pipeline_version;
@@ -261,7 +261,7 @@ describe('outcomes and failures', () => {
     expect(again.body).toEqual({ run_id: runId, stored: false });
     expect((await c.call('GET', `/api/runs/${runId}`)).body.records_out).toBe(3);
     expect((await c.call('GET', '/api/runs?pipeline=alerted')).body).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 500));
+    await quiet(500);
     expect(alerts).toBe(1);
   }, 60_000); // a manager or worker restart: slow when two test files share two cores
 
@@ -271,16 +271,16 @@ describe('outcomes and failures', () => {
     await c.startManager();
     const w = workArea(14); // about 6 s: the drain is still going when the next run is asked for
     await register(c, localYaml('drained', { ...w, extra: SLOW }));
-    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
+    await until(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
     const runId = await runNow(c, 'drained');
     const worker = c.workers[0]!;
-    await eventually(async () => (await c!.call('GET', `${worker.agentUrl}/agent/status`)).body.runs.length === 1);
+    await until(async () => (await c!.call('GET', `${worker.agentUrl}/agent/status`)).body.runs.length === 1);
     worker.proc!.child.kill('SIGTERM');
     // Once the worker says it drains (alive, ok, draining), a new run is refused.
-    const health = await eventually(async () => {
+    const health = await until(async () => {
       const h = await c!.call('GET', `${worker.agentUrl}/agent/health`);
       return h.body.draining ? h : undefined;
-    }, 5000, 20);
+    }, 5000, 'the worker to report draining', 20);
     expect(health!.status).toBe(200);
     expect(health!.body).toMatchObject({ ok: true, draining: true, active_runs: 1 });
     const refused = await c.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'during-drain', yaml: localYaml('other', workArea(1)) });
@@ -300,9 +300,9 @@ describe('outcomes and failures', () => {
     await cl.startManager();
     const w = workArea(lines);
     await register(cl, localYaml(name, { ...w, extra: SLOW }));
-    await eventually(async () => (await cl.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
+    await until(async () => (await cl.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
     const runId = await runNow(cl, name);
-    await eventually(async () => (await cl.call('GET', `/api/runs/${runId}`)).body.status === 'running');
+    await until(async () => (await cl.call('GET', `/api/runs/${runId}`)).body.status === 'running');
     return { c: cl, w, runId };
   }
 
@@ -317,7 +317,7 @@ describe('outcomes and failures', () => {
     expect((await c.call('GET', '/api/pipelines/lost')).body.status).toBe('error');
     // Back on its volume: healthy again, and the input it did not finish is still there to run again.
     await c.startWorker(0);
-    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok, 10_000);
+    await until(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok, 10_000);
     writeInput(w.inDir, 'b.ndjson', 1);
     const again = await finished(c, await runNow(c, 'lost'), 30_000);
     expect(again.status).toBe('success');
@@ -352,9 +352,9 @@ describe('outcomes and failures', () => {
     const w = workArea(2);
     const reg = await c.call('POST', '/api/pipelines', localYaml('keyed', w), { 'x-api-key': key.SVC_API_KEY });
     expect(reg.status, reg.text).toBe(201);
-    await eventually(async () => (await c!.call('GET', '/api/cluster/nodes', undefined, { 'x-api-key': key.SVC_API_KEY })).body.workers[0].ok);
+    await until(async () => (await c!.call('GET', '/api/cluster/nodes', undefined, { 'x-api-key': key.SVC_API_KEY })).body.workers[0].ok);
     const r = await c.call('POST', '/api/pipelines/keyed/run', undefined, { 'x-api-key': key.SVC_API_KEY });
-    const run = await eventually(async () => {
+    const run = await until(async () => {
       const x = await c!.call('GET', `/api/runs/${r.body.run_id}`, undefined, { 'x-api-key': key.SVC_API_KEY });
       return x.body.status === 'success' ? x.body : undefined;
     }, 20_000);
@@ -392,7 +392,7 @@ describe('the durable queue of manual runs', () => {
     const run = await finished(c, q.body.run_id);
     expect(run).toMatchObject({ status: 'success', records_out: 4, node_id: 'w0' });
     expect(readNdjson(w.outFile)).toHaveLength(4);
-    await new Promise((r) => setTimeout(r, 2500)); // more drain ticks: nothing runs again
+    await quiet(2500); // more drain ticks: nothing runs again
     expect((await c.call('GET', '/api/runs?pipeline=queued')).body).toHaveLength(1);
     const metrics = (await c.call('GET', '/metrics')).text;
     expect(metrics).toContain('svc_mgr_queue_dispatched_total 1');
@@ -406,13 +406,13 @@ describe('the durable queue of manual runs', () => {
     const q = await c.call('POST', '/api/pipelines/expiring/run');
     expect(q.body.status).toBe('queued');
     await c.kill(c.manager);
-    await new Promise((r) => setTimeout(r, 3500)); // expires while no manager runs
+    await elapse(3500); // expires while no manager runs
     await c.startManager();
     const run = await finished(c, q.body.run_id, 10_000);
     expect(run.status).toBe('failed');
     expect(run.error).toMatch(/queued run expired: no healthy worker took it within 3 s/);
-    await eventually(async () => (await c!.call('GET', '/api/pipelines/expiring')).body.status === 'error');
-    await new Promise((r) => setTimeout(r, 2000));
+    await until(async () => (await c!.call('GET', '/api/pipelines/expiring')).body.status === 'error');
+    await quiet(2000);
     expect((await c.call('GET', '/api/runs?pipeline=expiring')).body).toHaveLength(1);
     expect((await c.call('GET', '/metrics')).text).toContain('svc_mgr_queue_expired_total 1');
   }, 60_000);
@@ -466,22 +466,22 @@ describe('per-pipeline Kubernetes Services, made by the manager', () => {
     await register(c, hook('ves-in', ''));
     await register(c, hook('taken', ', node_port: 30080'));
     const names = () => api!.services('svc').map((s) => s.metadata.name).sort();
-    await eventually(() => names().includes('svc-ves-in'));
+    await until(() => names().includes('svc-ves-in'));
     const made = api.services('svc').find((s) => s.metadata.name === 'svc-ves-in')!;
     expect(made.spec.ports[0]).toMatchObject({ protocol: 'TCP', port: 8767 });
     expect(made.spec.selector).toEqual({ 'app.kubernetes.io/name': 'svc', 'app.kubernetes.io/component': 'worker' });
     // Shown once the manager has the API's answer (a moment after the fake stored the Service).
-    expect(await eventually(async () => (await c!.call('GET', '/api/pipelines/ves-in')).body.kubernetes_service)).toEqual({ name: 'svc-ves-in' });
-    const refused = await eventually(async () => (await c!.call('GET', '/api/pipelines/taken')).body.kubernetes_service?.error);
+    expect(await until(async () => (await c!.call('GET', '/api/pipelines/ves-in')).body.kubernetes_service)).toEqual({ name: 'svc-ves-in' });
+    const refused = await until(async () => (await c!.call('GET', '/api/pipelines/taken')).body.kubernetes_service?.error);
     expect(refused).toMatch(/nodePort 30080 is already allocated/);
 
     expect((await c.call('DELETE', '/api/pipelines/ves-in')).status).toBe(204);
-    await eventually(() => !names().includes('svc-ves-in'));
+    await until(() => !names().includes('svc-ves-in'));
     // An orphan left while no manager ran goes at the next start.
     await c.kill(c.manager);
     api.put('svc', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-gone', labels: { 'app.kubernetes.io/managed-by': 'svc', 'svc.io/pipeline': 'gone' }, annotations: { 'svc.io/pipeline-name': 'gone' } }, spec: { type: 'NodePort', selector: { app: 'x' }, ports: [{ port: 80 }] } }, 'svc');
     await c.startManager();
-    await eventually(() => !names().includes('svc-gone'));
+    await until(() => !names().includes('svc-gone'));
     expect(names()).toEqual(['other']);
   });
 });
@@ -522,13 +522,13 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
 
     await c.kill(first);
     // The lease (5 s here) runs out; the standby takes it with the next epoch and loads the pipelines.
-    await eventually(async () => (await c!.call('GET', `${second.url}/api/ready`)).status === 200, 15_000, 200);
+    await until(async () => (await c!.call('GET', `${second.url}/api/ready`)).status === 200, 15_000, 'the standby to lead (/api/ready 200)', 200);
     const r = await c.call('POST', `${second.url}/api/pipelines/ha/run`);
     expect(r.status, r.text).toBe(202);
-    const run = await eventually(async () => {
+    const run = await until(async () => {
       const x = await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`);
       return x.body?.status === 'success' ? x.body : undefined;
-    }, 20_000, 100);
+    }, 20_000, 'the run on the new leader to succeed', 100);
     expect(run.node_id).toBe('w0');
   }, 60_000);
 
@@ -536,13 +536,13 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     const { cl: c, first, second } = await leaderAndStandby();
     await register(c, localYaml('frozen', workArea(2)));
     first.child.kill('SIGSTOP');
-    await eventually(async () => (await c!.call('GET', `${second.url}/api/ready`)).status === 200, 15_000, 200);
+    await until(async () => (await c!.call('GET', `${second.url}/api/ready`)).status === 200, 15_000, 'the standby to lead (/api/ready 200)', 200);
     // The new leader dispatches with epoch 2: the worker learns it. Its run-complete may first go to
     // the frozen leader (first in SVC_MANAGER_URL, and the worker's current manager until a call to
     // the other succeeds): that connection is accepted by the kernel and never answered, so the
     // outbox waits out one 10-s call timeout before the new leader gets it.
     const r = await c.call('POST', `${second.url}/api/pipelines/frozen/run`);
-    await eventually(async () => (await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`)).body?.status === 'success', 40_000, 100);
+    await until(async () => (await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`)).body?.status === 'success', 40_000, 'the run on the new leader to succeed', 100);
     first.child.kill('SIGCONT');
     // The old leader finds its lease gone by its own clock and leaves (the orchestrator restarts it as a standby).
     expect((await first.exited).code).toBe(3);
@@ -567,23 +567,23 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     const urls = [c.managerUrl, standby.url];
     // Two failovers: kill the leader, let the other take over, start the killed one again as a standby.
     for (let round = 0; round < 2; round++) {
-      await new Promise((r) => setTimeout(r, 4000));
+      await elapse(4000); // two fires under this leader
       const leader = (await c.call('GET', `${urls[0]}/api/ready`).catch(() => ({ status: 0 }))).status === 200 ? 0 : 1;
       await c.kill(managers[leader]);
       const other = 1 - leader;
-      await eventually(async () => (await c!.call('GET', `${urls[other]}/api/ready`)).status === 200, 15_000, 200);
+      await until(async () => (await c!.call('GET', `${urls[other]}/api/ready`)).status === 200, 15_000, 'the other manager to lead (/api/ready 200)', 200);
       const port = Number(new URL(urls[leader]!).port);
       managers[leader] = await c.startManager({ SVC_NODE_ID: `manager-${round}-${leader}` }, { port, standby: true });
       extra.push(managers[leader]!);
     }
-    await new Promise((r) => setTimeout(r, 4000));
+    await elapse(4000); // two fires after the last failover
     const leaderUrl = (await c.call('GET', `${urls[0]}/api/ready`)).status === 200 ? urls[0] : urls[1];
     const runs = (await c.call('GET', `${leaderUrl}/api/runs?pipeline=ticking&limit=1000`)).body as { run_id: string; status: string }[];
     const done = runs.filter((r) => r.status === 'success');
     expect(done.length).toBeGreaterThanOrEqual(5);
     // Every run is a fire of its own tick (deterministic ids cannot repeat); the sink saw each once.
     expect(new Set(runs.map((r) => r.run_id)).size).toBe(runs.length);
-    await eventually(() => readNdjson(w.outFile).length === done.length + runs.filter((r) => r.status === 'running').length || readNdjson(w.outFile).length === done.length, 5000);
+    await until(() => readNdjson(w.outFile).length === done.length + runs.filter((r) => r.status === 'running').length || readNdjson(w.outFile).length === done.length, 5000);
     const ticks = runs.map((r) => r.run_id);
     const fromTicks = new Set<string>();
     const start = Date.now() - 60_000;
@@ -632,7 +632,7 @@ describe('a manager restart with runs in progress on workers', () => {
     const w = workArea(0);
     await register(c, streamYaml('alarms', w.outDir));
     // A webhook stream has a slot on every worker: its runs are the placement group's slot runs.
-    const before = (await eventually(async () => {
+    const before = (await until(async () => {
       const p = await placements(c!, 'alarms');
       return p.length === 2 ? p : undefined;
     })) as [number, string][];
@@ -646,20 +646,20 @@ describe('a manager restart with runs in progress on workers', () => {
     await c.startManager();
     const p = await c.call('GET', '/api/pipelines/alarms');
     expect(p.body).toMatchObject({ status: 'running', active_run_id: groupId });
-    await new Promise((r) => setTimeout(r, 2000)); // health polls and stats reports go on
+    await quiet(2000); // health polls and stats reports go on
     expect(await placements(c, 'alarms')).toEqual(before);
     const view = (await c.call('GET', '/api/pipelines/alarms/placement')).body;
     expect(view).toMatchObject({ placement_group_id: groupId, target_count: 'all', slot_count: 2 });
     expect(view.slots.map((s: { restart_count: number }) => s.restart_count)).toEqual([0, 0]);
     for (let i = 5; i < 10; i++) await post(i);
-    await eventually(() => readNdjson(join(w.outDir, 'out.ndjson')).length === 10);
+    await until(() => readNdjson(join(w.outDir, 'out.ndjson')).length === 10);
     expect(readNdjson(join(w.outDir, 'out.ndjson')).map((r) => r.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Stopped through the restarted manager: the workers stop it, and its outcome is recorded once.
     expect((await c.call('POST', '/api/pipelines/alarms/stop')).status).toBe(200);
-    await eventually(async () => (await placements(c!, 'alarms')).length === 0);
+    await until(async () => (await placements(c!, 'alarms')).length === 0);
     const runs = (await c.call('GET', '/api/runs?pipeline=alarms')).body as { run_id: string; status: string }[];
     expect(runs.map((r) => r.run_id)).toEqual([groupId]);
-    await eventually(async () => (await c!.call('GET', `/api/runs/${groupId}`)).body.status !== 'running');
+    await until(async () => (await c!.call('GET', `/api/runs/${groupId}`)).body.status !== 'running');
   }, 60_000);
 
   it('a stream whose YAML changed while no manager ran is stopped on its worker and started again', async () => {
@@ -669,14 +669,14 @@ describe('a manager restart with runs in progress on workers', () => {
     const file = join(c.root, 'pipelines', 'changing.yaml');
     writeFileSync(file, streamYaml('changing', w.outDir));
     await c.startManager();
-    const [[, first]] = (await eventually(async () => {
+    const [[, first]] = (await until(async () => {
       const p = await placements(c!, 'changing');
       return p.length === 1 ? p : undefined;
     })) as [number, string][];
     await c.kill(c.manager);
     writeFileSync(file, streamYaml('changing', w.outDir, 'v2'));
     await c.startManager();
-    const now = (await eventually(async () => {
+    const now = (await until(async () => {
       const p = await placements(c!, 'changing');
       return p.length === 1 && p[0]![1] !== first ? p : undefined;
     })) as [number, string][];

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dnsServerResolver, workerDiscovery } from '../../src/cluster/discovery.js';
 import { loadSettings, SettingsError } from '../../src/settings.js';
-import { waitFor } from '../helpers/wait.js';
+import { until } from '../helpers/wait.js';
 
 /** A loopback UDP port that was free a moment ago. */
 async function freeUdpPort(): Promise<number> {
@@ -71,7 +71,7 @@ async function startDnsmasqOnce(lines: string[]): Promise<Dnsmasq> {
   const server = `127.0.0.1:${port}`;
   const probe = dnsServerResolver([server], { timeoutMs: 200 });
   try {
-    await waitFor(async () => {
+    await until(async () => {
       if (child.exitCode !== null) throw new Error(`dnsmasq exited (${child.exitCode}): ${log}`);
       return probe('ready.probe.svc').then(
         () => true,
@@ -89,7 +89,7 @@ async function startDnsmasqOnce(lines: string[]): Promise<Dnsmasq> {
       const before = reads;
       write(l);
       process.kill(child.pid!, 'SIGHUP');
-      await waitFor(() => reads > before);
+      await until(() => reads > before);
     },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { eventually } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { readNdjson } from '../api/_helpers.js';
 import { tempDir } from '../helpers/fs.js';
 import { SHARED as REDIS } from '../connectors/peers/redis.js';
@@ -67,15 +67,8 @@ const metric = async (c: Cluster, line: RegExp) => {
 
 /** Posts `seq` until the ingress acknowledges it (202); what it never acknowledged may be lost. */
 async function postUntilAcked(url: string, seq: number, deadline: number) {
-  for (;;) {
-    const ok = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq }) }).then(
-      (r) => r.status === 202,
-      () => false,
-    );
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`record ${seq} not acknowledged in time`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const post = () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq }) }).then((r) => r.status === 202, () => false);
+  await until(post, Math.max(0, deadline - Date.now()), `record ${seq} to be acknowledged`, 100);
 }
 
 describe('stream placements', () => {
@@ -93,7 +86,7 @@ describe('stream placements', () => {
     await c.startManager();
     const out = tempDir('svc-placement-');
     await register(c, webhookStream('hooks', out));
-    let view = await eventually(async () => {
+    let view = await until(async () => {
       const v = await placementOf(c!, 'hooks');
       return v?.status === 'running' ? v : undefined;
     });
@@ -103,7 +96,7 @@ describe('stream placements', () => {
 
     // A worker that joins gets its slot at the next reconciler pass.
     await c.startWorker(1);
-    view = await eventually(async () => {
+    view = await until(async () => {
       const v = await placementOf(c!, 'hooks');
       return v?.slot_count === 2 && v.status === 'running' ? v : undefined;
     }, 15_000);
@@ -116,10 +109,10 @@ describe('stream placements', () => {
 
     // A slot's run serves its path once its source is up (a sender retries until then).
     for (let i = 0; i < 10; i++) await postUntilAcked(`${c.workers[i % 2]!.ingressUrl}/webhooks/hooks`, i, Date.now() + 15_000);
-    await eventually(() => written(out).length === 10);
+    await until(() => written(out).length === 10);
     expect(written(out).map((r) => r.seq).sort((a, b) => Number(a) - Number(b))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Each slot's stats: five records each, summed in the group.
-    view = await eventually(async () => {
+    view = await until(async () => {
       const v = await placementOf(c!, 'hooks');
       return v?.records_in === 10 ? v : undefined;
     });
@@ -130,7 +123,7 @@ describe('stream placements', () => {
 
     // Stopped: every slot run ends, and the stream is one run in the history with the sums.
     expect((await c.call('POST', '/api/pipelines/hooks/stop')).status).toBe(200);
-    const run = await eventually(async () => {
+    const run = await until(async () => {
       const r = await c!.call('GET', `/api/runs/${groupId}`);
       return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
     });
@@ -146,7 +139,7 @@ describe('stream placements', () => {
     await c.startManager();
     const out = tempDir('svc-placement-');
     await register(c, webhookStream('events', out));
-    await eventually(async () => (await placementOf(c!, 'events'))?.active_slots === 2);
+    await until(async () => (await placementOf(c!, 'events'))?.active_slots === 2);
     const url = `${c.workers[0]!.ingressUrl}/webhooks/events`;
     const deadline = Date.now() + 40_000;
     const total = 300;
@@ -163,7 +156,7 @@ describe('stream placements', () => {
     }
     await killed;
     // The slot went stale, and the reconciler started it again on the same worker.
-    const view = await eventually(async () => {
+    const view = await until(async () => {
       const v = await placementOf(c!, 'events');
       const slot = (v?.slots as SlotView[] | undefined)?.find((s) => s.worker_id === c!.workers[0]!.agentUrl);
       return v?.status === 'running' && slot && slot.restart_count >= 1 ? v : undefined;
@@ -172,7 +165,7 @@ describe('stream placements', () => {
     const slot = (view.slots as SlotView[]).find((s) => s.worker_id === c!.workers[0]!.agentUrl)!;
     expect(slot.current_run_id).toBe(`${slot.run_id_prefix}-${slot.restart_count}`);
     // Every acknowledged record arrives (at least once: a record delivered just before the kill may come twice).
-    await eventually(() => new Set(written(out).map((r) => r.seq)).size === total, 30_000);
+    await until(() => new Set(written(out).map((r) => r.seq)).size === total, 30_000);
     const seen = new Set(written(out).map((r) => r.seq));
     for (let i = 0; i < total; i++) expect(seen.has(i), `record ${i}`).toBe(true);
     // Restarted in place after missing its stats, or (a worker away longer than four passes) dropped and added back.
@@ -205,28 +198,28 @@ describe('stream placements', () => {
           '',
         ].join('\n'),
       );
-      const first = await eventually(async () => {
+      const first = await until(async () => {
         const v = await placementOf(c!, 'polled');
         return v?.status === 'running' ? v : undefined;
       }, 30_000);
       expect(first).toMatchObject({ target_count: '1', slot_count: 1 });
       const from = (first.slots as SlotView[])[0]!;
       await redis.rpush(key, JSON.stringify({ seq: 0 }));
-      await eventually(() => written(out).length === 1, 20_000);
+      await until(() => written(out).length === 1, 20_000);
 
       const gone = c.workers.findIndex((w) => w.agentUrl === from.worker_id);
       await c.kill(c.workers[gone]!.proc);
       const killedAt = Date.now();
-      const degraded = await eventually(async () => {
+      const degraded = await until(async () => {
         const v = await placementOf(c!, 'polled');
         return v?.status === 'degraded' ? v : undefined;
-      }, 40_000, 250);
+      }, 40_000, 'the placement to be degraded', 250);
       expect((degraded.slots as SlotView[])[0]).toMatchObject({ worker_id: from.worker_id, status: 'stale' });
       expect((degraded.slots as SlotView[])[0]!.stats.stale).toBe(true);
-      const moved = await eventually(async () => {
+      const moved = await until(async () => {
         const v = await placementOf(c!, 'polled');
         return v?.status === 'running' && (v.slots as SlotView[])[0]!.worker_id !== from.worker_id ? v : undefined;
-      }, 75_000, 250);
+      }, 75_000, 'the slot to run on another worker', 250);
       const seconds = (Date.now() - killedAt) / 1000;
       // Down after two failed polls (10-20 s), then moved at the fourth pass over it (30-40 s more).
       expect(seconds).toBeGreaterThanOrEqual(38);
@@ -236,7 +229,7 @@ describe('stream placements', () => {
       // The stream goes on where it moved.
       // At least once: the item the killed worker had not acknowledged may come again.
       await redis.rpush(key, JSON.stringify({ seq: 1 }));
-      await eventually(() => written(out).some((r) => r.seq === 1), 20_000);
+      await until(() => written(out).some((r) => r.seq === 1), 20_000);
       expect([...new Set(written(out).map((r) => r.seq))].sort()).toEqual([0, 1]);
     } finally {
       await redis.del(key, `${key}:processing:polled`);
@@ -256,34 +249,34 @@ describe('stream placements', () => {
       await c.startManager();
       const out = tempDir('svc-placement-');
       await register(c, webhookStream('cut', out));
-      await eventually(async () => (await placementOf(c!, 'cut'))?.active_slots === 2, 20_000);
+      await until(async () => (await placementOf(c!, 'cut'))?.active_slots === 2, 20_000);
       const cutOff = c.workers[1]!;
       for (let i = 0; i < 20; i++) await postUntilAcked(`${cutOff.ingressUrl}/webhooks/cut`, i, Date.now() + 15_000);
-      await eventually(() => written(out).length === 20);
+      await until(() => written(out).length === 20);
       const oldRun = ((await placementOf(c, 'cut')).slots as SlotView[]).find((s) => s.worker_id === cutOff.agentUrl)!.current_run_id;
 
       ns.down();
       // Down after two failed polls, dropped at the fourth pass; the stream runs on the other worker.
-      const alone = await eventually(async () => {
+      const alone = await until(async () => {
         const v = await placementOf(c!, 'cut');
         return v?.slot_count === 1 && v.status === 'running' ? v : undefined;
-      }, 30_000, 250);
+      }, 30_000, 'one running slot', 250);
       expect((alone.slots as SlotView[])[0]!.worker_id).toBe(c.workers[0]!.agentUrl);
       for (let i = 20; i < 30; i++) await postUntilAcked(`${c.workers[0]!.ingressUrl}/webhooks/cut`, i, Date.now() + 15_000);
 
       ns.up();
       // The cut-off run reports again, is told it is superseded, stops; then the worker gets a new slot run.
-      const back = await eventually(async () => {
+      const back = await until(async () => {
         const v = await placementOf(c!, 'cut');
         const slot = (v?.slots as SlotView[] | undefined)?.find((s) => s.worker_id === cutOff.agentUrl);
         return v?.status === 'running' && slot && slot.current_run_id !== oldRun ? v : undefined;
-      }, 40_000, 250);
+      }, 40_000, 'a new run on the cut-off worker', 250);
       const slot = (back.slots as SlotView[]).find((s) => s.worker_id === cutOff.agentUrl)!;
       expect(slot.current_run_id).toMatch(new RegExp(`^${slot.run_id_prefix}-[1-9]\\d*$`));
       const runs = (await c.call('GET', `${cutOff.agentUrl}/agent/status`)).body.runs as { run_id: string; pipeline: string }[];
       expect(runs.filter((r) => r.pipeline === 'cut').map((r) => r.run_id)).toEqual([slot.current_run_id]);
       for (let i = 30; i < 40; i++) await postUntilAcked(`${cutOff.ingressUrl}/webhooks/cut`, i, Date.now() + 15_000);
-      await eventually(() => new Set(written(out).map((r) => r.seq)).size === 40, 20_000);
+      await until(() => new Set(written(out).map((r) => r.seq)).size === 40, 20_000);
     } finally {
       await c?.stop(); // its processes first, then their namespace
       c = undefined;

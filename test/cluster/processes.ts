@@ -4,7 +4,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { postgresDb, type TestDb } from '../connectors/peers/sql.js';
-import { eventually, freePort, serveChild } from '../helpers/daemon.js';
+import { freePort, serveChild } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { tempDir } from '../helpers/fs.js';
 
 export interface Proc {
@@ -93,9 +94,9 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
       );
       // Serving once it leads (a standby answers 503 on /api/ready): after the lease of a killed
       // leader runs out (5 s) and the pipelines are loaded, which two test files on two cores slow.
-      if (o.standby !== true) await eventually(async () => (await fetch(`${proc.url}/api/ready`).catch(() => undefined))?.status === 200, 40_000, 100);
+      if (o.standby !== true) await until(async () => (await fetch(`${proc.url}/api/ready`).catch(() => undefined))?.status === 200, 40_000, '/api/ready 200', 100);
       // A standby: once its start is over (the console too), /api/ready says `standby`, not `starting`.
-      else await eventually(async () => ((await (await fetch(`${proc.url}/api/ready`)).json()) as { scheduler?: string }).scheduler === 'standby', 40_000, 100);
+      else await until(async () => ((await (await fetch(`${proc.url}/api/ready`)).json()) as { scheduler?: string }).scheduler === 'standby', 40_000, '/api/ready to say standby', 100);
       if (o.port === undefined) c.manager = proc;
       return proc;
     },

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { WorkerEndpoint } from '../../src/cluster/discovery.js';
 import { WorkerPool, type WorkerChange, type WorkerPoolOptions } from '../../src/cluster/worker-pool.js';
 import { freePort } from '../helpers/net.js';
-import { waitFor } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 
 interface FakeAgent {
   url: string;
@@ -302,7 +302,7 @@ describe('pick()', () => {
     await p.pollNow();
     a.delayMs = 200;
     const polling = p.pollNow();
-    await waitFor(() => a.requests.length === 2);
+    await until(() => a.requests.length === 2);
     p.noteDispatched(a.url); // after the request left: its answer cannot include this run
     await polling;
     expect(p.get(a.url)!.dispatched).toBe(1);
@@ -333,10 +333,10 @@ describe('nodes() and the poll loop', () => {
     await p.start();
     expect(a.requests).toHaveLength(1);
     expect(p.get(a.url)!.ok).toBe(true);
-    await waitFor(() => a.requests.length >= 3, 2000);
+    await until(() => a.requests.length >= 3, 2000);
     await p.stop();
     const n = a.requests.length;
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet(300);
     expect(a.requests).toHaveLength(n);
   });
 
@@ -346,7 +346,7 @@ describe('nodes() and the poll loop', () => {
     await p.start();
     a.delayMs = 3000;
     const polling = p.pollNow();
-    await waitFor(() => a.requests.length === 2);
+    await until(() => a.requests.length === 2);
     const t0 = Date.now();
     await p.stop();
     await polling;

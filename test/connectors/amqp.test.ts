@@ -14,6 +14,7 @@ import type { RunRecord } from '../../src/engine/run-record.js';
 import { tempDir } from '../helpers/fs.js';
 import { conformance, uniqueChannel } from './conformance.js';
 import { rabbitmq, rabbitVhost } from './peers/rabbitmq.js';
+import { until } from '../helpers/wait.js';
 
 conformance(rabbitmq);
 
@@ -51,12 +52,11 @@ describe('amqp specifics', () => {
         .filter(Boolean)
         .map((l) => JSON.parse(l) as { seq: number }),
     );
-  /** Runs a stream from `queue` until `until` holds (or 10 s), then stops it. */
-  const stream = async (source: Record<string, unknown>, sinks: unknown[], until: () => boolean, extra: Record<string, unknown> = {}): Promise<RunRecord> => {
+  /** Runs a stream from `queue` until `enough` holds (or 10 s: the test's assertions then say what is missing), then stops it. */
+  const stream = async (source: Record<string, unknown>, sinks: unknown[], enough: () => boolean, extra: Record<string, unknown> = {}): Promise<RunRecord> => {
     const stop = new AbortController();
     const done = runPipeline(config({ name: 'amqp-spec', schedule: { type: 'stream' }, source: { type: 'amqp', url: v.url, ...source }, serializer_in: { type: 'json' }, sinks, ...extra }), { signal: stop.signal });
-    const end = Date.now() + 10_000;
-    while (!until() && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+    await until(enough, 10_000, 'the stream to have what the test needs').catch(() => undefined);
     stop.abort();
     return done;
   };
@@ -113,11 +113,13 @@ describe('amqp specifics', () => {
     // Two writes a second: the stream holds what the broker sent, unacknowledged, while it waits.
     const cfg = config({ name: 'prefetch', schedule: { type: 'stream' }, source: { type: 'amqp', url: v.url, queue: q, prefetch_count: 7 }, serializer_in: { type: 'json' }, sinks: [{ type: 'local', path: out, filename_template: 'o.ndjson' }], serializer_out: { type: 'ndjson' }, rate_limit_rps: 2 });
     const done = runPipeline(cfg, { signal: stop.signal });
-    await new Promise((r) => setTimeout(r, 1200));
-    const { stdout } = await promisify(execFile)('rabbitmqctl', ['--quiet', 'list_queues', '-p', v.vhost, 'name', 'messages_unacknowledged', 'messages_ready']);
-    const row = stdout.split('\n').find((l) => l.startsWith(q + '\t'))!.split('\t');
-    expect(Number(row[1])).toBeGreaterThan(0);
-    expect(Number(row[1])).toBeLessThanOrEqual(7);
+    const unacknowledged = async () => {
+      const { stdout } = await promisify(execFile)('rabbitmqctl', ['--quiet', 'list_queues', '-p', v.vhost, 'name', 'messages_unacknowledged', 'messages_ready']);
+      return Number(stdout.split('\n').find((l) => l.startsWith(q + '\t'))?.split('\t')[1] ?? 0);
+    };
+    const unacked = await until(unacknowledged, 10_000, 'unacknowledged messages at the broker', 200);
+    expect(unacked).toBeGreaterThan(0);
+    expect(unacked).toBeLessThanOrEqual(7);
     stop.abort();
     await done;
     const got = lines(out).map((r) => r.seq);

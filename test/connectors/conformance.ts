@@ -19,9 +19,10 @@ import { silentLogger } from '../../src/observability/log.js';
 import { registry } from '../../src/plugins/registry.js';
 import type { ConnectionState, SinkPlugin, SourcePlugin } from '../../src/plugins/types.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 import { loadPipeline, outputRecords, seqBodies, until, type Cfg, type Rec } from './helpers.js';
+import { elapse, pace } from '../helpers/wait.js';
 
 export type { Cfg, Rec };
 
@@ -287,7 +288,7 @@ export function conformance(fixture: PeerFixture) {
           const outs = Array.from({ length: sinks }, () => tempDir('svc-conf-out-'));
           const run = startSourceRun(`conf-${n}-${type}`, peer.source!, peer.source!.config(ch), outs, extra);
           await until(() => run.tel.last('source') === 'connected', 15_000, 'connected');
-          await new Promise((r) => setTimeout(r, peer.source!.settleMs ?? 0));
+          await elapse(peer.source!.settleMs ?? 0);
           await peer.source!.publish(ch, bodies(0, n));
           for (const o of outs) await until(() => outputRecords(o).length >= n, 30_000, `${n} records in ${o}`);
           run.stop.abort();
@@ -341,12 +342,12 @@ export function conformance(fixture: PeerFixture) {
             const cfg = { ...peer.source!.config(ch), reconnect_delay_seconds: 0.2 };
             const run = startSourceRun(`conf-restart-${type}`, peer.source!, cfg, [out]);
             await until(() => run.tel.last('source') === 'connected', 15_000, 'connected');
-            await new Promise((r) => setTimeout(r, peer.source!.settleMs ?? 0));
+            await elapse(peer.source!.settleMs ?? 0);
             await peer.source!.publish(ch, bodies(0, 500));
             await until(() => outputRecords(out).length >= 100, 30_000, 'the first records');
             await peer.disrupt!();
             await until(() => run.tel.states.get('source')!.filter((s) => s === 'connected').length >= 2, 30_000, 'reconnected');
-            await new Promise((r) => setTimeout(r, peer.source!.settleMs ?? 0));
+            await elapse(peer.source!.settleMs ?? 0);
             await peer.source!.publish(ch, bodies(500, 500));
             await until(() => checkSequence(outputRecords(out), 1000).missing.length === 0, 60_000, 'all 1,000 sequence numbers');
             run.stop.abort();
@@ -372,11 +373,11 @@ export function conformance(fixture: PeerFixture) {
           });
           expect((await d.call('POST', '/api/pipelines', { yaml: yamlText })).status).toBe(201);
           const connected = `svc_connector_state{pipeline="${name}",component="source",type="${type}",state="connected"} 1`;
-          await eventually(async () => ((await d.call('GET', '/metrics')).text.includes(connected) ? true : undefined), 15_000);
-          await new Promise((r) => setTimeout(r, peer.source!.settleMs ?? 0));
+          await until(async () => ((await d.call('GET', '/metrics')).text.includes(connected) ? true : undefined), 15_000);
+          await elapse(peer.source!.settleMs ?? 0);
           const { publishTo } = peer.source!;
           await (publishTo ? publishTo(d.url, ch, bodies(0, 20)) : peer.source!.publish(ch, bodies(0, 20)));
-          const text = await eventually(async () => {
+          const text = await until(async () => {
             const t = (await d.call('GET', '/metrics')).text;
             return new RegExp(`svc_records_in_total\\{pipeline="${name}"\\} 20\\b`).test(t) ? t : undefined;
           }, 20_000);
@@ -453,11 +454,11 @@ export function conformance(fixture: PeerFixture) {
               const input = writeInput(1000, 20);
               const extra = { record_chunk_size: 50, rate_limit_rps: 5 };
               const running = runIntoSinks(`conf-sink-restart-${type}`, [cfg], 1000, extra, { telemetry: tel.t, input });
-              await new Promise((r) => setTimeout(r, 500));
+              await pace(500); // the disruption lands mid-run
               if (peer.down) {
                 // Down until the run ends (its last flush fails) or 6 s pass (retries of 0.2 s doubling outlast that).
                 const up = await peer.down();
-                await Promise.race([running, new Promise((r) => setTimeout(r, 6000))]);
+                await Promise.race([running, pace(6000)]);
                 await up();
               } else await peer.disrupt!();
               const rec = await running;

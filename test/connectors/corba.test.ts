@@ -21,6 +21,7 @@ import { dedupeKey } from '../../src/plugins/connectors/corba/source.js';
 import { conformance, uniqueChannel, type Cfg } from './conformance.js';
 import { manualReadRun } from './helpers.js';
 import { OBJECT_NAME, omniOrbFixture, startOmniOrb, takeConfig, type OmniOrb } from './peers/omniorb.js';
+import { elapse, until } from '../helpers/wait.js';
 
 conformance(omniOrbFixture);
 
@@ -229,7 +230,7 @@ describe('corba source against omniORB', () => {
     await orb.put(ch, ['{"seq":0}', '{"seq":1}']);
     // A 3-second window, started just after a boundary so the first two runs share it.
     const win = 3;
-    while (Math.floor(Date.now() / 1000) % win !== 0 || Date.now() % 1000 > 300) await new Promise((r) => setTimeout(r, 20));
+    await until(() => Math.floor(Date.now() / 1000) % win === 0 && Date.now() % 1000 <= 300, 2 * win * 1000, 'the start of a window');
     const cfg = { ...takeConfig(orb, ch), skip_processed: true, dedupe_window_seconds: win };
     const first = await read('corba-skip', cfg, processed);
     expect(first.records()).toEqual([{ seq: 0 }, { seq: 1 }]);
@@ -239,7 +240,7 @@ describe('corba source against omniORB', () => {
     expect(second.records()).toEqual([]);
     expect(second.rec.errors.join('\n')).toMatch(/'take' with these args was already delivered in this 3-second window \(skip_processed\): not invoked again/);
     expect(await orb.takes(ch)).toBe(1);
-    await new Promise((r) => setTimeout(r, win * 1000));
+    await elapse(win * 1000); // the next window
     const third = await read('corba-skip', cfg, processed);
     expect(third.records()).toEqual([{ seq: 2 }]);
     expect(await orb.takes(ch)).toBe(2);

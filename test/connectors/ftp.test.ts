@@ -22,6 +22,7 @@ import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline, outputRecords, seqBodies } from './helpers.js';
 import { collectJson, ftpDir, ftpProxy, publishedFiles, publishJson, pureFtpd, pureFtpdFixture, putFile, type PureFtpd } from './peers/pure-ftpd.js';
+import { pace } from '../helpers/wait.js';
 
 conformance(pureFtpdFixture);
 
@@ -195,7 +196,7 @@ describe('ftp source', () => {
       const growing = putFile(server, `${ch}/growing.json`, '[{"seq":50}', new Date(Date.now() - 60_000));
       const proxy = await ftpProxy(server);
       const running = sourceRun('ftp-stability', { port: proxy.port, remote_path: `/${ch}`, file_stability_seconds: 2 });
-      await new Promise((r) => setTimeout(r, 900)); // listed by now, re-checked at about 2 s
+      await pace(900); // listed by now, re-checked at about 2 s
       appendFileSync(growing, ',{"seq":51}');
       const { rec, records } = await running;
       await proxy.close();
@@ -284,7 +285,7 @@ describe('ftp source', () => {
     putFile(server, `${ch}/c.json`, jsonArray(2, 2));
     const running = sourceRun('ftp-drop', { ...login(server.slowUser), remote_path: `/${ch}`, delete_after_read: true });
     // a.json takes well under a second; big.json is then halfway through its first seconds.
-    await new Promise((r) => setTimeout(r, 2000));
+    await pace(2000);
     expect(server.dropSessions()).toBeGreaterThan(0);
     const first = await running;
     expect(first.rec.status, JSON.stringify(first.rec)).toBe('success');
@@ -341,7 +342,7 @@ describe('ftp source', () => {
           if (first) {
             first = false;
             // A slow pipeline: a download held whole would be in memory by now.
-            await new Promise((r) => setTimeout(r, 1500));
+            await pace(1500);
             expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * 1024 * 1024);
           }
         }

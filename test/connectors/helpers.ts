@@ -37,16 +37,8 @@ export function outputRecords(dir: string): Rec[] {
   return out;
 }
 
-/** Polls `f` until it gives a truthy value; fails after `ms` naming `what`. */
-export async function until<T>(f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** The tests' one polling helper (test/helpers/wait.ts), here for the connector tests that import it with the rest. */
+export { until } from '../helpers/wait.js';
 
 /** JSON bodies `{seq, ...extra}` numbered from `from`. */
 export const seqBodies = (from: number, n: number, extra: Rec = {}) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, ...extra })));

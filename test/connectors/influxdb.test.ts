@@ -22,6 +22,7 @@ import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from '.
 import { loadPipeline, outputRecords } from './helpers.js';
 import { influx1, influxdbV1SinkFixture, type Influx1 } from './peers/influxdb-v1.js';
 import { influxdbFixture, influxV2Peer, queryRecords, type InfluxV2Peer } from './peers/influxdb-v2.js';
+import { pace } from '../helpers/wait.js';
 
 conformance(influxdbFixture);
 conformance(influxdbV1SinkFixture);
@@ -308,7 +309,7 @@ describe('influxdb sink: failures', () => {
       }),
       { log: silentLogger, processed: new MemoryProcessedFiles(), telemetry: { connection: (_c, _t, s) => void states.push(s) } },
     );
-    await new Promise((r) => setTimeout(r, 500));
+    await pace(500); // the restart lands mid-run
     await v1.restart(1500);
     const rec = await running;
     expect(rec.status, JSON.stringify(rec)).toBe('success');

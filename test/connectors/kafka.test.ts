@@ -24,6 +24,7 @@ import { tempDir } from '../helpers/fs.js';
 import { conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline as load, outputRecords, seqBodies, until } from './helpers.js';
 import { kafkaMock, kcatCollect, kcatPublish, startMockCluster, type MockCluster } from './peers/kafka-mock.js';
+import { elapse, quiet } from '../helpers/wait.js';
 
 conformance(kafkaMock);
 
@@ -207,10 +208,10 @@ describe('kafka: against the mock cluster', () => {
       const late = stream('aor-latest', { brokers: cluster.brokers, topic, group_id: `${topic}-l`, ...FAST });
       await early.connected();
       await late.connected();
-      await new Promise((r) => setTimeout(r, 300));
+      await elapse(300); // the 'latest' group fixes its start offset before the next publish
       await kcatPublish(cluster.brokers, topic, bodies(30, 10));
       await until(() => early.records().length >= 40 && late.records().length >= 10, 20_000, 'both groups');
-      await new Promise((r) => setTimeout(r, 300));
+      await quiet(300);
       await early.stop();
       await late.stop();
       expect(early.records().map((r) => r.seq).sort((a, b) => (a as number) - (b as number))).toEqual(Array.from({ length: 40 }, (_, i) => i));
@@ -304,7 +305,7 @@ describe('kafka: against the mock cluster', () => {
       await kcatPublish(cluster.brokers, topic, bodies(50, 20));
       const second = stream(name, cfg);
       await until(() => second.records().length >= 20, 30_000, 'the next 20');
-      await new Promise((r) => setTimeout(r, 500));
+      await quiet(500);
       await second.stop();
       // No redelivery of what the group committed: only the 20 new ones.
       expect(second.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => 50 + i));
@@ -343,7 +344,7 @@ describe('kafka: against the mock cluster', () => {
       const cfg = { brokers: cluster.brokers, topic, group_id: group, max_poll_records: 10, ...FAST };
       const failing = stream('latest-refused', cfg, { sinks: [{ type: 'local', path: join(blocker, 'out') }], extra: { on_error: 'continue' } });
       await failing.connected();
-      await new Promise((r) => setTimeout(r, 300));
+      await elapse(300); // the 'latest' group fixes its start offset before the publish
       await kcatPublish(cluster.brokers, topic, bodies(0, 30));
       await failing.connected(2); // refused: the session ended without a commit past them
       await failing.stop();
@@ -355,7 +356,7 @@ describe('kafka: against the mock cluster', () => {
       // Still `latest`, same group: the 30 come again, the 5 from before the group do not.
       const good = stream('latest-refused', cfg);
       await until(() => good.records().length >= 30, 30_000, 'the 30 again');
-      await new Promise((r) => setTimeout(r, 500));
+      await quiet(500);
       await good.stop();
       expect(good.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i));
     }, 90_000);
@@ -376,7 +377,7 @@ describe('kafka: against the mock cluster', () => {
       await kcatPublish(cluster.brokers, topic, bodies(40, 5));
       const good = stream('amo', cfg);
       await until(() => good.records().length >= 5, 30_000, 'the 5 new ones');
-      await new Promise((r) => setTimeout(r, 500));
+      await quiet(500);
       await good.stop();
       expect(good.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual([40, 41, 42, 43, 44]);
     }, 60_000);

@@ -21,6 +21,7 @@ import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline as load, outputRecords, until } from './helpers.js';
+import { elapse, quiet } from '../helpers/wait.js';
 import { mosquitto, PASSWORD, publish, startBroker, subscribe, USER, type Broker, type ClientAuth } from './peers/mosquitto.js';
 
 conformance(mosquitto);
@@ -34,7 +35,6 @@ const bodies = (from: number, n: number, extra: Rec = {}) => Array.from({ length
 
 
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A stream pipeline from an mqtt source into NDJSON files in `out` (topic, qos, retain copied into each record). */
 function streamRun(name: string, source: Cfg, opts: { out?: string; extra?: Cfg } = {}) {
@@ -104,26 +104,38 @@ describe('mqtt source: acknowledgement after delivery (the session, on the wire)
     it(`QoS ${qos}: what was not acknowledged comes again (dup) under the same client id; what was, does not`, async () => {
       const topic = uniqueChannel('mqtt');
       const id = `svc-test-ack-${qos}-${process.pid}-${Date.now().toString(36)}`;
+      const seqs = (got: Incoming[]) => got.map((m) => JSON.parse(m.payload.toString()).seq);
       const first = await rawSession(id, topic, qos);
       await publish(SHARED, topic, bodies(0, 10), { qos });
       await until(() => first.got.length === 10, 10_000, '10 messages');
       first.s.ack(first.got.slice(0, 4)); // the first four delivered; six not
-      await sleep(200);
-      await first.s.close();
+      await first.s.close(); // the acknowledgements go out before the DISCONNECT
 
       const second = await rawSession(id, topic, qos);
       expect(second.s.sessionPresent).toBe(true);
       await until(() => second.got.length === 6, 10_000, 'the six unacknowledged messages again');
       expect(second.got.map((m) => JSON.parse(m.payload.toString()).seq)).toEqual([4, 5, 6, 7, 8, 9]);
       expect(second.got.every((m) => m.dup && m.qos === qos)).toBe(true);
-      second.s.ack(second.got);
-      await sleep(200);
+      second.s.ack(second.got.slice(0, 3)); // 4, 5, 6 delivered; 7, 8, 9 not
       await second.s.close();
 
-      const third = await rawSession(id, topic, qos, { clean: true }); // clean: ends the session
-      await sleep(300);
-      expect(third.got).toEqual([]);
+      // The same session again: only what the second session did not acknowledge comes back.
+      const third = await rawSession(id, topic, qos);
+      expect(third.s.sessionPresent).toBe(true);
+      await until(() => third.got.length >= 3, 10_000, 'the three messages the second session did not acknowledge');
+      await quiet(300);
+      expect(seqs(third.got)).toEqual([7, 8, 9]);
+      expect(third.got.every((m) => m.dup && m.qos === qos)).toBe(true);
+      third.s.ack(third.got);
       await third.s.close();
+
+      // Everything acknowledged now: the session is still there, and nothing comes again.
+      const fourth = await rawSession(id, topic, qos);
+      expect(fourth.s.sessionPresent).toBe(true);
+      await quiet(300);
+      expect(fourth.got).toEqual([]);
+      await fourth.s.close();
+      await (await rawSession(id, topic, 0, { clean: true })).s.close(); // a clean connect ends the session
     });
   }
 
@@ -132,7 +144,7 @@ describe('mqtt source: acknowledgement after delivery (the session, on the wire)
     const { s, got } = await rawSession(`svc-test-window-${process.pid}`, topic, 1, { clean: true, receiveMaximum: 5 });
     await publish(SHARED, topic, bodies(0, 20), { qos: 1 });
     await until(() => got.length === 5, 10_000, '5 messages');
-    await sleep(300);
+    await quiet(300);
     expect(got.length).toBe(5); // nothing more without acknowledgements
     let acked = 0;
     await until(() => {
@@ -152,7 +164,7 @@ describe('mqtt source: the session', () => {
     // Published at QoS 1 (mosquitto_pub -l at QoS 0 can miss the end of its input and hang): the
     // subscription's QoS 0 is what the broker delivers at.
     await publish(SHARED, topic, bodies(0, 50), { qos: 1 });
-    await sleep(300);
+    await quiet(300);
     expect(got.length).toBe(0);
     s.resume();
     await until(() => got.length === 50, 10_000, '50 messages after resume');
@@ -190,7 +202,7 @@ describe('mqtt source: the session', () => {
       { host: '127.0.0.1', port: b.port, tls: false, protocol_version: 5, clientId: 'svc-test-keepalive', clean: true, topic: 't', qos: 1, receiveMaximum: 10, keepaliveS: 1 },
       { message() {}, lost: (e) => void lost.push(e) },
     );
-    await sleep(2500);
+    await elapse(2500); // two keepalive intervals
     expect(lost).toEqual([]); // pings answered
     b.freeze();
     try {
@@ -232,7 +244,7 @@ describe('mqtt source', () => {
     }
     await until(() => hash.records().length >= 400, 20_000, '400 records through #');
     await until(() => plus.records().length >= 200, 20_000, '200 records through +');
-    await sleep(200);
+    await quiet(200);
     await Promise.all([plus.end(), hash.end()]);
     expect(hash.records().length).toBe(400);
     expect(plus.records().length).toBe(200);

@@ -19,6 +19,7 @@ import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline as load, outputRecords, until } from './helpers.js';
 import { collectSubject, nats, natsServer, publishAll, SHARED_URL, subscriptionsOf, type NatsServer } from './peers/nats.js';
+import { elapse, quiet } from '../helpers/wait.js';
 
 conformance(nats);
 
@@ -77,7 +78,7 @@ describe('nats: queue groups', () => {
     await Promise.all([a.connected(), b.connected()]);
     await publishAll(SHARED_URL, ch, bodies(0, 400));
     await until(() => a.records().length + b.records().length >= 400, 20_000, '400 records in the two outputs');
-    await new Promise((r) => setTimeout(r, 300)); // nothing more may come
+    await quiet(300); // nothing more may come
     await Promise.all([a.end(), b.end()]);
     expect(checkSequence([...a.records(), ...b.records()], 400)).toEqual({ missing: [], duplicates: 0 });
     expect(a.records().length).toBeGreaterThan(0);
@@ -91,7 +92,7 @@ describe('nats: queue groups', () => {
     await Promise.all([a.connected(), b.connected()]);
     await publishAll(SHARED_URL, ch, bodies(0, 200));
     await until(() => a.records().length + b.records().length >= 200, 20_000, '200 records');
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet(300);
     await Promise.all([a.end(), b.end()]);
     expect(checkSequence([...a.records(), ...b.records()], 200)).toEqual({ missing: [], duplicates: 0 });
     expect(Math.min(a.records().length, b.records().length)).toBeGreaterThan(0);
@@ -119,7 +120,7 @@ describe('nats: subjects', () => {
     const subjects = [`${ch}.site1.alarm`, `${ch}.site2.pm.counters`, `${ch}.site3`, `${ch}`];
     await publishAll(SHARED_URL, (i) => subjects[i % 4]!, bodies(0, 8));
     await until(() => run.records().length >= 4, 10_000, '4 matching records');
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet(300);
     await run.end();
     const got = run.records();
     // `*.>` needs at least two more tokens: `<ch>.site3` and `<ch>` do not match.
@@ -221,7 +222,7 @@ describe('nats: reconnect', () => {
     await srv.restart();
     expect(srv.pid()).not.toBe(pid);
     await run.connected(2);
-    await new Promise((r) => setTimeout(r, 100));
+    await elapse(100); // the resubscription reaches the restarted server (core NATS keeps nothing for a subject nobody has subscribed to yet)
     await publishAll(srv.url, ch, bodies(50, 50));
     await until(() => run.records().length >= 100, 10_000, 'the records published after the restart');
     const rec = await run.end();

@@ -10,7 +10,7 @@ import { stringify } from 'yaml';
 import * as snappy from 'snappyjs';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serveChild, testDaemon, eventually, type TestDaemon } from '../helpers/daemon.js';
+import { serveChild, testDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
 import { loadPipeline, outputRecords, until, type Cfg, type Rec } from './helpers.js';
 import { runPipeline } from '../../src/engine/runner.js';
@@ -27,6 +27,7 @@ import {
 } from '../../src/plugins/connectors/prometheus_rw/decode.js';
 import { holdingServer, prometheusAgent, prometheusRwFixture, RW_HEADERS } from './peers/prometheus.js';
 import { conformance } from './conformance.js';
+import { pace, quiet } from '../helpers/wait.js';
 
 conformance(prometheusRwFixture);
 
@@ -50,7 +51,7 @@ async function servePipeline(d: TestDaemon, name: string, source: Cfg, out: stri
   expect(r.status, r.text).toBe(201);
   const path = (source.path as string | undefined) ?? 'prom-rw';
   // Served once the stream runs: an empty WriteRequest is a valid body (no samples).
-  await eventually(async () => (await post(d, path, encodeBody([]), source.secret as string | undefined)).status === 204, 15_000);
+  await until(async () => (await post(d, path, encodeBody([]), source.secret as string | undefined)).status === 204, 15_000);
 }
 
 /** The records written so far; none while a line is half written (read again on the next poll). */
@@ -178,7 +179,7 @@ describe('prometheus_rw: the served path (svc serve)', () => {
     // A good body afterwards goes through alone: nothing of the bad ones was queued.
     expect((await post(d, 'prom-bad', encodeBody([{ labels: { __name__: 'after' }, samples: [{ value: 3, timestamp_ms: T0 }] }]))).status).toBe(204);
     await until(() => outputRecords(out).length >= 1, 15_000, 'the good record');
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet(300);
     expect(outputRecords(out).map((r) => r.name)).toEqual(['after']);
     const runs = await d.call('GET', '/api/pipelines/prw-bad/runs');
     expect(JSON.stringify(runs.body)).not.toMatch(/dead|dlq_records":[1-9]/);
@@ -232,7 +233,7 @@ describe('prometheus_rw: the served path (svc serve)', () => {
       const created = await fetch(first.url + '/api/pipelines', { method: 'POST', body: yamlText, headers: { 'content-type': 'application/yaml' } });
       expect(created.status, await created.text()).toBe(201);
       const postTo = (url: string, body: Buffer) => fetch(`${url}/webhooks/prom-spool`, { method: 'POST', headers: RW_HEADERS, body });
-      await eventually(async () => (await postTo(first.url, encodeBody([]))).status === 204, 15_000);
+      await until(async () => (await postTo(first.url, encodeBody([]))).status === 204, 15_000);
       // The downstream holds its answer: the sample is accepted (204) and not delivered when the daemon dies.
       sink.block();
       expect((await postTo(first.url, encodeBody([{ labels: { __name__: 'spooled', host: 'h1' }, samples: [{ value: 42, timestamp_ms: T0 }] }]))).status).toBe(204);
@@ -331,7 +332,7 @@ describe('prometheus_rw: with Prometheus 2.42 in agent mode', () => {
       // Outage: the downstream stops answering; the queue (1 request) fills and the path answers 503.
       sink.block();
       await until(async () => (await agent.value('prometheus_remote_storage_samples_retried_total')) > 0, 45_000, 'Prometheus retrying after 503s');
-      await new Promise((r) => setTimeout(r, 3000));
+      await pace(3000); // the outage lasts 3 s
       const releasedAt = Date.now();
       sink.release();
       // Every scrape (one `up` sample a second) from before the outage to after it arrived.

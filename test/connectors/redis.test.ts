@@ -270,7 +270,7 @@ describe('redis: stream schedule', () => {
     const telemetry: RunTelemetry = { connection: (c, _t, s) => void (c === 'source' && states.push(s)) };
     const done = runPipeline(load({ ...pipelineOf('redis-block', { key, block_ms: 5000 }, out), schedule: { type: 'stream' } }), { signal: stop.signal, telemetry, log: silentLogger, processed: new MemoryProcessedFiles() });
     await until(() => states.includes('connected'), 10_000, 'connected');
-    await new Promise((res) => setTimeout(res, 200)); // the first BLMOVE is waiting
+    await until(async () => /cmd=blmove/.test(String(await r.client('LIST'))), 5000, 'the first BLMOVE to wait');
     const t0 = Date.now();
     await put(r, key, 'list', bodies(0, 3));
     await until(() => outputRecords(out).length >= 3, 5000, '3 records');

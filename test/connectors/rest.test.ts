@@ -16,6 +16,7 @@ import { atPath, pageUrl } from '../../src/plugins/connectors/rest/source.js';
 import { tempDir } from '../helpers/fs.js';
 import { conformance, type Cfg, type Rec } from './conformance.js';
 import { httpPeer, selfSignedCert, startHttpPeer, type HttpAuth, type HttpPeer } from './peers/http.js';
+import { until } from '../helpers/wait.js';
 
 conformance(httpPeer);
 
@@ -456,7 +457,7 @@ describe('rest sink', () => {
     const { rec, states } = await runSink({ url: `${peer.url}/${ch}`, timeout: 0.3, retry_count: 1, retry_delay_seconds: 0.05 }, 3);
     expect(rec.errors).toEqual([]);
     expect(Date.now() - t0).toBeLessThan(3000);
-    await new Promise((r) => setTimeout(r, 800)); // the slow request lands after the retry
+    await until(() => peer.received(ch).length >= 6, 5000, 'the slow request to land after the retry');
     expect(peer.received(ch)).toEqual([...recs(3), ...recs(3)]);
     expect(states).toEqual(['connecting', 'disconnected', 'connecting', 'connected']);
   });

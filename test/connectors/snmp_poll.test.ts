@@ -16,6 +16,7 @@ import { conformance } from './conformance.js';
 import { loadPipeline, outputRecords, type Cfg } from './helpers.js';
 import { SNMPD_USERS, silentAgents, snmpPollFixture, snmprec, startSnmpdV3, startSnmpsim, SYS_UPTIME, type Snmpd, type Snmpsim } from './peers/snmp-poll.js';
 import { freeUdpPort } from '../snmp/peers.js';
+import { pace } from '../helpers/wait.js';
 
 const IF = '1.3.6.1.2.1.2.2.1';
 const IFX = '1.3.6.1.2.1.31.1.1.1';
@@ -225,7 +226,7 @@ describe('snmp_poll: moving counters', () => {
     const transforms = [{ type: 'counter_delta', key_fields: ['_target', 'index'], counters: ['ifInOctets', 'ifHCInOctets'], time_field: '_polled_at', emit_first: true }];
     const samples: Record<string, unknown>[] = [];
     for (let i = 0; i < 6; i++) {
-      if (i) await new Promise((r) => setTimeout(r, 1000));
+      if (i) await pace(1000); // one poll a second
       const { rec, records } = await poll(simSource({ community: 'moving', operation: 'walk', oids: ['ifTable', 'ifXTable'], yield_rows: true, classify: true }), { transforms, state });
       expect(rec.status, JSON.stringify(rec)).toBe('success');
       samples.push(records[0]!);
@@ -424,7 +425,7 @@ describe('snmp_poll: fleets', () => {
       const stop = new AbortController();
       const t0 = performance.now();
       const running = runPipeline(config, { log: silentLogger, processed: new MemoryProcessedFiles(), signal: stop.signal });
-      await new Promise((r) => setTimeout(r, 300));
+      await pace(300); // the stop comes while the run is under way
       stop.abort();
       const rec = await running;
       expect(performance.now() - t0).toBeLessThan(2000);

@@ -15,6 +15,7 @@ import { tempDir } from '../helpers/fs.js';
 import type { Cfg, Rec } from './conformance.js';
 import { loadPipeline, outputRecords, until } from './helpers.js';
 import { startTrapd, type Trapd, type TrapdLine } from './peers/snmptrapd.js';
+import { quiet } from '../helpers/wait.js';
 
 const X = '1.3.6.1.4.1.8072.9999.8';
 const TRAP = '1.3.6.1.4.1.8072.9999.8.0.1';
@@ -204,7 +205,7 @@ describe('snmp_trap sink: versions, informs, failures', () => {
     const before = v3d.traps().length;
     const { rec } = await sinkRun({ port: v3d.port, version: '3', engine_id: ENGINE, security_name: 't-sha256-aes256', auth_protocol: 'SHA256', auth_key: 'wrong-auth-key', priv_protocol: 'AES256', priv_key: 'trap-priv-key' }, [{ [`${X}.1.0`]: 9 }]);
     expect(rec.status).toBe('success');
-    await new Promise((r) => setTimeout(r, 500));
+    await quiet(500);
     expect(v3d.traps().length).toBe(before);
   });
 

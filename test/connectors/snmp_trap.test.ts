@@ -20,6 +20,7 @@ import { tempDir } from '../helpers/fs.js';
 import { conformance, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline, outputRecords, until } from './helpers.js';
 import { holdUdpPort, publishBodies, snmpinform, snmpTrap, snmptrap, snmptrapV1, type CliSecurity } from './peers/snmptrapd.js';
+import { quiet } from '../helpers/wait.js';
 
 conformance(snmpTrap);
 
@@ -164,7 +165,7 @@ describe('snmp_trap source: records', () => {
     await snmptrap(port, { version: '2c', community: 'right-secret' }, LINK_DOWN); // v2c: not taken by a version 1 source
     await snmptrapV1(port, 'right-secret', '1.3.6.1.4.1.8072.4', '10.0.0.1', 6, 1);
     const recs = await r.waitFor(1);
-    await new Promise((res) => setTimeout(res, 300));
+    await quiet(300);
     expect(r.records()).toHaveLength(1);
     expect(recs[0]).toMatchObject({ version: '1' });
     const warn = lines.find((l) => typeof l.msg === 'string' && (l.msg as string).includes('notification dropped'));
@@ -230,7 +231,7 @@ describe('snmp_trap source: SNMPv3', () => {
     await snmptrap(port, { version: '3', user: 'guest' }, LINK_DOWN, [[`${IF_INDEX}.4`, 'i', '4']]);
     await snmptrap(port, { version: '3', user: 'pinned', authProtocol: 'MD5', authKey: 'pinned-auth', engineId: '0x80000000010203040506' }, LINK_DOWN, [[`${IF_INDEX}.5`, 'i', '5']]);
     await r.waitFor(3);
-    await new Promise((res) => setTimeout(res, 300));
+    await quiet(300);
     expect(r.records().map((x) => x.ifIndex).sort()).toEqual([3, 4, 5]);
     const warn = lines.find((l) => typeof l.reason === 'string' && /wrongDigest/.test(l.reason as string));
     expect(warn, JSON.stringify(lines.map((l) => l.reason))).toBeDefined();
@@ -245,7 +246,7 @@ describe('snmp_trap source: SNMPv3', () => {
     const [rec] = await r.waitFor(1);
     expect(rec).toMatchObject({ kind: 'inform', version: '3', security_name: 'inf', engine_id: '80001f88800102030405060708', ifIndex: 7 });
     await expect(snmpinform(port, { version: '3', user: 'inf', authProtocol: 'SHA-512', authKey: 'inform-auth', privProtocol: 'AES-256', privKey: 'not-the-priv' }, LINK_DOWN, [], 1, 0)).rejects.toThrow();
-    await new Promise((res) => setTimeout(res, 300));
+    await quiet(300);
     expect(r.records()).toHaveLength(1);
   });
 
@@ -360,7 +361,7 @@ END
     expect(warn.dropped_total).toBeGreaterThan(0);
     // One warning per interval, however many were dropped.
     expect(lines.filter((l) => typeof l.msg === 'string' && (l.msg as string).includes('notification dropped')).length).toBe(1);
-    await new Promise((res) => setTimeout(res, 500));
+    await quiet(500); // what was queued is written; the rest was dropped
     const kept = r.records().length;
     expect(kept).toBeGreaterThan(0);
     expect(kept).toBeLessThan(3000);

@@ -24,6 +24,7 @@ import { tempDir } from '../helpers/fs.js';
 import { conformance, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline, outputRecords } from './helpers.js';
 import { lockSqlite, sqlFixture, startDb, type Engine, type TestDb } from './peers/sql.js';
+import { until } from '../helpers/wait.js';
 
 conformance(sqlFixture('postgres'));
 conformance(sqlFixture('mariadb'));
@@ -302,7 +303,7 @@ describe('postgres sink specifics', () => {
     await db.exec(`CREATE TABLE ${t} (id integer PRIMARY KEY)`);
         // 20 writes at 5 a second (the first 5 at once): the disruption lands mid-run.
     const running = sinkRun({ connection_url: db.url, table: t, retry_count: 5, retry_delay_seconds: 0.1 }, Array.from({ length: 200 }, (_, i) => ({ id: i })), { record_chunk_size: 10, rate_limit_rps: 5 });
-    await new Promise((r) => setTimeout(r, 1500));
+    await until(async () => Number((await db.exec(`SELECT count(*) AS c FROM ${t}`))[0]!.c) >= 60, 15_000, 'rows written before the disruption');
     await db.disrupt();
     const { rec } = await running;
     expect(rec.status).toBe('success');
@@ -500,8 +501,7 @@ describe('sqlite sink specifics', () => {
     const t = newTable();
     await db.exec(`CREATE TABLE ${t} (id INTEGER, flag INTEGER, doc TEXT)`);
     const file = parseSqlUrl(db.url).path!;
-    const lock = lockSqlite(file, 1200);
-    await new Promise((r) => setTimeout(r, 300));
+    const lock = (await lockSqlite(file, 1200)).released;
     const { rec } = await sinkRun({ connection_url: db.url, table: t, retry_count: 6, retry_delay_seconds: 0.2 }, [{ id: 1, flag: true, doc: { a: 1 } }]);
     await lock;
     expect(rec.status, JSON.stringify(rec)).toBe('success');

@@ -23,6 +23,7 @@ import { tempDir } from '../helpers/fs.js';
 import { checkSequence, conformance, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline, outputRecords, until } from './helpers.js';
 import { bodyTransforms, freeSyslogPort, holdPort, logger, startRsyslog, syslogTcp, syslogUdp, type Rsyslog } from './peers/syslog.js';
+import { elapse, pace, quiet } from '../helpers/wait.js';
 
 conformance(syslogUdp);
 conformance(syslogTcp);
@@ -86,7 +87,7 @@ async function tcpClient(port: number) {
     socket: s,
     async write(data: string | Buffer, gapMs = 60) {
       await new Promise<void>((r) => s.write(data, () => r()));
-      await new Promise((r) => setTimeout(r, gapMs));
+      await pace(gapMs);
     },
     end: () => new Promise<void>((r) => s.end(() => r())),
   };
@@ -295,7 +296,7 @@ describe('syslog: limits, encoding and what cannot be parsed', () => {
     const run = await started({ protocol: 'tcp', max_connections: 2 }, { log: cap.log });
     const a = await tcpClient(run.port);
     const b = await tcpClient(run.port);
-    await new Promise((r) => setTimeout(r, 100));
+    await pace(100); // the source accepts both before the third comes
     const c = connect({ host: '127.0.0.1', port: run.port });
     const closed = await new Promise<string>((resolve) => {
       c.on('error', (e) => resolve(`error ${(e as NodeJS.ErrnoException).code}`));
@@ -309,7 +310,7 @@ describe('syslog: limits, encoding and what cannot be parsed', () => {
     await until(() => run.records().length >= 2, 10_000, '2 records');
     await until(() => cap.lines.some((l) => /refused: max_connections \(2\)/.test(String(l.msg))), 12_000, 'the refusal warning');
     // A slot frees when a connection closes.
-    await new Promise((r) => setTimeout(r, 100));
+    await elapse(100); // the source sees the two closes
     const d = await tcpClient(run.port);
     await d.write(msg5424(3) + '\n', 0);
     await d.end();
@@ -422,9 +423,9 @@ describe('syslog: backpressure', () => {
     })();
     // The source took messages up to its high-water mark and stopped reading.
     await until(() => src.stats.received >= HIGH_WATER, 30_000, 'the high-water mark');
-    await new Promise((r) => setTimeout(r, 1000));
+    await elapse(1000); // what was in flight is read
     const atPause = src.stats.received;
-    await new Promise((r) => setTimeout(r, 1000));
+    await quiet(1000);
     expect(src.stats.received).toBe(atPause); // not reading while the queue is full
     expect(atPause).toBeLessThan(total);
     expect(blocked).toBe(true);
@@ -453,14 +454,14 @@ describe('syslog: backpressure', () => {
     const s = createSocket('udp4');
     for (let i = 0; i < sent; i++) {
       await new Promise<void>((r) => s.send(msg5424(i), port, '127.0.0.1', () => r()));
-      if (i % 50 === 0) await new Promise((r) => setTimeout(r, 1)); // let the receiver read
+      if (i % 50 === 0) await pace(1); // let the receiver read
     }
     s.close();
     // Settled: nothing more arrives (the kernel may drop some too when its buffer overflows: not ours to count).
     let seen = -1;
     while (src.stats.received + src.stats.dropped !== seen) {
       seen = src.stats.received + src.stats.dropped;
-      await new Promise((r) => setTimeout(r, 300));
+      await quiet(300);
     }
     expect(src.stats.received).toBeGreaterThanOrEqual(HIGH_WATER);
     expect(src.stats.received + src.stats.dropped).toBeLessThanOrEqual(sent);

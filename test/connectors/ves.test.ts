@@ -23,6 +23,7 @@ import { conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js
 import { loadPipeline, outputRecords } from './helpers.js';
 import { selfSignedCert } from './peers/http.js';
 import { startVesCollector, VES_PASSWORD, VES_USER, vesPeer, type VesCollector, type VesEvent } from './peers/ves-collector.js';
+import { until } from '../helpers/wait.js';
 
 conformance(vesPeer);
 
@@ -469,7 +470,7 @@ describe('ves sink: config', () => {
     col.delay(1500, 1);
     const { rec } = await sinkRun({ ...basic(), domain: 'other', source_name: src, timeout: 0.5, retry_count: 2, retry_delay_seconds: 0.05 }, [{ seq: 0 }]);
     expect(rec.status, JSON.stringify(rec)).toBe('success');
-    await new Promise((r) => setTimeout(r, 1200)); // the slow request's answer
+    await until(() => col.eventsOf(src).length >= 1, 5000, "the slow request's answer");
     expect(col.eventsOf(src).length).toBeGreaterThanOrEqual(1);
     const noRetry = name();
     col.delay(1500, 1);

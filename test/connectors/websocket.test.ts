@@ -19,6 +19,7 @@ import { tempDir } from '../helpers/fs.js';
 import { conformance, type Cfg, type Rec } from './conformance.js';
 import { selfSignedCert } from './peers/http.js';
 import { startWsPeer, wsPeer, type WsPeer } from './peers/ws.js';
+import { quiet, until } from '../helpers/wait.js';
 
 conformance(wsPeer);
 
@@ -37,16 +38,6 @@ function ndjsonIn(dir: string): Rec[] {
   const out: Rec[] = [];
   for (const n of readdirSync(dir).sort()) for (const l of readFileSync(join(dir, n), 'utf8').split('\n')) if (l.trim()) out.push(JSON.parse(l) as Rec);
   return out;
-}
-
-async function until<T>(f: () => T | undefined | false, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** A stream run of the websocket source into a local NDJSON file. */
@@ -131,7 +122,7 @@ describe('websocket source', () => {
     expect(rec.gave_up).toBe(true);
     expect(rec.error).toMatch(/^websocket: ws:\/\/127\.0\.0\.1:\d+\/\S+: connection closed \(code 1006\); not reconnecting \(reconnect is off\)$/);
     expect(run.states).toEqual(['connecting', 'connected', 'disconnected', 'failed']);
-    await new Promise((r) => setTimeout(r, 200));
+    await quiet(200);
     expect(peer.handshakes.filter((h) => h.path === `/${ch}`)).toHaveLength(1);
   });
 
@@ -202,7 +193,7 @@ describe('websocket source', () => {
     const server = peer.clients(ch)[0]!;
     await until(() => server.bufferedAmount > 2_000_000, 10_000, 'the server to buffer what the paused client does not read');
     const held = server.bufferedAmount;
-    await new Promise((r) => setTimeout(r, 300));
+    await quiet(300);
     expect(server.bufferedAmount).toBeGreaterThan(held * 0.9); // still (almost) not read
     const seqs: number[] = [];
     while (seqs.at(-1) !== n - 1) {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { consoleStateDir } from '../../src/console/server.js';
 import { consoleOn, detailOnly, started } from './helpers.js';
+import { until } from '../helpers/wait.js';
 
 describe('operator console', () => {
   it('first run without SVC_AUTH_USERS: a random admin password, logged once, stored hashed; never a fixed default', async () => {
@@ -159,7 +160,7 @@ describe('operator console', () => {
     const types: string[] = [];
     const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
     ws.on('message', (raw: Buffer) => types.push((JSON.parse(raw.toString()) as { type: string }).type));
-    await new Promise((r) => setTimeout(r, 1500));
+    await until(() => types.includes('stats'), 5000, 'the first stats push');
     expect(types).toEqual(['full_state', 'stats']);
     await a.call('POST', '/api/settings/logout', { token });
     expect(await closed).toBe(4401);

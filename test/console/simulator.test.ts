@@ -12,6 +12,7 @@ import { consoleStateDir } from '../../src/console/server.js';
 import { tempDir } from '../helpers/fs.js';
 import { freeUdpPort, run } from '../snmp/peers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
+import { elapse } from '../helpers/wait.js';
 
 const SYS_NAME = '1.3.6.1.2.1.1.5.0';
 const IF_HC_IN_OCTETS_1 = '1.3.6.1.2.1.31.1.1.1.6.1';
@@ -133,7 +134,7 @@ describe('console SNMP simulator', () => {
     expect(walk.length).toBe(8);
     const read = async () => (await v2(target, '-Oqv', IF_HC_IN_OCTETS_1, IF_IN_OCTETS_1)).trim().split('\n');
     const [hc1] = await read();
-    await new Promise((r) => setTimeout(r, 300));
+    await elapse(300); // the counters move on
     const [hc2, c32] = await read();
     expect(BigInt(hc2!)).toBeGreaterThan(BigInt(hc1!));
     expect(Number(c32)).toBeLessThan(2 ** 32);

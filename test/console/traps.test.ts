@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { run, startSnmptrapd, V3_AUTHS, V3_PRIVS, v3TrapsFromEveryPair, v3UserMatrix, type Peer } from '../snmp/peers.js';
 import { detailOnly, loggedIn, started } from './helpers.js';
-import { waitFor } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 import { CORPUS as NET_SNMP_MIBS } from '../mib/helpers.js';
 
 
@@ -28,7 +28,7 @@ async function socket(a: Con) {
   const ws = new WebSocket(`${a.c.url.replace('http', 'ws')}/api/ws?token=${a.token}`);
   const messages: { type: string; data: any; timestamp: string }[] = [];
   ws.on('message', (raw: Buffer) => messages.push(JSON.parse(raw.toString())));
-  await waitFor(() => messages.find((m) => m.type === 'full_state'));
+  await until(() => messages.find((m) => m.type === 'full_state'));
   return { ws, messages };
 }
 
@@ -73,7 +73,7 @@ describe('trap receiver', () => {
     expect(r.body.port).toBeGreaterThan(1023);
     expect(JSON.stringify(r.body)).not.toContain('secret');
     target = `127.0.0.1:${r.body.port}`;
-    const states = await waitFor(() => {
+    const states = await until(() => {
       const s = sock.messages.filter((m) => m.type === 'status').map((m) => m.data.traps.state);
       return s.includes('running') ? s : undefined;
     });
@@ -85,7 +85,7 @@ describe('trap receiver', () => {
     await a.api('DELETE', '/api/stats/');
     await run('snmptrap', ['-v2c', '-c', 'public', target, '4242', '1.3.6.1.6.3.1.1.5.3', '1.3.6.1.2.1.2.2.1.1.3', 'i', '3', '1.3.6.1.2.1.2.2.1.7.3', 'i', '2', '1.3.6.1.2.1.2.2.1.8.3', 'i', '7',
       '1.3.6.1.2.1.2.2.1.2.3', 's', 'eth "3"', '1.3.6.1.4.1.99999.1', 'C', '18446744073709551615', '1.3.6.1.4.1.99999.2', 'x', '00FF']);
-    const e = await waitFor(async () => (await traps()).traps.find((t: any) => t.trap_oid === '1.3.6.1.6.3.1.1.5.3'));
+    const e = await until(async () => (await traps()).traps.find((t: any) => t.trap_oid === '1.3.6.1.6.3.1.1.5.3'));
     expect(e).toMatchObject({ id: expect.any(Number), version: '2c', kind: 'trap', community: 'public', trap_name: 'IF-MIB::linkDown', uptime: 4242, source: expect.stringMatching(/^127\.0\.0\.1:\d+$/) });
     expect(e.varbinds).toEqual([
       { oid: '1.3.6.1.2.1.2.2.1.1.3', name: 'IF-MIB::ifIndex.3', type: 'Integer32', value: 3 },
@@ -95,7 +95,7 @@ describe('trap receiver', () => {
       { oid: '1.3.6.1.4.1.99999.1', name: 'SNMPv2-SMI::enterprises.99999.1', type: 'Counter64', value: '18446744073709551615' },
       { oid: '1.3.6.1.4.1.99999.2', name: 'SNMPv2-SMI::enterprises.99999.2', type: 'OctetString', value: '00ff', encoding: 'hex' },
     ]);
-    const pushed = await waitFor(() => sock.messages.find((m) => m.type === 'trap' && m.data.id === e.id));
+    const pushed = await until(() => sock.messages.find((m) => m.type === 'trap' && m.data.id === e.id));
     expect(pushed.data).toEqual(e);
     expect((await a.api('GET', '/api/stats/')).body.traps).toMatchObject({ received: 1, dropped: 0 });
   });
@@ -103,16 +103,16 @@ describe('trap receiver', () => {
   it('snmptrap v1: RFC 3584 trap OID, v1 fields, TRAP-TYPE name', async () => {
     await run('snmptrap', ['-v1', '-c', 'public', target, '1.3.6.1.4.1.8072.4', '192.0.2.9', '6', '17', '555', '1.3.6.1.2.1.1.5.0', 's', 'r1']);
     await run('snmptrap', ['-v1', '-c', 'public', target, '1.3.6.1.4.1.8072.4', '192.0.2.9', '0', '0', '556']);
-    const spec = await waitFor(async () => (await traps()).traps.find((t: any) => t.version === '1' && t.v1.generic_trap === 6));
+    const spec = await until(async () => (await traps()).traps.find((t: any) => t.version === '1' && t.v1.generic_trap === 6));
     expect(spec).toMatchObject({ trap_oid: '1.3.6.1.4.1.8072.4.0.17', uptime: 555, v1: { enterprise: '1.3.6.1.4.1.8072.4', agent_addr: '192.0.2.9', generic_trap: 6, specific_trap: 17 } });
     expect(spec.varbinds).toEqual([{ oid: '1.3.6.1.2.1.1.5.0', name: 'SNMPv2-MIB::sysName.0', type: 'OctetString', value: 'r1' }]);
-    const cold = await waitFor(async () => (await traps()).traps.find((t: any) => t.version === '1' && t.v1.generic_trap === 0));
+    const cold = await until(async () => (await traps()).traps.find((t: any) => t.version === '1' && t.v1.generic_trap === 0));
     expect(cold).toMatchObject({ trap_oid: '1.3.6.1.6.3.1.1.5.1', trap_name: 'SNMPv2-MIB::coldStart' });
   });
 
   it('snmptrap v3 from users of every auth/priv pair, each from its own engine ID', async () => {
     const n = await v3TrapsFromEveryPair(target, '1.3.6.1.2.1.1.5.0');
-    const v3 = await waitFor(async () => {
+    const v3 = await until(async () => {
       const l = (await traps()).traps.filter((t: any) => t.version === '3');
       return l.length >= n ? l : undefined;
     });
@@ -126,10 +126,10 @@ describe('trap receiver', () => {
     await run('snmptrap', ['-v3', '-e', '0x80000000010203040aa1', '-l', 'authPriv', '-u', 'shared', '-a', 'SHA', '-A', 'engine-one-key', '-x', 'AES', '-X', 'engine-one-priv', target, '', '1.3.6.1.4.1.8072.9.2001']);
     await run('snmptrap', ['-v3', '-e', '0x80000000010203040aa2', '-l', 'authPriv', '-u', 'shared', '-a', 'MD5', '-A', 'engine-two-key', '-x', 'DES', '-X', 'engine-two-priv', target, '', '1.3.6.1.4.1.8072.9.2002']);
     await run('snmptrap', ['-v3', '-e', '0x80000000010203040aa2', '-l', 'authPriv', '-u', 'shared', '-a', 'SHA', '-A', 'engine-one-key', '-x', 'AES', '-X', 'engine-one-priv', target, '', '1.3.6.1.4.1.8072.9.2003']);
-    const two = await waitFor(async () => (await traps()).traps.find((t: any) => t.trap_oid === '1.3.6.1.4.1.8072.9.2002'));
+    const two = await until(async () => (await traps()).traps.find((t: any) => t.trap_oid === '1.3.6.1.4.1.8072.9.2002'));
     expect(two).toMatchObject({ user: 'shared', engine_id: '80000000010203040aa2' });
     expect((await traps()).traps.find((t: any) => t.trap_oid === '1.3.6.1.4.1.8072.9.2001')?.engine_id).toBe('80000000010203040aa1');
-    const st = await waitFor(async () => {
+    const st = await until(async () => {
       const s = (await a.api('GET', '/api/traps/status')).body;
       return s.dropped >= 1 ? s : undefined;
     });
@@ -137,7 +137,7 @@ describe('trap receiver', () => {
     expect((await traps()).traps.some((t: any) => t.trap_oid === '1.3.6.1.4.1.8072.9.2003')).toBe(false);
     // A wrong community is dropped too.
     await run('snmptrap', ['-v2c', '-c', 'private', target, '', '1.3.6.1.6.3.1.1.5.1']);
-    await waitFor(async () => ((await a.api('GET', '/api/traps/status')).body.last_drop?.reason === 'unknown community "private"' ? true : undefined));
+    await until(async () => ((await a.api('GET', '/api/traps/status')).body.last_drop?.reason === 'unknown community "private"' ? true : undefined));
     expect((await a.api('GET', '/api/stats/')).body.traps.dropped).toBe(2);
   });
 
@@ -162,7 +162,7 @@ describe('trap receiver', () => {
     detailOnly(await a.api('GET', '/api/traps/?limit=0'), 422);
     expect((await a.api('POST', '/api/settings/app', { trap_event_limit: 10 })).status).toBe(200);
     for (let i = 1; i <= 12; i++) await run('snmptrap', ['-v2c', '-c', 'public', target, '', `1.3.6.1.4.1.8072.9.3.${i}`]);
-    const capped = await waitFor(async () => {
+    const capped = await until(async () => {
       const l = await traps();
       return l.traps[0]?.trap_oid === '1.3.6.1.4.1.8072.9.3.12' ? l : undefined;
     });
@@ -178,13 +178,13 @@ describe('trap receiver', () => {
     sock.messages.length = 0;
     const r = await a.api('POST', '/api/traps/stop');
     expect(r.body).toMatchObject({ state: 'stopped', resume_on_console_start: false, started_at: null });
-    const states = await waitFor(() => {
+    const states = await until(() => {
       const s = sock.messages.filter((m) => m.type === 'status').map((m) => m.data.traps.state);
       return s.includes('stopped') ? s : undefined;
     });
     expect(states).toEqual(['stopping', 'stopped']);
     await run('snmptrap', ['-v2c', '-c', 'public', target, '', '1.3.6.1.4.1.8072.9.4']).catch(() => undefined);
-    await new Promise((res) => setTimeout(res, 200));
+    await quiet(200);
     expect((await traps()).total).toBe(0);
     expect((await a.api('POST', '/api/traps/stop')).body.state).toBe('stopped');
   });
@@ -236,7 +236,7 @@ describe('receiver start errors and resume', () => {
     proc.stdout!.on('data', (d) => (out += d));
     proc.stderr!.on('data', (d) => (out += d));
     try {
-      const url = await waitFor(() => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], 25_000).catch(() => {
+      const url = await until(() => /"url":"(http:\/\/[^"]+)"/.exec(out)?.[1], 25_000).catch(() => {
         throw new Error(`console did not start: ${out}`);
       });
       const call = async (method: string, path: string, body?: unknown, token?: string) => {
@@ -297,7 +297,7 @@ describe('trap sender read by snmptrapd', () => {
       ['Integer32', -5], ['OctetString', 'hello trapd'], ['OctetString', 'deadbeef'], ['ObjectIdentifier', '1.3.6.1.4.1.8072'], ['IpAddress', '198.51.100.1'], ['Counter32', 4294967295],
       ['Gauge32', 12], ['TimeTicks', 100], ['Counter64', '9007199254740993'], ['Counter64', '18446744073709551615'], ['Counter64', 5000000000], ['Opaque', '0102'], ['Null', null], ['Gauge32', 4294967295],
     ]);
-    const out = await waitFor(() => (trapd.output().includes('.1.3.6.1.4.1.2.14') ? trapd.output() : undefined));
+    const out = await until(() => (trapd.output().includes('.1.3.6.1.4.1.2.14') ? trapd.output() : undefined));
     for (const s of ['.1.3.6.1.2.1.1.3.0 = Timeticks: (777)', '.1.3.6.1.6.3.1.1.4.1.0 = OID: .1.3.6.1.6.3.1.1.5.4', '.1.3.6.1.4.1.2.1 = INTEGER: -5', '.1.3.6.1.4.1.2.2 = STRING: "hello trapd"',
       '.1.3.6.1.4.1.2.3 = Hex-STRING: DE AD BE EF', '.1.3.6.1.4.1.2.4 = OID: .1.3.6.1.4.1.8072', '.1.3.6.1.4.1.2.5 = IpAddress: 198.51.100.1', '.1.3.6.1.4.1.2.6 = Counter32: 4294967295',
       '.1.3.6.1.4.1.2.7 = Gauge32: 12', '.1.3.6.1.4.1.2.8 = Timeticks: (100)', '.1.3.6.1.4.1.2.9 = Counter64: 9007199254740993', '.1.3.6.1.4.1.2.10 = Counter64: 18446744073709551615',
@@ -315,7 +315,7 @@ describe('trap sender read by snmptrapd', () => {
       { oid: '1.3.6.1.2.1.2.2.1.7.7', name: 'IF-MIB::ifAdminStatus.7', type: 'Integer32', value: 2, label: 'down' },
       { oid: '1.3.6.1.2.1.2.2.1.2.7', name: 'IF-MIB::ifDescr.7', type: 'OctetString', value: 'ge-0/0/7' },
     ]);
-    const out = await waitFor(() => (trapd.output().includes('"ge-0/0/7"') ? trapd.output() : undefined));
+    const out = await until(() => (trapd.output().includes('"ge-0/0/7"') ? trapd.output() : undefined));
     expect(out).toContain('.1.3.6.1.6.3.1.1.4.1.0 = OID: .1.3.6.1.6.3.1.1.5.3');
     expect(out).toContain('.1.3.6.1.2.1.2.2.1.7.7 = INTEGER: 2');
   });
@@ -337,7 +337,7 @@ describe('trap sender read by snmptrapd', () => {
   it('v1 trap: RFC 3584 fields, logged by snmptrapd as an enterprise-specific trap', async () => {
     const r = await a.api('POST', '/api/traps/send', { ...to, version: '1', oid: '1.3.6.1.4.1.8072.4.0.33', agent_addr: '192.0.2.33', varbinds: [{ oid: '1.3.6.1.4.1.3.1', type: 's', value: 'v1-trap' }] });
     expect(r.body.v1).toEqual({ enterprise: '1.3.6.1.4.1.8072.4', agent_addr: '192.0.2.33', generic_trap: 6, specific_trap: 33 });
-    const out = await waitFor(() => (trapd.output().includes('v1-trap') ? trapd.output() : undefined));
+    const out = await until(() => (trapd.output().includes('v1-trap') ? trapd.output() : undefined));
     expect(out).toMatch(/Enterprise Specific Trap \(33\)/);
     expect(out).toContain('192.0.2.33');
   });
@@ -346,7 +346,7 @@ describe('trap sender read by snmptrapd', () => {
     expect((await a.api('POST', '/api/traps/send', { ...to, inform: true, oid: '1.3.6.1.4.1.8072.4.0.34', varbinds: [{ oid: '1.3.6.1.4.1.3.2', type: 'i', value: 1 }] })).body).toMatchObject({ kind: 'inform', acknowledged: true });
     const v3 = await a.api('POST', '/api/traps/send', { ...to, version: '3', inform: true, username: 'informer', auth_protocol: 'SHA-256', auth_key: 'authpass123', priv_protocol: 'AES', priv_key: 'privpass123', oid: '1.3.6.1.4.1.8072.4.0.36', varbinds: [{ oid: '1.3.6.1.4.1.3.4', type: 's', value: 'v3-inform' }] });
     expect(v3.body).toMatchObject({ version: '3', kind: 'inform', acknowledged: true });
-    await waitFor(() => trapd.output().includes('"v3-inform"') || undefined);
+    await until(() => trapd.output().includes('"v3-inform"') || undefined);
     const silent = createSocket('udp4');
     await new Promise<void>((r) => silent.bind(0, '127.0.0.1', () => r()));
     try {
@@ -364,7 +364,7 @@ describe('trap sender read by snmptrapd', () => {
   it('v3 trap with the engine ID snmptrapd has the user for (createUser -e)', async () => {
     const r = await a.api('POST', '/api/traps/send', { ...to, version: '3', engine_id: ENGINE, username: 'trapsha', auth_protocol: 'SHA', auth_key: 'authpass123', priv_protocol: 'AES', priv_key: 'privpass123', oid: '1.3.6.1.4.1.8072.4.0.35', varbinds: [{ oid: '1.3.6.1.4.1.3.3', type: 's', value: 'v3-trapsha' }] });
     expect(r.body).toMatchObject({ version: '3', kind: 'trap' });
-    await waitFor(() => trapd.output().includes('"v3-trapsha"') || undefined);
+    await until(() => trapd.output().includes('"v3-trapsha"') || undefined);
   });
 
   it('round trip: the console sends into its own receiver', async () => {

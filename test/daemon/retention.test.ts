@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { startRunRetention } from '../../src/daemon/retention.js';
 import { openStore, type SqlStore } from '../../src/store/index.js';
 import { tempDir } from '../helpers/fs.js';
-import { eventually, testDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { elapse, quiet, until } from '../helpers/wait.js';
 
 const DAY_MS = 86_400_000;
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
@@ -66,15 +67,15 @@ describe('run history retention in the daemon', () => {
       expect(health.status).toBe(200);
       return runs.body as { run_id: string; status: string }[];
     };
-    const oldLeft = (await eventually(async () => {
+    const oldLeft = (await until(async () => {
       const runs = await listed('old');
       return runs.length === 1 ? runs : undefined;
-    }, 15_000, 20))!;
+    }, 15_000, 'one listed run of old', 20))!;
     expect(oldLeft.map((r) => [r.run_id, r.status])).toEqual([['old-running', 'running']]);
-    const busy = (await eventually(async () => {
+    const busy = (await until(async () => {
       const runs = await listed('busy');
       return runs.length === 50 ? runs : undefined;
-    }, 15_000, 20))!;
+    }, 15_000, '50 listed runs of busy', 20))!;
     // The newest 50 stay (run 0 finished last).
     expect(busy[0]!.run_id).toBe('busy-00000');
     expect(busy[49]!.run_id).toBe('busy-00049');
@@ -85,7 +86,7 @@ describe('run history retention in the daemon', () => {
 
     // The pass logs what it removed once it ends (it may still be walking the other pipelines).
     const purged = () => lines.filter((l) => l.msg === 'run history purged');
-    await eventually(() => purged().reduce((n, l) => n + (l.removed as number), 0) === 3000 + 70, 5000);
+    await until(() => purged().reduce((n, l) => n + (l.removed as number), 0) === 3000 + 70, 5000);
     expect(purged().every((l) => l.component === 'run-retention' && (l.removed as number) === (l.by_age as number) + (l.by_count as number))).toBe(true);
     expect((await d.call('GET', '/api/runs/old-00000')).status).toBe(404);
     expect((await d.call('GET', '/api/runs/old-running')).body.status).toBe('running');
@@ -97,7 +98,7 @@ describe('run history retention in the daemon', () => {
     const d = await testDaemon({ SVC_RUN_HISTORY_MAX_AGE_DAYS: '0', SVC_RUN_HISTORY_MAX_RUNS_PER_PIPELINE: '0', SVC_RUN_HISTORY_PURGE_INTERVAL_SECONDS: '1' }, { log });
     expect(lines.some((l) => l.msg === 'run history retention disabled: history grows without bound')).toBe(true);
     await insertFinished(d, 'old', 5, 400 * DAY_MS);
-    await new Promise((r) => setTimeout(r, 1500));
+    await elapse(1500); // a purge interval and more
     expect((await d.call('GET', '/api/runs?pipeline=old')).body).toHaveLength(5);
   });
 
@@ -117,13 +118,13 @@ describe('run history retention in the daemon', () => {
     const retention = startRunRetention({ runs: store.runs, settings, log });
     try {
       const failed = () => lines.filter((l) => l.msg === 'run history purge failed; the next pass tries again');
-      await eventually(() => failed().length >= 2, 5000);
+      await until(() => failed().length >= 2, 5000);
       expect(await retention.purgeNow()).toBeUndefined();
     } finally {
       await retention.stop();
     }
     const after = lines.length;
-    await new Promise((r) => setTimeout(r, 1200));
+    await quiet(1200);
     expect(lines.length).toBe(after);
   });
 

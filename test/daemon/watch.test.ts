@@ -5,8 +5,9 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { expectError, finishedRun, localYaml, readNdjson, sleep, workArea } from '../api/_helpers.js';
-import { eventually, testDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { expectError, finishedRun, localYaml, readNdjson, workArea } from '../api/_helpers.js';
+import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { quiet, until } from '../helpers/wait.js';
 import { tempDir } from '../helpers/fs.js';
 
 function capturingLogger() {
@@ -26,13 +27,13 @@ describe('SVC_WATCH_PIPELINES=true', () => {
     const file = join(dir, 'w1.yaml');
 
     writeFileSync(file, localYaml('w1', w));
-    await eventually(async () => (await names(d)).includes('w1'));
+    await until(async () => (await names(d)).includes('w1'));
     expect(await state(d, 'w1')).toMatchObject({ origin: 'file', file, version: 1 });
 
     // A change: a new version, and runs use the new config.
     const out2 = join(w.root, 'out2');
     writeFileSync(file, localYaml('w1', { ...w, outDir: out2, description: 'second' }));
-    await eventually(async () => (await state(d, 'w1')).version === 2);
+    await until(async () => (await state(d, 'w1')).version === 2);
     expect(await state(d, 'w1')).toMatchObject({ description: 'second', config: { sinks: [{ path: out2 }] } });
     const versions = await d.call('GET', '/api/pipelines/w1/versions');
     expect(versions.body.map((v: any) => [v.version, v.is_active])).toEqual([
@@ -47,11 +48,11 @@ describe('SVC_WATCH_PIPELINES=true', () => {
     // Editors save through a temporary file renamed over the original.
     writeFileSync(join(dir, '.w1.yaml.tmp'), localYaml('w1', { ...w, outDir: out2, description: 'third' }));
     renameSync(join(dir, '.w1.yaml.tmp'), file);
-    await eventually(async () => (await state(d, 'w1')).version === 3);
+    await until(async () => (await state(d, 'w1')).version === 3);
     expect((await state(d, 'w1')).description).toBe('third');
 
     rmSync(file);
-    await eventually(async () => (await d.call('GET', '/api/pipelines/w1')).status === 404);
+    await until(async () => (await d.call('GET', '/api/pipelines/w1')).status === 404);
     expectError(await d.call('GET', '/api/pipelines/w1'), 404);
     expect(await names(d)).toEqual([]);
   });
@@ -62,20 +63,20 @@ describe('SVC_WATCH_PIPELINES=true', () => {
     const w = workArea(1);
     writeFileSync(join(dir, 'a.yaml'), localYaml('a', w));
     writeFileSync(join(dir, 'b.yml'), localYaml('b', w));
-    await eventually(async () => (await names(d)).length === 2);
+    await until(async () => (await names(d)).length === 2);
 
     renameSync(join(dir, 'a.yaml'), join(dir, 'a.yaml.disabled'));
-    await eventually(async () => (await d.call('GET', '/api/pipelines/a')).status === 404);
+    await until(async () => (await d.call('GET', '/api/pipelines/a')).status === 404);
 
     // Same YAML under a new name: the pipeline stays, with its history; only its file changes.
     renameSync(join(dir, 'b.yml'), join(dir, 'b-renamed.yaml'));
-    await eventually(async () => (await state(d, 'b')).file === join(dir, 'b-renamed.yaml'));
+    await until(async () => (await state(d, 'b')).file === join(dir, 'b-renamed.yaml'));
     expect(await state(d, 'b')).toMatchObject({ version: 1, origin: 'file' });
     expect(await names(d)).toEqual(['b']);
 
     // A file that now names another pipeline: the new one is registered, the old one leaves.
     writeFileSync(join(dir, 'b-renamed.yaml'), localYaml('c', w));
-    await eventually(async () => (await d.call('GET', '/api/pipelines/b')).status === 404);
+    await until(async () => (await d.call('GET', '/api/pipelines/b')).status === 404);
     expect(await names(d)).toEqual(['c']);
   });
 
@@ -85,18 +86,18 @@ describe('SVC_WATCH_PIPELINES=true', () => {
     const dir = d.settings.PIPELINE_DIR;
     const w = workArea(1);
     writeFileSync(join(dir, 'good.yaml'), localYaml('good', w));
-    await eventually(async () => (await names(d)).includes('good'));
+    await until(async () => (await names(d)).includes('good'));
 
     writeFileSync(join(dir, 'bad.yaml'), 'version: "1"\npipeline:\n  name: bad\n  source: { type: nosuch }\n');
-    await eventually(() => lines.some((l) => l.msg === 'pipeline file not loaded' && l.file === join(dir, 'bad.yaml')));
+    await until(() => lines.some((l) => l.msg === 'pipeline file not loaded' && l.file === join(dir, 'bad.yaml')));
     // A broken edit of a loaded file: logged, the loaded version stays live.
     writeFileSync(join(dir, 'good.yaml'), 'pipeline: [unclosed\n');
-    await eventually(() => lines.some((l) => l.msg === 'pipeline file not loaded' && l.file === join(dir, 'good.yaml')));
+    await until(() => lines.some((l) => l.msg === 'pipeline file not loaded' && l.file === join(dir, 'good.yaml')));
     expect(await state(d, 'good')).toMatchObject({ version: 1, status: 'stopped' });
 
     // The watcher still works and the API still answers.
     writeFileSync(join(dir, 'other.yaml'), localYaml('other', w));
-    await eventually(async () => (await names(d)).includes('other'));
+    await until(async () => (await names(d)).includes('other'));
     expect(await names(d)).toEqual(['good', 'other']);
     expect((await d.call('GET', '/api/health')).status).toBe(200);
     const t = await d.call('POST', '/api/pipelines/good/run');
@@ -104,7 +105,7 @@ describe('SVC_WATCH_PIPELINES=true', () => {
 
     // Fixing the file loads it.
     writeFileSync(join(dir, 'bad.yaml'), localYaml('bad', w));
-    await eventually(async () => (await names(d)).includes('bad'));
+    await until(async () => (await names(d)).includes('bad'));
   });
 
   it('watches a directory that appears after the start', async () => {
@@ -114,7 +115,7 @@ describe('SVC_WATCH_PIPELINES=true', () => {
     expect(await names(d)).toEqual([]);
     mkdirSync(dir);
     writeFileSync(join(dir, 'late.yaml'), localYaml('late', workArea(1)));
-    await eventually(async () => (await names(d)).includes('late'), 5000);
+    await until(async () => (await names(d)).includes('late'), 5000);
   });
 });
 
@@ -122,7 +123,7 @@ describe('SVC_WATCH_PIPELINES=false', () => {
   it('ignores files written after the start', async () => {
     const d = await testDaemon({ SVC_WATCH_PIPELINES: 'false' });
     writeFileSync(join(d.settings.PIPELINE_DIR, 'w1.yaml'), localYaml('w1', workArea(1)));
-    await sleep(1000);
+    await quiet(1000);
     expect(await names(d)).toEqual([]);
     // ... until asked to rescan.
     expect((await d.call('POST', '/api/pipelines/reload')).body).toMatchObject({ reloaded: 1 });

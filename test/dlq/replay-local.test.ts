@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TestDaemon } from '../helpers/daemon.js';
 import { expectError, finishedRun, q, readNdjson, register, webhookYaml, workArea } from '../api/_helpers.js';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { lines, pipelineYaml, setUp } from './_local.js';
 
 const replay = async (d: TestDaemon, body: object) => {
@@ -154,7 +155,7 @@ describe('dead letters of a local DLQ', () => {
     const extra = ['on_error: dlq', 'transforms: [{ type: add_field, fields: { next: "id + 1" } }]', `dlq: { type: local, path: ${q(dlqDir)} }`];
     await register(d, webhookYaml('hook', { path: 'h', outDir: w.outDir, extra }));
     for (const body of [{ id: 1 }, { id: 'two' }]) expect((await d.call('POST', '/webhooks/h', { body })).status).toBe(202);
-    await eventually(async () => (await d.call('GET', '/api/pipelines/hook/dlq')).body?.length === 1);
+    await until(async () => (await d.call('GET', '/api/pipelines/hook/dlq')).body?.length === 1);
     const refused = await d.call('POST', '/api/pipelines/hook/dlq/replay', { body: { set: { id: '2' } } });
     expect(expectError(refused, 409)).toMatch(/has a run in progress .*POST \/api\/pipelines\/hook\/stop first/);
     expect((await d.call('POST', '/api/pipelines/hook/stop')).status).toBe(200);

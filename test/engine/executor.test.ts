@@ -4,7 +4,7 @@ import { buildPlan } from '../../src/engine/plan.js';
 import { registry } from '../../src/plugins/registry.js';
 import type { ChunkOutput } from '../../src/engine/process-chunk.js';
 import { pipeline } from '../helpers/pipeline.js';
-import { waitFor } from '../helpers/wait.js';
+import { until } from '../helpers/wait.js';
 
 const config = pipeline(`
 version: "1"
@@ -43,7 +43,7 @@ describe('sharedExecutor (thread_workers > 1)', () => {
     expect(values(first)).toEqual([0, 2, 4, 6, 8]);
     // Once the worker is up, a chunk submitted while it is free goes to it: its result carries
     // bytes only (the sink does not take records).
-    const fromWorker = await waitFor(async () => {
+    const fromWorker = await until(async () => {
       const o = await ex!.run(chunk(100, 4));
       return o.sinks[0]!.records === undefined ? o : undefined;
     }, 30_000);
@@ -65,7 +65,7 @@ describe('sharedExecutor (thread_workers > 1)', () => {
       const o = await ex!.run(chunk(100, 4));
       return o.sinks[0]!.records === undefined ? o : undefined;
     };
-    await waitFor(fromWorker, 30_000);
+    await until(fromWorker, 30_000);
     const [worker] = ex.threads!();
     const exited = new Promise((r) => worker!.once('exit', r));
     await worker!.terminate();
@@ -74,7 +74,7 @@ describe('sharedExecutor (thread_workers > 1)', () => {
     const meanwhile = await ex.run(chunk(500, 4));
     expect(meanwhile.sinks[0]!.records).toBeDefined();
     expect(values(meanwhile)).toEqual([500, 502]);
-    const again = await waitFor(fromWorker, 30_000);
+    const again = await until(fromWorker, 30_000);
     expect(values(again)).toEqual([100, 102]);
     expect(ex.threads!()[0]).not.toBe(worker);
   });

@@ -10,6 +10,7 @@ import { silentLogger, type Logger } from '../../src/observability/log.js';
 import { loadSettings } from '../../src/settings.js';
 import { tempDir } from './fs.js';
 import { freePort } from './net.js';
+import { until } from './wait.js';
 
 /** A loopback port that was free a moment ago (test/helpers/net.ts). */
 export { freePort };
@@ -67,17 +68,6 @@ export function testMibEnv(dir: string): Record<string, string> {
   return { SVC_MIB_DIR: join(dir, 'mibs'), SVC_MIB_SOURCE_DIR: join(dir, 'mib-sources'), SVC_MIB_BUNDLED_SOURCE_DIR: '' };
 }
 
-/** Polls until `f` returns a truthy value (or fails after `ms`). */
-export async function eventually<T>(f: () => Promise<T> | T, ms = 10_000, every = 50): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
-
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -105,7 +95,7 @@ export async function serveChild(env: Record<string, string>, opts: { port?: num
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
   const ready = opts.ready ?? '/api/health';
-  await eventually(async () => (await fetch(url + ready).catch(() => undefined))?.status === 200, 20_000, 100).catch((e: Error) => {
+  await until(async () => (await fetch(url + ready).catch(() => undefined))?.status === 200, 20_000, `${url}${ready} to answer 200`, 100).catch((e: Error) => {
     throw new Error(`${e.message}; svc serve stderr: ${stderr}`);
   });
   return { url, child, exited, stderr: () => stderr };

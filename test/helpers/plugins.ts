@@ -6,6 +6,7 @@ import { WriteError } from '../../src/core/errors.js';
 import { registry } from '../../src/plugins/registry.js';
 import type { Registry } from '../../src/config/load.js';
 import { defineSink, defineSource, defineTransform, type Rec, type SinkBatch, type SourceUnit } from '../../src/plugins/types.js';
+import { pace } from './wait.js';
 
 export interface Capture {
   /** Time (performance.now) of every write attempt, failed or not. */
@@ -50,7 +51,7 @@ const memorySink = defineSink({
         cap.maxActive = Math.max(cap.maxActive, cap.active);
         try {
           await cap.onWrite?.(b);
-          if (cap.delayMs) await new Promise((r) => setTimeout(r, cap.delayMs));
+          if (cap.delayMs) await pace(cap.delayMs);
           if (cap.failFirst === -1 || cap.attempts.length <= cap.failFirst) {
             throw new WriteError(`memory sink ${c.id} refused the write`);
           }

@@ -13,7 +13,7 @@ import { localize, makeUser, NotificationReplayGuard } from '../../src/snmp/usm.
 import { consoleOn, loggedIn } from '../console/helpers.js';
 import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
-import { waitFor } from '../helpers/wait.js';
+import { until } from '../helpers/wait.js';
 
 const sockets: Socket[] = [];
 afterEach(() => {
@@ -61,7 +61,7 @@ describe('login limiter: a client over its failure limit is refused before the p
     expect((await Promise.all(Array.from({ length: 10 }, (_, i) => login(`w${i}`)))).map((r) => r.status)).toEqual(Array(10).fill(401));
     expect((await login(RIGHT)).status).toBe(429);
     // Refused attempts are not counted, so retrying meanwhile does not push the end of the window.
-    await waitFor(async () => ((await login(RIGHT)).status === 200 ? true : undefined), 30_000);
+    await until(async () => ((await login(RIGHT)).status === 200 ? true : undefined), 30_000);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(4000);
   }
 
@@ -178,7 +178,7 @@ describe('trap receiver: replays of one authenticated SNMPv3 trap', () => {
 
     const once = trap(4242, 1000);
     for (let i = 0; i < 601; i++) await send(once);
-    const after = await waitFor(async () => {
+    const after = await until(async () => {
       const st = await status();
       return st.received + st.dropped >= 601 ? st : undefined;
     }, 10_000);
@@ -189,7 +189,7 @@ describe('trap receiver: replays of one authenticated SNMPv3 trap', () => {
     // A new message of the same sender is taken; one older than the window (RFC 3414 3.2 7b) is not.
     await send(trap(4243, 1001));
     await send(trap(4244, 1001 - 151));
-    const end = await waitFor(async () => {
+    const end = await until(async () => {
       const st = await status();
       return st.received + st.dropped >= 603 ? st : undefined;
     }, 10_000);

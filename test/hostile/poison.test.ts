@@ -6,7 +6,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually, serveChild } from '../helpers/daemon.js';
+import { serveChild } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { ROOT } from '../helpers/cli.js';
 import { tempDir } from '../helpers/fs.js';
 import { serveEnv } from '../helpers/serve-env.js';
@@ -144,13 +145,13 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
     };
     const first = await serveChild(env);
     const post = (url: string, body: string) => fetch(`${url}/webhooks/alarms`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
-    await eventually(async () => (await post(first.url, '{"id":"before"}')).status === 202);
-    await eventually(() => readLines(join(out, 'out.ndjson')).length === 1);
+    await until(async () => (await post(first.url, '{"id":"before"}')).status === 202);
+    await until(() => readLines(join(out, 'out.ndjson')).length === 1);
     // Big enough that decoding it takes far longer than the watch's 20 ms: the note appears while it runs.
     const body = slowJson(600_000);
     expect((await post(first.url, body)).status).toBe(202);
     const notes = join(dir, 'state', 'quarantine', 'poison-hook');
-    await eventually(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 5).catch(why('no note of the body in work'));
+    await until(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 'a quarantine note of the body', 5).catch(why('no note of the body in work'));
     first.child.kill('SIGKILL');
     await first.exited;
     // Dead, so its note stays (had the processing ended before the kill, the note would be gone).
@@ -159,15 +160,15 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
     const second = await serveChild(env);
     expect((await fetch(`${second.url}/api/health`)).status).toBe(200);
     const dlq = join(dir, 'dlq', 'dlq.ndjson');
-    await eventually(() => readLines(dlq).length === 1, 60_000).catch(why(`no DLQ entry after the restart; stderr: ${second.stderr().slice(-2000)}`));
+    await until(() => readLines(dlq).length === 1, 60_000).catch(why(`no DLQ entry after the restart; stderr: ${second.stderr().slice(-2000)}`));
     const [dead] = readLines(dlq);
     expect(dead!._stage).toBe('parse');
     expect(String(dead!._error)).toMatch(/^crashed the decoder: /);
     expect(rawOf(dead!).toString()).toBe(body);
     // The stream goes on: a later body is delivered, and the note is gone.
     expect((await post(second.url, '{"id":"after"}')).status).toBe(202);
-    await eventually(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000).catch(why('the body posted after the restart was not delivered'));
-    await eventually(() => readdirSync(notes).length === 0).catch(why('the note was not removed'));
+    await until(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000).catch(why('the body posted after the restart was not delivered'));
+    await until(() => readdirSync(notes).length === 0).catch(why('the note was not removed'));
     const state = (await (await fetch(`${second.url}/api/pipelines/poison-hook`)).json()) as { status: string };
     expect(state.status).toBe('running');
   }, 120_000);
@@ -191,24 +192,24 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
       };
       const first = await serveChild(env);
       await publish('{"id":"before"}');
-      await eventually(() => readLines(join(out, 'out.ndjson')).length === 1, 30_000);
+      await until(() => readLines(join(out, 'out.ndjson')).length === 1, 30_000);
       const body = slowJson(600_000);
       await publish(body);
       const notes = join(dir, 'state', 'quarantine', 'poison-amqp');
-      await eventually(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 5);
+      await until(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 'a quarantine note of the message', 5);
       first.child.kill('SIGKILL');
       await first.exited;
 
       const second = await serveChild(env);
       const dlq = join(dir, 'dlq', 'dlq.ndjson');
-      await eventually(() => readLines(dlq).length === 1, 30_000);
+      await until(() => readLines(dlq).length === 1, 30_000);
       const [dead] = readLines(dlq);
       expect(String(dead!._error)).toMatch(/^crashed the decoder: /);
       expect(rawOf(dead!).toString()).toBe(body);
       await publish('{"id":"after"}');
-      await eventually(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000);
+      await until(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000);
       // Acknowledged: nothing of it is left on the queue.
-      await eventually(async () => (await ch.checkQueue('alarms')).messageCount === 0, 10_000);
+      await until(async () => (await ch.checkQueue('alarms')).messageCount === 0, 10_000);
       expect((await fetch(`${second.url}/api/health`)).status).toBe(200);
       await ch.close();
     } finally {
@@ -233,7 +234,7 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
     const first = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], { cwd: ROOT, env: { ...process.env, ...env, SVC_PORT: '0' }, stdio: 'ignore' });
     const notes = join(dir, 'state', 'quarantine', 'mib-sources');
     const exited = new Promise((r) => first.on('exit', r));
-    await eventually(() => existsSync(notes) && readdirSync(notes).length === 1, 60_000, 5).catch(why('no note of the MIB source in work'));
+    await until(() => existsSync(notes) && readdirSync(notes).length === 1, 60_000, 'a quarantine note of the MIB source', 5).catch(why('no note of the MIB source in work'));
     first.kill('SIGKILL');
     await exited;
 

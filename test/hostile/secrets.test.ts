@@ -6,7 +6,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/observability/log.js';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { tempDir } from '../helpers/fs.js';
 import { localYaml, q, readNdjson, workArea } from '../api/_helpers.js';
 
@@ -45,7 +46,7 @@ function pipeline(name: string, expr: string, w: ReturnType<typeof workArea>, o:
 async function runToEnd(d: Awaited<ReturnType<typeof daemon>>, name: string) {
   const started = await d.call('POST', `/api/pipelines/${name}/run`);
   expect(started.status, started.text).toBe(202);
-  return eventually(async () => {
+  return until(async () => {
     const r = await d.call('GET', `/api/runs/${started.body.run_id}`);
     return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
   }, 20_000);

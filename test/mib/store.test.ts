@@ -12,6 +12,7 @@ import { HttpError } from '../../src/core/http-errors.js';
 import { MIB_MAX_FILE_BYTES, MibStore, PRODUCT_MIB_DIR, type MibStoreOptions } from '../../src/mib/store.js';
 import { tempDir } from '../helpers/fs.js';
 import { acme, CORPUS, FIXTURES, snmptranslate } from './helpers.js';
+import { elapse } from '../helpers/wait.js';
 
 const ERRORS = join(FIXTURES, 'errors');
 const fixture = (name: string) => readFileSync(join(ERRORS, name));
@@ -402,7 +403,7 @@ describe('MibStore: persistence in SVC_MIB_DIR', () => {
     expect(again.compiled('IF-MIB')!.json).toBe(store.compiled('IF-MIB')!.json);
 
     // A source changed behind the store's back: the next start recompiles.
-    await new Promise((r) => setTimeout(r, 20));
+    await elapse(20); // a later modification time
     writeFileSync(join(o.sourceDir, 'persist', 'ACME-P-MIB.txt'), acme('ACME-P-MIB', { arc: 51 }));
     const changed = await MibStore.open(o);
     expect(changed.status().compiled_at).not.toBe(store.status().compiled_at);

@@ -16,6 +16,7 @@ import { silentLogger } from '../../src/observability/log.js';
 import { parentFromTraceparent, startRunSpan, startTracing, traceRequests } from '../../src/observability/tracing.js';
 import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { tempDir } from '../helpers/fs.js';
+import { until } from '../helpers/wait.js';
 
 // ------------------------------------------------------------------------------------------------
 // The collector
@@ -185,13 +186,10 @@ async function registerAndRun(d: TestDaemon, yaml: string, name: string): Promis
   const run = await d.call('POST', `/api/pipelines/${name}/run`);
   expect(run.status, run.text).toBe(202);
   const runId = run.body.run_id as string;
-  const end = Date.now() + 15_000;
-  for (;;) {
+  return until(async () => {
     const r = await d.call('GET', `/api/runs/${runId}`);
-    if (r.status === 200 && r.body.status !== 'running') return r.body;
-    if (Date.now() > end) throw new Error(`run ${runId} did not finish`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
+    return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
+  }, 15_000, `run ${runId} to finish`);
 }
 
 // ------------------------------------------------------------------------------------------------

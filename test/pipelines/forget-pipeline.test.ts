@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readNdjson, register, webhookYaml, workArea } from '../api/_helpers.js';
 import { FileProcessedFiles, processedFilesPath } from '../../src/plugins/connector-runtime/processed-files.js';
-import { eventually, testDaemon } from '../helpers/daemon.js';
+import { testDaemon } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 
 describe('a deleted pipeline takes its files along', () => {
   it('DELETE removes the webhook spool and file-based memory; the same name registered again replays nothing', async () => {
@@ -18,7 +19,7 @@ describe('a deleted pipeline takes its files along', () => {
     writeFileSync(blocked, '');
     await register(d, webhookYaml('hooked', { path: 'hooked/in', outDir: join(blocked, 'out') }));
     await register(d, webhookYaml('other', { path: 'other/in', outDir: join(w.root, 'other-out') }));
-    await eventually(async () => (await d.call('POST', '/webhooks/hooked/in', { body: { id: 'probe' } })).status === 202);
+    await until(async () => (await d.call('POST', '/webhooks/hooked/in', { body: { id: 'probe' } })).status === 202);
     for (let i = 0; i < 5; i++) expect((await d.call('POST', '/webhooks/hooked/in', { body: { id: `old-${i}` } })).status).toBe(202);
     expect((await d.call('POST', '/webhooks/other/in', { body: { id: 'kept' } })).status).toBe(202);
     const spool = join(state, 'spool', 'hooked');
@@ -33,15 +34,15 @@ describe('a deleted pipeline takes its files along', () => {
     expect(existsSync(memory)).toBe(false);
     // Another pipeline's spool is untouched.
     expect(existsSync(join(state, 'spool', 'other', 'other%2Fin'))).toBe(true);
-    await eventually(() => readNdjson(join(w.root, 'other-out', 'out.ndjson')).some((r) => r.id === 'kept'));
+    await until(() => readNdjson(join(w.root, 'other-out', 'out.ndjson')).some((r) => r.id === 'kept'));
 
     // The same name, now with a sink that works: only what it receives itself is delivered.
     const out = join(w.root, 'new-out');
     mkdirSync(out);
     await register(d, webhookYaml('hooked', { path: 'hooked/in', outDir: out }));
-    await eventually(async () => (await d.call('POST', '/webhooks/hooked/in', { body: { id: 'fresh' } })).status === 202);
+    await until(async () => (await d.call('POST', '/webhooks/hooked/in', { body: { id: 'fresh' } })).status === 202);
     // A replay of the old spool would be delivered before anything new: 'fresh' alone means none.
-    await eventually(() => readNdjson(join(out, 'out.ndjson')).length > 0);
+    await until(() => readNdjson(join(out, 'out.ndjson')).length > 0);
     expect(readNdjson(join(out, 'out.ndjson'))).toEqual([{ id: 'fresh' }]);
     expect(await new FileProcessedFiles(memory).has('/in/a.csv')).toBe(false);
   });

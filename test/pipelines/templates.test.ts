@@ -12,7 +12,7 @@ import { kcatCollect, startMockCluster } from '../connectors/peers/kafka-mock.js
 import { snmprec, startSnmpsim } from '../connectors/peers/snmp-poll.js';
 import { snmpinform } from '../connectors/peers/snmptrapd.js';
 import { freeUdpPort } from '../snmp/peers.js';
-import { waitFor } from '../helpers/wait.js';
+import { until } from '../helpers/wait.js';
 import { loadPipelineText } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { dryRun } from '../../src/api/routes/pipelines.js';
@@ -357,7 +357,7 @@ describe('what the templates write, against real peers', () => {
       expect(run.status).toBe('success');
       const reader = kcatCollect(cluster.brokers, topic);
       try {
-        return await waitFor(() => (reader.messages().length >= rows.length ? [...reader.messages()] : undefined), 20_000);
+        return await until(() => (reader.messages().length >= rows.length ? [...reader.messages()] : undefined), 20_000);
       } finally {
         await reader.close();
       }
@@ -426,10 +426,10 @@ describe('what the templates write, against real peers', () => {
         ['1.3.6.1.2.1.2.2.1.8.3', 'i', '2'],
         ['1.3.6.1.2.1.31.1.1.1.1.3', 's', 'Gi0/3'],
       ];
-      await waitFor(() => snmpinform(port, { version: '2c', community: 'public' }, '1.3.6.1.6.3.1.1.5.3', linkDown).then(() => true, () => false), 20_000);
+      await until(() => snmpinform(port, { version: '2c', community: 'public' }, '1.3.6.1.6.3.1.1.5.3', linkDown).then(() => true, () => false), 20_000);
       await snmpinform(port, { version: '2c', community: 'public' }, '1.3.6.1.4.1.99999.0.1', [['1.3.6.1.4.1.99999.1.1.0', 's', 'fan tray 2 failed']]);
       // Both delivered (one event, one dead letter) before the stream is stopped.
-      await waitFor(() => (progress.records_out >= 1 && progress.dlq_count >= 1) || undefined, 20_000);
+      await until(() => (progress.records_out >= 1 && progress.dlq_count >= 1) || undefined, 20_000);
       stop.abort();
       const run = await running;
       expect(run.status).toBe('success');

@@ -9,6 +9,7 @@ import { ConfigError, WriteError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/observability/log.js';
 import local, { type LocalSinkConfig } from '../../src/plugins/connectors/local/sink.js';
 import type { Encoder, Rec, Sink, SinkBatch, SinkRunInfo, SourceMeta } from '../../src/plugins/types.js';
+import { elapse } from '../helpers/wait.js';
 
 // Tiny encoders built from the Encoder contract (the real serializers are separate modules).
 const jsonArray: Encoder = {
@@ -352,7 +353,7 @@ describe('local sink: rolling', () => {
     await sink.open!(RUN);
     await sink.write(batch(ndjson, recs(0, 1)));
     await sink.write(batch(ndjson, recs(1, 1)));
-    await new Promise((r) => setTimeout(r, 150));
+    await elapse(150);
     await sink.write(batch(ndjson, recs(2, 1)));
     await sink.close!();
     expect(await ls()).toEqual(['t_00000.ndjson', 't_00001.ndjson']);

@@ -16,6 +16,7 @@ import { encoderFor } from '../../src/engine/plan.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { decodeUnit } from './serializers/helpers.js';
+import { quiet } from '../helpers/wait.js';
 
 const root = join(import.meta.dirname, '..', '..');
 // Examples name schema files relative to SVC_SCHEMA_DIR; the ones they use ship in examples/schemas.
@@ -74,7 +75,7 @@ describe.each(all.map((p) => [`${p.kind} ${p.key}`, p] as const))('%s', (_name, 
       const ctx = { pipeline: 'example', log: silentLogger, signal: new AbortController().signal, processed: new MemoryProcessedFiles(), skipProcessed: false };
       if (p.kind === 'source') (p as SourcePlugin).create(cfg.source as never, ctx);
       else (p as SinkPlugin).create(cfg.sinks[0] as never, { ...ctx, encoder: encoderFor(registry, { type: 'json' }) });
-      await new Promise((r) => setTimeout(r, 20));
+      await quiet(20);
       expect(sockets(), `${ex.title}: create() opened a connection`).toBe(before);
     }
   });

@@ -3,6 +3,7 @@ import { createSocket } from 'node:dgram';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SnmpAgent, type ActivityEntry } from '../../src/snmp/index.js';
 import { run } from './peers.js';
+import { elapse } from '../helpers/wait.js';
 
 const AUTHS = ['MD5', 'SHA', 'SHA-224', 'SHA-256', 'SHA-384', 'SHA-512'];
 // What `snmpwalk -h` lists for -x, plus AES192C (Cisco/Reeder key extension) that it also accepts.
@@ -73,7 +74,7 @@ describe('simulator served to net-snmp tools', () => {
       return [Number(c32), BigInt(c64!)] as const;
     };
     const [a32, a64] = await read();
-    await new Promise((r) => setTimeout(r, 4200)); // 10G port at 40 %: 500 MB/s, the base is 2 GB below 2^32
+    await elapse(4200); // 10G port at 40 %: 500 MB/s, the base is 2 GB below 2^32
     const [b32, b64] = await read();
     expect(b64).toBeGreaterThan(a64);
     expect(b64).toBeGreaterThan(2n ** 32n);

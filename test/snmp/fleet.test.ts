@@ -10,6 +10,7 @@ import { Fleet, fleetTable } from '../../src/snmp/fleet.js';
 import { SnmpInputError } from '../../src/snmp/values.js';
 import { netSnmp, snmpTool as run } from './netsnmp.js';
 import { freeUdpPort, freeUdpRange as freeRange, udpBindable as bindable } from './peers.js';
+import { elapse, pace } from '../helpers/wait.js';
 
 const SYS_NAME = '1.3.6.1.2.1.1.5.0';
 const IF_NUMBER = '1.3.6.1.2.1.2.1.0';
@@ -78,7 +79,7 @@ describe('fleet: per-agent devices against snmpget / snmpbulkwalk', () => {
     // Each read with the time its answer came (the process exit follows it within milliseconds).
     const read = () => pool(f.agents(), 6, async (a) => ({ v: values(await get(a.port, ...oids)).map(BigInt), at: performance.now() }));
     const first = await read();
-    await new Promise((r) => setTimeout(r, 1500));
+    await elapse(1500); // the counters move on
     const second = await read();
     const perSpeed: number[] = [];
     for (let i = 0; i < 12; i++) {
@@ -118,7 +119,7 @@ describe('fleet: per-agent devices against snmpget / snmpbulkwalk', () => {
         if (cur[0]! < prev[0]!) wrapped = true;
       }
       prev = cur;
-      await new Promise((r) => setTimeout(r, 250));
+      await pace(250); // four reads a second
     }
     expect(wrapped).toBe(true);
   });

@@ -10,7 +10,7 @@ import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS,
 import { localize, makeUser, type LocalUser, type UsmUserConfig } from '../../src/snmp/usm.js';
 import type { VarBind } from '../../src/snmp/values.js';
 import { run, startSnmpd, V3_USER, type Peer } from './peers.js';
-import { waitFor } from '../helpers/wait.js';
+import { quiet, until } from '../helpers/wait.js';
 
 // Counts key localisations (the receiver must not localise for messages it can refuse cheaply).
 vi.mock('../../src/snmp/usm.js', async (importOriginal) => {
@@ -19,7 +19,6 @@ vi.mock('../../src/snmp/usm.js', async (importOriginal) => {
 });
 
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A loopback UDP socket on an ephemeral port that answers each datagram with `answer` (if any). */
 async function udpPeer(answer: (buf: Buffer, rinfo: RemoteInfo) => Buffer | undefined): Promise<{ port: number; socket: Socket; close(): Promise<void> }> {
@@ -265,27 +264,27 @@ describe('trap receiver: malformed notifications', () => {
     for (const [kind, type] of [['trap', PduType.TrapV2], ['inform', PduType.Inform]] as const)
       it(`v2c ${kind} with ${name} is dropped (and not acknowledged)`, async () => {
         await send(v2c(type, vbs));
-        const d = await waitFor(() => drops.find((x) => reason.test(x)));
+        const d = await until(() => drops.find((x) => reason.test(x)));
         expect(d).toBeDefined();
-        await sleep(50);
+        await quiet(50);
         expect(events).toEqual([]);
         expect(acks).toEqual([]);
       });
 
   it('a well-formed v2c inform is still acknowledged and its event is JSON-safe', async () => {
     await send(v2c(PduType.Inform, [upTicks(4242), trapOid('1.3.6.1.4.1.8072.9.7'), { oid: '1.3.6.1.4.1.1', type: 'Counter64', value: 5n }]));
-    const e = await waitFor(() => events[0]);
+    const e = await until(() => events[0]);
     expect(e).toMatchObject({ version: '2c', kind: 'inform', uptime: 4242, trapOid: '1.3.6.1.4.1.8072.9.7' });
     expect(e.varbinds.map((v) => v.oid)).toEqual(['1.3.6.1.4.1.1']);
-    await waitFor(() => acks[0]);
+    await until(() => acks[0]);
     expect(drops).toEqual([]);
   });
 
   for (const [name, type] of [['SNMPv2-Trap', PduType.TrapV2], ['InformRequest', PduType.Inform], ['GetRequest', PduType.Get]] as const)
     it(`a v1 message carrying an ${name} is dropped`, async () => {
       await send(v2c(type, [upTicks(), trapOid()], 0));
-      await waitFor(() => drops.find((x) => x.includes('in an SNMPv1 message')));
-      await sleep(50);
+      await until(() => drops.find((x) => x.includes('in an SNMPv1 message')));
+      await quiet(50);
       expect(events).toEqual([]);
       expect(acks).toEqual([]);
     });
@@ -295,7 +294,7 @@ describe('trap receiver: malformed notifications', () => {
     const keys = localize(makeUser(USER), engine);
     const pdu: Pdu = { type: PduType.TrapV2, requestId: 5, errorStatus: 0, errorIndex: 0, varbinds: [{ oid: SYS_UPTIME, type: 'Counter64', value: 2n ** 63n }, trapOid()] };
     await send(encodeV3({ msgId: 5, maxSize: 65507, reportable: false, engineId: engine, boots: 1, time: 1, userName: 'm3', contextEngineId: engine, contextName: '' }, keys, pdu));
-    await waitFor(() => drops.find((x) => /sysUpTime\.0 of type Counter64/.test(x)));
+    await until(() => drops.find((x) => /sysUpTime\.0 of type Counter64/.test(x)));
     expect(events).toEqual([]);
   });
 });
@@ -336,7 +335,7 @@ describe('trap receiver: v3 informs are checked against our time window (RFC 341
       const stale = inform(77, 4_000_000, 4242);
       for (let i = 0; i < 3; i++) await send(stale); // replays
       await send(inform(1, 100_000, 4243)); // right boots, time far ahead of ours
-      await waitFor(() => got.length >= 4 || undefined);
+      await until(() => got.length >= 4 || undefined);
       for (const b of got) {
         const m = decodeMessage(b) as V3Message;
         expect(m.flags & 3).toBe(1); // authNoPriv: the sender can trust the time in it
@@ -350,8 +349,8 @@ describe('trap receiver: v3 informs are checked against our time window (RFC 341
       const m0 = decodeMessage(got[0]!) as V3Message;
       got.length = 0;
       await send(inform(m0.boots, m0.time, 4244));
-      await waitFor(() => events[0]);
-      await waitFor(() => got[0]);
+      await until(() => events[0]);
+      await until(() => got[0]);
       const ack = decodeMessage(got[0]!) as V3Message;
       expect(ack.flags & 3).toBe(3);
       expect('pdu' in unwrapV3(ack, keys) && (unwrapV3(ack, keys) as { pdu: Pdu }).pdu.type).toBe(PduType.Response);
@@ -362,7 +361,7 @@ describe('trap receiver: v3 informs are checked against our time window (RFC 341
 
   it('v3 traps (sender authoritative) keep working whatever their engine time', async () => {
     await run('snmptrap', ['-v3', '-e', '0x8000000001020304cc01', '-Z', '5,123456789', '-l', 'authPriv', '-u', 'inf', '-a', 'SHA', '-A', 'authpass123', '-x', 'AES', '-X', 'privpass123', target, '', '1.3.6.1.4.1.8072.9.79']);
-    await waitFor(() => events.find((e) => e.trapOid === '1.3.6.1.4.1.8072.9.79'));
+    await until(() => events.find((e) => e.trapOid === '1.3.6.1.4.1.8072.9.79'));
     expect(drops).toEqual([]);
   });
 });
@@ -409,14 +408,14 @@ describe('trap receiver: forged v3 messages are refused before the keys are loca
     const N = 30;
     for (let i = 0; i < N; i++) for (const u of ['r3des', 'r256c', 'authonly']) await send(forged(u, 0));
     for (let i = 0; i < 5; i++) await send(forged('r3des', 2));
-    await waitFor(() => drops.length >= 3 * N + 5 || undefined);
+    await until(() => drops.length >= 3 * N + 5 || undefined);
     expect(drops.every((d) => d.includes('unsupportedSecLevel'))).toBe(true);
     expect(localizeSpy).not.toHaveBeenCalled();
   });
 
   it('authPriv for a user without privacy: unsupportedSecLevel, nothing localised', async () => {
     for (let i = 0; i < 10; i++) await send(forged('authonly', 3));
-    await waitFor(() => drops.length >= 10 || undefined);
+    await until(() => drops.length >= 10 || undefined);
     expect(drops.every((d) => d.includes('unsupportedSecLevel'))).toBe(true);
     expect(localizeSpy).not.toHaveBeenCalled();
   });
@@ -424,7 +423,7 @@ describe('trap receiver: forged v3 messages are refused before the keys are loca
   it('a wrong MAC is refused with the auth key alone: the privacy key is never derived', async () => {
     const N = 20;
     for (let i = 0; i < N; i++) for (const u of ['r3des', 'r256c']) for (const f of [1, 3]) await send(forged(u, f));
-    await waitFor(() => drops.length >= 4 * N || undefined);
+    await until(() => drops.length >= 4 * N || undefined);
     expect(drops.every((d) => d.includes('wrongDigest'))).toBe(true);
     expect(localizeSpy).toHaveBeenCalledTimes(4 * N);
     for (const [user] of localizeSpy.mock.calls) expect(user.priv).toBeUndefined();
@@ -432,7 +431,7 @@ describe('trap receiver: forged v3 messages are refused before the keys are loca
 
   it('snmptrap authPriv AES256C (Reeder) still gets through: auth key for the MAC, then the privacy key', async () => {
     await run('snmptrap', ['-v3', '-e', '0x8000000001020304dd01', '-l', 'authPriv', '-u', 'r256c', '-a', 'MD5', '-A', 'authpass123', '-x', 'AES256C', '-X', 'privpass123', `127.0.0.1:${rx.port}`, '', '1.3.6.1.4.1.8072.9.80']);
-    await waitFor(() => events[0]);
+    await until(() => events[0]);
     expect(events[0]).toMatchObject({ user: 'r256c', trapOid: '1.3.6.1.4.1.8072.9.80' });
     expect(localizeSpy.mock.calls.map(([u]) => !!u.priv)).toEqual([false, true]);
   });

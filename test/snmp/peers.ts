@@ -5,6 +5,7 @@ import { createSocket } from 'node:dgram';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { until } from '../helpers/wait.js';
 
 export interface Peer {
   port: number;
@@ -61,13 +62,10 @@ async function startPeer(cmd: string, args: (port: number, dir: string) => strin
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
-  const deadline = Date.now() + 15_000;
-  while (!ready(out)) {
-    if (proc.exitCode !== null || Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error(`${cmd} did not start: ${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  await until(() => ready(out) || proc.exitCode !== null, 15_000, `${cmd} to start`, 50).catch(() => undefined);
+  if (!ready(out)) {
+    proc.kill('SIGKILL');
+    throw new Error(`${cmd} did not start: ${out}`);
   }
   return {
     port,

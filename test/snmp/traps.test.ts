@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonValue, sendTrap, SnmpInputError, TrapReceiver, v1Fields, type TrapEvent } from '../../src/snmp/index.js';
 import { run, startSnmptrapd, V3_AUTHS, V3_PRIVS, v3TrapsFromEveryPair, v3UserMatrix, type Peer } from './peers.js';
-import { waitFor } from '../helpers/wait.js';
+import { until } from '../helpers/wait.js';
 
 
 
@@ -25,7 +25,7 @@ describe('receiver fed by snmptrap / snmpinform', () => {
       '1.3.6.1.2.1.2.2.1.1.2', 'i', '-7', '1.3.6.1.2.1.2.2.1.2.2', 's', 'eth1 down', '1.3.6.1.4.1.1.1', 'x', '00FF10',
       '1.3.6.1.4.1.1.2', 'o', '1.3.6.1.4.1.8072', '1.3.6.1.4.1.1.3', 'a', '192.0.2.7', '1.3.6.1.4.1.1.4', 'c', '4294967295',
       '1.3.6.1.4.1.1.5', 'u', '77', '1.3.6.1.4.1.1.6', 't', '99', '1.3.6.1.4.1.1.7', 'C', '18446744073709551615']);
-    const e = await waitFor(() => events.find((x) => x.version === '2c' && x.trapOid === '1.3.6.1.6.3.1.1.5.3'));
+    const e = await until(() => events.find((x) => x.version === '2c' && x.trapOid === '1.3.6.1.6.3.1.1.5.3'));
     expect(e).toMatchObject({ kind: 'trap', community: 'public', uptime: 4242, source: expect.stringMatching(/^127\.0\.0\.1:/) });
     expect(e.varbinds.map((v) => [v.oid, v.type, jsonValue(v)])).toEqual([
       ['1.3.6.1.2.1.2.2.1.1.2', 'Integer32', -7],
@@ -43,10 +43,10 @@ describe('receiver fed by snmptrap / snmpinform', () => {
   it('v1 traps: enterprise-specific and generic', async () => {
     await run('snmptrap', ['-v1', '-c', 'public', target, '1.3.6.1.4.1.8072.4', '192.0.2.9', '6', '17', '555', '1.3.6.1.2.1.1.5.0', 's', 'r1']);
     await run('snmptrap', ['-v1', '-c', 'public', target, '1.3.6.1.4.1.8072.4', '192.0.2.9', '2', '0', '556', '1.3.6.1.2.1.2.2.1.1.3', 'i', '3']);
-    const spec = await waitFor(() => events.find((x) => x.version === '1' && x.v1?.genericTrap === 6));
+    const spec = await until(() => events.find((x) => x.version === '1' && x.v1?.genericTrap === 6));
     expect(spec).toMatchObject({ trapOid: '1.3.6.1.4.1.8072.4.0.17', uptime: 555, v1: { enterprise: '1.3.6.1.4.1.8072.4', agentAddr: '192.0.2.9', specificTrap: 17 } });
     expect(jsonValue(spec.varbinds[0]!)).toBe('r1');
-    const gen = await waitFor(() => events.find((x) => x.version === '1' && x.v1?.genericTrap === 2));
+    const gen = await until(() => events.find((x) => x.version === '1' && x.v1?.genericTrap === 2));
     expect(gen.trapOid).toBe('1.3.6.1.6.3.1.1.5.3');
   });
 
@@ -57,12 +57,12 @@ describe('receiver fed by snmptrap / snmpinform', () => {
 
   it('a wrong community is dropped with a reason', async () => {
     await run('snmptrap', ['-v2c', '-c', 'private', target, '', '1.3.6.1.6.3.1.1.5.1']);
-    await waitFor(() => drops.find((d) => d.includes('unknown community "private"')));
+    await until(() => drops.find((d) => d.includes('unknown community "private"')));
   });
 
   it('v3 traps from many users, every auth/priv pair, each from its own engine ID', async () => {
     const n = await v3TrapsFromEveryPair(target, '1.3.6.1.4.1.8072.9.0');
-    await waitFor(() => events.filter((e) => e.version === '3').length >= n || undefined);
+    await until(() => events.filter((e) => e.version === '3').length >= n || undefined);
     const v3 = events.filter((e) => e.version === '3');
     expect(v3.map((e) => jsonValue(e.varbinds[0]!))).toEqual(V3_AUTHS.flatMap((a) => V3_PRIVS.map(([cli]) => `${a}/${cli}`)));
     expect(new Set(v3.map((e) => e.engineId)).size).toBe(n);
@@ -71,7 +71,7 @@ describe('receiver fed by snmptrap / snmpinform', () => {
 
   it('v3 trap with a wrong key is dropped, the receiver keeps going', async () => {
     await run('snmptrap', ['-v3', '-e', '0x80000000010203040999', '-l', 'authPriv', '-u', 'user-1-1-1', '-a', 'SHA', '-A', 'wrong-secret-key', '-x', 'AES', '-X', 'priv-1-1-1-secret', target, '', '1.3.6.1.4.1.8072.9.999']);
-    await waitFor(() => drops.find((d) => d.includes('user-1-1-1') && d.includes('wrongDigest')));
+    await until(() => drops.find((d) => d.includes('user-1-1-1') && d.includes('wrongDigest')));
     expect(events.some((e) => e.trapOid === '1.3.6.1.4.1.8072.9.999')).toBe(false);
   });
 
@@ -82,8 +82,8 @@ describe('receiver fed by snmptrap / snmpinform', () => {
     await run('snmptrap', ['-v3', '-e', '0x80000000010203040aa2', '-l', 'authPriv', '-u', 'shared', '-a', 'MD5', '-A', 'engine-two-key', '-x', 'DES', '-X', 'engine-two-priv', target, '', '1.3.6.1.4.1.8072.9.2002']);
     // Engine one's keys from engine two: refused.
     await run('snmptrap', ['-v3', '-e', '0x80000000010203040aa2', '-l', 'authPriv', '-u', 'shared', '-a', 'SHA', '-A', 'engine-one-key', '-x', 'AES', '-X', 'engine-one-priv', target, '', '1.3.6.1.4.1.8072.9.2003']);
-    await waitFor(() => events.find((e) => e.trapOid === '1.3.6.1.4.1.8072.9.2002'));
-    await waitFor(() => drops.find((d) => d.includes('"shared"') && d.includes('wrongDigest')));
+    await until(() => events.find((e) => e.trapOid === '1.3.6.1.4.1.8072.9.2002'));
+    await until(() => drops.find((d) => d.includes('"shared"') && d.includes('wrongDigest')));
     expect(events.find((e) => e.trapOid === '1.3.6.1.4.1.8072.9.2001')?.engineId).toBe('80000000010203040aa1');
     expect(events.some((e) => e.trapOid === '1.3.6.1.4.1.8072.9.2003')).toBe(false);
   });
@@ -129,7 +129,7 @@ describe('sender read by snmptrapd', () => {
       { oid: '1.3.6.1.4.1.2.12', type: 'Opaque', value: '0102' },
       { oid: '1.3.6.1.4.1.2.13', type: 'Null' },
     ] });
-    const out = await waitFor(() => (trapd.output().includes('.1.3.6.1.4.1.2.13') ? trapd.output() : undefined));
+    const out = await until(() => (trapd.output().includes('.1.3.6.1.4.1.2.13') ? trapd.output() : undefined));
     for (const s of ['.1.3.6.1.2.1.1.3.0 = Timeticks: (777)', '.1.3.6.1.6.3.1.1.4.1.0 = OID: .1.3.6.1.6.3.1.1.5.4', '.1.3.6.1.4.1.2.1 = INTEGER: -5', '.1.3.6.1.4.1.2.2 = STRING: "hello trapd"',
       '.1.3.6.1.4.1.2.3 = Hex-STRING: DE AD BE EF', '.1.3.6.1.4.1.2.4 = OID: .1.3.6.1.4.1.8072', '.1.3.6.1.4.1.2.5 = IpAddress: 198.51.100.1', '.1.3.6.1.4.1.2.6 = Counter32: 4294967295',
       '.1.3.6.1.4.1.2.7 = Gauge32: 12', '.1.3.6.1.4.1.2.8 = Timeticks: (100)', '.1.3.6.1.4.1.2.9 = Counter64: 9007199254740993', '.1.3.6.1.4.1.2.10 = Counter64: 18446744073709551615',
@@ -139,7 +139,7 @@ describe('sender read by snmptrapd', () => {
 
   it('v1 trap (RFC 3584 mapping of the notification OID)', async () => {
     await sendTrap({ ...base(), version: '1', community: 'public', trapOid: '1.3.6.1.4.1.8072.4.0.33', varbinds: [{ oid: '1.3.6.1.4.1.3.1', type: 's', value: 'v1-trap' }] });
-    const out = await waitFor(() => (trapd.output().includes('v1-trap') ? trapd.output() : undefined));
+    const out = await until(() => (trapd.output().includes('v1-trap') ? trapd.output() : undefined));
     expect(out).toMatch(/Enterprise Specific Trap \(33\)/);
     expect(v1Fields('1.3.6.1.6.3.1.1.5.3', '0.0.0.0', 0)).toMatchObject({ genericTrap: 2, specificTrap: 0 });
   });
@@ -151,19 +151,19 @@ describe('sender read by snmptrapd', () => {
   for (const [user, auth, priv] of [['trapsha', 'SHA', 'AES'], ['trapmd5', 'MD5', 'DES'], ['trap512', 'SHA512', 'AES256'], ['trap192', 'SHA', 'AES192']])
     it(`v3 trap ${auth}/${priv} with our engine ID`, async () => {
       await sendTrap({ ...base(), version: '3', engineId: ENGINE, user: { name: user!, authProtocol: auth, authKey: 'authpass123', privProtocol: priv, privKey: 'privpass123' }, trapOid: '1.3.6.1.4.1.8072.4.0.35', varbinds: [{ oid: '1.3.6.1.4.1.3.3', type: 's', value: `v3-${user}` }] });
-      await waitFor(() => trapd.output().includes(`"v3-${user}"`) || undefined);
+      await until(() => trapd.output().includes(`"v3-${user}"`) || undefined);
     });
 
   it('v3 inform discovers snmptrapd and is acknowledged', async () => {
     const res = await sendTrap({ ...base(), version: '3', inform: true, timeoutMs: 2000, user: { name: 'informer', authProtocol: 'SHA-256', authKey: 'authpass123', privProtocol: 'AES', privKey: 'privpass123' }, trapOid: '1.3.6.1.4.1.8072.4.0.36', varbinds: [{ oid: '1.3.6.1.4.1.3.4', type: 's', value: 'v3-inform' }] });
     expect(res.acknowledged).toBe(true);
-    await waitFor(() => trapd.output().includes('"v3-inform"') || undefined);
+    await until(() => trapd.output().includes('"v3-inform"') || undefined);
   });
 
   it('symbolic OIDs go through the resolver; bad varbinds are 400s', async () => {
     const resolver = (n: string) => ({ 'IF-MIB::linkDown': '1.3.6.1.6.3.1.1.5.3', 'IF-MIB::ifIndex': '1.3.6.1.2.1.2.2.1.1' })[n];
     await sendTrap({ ...base(), resolver, trapOid: 'IF-MIB::linkDown', varbinds: [{ oid: 'IF-MIB::ifIndex', type: 'Integer32', value: 9 }] });
-    await waitFor(() => trapd.output().includes('.1.3.6.1.2.1.2.2.1.1 = INTEGER: 9') || undefined);
+    await until(() => trapd.output().includes('.1.3.6.1.2.1.2.2.1.1 = INTEGER: 9') || undefined);
     await expect(sendTrap({ ...base(), trapOid: 'IF-MIB::linkDown' })).rejects.toThrow(/no MIB resolver/);
     await expect(sendTrap({ ...base(), trapOid: '1.3.6.1.6.3.1.1.5.3', varbinds: [{ oid: '1.3.6.1.4.1.1', type: 'Integer32', value: 2 ** 31 }] })).rejects.toThrow(/varbind 1: Integer32 value .* out of range/);
     await expect(sendTrap({ ...base(), trapOid: '1.3.6.1.6.3.1.1.5.3', varbinds: [{ oid: '1.3.6.1.4.1.1', type: 'Counter64', value: -1 }] })).rejects.toBeInstanceOf(SnmpInputError);

@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, freePort } from '../helpers/daemon.js';
+import { freePort } from '../helpers/daemon.js';
+import { until } from '../helpers/wait.js';
 import { serveEnv } from '../helpers/serve-env.js';
 import { ROOT } from './ui-build.js';
 
@@ -32,7 +33,7 @@ export async function serve(env: Record<string, string>): Promise<Served> {
   const url = `http://127.0.0.1:${port}`;
   const consoleUrl = `http://127.0.0.1:${consolePort}`;
   const up = async (u: string) => (await fetch(`${u}/api/health`).catch(() => undefined))?.status === 200;
-  await eventually(async () => (await up(url)) && (await up(consoleUrl)), 30_000, 100).catch((e: Error) => {
+  await until(async () => (await up(url)) && (await up(consoleUrl)), 30_000, 'the daemon and the console to answer /api/health', 100).catch((e: Error) => {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`${e.message}; svc serve stderr: ${stderr}`);

@@ -11,6 +11,7 @@ import { freePort } from '../../helpers/net.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
 import { pollingCollector } from './polling.js';
 import { peerProcess } from './process.js';
+import { pace, until } from '../../helpers/wait.js';
 
 export const SERVER_BINARY = '/usr/sbin/clickhouse-server';
 export const SVC_PASSWORD = 'right-secret';
@@ -75,16 +76,11 @@ export async function clickhouseServer(): Promise<ClickhouseServer> {
   const ready = async () => {
     await proc.start();
     // The port opens before the server answers queries: wait for one.
-    const end = Date.now() + 15_000;
-    for (;;) {
-      try {
-        await (await admin.query({ query: 'SELECT 1', format: 'JSONEachRow' })).text();
-        return;
-      } catch (e) {
-        if (Date.now() > end) throw e;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+    let failed: unknown;
+    const answers = () => admin.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then((r) => r.text()).then(() => true, (e: unknown) => ((failed = e), false));
+    await until(answers, 15_000, 'clickhouse to answer a query', 50).catch((e: unknown) => {
+      throw failed ?? e;
+    });
   };
   await ready();
   const log = () => {
@@ -108,7 +104,7 @@ export async function clickhouseServer(): Promise<ClickhouseServer> {
     pid: proc.pid,
     async restart(downMs = 0) {
       await proc.kill();
-      await new Promise((r) => setTimeout(r, downMs));
+      await pace(downMs); // the peer is down this long
       await ready();
     },
     log,

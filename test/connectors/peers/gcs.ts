@@ -21,6 +21,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { pace } from '../../helpers/wait.js';
 
 /** Google caps a list page at 1000 objects whatever maxResults asks. */
 const GOOGLE_MAX_PAGE = 1000;
@@ -156,7 +157,7 @@ export class GcsPeer {
   /** Closes every connection (uploads and downloads in flight break), then listens again on the same port. */
   async restart(downMs = 300): Promise<void> {
     const up = await this.down();
-    await new Promise((r) => setTimeout(r, downMs));
+    await pace(downMs); // the peer is down this long
     await up();
   }
 

@@ -22,6 +22,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as loader from '@grpc/proto-loader';
 import { LOADER_OPTIONS } from '../../../src/plugins/connectors/gnmi/client.js';
 import type { Peer, PeerFixture } from '../conformance.js';
+import { pace } from '../../helpers/wait.js';
 
 export const PROTO_FILE = fileURLToPath(new URL('../../../src/plugins/connectors/gnmi/gnmi.proto', import.meta.url));
 
@@ -150,7 +151,7 @@ export class GnmiTarget {
   /** Stops, waits `downMs`, and listens again on the same port. */
   async restart(downMs = 200): Promise<void> {
     await this.stop();
-    await new Promise((r) => setTimeout(r, downMs));
+    await pace(downMs); // the peer is down this long
     await this.start();
   }
 

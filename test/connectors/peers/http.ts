@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { pace } from '../../helpers/wait.js';
 
 export type HttpAuth =
   | { type: 'none' }
@@ -143,7 +144,7 @@ export async function startHttpPeer(opts: HttpPeerOptions = {}): Promise<HttpPee
     const wait = delays.get(channel);
     if (wait && wait.left > 0) {
       wait.left--;
-      await new Promise((r) => setTimeout(r, wait.ms));
+      await pace(wait.ms); // answers slowly on purpose
     }
     if (!authorized(auth, req.headers)) {
       const scheme = auth.type === 'basic' ? 'Basic realm="peer"' : auth.type === 'bearer' ? 'Bearer realm="peer"' : 'ApiKey';
@@ -243,7 +244,7 @@ export async function loopbackServer(
     close,
     async restart(downMs: number) {
       await close();
-      await new Promise((r) => setTimeout(r, downMs));
+      await pace(downMs); // the peer is down this long
       await listen(port);
     },
   };

@@ -10,6 +10,7 @@ import { freePort } from '../../helpers/net.js';
 import type { Peer, PeerFixture } from '../conformance.js';
 import { pollingCollector } from './polling.js';
 import { peerProcess } from './process.js';
+import { pace, until } from '../../helpers/wait.js';
 
 export const ADMIN = { user: 'admin', password: 'admin-secret' };
 
@@ -63,11 +64,7 @@ export async function influx1(opts: { auth?: boolean } = {}): Promise<Influx1> {
   };
   const ready = async () => {
     await proc.start();
-    const end = Date.now() + 15_000;
-    while ((await fetch(`${url}/ping`).then((r) => r.status, () => 0)) !== 204) {
-      if (Date.now() > end) throw new Error('influxd did not answer /ping');
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await until(async () => (await fetch(`${url}/ping`).then((r) => r.status, () => 0)) === 204, 15_000, 'influxd to answer /ping', 50);
   };
   await ready();
   if (opts.auth) {
@@ -87,7 +84,7 @@ export async function influx1(opts: { auth?: boolean } = {}): Promise<Influx1> {
     },
     async restart(downMs = 0) {
       await proc.kill();
-      await new Promise((r) => setTimeout(r, downMs));
+      await pace(downMs); // the peer is down this long
       await ready();
     },
     async stop() {

@@ -35,6 +35,7 @@ import { freePort } from '../../helpers/net.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
 import { pollingCollector } from './polling.js';
 import { peerProcess } from './process.js';
+import { pace } from '../../helpers/wait.js';
 
 export const PEER_VERSION = 'v2.7.4';
 
@@ -583,7 +584,7 @@ export async function influxV2Peer(opts: { token?: string; org?: string; buckets
     },
     async restart(downMs = 0) {
       await proc.kill();
-      await new Promise((r) => setTimeout(r, downMs));
+      await pace(downMs); // the peer is down this long
       await proc.start();
     },
     async stop() {

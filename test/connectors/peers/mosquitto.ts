@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../helpers/net.js';
 import type { Cfg, Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { until } from '../../helpers/wait.js';
 
 const run = promisify(execFile);
 
@@ -54,18 +55,15 @@ export interface Broker {
 
 /** Resolves once something accepts TCP connections on `port`. */
 async function listening(port: number, child: ChildProcess, log: () => string, ms = 10_000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`mosquitto exited (${child.exitCode}): ${log()}`);
-    const ok = await new Promise<boolean>((resolve) => {
+  const accepts = () =>
+    new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1');
       s.once('connect', () => (s.destroy(), resolve(true)));
       s.once('error', () => resolve(false));
     });
-    if (ok) return;
-    if (Date.now() > end) throw new Error(`mosquitto not listening on ${port} after ${ms} ms: ${log()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const ok = await until(async () => child.exitCode !== null || (await accepts()), ms, `mosquitto to listen on ${port}`, 50).catch(() => false);
+  if (child.exitCode !== null) throw new Error(`mosquitto exited (${child.exitCode}): ${log()}`);
+  if (!ok) throw new Error(`mosquitto not listening on ${port} after ${ms} ms: ${log()}`);
 }
 
 /** CA, server certificate for 127.0.0.1/localhost signed by it, and an unrelated CA. */

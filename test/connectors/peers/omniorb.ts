@@ -16,6 +16,7 @@ import { freePort } from '../../helpers/daemon.js';
 import { tempDir } from '../../helpers/fs.js';
 import type { Cfg, Peer, PeerFixture } from '../conformance.js';
 import { peerProcess, type PeerProcess } from './process.js';
+import { until } from '../../helpers/wait.js';
 
 const run = promisify(execFile);
 const SRC = join(import.meta.dirname, 'corba-servant');
@@ -84,11 +85,7 @@ export async function startOmniOrb(): Promise<OmniOrb> {
       { name: 'corba test servant' },
     );
     await servant.start();
-    const end = Date.now() + 15_000;
-    while (!(existsSync(iorFile) && readFileSync(iorFile, 'utf8').includes('READY'))) {
-      if (Date.now() > end) throw new Error('the corba test servant did not write its IORs');
-      await new Promise((r) => setTimeout(r, 30));
-    }
+    await until(() => existsSync(iorFile) && readFileSync(iorFile, 'utf8').includes('READY'), 15_000, 'the corba test servant to write its IORs', 30);
   } catch (e) {
     await servant?.kill();
     await ns.kill();

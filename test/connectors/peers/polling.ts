@@ -1,6 +1,7 @@
 // The sink side's collector for peers that are read back by polling: read every few ms until
 // closed, records() answering at once with what the last successful read gave.
 import type { Collector, Rec } from '../conformance.js';
+import { pace } from '../../helpers/wait.js';
 
 /**
  * Calls `read` every `everyMs` (default 100) until closed. A failing read (the peer restarting, a
@@ -12,7 +13,7 @@ export function pollingCollector(read: () => Promise<Rec[]>, opts: { everyMs?: n
   const loop = (async () => {
     while (!stopped) {
       got = await read().catch(() => got);
-      await new Promise((r) => setTimeout(r, opts.everyMs ?? 100));
+      await pace(opts.everyMs ?? 100);
     }
   })();
   return {

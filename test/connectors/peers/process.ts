@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect } from 'node:net';
+import { until } from '../../helpers/wait.js';
 
 /** Whether something accepts TCP connections on 127.0.0.1:`port`. */
 export const portOpen = (port: number) =>
@@ -36,12 +37,9 @@ export function peerProcess(command: string, args: string[], port: number, opts:
       const c = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
       child = c;
       for (const s of [c.stdout!, c.stderr!]) s.setEncoding('utf8').on('data', (t: string) => (log = (log + t).slice(-4000)));
-      const end = Date.now() + 15_000;
-      while (!(await portOpen(port))) {
-        if (c.exitCode !== null) throw new Error(`${name} exited (${c.exitCode}): ${log}`);
-        if (Date.now() > end) throw new Error(`${name} did not listen on ${port}: ${log}`);
-        await new Promise((r) => setTimeout(r, 30));
-      }
+      const listening = await until(async () => (await portOpen(port)) || c.exitCode !== null, 15_000, `${name} to listen on ${port}`, 30).catch(() => false);
+      if (c.exitCode !== null) throw new Error(`${name} exited (${c.exitCode}): ${log}`);
+      if (!listening) throw new Error(`${name} did not listen on ${port}: ${log}`);
     },
     async kill() {
       const c = child;

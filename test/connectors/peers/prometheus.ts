@@ -18,6 +18,7 @@ import webhookRoutes from '../../../src/engine/webhook-routes.js';
 import { loadSettings } from '../../../src/settings.js';
 import type { ApiDeps } from '../../../src/api/deps.js';
 import type { Peer, PeerFixture, SourceSide } from '../conformance.js';
+import { pace } from '../../helpers/wait.js';
 
 export interface PrometheusAgent {
   port: number;
@@ -156,7 +157,7 @@ export async function publishRemoteWrite(baseUrl: string, channel: string, bodie
       await r.arrayBuffer();
       if (r.status === 204) break;
       if (r.status !== 503 || attempt > 200) throw new Error(`remote write to /webhooks/${channel}: ${r.status}`);
-      await new Promise((res) => setTimeout(res, 50));
+      await pace(50); // Prometheus pauses before it sends again
     }
   }
 }

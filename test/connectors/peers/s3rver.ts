@@ -12,6 +12,7 @@ import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } fr
 import { freePort } from '../../helpers/net.js';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
 import { peerProcess } from './process.js';
+import { pace } from '../../helpers/wait.js';
 
 export const BUCKET = 'svc-test';
 /** s3rver's one account. */
@@ -151,7 +152,7 @@ function poll(client: S3Client, prefix: string): Collector {
       } catch {
         // the peer restarting: next round
       }
-      await new Promise((r) => setTimeout(r, 100));
+      await pace(100); // one listing round every 100 ms
     }
   })();
   return {

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freeUdpPort } from '../../snmp/peers.js';
 import type { Cfg, Peer, PeerFixture } from '../conformance.js';
+import { until } from '../../helpers/wait.js';
 
 /** Our MIB for the conformance table: enterprises.99999.1, rows indexed by confIndex. */
 export const CONF_MIB = `SVC-CONF-MIB DEFINITIONS ::= BEGIN
@@ -101,13 +102,10 @@ export interface Snmpsim {
 }
 
 async function waitFor(proc: ChildProcess, out: () => string, ready: (o: string) => boolean, what: string) {
-  const deadline = Date.now() + 20_000;
-  while (!ready(out())) {
-    if (proc.exitCode !== null || Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error(`${what} did not start: ${out()}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  await until(() => ready(out()) || proc.exitCode !== null, 20_000, `${what} to start`, 50).catch(() => undefined);
+  if (!ready(out())) {
+    proc.kill('SIGKILL');
+    throw new Error(`${what} did not start: ${out()}`);
   }
 }
 

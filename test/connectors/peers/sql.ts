@@ -19,6 +19,7 @@ import { createConnection, type Connection as MyConn } from 'mysql2/promise';
 import pg from 'pg';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
 import { pollingCollector } from './polling.js';
+import { until } from '../../helpers/wait.js';
 
 export type Engine = 'postgres' | 'mariadb' | 'sqlite';
 
@@ -61,13 +62,8 @@ export async function postgresDb(): Promise<TestDb> {
     exec: async (sql, params) => (await c.query(sql, params)).rows as Rec[],
     execSync: (sql) => void execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', name, '-qX', '-v', 'ON_ERROR_STOP=1', '-c', sql], { stdio: 'pipe' }),
     async disrupt() {
-      const end = Date.now() + 5000;
-      for (;;) {
-        const r = await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
-        if (r.rowCount) return;
-        if (Date.now() > end) throw new Error('no connection of the connector under test to terminate');
-        await new Promise((res) => setTimeout(res, 50));
-      }
+      const terminate = async () => (await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])).rowCount;
+      await until(terminate, 5000, 'a connection of the connector under test to terminate', 50);
     },
     async stop() {
       await c.end().catch(() => {});
@@ -96,15 +92,13 @@ export async function mariadbDb(): Promise<TestDb> {
     },
     execSync: (sql) => void execFileSync('mariadb', ['-h', '127.0.0.1', '-u', 'root', name, '-e', sql], { stdio: 'pipe' }),
     async disrupt() {
-      const end = Date.now() + 5000;
-      for (;;) {
+      const kill = async () => {
         const [rows] = await c.query('SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()', [name]);
         const ids = (rows as { id: number }[]).map((r) => r.id);
         for (const id of ids) await c.query(`KILL CONNECTION ${Number(id)}`).catch(() => {});
-        if (ids.length) return;
-        if (Date.now() > end) throw new Error('no connection of the connector under test to kill');
-        await new Promise((res) => setTimeout(res, 50));
-      }
+        return ids.length > 0;
+      };
+      await until(kill, 5000, 'a connection of the connector under test to kill', 50);
     },
     async stop() {
       await c.end().catch(() => {});
@@ -114,8 +108,8 @@ export async function mariadbDb(): Promise<TestDb> {
   };
 }
 
-/** Holds an exclusive lock on `file` from another process for `ms`; resolves once it is released. */
-export async function lockSqlite(file: string, ms: number): Promise<void> {
+/** Holds an exclusive lock on `file` from another process for `ms`; resolves once the lock is held, with `released`. */
+export async function lockSqlite(file: string, ms: number): Promise<{ released: Promise<void> }> {
   const script = `const D = require('better-sqlite3'); const db = new D(process.argv[1]); db.exec('BEGIN EXCLUSIVE'); process.stdout.write('locked\\n'); setTimeout(() => { db.exec('COMMIT'); db.close(); }, Number(process.argv[2]));`;
   const child = spawn(process.execPath, ['-e', script, file, String(ms)], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
@@ -123,7 +117,7 @@ export async function lockSqlite(file: string, ms: number): Promise<void> {
     child.stdout!.once('data', () => resolve());
     child.once('exit', (code) => reject(new Error(`the locking process exited (${code}) before taking the lock`)));
   });
-  await exited;
+  return { released: exited.then(() => undefined) };
 }
 
 export async function sqliteDb(): Promise<TestDb> {
@@ -142,7 +136,7 @@ export async function sqliteDb(): Promise<TestDb> {
     wrongPortUrl: `sqlite:///${join(dir, 'missing', 'nothing.db')}`,
     exec: async (sql, params) => run(sql, params),
     execSync: (sql) => void db.exec(sql),
-    disrupt: () => lockSqlite(file, 1500),
+    disrupt: async () => (await lockSqlite(file, 1500)).released,
     async stop() {
       db.close();
       rmSync(dir, { recursive: true, force: true });

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Cfg, Peer, PeerFixture } from '../conformance.js';
 import { peerProcess, type PeerProcess } from './process.js';
+import { pace } from '../../helpers/wait.js';
 
 /** A loopback port free for both TCP and UDP a moment ago. */
 export async function freeSyslogPort(): Promise<number> {
@@ -87,7 +88,7 @@ async function loggerPaced(port: number, lines: string[], o: LoggerOptions): Pro
   if (o.protocol === 'tcp') return logger(port, lines, o);
   for (let i = 0; i < lines.length; i += 100) {
     await logger(port, lines.slice(i, i + 100), o);
-    await new Promise((r) => setTimeout(r, 20));
+    await pace(20);
   }
 }
 

@@ -20,6 +20,7 @@ import ajvDraft04 from 'ajv-draft-04';
 import type { ValidateFunction } from 'ajv';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
 import { loopbackServer } from './http.js';
+import { pace } from '../../helpers/wait.js';
 
 export type VesAuth = { type: 'none' } | { type: 'basic'; username: string; password: string } | { type: 'bearer'; token: string };
 
@@ -130,7 +131,7 @@ export async function startVesCollector(opts: VesCollectorOptions = {}): Promise
     };
     if (wait.left > 0) {
       wait.left--;
-      await new Promise((r) => setTimeout(r, wait.ms));
+      await pace(wait.ms); // answers slowly on purpose
     }
     if (!authorized(auth, req.headers)) {
       const scheme = auth.type === 'basic' ? 'Basic realm="VES"' : 'Bearer realm="VES"';

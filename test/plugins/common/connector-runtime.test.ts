@@ -12,7 +12,7 @@ import { redactor, secret, secretsOf } from '../../../src/core/secrets.js';
 import { streamSource, type Message, type Session, type SessionHandlers } from '../../../src/plugins/connector-runtime/stream-source.js';
 import type { ConnectionState, PluginContext, SourceUnit } from '../../../src/plugins/types.js';
 import { MemoryProcessedFiles } from '../../../src/plugins/connector-runtime/processed-files.js';
-import { waitFor } from '../../helpers/wait.js';
+import { pace, until } from '../../helpers/wait.js';
 
 describe('secrets', () => {
   const schema = Type.Object({ user: Type.String(), pw: secret('x'), headers: Type.Record(Type.String(), Type.String()), url: Type.String() });
@@ -85,7 +85,7 @@ const seqs = async (u: SourceUnit) => {
   return out;
 };
 /** Until the source has opened its `n`th session (connects and reconnects take their time on a loaded machine). */
-const connected = (f: ReturnType<typeof scripted>, n = 1) => waitFor(() => f.sessions.length >= n && f.states.at(-1) === 'connected');
+const connected = (f: ReturnType<typeof scripted>, n = 1) => until(() => f.sessions.length >= n && f.states.at(-1) === 'connected');
 
 /** Starts reading units (the first one asked for) and waits for the first session. */
 async function reading(f: ReturnType<typeof scripted>) {
@@ -302,7 +302,7 @@ describe('Connection (sinks)', () => {
     let attempts = 0;
     const c = new Connection<number>({ log: silentLogger, redact: (t) => t.replace('pw', '**') }, 'fake', async () => {
       attempts++;
-      await new Promise((r) => setTimeout(r, 10));
+      await pace(10); // a connect that takes a moment: the uses overlap
       if (attempts === 1) throw new Error('refused for pw');
       return attempts;
     }, async () => {});

@@ -6,6 +6,7 @@ import { silentLogger } from '../../../src/observability/log.js';
 import { loadPipelineText } from '../../../src/config/load.js';
 import { formatDiagnostic } from '../../../src/config/diagnostics.js';
 import { diagnostics, pipelineYaml, transformOf } from './_harness.js';
+import { elapse } from '../../helpers/wait.js';
 
 const { rc } = transformOf(plugin);
 
@@ -124,7 +125,7 @@ describe('transform counter_delta', () => {
   it('without time_field the processing time is used (rate over the wall clock)', async () => {
     const { feed } = make({ key_fields: ['k'], counters: ['c'], rate: true });
     feed({ k: 1, c: 0 });
-    await new Promise((r) => setTimeout(r, 50));
+    await elapse(50);
     const out = feed({ k: 1, c: 100 })[0] as Rec;
     expect(out.c_delta).toBe(100);
     expect(out.c_rate as number).toBeGreaterThan(100 / 1);

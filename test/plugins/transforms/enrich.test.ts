@@ -9,6 +9,7 @@ import plugin from '../../../src/plugins/transforms/enrich/index.js';
 import { tempDir } from '../../helpers/fs.js';
 import { py } from '../serializers/helpers.js';
 import { loadTransforms, runFiles, runTransform, transformOf } from './_harness.js';
+import { elapse, until } from '../../helpers/wait.js';
 
 const { cfg, make, rc } = transformOf(plugin);
 
@@ -300,7 +301,7 @@ describe('transform enrich: SQL (PostgreSQL)', () => {
       expect(t.apply({ cell: 201 }, rc)).toEqual({ cell: 201, cell_name: 'LYO-1' });
       psql(`UPDATE ${table} SET cell_name = 'LYO-renamed' WHERE cell_id = 201; INSERT INTO ${table} VALUES (301, 'MRS-1', 'paca', 1)`);
       expect(t.apply({ cell: 201 }, rc)).toEqual({ cell: 201, cell_name: 'LYO-1' });
-      await new Promise((r) => setTimeout(r, 1600));
+      await until(() => (t.apply({ cell: 201 }, rc) as Rec).cell_name === 'LYO-renamed', 3000, 'the refresh');
       expect(t.apply({ cell: 201 }, rc)).toEqual({ cell: 201, cell_name: 'LYO-renamed' });
       expect(t.apply({ cell: 301 }, rc)).toEqual({ cell: 301, cell_name: 'MRS-1' });
     } finally {
@@ -315,7 +316,7 @@ describe('transform enrich: SQL (PostgreSQL)', () => {
     const t = await opened({ sql: { url: PG_URL, query: `SELECT cell_id, region FROM ${other}`, refresh_seconds: 1 }, key: 'cell_id' });
     try {
       psql(`DROP TABLE ${other}`);
-      await new Promise((r) => setTimeout(r, 1400));
+      await elapse(1400); // a refresh fails
       expect(t.apply({ cell_id: 101 }, rc)).toEqual({ cell_id: 101, region: 'idf' });
     } finally {
       await t.close!();
@@ -378,7 +379,7 @@ c.close()
     const t = await opened({ sql: { path: file, query: 'SELECT oui, vendor FROM vendors', refresh_seconds: 1 }, key: 'oui' });
     try {
       py(`import sqlite3; c = sqlite3.connect(${JSON.stringify(file)}); c.execute("UPDATE vendors SET vendor = 'Nokia Networks'"); c.commit()`);
-      await new Promise((r) => setTimeout(r, 1500));
+      await until(() => (t.apply({ oui: '00:1A:2B' }, rc) as Rec).vendor === 'Nokia Networks', 3000, 'the refresh');
       expect(t.apply({ oui: '00:1A:2B' }, rc)).toEqual({ oui: '00:1A:2B', vendor: 'Nokia Networks' });
     } finally {
       await t.close!();

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually } from '../../helpers/daemon.js';
+import { until } from '../../helpers/wait.js';
 import { launch, watchedPage, type WatchedPage } from '../browser.js';
 import { serve, type Served } from '../serve.js';
 import { builtUi } from '../ui-build.js';
@@ -58,7 +58,7 @@ async function deadLetter(name: string, lines: string[], dlq = true) {
   writeFileSync(join(root, 'in', 'a.ndjson'), lines.join('\n') + '\n');
   await api('POST', '/api/pipelines', pipelineYaml(name, root, dlq));
   const { run_id } = await api('POST', `/api/pipelines/${name}/run`);
-  return eventually(async () => {
+  return until(async () => {
     const run = await api('GET', `/api/runs/${run_id}`);
     return run.status !== 'running' && run;
   }, 30_000);

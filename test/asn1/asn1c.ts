@@ -44,7 +44,7 @@ export function asn1cEncode(schema: string, pdu: string, format: 'der' | 'xer' |
   try {
     out = execFileSync(asn1cEncoder(schema), [pdu, format], { input: xerValues.join('\f'), maxBuffer: 256 << 20, stdio: 'pipe' });
   } catch (err) {
-    throw new Error(`asn1c encoder: ${String((err as { stderr?: Buffer }).stderr ?? err)}`);
+    throw new Error(`asn1c encoder: ${String((err as { stderr?: Buffer }).stderr ?? err)}`, { cause: err });
   }
   const list: Buffer[] = [];
   for (let p = 0; p < out.length; ) {

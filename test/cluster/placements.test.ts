@@ -16,7 +16,7 @@ import { netns, type Netns } from './netns.js';
 
 /** Every record the sink wrote, over all its files (one per slot run). */
 const written = (dir: string) => {
-  let files: string[] = [];
+  let files: string[];
   try {
     files = readdirSync(dir).filter((f) => f.endsWith('.ndjson'));
   } catch {

@@ -66,8 +66,7 @@ describe('amqp specifics', () => {
     await publish(q, 30);
     const blocker = join(tempDir(), 'a-file');
     writeFileSync(blocker, 'not a directory');
-    let rec: RunRecord | undefined;
-    rec = await stream({ queue: q, reconnect_delay_seconds: 0.1 }, [{ type: 'local', path: join(blocker, 'out') }], () => false);
+    const rec = await stream({ queue: q, reconnect_delay_seconds: 0.1 }, [{ type: 'local', path: join(blocker, 'out') }], () => false);
     expect(rec.records_out).toBe(0);
     expect(rec.errors.join('\n')).toMatch(/no sink wrote the batch/);
     const left = await drainQueue(q);

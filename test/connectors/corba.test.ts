@@ -9,6 +9,7 @@
 // or not GIOP at all; test()'s LocateRequest; skip_processed with its dedupe window, the key
 // remembered only after delivery (and for a void call); and config lint (exclusive fields, types,
 // values, references).
+import type { CdrWriter } from '../../src/plugins/connectors/corba/cdr.js';
 import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -118,12 +119,12 @@ describe('corba source against omniORB', () => {
 
   it('big-endian requests are understood by omniORB too (the client in either byte order)', async () => {
     const { CorbaClient } = await import('../../src/plugins/connectors/corba/client.js');
-    const { CdrWriter, decodeValue, encodeValue, parseType } = await import('../../src/plugins/connectors/corba/cdr.js');
+    const { decodeValue, encodeValue, parseType } = await import('../../src/plugins/connectors/corba/cdr.js');
     const t = parseType(ECHO_TYPE);
     for (const le of [false, true]) {
       const client = new CorbaClient(le);
       try {
-        const { result } = await client.invoke(orb.pm, 'echo', (w: InstanceType<typeof CdrWriter>) => encodeValue(w, t, SAMPLE), { timeoutMs: 10_000 });
+        const { result } = await client.invoke(orb.pm, 'echo', (w: CdrWriter) => encodeValue(w, t, SAMPLE), { timeoutMs: 10_000 });
         expect(decodeValue(result, t)).toEqual(SAMPLE);
       } finally {
         client.close();

@@ -27,7 +27,7 @@ export function loadPipeline(pipeline: Cfg): PipelineConfig {
 /** Records of every NDJSON file in `dir` (none while it does not exist). */
 export function outputRecords(dir: string): Rec[] {
   const out: Rec[] = [];
-  let names: string[] = [];
+  let names: string[];
   try {
     names = readdirSync(dir);
   } catch {

@@ -104,6 +104,7 @@ describe('prometheus_rw: the remote-write decoder', () => {
   });
 
   it('keeps float64 values exact through JSON, reads negative (pre-1970) timestamps, and a series without __name__', () => {
+    // eslint-disable-next-line no-loss-of-precision -- uint64's maximum as a sender writes it: the double it parses to
     const values = [2 ** 53 + 2, 2 ** 64, 1e-300, 0.1 + 0.2, 18446744073709551615];
     const { records } = decodeBody(encodeBody([{ labels: { job: 'x' }, samples: values.map((value, i) => ({ value, timestamp_ms: -1000 * (i + 1) })) }]));
     expect(JSON.parse(JSON.stringify(records)).map((r: Rec) => r.value)).toEqual(values);

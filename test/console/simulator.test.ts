@@ -164,7 +164,10 @@ describe('console SNMP simulator', () => {
       { username: 'legacy', auth_protocol: 'MD5', priv_protocol: 'DES' },
     ]);
     const shown = JSON.stringify((await a.api('GET', '/api/simulator/status')).body);
-    for (const u of users) expect(shown).not.toContain(u.auth_key), expect(shown).not.toContain(u.priv_key);
+    for (const u of users) {
+      expect(shown).not.toContain(u.auth_key);
+      expect(shown).not.toContain(u.priv_key);
+    }
     const v3 = (u: string, auth: string, ak: string, priv: string, pk: string, cmd = 'snmpget', ...rest: string[]) =>
       run(cmd, ['-v3', '-l', 'authPriv', '-u', u, '-a', auth, '-A', ak, '-x', priv, '-X', pk, '-On', '-t', '2', '-r', '0', target, ...rest]);
     expect(await v3('ops256', 'SHA-256', 'auth-secret-1', 'AES', 'priv-secret-1', 'snmpget', SYS_NAME)).toContain('STRING: "edge-router-01"');

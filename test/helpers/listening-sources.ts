@@ -10,6 +10,7 @@ import { defineSource } from '../../src/plugins/types.js';
 const idle = () => ({
   async *units(signal: AbortSignal) {
     await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+    yield* []; // no units: the source idles until stopped
   },
 });
 

@@ -40,7 +40,7 @@ async function daemon(env: Record<string, string> = {}, dir = tempDir('svc-secre
 /** local -> local with one add_field; `sink` replaces the sink's line, `extra` adds pipeline lines. */
 function pipeline(name: string, expr: string, w: ReturnType<typeof workArea>, o: { sink?: string; extra?: string[] } = {}) {
   const yaml = localYaml(name, { inDir: w.inDir, outDir: w.outDir, extra: [...(o.extra ?? []), 'transforms:', `  - { type: add_field, fields: { k: ${q(expr)} } }`] });
-  return o.sink ? yaml.replace(/    - \{ type: local, path: .*\n/, `    - ${o.sink}\n`) : yaml;
+  return o.sink ? yaml.replace(/ {4}- \{ type: local, path: .*\n/, `    - ${o.sink}\n`) : yaml;
 }
 
 async function runToEnd(d: Awaited<ReturnType<typeof daemon>>, name: string) {

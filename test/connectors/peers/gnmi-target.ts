@@ -141,7 +141,10 @@ export class GnmiTarget {
 
   /** Drops every connection and stops listening. */
   async stop(): Promise<void> {
-    for (const [s, cleanup] of [...this.streams]) (cleanup(), s.destroy());
+    for (const [s, cleanup] of [...this.streams]) {
+      cleanup();
+      s.destroy();
+    }
     this.streams.clear();
     this.watchers.clear();
     this.server?.forceShutdown();
@@ -157,7 +160,10 @@ export class GnmiTarget {
 
   /** Ends every open Subscribe RPC with status OK (a target that closes subscriptions, e.g. on a config reload). */
   endStreams() {
-    for (const [s, cleanup] of [...this.streams]) (cleanup(), s.end());
+    for (const [s, cleanup] of [...this.streams]) {
+      cleanup();
+      s.end();
+    }
   }
 
   /** Sets a leaf (ON_CHANGE subscribers are sent the new value). */
@@ -231,7 +237,10 @@ export class GnmiTarget {
     call.on('cancelled', cleanup);
     call.on('error', cleanup);
     call.on('end', () => {
-      if (!ended) (cleanup(), call.end());
+      if (!ended) {
+        cleanup();
+        call.end();
+      }
     });
     const refused = this.refuse(call.metadata);
     if (refused) return fail(refused.code!, refused.details!);
@@ -241,7 +250,12 @@ export class GnmiTarget {
     const matching = (s: { origin?: string; elem: Elem[] }) => [...this.leaves.values()].filter((l) => matches(s.elem, l.elem) && (!s.origin || !l.origin || s.origin === l.origin));
     const snapshot = () => {
       const seen = new Set<Leaf>();
-      for (const s of subs) for (const l of matching(s)) if (!seen.has(l)) (seen.add(l), call.write(this.notification([l], false)));
+      for (const s of subs)
+        for (const l of matching(s))
+          if (!seen.has(l)) {
+            seen.add(l);
+            call.write(this.notification([l], false));
+          }
       call.write({ sync_response: true });
     };
 

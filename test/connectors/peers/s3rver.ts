@@ -83,7 +83,7 @@ export async function s3rverPeer(buckets: string[] = [BUCKET]): Promise<S3rverPe
     client,
     objectFile: (key, bucket = BUCKET) => join(data, bucket, ...key.split('/').slice(0, -1), `${key.split('/').pop()}._S3rver_object`),
     takeRequests() {
-      let text = '';
+      let text: string;
       try {
         text = readFileSync(log, 'utf8');
       } catch {

@@ -123,7 +123,10 @@ export async function startSnmpsim(files: Record<string, string> = {}): Promise<
   const data = join(dir, 'data');
   const cache = join(dir, 'cache');
   const mibDir = join(dir, 'mibs');
-  for (const d of [data, cache, mibDir]) mkdirSync(d, { mode: 0o777 }), chmodSync(d, 0o777);
+  for (const d of [data, cache, mibDir]) {
+    mkdirSync(d, { mode: 0o777 });
+    chmodSync(d, 0o777);
+  }
   writeFileSync(join(mibDir, 'SVC-CONF-MIB.txt'), CONF_MIB);
   const port = await freeUdpPort();
   let proc: ChildProcess | undefined;

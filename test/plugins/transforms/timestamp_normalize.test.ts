@@ -28,6 +28,7 @@ describe('transform timestamp_normalize', () => {
       expect(norm(1767268800.123)).toBe('2026-01-01T12:00:00.123Z');
       expect(norm(1767268800123)).toBe('2026-01-01T12:00:00.123Z');
       expect(norm(1767268800123456)).toBe('2026-01-01T12:00:00.123Z');
+      // eslint-disable-next-line no-loss-of-precision -- a nanosecond epoch as a JSON number arrives: rounded to a double
       expect(norm(1767268800123456789)).toBe('2026-01-01T12:00:00.123Z');
       // The boundaries: below 1e11 is seconds (year 5138), from 1e11 milliseconds (1973).
       expect(norm(99999999999)).toBe('5138-11-16T09:46:39.000Z');
@@ -38,6 +39,7 @@ describe('transform timestamp_normalize', () => {
       expect(norm(1767268800, { unit: 's' })).toBe('2026-01-01T12:00:00.000Z');
       expect(norm(1767268800123, { unit: 'ms' })).toBe('2026-01-01T12:00:00.123Z');
       expect(norm(1767268800123456, { unit: 'us' })).toBe('2026-01-01T12:00:00.123Z');
+      // eslint-disable-next-line no-loss-of-precision -- a nanosecond epoch as a JSON number arrives: rounded to a double
       expect(norm(1767268800123456789, { unit: 'ns' })).toBe('2026-01-01T12:00:00.123Z');
       expect(norm(5, { unit: 'ns' })).toBe('1970-01-01T00:00:00.000Z');
     });
@@ -137,6 +139,7 @@ describe('transform timestamp_normalize', () => {
       expect(norm('2026-01-01T12:00:00.999+01:00', { output: 'epoch_ms' })).toBe(1767265200999);
       expect(norm('2026-01-01T12:00:00.999+01:00', { output: 'epoch_s' })).toBe(1767265200);
       expect(norm(-1.5, { output: 'epoch_s' })).toBe(-2);
+      // eslint-disable-next-line no-loss-of-precision -- a nanosecond epoch as a JSON number arrives: rounded to a double
       expect(norm(1767268800123456789, { output: 'epoch_ms' })).toBe(1767268800123);
     });
   });

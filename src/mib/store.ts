@@ -159,6 +159,7 @@ export const MIB_MAX_FILE_BYTES = 4 << 20;
 /** Upload source groups: a folder name; `bundled*` is reserved for the read-only sources. */
 const GROUP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** No folders, no control characters (they cannot go into a Content-Disposition header or a log line). */
+// eslint-disable-next-line no-control-regex -- control characters are what this pattern refuses
 const FILE_NAME = /^[^/\\\x00-\x1f\x7f]{1,200}$/;
 /**
  * Longest file name in UTF-8 bytes: file systems allow 255, and writeFileDurably's temp file beside
@@ -613,6 +614,7 @@ export class MibStore {
     if (!files.length) throw new MibStoreError('no files: send one or more MIB sources as files[] (.mib, .txt, .my or no extension)', 400);
     const seen = new Set<string>();
     for (const f of files) {
+      // eslint-disable-next-line no-control-regex -- control characters are what this check refuses
       if (/[\x00-\x1f\x7f]/.test(f.name)) throw new MibStoreError(`file name ${JSON.stringify(f.name)} has control characters: give a plain file name`, 400);
       const bytes = Buffer.byteLength(f.name);
       if (bytes > FILE_NAME_BYTES) throw new MibStoreError(`file name '${f.name}' is ${bytes} bytes in UTF-8; a MIB source name may have at most ${FILE_NAME_BYTES}`, 400);
@@ -972,7 +974,7 @@ export class MibStore {
       res = await fetch(url, { headers, signal: AbortSignal.timeout(REPOSITORY_TIMEOUT_MS) });
     } catch (e) {
       const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
-      throw new Error(`${module}: the MIB repository ${shown} cannot be reached (${hide(cause)}); check mib_repository_url and the network`);
+      throw new Error(`${module}: the MIB repository ${shown} cannot be reached (${hide(cause)}); check mib_repository_url and the network`, { cause: e });
     }
     if (res.status === 404) throw new Error(`${module}: not found in the bundled sources or at ${shown}`);
     if (!res.ok) throw new Error(`${module}: the MIB repository answered ${res.status} for ${shown}`);

@@ -91,7 +91,7 @@ export const kafkaRoundtrip: Scenario = {
       rmSync(kcatOut);
 
       // Produce: local NDJSON -> kafka sink (one message per record, acks -1).
-      let t0 = performance.now();
+      const t0 = performance.now();
       const produced = await runPipeline(
         load(`version: "1"
 pipeline:

@@ -66,7 +66,10 @@ async function countObjects(client: S3Client, prefix: string): Promise<{ objects
   let token: string | undefined;
   do {
     const page = await client.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: prefix, ContinuationToken: token }));
-    for (const o of page.Contents ?? []) (objects++, (bytes += o.Size ?? 0));
+    for (const o of page.Contents ?? []) {
+      objects++;
+      bytes += o.Size ?? 0;
+    }
     token = page.NextContinuationToken;
   } while (token);
   return { objects, bytes };

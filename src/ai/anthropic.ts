@@ -11,7 +11,16 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 const MAX_TOKENS = 8192;
 
 /** `{type: "error", error: {type, message}}`. */
-const errorMessage = (b: any): string | undefined => vendorMessage(b?.error?.type, b?.error?.message);
+const errorMessage = (b: unknown): string | undefined => {
+  const e = (b as { error?: { type?: unknown; message?: unknown } } | null | undefined)?.error;
+  return vendorMessage(e?.type, e?.message);
+};
+
+/** What is read of an answer: `{content: [{type: "text", text}, ...], stop_reason}`. */
+interface Answer {
+  content?: unknown;
+  stop_reason?: unknown;
+}
 
 export function anthropicProvider(o: ProviderOptions): Provider {
   const url = joinUrl(o.baseUrl || ANTHROPIC_BASE_URL, '/v1/messages');
@@ -22,11 +31,11 @@ export function anthropicProvider(o: ProviderOptions): Provider {
     async complete(req: ChatRequest) {
       const body = { model, max_tokens: MAX_TOKENS, system: req.system, messages: req.messages };
       const headers = { 'x-api-key': o.apiKey, 'anthropic-version': ANTHROPIC_VERSION };
-      const res = await postJson(url, body, { vendor: 'anthropic', headers, timeoutMs: o.timeoutMs, errorMessage });
-      const blocks: any[] = Array.isArray(res.content) ? res.content : [];
+      const res = await postJson<Answer>(url, body, { vendor: 'anthropic', headers, timeoutMs: o.timeoutMs, errorMessage });
+      const blocks: unknown[] = Array.isArray(res.content) ? res.content : [];
       const text = blocks
-        .filter((b) => b?.type === 'text' && typeof b.text === 'string')
-        .map((b) => b.text as string)
+        .filter((b): b is { text: string } => (b as { type?: unknown } | null)?.type === 'text' && typeof (b as { text?: unknown }).text === 'string')
+        .map((b) => b.text)
         .join('');
       if (!text.trim()) throw httpError('HTTP_AI_PROVIDER_FAILED', `anthropic answered without text (stop_reason ${res.stop_reason ?? 'none'})`);
       return text;

@@ -7,7 +7,16 @@ export const GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com';
 export const GEMINI_DEFAULT_MODEL = 'gemini-2.5-flash';
 
 /** Google's `{error: {code, message, status}}`. */
-const errorMessage = (b: any): string | undefined => vendorMessage(b?.error?.status, b?.error?.message);
+const errorMessage = (b: unknown): string | undefined => {
+  const e = (b as { error?: { status?: unknown; message?: unknown } } | null | undefined)?.error;
+  return vendorMessage(e?.status, e?.message);
+};
+
+/** What is read of an answer: `{candidates: [{content: {parts: [{text, thought?}]}, finishReason}], promptFeedback}`. */
+interface Answer {
+  candidates?: { content?: { parts?: unknown }; finishReason?: unknown }[];
+  promptFeedback?: { blockReason?: unknown };
+}
 
 export function geminiProvider(o: ProviderOptions): Provider {
   // `models/gemini-x` (the API's resource name) and `gemini-x` both work as SVC_AI_MODEL.
@@ -21,13 +30,13 @@ export function geminiProvider(o: ProviderOptions): Provider {
         systemInstruction: { parts: [{ text: req.system }] },
         contents: req.messages.map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: [{ text: m.content }] })),
       };
-      const res = await postJson(url, body, { vendor: 'gemini', headers: { 'x-goog-api-key': o.apiKey }, timeoutMs: o.timeoutMs, errorMessage });
+      const res = await postJson<Answer>(url, body, { vendor: 'gemini', headers: { 'x-goog-api-key': o.apiKey }, timeoutMs: o.timeoutMs, errorMessage });
       const cand = res.candidates?.[0];
-      const parts: any[] = Array.isArray(cand?.content?.parts) ? cand.content.parts : [];
+      const parts: unknown[] = Array.isArray(cand?.content?.parts) ? cand.content.parts : [];
       // Thinking models add parts marked `thought: true`: not part of the answer.
       const text = parts
-        .filter((p) => typeof p?.text === 'string' && !p.thought)
-        .map((p) => p.text as string)
+        .filter((p): p is { text: string } => typeof (p as { text?: unknown } | null)?.text === 'string' && !(p as { thought?: unknown }).thought)
+        .map((p) => p.text)
         .join('');
       if (!text.trim()) {
         const why = res.promptFeedback?.blockReason ? `blocked: ${res.promptFeedback.blockReason}` : `finishReason ${cand?.finishReason ?? 'none'}`;

@@ -8,11 +8,17 @@ export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 export const OPENAI_DEFAULT_MODEL = 'gpt-4.1-mini';
 
 /** `{error: {message, type, code}}` (OpenAI, vLLM) or `{error: "text"}` (older Ollama). */
-const errorMessage = (b: any): string | undefined => {
-  const e = b?.error;
+const errorMessage = (b: unknown): string | undefined => {
+  const body = b as { error?: string | { message?: unknown; type?: unknown; code?: unknown }; message?: unknown } | null | undefined;
+  const e = body?.error;
   if (typeof e === 'string') return e;
-  return vendorMessage(e?.code ?? e?.type, e?.message) ?? (typeof b?.message === 'string' ? b.message : undefined);
+  return vendorMessage(e?.code ?? e?.type, e?.message) ?? (typeof body?.message === 'string' ? body.message : undefined);
 };
+
+/** What is read of an answer: `{choices: [{message: {content, refusal}, finish_reason}]}`. */
+interface Answer {
+  choices?: { message?: { content?: unknown; refusal?: string | null }; finish_reason?: unknown }[];
+}
 
 export function openaiProvider(o: ProviderOptions): Provider {
   const url = joinUrl(o.baseUrl || OPENAI_BASE_URL, '/chat/completions');
@@ -22,11 +28,11 @@ export function openaiProvider(o: ProviderOptions): Provider {
     model,
     async complete(req: ChatRequest) {
       const body = { model, messages: [{ role: 'system', content: req.system }, ...req.messages] };
-      const res = await postJson(url, body, { vendor: 'openai', headers: { authorization: `Bearer ${o.apiKey}` }, timeoutMs: o.timeoutMs, errorMessage });
+      const res = await postJson<Answer>(url, body, { vendor: 'openai', headers: { authorization: `Bearer ${o.apiKey}` }, timeoutMs: o.timeoutMs, errorMessage });
       const choice = res.choices?.[0];
       const content = choice?.message?.content;
       // Some servers answer content as a list of parts.
-      const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: any) => (typeof p?.text === 'string' ? p.text : '')).join('') : '';
+      const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: unknown) => { const t = (p as { text?: unknown } | null)?.text; return typeof t === 'string' ? t : ''; }).join('') : '';
       if (!text.trim()) {
         const why = choice?.message?.refusal ?? (choice?.finish_reason ? `finish_reason ${choice.finish_reason}` : 'no choices');
         throw httpError('HTTP_AI_PROVIDER_FAILED', `openai answered without text (${why})`);

@@ -8,7 +8,8 @@ import { registry as defaultRegistry } from '../plugins/registry.js';
 import type { Registry } from '../config/load.js';
 import type { AnyPlugin, PluginKind } from '../plugins/types.js';
 
-type Schema = TSchema & Record<string, any>;
+/** TypeBox's SchemaOptions already admit any keyword (`description`, `enum`, `properties` ...). */
+type Schema = TSchema;
 
 /** Descriptions are cut to their first sentence and this many characters: the catalogue is sent with every request. */
 const MAX_DESCRIPTION = 110;

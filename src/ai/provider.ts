@@ -40,11 +40,15 @@ export interface PostOptions {
   headers: Record<string, string>;
   timeoutMs: number;
   /** The vendor's error message from its error body, when it has the vendor's shape. */
-  errorMessage(body: any): string | undefined;
+  errorMessage(body: unknown): string | undefined;
 }
 
-/** POSTs `body` as JSON and returns the parsed JSON answer; every failure is an HTTP_AI_PROVIDER_FAILED (502). */
-export async function postJson(url: string, body: unknown, o: PostOptions): Promise<any> {
+/**
+ * POSTs `body` as JSON and returns the parsed JSON answer; every failure is an HTTP_AI_PROVIDER_FAILED
+ * (502). `T` is what the caller reads of the vendor's answer (a JSON object, not checked further:
+ * give its fields `unknown` or optional types, and check them).
+ */
+export async function postJson<T extends object>(url: string, body: unknown, o: PostOptions): Promise<T> {
   const seconds = o.timeoutMs / 1000;
   const signal = AbortSignal.timeout(o.timeoutMs);
   let text: string;
@@ -59,7 +63,7 @@ export async function postJson(url: string, body: unknown, o: PostOptions): Prom
     const why = err.cause?.code ?? err.cause?.message ?? err.message;
     throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} is unreachable at ${new URL(url).origin}: ${why}`);
   }
-  let json: any;
+  let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
@@ -70,7 +74,7 @@ export async function postJson(url: string, body: unknown, o: PostOptions): Prom
     throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} answered ${res.status}: ${message}`);
   }
   if (json === undefined || json === null || typeof json !== 'object') throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
-  return json;
+  return json as T;
 }
 
 async function readCapped(res: Response): Promise<string> {

@@ -146,22 +146,20 @@ const compiled = new WeakMap<Asn1Type, Dec>();
 const compiledBodies = new WeakMap<Body, ContentsDec>();
 
 export function decoderOf(t: Asn1Type): Dec {
-  let d = compiled.get(t);
+  const d = compiled.get(t);
   if (d) return d;
   // A forwarding stub first: a recursive type reaches itself while being compiled.
-  let real: Dec | undefined;
-  compiled.set(t, (buf, pos, end) => real!(buf, pos, end));
-  real = buildDecoder(t);
+  compiled.set(t, (buf, pos, end) => real(buf, pos, end));
+  const real = buildDecoder(t);
   compiled.set(t, real);
   return real;
 }
 
 function contentsOf(b: Body): ContentsDec {
-  let d = compiledBodies.get(b);
+  const d = compiledBodies.get(b);
   if (d) return d;
-  let real: ContentsDec | undefined;
-  compiledBodies.set(b, (buf, pos, body, stop, cons, end) => real!(buf, pos, body, stop, cons, end));
-  real = buildContents(b);
+  compiledBodies.set(b, (buf, pos, body, stop, cons, end) => real(buf, pos, body, stop, cons, end));
+  const real = buildContents(b);
   compiledBodies.set(b, real);
   return real;
 }
@@ -454,7 +452,10 @@ function oid(buf: Buffer, s: number, e: number, absolute: boolean, pos: number):
     if (big) v = (v << 7n) | BigInt(b & 0x7f);
     else {
       small = small * 128 + (b & 0x7f);
-      if (small > 2 ** 46) ((big = true), (v = BigInt(small)));
+      if (small > 2 ** 46) {
+        big = true;
+        v = BigInt(small);
+      }
     }
     if (!(b & 0x80)) {
       arcs.push(big ? v : small);

@@ -58,10 +58,17 @@ export function tokenize(text: string, file: string): Token[] {
       let depth = 1;
       i += 2;
       while (i < n && depth > 0) {
-        if (text[i] === '/' && text[i + 1] === '*') (depth++, (i += 2));
-        else if (text[i] === '*' && text[i + 1] === '/') (depth--, (i += 2));
-        else {
-          if (text[i] === '\n') (line++, (lineStart = i + 1));
+        if (text[i] === '/' && text[i + 1] === '*') {
+          depth++;
+          i += 2;
+        } else if (text[i] === '*' && text[i + 1] === '/') {
+          depth--;
+          i += 2;
+        } else {
+          if (text[i] === '\n') {
+            line++;
+            lineStart = i + 1;
+          }
           i++;
         }
       }
@@ -94,10 +101,15 @@ export function tokenize(text: string, file: string): Token[] {
       for (;;) {
         if (j >= n) throw new Asn1SyntaxError('unterminated character string', file, pos.line, pos.col, '"');
         if (text[j] === '"') {
-          if (text[j + 1] === '"') (s += '"', (j += 2));
-          else break;
+          if (text[j + 1] === '"') {
+            s += '"';
+            j += 2;
+          } else break;
         } else {
-          if (text[j] === '\n') (line++, (lineStart = j + 1));
+          if (text[j] === '\n') {
+            line++;
+            lineStart = j + 1;
+          }
           s += text[j++];
         }
       }

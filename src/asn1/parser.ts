@@ -118,7 +118,10 @@ class Parser {
         continue;
       }
       names.push(this.word('an imported name'));
-      if (this.is('{')) (this.i++, this.expect('}'));
+      if (this.is('{')) {
+        this.i++;
+        this.expect('}');
+      }
       this.accept(',');
     }
     if (names.length) this.fail("imported names without 'FROM'");
@@ -225,7 +228,10 @@ class Parser {
       this.expect('STRING');
       type = { t: 'builtin', name: 'UTF8String', line: t.line };
     } else if (w === 'ANY') {
-      if (this.accept('DEFINED')) (this.expect('BY'), this.word('an identifier'));
+      if (this.accept('DEFINED')) {
+        this.expect('BY');
+        this.word('an identifier');
+      }
       type = { t: 'any', line: t.line };
     } else if (w === 'EXTERNAL' || w === 'EMBEDDED') {
       if (w === 'EMBEDDED') this.expect('PDV');
@@ -455,7 +461,10 @@ class Parser {
     }
     if (this.accept('CONTAINING')) {
       this.type();
-      if (this.accept('ENCODED')) (this.expect('BY'), this.value());
+      if (this.accept('ENCODED')) {
+        this.expect('BY');
+        this.value();
+      }
       return { ext: false };
     }
     if (this.accept('ENCODED')) {

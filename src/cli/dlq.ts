@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { call, ProxyError, table, type Ctx } from './proxy.js';
+import type { ListedEnvelope } from '../dlq/service.js';
 
 export const DLQ_HELP = `Dead letters of a pipeline, through a running daemon (SVC_API_URL, SVC_API_KEY):
   svc dlq list PIPELINE [filters] [--replayed true|false] [--limit N] [--offset N]
@@ -86,7 +87,7 @@ export async function dlqCommand(argv: string[], ctx: Omit<Ctx, 'json'>): Promis
   if (verb === 'list') {
     const q = new URLSearchParams(filtersOf(v));
     for (const k of ['replayed', 'limit', 'offset'] as const) if (v[k] !== undefined) q.set(k, v[k]);
-    const items = (await call(c, 'GET', `${base}${q.size ? `?${q}` : ''}`)) as Record<string, any>[];
+    const items = (await call(c, 'GET', `${base}${q.size ? `?${q}` : ''}`)) as ListedEnvelope[];
     if (c.json) c.out(JSON.stringify(items, null, 2) + '\n');
     else {
       const rows = items.map((e) => ({

@@ -21,7 +21,11 @@ export interface CallOptions {
 
 export interface CallResult {
   status: number;
-  body: any;
+  /**
+   * The parsed JSON answer: an object on every /agent/* and /api/internal/* route, else whatever
+   * came (the text when it is not JSON, undefined when empty). Read it with `?.` and check the values.
+   */
+  body: { readonly [key: string]: unknown } | undefined;
 }
 
 /** One JSON call; network failures and timeouts throw with the URL in the message. */
@@ -45,7 +49,7 @@ export async function internalCall(method: 'GET' | 'POST' | 'PUT', url: string, 
   } catch {
     // not JSON: keep the text
   }
-  return { status: res.status, body: parsed };
+  return { status: res.status, body: parsed as CallResult['body'] };
 }
 
 /** Why a non-2xx answer failed, from its `{detail}`. */

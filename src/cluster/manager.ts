@@ -61,7 +61,6 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
   const discovery = workerDiscovery(settings);
   if (discovery.mode === 'none') log.warn('manager mode without workers: set SVC_WORKER_URLS, or SVC_WORKER_REPLICAS with SVC_WORKER_SERVICE and SVC_WORKER_NAMESPACE');
   const queue = new SqlRunQueue(opts.store.db, opts.store.engine);
-  let executor!: RemoteExecutor;
   let manager: PipelineManager | undefined;
   let drainTimer: NodeJS.Timeout | undefined;
   let draining: Promise<void> | undefined;
@@ -103,7 +102,7 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     singlePlacement: settings.STREAM_SINGLE_PLACEMENT,
     nodeId: settings.NODE_ID,
   });
-  executor = new RemoteExecutor({
+  const executor = new RemoteExecutor({
     placements,
     workers: {
       pick: (exclude) => {

@@ -239,7 +239,8 @@ function client(o: SyncOptions) {
     return new Error(`the manager refused GET ${r.url} with HTTP ${r.status} (${detail(r.body)})${hint}`);
   };
 
-  const list = async <T>(path: string, valid: (x: any) => boolean): Promise<T[]> => {
+  // `valid` sees one element of the answer's list (any JSON value): it checks the fields it needs.
+  const list = async <T>(path: string, valid: (x: { readonly [K in keyof T]?: unknown } | null | undefined) => boolean): Promise<T[]> => {
     const r = await fetchBytes(path);
     if (r.status !== 200) throw refused(r);
     let body: unknown;

@@ -100,7 +100,7 @@ export function applyPatch(record: Record<string, unknown>, ops: PatchOp[]): Rec
           throw new Error(`unknown op '${(o as { op: unknown }).op}'`);
       }
     } catch (e) {
-      throw new Error(`${at}: ${(e as Error).message}`);
+      throw new Error(`${at}: ${(e as Error).message}`, { cause: e });
     }
   });
   return doc;

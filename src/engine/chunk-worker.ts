@@ -15,6 +15,7 @@ const { config, wantsRecords, schemaDir } = workerData as { config: PipelineConf
 // From TypeScript sources (tests, `npm run svc`) Piscina loads this file through tsx's require hook:
 // Node 20 does not apply tsx's import hooks in worker threads, so plugins are required too.
 const fromSource = typeof require === 'function';
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- tsx's require hook is the only loader that reaches TypeScript sources in a worker thread (see above)
 const load: ModuleImporter = fromSource ? async (url) => require(fileURLToPath(url)) as unknown : (url) => import(url.href);
 
 let plan: ChunkPlan | undefined;

@@ -40,5 +40,6 @@ export function describeLocation(source: string, pos: number): string {
 /** A value quoted for a message, cut short so a huge field cannot flood a log line. */
 export function quote(v: string, max = 40): string {
   const cut = v.length > max ? `${v.slice(0, max)}...` : v;
+  // eslint-disable-next-line no-control-regex -- control characters are what is escaped (\xNN) here
   return `'${cut.replace(/[\\']/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)}'`;
 }

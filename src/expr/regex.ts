@@ -59,6 +59,7 @@ export function linearEngineAvailable(): boolean {
   if (linearAvailable === undefined) {
     const probe = (): boolean => {
       try {
+        // eslint-disable-next-line no-invalid-regexp -- `l` is V8's linear-time engine flag (behind --enable-experimental-regexp-engine): this probe detects it
         new RegExp('a', 'l');
         return true;
       } catch {
@@ -110,6 +111,7 @@ export function compileRegex(pattern: string, fn: string, site: Site): SafeRegex
   }
   let linear: RegExp;
   try {
+    // eslint-disable-next-line no-invalid-regexp -- `l` is V8's linear-time engine flag, known to be available here (linearEngineAvailable)
     linear = new RegExp(pattern, 'l');
   } catch {
     return fail(

@@ -301,9 +301,15 @@ export function groupVarBinds(vbs: VarBind[], ix: MibIndex, cell: (vb: VarBind, 
         columnSets.set(t, new Set());
       }
       const cols = columnSets.get(t)!;
-      if (!cols.has(n.name)) cols.add(n.name), t.columns.push(n.name);
+      if (!cols.has(n.name)) {
+        cols.add(n.name);
+        t.columns.push(n.name);
+      }
       let row = t.rows[o.suffix];
-      if (!row) (row = t.rows[o.suffix] = {}), t.row_count++;
+      if (!row) {
+        row = t.rows[o.suffix] = {};
+        t.row_count++;
+      }
       row[n.name] = cell(vb, 'cell');
       continue;
     }

@@ -26,7 +26,7 @@ export async function loadTemplates(dir = ''): Promise<Template[]> {
   return Promise.all(
     files.map(async (f) => {
       const yaml = await readFile(join(root, f), 'utf8');
-      let description = '';
+      let description: string;
       try {
         description = String((parse(yaml) as { pipeline?: { description?: unknown } })?.pipeline?.description ?? '');
       } catch {

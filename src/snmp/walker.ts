@@ -38,8 +38,14 @@ function compareFrom(a: string, b: string, k: number): number {
     let x = 0;
     let y = 0;
     let c: number;
-    while (i < a.length && (c = a.charCodeAt(i)) !== 46) (x = x * 10 + c - 48), i++;
-    while (j < b.length && (c = b.charCodeAt(j)) !== 46) (y = y * 10 + c - 48), j++;
+    while (i < a.length && (c = a.charCodeAt(i)) !== 46) {
+      x = x * 10 + c - 48;
+      i++;
+    }
+    while (j < b.length && (c = b.charCodeAt(j)) !== 46) {
+      y = y * 10 + c - 48;
+      j++;
+    }
     if (x !== y) return x - y;
     i++;
     j++;

@@ -1,9 +1,9 @@
 // The database's clock, for times several processes must agree on (queued-run expiry, the
 // manager lease): their own clocks may differ, the database's is one.
-import { sql, type Kysely } from 'kysely';
+import { sql, type QueryExecutorProvider } from 'kysely';
 import type { DbEngine } from './types.js';
 
-export async function dbNow(db: Kysely<any>, engine: DbEngine): Promise<Date> {
+export async function dbNow(db: QueryExecutorProvider, engine: DbEngine): Promise<Date> {
   const expr =
     engine === 'postgresql'
       ? sql<number>`extract(epoch from clock_timestamp()) * 1000`

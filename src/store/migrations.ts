@@ -6,7 +6,7 @@
 // chosen so every engine returns the same values: timestamps are canonical ISO 8601 text,
 // strings compare bytewise (PostgreSQL `collate "C"`, MySQL/MariaDB a binary no-pad
 // collation, SQLite's default BINARY), so names and times sort the same everywhere.
-import { Migrator, sql, type CreateTableBuilder, type Kysely, type Migration, type RawBuilder } from 'kysely';
+import { Migrator, sql, type CreateTableBuilder, type Kysely, type Migration, type QueryExecutorProvider, type RawBuilder } from 'kysely';
 import type { Logger } from '../observability/log.js';
 import type { DbEngine } from './types.js';
 
@@ -28,7 +28,7 @@ function typesFor(engine: DbEngine): Types {
 }
 
 /** MySQL/MariaDB: a binary collation without trailing-space padding where the server has one. */
-async function mysqlTableOptions(db: Kysely<any>): Promise<RawBuilder<unknown>> {
+async function mysqlTableOptions(db: QueryExecutorProvider): Promise<RawBuilder<unknown>> {
   const preferred = ['utf8mb4_nopad_bin', 'utf8mb4_0900_bin', 'utf8mb4_bin'];
   const rows = await sql<{ name: string }>`select COLLATION_NAME as name from information_schema.COLLATIONS
     where COLLATION_NAME in (${sql.join(preferred)})`.execute(db);
@@ -39,7 +39,7 @@ async function mysqlTableOptions(db: Kysely<any>): Promise<RawBuilder<unknown>> 
 
 type TableFinisher = <T extends string, C extends string>(b: CreateTableBuilder<T, C>) => CreateTableBuilder<T, C>;
 
-async function tableFinisher(db: Kysely<any>, engine: DbEngine): Promise<TableFinisher> {
+async function tableFinisher(db: QueryExecutorProvider, engine: DbEngine): Promise<TableFinisher> {
   if (engine !== 'mysql') return (b) => b;
   const opts = await mysqlTableOptions(db);
   return (b) => b.modifyEnd(opts);
@@ -293,7 +293,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
 export const MIGRATION_NAMES = Object.keys(migrationsFor('sqlite'));
 export const LATEST_MIGRATION = MIGRATION_NAMES[MIGRATION_NAMES.length - 1]!;
 
-export function createMigrator(db: Kysely<any>, engine: DbEngine, opts: { disableTransactions?: boolean } = {}): Migrator {
+export function createMigrator<DB>(db: Kysely<DB>, engine: DbEngine, opts: { disableTransactions?: boolean } = {}): Migrator {
   return new Migrator({ db, provider: { getMigrations: async () => migrationsFor(engine) }, ...opts });
 }
 
@@ -306,7 +306,7 @@ export function createMigrator(db: Kysely<any>, engine: DbEngine, opts: { disabl
  * the whole run happens inside one `BEGIN IMMEDIATE` transaction, which takes the file's write
  * lock up front (waiting up to the busy timeout) so the second process sees the finished schema.
  */
-export async function migrate(db: Kysely<any>, engine: DbEngine, log: Logger, target: string = LATEST_MIGRATION): Promise<string[]> {
+export async function migrate<DB>(db: Kysely<DB>, engine: DbEngine, log: Logger, target: string = LATEST_MIGRATION): Promise<string[]> {
   let result: Awaited<ReturnType<Migrator['migrateTo']>>;
   if (engine === 'sqlite') {
     await sql`begin immediate`.execute(db);

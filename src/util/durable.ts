@@ -43,6 +43,6 @@ export async function readJsonFile<T>(file: string): Promise<T | undefined> {
     return JSON.parse(await fs.readFile(file, 'utf8')) as T;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new Error(`${file}: ${(e as Error).message}`);
+    throw new Error(`${file}: ${(e as Error).message}`, { cause: e });
   }
 }

@@ -24,7 +24,10 @@ export function loadPipeline(pipeline: Cfg): PipelineConfig {
   return r.config;
 }
 
-/** Records of every NDJSON file in `dir` (none while it does not exist). */
+/**
+ * Records of every NDJSON file in `dir` (none while it does not exist). A running sink may be in the
+ * middle of a line: only lines that end in a newline count, so a poll never parses half a record.
+ */
 export function outputRecords(dir: string): Rec[] {
   const out: Rec[] = [];
   let names: string[];
@@ -33,7 +36,11 @@ export function outputRecords(dir: string): Rec[] {
   } catch {
     return out;
   }
-  for (const n of names.sort()) for (const line of readFileSync(join(dir, n), 'utf8').split('\n')) if (line.trim()) out.push(JSON.parse(line) as Rec);
+  for (const n of names.sort()) {
+    const lines = readFileSync(join(dir, n), 'utf8').split('\n');
+    lines.pop(); // what follows the last newline: '' or a line still being written
+    for (const line of lines) if (line.trim()) out.push(JSON.parse(line) as Rec);
+  }
   return out;
 }
 

@@ -236,8 +236,10 @@ export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
         const sent: number[] = [];
         for (let i = from; i < to; i++) {
           const e = encode(records[i]!);
-          if (typeof e === 'string') parts.push(e), sent.push(i);
-          else out.rejected.push({ index: i, reason: e.error });
+          if (typeof e === 'string') {
+            parts.push(e);
+            sent.push(i);
+          } else out.rejected.push({ index: i, reason: e.error });
         }
         if (sent.length === 0) continue;
         presence.connecting();

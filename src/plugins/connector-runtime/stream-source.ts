@@ -194,9 +194,15 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
           refused = undefined;
           report('connected');
           // Messages that arrived before connect() resolved may already be past the mark.
-          if (queue.length >= highWater) (paused = true), session.pause();
+          if (queue.length >= highWater) {
+            paused = true;
+            session.pause();
+          }
           for (;;) {
-            if (signal.aborted && !paused) (paused = true), session.pause();
+            if (signal.aborted && !paused) {
+              paused = true;
+              session.pause();
+            }
             // What an acknowledging peer sent on a lost session comes again; an at-most-once one's
             // messages already received are handed on first (they exist nowhere else).
             if (refused || (lost && (connector.acknowledges || queue.length === 0))) break;
@@ -215,7 +221,10 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
                 continue; // stopped, lost or refused meanwhile: the checks above
               }
               const batch = queue.splice(0, maxBatch);
-              if (paused && !signal.aborted && queue.length < highWater / 2) (paused = false), session.resume();
+              if (paused && !signal.aborted && queue.length < highWater / 2) {
+                paused = false;
+                session.resume();
+              }
               handedOn = performance.now();
               yield* unitsOf(batch, session, gen);
               continue;

@@ -136,7 +136,7 @@ export function webhookStream(c: WebhookStreamConfig, ctx: PluginContext, opts: 
         // First what an earlier process accepted and did not deliver (new bodies wait in the queue
         // meanwhile: their positions are all higher), in units of at most max_queue_size bodies.
         if (spool) {
-          let batch: HeldBody[] = [];
+          const batch: HeldBody[] = [];
           for await (const r of spool.replay()) {
             if (signal.aborted) {
               // Stopped mid-replay: the rest stays in the spool, so nothing past it may be committed.

@@ -57,7 +57,7 @@ export default defineSink({
     try {
       await checkTable(client, c, signal);
     } catch (e) {
-      throw new Error(e instanceof MissingTable ? e.message : describe(e, c));
+      throw new Error(e instanceof MissingTable ? e.message : describe(e, c), { cause: e });
     } finally {
       await client.close();
     }

@@ -65,7 +65,7 @@ export default defineSource({
       const rs = await new Queries(client).select(`SELECT * FROM (${sqlOf(c)}) LIMIT 0`, c.params as Record<string, ParamValue>, 'JSONEachRow', signal);
       await rs.text();
     } catch (e) {
-      throw new Error(describe(e, c));
+      throw new Error(describe(e, c), { cause: e });
     } finally {
       await client.close();
     }
@@ -103,7 +103,10 @@ export default defineSource({
               throw new SourceError(`clickhouse: reading the result: ${msg}`, { cause: e });
             }
             if (r.done) ended = true;
-            else (pending = r.value), (at = 0);
+            else {
+              pending = r.value;
+              at = 0;
+            }
           }
           return pending[at++];
         };

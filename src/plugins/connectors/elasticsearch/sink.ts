@@ -53,14 +53,14 @@ export default defineSink({
       try {
         await es.info(undefined, { signal });
       } catch (e) {
-        throw new Error(readFailure(e, 'elasticsearch', `GET / on ${hostList(c.hosts)}`).message);
+        throw new Error(readFailure(e, 'elasticsearch', `GET / on ${hostList(c.hosts)}`).message, { cause: e });
       }
       if (c.pipeline) {
         try {
           await es.ingest.getPipeline({ id: c.pipeline }, { signal });
         } catch (e) {
           const f = readFailure(e, 'elasticsearch', `GET _ingest/pipeline/${c.pipeline}`);
-          throw new Error(f.status === 404 ? `ingest pipeline '${c.pipeline}' does not exist on ${hostList(c.hosts)}; create it or correct pipeline` : f.message);
+          throw new Error(f.status === 404 ? `ingest pipeline '${c.pipeline}' does not exist on ${hostList(c.hosts)}; create it or correct pipeline` : f.message, { cause: e });
         }
       }
     } finally {

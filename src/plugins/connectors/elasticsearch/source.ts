@@ -97,7 +97,7 @@ export default defineSource({
     try {
       await es.search({ index: c.index, size: 0, query: (c.query ?? MATCH_ALL) as never, track_total_hits: false }, { signal });
     } catch (e) {
-      throw new Error(explain(e, c, `search '${c.index}' on ${hostList(c.hosts)}`));
+      throw new Error(explain(e, c, `search '${c.index}' on ${hostList(c.hosts)}`), { cause: e });
     } finally {
       await es.close();
     }

@@ -124,7 +124,7 @@ export async function connectFtp(c: FtpServer, signal?: AbortSignal): Promise<Ft
     try {
       ca = await readFile(c.tls_ca_certs);
     } catch (e) {
-      throw new Error(`cannot read tls_ca_certs '${c.tls_ca_certs}': ${(e as NodeJS.ErrnoException).code ?? errorMessage(e)}`);
+      throw new Error(`cannot read tls_ca_certs '${c.tls_ca_certs}': ${(e as NodeJS.ErrnoException).code ?? errorMessage(e)}`, { cause: e });
     }
   }
   const { Client } = await basicFtp();

@@ -115,9 +115,9 @@ export default defineSink({
     try {
       await h.send(path, '', 'POST', { 'content-type': 'text/plain; charset=utf-8' });
     } catch (e) {
-      if (!isHttpError(e)) throw new Error(networkError(e, where));
+      if (!isHttpError(e)) throw new Error(networkError(e, where), { cause: e });
       if (e.statusCode === 400 && /writing requires points/.test(serverMessage(e))) return;
-      throw new Error(finalReason(c, e, where) ?? `${where} answered ${e.statusCode}: ${oneLine(serverMessage(e))}`);
+      throw new Error(finalReason(c, e, where) ?? `${where} answered ${e.statusCode}: ${oneLine(serverMessage(e))}`, { cause: e });
     } finally {
       h.close();
     }
@@ -174,7 +174,10 @@ export default defineSink({
         records.forEach((r, i) => {
           const l = toLine(r, opts);
           if ('refused' in l) rejected.push({ index: i, reason: `influxdb: ${l.refused}` });
-          else lines.push(l), index.push(i);
+          else {
+            lines.push(l);
+            index.push(i);
+          }
         });
         if (lines.length === 0) return rejected.length ? { rejected } : undefined;
         const body = lines.map((l) => l.text).join('\n');

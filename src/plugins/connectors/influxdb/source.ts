@@ -64,7 +64,7 @@ export default defineSource({
         if (signal.aborted) break;
       }
     } catch (e) {
-      throw new Error(describe(c, e));
+      throw new Error(describe(c, e), { cause: e });
     } finally {
       h.close();
     }

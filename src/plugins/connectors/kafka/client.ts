@@ -6,7 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { ISocketFactory, Kafka, KafkaConfig, LogEntry, SASLOptions } from 'kafkajs';
 import type { Logger } from '../../../observability/log.js';
 import { secret } from '../../../core/secrets.js';
@@ -43,8 +43,7 @@ export const securityFields = {
   ),
 };
 
-const securitySchema = Type.Object(securityFields);
-export type Security = Static<typeof securitySchema>;
+export type Security = Static<TObject<typeof securityFields>>;
 
 const SASL = new Set(['SASL_PLAINTEXT', 'SASL_SSL']);
 const TLS = new Set(['SSL', 'SASL_SSL']);
@@ -151,7 +150,7 @@ export async function kafkaClient(c: Security & { brokers: string[] }, opts: Cli
       try {
         ca = await readFile(c.ssl_cafile, 'utf8');
       } catch (e) {
-        throw new Error(`cannot read ssl_cafile ${c.ssl_cafile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        throw new Error(`cannot read ssl_cafile ${c.ssl_cafile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
       }
     }
     config.ssl = ca ? { ca: [ca] } : true;
@@ -200,12 +199,12 @@ export async function checkCluster(c: Security & { brokers: string[] }, log: Log
     try {
       await admin.connect();
     } catch (e) {
-      throw new Error(`cannot connect to the brokers ${c.brokers.join(', ')}: ${explain(e, c)}`);
+      throw new Error(`cannot connect to the brokers ${c.brokers.join(', ')}: ${explain(e, c)}`, { cause: e });
     }
     try {
       return (await admin.describeCluster()).brokers.length;
     } catch (e) {
-      throw new Error(`the bootstrap broker answered, but the brokers it advertises cannot be used (check their advertised listeners and security_protocol): ${explain(e, c)}`);
+      throw new Error(`the bootstrap broker answered, but the brokers it advertises cannot be used (check their advertised listeners and security_protocol): ${explain(e, c)}`, { cause: e });
     }
   } finally {
     await admin.disconnect().catch(() => {});

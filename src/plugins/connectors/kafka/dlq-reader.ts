@@ -26,7 +26,7 @@ export function kafkaDlqReader(c: Security & { brokers: string[]; topic: string 
         const offsets = await admin.fetchTopicOffsets(c.topic);
         ends = new Map(offsets.filter((o) => BigInt(o.high) > BigInt(o.low)).map((o) => [o.partition, BigInt(o.high)]));
       } catch (e) {
-        throw new Error(`cannot read the end offsets of topic ${c.topic}: ${explain(e, c)}`);
+        throw new Error(`cannot read the end offsets of topic ${c.topic}: ${explain(e, c)}`, { cause: e });
       } finally {
         await admin.disconnect().catch(() => {});
       }

@@ -76,7 +76,7 @@ export default defineSink({
           await producer.connect();
         } catch (e) {
           await producer.disconnect().catch(() => {});
-          throw new Error(`cannot reach the brokers ${c.brokers.join(', ')}: ${explain(e, c)}`);
+          throw new Error(`cannot reach the brokers ${c.brokers.join(', ')}: ${explain(e, c)}`, { cause: e });
         }
         return producer;
       },
@@ -94,7 +94,10 @@ export default defineSink({
         let total = 0;
         for (const r of records) {
           const value = ctx.encoder.one(r);
-          if (bytes > 0 && bytes + value.length > MAX_REQUEST_BYTES) requests.push([]), (bytes = 0);
+          if (bytes > 0 && bytes + value.length > MAX_REQUEST_BYTES) {
+            requests.push([]);
+            bytes = 0;
+          }
           requests.at(-1)!.push({ key: messageKey(r, c.key_field), value });
           bytes += value.length;
           total += value.length;
@@ -103,7 +106,7 @@ export default defineSink({
           try {
             for (const messages of requests) await p.send({ topic: c.topic, acks: -1, messages });
           } catch (e) {
-            throw new Error(explain(e));
+            throw new Error(explain(e), { cause: e });
           }
         });
         return { bytes: total };

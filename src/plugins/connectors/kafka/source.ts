@@ -224,7 +224,7 @@ export default defineSource({
         } catch (e) {
           closing = true;
           await within(consumer.disconnect(), 10_000, 'disconnecting').catch(() => {});
-          throw new Error(`cannot consume ${topics.join(', ')} from ${c.brokers.join(', ')}: ${explain(e, c)}`);
+          throw new Error(`cannot consume ${topics.join(', ')} from ${c.brokers.join(', ')}: ${explain(e, c)}`, { cause: e });
         }
         // run() resolves after the group join; a join that failed has crashed the consumer already.
         if (crashed) {
@@ -245,7 +245,7 @@ export default defineSource({
         } catch (e) {
           closing = true;
           await within(consumer.disconnect(), 10_000, 'disconnecting').catch(() => {});
-          throw new Error(`cannot commit the start positions of group '${groupId}': ${(e as Error).message}`);
+          throw new Error(`cannot commit the start positions of group '${groupId}': ${(e as Error).message}`, { cause: e });
         }
 
         const session: Session<KafkaMessage> = {

@@ -162,7 +162,7 @@ export default defineSource({
     try {
       await fs.readdir(c.path);
     } catch (e) {
-      throw new Error(unreadableMessage(c.path, e));
+      throw new Error(unreadableMessage(c.path, e), { cause: e });
     }
   },
   examples: [

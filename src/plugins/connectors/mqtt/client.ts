@@ -44,7 +44,7 @@ export async function tlsOptions(c: BrokerConfig): Promise<{ ca?: Buffer; server
     try {
       ca = await readFile(c.tls_ca_certs);
     } catch (e) {
-      throw new Error(`cannot read tls_ca_certs '${c.tls_ca_certs}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new Error(`cannot read tls_ca_certs '${c.tls_ca_certs}': ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { cause: e });
     }
   }
   return { ca, servername: isIP(c.host) ? undefined : c.host, rejectUnauthorized: true };

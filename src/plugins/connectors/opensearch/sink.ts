@@ -42,7 +42,7 @@ export default defineSink({
     try {
       await osInfo(os, signal);
     } catch (e) {
-      throw new Error(readFailure(e, 'opensearch', `GET / on ${hostList(c.hosts)}`).message);
+      throw new Error(readFailure(e, 'opensearch', `GET / on ${hostList(c.hosts)}`).message, { cause: e });
     } finally {
       await os.close();
     }

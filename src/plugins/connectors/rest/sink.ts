@@ -76,7 +76,7 @@ export default defineSink({
       try {
         status = (await http.send({ method: 'OPTIONS', url, headers: lowerHeaders(c.headers, authHeaders(c)), signal })).status;
       } catch (e) {
-        throw new Error(networkError(e, target, c.timeout));
+        throw new Error(networkError(e, target, c.timeout), { cause: e });
       }
       if (status === 401 || status === 403) throw new Error(`${target} returned ${statusText(status)}: the server refused the credentials (check auth_type and the credentials)`);
     } finally {

@@ -157,7 +157,7 @@ export async function connectSftp(c: SftpServer, opts: { policy: HostKeyPolicy; 
     try {
       privateKey = await fs.readFile(c.private_key_path);
     } catch (e) {
-      throw new Error(`cannot read private_key_path ${c.private_key_path}: ${errorMessage(e)}`);
+      throw new Error(`cannot read private_key_path ${c.private_key_path}: ${errorMessage(e)}`, { cause: e });
     }
   }
   const prefer = await preferredAlgorithms(opts.policy, c.host, c.port);
@@ -204,9 +204,9 @@ export async function connectSftp(c: SftpServer, opts: { policy: HostKeyPolicy; 
     sftp = await client.connect(options);
   } catch (e) {
     client.client.destroy();
-    if (hostKeyError) throw new Error(`cannot check the host key of ${where}: ${errorMessage(hostKeyError)}`);
-    if (verdict && !verdict.ok) throw new Error(`refused to connect: ${verdict.reason}`);
-    throw new Error(connectMessage(c, e));
+    if (hostKeyError) throw new Error(`cannot check the host key of ${where}: ${errorMessage(hostKeyError)}`, { cause: e });
+    if (verdict && !verdict.ok) throw new Error(`refused to connect: ${verdict.reason}`, { cause: e });
+    throw new Error(connectMessage(c, e), { cause: e });
   }
   ready = true;
   // OpenSSH announces its request limits; ssh2 splits larger requests into sequential ones.

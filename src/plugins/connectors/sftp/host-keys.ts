@@ -86,7 +86,7 @@ async function readKnownHosts(file: string): Promise<string> {
     return await fs.readFile(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return '';
-    throw new Error(`cannot read known_hosts file ${file}: ${(e as Error).message}`);
+    throw new Error(`cannot read known_hosts file ${file}: ${(e as Error).message}`, { cause: e });
   }
 }
 

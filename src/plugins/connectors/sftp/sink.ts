@@ -228,7 +228,7 @@ async function check(c: Config, log: PluginContext['log']): Promise<void> {
       await mkdirs(s, c.remote_path);
       await closeFile(s, await openFile(s, probe, 'new'));
     } catch (e) {
-      throw new Error(`remote_path ${c.remote_path} on ${serverName(c)} is not writable: ${isStatusError(e) ? statusText(e) : errorMessage(e)}`);
+      throw new Error(`remote_path ${c.remote_path} on ${serverName(c)} is not writable: ${isStatusError(e) ? statusText(e) : errorMessage(e)}`, { cause: e });
     }
     await unlink(s, probe).catch(() => undefined);
   } finally {

@@ -193,13 +193,13 @@ async function check(c: Config, log: PluginContext['log']): Promise<void> {
     try {
       st = await stat(s, c.remote_path);
     } catch (e) {
-      throw new Error(`remote_path ${c.remote_path} on ${serverName(c)}: ${statusText(e)}`);
+      throw new Error(`remote_path ${c.remote_path} on ${serverName(c)}: ${statusText(e)}`, { cause: e });
     }
     try {
       if (st.isDirectory()) await closeFile(s, await call<Buffer>(s, (cb) => s.sftp.opendir(c.remote_path, cb)));
       else await closeFile(s, await openFile(s, c.remote_path, 'read'));
     } catch (e) {
-      throw new Error(`remote_path ${c.remote_path} on ${serverName(c)} is not readable: ${statusText(e)}`);
+      throw new Error(`remote_path ${c.remote_path} on ${serverName(c)} is not readable: ${statusText(e)}`, { cause: e });
     }
   } finally {
     await endSession(s);

@@ -260,7 +260,10 @@ async function probe(host: string, port: number, waitMs: number): Promise<'answe
       });
       s.on('message', (buf) => {
         try {
-          if (decodeMessage(buf).version === 3) (clearTimeout(timer), resolve('answered'));
+          if (decodeMessage(buf).version === 3) {
+            clearTimeout(timer);
+            resolve('answered');
+          }
         } catch {
           /* not an answer */
         }

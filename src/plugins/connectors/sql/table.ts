@@ -111,7 +111,11 @@ export function planBatch(records: Rec[], table: TableInfo, upsert: string[] | u
       }
     }
     if (current && currentSig === sig) current.idx.push(index);
-    else plan.runs.push((current = { spec: shape, idx: [index] })), (currentSig = sig);
+    else {
+      current = { spec: shape, idx: [index] };
+      plan.runs.push(current);
+      currentSig = sig;
+    }
   });
   return plan;
 }

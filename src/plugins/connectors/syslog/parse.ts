@@ -116,9 +116,8 @@ function field(s: string, at: number, name: string, max: number): [string | null
 
 function parse5424(rec: SyslogRecord, raw: string, s: string): SyslogRecord {
   try {
-    let at = 0;
-    let ts: string | null;
-    [ts, at] = field(s, at, 'TIMESTAMP', 64);
+    const [ts, afterTs] = field(s, 0, 'TIMESTAMP', 64);
+    let at = afterTs;
     if (ts !== null && !RFC3339.test(ts)) throw new Error(`RFC 5424 TIMESTAMP '${ts}' is not RFC 3339`);
     [rec.hostname, at] = field(s, at, 'HOSTNAME', 255);
     [rec.app_name, at] = field(s, at, 'APP-NAME', 48);
@@ -240,7 +239,7 @@ export function bsdDate(month: number, day: number, h: number, m: number, sec: n
 
 function parse3164(rec: SyslogRecord, s: string, now: Date): SyslogRecord {
   rec.format = 'rfc3164';
-  let at = 0;
+  let at: number;
   const bsd = BSD_TS.exec(s);
   if (bsd) {
     const d = bsdDate(MONTHS[bsd[1]!]!, Number(bsd[2]!.trim()), Number(bsd[3]), Number(bsd[4]), Number(bsd[5]), now);

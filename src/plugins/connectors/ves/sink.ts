@@ -152,7 +152,7 @@ export default defineSink({
       try {
         res = await http.send({ method: 'GET', url, headers: { accept: 'application/json', ...authHeader(c) }, signal });
       } catch (e) {
-        throw new Error(networkError(e, target, timeoutS));
+        throw new Error(networkError(e, target, timeoutS), { cause: e });
       }
       const s = res.status;
       if (s === 401 || s === 403 || s === 404 || s >= 500) {

@@ -51,10 +51,16 @@ function kindAt(b: Buffer, i: number): 'measData' | 'measInfo' | 'measValue' | u
   const c = b[i];
   let name: 'measData' | 'measInfo' | 'measValue';
   let len: number;
-  if (c === 0x44 /* D */ && b[i + 1] === 0x61 && b[i + 2] === 0x74 && b[i + 3] === 0x61) (name = 'measData'), (len = 4);
-  else if (c === 0x49 /* I */ && b[i + 1] === 0x6e && b[i + 2] === 0x66 && b[i + 3] === 0x6f) (name = 'measInfo'), (len = 4);
-  else if (c === 0x56 /* V */ && b[i + 1] === 0x61 && b[i + 2] === 0x6c && b[i + 3] === 0x75 && b[i + 4] === 0x65) (name = 'measValue'), (len = 5);
-  else return undefined;
+  if (c === 0x44 /* D */ && b[i + 1] === 0x61 && b[i + 2] === 0x74 && b[i + 3] === 0x61) {
+    name = 'measData';
+    len = 4;
+  } else if (c === 0x49 /* I */ && b[i + 1] === 0x6e && b[i + 2] === 0x66 && b[i + 3] === 0x6f) {
+    name = 'measInfo';
+    len = 4;
+  } else if (c === 0x56 /* V */ && b[i + 1] === 0x61 && b[i + 2] === 0x6c && b[i + 3] === 0x75 && b[i + 4] === 0x65) {
+    name = 'measValue';
+    len = 5;
+  } else return undefined;
   const after = b[i + len];
   if (after === undefined) return name; // decided once more bytes arrive (caller checks length)
   return isSpace(after) || after === GT || after === SLASH ? name : undefined;

@@ -200,7 +200,7 @@ function encoderFor(c: ProtoConfig, schemaDir: string | undefined) {
     try {
       return Buffer.from(fromRecord(r));
     } catch (e) {
-      throw new Error(`protobuf ${type.fullName.slice(1)}: ${(e as Error).message}`);
+      throw new Error(`protobuf ${type.fullName.slice(1)}: ${(e as Error).message}`, { cause: e });
     }
   };
   const delimited = (r: Rec) => {

@@ -183,7 +183,7 @@ export default defineTransform({
           const cur = now[i];
           const before = prev.v[i];
           if (cur === null || cur === undefined) {
-            rc.note(`counter_delta: counter '${counters[i]}' missing in series ${k.replace(/\u0000/g, '/')}`);
+            rc.note(`counter_delta: counter '${counters[i]}' missing in series ${k.replaceAll('\u0000', '/')}`);
             continue; // it keeps its last value for the next sample
           }
           prev.v[i] = cur;

@@ -137,7 +137,7 @@ export default defineTransform({
         stamp = s;
       } catch (e) {
         // A file caught half-written (or moved away while being replaced) keeps the last good table; the next check tries again.
-        if (stamp === '') throw new Error(`cannot read lookup file ${file}: ${errorMessage(e)}`);
+        if (stamp === '') throw new Error(`cannot read lookup file ${file}: ${errorMessage(e)}`, { cause: e });
         ctx.log.warn({ file, err: errorMessage(e) }, 'enrich: lookup file unreadable, keeping the previous table');
       }
     };

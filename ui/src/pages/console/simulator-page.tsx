@@ -25,6 +25,7 @@ export function SimulatorPage() {
   // The form shows the configuration in use (or last used) whenever the simulator changes state.
   useEffect(() => {
     if (s) setForm((f) => ({ ...f, port: String(s.port), community: s.community || f.community }));
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- on a change of state or port only: every status push (uptime, counters) would undo what the user is typing
   }, [s?.state, s?.port]);
   // Uptime counts on between status pushes.
   const [now, setNow] = useState(Date.now());

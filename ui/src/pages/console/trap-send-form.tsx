@@ -24,7 +24,7 @@ export function TrapSendForm({ defaultPort }: { defaultPort: number }) {
   // Follows the receiver's port (send to ourselves) until the operator types another.
   useEffect(() => {
     if (!touchedPort) setForm((f) => ({ ...f, port: String(defaultPort) }));
-  }, [defaultPort]);
+  }, [defaultPort, touchedPort]);
   const set = (patch: Partial<typeof form>) => setForm({ ...form, ...patch });
 
   const send = async (e: Event) => {

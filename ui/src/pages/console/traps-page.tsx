@@ -33,6 +33,7 @@ export function TrapsPage() {
   useEffect(() => {
     if (!s || (edited.current && s.state !== 'running')) return;
     setFormState((f) => ({ ...f, port: String(s.port), community: s.community ?? '', resolve_mibs: s.state === 'stopped' && !s.started_at ? f.resolve_mibs : s.resolve_mibs }));
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- on a change of state or port only: every status push (counters) would undo what the user is typing
   }, [s?.state, s?.port]);
 
   const start = (e: Event) => {

@@ -87,7 +87,7 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
       editor.current?.destroy();
       editor.current = undefined;
     };
-  }, [name, template]);
+  }, [name, template, isNew]);
 
   // Validate on the server a moment after typing stops; only the latest answer is shown.
   useEffect(() => {

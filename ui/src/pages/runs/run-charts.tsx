@@ -45,6 +45,7 @@ interface ChartProps {
 
 function TimeChart({ title, label, x, y, range, color, testId }: ChartProps) {
   const host = useRef<HTMLDivElement>(null);
+  const [lo, hi] = range;
   useEffect(() => {
     const el = host.current!;
     const width = () => Math.max(el.clientWidth, 240);
@@ -54,7 +55,7 @@ function TimeChart({ title, label, x, y, range, color, testId }: ChartProps) {
         height: 180,
         legend: { show: true },
         cursor: { drag: { x: true, y: false } },
-        scales: { x: { time: true, range: () => range }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+        scales: { x: { time: true, range: () => [lo, hi] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
         series: [{}, { label, stroke: color, fill: `${color}22`, width: 1.5, points: { show: true, size: 5 }, spanGaps: true }],
         axes: [{}, { size: 60 }],
       },
@@ -67,7 +68,7 @@ function TimeChart({ title, label, x, y, range, color, testId }: ChartProps) {
       resize.disconnect();
       plot.destroy();
     };
-  }, [x, y, range[0], range[1]]);
+  }, [x, y, lo, hi, label, color]);
   return (
     <figure class="chart" data-testid={testId}>
       <figcaption>{title}</figcaption>

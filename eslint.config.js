@@ -21,6 +21,8 @@ export default tseslint.config(
       ],
       // `ready && resolve()` and `ok ? a() : b()` as statements are the house style.
       '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
+      // A `let` that a callback may read before its one assignment (a stop during the start) stays a `let`.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
   {

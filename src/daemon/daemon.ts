@@ -108,9 +108,7 @@ export async function startDaemon(opts: StartDaemonOptions = {}): Promise<Daemon
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((r) => (resolveStopped = r));
   let unwatch = () => {};
-  // eslint-disable-next-line prefer-const -- stop() may run before the assignment (a failed checkpoint) and must read undefined, not a const in its TDZ
   let app: FastifyInstance | undefined;
-  // eslint-disable-next-line prefer-const -- stop() may run before the assignment (a failed checkpoint or listen) and must read undefined
   let retention: { stop(): Promise<void> } | undefined;
   const stop = () =>
     (stopping ??= (async () => {

@@ -80,7 +80,7 @@ export class MibFetcher {
       res = await fetch(url, { headers, signal: AbortSignal.timeout(REPOSITORY_TIMEOUT_MS) });
     } catch (e) {
       const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
-      throw new Error(`${module}: the MIB repository ${shown} cannot be reached (${hide(cause)}); check mib_repository_url and the network`);
+      throw new Error(`${module}: the MIB repository ${shown} cannot be reached (${hide(cause)}); check mib_repository_url and the network`, { cause: e });
     }
     if (res.status === 404) throw new Error(`${module}: not found in the bundled sources or at ${shown}`);
     if (!res.ok) throw new Error(`${module}: the MIB repository answered ${res.status} for ${shown}`);

@@ -42,6 +42,7 @@ export const MIB_MAX_FILE_BYTES = 4 << 20;
 /** Upload source groups: a folder name; `bundled*` is reserved for the read-only sources. */
 const GROUP_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** No folders, no control characters (they cannot go into a Content-Disposition header or a log line). */
+// eslint-disable-next-line no-control-regex -- control characters are what this pattern refuses
 const FILE_NAME = /^[^/\\\x00-\x1f\x7f]{1,200}$/;
 /**
  * Longest file name in UTF-8 bytes: file systems allow 255, and writeFileDurably's temp file beside
@@ -114,6 +115,7 @@ export class MibSources {
     if (!files.length) throw httpError('HTTP_MIB_UPLOAD_INVALID', 'no files: send one or more MIB sources as files[] (.mib, .txt, .my or no extension)');
     const seen = new Set<string>();
     for (const f of files) {
+      // eslint-disable-next-line no-control-regex -- control characters are what this check refuses
       if (/[\x00-\x1f\x7f]/.test(f.name)) throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name ${JSON.stringify(f.name)} has control characters: give a plain file name`);
       const bytes = Buffer.byteLength(f.name);
       if (bytes > FILE_NAME_BYTES) throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name '${f.name}' is ${bytes} bytes in UTF-8; a MIB source name may have at most ${FILE_NAME_BYTES}`);

@@ -26,7 +26,6 @@ export class Connection<T> {
     this.opening ??= (async () => {
       this.report('connecting');
       try {
-        // eslint-disable-next-line prefer-const -- the drop callback may run while open() is still pending: it must read undefined, not a const in its TDZ
         let client: T | undefined;
         const c = await this.open((err) => {
           if (client !== undefined) this.drop(client, err);

@@ -70,7 +70,15 @@ export const amqpRoundtrip: Scenario = {
       const setup = await amqp.connect(url);
       await (await setup.createChannel()).assertQueue('svc', { durable: true });
       await setup.close();
-      const ref = await naive(url, 'naive', readFileSync(input).toString().split('\n').filter(Boolean).map((l) => Buffer.from(l)));
+      const ref = await naive(
+        url,
+        'naive',
+        readFileSync(input)
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => Buffer.from(l)),
+      );
 
       // Produce: local NDJSON -> amqp sink (persistent, confirmed).
       let t0 = performance.now();

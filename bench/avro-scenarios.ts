@@ -23,7 +23,15 @@ const SCHEMA = {
   ],
 };
 
-async function leg(name: string, threads: number, dir: string, pattern: string, serializerIn: string, serializerOut: string, out: string): Promise<{ seconds: number; bytes: number }> {
+async function leg(
+  name: string,
+  threads: number,
+  dir: string,
+  pattern: string,
+  serializerIn: string,
+  serializerOut: string,
+  out: string,
+): Promise<{ seconds: number; bytes: number }> {
   const r = await runBench({ name, threads, dir, pattern, serializerIn, serializerOut, out, filename: '{pipeline}.out', expected: RECORDS });
   return { seconds: r.seconds, bytes: readdirSync(out).reduce((n, f) => n + statSync(join(out, f)).size, 0) };
 }

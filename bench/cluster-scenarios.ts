@@ -215,7 +215,10 @@ async function load(api: string, names: string[]) {
     outcomeP50: percentile(outcome, 50),
     outcomeP99: percentile(outcome, 99),
     refused: refusedWhileOver,
-    perNode: [...perNode.entries()].sort().map(([k, v]) => `${k}:${v}`).join(' '),
+    perNode: [...perNode.entries()]
+      .sort()
+      .map(([k, v]) => `${k}:${v}`)
+      .join(' '),
   };
 }
 
@@ -277,7 +280,14 @@ async function startCluster(db: string, root: string, procs: Proc[], workers: nu
   mkdirSync(join(scratch, 'pipelines'), { recursive: true });
   procs.push(
     await serve(
-      { SVC_MODE: 'manager', SVC_PORT: String(managerPort), SVC_NODE_ID: 'manager', SVC_DB_URL: db, SVC_WORKER_URLS: agents.join(','), SVC_WORKER_HEALTH_INTERVAL: '1' },
+      {
+        SVC_MODE: 'manager',
+        SVC_PORT: String(managerPort),
+        SVC_NODE_ID: 'manager',
+        SVC_DB_URL: db,
+        SVC_WORKER_URLS: agents.join(','),
+        SVC_WORKER_HEALTH_INTERVAL: '1',
+      },
       `${api}/api/health`,
       scratch,
     ),
@@ -354,7 +364,25 @@ async function ingest(api: string, urls: string[], out: string, ready: () => Pro
   }
   const runId = (await call('GET', `${api}/api/pipelines/ingest`)).body.active_run_id as string;
   const each = Math.ceil(INGEST_CONNECTIONS / urls.length);
-  const results = await Promise.all(urls.map((u) => cannon(['-c', String(each), '-p', '10', '-d', String(INGEST_SECONDS), '-m', 'POST', '-H', 'content-type=application/json', '-b', ALARM_BODY, `${u}/webhooks/ingest`])));
+  const results = await Promise.all(
+    urls.map((u) =>
+      cannon([
+        '-c',
+        String(each),
+        '-p',
+        '10',
+        '-d',
+        String(INGEST_SECONDS),
+        '-m',
+        'POST',
+        '-H',
+        'content-type=application/json',
+        '-b',
+        ALARM_BODY,
+        `${u}/webhooks/ingest`,
+      ]),
+    ),
+  );
   const stop = await call('POST', `${api}/api/pipelines/ingest/stop`);
   if (stop.status !== 200) throw new Error(`stopping the stream: ${stop.status} ${stop.text}`);
   const until = Date.now() + 60_000;
@@ -387,7 +415,12 @@ export const webhookCluster: Scenario = {
     });
     const c = await side('wh_cluster', async (db, root, procs) => {
       const { api, ingress } = await startCluster(db, root, procs, 2);
-      return ingest(api, ingress, join(root, 'out'), async () => (await call('GET', `${api}/api/pipelines/ingest/placement`)).body?.active_slots === ingress.length);
+      return ingest(
+        api,
+        ingress,
+        join(root, 'out'),
+        async () => (await call('GET', `${api}/api/pipelines/ingest/placement`)).body?.active_slots === ingress.length,
+      );
     });
     return {
       seconds: INGEST_SECONDS,

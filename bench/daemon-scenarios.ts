@@ -10,7 +10,14 @@ import type { Measured, Scenario } from './scenarios.js';
 import { ALARM_BODY, cannon, countLines, webhookIngestYaml } from './http-load.js';
 
 async function daemon(dir: string, env: Record<string, string> = {}): Promise<Daemon> {
-  const settings = loadSettings({ SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_DB_PATH: join(dir, 'svc.db'), SVC_PIPELINE_DIR: join(dir, 'none'), SVC_NODE_ID: 'bench', ...env });
+  const settings = loadSettings({
+    SVC_HOST: '127.0.0.1',
+    SVC_PORT: '0',
+    SVC_DB_PATH: join(dir, 'svc.db'),
+    SVC_PIPELINE_DIR: join(dir, 'none'),
+    SVC_NODE_ID: 'bench',
+    ...env,
+  });
   return startDaemon({ settings, log: silentLogger });
 }
 
@@ -77,7 +84,21 @@ export const webhookIngest: Scenario = {
     try {
       await d.manager.register(webhookIngestYaml(join(dir, 'out'), 'ingest.ndjson'), { origin: 'api' });
       const duration = Number(process.env.BENCH_SECONDS ?? 30);
-      const r = await cannon(['-c', process.env.BENCH_CONNECTIONS ?? '50', '-p', process.env.BENCH_PIPELINING ?? '10', '-d', String(duration), '-m', 'POST', '-H', 'content-type=application/json', '-b', ALARM_BODY, `${d.url}/webhooks/ingest`]);
+      const r = await cannon([
+        '-c',
+        process.env.BENCH_CONNECTIONS ?? '50',
+        '-p',
+        process.env.BENCH_PIPELINING ?? '10',
+        '-d',
+        String(duration),
+        '-m',
+        'POST',
+        '-H',
+        'content-type=application/json',
+        '-b',
+        ALARM_BODY,
+        `${d.url}/webhooks/ingest`,
+      ]);
       await d.manager.stop('ingest'); // drains: every accepted body is written before this resolves
       const out = join(dir, 'out');
       let lines = 0;

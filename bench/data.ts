@@ -50,6 +50,12 @@ export function counterSamplesFile(samples: number, series: number): Promise<str
     const round = Math.floor(i / series);
     // Every 50th series wraps its 32-bit counter once.
     const inOctets = (id * 7919 + round * (id % 50 === 0 ? 1_500_000_000 : 1_000_000)) % 4294967296;
-    return JSON.stringify({ host: `rtr-${id % 2000}`, ifIndex: Math.floor(id / 2000) + 1, ts: 1763715600 + round * 60, ifInOctets: inOctets, ifOutOctets: round * 500_000 + id });
+    return JSON.stringify({
+      host: `rtr-${id % 2000}`,
+      ifIndex: Math.floor(id / 2000) + 1,
+      ts: 1763715600 + round * 60,
+      ifInOctets: inOctets,
+      ifOutOctets: round * 500_000 + id,
+    });
   });
 }

@@ -40,7 +40,15 @@ function xmlRecord(i: number): string {
 }
 
 /** Writes `rows` items (cached under .bench-data/<name>-<rows>/) between a head and a tail. */
-async function generated(name: string, file: string, rows: number, head: string | Buffer, item: (i: number) => string | Buffer, tail: string | Buffer, sep = '\n'): Promise<string> {
+async function generated(
+  name: string,
+  file: string,
+  rows: number,
+  head: string | Buffer,
+  item: (i: number) => string | Buffer,
+  tail: string | Buffer,
+  sep = '\n',
+): Promise<string> {
   const dir = join(DATA_DIR, `${name}-${rows}`);
   const path = join(dir, file);
   if (existsSync(path) && statSync(path).size > 0) return path;

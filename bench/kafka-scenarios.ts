@@ -59,7 +59,6 @@ async function timedRun(cmd: string, args: string[], stdout?: string): Promise<n
   return s;
 }
 
-
 const size = (f: string) => {
   try {
     return statSync(f).size;

@@ -54,7 +54,13 @@ pipeline:
  * One measurement of the mqtt source: its persistent session (made before the messages were
  * published) drained into an NDJSON file; seconds from start to the last byte written.
  */
-export async function measureSource(broker: Broker, clientId: string, dir: string, expectedBytes: number, opts: { protocol?: 4 | 5; registry?: Registry; type?: string } = {}) {
+export async function measureSource(
+  broker: Broker,
+  clientId: string,
+  dir: string,
+  expectedBytes: number,
+  opts: { protocol?: 4 | 5; registry?: Registry; type?: string } = {},
+) {
   const out = join(dir, clientId);
   let yaml = pipelineYaml(`bench-${clientId}`, broker, clientId, out, opts.protocol ?? 5);
   if (opts.type) yaml = yaml.replace('type: mqtt', `type: ${opts.type}`);
@@ -80,7 +86,9 @@ export async function makeSourceSession(broker: Broker, clientId: string, dir: s
 
 export function runProcess(cmd: string, args: string[], stdoutFile?: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const p = spawn('sh', ['-c', `exec "$0" "$@"${stdoutFile ? ` > '${stdoutFile}'` : ''}`, cmd, ...args], { stdio: ['ignore', stdoutFile ? 'inherit' : 'ignore', 'pipe'] });
+    const p = spawn('sh', ['-c', `exec "$0" "$@"${stdoutFile ? ` > '${stdoutFile}'` : ''}`, cmd, ...args], {
+      stdio: ['ignore', stdoutFile ? 'inherit' : 'ignore', 'pipe'],
+    });
     let err = '';
     p.stderr!.setEncoding('utf8').on('data', (s: string) => (err += s));
     p.on('error', reject);
@@ -119,7 +127,11 @@ export const mqttIngest: Scenario = {
       // mosquitto_sub first (it prints each payload and a newline: the same bytes as our NDJSON).
       const subFile = join(dir, 'mosquitto_sub.ndjson');
       const s0 = performance.now();
-      await runProcess('mosquitto_sub', ['-h', '127.0.0.1', '-p', String(broker.port), '-c', '-i', theirs, '-q', '1', '-t', TOPIC, '-C', String(MESSAGES)], subFile);
+      await runProcess(
+        'mosquitto_sub',
+        ['-h', '127.0.0.1', '-p', String(broker.port), '-c', '-i', theirs, '-q', '1', '-t', TOPIC, '-C', String(MESSAGES)],
+        subFile,
+      );
       const subSeconds = (performance.now() - s0) / 1000;
       const sub = await checkSequenceFile(subFile, MESSAGES);
 

@@ -16,9 +16,17 @@ const LARGE_RECORDS = 2_000_000;
 const LARGE_GROUP = 100_000;
 
 /** Seconds of one leg (the output directory is made fresh). */
-const timed = async (name: string, threads: number, dir: string, pattern: string, serializerIn: string, serializerOut: string, out: string, filename: string, expected: number) =>
-  (await runBench({ name, threads, dir, pattern, serializerIn, serializerOut, out, filename, expected })).seconds;
-
+const timed = async (
+  name: string,
+  threads: number,
+  dir: string,
+  pattern: string,
+  serializerIn: string,
+  serializerOut: string,
+  out: string,
+  filename: string,
+  expected: number,
+) => (await runBench({ name, threads, dir, pattern, serializerIn, serializerOut, out, filename, expected })).seconds;
 
 const dirBytes = (d: string) => readdirSync(d).reduce((n, f) => n + statSync(join(d, f)).size, 0);
 const round = (n: number, digits = 3) => Number(n.toFixed(digits));
@@ -66,7 +74,23 @@ export const parquetReadLarge: Scenario = {
   async run(threads): Promise<Measured> {
     const file = await largeParquetFile();
     const out = join(DATA_DIR, 'out', `parquet-read-large-${threads}`);
-    const seconds = await timed('pq-read-large', threads, dirname(file), '*.parquet', '{ type: parquet }', '{ type: ndjson }', out, 'interfaces.ndjson', LARGE_RECORDS);
-    return { records: LARGE_RECORDS, seconds: round(seconds), records_per_sec: Math.round(LARGE_RECORDS / seconds), file_mb: round(statSync(file).size / 2 ** 20, 1), row_groups: LARGE_RECORDS / LARGE_GROUP };
+    const seconds = await timed(
+      'pq-read-large',
+      threads,
+      dirname(file),
+      '*.parquet',
+      '{ type: parquet }',
+      '{ type: ndjson }',
+      out,
+      'interfaces.ndjson',
+      LARGE_RECORDS,
+    );
+    return {
+      records: LARGE_RECORDS,
+      seconds: round(seconds),
+      records_per_sec: Math.round(LARGE_RECORDS / seconds),
+      file_mb: round(statSync(file).size / 2 ** 20, 1),
+      row_groups: LARGE_RECORDS / LARGE_GROUP,
+    };
   },
 };

@@ -52,7 +52,14 @@ export async function timedRun(yaml: string, opts?: RunOptions): Promise<{ recor
 }
 
 /** One manual pipeline from its parts (YAML flow mappings), timed; fails unless it read and wrote exactly `records`. BENCH_THREADS sets its thread_workers (default 1). */
-export async function manualLeg(name: string, source: string, sink: string, serializerIn: string, serializerOut: string, records: number): Promise<{ seconds: number; cpuSeconds: number }> {
+export async function manualLeg(
+  name: string,
+  source: string,
+  sink: string,
+  serializerIn: string,
+  serializerOut: string,
+  records: number,
+): Promise<{ seconds: number; cpuSeconds: number }> {
   const { record, seconds, cpuSeconds } = await timedRun(`
 version: "1"
 pipeline:
@@ -64,7 +71,8 @@ pipeline:
   serializer_out: ${serializerOut}
   sinks: [${sink}]
 `);
-  if (record.status !== 'success' || record.records_in !== records || record.records_out !== records) throw new Error(`bench run ${name} failed: ${JSON.stringify(record)}`);
+  if (record.status !== 'success' || record.records_in !== records || record.records_out !== records)
+    throw new Error(`bench run ${name} failed: ${JSON.stringify(record)}`);
   return { seconds, cpuSeconds };
 }
 

@@ -113,7 +113,14 @@ export async function pmXmlFile(bytes = PM_BYTES): Promise<string> {
 async function runLarge(threads: number): Promise<Measured> {
   const input = await pmXmlFile();
   const size = statSync(input).size;
-  const r = await runBench({ name: 'pm_xml-large', threads, dir: dirname(input), pattern: '*.xml', serializerIn: '{ type: pm_xml }', serializerOut: '{ type: ndjson, ensure_ascii: false }' });
+  const r = await runBench({
+    name: 'pm_xml-large',
+    threads,
+    dir: dirname(input),
+    pattern: '*.xml',
+    serializerIn: '{ type: pm_xml }',
+    serializerOut: '{ type: ndjson, ensure_ascii: false }',
+  });
   const outBytes = statSync(join(r.out, 'bench-pm_xml-large.ndjson')).size;
   rmSync(r.out, { recursive: true, force: true }); // ~1.5 GB of NDJSON
   return {

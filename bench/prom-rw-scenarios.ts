@@ -37,7 +37,10 @@ message Label { string name = 1; string value = 2; }
 message Sample { double value = 1; int64 timestamp = 2; }
 `;
 
-const NAMES = Array.from({ length: 40 }, (_, i) => `node_metric_${['cpu_seconds_total', 'network_receive_bytes_total', 'filesystem_avail_bytes', 'memory_MemFree_bytes'][i % 4]}_${i}`);
+const NAMES = Array.from(
+  { length: 40 },
+  (_, i) => `node_metric_${['cpu_seconds_total', 'network_receive_bytes_total', 'filesystem_avail_bytes', 'memory_MemFree_bytes'][i % 4]}_${i}`,
+);
 
 /** Body `b`: 2,000 series of one sample each, as Prometheus sends a scrape's worth. */
 function body(b: number): Buffer {
@@ -45,7 +48,13 @@ function body(b: number): Buffer {
   const series: SeriesIn[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     series.push({
-      labels: { __name__: NAMES[i % NAMES.length]!, instance: `host-${(b * 7 + i) % 250}.example.net:9100`, job: 'node', cpu: String(i % 16), mode: ['user', 'system', 'idle', 'iowait'][i % 4]! },
+      labels: {
+        __name__: NAMES[i % NAMES.length]!,
+        instance: `host-${(b * 7 + i) % 250}.example.net:9100`,
+        job: 'node',
+        cpu: String(i % 16),
+        mode: ['user', 'system', 'idle', 'iowait'][i % 4]!,
+      },
       samples: [{ value: i % 10 === 0 ? Math.floor(i * 1234.5) : i * 0.731 + b, timestamp_ms: ts }],
     });
   }
@@ -82,7 +91,12 @@ pipeline:
     if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
     const stop = new AbortController();
     const t0 = performance.now();
-    const done = runPipeline(config, { signal: stop.signal, log: silentLogger, processed: new MemoryProcessedFiles(), services: { webhooks: hub, stateDir: join(dir, 'state') } });
+    const done = runPipeline(config, {
+      signal: stop.signal,
+      log: silentLogger,
+      processed: new MemoryProcessedFiles(),
+      services: { webhooks: hub, stateDir: join(dir, 'state') },
+    });
     while (!hub.has('prom-rw')) await new Promise((r) => setTimeout(r, 1));
     // Bodies from 8 concurrent senders (Prometheus' shards); a full queue (503) is offered again.
     let next = 0;

@@ -26,7 +26,9 @@ const run = promisify(execFile);
 async function startRedis(): Promise<{ port: number; stop(): Promise<void> }> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-redis-'));
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
   const end = Date.now() + 10_000;
   for (;;) {
     const open = await new Promise<boolean>((r) => {
@@ -48,7 +50,8 @@ async function startRedis(): Promise<{ port: number; stop(): Promise<void> }> {
   };
 }
 
-const leg = (name: string, source: string, sink: string, serializerIn: string, serializerOut: string) => manualLeg(name, source, sink, serializerIn, serializerOut, RECORDS);
+const leg = (name: string, source: string, sink: string, serializerIn: string, serializerOut: string) =>
+  manualLeg(name, source, sink, serializerIn, serializerOut, RECORDS);
 
 /** Requests per second of one redis-benchmark command line (1 connection, COUNT pipelined). */
 async function benchmark(port: number, args: string[]): Promise<number> {
@@ -77,7 +80,13 @@ export const redisRoundtrip: Scenario = {
           '{ type: ndjson }',
           '{ type: json }',
         );
-        const read = await leg(`redis-read-${mode}`, `{ type: redis, ${server}, key: '${key}', mode: ${mode}, count: ${COUNT} }`, `{ type: local, path: ${JSON.stringify(dir)}, filename_template: 'out.ndjson' }`, '{ type: json }', '{ type: ndjson }');
+        const read = await leg(
+          `redis-read-${mode}`,
+          `{ type: redis, ${server}, key: '${key}', mode: ${mode}, count: ${COUNT} }`,
+          `{ type: local, path: ${JSON.stringify(dir)}, filename_template: 'out.ndjson' }`,
+          '{ type: json }',
+          '{ type: ndjson }',
+        );
         out[`${mode}_write_records_per_sec`] = Math.round(RECORDS / write.seconds);
         out[`${mode}_write_cpu_s`] = Number(write.cpuSeconds.toFixed(2));
         out[`${mode}_read_records_per_sec`] = Math.round(RECORDS / read.seconds);
@@ -87,7 +96,13 @@ export const redisRoundtrip: Scenario = {
       const localOut = join(DATA_DIR, 'out', 'redis-roundtrip-local');
       rmSync(localOut, { recursive: true, force: true });
       mkdirSync(localOut, { recursive: true });
-      const local = await leg('redis-local', `{ type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: '*.ndjson' }`, `{ type: local, path: ${JSON.stringify(localOut)}, filename_template: 'out.ndjson' }`, '{ type: ndjson }', '{ type: ndjson }');
+      const local = await leg(
+        'redis-local',
+        `{ type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: '*.ndjson' }`,
+        `{ type: local, path: ${JSON.stringify(localOut)}, filename_template: 'out.ndjson' }`,
+        '{ type: ndjson }',
+        '{ type: ndjson }',
+      );
       out.local_records_per_sec = Math.round(RECORDS / local.seconds);
       out.local_cpu_s = Number(local.cpuSeconds.toFixed(2));
       // The commands alone, 120-byte values like the records: what one connection gets from this server.

@@ -47,7 +47,11 @@ async function startS3rver() {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-s3-'));
   const bin = join(dirname(createRequire(import.meta.url).resolve('s3rver/package.json')), 'bin', 's3rver.js');
-  const proc = peerProcess(process.execPath, ['--openssl-legacy-provider', bin, '-d', dir, '-a', '127.0.0.1', '-p', String(port), '--silent', '--configure-bucket', BUCKET], port);
+  const proc = peerProcess(
+    process.execPath,
+    ['--openssl-legacy-provider', bin, '-d', dir, '-a', '127.0.0.1', '-p', String(port), '--silent', '--configure-bucket', BUCKET],
+    port,
+  );
   await proc.start();
   return {
     endpoint: `http://127.0.0.1:${port}`,
@@ -77,7 +81,11 @@ async function countObjects(client: S3Client, prefix: string): Promise<{ objects
 
 /** Our leg: local text files -> s3 sink, one object per input file. */
 async function ours(endpoint: string, dir: string, prefix: string): Promise<{ seconds: number; cpu: number }> {
-  const { record: rec, seconds, cpuSeconds } = await timedRun(`
+  const {
+    record: rec,
+    seconds,
+    cpuSeconds,
+  } = await timedRun(`
 version: "1"
 pipeline:
   name: s3-bench
@@ -96,7 +104,9 @@ pipeline:
 async function plain(client: S3Client, dir: string, prefix: string, multipart = false): Promise<{ seconds: number; cpu: number }> {
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.txt')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith('.txt'))
+    .sort()) {
     const params = { Bucket: BUCKET, Key: `${prefix}${f}`, Body: readFileSync(join(dir, f)), ContentType: 'text/plain' };
     if (multipart) await new Upload({ client, params, partSize: PART_SIZE, queueSize: PARTS_AT_ONCE }).done();
     else await client.send(new PutObjectCommand(params));
@@ -110,18 +120,32 @@ export const s3Sink: Scenario = {
   async run(): Promise<Measured> {
     await prepare();
     const s3 = await startS3rver();
-    const client = new S3Client({ region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, credentials: KEYS, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
+    const client = new S3Client({
+      region: 'us-east-1',
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials: KEYS,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
     const out: Measured = {};
     try {
-      for (const [leg, dir, files] of [['small', SMALL_DIR, SMALL_FILES], ['large', LARGE_DIR, LARGE_FILES]] as const) {
+      for (const [leg, dir, files] of [
+        ['small', SMALL_DIR, SMALL_FILES],
+        ['large', LARGE_DIR, LARGE_FILES],
+      ] as const) {
         const mb = bytesOf(dir) / 1e6;
         const a = await ours(s3.endpoint, dir, `ours-${leg}/`);
         const b = await plain(client, dir, `plain-${leg}/`);
-        const legs = [['ours', a], ['plain', b]] as [string, { seconds: number; cpu: number }][];
+        const legs = [
+          ['ours', a],
+          ['plain', b],
+        ] as [string, { seconds: number; cpu: number }][];
         if (leg === 'large') legs.push(['libstorage', await plain(client, dir, `libstorage-${leg}/`, true)]);
         for (const [who, r] of legs) {
           const stored = await countObjects(client, `${who}-${leg}/`);
-          if (stored.objects !== files || Math.abs(stored.bytes / 1e6 - mb) > 1e-6) throw new Error(`${who} ${leg}: ${stored.objects} objects, ${stored.bytes} bytes stored`);
+          if (stored.objects !== files || Math.abs(stored.bytes / 1e6 - mb) > 1e-6)
+            throw new Error(`${who} ${leg}: ${stored.objects} objects, ${stored.bytes} bytes stored`);
           out[`${leg}_${who}_objects_per_sec`] = Number((files / r.seconds).toFixed(1));
           out[`${leg}_${who}_mb_per_sec`] = Number((mb / r.seconds).toFixed(1));
           out[`${leg}_${who}_cpu_s`] = Number(r.cpu.toFixed(2));

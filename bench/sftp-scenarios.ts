@@ -80,7 +80,23 @@ pipeline:
 async function opensshGet(server: SshdServer, input: string, out: string, knownHosts: string): Promise<{ seconds: number; cpuSeconds: number }> {
   const batch = join(server.dir, 'bench.batch');
   writeFileSync(batch, `get -r ${input} ${out}\n`);
-  const sftp = ['sftp', '-q', '-b', batch, '-i', server.keyPath, '-P', String(server.port), '-o', `UserKnownHostsFile=${knownHosts}`, '-o', 'StrictHostKeyChecking=accept-new', '-o', 'BatchMode=yes', `${server.user}@127.0.0.1`];
+  const sftp = [
+    'sftp',
+    '-q',
+    '-b',
+    batch,
+    '-i',
+    server.keyPath,
+    '-P',
+    String(server.port),
+    '-o',
+    `UserKnownHostsFile=${knownHosts}`,
+    '-o',
+    'StrictHostKeyChecking=accept-new',
+    '-o',
+    'BatchMode=yes',
+    `${server.user}@127.0.0.1`,
+  ];
   const t0 = performance.now();
   // bash's `times` prints the CPU time of its children (user, system) on its second line.
   const { stdout } = await run('bash', ['-c', `"$@" > /dev/null && times`, 'bash', ...sftp], { maxBuffer: 1 << 24 });

@@ -41,7 +41,9 @@ interface FleetPeer {
 /** The fleet in a child process (bench/snmp-fleet-peer.ts), killed by PID at the end. */
 async function startFleet(): Promise<FleetPeer> {
   const script = fileURLToPath(new URL('./snmp-fleet-peer.js', import.meta.url));
-  const proc = spawn(process.execPath, [script, JSON.stringify({ agents: AGENTS, interfaces: MIN_INTERFACES, interfaceSpread: 8, seed: 14 })], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, [script, JSON.stringify({ agents: AGENTS, interfaces: MIN_INTERFACES, interfaceSpread: 8, seed: 14 })], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   let out = '';
   const ready = await new Promise<{ ports: number[]; interfaces: number[] }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the fleet did not start within 60 s')), 60_000);
@@ -87,10 +89,14 @@ function xargsCycle(portsFile: string, persistDir: string): Promise<{ seconds: n
     const t0 = performance.now();
     // Each tool gets the same private persistent directory (not /var/lib/snmp, shared by everything on the machine).
     // The shell's `times` (on stderr) gives the CPU time of its children: xargs and every snmpbulkwalk.
-    const p = spawn('sh', ['-c', `xargs -P ${PARALLEL} -I{} snmpbulkwalk -v2c -c public -On -Cr${MAX_REP} -t 2 -r 1 127.0.0.1:{} ${IF_TABLE} < "$1" && times >&2`, 'sh', portsFile], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent', SNMP_PERSISTENT_DIR: persistDir, SNMPCONFPATH: persistDir },
-    });
+    const p = spawn(
+      'sh',
+      ['-c', `xargs -P ${PARALLEL} -I{} snmpbulkwalk -v2c -c public -On -Cr${MAX_REP} -t 2 -r 1 127.0.0.1:{} ${IF_TABLE} < "$1" && times >&2`, 'sh', portsFile],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent', SNMP_PERSISTENT_DIR: persistDir, SNMPCONFPATH: persistDir },
+      },
+    );
     let lines = 0;
     let err = '';
     p.stdout!.on('data', (d: Buffer) => {
@@ -101,7 +107,13 @@ function xargsCycle(portsFile: string, persistDir: string): Promise<{ seconds: n
     p.once('exit', (code) => {
       const seconds = (performance.now() - t0) / 1000;
       if (code !== 0) return reject(new Error(`xargs snmpbulkwalk exited ${code}: ${err.slice(0, 500)}`));
-      const t = [...err.trim().split('\n').at(-1)!.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
+      const t = [
+        ...err
+          .trim()
+          .split('\n')
+          .at(-1)!
+          .matchAll(/(\d+)m([\d.]+)s/g),
+      ].map((m) => Number(m[1]) * 60 + Number(m[2]));
       resolve({ seconds, cpuSeconds: (t[0] ?? NaN) + (t[1] ?? NaN), lines });
     });
   });
@@ -190,7 +202,12 @@ export const snmpPollFleet: Scenario = {
         ratio: Number((best(ref) / best(ours)).toFixed(2)),
         xargs_cpu_seconds_per_cycle: round3(xargsCpu[ref.indexOf(best(ref))]!),
         // CPU seconds per cycle, the peer's included on both sides: what the wall-clock ratio tends to on an idle machine.
-        cpu_ratio: Number(((xargsCpu[ref.indexOf(best(ref))]! + fleetCpuRef[ref.indexOf(best(ref))]!) / (cpu[ours.indexOf(best(ours))]! + fleetCpuOurs[ours.indexOf(best(ours))]!)).toFixed(2)),
+        cpu_ratio: Number(
+          (
+            (xargsCpu[ref.indexOf(best(ref))]! + fleetCpuRef[ref.indexOf(best(ref))]!) /
+            (cpu[ours.indexOf(best(ours))]! + fleetCpuOurs[ours.indexOf(best(ours))]!)
+          ).toFixed(2),
+        ),
         // What the peer spent serving each cycle: when it is near the poller's seconds, the fleet is the bottleneck.
         fleet_cpu_seconds_per_cycle: round3(fleetCpuOurs[ours.indexOf(best(ours))]!),
         fleet_cpu_seconds_per_xargs_cycle: round3(fleetCpuRef[ref.indexOf(best(ref))]!),

@@ -80,7 +80,11 @@ export const snmpWalk: Scenario = {
 
 /** Full walks by CLIENTS parallel snmpbulkwalk processes; OIDs served per second. */
 async function servedRate(port: number, clients: number): Promise<{ oids: number; rate: number }> {
-  const [outs, s] = await timed(() => Promise.all(Array.from({ length: clients }, () => run('snmpbulkwalk', ['-v2c', '-c', 'public', '-On', `-Cr${MAX_REP}`, `127.0.0.1:${port}`, '.1.3.6.1'], 120_000))));
+  const [outs, s] = await timed(() =>
+    Promise.all(
+      Array.from({ length: clients }, () => run('snmpbulkwalk', ['-v2c', '-c', 'public', '-On', `-Cr${MAX_REP}`, `127.0.0.1:${port}`, '.1.3.6.1'], 120_000)),
+    ),
+  );
   const oids = outs.reduce((a, o) => a + countLines(o), 0);
   return { oids: oids / clients, rate: oids / s };
 }
@@ -181,7 +185,9 @@ process.stdin.resume();
 `;
 
 async function agentProcess(interfaces: number): Promise<{ port: number; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, ['--input-type=module', '-e', AGENT_PEER, new URL('../src/snmp/agent.js', import.meta.url).href, String(interfaces)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', AGENT_PEER, new URL('../src/snmp/agent.js', import.meta.url).href, String(interfaces)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const line = await new Promise<string>((resolve, reject) => {
     proc.stdout!.once('data', (d: Buffer) => resolve(d.toString()));
     proc.once('exit', (code) => reject(new Error(`agent process exited ${code}`)));
@@ -267,7 +273,10 @@ print(json.dumps({"sent": sent, "seconds": time.perf_counter() - t0}))
 
 export function blast(port: number, rate: number, seconds: number): Promise<{ sent: number; seconds: number }> {
   const pdu = {
-    type: PduType.TrapV2, requestId: 1, errorStatus: 0, errorIndex: 0,
+    type: PduType.TrapV2,
+    requestId: 1,
+    errorStatus: 0,
+    errorIndex: 0,
     varbinds: [
       { oid: '1.3.6.1.2.1.1.3.0', type: 'TimeTicks' as const, value: 12345 },
       { oid: '1.3.6.1.6.3.1.1.4.1.0', type: 'ObjectIdentifier' as const, value: '1.3.6.1.6.3.1.1.5.3' },

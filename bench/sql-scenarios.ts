@@ -19,8 +19,10 @@ const run = promisify(execFile);
 const DB = `svc_bench_${process.pid}`;
 const COLUMNS = ['host', 'ifIndex', 'ifDescr', 'ifInOctets', 'ifOutOctets', 'ifOperStatus', 'ts'];
 
-const psql = (db: string, sql: string) => run('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', db, '-qX', '-v', 'ON_ERROR_STOP=1', '-c', sql], { maxBuffer: 1 << 20 });
-const mariadb = (db: string, sql: string, extra: string[] = []) => run('mariadb', ['-h', '127.0.0.1', '-u', 'root', ...extra, db, '-e', sql], { maxBuffer: 1 << 20 });
+const psql = (db: string, sql: string) =>
+  run('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', db, '-qX', '-v', 'ON_ERROR_STOP=1', '-c', sql], { maxBuffer: 1 << 20 });
+const mariadb = (db: string, sql: string, extra: string[] = []) =>
+  run('mariadb', ['-h', '127.0.0.1', '-u', 'root', ...extra, db, '-e', sql], { maxBuffer: 1 << 20 });
 
 /** The NDJSON records as CSV without a header (the loaders' input), made once beside the NDJSON file. */
 async function csvFile(): Promise<string> {
@@ -34,7 +36,14 @@ async function csvFile(): Promise<string> {
 /** One run of the NDJSON records into `sink` (a YAML flow mapping). */
 async function leg(name: string, sink: string): Promise<{ seconds: number; cpuSeconds: number }> {
   const input = await ndjsonFile(RECORDS);
-  return manualLeg(name, `{ type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: '*.ndjson' }`, sink, '{ type: ndjson }', '{ type: ndjson }', RECORDS);
+  return manualLeg(
+    name,
+    `{ type: local, path: ${JSON.stringify(dirname(input))}, file_pattern: '*.ndjson' }`,
+    sink,
+    '{ type: ndjson }',
+    '{ type: ndjson }',
+    RECORDS,
+  );
 }
 
 /** Seconds of one shell command (a bulk loader). */
@@ -52,7 +61,8 @@ export const sqlSink: Scenario = {
     const csv = await csvFile();
     const out: Measured = { records: RECORDS, chunk_size: 500 };
     const table = `CREATE TABLE interfaces (host varchar(20), "ifIndex" varchar(8), "ifDescr" varchar(20), "ifInOctets" bigint, "ifOutOctets" bigint, "ifOperStatus" int, ts bigint)`;
-    const pgCount = async () => Number((await run('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', DB, '-tAXc', 'SELECT count(*) FROM interfaces'])).stdout.trim());
+    const pgCount = async () =>
+      Number((await run('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', DB, '-tAXc', 'SELECT count(*) FROM interfaces'])).stdout.trim());
     const myCount = async () => Number((await mariadb(DB, 'SELECT count(*) FROM interfaces', ['-N'])).stdout.trim());
 
     await psql('test', `DROP DATABASE IF EXISTS ${DB}`);
@@ -68,7 +78,10 @@ export const sqlSink: Scenario = {
       // COPY statements of 5,000 rows: about one per batch, a tenth of the round trips.
       await psql(DB, 'TRUNCATE interfaces');
       await psql(DB, 'CHECKPOINT');
-      const big = await leg('sql-sink-postgres-5000', `{ type: sql, connection_url: 'postgresql://postgres@127.0.0.1:5432/${DB}', table: interfaces, chunk_size: 5000 }`);
+      const big = await leg(
+        'sql-sink-postgres-5000',
+        `{ type: sql, connection_url: 'postgresql://postgres@127.0.0.1:5432/${DB}', table: interfaces, chunk_size: 5000 }`,
+      );
       if ((await pgCount()) !== RECORDS) throw new Error('postgres (chunk_size 5000): rows missing');
       out.postgres_records_per_sec = rps(ours.seconds);
       out.postgres_cpu_s = Number(ours.cpuSeconds.toFixed(2));

@@ -61,7 +61,12 @@ export const cliStart: Scenario = {
     try {
       const file = join(dir, 'small.yaml');
       writeFileSync(file, SMALL_PIPELINE(dir));
-      const commands: Record<string, string[]> = { node: ['-e', '0'], version: [MAIN, '--version'], help: [MAIN, '--help'], validate: [MAIN, 'validate', file] };
+      const commands: Record<string, string[]> = {
+        node: ['-e', '0'],
+        version: [MAIN, '--version'],
+        help: [MAIN, '--help'],
+        validate: [MAIN, 'validate', file],
+      };
       const times: Record<string, number[]> = Object.fromEntries(Object.keys(commands).map((k) => [k, []]));
       for (const args of Object.values(commands)) timeProcess(args); // warms the file cache, not counted
       for (let i = 0; i < CLI_ROUNDS; i++) for (const [k, args] of Object.entries(commands)) times[k]!.push(timeProcess(args));
@@ -112,13 +117,17 @@ async function serveReady(dir: string): Promise<{ wall: number; cpu: number }> {
     cwd: ROOT,
     env: {
       ...process.env,
-      ...serveEnv(dir, { port, consolePort }, {
-        SVC_LOG_LEVEL: 'ERROR',
-        SVC_DATA_DIR: join(dir, 'data'),
-        SVC_SCHEMA_DIR: join(dir, 'schemas'),
-        // The web UI of `npm run build` when there is one; this build has none of its own.
-        SVC_UI_DIR: existsSync(ui) ? ui : '',
-      }),
+      ...serveEnv(
+        dir,
+        { port, consolePort },
+        {
+          SVC_LOG_LEVEL: 'ERROR',
+          SVC_DATA_DIR: join(dir, 'data'),
+          SVC_SCHEMA_DIR: join(dir, 'schemas'),
+          // The web UI of `npm run build` when there is one; this build has none of its own.
+          SVC_UI_DIR: existsSync(ui) ? ui : '',
+        },
+      ),
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -80,7 +80,9 @@ async function linesBetween(file: string, from: number, to: number): Promise<num
 
 /** The kernel's count of UDP datagrams dropped for a full receive buffer (all sockets: Udp RcvbufErrors). */
 function rcvbufErrors(): number {
-  const lines = readFileSync('/proc/net/snmp', 'utf8').split('\n').filter((l) => l.startsWith('Udp:'));
+  const lines = readFileSync('/proc/net/snmp', 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('Udp:'));
   const names = lines[0]!.split(/\s+/);
   const values = lines[1]!.split(/\s+/);
   return Number(values[names.indexOf('RcvbufErrors')]);

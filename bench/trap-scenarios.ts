@@ -76,10 +76,14 @@ async function startTrapd(dir: string): Promise<Receiver> {
   writeFileSync(conf, 'disableAuthorization yes\n[snmp] serverRecvBuf 8388608\n');
   // One line per trap with every varbind, written to a file (-Lf) as an operator runs it; numeric
   // OIDs (-On), no reverse DNS (-n). Its stdout is not read (nothing else is logged there).
-  const proc = spawn('/usr/sbin/snmptrapd', ['-f', '-Lf', file, '-On', '-n', '-C', '-c', conf, '-p', join(dir, 'snmptrapd.pid'), '-F', '%B %V\t%v\n', `udp:127.0.0.1:${port}`], {
-    stdio: 'ignore',
-    env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent', SNMP_PERSISTENT_DIR: join(dir, 'persist'), HOME: dir },
-  });
+  const proc = spawn(
+    '/usr/sbin/snmptrapd',
+    ['-f', '-Lf', file, '-On', '-n', '-C', '-c', conf, '-p', join(dir, 'snmptrapd.pid'), '-F', '%B %V\t%v\n', `udp:127.0.0.1:${port}`],
+    {
+      stdio: 'ignore',
+      env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent', SNMP_PERSISTENT_DIR: join(dir, 'persist'), HOME: dir },
+    },
+  );
   const deadline = Date.now() + 15_000;
   while (!(fileSize(file) && readFileSync(file, 'utf8').includes('NET-SNMP version'))) {
     if (proc.exitCode !== null || Date.now() > deadline) {
@@ -125,7 +129,14 @@ async function measure(rx: Receiver): Promise<Measured> {
     ceiling = rate;
     ceilingSent = s.sentRate;
   }
-  return { sent_at_10k: target.sent, received_at_10k: target.received, ratio_at_10k: Number((target.received / Math.max(1, target.sent)).toFixed(4)), ceiling_traps_per_sec: ceiling, sender_rate_at_ceiling: ceilingSent, steps: steps.join(' ') };
+  return {
+    sent_at_10k: target.sent,
+    received_at_10k: target.received,
+    ratio_at_10k: Number((target.received / Math.max(1, target.sent)).toFixed(4)),
+    ceiling_traps_per_sec: ceiling,
+    sender_rate_at_ceiling: ceilingSent,
+    steps: steps.join(' '),
+  };
 }
 
 export const trapPipeline: Scenario = {
@@ -152,7 +163,9 @@ export const trapPipeline: Scenario = {
         ...pre('ours', o),
         ...pre('snmptrapd', t),
         ratio_at_10k: Number(((o.ratio_at_10k as number) / Math.max(1e-9, t.ratio_at_10k as number)).toFixed(3)),
-        ceiling_ratio: t.ceiling_traps_per_sec ? Number(((o.ceiling_traps_per_sec as number) / (t.ceiling_traps_per_sec as number)).toFixed(2)) : 'n/a (snmptrapd lost more than 0.1 % at every step)',
+        ceiling_ratio: t.ceiling_traps_per_sec
+          ? Number(((o.ceiling_traps_per_sec as number) / (t.ceiling_traps_per_sec as number)).toFixed(2))
+          : 'n/a (snmptrapd lost more than 0.1 % at every step)',
         // The figures depend on free CPU: the machine's load when the run ended.
         load_avg_1m: Number(loadavg()[0]!.toFixed(1)),
       };

@@ -12,9 +12,7 @@ export const MEMORY_FACTOR = 50;
  */
 export const MEMORY_FLOOR = 64 << 20;
 
-export type Result =
-  | { kind: 'ok'; sig: string; ms: number; rssGrowth: number }
-  | { kind: 'finding'; error: unknown; ms: number; rssGrowth: number };
+export type Result = { kind: 'ok'; sig: string; ms: number; rssGrowth: number } | { kind: 'finding'; error: unknown; ms: number; rssGrowth: number };
 
 export async function execOnce(t: Target, input: Buffer): Promise<Result> {
   const rss0 = process.memoryUsage.rss();
@@ -44,7 +42,10 @@ export function errorSignature(e: unknown): string {
   const cause = err.cause instanceof Error ? err.cause : err;
   const frames = (cause.stack ?? '').split('\n');
   const frame = frames.find((l) => l.includes('/src/')) ?? frames.find((l) => l.includes('node_modules')) ?? '';
-  return `${err.name}: ${norm(err.message.split(':')[0]!)} @ ${frame.trim().replace(/:\d+\)?$/, '').replace(/^.*\/(src|node_modules)\//, '$1/')}`;
+  return `${err.name}: ${norm(err.message.split(':')[0]!)} @ ${frame
+    .trim()
+    .replace(/:\d+\)?$/, '')
+    .replace(/^.*\/(src|node_modules)\//, '$1/')}`;
 }
 
 /**

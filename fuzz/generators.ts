@@ -42,7 +42,9 @@ export const expression: fc.Arbitrary<string> = fc.letrec<{ e: string }>((tie) =
 })).e;
 
 const u32 = fc.integer({ min: 0, max: 0xffffffff });
-const oid = fc.array(fc.oneof(fc.integer({ min: 0, max: 200 }), u32), { minLength: 0, maxLength: 12 }).map((arcs) => `1.3.${arcs.join('.')}`.replace(/\.$/, ''));
+const oid = fc
+  .array(fc.oneof(fc.integer({ min: 0, max: 200 }), u32), { minLength: 0, maxLength: 12 })
+  .map((arcs) => `1.3.${arcs.join('.')}`.replace(/\.$/, ''));
 
 const varbind: fc.Arbitrary<VarBind> = fc.oneof(
   fc.tuple(oid, fc.integer({ min: -0x80000000, max: 0x7fffffff })).map(([o, v]) => ({ oid: o, type: 'Integer32' as SnmpType, value: v })),
@@ -67,7 +69,13 @@ export const snmpMessage: fc.Arbitrary<Buffer> = fc
   )
   .map(([version, community, type, requestId, errorStatus, errorIndex, varbinds]) => {
     // Notifications start with sysUpTime.0 and snmpTrapOID.0, so the receiver reads them through.
-    const lead: VarBind[] = type === PduType.TrapV2 || type === PduType.Inform ? [{ oid: '1.3.6.1.2.1.1.3.0', type: 'TimeTicks', value: 1 }, { oid: '1.3.6.1.6.3.1.1.4.1.0', type: 'ObjectIdentifier', value: '1.3.6.1.4.1.1' }] : [];
+    const lead: VarBind[] =
+      type === PduType.TrapV2 || type === PduType.Inform
+        ? [
+            { oid: '1.3.6.1.2.1.1.3.0', type: 'TimeTicks', value: 1 },
+            { oid: '1.3.6.1.6.3.1.1.4.1.0', type: 'ObjectIdentifier', value: '1.3.6.1.4.1.1' },
+          ]
+        : [];
     const pdu: AnyPdu = { type, requestId, errorStatus, errorIndex, varbinds: [...lead, ...varbinds] };
     return encodeCommunity(version, community, pdu);
   });

@@ -95,7 +95,10 @@ async function childLoop(t: Target, seconds: number, seed: number, curFile: stri
   };
 
   while (Date.now() < deadline) {
-    let input = queue.shift() ?? (t.generate && r.chance(0.25) ? generated(t, r) : undefined) ?? mutate(smaller(r.pick(corpus), r.pick(corpus)), r.pick(corpus), t.style, r);
+    let input =
+      queue.shift() ??
+      (t.generate && r.chance(0.25) ? generated(t, r) : undefined) ??
+      mutate(smaller(r.pick(corpus), r.pick(corpus)), r.pick(corpus), t.style, r);
     if (t.fixup && !queue.length && r.chance(0.9)) input = t.fixup(input);
     header.writeDoubleLE(Date.now(), 0);
     header.writeDoubleLE(++execs, 8);
@@ -107,10 +110,22 @@ async function childLoop(t: Target, seconds: number, seed: number, curFile: stri
     else if (res.ms > HANG_MS) {
       // Confirmed on a second run: a busy machine can stall one execution.
       const again = await execOnce(t, input);
-      if (again.ms > HANG_MS) found(input, 'hang', `hang: ${t.name} took ${Math.round(again.ms)} ms`, `${input.length} bytes took ${Math.round(res.ms)} ms, then ${Math.round(again.ms)} ms`);
+      if (again.ms > HANG_MS)
+        found(
+          input,
+          'hang',
+          `hang: ${t.name} took ${Math.round(again.ms)} ms`,
+          `${input.length} bytes took ${Math.round(res.ms)} ms, then ${Math.round(again.ms)} ms`,
+        );
     } else if (tooMuchMemory(res.rssGrowth, input.length)) {
       const again = await execOnce(t, input);
-      if (tooMuchMemory(again.rssGrowth, input.length)) found(input, 'memory', `memory: ${t.name} grew RSS by ${again.rssGrowth >> 20} MB`, `${input.length} bytes grew RSS by ${res.rssGrowth} then ${again.rssGrowth} bytes`);
+      if (tooMuchMemory(again.rssGrowth, input.length))
+        found(
+          input,
+          'memory',
+          `memory: ${t.name} grew RSS by ${again.rssGrowth >> 20} MB`,
+          `${input.length} bytes grew RSS by ${res.rssGrowth} then ${again.rssGrowth} bytes`,
+        );
     }
     let fresh: string | undefined;
     if (res.kind === 'ok') {
@@ -246,7 +261,14 @@ async function main(args: string[]): Promise<number> {
     const t = targetNamed(args[1] ?? '');
     if (!t) return 2;
     const dir = join(REGRESSIONS, t.name);
-    const files = args.length > 2 ? args.slice(2) : existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.bin')).map((f) => join(dir, f)) : [];
+    const files =
+      args.length > 2
+        ? args.slice(2)
+        : existsSync(dir)
+          ? readdirSync(dir)
+              .filter((f) => f.endsWith('.bin'))
+              .map((f) => join(dir, f))
+          : [];
     let bad = 0;
     for (const f of files) {
       const res = await execOnce(t, readFileSync(f));

@@ -78,7 +78,8 @@ export class ContractBroken extends Error {
 }
 
 /** Error texts of V8 itself: a parser that reports one as a parse error hides a bug behind it. */
-const ENGINE_TEXT = /Cannot read propert|Cannot set propert|Cannot destructure|is not a function|is not iterable|is not defined|is not a constructor|Maximum call stack|Invalid array length|Invalid string length|Invalid typed array length|Array buffer allocation failed|Cannot convert .* to a BigInt|Cannot mix BigInt/;
+const ENGINE_TEXT =
+  /Cannot read propert|Cannot set propert|Cannot destructure|is not a function|is not iterable|is not defined|is not a constructor|Maximum call stack|Invalid array length|Invalid string length|Invalid typed array length|Array buffer allocation failed|Cannot convert .* to a BigInt|Cannot mix BigInt/;
 
 const WORD = '(?:#(?::#)*|<>|[a-z]+|[A-Z]+|[A-Z][a-z]+)';
 /** A word of a message's own text: lower, UPPER or Capitalised, # (a number), <> (a tag); hyphenated, bracketed, punctuated. */
@@ -110,7 +111,8 @@ export const norm = (s: string) => {
 };
 
 /** JavaScript's own error classes: never a parser's typed error. */
-export const isEngineError = (e: unknown) => e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || e instanceof EvalError || e instanceof URIError;
+export const isEngineError = (e: unknown) =>
+  e instanceof TypeError || e instanceof RangeError || e instanceof ReferenceError || e instanceof EvalError || e instanceof URIError;
 
 /**
  * Parse errors that carry a JavaScript engine error (a library's TypeError caught and reported
@@ -137,8 +139,13 @@ async function* once(b: Buffer): AsyncGenerator<Buffer> {
   yield b;
 }
 
-const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim());
-const SAMPLE_RECORDS = lines(at('examples', 'data', 'interfaces.ndjson')).slice(0, 20).map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim());
+const SAMPLE_RECORDS = lines(at('examples', 'data', 'interfaces.ndjson'))
+  .slice(0, 20)
+  .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 /** The worked example inputs of a serializer's documentation. */
 function exampleInputs(p: SerializerPlugin): Buffer[] {
@@ -151,7 +158,9 @@ const encoderOf = (p: SerializerPlugin, cfg: Record<string, unknown>) => p.encod
 function encoded(p: SerializerPlugin, cfg: Record<string, unknown>, records = SAMPLE_RECORDS): Buffer[] {
   const enc = encoderOf(p, cfg);
   const file = (rs: typeof records) => Buffer.concat([Buffer.from(enc.head(rs)), enc.body(rs), Buffer.from(enc.tail)]);
-  return enc.whole ? [enc.body(records), enc.body(records.slice(0, 2))] : [file(records), file(records.slice(0, 3)), ...encodedOnes(p, cfg, records.slice(0, 4))];
+  return enc.whole
+    ? [enc.body(records), enc.body(records.slice(0, 2))]
+    : [file(records), file(records.slice(0, 3)), ...encodedOnes(p, cfg, records.slice(0, 4))];
 }
 
 /** Single messages of the serializer's own encoder (formats that hold one record per payload). */
@@ -234,7 +243,15 @@ const vbs = () => [
 ];
 const pdu = (type: number, varbinds = vbs(), errorStatus = 0, errorIndex = 0): AnyPdu => ({ type, requestId: 0x1234, errorStatus, errorIndex, varbinds });
 const v3Header = (userName: string, reportable: boolean, engineId = Buffer.from(ENGINE_ID, 'hex')) => ({
-  msgId: 77, maxSize: 65507, reportable, engineId, boots: 1, time: 0, userName, contextEngineId: engineId, contextName: '',
+  msgId: 77,
+  maxSize: 65507,
+  reportable,
+  engineId,
+  boots: 1,
+  time: 0,
+  userName,
+  contextEngineId: engineId,
+  contextName: '',
 });
 const localUser = (name: string) => (usmUser(name) ? localize(usmUser(name)!, Buffer.from(ENGINE_ID, 'hex')) : null);
 
@@ -242,11 +259,17 @@ const localUser = (name: string) => (usmUser(name) ? localize(usmUser(name)!, Bu
 function snmpSeeds(): Buffer[] {
   const requests = [pdu(PduType.Get), pdu(PduType.GetNext), pdu(PduType.GetBulk, vbs(), 1, 5), pdu(PduType.Set, vbs().slice(2, 4))];
   const notifications = [pdu(PduType.TrapV2), pdu(PduType.Inform)];
-  const trapV1 = { ...pdu(PduType.TrapV1, vbs().slice(2)), enterprise: '1.3.6.1.4.1.8072.4', agentAddr: '192.0.2.7', genericTrap: 6, specificTrap: 42, timestamp: 12345 };
+  const trapV1 = {
+    ...pdu(PduType.TrapV1, vbs().slice(2)),
+    enterprise: '1.3.6.1.4.1.8072.4',
+    agentAddr: '192.0.2.7',
+    genericTrap: 6,
+    specificTrap: 42,
+    timestamp: 12345,
+  };
   const out: Buffer[] = [encodeCommunity(0, 'public', trapV1), encodeCommunity(0, 'public', requests[0]!)];
   for (const p of [...requests, ...notifications]) out.push(encodeCommunity(1, p.type === PduType.Set ? 'private' : 'public', p));
-  for (const u of USERS)
-    for (const p of [...requests, ...notifications]) out.push(encodeV3(v3Header(u.name, p.type !== PduType.TrapV2), localUser(u.name), p));
+  for (const u of USERS) for (const p of [...requests, ...notifications]) out.push(encodeV3(v3Header(u.name, p.type !== PduType.TrapV2), localUser(u.name), p));
   // Discovery: empty engine ID and user, reportable.
   out.push(encodeV3({ ...v3Header('', true, Buffer.alloc(0)), contextEngineId: Buffer.alloc(0) }, null, pdu(PduType.Get, [])));
   return out.map((b) => Buffer.from(b));
@@ -303,7 +326,8 @@ function checkBulkAnswer(request: Buffer, answer: Buffer | undefined): void {
   if (res.version === 3) return;
   const n = res.pdu.varbinds.length;
   const nonRep = Math.max(0, Math.min(req.pdu.errorStatus, req.pdu.varbinds.length));
-  if (n > 1 && answer.length > DEFAULT_BULK_LIMITS.maxAmplification * request.length) throw new ContractBroken(`a ${request.length}-byte GETBULK got a ${answer.length}-byte answer`);
+  if (n > 1 && answer.length > DEFAULT_BULK_LIMITS.maxAmplification * request.length)
+    throw new ContractBroken(`a ${request.length}-byte GETBULK got a ${answer.length}-byte answer`);
   if (n > nonRep + DEFAULT_BULK_LIMITS.maxVarbinds) throw new ContractBroken(`a GETBULK got ${n} varbinds (${nonRep} non-repeaters)`);
 }
 
@@ -312,7 +336,13 @@ function snmpAgentTarget(): Target {
   let last = '';
   let sent: Buffer | undefined;
   const fresh = () => {
-    const a = new SnmpAgent({ engineId: ENGINE_ID, community: 'public', writeCommunity: 'private', users: USERS, onActivity: (e) => (last = `${e.version}:${e.request}:${norm((e.error ?? 'ok').replaceAll(e.principal || '\0', 'P'))}`) });
+    const a = new SnmpAgent({
+      engineId: ENGINE_ID,
+      community: 'public',
+      writeCommunity: 'private',
+      users: USERS,
+      onActivity: (e) => (last = `${e.version}:${e.request}:${norm((e.error ?? 'ok').replaceAll(e.principal || '\0', 'P'))}`),
+    });
     // No UDP socket: the answer is kept to be checked (checkBulkAnswer).
     (a as unknown as { socket: unknown }).socket = { send: (m: Buffer) => (sent = Buffer.from(m)) };
     return a;
@@ -348,7 +378,12 @@ function snmpTrapTarget(): Target {
     ...snmpInputs(),
     expected: () => false,
     run(input) {
-      rx ??= new TrapReceiver({ engineId: ENGINE_ID, users: USERS, onTrap: (t) => (last = `${t.version}:${t.kind}:${Math.min(t.varbinds.length, 3)}`), onDrop: (why) => (last = norm(why)) });
+      rx ??= new TrapReceiver({
+        engineId: ENGINE_ID,
+        users: USERS,
+        onTrap: (t) => (last = `${t.version}:${t.kind}:${Math.min(t.varbinds.length, 3)}`),
+        onDrop: (why) => (last = norm(why)),
+      });
       (rx as unknown as Handler).startedAt = Date.now();
       last = 'silent';
       (rx as unknown as Handler).onMessage(input, RINFO);
@@ -366,7 +401,12 @@ const VECTORS = () => JSON.parse(readFileSync(at('test', 'asn1', 'fixtures', 've
 /** DER and XER of the test suite's charging records (test/asn1/cdr-data.ts), encoded by asn1c as the tests do. */
 async function asn1cSeeds(format: 'der' | 'xer'): Promise<Buffer[]> {
   const [{ asn1cEncode }, { cdrCase }] = await Promise.all([import('../test/asn1/asn1c.js'), import('../test/asn1/cdr-data.js')]);
-  return asn1cEncode(CDR_DIR, 'CallEventRecord', format, Array.from({ length: 12 }, (_, i) => cdrCase(i).xer));
+  return asn1cEncode(
+    CDR_DIR,
+    'CallEventRecord',
+    format,
+    Array.from({ length: 12 }, (_, i) => cdrCase(i).xer),
+  );
 }
 
 function asn1Target(encoding: 'ber' | 'der' | 'per' | 'uper' | 'xer' | 'jer'): Target {
@@ -381,10 +421,11 @@ function asn1Target(encoding: 'ber' | 'der' | 'per' | 'uper' | 'xer' | 'jer'): T
     style: encoding === 'xer' || encoding === 'jer' ? 'text' : 'bytes',
     seedSource:
       encoding === 'der' || encoding === 'ber' || encoding === 'xer'
-        ? 'test/asn1/cdr-data.ts records encoded by asn1c (test/asn1/asn1c.ts), plus the serializer\'s documented example'
+        ? "test/asn1/cdr-data.ts records encoded by asn1c (test/asn1/asn1c.ts), plus the serializer's documented example"
         : 'test/asn1/fixtures/vectors.json',
     async seeds() {
-      if (encoding === 'per' || encoding === 'uper' || encoding === 'jer') return VECTORS()['ChargingRecords.CallEventRecord']![encoding]!.map((h) => Buffer.from(h, encoding === 'jer' ? 'utf8' : 'hex'));
+      if (encoding === 'per' || encoding === 'uper' || encoding === 'jer')
+        return VECTORS()['ChargingRecords.CallEventRecord']![encoding]!.map((h) => Buffer.from(h, encoding === 'jer' ? 'utf8' : 'hex'));
       const ders = await asn1cSeeds(encoding === 'xer' ? 'xer' : 'der');
       if (!split) return ders;
       return [...exampleInputs(asn1Serializer), Buffer.concat(ders), Buffer.concat(ders.slice(0, 3))];
@@ -469,9 +510,16 @@ function yamlTarget(): Target {
       const r = loadPipelineText(text, { env: FUZZ_ENV });
       // Issue 28: svc's own variables are never read, and what the API shows (asWritten) holds no expanded value.
       const out = JSON.stringify([r.config ?? null, r.diagnostics]);
-      if (out.includes(FUZZ_ENV.SVC_FUZZ_KEY)) throw new ContractBroken('the value of SVC_FUZZ_KEY, which pipelines may not read, reached the config or a diagnostic');
-      if (r.config && !text.includes(FUZZ_ENV.FUZZ_TOKEN) && JSON.stringify(asWritten(r.config)).includes(FUZZ_ENV.FUZZ_TOKEN)) throw new ContractBroken('the config as written shows the expanded value of FUZZ_TOKEN');
-      return r.config ? 'ok' : r.diagnostics.slice(0, 3).map((d) => `${d.code}:${norm(d.message).slice(0, 30)}`).join('|');
+      if (out.includes(FUZZ_ENV.SVC_FUZZ_KEY))
+        throw new ContractBroken('the value of SVC_FUZZ_KEY, which pipelines may not read, reached the config or a diagnostic');
+      if (r.config && !text.includes(FUZZ_ENV.FUZZ_TOKEN) && JSON.stringify(asWritten(r.config)).includes(FUZZ_ENV.FUZZ_TOKEN))
+        throw new ContractBroken('the config as written shows the expanded value of FUZZ_TOKEN');
+      return r.config
+        ? 'ok'
+        : r.diagnostics
+            .slice(0, 3)
+            .map((d) => `${d.code}:${norm(d.message).slice(0, 30)}`)
+            .join('|');
     },
   };
 }
@@ -557,14 +605,18 @@ function syslogTarget(): Target {
 function remoteWriteTarget(): Target {
   return {
     name: 'prometheus-rw',
-    about: 'Prometheus remote-write: the input as the protobuf WriteRequest (snappy-compressed, then checked and decoded as the source does), and as a raw body',
+    about:
+      'Prometheus remote-write: the input as the protobuf WriteRequest (snappy-compressed, then checked and decoded as the source does), and as a raw body',
     style: 'bytes',
     seedSource: 'WriteRequests built by encodeWriteRequest (src/plugins/connectors/prometheus_rw/decode.ts) as test/connectors/prometheus_rw.test.ts does',
     seeds: () => [
       encodeWriteRequest([]),
       encodeWriteRequest([{ labels: { __name__: 'up', job: 'node', instance: 'h:9100' }, samples: [{ value: 1, timestamp_ms: 1764230400000 }] }]),
       encodeWriteRequest([
-        { labels: { __name__: 'if_in_octets', ifName: 'Gi0/1' }, samples: [0, 1.5, -1, NaN, Infinity, 2 ** 53].map((value, i) => ({ value, timestamp_ms: 1764230400000 + i * 1000 })) },
+        {
+          labels: { __name__: 'if_in_octets', ifName: 'Gi0/1' },
+          samples: [0, 1.5, -1, NaN, Infinity, 2 ** 53].map((value, i) => ({ value, timestamp_ms: 1764230400000 + i * 1000 })),
+        },
         { labels: { __name__: 'h', le: '+Inf' }, samples: [{ value: 7, timestamp_ms: -1000 }] },
       ]),
     ],
@@ -598,7 +650,9 @@ function remoteWriteTarget(): Target {
 }
 
 /** The reply type the CORBA target decodes: a list of measurements as a PM interface might return. */
-const CORBA_TYPE = parseType({ sequence: { struct: { name: 'string', value: 'double', count: 'ulonglong', tags: { sequence: 'string' }, state: { enum: ['UP', 'DOWN'] } } } });
+const CORBA_TYPE = parseType({
+  sequence: { struct: { name: 'string', value: 'double', count: 'ulonglong', tags: { sequence: 'string' }, state: { enum: ['UP', 'DOWN'] } } },
+});
 
 /** A GIOP 1.2 Reply (little-endian) whose body is `value` as CORBA_TYPE. */
 function giopReply(value: unknown): Buffer {
@@ -619,9 +673,10 @@ function giopReply(value: unknown): Buffer {
 function corbaTarget(): Target {
   return {
     name: 'corba-giop',
-    about: 'CORBA: a TCP stream from the server cut into GIOP messages by the GiopFramer (in two reads, fragments joined, 64 KB limit), each Reply decoded and its body read as a sequence of structs (CDR)',
+    about:
+      'CORBA: a TCP stream from the server cut into GIOP messages by the GiopFramer (in two reads, fragments joined, 64 KB limit), each Reply decoded and its body read as a sequence of structs (CDR)',
     style: 'bytes',
-    seedSource: 'Replies built with the connector\'s CdrWriter and encodeValue (src/plugins/connectors/corba/cdr.ts), whole and cut into GIOP 1.2 fragments',
+    seedSource: "Replies built with the connector's CdrWriter and encodeValue (src/plugins/connectors/corba/cdr.ts), whole and cut into GIOP 1.2 fragments",
     seeds: () => {
       const one = giopReply([{ name: 'ifInOctets', value: 1.5, count: 7n, tags: ['a', 'b'], state: 'UP' }]);
       const many = giopReply(Array.from({ length: 5 }, (_, i) => ({ name: `c${i}`, value: i, count: BigInt(i), tags: [], state: i % 2 ? 'UP' : 'DOWN' })));
@@ -667,19 +722,37 @@ function gnmiTarget(): Target {
     name: 'gnmi',
     about: 'gNMI: a SubscribeResponse as the gRPC stream delivers it (protobuf, proto-loader options of the client), then its records and TypedValues',
     style: 'bytes',
-    seedSource: 'the TypedValues of test/connectors/gnmi.test.ts in SubscribeResponses, serialised with the client\'s descriptor',
+    seedSource: "the TypedValues of test/connectors/gnmi.test.ts in SubscribeResponses, serialised with the client's descriptor",
     async seeds() {
       const c = await load();
       const vals = [
-        { string_val: 'up' }, { int_val: '-9223372036854775808' }, { uint_val: '18446744073709551615' }, { bool_val: false }, { bytes_val: Buffer.from([0, 1, 254]) },
-        { float_val: 1.1 }, { double_val: 0.3 }, { decimal_val: { digits: '-12345', precision: 2 } },
-        { leaflist_val: { element: [{ string_val: 'a' }, { uint_val: '7' }] } }, { any_val: { type_url: 'type.googleapis.com/x.Y', value: Buffer.from('hi') } },
-        { json_val: Buffer.from('{"in":18446744073709551615,"name":"eth0"}') }, { json_ietf_val: Buffer.from('{"a:b":true}') }, { ascii_val: 'x' },
+        { string_val: 'up' },
+        { int_val: '-9223372036854775808' },
+        { uint_val: '18446744073709551615' },
+        { bool_val: false },
+        { bytes_val: Buffer.from([0, 1, 254]) },
+        { float_val: 1.1 },
+        { double_val: 0.3 },
+        { decimal_val: { digits: '-12345', precision: 2 } },
+        { leaflist_val: { element: [{ string_val: 'a' }, { uint_val: '7' }] } },
+        { any_val: { type_url: 'type.googleapis.com/x.Y', value: Buffer.from('hi') } },
+        { json_val: Buffer.from('{"in":18446744073709551615,"name":"eth0"}') },
+        { json_ietf_val: Buffer.from('{"a:b":true}') },
+        { ascii_val: 'x' },
       ];
       const path = { origin: 'openconfig', elem: [{ name: 'interfaces' }, { name: 'interface', key: { name: 'eth0' } }, { name: 'state' }] };
       return [
         c.responseSerialize({ sync_response: true }),
-        ...vals.map((val) => c.responseSerialize({ update: { timestamp: '1764230400000000000', prefix: { target: 'rtr1', ...path }, update: [{ path: { elem: [{ name: 'leaf' }] }, val, duplicates: 2 }], delete: [path] } })),
+        ...vals.map((val) =>
+          c.responseSerialize({
+            update: {
+              timestamp: '1764230400000000000',
+              prefix: { target: 'rtr1', ...path },
+              update: [{ path: { elem: [{ name: 'leaf' }] }, val, duplicates: 2 }],
+              delete: [path],
+            },
+          }),
+        ),
       ];
     },
     // grpc-js catches what the deserializer throws (the stream ends with INTERNAL), so any error
@@ -692,7 +765,10 @@ function gnmiTarget(): Target {
         if (!msg.update) return `no-update:${msg.response}`;
         const recs = notificationRecords(msg.update, '192.0.2.1:57400');
         checkJson(recs);
-        return recs.map((r) => `${r.type}`).slice(0, 4).join(',');
+        return recs
+          .map((r) => `${r.type}`)
+          .slice(0, 4)
+          .join(',');
       } catch (e) {
         if (e instanceof ContractBroken) throw e;
         throw new ContractBroken(`records of a decoded SubscribeResponse threw ${(e as Error).name}: ${(e as Error).message}`, { cause: e });
@@ -709,8 +785,8 @@ const avroCfg = { schema_file: join(SCHEMAS, 'interface.avsc'), use_magic_bytes:
 const protoCfg = { schema_file: join(SCHEMAS, 'interface.proto'), message_class: 'Interface' };
 const PROTO_RECORDS = SAMPLE_RECORDS.map((r, i) => ({ host: r.host, if_index: i, in_octets: String(r.ifInOctets), oper_status: i % 3 }));
 const AVRO_RECORDS = SAMPLE_RECORDS.map((r, i) => ({ host: r.host, ifIndex: i, ifInOctets: r.ifInOctets }));
-const fromDocs = 'the serializer\'s documented examples';
-const fromEncoder = 'examples/data/interfaces.ndjson written by the serializer\'s own encoder';
+const fromDocs = "the serializer's documented examples";
+const fromEncoder = "examples/data/interfaces.ndjson written by the serializer's own encoder";
 
 export const TARGETS: Target[] = [
   snmpAgentTarget(),
@@ -719,13 +795,40 @@ export const TARGETS: Target[] = [
   serializerTarget('pm_xml', pmXml, {}, 'text', `${fromDocs} and templates/testdata/*.xml`, () => [...exampleInputs(pmXml), readFileSync(PM_XML)]),
   serializerTarget('xml', xml, {}, 'text', `${fromDocs}, ${fromEncoder}`, () => [...exampleInputs(xml), ...encoded(xml, {})]),
   serializerTarget('csv', csv, {}, 'text', `${fromDocs}, ${fromEncoder}`, () => [...exampleInputs(csv), ...encoded(csv, {})]),
-  serializerTarget('ndjson', ndjson, {}, 'text', `${fromDocs} and examples/data/interfaces.ndjson`, () => [...exampleInputs(ndjson), Buffer.from(lines(at('examples', 'data', 'interfaces.ndjson')).slice(0, 30).join('\n'))]),
-  serializerTarget('json', json, {}, 'text', `${fromDocs}, ${fromEncoder}, the VES schema (test/fixtures/ves)`, () => [...exampleInputs(json), ...encoded(json, {}), readFileSync(at('test', 'fixtures', 'ves', 'CommonEventFormat_30.1.1.json')).subarray(0, 60000)]),
+  serializerTarget('ndjson', ndjson, {}, 'text', `${fromDocs} and examples/data/interfaces.ndjson`, () => [
+    ...exampleInputs(ndjson),
+    Buffer.from(
+      lines(at('examples', 'data', 'interfaces.ndjson'))
+        .slice(0, 30)
+        .join('\n'),
+    ),
+  ]),
+  serializerTarget('json', json, {}, 'text', `${fromDocs}, ${fromEncoder}, the VES schema (test/fixtures/ves)`, () => [
+    ...exampleInputs(json),
+    ...encoded(json, {}),
+    readFileSync(at('test', 'fixtures', 'ves', 'CommonEventFormat_30.1.1.json')).subarray(0, 60000),
+  ]),
   serializerTarget('msgpack', msgpack, {}, 'bytes', `${fromDocs}, ${fromEncoder}`, () => [...exampleInputs(msgpack), ...encoded(msgpack, {})]),
-  serializerTarget('avro-container', avro, avroCfg, 'bytes', `${fromEncoder} (container files, null, deflate and snappy codecs)`, () => [...encoded(avro, avroCfg, AVRO_RECORDS as never).slice(0, 2), ...(['deflate', 'snappy'] as const).flatMap((codec) => encoded(avro, { ...avroCfg, codec }, AVRO_RECORDS as never).slice(0, 1))]),
-  serializerTarget('avro-datum', avro, avroCfg, 'bytes', `${fromDocs}, single datums of ${fromEncoder}`, () => [...exampleInputs(avro).slice(0, 1), ...encoded(avro, avroCfg, AVRO_RECORDS as never).slice(2)]),
-  serializerTarget('protobuf', protobuf, protoCfg, 'bytes', `${fromDocs}, ${fromEncoder} (length-delimited)`, () => [...exampleInputs(protobuf), ...encoded(protobuf, protoCfg, PROTO_RECORDS as never)]),
-  serializerTarget('protobuf-single', protobuf, { ...protoCfg, framing: 'none', use_magic_bytes: false }, 'bytes', `${fromDocs}, single messages of ${fromEncoder}`, () => encodedOnes(protobuf, { ...protoCfg, framing: 'none', use_magic_bytes: false }, PROTO_RECORDS.slice(0, 6) as never)),
+  serializerTarget('avro-container', avro, avroCfg, 'bytes', `${fromEncoder} (container files, null, deflate and snappy codecs)`, () => [
+    ...encoded(avro, avroCfg, AVRO_RECORDS as never).slice(0, 2),
+    ...(['deflate', 'snappy'] as const).flatMap((codec) => encoded(avro, { ...avroCfg, codec }, AVRO_RECORDS as never).slice(0, 1)),
+  ]),
+  serializerTarget('avro-datum', avro, avroCfg, 'bytes', `${fromDocs}, single datums of ${fromEncoder}`, () => [
+    ...exampleInputs(avro).slice(0, 1),
+    ...encoded(avro, avroCfg, AVRO_RECORDS as never).slice(2),
+  ]),
+  serializerTarget('protobuf', protobuf, protoCfg, 'bytes', `${fromDocs}, ${fromEncoder} (length-delimited)`, () => [
+    ...exampleInputs(protobuf),
+    ...encoded(protobuf, protoCfg, PROTO_RECORDS as never),
+  ]),
+  serializerTarget(
+    'protobuf-single',
+    protobuf,
+    { ...protoCfg, framing: 'none', use_magic_bytes: false },
+    'bytes',
+    `${fromDocs}, single messages of ${fromEncoder}`,
+    () => encodedOnes(protobuf, { ...protoCfg, framing: 'none', use_magic_bytes: false }, PROTO_RECORDS.slice(0, 6) as never),
+  ),
   serializerTarget('parquet', parquet, {}, 'bytes', `${fromDocs} (written by @dsnp/parquetjs), ${fromEncoder} (snappy, gzip, none)`, () => [
     ...exampleInputs(parquet),
     ...(['snappy', 'gzip', 'none'] as const).flatMap((compression) => encoded(parquet, { compression }).slice(1)),

@@ -8,5 +8,8 @@ import protobuf from 'protobufjs';
 const dir = fileURLToPath(new URL('../src/plugins/connectors/gnmi/', import.meta.url));
 const target = `${dir}gnmi-descriptor.ts`;
 const root = protobuf.parse(readFileSync(`${dir}gnmi.proto`, 'utf8'), { keepCase: true }).root;
-const header = readFileSync(target, 'utf8').split('\n').filter((l) => l.startsWith('//')).join('\n');
+const header = readFileSync(target, 'utf8')
+  .split('\n')
+  .filter((l) => l.startsWith('//'))
+  .join('\n');
 writeFileSync(target, `${header}\nexport const GNMI_DESCRIPTOR: Record<string, unknown> = ${JSON.stringify(root.toJSON(), null, 2)};\n`);

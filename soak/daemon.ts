@@ -40,7 +40,12 @@ export async function prepareDaemon(dir: string, how: 'dist' | 'tsx', logFile: s
       child.once('exit', (code, signal) => (exit = `svc serve exited (${signal ?? code}); see ${logFile}`));
       const url = `http://127.0.0.1:${port}`;
       const end = Date.now() + 60_000;
-      while ((await fetch(`${url}/api/health`).then((r) => r.status, () => 0)) !== 200) {
+      while (
+        (await fetch(`${url}/api/health`).then(
+          (r) => r.status,
+          () => 0,
+        )) !== 200
+      ) {
         if (exit) throw new Error(exit);
         if (Date.now() > end) {
           child.kill('SIGKILL');

@@ -96,7 +96,11 @@ export function trapLoad(port: number, rate: number) {
 
 export function webhookLoad(url: string, rate: number) {
   const p = paced(rate, 32, async (seq) => {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq, sent_at: new Date().toISOString(), pad: PAD }) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ seq, sent_at: new Date().toISOString(), pad: PAD }),
+    });
     await res.arrayBuffer();
     return res.status === 202;
   });

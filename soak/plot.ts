@@ -26,7 +26,10 @@ function panel(top: number, title: string, unit: string, t: number[], tMax: numb
   const out = [`<text x="${M.left}" y="${top - 12}" font-size="15" font-weight="bold">${esc(title)}</text>`];
   for (let i = 0; i <= 4; i++) {
     const v = (yMax * i) / 4;
-    out.push(`<line x1="${M.left}" x2="${M.left + plotW}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/>`, `<text x="${M.left - 8}" y="${y(v) + 4}" font-size="11" text-anchor="end">${fmt(v)}</text>`);
+    out.push(
+      `<line x1="${M.left}" x2="${M.left + plotW}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/>`,
+      `<text x="${M.left - 8}" y="${y(v) + 4}" font-size="11" text-anchor="end">${fmt(v)}</text>`,
+    );
   }
   const step = [0.25, 0.5, 1, 2, 5, 10, 15, 30, 60].find((m) => tMax / 60 / m <= 8) ?? 120;
   for (let m = 0; m * 60 <= tMax; m += step) {
@@ -36,13 +39,19 @@ function panel(top: number, title: string, unit: string, t: number[], tMax: numb
   out.push(`<text x="${18}" y="${top + PANEL / 2}" font-size="11" transform="rotate(-90 18 ${top + PANEL / 2})" text-anchor="middle">${esc(unit)}</text>`);
   out.push(`<rect x="${M.left}" y="${top}" width="${plotW}" height="${PANEL}" fill="none" stroke="#888"/>`);
   if (refT !== undefined && refT <= tMax) {
-    out.push(`<line x1="${x(refT)}" x2="${x(refT)}" y1="${top}" y2="${top + PANEL}" stroke="#999" stroke-dasharray="5,4"/>`, `<text x="${x(refT) + 4}" y="${top + 14}" font-size="11" fill="#666">flat from here</text>`);
+    out.push(
+      `<line x1="${x(refT)}" x2="${x(refT)}" y1="${top}" y2="${top + PANEL}" stroke="#999" stroke-dasharray="5,4"/>`,
+      `<text x="${x(refT) + 4}" y="${top + 14}" font-size="11" fill="#666">flat from here</text>`,
+    );
   }
   lines.forEach((l, k) => {
     const pts = l.values.map((v, i) => (Number.isFinite(v) ? `${x(t[i]!).toFixed(1)},${y(v).toFixed(1)}` : '')).filter(Boolean);
     const c = COLORS[k % COLORS.length]!;
     out.push(`<polyline fill="none" stroke="${c}" stroke-width="1.8" points="${pts.join(' ')}"/>`);
-    out.push(`<rect x="${W - M.right + 14}" y="${top + 10 + k * 20}" width="14" height="3" fill="${c}"/>`, `<text x="${W - M.right + 34}" y="${top + 15 + k * 20}" font-size="12">${esc(l.label)}</text>`);
+    out.push(
+      `<rect x="${W - M.right + 14}" y="${top + 10 + k * 20}" width="14" height="3" fill="${c}"/>`,
+      `<text x="${W - M.right + 34}" y="${top + 15 + k * 20}" font-size="12">${esc(l.label)}</text>`,
+    );
   });
   return out.join('\n');
 }
@@ -66,12 +75,27 @@ export function soakSvg(all: Sample[], refT: number, title: string): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="${W / 2}" y="20" font-size="14" text-anchor="middle">${esc(title)}</text>`,
-    panel(M.top + 20, 'Daemon memory', 'MB', t, tMax, [
-      { label: 'RSS', values: samples.map((s) => s.proc_rss_mb) },
-      { label: 'heap total', values: samples.map((s) => s.heap_total_mb) },
-      { label: 'heap used', values: samples.map((s) => s.heap_used_mb) },
-    ], refT),
-    panel(M.top + 20 + PANEL + M.gap, 'Throughput (records written)', 'records/s', t, tMax, pipelines.map((p) => ({ label: p, values: samples.map((s) => s.out_per_sec[p] ?? NaN) }))),
+    panel(
+      M.top + 20,
+      'Daemon memory',
+      'MB',
+      t,
+      tMax,
+      [
+        { label: 'RSS', values: samples.map((s) => s.proc_rss_mb) },
+        { label: 'heap total', values: samples.map((s) => s.heap_total_mb) },
+        { label: 'heap used', values: samples.map((s) => s.heap_used_mb) },
+      ],
+      refT,
+    ),
+    panel(
+      M.top + 20 + PANEL + M.gap,
+      'Throughput (records written)',
+      'records/s',
+      t,
+      tMax,
+      pipelines.map((p) => ({ label: p, values: samples.map((s) => s.out_per_sec[p] ?? NaN) })),
+    ),
     '</svg>',
   ].join('\n');
 }
@@ -79,7 +103,11 @@ export function soakSvg(all: Sample[], refT: number, title: string): string {
 /** Writes `svg` beside the PNG Chromium renders of it. */
 export async function writePlot(svg: string, svgPath: string, pngPath: string) {
   writeFileSync(svgPath, svg);
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run'] });
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run'],
+  });
   try {
     const page = await browser.newPage({ viewport: { width: W, height: 700 } });
     await page.setContent(`<html><body style="margin:0">${svg}</body></html>`);

@@ -42,7 +42,9 @@ async function streamsReady(d: SoakDaemon) {
   const streams = [PIPELINES.syslog, PIPELINES.traps, PIPELINES.webhook];
   if (!streams.every((n) => list.find((p) => p.name === n)?.status === 'running')) return false;
   const s = parseProm(await (await fetch(`${d.url}/metrics`)).text());
-  const connected = s.filter((x) => x.name === 'svc_connector_state' && x.labels.state === 'connected' && x.labels.component === 'source' && x.value === 1).map((x) => x.labels.pipeline);
+  const connected = s
+    .filter((x) => x.name === 'svc_connector_state' && x.labels.state === 'connected' && x.labels.component === 'source' && x.value === 1)
+    .map((x) => x.labels.pipeline);
   return [PIPELINES.syslog, PIPELINES.traps].every((n) => connected.includes(n));
 }
 
@@ -61,7 +63,11 @@ async function stopPolling(d: SoakDaemon) {
   await until('the poll pipeline to stop', async () => (await status()) !== 'running', 60_000);
 }
 
-async function countAll(peers: Peers, workDir: string, sent: { syslog: number; traps: number; webhook: number }): Promise<Record<string, StreamCount & { agentsShort?: string[] }>> {
+async function countAll(
+  peers: Peers,
+  workDir: string,
+  sent: { syslog: number; traps: number; webhook: number },
+): Promise<Record<string, StreamCount & { agentsShort?: string[] }>> {
   const [nd, sql, walks] = await Promise.all([ndjsonTally(join(workDir, 'ndjson')), sqlTally(peers), peers.fleet.walks()]);
   return {
     'syslog -> ndjson': nd.against(sent.syslog),
@@ -131,7 +137,9 @@ async function soak(o: SoakOptions): Promise<boolean> {
       nextSample += o.sampleSeconds * 1000;
       if (s.t - lastReport >= 60 || nextSample > endAt + 1) {
         lastReport = s.t;
-        log(`${(s.t / 60).toFixed(1)} min: rss ${s.proc_rss_mb} MB, heap ${s.heap_used_mb} MB, fds ${s.fds} (${s.fds - s.fds_own} of them the clients' connections), loop p99 ${s.eventloop_p99_ms} ms (soak process ${s.control_p99_ms} ms), cpu ${s.cpu_pct} %, load ${s.loadavg.toFixed(1)}, out/s ${JSON.stringify(s.out_per_sec)}`);
+        log(
+          `${(s.t / 60).toFixed(1)} min: rss ${s.proc_rss_mb} MB, heap ${s.heap_used_mb} MB, fds ${s.fds} (${s.fds - s.fds_own} of them the clients' connections), loop p99 ${s.eventloop_p99_ms} ms (soak process ${s.control_p99_ms} ms), cpu ${s.cpu_pct} %, load ${s.loadavg.toFixed(1)}, out/s ${JSON.stringify(s.out_per_sec)}`,
+        );
       }
     }
 
@@ -166,7 +174,15 @@ async function soak(o: SoakOptions): Promise<boolean> {
     };
     writeFileSync(join(o.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
     try {
-      await writePlot(soakSvg(samples, referenceSeconds(o.minutes), `svc soak: ${o.minutes} min, syslog ${o.syslogRate}/s, traps ${o.trapRate}/s, webhook ${o.webhookRate}/s, ${o.agents} agents every ${o.pollSeconds} s`), join(o.out, 'soak.svg'), join(o.out, 'soak.png'));
+      await writePlot(
+        soakSvg(
+          samples,
+          referenceSeconds(o.minutes),
+          `svc soak: ${o.minutes} min, syslog ${o.syslogRate}/s, traps ${o.trapRate}/s, webhook ${o.webhookRate}/s, ${o.agents} agents every ${o.pollSeconds} s`,
+        ),
+        join(o.out, 'soak.svg'),
+        join(o.out, 'soak.png'),
+      );
     } catch (e) {
       log(`plot: ${(e as Error).message} (the SVG is written; the PNG needs /usr/bin/chromium)`);
     }

@@ -117,7 +117,17 @@ export function openFds(pid: number): { total: number; clients: number; kinds: R
 }
 
 /** include/net/tcp_states.h, as /proc/net/tcp prints them (01, established, and 0A, listen, are named apart). */
-const TCP_STATES: Record<string, string> = { '02': 'syn-sent', '03': 'syn-recv', '04': 'fin-wait1', '05': 'fin-wait2', '06': 'time-wait', '07': 'close', '08': 'close-wait', '09': 'last-ack', '0B': 'closing' };
+const TCP_STATES: Record<string, string> = {
+  '02': 'syn-sent',
+  '03': 'syn-recv',
+  '04': 'fin-wait1',
+  '05': 'fin-wait2',
+  '06': 'time-wait',
+  '07': 'close',
+  '08': 'close-wait',
+  '09': 'last-ack',
+  '0B': 'closing',
+};
 
 /** Socket inode -> kind, from the process's view of /proc/net/{tcp,tcp6,udp,udp6}. */
 function socketTable(pid: number): Map<string, { kind: string; client: boolean }> {

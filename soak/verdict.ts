@@ -75,14 +75,19 @@ function growth(load: Sample[], refT: number, f: Flatness): Check {
   const ref = load.filter((s) => Math.abs(s.t - refT) <= WINDOW_S / 2);
   const end = load.filter((s) => s.t > endT - WINDOW_S);
   const name = `${what} flat`;
-  if (ref.length < 2 || end.length < 2 || endT - refT < WINDOW_S) return { name, pass: false, detail: `not enough samples to compare ${refT} s with the end (${endT} s)` };
+  if (ref.length < 2 || end.length < 2 || endT - refT < WINDOW_S)
+    return { name, pass: false, detail: `not enough samples to compare ${refT} s with the end (${endT} s)` };
   const least = (xs: Sample[], by: (s: Sample) => number) => Math.min(...xs.map(by));
   const sum = (xs: Sample[]) => (level === 'least' ? least(xs, pick) : median(xs.map(pick)));
   const [a, b] = [sum(ref), sum(end)];
   const g = b / a - 1;
   const also = beside ? `; ${beside.what} ${least(ref, beside.pick).toFixed(1)} -> ${least(end, beside.pick).toFixed(1)} ${unit}` : '';
   const or = allowance ? ` or ${allowance} ${unit}` : '';
-  return { name, pass: g < limit || b - a <= allowance, detail: `${a.toFixed(1)} ${unit} around ${refT} s -> ${b.toFixed(1)} ${unit} in the last minute (${g >= 0 ? '+' : ''}${(g * 100).toFixed(1)} %, limit ${limit * 100} %${or})${also}` };
+  return {
+    name,
+    pass: g < limit || b - a <= allowance,
+    detail: `${a.toFixed(1)} ${unit} around ${refT} s -> ${b.toFixed(1)} ${unit} in the last minute (${g >= 0 ? '+' : ''}${(g * 100).toFixed(1)} %, limit ${limit * 100} %${or})${also}`,
+  };
 }
 
 /** Which kinds of descriptor (Sample.fd_kinds) differ between the sample nearest `refT` and the last one, e.g. `tcp to :5432 +2, pipe: -1`. */
@@ -100,25 +105,53 @@ export function verdict(samples: Sample[], minutes: number, counts: Record<strin
   const refT = referenceSeconds(minutes);
   const short = minutes < SHORT_RUN_MINUTES;
   const memory = short
-    ? growth(load, refT, { pick: (s) => s.heap_used_mb, what: 'heap used after GC (short run)', unit: 'MB', beside: { what: 'RSS', pick: (s) => s.proc_rss_mb }, level: 'least', limit: SHORT_RUN_MAX_GROWTH })
+    ? growth(load, refT, {
+        pick: (s) => s.heap_used_mb,
+        what: 'heap used after GC (short run)',
+        unit: 'MB',
+        beside: { what: 'RSS', pick: (s) => s.proc_rss_mb },
+        level: 'least',
+        limit: SHORT_RUN_MAX_GROWTH,
+      })
     : growth(load, refT, { pick: (s) => s.proc_rss_mb, what: 'RSS', unit: 'MB', beside: { what: 'least heap used', pick: (s) => s.heap_used_mb } });
-  const fds = growth(load, refT, { pick: (s) => s.fds_own, what: 'open descriptors', unit: 'fds', level: 'least', allowance: FD_ALLOWANCE, beside: { what: "with the clients' connections", pick: (s) => s.fds } });
+  const fds = growth(load, refT, {
+    pick: (s) => s.fds_own,
+    what: 'open descriptors',
+    unit: 'fds',
+    level: 'least',
+    allowance: FD_ALLOWANCE,
+    beside: { what: "with the clients' connections", pick: (s) => s.fds },
+  });
   const kinds = kindsChanged(load, refT);
   if (kinds) fds.detail += `; by kind, from ${refT} s to the end: ${kinds}`;
   const checks = [memory, fds];
   for (const [stream, c] of Object.entries(counts)) {
-    checks.push({ name: `${stream}: no record lost`, pass: c.sent > 0 && c.missing === 0, detail: `${c.sent} sent, ${c.received} received, ${c.missing} missing, ${c.duplicates} duplicates${c.firstMissing.length ? ` (first missing: ${c.firstMissing.join(', ')})` : ''}` });
+    checks.push({
+      name: `${stream}: no record lost`,
+      pass: c.sent > 0 && c.missing === 0,
+      detail: `${c.sent} sent, ${c.received} received, ${c.missing} missing, ${c.duplicates} duplicates${c.firstMissing.length ? ` (first missing: ${c.firstMissing.join(', ')})` : ''}`,
+    });
   }
   const over = load.filter((s) => s.eventloop_p99_ms >= MAX_P99_MS);
   const controls = over.map((s) => s.control_p99_ms);
-  const busy = over.length ? `; ${over.length} of ${load.length} windows over the limit, while the soak process's own p99 was ${Math.min(...controls)}-${Math.max(...controls)} ms` : '';
+  const busy = over.length
+    ? `; ${over.length} of ${load.length} windows over the limit, while the soak process's own p99 was ${Math.min(...controls)}-${Math.max(...controls)} ms`
+    : '';
   const worst = load.reduce((w, s) => (s.eventloop_p99_ms > w.eventloop_p99_ms ? s : w), load[0] ?? ({ eventloop_p99_ms: NaN, t: 0 } as Sample));
   if (short) {
     const added = (s: Sample) => s.eventloop_p99_ms - s.control_p99_ms;
     const most = load.reduce((w, s) => (added(s) > added(w) ? s : w), load[0] ?? worst);
-    checks.push({ name: 'event-loop delay p99 over the idle control (short run)', pass: added(most) < MAX_P99_MS, detail: `most added ${added(most).toFixed(1)} ms at ${most.t} s (daemon ${most.eventloop_p99_ms} ms, control ${most.control_p99_ms} ms; limit ${MAX_P99_MS} ms); worst daemon window ${worst.eventloop_p99_ms} ms${busy}` });
+    checks.push({
+      name: 'event-loop delay p99 over the idle control (short run)',
+      pass: added(most) < MAX_P99_MS,
+      detail: `most added ${added(most).toFixed(1)} ms at ${most.t} s (daemon ${most.eventloop_p99_ms} ms, control ${most.control_p99_ms} ms; limit ${MAX_P99_MS} ms); worst daemon window ${worst.eventloop_p99_ms} ms${busy}`,
+    });
     return checks;
   }
-  checks.push({ name: 'event-loop delay p99', pass: worst.eventloop_p99_ms < MAX_P99_MS, detail: `worst window ${worst.eventloop_p99_ms} ms at ${worst.t} s (limit ${MAX_P99_MS} ms; the soak process's own p99 then: ${worst.control_p99_ms} ms, load average ${worst.loadavg?.toFixed(1)}), median window ${median(load.map((s) => s.eventloop_p99_ms))} ms${busy}` });
+  checks.push({
+    name: 'event-loop delay p99',
+    pass: worst.eventloop_p99_ms < MAX_P99_MS,
+    detail: `worst window ${worst.eventloop_p99_ms} ms at ${worst.t} s (limit ${MAX_P99_MS} ms; the soak process's own p99 then: ${worst.control_p99_ms} ms, load average ${worst.loadavg?.toFixed(1)}), median window ${median(load.map((s) => s.eventloop_p99_ms))} ms${busy}`,
+  });
   return checks;
 }

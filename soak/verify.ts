@@ -21,7 +21,9 @@ export interface StreamCount {
 export async function ndjsonTally(dir: string): Promise<SeqTally> {
   const tally = new SeqTally();
   if (!existsSync(dir)) return tally;
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.ndjson')).sort()) {
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith('.ndjson'))
+    .sort()) {
     const lines = createInterface({ input: createReadStream(join(dir, f), 'utf8'), crlfDelay: Infinity });
     for await (const l of lines) tally.addText(l);
   }

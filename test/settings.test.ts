@@ -38,7 +38,13 @@ describe('settings (SVC_*)', () => {
   });
 
   it('parses typed values', () => {
-    const s = loadSettings({ SVC_PORT: '9000', SVC_SMTP_TLS: 'false', SVC_AUTH_USERS: 'ops:pw1, admin:p:w', SVC_LOG_LEVEL: 'debug', SVC_WATCH_PIPELINES: 'yes' });
+    const s = loadSettings({
+      SVC_PORT: '9000',
+      SVC_SMTP_TLS: 'false',
+      SVC_AUTH_USERS: 'ops:pw1, admin:p:w',
+      SVC_LOG_LEVEL: 'debug',
+      SVC_WATCH_PIPELINES: 'yes',
+    });
     expect(s).toMatchObject({ PORT: 9000, SMTP_TLS: false, AUTH_USERS: ['ops:pw1', 'admin:p:w'], LOG_LEVEL: 'DEBUG', WATCH_PIPELINES: true });
   });
 

@@ -32,7 +32,12 @@ type AiSettings = Pick<Settings, 'AI_PROVIDER' | 'AI_API_KEY' | 'AI_MODEL' | 'AI
 export function aiAssist(settings: AiSettings, log: Logger): AiAssist {
   const apiKey = settings.AI_API_KEY.trim();
   const provider = apiKey
-    ? PROVIDERS[settings.AI_PROVIDER]({ apiKey, model: settings.AI_MODEL.trim(), baseUrl: settings.AI_BASE_URL.trim(), timeoutMs: settings.AI_TIMEOUT_SECONDS * 1000 })
+    ? PROVIDERS[settings.AI_PROVIDER]({
+        apiKey,
+        model: settings.AI_MODEL.trim(),
+        baseUrl: settings.AI_BASE_URL.trim(),
+        timeoutMs: settings.AI_TIMEOUT_SECONDS * 1000,
+      })
     : undefined;
   const redact = redactor(apiKey ? [apiKey] : []);
   const opts = { statefulTransforms: settings.STATEFUL_TRANSFORMS, envAllow: settings.CONFIG_ENV_ALLOW };
@@ -41,7 +46,8 @@ export function aiAssist(settings: AiSettings, log: Logger): AiAssist {
     status: () => (provider ? { available: true, provider: provider.name, model: provider.model } : { available: false }),
 
     async suggest(req) {
-      if (!provider) throw httpError('HTTP_AI_OFF', 'AI assist is off: set SVC_AI_API_KEY (and SVC_AI_PROVIDER, SVC_AI_MODEL, SVC_AI_BASE_URL as needed) and restart');
+      if (!provider)
+        throw httpError('HTTP_AI_OFF', 'AI assist is off: set SVC_AI_API_KEY (and SVC_AI_PROVIDER, SVC_AI_MODEL, SVC_AI_BASE_URL as needed) and restart');
       const started = Date.now();
       const what = { mode: req.mode, provider: provider.name, model: provider.model, prompt_chars: req.prompt.length, yaml_chars: req.yaml?.length ?? 0 };
       let s: Suggestion;

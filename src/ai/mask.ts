@@ -15,7 +15,12 @@ const REFERENCE = /^\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}$/;
 /** Each component of a parsed pipeline with its kind: source, serializers, transforms, sinks (and theirs), dlq. */
 function components(p: Record<string, unknown>): [PluginKind, unknown][] {
   const list = (v: unknown) => (Array.isArray(v) ? v : []);
-  const out: [PluginKind, unknown][] = [['source', p.source], ['serializer', p.serializer_in], ['serializer', p.serializer_out], ['sink', p.dlq]];
+  const out: [PluginKind, unknown][] = [
+    ['source', p.source],
+    ['serializer', p.serializer_in],
+    ['serializer', p.serializer_out],
+    ['sink', p.dlq],
+  ];
   for (const t of list(p.transforms)) out.push(['transform', t]);
   for (const s of list(p.sinks)) {
     out.push(['sink', s]);

@@ -28,11 +28,26 @@ export function openaiProvider(o: ProviderOptions): Provider {
     model,
     async complete(req: ChatRequest) {
       const body = { model, messages: [{ role: 'system', content: req.system }, ...req.messages] };
-      const res = await postJson<Answer>(url, body, { vendor: 'openai', headers: { authorization: `Bearer ${o.apiKey}` }, timeoutMs: o.timeoutMs, errorMessage });
+      const res = await postJson<Answer>(url, body, {
+        vendor: 'openai',
+        headers: { authorization: `Bearer ${o.apiKey}` },
+        timeoutMs: o.timeoutMs,
+        errorMessage,
+      });
       const choice = res.choices?.[0];
       const content = choice?.message?.content;
       // Some servers answer content as a list of parts.
-      const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((p: unknown) => { const t = (p as { text?: unknown } | null)?.text; return typeof t === 'string' ? t : ''; }).join('') : '';
+      const text =
+        typeof content === 'string'
+          ? content
+          : Array.isArray(content)
+            ? content
+                .map((p: unknown) => {
+                  const t = (p as { text?: unknown } | null)?.text;
+                  return typeof t === 'string' ? t : '';
+                })
+                .join('')
+            : '';
       if (!text.trim()) {
         const why = choice?.message?.refusal ?? (choice?.finish_reason ? `finish_reason ${choice.finish_reason}` : 'no choices');
         throw httpError('HTTP_AI_PROVIDER_FAILED', `openai answered without text (${why})`);

@@ -36,7 +36,9 @@ export function typeExpr(s: Schema | undefined): string {
     const props = s.properties as Record<string, Schema> | undefined;
     if (!props || !Object.keys(props).length) return 'map';
     const req = new Set<string>(s.required ?? []);
-    return `{${Object.entries(props).map(([k, v]) => `${k}${req.has(k) && v.default === undefined ? '*' : ''}: ${typeExpr(v)}`).join(', ')}}`;
+    return `{${Object.entries(props)
+      .map(([k, v]) => `${k}${req.has(k) && v.default === undefined ? '*' : ''}: ${typeExpr(v)}`)
+      .join(', ')}}`;
   }
   if (s.type === 'integer') return 'int';
   return typeof s.type === 'string' ? s.type : 'any';
@@ -49,7 +51,8 @@ function fieldLines(schema: Schema, indent: string, skip: ReadonlySet<string> = 
     .filter(([k]) => !skip.has(k))
     .map(([k, v]) => {
       const required = req.has(k) && v.default === undefined ? '*' : '';
-      const def = v.default !== undefined && !(typeof v.default === 'object' && v.default !== null && !Array.isArray(v.default)) ? ` = ${JSON.stringify(v.default)}` : '';
+      const def =
+        v.default !== undefined && !(typeof v.default === 'object' && v.default !== null && !Array.isArray(v.default)) ? ` = ${JSON.stringify(v.default)}` : '';
       const secret = v.writeOnly ? ' (secret: write ${ENV_VAR})' : '';
       const d = described ? describe(v) : '';
       return `${indent}${k}${required}: ${typeExpr(v)}${def}${secret}${d ? ` — ${d}` : ''}`;
@@ -58,7 +61,11 @@ function fieldLines(schema: Schema, indent: string, skip: ReadonlySet<string> = 
 
 function pluginBlock(p: AnyPlugin, described: boolean): string {
   const extra =
-    p.kind === 'source' ? ` (${p.mode}: schedule ${p.mode === 'stream' ? 'stream' : 'interval, cron or manual'})` : p.kind === 'serializer' ? ` (${p.direction})` : '';
+    p.kind === 'source'
+      ? ` (${p.mode}: schedule ${p.mode === 'stream' ? 'stream' : 'interval, cron or manual'})`
+      : p.kind === 'serializer'
+        ? ` (${p.direction})`
+        : '';
   const head = `${p.kind} ${p.key}${extra}: ${p.summary}`;
   const fields = fieldLines(p.config as Schema, '  ', new Set(['type']), described);
   return [head, ...fields].join('\n');
@@ -116,9 +123,9 @@ const documentRules = () =>
     ...fieldLines(Pipeline as Schema, '  '),
     'Each sink also takes these fields besides its own:',
     ...fieldLines(SinkCommon as Schema, '  ', new Set(['type'])),
-    'Components (source, serializer_in, serializer_out, each transform and each sink) are mappings with `type` (a plugin key below) and that plugin\'s fields.',
+    "Components (source, serializer_in, serializer_out, each transform and each sink) are mappings with `type` (a plugin key below) and that plugin's fields.",
     'A batch source needs schedule type interval, cron or manual; a stream source needs schedule type stream.',
-    'Expressions (filter, condition, add_field) use record field names directly, e.g. `severity in [\'critical\', \'major\'] and value > 0`.',
+    "Expressions (filter, condition, add_field) use record field names directly, e.g. `severity in ['critical', 'major'] and value > 0`.",
     'Write secrets (passwords, tokens, keys) as ${ENV_VAR} references, never as values.',
     'Example:',
     EXAMPLE_PIPELINE,
@@ -162,9 +169,7 @@ export function explainUserPrompt(prompt: string, yaml: string, problems: Diagno
 
 /** The second round of `generate`: the model's answer failed validation. */
 export function repairPrompt(problems: Diagnostic[]): string {
-  return [
-    'svc validate rejects that YAML:',
-    ...problems.map((d) => '- ' + formatDiagnostic(d)),
-    'Answer with the corrected complete pipeline YAML only.',
-  ].join('\n');
+  return ['svc validate rejects that YAML:', ...problems.map((d) => '- ' + formatDiagnostic(d)), 'Answer with the corrected complete pipeline YAML only.'].join(
+    '\n',
+  );
 }

@@ -58,7 +58,8 @@ export async function postJson<T extends object>(url: string, body: unknown, o: 
     text = await readCapped(res);
   } catch (e) {
     const err = e as Error & { cause?: { code?: string; message?: string } };
-    if (err.name === 'TimeoutError' || signal.aborted) throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} did not answer within ${seconds} s (SVC_AI_TIMEOUT_SECONDS)`);
+    if (err.name === 'TimeoutError' || signal.aborted)
+      throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} did not answer within ${seconds} s (SVC_AI_TIMEOUT_SECONDS)`);
     if (err instanceof HttpError) throw err;
     const why = err.cause?.code ?? err.cause?.message ?? err.message;
     throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} is unreachable at ${new URL(url).origin}: ${why}`);
@@ -73,7 +74,8 @@ export async function postJson<T extends object>(url: string, body: unknown, o: 
     const message = (json !== undefined ? o.errorMessage(json) : undefined) ?? (text.trim().slice(0, 300) || res.statusText);
     throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} answered ${res.status}: ${message}`);
   }
-  if (json === undefined || json === null || typeof json !== 'object') throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+  if (json === undefined || json === null || typeof json !== 'object')
+    throw httpError('HTTP_AI_PROVIDER_FAILED', `${o.vendor} answered ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`);
   return json as T;
 }
 

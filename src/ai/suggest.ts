@@ -9,7 +9,6 @@ import { explainSystemPrompt, explainUserPrompt, generateSystemPrompt, generateU
 import { httpError } from '../core/http-errors.js';
 import type { ChatMessage, Provider } from './provider.js';
 
-
 export interface SuggestOptions {
   /** SVC_STATEFUL_TRANSFORMS of this daemon, so the YAML is judged as registering it would be. */
   statefulTransforms: boolean;
@@ -42,7 +41,12 @@ export function stripFences(text: string): string {
  * Checked with an empty environment, so no value of this daemon's environment reaches the model.
  */
 export function problemsOf(yaml: string, opts: SuggestOptions): Diagnostic[] {
-  const r = loadPipelineText(yaml, { env: {}, statefulTransforms: opts.statefulTransforms, envAllow: opts.envAllow, ...(opts.registry ? { registry: opts.registry } : {}) });
+  const r = loadPipelineText(yaml, {
+    env: {},
+    statefulTransforms: opts.statefulTransforms,
+    envAllow: opts.envAllow,
+    ...(opts.registry ? { registry: opts.registry } : {}),
+  });
   return r.diagnostics.filter((d) => d.severity === 'error' && d.code !== 'CFG_ENV_UNSET');
 }
 
@@ -66,7 +70,9 @@ export async function generate(provider: Provider, prompt: string, yaml: string 
 
   const listed = problems.slice(0, MAX_LISTED).map((d) => formatDiagnostic(d));
   const more = problems.length > MAX_LISTED ? `; and ${problems.length - MAX_LISTED} more` : '';
-  throw httpError('HTTP_AI_NO_PIPELINE', `the model's pipeline is still invalid after one repair round: ${listed.join('; ')}${more}. ` +
+  throw httpError(
+    'HTTP_AI_NO_PIPELINE',
+    `the model's pipeline is still invalid after one repair round: ${listed.join('; ')}${more}. ` +
       `Rephrase the request (name the source, the formats and the sink), or fix this YAML by hand:\n${result}`,
   );
 }

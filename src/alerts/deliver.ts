@@ -161,7 +161,8 @@ export async function deliverEmail(settings: SmtpSettings, msg: EmailMessage, op
       const info = await transport.sendMail({ from: settings.SMTP_FROM, to, subject: msg.subject, text: msg.text });
       const accepted = (info.accepted ?? []).map(String);
       const rejected = (info.rejected ?? []).map(String);
-      if (accepted.length > 0 && rejected.length === 0) return { ok: true, detail: `accepted for ${accepted.join(', ')}: ${String(info.response ?? '').trim()}` };
+      if (accepted.length > 0 && rejected.length === 0)
+        return { ok: true, detail: `accepted for ${accepted.join(', ')}: ${String(info.response ?? '').trim()}` };
       if (accepted.length === 0) return { ok: false, reason: `no recipient accepted: ${String(info.response ?? '').trim()}` };
       return { ok: false, reason: `rejected recipients: ${rejected.join(', ')}` };
     } catch (e) {

@@ -35,8 +35,7 @@ export const API_BODY_LIMIT = 1 << 20;
 
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const { settings } = deps;
-  const https =
-    settings.TLS_CERTFILE && settings.TLS_KEYFILE ? { cert: readFileSync(settings.TLS_CERTFILE), key: readFileSync(settings.TLS_KEYFILE) } : null;
+  const https = settings.TLS_CERTFILE && settings.TLS_KEYFILE ? { cert: readFileSync(settings.TLS_CERTFILE), key: readFileSync(settings.TLS_KEYFILE) } : null;
   const app = Fastify({
     bodyLimit: API_BODY_LIMIT,
     ...(https ? { https } : {}),
@@ -49,10 +48,18 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   traceRequests(app, deps.tracer);
 
   // Pipeline YAML arrives as text/plain or application/yaml.
-  app.addContentTypeParser(['text/plain', 'application/yaml', 'application/x-yaml', 'text/yaml'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser(['text/plain', 'application/yaml', 'application/x-yaml', 'text/yaml'], { parseAs: 'string' }, (_req, body, done) =>
+    done(null, body),
+  );
 
   const bodyLimitOf = (url: string) =>
-    url.startsWith('/webhooks/') ? settings.WEBHOOK_MAX_BODY_BYTES : url.startsWith('/api/internal/transform-state/') ? settings.STATE_MAX_BYTES : /^\/api\/schemas\/registry([/?]|$)/.test(url) ? SCHEMA_MAX_BYTES : API_BODY_LIMIT;
+    url.startsWith('/webhooks/')
+      ? settings.WEBHOOK_MAX_BODY_BYTES
+      : url.startsWith('/api/internal/transform-state/')
+        ? settings.STATE_MAX_BYTES
+        : /^\/api\/schemas\/registry([/?]|$)/.test(url)
+          ? SCHEMA_MAX_BYTES
+          : API_BODY_LIMIT;
   app.setErrorHandler(
     httpErrorHandler({
       log: deps.log,
@@ -90,7 +97,23 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   if (deps.cluster) refuseOnStandby(app, deps.cluster);
 
   await serveUi(app, { dir: settings.UI_DIR, log: deps.log });
-  for (const routes of [daemonRoutes, pluginRoutes, clusterRoutes, pipelineRoutes, connectorRoutes, runRoutes, alertRoutes, authRoutes, webhookRoutes, schemaRoutes, transformStateRoutes, internalRoutes, mibRoutes, aiRoutes, dlqRoutes]) {
+  for (const routes of [
+    daemonRoutes,
+    pluginRoutes,
+    clusterRoutes,
+    pipelineRoutes,
+    connectorRoutes,
+    runRoutes,
+    alertRoutes,
+    authRoutes,
+    webhookRoutes,
+    schemaRoutes,
+    transformStateRoutes,
+    internalRoutes,
+    mibRoutes,
+    aiRoutes,
+    dlqRoutes,
+  ]) {
     await app.register(async (scope) => routes(scope, deps));
   }
   return app;

@@ -74,7 +74,11 @@ export function serveRedoc(app: FastifyInstance, opts: { log: Logger }) {
   app.get('/redoc', hidden, async (_req, reply) => {
     if (!dir) return sendHttpError(reply, httpError('HTTP_REDOC_MISSING', missing));
     // The page is tiny and names the bundle's current version: never cached.
-    return reply.header('cache-control', 'no-cache').header('content-security-policy', REDOC_CSP).type('text/html; charset=utf-8').send(page(load(dir).version));
+    return reply
+      .header('cache-control', 'no-cache')
+      .header('content-security-policy', REDOC_CSP)
+      .type('text/html; charset=utf-8')
+      .send(page(load(dir).version));
   });
   app.get(REDOC_SCRIPT_PATH, hidden, async (_req, reply) => {
     if (!dir) return sendHttpError(reply, httpError('HTTP_REDOC_MISSING', missing));

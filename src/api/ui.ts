@@ -54,7 +54,10 @@ export async function serveUi(app: FastifyInstance, opts: { dir: string; log: Lo
   if (!existsSync(index)) {
     // A source checkout that was never built is normal (info); a configured folder without a UI is a mistake (warn).
     const level = dir === BUNDLED_UI_DIR ? 'info' : 'warn';
-    log[level]({ ui_dir: dir }, 'web UI not served: no index.html in SVC_UI_DIR (build it with npm run build, or set SVC_UI_DIR to an empty string to disable it)');
+    log[level](
+      { ui_dir: dir },
+      'web UI not served: no index.html in SVC_UI_DIR (build it with npm run build, or set SVC_UI_DIR to an empty string to disable it)',
+    );
   }
 
   await app.register(async (scope) => {

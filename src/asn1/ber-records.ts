@@ -168,7 +168,8 @@ export async function* splitRecords(
       if (f !== 'more' && 'end' in f) {
         next = f.end;
         records++;
-      } else if (f === 'more' && !final && len - p < (16 << 20)) return; // wait for the rest of the record
+      } else if (f === 'more' && !final && len - p < 16 << 20)
+        return; // wait for the rest of the record
       else {
         next = resync(view, p + 1, len, tops, final);
         if (next === -1) return;

@@ -499,7 +499,12 @@ function readReal(buf: Buffer, s: number, e: number, pos: number): number {
     throw new Asn1DecodeError('REAL with unknown special value', pos);
   }
   // Decimal (ISO 6093 NR1/NR2/NR3).
-  return Number(buf.toString('latin1', s + 1, e).trim().replace(',', '.'));
+  return Number(
+    buf
+      .toString('latin1', s + 1, e)
+      .trim()
+      .replace(',', '.'),
+  );
 }
 
 function listDecoder(b: Body): ContentsDec {
@@ -578,7 +583,8 @@ function sequenceDecoder(b: Body): ContentsDec {
         if (j === -1 && ctxNum >= 0 && ctxNum < 64) j = index.wildcard;
         if (!isSet && j !== -1) {
           if (j < next) throw new Asn1DecodeError(`component '${names[j]}' of ${what} out of order or repeated`, p);
-          for (let k = next; k < j; k++) if (mandatory[k]) throw new Asn1DecodeError(`missing component '${names[k]}' of ${what} (found tag ${tagText(tag)})`, p);
+          for (let k = next; k < j; k++)
+            if (mandatory[k]) throw new Asn1DecodeError(`missing component '${names[k]}' of ${what} (found tag ${tagText(tag)})`, p);
         }
       } else {
         // Overlapping tags: match in order.

@@ -9,8 +9,16 @@ export class Asn1SchemaError extends Error {
 }
 
 const KIND_OF: Record<string, Kind> = {
-  INTEGER: 'integer', BOOLEAN: 'boolean', NULL: 'null', REAL: 'real', 'OCTET STRING': 'octets', 'BIT STRING': 'bits',
-  'OBJECT IDENTIFIER': 'oid', 'RELATIVE-OID': 'relOid', GeneralizedTime: 'gtime', UTCTime: 'utime',
+  INTEGER: 'integer',
+  BOOLEAN: 'boolean',
+  NULL: 'null',
+  REAL: 'real',
+  'OCTET STRING': 'octets',
+  'BIT STRING': 'bits',
+  'OBJECT IDENTIFIER': 'oid',
+  'RELATIVE-OID': 'relOid',
+  GeneralizedTime: 'gtime',
+  UTCTime: 'utime',
 };
 
 interface Ctx {
@@ -31,7 +39,10 @@ export class Schema {
     for (const m of mods) {
       for (const imp of m.imports) {
         const from = this.modules.get(imp.from);
-        if (!from) throw new Asn1SchemaError(`${m.file}:${imp.line}: module '${m.name}' imports from module '${imp.from}', which is not in the schema files (known modules: ${[...this.modules.keys()].join(', ')})`);
+        if (!from)
+          throw new Asn1SchemaError(
+            `${m.file}:${imp.line}: module '${m.name}' imports from module '${imp.from}', which is not in the schema files (known modules: ${[...this.modules.keys()].join(', ')})`,
+          );
         for (const n of imp.names) {
           if (!from.types.has(n) && !from.values.has(n) && !from.skipped.has(n) && !this.importedInto(from, n)) {
             throw new Asn1SchemaError(`${m.file}:${imp.line}: '${n}' is imported from '${imp.from}', which does not define it`);
@@ -60,11 +71,16 @@ export class Schema {
       tname = name.slice(dot + 1);
     } else {
       const found = [...this.modules.values()].filter((m) => m.types.has(name));
-      if (found.length > 1) throw new Asn1SchemaError(`type '${name}' is defined in several modules (${found.map((m) => m.name).join(', ')}): name it as Module.${name}`);
+      if (found.length > 1)
+        throw new Asn1SchemaError(`type '${name}' is defined in several modules (${found.map((m) => m.name).join(', ')}): name it as Module.${name}`);
       mod = found[0];
     }
     if (!mod || !mod.types.has(tname)) {
-      throw new Asn1SchemaError(`unknown message class '${name}'; known types: ${this.typeNames().map((n) => n.slice(n.indexOf('.') + 1)).join(', ')}`);
+      throw new Asn1SchemaError(
+        `unknown message class '${name}'; known types: ${this.typeNames()
+          .map((n) => n.slice(n.indexOf('.') + 1))
+          .join(', ')}`,
+      );
     }
     const t = this.assigned(mod, tname, mod.types.get(tname)!.line);
     this.forceAll(t, new Set());
@@ -89,7 +105,9 @@ export class Schema {
     if (mod[kind].has(name)) return mod;
     const imp = mod.imports.find((i) => i.names.includes(name));
     if (imp) return this.lookup(this.modules.get(imp.from)!, name, kind, line);
-    throw new Asn1SchemaError(`${mod.file}:${line}: ${kind === 'types' ? 'type' : 'value'} '${name}' is not defined in module '${mod.name}' nor imported into it`);
+    throw new Asn1SchemaError(
+      `${mod.file}:${line}: ${kind === 'types' ? 'type' : 'value'} '${name}' is not defined in module '${mod.name}' nor imported into it`,
+    );
   }
 
   private assigned(mod: ModuleAst, name: string, line: number, explicitModule?: string): Asn1Type {
@@ -203,7 +221,10 @@ export class Schema {
       case 'choice': {
         const comps = this.components(t.t === 'choice' ? t.alts : t.comps, ctx, t.t === 'choice');
         const kind: Kind = t.t;
-        out = { tags: kind === 'choice' ? [] : [tagKey(0, kind === 'sequence' ? 16 : 17)], body: { kind, components: comps, ext: t.ext || ctx.mod.extensibilityImplied } };
+        out = {
+          tags: kind === 'choice' ? [] : [tagKey(0, kind === 'sequence' ? 16 : 17)],
+          body: { kind, components: comps, ext: t.ext || ctx.mod.extensibilityImplied },
+        };
         break;
       }
     }
@@ -242,13 +263,21 @@ export class Schema {
       if (ref.t !== 'ref') throw new Asn1SchemaError(`${ctx.mod.file}:${ref.line}: COMPONENTS OF needs a type reference`);
       const home = this.lookup(ctx.mod, ref.name, 'types', ref.line, ref.module);
       const target = home.types.get(ref.name)!.type;
-      if (target.t !== 'sequence' && target.t !== 'set') throw new Asn1SchemaError(`${ctx.mod.file}:${ref.line}: COMPONENTS OF '${ref.name}' is not a SEQUENCE or SET`);
+      if (target.t !== 'sequence' && target.t !== 'set')
+        throw new Asn1SchemaError(`${ctx.mod.file}:${ref.line}: COMPONENTS OF '${ref.name}' is not a SEQUENCE or SET`);
       expanded.push(...target.comps.filter((x) => x.extGroup === undefined && !x.componentsOf));
     }
     return expanded.map((c, i) => {
       const type: TypeAst = auto ? { t: 'tagged', tag: { cls: 2, num: { v: 'number', n: BigInt(i) } }, inner: c.type, line: c.type.line } : c.type;
       const compiled = this.build(type, ctx);
-      const out: Component = { name: c.name, type: compiled, optional: c.optional && !isChoice, hasDefault: c.default !== undefined, extGroup: c.extGroup, extBracket: c.extBracket };
+      const out: Component = {
+        name: c.name,
+        type: compiled,
+        optional: c.optional && !isChoice,
+        hasDefault: c.default !== undefined,
+        extGroup: c.extGroup,
+        extBracket: c.extBracket,
+      };
       if (c.default) out.default = this.defaultValue(c.default, compiled, ctx, c.type.line);
       return out;
     });
@@ -278,7 +307,10 @@ export class Schema {
       case 'hstring':
         return b.kind === 'bits' ? [...r.s].map((h) => parseInt(h, 16).toString(2).padStart(4, '0')).join('') : r.s.toLowerCase();
       case 'bstring':
-        if (b.kind === 'octets') return (BigInt('0b' + (r.s || '0')).toString(16).padStart(Math.ceil(r.s.length / 8) * 2, '0'));
+        if (b.kind === 'octets')
+          return BigInt('0b' + (r.s || '0'))
+            .toString(16)
+            .padStart(Math.ceil(r.s.length / 8) * 2, '0');
         return b.named ? namedBitsOf(r.s, b.named) : r.s;
       case 'list':
         if (b.kind === 'bits') return r.items.map((x) => (x.v === 'ref' ? x.name : ''));

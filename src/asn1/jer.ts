@@ -105,7 +105,10 @@ export function fromJer(t: Asn1Type, v: unknown, path = '$'): unknown {
       }
       if (typeof hex !== 'string' || !/^([0-9a-fA-F]{2})*$/.test(hex) || length === undefined) return fail('a BIT STRING ({"value": hex, "length": n})');
       let bits = '';
-      for (let i = 0; i < hex.length; i += 2) bits += parseInt(hex.slice(i, i + 2), 16).toString(2).padStart(8, '0');
+      for (let i = 0; i < hex.length; i += 2)
+        bits += parseInt(hex.slice(i, i + 2), 16)
+          .toString(2)
+          .padStart(8, '0');
       return bitsValue(b, bits.slice(0, length));
     }
     case 'oid':

@@ -120,7 +120,8 @@ export function tokenize(text: string, file: string): Token[] {
     if (c === "'") {
       const j = text.indexOf("'", i + 1);
       const kind = text[j + 1];
-      if (j === -1 || (kind !== 'H' && kind !== 'B')) throw new Asn1SyntaxError("bad bstring/hstring (expected '...'B or '...'H)", file, pos.line, pos.col, text.slice(i, i + 10));
+      if (j === -1 || (kind !== 'H' && kind !== 'B'))
+        throw new Asn1SyntaxError("bad bstring/hstring (expected '...'B or '...'H)", file, pos.line, pos.col, text.slice(i, i + 10));
       out.push({ kind: kind === 'H' ? 'hstring' : 'bstring', text: text.slice(i + 1, j).replace(/\s+/g, ''), ...pos });
       i = j + 2;
       continue;

@@ -2,9 +2,24 @@
 // tagging environment, constraints reduced to their PER-visible bounds, DEFAULT values converted.
 
 export type Kind =
-  | 'sequence' | 'set' | 'choice' | 'sequenceOf' | 'setOf'
-  | 'integer' | 'enumerated' | 'boolean' | 'null' | 'real'
-  | 'octets' | 'bits' | 'oid' | 'relOid' | 'string' | 'gtime' | 'utime' | 'any';
+  | 'sequence'
+  | 'set'
+  | 'choice'
+  | 'sequenceOf'
+  | 'setOf'
+  | 'integer'
+  | 'enumerated'
+  | 'boolean'
+  | 'null'
+  | 'real'
+  | 'octets'
+  | 'bits'
+  | 'oid'
+  | 'relOid'
+  | 'string'
+  | 'gtime'
+  | 'utime'
+  | 'any';
 
 /** A tag as one number: class * 2^29 + number (class 0 universal, 1 application, 2 context, 3 private). */
 export const tagKey = (cls: number, num: number): number => cls * 0x20000000 + num;
@@ -72,9 +87,31 @@ export interface Asn1Type {
 }
 
 export const UNIVERSAL: Record<string, number> = {
-  BOOLEAN: 1, INTEGER: 2, 'BIT STRING': 3, 'OCTET STRING': 4, NULL: 5, 'OBJECT IDENTIFIER': 6, ObjectDescriptor: 7,
-  REAL: 9, ENUMERATED: 10, UTF8String: 12, 'RELATIVE-OID': 13, SEQUENCE: 16, SET: 17, NumericString: 18,
-  PrintableString: 19, TeletexString: 20, T61String: 20, VideotexString: 21, IA5String: 22, UTCTime: 23,
-  GeneralizedTime: 24, GraphicString: 25, VisibleString: 26, ISO646String: 26, GeneralString: 27,
-  UniversalString: 28, BMPString: 30,
+  BOOLEAN: 1,
+  INTEGER: 2,
+  'BIT STRING': 3,
+  'OCTET STRING': 4,
+  NULL: 5,
+  'OBJECT IDENTIFIER': 6,
+  ObjectDescriptor: 7,
+  REAL: 9,
+  ENUMERATED: 10,
+  UTF8String: 12,
+  'RELATIVE-OID': 13,
+  SEQUENCE: 16,
+  SET: 17,
+  NumericString: 18,
+  PrintableString: 19,
+  TeletexString: 20,
+  T61String: 20,
+  VideotexString: 21,
+  IA5String: 22,
+  UTCTime: 23,
+  GeneralizedTime: 24,
+  GraphicString: 25,
+  VisibleString: 26,
+  ISO646String: 26,
+  GeneralString: 27,
+  UniversalString: 28,
+  BMPString: 30,
 };

@@ -7,8 +7,20 @@ import type { Bound, ComponentAst, ConstraintAst, ModuleAst, NamedNumber, TypeAs
 import { Asn1SyntaxError, tokenize, type Token } from './lexer.js';
 
 const STRING_TYPES = new Set([
-  'IA5String', 'UTF8String', 'PrintableString', 'VisibleString', 'NumericString', 'BMPString', 'UniversalString',
-  'TeletexString', 'T61String', 'GraphicString', 'GeneralString', 'VideotexString', 'ISO646String', 'ObjectDescriptor',
+  'IA5String',
+  'UTF8String',
+  'PrintableString',
+  'VisibleString',
+  'NumericString',
+  'BMPString',
+  'UniversalString',
+  'TeletexString',
+  'T61String',
+  'GraphicString',
+  'GeneralString',
+  'VideotexString',
+  'ISO646String',
+  'ObjectDescriptor',
 ]);
 const SIMPLE_TYPES = new Set(['BOOLEAN', 'NULL', 'REAL', 'GeneralizedTime', 'UTCTime', 'RELATIVE-OID', ...STRING_TYPES]);
 const isUpper = (s: string) => /^[A-Z]/.test(s);
@@ -89,7 +101,17 @@ class Parser {
     }
     this.expect('::=');
     this.expect('BEGIN');
-    const mod: ModuleAst = { name, file: this.file, line: start.line, tagging, extensibilityImplied, imports: [], types: new Map(), values: new Map(), skipped: new Set() };
+    const mod: ModuleAst = {
+      name,
+      file: this.file,
+      line: start.line,
+      tagging,
+      extensibilityImplied,
+      imports: [],
+      types: new Map(),
+      values: new Map(),
+      skipped: new Set(),
+    };
     if (this.accept('EXPORTS')) {
       while (!this.accept(';')) {
         if (this.tok.kind === 'eof') this.fail("EXPORTS without closing ';'");
@@ -98,7 +120,8 @@ class Parser {
     }
     if (this.accept('IMPORTS')) this.imports(mod);
     while (!this.accept('END')) this.assignment(mod);
-    if (this.tok.kind !== 'eof' && !(this.tok.kind === 'word' && this.is('DEFINITIONS', 1)) && !(this.tok.kind === 'word' && this.is('{', 1))) this.fail("text after 'END'");
+    if (this.tok.kind !== 'eof' && !(this.tok.kind === 'word' && this.is('DEFINITIONS', 1)) && !(this.tok.kind === 'word' && this.is('{', 1)))
+      this.fail("text after 'END'");
     return mod;
   }
 
@@ -506,7 +529,6 @@ function unionOf(a: ConstraintAst, b: ConstraintAst): ConstraintAst {
 function mergeSerial(a: ConstraintAst, b: ConstraintAst): ConstraintAst {
   return { value: b.value ?? a.value, size: b.size ?? a.size, from: b.from ?? a.from, ext: b.value || b.size ? b.ext : a.ext };
 }
-
 
 /** Parses every module in one file's text. Throws Asn1SyntaxError naming file, line and token. */
 export function parseModules(text: string, file: string): ModuleAst[] {

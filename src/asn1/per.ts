@@ -27,12 +27,14 @@ class BitReader {
    * so a bogus length cannot loop or allocate beyond the input.
    */
   count(n: number, what: string): void {
-    if (n > this.endBits - this.pos - this.charged) throw new PerError(`${what} of ${n} elements at bit ${this.pos} cannot fit in the ${this.endBits - this.pos} bits left`);
+    if (n > this.endBits - this.pos - this.charged)
+      throw new PerError(`${what} of ${n} elements at bit ${this.pos} cannot fit in the ${this.endBits - this.pos} bits left`);
   }
   /** Charges `bits` for zero-width elements; throws once they exceed what the input could hold. */
   charge(bits: number): void {
     this.charged += bits;
-    if (this.pos + this.charged > this.endBits) throw new PerError(`more zero-width elements at bit ${this.pos} than the input has octets (each counts as one)`);
+    if (this.pos + this.charged > this.endBits)
+      throw new PerError(`more zero-width elements at bit ${this.pos} than the input has octets (each counts as one)`);
   }
 
   need(n: number): void {
@@ -222,7 +224,12 @@ function readString(r: BitReader, t: Asn1Type): string {
     // UTF8String and other non-known-multiplier types: an octet count and the octets.
     const parts: Buffer[] = [];
     readUnconstrainedLength(r, (n) => parts.push(Buffer.from(r.octets(n))));
-    return decodeString(t.body.stringType!, Buffer.concat(parts), 0, parts.reduce((a, p) => a + p.length, 0));
+    return decodeString(
+      t.body.stringType!,
+      Buffer.concat(parts),
+      0,
+      parts.reduce((a, p) => a + p.length, 0),
+    );
   }
   const size = t.size;
   let out = '';

@@ -123,7 +123,8 @@ export function installAuth(app: FastifyInstance, opts: InstallAuthOptions): { l
     return Object.keys(q).some((k) => QUERY_KEY_NAMES.includes(k.toLowerCase()));
   };
 
-  const refuse = (reply: FastifyReply, code: HttpErrorCode, detail: string, headers: Record<string, string> = {}) => sendHttpError(reply, new HttpError(code, detail, headers));
+  const refuse = (reply: FastifyReply, code: HttpErrorCode, detail: string, headers: Record<string, string> = {}) =>
+    sendHttpError(reply, new HttpError(code, detail, headers));
 
   app.addHook('onRequest', async (request, reply) => {
     const views = [classifyPath(canonicalPath(request.url))];
@@ -152,7 +153,9 @@ export function installAuth(app: FastifyInstance, opts: InstallAuthOptions): { l
           if (key === 'invalid') detail = 'invalid X-API-Key header: it does not match the key configured in SVC_API_KEY';
           else if (token !== undefined) detail = 'invalid or expired session token: log in again with POST /api/auth/login, or send the X-API-Key header';
           else if (keyInQuery(request)) detail = 'the API key is not accepted as a query parameter: send it in the X-API-Key header';
-          else detail = 'missing X-API-Key header: send the key configured in SVC_API_KEY, or log in with POST /api/auth/login and send Authorization: Bearer <token>';
+          else
+            detail =
+              'missing X-API-Key header: send the key configured in SVC_API_KEY, or log in with POST /api/auth/login and send Authorization: Bearer <token>';
           return refuse(reply, 'HTTP_API_KEY_INVALID', detail);
         }
       }

@@ -52,7 +52,8 @@ export class SlidingWindowLimiter {
   hit(key: string, nowMs: number = this.now()): HitResult {
     this.evictIdle(nowMs);
     let log = this.clients.get(key);
-    if (log) this.clients.delete(key); // re-inserted below: the map stays in least-recently-seen order
+    if (log)
+      this.clients.delete(key); // re-inserted below: the map stays in least-recently-seen order
     else log = { times: [], head: 0, last: nowMs };
     this.clients.set(key, log);
     log.last = nowMs;
@@ -111,7 +112,11 @@ export type LoginAttempt = { outcome: 'ok' } | { outcome: 'wrong' } | { outcome:
 export class LoginFailureLimiter {
   private readonly failures: SlidingWindowLimiter;
 
-  constructor(max: number, windowSeconds: number, private readonly now: () => number = Date.now) {
+  constructor(
+    max: number,
+    windowSeconds: number,
+    private readonly now: () => number = Date.now,
+  ) {
     this.failures = new SlidingWindowLimiter(max, windowSeconds, { now });
   }
 
@@ -119,7 +124,11 @@ export class LoginFailureLimiter {
     const at = this.now();
     const hit = this.failures.hit(client, at);
     if (!hit.allowed) {
-      return { outcome: 'limited', retryAfterSeconds: hit.retryAfterSeconds, detail: `too many failed logins from ${client}; retry in ${hit.retryAfterSeconds} s` };
+      return {
+        outcome: 'limited',
+        retryAfterSeconds: hit.retryAfterSeconds,
+        detail: `too many failed logins from ${client}; retry in ${hit.retryAfterSeconds} s`,
+      };
     }
     let ok: boolean;
     try {

@@ -13,7 +13,11 @@ function reported(e: unknown): number {
   return 1;
 }
 
-export async function cmdProxy(cmd: 'pipelines' | 'runs', args: string[], values: { json?: boolean; pipeline?: string; status?: string; limit?: string }): Promise<number> {
+export async function cmdProxy(
+  cmd: 'pipelines' | 'runs',
+  args: string[],
+  values: { json?: boolean; pipeline?: string; status?: string; limit?: string },
+): Promise<number> {
   const ctx = { url: apiUrl(), apiKey: apiKey(), json: !!values.json, out };
   try {
     if (cmd === 'pipelines') await pipelinesCommand(args, ctx);

@@ -18,9 +18,15 @@ export async function call(ctx: Ctx, method: string, path: string, body?: { yaml
   if (body?.json !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(ctx.url.replace(/\/+$/, '') + path, { method, headers, body: body?.yaml ?? (body?.json !== undefined ? JSON.stringify(body.json) : undefined) });
+    res = await fetch(ctx.url.replace(/\/+$/, '') + path, {
+      method,
+      headers,
+      body: body?.yaml ?? (body?.json !== undefined ? JSON.stringify(body.json) : undefined),
+    });
   } catch (e) {
-    throw new ProxyError(`cannot reach the daemon at ${ctx.url} (${(e as Error & { cause?: Error }).cause?.message ?? (e as Error).message}): is \`svc serve\` running? Set SVC_API_URL to its address.`);
+    throw new ProxyError(
+      `cannot reach the daemon at ${ctx.url} (${(e as Error & { cause?: Error }).cause?.message ?? (e as Error).message}): is \`svc serve\` running? Set SVC_API_URL to its address.`,
+    );
   }
   const text = await res.text();
   let data: unknown = text;
@@ -40,7 +46,11 @@ export async function call(ctx: Ctx, method: string, path: string, body?: { yaml
 export function table(rows: Record<string, unknown>[], columns: string[]): string {
   const cell = (v: unknown) => (v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v));
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(columns.map((c) => c.toUpperCase())), ...rows.map((r) => line(columns.map((c) => cell(r[c]))))].join('\n') + '\n';
 }
 
@@ -86,18 +96,30 @@ export async function pipelinesCommand(args: string[], ctx: Ctx): Promise<void> 
     case 'create':
       return show(ctx, await call(ctx, 'POST', '/api/pipelines', { yaml: readFileSync(need(a, 'pipeline FILE'), 'utf8') }), ['name', 'status', 'version']);
     case 'update':
-      return show(ctx, await call(ctx, 'PUT', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}`, { yaml: readFileSync(need(b, 'pipeline FILE'), 'utf8') }), ['name', 'status', 'version']);
+      return show(ctx, await call(ctx, 'PUT', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}`, { yaml: readFileSync(need(b, 'pipeline FILE'), 'utf8') }), [
+        'name',
+        'status',
+        'version',
+      ]);
     case 'delete':
       await call(ctx, 'DELETE', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}`);
       return ctx.json ? show(ctx, { name: a, deleted: true }) : ctx.out(`deleted ${a}\n`);
     case 'start':
     case 'stop':
     case 'run':
-      return show(ctx, await call(ctx, 'POST', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}/${verb}`), verb === 'run' ? ['name', 'status', 'run_id'] : ['name', 'status']);
+      return show(
+        ctx,
+        await call(ctx, 'POST', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}/${verb}`),
+        verb === 'run' ? ['name', 'status', 'run_id'] : ['name', 'status'],
+      );
     case 'versions':
       return show(ctx, await call(ctx, 'GET', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}/versions`), ['version', 'created_at', 'is_active']);
     case 'rollback':
-      return show(ctx, await call(ctx, 'POST', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}/rollback?version=${enc(need(b, 'VERSION'))}`), ['name', 'status', 'rolled_back_to_version']);
+      return show(ctx, await call(ctx, 'POST', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}/rollback?version=${enc(need(b, 'VERSION'))}`), [
+        'name',
+        'status',
+        'rolled_back_to_version',
+      ]);
     default:
       throw new ProxyError(`unknown pipelines command '${verb}'\n${PROXY_HELP}`);
   }

@@ -37,9 +37,15 @@ export async function internalCall(method: 'GET' | 'POST' | 'PUT', url: string, 
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(o.timeoutMs ?? 10_000) });
+    res = await fetch(url, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
+    });
   } catch (e) {
-    const why = e instanceof Error && e.name === 'TimeoutError' ? `no answer within ${(o.timeoutMs ?? 10_000) / 1000} s` : errorMessage((e as Error).cause ?? e);
+    const why =
+      e instanceof Error && e.name === 'TimeoutError' ? `no answer within ${(o.timeoutMs ?? 10_000) / 1000} s` : errorMessage((e as Error).cause ?? e);
     throw new Error(`${method} ${url}: ${why}`, { cause: e });
   }
   const text = await res.text();
@@ -65,8 +71,14 @@ export class ManagerLink {
   readonly urls: string[];
   private current = 0;
 
-  constructor(setting: string, private readonly o: CallOptions) {
-    this.urls = setting.split(',').map((u) => u.trim()).filter(Boolean);
+  constructor(
+    setting: string,
+    private readonly o: CallOptions,
+  ) {
+    this.urls = setting
+      .split(',')
+      .map((u) => u.trim())
+      .filter(Boolean);
   }
 
   get configured(): boolean {
@@ -155,7 +167,12 @@ export function managerStateIO(link: ManagerLink, pipeline: string, hash: string
  * known here is asked of the manager; a manager that cannot answer fails the run rather than let it
  * read a file twice.
  */
-export function managerProcessedFiles(link: ManagerLink, pipeline: string, local: ProcessedFiles, deliver: (path: string, body: unknown) => Promise<void>): ProcessedFiles {
+export function managerProcessedFiles(
+  link: ManagerLink,
+  pipeline: string,
+  local: ProcessedFiles,
+  deliver: (path: string, body: unknown) => Promise<void>,
+): ProcessedFiles {
   const path = `/api/internal/processed/${encodeURIComponent(pipeline)}`;
   return {
     async has(key) {

@@ -40,7 +40,14 @@ function fit(s: string, max: number): string {
 export function defaultServiceName(pipeline: string): string {
   // Two pipelines that sanitize alike (a_b, a.b) are told apart by apply(), which refuses a
   // Service that belongs to another pipeline.
-  return fit(`svc-${pipeline.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-').replace(/-$/, '')}`, 63);
+  return fit(
+    `svc-${pipeline
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/-+/g, '-')
+      .replace(/-$/, '')}`,
+    63,
+  );
 }
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
@@ -104,7 +111,10 @@ export function serviceManifest(config: PipelineConfig, ingressPort: number, sou
   }
   const type = kube.service_type ?? 'NodePort';
   if (kube.node_port !== undefined) {
-    if (ports.length > 1) throw new ServiceConfigError(`kubernetes.node_port sets one port, but this ${config.source.type} source receives on ${ports.length}: remove node_port (Kubernetes then picks them)`);
+    if (ports.length > 1)
+      throw new ServiceConfigError(
+        `kubernetes.node_port sets one port, but this ${config.source.type} source receives on ${ports.length}: remove node_port (Kubernetes then picks them)`,
+      );
     ports[0]!.nodePort = kube.node_port;
   }
   return {
@@ -141,7 +151,9 @@ export function resolveNamespace(opts: { namespace?: string; env?: NodeJS.Proces
   } catch {
     // Not in a pod (or no service account mounted): said below.
   }
-  throw new ServiceConfigError(`cannot tell the Kubernetes namespace: set SVC_POD_NAMESPACE (e.g. from the pod's metadata.namespace) or mount the service account (${file})`);
+  throw new ServiceConfigError(
+    `cannot tell the Kubernetes namespace: set SVC_POD_NAMESPACE (e.g. from the pod's metadata.namespace) or mount the service account (${file})`,
+  );
 }
 
 export type ApplyResult = { ok: true; service: V1Service | undefined } | { ok: false; error: string };
@@ -200,7 +212,10 @@ export class PipelineServices {
       r = await this.connect();
       const current = await this.read(r, name);
       if (current && current.metadata?.labels?.[MANAGED_BY_LABEL] !== 'svc') {
-        return { ok: false, error: `a Service named ${name} exists in namespace ${r.namespace} and is not managed by svc: set kubernetes.service_name to another name` };
+        return {
+          ok: false,
+          error: `a Service named ${name} exists in namespace ${r.namespace} and is not managed by svc: set kubernetes.service_name to another name`,
+        };
       }
       if (current && pipelineOf(current) !== config.name) {
         return { ok: false, error: `Service ${name} belongs to pipeline ${pipelineOf(current)}: set kubernetes.service_name to another name` };
@@ -298,7 +313,10 @@ export class PipelineServices {
       // KUBECONFIG, as kubectl reads it (a manager outside the cluster); else the pod's service account.
       if (env.KUBECONFIG) kc.loadFromFile(env.KUBECONFIG);
       else if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-      else throw new ServiceConfigError('not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset) and KUBECONFIG is not set: pipeline Services are made only by a manager that can reach the cluster');
+      else
+        throw new ServiceConfigError(
+          'not running in a Kubernetes pod (KUBERNETES_SERVICE_HOST is unset) and KUBECONFIG is not set: pipeline Services are made only by a manager that can reach the cluster',
+        );
     }
     return { api: kc.makeApiClient(k.CoreV1Api), namespace, server: kc.getCurrentCluster()?.server ?? '(no cluster)' };
   }
@@ -382,8 +400,10 @@ function invalidHint(status: Status | undefined): string | undefined {
   for (const c of status?.details?.causes ?? []) {
     if (!c.field?.endsWith('.nodePort')) continue;
     const port = /Invalid value: (\d+)/.exec(c.message ?? '')?.[1];
-    if (/already allocated/.test(c.message ?? '')) return `nodePort ${port} is already allocated: choose another kubernetes.node_port (or leave it out to get a free one)`;
-    if (/valid range/.test(c.message ?? '')) return `nodePort ${port} is outside the cluster's NodePort range (${c.message}): choose a kubernetes.node_port inside it`;
+    if (/already allocated/.test(c.message ?? ''))
+      return `nodePort ${port} is already allocated: choose another kubernetes.node_port (or leave it out to get a free one)`;
+    if (/valid range/.test(c.message ?? ''))
+      return `nodePort ${port} is outside the cluster's NodePort range (${c.message}): choose a kubernetes.node_port inside it`;
     return `nodePort ${port}: ${c.message}: change kubernetes.node_port`;
   }
   return undefined;

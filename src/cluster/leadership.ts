@@ -147,7 +147,11 @@ export class Leadership {
       }
       if (row.expires_at <= now.toISOString()) {
         // Expired (its holder stopped renewing, or it is ours and ran out): the next epoch.
-        await trx.updateTable('manager_lease').set({ holder: this.holder, epoch: epoch + 1, expires_at: expires, renewed_at: now.toISOString() }).where('name', '=', LEASE).execute();
+        await trx
+          .updateTable('manager_lease')
+          .set({ holder: this.holder, epoch: epoch + 1, expires_at: expires, renewed_at: now.toISOString() })
+          .where('name', '=', LEASE)
+          .execute();
         return { mine: true, info: { holder: this.holder, epoch: epoch + 1, expires_at: expires } };
       }
       return { mine: false, info: { holder: row.holder, epoch, expires_at: row.expires_at } };

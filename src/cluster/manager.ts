@@ -59,7 +59,8 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
   const epoch = () => leadership.epoch();
   const pollEpoch = () => leadership.info()?.epoch ?? 0;
   const discovery = workerDiscovery(settings);
-  if (discovery.mode === 'none') log.warn('manager mode without workers: set SVC_WORKER_URLS, or SVC_WORKER_REPLICAS with SVC_WORKER_SERVICE and SVC_WORKER_NAMESPACE');
+  if (discovery.mode === 'none')
+    log.warn('manager mode without workers: set SVC_WORKER_URLS, or SVC_WORKER_REPLICAS with SVC_WORKER_SERVICE and SVC_WORKER_NAMESPACE');
   const queue = new SqlRunQueue(opts.store.db, opts.store.engine);
   let manager: PipelineManager | undefined;
   let drainTimer: NodeJS.Timeout | undefined;
@@ -78,7 +79,10 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       m.workerTotal.set(c.total);
       if (c.change === 'down' || c.change === 'removed') executor.workerDown(c.worker.id, c.worker.lastError ?? c.change);
       const level = c.change === 'down' ? 'warn' : 'info';
-      log[level]({ worker: c.worker.id, url: c.worker.url, change: c.change, healthy: c.healthy, total: c.total, err: c.worker.lastError ?? undefined }, `worker ${c.change}`);
+      log[level](
+        { worker: c.worker.id, url: c.worker.url, change: c.change, healthy: c.healthy, total: c.total, err: c.worker.lastError ?? undefined },
+        `worker ${c.change}`,
+      );
       if (c.change === 'up') void drain(); // capacity is back: queued runs go now, not at the next tick
     },
   });
@@ -86,7 +90,11 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
   const indexed = (w: { id: string; url: string | null }) => ({ id: w.id, url: w.url!, index: pool.workers().findIndex((x) => x.id === w.id) });
   const placements = new StreamPlacements({
     workers: {
-      available: () => pool.healthy().filter((w) => w.url && !w.draining).map(indexed),
+      available: () =>
+        pool
+          .healthy()
+          .filter((w) => w.url && !w.draining)
+          .map(indexed),
       pick: (exclude) => {
         const w = pool.pick(exclude);
         return w?.url ? indexed(w) : undefined;
@@ -264,7 +272,12 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     executor,
     admission,
     // Ready once the pipelines are loaded and the queue runs (a new leader is not ready before).
-    leader: () => ({ leader: leadership.isLeader(), ready: active && leadership.isLeader(), holder: leadership.info()?.holder, epoch: leadership.info()?.epoch }),
+    leader: () => ({
+      leader: leadership.isLeader(),
+      ready: active && leadership.isLeader(),
+      holder: leadership.info()?.holder,
+      epoch: leadership.info()?.epoch,
+    }),
     nodes: () => {
       const assigned = executor.assigned();
       for (const w of pool.workers()) pool.setAssigned(w.id, assigned.get(w.id) ?? []);

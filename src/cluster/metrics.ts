@@ -7,20 +7,48 @@ export function clusterMetrics(registry: Registry) {
   const registers = [registry];
   return {
     dispatch: new Counter({ name: 'svc_mgr_dispatch_total', help: 'Runs the manager dispatched to workers, by result.', labelNames: ['result'], registers }),
-    runCompleteReceived: new Counter({ name: 'svc_mgr_run_complete_received_total', help: 'run-complete callbacks received from workers (replays included).', registers }),
+    runCompleteReceived: new Counter({
+      name: 'svc_mgr_run_complete_received_total',
+      help: 'run-complete callbacks received from workers (replays included).',
+      registers,
+    }),
     pipelineStatsReceived: new Counter({ name: 'svc_mgr_pipeline_stats_received_total', help: 'pipeline-stats reports received from workers.', registers }),
     workerHealthy: new Gauge({ name: 'svc_mgr_worker_healthy', help: 'Workers whose last health polls passed.', registers }),
     workerTotal: new Gauge({ name: 'svc_mgr_worker_total', help: 'Workers known to the manager (SVC_WORKER_URLS or DNS discovery).', registers }),
     queueEnqueued: new Counter({ name: 'svc_mgr_queue_enqueued_total', help: 'Manual runs queued because no worker was healthy.', registers }),
     queueDispatched: new Counter({ name: 'svc_mgr_queue_dispatched_total', help: 'Queued runs dispatched to a worker.', registers }),
-    queueExpired: new Counter({ name: 'svc_mgr_queue_expired_total', help: 'Queued runs whose wait (SVC_QUEUE_TTL_SECONDS) expired; each is one failed run.', registers }),
-    queueDrainResult: new Counter({ name: 'svc_mgr_queue_drain_result_total', help: 'Passes over the queue, by result (dispatched, empty, no_capacity, busy, error).', labelNames: ['result'], registers }),
+    queueExpired: new Counter({
+      name: 'svc_mgr_queue_expired_total',
+      help: 'Queued runs whose wait (SVC_QUEUE_TTL_SECONDS) expired; each is one failed run.',
+      registers,
+    }),
+    queueDrainResult: new Counter({
+      name: 'svc_mgr_queue_drain_result_total',
+      help: 'Passes over the queue, by result (dispatched, empty, no_capacity, busy, error).',
+      labelNames: ['result'],
+      registers,
+    }),
     queueDepth: new Gauge({ name: 'svc_mgr_queue_depth', help: 'Runs waiting in the queue.', registers }),
-    placementStatus: new Gauge({ name: 'svc_mgr_placement_status', help: 'Stream placements by pipeline: 1 for the status the group is in (running, degraded), 0 for the other.', labelNames: ['pipeline', 'status'], registers }),
+    placementStatus: new Gauge({
+      name: 'svc_mgr_placement_status',
+      help: 'Stream placements by pipeline: 1 for the status the group is in (running, degraded), 0 for the other.',
+      labelNames: ['pipeline', 'status'],
+      registers,
+    }),
     redispatch: new Counter({ name: 'svc_mgr_redispatch_total', help: 'Streams moved to another worker because theirs was gone.', registers }),
-    reconcileAction: new Counter({ name: 'svc_mgr_reconcile_action_total', help: 'What the placement reconciler did, by action (restart_stale, restart_ended, redispatch, drop_slot, add_slot, slot_recovered).', labelNames: ['action'], registers }),
+    reconcileAction: new Counter({
+      name: 'svc_mgr_reconcile_action_total',
+      help: 'What the placement reconciler did, by action (restart_stale, restart_ended, redispatch, drop_slot, add_slot, slot_recovered).',
+      labelNames: ['action'],
+      registers,
+    }),
     statsMissed: new Counter({ name: 'svc_mgr_stats_missed_total', help: 'Stream slots found without stats for 3 x SVC_STATS_INTERVAL (stale).', registers }),
-    queueWait: new Histogram({ name: 'svc_mgr_queue_wait_seconds', help: 'Time queued runs waited for a worker.', buckets: [1, 5, 10, 30, 60, 120, 300, 600, 900, 1800], registers }),
+    queueWait: new Histogram({
+      name: 'svc_mgr_queue_wait_seconds',
+      help: 'Time queued runs waited for a worker.',
+      buckets: [1, 5, 10, 30, 60, 120, 300, 600, 900, 1800],
+      registers,
+    }),
   };
 }
 

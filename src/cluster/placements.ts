@@ -181,7 +181,9 @@ export class StreamPlacements {
   private discard(s: { placement: PersistedPlacement; running: Set<string> }) {
     const { pipeline, placement_group_id } = s.placement;
     for (const slot of s.placement.slots) if (s.running.has(slot.current_run_id)) void this.stopRun(slot, pipeline);
-    this.deps.store.remove(pipeline, placement_group_id).catch((e: unknown) => this.deps.log.warn({ pipeline, err: errorMessage(e) }, 'saved placement not removed'));
+    this.deps.store
+      .remove(pipeline, placement_group_id)
+      .catch((e: unknown) => this.deps.log.warn({ pipeline, err: errorMessage(e) }, 'saved placement not removed'));
   }
 
   /** After the pipelines started: saved placements no pipeline took are stopped and removed. */
@@ -224,7 +226,15 @@ export class StreamPlacements {
       for (const s of saved.placement.slots) {
         const running = saved.running.has(s.current_run_id);
         // A slot not found running is stale from the start: the first tick starts it again.
-        group.slots.push({ ...s, status: running ? 'running' : 'stale', lastReportAt: running ? now : 0, runStartedAt: now, closed: zero(), ended: !running, lostPasses: 0 });
+        group.slots.push({
+          ...s,
+          status: running ? 'running' : 'stale',
+          lastReportAt: running ? now : 0,
+          runStartedAt: now,
+          closed: zero(),
+          ended: !running,
+          lostPasses: 0,
+        });
       }
       for (const slot of group.slots) {
         this.byRun.set(slot.current_run_id, { group, slot });
@@ -251,7 +261,9 @@ export class StreamPlacements {
       if (!group.slots.length) {
         // Each refused dispatch was counted as it happened.
         if (!failures.length) this.deps.metrics.dispatch.inc({ result: 'no_workers' });
-        const why = failures.length ? `no worker took the stream: ${failures.join('; ')}` : 'no healthy worker to run the stream (GET /api/cluster/nodes shows the workers and their health)';
+        const why = failures.length
+          ? `no worker took the stream: ${failures.join('; ')}`
+          : 'no healthy worker to run the stream (GET /api/cluster/nodes shows the workers and their health)';
         this.unpersist(group);
         return this.record(group, 'failed', why, startedAt);
       }
@@ -304,7 +316,12 @@ export class StreamPlacements {
     group.dispatching.add(slot);
     try {
       await this.persist(group);
-      const r = await internalCall('POST', `${slot.worker_url}/agent/run`, { run_id: slot.current_run_id, yaml: group.job.yaml, flush: false }, this.deps.call());
+      const r = await internalCall(
+        'POST',
+        `${slot.worker_url}/agent/run`,
+        { run_id: slot.current_run_id, yaml: group.job.yaml, flush: false },
+        this.deps.call(),
+      );
       if (r.status >= 200 && r.status < 300 && r.body?.status !== 'finished') {
         this.deps.metrics.dispatch.inc({ result: 'accepted' });
         slot.lastReportAt = slot.runStartedAt = Date.now();
@@ -327,7 +344,10 @@ export class StreamPlacements {
     return internalCall('POST', `${slot.worker_url}/agent/stop`, { run_id: slot.current_run_id }, this.deps.call()).then(
       (r) => r.status >= 200 && r.status < 300,
       (e: unknown) => {
-        this.deps.log.warn({ pipeline, worker: slot.worker_id, run_id: slot.current_run_id, err: errorMessage(e) }, 'could not tell the worker to stop a slot run');
+        this.deps.log.warn(
+          { pipeline, worker: slot.worker_id, run_id: slot.current_run_id, err: errorMessage(e) },
+          'could not tell the worker to stop a slot run',
+        );
         return false;
       },
     );
@@ -420,7 +440,11 @@ export class StreamPlacements {
     if (body.error) group.errors.push(`${slot.worker_id}: ${body.error}`);
     if (group.stopping) this.finishIfStopped(group);
     else if (body.gave_up) this.finish(group, 'failed', body.error ?? 'the source gave up reconnecting', true);
-    else group.job.log.warn({ worker: slot.worker_id, run_id: body.run_id, status: body.status, err: body.error ?? undefined }, 'stream slot run ended; started again on its worker at the next reconciler tick');
+    else
+      group.job.log.warn(
+        { worker: slot.worker_id, run_id: body.run_id, status: body.status, err: body.error ?? undefined },
+        'stream slot run ended; started again on its worker at the next reconciler tick',
+      );
     return 'resolved';
   }
 
@@ -521,7 +545,10 @@ export class StreamPlacements {
       slot.current_run_id = `${slot.run_id_prefix}-${slot.restart_count}`;
       const error = await this.startRun(group, slot);
       if (error === undefined) {
-        group.job.log.warn({ worker: slot.worker_id, previous, run_id: slot.current_run_id, reason: stale ? 'no stats' : 'run ended' }, 'stream slot started again on its worker');
+        group.job.log.warn(
+          { worker: slot.worker_id, previous, run_id: slot.current_run_id, reason: stale ? 'no stats' : 'run ended' },
+          'stream slot started again on its worker',
+        );
         action(stale ? 'restart_stale' : 'restart_ended');
       } else {
         this.byRun.delete(slot.current_run_id);
@@ -557,7 +584,10 @@ export class StreamPlacements {
     const status = group.slots.length && group.slots.every((s) => s.status === 'running') ? 'running' : 'degraded';
     for (const s of ['running', 'degraded'] as const) this.deps.metrics.placementStatus.set({ pipeline: group.pipeline, status: s }, s === status ? 1 : 0);
     if (status === group.status) return false;
-    group.job.log[status === 'running' ? 'info' : 'warn']({ slots: group.slots.length, stale: group.slots.filter((s) => s.status === 'stale').length }, `stream placement ${status}`);
+    group.job.log[status === 'running' ? 'info' : 'warn'](
+      { slots: group.slots.length, stale: group.slots.filter((s) => s.status === 'stale').length },
+      `stream placement ${status}`,
+    );
     group.status = status;
     return true;
   }
@@ -569,7 +599,9 @@ export class StreamPlacements {
       // Taken now, not when asked: the state written last is the latest.
       const slots = [...group.slots, ...[...group.dispatching].filter((s) => !group.slots.includes(s))].map(persistedSlot);
       const { pipeline, placement_group_id, status, target_count, config_sha256, started_at } = group;
-      await this.deps.store.save({ pipeline, placement_group_id, status, target_count, config_sha256, started_at, slots }).catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'placement not saved; saved again at its next change'));
+      await this.deps.store
+        .save({ pipeline, placement_group_id, status, target_count, config_sha256, started_at, slots })
+        .catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'placement not saved; saved again at its next change'));
     }));
   }
 
@@ -577,7 +609,9 @@ export class StreamPlacements {
   private unpersist(group: Group) {
     group.ended = true;
     group.saving = group.saving.then(() =>
-      this.deps.store.remove(group.pipeline, group.placement_group_id).catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'ended placement not removed from the database')),
+      this.deps.store
+        .remove(group.pipeline, group.placement_group_id)
+        .catch((e: unknown) => group.job.log.warn({ err: errorMessage(e) }, 'ended placement not removed from the database')),
     );
   }
 

@@ -102,7 +102,10 @@ export class RemoteExecutor implements Executor {
       return this.follow(job, worker, completion);
     }
     if (tried.size === 0) this.deps.metrics.dispatch.inc({ result: 'no_workers' });
-    const why = tried.size === 0 ? 'no healthy worker to run it (GET /api/cluster/nodes shows the workers and their health)' : `no worker took it: ${failures.join('; ')}`;
+    const why =
+      tried.size === 0
+        ? 'no healthy worker to run it (GET /api/cluster/nodes shows the workers and their health)'
+        : `no worker took it: ${failures.join('; ')}`;
     this.remember(job.runId);
     return this.failed(job, startedAt, this.deps.nodeId, why);
   }
@@ -156,7 +159,9 @@ export class RemoteExecutor implements Executor {
       this.pending.delete(runId);
       this.remember(runId);
       p.job.log.error({ worker: id, reason }, 'worker went down during the run; recorded as failed');
-      p.resolve(this.failed(p.job, p.startedAt, id, `worker ${id} went down during the run (${reason}); its outcome is unknown and a late run-complete is ignored`));
+      p.resolve(
+        this.failed(p.job, p.startedAt, id, `worker ${id} went down during the run (${reason}); its outcome is unknown and a late run-complete is ignored`),
+      );
     }
   }
 
@@ -175,8 +180,20 @@ export class RemoteExecutor implements Executor {
 
   private failed(job: RunJob, startedAt: string, nodeId: string, error: string): RunRecord {
     return {
-      run_id: job.runId, pipeline: job.name, node_id: nodeId, status: 'failed', started_at: startedAt, finished_at: new Date().toISOString(),
-      records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, error, errors: [],
+      run_id: job.runId,
+      pipeline: job.name,
+      node_id: nodeId,
+      status: 'failed',
+      started_at: startedAt,
+      finished_at: new Date().toISOString(),
+      records_in: 0,
+      records_out: 0,
+      records_skipped: 0,
+      bytes_in: 0,
+      bytes_out: 0,
+      dlq_count: 0,
+      error,
+      errors: [],
     };
   }
 }

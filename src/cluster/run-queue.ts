@@ -108,7 +108,11 @@ export class SqlRunQueue {
   }
 
   /** The oldest row that is `expired` or still `pending` at `now`, locked where the engine can. */
-  private async withOldest<T>(now: Date, which: 'expired' | 'pending', fn: (q: QueuedRun, trx: Kysely<Schema> | Transaction<Schema>) => Promise<T>): Promise<T | undefined> {
+  private async withOldest<T>(
+    now: Date,
+    which: 'expired' | 'pending',
+    fn: (q: QueuedRun, trx: Kysely<Schema> | Transaction<Schema>) => Promise<T>,
+  ): Promise<T | undefined> {
     const at = now.toISOString();
     const select = (db: Kysely<Schema> | Transaction<Schema>) => {
       const q = db

@@ -90,7 +90,12 @@ export function syncFromManager(o: SyncOptions): Promise<SyncResult> {
 async function syncOnce(o: SyncOptions): Promise<SyncResult> {
   const dataDir = resolve(o.dataDir);
   const root = join(dataDir, SYNC);
-  const result = (changed: number, fromCache: boolean): SyncResult => ({ schemaDir: join(dataDir, 'schemas'), mibDir: join(dataDir, 'mibs'), changed, fromCache });
+  const result = (changed: number, fromCache: boolean): SyncResult => ({
+    schemaDir: join(dataDir, 'schemas'),
+    mibDir: join(dataDir, 'mibs'),
+    changed,
+    fromCache,
+  });
   await linkDirs(dataDir, false); // a folder in the way fails now, before anything is fetched
   let cache = await currentVersion(root);
   if (cache && !(await complete(join(root, String(cache.n)), cache.manifest))) {
@@ -128,16 +133,24 @@ async function syncOnce(o: SyncOptions): Promise<SyncResult> {
   await switchTo(root, n);
   await linkDirs(dataDir);
   await prune(root, [n, cache?.n]);
-  o.log.info({ version: n, changed: built.changed, schemas: Object.keys(built.manifest.schemas).length, mibs: Object.keys(built.manifest.mibs).length }, 'schemas and MIBs synced from the manager');
+  o.log.info(
+    { version: n, changed: built.changed, schemas: Object.keys(built.manifest.schemas).length, mibs: Object.keys(built.manifest.mibs).length },
+    'schemas and MIBs synced from the manager',
+  );
   return result(built.changed, false);
 
   async function fallBack(e: unknown): Promise<SyncResult> {
     if (!(e instanceof ManagerUnavailable)) throw e;
     if (!cache) {
-      throw new Error(`cannot reach the manager at ${o.managerUrl || '(SVC_MANAGER_URL is empty)'} to sync schemas and MIBs, and no complete earlier copy exists in ${root}: check SVC_MANAGER_URL (${e.message})`);
+      throw new Error(
+        `cannot reach the manager at ${o.managerUrl || '(SVC_MANAGER_URL is empty)'} to sync schemas and MIBs, and no complete earlier copy exists in ${root}: check SVC_MANAGER_URL (${e.message})`,
+      );
     }
     await linkDirs(dataDir);
-    o.log.warn({ manager: o.managerUrl, err: e.message, synced_at: cache.manifest.synced_at }, 'manager unreachable: this run uses the schemas and MIBs synced earlier');
+    o.log.warn(
+      { manager: o.managerUrl, err: e.message, synced_at: cache.manifest.synced_at },
+      'manager unreachable: this run uses the schemas and MIBs synced earlier',
+    );
     return result(0, true);
   }
 }
@@ -178,7 +191,10 @@ async function buildVersion(
 
   const schemas = listed.schemas.filter((s) => {
     if (s.path.split('/')[0] !== RESERVED_TOP_DIR) return true;
-    o.log.warn({ path: s.path }, `schema file not synced: /api/schemas/${RESERVED_TOP_DIR}/... is the registry proxy, so the manager cannot serve it; rename its folder`);
+    o.log.warn(
+      { path: s.path },
+      `schema file not synced: /api/schemas/${RESERVED_TOP_DIR}/... is the registry proxy, so the manager cannot serve it; rename its folder`,
+    );
     return false;
   });
   await eachLimited(schemas, async (s) => {
@@ -235,7 +251,7 @@ function client(o: SyncOptions) {
   };
 
   const refused = (r: { status: number; body: Buffer; url: string }) => {
-    const hint = r.status === 401 || r.status === 403 ? ': set SVC_API_KEY to the manager\'s API key' : '';
+    const hint = r.status === 401 || r.status === 403 ? ": set SVC_API_KEY to the manager's API key" : '';
     return new Error(`the manager refused GET ${r.url} with HTTP ${r.status} (${detail(r.body)})${hint}`);
   };
 
@@ -249,13 +265,16 @@ function client(o: SyncOptions) {
     } catch {
       throw new Error(`GET ${r.url} did not answer JSON: is SVC_MANAGER_URL the manager's API address?`);
     }
-    if (!Array.isArray(body) || !body.every(valid)) throw new Error(`GET ${r.url} did not answer a list of files: is SVC_MANAGER_URL the manager's API address?`);
+    if (!Array.isArray(body) || !body.every(valid))
+      throw new Error(`GET ${r.url} did not answer a list of files: is SVC_MANAGER_URL the manager's API address?`);
     return body as T[];
   };
 
   return {
     listSchemas: async () =>
-      (await list<SchemaListing>('/api/schemas', (x) => typeof x?.path === 'string' && Number.isInteger(x.size_bytes) && typeof x.modified === 'string')).filter((s) => {
+      (
+        await list<SchemaListing>('/api/schemas', (x) => typeof x?.path === 'string' && Number.isInteger(x.size_bytes) && typeof x.modified === 'string')
+      ).filter((s) => {
         if (safeSchemaPath(s.path)) return true;
         o.log.warn({ path: s.path }, 'schema path from the manager refused: it could leave the schema folder');
         return false;
@@ -352,7 +371,9 @@ async function linkDirs(dataDir: string, create = true): Promise<void> {
     const target = join(SYNC, CURRENT, kind);
     const st = await fs.lstat(link).catch(() => undefined);
     if (st && !st.isSymbolicLink()) {
-      throw new Error(`${link} exists and is not the link to the synced copy (${join(dataDir, target)}): move it away, the worker syncs ${kind} from the manager`);
+      throw new Error(
+        `${link} exists and is not the link to the synced copy (${join(dataDir, target)}): move it away, the worker syncs ${kind} from the manager`,
+      );
     }
     if (!create || (st && (await fs.readlink(link)) === target)) continue;
     await replaceLink(link, target);

@@ -230,7 +230,18 @@ export class WorkerPool {
     }
     for (const e of endpoints) {
       if (this.workersById.has(e.id)) continue;
-      const w: Worker = { id: e.id, url: e.url, status: 'unknown', consecutiveFailures: 0, active_runs: 0, running_pipelines: [], ingress_up: null, draining: false, dispatched: 0, lastError: null };
+      const w: Worker = {
+        id: e.id,
+        url: e.url,
+        status: 'unknown',
+        consecutiveFailures: 0,
+        active_runs: 0,
+        running_pipelines: [],
+        ingress_up: null,
+        draining: false,
+        dispatched: 0,
+        lastError: null,
+      };
       this.workersById.set(e.id, w);
       this.emit('added', w);
     }

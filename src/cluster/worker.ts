@@ -82,7 +82,10 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     webhooks,
     stateDir,
     decodeWatch: decodeWatchOptions(stateDir, settings),
-    mibs: syncedMibsFirst(storeMibs(() => settings), join(dataDir, 'mibs')),
+    mibs: syncedMibsFirst(
+      storeMibs(() => settings),
+      join(dataDir, 'mibs'),
+    ),
     processed: (name) => {
       const local = new FileProcessedFiles(processedFilesPath(name, stateDir));
       return manager.configured ? managerProcessedFiles(manager, name, local, (path, body) => outbox.push({ path, body })) : local;
@@ -90,9 +93,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     state: (config, runLog, runId) => {
       if (!statefulTransforms(config).length) return undefined;
       const hash = stateConfigHash(config);
-      return manager.configured
-        ? managerStateIO(manager, config.name, hash, runId, runLog)
-        : fileStateIO(stateFilePath(config.name, stateDir), hash, runLog);
+      return manager.configured ? managerStateIO(manager, config.name, hash, runId, runLog) : fileStateIO(stateFilePath(config.name, stateDir), hash, runLog);
     },
   });
 
@@ -153,8 +154,20 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       .catch((e: unknown): RunRecord => {
         const now = new Date().toISOString();
         return {
-          run_id: runId, pipeline: config.name, node_id: workerId, status: 'failed', started_at: run.startedAt.toISOString(), finished_at: now,
-          records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, error: errorMessage(e), errors: [],
+          run_id: runId,
+          pipeline: config.name,
+          node_id: workerId,
+          status: 'failed',
+          started_at: run.startedAt.toISOString(),
+          finished_at: now,
+          records_in: 0,
+          records_out: 0,
+          records_skipped: 0,
+          bytes_in: 0,
+          bytes_out: 0,
+          dlq_count: 0,
+          error: errorMessage(e),
+          errors: [],
         };
       })
       .then(async (record) => {
@@ -205,14 +218,16 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
 
   // 503 when a part is dead (a liveness probe restarts the pod). A draining worker is alive and
   // finishing its runs (ok), and says `draining`, so the manager sends it nothing new.
-  agent.get('/agent/health', async (_req, reply) => reply.code(agentUp && ingressUp ? 200 : 503).send({
-    ok: agentUp && ingressUp,
-    worker_id: workerId,
-    active_runs: runs.size,
-    running_pipelines: [...new Set([...runs.values()].map((r) => r.pipeline))].sort(),
-    ingress_up: ingressUp,
-    draining,
-  }));
+  agent.get('/agent/health', async (_req, reply) =>
+    reply.code(agentUp && ingressUp ? 200 : 503).send({
+      ok: agentUp && ingressUp,
+      worker_id: workerId,
+      active_runs: runs.size,
+      running_pipelines: [...new Set([...runs.values()].map((r) => r.pipeline))].sort(),
+      ingress_up: ingressUp,
+      draining,
+    }),
+  );
 
   agent.get('/agent/status', async () => ({
     worker_id: workerId,
@@ -230,7 +245,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     const body = req.body as { run_id: string; yaml: string; flush?: boolean };
     const existing = runs.get(body.run_id);
     if (existing) return reply.code(200).send({ run_id: body.run_id, status: 'running', worker_id: workerId, config_sha256: existing.configSha256 });
-    if (finished.has(body.run_id)) return reply.code(200).send({ run_id: body.run_id, status: 'finished', outcome: finished.get(body.run_id), worker_id: workerId });
+    if (finished.has(body.run_id))
+      return reply.code(200).send({ run_id: body.run_id, status: 'finished', outcome: finished.get(body.run_id), worker_id: workerId });
     if (draining) return sendHttpError(reply, httpError('HTTP_WORKER_UNAVAILABLE', `worker ${workerId} is shutting down and takes no new runs`));
     if (manager.configured && needsManagerFiles(body.yaml)) {
       try {
@@ -260,7 +276,10 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     const hit = [...runs.values()].filter((r) => (run_id ? r.runId === run_id : r.pipeline === pipeline));
     if (hit.length === 0) {
       if (run_id && finished.has(run_id)) return { stopped: [], finished: [run_id] };
-      return sendHttpError(reply, httpError('HTTP_RUN_NOT_ACTIVE', `no active run ${run_id ? `'${run_id}'` : `of pipeline '${pipeline}'`} on worker ${workerId}`));
+      return sendHttpError(
+        reply,
+        httpError('HTTP_RUN_NOT_ACTIVE', `no active run ${run_id ? `'${run_id}'` : `of pipeline '${pipeline}'`} on worker ${workerId}`),
+      );
     }
     for (const r of hit) r.stop.abort();
     return { stopped: hit.map((r) => r.runId) };
@@ -313,7 +332,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       }
       clearInterval(statsTimer);
       const sent = await outbox.flush(5000);
-      if (!sent) log.warn({ pending: await outbox.pending() }, 'manager not reachable: outcomes stay in the outbox and are sent by the next start on this volume');
+      if (!sent)
+        log.warn({ pending: await outbox.pending() }, 'manager not reachable: outcomes stay in the outbox and are sent by the next start on this volume');
       outbox.close();
       await ingress.close();
       await agent.close();

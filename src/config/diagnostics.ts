@@ -3,7 +3,8 @@
 
 export const CODES = {
   CFG_YAML: 'The text is not valid YAML.',
-  CFG_YAML_LIMIT: 'YAML over a reading limit: nested more than 100 levels deep, or with aliases that would expand the document to more than 10 times its size (at least 1 MiB); refused before it is expanded.',
+  CFG_YAML_LIMIT:
+    'YAML over a reading limit: nested more than 100 levels deep, or with aliases that would expand the document to more than 10 times its size (at least 1 MiB); refused before it is expanded.',
   CFG_VERSION: 'The top-level `version` is missing or is not "1".',
   CFG_REQUIRED: 'A required field is missing.',
   CFG_UNKNOWN_KEY: 'A key that the component does not take (often a typo: the nearest valid key is suggested).',
@@ -12,7 +13,8 @@ export const CODES = {
   CFG_RANGE: 'A number or length outside its allowed range, or a text that does not match its format.',
   CFG_UNKNOWN_PLUGIN: 'A `type` that names no registered source, sink, serializer or transform.',
   CFG_ENV_UNSET: 'A `${VAR}` reference to an environment variable that is not set (use `${VAR:-default}` for optional ones).',
-  CFG_ENV_DENIED: 'A `${VAR}` reference to an environment variable that SVC_CONFIG_ENV_ALLOW does not let pipelines read (by default every variable but svc\'s own `SVC_*`).',
+  CFG_ENV_DENIED:
+    "A `${VAR}` reference to an environment variable that SVC_CONFIG_ENV_ALLOW does not let pipelines read (by default every variable but svc's own `SVC_*`).",
   CFG_INVALID: 'A cross-field rule of a component or of the pipeline is broken (see the message).',
   CFG_EXPRESSION: 'An expression (filter, condition, add_field) that does not compile.',
   CFG_STATEFUL: 'A stateful transform used where it cannot keep state (thread_workers > 1 or sink-level transforms; rule 4).',
@@ -56,7 +58,10 @@ export function formatPath(segments: readonly (string | number)[]): string {
 
 export class ConfigInvalidError extends Error {
   override name = 'ConfigInvalidError';
-  constructor(readonly diagnostics: Diagnostic[], readonly file?: string) {
+  constructor(
+    readonly diagnostics: Diagnostic[],
+    readonly file?: string,
+  ) {
     super(
       `pipeline configuration is invalid:\n` +
         diagnostics

@@ -22,6 +22,10 @@ export async function loadPipelineFile(file: string, opts: Omit<LoadOptions, 'fi
 }
 
 /** Validates one source or sink on its own (checkComponentConfig), against every plugin by default. */
-export function loadComponent(kind: 'source' | 'sink', raw: unknown, opts: Pick<LoadOptions, 'env' | 'envAllow' | 'registry'> = {}): { config?: ComponentConfig; diagnostics: Diagnostic[] } {
+export function loadComponent(
+  kind: 'source' | 'sink',
+  raw: unknown,
+  opts: Pick<LoadOptions, 'env' | 'envAllow' | 'registry'> = {},
+): { config?: ComponentConfig; diagnostics: Diagnostic[] } {
   return checkComponentConfig(kind, raw, { env: opts.env, envAllow: opts.envAllow, registry: opts.registry ?? defaultRegistry });
 }

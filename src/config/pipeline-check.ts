@@ -37,7 +37,10 @@ type Path = (string | number)[];
 
 class Collector {
   readonly diagnostics: Diagnostic[] = [];
-  constructor(private readonly doc: Document | undefined, private readonly lc: LineCounter) {}
+  constructor(
+    private readonly doc: Document | undefined,
+    private readonly lc: LineCounter,
+  ) {}
 
   add(code: DiagnosticCode, path: Path, message: string, opts: { atKey?: boolean; severity?: 'error' | 'warning' } = {}) {
     const pos = this.doc ? locate(this.doc, path, !!opts.atKey) : undefined;
@@ -119,7 +122,11 @@ function checkComponent(
   const plugin = plugins.get(raw.type);
   if (!plugin) {
     const hint = suggest(raw.type, [...plugins.keys()]);
-    c.add('CFG_UNKNOWN_PLUGIN', [...path, 'type'], `unknown ${kind} type '${raw.type}'${hint ? ` (did you mean '${hint}'?)` : ''}; registered: ${[...plugins.keys()].join(', ')}`);
+    c.add(
+      'CFG_UNKNOWN_PLUGIN',
+      [...path, 'type'],
+      `unknown ${kind} type '${raw.type}'${hint ? ` (did you mean '${hint}'?)` : ''}; registered: ${[...plugins.keys()].join(', ')}`,
+    );
     return undefined;
   }
   const params: Record<string, unknown> = {};
@@ -138,7 +145,11 @@ function checkComponent(
 function checkSerializer(c: Collector, reg: Registry, path: Path, raw: unknown, direction: 'in' | 'out') {
   const r = checkComponent(c, reg, 'serializer', path, raw);
   if (r && 'direction' in r.plugin && r.plugin.direction !== 'both' && r.plugin.direction !== direction) {
-    c.add('CFG_SERIALIZER', [...path, 'type'], `serializer '${r.value.type}' can only be used for ${r.plugin.direction === 'in' ? 'input (serializer_in)' : 'output (serializer_out)'}`);
+    c.add(
+      'CFG_SERIALIZER',
+      [...path, 'type'],
+      `serializer '${r.value.type}' can only be used for ${r.plugin.direction === 'in' ? 'input (serializer_in)' : 'output (serializer_out)'}`,
+    );
   }
   return r?.value;
 }
@@ -147,7 +158,14 @@ function checkSink(c: Collector, reg: Registry, path: Path, raw: unknown) {
   if (!isObj(raw)) return undefined;
   const common = checkAgainst(SinkCommon, Object.fromEntries(Object.entries(raw).filter(([k]) => SINK_COMMON_KEYS.includes(k))));
   c.issues(path, common.issues);
-  const own = checkComponent(c, reg, 'sink', path, raw, SINK_COMMON_KEYS.filter((k) => k !== 'type'));
+  const own = checkComponent(
+    c,
+    reg,
+    'sink',
+    path,
+    raw,
+    SINK_COMMON_KEYS.filter((k) => k !== 'type'),
+  );
   const cv = common.value as Record<string, unknown>;
   if (typeof cv.condition === 'string') {
     for (const l of lintExpression(cv.condition, 'condition')) c.add('CFG_EXPRESSION', [...path, 'condition'], l.message);
@@ -155,9 +173,18 @@ function checkSink(c: Collector, reg: Registry, path: Path, raw: unknown) {
   const transforms = ((raw.transforms as unknown[]) ?? []).map((t, i) => {
     const r = checkComponent(c, reg, 'transform', [...path, 'transforms', i], t);
     if (r && 'stateful' in r.plugin && r.plugin.stateful) {
-      c.add('CFG_STATEFUL', [...path, 'transforms', i, 'type'], `'${r.value.type}' keeps state and cannot be a sink-level transform; move it to the pipeline transforms`);
+      c.add(
+        'CFG_STATEFUL',
+        [...path, 'transforms', i, 'type'],
+        `'${r.value.type}' keeps state and cannot be a sink-level transform; move it to the pipeline transforms`,
+      );
     }
-    if (r && r.plugin.kind === 'transform' && r.plugin.defersUnits?.(r.value as never)) c.add('CFG_INVALID_OPTION', [...path, 'transforms', i, 'scope'], "scope 'run' is for pipeline-level transforms; a sink-level transform drains at the end of each unit");
+    if (r && r.plugin.kind === 'transform' && r.plugin.defersUnits?.(r.value as never))
+      c.add(
+        'CFG_INVALID_OPTION',
+        [...path, 'transforms', i, 'scope'],
+        "scope 'run' is for pipeline-level transforms; a sink-level transform drains at the end of each unit",
+      );
     return r?.value;
   });
   const ser = raw.serializer_out === undefined ? undefined : checkSerializer(c, reg, [...path, 'serializer_out'], raw.serializer_out, 'out');
@@ -188,7 +215,14 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
     Pair(_, pair) {
       if (!isMap(pair.key) && !isSeq(pair.key)) return;
       const lp = pair.key.range ? lc.linePos(pair.key.range[0]) : undefined;
-      c.diagnostics.push({ code: 'CFG_YAML', path: '', message: `a key is a ${isMap(pair.key) ? 'mapping' : 'list'}: keys must be plain names`, severity: 'error', line: lp?.line, column: lp?.col });
+      c.diagnostics.push({
+        code: 'CFG_YAML',
+        path: '',
+        message: `a key is a ${isMap(pair.key) ? 'mapping' : 'list'}: keys must be plain names`,
+        severity: 'error',
+        line: lp?.line,
+        column: lp?.col,
+      });
       return visit.BREAK;
     },
   });
@@ -215,7 +249,12 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
   if (raw.version === 1) raw.version = '1';
   const top = checkAgainst(Definition, raw);
   for (const i of top.issues) {
-    if (i.path[0] === 'version') c.add('CFG_VERSION', ['version'], i.code === 'CFG_REQUIRED' ? 'is required: add version: "1" at the top' : `${i.message}; this release reads version "1"`);
+    if (i.path[0] === 'version')
+      c.add(
+        'CFG_VERSION',
+        ['version'],
+        i.code === 'CFG_REQUIRED' ? 'is required: add version: "1" at the top' : `${i.message}; this release reads version "1"`,
+      );
     else c.add(i.code, i.path, i.message, { atKey: i.atKey });
   }
   if (!isObj(raw.pipeline)) return { diagnostics: c.diagnostics };
@@ -233,19 +272,35 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
   const transforms = (Array.isArray(rawP.transforms) ? rawP.transforms : []).map((t, i) => {
     const r = checkComponent(c, reg, 'transform', [...P, 'transforms', i], t);
     if (r && 'stateful' in r.plugin && r.plugin.stateful && threadWorkers > 1) {
-      c.add('CFG_STATEFUL', [...P, 'transforms', i, 'type'], `'${r.value.type}' keeps state per record identity and needs thread_workers: 1 (got ${threadWorkers})`);
+      c.add(
+        'CFG_STATEFUL',
+        [...P, 'transforms', i, 'type'],
+        `'${r.value.type}' keeps state per record identity and needs thread_workers: 1 (got ${threadWorkers})`,
+      );
     }
     if (r && r.plugin.kind === 'transform' && r.plugin.defersUnits?.(r.value as never) && (p.schedule as { type?: string } | undefined)?.type === 'stream') {
-      c.add('CFG_INVALID_OPTION', [...P, 'transforms', i, 'scope'], "scope 'run' holds records until a run ends, which a stream never does; use scope 'unit' or window_aggregate");
+      c.add(
+        'CFG_INVALID_OPTION',
+        [...P, 'transforms', i, 'scope'],
+        "scope 'run' holds records until a run ends, which a stream never does; use scope 'unit' or window_aggregate",
+      );
     }
     return r?.value;
   });
   if (!(opts.statefulTransforms ?? (opts.env ?? process.env).SVC_STATEFUL_TRANSFORMS?.trim() !== '0')) {
-    const lists: [Path, unknown][] = [[[...P, 'transforms'], rawP.transforms], ...(Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i): [Path, unknown] => [[...P, 'sinks', i, 'transforms'], isObj(s) ? s.transforms : undefined])];
+    const lists: [Path, unknown][] = [
+      [[...P, 'transforms'], rawP.transforms],
+      ...(Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i): [Path, unknown] => [[...P, 'sinks', i, 'transforms'], isObj(s) ? s.transforms : undefined]),
+    ];
     for (const [path, list] of lists) {
       (Array.isArray(list) ? list : []).forEach((t, i) => {
         const plugin = isObj(t) && typeof t.type === 'string' ? reg.transform.get(t.type) : undefined;
-        if (plugin && 'stateful' in plugin && plugin.stateful) c.add('CFG_STATEFUL', [...path, i, 'type'], `'${t.type as string}' is disabled on this node (SVC_STATEFUL_TRANSFORMS=0); enable stateful transforms or remove it`);
+        if (plugin && 'stateful' in plugin && plugin.stateful)
+          c.add(
+            'CFG_STATEFUL',
+            [...path, i, 'type'],
+            `'${t.type as string}' is disabled on this node (SVC_STATEFUL_TRANSFORMS=0); enable stateful transforms or remove it`,
+          );
       });
     }
   }
@@ -254,10 +309,12 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
 
   // Cross-field rules of the pipeline itself.
   const sched = p.schedule as { type?: string; interval_seconds?: number; cron?: string } | undefined;
-  if (sched?.type === 'interval' && sched.interval_seconds === undefined) c.add('CFG_SCHEDULE', [...P, 'schedule'], "schedule type 'interval' needs interval_seconds");
+  if (sched?.type === 'interval' && sched.interval_seconds === undefined)
+    c.add('CFG_SCHEDULE', [...P, 'schedule'], "schedule type 'interval' needs interval_seconds");
   if (sched?.type === 'cron') {
     if (!sched.cron) c.add('CFG_SCHEDULE', [...P, 'schedule'], "schedule type 'cron' needs cron, e.g. '*/5 * * * *'");
-    else if (sched.cron.trim().split(/\s+/).length !== 5) c.add('CFG_SCHEDULE', [...P, 'schedule', 'cron'], `cron must have 5 fields (minute hour day month weekday), got '${sched.cron}'`);
+    else if (sched.cron.trim().split(/\s+/).length !== 5)
+      c.add('CFG_SCHEDULE', [...P, 'schedule', 'cron'], `cron must have 5 fields (minute hour day month weekday), got '${sched.cron}'`);
     else {
       try {
         new Cron(sched.cron, { paused: true });
@@ -268,12 +325,17 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
   }
   if (sched?.type && source && 'mode' in source.plugin) {
     const streamSched = sched.type === 'stream';
-    if (streamSched && source.plugin.mode === 'batch') c.add('CFG_SCHEDULE', [...P, 'schedule', 'type'], `source '${source.value.type}' is a batch source; use schedule type interval, cron or manual`);
-    if (!streamSched && source.plugin.mode === 'stream') c.add('CFG_SCHEDULE', [...P, 'schedule', 'type'], `source '${source.value.type}' is a stream source; use schedule type stream`);
+    if (streamSched && source.plugin.mode === 'batch')
+      c.add('CFG_SCHEDULE', [...P, 'schedule', 'type'], `source '${source.value.type}' is a batch source; use schedule type interval, cron or manual`);
+    if (!streamSched && source.plugin.mode === 'stream')
+      c.add('CFG_SCHEDULE', [...P, 'schedule', 'type'], `source '${source.value.type}' is a stream source; use schedule type stream`);
   }
-  if (p.on_error === 'dlq' && rawP.dlq === undefined) c.add('CFG_INVALID', [...P, 'on_error'], "on_error 'dlq' needs a dlq sink: add pipeline.dlq (e.g. type: local)");
+  if (p.on_error === 'dlq' && rawP.dlq === undefined)
+    c.add('CFG_INVALID', [...P, 'on_error'], "on_error 'dlq' needs a dlq sink: add pipeline.dlq (e.g. type: local)");
   if (p.record_chunk_size !== undefined && threadWorkers > 1) {
-    c.add('CFG_INVALID', [...P, 'record_chunk_size'], 'applies to serial batch runs only (thread_workers: 1); chunks are sized automatically with threads', { severity: 'warning' });
+    c.add('CFG_INVALID', [...P, 'record_chunk_size'], 'applies to serial batch runs only (thread_workers: 1); chunks are sized automatically with threads', {
+      severity: 'warning',
+    });
   }
 
   if (c.failed || !source || !serializerIn || !serializerOut) return { diagnostics: c.diagnostics };
@@ -296,7 +358,11 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
  * interpolated, defaults filled in). A sink's common fields (retry_count, condition...) are accepted
  * and ignored: a reachability check does not write.
  */
-export function checkComponentConfig(kind: 'source' | 'sink', raw: unknown, opts: Pick<LoadOptions, 'env' | 'envAllow'> & { registry: Registry }): { config?: ComponentConfig; diagnostics: Diagnostic[] } {
+export function checkComponentConfig(
+  kind: 'source' | 'sink',
+  raw: unknown,
+  opts: Pick<LoadOptions, 'env' | 'envAllow'> & { registry: Registry },
+): { config?: ComponentConfig; diagnostics: Diagnostic[] } {
   const c = new Collector(undefined, new LineCounter());
   const expanded = expand(c, raw, opts, () => '');
   const value = expanded.value;

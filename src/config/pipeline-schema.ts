@@ -6,10 +6,7 @@ import { Type, type Static } from '@sinclair/typebox';
 const lit = <T extends string>(...values: T[]) => Type.Union(values.map((v) => Type.Literal(v)));
 
 /** Any component: `type` plus the plugin's parameters. */
-export const Component = Type.Object(
-  { type: Type.String({ minLength: 1, description: 'Registered plugin key.' }) },
-  { additionalProperties: true },
-);
+export const Component = Type.Object({ type: Type.String({ minLength: 1, description: 'Registered plugin key.' }) }, { additionalProperties: true });
 
 /** Fields every sink takes on top of its own parameters; the runtime implements them. */
 export const SinkCommon = Type.Object({

@@ -46,7 +46,11 @@ export function depthProblem(text: string): YamlBoundsProblem | undefined {
     }
     if (!tok.items) continue;
     if (depth >= MAX_YAML_DEPTH) {
-      return { message: `the YAML is nested more than ${MAX_YAML_DEPTH} levels deep; a pipeline needs far fewer (check for runaway brackets or indentation)`, path: [], offset: tok.offset };
+      return {
+        message: `the YAML is nested more than ${MAX_YAML_DEPTH} levels deep; a pipeline needs far fewer (check for runaway brackets or indentation)`,
+        path: [],
+        offset: tok.offset,
+      };
     }
     for (const it of tok.items) {
       if (it.key && typeof it.key === 'object') stack.push([it.key, depth + 1]);
@@ -127,7 +131,11 @@ export function expansionProblem(doc: Document, textLength: number): YamlBoundsP
   const total = size(doc.contents, []);
   if (cycle) {
     const a = cycle.alias as Node & { source: string };
-    return { message: `alias *${a.source} is inside the node it names, so it never ends; refer to an anchor outside it`, path: cycle.path, offset: a.range?.[0] };
+    return {
+      message: `alias *${a.source} is inside the node it names, so it never ends; refer to an anchor outside it`,
+      path: cycle.path,
+      offset: a.range?.[0],
+    };
   }
   if (total <= limit) return undefined;
 
@@ -175,13 +183,15 @@ export function expansionProblem(doc: Document, textLength: number): YamlBoundsP
  */
 export function parseYamlBounded(text: string): unknown {
   const lc = new LineCounter();
-  const problem = depthProblem(text) ?? (() => {
-    const doc = parseDocument(text, { lineCounter: lc });
-    if (doc.errors[0]) throw doc.errors[0];
-    const p = expansionProblem(doc, text.length);
-    if (!p) return { doc };
-    return p;
-  })();
+  const problem =
+    depthProblem(text) ??
+    (() => {
+      const doc = parseDocument(text, { lineCounter: lc });
+      if (doc.errors[0]) throw doc.errors[0];
+      const p = expansionProblem(doc, text.length);
+      if (!p) return { doc };
+      return p;
+    })();
   // The count bounds the library's work (it looks each alias's anchor up by walking the document).
   if ('doc' in problem) return problem.doc.toJS({ maxAliasCount: 100 });
   throw new Error(`${problem.message}${problem.offset !== undefined ? ` (line ${lineOf(text, problem.offset)})` : ''}`);

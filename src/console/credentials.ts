@@ -13,7 +13,6 @@ interface Stored {
   users: Record<string, string>;
 }
 
-
 export const MIN_PASSWORD_LENGTH = 8;
 
 export class ConsoleCredentials {

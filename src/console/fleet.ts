@@ -161,4 +161,13 @@ export class FleetService {
   }
 }
 
-const agentView = (a: FleetAgentInfo) => ({ index: a.index, host: a.host, port: a.port, sys_name: a.sysName, interfaces: a.interfaces, engine_id: a.engineId, speed: a.speed, fast: a.fast });
+const agentView = (a: FleetAgentInfo) => ({
+  index: a.index,
+  host: a.host,
+  port: a.port,
+  sys_name: a.sysName,
+  interfaces: a.interfaces,
+  engine_id: a.engineId,
+  speed: a.speed,
+  fast: a.fast,
+});

@@ -130,7 +130,10 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
 
   await app.register(swagger, {
     openapi: {
-      info: { title: 'svc operator console', version, description:
+      info: {
+        title: 'svc operator console',
+        version,
+        description:
           'SNMP simulator, walker, trap tools and MIB catalog (spec doc 1). Authenticate with X-Auth-Token (POST /api/settings/login). ' +
           'Live events: WebSocket GET /api/ws?token=<session token>, messages {type, data, timestamp} of type full_state, status, stats, mibs, trap, simulator_log; send "ping" for a pong. See docs/console.md.',
       },
@@ -146,9 +149,14 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
   app.get('/api/health', { schema: { tags, summary: 'Liveness (unauthenticated)' } }, async () => ({ status: 'ok' }));
   // The operator shell is the web UI at /ui/ (docs/ui.md); `ui` says whether this console serves it.
   const shell = deps.settings.UI_DIR && existsSync(join(deps.settings.UI_DIR, 'index.html')) ? '/ui/' : 'api-only';
-  app.get('/api/healthz/ui', { schema: { tags, summary: 'Operator shell probe (unauthenticated): ui is /ui/ when the web UI is served, else api-only' } }, async () => ({ status: 'ok', ui: shell }));
+  app.get(
+    '/api/healthz/ui',
+    { schema: { tags, summary: 'Operator shell probe (unauthenticated): ui is /ui/ when the web UI is served, else api-only' } },
+    async () => ({ status: 'ok', ui: shell }),
+  );
   await serveUi(app, { dir: deps.settings.UI_DIR, log: deps.log });
-  for (const routes of [settingsRoutes, statsRoutes, wsRoutes, simulatorRoutes, fleetRoutes, walkRoutes, trapRoutes, mibRoutes, mibBrowseRoutes]) await app.register(async (scope) => routes(scope, deps));
+  for (const routes of [settingsRoutes, statsRoutes, wsRoutes, simulatorRoutes, fleetRoutes, walkRoutes, trapRoutes, mibRoutes, mibBrowseRoutes])
+    await app.register(async (scope) => routes(scope, deps));
   await app.ready();
   return app;
 }

@@ -69,7 +69,10 @@ export function checkOverrides(list: OidOverride[]): OidOverride[] {
   const seen = new Map<string, number>();
   return list.map((o, i) => {
     try {
-      if (NOT_SERVABLE.has(parseType(o.type))) throw new SnmpInputError(`type ${o.type} is not a value an agent can serve; use one of Integer32, OctetString, hex, ObjectIdentifier, IpAddress, Counter32, Gauge32, TimeTicks, Opaque, Counter64`);
+      if (NOT_SERVABLE.has(parseType(o.type)))
+        throw new SnmpInputError(
+          `type ${o.type} is not a value an agent can serve; use one of Integer32, OctetString, hex, ObjectIdentifier, IpAddress, Counter32, Gauge32, TimeTicks, Opaque, Counter64`,
+        );
       // The agent builds its values with the same function, so what passes here it can serve.
       const { oid } = makeVarBind(o.oid, o.type, o.value);
       const dup = seen.get(oid);
@@ -154,7 +157,8 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
       v3_users: (input.v3_users ?? []).map((u) => ({ ...u })),
     };
     if (!isIP(cfg.host)) throw httpError('HTTP_INVALID', `host "${cfg.host}" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)`);
-    if (cfg.write_community !== null && cfg.write_community === cfg.community) throw httpError('HTTP_INVALID', 'write_community must differ from community (the read community would be allowed to SET)');
+    if (cfg.write_community !== null && cfg.write_community === cfg.community)
+      throw httpError('HTTP_INVALID', 'write_community must differ from community (the read community would be allowed to SET)');
     if (cfg.engine_id !== null) {
       try {
         engineIdFrom(cfg.engine_id);
@@ -185,7 +189,13 @@ export class SimulatorService extends PersistentUdpService<SimulatorConfig, Snmp
       port: cfg.port,
       community: cfg.community,
       ...(cfg.write_community ? { writeCommunity: cfg.write_community } : {}),
-      users: cfg.v3_users.map((u) => ({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key })),
+      users: cfg.v3_users.map((u) => ({
+        name: u.username,
+        authProtocol: u.auth_protocol,
+        authKey: u.auth_key,
+        privProtocol: u.priv_protocol,
+        privKey: u.priv_key,
+      })),
       engineId,
       engineBoots,
       overrides: this.overrides,

@@ -94,8 +94,17 @@ export interface TrapSendRequest extends SnmpV3Fields {
 
 /** The SNMP type of an object's values, from its MIB syntax (for varbinds sent without `type`). */
 const TYPE_OF_BASE: Record<string, SnmpType> = {
-  INTEGER: 'Integer32', Integer32: 'Integer32', Unsigned32: 'Gauge32', Gauge32: 'Gauge32', Counter32: 'Counter32', Counter64: 'Counter64',
-  TimeTicks: 'TimeTicks', IpAddress: 'IpAddress', Opaque: 'Opaque', 'OCTET STRING': 'OctetString', 'OBJECT IDENTIFIER': 'ObjectIdentifier',
+  INTEGER: 'Integer32',
+  Integer32: 'Integer32',
+  Unsigned32: 'Gauge32',
+  Gauge32: 'Gauge32',
+  Counter32: 'Counter32',
+  Counter64: 'Counter64',
+  TimeTicks: 'TimeTicks',
+  IpAddress: 'IpAddress',
+  Opaque: 'Opaque',
+  'OCTET STRING': 'OctetString',
+  'OBJECT IDENTIFIER': 'ObjectIdentifier',
 };
 
 export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiver> {
@@ -164,7 +173,8 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
     for (const [i, u] of cfg.v3_users.entries()) {
       if (u.engine_id !== undefined) u.engine_id = hex(u.engine_id, `v3_users[${i}].engine_id`);
       const key = `${u.username}\0${u.engine_id ?? ''}`;
-      if (seen.has(key)) throw httpError('HTTP_INVALID', `v3_users[${i}]: user "${u.username}"${u.engine_id ? ` for engine ${u.engine_id}` : ''} is listed twice`);
+      if (seen.has(key))
+        throw httpError('HTTP_INVALID', `v3_users[${i}]: user "${u.username}"${u.engine_id ? ` for engine ${u.engine_id}` : ''} is listed twice`);
       seen.add(key);
       try {
         // Derives (and caches) the passphrase keys: about a millisecond each.
@@ -187,7 +197,15 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
       onTrap: (e) => this.onTrap(e, cfg.resolve_mibs),
       onDrop: (reason, source, kind) => this.onDrop(reason, source, kind),
     });
-    for (const u of cfg.v3_users) rx.addUser({ name: u.username, authProtocol: u.auth_protocol, authKey: u.auth_key, privProtocol: u.priv_protocol, privKey: u.priv_key, engineId: u.engine_id });
+    for (const u of cfg.v3_users)
+      rx.addUser({
+        name: u.username,
+        authProtocol: u.auth_protocol,
+        authKey: u.auth_key,
+        privProtocol: u.priv_protocol,
+        privKey: u.priv_key,
+        engineId: u.engine_id,
+      });
     return rx;
   }
 
@@ -294,7 +312,22 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
     const started = performance.now();
     let acknowledged: boolean | undefined;
     try {
-      const r = await sendTrap({ host, port, version, community: req.community ?? 'public', ...(user ? { user } : {}), contextName: req.context_name, timeoutMs, retries, trapOid, varbinds, inform, uptime, agentAddr, ...(engineId ? { engineId } : {}) });
+      const r = await sendTrap({
+        host,
+        port,
+        version,
+        community: req.community ?? 'public',
+        ...(user ? { user } : {}),
+        contextName: req.context_name,
+        timeoutMs,
+        retries,
+        trapOid,
+        varbinds,
+        inform,
+        uptime,
+        agentAddr,
+        ...(engineId ? { engineId } : {}),
+      });
       acknowledged = r.acknowledged;
     } catch (e) {
       ctx.stats.inc('traps', 'send_errors');
@@ -319,7 +352,6 @@ export class TrapService extends PersistentUdpService<ReceiverConfig, TrapReceiv
       duration_ms: Math.round(performance.now() - started),
     };
   }
-
 }
 
 function trapName(ix: MibIndex, oid: string): string {

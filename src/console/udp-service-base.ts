@@ -90,7 +90,13 @@ export abstract class PersistentUdpService<C extends UdpServiceConfig, S extends
     const file = join(ctx.dir, opts.stateFile);
     try {
       const st = await readJsonFile<PersistedState<C>>(file);
-      if (st) this.persisted = { config: st.config ?? null, resume: !!st.resume, engine_id: st.engine_id ?? null, engine_boots: Number.isInteger(st.engine_boots) ? st.engine_boots : 0 };
+      if (st)
+        this.persisted = {
+          config: st.config ?? null,
+          resume: !!st.resume,
+          engine_id: st.engine_id ?? null,
+          engine_boots: Number.isInteger(st.engine_boots) ? st.engine_boots : 0,
+        };
     } catch (e) {
       ctx.log.warn({ err: (e as Error).message, file }, `${opts.what} state unreadable; starting from defaults`);
     }
@@ -216,8 +222,20 @@ export const StatusFields = {
 
 /** The start body's bind address and port (placed by each body: property order is the OpenAPI order); without a host, defaultBindHost is bound. */
 export const bindFields = (defaultPort: number, privilegedPort: number) => ({
-  port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: `UDP port (default ${defaultPort}; 0 picks a free one, shown by status). Below 1024 (${privilegedPort}) needs root or CAP_NET_BIND_SERVICE: 403.` })),
-  host: Type.Optional(Type.String({ minLength: 1, description: 'IP address to bind (default SVC_HOST, the console bind address, when it is an IP address, else 127.0.0.1; 0.0.0.0 or :: for every interface)' })),
+  port: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      description: `UDP port (default ${defaultPort}; 0 picks a free one, shown by status). Below 1024 (${privilegedPort}) needs root or CAP_NET_BIND_SERVICE: 403.`,
+    }),
+  ),
+  host: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'IP address to bind (default SVC_HOST, the console bind address, when it is an IP address, else 127.0.0.1; 0.0.0.0 or :: for every interface)',
+    }),
+  ),
 });
 
 /**

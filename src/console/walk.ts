@@ -64,18 +64,26 @@ export function resolveOidInput(text: string, ix: MibIndex | undefined, what: st
     if (e instanceof OidSyntaxError) throw httpError('HTTP_INVALID', `${what} "${text}": ${e.message}`);
     throw e;
   }
-  if (!r) throw httpError('HTTP_INVALID', `${what} "${text}" is neither a numeric OID nor a name known to the loaded MIBs (GET /api/mibs/browse/search finds names)`);
+  if (!r)
+    throw httpError('HTTP_INVALID', `${what} "${text}" is neither a numeric OID nor a name known to the loaded MIBs (GET /api/mibs/browse/search finds names)`);
   return r.oid;
 }
 
 /** The USM user of a v3 request; 422 when fields are missing or wrong. */
 export function v3User(req: SnmpV3Fields, version: SnmpVersion): UsmUserConfig | undefined {
   if (version !== '3') {
-    if (req.username) throw httpError('HTTP_INVALID', `username is for SNMPv3; set version "3" (or leave username out for ${version === '1' ? 'SNMPv1' : 'SNMPv2c'})`);
+    if (req.username)
+      throw httpError('HTTP_INVALID', `username is for SNMPv3; set version "3" (or leave username out for ${version === '1' ? 'SNMPv1' : 'SNMPv2c'})`);
     return undefined;
   }
   if (!req.username) throw httpError('HTTP_INVALID', 'SNMPv3 needs username (and auth_protocol/auth_key, priv_protocol/priv_key for authNoPriv/authPriv)');
-  const cfg: UsmUserConfig = { name: req.username, authProtocol: req.auth_protocol, authKey: req.auth_key, privProtocol: req.priv_protocol, privKey: req.priv_key };
+  const cfg: UsmUserConfig = {
+    name: req.username,
+    authProtocol: req.auth_protocol,
+    authKey: req.auth_key,
+    privProtocol: req.priv_protocol,
+    privKey: req.priv_key,
+  };
   try {
     makeUser(cfg);
   } catch (e) {
@@ -94,7 +102,10 @@ export async function resolveHost(host: string): Promise<string> {
     ]);
     return r.address;
   } catch (e) {
-    throw httpError('HTTP_HOST_UNRESOLVED', `cannot resolve host "${host}" (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give an IP address or a resolvable name`);
+    throw httpError(
+      'HTTP_HOST_UNRESOLVED',
+      `cannot resolve host "${host}" (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give an IP address or a resolvable name`,
+    );
   } finally {
     clearTimeout(timer);
   }
@@ -110,8 +121,12 @@ export function peerError(e: unknown, where: { host: string; port: number; versi
   const at = `${where.host}:${where.port}`;
   const creds = where.version === '3' ? 'the SNMPv3 user name, protocols and keys are right' : 'the community string is right';
   if (e instanceof SnmpTimeoutError) {
-    if (/port unreachable/.test(e.message)) return httpError('HTTP_SNMP_UNREACHABLE', `nothing listens on udp ${at} (ICMP port unreachable); check the host and port`);
-    return httpError('HTTP_SNMP_TIMEOUT', `no response from ${at} (SNMPv${where.version}) within ${where.timeoutMs} ms per attempt, ${where.retries + 1} attempts (timeout_ms ${where.timeoutMs}, retries ${where.retries}); check that ${where.what} runs there, that UDP is not filtered and that ${creds}`);
+    if (/port unreachable/.test(e.message))
+      return httpError('HTTP_SNMP_UNREACHABLE', `nothing listens on udp ${at} (ICMP port unreachable); check the host and port`);
+    return httpError(
+      'HTTP_SNMP_TIMEOUT',
+      `no response from ${at} (SNMPv${where.version}) within ${where.timeoutMs} ms per attempt, ${where.retries + 1} attempts (timeout_ms ${where.timeoutMs}, retries ${where.retries}); check that ${where.what} runs there, that UDP is not filtered and that ${creds}`,
+    );
   }
   if (e instanceof SnmpResponseError) {
     const hint = /refused the request/.test(e.message) ? `; check that ${creds}` : '';
@@ -167,7 +182,8 @@ export class Walker {
     const ix = useMibs || format === 'grouped' || !/^\.?[\d.]+$/.test(req.oid ?? '1') ? ctx.mibs.index() : undefined;
     const oid = resolveOidInput(req.oid ?? DEFAULT_WALK_OID, ix, 'oid');
     const user = v3User(req, version);
-    if (this.running >= MAX_CONCURRENT_WALKS) throw httpError('HTTP_SERVICE_BUSY', `${MAX_CONCURRENT_WALKS} walks are already running; try again when one finishes`);
+    if (this.running >= MAX_CONCURRENT_WALKS)
+      throw httpError('HTTP_SERVICE_BUSY', `${MAX_CONCURRENT_WALKS} walks are already running; try again when one finishes`);
     this.running++;
     const started = performance.now();
     let vbs: VarBind[];
@@ -177,7 +193,19 @@ export class Walker {
       ctx.stats.inc('walker', 'walks');
       const sent = performance.now();
       // One more than the cap tells a truncated walk from one that ended exactly at the cap.
-      vbs = await walk({ host, port, version, community: req.community ?? 'public', ...(user ? { user } : {}), contextName: req.context_name, timeoutMs, retries, oid, maxRepetitions: maxRep, maxOids: maxOids + 1 })
+      vbs = await walk({
+        host,
+        port,
+        version,
+        community: req.community ?? 'public',
+        ...(user ? { user } : {}),
+        contextName: req.context_name,
+        timeoutMs,
+        retries,
+        oid,
+        maxRepetitions: maxRep,
+        maxOids: maxOids + 1,
+      })
         .catch((e: unknown) => {
           ctx.stats.inc('walker', 'errors');
           throw peerError(e, { host: req.target, port, version, timeoutMs, retries, what: 'an SNMP agent' });

@@ -9,7 +9,11 @@ export class RecordError extends Error {
 /** A sink write failed. `retryable` false means retrying the same batch cannot help. */
 export class WriteError extends Error {
   override name = 'WriteError';
-  constructor(message: string, readonly retryable = true, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly retryable = true,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }

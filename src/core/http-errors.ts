@@ -23,31 +23,63 @@ export const HTTP_ERRORS = {
   HTTP_VALIDATION: entry(422, '%s', 'The request does not match the route schema: every problem is listed, `where.path message`, separated by `; `.'),
   HTTP_NO_ROUTE: entry(404, 'no route for %s %s', 'No route has this method and path.'),
   HTTP_BODY_TOO_LARGE: entry(413, '%s', 'The request body, an uploaded file or the number of uploaded files is over the limit named in the message.'),
-  HTTP_UNSUPPORTED_MEDIA_TYPE: entry(415, '%s', 'A content type the route does not take (multipart uploads, JSON, pipeline YAML as text/plain or application/yaml).'),
-  HTTP_DATABASE_UNAVAILABLE: entry(503, 'database unavailable: %s; %s, then retry (GET /api/ready answers 200 once it is back)', 'The database cannot be reached; the request was not carried out and may be retried (`Retry-After: 5`).'),
+  HTTP_UNSUPPORTED_MEDIA_TYPE: entry(
+    415,
+    '%s',
+    'A content type the route does not take (multipart uploads, JSON, pipeline YAML as text/plain or application/yaml).',
+  ),
+  HTTP_DATABASE_UNAVAILABLE: entry(
+    503,
+    'database unavailable: %s; %s, then retry (GET /api/ready answers 200 once it is back)',
+    'The database cannot be reached; the request was not carried out and may be retried (`Retry-After: 5`).',
+  ),
   HTTP_INTERNAL: entry(500, 'internal error: %s', 'An unexpected failure of the daemon (a bug): the message is logged with its stack.'),
-  HTTP_STANDBY: entry(503, 'this manager is a standby: %s; send requests to the leader (the Service does, since a standby is not ready)', 'A standby manager refuses the API until it leads and is ready (`Retry-After: 3`).'),
-  HTTP_UI_NOT_BUILT: entry(404, 'the web UI is not built: no index.html in %s (run npm run build, or set SVC_UI_DIR)', 'The web UI is not built or SVC_UI_DIR names no UI.'),
+  HTTP_STANDBY: entry(
+    503,
+    'this manager is a standby: %s; send requests to the leader (the Service does, since a standby is not ready)',
+    'A standby manager refuses the API until it leads and is ready (`Retry-After: 3`).',
+  ),
+  HTTP_UI_NOT_BUILT: entry(
+    404,
+    'the web UI is not built: no index.html in %s (run npm run build, or set SVC_UI_DIR)',
+    'The web UI is not built or SVC_UI_DIR names no UI.',
+  ),
   HTTP_REDOC_MISSING: entry(404, '%s', 'ReDoc (/redoc) is not installed beside the package; the Swagger UI at /docs shows the same API.'),
   HTTP_BAD_REQUEST: entry(400, '%s', 'A request that cannot be carried out as sent (see the message for what to change).'),
-  HTTP_INVALID: entry(422, '%s', 'A request field with a value the route does not take, beyond what its schema checks (an OID, a host, a date, a v3 user ...).'),
+  HTTP_INVALID: entry(
+    422,
+    '%s',
+    'A request field with a value the route does not take, beyond what its schema checks (an OID, a host, a date, a v3 user ...).',
+  ),
 
   // Logins, sessions, API keys and rate limits.
   HTTP_API_KEY_INVALID: entry(401, '%s', 'The API key (X-API-Key) or session token is missing, wrong or sent as a query parameter.'),
   HTTP_RATE_LIMITED: entry(429, '%s', 'Too many requests from this client (SVC_RATE_LIMIT per SVC_RATE_LIMIT_WINDOW): wait the `Retry-After` seconds.'),
-  HTTP_NOT_LOGGED_IN: entry(401, 'not logged in: %s', 'The API needs a bearer session token or an API key and the request has neither (`WWW-Authenticate: Bearer`).'),
+  HTTP_NOT_LOGGED_IN: entry(
+    401,
+    'not logged in: %s',
+    'The API needs a bearer session token or an API key and the request has neither (`WWW-Authenticate: Bearer`).',
+  ),
   HTTP_SESSION_INVALID: entry(401, '%s', 'The session token is invalid, expired or unknown: log in again.'),
   HTTP_LOGIN_FAILED: entry(401, '%s', 'Wrong username or password.'),
   HTTP_LOGIN_RATE_LIMITED: entry(429, '%s', 'Too many failed logins: wait the `Retry-After` seconds.'),
   HTTP_PASSWORD_WRONG: entry(401, '%s', 'A password change whose current password is wrong.'),
-  HTTP_PASSWORD_CHANGE_INVALID: entry(400, '%s', 'A password change that cannot be made (password too short, no SQL database for the API\'s users).'),
+  HTTP_PASSWORD_CHANGE_INVALID: entry(400, '%s', "A password change that cannot be made (password too short, no SQL database for the API's users)."),
   HTTP_USER_EXISTS: entry(409, "user '%s' already exists", 'A console user of this name already exists.'),
 
   // Pipelines, runs, placements, alerts, dead letters, transform state.
   HTTP_PIPELINE_NOT_FOUND: entry(404, '%s', 'No pipeline of this name (or it was deleted meanwhile).'),
   HTTP_PIPELINE_VERSION_NOT_FOUND: entry(404, '%s', 'The pipeline has no version of this number.'),
-  HTTP_PIPELINE_INVALID: entry(400, '%s', 'The pipeline YAML is missing or does not validate (the configuration diagnostics are listed), or does not fit the operation (a manual run of a stream, a rename in place).'),
-  HTTP_PIPELINE_CONFLICT: entry(409, '%s', 'The pipeline is already registered (use PUT to replace it), or has a run in progress, queued, being replayed or waiting to restart, or its dead letters are replayed on workers (a standalone daemon replays them).'),
+  HTTP_PIPELINE_INVALID: entry(
+    400,
+    '%s',
+    'The pipeline YAML is missing or does not validate (the configuration diagnostics are listed), or does not fit the operation (a manual run of a stream, a rename in place).',
+  ),
+  HTTP_PIPELINE_CONFLICT: entry(
+    409,
+    '%s',
+    'The pipeline is already registered (use PUT to replace it), or has a run in progress, queued, being replayed or waiting to restart, or its dead letters are replayed on workers (a standalone daemon replays them).',
+  ),
   HTTP_NO_WORKER: entry(503, '%s', 'No healthy worker can take the run and queueing is off (SVC_QUEUE_MANUAL_RUNS=0).'),
   HTTP_RUN_NOT_FOUND: entry(404, "run '%s' not found", 'No run of this id.'),
   HTTP_RUN_SUPERSEDED: entry(409, "run '%s' is superseded (%s): stop it", 'A worker reports on a run the manager has given up or given to another worker.'),
@@ -64,11 +96,23 @@ export const HTTP_ERRORS = {
 
   // Webhooks and the cluster's workers.
   HTTP_WEBHOOK_NOT_FOUND: entry(404, 'no webhook source is registered for /webhooks/%s', 'No running webhook source serves this path.'),
-  HTTP_WEBHOOK_UNAUTHORIZED: entry(401, 'missing or wrong bearer token: send Authorization: Bearer <secret of the webhook source>', 'The webhook source needs its bearer secret.'),
-  HTTP_WEBHOOK_REFUSED: entry(400, 'the body for /webhooks/%s was refused: %s', 'A body the webhook source cannot take (a remote-write body that is not snappy protobuf): the sender drops it.'),
+  HTTP_WEBHOOK_UNAUTHORIZED: entry(
+    401,
+    'missing or wrong bearer token: send Authorization: Bearer <secret of the webhook source>',
+    'The webhook source needs its bearer secret.',
+  ),
+  HTTP_WEBHOOK_REFUSED: entry(
+    400,
+    'the body for /webhooks/%s was refused: %s',
+    'A body the webhook source cannot take (a remote-write body that is not snappy protobuf): the sender drops it.',
+  ),
   HTTP_WEBHOOK_UNAVAILABLE: entry(503, '%s', 'The body could not be stored, or the queue of the path is full: retry after `Retry-After` seconds.'),
   HTTP_EPOCH_INVALID: entry(400, '%s must be a non-negative integer', 'A call to a worker with an epoch header that is not a non-negative integer.'),
-  HTTP_EPOCH_SUPERSEDED: entry(409, 'epoch %s is lower than %s: this manager is no longer the leader', 'A call to a worker from a manager that is no longer the leader (fencing).'),
+  HTTP_EPOCH_SUPERSEDED: entry(
+    409,
+    'epoch %s is lower than %s: this manager is no longer the leader',
+    'A call to a worker from a manager that is no longer the leader (fencing).',
+  ),
   HTTP_WORKER_UNAVAILABLE: entry(503, '%s', 'The worker is shutting down, or cannot sync the schemas and MIBs the run needs from the manager.'),
   HTTP_RUN_NOT_ACTIVE: entry(404, '%s', 'No active run of this id or pipeline on the worker.'),
 
@@ -91,7 +135,11 @@ export const HTTP_ERRORS = {
   HTTP_MIB_REPOSITORY_FAILED: entry(502, '%s', 'The online MIB repository failed for every module asked.'),
   HTTP_MIB_SOURCE_READ_ONLY: entry(403, '%s', 'A bundled MIB source is read-only: upload a module of the same name to shadow it.'),
   HTTP_MIB_SOURCE_SHARED: entry(409, '%s', 'Deleting the module would delete other modules defined in the same file.'),
-  HTTP_MIB_UPLOAD_INVALID: entry(400, '%s', 'A MIB upload or source path that is refused (no file, a bad or hidden name, an empty file, a file given twice, a bad source group).'),
+  HTTP_MIB_UPLOAD_INVALID: entry(
+    400,
+    '%s',
+    'A MIB upload or source path that is refused (no file, a bad or hidden name, an empty file, a file given twice, a bad source group).',
+  ),
   HTTP_MIB_OVER_LIMIT: entry(422, '%s', 'An uploaded MIB module is over a compile limit: nothing was stored.'),
   HTTP_MIB_UPLOAD_TYPE: entry(415, '%s', 'A MIB source name without one of the accepted extensions.'),
   HTTP_MIB_STORE_UNWRITABLE: entry(503, '%s', 'The MIB source folder cannot be written (SVC_MIB_SOURCE_DIR).'),

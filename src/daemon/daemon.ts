@@ -87,8 +87,19 @@ export async function startDaemon(opts: StartDaemonOptions = {}): Promise<Daemon
       : undefined;
   const cluster = leadership ? startManagerCluster({ settings, metrics, log, store, leadership }) : undefined;
   const manager = new PipelineManager({
-    store, settings, log, metrics, webhooks, stateDir, alerts, tracer: tracing.tracer,
-    executor: cluster?.executor, admission: cluster?.admission, onConfig: cluster?.onConfig, claimFires: cluster !== undefined, adoption: cluster?.adoption,
+    store,
+    settings,
+    log,
+    metrics,
+    webhooks,
+    stateDir,
+    alerts,
+    tracer: tracing.tracer,
+    executor: cluster?.executor,
+    admission: cluster?.admission,
+    onConfig: cluster?.onConfig,
+    claimFires: cluster !== undefined,
+    adoption: cluster?.adoption,
   });
   cluster?.attach(manager);
   const mibs = await MibStore.fromSettings(settings, log, mibSourceWatch(decodeWatchOptions(stateDir, settings)));

@@ -36,7 +36,10 @@ export function startRunRetention(opts: {
   let current: Promise<{ byAge: number; byCount: number } | undefined> | undefined;
 
   const disabled = maxAgeDays === 0 && keepPerPipeline === 0;
-  log.info({ max_age_days: maxAgeDays, max_runs_per_pipeline: keepPerPipeline, interval_s: intervalMs / 1000 }, disabled ? 'run history retention disabled: history grows without bound' : 'run history retention');
+  log.info(
+    { max_age_days: maxAgeDays, max_runs_per_pipeline: keepPerPipeline, interval_s: intervalMs / 1000 },
+    disabled ? 'run history retention disabled: history grows without bound' : 'run history retention',
+  );
 
   const pass = async () => {
     if (abort.signal.aborted || disabled || !(opts.active?.() ?? true)) return undefined;

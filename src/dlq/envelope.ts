@@ -36,7 +36,8 @@ export function asEnvelope(r: Rec): Envelope | string {
   const raw = r.raw ?? null;
   if (record !== null && !isObject(record)) return 'record is not an object';
   if (raw !== null && typeof raw !== 'string') return 'raw is not a base64 string';
-  if (stage === 'parse' ? raw === null : record === null) return stage === 'parse' ? 'a parse-stage envelope without raw' : `a ${stage}-stage envelope without record`;
+  if (stage === 'parse' ? raw === null : record === null)
+    return stage === 'parse' ? 'a parse-stage envelope without raw' : `a ${stage}-stage envelope without record`;
   const ts = r._timestamp instanceof Date ? r._timestamp.toISOString() : r._timestamp;
   return {
     _error: r._error,

@@ -37,7 +37,10 @@ export interface DlqRead {
 
 /** Sink types whose definition can read a DLQ back, for the 409 message. */
 export function readableTypes(reg: Registry = defaultRegistry): string[] {
-  return [...reg.sink.values()].filter((p) => (p as SinkPlugin).dlqReader).map((p) => p.key).sort();
+  return [...reg.sink.values()]
+    .filter((p) => (p as SinkPlugin).dlqReader)
+    .map((p) => p.key)
+    .sort();
 }
 
 function decoderOf(config: PipelineConfig, reg: Registry): Decoder {

@@ -132,7 +132,12 @@ function grouped(items: ReplayItem[], config: PipelineConfig): Group[] {
 
 /** The engine's registry plus the replay source and the capture sink of one entry's run. */
 function replayRegistry(base: Registry, source: Source, capture: Sink): Registry {
-  const common = { config: Type.Object({}, { additionalProperties: true }), examples: [], delivery: { guarantee: 'at-least-once' as const, why: 'replay' }, test: async () => {} };
+  const common = {
+    config: Type.Object({}, { additionalProperties: true }),
+    examples: [],
+    delivery: { guarantee: 'at-least-once' as const, why: 'replay' },
+    test: async () => {},
+  };
   const src = defineSource({ ...common, key: REPLAY_SOURCE, summary: 'dead letters being replayed', mode: 'batch', create: () => source });
   const sink = defineSink({ ...common, key: CAPTURE_SINK, summary: 'dead letters of a replay', accepts: 'records', create: () => capture });
   const add = (kind: PluginKind, p: AnyPlugin) => new Map([...base[kind], [p.key, p]]);

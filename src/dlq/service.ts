@@ -31,7 +31,10 @@ async function readMarked(deps: DlqDeps, name: string, filter: DlqFilter, signal
   const read = await readDlq(config, { log: deps.log, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
   // readDlq keeps this pipeline's envelopes only (a DLQ sink may be shared).
   const selected = read.entries.filter((e) => matches(e.envelope, filter));
-  const marks = await deps.marks.marks(name, selected.map((e) => e.id));
+  const marks = await deps.marks.marks(
+    name,
+    selected.map((e) => e.id),
+  );
   const listed: ListedEnvelope[] = selected.map((e) => {
     const m = marks.get(e.id);
     return { ...e, replayed: !!m, replayed_at: m?.replayed_at ?? null, replayed_run_id: m?.run_id ?? null };

@@ -45,11 +45,16 @@ function examplePart(e: Example): string {
 function pluginPage(p: AnyPlugin): string {
   const facts: string[] = [];
   if (p.kind === 'source') facts.push(`Mode: ${p.mode === 'both' ? 'batch or stream (by the schedule)' : p.mode}.`);
-  if (p.kind === 'sink') facts.push(`Takes: ${p.accepts === 'records' ? 'records' : 'the serialized payload'}. Also takes the [sink common fields](../../pipeline.md#sink-common-fields).`);
-  if (p.kind === 'serializer') facts.push(`Direction: ${p.direction === 'both' ? 'read and write' : p.direction === 'in' ? 'read only (serializer_in)' : 'write only'}.`);
+  if (p.kind === 'sink')
+    facts.push(
+      `Takes: ${p.accepts === 'records' ? 'records' : 'the serialized payload'}. Also takes the [sink common fields](../../pipeline.md#sink-common-fields).`,
+    );
+  if (p.kind === 'serializer')
+    facts.push(`Direction: ${p.direction === 'both' ? 'read and write' : p.direction === 'in' ? 'read only (serializer_in)' : 'write only'}.`);
   if (p.kind === 'transform' && p.stateful) facts.push('Stateful: needs `thread_workers: 1` and the pipeline-level transform chain (rule 4).');
   const examples = p.examples.map(examplePart).join('\n\n');
-  const delivery = p.kind === 'source' || p.kind === 'sink' ? `**Delivery: ${p.delivery.guarantee}.** ${p.delivery.why[0]!.toUpperCase()}${p.delivery.why.slice(1)}` : '';
+  const delivery =
+    p.kind === 'source' || p.kind === 'sink' ? `**Delivery: ${p.delivery.guarantee}.** ${p.delivery.why[0]!.toUpperCase()}${p.delivery.why.slice(1)}` : '';
   return [
     GENERATED,
     `# ${p.kind} \`${p.key}\``,
@@ -74,56 +79,73 @@ function indexPage(): string {
 }
 
 function pipelinePage(): string {
-  return [
-    GENERATED,
-    '# Pipeline definition',
-    'A pipeline file is YAML with `version: "1"` and a `pipeline` object. See [configuration.md](configuration.md) for the execution rules and examples.',
-    '## Pipeline fields',
-    fieldTable(Pipeline),
-    '## Schedule',
-    fieldTable(Schedule),
-    '## Sink common fields',
-    'Every sink takes these on top of its own parameters; the runtime implements them.',
-    fieldTable(SinkCommon),
-  ].join('\n\n') + '\n';
+  return (
+    [
+      GENERATED,
+      '# Pipeline definition',
+      'A pipeline file is YAML with `version: "1"` and a `pipeline` object. See [configuration.md](configuration.md) for the execution rules and examples.',
+      '## Pipeline fields',
+      fieldTable(Pipeline),
+      '## Schedule',
+      fieldTable(Schedule),
+      '## Sink common fields',
+      'Every sink takes these on top of its own parameters; the runtime implements them.',
+      fieldTable(SinkCommon),
+    ].join('\n\n') + '\n'
+  );
 }
 
 function errorsPage(): string {
   const rows = Object.entries(CODES).map(([code, text]) => `| \`${code}\` | ${cell(text)} |`);
-  return [
-    GENERATED,
-    '# Configuration diagnostics',
-    'Every problem `svc validate` (and the API) reports has the form `file:line:col path: message [CODE]`; all problems are reported at once.',
-    ['| Code | Meaning |', '|---|---|', ...rows].join('\n'),
-  ].join('\n\n') + '\n';
+  return (
+    [
+      GENERATED,
+      '# Configuration diagnostics',
+      'Every problem `svc validate` (and the API) reports has the form `file:line:col path: message [CODE]`; all problems are reported at once.',
+      ['| Code | Meaning |', '|---|---|', ...rows].join('\n'),
+    ].join('\n\n') + '\n'
+  );
 }
 
 function apiErrorsPage(): string {
   const rows = Object.entries(HTTP_ERRORS).map(([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.meaning)} |`);
-  return [
-    GENERATED,
-    '# HTTP errors',
-    'Every error the pipeline API (`svc serve`), the operator console and a worker\'s ingress answer has the body `{"detail": "..."}`: one sentence that says what is wrong and what to do. Each comes from one catalog (src/core/http-errors.ts) of stable codes; the code is the error\'s stable name (`code` of the thrown error), the status the HTTP status of the answer.',
-    ['| Code | Status | Meaning |', '|---|---|---|', ...rows].join('\n'),
-  ].join('\n\n') + '\n';
+  return (
+    [
+      GENERATED,
+      '# HTTP errors',
+      'Every error the pipeline API (`svc serve`), the operator console and a worker\'s ingress answer has the body `{"detail": "..."}`: one sentence that says what is wrong and what to do. Each comes from one catalog (src/core/http-errors.ts) of stable codes; the code is the error\'s stable name (`code` of the thrown error), the status the HTTP status of the answer.',
+      ['| Code | Status | Meaning |', '|---|---|---|', ...rows].join('\n'),
+    ].join('\n\n') + '\n'
+  );
 }
 
 function settingsPage(): string {
   // Defaults that depend on the machine are described rather than shown.
-  const machine: Record<string, string> = { DB_PATH: '`~/.svc/svc.db`', NODE_ID: 'host name', WORKER_ID: 'host name', AUTH_SECRET: 'random at each start', SMTP_FROM: '`svc@<host name>`', UI_DIR: 'the bundled UI (`dist/ui` of the package)' };
+  const machine: Record<string, string> = {
+    DB_PATH: '`~/.svc/svc.db`',
+    NODE_ID: 'host name',
+    WORKER_ID: 'host name',
+    AUTH_SECRET: 'random at each start',
+    SMTP_FROM: '`svc@<host name>`',
+    UI_DIR: 'the bundled UI (`dist/ui` of the package)',
+  };
   const rows = Object.entries(SETTINGS).map(([k, spec]) => {
-    const def = machine[k] ?? (() => {
-      const v = (spec.default as (env: Record<string, string | undefined>) => unknown)({});
-      return Array.isArray(v) ? (v.length ? '`' + v.join(',') + '`' : 'empty') : v === '' ? 'empty' : '`' + String(v) + '`';
-    })();
+    const def =
+      machine[k] ??
+      (() => {
+        const v = (spec.default as (env: Record<string, string | undefined>) => unknown)({});
+        return Array.isArray(v) ? (v.length ? '`' + v.join(',') + '`' : 'empty') : v === '' ? 'empty' : '`' + String(v) + '`';
+      })();
     return `| \`SVC_${k}\` | ${def} | ${cell(spec.doc)} |`;
   });
-  return [
-    GENERATED,
-    '# Environment variables',
-    'Read once when `svc serve` starts; a bad value stops the start with a one-line error naming the variable.',
-    ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n'),
-  ].join('\n\n') + '\n';
+  return (
+    [
+      GENERATED,
+      '# Environment variables',
+      'Read once when `svc serve` starts; a bad value stops the start with a one-line error naming the variable.',
+      ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n'),
+    ].join('\n\n') + '\n'
+  );
 }
 
 /** Every generated page: path under docs/ -> content. */

@@ -34,7 +34,8 @@ export default async function processInWorker(input: ChunkInput) {
   // Payloads move to the main thread instead of being copied (each owns its whole ArrayBuffer).
   const buffers = new Set<ArrayBuffer>();
   for (const s of out.sinks) {
-    for (const b of [s.payload, s.origins]) if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.byteLength > 0) buffers.add(b.buffer as ArrayBuffer);
+    for (const b of [s.payload, s.origins])
+      if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.byteLength > 0) buffers.add(b.buffer as ArrayBuffer);
   }
   return Piscina.move({ [Piscina.transferableSymbol]: [...buffers], [Piscina.valueSymbol]: out } as never);
 }

@@ -90,7 +90,8 @@ function adjacent(parts: Buffer[]): Buffer | undefined {
 export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing, opts: ChunkOptions): AsyncGenerator<Chunk> {
   if (framing.kind === 'split') {
     let piece = 1;
-    for await (const p of framing.split!(stream, { targetBytes: opts.targetBytes, maxRecords: opts.maxLines })) yield { data: p.data, header: p.header, firstLine: piece++ };
+    for await (const p of framing.split!(stream, { targetBytes: opts.targetBytes, maxRecords: opts.maxLines }))
+      yield { data: p.data, header: p.header, firstLine: piece++ };
     return;
   }
   if (framing.kind === 'whole') {
@@ -213,7 +214,10 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
 }
 
 /** Message units: whole messages grouped into chunks of about `targetBytes`, never split. */
-export async function* messageChunksOf(stream: AsyncIterable<Buffer>, opts: Pick<ChunkOptions, 'targetBytes'> & { maxMessages?: number }): AsyncGenerator<Chunk> {
+export async function* messageChunksOf(
+  stream: AsyncIterable<Buffer>,
+  opts: Pick<ChunkOptions, 'targetBytes'> & { maxMessages?: number },
+): AsyncGenerator<Chunk> {
   const empty = Buffer.alloc(0);
   let batch: Buffer[] = [];
   let bytes = 0;

@@ -62,7 +62,10 @@ const LENGTHS_AT = UNIT_AT + UNIT_BYTES;
 const DATA_AT = LENGTHS_AT + MAX_MESSAGES * 4;
 
 /** SHA-1 of the bytes a suspect is known by (at most DATA_CAP of them). */
-export const identity = (b: Uint8Array) => createHash('sha1').update(b.subarray(0, Math.min(b.length, DATA_CAP))).digest('hex');
+export const identity = (b: Uint8Array) =>
+  createHash('sha1')
+    .update(b.subarray(0, Math.min(b.length, DATA_CAP)))
+    .digest('hex');
 
 // The watchdog runs as plain JavaScript (no module loading, no tsx in the thread): it only polls the
 // header, hashes what is there, and writes or removes one small file.
@@ -282,7 +285,10 @@ export function mibSourceWatch(opts: DecodeWatchOptions) {
     setAside(file: string, text: string) {
       if (matcher.empty) return undefined;
       const s = matcher.match(idOf(file, text));
-      return s && `${s.reason === 'timed out' ? 'timed out' : 'crashed the compiler'}: the process stopped while compiling this source (${s.since}); it is set aside so that it cannot stop every start: fix or replace the file (or remove it), and it is compiled again`;
+      return (
+        s &&
+        `${s.reason === 'timed out' ? 'timed out' : 'crashed the compiler'}: the process stopped while compiling this source (${s.since}); it is set aside so that it cannot stop every start: fix or replace the file (or remove it), and it is compiled again`
+      );
     },
     inWork(file: string | undefined, text?: string) {
       if (file === undefined || text === undefined) watch.end();

@@ -53,7 +53,10 @@ export interface DecodeLimits {
 }
 
 /** The limits from SVC_DECODE_MAX_* (read where the plan is built: in worker threads too, from their environment). */
-export const decodeLimits = (): DecodeLimits => ({ maxRecords: readSetting('DECODE_MAX_RECORDS_PER_INPUT'), maxBytes: readSetting('DECODE_MAX_BYTES_PER_INPUT') });
+export const decodeLimits = (): DecodeLimits => ({
+  maxRecords: readSetting('DECODE_MAX_RECORDS_PER_INPUT'),
+  maxBytes: readSetting('DECODE_MAX_BYTES_PER_INPUT'),
+});
 
 function plugin<T>(reg: Registry, kind: keyof Registry, type: string): T {
   const p = reg[kind].get(type);
@@ -76,7 +79,11 @@ function chainOf(reg: Registry, list: ComponentConfig[], prefix: string, pipelin
   return list.map((t, i) => {
     const p = plugin<TransformPlugin>(reg, 'transform', t.type);
     const tr = p.create(t as never, { pipeline, log, count });
-    return Object.assign(tr, { label: `${prefix}transforms[${i}] (${t.type})`, key: `${prefix}transforms[${i}].${t.type}`, defersUnits: p.defersUnits?.(t as never) ?? false });
+    return Object.assign(tr, {
+      label: `${prefix}transforms[${i}] (${t.type})`,
+      key: `${prefix}transforms[${i}].${t.type}`,
+      defersUnits: p.defersUnits?.(t as never) ?? false,
+    });
   });
 }
 
@@ -90,7 +97,12 @@ export function sinksWantingRecords(config: PipelineConfig, reg: Registry): bool
  * the same object is handed to worker threads, so they need no network of their own. `given`: what
  * the process tells serializers (its schema registry and schema folder).
  */
-export async function resolveSerializers(config: PipelineConfig, reg: Registry, signal: AbortSignal, given?: Pick<ResolveContext, 'schemaRegistry' | 'schemaDir'>): Promise<PipelineConfig> {
+export async function resolveSerializers(
+  config: PipelineConfig,
+  reg: Registry,
+  signal: AbortSignal,
+  given?: Pick<ResolveContext, 'schemaRegistry' | 'schemaDir'>,
+): Promise<PipelineConfig> {
   const resolve = async <C extends ComponentConfig | undefined>(c: C, direction: 'in' | 'out'): Promise<C> => {
     if (!c) return c;
     const p = plugin<SerializerPlugin>(reg, 'serializer', c.type);
@@ -105,7 +117,10 @@ export async function resolveSerializers(config: PipelineConfig, reg: Registry, 
  * `registry`: the full one, or a worker's (only the plan's serializers and transforms, with `wantsRecords`).
  * `schemaDir`: where serializers take a relative schema_file (SVC_SCHEMA_DIR); worker threads get the plan's.
  */
-export function buildPlan(config: PipelineConfig, opts: { registry: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count']; limits?: DecodeLimits; schemaDir?: string }): ChunkPlan {
+export function buildPlan(
+  config: PipelineConfig,
+  opts: { registry: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count']; limits?: DecodeLimits; schemaDir?: string },
+): ChunkPlan {
   const reg = opts.registry;
   const log = opts.log ?? silentLogger;
   const ser = plugin<SerializerPlugin>(reg, 'serializer', config.serializer_in.type);

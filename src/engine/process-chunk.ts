@@ -72,7 +72,15 @@ function errorText(e: unknown): string {
  * Applies `chain[from..to)`: results go to `emit`, failures to `fail`. Transforms return one
  * record (the common case, kept allocation-free), several, or null to drop.
  */
-function applyChain(chain: LabeledTransform[], from: number, to: number, r: Rec, ctx: RecordContext, emit: (r: Rec) => void, fail: (msg: string, r: Rec) => void) {
+function applyChain(
+  chain: LabeledTransform[],
+  from: number,
+  to: number,
+  r: Rec,
+  ctx: RecordContext,
+  emit: (r: Rec) => void,
+  fail: (msg: string, r: Rec) => void,
+) {
   let cur: Rec = r;
   for (let t = from; t < to; t++) {
     let out: Rec | Rec[] | null;
@@ -170,14 +178,18 @@ class BoundedDecode {
   private record(r: Rec) {
     if (this.failure !== undefined) throw CEILING;
     this.decoded.push(r);
-    if (++this.count > this.maxRecords) this.fail(`more than ${this.maxRecords} records from one input (SVC_DECODE_MAX_RECORDS_PER_INPUT, at least one per input byte)`);
+    if (++this.count > this.maxRecords)
+      this.fail(`more than ${this.maxRecords} records from one input (SVC_DECODE_MAX_RECORDS_PER_INPUT, at least one per input byte)`);
     if (--this.untilSample > 0) return;
     this.untilSample = 1 + Math.floor(Math.random() * (2 * SAMPLE_EVERY - 1));
     const { maxBytes } = this.plan.limits;
     this.sampled++;
     this.sampledBytes += jsonSizeUpTo(r, maxBytes);
     const estimate = (this.sampledBytes / this.sampled) * this.count;
-    if (estimate > maxBytes) this.fail(`its records come to about ${Math.round(estimate / 1048576)} MiB, more than ${Math.round(maxBytes / 1048576)} MiB from one input (SVC_DECODE_MAX_BYTES_PER_INPUT)`);
+    if (estimate > maxBytes)
+      this.fail(
+        `its records come to about ${Math.round(estimate / 1048576)} MiB, more than ${Math.round(maxBytes / 1048576)} MiB from one input (SVC_DECODE_MAX_BYTES_PER_INPUT)`,
+      );
   }
 
   decode(input: DecodeInput, decoded: Rec[]): void {
@@ -256,7 +268,10 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
   } else if (input.error) {
     out.parseErrors.push({ message: input.error, raw: input.data });
   } else if (!input.records && (input.data.length > 0 || input.header)) {
-    new BoundedDecode(plan, out, ctx.note).decode({ data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine }, decoded);
+    new BoundedDecode(plan, out, ctx.note).decode(
+      { data: asBuffer(input.data), header: input.header && asBuffer(input.header), firstLine: input.firstLine },
+      decoded,
+    );
   }
   out.recordsIn = decoded.length + out.parseErrors.length;
 
@@ -284,7 +299,13 @@ export function drainChunk(plan: ChunkPlan, at: DrainPoint, meta: SourceMeta): C
   const out = emptyOutput();
   const ctx: RecordContext = { meta, note: (m) => out.notes.push(m) };
   const produced: Rec[] = [];
-  drainChain(plan.chain, at, ctx, (r) => produced.push(r), (message, record) => out.transformErrors.push({ message, record }));
+  drainChain(
+    plan.chain,
+    at,
+    ctx,
+    (r) => produced.push(r),
+    (message, record) => out.transformErrors.push({ message, record }),
+  );
   return finish(plan, produced, ctx, out, true, at);
 }
 

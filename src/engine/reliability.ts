@@ -12,7 +12,10 @@ export const CIRCUIT_OPEN_MS = 60_000;
 export class CircuitBreaker {
   private failures = 0;
   private openUntil = 0;
-  constructor(readonly threshold: number | undefined, private readonly now: () => number = Date.now) {}
+  constructor(
+    readonly threshold: number | undefined,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   isOpen(): boolean {
     return this.threshold !== undefined && this.now() < this.openUntil;
@@ -39,7 +42,10 @@ export class TokenBucket {
   private tokens: number;
   private last: number;
   private readonly capacity: number;
-  constructor(private readonly rps: number, private readonly now: () => number = () => performance.now()) {
+  constructor(
+    private readonly rps: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
     this.capacity = Math.max(1, rps);
     this.tokens = this.capacity;
     this.last = this.now();
@@ -79,7 +85,13 @@ export async function guardedWrite(
   let lastError = '';
   for (;;) {
     if (breaker.isOpen()) {
-      if (!opts.forever) return { ok: false, attempts, reason: `${opts.label}: circuit open (skipped for ${Math.ceil(breaker.remainingMs() / 1000)} s more after ${breaker.threshold} consecutive failures)`, circuitOpen: true };
+      if (!opts.forever)
+        return {
+          ok: false,
+          attempts,
+          reason: `${opts.label}: circuit open (skipped for ${Math.ceil(breaker.remainingMs() / 1000)} s more after ${breaker.threshold} consecutive failures)`,
+          circuitOpen: true,
+        };
       await sleep(breaker.remainingMs(), undefined, { signal }).catch(() => {});
     }
     if (signal.aborted) return { ok: false, attempts, reason: `${opts.label}: ${lastError || 'run stopped before the write'}`, circuitOpen: false };
@@ -149,4 +161,3 @@ function subBatch(batch: SinkBatch, idx: number[]): SinkBatch {
   const records = idx.map((i) => batch.records![i]!);
   return { ...batch, payload: Buffer.alloc(0), count: records.length, records, first: records[0] };
 }
-

@@ -14,7 +14,19 @@ import { maskedLogger, silentLogger, type Logger } from '../observability/log.js
 import type { RunTelemetry } from '../observability/metrics.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import { loadSettings, readSetting } from '../settings.js';
-import type { DrainPoint, Framing, PluginContext, ProcessedFiles, Rec, SinkBatch, SinkPlugin, Source, SourcePlugin, SourceUnit, TransformEvent } from '../plugins/types.js';
+import type {
+  DrainPoint,
+  Framing,
+  PluginContext,
+  ProcessedFiles,
+  Rec,
+  SinkBatch,
+  SinkPlugin,
+  Source,
+  SourcePlugin,
+  SourceUnit,
+  TransformEvent,
+} from '../plugins/types.js';
 import { GaveUpError } from '../plugins/connector-runtime/reconnect.js';
 import { redactor, secretsOf } from '../core/secrets.js';
 import { chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
@@ -96,9 +108,12 @@ interface UnitState {
   finished: boolean;
 }
 
-
 /** The process's schema registry (SVC_SCHEMA_REGISTRY_*), handed to serializers' resolve(). */
-const schemaRegistry = () => ({ url: readSetting('SCHEMA_REGISTRY_URL'), username: readSetting('SCHEMA_REGISTRY_USERNAME'), password: readSetting('SCHEMA_REGISTRY_PASSWORD') });
+const schemaRegistry = () => ({
+  url: readSetting('SCHEMA_REGISTRY_URL'),
+  username: readSetting('SCHEMA_REGISTRY_USERNAME'),
+  password: readSetting('SCHEMA_REGISTRY_PASSWORD'),
+});
 
 /** The MIBs of a run that is given none: this process's MIB store, as the settings place it. */
 const processMibs = storeMibs(() => loadSettings());
@@ -163,7 +178,10 @@ class PipelineRun {
   /** Units wait for the run's drain before they are finalized (a transform holds records across units). */
   private defer = false;
 
-  constructor(public config: PipelineConfig, readonly opts: RunOptions) {
+  constructor(
+    public config: PipelineConfig,
+    readonly opts: RunOptions,
+  ) {
     this.runId = opts.runId ?? randomUUID();
     this.reg = opts.registry ?? defaultRegistry;
     const secrets = pipelineSecrets(config, this.reg);
@@ -204,7 +222,12 @@ class PipelineRun {
     const open = this.open;
     try {
       this.config = await resolveSerializers(this.config, this.reg, this.hard.signal, { schemaRegistry: schemaRegistry(), schemaDir: this.schemaDir });
-      this.plan = buildPlan(this.config, { registry: this.reg, log: this.log, count: (e, n = 1) => this.opts.onTransformEvent?.(e, n), schemaDir: this.schemaDir });
+      this.plan = buildPlan(this.config, {
+        registry: this.reg,
+        log: this.log,
+        count: (e, n = 1) => this.opts.onTransformEvent?.(e, n),
+        schemaDir: this.schemaDir,
+      });
       this.defer = this.allTransforms().some((t) => t.defersUnits);
       this.stateful = this.plan.chain.filter((t) => t.state);
       await this.loadState();
@@ -257,7 +280,16 @@ class PipelineRun {
               this.interrupted ||= this.stopped;
               break;
             }
-            let input: ChunkInput | undefined = { data: chunk.data, messages: chunk.messages, records: chunk.records, header: chunk.header, firstLine: chunk.firstLine, meta: unit.meta, readAt: performance.now(), error: chunk.error };
+            let input: ChunkInput | undefined = {
+              data: chunk.data,
+              messages: chunk.messages,
+              records: chunk.records,
+              header: chunk.header,
+              firstLine: chunk.firstLine,
+              meta: unit.meta,
+              readAt: performance.now(),
+              error: chunk.error,
+            };
             if (this.suspects) input = this.setAside(input, state);
             if (!input) continue;
             // Inline, transforms that hold records must see a chunk after the previous unit's drain:
@@ -309,7 +341,8 @@ class PipelineRun {
       for (const s of open) if (!s.finished) await s.unit.done?.(false).catch(() => {});
       await this.chain.catch(() => {});
       await executor?.close().catch(() => {});
-      for (const t of this.plan ? this.allTransforms() : []) await t.close?.().catch((e: unknown) => this.counters.note(`${t.label}: close failed: ${errorMessage(e)}`));
+      for (const t of this.plan ? this.allTransforms() : [])
+        await t.close?.().catch((e: unknown) => this.counters.note(`${t.label}: close failed: ${errorMessage(e)}`));
       await this.closeAll(source);
     }
     return this.record();
@@ -318,7 +351,12 @@ class PipelineRun {
   private slot(cfg: SinkConfig, label: string, ctx: object, fallbackSerializer?: { type: string }): SinkSlot {
     const plugin = this.reg.sink.get(cfg.type) as SinkPlugin;
     const encoder = encoderFor(this.reg, cfg.serializer_out ?? fallbackSerializer ?? this.config.serializer_out, { schemaDir: this.schemaDir });
-    const sink = plugin.create(cfg as never, { ...(ctx as Parameters<SinkPlugin['create']>[1]), encoder, log: this.log.child({ sink: label }), ...this.component(label, cfg.type) });
+    const sink = plugin.create(cfg as never, {
+      ...(ctx as Parameters<SinkPlugin['create']>[1]),
+      encoder,
+      log: this.log.child({ sink: label }),
+      ...this.component(label, cfg.type),
+    });
     const breakers = this.opts.breakers ?? new Map<string, CircuitBreaker>();
     let breaker = breakers.get(label);
     if (!breaker || breaker.threshold !== cfg.circuit_breaker_threshold) {
@@ -332,7 +370,15 @@ class PipelineRun {
   private component(component: string, type: string): Pick<PluginContext, 'component' | 'telemetry'> {
     const t = this.opts.telemetry;
     if (!t) return { component };
-    return { component, telemetry: { connection: (state) => t.connection(component, type, state), consumerLag: t.consumerLag?.bind(t), snmpPoll: t.snmpPoll?.bind(t), dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)) } };
+    return {
+      component,
+      telemetry: {
+        connection: (state) => t.connection(component, type, state),
+        consumerLag: t.consumerLag?.bind(t),
+        snmpPoll: t.snmpPoll?.bind(t),
+        dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)),
+      },
+    };
   }
 
   /** A unit's chunks: its records as they are when serializer_in is json (what `json` would decode them into), else its bytes. */
@@ -392,7 +438,11 @@ class PipelineRun {
         return;
       }
       const why = `crashed the decoder: ${errorMessage(e)}`;
-      await this.deadLetterRaw((input.messages ?? [rawOf(input)]).map((raw) => ({ raw, why })), input, unit);
+      await this.deadLetterRaw(
+        (input.messages ?? [rawOf(input)]).map((raw) => ({ raw, why })),
+        input,
+        unit,
+      );
       return;
     }
     if (this.abortError) {
@@ -460,7 +510,12 @@ class PipelineRun {
       if (so.count === 0 || this.abortError) return;
       const payload = Buffer.from(so.payload.buffer, so.payload.byteOffset, so.payload.byteLength);
       const batch: SinkBatch = { payload, head: so.head, count: so.count, records: so.records, meta: input.meta, first: so.first };
-      const { outcome, rejected, failed: unsent, bytes } = await guardedRecordsWrite(slot.sink, batch, {
+      const {
+        outcome,
+        rejected,
+        failed: unsent,
+        bytes,
+      } = await guardedRecordsWrite(slot.sink, batch, {
         label: slot.label,
         policy: slot.cfg,
         breaker: slot.breaker,
@@ -562,7 +617,10 @@ class PipelineRun {
     if (!found.length) return input;
     for (const f of found) state.suspects.add(f.suspect);
     this.enqueue(() => this.deadLetterRaw(found, input, state));
-    this.log.warn({ unit: this.unitName(state.unit), inputs: found.length, reason: found[0]!.suspect.reason, since: found[0]!.suspect.since }, 'input set aside: it stopped an earlier process while being processed');
+    this.log.warn(
+      { unit: this.unitName(state.unit), inputs: found.length, reason: found[0]!.suspect.reason, since: found[0]!.suspect.since },
+      'input set aside: it stopped an earlier process while being processed',
+    );
     return rest;
   }
 
@@ -579,7 +637,10 @@ class PipelineRun {
       else {
         // The unit stays in place and is read again next run: what it left held is dropped, not merged into the next unit.
         const dropped = drainChunk(this.plan, 'unit', state.unit.meta).produced;
-        if (dropped) this.counters.note(`${this.unitName(state.unit)}: read only in part; ${dropped} results of the records held from it dropped (the unit stays for the next run)`);
+        if (dropped)
+          this.counters.note(
+            `${this.unitName(state.unit)}: read only in part; ${dropped} results of the records held from it dropped (the unit stays for the next run)`,
+          );
       }
     }
     for (const s of this.allSinks()) {

@@ -42,7 +42,12 @@ export function stateConfigHash(config: PipelineConfig, reg: Registry = defaultR
 /** JSON with sorted keys, so that the same config always hashes the same. */
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
-  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+  if (typeof v === 'object' && v !== null)
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+    );
   return v;
 }
 

@@ -10,7 +10,10 @@ import { loadPlugin, type ModuleImporter } from '../plugins/loader.js';
 export function planPlugins(config: PipelineConfig): [PluginKind, string][] {
   const serializers = [config.serializer_in, config.serializer_out, ...config.sinks.map((s) => s.serializer_out)];
   const transforms = [...config.transforms, ...config.sinks.flatMap((s) => s.transforms)];
-  return [...serializers.flatMap((c) => (c ? [['serializer', c.type] as [PluginKind, string]] : [])), ...transforms.map((t) => ['transform', t.type] as [PluginKind, string])];
+  return [
+    ...serializers.flatMap((c) => (c ? [['serializer', c.type] as [PluginKind, string]] : [])),
+    ...transforms.map((t) => ['transform', t.type] as [PluginKind, string]),
+  ];
 }
 
 /**

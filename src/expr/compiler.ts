@@ -11,9 +11,7 @@ import { fail, type Site } from './errors.js';
 import { FUNCTION_NAMES, FUNCTIONS, type FunctionSpec } from './functions.js';
 import { checkFieldName } from './parser.js';
 import { compileRegex } from './regex.js';
-import {
-  add, arithmetic, contains, equals, getIndex, getItem, getKey, isMap, multiply, negate, order, truthy,
-} from './values.js';
+import { add, arithmetic, contains, equals, getIndex, getItem, getKey, isMap, multiply, negate, order, truthy } from './values.js';
 
 export type Scope = Record<string, unknown>;
 export type Evaluator = (scope: Scope) => unknown;
@@ -417,10 +415,7 @@ class Compiler {
     if (arg.kind !== 'member' && arg.kind !== 'index') {
       fail("exists() takes a field, e.g. exists(ifAlias), exists(a.b) or exists('weird-key')", site);
     }
-    const parent: Evaluator =
-      arg.object.kind === 'root'
-        ? (s) => s
-        : this.compile(arg.object).fn;
+    const parent: Evaluator = arg.object.kind === 'root' ? (s) => s : this.compile(arg.object).fn;
     if (arg.kind === 'member') {
       if (arg.object.kind === 'root') this.fields.add(arg.key);
       const key = arg.key;

@@ -289,22 +289,54 @@ function search(site: Site, s: unknown, re: unknown, group: unknown): unknown {
 // ---- the table ------------------------------------------------------------------------------------
 
 const fixed = (signature: string, minArgs: number, maxArgs: number, fn: Fixed, extra: Partial<FunctionSpec> = {}): FunctionSpec => ({
-  signature, minArgs, maxArgs, pure: true, call: { kind: 'fixed', fn }, ...extra,
+  signature,
+  minArgs,
+  maxArgs,
+  pure: true,
+  call: { kind: 'fixed', fn },
+  ...extra,
 });
 
 export const FUNCTIONS: Readonly<Record<string, FunctionSpec>> = Object.freeze({
   len: fixed('len(x)', 1, 1, len),
-  lower: fixed('lower(s)', 1, 1, stringFn('lower', (s) => s.toLowerCase())),
-  upper: fixed('upper(s)', 1, 1, stringFn('upper', (s) => s.toUpperCase())),
-  strip: fixed('strip(s)', 1, 1, stringFn('strip', (s) => s.trim())),
+  lower: fixed(
+    'lower(s)',
+    1,
+    1,
+    stringFn('lower', (s) => s.toLowerCase()),
+  ),
+  upper: fixed(
+    'upper(s)',
+    1,
+    1,
+    stringFn('upper', (s) => s.toUpperCase()),
+  ),
+  strip: fixed(
+    'strip(s)',
+    1,
+    1,
+    stringFn('strip', (s) => s.trim()),
+  ),
   str: fixed('str(x)', 1, 1, (site, v) => toStr(v, site)),
   int: fixed('int(x, base=10)', 1, 2, toInt),
   float: fixed('float(x)', 1, 1, toFloat),
   bool: fixed('bool(x)', 1, 1, (_site, v) => truthy(v)),
   round: fixed('round(x, ndigits=0)', 1, 2, round),
   abs: fixed('abs(x)', 1, 1, (site, v) => (v === null ? null : Math.abs(num('abs', v, site)))),
-  min: { signature: 'min(a, b, ...) or min(list)', minArgs: 1, maxArgs: Infinity, pure: true, call: { kind: 'variadic', fn: (site, args) => extreme('min', site, args) } },
-  max: { signature: 'max(a, b, ...) or max(list)', minArgs: 1, maxArgs: Infinity, pure: true, call: { kind: 'variadic', fn: (site, args) => extreme('max', site, args) } },
+  min: {
+    signature: 'min(a, b, ...) or min(list)',
+    minArgs: 1,
+    maxArgs: Infinity,
+    pure: true,
+    call: { kind: 'variadic', fn: (site, args) => extreme('min', site, args) },
+  },
+  max: {
+    signature: 'max(a, b, ...) or max(list)',
+    minArgs: 1,
+    maxArgs: Infinity,
+    pure: true,
+    call: { kind: 'variadic', fn: (site, args) => extreme('max', site, args) },
+  },
   startswith: fixed('startswith(s, prefix)', 2, 2, (site, s, p) => affix('startswith', site, s, p)),
   endswith: fixed('endswith(s, suffix)', 2, 2, (site, s, p) => affix('endswith', site, s, p)),
   contains: fixed('contains(container, item)', 2, 2, (site, c, x) => contains(c, x, site)),

@@ -26,7 +26,12 @@ export function checkFieldName(name: string, site: Site): void {
 }
 
 const LITERAL_KEYWORDS: Readonly<Record<string, Literal>> = {
-  true: true, True: true, false: false, False: false, null: null, None: null,
+  true: true,
+  True: true,
+  false: false,
+  False: false,
+  null: null,
+  None: null,
 };
 
 type Distribute<N> = N extends Node ? Omit<N, 'height'> : never;
@@ -42,7 +47,10 @@ class Parser {
   private depth = 0;
   private nodes = 0;
 
-  constructor(private readonly source: string, private readonly limits: ParseLimits) {
+  constructor(
+    private readonly source: string,
+    private readonly limits: ParseLimits,
+  ) {
     this.tokens = tokenize(source);
   }
 

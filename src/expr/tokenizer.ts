@@ -13,10 +13,7 @@ export interface Token {
   readonly pos: number;
 }
 
-export const KEYWORDS: ReadonlySet<string> = new Set([
-  'and', 'or', 'not', 'in', 'is', 'if', 'else',
-  'true', 'false', 'null', 'True', 'False', 'None',
-]);
+export const KEYWORDS: ReadonlySet<string> = new Set(['and', 'or', 'not', 'in', 'is', 'if', 'else', 'true', 'false', 'null', 'True', 'False', 'None']);
 
 // Longest first, so '**' wins over '*' and '//' over '/'.
 const OPERATORS = ['**', '//', '==', '!=', '<=', '>=', '<', '>', '+', '-', '*', '/', '%', '(', ')', '[', ']', ',', '.', '$'];
@@ -101,9 +98,7 @@ export function tokenize(source: string): Token[] {
 
     const ch = String.fromCodePoint(source.codePointAt(i) ?? c);
     const shown = /[\p{L}\p{N}\p{P}\p{S}]/u.test(ch) ? `'${ch}'` : `U+${(ch.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`;
-    const hint = /\p{L}/u.test(ch)
-      ? " (names may contain only ASCII letters, digits and '_'; write $['name'] for any other field name)"
-      : '';
+    const hint = /\p{L}/u.test(ch) ? " (names may contain only ASCII letters, digits and '_'; write $['name'] for any other field name)" : '';
     fail(`unexpected character ${shown}${hint}`, at(start));
   }
   tokens.push({ kind: 'eof', text: 'end of expression', pos: source.length });
@@ -148,7 +143,13 @@ function readNumber(source: string, start: number, tokens: Token[]): number {
 }
 
 const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
-  n: '\n', t: '\t', r: '\r', '0': '\0', '\\': '\\', "'": "'", '"': '"',
+  n: '\n',
+  t: '\t',
+  r: '\r',
+  '0': '\0',
+  '\\': '\\',
+  "'": "'",
+  '"': '"',
 };
 
 /** Reads a string literal whose opening quote is at `q`; `start` includes a raw prefix. */

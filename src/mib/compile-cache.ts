@@ -57,7 +57,10 @@ export class CompileCache {
       const key = `${module ?? ''}\0${err.code ?? err.message}`;
       if (this.persistWarned.has(key)) return;
       this.persistWarned.add(key);
-      this.log?.warn({ dir, ...(module ? { module } : {}), err: err.message }, `${what} (${err.code ?? err.message}): compiled MIB modules are kept in memory, and the next start compiles again`);
+      this.log?.warn(
+        { dir, ...(module ? { module } : {}), err: err.message },
+        `${what} (${err.code ?? err.message}): compiled MIB modules are kept in memory, and the next start compiles again`,
+      );
     };
     try {
       await fs.mkdir(dir, { recursive: true });
@@ -75,7 +78,14 @@ export class CompileCache {
       // When a module could not be written there is no manifest at all: an older copy of that module
       // must not be loaded as this compile's.
       if (!complete) return void (await fs.rm(join(dir, MANIFEST), { force: true }));
-      const manifest: Manifest = { format: MIB_FORMAT, fingerprint, compiled_at: st.compiledAt, modules: [...st.byName.keys()], failed: st.failed, shadowed: st.shadowed };
+      const manifest: Manifest = {
+        format: MIB_FORMAT,
+        fingerprint,
+        compiled_at: st.compiledAt,
+        modules: [...st.byName.keys()],
+        failed: st.failed,
+        shadowed: st.shadowed,
+      };
       await writeFileDurably(join(dir, MANIFEST), JSON.stringify(manifest), 0o644);
     } catch (e) {
       warn(e, 'cannot persist the compiled MIB modules in SVC_MIB_DIR');

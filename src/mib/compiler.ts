@@ -91,7 +91,18 @@ const SMI_BASE: Record<string, BaseType> = {
 };
 const TAG_BASE: BaseType[] = ['IpAddress', 'Counter32', 'Gauge32', 'TimeTicks', 'Opaque', 'unknown', 'Counter64'];
 
-const OID_KINDS = new Set(['oid', 'object-type', 'module-identity', 'object-identity', 'notification-type', 'trap-type', 'object-group', 'notification-group', 'module-compliance', 'agent-capabilities']);
+const OID_KINDS = new Set([
+  'oid',
+  'object-type',
+  'module-identity',
+  'object-identity',
+  'notification-type',
+  'trap-type',
+  'object-group',
+  'notification-group',
+  'module-compliance',
+  'agent-capabilities',
+]);
 
 interface Ctx {
   p: ParsedModule;
@@ -138,7 +149,8 @@ export function compileMibs(sources: MibSource[], opts: CompileOptions = {}): Co
     opts.onSource?.(s.file);
     const r = parseMib(s.text, s.file, { maxSymbols: limits.maxSymbols });
     for (const p of r.modules) parsed.push({ p, group: s.group });
-    if (r.errors.length && !r.modules.length) failed.push({ module: null, file: s.file, ...(s.group !== undefined ? { group: s.group } : {}), missing: [], failedImports: [], errors: r.errors });
+    if (r.errors.length && !r.modules.length)
+      failed.push({ module: null, file: s.file, ...(s.group !== undefined ? { group: s.group } : {}), missing: [], failedImports: [], errors: r.errors });
     else if (r.errors.length) r.modules[0]!.errors.push(...r.errors);
   }
   opts.onSource?.(undefined);
@@ -154,7 +166,15 @@ export function sourceLimitFailure(s: { file: string; group?: string }, bytes: n
   const setting = MIB_LIMIT_SETTINGS.maxSourceBytes;
   const module = /([A-Za-z][A-Za-z0-9-]*)\s+(?:\{[^}]{0,1024}\}\s*)?DEFINITIONS\b/.exec(head)?.[1] ?? null;
   const message = `${s.file} is ${bytes} bytes; a MIB source may have at most ${max} (${setting}): split it, or raise ${setting}`;
-  return { module, file: s.file, ...(s.group !== undefined ? { group: s.group } : {}), missing: [], failedImports: [], errors: [{ severity: 'error', file: s.file, line: 0, column: 0, ...(module ? { module } : {}), message, limit: setting }], limit: setting };
+  return {
+    module,
+    file: s.file,
+    ...(s.group !== undefined ? { group: s.group } : {}),
+    missing: [],
+    failedImports: [],
+    errors: [{ severity: 'error', file: s.file, line: 0, column: 0, ...(module ? { module } : {}), message, limit: setting }],
+    limit: setting,
+  };
 }
 
 /**
@@ -220,7 +240,15 @@ class Compiler {
     for (const c of this.ctxs.values()) {
       // Fails in either mode: such a name cannot be an SMI module (and would not fit a file name).
       if (c.p.name.length > MODULE_NAME_MAX) {
-        c.errors.push({ severity: 'error', file: c.p.file, line: c.p.line, column: c.p.column, token: c.p.name, module: c.p.name, message: `module name is ${c.p.name.length} characters long; SMI names have at most ${MODULE_NAME_MAX} (RFC 2578)` });
+        c.errors.push({
+          severity: 'error',
+          file: c.p.file,
+          line: c.p.line,
+          column: c.p.column,
+          token: c.p.name,
+          module: c.p.name,
+          message: `module name is ${c.p.name.length} characters long; SMI names have at most ${MODULE_NAME_MAX} (RFC 2578)`,
+        });
         c.failed = true;
       }
       // A breached limit fails the module in either mode too (the parser stopped at the limit).
@@ -263,7 +291,15 @@ class Compiler {
       if (c.failed) continue;
       // (errors only remain in a compiled module in partial mode; there they are kept as warnings)
       m.diagnostics.push(...[...c.p.errors, ...c.errors].map((e) => ({ ...e, severity: 'warning' as const })), ...c.warnings);
-      if (c.droppedErrors + c.droppedWarnings) m.diagnostics.push({ severity: 'warning', file: c.p.file, line: 0, column: 0, module: c.p.name, message: `${c.droppedErrors + c.droppedWarnings} more diagnostics not shown (the first ${MIB_MAX_DIAGNOSTICS} of each kind are)` });
+      if (c.droppedErrors + c.droppedWarnings)
+        m.diagnostics.push({
+          severity: 'warning',
+          file: c.p.file,
+          line: 0,
+          column: 0,
+          module: c.p.name,
+          message: `${c.droppedErrors + c.droppedWarnings} more diagnostics not shown (the first ${MIB_MAX_DIAGNOSTICS} of each kind are)`,
+        });
       this.opts.onSource?.(c.p.file);
       const text = jsonWithin(m, this.limits.maxCompiledBytes);
       if (text !== undefined) {
@@ -271,7 +307,16 @@ class Compiler {
         continue;
       }
       const setting = MIB_LIMIT_SETTINGS.maxCompiledBytes;
-      c.errors.push({ severity: 'error', file: c.p.file, line: c.p.line, column: c.p.column, token: c.p.name, module: c.p.name, message: `the compiled module ${c.p.name} would be larger than ${this.limits.maxCompiledBytes} characters of JSON (${setting}); split the module, or raise ${setting}`, limit: setting });
+      c.errors.push({
+        severity: 'error',
+        file: c.p.file,
+        line: c.p.line,
+        column: c.p.column,
+        token: c.p.name,
+        module: c.p.name,
+        message: `the compiled module ${c.p.name} would be larger than ${this.limits.maxCompiledBytes} characters of JSON (${setting}); split the module, or raise ${setting}`,
+        limit: setting,
+      });
       c.failed = true;
       tooBig = true;
     }
@@ -290,13 +335,32 @@ class Compiler {
       const firstImport = new Map<string, (typeof c.p.imports)[number]>();
       for (const imp of c.p.imports) if (!firstImport.has(imp.module)) firstImport.set(imp.module, imp);
       const importDiags: MibDiagnostic[] = [];
-      for (const mod of c.missing) if (importDiags.length < MIB_MAX_DIAGNOSTICS) importDiags.push(this.importDiag(c, firstImport.get(mod), mod, `imports from missing module ${mod}`));
-      for (const mod of c.failedImports) if (importDiags.length < MIB_MAX_DIAGNOSTICS) importDiags.push(this.importDiag(c, firstImport.get(mod), mod, `imports from module ${mod}, which failed`));
+      for (const mod of c.missing)
+        if (importDiags.length < MIB_MAX_DIAGNOSTICS) importDiags.push(this.importDiag(c, firstImport.get(mod), mod, `imports from missing module ${mod}`));
+      for (const mod of c.failedImports)
+        if (importDiags.length < MIB_MAX_DIAGNOSTICS)
+          importDiags.push(this.importDiag(c, firstImport.get(mod), mod, `imports from module ${mod}, which failed`));
       errors.push(...importDiags);
       const more = c.droppedErrors + c.missing.size + c.failedImports.size - importDiags.length;
-      if (more) errors.push({ severity: 'error', file: c.p.file, line: 0, column: 0, module: c.p.name, message: `${more} more errors not shown (the first ${MIB_MAX_DIAGNOSTICS} of each kind are)` });
+      if (more)
+        errors.push({
+          severity: 'error',
+          file: c.p.file,
+          line: 0,
+          column: 0,
+          module: c.p.name,
+          message: `${more} more errors not shown (the first ${MIB_MAX_DIAGNOSTICS} of each kind are)`,
+        });
       const limit = errors.find((e) => e.limit)?.limit;
-      failed.push({ module: c.p.name, file: c.p.file, ...(c.group !== undefined ? { group: c.group } : {}), missing: [...c.missing].sort(), failedImports: [...c.failedImports].sort(), errors, ...(limit ? { limit } : {}) });
+      failed.push({
+        module: c.p.name,
+        file: c.p.file,
+        ...(c.group !== undefined ? { group: c.group } : {}),
+        missing: [...c.missing].sort(),
+        failedImports: [...c.failedImports].sort(),
+        errors,
+        ...(limit ? { limit } : {}),
+      });
     }
     modules.sort((a, b) => (a.module < b.module ? -1 : a.module > b.module ? 1 : 0));
     return { modules, failed, shadowed, json };
@@ -321,7 +385,20 @@ class Compiler {
       for (let i = 0; i < pd.length; i++) if (!defs.has(pd[i]!.name)) defs.set(pd[i]!.name, pd[i]!);
       const imports = new Map<string, string>();
       for (const imp of x.p.imports) for (const s of imp.symbols) imports.set(s, imp.module);
-      this.ctxs.set(name, { p: x.p, group: x.group, defs, imports, implicit: new Map(), errors: [], warnings: [], missing: new Set(), failedImports: new Set(), failed: false, droppedErrors: 0, droppedWarnings: 0 });
+      this.ctxs.set(name, {
+        p: x.p,
+        group: x.group,
+        defs,
+        imports,
+        implicit: new Map(),
+        errors: [],
+        warnings: [],
+        missing: new Set(),
+        failedImports: new Set(),
+        failed: false,
+        droppedErrors: 0,
+        droppedWarnings: 0,
+      });
     }
     return losers.map((l) => {
       const w = best.get(l.name)!;
@@ -420,7 +497,12 @@ class Compiler {
       }
       this.tooDeep = false;
       const setting = MIB_LIMIT_SETTINGS.maxOidDepth;
-      this.err(c, d, `${d.name}: its OID is defined through more than ${this.limits.maxOidDepth} nested definitions, deeper than an OID may be (${setting}=${this.limits.maxOidDepth})`, setting);
+      this.err(
+        c,
+        d,
+        `${d.name}: its OID is defined through more than ${this.limits.maxOidDepth} nested definitions, deeper than an OID may be (${setting}=${this.limits.maxOidDepth})`,
+        setting,
+      );
     }
     this.oidMemo.set(d, oid);
     return oid;
@@ -430,7 +512,12 @@ class Compiler {
   private deepEnough(c: Ctx, d: Definition, n: number): boolean {
     if (n <= this.limits.maxOidDepth) return true;
     const setting = MIB_LIMIT_SETTINGS.maxOidDepth;
-    this.err(c, d, `${d.name}: its OID has more than ${this.limits.maxOidDepth} sub-identifiers (${setting}=${this.limits.maxOidDepth}; SNMP allows 128)`, setting);
+    this.err(
+      c,
+      d,
+      `${d.name}: its OID has more than ${this.limits.maxOidDepth} sub-identifiers (${setting}=${this.limits.maxOidDepth}; SNMP allows 128)`,
+      setting,
+    );
     return false;
   }
 
@@ -592,7 +679,17 @@ class Compiler {
     const p = c.p;
     const nodes: CompiledNode[] = [];
     const types: CompiledType[] = [];
-    const m: CompiledModule = { format: MIB_FORMAT, module: p.name, file: p.file, ...(c.group !== undefined ? { group: c.group } : {}), smi: p.smi, imports: p.imports.map((i) => ({ module: i.module, symbols: i.symbols })), nodes, types, diagnostics: [] };
+    const m: CompiledModule = {
+      format: MIB_FORMAT,
+      module: p.name,
+      file: p.file,
+      ...(c.group !== undefined ? { group: c.group } : {}),
+      smi: p.smi,
+      imports: p.imports.map((i) => ({ module: i.module, symbols: i.symbols })),
+      nodes,
+      types,
+      diagnostics: [],
+    };
     const defs = p.defs;
     for (let i = 0; i < defs.length; i++) {
       const d = defs[i]!;

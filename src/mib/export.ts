@@ -39,7 +39,6 @@ export interface ExportInput {
  */
 export const EXPORT_MAX_MEMBER_CHARS = 64 << 20;
 
-
 export interface ExportModule {
   module: string | null;
   source_group: string | null;
@@ -282,7 +281,18 @@ function memberRows(n: ExportNotification): ExportMemberRow[] {
     notification_status: n.status ?? '',
     source_group: n.source_group ?? '',
   };
-  const empty = { member_position: '' as const, member_module: '', member_name: '', member_oid: '', member_kind: '', member_syntax: '', member_base_type: '', member_access: '', member_resolved: '' as const, member_description: '' };
+  const empty = {
+    member_position: '' as const,
+    member_module: '',
+    member_name: '',
+    member_oid: '',
+    member_kind: '',
+    member_syntax: '',
+    member_base_type: '',
+    member_access: '',
+    member_resolved: '' as const,
+    member_description: '',
+  };
   if (!n.members.length) return [{ ...parent, ...empty }];
   return n.members.map((m) => ({
     ...parent,
@@ -338,9 +348,62 @@ function inventoryRow(r: SourceRow): ExportModule {
 
 // ---- CSV columns (JSON arrays and objects become text: enums `up(1) down(2)`, ranges `0..255 | 300`, lists space-separated)
 
-const MODULE_COLUMNS = ['module', 'source_group', 'source_path', 'status', 'shadowed_by', 'smi', 'oid', 'last_updated', 'organization', 'imports', 'nodes', 'objects', 'notifications', 'errors', 'description'];
-const OBJECT_COLUMNS = ['module', 'source_group', 'name', 'oid', 'kind', 'syntax', 'base_type', 'textual_convention', 'display_hint', 'access', 'status', 'units', 'enums', 'ranges', 'sizes', 'index', 'augments', 'defval', 'description'];
-const MEMBER_COLUMNS: (keyof ExportMemberRow)[] = ['notification_module', 'notification_name', 'notification_oid', 'notification_kind', 'notification_status', 'source_group', 'member_position', 'member_module', 'member_name', 'member_oid', 'member_kind', 'member_syntax', 'member_base_type', 'member_access', 'member_resolved', 'member_description'];
+const MODULE_COLUMNS = [
+  'module',
+  'source_group',
+  'source_path',
+  'status',
+  'shadowed_by',
+  'smi',
+  'oid',
+  'last_updated',
+  'organization',
+  'imports',
+  'nodes',
+  'objects',
+  'notifications',
+  'errors',
+  'description',
+];
+const OBJECT_COLUMNS = [
+  'module',
+  'source_group',
+  'name',
+  'oid',
+  'kind',
+  'syntax',
+  'base_type',
+  'textual_convention',
+  'display_hint',
+  'access',
+  'status',
+  'units',
+  'enums',
+  'ranges',
+  'sizes',
+  'index',
+  'augments',
+  'defval',
+  'description',
+];
+const MEMBER_COLUMNS: (keyof ExportMemberRow)[] = [
+  'notification_module',
+  'notification_name',
+  'notification_oid',
+  'notification_kind',
+  'notification_status',
+  'source_group',
+  'member_position',
+  'member_module',
+  'member_name',
+  'member_oid',
+  'member_kind',
+  'member_syntax',
+  'member_base_type',
+  'member_access',
+  'member_resolved',
+  'member_description',
+];
 const SUMMARY_COLUMNS = ['key', 'value'];
 /** catalog CSV: one table, `record_type` first, the union of the other tables' columns. */
 const CATALOG_COLUMNS = ['record_type', ...new Set([...MODULE_COLUMNS, ...OBJECT_COLUMNS, ...MEMBER_COLUMNS])];
@@ -356,7 +419,9 @@ function csvObject(o: ExportObject): Record<string, unknown> {
 function summaryRows(s: ExportSummary): Record<string, unknown>[] {
   const rows: Record<string, unknown>[] = [];
   for (const [k, v] of Object.entries(s)) {
-    if (k === 'source_groups') for (const g of s.source_groups) rows.push({ key: `source_group.${g.group}`, value: `modules=${g.modules} active=${g.active} shadowed=${g.shadowed} failed=${g.failed}` });
+    if (k === 'source_groups')
+      for (const g of s.source_groups)
+        rows.push({ key: `source_group.${g.group}`, value: `modules=${g.modules} active=${g.active} shadowed=${g.shadowed} failed=${g.failed}` });
     else if (typeof v === 'object' && v) for (const [kk, vv] of Object.entries(v)) rows.push({ key: `${k}.${kk}`, value: vv });
     else rows.push({ key: k, value: v });
   }
@@ -384,7 +449,8 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
   // ---- check the names: everything wrong in one answer
   const knownGroups = new Set(inventory.map((r) => r.group));
   const badGroups = filters.source_groups.filter((g) => !knownGroups.has(g));
-  if (badGroups.length) throw httpError('HTTP_MIB_NOT_FOUND', `unknown source group(s): ${badGroups.join(', ')} (known: ${[...knownGroups].sort().join(', ') || 'none'})`);
+  if (badGroups.length)
+    throw httpError('HTTP_MIB_NOT_FOUND', `unknown source group(s): ${badGroups.join(', ')} (known: ${[...knownGroups].sort().join(', ') || 'none'})`);
   const groupRows = byGroups ? inventory.filter((r) => filters.source_groups.includes(r.group)) : [];
 
   const unknownModules: string[] = [];
@@ -423,8 +489,10 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
   if (notNotifications.length) problems.push(`not a NOTIFICATION-TYPE or TRAP-TYPE: ${notNotifications.join(', ')}`);
   if (outOfScope.length) problems.push(`module(s) not in source group(s) ${filters.source_groups.join(', ')}: ${outOfScope.join(', ')}`);
   for (const n of named) {
-    if (filters.modules.length && !filters.modules.includes(n.module)) problems.push(`notification ${n.module}::${n.name} is not in the selected module(s) ${filters.modules.join(', ')}`);
-    else if (byGroups && !groupRows.some((r) => r.module === n.module && r.status === 'active')) problems.push(`notification ${n.module}::${n.name}: its module is not active in source group(s) ${filters.source_groups.join(', ')}`);
+    if (filters.modules.length && !filters.modules.includes(n.module))
+      problems.push(`notification ${n.module}::${n.name} is not in the selected module(s) ${filters.modules.join(', ')}`);
+    else if (byGroups && !groupRows.some((r) => r.module === n.module && r.status === 'active'))
+      problems.push(`notification ${n.module}::${n.name}: its module is not active in source group(s) ${filters.source_groups.join(', ')}`);
   }
   if (problems.length) throw httpError('HTTP_MIB_EXPORT_INVALID', problems.join('; '));
 
@@ -439,7 +507,12 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
         const m = r.status === 'active' && r.module ? index.module(r.module) : undefined;
         return m ? moduleRow(m, { group: r.group, path: r.path }) : inventoryRow(r);
       })
-      .sort((a, b) => (a.source_group ?? '').localeCompare(b.source_group ?? '') || (a.module ?? '').localeCompare(b.module ?? '') || (a.source_path ?? '').localeCompare(b.source_path ?? ''));
+      .sort(
+        (a, b) =>
+          (a.source_group ?? '').localeCompare(b.source_group ?? '') ||
+          (a.module ?? '').localeCompare(b.module ?? '') ||
+          (a.source_path ?? '').localeCompare(b.source_path ?? ''),
+      );
   } else {
     modules = index
       .modules()
@@ -464,7 +537,10 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
   let memberChars = 0;
   for (const n of notifications) for (const m of n.members) memberChars += 128 + (m.description?.length ?? 0);
   if (memberChars > EXPORT_MAX_MEMBER_CHARS && (type === 'notifications' || type === 'catalog')) {
-    throw httpError('HTTP_MIB_EXPORT_INVALID', `the export's notification members would be about ${Math.ceil(memberChars / (1 << 20))} MiB of text (at most ${EXPORT_MAX_MEMBER_CHARS >> 20} MiB; each member repeats its object's description): narrow it with modules, notifications or source_groups, or export objects or modules only`);
+    throw httpError(
+      'HTTP_MIB_EXPORT_INVALID',
+      `the export's notification members would be about ${Math.ceil(memberChars / (1 << 20))} MiB of text (at most ${EXPORT_MAX_MEMBER_CHARS >> 20} MiB; each member repeats its object's description): narrow it with modules, notifications or source_groups, or export objects or modules only`,
+    );
   }
   const members = notifications.flatMap(memberRows);
 
@@ -498,7 +574,10 @@ export function buildExport(input: ExportInput, req: ExportRequest = {}): Export
   for (const n of notifications) summary.notifications_by_kind[n.kind]++;
 
   const now = input.now ?? new Date();
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   const sections: Record<ExportType, string[]> = {
     summary: [],
     modules: ['modules'],

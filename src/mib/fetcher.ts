@@ -69,8 +69,11 @@ export class MibFetcher {
   async findSource(module: string, library: Map<string, string>, repositoryUrl?: string): Promise<{ name: string; data: Buffer; from: string }> {
     const local = library.get(module);
     if (local) return { name: basename(local), data: await fs.readFile(local), from: local };
-    if (!repositoryUrl) throw new Error(`${module}: not found in the bundled sources (${this.bundled.map((b) => b.dir).join(', ')}) and no MIB repository URL is configured`);
-    const raw = repositoryUrl.includes('@mib@') ? repositoryUrl.replaceAll('@mib@', encodeURIComponent(module)) : `${repositoryUrl.replace(/\/+$/, '')}/${encodeURIComponent(module)}`;
+    if (!repositoryUrl)
+      throw new Error(`${module}: not found in the bundled sources (${this.bundled.map((b) => b.dir).join(', ')}) and no MIB repository URL is configured`);
+    const raw = repositoryUrl.includes('@mib@')
+      ? repositoryUrl.replaceAll('@mib@', encodeURIComponent(module))
+      : `${repositoryUrl.replace(/\/+$/, '')}/${encodeURIComponent(module)}`;
     const { url, headers, shown } = repositoryRequest(raw);
     if (!url) throw new Error(`${module}: the MIB repository URL is not a valid URL; check mib_repository_url`);
     // Error texts (of fetch too) may quote the URL: only the form without the password goes out.

@@ -10,7 +10,10 @@ export const MIB_UPLOAD_MAX_FILES = 500;
 
 export async function registerMibMultipart(app: FastifyInstance) {
   // preservePath: busboy would otherwise cut `../x.mib` to `x.mib`; the store refuses such names (400).
-  await app.register(multipart, { preservePath: true, limits: { fileSize: MIB_MAX_FILE_BYTES, files: MIB_UPLOAD_MAX_FILES, fields: 16, fieldSize: 4096, parts: MIB_UPLOAD_MAX_FILES + 16 } });
+  await app.register(multipart, {
+    preservePath: true,
+    limits: { fileSize: MIB_MAX_FILE_BYTES, files: MIB_UPLOAD_MAX_FILES, fields: 16, fieldSize: 4096, parts: MIB_UPLOAD_MAX_FILES + 16 },
+  });
 }
 
 /**
@@ -19,7 +22,10 @@ export async function registerMibMultipart(app: FastifyInstance) {
  */
 export async function readMibUpload(req: FastifyRequest, fileFields: string[]): Promise<{ files: UploadFile[]; fields: Record<string, string> }> {
   if (!req.isMultipart()) {
-    throw httpError('HTTP_UNSUPPORTED_MEDIA_TYPE', `send the MIB files as multipart/form-data in the field ${fileFields[0]} (got content type '${req.headers['content-type'] ?? 'none'}')`);
+    throw httpError(
+      'HTTP_UNSUPPORTED_MEDIA_TYPE',
+      `send the MIB files as multipart/form-data in the field ${fileFields[0]} (got content type '${req.headers['content-type'] ?? 'none'}')`,
+    );
   }
   const files: UploadFile[] = [];
   const fields: Record<string, string> = {};

@@ -11,7 +11,17 @@
 import { MIB_FORMAT, type CompiledModule } from './types.js';
 
 export { compileMibs, preferSource, groupRank, jsonWithin, type MibSource, type CompileOptions } from './compiler.js';
-export { MibIndex, OidSyntaxError, compareOids, type MibNode, type Resolution, type TreeNode, type Crumb, type NodeDetail, type SearchOptions } from './mib-index.js';
+export {
+  MibIndex,
+  OidSyntaxError,
+  compareOids,
+  type MibNode,
+  type Resolution,
+  type TreeNode,
+  type Crumb,
+  type NodeDetail,
+  type SearchOptions,
+} from './mib-index.js';
 export { parseMib, type ParsedModule, type ParseResult } from './parser.js';
 export * from './types.js';
 
@@ -35,7 +45,9 @@ export function compiledFromJson(text: string, file = 'compiled module'): Compil
   } catch (e) {
     throw new CompiledFormatError(`${file}: not JSON (${(e as Error).message})`);
   }
-  if (typeof m !== 'object' || m === null || typeof m.module !== 'string' || !Array.isArray(m.nodes)) throw new CompiledFormatError(`${file}: not a compiled MIB module`);
-  if (m.format !== MIB_FORMAT) throw new CompiledFormatError(`${file}: compiled format ${String(m.format)}, this version reads ${MIB_FORMAT}; recompile from the sources`);
+  if (typeof m !== 'object' || m === null || typeof m.module !== 'string' || !Array.isArray(m.nodes))
+    throw new CompiledFormatError(`${file}: not a compiled MIB module`);
+  if (m.format !== MIB_FORMAT)
+    throw new CompiledFormatError(`${file}: compiled format ${String(m.format)}, this version reads ${MIB_FORMAT}; recompile from the sources`);
   return m as CompiledModule;
 }

@@ -234,7 +234,13 @@ export class MibIndex {
       detail.members = n.objects.map((o) => {
         const d = this.byQualified.get(`${o.module}::${o.name}`) ?? (o.oid ? this.arc(o.oid, false)?.defs[0] : undefined);
         if (!d) return { ...o };
-        return { ...o, kind: d.kind, ...(d.syntax ? { syntax: d.syntax } : {}), ...(d.access ? { access: d.access } : {}), ...(d.description ? { description: d.description } : {}) };
+        return {
+          ...o,
+          kind: d.kind,
+          ...(d.syntax ? { syntax: d.syntax } : {}),
+          ...(d.access ? { access: d.access } : {}),
+          ...(d.description ? { description: d.description } : {}),
+        };
       });
     }
     return detail;
@@ -375,7 +381,14 @@ function crumb(arc: Arc): Crumb {
 function crumbOf(arc: Arc, module?: string): Omit<TreeNode, 'childCount'> {
   const d = (module && arc.defs.find((x) => x.module === module)) || arc.defs[0];
   if (!d) return crumb(arc);
-  return { oid: arc.oid, name: d.name, module: d.module, kind: d.kind, ...(d.syntax ? { type: d.syntax.type } : {}), ...(d.access ? { access: d.access } : {}) };
+  return {
+    oid: arc.oid,
+    name: d.name,
+    module: d.module,
+    kind: d.kind,
+    ...(d.syntax ? { type: d.syntax.type } : {}),
+    ...(d.access ? { access: d.access } : {}),
+  };
 }
 
 /** Numeric OID order (1.3.6.1.2 < 1.3.6.1.10). */

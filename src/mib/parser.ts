@@ -150,7 +150,16 @@ export function parseMib(text: string, file: string, opts: ParseOptions = {}): P
 }
 
 /** Definitions only SMIv2 has. */
-const V2_KINDS = new Set<DefKind>(['module-identity', 'object-identity', 'notification-type', 'textual-convention', 'object-group', 'notification-group', 'module-compliance', 'agent-capabilities']);
+const V2_KINDS = new Set<DefKind>([
+  'module-identity',
+  'object-identity',
+  'notification-type',
+  'textual-convention',
+  'object-group',
+  'notification-group',
+  'module-compliance',
+  'agent-capabilities',
+]);
 
 /** SMIv2 when it uses SMIv2 definitions or imports from SNMPv2-* (plain loops: no closures). */
 function isV2(m: ParsedModule): boolean {
@@ -267,7 +276,16 @@ class Parser {
         // The rest is not parsed: the module fails, and the work stays bounded by the limit.
         const d = this.mod.defs.pop()!;
         const setting = MIB_LIMIT_SETTINGS.maxSymbols;
-        this.report({ ...this.diag(`module ${this.mod.name} has more than ${this.maxSymbols} definitions (${setting}=${this.maxSymbols}): split the module, or raise ${setting}`, start), line: d.line, column: d.col, token: d.name, limit: setting });
+        this.report({
+          ...this.diag(
+            `module ${this.mod.name} has more than ${this.maxSymbols} definitions (${setting}=${this.maxSymbols}): split the module, or raise ${setting}`,
+            start,
+          ),
+          line: d.line,
+          column: d.col,
+          token: d.name,
+          limit: setting,
+        });
         this.skipToEnd();
         break;
       }
@@ -482,7 +500,8 @@ class Parser {
         continue;
       }
       // `MODULE [name]` / `SUPPORTS name`: the groups that follow belong to that module (none = this one).
-      if (v === 'MODULE' || v === 'SUPPORTS') module = this.K[this.i] === Tok.Id && isUpper(this.V[this.i]!) && !KEYWORDS.has(this.V[this.i]!) ? this.V[this.i++] : undefined;
+      if (v === 'MODULE' || v === 'SUPPORTS')
+        module = this.K[this.i] === Tok.Id && isUpper(this.V[this.i]!) && !KEYWORDS.has(this.V[this.i]!) ? this.V[this.i++] : undefined;
       else if (v === 'MANDATORY-GROUPS' || v === 'INCLUDES') for (const n of this.nameList()) groups.push(module ? { module, name: n } : { name: n });
       else if (v === 'GROUP') {
         const n = this.V[this.expectId('a group name')]!;
@@ -563,7 +582,16 @@ class Parser {
   private typeBody(): TypeAst {
     // All fields up front, in one order (see newDefinition). A literal: a helper for it was hot
     // enough to be optimised on its own, twice, in a cold compile.
-    const t: TypeAst = { tag: undefined, base: undefined, ref: undefined, enums: undefined, ranges: undefined, sizes: undefined, of: undefined, members: undefined };
+    const t: TypeAst = {
+      tag: undefined,
+      base: undefined,
+      ref: undefined,
+      enums: undefined,
+      ranges: undefined,
+      sizes: undefined,
+      of: undefined,
+      members: undefined,
+    };
     let j = this.i++;
     if (this.V[j] === '[') {
       let cls: 'APPLICATION' | 'UNIVERSAL' | 'PRIVATE' | 'CONTEXT' = 'CONTEXT';
@@ -789,7 +817,14 @@ class Parser {
   private closeErrors(): void {
     if (!this.dropped) return;
     const last = this.mod.errors[this.mod.errors.length - 1]!;
-    this.mod.errors.push({ severity: this.droppedError ? 'error' : 'warning', file: this.file, line: last.line, column: last.column, module: this.mod.name, message: `${this.dropped} more diagnostics not shown (the first ${MIB_MAX_DIAGNOSTICS} are)` });
+    this.mod.errors.push({
+      severity: this.droppedError ? 'error' : 'warning',
+      file: this.file,
+      line: last.line,
+      column: last.column,
+      module: this.mod.name,
+      message: `${this.dropped} more diagnostics not shown (the first ${MIB_MAX_DIAGNOSTICS} are)`,
+    });
   }
 
   private diag(message: string, at: number, severity: 'error' | 'warning' = 'error'): MibDiagnostic {

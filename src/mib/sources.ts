@@ -59,7 +59,10 @@ const isSourceName = (name: string) => !name.startsWith('.') && hasExt(name) && 
 /** Group name check (400 with what is allowed). */
 export function checkGroup(group: string): string {
   if (!GROUP_NAME.test(group) || group.startsWith('bundled')) {
-    throw httpError('HTTP_MIB_UPLOAD_INVALID', `source group '${group}' is not allowed: use 1-64 letters, digits, '.', '_' or '-' (not starting with 'bundled', which names the read-only sources)`);
+    throw httpError(
+      'HTTP_MIB_UPLOAD_INVALID',
+      `source group '${group}' is not allowed: use 1-64 letters, digits, '.', '_' or '-' (not starting with 'bundled', which names the read-only sources)`,
+    );
   }
   return group;
 }
@@ -68,7 +71,10 @@ export function checkGroup(group: string): string {
 export function splitStorePath(p: string): { group: string; file: string } {
   const parts = p.split('/');
   if (p.includes('\\') || p.includes('\0') || parts.length !== 2 || parts.some((x) => x === '' || x === '.' || x === '..')) {
-    throw httpError('HTTP_MIB_UPLOAD_INVALID', `path '${p}' escapes the MIB store or is not a source path: give '<group>/<file>' as listed in source_inventory`);
+    throw httpError(
+      'HTTP_MIB_UPLOAD_INVALID',
+      `path '${p}' escapes the MIB store or is not a source path: give '<group>/<file>' as listed in source_inventory`,
+    );
   }
   return { group: parts[0]!, file: parts[1]! };
 }
@@ -116,14 +122,21 @@ export class MibSources {
     const seen = new Set<string>();
     for (const f of files) {
       // eslint-disable-next-line no-control-regex -- control characters are what this check refuses
-      if (/[\x00-\x1f\x7f]/.test(f.name)) throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name ${JSON.stringify(f.name)} has control characters: give a plain file name`);
+      if (/[\x00-\x1f\x7f]/.test(f.name))
+        throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name ${JSON.stringify(f.name)} has control characters: give a plain file name`);
       const bytes = Buffer.byteLength(f.name);
-      if (bytes > FILE_NAME_BYTES) throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name '${f.name}' is ${bytes} bytes in UTF-8; a MIB source name may have at most ${FILE_NAME_BYTES}`);
-      if (!FILE_NAME.test(f.name) || f.name.includes('..') || f.name.startsWith('.')) throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name '${f.name}' escapes the MIB store or is hidden: give a plain file name`);
+      if (bytes > FILE_NAME_BYTES)
+        throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name '${f.name}' is ${bytes} bytes in UTF-8; a MIB source name may have at most ${FILE_NAME_BYTES}`);
+      if (!FILE_NAME.test(f.name) || f.name.includes('..') || f.name.startsWith('.'))
+        throw httpError('HTTP_MIB_UPLOAD_INVALID', `file name '${f.name}' escapes the MIB store or is hidden: give a plain file name`);
       if (!hasExt(f.name)) throw httpError('HTTP_MIB_UPLOAD_TYPE', `${f.name}: a MIB source must end in .mib, .txt or .my (or have no extension)`);
       // The upload's own limit, or the compiler's when that is lower.
       const max = Math.min(MIB_MAX_FILE_BYTES, this.limits.maxSourceBytes);
-      if (f.data.length > max) throw httpError('HTTP_BODY_TOO_LARGE', `${f.name} is ${f.data.length} bytes; a MIB source may have at most ${max}${max < MIB_MAX_FILE_BYTES ? ` (${MIB_LIMIT_SETTINGS.maxSourceBytes})` : ''}`);
+      if (f.data.length > max)
+        throw httpError(
+          'HTTP_BODY_TOO_LARGE',
+          `${f.name} is ${f.data.length} bytes; a MIB source may have at most ${max}${max < MIB_MAX_FILE_BYTES ? ` (${MIB_LIMIT_SETTINGS.maxSourceBytes})` : ''}`,
+        );
       if (!f.data.length) throw httpError('HTTP_MIB_UPLOAD_INVALID', `${f.name} is empty`);
       if (seen.has(f.name)) throw httpError('HTTP_MIB_UPLOAD_INVALID', `${f.name} is given twice in one upload`);
       seen.add(f.name);
@@ -136,8 +149,12 @@ export class MibSources {
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       // A name the file system refuses is the request's fault, not the folder's.
-      if (err.code === 'ENAMETOOLONG' || err.code === 'EINVAL') throw httpError('HTTP_MIB_UPLOAD_INVALID', `cannot store ${name}: the file system refuses the name (${err.code}); give a shorter plain file name`);
-      throw httpError('HTTP_MIB_STORE_UNWRITABLE', `cannot store ${name} in ${dir} (${err.code ?? err.message}): set SVC_MIB_SOURCE_DIR to a writable directory`);
+      if (err.code === 'ENAMETOOLONG' || err.code === 'EINVAL')
+        throw httpError('HTTP_MIB_UPLOAD_INVALID', `cannot store ${name}: the file system refuses the name (${err.code}); give a shorter plain file name`);
+      throw httpError(
+        'HTTP_MIB_STORE_UNWRITABLE',
+        `cannot store ${name} in ${dir} (${err.code ?? err.message}): set SVC_MIB_SOURCE_DIR to a writable directory`,
+      );
     }
   }
 
@@ -200,7 +217,10 @@ export class MibSources {
     for (const b of this.bundled) await files(b.dir, b.group, true);
     let groups: string[] = [];
     try {
-      groups = (await fs.readdir(this.sourceDir, { withFileTypes: true })).filter((d) => d.isDirectory() && GROUP_NAME.test(d.name) && !d.name.startsWith('bundled')).map((d) => d.name).sort();
+      groups = (await fs.readdir(this.sourceDir, { withFileTypes: true }))
+        .filter((d) => d.isDirectory() && GROUP_NAME.test(d.name) && !d.name.startsWith('bundled'))
+        .map((d) => d.name)
+        .sort();
     } catch {
       /* no uploads yet */
     }
@@ -226,7 +246,14 @@ export class MibSources {
         } catch (e) {
           const err = e as NodeJS.ErrnoException;
           const message = `cannot read ${s.path} (${err.code ?? err.message}): check that the file is readable, or remove it`;
-          unread.push({ module: null, file: s.path, group: s.group, missing: [], failedImports: [], errors: [{ severity: 'error', file: s.path, line: 0, column: 0, message }] });
+          unread.push({
+            module: null,
+            file: s.path,
+            group: s.group,
+            missing: [],
+            failedImports: [],
+            errors: [{ severity: 'error', file: s.path, line: 0, column: 0, message }],
+          });
         }
         return undefined;
       }),

@@ -14,9 +14,31 @@ import { MibFetcher } from './fetcher.js';
 import { compiledToJson } from './index.js';
 import { MibIndex } from './mib-index.js';
 import { parseMib } from './parser.js';
-import { bundledDirs, checkGroup, definedModules, MibSources, splitStorePath, type BundledDir, type CompileMode, type SourceFile, type UploadFile } from './sources.js';
+import {
+  bundledDirs,
+  checkGroup,
+  definedModules,
+  MibSources,
+  splitStorePath,
+  type BundledDir,
+  type CompileMode,
+  type SourceFile,
+  type UploadFile,
+} from './sources.js';
 import { MIB_LIMITS, type CompileResult, type CompiledModule, type MibLimits, type ModuleFailure } from './types.js';
-import { fillValidateReport, inventory, resultFor, statusOf, summaryOf, type ChangeCounts, type ChangeResult, type FetchResult, type MibStatus, type MibSummary, type ValidateReport } from './views.js';
+import {
+  fillValidateReport,
+  inventory,
+  resultFor,
+  statusOf,
+  summaryOf,
+  type ChangeCounts,
+  type ChangeResult,
+  type FetchResult,
+  type MibStatus,
+  type MibSummary,
+  type ValidateReport,
+} from './views.js';
 
 export { checkGroup, MIB_MAX_FILE_BYTES, MIB_SOURCE_EXTENSIONS, PRODUCT_MIB_DIR, splitStorePath, type CompileMode, type UploadFile } from './sources.js';
 export type { ChangeCounts, ChangeResult, FailureView, FetchResult, GroupTotals, MibStatus, MibSummary, SourceRow, ValidateReport } from './views.js';
@@ -75,7 +97,12 @@ export class MibStore {
       compiledDir: settings.MIB_DIR,
       sourceDir: settings.MIB_SOURCE_DIR || join(dirname(resolve(settings.MIB_DIR)), 'mib-sources'),
       bundledDirs: settings.MIB_BUNDLED_SOURCE_DIR.split(delimiter).filter(Boolean),
-      limits: { maxSourceBytes: settings.MIB_MAX_SOURCE_BYTES, maxSymbols: settings.MIB_MAX_SYMBOLS, maxOidDepth: settings.MIB_MAX_OID_DEPTH, maxCompiledBytes: settings.MIB_MAX_COMPILED_BYTES },
+      limits: {
+        maxSourceBytes: settings.MIB_MAX_SOURCE_BYTES,
+        maxSymbols: settings.MIB_MAX_SYMBOLS,
+        maxOidDepth: settings.MIB_MAX_OID_DEPTH,
+        maxCompiledBytes: settings.MIB_MAX_COMPILED_BYTES,
+      },
       log,
       watch,
     });
@@ -91,8 +118,21 @@ export class MibStore {
     if (loaded) store.state = loaded;
     else await store.compile(sources);
     // Each module that does not compile is named with its reason; the others are loaded and served.
-    for (const f of store.state.failed) opts.log?.warn({ module: f.module, path: f.path, reason: f.errors[0]?.message ?? 'no module', ...(f.limit ? { limit: f.limit } : {}) }, 'MIB module does not compile; the other modules are loaded');
-    opts.log?.info({ active: store.state.modules.length, failed: store.state.failed.length, shadowed: store.state.shadowed.length, from_cache: !!loaded, bundled: store.bundled.map((b) => b.dir) }, 'MIB store ready');
+    for (const f of store.state.failed)
+      opts.log?.warn(
+        { module: f.module, path: f.path, reason: f.errors[0]?.message ?? 'no module', ...(f.limit ? { limit: f.limit } : {}) },
+        'MIB module does not compile; the other modules are loaded',
+      );
+    opts.log?.info(
+      {
+        active: store.state.modules.length,
+        failed: store.state.failed.length,
+        shadowed: store.state.shadowed.length,
+        from_cache: !!loaded,
+        bundled: store.bundled.map((b) => b.dir),
+      },
+      'MIB store ready',
+    );
     return store;
   }
 
@@ -101,7 +141,11 @@ export class MibStore {
   }
 
   status(): MibStatus {
-    return statusOf(this.state, { mib_dir: resolve(this.opts.compiledDir), source_dir: resolve(this.opts.sourceDir), bundled_dirs: this.bundled.map((b) => b.dir) });
+    return statusOf(this.state, {
+      mib_dir: resolve(this.opts.compiledDir),
+      source_dir: resolve(this.opts.sourceDir),
+      bundled_dirs: this.bundled.map((b) => b.dir),
+    });
   }
 
   summary(): MibSummary {
@@ -134,7 +178,11 @@ export class MibStore {
       // reload and start again. (Other compile errors are stored and listed as failed, as before.)
       const { paths: uploaded, trial } = await this.trialCompile(files, group, opts.mode);
       const over = trial.failed.filter((f) => f.limit && uploaded.has(f.file));
-      if (over.length) throw httpError('HTTP_MIB_OVER_LIMIT', `nothing was stored: ${over.map((f) => `${f.file}${f.module ? ` (${f.module})` : ''}: ${f.errors.find((e) => e.limit)?.message ?? f.limit}`).join('; ')}`);
+      if (over.length)
+        throw httpError(
+          'HTTP_MIB_OVER_LIMIT',
+          `nothing was stored: ${over.map((f) => `${f.file}${f.module ? ` (${f.module})` : ''}: ${f.errors.find((e) => e.limit)?.message ?? f.limit}`).join('; ')}`,
+        );
       const dir = join(this.opts.sourceDir, group);
       const paths: string[] = [];
       const created: string[] = [];
@@ -166,57 +214,67 @@ export class MibStore {
       if (mode) {
         // The mode is for every file now: modes recorded before (also of files since gone) go.
         this.files.modes = {};
-        await this.files.setModes(sources.filter((s) => !s.bundled).map((s) => s.path), mode);
+        await this.files.setModes(
+          sources.filter((s) => !s.bundled).map((s) => s.path),
+          mode,
+        );
       }
       await this.compile(sources);
-      return this.counted(resultFor(this.state, sources.map((s) => s.path)));
+      return this.counted(
+        resultFor(
+          this.state,
+          sources.map((s) => s.path),
+        ),
+      );
     });
   }
 
   async fetchDependencies(opts: { repositoryUrl?: string } = {}): Promise<FetchResult> {
-    return this.serial(() => this.recompileOnError(async () => {
-      const fetched: FetchResult['fetched'] = [];
-      const notFound = new Map<string, string>();
-      const library = await this.fetcher.library();
-      const claimed = new Set<string>();
-      const written = new Map<string, string>();
-      // Fetched modules may import more missing ones: go on while a round fetches something.
-      for (let round = 0; round < 10; round++) {
-        const needed = this.missing();
-        const todo = [...needed.keys()].filter((m) => !notFound.has(m));
-        if (!todo.length) break;
-        let got = 0;
-        for (const module of todo) {
-          const found = await this.fetcher.findSource(module, library, opts.repositoryUrl).catch((e: Error) => ({ error: e.message }));
-          if ('error' in found) {
-            notFound.set(module, found.error);
-            continue;
+    return this.serial(() =>
+      this.recompileOnError(async () => {
+        const fetched: FetchResult['fetched'] = [];
+        const notFound = new Map<string, string>();
+        const library = await this.fetcher.library();
+        const claimed = new Set<string>();
+        const written = new Map<string, string>();
+        // Fetched modules may import more missing ones: go on while a round fetches something.
+        for (let round = 0; round < 10; round++) {
+          const needed = this.missing();
+          const todo = [...needed.keys()].filter((m) => !notFound.has(m));
+          if (!todo.length) break;
+          let got = 0;
+          for (const module of todo) {
+            const found = await this.fetcher.findSource(module, library, opts.repositoryUrl).catch((e: Error) => ({ error: e.message }));
+            if ('error' in found) {
+              notFound.set(module, found.error);
+              continue;
+            }
+            // A library file defining several missing modules is stored once.
+            const again = written.get(found.from);
+            if (again) {
+              fetched.push({ module, from: found.from, path: again });
+              continue;
+            }
+            const firstNeeding = this.state.failed.find((f) => f.missing.includes(module));
+            const group = firstNeeding?.group && !firstNeeding.group.startsWith('bundled') ? firstNeeding.group : 'common';
+            const name = this.files.freeName(this.state.sources, group, found.name, claimed);
+            await this.files.write(join(this.opts.sourceDir, group), name, found.data);
+            written.set(found.from, `${group}/${name}`);
+            fetched.push({ module, from: found.from, path: `${group}/${name}` });
+            got++;
           }
-          // A library file defining several missing modules is stored once.
-          const again = written.get(found.from);
-          if (again) {
-            fetched.push({ module, from: found.from, path: again });
-            continue;
-          }
-          const firstNeeding = this.state.failed.find((f) => f.missing.includes(module));
-          const group = firstNeeding?.group && !firstNeeding.group.startsWith('bundled') ? firstNeeding.group : 'common';
-          const name = this.files.freeName(this.state.sources, group, found.name, claimed);
-          await this.files.write(join(this.opts.sourceDir, group), name, found.data);
-          written.set(found.from, `${group}/${name}`);
-          fetched.push({ module, from: found.from, path: `${group}/${name}` });
-          got++;
+          if (!got) break;
+          await this.compile(await this.files.list());
         }
-        if (!got) break;
-        await this.compile(await this.files.list());
-      }
-      const still = this.missing();
-      const result = this.counted(resultFor(this.state, [...new Set(fetched.map((f) => f.path))]));
-      return {
-        ...result,
-        fetched,
-        still_missing: [...still].map(([module, needed_by]) => ({ module, needed_by, ...(notFound.get(module) ? { reason: notFound.get(module) } : {}) })),
-      };
-    }));
+        const still = this.missing();
+        const result = this.counted(resultFor(this.state, [...new Set(fetched.map((f) => f.path))]));
+        return {
+          ...result,
+          fetched,
+          still_missing: [...still].map(([module, needed_by]) => ({ module, needed_by, ...(notFound.get(module) ? { reason: notFound.get(module) } : {}) })),
+        };
+      }),
+    );
   }
 
   /**
@@ -225,37 +283,42 @@ export class MibStore {
    */
   async fetchModules(names: string[], opts: { repositoryUrl?: string; group?: string } = {}): Promise<ChangeResult & { not_found: string[] }> {
     const group = checkGroup(opts.group ?? 'common');
-    return this.serial(() => this.recompileOnError(async () => {
-      const library = await this.fetcher.library();
-      const paths: string[] = [];
-      const notFound: string[] = [];
-      const failures: string[] = [];
-      const claimed = new Set<string>();
-      const written = new Set<string>();
-      const rows = inventory(this.state);
-      for (const module of new Set(names)) {
-        const found = await this.fetcher.findSource(module, library, opts.repositoryUrl).catch((e: Error) => ({ error: e.message }));
-        if ('error' in found) {
-          (found.error.includes('not found') ? notFound : failures).push(found.error);
-          continue;
+    return this.serial(() =>
+      this.recompileOnError(async () => {
+        const library = await this.fetcher.library();
+        const paths: string[] = [];
+        const notFound: string[] = [];
+        const failures: string[] = [];
+        const claimed = new Set<string>();
+        const written = new Set<string>();
+        const rows = inventory(this.state);
+        for (const module of new Set(names)) {
+          const found = await this.fetcher.findSource(module, library, opts.repositoryUrl).catch((e: Error) => ({ error: e.message }));
+          if ('error' in found) {
+            (found.error.includes('not found') ? notFound : failures).push(found.error);
+            continue;
+          }
+          // A library file defining several of the names is stored once.
+          if (written.has(found.from)) continue;
+          written.add(found.from);
+          // A module already uploaded to this group is replaced, not stored a second time; but only in
+          // a file defining nothing else, or the file's other modules would be lost.
+          const alone = (path: string) => rows.every((r) => r.path !== path || r.module === module);
+          const stored = rows.find((r) => r.module === module && r.group === group && !claimed.has(r.path) && alone(r.path));
+          const name = stored?.file ?? this.files.freeName(this.state.sources, group, found.name, claimed);
+          claimed.add(`${group}/${name}`);
+          await this.files.write(join(this.opts.sourceDir, group), name, found.data);
+          paths.push(`${group}/${name}`);
         }
-        // A library file defining several of the names is stored once.
-        if (written.has(found.from)) continue;
-        written.add(found.from);
-        // A module already uploaded to this group is replaced, not stored a second time; but only in
-        // a file defining nothing else, or the file's other modules would be lost.
-        const alone = (path: string) => rows.every((r) => r.path !== path || r.module === module);
-        const stored = rows.find((r) => r.module === module && r.group === group && !claimed.has(r.path) && alone(r.path));
-        const name = stored?.file ?? this.files.freeName(this.state.sources, group, found.name, claimed);
-        claimed.add(`${group}/${name}`);
-        await this.files.write(join(this.opts.sourceDir, group), name, found.data);
-        paths.push(`${group}/${name}`);
-      }
-      if (!paths.length && failures.length) throw httpError('HTTP_MIB_REPOSITORY_FAILED', failures.join('; '));
-      if (!paths.length) throw httpError('HTTP_MIB_NOT_FOUND', notFound.join('; '));
-      await this.compile(await this.files.list());
-      return { ...this.counted(resultFor(this.state, paths)), not_found: names.filter((n) => !this.state.byName.has(n) && notFound.some((m) => m.startsWith(`${n}:`))) };
-    }));
+        if (!paths.length && failures.length) throw httpError('HTTP_MIB_REPOSITORY_FAILED', failures.join('; '));
+        if (!paths.length) throw httpError('HTTP_MIB_NOT_FOUND', notFound.join('; '));
+        await this.compile(await this.files.list());
+        return {
+          ...this.counted(resultFor(this.state, paths)),
+          not_found: names.filter((n) => !this.state.byName.has(n) && notFound.some((m) => m.startsWith(`${n}:`))),
+        };
+      }),
+    );
   }
 
   readSources(paths: string[]): { path: string; name: string; data: Buffer }[] {
@@ -277,7 +340,11 @@ export class MibStore {
       const removed: string[] = [];
       // A bundled path refuses the whole batch before anything is removed.
       const ro = this.state.sources.find((s) => s.bundled && paths.includes(s.path));
-      if (ro) throw httpError('HTTP_MIB_SOURCE_READ_ONLY', `${ro.path} is a read-only bundled source (from ${dirname(ro.abs)}); upload a module of the same name to shadow it instead`);
+      if (ro)
+        throw httpError(
+          'HTTP_MIB_SOURCE_READ_ONLY',
+          `${ro.path} is a read-only bundled source (from ${dirname(ro.abs)}); upload a module of the same name to shadow it instead`,
+        );
       for (const p of paths) {
         const src = this.state.sources.find((s) => s.path === p);
         if (!src) {
@@ -369,7 +436,15 @@ export class MibStore {
       const aside: ModuleFailure[] = [];
       texts = texts.filter((t) => {
         const why = watch.setAside(t.file, t.text);
-        if (why) aside.push({ module: definedModules(t.text.slice(0, 4096))[0] ?? null, file: t.file, group: t.group, missing: [], failedImports: [], errors: [{ severity: 'error', file: t.file, line: 0, column: 0, message: why }] });
+        if (why)
+          aside.push({
+            module: definedModules(t.text.slice(0, 4096))[0] ?? null,
+            file: t.file,
+            group: t.group,
+            missing: [],
+            failedImports: [],
+            errors: [{ severity: 'error', file: t.file, line: 0, column: 0, message: why }],
+          });
         return !why;
       });
       unread = [...unread, ...aside];
@@ -383,7 +458,14 @@ export class MibStore {
     } catch (e) {
       const crashed = (t: MibSource, err: unknown): ModuleFailure => {
         const message = `the MIB compiler failed on this source (${(err as Error).message}); it was left out and the other sources compiled: remove it, and report the failure`;
-        return { module: definedModules(t.text.slice(0, 4096))[0] ?? null, file: t.file, group: t.group, missing: [], failedImports: [], errors: [{ severity: 'error', file: t.file, line: 0, column: 0, message }] };
+        return {
+          module: definedModules(t.text.slice(0, 4096))[0] ?? null,
+          file: t.file,
+          group: t.group,
+          missing: [],
+          failedImports: [],
+          errors: [{ severity: 'error', file: t.file, line: 0, column: 0, message }],
+        };
       };
       this.opts.log?.warn({ err: (e as Error).message }, 'the MIB compiler failed; compiling each source alone to find the one it fails on');
       const bad: ModuleFailure[] = [];

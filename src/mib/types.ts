@@ -170,7 +170,15 @@ export interface CompiledModule {
   group?: string;
   smi: 'v1' | 'v2';
   /** MODULE-IDENTITY */
-  identity?: { name: string; oid: string; lastUpdated?: string; organization?: string; contactInfo?: string; description?: string; revisions?: { date: string; description: string }[] };
+  identity?: {
+    name: string;
+    oid: string;
+    lastUpdated?: string;
+    organization?: string;
+    contactInfo?: string;
+    description?: string;
+    revisions?: { date: string; description: string }[];
+  };
   imports: { module: string; symbols: string[] }[];
   nodes: CompiledNode[];
   types: CompiledType[];

@@ -213,7 +213,10 @@ export function netSnmpValue(vb: VarBind, ix?: MibIndex): string {
     }
     case 'OctetString': {
       const buf = v as Buffer;
-      if (node?.syntax?.base === 'BITS') return `BITS: ${hexBytes(buf)} ${setBits(node, buf).map(([n, p]) => `${n}(${p})`).join(' ')}`.trimEnd();
+      if (node?.syntax?.base === 'BITS')
+        return `BITS: ${hexBytes(buf)} ${setBits(node, buf)
+          .map(([n, p]) => `${n}(${p})`)
+          .join(' ')}`.trimEnd();
       const h = hinted(node, vb);
       if (h !== undefined) return `STRING: ${h}${units}`;
       if (!buf.length) return '""'; // net-snmp prints an empty string without its type
@@ -297,7 +300,14 @@ export function groupVarBinds(vbs: VarBind[], ix: MibIndex, cell: (vb: VarBind, 
       let t = out.tables[key];
       if (!t) {
         const rnode = ix.definitions(rowOid)[0];
-        t = out.tables[key] = { oid: tableOid, entry: rnode ? `${rnode.module}::${rnode.name}` : rowOid, index: (rnode?.index ?? []).map((i) => i.name), columns: [], row_count: 0, rows: {} };
+        t = out.tables[key] = {
+          oid: tableOid,
+          entry: rnode ? `${rnode.module}::${rnode.name}` : rowOid,
+          index: (rnode?.index ?? []).map((i) => i.name),
+          columns: [],
+          row_count: 0,
+          rows: {},
+        };
         columnSets.set(t, new Set());
       }
       const cols = columnSets.get(t)!;

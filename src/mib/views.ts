@@ -158,7 +158,13 @@ export function statusOf(st: Compiled, where: { mib_dir: string; source_dir: str
 }
 
 export function summaryOf(st: Compiled): MibSummary {
-  return { active: st.modules.length, failed: st.failed.length, shadowed: st.shadowed.length, groups: new Set(st.sources.map((s) => s.group)).size, compiled_at: st.compiledAt };
+  return {
+    active: st.modules.length,
+    failed: st.failed.length,
+    shadowed: st.shadowed.length,
+    groups: new Set(st.sources.map((s) => s.group)).size,
+    compiled_at: st.compiledAt,
+  };
 }
 
 /** Per module of the files at `paths`: compiled / failed: ... / shadowed by ... */

@@ -15,7 +15,10 @@ export function createLogger(opts: { level?: string; format?: 'json' | 'text'; d
   const level = LEVELS[(opts.level ?? process.env.SVC_LOG_LEVEL ?? 'INFO').toUpperCase()] ?? 'info';
   const dest = opts.destination ?? 2;
   const format = opts.format ?? (process.env.SVC_LOG_FORMAT?.toLowerCase() === 'text' ? 'text' : 'json');
-  const stream = format === 'text' ? (require('pino-pretty') as typeof Pretty)({ destination: dest, colorize: false, sync: true, translateTime: 'SYS:standard' }) : pino.destination({ dest, sync: true });
+  const stream =
+    format === 'text'
+      ? (require('pino-pretty') as typeof Pretty)({ destination: dest, colorize: false, sync: true, translateTime: 'SYS:standard' })
+      : pino.destination({ dest, sync: true });
   return pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime }, stream);
 }
 

@@ -81,8 +81,14 @@ export class Metrics {
   /** Events of stateful transforms, by TransformEvent name (plus state_io: loads and saves). */
   readonly transformEvents = {
     counter_wraps: this.counter('svc_transform_counter_wraps_total', 'Counter wraps (32/64-bit) that counter_delta bridged.'),
-    counter_resets: this.counter('svc_transform_counter_resets_total', 'Counter resets (device reboot, implausible drop) for which counter_delta emitted no delta.'),
-    window_late_dropped: this.counter('svc_transform_window_late_dropped_total', 'Records window_aggregate dropped because their windows were already emitted.'),
+    counter_resets: this.counter(
+      'svc_transform_counter_resets_total',
+      'Counter resets (device reboot, implausible drop) for which counter_delta emitted no delta.',
+    ),
+    window_late_dropped: this.counter(
+      'svc_transform_window_late_dropped_total',
+      'Records window_aggregate dropped because their windows were already emitted.',
+    ),
     windows_emitted: this.counter('svc_transform_windows_emitted_total', 'Windows window_aggregate emitted (complete, and partial on flush runs).'),
     state_io: this.counter('svc_transform_state_io_total', 'Loads and saves of stateful transform state.'),
   };
@@ -97,7 +103,16 @@ export class Metrics {
 
   /** Forgets a deleted pipeline's series. */
   forget(pipeline: string) {
-    for (const m of [this.recordsIn, this.recordsOut, this.recordsSkipped, this.errors, this.dlq, this.chunkDuration, this.streamQueueDepth, ...Object.values(this.transformEvents)]) {
+    for (const m of [
+      this.recordsIn,
+      this.recordsOut,
+      this.recordsSkipped,
+      this.errors,
+      this.dlq,
+      this.chunkDuration,
+      this.streamQueueDepth,
+      ...Object.values(this.transformEvents),
+    ]) {
       m.remove({ pipeline });
     }
     for (const { metric, labels } of this.labelled.get(pipeline)?.values() ?? []) metric.remove(labels);

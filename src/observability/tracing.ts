@@ -134,7 +134,11 @@ export function traceRequests(app: FastifyInstance, tracer: Tracer | undefined):
     if (route) attributes['http.route'] = route;
     const ua = req.headers['user-agent'];
     if (ua) attributes['user_agent.original'] = ua;
-    const span = tracer.startSpan(route ? `${req.method} ${route}` : req.method, { kind: SpanKind.SERVER, attributes }, parentFromTraceparent(req.headers.traceparent));
+    const span = tracer.startSpan(
+      route ? `${req.method} ${route}` : req.method,
+      { kind: SpanKind.SERVER, attributes },
+      parentFromTraceparent(req.headers.traceparent),
+    );
     spans.set(req, { span });
   });
   app.addHook('onError', async (req, _reply, error) => {
@@ -195,7 +199,13 @@ export function startRunSpan(tracer: Tracer | undefined, pipeline: string, runId
     end(run) {
       if (ended) return;
       ended = true;
-      span.setAttributes({ status: run.status, records_in: run.records_in, records_out: run.records_out, records_skipped: run.records_skipped, dlq_count: run.dlq_count });
+      span.setAttributes({
+        status: run.status,
+        records_in: run.records_in,
+        records_out: run.records_out,
+        records_skipped: run.records_skipped,
+        dlq_count: run.dlq_count,
+      });
       if (run.status === 'failed') span.setStatus({ code: SpanStatusCode.ERROR, message: run.error ?? 'run failed' });
       else if (run.error) span.setAttribute('error', run.error);
       span.end();

@@ -109,7 +109,10 @@ export class PipelineManager {
    * with no worker to take it, the run is queued (202 with its expiry) or, with
    * SVC_QUEUE_MANUAL_RUNS=0, refused (503).
    */
-  async runNow(name: string, opts: { flush?: boolean } = {}): Promise<{ name: string; status: 'triggered'; run_id: string } | { name: string; status: 'queued'; run_id: string; expires_at: string }> {
+  async runNow(
+    name: string,
+    opts: { flush?: boolean } = {},
+  ): Promise<{ name: string; status: 'triggered'; run_id: string } | { name: string; status: 'queued'; run_id: string; expires_at: string }> {
     const p = this.get(name);
     if (p.config.schedule.type === 'stream') throw new ManagerError(400, `pipeline '${name}' is a stream; use POST /api/pipelines/${name}/start`);
     if (p.active) throw new ManagerError(409, `pipeline '${name}' has a run in progress (${p.active.runId}); try again when it has finished`);
@@ -128,9 +131,14 @@ export class PipelineManager {
   replay(name: string, runner: NonNullable<RunJob['runner']>): { run_id: string; done: Promise<RunRecord> } {
     const p = this.get(name);
     if (this.deps.executor) throw new ManagerError(409, `dead letters are replayed by a standalone daemon only; this one dispatches runs to workers`);
-    if (p.active) throw new ManagerError(409, `pipeline '${name}' has a run in progress (${p.active.runId}); replay when it has finished${p.config.schedule.type === 'stream' ? ` (a stream: POST /api/pipelines/${name}/stop first)` : ''}`);
+    if (p.active)
+      throw new ManagerError(
+        409,
+        `pipeline '${name}' has a run in progress (${p.active.runId}); replay when it has finished${p.config.schedule.type === 'stream' ? ` (a stream: POST /api/pipelines/${name}/stop first)` : ''}`,
+      );
     if (p.config.schedule.type === 'stream') {
-      if (p.restartTimer) throw new ManagerError(409, `pipeline '${name}' is a stream waiting to restart; stop it (POST /api/pipelines/${name}/stop), replay, then start it`);
+      if (p.restartTimer)
+        throw new ManagerError(409, `pipeline '${name}' is a stream waiting to restart; stop it (POST /api/pipelines/${name}/stop), replay, then start it`);
       p.halted = true; // not running: it stays stopped after the replay (only start() runs a stream again)
     }
     const run = this.supervisor.launch(p, { runner });

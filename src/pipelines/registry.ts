@@ -132,13 +132,21 @@ export class PipelineRegistry {
   }
 
   /** Registers YAML (validated here unless the caller already has its `config`). */
-  async register(yaml: string, opts: { origin: 'api' | 'file'; file?: string; replace?: boolean; config?: PipelineConfig } = { origin: 'api' }): Promise<Managed> {
+  async register(
+    yaml: string,
+    opts: { origin: 'api' | 'file'; file?: string; replace?: boolean; config?: PipelineConfig } = { origin: 'api' },
+  ): Promise<Managed> {
     const config = opts.config ?? this.parse(yaml, opts.file);
     return this.writes.run(config.name, () => this.registerNow(yaml, config, opts, opts.replace || this.unloadable.has(config.name) ? 'upsert' : 'create'));
   }
 
   /** register() and update() inside the name's turn; `mode` is what the database row must allow. */
-  private async registerNow(yaml: string, config: PipelineConfig, opts: { origin: 'api' | 'file'; file?: string; replace?: boolean }, mode: 'create' | 'update' | 'upsert'): Promise<Managed> {
+  private async registerNow(
+    yaml: string,
+    config: PipelineConfig,
+    opts: { origin: 'api' | 'file'; file?: string; replace?: boolean },
+    mode: 'create' | 'update' | 'upsert',
+  ): Promise<Managed> {
     const name = config.name;
     const taken = () => new ManagerError(409, `pipeline '${name}' is already registered; use PUT /api/pipelines/${name} to replace it`);
     const existing = this.pipelines.get(name);

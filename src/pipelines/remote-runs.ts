@@ -24,7 +24,11 @@ export class RemoteRuns {
   async admit(name: string): Promise<{ run_id: string; expires_at: string } | undefined> {
     const admission = this.deps.admission;
     if (!admission || admission.hasCapacity()) return undefined;
-    if (!admission.queueing) throw new ManagerError(503, `no healthy worker can take the run (SVC_QUEUE_MANUAL_RUNS=0 refuses instead of queueing); GET /api/cluster/nodes shows the workers`);
+    if (!admission.queueing)
+      throw new ManagerError(
+        503,
+        `no healthy worker can take the run (SVC_QUEUE_MANUAL_RUNS=0 refuses instead of queueing); GET /api/cluster/nodes shows the workers`,
+      );
     const runId = randomUUID();
     // The flag is not carried through the queue (doc 2): a queued flush run runs as a normal run.
     const { expires_at } = await admission.enqueue(name, runId, false);
@@ -59,8 +63,20 @@ export class RemoteRuns {
   /** The record of a run that never ran (a queued run that expired, a claimed tick that was not dispatched). */
   unrun(name: string, runId: string, status: 'failed' | 'aborted', error: string, startedAt = new Date(), finishedAt = new Date()): RunRecord {
     return {
-      run_id: runId, pipeline: name, node_id: this.deps.settings.NODE_ID, status, started_at: startedAt.toISOString(), finished_at: finishedAt.toISOString(),
-      records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, error, errors: [],
+      run_id: runId,
+      pipeline: name,
+      node_id: this.deps.settings.NODE_ID,
+      status,
+      started_at: startedAt.toISOString(),
+      finished_at: finishedAt.toISOString(),
+      records_in: 0,
+      records_out: 0,
+      records_skipped: 0,
+      bytes_in: 0,
+      bytes_out: 0,
+      dlq_count: 0,
+      error,
+      errors: [],
     };
   }
 
@@ -89,7 +105,9 @@ export class RemoteRuns {
     const p = this.registry.find(run.pipeline);
     if (p) p.lastRun = { at: run.finished_at, status: run.status };
     if (p && p.config.schedule.type !== 'stream' && this.deps.alerts) {
-      await this.deps.alerts.evaluate(run.pipeline, run).catch((e: unknown) => this.deps.log.warn({ pipeline: run.pipeline, err: errorMessage(e) }, 'alert evaluation failed'));
+      await this.deps.alerts
+        .evaluate(run.pipeline, run)
+        .catch((e: unknown) => this.deps.log.warn({ pipeline: run.pipeline, err: errorMessage(e) }, 'alert evaluation failed'));
     }
     return true;
   }

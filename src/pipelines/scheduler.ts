@@ -100,7 +100,8 @@ export class Scheduler {
       .start({ run_id: runId, pipeline: p.name, node_id: this.deps.settings.NODE_ID, started_at: new Date().toISOString(), pipeline_version: p.version })
       .then(
         (claimed) => {
-          if (!claimed) this.deps.log.info({ pipeline: p.name, run_id: runId, tick: tick.toISOString() }, 'this tick was run already (by another manager); skipped');
+          if (!claimed)
+            this.deps.log.info({ pipeline: p.name, run_id: runId, tick: tick.toISOString() }, 'this tick was run already (by another manager); skipped');
           else if (this.hooks.isCurrent(p) && !p.active && !p.halted && !this.hooks.closing()) this.hooks.launch(p, { runId });
           else this.hooks.abandon(p.name, runId, 'stopped before the scheduled run was dispatched');
         },

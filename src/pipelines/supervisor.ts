@@ -62,10 +62,7 @@ export class RunSupervisor {
     if (active) {
       active.stop.abort();
       let timer: NodeJS.Timeout | undefined;
-      const timedOut = await Promise.race([
-        active.done.then(() => false),
-        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs))),
-      ]);
+      const timedOut = await Promise.race([active.done.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
       clearTimeout(timer);
       if (timedOut) this.deps.log.warn({ pipeline: p.name, run_id: active.runId }, `run did not drain within ${timeoutMs / 1000} s; no longer waiting for it`);
     }
@@ -206,7 +203,10 @@ export class RunSupervisor {
       return record;
     })();
     const active: ActiveRun = { runId, stop, done, placed };
-    done.then(() => setPlaced(false), () => setPlaced(false));
+    done.then(
+      () => setPlaced(false),
+      () => setPlaced(false),
+    );
     p.active = active;
     done
       .then(

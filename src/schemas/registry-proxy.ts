@@ -65,7 +65,8 @@ export function upstreamUrl(target: RegistryTarget, rawPath: string, rawQuery: s
     } catch {
       throw new RegistryPathError(`registry path segment '${seg}' is not valid percent-encoding`);
     }
-    if (decoded === '..' || decoded === '.' || decoded.includes('\\')) throw new RegistryPathError(`registry path '${rawPath}' has a '${decoded}' segment: path traversal is refused`);
+    if (decoded === '..' || decoded === '.' || decoded.includes('\\'))
+      throw new RegistryPathError(`registry path '${rawPath}' has a '${decoded}' segment: path traversal is refused`);
   }
   return target.base + rawPath + rawQuery;
 }

@@ -53,7 +53,6 @@ export interface SchemaFile {
   modified: string;
 }
 
-
 export const schemaType = (name: string): SchemaType => UPLOAD_EXTENSIONS[extname(name).toLowerCase()] ?? 'other';
 
 const traversal = (what: string, p: string, why: string) => httpError('HTTP_SCHEMA_FILE_INVALID', `${what} '${p}' ${why}: path traversal is refused`);
@@ -71,9 +70,14 @@ export function relativeSegments(p: string, what = 'schema path'): string[] {
   if (parts.includes('..')) throw traversal(what, p, "climbs with '..'");
   const segs = parts.filter((s) => s !== '' && s !== '.');
   // The name is not echoed: it may be kilobytes long.
-  if (Buffer.byteLength(p) > MAX_PATH_BYTES) throw httpError('HTTP_SCHEMA_FILE_INVALID', `${what} is ${Buffer.byteLength(p)} bytes long; at most ${MAX_PATH_BYTES} bytes`);
+  if (Buffer.byteLength(p) > MAX_PATH_BYTES)
+    throw httpError('HTTP_SCHEMA_FILE_INVALID', `${what} is ${Buffer.byteLength(p)} bytes long; at most ${MAX_PATH_BYTES} bytes`);
   const long = segs.find((s) => Buffer.byteLength(s) > MAX_NAME_BYTES);
-  if (long !== undefined) throw httpError('HTTP_SCHEMA_FILE_INVALID', `${what} has a name of ${Buffer.byteLength(long)} bytes (${long.slice(0, 16)}...); each folder or file name may have at most ${MAX_NAME_BYTES} bytes`);
+  if (long !== undefined)
+    throw httpError(
+      'HTTP_SCHEMA_FILE_INVALID',
+      `${what} has a name of ${Buffer.byteLength(long)} bytes (${long.slice(0, 16)}...); each folder or file name may have at most ${MAX_NAME_BYTES} bytes`,
+    );
   return segs;
 }
 
@@ -129,7 +133,8 @@ export class SchemaStore {
     const root = (await this.realRoot()) ?? this.dir;
     if (!within(root, real)) throw traversal('schema path', p, `is a symlink to ${real}, outside the schema folder`);
     const st = await fs.stat(real);
-    if (!st.isFile()) throw httpError('HTTP_SCHEMA_FILE_NOT_FOUND', `schema file '${segs.join('/')}' not found: it is a ${st.isDirectory() ? 'directory' : 'special file'}`);
+    if (!st.isFile())
+      throw httpError('HTTP_SCHEMA_FILE_NOT_FOUND', `schema file '${segs.join('/')}' not found: it is a ${st.isDirectory() ? 'directory' : 'special file'}`);
     return full;
   }
 
@@ -151,7 +156,10 @@ export class SchemaStore {
     checkFilename(filename);
     const dirSegs = relativeSegments(subdir, 'subdir');
     if (dirSegs[0] === RESERVED_TOP_DIR) {
-      throw httpError('HTTP_SCHEMA_FILE_INVALID', `subdir '${subdir}' starts with '${RESERVED_TOP_DIR}', which is reserved: /api/schemas/${RESERVED_TOP_DIR}/... is the schema registry proxy`);
+      throw httpError(
+        'HTTP_SCHEMA_FILE_INVALID',
+        `subdir '${subdir}' starts with '${RESERVED_TOP_DIR}', which is reserved: /api/schemas/${RESERVED_TOP_DIR}/... is the schema registry proxy`,
+      );
     }
     if (data.length > SCHEMA_MAX_BYTES) throw httpError('HTTP_BODY_TOO_LARGE', tooLarge());
     await fs.mkdir(this.dir, { recursive: true });
@@ -162,7 +170,8 @@ export class SchemaStore {
     let replaced = false;
     try {
       const st = await fs.lstat(dest);
-      if (st.isDirectory()) throw httpError('HTTP_SCHEMA_FILE_CONFLICT', `'${[...dirSegs, filename].join('/')}' is a directory in the schema folder; choose another name`);
+      if (st.isDirectory())
+        throw httpError('HTTP_SCHEMA_FILE_CONFLICT', `'${[...dirSegs, filename].join('/')}' is a directory in the schema folder; choose another name`);
       replaced = true;
     } catch (e) {
       if (e instanceof HttpError) throw e;
@@ -198,7 +207,8 @@ export class SchemaStore {
       }
       if (!within(root, real)) throw traversal('subdir', subdir, `leads through a symlink at '${segs.slice(0, i + 1).join('/')}' to outside the schema folder`);
       const st = await fs.stat(real).catch(() => undefined);
-      if (!st?.isDirectory()) throw httpError('HTTP_SCHEMA_FILE_CONFLICT', `'${segs.slice(0, i + 1).join('/')}' is not a folder in the schema folder; choose another subdir`);
+      if (!st?.isDirectory())
+        throw httpError('HTTP_SCHEMA_FILE_CONFLICT', `'${segs.slice(0, i + 1).join('/')}' is not a folder in the schema folder; choose another subdir`);
       at = real;
     }
     return at;
@@ -234,11 +244,16 @@ export function checkFilename(name: string): void {
   if (!name || name === '.' || name === '..' || /[\\/\0]/.test(name) || /[\x00-\x1f]/.test(name)) {
     throw httpError('HTTP_SCHEMA_FILE_INVALID', `invalid file name '${name}': give a plain file name, without folders`);
   }
-  if (name.startsWith('.')) throw httpError('HTTP_SCHEMA_FILE_INVALID', `invalid file name '${name}': hidden names (starting with '.') are not listed and are refused`);
+  if (name.startsWith('.'))
+    throw httpError('HTTP_SCHEMA_FILE_INVALID', `invalid file name '${name}': hidden names (starting with '.') are not listed and are refused`);
   const bytes = Buffer.byteLength(name);
-  if (bytes > MAX_FILENAME_BYTES) throw httpError('HTTP_SCHEMA_FILE_INVALID', `file name of ${bytes} bytes (${name.slice(0, 16)}...) is too long: at most ${MAX_FILENAME_BYTES} bytes`);
+  if (bytes > MAX_FILENAME_BYTES)
+    throw httpError('HTTP_SCHEMA_FILE_INVALID', `file name of ${bytes} bytes (${name.slice(0, 16)}...) is too long: at most ${MAX_FILENAME_BYTES} bytes`);
   const ext = extname(name).toLowerCase();
   if (!(ext in UPLOAD_EXTENSIONS)) {
-    throw httpError('HTTP_SCHEMA_FILE_INVALID', `file '${name}' has ${ext ? `extension '${ext}'` : 'no extension'}; accepted: ${Object.keys(UPLOAD_EXTENSIONS).join(', ')}`);
+    throw httpError(
+      'HTTP_SCHEMA_FILE_INVALID',
+      `file '${name}' has ${ext ? `extension '${ext}'` : 'no extension'}; accepted: ${Object.keys(UPLOAD_EXTENSIONS).join(', ')}`,
+    );
   }
 }

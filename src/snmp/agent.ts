@@ -3,7 +3,19 @@
 import type { RemoteInfo } from 'node:dgram';
 import { agentTable, rowAfter, VarBindBody, type AgentTable } from './agent-table.js';
 import { defaultDevice, type DeviceOptions, type MibEntry } from './device.js';
-import { decodeMessage, encodeCommunity, encodeV3, PduType, unwrapV3, USM_STATS, versionName, type AnyPdu, type EncodedPdu, type Pdu, type V3Message } from './message.js';
+import {
+  decodeMessage,
+  encodeCommunity,
+  encodeV3,
+  PduType,
+  unwrapV3,
+  USM_STATS,
+  versionName,
+  type AnyPdu,
+  type EncodedPdu,
+  type Pdu,
+  type V3Message,
+} from './message.js';
 import { engineBootsFrom, engineIdFrom, TIME_WINDOW_S, UdpService } from './udp.js';
 import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import { makeVarBind, SnmpInputError, type SnmpType, type VarBind } from './values.js';
@@ -88,7 +100,6 @@ const EXCEPTION_TYPES = new Set<SnmpType>(['Null', 'NoSuchObject', 'NoSuchInstan
 const body = new VarBindBody();
 /** An answer's PDU fields; its varbinds are in `body`. */
 type Answer = Omit<EncodedPdu, 'body' | 'type'>;
-
 
 export class SnmpAgent extends UdpService {
   private table!: AgentTable;
@@ -182,7 +193,10 @@ export class SnmpAgent extends UdpService {
       case PduType.GetBulk: {
         const nonRep = Math.max(0, Math.min(pdu.errorStatus, pdu.varbinds.length));
         const repeaters = pdu.varbinds.length - nonRep;
-        const maxRep = Math.max(0, Math.min(pdu.errorIndex, repeaters ? Math.floor(Math.min(this.bulk.maxVarbinds, MAX_BULK_VARBINDS - nonRep) / repeaters) : 0));
+        const maxRep = Math.max(
+          0,
+          Math.min(pdu.errorIndex, repeaters ? Math.floor(Math.min(this.bulk.maxVarbinds, MAX_BULK_VARBINDS - nonRep) / repeaters) : 0),
+        );
         for (let k = 0; k < nonRep; k++) {
           const i = this.next(pdu.varbinds[k]!.oid, false);
           if (i < n) body.rows(t, i, i + 1, elapsed, ctx);
@@ -285,7 +299,9 @@ export class SnmpAgent extends UdpService {
       const pdu = m.pdu as Pdu;
       const refused = unsupported(pdu, m.version === 0);
       if (refused) return this.log(rinfo, versionName(m.version), community, pdu, refused);
-      const res = this.fit(pdu.type, this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, buf.length, (p) => encodeCommunity(m.version as 0 | 1, community, p));
+      const res = this.fit(pdu.type, this.process(pdu, m.version === 0, canWrite), MAX_RESPONSE, buf.length, (p) =>
+        encodeCommunity(m.version as 0 | 1, community, p),
+      );
       this.send(res, rinfo);
       this.log(rinfo, versionName(m.version), community, pdu);
       return;
@@ -305,7 +321,17 @@ export class SnmpAgent extends UdpService {
   }
 
   private header(m: V3Message, userName: string) {
-    return { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: this.engineId, boots: this.engineBoots, time: Math.floor(this.elapsed()), userName, contextEngineId: this.engineId, contextName: m.contextName };
+    return {
+      msgId: m.msgId,
+      maxSize: 65507,
+      reportable: false,
+      engineId: this.engineId,
+      boots: this.engineBoots,
+      time: Math.floor(this.elapsed()),
+      userName,
+      contextEngineId: this.engineId,
+      contextName: m.contextName,
+    };
   }
 
   private onV3(m: V3Message, rinfo: RemoteInfo, requestBytes: number): void {
@@ -317,15 +343,19 @@ export class SnmpAgent extends UdpService {
     if (!entry) return this.report(m, rinfo, USM_STATS.unknownUserNames, null, `unknown user ${m.userName}`);
     const res = unwrapV3(m, entry.local);
     if ('error' in res) {
-      const oid = res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels;
+      const oid =
+        res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels;
       return this.report(m, rinfo, oid, null, res.error);
     }
-    if (m.flags & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.elapsed()) > TIME_WINDOW_S)) return this.report(m, rinfo, USM_STATS.notInTimeWindows, entry.local, 'time sync');
+    if (m.flags & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.elapsed()) > TIME_WINDOW_S))
+      return this.report(m, rinfo, USM_STATS.notInTimeWindows, entry.local, 'time sync');
     const pdu = res.pdu as Pdu;
     const refused = unsupported(pdu, false);
     if (refused) return this.log(rinfo, '3', m.userName, pdu, refused);
     const level: LocalUser | null = m.flags & 1 ? (m.flags & 2 ? entry.local : { name: entry.local.name, auth: entry.local.auth }) : null;
-    const out = this.fit(pdu.type, this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), requestBytes, (p) => encodeV3(this.header(m, m.userName), level, p));
+    const out = this.fit(pdu.type, this.process(pdu, false, false), Math.min(m.maxSize, MAX_RESPONSE), requestBytes, (p) =>
+      encodeV3(this.header(m, m.userName), level, p),
+    );
     this.send(out, rinfo);
     this.log(rinfo, '3', m.userName, pdu);
   }

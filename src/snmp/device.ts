@@ -51,8 +51,14 @@ export function defaultDevice(opts: DeviceOptions = {}): MibEntry[] {
     return { idx, speed, up, rate, name: idx === n && n > 1 ? 'lo' : `eth${i}`, mac: Buffer.from([0x02, 0x00, 0x5e, 0x10, idx >> 8, idx & 0xff]) };
   });
   // A number, not a BigInt: the same value (a double either way), encoded without BigInt work per request.
-  const c64 = (rate: number, scale = 1) => (s: number) => Math.floor(base * scale + rate * scale * s);
-  const c32 = (rate: number, scale = 1) => (s: number) => Math.floor(base * scale + rate * scale * s) % TWO32;
+  const c64 =
+    (rate: number, scale = 1) =>
+    (s: number) =>
+      Math.floor(base * scale + rate * scale * s);
+  const c32 =
+    (rate: number, scale = 1) =>
+    (s: number) =>
+      Math.floor(base * scale + rate * scale * s) % TWO32;
   const ifT = '1.3.6.1.2.1.2.2.1';
   const col = (c: number, type: SnmpType, f: (x: (typeof ifs)[number]) => MibEntry['value'], table = ifT) => {
     for (const x of ifs) add(`${table}.${c}.${x.idx}`, type, f(x));

@@ -150,7 +150,8 @@ export class Fleet {
     this.size = int(opts.agents, 0, 1, MAX_FLEET_AGENTS, 'agents');
     this.host = opts.host ?? '127.0.0.1';
     this.basePort = int(opts.basePort, 0, 0, 65535, 'base port');
-    if (this.basePort && this.basePort + this.size - 1 > 65535) throw new SnmpInputError(`base port ${this.basePort} + ${this.size} agents goes past port 65535; lower the base port or the number of agents`);
+    if (this.basePort && this.basePort + this.size - 1 > 65535)
+      throw new SnmpInputError(`base port ${this.basePort} + ${this.size} agents goes past port 65535; lower the base port or the number of agents`);
     this.minInterfaces = int(opts.interfaces, 20, 1, MAX_FLEET_INTERFACES, 'interfaces');
     this.spread = int(opts.interfaceSpread, 8, 0, MAX_FLEET_INTERFACES - this.minInterfaces, 'interface spread');
     this.community = opts.community ?? 'public';

@@ -21,7 +21,27 @@ export const Version = { v1: 0, v2c: 1, v3: 3 } as const;
 export type SnmpVersion = '1' | '2c' | '3';
 export const versionName = (v: number): SnmpVersion => (v === 0 ? '1' : v === 1 ? '2c' : '3');
 
-export const ErrorStatus = ['noError', 'tooBig', 'noSuchName', 'badValue', 'readOnly', 'genErr', 'noAccess', 'wrongType', 'wrongLength', 'wrongEncoding', 'wrongValue', 'noCreation', 'inconsistentValue', 'resourceUnavailable', 'commitFailed', 'undoFailed', 'authorizationError', 'notWritable', 'inconsistentName'];
+export const ErrorStatus = [
+  'noError',
+  'tooBig',
+  'noSuchName',
+  'badValue',
+  'readOnly',
+  'genErr',
+  'noAccess',
+  'wrongType',
+  'wrongLength',
+  'wrongEncoding',
+  'wrongValue',
+  'noCreation',
+  'inconsistentValue',
+  'resourceUnavailable',
+  'commitFailed',
+  'undoFailed',
+  'authorizationError',
+  'notWritable',
+  'inconsistentName',
+];
 
 export interface Pdu {
   type: number;
@@ -343,8 +363,22 @@ export function decodeMessage(buf: Buffer): CommunityMessage | V3Message {
     data = buf.subarray(start, r.pos);
   }
   return {
-    version: 3, msgId, maxSize, flags, securityModel, engineId, boots, time, userName, authParams, privParams, data, raw: buf,
-    reportable: !!(flags & 4), contextEngineId: Buffer.alloc(0), contextName: '',
+    version: 3,
+    msgId,
+    maxSize,
+    flags,
+    securityModel,
+    engineId,
+    boots,
+    time,
+    userName,
+    authParams,
+    privParams,
+    data,
+    raw: buf,
+    reportable: !!(flags & 4),
+    contextEngineId: Buffer.alloc(0),
+    contextName: '',
   };
 }
 

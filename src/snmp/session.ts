@@ -3,7 +3,19 @@
 import { createSocket, type Socket } from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { randomInt } from 'node:crypto';
-import { decodeMessage, encodeCommunity, encodeV3, ErrorStatus, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type SnmpVersion, type V3Message } from './message.js';
+import {
+  decodeMessage,
+  encodeCommunity,
+  encodeV3,
+  ErrorStatus,
+  PduType,
+  unwrapV3,
+  USM_STATS,
+  type AnyPdu,
+  type Pdu,
+  type SnmpVersion,
+  type V3Message,
+} from './message.js';
 import { localize, makeUser, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import { SnmpInputError, SnmpResponseError, SnmpTimeoutError, type VarBind } from './values.js';
 
@@ -75,7 +87,9 @@ export class SnmpSession {
     this.socket = createSocket({ type: family === 6 ? 'udp6' : 'udp4', recvBufferSize: 4 << 20 });
     this.socket.on('message', (buf) => this.onMessage(buf));
     // A connected socket turns ICMP port-unreachable into ECONNREFUSED instead of a silent timeout.
-    this.socket.on('error', (e: NodeJS.ErrnoException) => this.failAll(e.code === 'ECONNREFUSED' ? new SnmpTimeoutError(`no SNMP agent at udp ${this.addr} (port unreachable)`) : e));
+    this.socket.on('error', (e: NodeJS.ErrnoException) =>
+      this.failAll(e.code === 'ECONNREFUSED' ? new SnmpTimeoutError(`no SNMP agent at udp ${this.addr} (port unreachable)`) : e),
+    );
     await new Promise<void>((res, rej) => {
       this.socket.once('error', rej);
       this.socket.connect(port, address, () => {
@@ -153,7 +167,8 @@ export class SnmpSession {
       } else if (discovery && !this.engine && m.engineId.length) this.noteEngine(m);
       return true;
     }
-    if (discovery || (m.flags & 3) !== want.level || m.userName !== want.userName || !m.engineId.equals(want.engineId) || pdu.requestId !== m.msgId) return false;
+    if (discovery || (m.flags & 3) !== want.level || m.userName !== want.userName || !m.engineId.equals(want.engineId) || pdu.requestId !== m.msgId)
+      return false;
     this.noteEngine(m);
     return true;
   }
@@ -211,7 +226,11 @@ export class SnmpSession {
     const res = await this.send(pdu, true);
     if (res.errorStatus) {
       const name = ErrorStatus[res.errorStatus] ?? String(res.errorStatus);
-      throw new SnmpResponseError(`agent at ${this.addr} answered ${name}${res.errorIndex ? ` for varbind ${res.errorIndex}` : ''}`, res.errorStatus, res.errorIndex);
+      throw new SnmpResponseError(
+        `agent at ${this.addr} answered ${name}${res.errorIndex ? ` for varbind ${res.errorIndex}` : ''}`,
+        res.errorStatus,
+        res.errorIndex,
+      );
     }
     return res;
   }
@@ -250,7 +269,17 @@ export class SnmpSession {
     return this.exchange(
       (mid) =>
         encodeV3(
-          { msgId: mid, maxSize: 65507, reportable: true, engineId: engine.id, boots: this.engine!.boots, time: this.currentTime(), userName: this.user!.name, contextEngineId: engine.id, contextName: this.target.contextName ?? '' },
+          {
+            msgId: mid,
+            maxSize: 65507,
+            reportable: true,
+            engineId: engine.id,
+            boots: this.engine!.boots,
+            time: this.currentTime(),
+            userName: this.user!.name,
+            contextEngineId: engine.id,
+            contextName: this.target.contextName ?? '',
+          },
           this.local,
           { ...pdu, requestId: mid },
         ),
@@ -265,7 +294,17 @@ export class SnmpSession {
     const { pdu: res } = await this.exchange(
       (mid) =>
         encodeV3(
-          { msgId: mid, maxSize: 65507, reportable: true, engineId: Buffer.alloc(0), boots: 0, time: 0, userName: '', contextEngineId: Buffer.alloc(0), contextName: '' },
+          {
+            msgId: mid,
+            maxSize: 65507,
+            reportable: true,
+            engineId: Buffer.alloc(0),
+            boots: 0,
+            time: 0,
+            userName: '',
+            contextEngineId: Buffer.alloc(0),
+            contextName: '',
+          },
           null,
           { type: PduType.Get, requestId: mid, errorStatus: 0, errorIndex: 0, varbinds: [] },
         ),
@@ -281,7 +320,10 @@ export class SnmpSession {
   }
 
   get(oids: string[]): Promise<Pdu> {
-    return this.request(PduType.Get, oids.map((oid) => ({ oid, type: 'Null', value: null })));
+    return this.request(
+      PduType.Get,
+      oids.map((oid) => ({ oid, type: 'Null', value: null })),
+    );
   }
 }
 

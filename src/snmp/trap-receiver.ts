@@ -4,7 +4,19 @@
 // authoritative and answers discovery probes with its own engine ID.
 import type { RemoteInfo } from 'node:dgram';
 import { engineBootsFrom, engineIdFrom, TIME_WINDOW_S, UdpService } from './udp.js';
-import { decodeMessage, encodeCommunity, encodeV3, macMatches, PduType, unwrapV3, USM_STATS, type AnyPdu, type Pdu, type TrapV1Fields, type V3Message } from './message.js';
+import {
+  decodeMessage,
+  encodeCommunity,
+  encodeV3,
+  macMatches,
+  PduType,
+  unwrapV3,
+  USM_STATS,
+  type AnyPdu,
+  type Pdu,
+  type TrapV1Fields,
+  type V3Message,
+} from './message.js';
 import { localize, makeUser, NotificationReplayGuard, type LocalUser, type UsmUser, type UsmUserConfig } from './usm.js';
 import type { VarBind } from './values.js';
 
@@ -94,7 +106,11 @@ export class TrapReceiver extends UdpService {
 
   addUser(cfg: ReceiverUserConfig): void {
     const made = makeUser(cfg);
-    const user: RxUser = { user: made, authOnly: made.auth && made.priv ? { name: made.name, auth: made.auth } : undefined, level: made.priv ? 3 : made.auth ? 1 : 0 };
+    const user: RxUser = {
+      user: made,
+      authOnly: made.auth && made.priv ? { name: made.name, auth: made.auth } : undefined,
+      level: made.priv ? 3 : made.auth ? 1 : 0,
+    };
     let e = this.users.get(made.name);
     if (!e) this.users.set(made.name, (e = { byEngine: new Map() }));
     if (cfg.engineId) e.byEngine.set(cfg.engineId.replace(/^0x/i, '').toLowerCase(), user);
@@ -125,12 +141,16 @@ export class TrapReceiver extends UdpService {
     const pdu = m.pdu;
     // RFC 3584 2.1: SNMPv1 carries only the v1 Trap-PDU as a notification (an SNMPv2-Trap or
     // InformRequest in a v1 message is malformed), and v2c never carries it.
-    if (m.version === 0 && pdu.type !== PduType.TrapV1) return this.drop(`PDU type 0x${pdu.type.toString(16)} in an SNMPv1 message (only the v1 Trap-PDU)`, rinfo);
+    if (m.version === 0 && pdu.type !== PduType.TrapV1)
+      return this.drop(`PDU type 0x${pdu.type.toString(16)} in an SNMPv1 message (only the v1 Trap-PDU)`, rinfo);
     if (pdu.type === PduType.TrapV1) {
       if (m.version !== 0) return this.drop('v1 Trap-PDU in a v2c message', rinfo);
       const t = pdu as Pdu & TrapV1Fields;
       return this.emit(rinfo, '1', 'trap', { community }, v1TrapOid(t), t.timestamp, t.varbinds, {
-        enterprise: t.enterprise, agentAddr: t.agentAddr, genericTrap: t.genericTrap, specificTrap: t.specificTrap,
+        enterprise: t.enterprise,
+        agentAddr: t.agentAddr,
+        genericTrap: t.genericTrap,
+        specificTrap: t.specificTrap,
       });
     }
     if (pdu.type !== PduType.TrapV2 && pdu.type !== PduType.Inform) return this.drop(`unexpected PDU type 0x${pdu.type.toString(16)}`, rinfo);
@@ -149,9 +169,28 @@ export class TrapReceiver extends UdpService {
     this.emit(rinfo, version, pdu.type === PduType.Inform ? 'inform' : 'trap', who, vbs[1]!.value as string, vbs[0]!.value as number, vbs.slice(2));
   }
 
-  private emit(rinfo: RemoteInfo, version: TrapEvent['version'], kind: TrapEvent['kind'], who: { community?: string; user?: string; engineId?: string }, trapOid: string, uptime: number | undefined, varbinds: VarBind[], v1?: TrapEvent['v1']): void {
+  private emit(
+    rinfo: RemoteInfo,
+    version: TrapEvent['version'],
+    kind: TrapEvent['kind'],
+    who: { community?: string; user?: string; engineId?: string },
+    trapOid: string,
+    uptime: number | undefined,
+    varbinds: VarBind[],
+    v1?: TrapEvent['v1'],
+  ): void {
     this.received++;
-    this.opts.onTrap({ time: new Date().toISOString(), source: `${rinfo.address}:${rinfo.port}`, version, kind, ...who, trapOid, ...(uptime !== undefined ? { uptime } : {}), varbinds, ...(v1 ? { v1 } : {}) });
+    this.opts.onTrap({
+      time: new Date().toISOString(),
+      source: `${rinfo.address}:${rinfo.port}`,
+      version,
+      kind,
+      ...who,
+      trapOid,
+      ...(uptime !== undefined ? { uptime } : {}),
+      varbinds,
+      ...(v1 ? { v1 } : {}),
+    });
   }
 
   private findUser(name: string, engineId: Buffer): RxUser | undefined {
@@ -190,7 +229,12 @@ export class TrapReceiver extends UdpService {
     }
     const res = unwrapV3(m, local, { macChecked: true });
     if ('error' in res) {
-      if (reportable) this.report(m, rinfo, res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels);
+      if (reportable)
+        this.report(
+          m,
+          rinfo,
+          res.error === 'wrongDigest' ? USM_STATS.wrongDigests : res.error === 'decryptionError' ? USM_STATS.decryptionErrors : USM_STATS.unsupportedSecLevels,
+        );
       return this.drop(`SNMPv3 user "${m.userName}": ${res.error}`, rinfo);
     }
     const pdu = res.pdu;
@@ -198,10 +242,15 @@ export class TrapReceiver extends UdpService {
       // For an inform we are the authoritative engine (RFC 3414 3.2 step 7a): an authenticated
       // message outside our time window is refused with an authenticated report (the sender
       // resynchronises and resends), so a captured inform cannot be replayed later.
-      if (!m.engineId.equals(this.engineId)) return this.drop(`SNMPv3 inform from user "${m.userName}" for engine ${m.engineId.toString('hex')}, not ours`, rinfo);
+      if (!m.engineId.equals(this.engineId))
+        return this.drop(`SNMPv3 inform from user "${m.userName}" for engine ${m.engineId.toString('hex')}, not ours`, rinfo);
       if (level & 1 && (m.boots !== this.engineBoots || Math.abs(m.time - this.engineTime()) > TIME_WINDOW_S)) {
         this.report(m, rinfo, USM_STATS.notInTimeWindows, { name: local!.name, auth: local!.auth! }, pdu.requestId);
-        return this.drop(`SNMPv3 user "${m.userName}": notInTimeWindow (boots ${m.boots} time ${m.time}; ours ${this.engineBoots} ${this.engineTime()})`, rinfo, 'notInTimeWindow');
+        return this.drop(
+          `SNMPv3 user "${m.userName}": notInTimeWindow (boots ${m.boots} time ${m.time}; ours ${this.engineBoots} ${this.engineTime()})`,
+          rinfo,
+          'notInTimeWindow',
+        );
       }
     } else if (pdu.type !== PduType.TrapV2) return this.drop(`unexpected PDU type 0x${pdu.type.toString(16)}`, rinfo);
     const bad = notificationError(pdu);
@@ -210,7 +259,11 @@ export class TrapReceiver extends UdpService {
     // it is sent (unauthenticated ones anybody can forge anyway).
     const when = level & 1 ? this.timeliness.check(m, m.raw.subarray(m.authParams.at, m.authParams.at + m.authParams.len), pdu.type === PduType.TrapV2) : 'ok';
     if (when === 'notInTimeWindow') {
-      return this.drop(`SNMPv3 user "${m.userName}": notInTimeWindow (engine ${m.engineId.toString('hex')} boots ${m.boots} time ${m.time}: earlier boots, or more than ${TIME_WINDOW_S} s behind the newest time seen from that engine)`, rinfo, 'notInTimeWindow');
+      return this.drop(
+        `SNMPv3 user "${m.userName}": notInTimeWindow (engine ${m.engineId.toString('hex')} boots ${m.boots} time ${m.time}: earlier boots, or more than ${TIME_WINDOW_S} s behind the newest time seen from that engine)`,
+        rinfo,
+        'notInTimeWindow',
+      );
     }
     if (pdu.type === PduType.Inform) {
       // The acknowledgement goes back at the inform's level (local holds exactly those keys); a
@@ -219,7 +272,11 @@ export class TrapReceiver extends UdpService {
       this.socket?.send(encodeV3(this.header(m), local, ack), rinfo.port, rinfo.address);
     }
     if (when === 'replay') {
-      return this.drop(`SNMPv3 user "${m.userName}": replay of a notification received already (engine ${m.engineId.toString('hex')} boots ${m.boots} time ${m.time} msgID ${m.msgId})`, rinfo, 'replay');
+      return this.drop(
+        `SNMPv3 user "${m.userName}": replay of a notification received already (engine ${m.engineId.toString('hex')} boots ${m.boots} time ${m.time} msgID ${m.msgId})`,
+        rinfo,
+        'replay',
+      );
     }
     this.emitV2(rinfo, '3', pdu, { user: m.userName, engineId: m.engineId.toString('hex') });
   }
@@ -229,7 +286,17 @@ export class TrapReceiver extends UdpService {
   }
 
   private header(m: V3Message) {
-    return { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: this.engineId, boots: this.engineBoots, time: this.engineTime(), userName: m.userName, contextEngineId: m.contextEngineId.length ? m.contextEngineId : this.engineId, contextName: m.contextName };
+    return {
+      msgId: m.msgId,
+      maxSize: 65507,
+      reportable: false,
+      engineId: this.engineId,
+      boots: this.engineBoots,
+      time: this.engineTime(),
+      userName: m.userName,
+      contextEngineId: m.contextEngineId.length ? m.contextEngineId : this.engineId,
+      contextName: m.contextName,
+    };
   }
 
   /** A usmStats report; unauthenticated unless `auth` (notInTimeWindows: authNoPriv, RFC 3414 3.2 7a). */

@@ -78,7 +78,11 @@ export async function sendTrap(opts: TrapSendOptions): Promise<TrapSendResult> {
   const c64 = version === '1' ? varbinds.findIndex((v) => v.type === 'Counter64') : -1;
   if (c64 >= 0) throw new SnmpInputError(`varbind ${c64 + 1}: SNMPv1 has no Counter64 (RFC 3584); use version 2c or 3`);
   const result: TrapSendResult = { version, kind: inform ? 'inform' : 'trap', trapOid, varbinds: varbinds.length };
-  const full: VarBind[] = [{ oid: '1.3.6.1.2.1.1.3.0', type: 'TimeTicks', value: uptime }, { oid: '1.3.6.1.6.3.1.1.4.1.0', type: 'ObjectIdentifier', value: trapOid }, ...varbinds];
+  const full: VarBind[] = [
+    { oid: '1.3.6.1.2.1.1.3.0', type: 'TimeTicks', value: uptime },
+    { oid: '1.3.6.1.6.3.1.1.4.1.0', type: 'ObjectIdentifier', value: trapOid },
+    ...varbinds,
+  ];
 
   if (inform) {
     const session = await SnmpSession.open({ ...opts, port: opts.port ?? 162 });
@@ -96,7 +100,13 @@ export async function sendTrap(opts: TrapSendOptions): Promise<TrapSendResult> {
     const pdu = { type: PduType.TrapV1, requestId: 0, errorStatus: 0, errorIndex: 0, varbinds, ...v1Fields(trapOid, opts.agentAddr ?? '127.0.0.1', uptime) };
     msg = encodeCommunity(0, opts.community ?? 'public', pdu);
   } else if (version === '2c') {
-    msg = encodeCommunity(1, opts.community ?? 'public', { type: PduType.TrapV2, requestId: (Math.random() * 0x7fffffff) | 0, errorStatus: 0, errorIndex: 0, varbinds: full });
+    msg = encodeCommunity(1, opts.community ?? 'public', {
+      type: PduType.TrapV2,
+      requestId: (Math.random() * 0x7fffffff) | 0,
+      errorStatus: 0,
+      errorIndex: 0,
+      varbinds: full,
+    });
   } else {
     if (!opts.user) throw new SnmpInputError('SNMPv3 needs a user (security name and keys)');
     const engineId = opts.engineId ? Buffer.from(opts.engineId.replace(/^0x/i, ''), 'hex') : processEngineId;
@@ -104,7 +114,17 @@ export async function sendTrap(opts: TrapSendOptions): Promise<TrapSendResult> {
     const local = user.auth ? localize(user, engineId) : null;
     const pdu: Pdu = { type: PduType.TrapV2, requestId: (Math.random() * 0x7fffffff) | 0, errorStatus: 0, errorIndex: 0, varbinds: full };
     msg = encodeV3(
-      { msgId: pdu.requestId, maxSize: 65507, reportable: false, engineId, boots: 1, time: Math.floor(process.uptime()), userName: user.name, contextEngineId: engineId, contextName: opts.contextName ?? '' },
+      {
+        msgId: pdu.requestId,
+        maxSize: 65507,
+        reportable: false,
+        engineId,
+        boots: 1,
+        time: Math.floor(process.uptime()),
+        userName: user.name,
+        contextEngineId: engineId,
+        contextName: opts.contextName ?? '',
+      },
       local,
       pdu,
     );

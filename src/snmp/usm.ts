@@ -43,9 +43,19 @@ export function parseAuthProtocol(name: string): AuthProtocol {
 export function parsePrivProtocol(name: string): PrivProtocol {
   const n = norm(name);
   const aliases: Record<string, PrivProtocol> = {
-    AES: 'AES128', AESCFB128: 'AES128', DES3: '3DES', TRIPLEDES: '3DES', '3DESEDE': '3DES',
-    AES192B: 'AES192', AES192BLMT: 'AES192', AES256B: 'AES256', AES256BLMT: 'AES256',
-    AES192R: 'AES192C', AES256R: 'AES256C', AES192CISCO: 'AES192C', AES256CISCO: 'AES256C',
+    AES: 'AES128',
+    AESCFB128: 'AES128',
+    DES3: '3DES',
+    TRIPLEDES: '3DES',
+    '3DESEDE': '3DES',
+    AES192B: 'AES192',
+    AES192BLMT: 'AES192',
+    AES256B: 'AES256',
+    AES256BLMT: 'AES256',
+    AES192R: 'AES192C',
+    AES256R: 'AES256C',
+    AES192CISCO: 'AES192C',
+    AES256CISCO: 'AES256C',
   };
   const p = aliases[n] ?? n;
   if (p in PRIV) return p as PrivProtocol;

@@ -81,18 +81,43 @@ export const TAG_TYPE: Record<number, SnmpType> = Object.fromEntries(Object.entr
 
 // Names users write: SMI names, net-snmp's snmpset letters, common aliases (compared lower-case).
 const ALIASES: Record<string, SnmpType> = {
-  integer: 'Integer32', integer32: 'Integer32', int: 'Integer32', i: 'Integer32',
-  octetstring: 'OctetString', 'octet string': 'OctetString', string: 'OctetString', s: 'OctetString',
-  displaystring: 'OctetString', hex: 'OctetString', hexstring: 'OctetString', x: 'OctetString',
-  objectidentifier: 'ObjectIdentifier', 'object identifier': 'ObjectIdentifier', oid: 'ObjectIdentifier', o: 'ObjectIdentifier',
-  ipaddress: 'IpAddress', ip: 'IpAddress', a: 'IpAddress',
-  counter32: 'Counter32', counter: 'Counter32', c: 'Counter32',
-  gauge32: 'Gauge32', gauge: 'Gauge32', unsigned32: 'Gauge32', unsigned: 'Gauge32', u: 'Gauge32',
-  timeticks: 'TimeTicks', t: 'TimeTicks',
+  integer: 'Integer32',
+  integer32: 'Integer32',
+  int: 'Integer32',
+  i: 'Integer32',
+  octetstring: 'OctetString',
+  'octet string': 'OctetString',
+  string: 'OctetString',
+  s: 'OctetString',
+  displaystring: 'OctetString',
+  hex: 'OctetString',
+  hexstring: 'OctetString',
+  x: 'OctetString',
+  objectidentifier: 'ObjectIdentifier',
+  'object identifier': 'ObjectIdentifier',
+  oid: 'ObjectIdentifier',
+  o: 'ObjectIdentifier',
+  ipaddress: 'IpAddress',
+  ip: 'IpAddress',
+  a: 'IpAddress',
+  counter32: 'Counter32',
+  counter: 'Counter32',
+  c: 'Counter32',
+  gauge32: 'Gauge32',
+  gauge: 'Gauge32',
+  unsigned32: 'Gauge32',
+  unsigned: 'Gauge32',
+  u: 'Gauge32',
+  timeticks: 'TimeTicks',
+  t: 'TimeTicks',
   opaque: 'Opaque',
-  counter64: 'Counter64', C: 'Counter64',
-  null: 'Null', n: 'Null',
-  nosuchobject: 'NoSuchObject', nosuchinstance: 'NoSuchInstance', endofmibview: 'EndOfMibView',
+  counter64: 'Counter64',
+  C: 'Counter64',
+  null: 'Null',
+  n: 'Null',
+  nosuchobject: 'NoSuchObject',
+  nosuchinstance: 'NoSuchInstance',
+  endofmibview: 'EndOfMibView',
 };
 
 const HEX_NAMES = new Set(['hex', 'hexstring', 'x']);
@@ -199,7 +224,8 @@ export function coerceValue(type: SnmpType, value: unknown, oid = 'the varbind',
       if (typeof value !== 'string') throw new SnmpInputError(`ObjectIdentifier value for ${oid} must be a numeric OID string`);
       return parseOid(value, `ObjectIdentifier value for ${oid}`);
     case 'IpAddress':
-      if (typeof value !== 'string' || !isIPv4(value)) throw new SnmpInputError(`IpAddress value for ${oid} must be a dotted IPv4 address, got ${JSON.stringify(value)}`);
+      if (typeof value !== 'string' || !isIPv4(value))
+        throw new SnmpInputError(`IpAddress value for ${oid} must be a dotted IPv4 address, got ${JSON.stringify(value)}`);
       return value;
     default:
       if (value !== null && value !== undefined && value !== '') throw new SnmpInputError(`${type} for ${oid} takes no value`);

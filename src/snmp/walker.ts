@@ -87,7 +87,11 @@ export async function walkSession(session: SnmpSession, opts: Pick<WalkOptions, 
           continue;
         }
         if (bulk && e instanceof SnmpResponseError && e.errorStatus === 1)
-          throw new SnmpResponseError(`${e.message}: the object after ${last} does not fit in a response even with max-repetitions 1`, e.errorStatus, e.errorIndex);
+          throw new SnmpResponseError(
+            `${e.message}: the object after ${last} does not fit in a response even with max-repetitions 1`,
+            e.errorStatus,
+            e.errorIndex,
+          );
         throw e;
       }
       if (vbs.length === 0) break;

@@ -53,7 +53,10 @@ export class SqlAlertStore implements AlertStore {
 
   async add(pipeline: string, rule: AlertRule): Promise<boolean> {
     try {
-      await this.db.insertInto('alert_rules').values({ pipeline: fits(pipeline, MAX_NAME, 'pipeline'), ...columns(rule) }).execute();
+      await this.db
+        .insertInto('alert_rules')
+        .values({ pipeline: fits(pipeline, MAX_NAME, 'pipeline'), ...columns(rule) })
+        .execute();
       return true;
     } catch (err) {
       if (isUniqueViolation(err)) return false;
@@ -66,21 +69,11 @@ export class SqlAlertStore implements AlertStore {
     return this.db
       .transaction()
       .execute(async (trx) => {
-        const r = await trx
-          .updateTable('alert_rules')
-          .set(columns(rule))
-          .where('pipeline', '=', pipeline)
-          .where('name', '=', name)
-          .executeTakeFirst();
+        const r = await trx.updateTable('alert_rules').set(columns(rule)).where('pipeline', '=', pipeline).where('name', '=', name).executeTakeFirst();
         if (num(r.numUpdatedRows) === 0) return false;
         if (rule.name !== name) {
           await trx.deleteFrom('alert_cooldowns').where('pipeline', '=', pipeline).where('rule', '=', rule.name).execute();
-          await trx
-            .updateTable('alert_cooldowns')
-            .set({ rule: rule.name })
-            .where('pipeline', '=', pipeline)
-            .where('rule', '=', name)
-            .execute();
+          await trx.updateTable('alert_cooldowns').set({ rule: rule.name }).where('pipeline', '=', pipeline).where('rule', '=', name).execute();
         }
         return true;
       })
@@ -106,18 +99,15 @@ export class SqlAlertStore implements AlertStore {
   }
 
   async lastFired(pipeline: string, rule: string): Promise<string | undefined> {
-    const r = await this.db
-      .selectFrom('alert_cooldowns')
-      .select('fired_at')
-      .where('pipeline', '=', pipeline)
-      .where('rule', '=', rule)
-      .executeTakeFirst();
+    const r = await this.db.selectFrom('alert_cooldowns').select('fired_at').where('pipeline', '=', pipeline).where('rule', '=', rule).executeTakeFirst();
     return r?.fired_at;
   }
 
   async setFired(pipeline: string, rule: string, at: string): Promise<void> {
     const fired_at = iso(at, 'fired_at');
-    const q = this.db.insertInto('alert_cooldowns').values({ pipeline: fits(pipeline, MAX_NAME, 'pipeline'), rule: fits(rule, MAX_NAME, 'alert rule name'), fired_at });
+    const q = this.db
+      .insertInto('alert_cooldowns')
+      .values({ pipeline: fits(pipeline, MAX_NAME, 'pipeline'), rule: fits(rule, MAX_NAME, 'alert rule name'), fired_at });
     await (this.engine === 'mysql'
       ? q.onDuplicateKeyUpdate({ fired_at })
       : q.onConflict((oc) => oc.columns(['pipeline', 'rule']).doUpdateSet({ fired_at }))

@@ -29,7 +29,12 @@ export class SqlDlqReplayStore implements DlqReplayStore {
   }
 
   async mark(pipeline: string, id: string, runId: string): Promise<void> {
-    const row = { pipeline: fits(pipeline, MAX_NAME, 'pipeline'), envelope_id: fits(id, 64, 'envelope id'), replayed_at: nowIso(), run_id: fits(runId, MAX_RUN_ID, 'run id') };
+    const row = {
+      pipeline: fits(pipeline, MAX_NAME, 'pipeline'),
+      envelope_id: fits(id, 64, 'envelope id'),
+      replayed_at: nowIso(),
+      run_id: fits(runId, MAX_RUN_ID, 'run id'),
+    };
     const q = this.db.insertInto('dlq_replayed').values(row);
     await (this.engine === 'mysql'
       ? q.onDuplicateKeyUpdate({ replayed_at: row.replayed_at, run_id: row.run_id })

@@ -21,8 +21,7 @@ interface Types {
 }
 
 function typesFor(engine: DbEngine): Types {
-  const str = (n: number) =>
-    engine === 'postgresql' ? sql.raw(`varchar(${n}) collate "C"`) : sql.raw(`varchar(${n})`);
+  const str = (n: number) => (engine === 'postgresql' ? sql.raw(`varchar(${n}) collate "C"`) : sql.raw(`varchar(${n})`));
   const text = engine === 'mysql' ? sql.raw('longtext') : engine === 'postgresql' ? sql.raw('text collate "C"') : sql.raw('text');
   return { str, text, ts: str(32) };
 }
@@ -47,9 +46,7 @@ async function tableFinisher(db: QueryExecutorProvider, engine: DbEngine): Promi
 
 /** An auto-increment integer primary key column named `id`. */
 function withId<T extends string, C extends string>(engine: DbEngine, b: CreateTableBuilder<T, C>) {
-  return engine === 'postgresql'
-    ? b.addColumn('id', 'serial', (c) => c.primaryKey())
-    : b.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+  return engine === 'postgresql' ? b.addColumn('id', 'serial', (c) => c.primaryKey()) : b.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
 }
 
 function m0001Initial(engine: DbEngine): Migration {
@@ -168,7 +165,10 @@ function m0002RunDuration(engine: DbEngine): Migration {
       await db.schema.createIndex('runs_finished_at').on('runs').column('finished_at').execute();
     },
     async down(db) {
-      await db.schema.dropIndex('runs_finished_at').$call((b) => (engine === 'mysql' ? b.on('runs') : b)).execute();
+      await db.schema
+        .dropIndex('runs_finished_at')
+        .$call((b) => (engine === 'mysql' ? b.on('runs') : b))
+        .execute();
       await db.schema.alterTable('runs').dropColumn('duration_ms').execute();
     },
   };

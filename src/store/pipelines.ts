@@ -95,10 +95,7 @@ export class SqlPipelineStore implements PipelineStore {
         .executeTakeFirst();
       const version = num(max?.v ?? 0) + 1;
       await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', p.name).where('is_active', '=', 1).execute();
-      await trx
-        .insertInto('pipeline_versions')
-        .values({ name: p.name, version, yaml: p.yaml, created_at: now, is_active: 1 })
-        .execute();
+      await trx.insertInto('pipeline_versions').values({ name: p.name, version, yaml: p.yaml, created_at: now, is_active: 1 }).execute();
       const row = { name: p.name, yaml: p.yaml, origin: p.origin, file, version, updated_at: now };
       if (current) await trx.updateTable('pipelines').set(row).where('name', '=', p.name).execute();
       else await trx.insertInto('pipelines').values(row).execute();
@@ -145,12 +142,7 @@ export class SqlPipelineStore implements PipelineStore {
 
   async versionYaml(name: string, version: number): Promise<string | undefined> {
     if (!Number.isSafeInteger(version)) return undefined;
-    const r = await this.db
-      .selectFrom('pipeline_versions')
-      .select('yaml')
-      .where('name', '=', name)
-      .where('version', '=', version)
-      .executeTakeFirst();
+    const r = await this.db.selectFrom('pipeline_versions').select('yaml').where('name', '=', name).where('version', '=', version).executeTakeFirst();
     return r?.yaml;
   }
 
@@ -158,12 +150,7 @@ export class SqlPipelineStore implements PipelineStore {
     if (!Number.isSafeInteger(version)) return false;
     return this.write(name, async (trx, current) => {
       if (!current) return false;
-      const v = await trx
-        .selectFrom('pipeline_versions')
-        .select(['yaml'])
-        .where('name', '=', name)
-        .where('version', '=', version)
-        .executeTakeFirst();
+      const v = await trx.selectFrom('pipeline_versions').select(['yaml']).where('name', '=', name).where('version', '=', version).executeTakeFirst();
       if (!v) return false;
       await trx.updateTable('pipelines').set({ yaml: v.yaml, version, updated_at: nowIso() }).where('name', '=', name).execute();
       await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', name).where('version', '<>', version).execute();

@@ -92,10 +92,7 @@ export class SqlRunStore implements RunStore {
   async finish(run: RunToStore): Promise<void> {
     const data = this.finalRow(run);
     const q = this.db.insertInto('runs').values({ run_id: run.run_id, ...data });
-    await (this.engine === 'mysql'
-      ? q.onDuplicateKeyUpdate(data)
-      : q.onConflict((oc) => oc.column('run_id').doUpdateSet(data))
-    ).execute();
+    await (this.engine === 'mysql' ? q.onDuplicateKeyUpdate(data) : q.onConflict((oc) => oc.column('run_id').doUpdateSet(data))).execute();
   }
 
   async finishOnce(run: RunToStore): Promise<boolean> {
@@ -152,12 +149,7 @@ export class SqlRunStore implements RunStore {
 
   abortInterrupted(nodeId: string, error: string): Promise<number> {
     return this.db.transaction().execute(async (trx) => {
-      const running = await trx
-        .selectFrom('runs')
-        .select(['run_id', 'started_at'])
-        .where('status', '=', 'running')
-        .where('node_id', '=', nodeId)
-        .execute();
+      const running = await trx.selectFrom('runs').select(['run_id', 'started_at']).where('status', '=', 'running').where('node_id', '=', nodeId).execute();
       const finished_at = nowIso();
       let n = 0;
       for (const r of running) {
@@ -231,7 +223,12 @@ export class SqlRunStore implements RunStore {
    * between statements: better-sqlite3 runs a statement synchronously, so one big DELETE would
    * stall the API, and a server would hold its locks for as long. `signal` stops between batches.
    */
-  async purge(limits: { finishedBefore: string | null; keepPerPipeline: number; batchSize?: number; signal?: AbortSignal }): Promise<{ byAge: number; byCount: number }> {
+  async purge(limits: {
+    finishedBefore: string | null;
+    keepPerPipeline: number;
+    batchSize?: number;
+    signal?: AbortSignal;
+  }): Promise<{ byAge: number; byCount: number }> {
     const batch = Math.max(1, Math.trunc(limits.batchSize ?? PURGE_BATCH_SIZE));
     const { signal } = limits;
     let byAge = 0;
@@ -281,7 +278,12 @@ export class SqlRunStore implements RunStore {
    * `batch` at a time: the ids of a batch are selected, then deleted (MySQL has no LIMIT in an IN
    * subquery on the table it deletes from, PostgreSQL no DELETE ... LIMIT).
    */
-  private async deleteInBatches(filter: RunFilter, order: ('pipeline' | 'started_at' | 'finished_at' | 'run_id')[], batch: number, signal?: AbortSignal): Promise<number> {
+  private async deleteInBatches(
+    filter: RunFilter,
+    order: ('pipeline' | 'started_at' | 'finished_at' | 'run_id')[],
+    batch: number,
+    signal?: AbortSignal,
+  ): Promise<number> {
     let deleted = 0;
     while (!signal?.aborted) {
       let q = this.db.selectFrom('runs').select('run_id').where(filter).where('status', '<>', 'running');

@@ -47,9 +47,7 @@ export function resolveTarget(opts: { url?: string; path?: string }): DbTarget {
     throw new Error(`SVC_DB_URL: cannot parse ${JSON.stringify(redactUrl(url))} as a URL`);
   }
   if (engine === 'mysql' && decodeURIComponent(parsed.pathname.replace(/^\//, '')) === '') {
-    throw new Error(
-      `SVC_DB_URL: ${redactUrl(url)} names no database; use mysql://user:password@host:3306/<database>`,
-    );
+    throw new Error(`SVC_DB_URL: ${redactUrl(url)} names no database; use mysql://user:password@host:3306/<database>`);
   }
   return { engine, url, path: null };
 }
@@ -58,4 +56,3 @@ export function resolveTarget(opts: { url?: string; path?: string }): DbTarget {
 export function redactUrl(url: string): string {
   return url.replace(/^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/, '$1:***@');
 }
-

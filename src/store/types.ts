@@ -119,7 +119,12 @@ export interface RunStore {
   stats(since: string): Promise<StatsRow[]>;
   /** Latest run of each pipeline (for the pipeline list). */
   latest(): Promise<Map<string, StoredRun>>;
-  /** Retention: deletes finished runs beyond the limits, in small batches (docs/storage.md); `running` runs stay. */ purge(limits: { finishedBefore: string | null; keepPerPipeline: number; batchSize?: number; signal?: AbortSignal }): Promise<{ byAge: number; byCount: number }>;
+  /** Retention: deletes finished runs beyond the limits, in small batches (docs/storage.md); `running` runs stay. */ purge(limits: {
+    finishedBefore: string | null;
+    keepPerPipeline: number;
+    batchSize?: number;
+    signal?: AbortSignal;
+  }): Promise<{ byAge: number; byCount: number }>;
 }
 
 export interface AlertRule {

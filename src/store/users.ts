@@ -18,9 +18,6 @@ export class SqlUserStore implements UserStore {
   async setPasswordHash(username: string, hash: string): Promise<void> {
     const data = { password_hash: hash, updated_at: nowIso() };
     const q = this.db.insertInto('users').values({ username: fits(username, MAX_NAME, 'username'), ...data });
-    await (this.engine === 'mysql'
-      ? q.onDuplicateKeyUpdate(data)
-      : q.onConflict((oc) => oc.column('username').doUpdateSet(data))
-    ).execute();
+    await (this.engine === 'mysql' ? q.onDuplicateKeyUpdate(data) : q.onConflict((oc) => oc.column('username').doUpdateSet(data))).execute();
   }
 }

@@ -44,7 +44,12 @@ export function checkExpect(config: PipelineConfig, e: Expectation, out: Outputs
   if (e.errors) checkErrors(e.errors, errors, (m, d) => fail('errors', m, d));
   const want = e.status;
   const bad = want && out.runs.find((r) => r.status !== want);
-  if (bad) fail('status', `expected the run to end '${want}', it ended '${bad.status}'${bad.error ? `: ${bad.error}` : ''}`, errors.slice(0, MAX_LISTED).map((m) => `  ${m}`));
+  if (bad)
+    fail(
+      'status',
+      `expected the run to end '${want}', it ended '${bad.status}'${bad.error ? `: ${bad.error}` : ''}`,
+      errors.slice(0, MAX_LISTED).map((m) => `  ${m}`),
+    );
   return failures;
 }
 
@@ -67,7 +72,8 @@ function checkSink(s: SinkExpectation, got: SinkCapture, fail: Fail) {
       const hit = actual.findIndex((a, j) => !used.has(j) && matches(want, a));
       if (hit !== -1) return used.add(hit);
       const closest = nearest(want, actual, used);
-      const diff = closest === -1 ? ['  (no record was written)'] : [`  closest: record ${closest}`, ...fieldDiff(want, actual[closest], '', true).map((l) => '  ' + l)];
+      const diff =
+        closest === -1 ? ['  (no record was written)'] : [`  closest: record ${closest}`, ...fieldDiff(want, actual[closest], '', true).map((l) => '  ' + l)];
       fail(`contains[${k}]: no ${used.size ? 'other ' : ''}written record has ${show(want)}`, diff);
     });
   }
@@ -86,7 +92,8 @@ function checkSink(s: SinkExpectation, got: SinkCapture, fail: Fail) {
       if (!ok) bad.push(`+ [${i}] ${show(actual[i])}${why}`);
     });
     if (bad.length) fail(`expr is false for ${bad.length} of ${got.records.length} records: ${s.expr}`, cap(bad));
-    else if (got.records.length === 0 && s.count === undefined) fail(`expr: no record was written, so nothing satisfies ${s.expr} (add count: 0 if that is expected)`);
+    else if (got.records.length === 0 && s.count === undefined)
+      fail(`expr: no record was written, so nothing satisfies ${s.expr} (add count: 0 if that is expected)`);
   }
   if (s.bytes !== undefined) {
     const text = got.bytes.toString('utf8');
@@ -134,7 +141,8 @@ export function recordsDiff(want: Rec[], got: Rec[]): string[] {
 
 /** Field by field (dotted paths into nested mappings); `subset` ignores fields only `got` has. */
 function fieldDiff(want: unknown, got: unknown, prefix: string, subset: boolean): string[] {
-  if (!(isPlainObject(want) && isPlainObject(got))) return same(want, got) ? [] : [`- ${prefix || '(record)'}: ${show(want)}`, `+ ${prefix || '(record)'}: ${show(got)}`];
+  if (!(isPlainObject(want) && isPlainObject(got)))
+    return same(want, got) ? [] : [`- ${prefix || '(record)'}: ${show(want)}`, `+ ${prefix || '(record)'}: ${show(got)}`];
   const out: string[] = [];
   for (const [k, v] of Object.entries(want)) {
     const name = prefix ? `${prefix}.${k}` : k;

@@ -53,7 +53,10 @@ class CaptureSink {
   private readonly parts: Buffer[] = [];
   private head?: Buffer;
 
-  constructor(readonly label: string, private readonly encoder: Encoder) {}
+  constructor(
+    readonly label: string,
+    private readonly encoder: Encoder,
+  ) {}
 
   async write(batch: { payload: Buffer; head: string | Uint8Array; records?: Rec[] }) {
     // Copies: the engine may reuse what it handed over once write() resolved.
@@ -123,7 +126,12 @@ function memoryState(initial: Record<string, unknown> | undefined): TransformSta
   };
 }
 
-export async function runPoll(config: PipelineConfig, poll: TestPoll, state: TransformStateIO, opts: { registry?: Registry; runId?: string } = {}): Promise<PollResult> {
+export async function runPoll(
+  config: PipelineConfig,
+  poll: TestPoll,
+  state: TransformStateIO,
+  opts: { registry?: Registry; runId?: string } = {},
+): Promise<PollResult> {
   const captures = new Map<string, CaptureSink>();
   const reg = harnessRegistry(opts.registry ?? defaultRegistry, config.source.type, inputSource(poll), captures);
   // Inline (worker threads build plans from the default registry); records bypass serializer_in.

@@ -138,7 +138,8 @@ export function loadTestFile(file: string, opts: { registry?: Registry } = {}): 
     const at: Path = ['cases', ci];
     if (names.has(c.name)) add('CFG_INVALID', [...at, 'name'], `case name '${c.name}' is used twice`);
     names.add(c.name);
-    if ((c.input === undefined) === (c.polls === undefined)) add('CFG_REQUIRED', at, 'give either input (one poll) or polls (several, sharing transform state)');
+    if ((c.input === undefined) === (c.polls === undefined))
+      add('CFG_REQUIRED', at, 'give either input (one poll) or polls (several, sharing transform state)');
     const inputs: InputSpec[] = c.polls ?? (c.input ? [c.input] : []);
     const polls: TestPoll[] = [];
     inputs.forEach((p, pi) => {
@@ -187,7 +188,8 @@ function resolveInput(p: InputSpec, at: Path, dir: string, add: Add): PollInput 
 
 /** The index in pipeline.sinks a `sink:` names: an index, a label (`sinks[1] (kafka)`), or a type used by one sink only. */
 export function sinkIndex(config: PipelineConfig, ref: number | string): number | string {
-  if (typeof ref === 'number') return ref < config.sinks.length ? ref : `there is no sinks[${ref}]; the pipeline has ${config.sinks.length} sink${config.sinks.length === 1 ? '' : 's'}`;
+  if (typeof ref === 'number')
+    return ref < config.sinks.length ? ref : `there is no sinks[${ref}]; the pipeline has ${config.sinks.length} sink${config.sinks.length === 1 ? '' : 's'}`;
   const label = /^sinks\[(\d+)\](?: \(([^)]*)\))?$/.exec(ref);
   if (label) {
     const i = Number(label[1]);
@@ -220,7 +222,11 @@ function checkExpect(e: Expectation, at: Path, config: PipelineConfig, add: Add)
   });
   const dlqOn = !!config.dlq && (config.on_error === 'dlq' || config.on_error === 'retry');
   if (e.dlq?.length && !dlqOn) {
-    add('CFG_INVALID', [...at, 'dlq'], `the pipeline dead-letters nothing (on_error: ${config.on_error}${config.dlq ? '' : ', no dlq sink'}); check its errors with expect.errors`);
+    add(
+      'CFG_INVALID',
+      [...at, 'dlq'],
+      `the pipeline dead-letters nothing (on_error: ${config.on_error}${config.dlq ? '' : ', no dlq sink'}); check its errors with expect.errors`,
+    );
   }
   e.dlq?.forEach((d, i) => regexCheck(d.error, [...at, 'dlq', i, 'error'], add));
   e.errors?.forEach((m, i) => regexCheck(m, [...at, 'errors', i], add));

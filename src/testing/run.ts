@@ -107,5 +107,12 @@ export function summarize(results: FileResult[]): Summary {
   const cases = results.flatMap((r) => r.cases);
   const passed = cases.filter((c) => c.ok).length;
   const invalid = results.filter((r) => r.invalid).length;
-  return { files: results.length, cases: cases.length, passed, failed: cases.length - passed, invalid_files: invalid, ok: invalid === 0 && passed === cases.length };
+  return {
+    files: results.length,
+    cases: cases.length,
+    passed,
+    failed: cases.length - passed,
+    invalid_files: invalid,
+    ok: invalid === 0 && passed === cases.length,
+  };
 }

@@ -61,7 +61,9 @@ export const Poll = Type.Object({ ...inputFields, expect: Type.Optional(Expect) 
 export const Case = Type.Object(
   {
     name: Type.String({ minLength: 1 }),
-    state: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Initial state of stateful transforms, by state key (`transforms[0].counter_delta`).' })),
+    state: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'Initial state of stateful transforms, by state key (`transforms[0].counter_delta`).' }),
+    ),
     input: Type.Optional(Input),
     polls: Type.Optional(Type.Array(Poll, { minItems: 1 })),
     expect: Type.Optional(Expect),

@@ -2,7 +2,8 @@
 // what it can (bigint, bytes, dates), shown on one line, and texts diffed line by line.
 import type { Rec } from '../plugins/types.js';
 
-export const isPlainObject = (v: unknown): v is Rec => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) && !(v instanceof Date);
+export const isPlainObject = (v: unknown): v is Rec =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array) && !(v instanceof Date);
 
 /**
  * A record's value as YAML can write it: a bigint is a number while exact (else its digits as text),
@@ -35,7 +36,9 @@ export function same(a: unknown, b: unknown): boolean {
 
 /** One line of JSON (NaN and infinities as YAML writes them). */
 export function show(v: unknown): string {
-  const text = JSON.stringify(plain(v), (_k, x: unknown) => (typeof x === 'number' && !Number.isFinite(x) ? (Number.isNaN(x) ? '.nan' : x > 0 ? '.inf' : '-.inf') : x));
+  const text = JSON.stringify(plain(v), (_k, x: unknown) =>
+    typeof x === 'number' && !Number.isFinite(x) ? (Number.isNaN(x) ? '.nan' : x > 0 ? '.inf' : '-.inf') : x,
+  );
   return text === undefined ? 'undefined' : text;
 }
 
@@ -56,7 +59,8 @@ export function diffLines(want: string, got: string): string[] {
   const w = b.length + 1;
   const lcs = new Uint32Array((a.length + 1) * w);
   for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) lcs[i * w + j] = a[i] === b[j] ? lcs[(i + 1) * w + j + 1]! + 1 : Math.max(lcs[(i + 1) * w + j]!, lcs[i * w + j + 1]!);
+    for (let j = b.length - 1; j >= 0; j--)
+      lcs[i * w + j] = a[i] === b[j] ? lcs[(i + 1) * w + j + 1]! + 1 : Math.max(lcs[(i + 1) * w + j]!, lcs[i * w + j + 1]!);
   }
   const out: string[] = [];
   let i = 0;

@@ -101,7 +101,7 @@ describe.each(['openai', 'anthropic', 'gemini'] as const)('AI assist with %s', (
     expect((await d.call('GET', '/api/ai/status')).body).toEqual({ available: true, provider: vendor, model: DEFAULT_MODEL[vendor] });
   });
 
-  it('generate returns the model\'s YAML, without fences, once it validates; the request carries the plugin catalogue', async () => {
+  it("generate returns the model's YAML, without fences, once it validates; the request carries the plugin catalogue", async () => {
     const p = await peer(vendor);
     const d = await daemonFor(vendor, p);
     p.answer('Here is the pipeline:\n\n```yaml\n' + VALID + '```\n');
@@ -147,7 +147,10 @@ describe.each(['openai', 'anthropic', 'gemini'] as const)('AI assist with %s', (
   it('explain returns prose; the YAML is sent with its secrets masked and only its plugins described', async () => {
     const p = await peer(vendor);
     const d = await daemonFor(vendor, p);
-    const yaml = VALID.replace('serializer_out: { type: ndjson }', 'serializer_out: { type: ndjson }\n  dlq: { type: rest, url: "https://ops:dlq-pa55word@dlq.example/in", token: "tok-abcdef" }');
+    const yaml = VALID.replace(
+      'serializer_out: { type: ndjson }',
+      'serializer_out: { type: ndjson }\n  dlq: { type: rest, url: "https://ops:dlq-pa55word@dlq.example/in", token: "tok-abcdef" }',
+    );
     p.answer('  This pipeline reads CSV files every five minutes and writes NDJSON.\n');
     const r = await suggest(d, { mode: 'explain', prompt: '', yaml });
     expect(r.status, r.text).toBe(200);
@@ -163,16 +166,28 @@ describe.each(['openai', 'anthropic', 'gemini'] as const)('AI assist with %s', (
     expect(c.system).not.toMatch(/^sink kafka: /m);
   });
 
-  it('a wrong key is a 502 with the vendor\'s message; the key is in no answer and no log line', async () => {
-    const p = vendor === 'openai' ? await startOpenAiPeer('sk-the-right-one-000', { echoKey: true }).then((x) => (peers.push(x), x)) : await peer(vendor, 'the-right-one-000');
+  it("a wrong key is a 502 with the vendor's message; the key is in no answer and no log line", async () => {
+    const p =
+      vendor === 'openai'
+        ? await startOpenAiPeer('sk-the-right-one-000', { echoKey: true }).then((x) => (peers.push(x), x))
+        : await peer(vendor, 'the-right-one-000');
     const log = captureLog();
     const d = await daemonFor(vendor, p, {}, log);
     const detail = expectError(await suggest(d, { mode: 'generate', prompt: 'anything' }), 502);
-    const expected = { openai: /^openai answered 401: invalid_api_key: Incorrect API key provided: \*\*\*\./, anthropic: /^anthropic answered 401: authentication_error: invalid x-api-key$/, gemini: /^gemini answered 400: INVALID_ARGUMENT: API key not valid/ };
+    const expected = {
+      openai: /^openai answered 401: invalid_api_key: Incorrect API key provided: \*\*\*\./,
+      anthropic: /^anthropic answered 401: authentication_error: invalid x-api-key$/,
+      gemini: /^gemini answered 400: INVALID_ARGUMENT: API key not valid/,
+    };
     expect(detail).toMatch(expected[vendor]);
     expect(p.requests).toHaveLength(1);
     // The server saw the key (it was sent the vendor's way)...
-    const sent = vendor === 'openai' ? p.requests[0]!.headers.authorization : vendor === 'anthropic' ? p.requests[0]!.headers['x-api-key'] : p.requests[0]!.headers['x-goog-api-key'];
+    const sent =
+      vendor === 'openai'
+        ? p.requests[0]!.headers.authorization
+        : vendor === 'anthropic'
+          ? p.requests[0]!.headers['x-api-key']
+          : p.requests[0]!.headers['x-goog-api-key'];
     expect(sent).toBe(vendor === 'openai' ? `Bearer ${KEY}` : KEY);
     // ...and nothing of ours repeats it.
     expect(detail).not.toContain(KEY);
@@ -204,7 +219,10 @@ describe('generate with a pipeline to change', () => {
   it('sends the current pipeline with its secrets masked, and describes the plugins it uses', async () => {
     const p = await peer('openai');
     const d = await daemonFor('openai', p);
-    const current = VALID.replace('  serializer_out: { type: ndjson }', '  serializer_out: { type: ndjson }\n  dlq: { type: rest, url: "https://x.example/dlq", token: "tok-0987654" }');
+    const current = VALID.replace(
+      '  serializer_out: { type: ndjson }',
+      '  serializer_out: { type: ndjson }\n  dlq: { type: rest, url: "https://x.example/dlq", token: "tok-0987654" }',
+    );
     p.answer(VALID);
     const r = await suggest(d, { mode: 'generate', prompt: 'drop the dead-letter sink', yaml: current });
     expect(r.body).toEqual({ result: VALID });
@@ -231,11 +249,13 @@ describe('provider failures', () => {
     expect(expectError(await suggest(d, { mode: 'explain', yaml: VALID }), 502)).toBe('openai answered 404: model "llama9" not found, try pulling it first');
   });
 
-  it('an unknown model is a 502 with the vendor\'s message', async () => {
+  it("an unknown model is a 502 with the vendor's message", async () => {
     const p = await startOpenAiPeer(KEY, { models: ['llama3.1'] });
     peers.push(p);
     const d = await daemonFor('openai', p, { SVC_AI_MODEL: 'gpt-nope' });
-    expect(expectError(await suggest(d, { mode: 'explain', yaml: VALID }), 502)).toMatch(/^openai answered 404: model_not_found: The model `gpt-nope` does not exist/);
+    expect(expectError(await suggest(d, { mode: 'explain', yaml: VALID }), 502)).toMatch(
+      /^openai answered 404: model_not_found: The model `gpt-nope` does not exist/,
+    );
   });
 
   it('an unreachable SVC_AI_BASE_URL is a 502 naming it', async () => {

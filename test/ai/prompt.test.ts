@@ -34,7 +34,9 @@ describe('plugin catalogue', () => {
 
   it('renders schemas as short type expressions', () => {
     expect(typeExpr({ type: 'array', items: { anyOf: [{ const: 'a' }, { const: 'b' }] } } as never)).toBe('("a"|"b")[]');
-    expect(typeExpr({ type: 'object', required: ['k'], properties: { k: { type: 'integer' }, v: { type: 'string', default: 'x' } } } as never)).toBe('{k*: int, v: string}');
+    expect(typeExpr({ type: 'object', required: ['k'], properties: { k: { type: 'integer' }, v: { type: 'string', default: 'x' } } } as never)).toBe(
+      '{k*: int, v: string}',
+    );
     expect(typeExpr({ type: 'object', additionalProperties: { type: 'string' } } as never)).toBe('map');
   });
 
@@ -61,7 +63,11 @@ describe('problemsOf', () => {
     process.env.SVC_AI_TEST_DIR = '/set/in/env';
     try {
       const withDefault = EXAMPLE_PIPELINE.replace('path: /data/kpi/out', 'path: ${SVC_AI_TEST_DIR}\n      nope: 1');
-      expect(problemsOf(withDefault, opts).map((d) => d.message).join(' ')).not.toContain('/set/in/env');
+      expect(
+        problemsOf(withDefault, opts)
+          .map((d) => d.message)
+          .join(' '),
+      ).not.toContain('/set/in/env');
     } finally {
       delete process.env.SVC_AI_TEST_DIR;
     }

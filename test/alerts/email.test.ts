@@ -42,13 +42,19 @@ afterEach(async () => {
 function parseMail(raw: string): { headers: Record<string, string>; body: string } {
   const split = raw.indexOf('\r\n\r\n');
   const headers: Record<string, string> = {};
-  for (const line of raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ').split('\r\n')) {
+  for (const line of raw
+    .slice(0, split)
+    .replace(/\r\n[ \t]+/g, ' ')
+    .split('\r\n')) {
     const i = line.indexOf(':');
     headers[line.slice(0, i).toLowerCase()] = line.slice(i + 1).trim();
   }
   let body = raw.slice(split + 4);
   if (/quoted-printable/i.test(headers['content-transfer-encoding'] ?? '')) {
-    body = Buffer.from(body.replace(/=\r\n/g, '').replace(/=([0-9A-F]{2})/gi, (_, h: string) => String.fromCharCode(parseInt(h, 16))), 'latin1').toString('utf8');
+    body = Buffer.from(
+      body.replace(/=\r\n/g, '').replace(/=([0-9A-F]{2})/gi, (_, h: string) => String.fromCharCode(parseInt(h, 16))),
+      'latin1',
+    ).toString('utf8');
   }
   return { headers, body: body.replace(/\r\n/g, '\n') };
 }
@@ -140,8 +146,25 @@ beforeAll(() => {
   const cert = join(dir, 'cert.pem');
   execFileSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2',
-      '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    ],
     { stdio: 'ignore' },
   );
   tls = { key: readFileSync(key, 'utf8'), cert: readFileSync(cert, 'utf8') };
@@ -341,9 +364,7 @@ describe('AlertEvaluator with email', () => {
     const server = await smtpServer({ disabledCommands: ['STARTTLS'] });
     await store.alerts.add('ifstats', rule());
     const out = await evaluator(smtp(server.port)).evaluate('ifstats', run());
-    expect(out).toEqual([
-      expect.objectContaining({ rule: 'failed-run', action: 'email', outcome: 'fired', fired_at: '2024-05-01T12:00:00.000Z' }),
-    ]);
+    expect(out).toEqual([expect.objectContaining({ rule: 'failed-run', action: 'email', outcome: 'fired', fired_at: '2024-05-01T12:00:00.000Z' })]);
     expect(server.mails).toHaveLength(1);
     const m = server.mails[0]!;
     expect(m.to).toEqual(['ops@example.com', 'noc@example.org']);

@@ -21,7 +21,7 @@ describe('parseAlertRule: valid rules', () => {
     expect(r).toEqual({ ok: true, rule: { ...rest, cooldown_seconds: 0, subject: null, webhook_url: null } });
   });
 
-  it('normalizes a recipient list and drops the other action\'s fields', () => {
+  it("normalizes a recipient list and drops the other action's fields", () => {
     const r = parseAlertRule({ ...email, email_to: ' a@example.com,b.c+tag@mail.example.org ,, ', webhook_url: 'http://x' });
     expect(r.ok && r.rule).toMatchObject({ email_to: 'a@example.com, b.c+tag@mail.example.org', webhook_url: null });
     const w = parseAlertRule({ ...webhook, email_to: 'nobody', subject: 'x' });
@@ -129,7 +129,9 @@ describe('validateAlertRule: problems name the field', () => {
   });
 
   it('unknown fields are refused with a suggestion', () => {
-    expect(problems({ cooldown_second: 5 })).toEqual([expect.stringMatching(/^cooldown_second: unknown key 'cooldown_second' \(did you mean 'cooldown_seconds'\?\)/)]);
+    expect(problems({ cooldown_second: 5 })).toEqual([
+      expect.stringMatching(/^cooldown_second: unknown key 'cooldown_second' \(did you mean 'cooldown_seconds'\?\)/),
+    ]);
   });
 
   it('reports every problem at once', () => {

@@ -162,7 +162,8 @@ afterEach(async () => {
 const evaluator = (over: Partial<AlertEvaluatorOptions> = {}) =>
   new AlertEvaluator({ store: store.alerts, settings, log: logs.log, now: () => clock, timeouts: { webhookMs: 300 }, ...over });
 
-const payloads = (hook: Hook, path?: string) => hook.requests.filter((r) => path === undefined || r.path === path).map((r) => JSON.parse(r.body) as AlertPayload);
+const payloads = (hook: Hook, path?: string) =>
+  hook.requests.filter((r) => path === undefined || r.path === path).map((r) => JSON.parse(r.body) as AlertPayload);
 
 // ---------------------------------------------------------------- deliverWebhook
 
@@ -373,7 +374,7 @@ describe('AlertEvaluator with webhooks', () => {
   it('a condition that fails at run time is a WARNING and does not block the other rules', async () => {
     const hook = await hookServer();
     await store.alerts.add('ifstats', rule({ name: 'div', condition: 'records_skipped / (records_in - 100) > 1', webhook_url: `${hook.base}/ok` }));
-    await store.alerts.add('ifstats', rule({ name: 'type', condition: "status > 1", webhook_url: `${hook.base}/ok` }));
+    await store.alerts.add('ifstats', rule({ name: 'type', condition: 'status > 1', webhook_url: `${hook.base}/ok` }));
     await store.alerts.add('ifstats', rule({ name: 'broken', condition: 'error_rate >', webhook_url: `${hook.base}/ok` }));
     await store.alerts.add('ifstats', rule({ name: 'fine', condition: 'failed', webhook_url: `${hook.base}/ok` }));
     const out = await evaluator().evaluate('ifstats', run({ status: 'failed' }));

@@ -80,7 +80,12 @@ export interface WebhookOpts {
 
 /** webhook (JSON bodies) -> local (out.ndjson). */
 export function webhookYaml(name: string, o: WebhookOpts): string {
-  const src = [`type: webhook`, `path: ${q(o.path)}`, ...(o.secret ? [`secret: ${q(o.secret)}`] : []), ...(o.maxQueue ? [`max_queue_size: ${o.maxQueue}`] : [])];
+  const src = [
+    `type: webhook`,
+    `path: ${q(o.path)}`,
+    ...(o.secret ? [`secret: ${q(o.secret)}`] : []),
+    ...(o.maxQueue ? [`max_queue_size: ${o.maxQueue}`] : []),
+  ];
   return [
     'version: "1"',
     'pipeline:',

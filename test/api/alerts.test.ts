@@ -45,7 +45,9 @@ describe('alert rules CRUD', () => {
 
     expectError(await d.call('PUT', '/api/pipelines/al/alerts/nope', { body: rule({ name: 'nope' }) }), 404);
 
-    const mail = await d.call('POST', '/api/pipelines/al/alerts', { body: { name: 'mail', condition: 'failed', action: 'email', email_to: 'noc@example.com', subject: 'x' } });
+    const mail = await d.call('POST', '/api/pipelines/al/alerts', {
+      body: { name: 'mail', condition: 'failed', action: 'email', email_to: 'noc@example.com', subject: 'x' },
+    });
     expect(mail.status, mail.text).toBe(201);
     expect(mail.body).toMatchObject({ name: 'mail', action: 'email', email_to: 'noc@example.com', cooldown_seconds: 0 });
 
@@ -63,7 +65,8 @@ describe('alert rules CRUD', () => {
     expect((await d.call('POST', '/api/pipelines/al/alerts', { body: rule({ name: 'b' }) })).status).toBe(201);
     const clash = await d.call('PUT', '/api/pipelines/al/alerts/a', { body: rule({ name: 'b', condition: 'failed' }) });
     expect(expectError(clash, 409)).toContain("'b'");
-    const names = async () => (await d.call('GET', '/api/pipelines/al/alerts')).body.map((r: { name: string; condition: string }) => `${r.name}:${r.condition}`);
+    const names = async () =>
+      (await d.call('GET', '/api/pipelines/al/alerts')).body.map((r: { name: string; condition: string }) => `${r.name}:${r.condition}`);
     expect(await names()).toEqual(['a:records_in > 100', 'b:records_in > 100']);
     const renamed = await d.call('PUT', '/api/pipelines/al/alerts/a', { body: rule({ name: 'c', condition: 'failed' }) });
     expect(renamed.status).toBe(200);
@@ -130,8 +133,16 @@ describe('alert delivery', () => {
     const d = await testDaemon();
     const w = workArea(3);
     await register(d, localYaml('alerted', w));
-    expect((await d.call('POST', '/api/pipelines/alerted/alerts', { body: rule({ name: 'got-records', condition: 'records_in > 0', webhook_url: url, cooldown_seconds: 0 }) })).status).toBe(201);
-    expect((await d.call('POST', '/api/pipelines/alerted/alerts', { body: rule({ name: 'never', condition: 'records_in > 1000', webhook_url: url }) })).status).toBe(201);
+    expect(
+      (
+        await d.call('POST', '/api/pipelines/alerted/alerts', {
+          body: rule({ name: 'got-records', condition: 'records_in > 0', webhook_url: url, cooldown_seconds: 0 }),
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (await d.call('POST', '/api/pipelines/alerted/alerts', { body: rule({ name: 'never', condition: 'records_in > 1000', webhook_url: url }) })).status,
+    ).toBe(201);
     const t = await d.call('POST', '/api/pipelines/alerted/run');
     const run = await finishedRun(d, t.body.run_id);
     expect(run.records_in).toBe(3);

@@ -122,7 +122,9 @@ describe('connectors in the pipeline lifecycle', () => {
   it('dry-run instantiates connectors without connecting (an unreachable broker is still valid)', async () => {
     const d = await testDaemon();
     const closed = await freePort();
-    const r = await d.call('POST', '/api/pipelines/dry-run', { yaml: pipelineYaml(`    - { type: amqp, url: "amqp://127.0.0.1:${closed}", routing_key: out }`) });
+    const r = await d.call('POST', '/api/pipelines/dry-run', {
+      yaml: pipelineYaml(`    - { type: amqp, url: "amqp://127.0.0.1:${closed}", routing_key: out }`),
+    });
     expect(r.body).toEqual({ valid: true, issues: [] });
   });
 

@@ -25,10 +25,19 @@ async function app(lazy: boolean): Promise<FastifyInstance> {
   };
   const reply = { 200: { type: 'object', properties: { n: { type: 'integer' }, tag: { type: 'string' }, list: { type: 'array' } } } };
   a.post('/items', { schema: { body, response: reply } }, async (req) => ({ ...(req.body as object), secret: 'not in the schema' }));
-  a.get('/items/:id', { schema: { params: { type: 'object', properties: { id: { type: 'integer', minimum: 1 } } }, querystring: { type: 'object', properties: { limit: { type: 'integer', default: 10 } } } } }, async (req) => ({
-    id: (req.params as { id: number }).id,
-    limit: (req.query as { limit: number }).limit,
-  }));
+  a.get(
+    '/items/:id',
+    {
+      schema: {
+        params: { type: 'object', properties: { id: { type: 'integer', minimum: 1 } } },
+        querystring: { type: 'object', properties: { limit: { type: 'integer', default: 10 } } },
+      },
+    },
+    async (req) => ({
+      id: (req.params as { id: number }).id,
+      limit: (req.query as { limit: number }).limit,
+    }),
+  );
   // A root value coerced: Ajv can only change it with the request as its parent (schemaEnv).
   a.post('/count', { schema: { body: { type: 'integer' } } }, async (req) => ({ body: req.body, type: typeof req.body }));
   await a.ready();

@@ -300,7 +300,9 @@ describe('versions and rollback', () => {
     const d = await testDaemon();
     const w = workArea();
     await register(d, localYaml('ver-int', { ...w, schedule: '{ type: interval, interval_seconds: 3600 }', description: 'a' }));
-    await d.call('PUT', '/api/pipelines/ver-int', { yaml: localYaml('ver-int', { ...w, schedule: '{ type: interval, interval_seconds: 3600 }', description: 'b' }) });
+    await d.call('PUT', '/api/pipelines/ver-int', {
+      yaml: localYaml('ver-int', { ...w, schedule: '{ type: interval, interval_seconds: 3600 }', description: 'b' }),
+    });
     const rb = await d.call('POST', '/api/pipelines/ver-int/rollback?version=1');
     expect(rb.body.status).toBe('stopped');
     expect(await statusOf(d, 'ver-int')).toBe('scheduled');

@@ -117,7 +117,9 @@ describe('daemon /api/mibs', () => {
     expect((await upload(d.url, 'both.mib', both)).body.compiled).toEqual(['ACME-MIB', 'ACME2-MIB']);
     const r = await d.call('DELETE', '/api/mibs/ACME-MIB');
     expect(r.status).toBe(409);
-    expect(r.body).toEqual({ detail: `ACME-MIB is defined in common/both.mib together with ACME2-MIB, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "common/both.mib"}, or upload the file again without ACME-MIB` });
+    expect(r.body).toEqual({
+      detail: `ACME-MIB is defined in common/both.mib together with ACME2-MIB, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "common/both.mib"}, or upload the file again without ACME-MIB`,
+    });
     expect((await d.call('GET', '/api/mibs/ACME2-MIB')).status).toBe(200);
     expect((await d.call('GET', '/api/mibs/ACME-MIB')).status).toBe(200);
   });
@@ -146,17 +148,28 @@ describe('daemon /api/mibs', () => {
     const down = await testDaemon({ SVC_MIB_REPOSITORY_URL: `http://ops:t0p-s3cret@127.0.0.1:${closed}/mibs` });
     const r = await down.call('POST', '/api/mibs/download', { body: { names: ['ACME-MIB'] } });
     expect(r.status).toBe(502);
-    expect(r.body).toEqual({ detail: `ACME-MIB: the MIB repository http://***@127.0.0.1:${closed}/mibs/ACME-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network` });
+    expect(r.body).toEqual({
+      detail: `ACME-MIB: the MIB repository http://***@127.0.0.1:${closed}/mibs/ACME-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network`,
+    });
   });
 
-  it('svc serve: the daemon and the console share one MIB store; changes through the daemon count in the console\'s stats.mibs', async () => {
+  it("svc serve: the daemon and the console share one MIB store; changes through the daemon count in the console's stats.mibs", async () => {
     const dir = tempDir('svc-serve-mibs-');
     mkdirSync(join(dir, 'p'));
     const consolePort = await freePort();
-    const { url } = await serveChild({ SVC_DB_PATH: join(dir, 'svc.db'), SVC_PIPELINE_DIR: join(dir, 'p'), SVC_CONSOLE_PORT: String(consolePort), SVC_AUTH_USERS: 'ops:s3cret-pass' });
+    const { url } = await serveChild({
+      SVC_DB_PATH: join(dir, 'svc.db'),
+      SVC_PIPELINE_DIR: join(dir, 'p'),
+      SVC_CONSOLE_PORT: String(consolePort),
+      SVC_AUTH_USERS: 'ops:s3cret-pass',
+    });
     expect((await upload(url, 'ACME-MIB.mib', ACME)).body.compiled).toEqual(['ACME-MIB']);
     const con = `http://127.0.0.1:${consolePort}`;
-    const login = await fetch(`${con}/api/settings/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ops', password: 's3cret-pass' }) });
+    const login = await fetch(`${con}/api/settings/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'ops', password: 's3cret-pass' }),
+    });
     const { token } = (await login.json()) as { token: string };
     const status = (await (await fetch(`${con}/api/mibs/status`, { headers: { 'x-auth-token': token } })).json()) as any;
     expect(status.mibs).toContain('ACME-MIB');
@@ -164,7 +177,15 @@ describe('daemon /api/mibs', () => {
     const stats = async () => ((await (await fetch(`${con}/api/stats/`, { headers: { 'x-auth-token': token } })).json()) as any).mibs;
     expect(await stats()).toEqual({ uploads: 1, compiled: 1, failed: 0 });
     expect((await upload(url, 'BROKEN-MIB.mib', BROKEN)).status).toBe(200);
-    expect((await fetch(`${url}/api/mibs/download`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ names: ['TCP-MIB'] }) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${url}/api/mibs/download`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ names: ['TCP-MIB'] }),
+        })
+      ).status,
+    ).toBe(200);
     expect((await fetch(`${url}/api/mibs/ACME-MIB`, { method: 'DELETE' })).status).toBe(200);
     expect(await stats()).toEqual({ uploads: 2, compiled: 2, failed: 1 });
   });

@@ -62,7 +62,12 @@ describe('GET /api/runs', () => {
     const third = okRuns[2]!;
     const from = await d.call('GET', `/api/runs?pipeline=ok&from_dt=${encodeURIComponent(third.started_at)}`);
     expect(from.status).toBe(200);
-    expect(from.body.map((x: Run) => x.run_id).sort()).toEqual(okRuns.slice(2).map((x) => x.run_id).sort());
+    expect(from.body.map((x: Run) => x.run_id).sort()).toEqual(
+      okRuns
+        .slice(2)
+        .map((x) => x.run_id)
+        .sort(),
+    );
     const future = await d.call('GET', `/api/runs?from_dt=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`);
     expect(future.body).toEqual([]);
     expectError(await d.call('GET', '/api/runs?from_dt=yesterday'), 422);
@@ -131,7 +136,8 @@ describe('GET /api/stats', () => {
     const r = await d.call('GET', '/api/stats');
     expect(r.status).toBe(200);
     expect(r.body.map((x: Run) => x.pipeline)).toEqual(['st-bad', 'st-ok']);
-    for (const row of r.body) expect(Object.keys(row).sort()).toEqual(['avg_duration_seconds', 'error_rate', 'pipeline', 'records_in', 'records_out', 'run_count']);
+    for (const row of r.body)
+      expect(Object.keys(row).sort()).toEqual(['avg_duration_seconds', 'error_rate', 'pipeline', 'records_in', 'records_out', 'run_count']);
     const ok = r.body.find((x: Run) => x.pipeline === 'st-ok');
     expect(ok).toMatchObject({ records_in: 8, records_out: 8, error_rate: 0, run_count: 2 });
     const dur = (x: Run) => (Date.parse(x.finished_at) - Date.parse(x.started_at)) / 1000;
@@ -144,10 +150,27 @@ describe('GET /api/stats', () => {
     const w = workArea(2);
     await register(d, localYaml('st-old', w));
     const at = (msAgo: number) => new Date(Date.now() - msAgo).toISOString();
-    const old = { pipeline: 'st-old', node_id: 'test-node', status: 'success' as const, records_skipped: 0, bytes_in: 1, bytes_out: 1, dlq_count: 0, error: null, errors: [] };
+    const old = {
+      pipeline: 'st-old',
+      node_id: 'test-node',
+      status: 'success' as const,
+      records_skipped: 0,
+      bytes_in: 1,
+      bytes_out: 1,
+      dlq_count: 0,
+      error: null,
+      errors: [],
+    };
     // 104 runs two hours ago, one run of 10 records 30 minutes ago (written straight to the store).
     for (let i = 0; i < 104; i++) {
-      await d.store.runs.finish({ ...old, run_id: `old-${String(i).padStart(3, '0')}`, started_at: at(7_200_000 + 1000 * i), finished_at: at(7_190_000 + 1000 * i), records_in: 100, records_out: 100 });
+      await d.store.runs.finish({
+        ...old,
+        run_id: `old-${String(i).padStart(3, '0')}`,
+        started_at: at(7_200_000 + 1000 * i),
+        finished_at: at(7_190_000 + 1000 * i),
+        records_in: 100,
+        records_out: 100,
+      });
     }
     await d.store.runs.finish({ ...old, run_id: 'recent', started_at: at(1_800_000 + 4000), finished_at: at(1_800_000), records_in: 10, records_out: 9 });
     await runOnce(d, 'st-old');

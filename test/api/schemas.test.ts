@@ -17,7 +17,20 @@ import { expectError, type Res } from './_helpers.js';
 
 const run = promisify(execFile);
 
-const AVSC = JSON.stringify({ type: 'record', name: 'Counter', namespace: 'pm', fields: [{ name: 'ne', type: 'string' }, { name: 'value', type: 'long' }] }, null, 2) + '\n';
+const AVSC =
+  JSON.stringify(
+    {
+      type: 'record',
+      name: 'Counter',
+      namespace: 'pm',
+      fields: [
+        { name: 'ne', type: 'string' },
+        { name: 'value', type: 'long' },
+      ],
+    },
+    null,
+    2,
+  ) + '\n';
 const PROTO = 'syntax = "proto3";\npackage pm;\nmessage Counter {\n  string ne = 1;\n  int64 value = 2;\n}\n';
 
 /** A schema folder with nested files, a hidden file, a symlink inside and one leading outside. */
@@ -64,7 +77,12 @@ function raw(d: TestDaemon, method: string, path: string, headers: Record<string
   });
 }
 
-async function upload(d: TestDaemon, name: string, content: string | Buffer, o: { query?: string; subdir?: string; field?: string; headers?: Record<string, string> } = {}): Promise<Res> {
+async function upload(
+  d: TestDaemon,
+  name: string,
+  content: string | Buffer,
+  o: { query?: string; subdir?: string; field?: string; headers?: Record<string, string> } = {},
+): Promise<Res> {
   const form = new FormData();
   form.append(o.field ?? 'file', new Blob([content]), name);
   if (o.subdir !== undefined) form.append('subdir', o.subdir);
@@ -90,7 +108,13 @@ describe('GET /api/schemas', () => {
     const d = await testDaemon({ SVC_SCHEMA_DIR: t.dir });
     const r = await d.call('GET', '/api/schemas');
     expect(r.status).toBe(200);
-    expect(r.body.map((f: { path: string }) => f.path)).toEqual(['alias.avsc', 'counter.avsc', 'vendor/nokia/pm.proto', 'vendor/notes.txt', 'vendor/types.xsd']);
+    expect(r.body.map((f: { path: string }) => f.path)).toEqual([
+      'alias.avsc',
+      'counter.avsc',
+      'vendor/nokia/pm.proto',
+      'vendor/notes.txt',
+      'vendor/types.xsd',
+    ]);
     const byPath = Object.fromEntries(r.body.map((f: { path: string }) => [f.path, f]));
     expect(byPath['counter.avsc']).toEqual({
       path: 'counter.avsc',
@@ -99,7 +123,11 @@ describe('GET /api/schemas', () => {
       schema_file: join(t.dir, 'counter.avsc'),
       modified: statSync(join(t.dir, 'counter.avsc')).mtime.toISOString(),
     });
-    expect(byPath['vendor/nokia/pm.proto']).toMatchObject({ type: 'protobuf', size_bytes: Buffer.byteLength(PROTO), schema_file: join(t.dir, 'vendor', 'nokia', 'pm.proto') });
+    expect(byPath['vendor/nokia/pm.proto']).toMatchObject({
+      type: 'protobuf',
+      size_bytes: Buffer.byteLength(PROTO),
+      schema_file: join(t.dir, 'vendor', 'nokia', 'pm.proto'),
+    });
     expect(byPath['vendor/types.xsd'].type).toBe('xml');
     expect(byPath['vendor/notes.txt'].type).toBe('other');
   });
@@ -157,21 +185,24 @@ describe('GET and DELETE /api/schemas/{filepath}', () => {
     '/api/schemas/outdir/secret.json',
   ];
 
-  it.each(['GET', 'DELETE'])('%s: traversal (dot-dot segments plain and percent-encoded, backslashes, absolute paths, escaping symlinks) is 400 {detail}; nothing outside is touched', async (method) => {
-    const t = schemaTree();
-    const d = await testDaemon({ SVC_SCHEMA_DIR: t.dir });
-    for (const path of TRAVERSALS) {
-      const r = await raw(d, method, path);
-      expect(r.status, `${method} ${path}: ${r.text}`).toBe(400);
-      expectError(r, 400);
-      expect(r.text).not.toContain('secret": ');
-    }
-    expect(readFileSync(join(t.root, 'secret.json'), 'utf8')).toContain('sibling');
-    expect(readFileSync(join(t.outside, 'secret.json'), 'utf8')).toContain('secret');
-    expect(existsSync(join(t.dir, 'escape.json'))).toBe(true);
-    // Encoded once more, the dots are a plain name: looked up inside the folder, not found.
-    expectError(await raw(d, method, '/api/schemas/%252e%252e/secret.json'), 404);
-  });
+  it.each(['GET', 'DELETE'])(
+    '%s: traversal (dot-dot segments plain and percent-encoded, backslashes, absolute paths, escaping symlinks) is 400 {detail}; nothing outside is touched',
+    async (method) => {
+      const t = schemaTree();
+      const d = await testDaemon({ SVC_SCHEMA_DIR: t.dir });
+      for (const path of TRAVERSALS) {
+        const r = await raw(d, method, path);
+        expect(r.status, `${method} ${path}: ${r.text}`).toBe(400);
+        expectError(r, 400);
+        expect(r.text).not.toContain('secret": ');
+      }
+      expect(readFileSync(join(t.root, 'secret.json'), 'utf8')).toContain('sibling');
+      expect(readFileSync(join(t.outside, 'secret.json'), 'utf8')).toContain('secret');
+      expect(existsSync(join(t.dir, 'escape.json'))).toBe(true);
+      // Encoded once more, the dots are a plain name: looked up inside the folder, not found.
+      expectError(await raw(d, method, '/api/schemas/%252e%252e/secret.json'), 404);
+    },
+  );
 });
 
 describe('POST /api/schemas/upload', () => {
@@ -191,7 +222,9 @@ describe('POST /api/schemas/upload', () => {
     });
     expect(readFileSync(join(dir, 'counter.avsc'), 'utf8')).toBe(AVSC);
     const list = await d.call('GET', '/api/schemas');
-    expect(list.body).toEqual([{ path: 'counter.avsc', type: 'avro', size_bytes: Buffer.byteLength(AVSC), schema_file: join(dir, 'counter.avsc'), modified: r.body.modified }]);
+    expect(list.body).toEqual([
+      { path: 'counter.avsc', type: 'avro', size_bytes: Buffer.byteLength(AVSC), schema_file: join(dir, 'counter.avsc'), modified: r.body.modified },
+    ]);
     // Replacing keeps one file, new content, and leaves no temporary file behind.
     const again = await upload(d, 'counter.avsc', PROTO);
     expect(again.status).toBe(201);
@@ -360,7 +393,9 @@ async function fakeRegistry(o: { auth?: [string, string]; prefix?: string } = {}
       };
       if (o.auth) {
         const [scheme, cred] = (req.headers.authorization ?? '').split(' ');
-        const [user, pass] = Buffer.from(cred ?? '', 'base64').toString().split(':');
+        const [user, pass] = Buffer.from(cred ?? '', 'base64')
+          .toString()
+          .split(':');
         if (scheme !== 'Basic' || user !== o.auth[0] || pass !== o.auth[1]) return send(401, { error_code: 401, message: 'Unauthorized' });
       }
       const u = new URL(req.url!, 'http://x');
@@ -388,7 +423,10 @@ async function fakeRegistry(o: { auth?: [string, string]; prefix?: string } = {}
       if (s && req.method === 'DELETE') {
         const list = subjects.get(decodeURIComponent(s[1]!)) ?? [];
         subjects.delete(decodeURIComponent(s[1]!));
-        return send(200, list.map((_, i) => i + 1));
+        return send(
+          200,
+          list.map((_, i) => i + 1),
+        );
       }
       if (path.startsWith('/config/') && (req.method === 'PUT' || req.method === 'PATCH')) return send(200, JSON.parse(body));
       if (req.method === 'DELETE' && path === '/nothing') {
@@ -417,7 +455,10 @@ describe('/api/schemas/registry/{path}', () => {
     expect(list.body).toEqual(['orders-value']);
 
     const schema = JSON.stringify({ type: 'record', name: 'Counter', fields: [{ name: 'value', type: 'long' }] });
-    const reg1 = await d.call('POST', '/api/schemas/registry/subjects/pm-value/versions', { body: JSON.stringify({ schema }), headers: { 'content-type': REG_JSON } });
+    const reg1 = await d.call('POST', '/api/schemas/registry/subjects/pm-value/versions', {
+      body: JSON.stringify({ schema }),
+      headers: { 'content-type': REG_JSON },
+    });
     expect(reg1.status).toBe(200);
     expect(reg1.body).toEqual({ id: 101 });
     const post = reg.seen.at(-1)!;

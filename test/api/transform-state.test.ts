@@ -42,7 +42,10 @@ describe('transform state (daemon)', () => {
     const w = area();
     let d = await testDaemon();
     await register(d, yaml(w));
-    w.input([{ h: 'x', ts: 1, v: 1 }, { h: 'x', ts: 61, v: 2 }]);
+    w.input([
+      { h: 'x', ts: 1, v: 1 },
+      { h: 'x', ts: 61, v: 2 },
+    ]);
     await run(d, 'win');
     expect(w.output()).toEqual([{ window_start: '1970-01-01T00:00:00.000Z', window_end: '1970-01-01T00:01:00.000Z', h: 'x', v_sum: 1, window_complete: true }]);
     const got = await d.call('GET', '/api/internal/transform-state/win');
@@ -60,7 +63,10 @@ describe('transform state (daemon)', () => {
     await d.stop();
     d = await testDaemon({}, { dir: d.dir });
     expect((await d.call('GET', '/api/internal/transform-state/win')).body.state).toEqual(got.body.state);
-    w.input([{ h: 'x', ts: 70, v: 3 }, { h: 'y', ts: 80, v: 1 }]);
+    w.input([
+      { h: 'x', ts: 70, v: 3 },
+      { h: 'y', ts: 80, v: 1 },
+    ]);
     await run(d, 'win');
     expect(w.output()).toHaveLength(1); // [60,120) is still open
 
@@ -90,7 +96,9 @@ describe('transform state (daemon)', () => {
     // The next run starts from nothing: the old 1 is not in the flushed window.
     w.input([{ h: 'x', ts: 5, v: 10 }]);
     await run(d, 'win', '?flush=true');
-    expect(w.output()).toEqual([{ window_start: '1970-01-01T00:00:00.000Z', window_end: '1970-01-01T00:02:00.000Z', h: 'x', v_sum: 10, window_complete: false }]);
+    expect(w.output()).toEqual([
+      { window_start: '1970-01-01T00:00:00.000Z', window_end: '1970-01-01T00:02:00.000Z', h: 'x', v_sum: 10, window_complete: false },
+    ]);
 
     w.input([{ h: 'x', ts: 5, v: 10 }]);
     await run(d, 'win');
@@ -113,7 +121,9 @@ describe('transform state (daemon)', () => {
     // The run picks it up: a late record for a window before closed_before is dropped, z's window flushes.
     w.input([{ h: 'z', ts: 10, v: 1 }]);
     await run(d, 'win', '?flush=true');
-    expect(w.output()).toEqual([{ window_start: '1970-01-01T00:02:00.000Z', window_end: '1970-01-01T00:03:00.000Z', h: 'z', v_sum: 7, window_complete: false }]);
+    expect(w.output()).toEqual([
+      { window_start: '1970-01-01T00:02:00.000Z', window_end: '1970-01-01T00:03:00.000Z', h: 'z', v_sum: 7, window_complete: false },
+    ]);
     expect((await d.call('GET', '/metrics')).text).toMatch(/svc_transform_window_late_dropped_total\{pipeline="win"\} 1/);
 
     expect(expectError(await d.call('PUT', '/api/internal/transform-state/win', { body: { state: { 'transforms[3].counter_delta': {} } } }), 400)).toBe(
@@ -131,7 +141,9 @@ describe('transform state (daemon)', () => {
     const d = await testDaemon({ SVC_STATE_MAX_BYTES: '300' });
     await register(d, yaml(w));
     const big = { state: { [KEY]: { windows: [], pad: 'x'.repeat(400) } } };
-    expect(expectError(await d.call('PUT', '/api/internal/transform-state/win', { body: big }), 413)).toBe('request body is larger than the limit of 300 bytes');
+    expect(expectError(await d.call('PUT', '/api/internal/transform-state/win', { body: big }), 413)).toBe(
+      'request body is larger than the limit of 300 bytes',
+    );
   });
 
   it('SVC_STATEFUL_TRANSFORMS=0: the endpoints answer 404 and pipelines using stateful transforms fail validation', async () => {
@@ -142,7 +154,9 @@ describe('transform state (daemon)', () => {
     const dry = await d.call('POST', '/api/pipelines/dry-run', { yaml: yaml(w) });
     expect(dry.status).toBe(200);
     expect(dry.body.valid).toBe(false);
-    expect(expectError(await d.call('GET', '/api/internal/transform-state/win'), 404)).toBe('stateful transforms are disabled on this node (SVC_STATEFUL_TRANSFORMS=0)');
+    expect(expectError(await d.call('GET', '/api/internal/transform-state/win'), 404)).toBe(
+      'stateful transforms are disabled on this node (SVC_STATEFUL_TRANSFORMS=0)',
+    );
     expectError(await d.call('PUT', '/api/internal/transform-state/win', { body: {} }), 404);
   });
 });

@@ -64,7 +64,14 @@ describe('POST /api/pipelines/dry-run?diagnostics=true', () => {
     expect(Object.keys(r.body).sort()).toEqual(['diagnostics', 'issues', 'valid']);
     expect(r.body.valid).toBe(false);
     expect(r.body.diagnostics).toEqual([
-      { code: 'CFG_UNKNOWN_KEY', path: 'pipeline.source.file_patern', message: expect.stringContaining("did you mean 'file_pattern'"), severity: 'error', line, column },
+      {
+        code: 'CFG_UNKNOWN_KEY',
+        path: 'pipeline.source.file_patern',
+        message: expect.stringContaining("did you mean 'file_pattern'"),
+        severity: 'error',
+        line,
+        column,
+      },
     ]);
     const plain = await d.call('POST', '/api/pipelines/dry-run', { yaml });
     expect(Object.keys(plain.body).sort()).toEqual(['issues', 'valid']);
@@ -128,8 +135,16 @@ describe('GET /api/pipelines/{name}/alerts: last_fired', () => {
     const d = await testDaemon();
     const w = workArea();
     await d.call('POST', '/api/pipelines', { yaml: localYaml('al-fired', w) });
-    await d.call('POST', '/api/pipelines/al-fired/alerts', { body: { name: 'never', condition: 'failed', action: 'webhook', webhook_url: 'http://127.0.0.1:9/x' } });
-    await d.store.alerts.add('al-fired', { name: 'fired', condition: 'records_in > 0', action: 'webhook', webhook_url: 'http://127.0.0.1:9/x', cooldown_seconds: 60 });
+    await d.call('POST', '/api/pipelines/al-fired/alerts', {
+      body: { name: 'never', condition: 'failed', action: 'webhook', webhook_url: 'http://127.0.0.1:9/x' },
+    });
+    await d.store.alerts.add('al-fired', {
+      name: 'fired',
+      condition: 'records_in > 0',
+      action: 'webhook',
+      webhook_url: 'http://127.0.0.1:9/x',
+      cooldown_seconds: 60,
+    });
     await d.store.alerts.setFired('al-fired', 'fired', '2024-05-01T10:00:00.000Z');
     const list = (await d.call('GET', '/api/pipelines/al-fired/alerts')).body as { name: string; last_fired: string | null }[];
     expect(Object.fromEntries(list.map((r) => [r.name, r.last_fired]))).toEqual({ never: null, fired: '2024-05-01T10:00:00.000Z' });

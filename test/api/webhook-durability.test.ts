@@ -23,7 +23,8 @@ async function serve(dir: string) {
     SVC_STATE_DIR: '', // the default: `state` beside the database
     SVC_PIPELINE_DIR: join(dir, 'pipelines'),
   });
-  const post = (path: string, body: string, headers: Record<string, string> = {}) => fetch(s.url + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(s.url + path, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
   return { ...s, post };
 }
 
@@ -76,11 +77,15 @@ describe('webhook durability', () => {
     const written = () => new Set(readNdjson(w.outFile).map((r) => String(r.id)));
     await until(() => [...accepted].every((id) => written().has(id)), 40_000, 'every accepted body written', 250).catch((e: Error) => {
       const missing = [...accepted].filter((id) => !written().has(id));
-      throw new Error(`${e.message}: ${missing.length} of ${accepted.size} accepted bodies missing (${missing.slice(0, 10).join(', ')}...); stderr: ${second.stderr()}`);
+      throw new Error(
+        `${e.message}: ${missing.length} of ${accepted.size} accepted bodies missing (${missing.slice(0, 10).join(', ')}...); stderr: ${second.stderr()}`,
+      );
     });
     expect(readNdjson(w.outFile).at(-1)).toEqual({ id: 'after-restart' });
     const lines = readNdjson(w.outFile).length;
-    console.log(`durability: ${accepted.size} accepted, ${beforeRestart} written before kill -9, ${lines} lines after restart (${lines - written().size} duplicates), nothing lost`);
+    console.log(
+      `durability: ${accepted.size} accepted, ${beforeRestart} written before kill -9, ${lines} lines after restart (${lines - written().size} duplicates), nothing lost`,
+    );
 
     // A graceful stop commits everything delivered: nothing is left to replay.
     second.child.kill('SIGTERM');

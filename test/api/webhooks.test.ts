@@ -26,13 +26,24 @@ describe('webhooks', () => {
     const d = await testDaemon();
     const w = workArea();
     const dlqDir = join(w.outDir, 'dlq');
-    await register(d, webhookYaml('batchy', { path: 'batch', outDir: w.outDir, extra: ['on_error: dlq', `dlq: { type: local, path: ${JSON.stringify(dlqDir)}, filename_template: dlq.ndjson }`] }));
+    await register(
+      d,
+      webhookYaml('batchy', {
+        path: 'batch',
+        outDir: w.outDir,
+        extra: ['on_error: dlq', `dlq: { type: local, path: ${JSON.stringify(dlqDir)}, filename_template: dlq.ndjson }`],
+      }),
+    );
     // Sent at once, so the source takes several bodies as one unit.
     const sends = Array.from({ length: 40 }, (_, i) => (i === 17 ? '{"id": 17,' : JSON.stringify({ id: i })));
     const res = await Promise.all(sends.map((b) => d.call('POST', '/webhooks/batch', { body: b })));
     expect(res.every((r) => r.status === 202)).toBe(true);
     await until(() => readNdjson(w.outFile).length === 39 && readNdjson(join(dlqDir, 'dlq.ndjson')).length === 1);
-    expect(readNdjson(w.outFile).map((r) => r.id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 40 }, (_, i) => i).filter((i) => i !== 17));
+    expect(
+      readNdjson(w.outFile)
+        .map((r) => r.id)
+        .sort((a, b) => Number(a) - Number(b)),
+    ).toEqual(Array.from({ length: 40 }, (_, i) => i).filter((i) => i !== 17));
     const [env] = readNdjson(join(dlqDir, 'dlq.ndjson'));
     expect(env).toMatchObject({ _stage: 'parse', record: null, _pipeline: 'batchy' });
     expect(Buffer.from(String(env!.raw), 'base64').toString()).toBe('{"id": 17,');
@@ -77,7 +88,11 @@ describe('webhooks', () => {
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
     }
     await until(() => readNdjson(w.outFile).length === accepted.length, 15_000);
-    expect(readNdjson(w.outFile).map((x) => x.n).sort((a, b) => Number(a) - Number(b))).toEqual(accepted);
+    expect(
+      readNdjson(w.outFile)
+        .map((x) => x.n)
+        .sort((a, b) => Number(a) - Number(b)),
+    ).toEqual(accepted);
   });
 
   it('a body over SVC_WEBHOOK_MAX_BODY_BYTES is 413; the API keeps its own 1 MiB limit', async () => {

@@ -13,7 +13,12 @@ const ASN1C_ARGS = ['-fcompound-names', '-gen-PER', '-pdu=all'];
 
 function asnFiles(path: string): string[] {
   const abs = resolve(path);
-  return statSync(abs).isDirectory() ? readdirSync(abs).filter((f) => /\.asn1?$/.test(f)).sort().map((f) => join(abs, f)) : [abs];
+  return statSync(abs).isDirectory()
+    ? readdirSync(abs)
+        .filter((f) => /\.asn1?$/.test(f))
+        .sort()
+        .map((f) => join(abs, f))
+    : [abs];
 }
 
 /** Path of the built encoder for these module files (built once per content). */

@@ -69,10 +69,17 @@ describe('BER/DER from asn1c', () => {
   });
 
   it('decodes a recursive type', () => {
-    const xer = '<Tree><value>1</value><children><Tree><value>2</value><children></children></Tree><Tree><value>3</value><children><Tree><value>4</value><children/></Tree></children></Tree></children></Tree>';
+    const xer =
+      '<Tree><value>1</value><children><Tree><value>2</value><children></children></Tree><Tree><value>3</value><children><Tree><value>4</value><children/></Tree></children></Tree></children></Tree>';
     const [der] = asn1cEncode(TYPES, 'Tree', 'der', [xer]);
     expect(decodeAll('Tree', TYPES, der!)).toEqual([
-      { value: 1, children: [{ value: 2, children: [] }, { value: 3, children: [{ value: 4, children: [] }] }] },
+      {
+        value: 1,
+        children: [
+          { value: 2, children: [] },
+          { value: 3, children: [{ value: 4, children: [] }] },
+        ],
+      },
     ]);
   });
 
@@ -107,7 +114,14 @@ describe('BER/DER from asn1c', () => {
           diagnostics: { type: 'networkSpecificCause', value: { identifier: '1.2.840.113549.1', significance: true, information: 'cafe' } },
           apnSelectionMode: 'mSProvidedSubscriptionNotVerified',
           chargingCharacteristics: '0800',
-          listOfServiceData: [{ ratingGroup: 10, serviceConditionChange: ['pDPContextRelease', 'serviceStop'], datavolumeFBCUplink: 123456789012, timeOfReport: '2311051330452b0100' }],
+          listOfServiceData: [
+            {
+              ratingGroup: 10,
+              serviceConditionChange: ['pDPContextRelease', 'serviceStop'],
+              datavolumeFBCUplink: 123456789012,
+              timeOfReport: '2311051330452b0100',
+            },
+          ],
           servingNodeType: ['gTPSGW', 'mME'],
           startTime: '2023-11-05T12:30:45.5Z',
           pdnConnectionChargingID: 7,
@@ -155,7 +169,15 @@ describe('BER/CER/DER from pyasn1', () => {
     expect(recs).toHaveLength(10);
     expect(recs.every((r) => r.type === 'smsRecord')).toBe(true);
     expect(recs[7]!.value.messageReference).toBe('07'.repeat(2500));
-    expect(recs[3]!.value).toEqual({ recordType: 84, servedIMSI: '2143658709000003', servedMSISDN: '91214365f7', eventTimeStamp: '2311051230452b0100', messageReference: '0303', messageSize: 3, smsType: 'mo' });
+    expect(recs[3]!.value).toEqual({
+      recordType: 84,
+      servedIMSI: '2143658709000003',
+      servedMSISDN: '91214365f7',
+      eventTimeStamp: '2311051230452b0100',
+      messageReference: '0303',
+      messageSize: 3,
+      smsType: 'mo',
+    });
     expect(recs[2]!.value.smsType).toBe('statusReport');
   });
 });

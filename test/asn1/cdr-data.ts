@@ -12,7 +12,11 @@ export interface CdrCase {
 
 const hex2 = (n: number) => n.toString(16).padStart(2, '0');
 /** TBCD (TS 29.002): digits swapped in pairs, an odd count padded with F. */
-const tbcd = (digits: string) => (digits.length % 2 ? digits + 'f' : digits).match(/../g)!.map((d) => d[1]! + d[0]!).join('');
+const tbcd = (digits: string) =>
+  (digits.length % 2 ? digits + 'f' : digits)
+    .match(/../g)!
+    .map((d) => d[1]! + d[0]!)
+    .join('');
 
 /** Record i of a mixed file: SGW, PGW (with service data containers) and SMS records in turn. */
 export function cdrCase(i: number): CdrCase {
@@ -23,7 +27,10 @@ export function cdrCase(i: number): CdrCase {
   if (kind === 2) {
     return {
       xer: `<CallEventRecord><smsRecord><recordType>84</recordType><servedIMSI>${imsiHex.toUpperCase()}</servedIMSI><eventTimeStamp>${tsXer}</eventTimeStamp><messageReference>${hex2(i % 256)}</messageReference><messageSize>${i % 160}</messageSize><smsType><mt/></smsType></smsRecord></CallEventRecord>`,
-      record: { type: 'smsRecord', value: { recordType: 84, servedIMSI: imsiHex, eventTimeStamp: ts, messageReference: hex2(i % 256), messageSize: i % 160, smsType: 'mt' } },
+      record: {
+        type: 'smsRecord',
+        value: { recordType: 84, servedIMSI: imsiHex, eventTimeStamp: ts, messageReference: hex2(i % 256), messageSize: i % 160, smsType: 'mt' },
+      },
     };
   }
   const addr = `0A00${hex2((i >> 8) & 255)}${hex2(i & 255)}`;
@@ -35,7 +42,19 @@ export function cdrCase(i: number): CdrCase {
       xer: `<CallEventRecord><sgwRecord>${common}<s-GWAddress>${gw}</s-GWAddress><chargingID>${i}</chargingID><servingNodeAddress>${gw}</servingNodeAddress><recordOpeningTime>${tsXer}</recordOpeningTime><duration>${i % 3600}</duration><causeForRecClosing>${i % 2 ? 16 : 0}</causeForRecClosing><chargingCharacteristics>0800</chargingCharacteristics><chChSelectionMode><homeDefault/></chChSelectionMode><rATType>6</rATType></sgwRecord></CallEventRecord>`,
       record: {
         type: 'sgwRecord',
-        value: { recordType: 84, servedIMSI: imsiHex, 's-GWAddress': gwRec, chargingID: i, servingNodeAddress: [gwRec], recordOpeningTime: ts, duration: i % 3600, causeForRecClosing: i % 2 ? 16 : 0, chargingCharacteristics: '0800', chChSelectionMode: 'homeDefault', rATType: 6 },
+        value: {
+          recordType: 84,
+          servedIMSI: imsiHex,
+          's-GWAddress': gwRec,
+          chargingID: i,
+          servingNodeAddress: [gwRec],
+          recordOpeningTime: ts,
+          duration: i % 3600,
+          causeForRecClosing: i % 2 ? 16 : 0,
+          chargingCharacteristics: '0800',
+          chChSelectionMode: 'homeDefault',
+          rATType: 6,
+        },
       },
     };
   }
@@ -43,7 +62,10 @@ export function cdrCase(i: number): CdrCase {
   const containers = Array.from({ length: n }, (_, k) => ({ ratingGroup: 100 + k, up: i * 1000 + k, down: (i * 1000 + k) * 7 }));
   return {
     xer: `<CallEventRecord><pgwRecord>${common}<p-GWAddress>${gw}</p-GWAddress><chargingID>${4000000000 + i}</chargingID><servingNodeAddress>${gw}</servingNodeAddress><accessPointNameNI>ims.mnc001.mcc262.gprs</accessPointNameNI><recordOpeningTime>${tsXer}</recordOpeningTime><duration>${i % 3600}</duration><causeForRecClosing>0</causeForRecClosing><chargingCharacteristics>0400</chargingCharacteristics><listOfServiceData>${containers
-      .map((c) => `<ChangeOfServiceCondition><ratingGroup>${c.ratingGroup}</ratingGroup><serviceConditionChange>0000000001</serviceConditionChange><datavolumeFBCUplink>${c.up}</datavolumeFBCUplink><datavolumeFBCDownlink>${c.down}</datavolumeFBCDownlink><timeOfReport>${tsXer}</timeOfReport></ChangeOfServiceCondition>`)
+      .map(
+        (c) =>
+          `<ChangeOfServiceCondition><ratingGroup>${c.ratingGroup}</ratingGroup><serviceConditionChange>0000000001</serviceConditionChange><datavolumeFBCUplink>${c.up}</datavolumeFBCUplink><datavolumeFBCDownlink>${c.down}</datavolumeFBCDownlink><timeOfReport>${tsXer}</timeOfReport></ChangeOfServiceCondition>`,
+      )
       .join('')}</listOfServiceData><servingNodeType><gTPSGW/></servingNodeType></pgwRecord></CallEventRecord>`,
     record: {
       type: 'pgwRecord',
@@ -58,7 +80,13 @@ export function cdrCase(i: number): CdrCase {
         duration: i % 3600,
         causeForRecClosing: 0,
         chargingCharacteristics: '0400',
-        listOfServiceData: containers.map((c) => ({ ratingGroup: c.ratingGroup, serviceConditionChange: ['serviceStop'], datavolumeFBCUplink: c.up, datavolumeFBCDownlink: c.down, timeOfReport: ts })),
+        listOfServiceData: containers.map((c) => ({
+          ratingGroup: c.ratingGroup,
+          serviceConditionChange: ['serviceStop'],
+          datavolumeFBCUplink: c.up,
+          datavolumeFBCDownlink: c.down,
+          timeOfReport: ts,
+        })),
         servingNodeType: ['gTPSGW'],
       },
     },

@@ -16,9 +16,25 @@ const vectors = JSON.parse(readFileSync(join(FIX, 'vectors.json'), 'utf8')) as R
 
 /** Everything from everything.xer after asn1c's DER (GeneralizedTime in UTC) and Erlang. */
 const everything: Rec = {
-  small: 5, big: '9007199254740993', neg: -129, ratio: 1.5, flag: true, nothing: null, bits: '1011', flags: ['alpha', 'gamma'],
-  oid: '1.3.6.1.4.1.9', utf: 'héllo ✓', ia5: 'abc', bmp: 'Ωmega', utc: '2023-11-05T12:30:45Z', gen: '2023-11-05T11:30:45.123Z',
-  color: 'green', list: [1, -2, 300], names: ['x', 'y'], pick: { type: 's', value: 'hi' }, dflt: 7,
+  small: 5,
+  big: '9007199254740993',
+  neg: -129,
+  ratio: 1.5,
+  flag: true,
+  nothing: null,
+  bits: '1011',
+  flags: ['alpha', 'gamma'],
+  oid: '1.3.6.1.4.1.9',
+  utf: 'héllo ✓',
+  ia5: 'abc',
+  bmp: 'Ωmega',
+  utc: '2023-11-05T12:30:45Z',
+  gen: '2023-11-05T11:30:45.123Z',
+  color: 'green',
+  list: [1, -2, 300],
+  names: ['x', 'y'],
+  pick: { type: 's', value: 'hi' },
+  dflt: 7,
 };
 
 type Enc = 'per' | 'uper' | 'jer';
@@ -61,15 +77,30 @@ describe('asn1c encodings', () => {
     expect(decode(FIX, 'Tree', 'uper', tree!)).toEqual({ value: 1, children: [{ value: -300, children: [] }] });
     const inner = asn1cEncode(FIX, 'Inner', 'uper', ['<Inner><x>-42</x><y>FF</y></Inner>', '<Inner><x>100</x></Inner>']);
     expect(inner.map((b) => decode(FIX, 'Inner', 'uper', b))).toEqual([{ x: -42, y: 'ff' }, { x: 100 }]);
-    const cosc = '<ChangeOfServiceCondition><ratingGroup>10</ratingGroup><serviceConditionChange>0000100001</serviceConditionChange><timeOfReport>2311051330452B0100</timeOfReport></ChangeOfServiceCondition>';
+    const cosc =
+      '<ChangeOfServiceCondition><ratingGroup>10</ratingGroup><serviceConditionChange>0000100001</serviceConditionChange><timeOfReport>2311051330452B0100</timeOfReport></ChangeOfServiceCondition>';
     const [c] = asn1cEncode(CDR_DIR, 'ChangeOfServiceCondition', 'uper', [cosc]);
-    expect(decode(CDR_DIR, 'ChangeOfServiceCondition', 'uper', c!)).toEqual({ ratingGroup: 10, serviceConditionChange: ['pDPContextRelease', 'serviceStop'], timeOfReport: '2311051330452b0100' });
+    expect(decode(CDR_DIR, 'ChangeOfServiceCondition', 'uper', c!)).toEqual({
+      ratingGroup: 10,
+      serviceConditionChange: ['pDPContextRelease', 'serviceStop'],
+      timeOfReport: '2311051330452b0100',
+    });
   });
 
   it('decodes asn1c XER (BASIC-XER, pretty-printed)', () => {
     const cdr = Array.from({ length: 9 }, (_, i) => cdrCase(i));
-    asn1cEncode(CDR_DIR, 'CallEventRecord', 'xer', cdr.map((c) => c.xer)).forEach((b, i) => expect(decode(CDR_DIR, 'CallEventRecord', 'xer', b)).toEqual(cdr[i]!.record));
-    asn1cEncode(FIX, 'Constrained', 'xer', perCases.map((c) => c.xer)).forEach((b, i) => expect(decode(FIX, 'Constrained', 'xer', b)).toEqual(perCases[i]!.record));
+    asn1cEncode(
+      CDR_DIR,
+      'CallEventRecord',
+      'xer',
+      cdr.map((c) => c.xer),
+    ).forEach((b, i) => expect(decode(CDR_DIR, 'CallEventRecord', 'xer', b)).toEqual(cdr[i]!.record));
+    asn1cEncode(
+      FIX,
+      'Constrained',
+      'xer',
+      perCases.map((c) => c.xer),
+    ).forEach((b, i) => expect(decode(FIX, 'Constrained', 'xer', b)).toEqual(perCases[i]!.record));
     const [ev] = asn1cEncode(FIX, 'Everything', 'xer', [readFileSync(join(FIX, 'everything.xer'), 'utf8')]);
     expect(decode(FIX, 'Everything', 'xer', ev!)).toEqual({ ...everything, gen: '2023-11-05T12:30:45.123+01:00', names: ['y', 'x'] });
   });
@@ -77,6 +108,8 @@ describe('asn1c encodings', () => {
   it('reports a truncated UPER encoding and a JER document of the wrong shape', () => {
     const b = Buffer.from(vectors['ChargingRecords.CallEventRecord']!.uper[1]!, 'hex');
     expect(() => decode(CDR_DIR, 'CallEventRecord', 'uper', b.subarray(0, 20))).toThrow(/truncated/);
-    expect(() => decode(CDR_DIR, 'CallEventRecord', 'jer', Buffer.from('{"pgwRecord":{"recordType":"x"}}'))).toThrow(/\$\.pgwRecord\.recordType: expected an integer/);
+    expect(() => decode(CDR_DIR, 'CallEventRecord', 'jer', Buffer.from('{"pgwRecord":{"recordType":"x"}}'))).toThrow(
+      /\$\.pgwRecord\.recordType: expected an integer/,
+    );
   });
 });

@@ -38,7 +38,11 @@ END`,
     ]);
     expect(ext.body.components![1]!.default).toBe(false);
     expect(s.type('Name').size).toEqual({ lo: 1, hi: 20, ext: false });
-    expect(s.type('Mode').body.enumRoot).toEqual([{ name: 'a', value: 0 }, { name: 'c', value: 1 }, { name: 'b', value: 5 }]);
+    expect(s.type('Mode').body.enumRoot).toEqual([
+      { name: 'a', value: 0 },
+      { name: 'c', value: 1 },
+      { name: 'b', value: 5 },
+    ]);
     expect(s.type('Mode').body.enumExt).toEqual([{ name: 'd', value: 6 }]);
     expect(s.type('Flags').size).toEqual({ lo: 4, hi: 8, ext: true });
     expect(s.type('Range').range).toEqual({ lo: -5n, hi: 20n, ext: false });
@@ -96,9 +100,15 @@ END`,
       }
       throw new Error('no error');
     };
-    expect(err({ 'm.asn': 'M DEFINITIONS ::= BEGIN\nIMPORTS X FROM Other;\nT ::= X\nEND' })).toBe("m.asn:2: module 'M' imports from module 'Other', which is not in the schema files (known modules: M)");
-    expect(err({ 'm.asn': 'M DEFINITIONS ::= BEGIN\nIMPORTS X FROM O;\nT ::= X\nEND', 'o.asn': 'O DEFINITIONS ::= BEGIN\nY ::= NULL\nEND' })).toBe("m.asn:2: 'X' is imported from 'O', which does not define it");
-    expect(err({ 'm.asn': 'M DEFINITIONS ::= BEGIN\nT ::= SEQUENCE {\n a U }\nEND' })).toBe("m.asn:3: type 'U' is not defined in module 'M' nor imported into it");
+    expect(err({ 'm.asn': 'M DEFINITIONS ::= BEGIN\nIMPORTS X FROM Other;\nT ::= X\nEND' })).toBe(
+      "m.asn:2: module 'M' imports from module 'Other', which is not in the schema files (known modules: M)",
+    );
+    expect(err({ 'm.asn': 'M DEFINITIONS ::= BEGIN\nIMPORTS X FROM O;\nT ::= X\nEND', 'o.asn': 'O DEFINITIONS ::= BEGIN\nY ::= NULL\nEND' })).toBe(
+      "m.asn:2: 'X' is imported from 'O', which does not define it",
+    );
+    expect(err({ 'm.asn': 'M DEFINITIONS ::= BEGIN\nT ::= SEQUENCE {\n a U }\nEND' })).toBe(
+      "m.asn:3: type 'U' is not defined in module 'M' nor imported into it",
+    );
     expect(err({ 'm.asn': 'M DEFINITIONS ::= BEGIN\nT ::= NULL\nU ::= NULL\nEND' }, 'V')).toBe("unknown message class 'V'; known types: T, U");
     expect(err({ 'm.asn': 'M DEFINITIONS ::= BEGIN\nT ::= U\nU ::= T\nEND' })).toMatch(/defined in terms of itself/);
   });

@@ -155,7 +155,17 @@ describe('API key (SVC_API_KEY)', () => {
 
   it('cannot be bypassed with another spelling of a protected path', async () => {
     const h = await build({ SVC_API_KEY: KEY });
-    for (const url of ['/%61pi/pipelines', '/api/%70ipelines', '//api/pipelines', '/api//pipelines', '/API/pipelines', '/ui/../api/pipelines', '/api/health/../pipelines', '/api/pipelines/', '/api']) {
+    for (const url of [
+      '/%61pi/pipelines',
+      '/api/%70ipelines',
+      '//api/pipelines',
+      '/api//pipelines',
+      '/API/pipelines',
+      '/ui/../api/pipelines',
+      '/api/health/../pipelines',
+      '/api/pipelines/',
+      '/api',
+    ]) {
       const r = await get(h, url);
       expect(r.statusCode, url).toBe(401);
     }
@@ -223,7 +233,9 @@ describe('internal surfaces (SVC_INTERNAL_AUTH_MODE)', () => {
       expect(missing.json()).toEqual({
         detail: 'missing X-API-Key header: internal endpoints need the key configured in SVC_API_KEY (session tokens are not accepted here)',
       });
-      expect((await get(h, url, { 'x-api-key': 'wrong' })).json()).toEqual({ detail: 'invalid X-API-Key header: it does not match the key configured in SVC_API_KEY' });
+      expect((await get(h, url, { 'x-api-key': 'wrong' })).json()).toEqual({
+        detail: 'invalid X-API-Key header: it does not match the key configured in SVC_API_KEY',
+      });
       expect((await get(h, url, { authorization: `Bearer ${token}` })).statusCode, url).toBe(401);
       expect((await get(h, url, { 'x-api-key': KEY })).statusCode, url).toBe(200);
     }

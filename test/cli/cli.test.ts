@@ -201,7 +201,11 @@ pipeline:
 
 describe('svc run', () => {
   it('runs a good pipeline: exit 0, the run record on stdout, the output written', async () => {
-    const input = ndjson([{ i: '1', s: 1 }, { i: '2', s: 2 }, { i: '3', s: 1 }]);
+    const input = ndjson([
+      { i: '1', s: 1 },
+      { i: '2', s: 2 },
+      { i: '3', s: 1 },
+    ]);
     const { dir, file } = workspace(
       { 'a.ndjson': input },
       pipelineYaml(`  transforms:
@@ -248,10 +252,7 @@ describe('svc run', () => {
   });
 
   it('on_error: abort with a bad line: exit 2, status aborted, the input stays', async () => {
-    const { dir, file } = workspace(
-      { 'a.ndjson': '{"a":1}\nnot json\n{"a":3}\n' },
-      pipelineYaml('  on_error: abort', `, move_after_read: "{dir}/done"`),
-    );
+    const { dir, file } = workspace({ 'a.ndjson': '{"a":1}\nnot json\n{"a":3}\n' }, pipelineYaml('  on_error: abort', `, move_after_read: "{dir}/done"`));
     const r = await svc(['run', file]);
     expect(r.code).toBe(2);
     const rec = runRecord(r);

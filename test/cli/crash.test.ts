@@ -46,7 +46,9 @@ ${slow ? '  record_chunk_size: 100\n  rate_limit_rps: 50\n' : ''}  sinks:
     const child = spawn(process.execPath, [...SVC, 'run', join(dir, 'slow.yaml')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
     let early: { code: number | null } | undefined;
     void exited.then((e) => (early = e));
 

@@ -63,16 +63,33 @@ pipeline:
     const r = await svcModules(['validate', file]);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`${file}: valid (pipeline 'lazy')\n`);
-    expect(r.src).toEqual(expect.arrayContaining(['src/plugins/connectors/local/source.ts', 'src/plugins/serializers/csv/index.ts', 'src/plugins/transforms/rename/index.ts', 'src/plugins/connectors/local/sink.ts']));
+    expect(r.src).toEqual(
+      expect.arrayContaining([
+        'src/plugins/connectors/local/source.ts',
+        'src/plugins/serializers/csv/index.ts',
+        'src/plugins/transforms/rename/index.ts',
+        'src/plugins/connectors/local/sink.ts',
+      ]),
+    );
     const plugins = r.src.filter((f) => /^src\/plugins\/(serializers|transforms|connectors)\//.test(f));
-    expect(plugins.sort()).toEqual(['src/plugins/connectors/local/dlq-reader.ts', 'src/plugins/connectors/local/sink.ts', 'src/plugins/connectors/local/source.ts', 'src/plugins/serializers/csv/index.ts', 'src/plugins/serializers/ndjson/index.ts', 'src/plugins/transforms/rename/index.ts']);
+    expect(plugins.sort()).toEqual([
+      'src/plugins/connectors/local/dlq-reader.ts',
+      'src/plugins/connectors/local/sink.ts',
+      'src/plugins/connectors/local/source.ts',
+      'src/plugins/serializers/csv/index.ts',
+      'src/plugins/serializers/ndjson/index.ts',
+      'src/plugins/transforms/rename/index.ts',
+    ]);
     expect(r.src.filter((f) => /^src\/(plugins\/registry|engine\/|daemon\/|api\/|console\/|cluster\/|store\/)/.test(f))).toEqual([]);
   });
 
   it('svc validate of an unknown type loads the whole registry, to name every type', async () => {
     const dir = tempDir('svc-modules-');
     const file = join(dir, 'p.yaml');
-    writeFileSync(file, `version: "1"\npipeline:\n  name: x\n  source: { type: locall, path: /tmp }\n  serializer_in: { type: ndjson }\n  sinks: [{ type: local, path: /tmp }]\n`);
+    writeFileSync(
+      file,
+      `version: "1"\npipeline:\n  name: x\n  source: { type: locall, path: /tmp }\n  serializer_in: { type: ndjson }\n  sinks: [{ type: local, path: /tmp }]\n`,
+    );
     const r = await svcModules(['validate', file]);
     expect(r.code).toBe(1);
     expect(r.src).toContain('src/plugins/registry.ts');

@@ -7,7 +7,6 @@ import { until } from '../helpers/wait.js';
 import { tempDir } from '../helpers/fs.js';
 import { svc } from '../helpers/cli.js';
 
-
 const pipelineYaml = (name: string, dir: string, extra = '') => `version: "1"
 pipeline:
   name: ${name}
@@ -33,7 +32,9 @@ describe('svc pipelines / svc runs (proxy commands)', () => {
     expect(created.stdout).toMatch(/^NAME\s+STATUS\s+VERSION\nproxied\s+stopped\s+1\n$/);
 
     const list = await svc(['pipelines', '--json'], env);
-    expect(JSON.parse(list.stdout)).toEqual([{ name: 'proxied', enabled: true, status: 'stopped', schedule_type: 'manual', last_run: null, last_run_status: null }]);
+    expect(JSON.parse(list.stdout)).toEqual([
+      { name: 'proxied', enabled: true, status: 'stopped', schedule_type: 'manual', last_run: null, last_run_status: null },
+    ]);
 
     const triggered = await svc(['pipelines', 'run', 'proxied', '--json'], env);
     expect(JSON.parse(triggered.stdout)).toMatchObject({ name: 'proxied', status: 'triggered' });

@@ -56,7 +56,11 @@ const portFree = (port: number) =>
     s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 
-const status = (url: string) => fetch(url).then((r) => r.status, () => 0);
+const status = (url: string) =>
+  fetch(url).then(
+    (r) => r.status,
+    () => 0,
+  );
 
 /** Starts `svc serve` held at `point`, waits until it is held there, and returns it with its ports. */
 async function heldServe(point: string, extra: Record<string, string> = {}) {

@@ -14,10 +14,15 @@ import { tempDir } from '../helpers/fs.js';
 import { ACME } from '../mib/helpers.js';
 
 const finished = async (c: Cluster, runId: string, ms = 30_000) =>
-  until(async () => {
-    const r = await c.call('GET', `/api/runs/${runId}`);
-    return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
-  }, ms, 'the run to finish', 100);
+  until(
+    async () => {
+      const r = await c.call('GET', `/api/runs/${runId}`);
+      return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
+    },
+    ms,
+    'the run to finish',
+    100,
+  );
 
 async function register(c: Cluster, yaml: string) {
   const r = await c.call('POST', '/api/pipelines', yaml);
@@ -123,7 +128,14 @@ describe('manager and two workers', () => {
   });
 
   it('a worker syncs the schema files a run needs from the manager at run start', async () => {
-    const avsc = JSON.stringify({ type: 'record', name: 'Row', fields: [{ name: 'i', type: 'long' }, { name: 'host', type: 'string' }] });
+    const avsc = JSON.stringify({
+      type: 'record',
+      name: 'Row',
+      fields: [
+        { name: 'i', type: 'long' },
+        { name: 'host', type: 'string' },
+      ],
+    });
     const form = new FormData();
     form.append('file', new Blob([avsc]), 'row.avsc');
     const up = await fetch(`${c.managerUrl}/api/schemas/upload`, { method: 'POST', body: form });
@@ -155,7 +167,7 @@ describe('manager and two workers', () => {
     expect(bad.error).toMatch(/no worker took it: .*gone\.avsc' not found/);
   });
 
-  it("an SNMP pipeline on a worker resolves names with a MIB module uploaded to the manager", async () => {
+  it('an SNMP pipeline on a worker resolves names with a MIB module uploaded to the manager', async () => {
     const yaml = (name: string, module: string) =>
       [
         'version: "1"',
@@ -208,7 +220,12 @@ describe('manager and two workers', () => {
 
   it('answers bad agent requests with {detail}', async () => {
     const worker = c.workers[1]!;
-    const bad = await c.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'bad-1', yaml: 'version: "1"\npipeline: { name: x }\n' }, { 'x-svc-epoch': '5' });
+    const bad = await c.call(
+      'POST',
+      `${worker.agentUrl}/agent/run`,
+      { run_id: 'bad-1', yaml: 'version: "1"\npipeline: { name: x }\n' },
+      { 'x-svc-epoch': '5' },
+    );
     expect(bad.status).toBe(400);
     expect(bad.body.detail).toMatch(/^invalid pipeline: /);
     const missing = await c.call('POST', `${worker.agentUrl}/agent/run`, { yaml: 'x' }, { 'x-svc-epoch': '5' });
@@ -241,7 +258,13 @@ describe('outcomes and failures', () => {
     await c.startManager();
     const w = workArea(3);
     await register(c, localYaml('alerted', w));
-    const rule = await c.call('POST', '/api/pipelines/alerted/alerts', { name: 'any', condition: 'records_in > 0', action: 'webhook', webhook_url: hookUrl, cooldown_seconds: 0 });
+    const rule = await c.call('POST', '/api/pipelines/alerted/alerts', {
+      name: 'any',
+      condition: 'records_in > 0',
+      action: 'webhook',
+      webhook_url: hookUrl,
+      cooldown_seconds: 0,
+    });
     expect(rule.status, rule.text).toBeLessThan(300);
     await until(async () => (await c!.call('GET', '/api/cluster/nodes')).body.workers[0].ok);
     const runId = await runNow(c, 'alerted');
@@ -277,10 +300,15 @@ describe('outcomes and failures', () => {
     await until(async () => (await c!.call('GET', `${worker.agentUrl}/agent/status`)).body.runs.length === 1);
     worker.proc!.child.kill('SIGTERM');
     // Once the worker says it drains (alive, ok, draining), a new run is refused.
-    const health = await until(async () => {
-      const h = await c!.call('GET', `${worker.agentUrl}/agent/health`);
-      return h.body.draining ? h : undefined;
-    }, 5000, 'the worker to report draining', 20);
+    const health = await until(
+      async () => {
+        const h = await c!.call('GET', `${worker.agentUrl}/agent/health`);
+        return h.body.draining ? h : undefined;
+      },
+      5000,
+      'the worker to report draining',
+      20,
+    );
     expect(health!.status).toBe(200);
     expect(health!.body).toMatchObject({ ok: true, draining: true, active_runs: 1 });
     const refused = await c.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'during-drain', yaml: localYaml('other', workArea(1)) });
@@ -347,7 +375,16 @@ describe('outcomes and failures', () => {
     const anon = await c.call('POST', `${worker.agentUrl}/agent/run`, { run_id: 'x', yaml: 'x' });
     expect(anon.status).toBe(401);
     expect((await c.call('GET', `${worker.agentUrl}/agent/health`)).status).toBe(200);
-    const cb = await c.call('POST', '/api/internal/pipeline-stats', { run_id: 'x', pipeline: 'x', records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0, bytes_in: 0, bytes_out: 0 });
+    const cb = await c.call('POST', '/api/internal/pipeline-stats', {
+      run_id: 'x',
+      pipeline: 'x',
+      records_in: 0,
+      records_out: 0,
+      records_skipped: 0,
+      dlq_count: 0,
+      bytes_in: 0,
+      bytes_out: 0,
+    });
     expect(cb.status).toBe(401);
     const w = workArea(2);
     const reg = await c.call('POST', '/api/pipelines', localYaml('keyed', w), { 'x-api-key': key.SVC_API_KEY });
@@ -441,7 +478,12 @@ describe('per-pipeline Kubernetes Services, made by the manager', () => {
   it('applies the Service of a pipeline with kubernetes.enabled, shows a refusal in the pipeline, deletes it with the pipeline and orphans at start', async () => {
     api = await FakeKubeApi.start({ token: 'k8s-token', namespaces: ['svc'] });
     // Someone else holds nodePort 30080: the second pipeline's Service is refused (422).
-    api.put('svc', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'other' }, spec: { type: 'NodePort', selector: { app: 'x' }, ports: [{ port: 80, nodePort: 30080 }] } });
+    api.put('svc', {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'other' },
+      spec: { type: 'NodePort', selector: { app: 'x' }, ports: [{ port: 80, nodePort: 30080 }] },
+    });
     const kubeconfig = join(tempDir('svc-kube-'), 'config');
     writeFileSync(
       kubeconfig,
@@ -465,7 +507,11 @@ describe('per-pipeline Kubernetes Services, made by the manager', () => {
       ].join('\n');
     await register(c, hook('ves-in', ''));
     await register(c, hook('taken', ', node_port: 30080'));
-    const names = () => api!.services('svc').map((s) => s.metadata.name).sort();
+    const names = () =>
+      api!
+        .services('svc')
+        .map((s) => s.metadata.name)
+        .sort();
     await until(() => names().includes('svc-ves-in'));
     const made = api.services('svc').find((s) => s.metadata.name === 'svc-ves-in')!;
     expect(made.spec.ports[0]).toMatchObject({ protocol: 'TCP', port: 8767 });
@@ -479,7 +525,20 @@ describe('per-pipeline Kubernetes Services, made by the manager', () => {
     await until(() => !names().includes('svc-ves-in'));
     // An orphan left while no manager ran goes at the next start.
     await c.kill(c.manager);
-    api.put('svc', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-gone', labels: { 'app.kubernetes.io/managed-by': 'svc', 'svc.io/pipeline': 'gone' }, annotations: { 'svc.io/pipeline-name': 'gone' } }, spec: { type: 'NodePort', selector: { app: 'x' }, ports: [{ port: 80 }] } }, 'svc');
+    api.put(
+      'svc',
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: {
+          name: 'svc-gone',
+          labels: { 'app.kubernetes.io/managed-by': 'svc', 'svc.io/pipeline': 'gone' },
+          annotations: { 'svc.io/pipeline-name': 'gone' },
+        },
+        spec: { type: 'NodePort', selector: { app: 'x' }, ports: [{ port: 80 }] },
+      },
+      'svc',
+    );
     await c.startManager();
     await until(() => !names().includes('svc-gone'));
     expect(names()).toEqual(['other']);
@@ -525,10 +584,15 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     await until(async () => (await c!.call('GET', `${second.url}/api/ready`)).status === 200, 15_000, 'the standby to lead (/api/ready 200)', 200);
     const r = await c.call('POST', `${second.url}/api/pipelines/ha/run`);
     expect(r.status, r.text).toBe(202);
-    const run = await until(async () => {
-      const x = await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`);
-      return x.body?.status === 'success' ? x.body : undefined;
-    }, 20_000, 'the run on the new leader to succeed', 100);
+    const run = await until(
+      async () => {
+        const x = await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`);
+        return x.body?.status === 'success' ? x.body : undefined;
+      },
+      20_000,
+      'the run on the new leader to succeed',
+      100,
+    );
     expect(run.node_id).toBe('w0');
   }, 60_000);
 
@@ -542,12 +606,22 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     // the other succeeds): that connection is accepted by the kernel and never answered, so the
     // outbox waits out one 10-s call timeout before the new leader gets it.
     const r = await c.call('POST', `${second.url}/api/pipelines/frozen/run`);
-    await until(async () => (await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`)).body?.status === 'success', 40_000, 'the run on the new leader to succeed', 100);
+    await until(
+      async () => (await c!.call('GET', `${second.url}/api/runs/${r.body.run_id}`)).body?.status === 'success',
+      40_000,
+      'the run on the new leader to succeed',
+      100,
+    );
     first.child.kill('SIGCONT');
     // The old leader finds its lease gone by its own clock and leaves (the orchestrator restarts it as a standby).
     expect((await first.exited).code).toBe(3);
     expect(first.stderr() + '').not.toMatch(/TypeError|ReferenceError/);
-    const stale = await c.call('POST', `${c.workers[0]!.agentUrl}/agent/run`, { run_id: 'stale-1', yaml: localYaml('stale', workArea(1)) }, { 'x-svc-epoch': '1' });
+    const stale = await c.call(
+      'POST',
+      `${c.workers[0]!.agentUrl}/agent/run`,
+      { run_id: 'stale-1', yaml: localYaml('stale', workArea(1)) },
+      { 'x-svc-epoch': '1' },
+    );
     expect(stale.status).toBe(409);
     expect(stale.body.detail).toMatch(/epoch 1 is lower than 2/);
   }, 90_000);
@@ -559,7 +633,10 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     const w = workArea(1);
     // Every 2 s (cron's finest is a minute; fires are claimed alike); the input file stays, so each
     // run appends one line: lines = runs.
-    const yaml = localYaml('ticking', { ...w, schedule: '{ type: interval, interval_seconds: 2 }' }).replace('file_pattern: "*.ndjson" }', 'file_pattern: "*.ndjson", delete_after_read: false }');
+    const yaml = localYaml('ticking', { ...w, schedule: '{ type: interval, interval_seconds: 2 }' }).replace(
+      'file_pattern: "*.ndjson" }',
+      'file_pattern: "*.ndjson", delete_after_read: false }',
+    );
     await register(c, yaml);
     const standby = await c.startManager({ SVC_NODE_ID: 'manager-b' }, { port: c.standbyPort, standby: true });
     extra.push(standby);
@@ -583,7 +660,10 @@ describe('several managers: one leader by a lease on PostgreSQL', () => {
     expect(done.length).toBeGreaterThanOrEqual(5);
     // Every run is a fire of its own tick (deterministic ids cannot repeat); the sink saw each once.
     expect(new Set(runs.map((r) => r.run_id)).size).toBe(runs.length);
-    await until(() => readNdjson(w.outFile).length === done.length + runs.filter((r) => r.status === 'running').length || readNdjson(w.outFile).length === done.length, 5000);
+    await until(
+      () => readNdjson(w.outFile).length === done.length + runs.filter((r) => r.status === 'running').length || readNdjson(w.outFile).length === done.length,
+      5000,
+    );
     const ticks = runs.map((r) => r.run_id);
     const fromTicks = new Set<string>();
     const start = Date.now() - 60_000;

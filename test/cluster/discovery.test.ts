@@ -56,7 +56,18 @@ async function startDnsmasqOnce(lines: string[]): Promise<Dnsmasq> {
   // that are not in the file get NXDOMAIN, as from the cluster DNS, rather than REFUSED.
   const child: ChildProcess = spawn(
     'dnsmasq',
-    ['--conf-file=/dev/null', '--no-daemon', '--keep-in-foreground', `--port=${port}`, '--listen-address=127.0.0.1', '--bind-interfaces', '--no-resolv', '--no-hosts', `--addn-hosts=${hosts}`, '--local=/svc/'],
+    [
+      '--conf-file=/dev/null',
+      '--no-daemon',
+      '--keep-in-foreground',
+      `--port=${port}`,
+      '--listen-address=127.0.0.1',
+      '--bind-interfaces',
+      '--no-resolv',
+      '--no-hosts',
+      `--addn-hosts=${hosts}`,
+      '--local=/svc/',
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let log = '';

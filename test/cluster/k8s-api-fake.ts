@@ -69,7 +69,10 @@ class ApiError extends Error {
 
 const notFound = (kind: string, name: string) => new ApiError(404, 'NotFound', `${kind} "${name}" not found`, { name, kind });
 
-function invalid(name: string, causes: { field: string; type: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueForbidden' | 'FieldValueNotSupported'; detail: string }[]) {
+function invalid(
+  name: string,
+  causes: { field: string; type: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueForbidden' | 'FieldValueNotSupported'; detail: string }[],
+) {
   const list = causes.map((c) => `${c.field}: ${c.detail}`);
   return new ApiError(422, 'Invalid', `Service "${name}" is invalid: ${list.length > 1 ? `[${list.join(', ')}]` : list[0]}`, {
     name,
@@ -141,23 +144,50 @@ function setAt(obj: Obj, path: string, value: unknown) {
 function validate(name: string, obj: Obj) {
   type Cause = Parameters<typeof invalid>[1][number];
   const causes: Cause[] = [];
-  if (name.length > 63 || !DNS_1035.test(name)) causes.push({ field: 'metadata.name', type: 'FieldValueInvalid', detail: `Invalid value: "${name}": ${name.length > 63 ? 'must be no more than 63 characters' : DNS_1035_MESSAGE}` });
+  if (name.length > 63 || !DNS_1035.test(name))
+    causes.push({
+      field: 'metadata.name',
+      type: 'FieldValueInvalid',
+      detail: `Invalid value: "${name}": ${name.length > 63 ? 'must be no more than 63 characters' : DNS_1035_MESSAGE}`,
+    });
   const spec = obj.spec;
   const types = ['ClusterIP', 'NodePort', 'LoadBalancer', 'ExternalName'];
-  if (!types.includes(spec.type)) causes.push({ field: 'spec.type', type: 'FieldValueNotSupported', detail: `Unsupported value: "${spec.type}": supported values: ${types.map((t) => `"${t}"`).join(', ')}` });
+  if (!types.includes(spec.type))
+    causes.push({
+      field: 'spec.type',
+      type: 'FieldValueNotSupported',
+      detail: `Unsupported value: "${spec.type}": supported values: ${types.map((t) => `"${t}"`).join(', ')}`,
+    });
   const ports: Obj[] = spec.ports ?? [];
   if (ports.length === 0 && spec.type !== 'ExternalName') causes.push({ field: 'spec.ports', type: 'FieldValueRequired', detail: 'Required value' });
   ports.forEach((p, i) => {
     const at = `spec.ports[${i}]`;
     if (ports.length > 1 && !p.name) causes.push({ field: `${at}.name`, type: 'FieldValueRequired', detail: 'Required value' });
-    if (!Number.isInteger(p.port) || p.port < 1 || p.port > 65535) causes.push({ field: `${at}.port`, type: 'FieldValueInvalid', detail: `Invalid value: ${p.port}: must be between 1 and 65535, inclusive` });
-    if (!['TCP', 'UDP', 'SCTP'].includes(p.protocol)) causes.push({ field: `${at}.protocol`, type: 'FieldValueNotSupported', detail: `Unsupported value: "${p.protocol}": supported values: "SCTP", "TCP", "UDP"` });
-    if (p.nodePort !== undefined && spec.type === 'ClusterIP') causes.push({ field: `${at}.nodePort`, type: 'FieldValueForbidden', detail: "Forbidden: may not be used when `type` is 'ClusterIP'" });
+    if (!Number.isInteger(p.port) || p.port < 1 || p.port > 65535)
+      causes.push({ field: `${at}.port`, type: 'FieldValueInvalid', detail: `Invalid value: ${p.port}: must be between 1 and 65535, inclusive` });
+    if (!['TCP', 'UDP', 'SCTP'].includes(p.protocol))
+      causes.push({
+        field: `${at}.protocol`,
+        type: 'FieldValueNotSupported',
+        detail: `Unsupported value: "${p.protocol}": supported values: "SCTP", "TCP", "UDP"`,
+      });
+    if (p.nodePort !== undefined && spec.type === 'ClusterIP')
+      causes.push({ field: `${at}.nodePort`, type: 'FieldValueForbidden', detail: "Forbidden: may not be used when `type` is 'ClusterIP'" });
   });
   const etp = spec.externalTrafficPolicy;
   if (etp !== undefined) {
-    if (spec.type === 'ClusterIP') causes.push({ field: 'spec.externalTrafficPolicy', type: 'FieldValueInvalid', detail: `Invalid value: "${etp}": may only be set for externally-accessible services` });
-    else if (!['Cluster', 'Local'].includes(etp)) causes.push({ field: 'spec.externalTrafficPolicy', type: 'FieldValueNotSupported', detail: `Unsupported value: "${etp}": supported values: "Cluster", "Local"` });
+    if (spec.type === 'ClusterIP')
+      causes.push({
+        field: 'spec.externalTrafficPolicy',
+        type: 'FieldValueInvalid',
+        detail: `Invalid value: "${etp}": may only be set for externally-accessible services`,
+      });
+    else if (!['Cluster', 'Local'].includes(etp))
+      causes.push({
+        field: 'spec.externalTrafficPolicy',
+        type: 'FieldValueNotSupported',
+        detail: `Unsupported value: "${etp}": supported values: "Cluster", "Local"`,
+      });
   }
   if (causes.length) throw invalid(name, causes);
 }
@@ -223,7 +253,16 @@ export class FakeKubeApi {
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       status = e.code;
-      body = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: e.message, reason: e.reason, ...(e.details ? { details: e.details } : {}), code: e.code };
+      body = {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: e.message,
+        reason: e.reason,
+        ...(e.details ? { details: e.details } : {}),
+        code: e.code,
+      };
     }
     this.requests.push({ method: req.method!, path: url.pathname, query, contentType: req.headers['content-type'], status });
     res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-cache, private' });
@@ -241,10 +280,15 @@ export class FakeKubeApi {
     }
     if (this.opts.forbid?.includes(verb)) {
       const user = this.opts.user ?? 'system:serviceaccount:default:svc';
-      throw new ApiError(403, 'Forbidden', `services${name ? ` "${name}"` : ''} is forbidden: User "${user}" cannot ${verb} resource "services" in API group "" in the namespace "${namespace}"`, {
-        ...(name ? { name } : {}),
-        kind: 'services',
-      });
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `services${name ? ` "${name}"` : ''} is forbidden: User "${user}" cannot ${verb} resource "services" in API group "" in the namespace "${namespace}"`,
+        {
+          ...(name ? { name } : {}),
+          kind: 'services',
+        },
+      );
     }
     // As the apiserver: reading or listing in a namespace that does not exist finds nothing;
     // only creating there (POST, or an apply that creates) is refused with the namespace's 404.
@@ -313,15 +357,18 @@ export class FakeKubeApi {
     }
     if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) throw new ApiError(400, 'BadRequest', 'the body of the request is not an object');
     const o = obj as Obj;
-    if (o.apiVersion !== 'v1') throw new ApiError(400, 'BadRequest', `the API version in the data (${o.apiVersion ?? ''}) does not match the expected API version (v1)`);
+    if (o.apiVersion !== 'v1')
+      throw new ApiError(400, 'BadRequest', `the API version in the data (${o.apiVersion ?? ''}) does not match the expected API version (v1)`);
     if (o.kind !== 'Service') throw new ApiError(400, 'BadRequest', `the kind in the data (${o.kind ?? ''}) does not match the expected kind (Service)`);
     return o;
   }
 
   private checkIdentity(obj: Obj, bodyName: string | undefined, urlName: string, namespace: string) {
-    if (bodyName !== urlName) throw new ApiError(400, 'BadRequest', `the name of the object (${bodyName ?? ''}) does not match the name on the URL (${urlName})`);
+    if (bodyName !== urlName)
+      throw new ApiError(400, 'BadRequest', `the name of the object (${bodyName ?? ''}) does not match the name on the URL (${urlName})`);
     const ns = obj.metadata?.namespace;
-    if (ns !== undefined && ns !== namespace) throw new ApiError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
+    if (ns !== undefined && ns !== namespace)
+      throw new ApiError(400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
   }
 
   /** Merges `applied` into the stored Service (or replaces it), validates, allocates, stores. */
@@ -382,7 +429,12 @@ export class FakeKubeApi {
     obj.metadata.uid ??= randomUUID();
     obj.metadata.creationTimestamp ??= new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     obj.metadata.resourceVersion = String(++this.version);
-    obj.metadata.managedFields = [...new Set(owners.values())].map((m) => ({ manager: m, operation: m === manager && !how.replace ? 'Apply' : 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1' }));
+    obj.metadata.managedFields = [...new Set(owners.values())].map((m) => ({
+      manager: m,
+      operation: m === manager && !how.replace ? 'Apply' : 'Update',
+      apiVersion: 'v1',
+      fieldsType: 'FieldsV1',
+    }));
     obj.apiVersion = 'v1';
     obj.kind = 'Service';
     const entry = { obj, owners };
@@ -412,7 +464,11 @@ export class FakeKubeApi {
       const at = `spec.ports[${i}].nodePort`;
       const [lo, hi] = this.range;
       if (p.nodePort < lo || p.nodePort > hi) {
-        causes.push({ field: at, type: 'FieldValueInvalid', detail: `Invalid value: ${p.nodePort}: provided port is not in the valid range. The range of valid ports is ${lo}-${hi}` });
+        causes.push({
+          field: at,
+          type: 'FieldValueInvalid',
+          detail: `Invalid value: ${p.nodePort}: provided port is not in the valid range. The range of valid ports is ${lo}-${hi}`,
+        });
       } else if (held.has(p.nodePort) || mine.has(p.nodePort)) {
         causes.push({ field: at, type: 'FieldValueInvalid', detail: `Invalid value: ${p.nodePort}: provided port is already allocated` });
       }

@@ -88,7 +88,9 @@ describe('serviceManifest', () => {
   });
 
   it('snmp_trap is UDP on its port (162 by default)', () => {
-    expect(serviceManifest(pipeline('traps', { type: 'snmp_trap' }, on()), INGRESS)!.spec!.ports).toEqual([{ name: 'snmp-trap', protocol: 'UDP', port: 162, targetPort: 162 }]);
+    expect(serviceManifest(pipeline('traps', { type: 'snmp_trap' }, on()), INGRESS)!.spec!.ports).toEqual([
+      { name: 'snmp-trap', protocol: 'UDP', port: 162, targetPort: 162 },
+    ]);
     const lb = serviceManifest(pipeline('traps', { type: 'snmp_trap', port: 1162 }, on({ service_type: 'LoadBalancer' })), INGRESS)!;
     expect(lb.spec!.type).toBe('LoadBalancer');
     expect(lb.spec!.ports![0]).toMatchObject({ protocol: 'UDP', port: 1162 });
@@ -100,10 +102,14 @@ describe('serviceManifest', () => {
   });
 
   it('refuses what cannot be a Service, saying what to change', () => {
-    expect(() => serviceManifest(pipeline('k', { type: 'kafka', brokers: ['b:9092'], topic: 't' }, on()), INGRESS)).toThrow(/kafka source receives no traffic.*remove the kubernetes block/);
+    expect(() => serviceManifest(pipeline('k', { type: 'kafka', brokers: ['b:9092'], topic: 't' }, on()), INGRESS)).toThrow(
+      /kafka source receives no traffic.*remove the kubernetes block/,
+    );
     expect(() => serviceManifest(pipeline('t', { type: 'snmp_trap', port: 0 }, on()), INGRESS)).toThrow(/set a fixed port/);
     expect(() => serviceManifest(pipeline('s', { type: 'syslog', host: '127.0.0.1' }, on()), INGRESS)).toThrow(/loopback only.*host 0\.0\.0\.0/);
-    expect(() => serviceManifest(pipeline('s', { type: 'syslog' }, on({ service_name: 'Bad_Name' })), INGRESS)).toThrow(/kubernetes.service_name "Bad_Name" is not a valid Service name/);
+    expect(() => serviceManifest(pipeline('s', { type: 'syslog' }, on({ service_name: 'Bad_Name' })), INGRESS)).toThrow(
+      /kubernetes.service_name "Bad_Name" is not a valid Service name/,
+    );
   });
 
   it('names: service_name wins; the default is DNS-1035 and at most 63 characters; long or odd names get valid labels', () => {
@@ -163,7 +169,8 @@ describe('PipelineServices against the fake API server', () => {
   afterAll(() => fake.close());
   afterEach(async () => {
     // Each case starts from an empty namespace.
-    for (const s of fake.services(NS)) await fetch(`${fake.url}/api/v1/namespaces/${NS}/services/${s.metadata.name}`, { method: 'DELETE', headers: { authorization: `Bearer ${TOKEN}` } });
+    for (const s of fake.services(NS))
+      await fetch(`${fake.url}/api/v1/namespaces/${NS}/services/${s.metadata.name}`, { method: 'DELETE', headers: { authorization: `Bearer ${TOKEN}` } });
     fake.requests.length = 0;
   });
   beforeAll(() => {
@@ -195,7 +202,9 @@ describe('PipelineServices against the fake API server', () => {
   it('a nodePort already allocated surfaces as what to change', async () => {
     expect((await services.apply(pipeline('traps', { type: 'snmp_trap', port: 1162 }, on({ node_port: 30080 })))).ok).toBe(true);
     const error = failed(await services.apply(pipeline('logs', { type: 'syslog', port: 5514 }, on({ node_port: 30080 }))));
-    expect(error).toBe('cannot apply Service svc-logs: nodePort 30080 is already allocated: choose another kubernetes.node_port (or leave it out to get a free one)');
+    expect(error).toBe(
+      'cannot apply Service svc-logs: nodePort 30080 is already allocated: choose another kubernetes.node_port (or leave it out to get a free one)',
+    );
     const range = failed(await services.apply(pipeline('logs', { type: 'syslog', port: 5514 }, on({ node_port: 514 }))));
     expect(range).toMatch(/nodePort 514 is outside the cluster's NodePort range \(.*30000-32767\): choose a kubernetes.node_port inside it/);
     expect(fake.services(NS).map((s) => s.metadata.name)).toEqual(['svc-traps']);
@@ -204,21 +213,48 @@ describe('PipelineServices against the fake API server', () => {
   it('reconcile deletes the managed Services of pipelines that are gone, by label, and leaves others alone', async () => {
     const a = pipeline('a', { type: 'syslog', port: 5514 }, on());
     const b = pipeline('b', { type: 'webhook', path: 'b' }, on({ service_type: 'LoadBalancer' }));
-    fake.put(NS, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-api', labels: { 'app.kubernetes.io/name': 'svc' } }, spec: { type: 'ClusterIP', ports: [{ port: 8765 }] } });
-    fake.put('other', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-c', labels: { [MANAGED_BY_LABEL]: 'svc', [PIPELINE_LABEL]: 'c' } }, spec: { type: 'ClusterIP', ports: [{ port: 1 }] } });
+    fake.put(NS, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'svc-api', labels: { 'app.kubernetes.io/name': 'svc' } },
+      spec: { type: 'ClusterIP', ports: [{ port: 8765 }] },
+    });
+    fake.put('other', {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'svc-c', labels: { [MANAGED_BY_LABEL]: 'svc', [PIPELINE_LABEL]: 'c' } },
+      spec: { type: 'ClusterIP', ports: [{ port: 1 }] },
+    });
     const first = await services.reconcile([a, b, pipeline('batch', { type: 'local', path: '/in' })]);
     expect(first.error).toBeUndefined();
     expect(Object.keys(first.results)).toEqual(['a', 'b']);
     expect(first.removed).toEqual([]);
-    expect(fake.services(NS).map((s) => s.metadata.name).sort()).toEqual(['svc-a', 'svc-api', 'svc-b']);
+    expect(
+      fake
+        .services(NS)
+        .map((s) => s.metadata.name)
+        .sort(),
+    ).toEqual(['svc-a', 'svc-api', 'svc-b']);
 
     fake.requests.length = 0;
     // A pipeline whose block is wrong is reported and keeps what it has.
     const broken = pipeline('k', { type: 'kafka', brokers: ['b:9092'], topic: 't' }, on());
     const second = await services.reconcile([a, broken]);
-    expect(second).toEqual({ results: { a: expect.objectContaining({ ok: true }), k: { ok: false, error: expect.stringMatching(/kafka source receives no traffic/) } }, removed: ['svc-b'] });
-    expect(fake.requests[0]).toMatchObject({ method: 'GET', path: `/api/v1/namespaces/${NS}/services`, query: { labelSelector: 'app.kubernetes.io/managed-by=svc' } });
-    expect(fake.services(NS).map((s) => s.metadata.name).sort()).toEqual(['svc-a', 'svc-api']);
+    expect(second).toEqual({
+      results: { a: expect.objectContaining({ ok: true }), k: { ok: false, error: expect.stringMatching(/kafka source receives no traffic/) } },
+      removed: ['svc-b'],
+    });
+    expect(fake.requests[0]).toMatchObject({
+      method: 'GET',
+      path: `/api/v1/namespaces/${NS}/services`,
+      query: { labelSelector: 'app.kubernetes.io/managed-by=svc' },
+    });
+    expect(
+      fake
+        .services(NS)
+        .map((s) => s.metadata.name)
+        .sort(),
+    ).toEqual(['svc-a', 'svc-api']);
     expect(fake.services('other')).toHaveLength(1); // another namespace is not ours
   });
 
@@ -236,9 +272,13 @@ describe('PipelineServices against the fake API server', () => {
 
   it('never takes over a Service it does not own', async () => {
     fake.put(NS, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'svc-mine' }, spec: { type: 'ClusterIP', ports: [{ port: 80 }] } });
-    expect(failed(await services.apply(pipeline('mine', { type: 'syslog' }, on())))).toMatch(/a Service named svc-mine exists in namespace telecom and is not managed by svc: set kubernetes.service_name/);
+    expect(failed(await services.apply(pipeline('mine', { type: 'syslog' }, on())))).toMatch(
+      /a Service named svc-mine exists in namespace telecom and is not managed by svc: set kubernetes.service_name/,
+    );
     expect((await services.apply(pipeline('a_b', { type: 'syslog' }, on()))).ok).toBe(true);
-    expect(failed(await services.apply(pipeline('a.b', { type: 'syslog' }, on())))).toBe('Service svc-a-b belongs to pipeline a_b: set kubernetes.service_name to another name');
+    expect(failed(await services.apply(pipeline('a.b', { type: 'syslog' }, on())))).toBe(
+      'Service svc-a-b belongs to pipeline a_b: set kubernetes.service_name to another name',
+    );
   });
 
   it('takes back fields another manager changed (force), where a plain apply gets 409', async () => {
@@ -260,8 +300,12 @@ describe('PipelineServices against the fake API server', () => {
 
   it('a wrong token, missing RBAC, a missing namespace and an unreachable API are clear errors', async () => {
     const config = pipeline('logs', { type: 'syslog' }, on());
-    expect(failed(await make({ token: 'stale' }).apply(config))).toMatch(/refused svc's credentials \(401 Unauthorized\): check that the pod mounts a current service account token/);
-    expect(failed(await make({ namespace: 'gone' }).apply(config))).toBe('cannot apply Service svc-logs: namespaces "gone" not found: set SVC_POD_NAMESPACE to the namespace svc runs in');
+    expect(failed(await make({ token: 'stale' }).apply(config))).toMatch(
+      /refused svc's credentials \(401 Unauthorized\): check that the pod mounts a current service account token/,
+    );
+    expect(failed(await make({ namespace: 'gone' }).apply(config))).toBe(
+      'cannot apply Service svc-logs: namespaces "gone" not found: set SVC_POD_NAMESPACE to the namespace svc runs in',
+    );
     const denied = await FakeKubeApi.start({ token: TOKEN, namespaces: [NS], forbid: ['patch'], user: 'system:serviceaccount:telecom:svc' });
     try {
       const s = new PipelineServices({ kubeConfig: kubeConfig(denied.url), namespace: NS, ingressPort: INGRESS, log: silentLogger });
@@ -273,7 +317,9 @@ describe('PipelineServices against the fake API server', () => {
     }
     const port = await freePort();
     const gone = new PipelineServices({ kubeConfig: kubeConfig(`http://127.0.0.1:${port}`), namespace: NS, ingressPort: INGRESS, log: silentLogger });
-    expect(failed(await gone.apply(config))).toMatch(new RegExp(`cannot apply Service svc-logs: the Kubernetes API at http://127.0.0.1:${port} did not answer`));
+    expect(failed(await gone.apply(config))).toMatch(
+      new RegExp(`cannot apply Service svc-logs: the Kubernetes API at http://127.0.0.1:${port} did not answer`),
+    );
     expect((await gone.reconcile([config])).error).toMatch(/cannot list the Services svc manages: the Kubernetes API .* did not answer/);
   });
 
@@ -283,13 +329,17 @@ describe('PipelineServices against the fake API server', () => {
       writeFileSync(join(dir, 'namespace'), 'other');
       expect((await make({ namespaceFile: join(dir, 'namespace') }).apply(pipeline('traps', { type: 'snmp_trap' }, on()))).ok).toBe(true);
       expect(fake.services('other').map((s) => s.metadata.name)).toContain('svc-traps');
-      expect(failed(await make({ namespaceFile: join(dir, 'missing') }).apply(pipeline('traps', { type: 'snmp_trap' }, on())))).toMatch(/cannot tell the Kubernetes namespace: set SVC_POD_NAMESPACE/);
+      expect(failed(await make({ namespaceFile: join(dir, 'missing') }).apply(pipeline('traps', { type: 'snmp_trap' }, on())))).toMatch(
+        /cannot tell the Kubernetes namespace: set SVC_POD_NAMESPACE/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    expect(failed(await new PipelineServices({ namespace: NS, env: {}, ingressPort: INGRESS, log: silentLogger }).apply(pipeline('traps', { type: 'snmp_trap' }, on())))).toMatch(
-      /not running in a Kubernetes pod \(KUBERNETES_SERVICE_HOST is unset\)/,
-    );
+    expect(
+      failed(
+        await new PipelineServices({ namespace: NS, env: {}, ingressPort: INGRESS, log: silentLogger }).apply(pipeline('traps', { type: 'snmp_trap' }, on())),
+      ),
+    ).toMatch(/not running in a Kubernetes pod \(KUBERNETES_SERVICE_HOST is unset\)/);
   });
 });
 
@@ -311,16 +361,31 @@ describe('the fake answers as the API server does', () => {
   const base = `/api/v1/namespaces/${NS}/services`;
 
   it('401 without the token, 404 for an unknown Service or namespace', async () => {
-    expect(await call('GET', base, { token: 'x' })).toEqual({ status: 401, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 } });
+    expect(await call('GET', base, { token: 'x' })).toEqual({
+      status: 401,
+      body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'Unauthorized', reason: 'Unauthorized', code: 401 },
+    });
     expect(await call('GET', `${base}/nope`)).toEqual({
       status: 404,
-      body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'services "nope" not found', reason: 'NotFound', details: { name: 'nope', kind: 'services' }, code: 404 },
+      body: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        message: 'services "nope" not found',
+        reason: 'NotFound',
+        details: { name: 'nope', kind: 'services' },
+        code: 404,
+      },
     });
     expect((await call('DELETE', `${base}/nope`)).status).toBe(404);
     expect((await call('GET', '/api/v1/namespaces/none/services')).body).toMatchObject({ kind: 'ServiceList', items: [] });
     expect((await call('GET', '/api/v1/namespaces/none/services/a')).body.message).toBe('services "a" not found');
     const create = await call('POST', '/api/v1/namespaces/none/services', { body: svc('a', { ports: [{ port: 80 }] }), contentType: 'application/json' });
-    expect(create).toMatchObject({ status: 404, body: { reason: 'NotFound', message: 'namespaces "none" not found', details: { name: 'none', kind: 'namespaces' } } });
+    expect(create).toMatchObject({
+      status: 404,
+      body: { reason: 'NotFound', message: 'namespaces "none" not found', details: { name: 'none', kind: 'namespaces' } },
+    });
   });
 
   it('apply: 415 for another content type, 422 without fieldManager, 400 for a name that is not the URL one, YAML accepted', async () => {
@@ -330,16 +395,24 @@ describe('the fake answers as the API server does', () => {
     const noManager = await call('PATCH', `${base}/a`, { body: s, contentType: APPLY_PATCH });
     expect(noManager).toMatchObject({
       status: 422,
-      body: { reason: 'Invalid', message: 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch', details: { kind: 'PatchOptions' } },
+      body: {
+        reason: 'Invalid',
+        message: 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+        details: { kind: 'PatchOptions' },
+      },
     });
-    expect((await call('PATCH', `${base}/b?fieldManager=t`, { body: s, contentType: APPLY_PATCH })).body.message).toBe('the name of the object (a) does not match the name on the URL (b)');
+    expect((await call('PATCH', `${base}/b?fieldManager=t`, { body: s, contentType: APPLY_PATCH })).body.message).toBe(
+      'the name of the object (a) does not match the name on the URL (b)',
+    );
     const yaml = 'apiVersion: v1\nkind: Service\nmetadata:\n  name: y\nspec:\n  type: NodePort\n  ports:\n  - port: 80\n    nodePort: 30001\n';
     expect((await call('PATCH', `${base}/y?fieldManager=t`, { body: yaml, contentType: APPLY_PATCH })).status).toBe(201);
     expect((await call('PATCH', `${base}/y?fieldManager=t`, { body: yaml, contentType: APPLY_PATCH })).status).toBe(200);
   });
 
   it('create: 201 then 409; validation is a 422 Status with causes; delete answers the deleted Service', async () => {
-    expect((await call('POST', base, { body: svc('c', { type: 'NodePort', ports: [{ port: 80, nodePort: 30002 }] }), contentType: 'application/json' })).status).toBe(201);
+    expect(
+      (await call('POST', base, { body: svc('c', { type: 'NodePort', ports: [{ port: 80, nodePort: 30002 }] }), contentType: 'application/json' })).status,
+    ).toBe(201);
     expect(await call('POST', base, { body: svc('c', { ports: [{ port: 80 }] }), contentType: 'application/json' })).toMatchObject({
       status: 409,
       body: { reason: 'AlreadyExists', message: 'services "c" already exists' },
@@ -354,7 +427,11 @@ describe('the fake answers as the API server does', () => {
         status: 'Failure',
         message: 'Service "d" is invalid: spec.ports[0].nodePort: Invalid value: 30002: provided port is already allocated',
         reason: 'Invalid',
-        details: { name: 'd', kind: 'Service', causes: [{ reason: 'FieldValueInvalid', message: 'Invalid value: 30002: provided port is already allocated', field: 'spec.ports[0].nodePort' }] },
+        details: {
+          name: 'd',
+          kind: 'Service',
+          causes: [{ reason: 'FieldValueInvalid', message: 'Invalid value: 30002: provided port is already allocated', field: 'spec.ports[0].nodePort' }],
+        },
         code: 422,
       },
     });

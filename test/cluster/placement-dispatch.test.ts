@@ -15,7 +15,18 @@ import type { RunJob } from '../../src/pipelines/executor.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { openStore, type SqlStore } from '../../src/store/index.js';
 
-const YAML = ['version: "1"', 'pipeline:', '  name: alarms', '  schedule: { type: stream }', '  source: { type: webhook, path: alarms }', '  serializer_in: { type: json }', '  serializer_out: { type: ndjson }', '  sinks:', '    - { type: local, path: /tmp/unused }', ''].join('\n');
+const YAML = [
+  'version: "1"',
+  'pipeline:',
+  '  name: alarms',
+  '  schedule: { type: stream }',
+  '  source: { type: webhook, path: alarms }',
+  '  serializer_in: { type: json }',
+  '  serializer_out: { type: ndjson }',
+  '  sinks:',
+  '    - { type: local, path: /tmp/unused }',
+  '',
+].join('\n');
 
 interface Agent {
   url: string;
@@ -70,7 +81,15 @@ async function setup(statuses: (202 | 503)[]) {
   const { config } = loadPipelineText(YAML);
   const started: string[] = [];
   const abort = new AbortController();
-  const job: RunJob = { name: 'alarms', yaml: YAML, config: config!, runId: '6f1c2f0e-8a51-4c3e-9d7a-1b2c3d4e5f60', signal: abort.signal, log: silentLogger, started: async (node) => void started.push(node) };
+  const job: RunJob = {
+    name: 'alarms',
+    yaml: YAML,
+    config: config!,
+    runId: '6f1c2f0e-8a51-4c3e-9d7a-1b2c3d4e5f60',
+    signal: abort.signal,
+    log: silentLogger,
+    started: async (node) => void started.push(node),
+  };
   return { saved, placements, job, started, abort };
 }
 

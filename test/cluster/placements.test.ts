@@ -67,7 +67,11 @@ const metric = async (c: Cluster, line: RegExp) => {
 
 /** Posts `seq` until the ingress acknowledges it (202); what it never acknowledged may be lost. */
 async function postUntilAcked(url: string, seq: number, deadline: number) {
-  const post = () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq }) }).then((r) => r.status === 202, () => false);
+  const post = () =>
+    fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ seq }) }).then(
+      (r) => r.status === 202,
+      () => false,
+    );
   await until(post, Math.max(0, deadline - Date.now()), `record ${seq} to be acknowledged`, 100);
 }
 
@@ -92,7 +96,14 @@ describe('stream placements', () => {
     });
     const groupId = (await c.call('GET', '/api/pipelines/hooks')).body.active_run_id as string;
     expect(view).toMatchObject({ pipeline_name: 'hooks', placement_group_id: groupId, target_count: 'all', slot_count: 1, active_slots: 1 });
-    expect(view.slots[0]).toMatchObject({ worker_index: 0, worker_id: c.workers[0]!.agentUrl, run_id_prefix: `${groupId}-w0`, current_run_id: `${groupId}-w0-0`, restart_count: 0, status: 'running' });
+    expect(view.slots[0]).toMatchObject({
+      worker_index: 0,
+      worker_id: c.workers[0]!.agentUrl,
+      run_id_prefix: `${groupId}-w0`,
+      current_run_id: `${groupId}-w0-0`,
+      restart_count: 0,
+      status: 'running',
+    });
 
     // A worker that joins gets its slot at the next reconciler pass.
     await c.startWorker(1);
@@ -110,7 +121,11 @@ describe('stream placements', () => {
     // A slot's run serves its path once its source is up (a sender retries until then).
     for (let i = 0; i < 10; i++) await postUntilAcked(`${c.workers[i % 2]!.ingressUrl}/webhooks/hooks`, i, Date.now() + 15_000);
     await until(() => written(out).length === 10);
-    expect(written(out).map((r) => r.seq).sort((a, b) => Number(a) - Number(b))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(
+      written(out)
+        .map((r) => r.seq)
+        .sort((a, b) => Number(a) - Number(b)),
+    ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Each slot's stats: five records each, summed in the group.
     view = await until(async () => {
       const v = await placementOf(c!, 'hooks');
@@ -210,16 +225,26 @@ describe('stream placements', () => {
       const gone = c.workers.findIndex((w) => w.agentUrl === from.worker_id);
       await c.kill(c.workers[gone]!.proc);
       const killedAt = Date.now();
-      const degraded = await until(async () => {
-        const v = await placementOf(c!, 'polled');
-        return v?.status === 'degraded' ? v : undefined;
-      }, 40_000, 'the placement to be degraded', 250);
+      const degraded = await until(
+        async () => {
+          const v = await placementOf(c!, 'polled');
+          return v?.status === 'degraded' ? v : undefined;
+        },
+        40_000,
+        'the placement to be degraded',
+        250,
+      );
       expect((degraded.slots as SlotView[])[0]).toMatchObject({ worker_id: from.worker_id, status: 'stale' });
       expect((degraded.slots as SlotView[])[0]!.stats.stale).toBe(true);
-      const moved = await until(async () => {
-        const v = await placementOf(c!, 'polled');
-        return v?.status === 'running' && (v.slots as SlotView[])[0]!.worker_id !== from.worker_id ? v : undefined;
-      }, 75_000, 'the slot to run on another worker', 250);
+      const moved = await until(
+        async () => {
+          const v = await placementOf(c!, 'polled');
+          return v?.status === 'running' && (v.slots as SlotView[])[0]!.worker_id !== from.worker_id ? v : undefined;
+        },
+        75_000,
+        'the slot to run on another worker',
+        250,
+      );
       const seconds = (Date.now() - killedAt) / 1000;
       // Down after two failed polls (10-20 s), then moved at the fourth pass over it (30-40 s more).
       expect(seconds).toBeGreaterThanOrEqual(38);
@@ -257,20 +282,30 @@ describe('stream placements', () => {
 
       ns.down();
       // Down after two failed polls, dropped at the fourth pass; the stream runs on the other worker.
-      const alone = await until(async () => {
-        const v = await placementOf(c!, 'cut');
-        return v?.slot_count === 1 && v.status === 'running' ? v : undefined;
-      }, 30_000, 'one running slot', 250);
+      const alone = await until(
+        async () => {
+          const v = await placementOf(c!, 'cut');
+          return v?.slot_count === 1 && v.status === 'running' ? v : undefined;
+        },
+        30_000,
+        'one running slot',
+        250,
+      );
       expect((alone.slots as SlotView[])[0]!.worker_id).toBe(c.workers[0]!.agentUrl);
       for (let i = 20; i < 30; i++) await postUntilAcked(`${c.workers[0]!.ingressUrl}/webhooks/cut`, i, Date.now() + 15_000);
 
       ns.up();
       // The cut-off run reports again, is told it is superseded, stops; then the worker gets a new slot run.
-      const back = await until(async () => {
-        const v = await placementOf(c!, 'cut');
-        const slot = (v?.slots as SlotView[] | undefined)?.find((s) => s.worker_id === cutOff.agentUrl);
-        return v?.status === 'running' && slot && slot.current_run_id !== oldRun ? v : undefined;
-      }, 40_000, 'a new run on the cut-off worker', 250);
+      const back = await until(
+        async () => {
+          const v = await placementOf(c!, 'cut');
+          const slot = (v?.slots as SlotView[] | undefined)?.find((s) => s.worker_id === cutOff.agentUrl);
+          return v?.status === 'running' && slot && slot.current_run_id !== oldRun ? v : undefined;
+        },
+        40_000,
+        'a new run on the cut-off worker',
+        250,
+      );
       const slot = (back.slots as SlotView[]).find((s) => s.worker_id === cutOff.agentUrl)!;
       expect(slot.current_run_id).toMatch(new RegExp(`^${slot.run_id_prefix}-[1-9]\\d*$`));
       const runs = (await c.call('GET', `${cutOff.agentUrl}/agent/status`)).body.runs as { run_id: string; pipeline: string }[];

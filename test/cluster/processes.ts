@@ -47,7 +47,11 @@ export interface ClusterNet {
   workers: Record<number, { host: string; prefix: string[]; managerHost: string }>;
 }
 
-export async function startCluster(n: number, env: { manager?: Record<string, string>; worker?: Record<string, string> } = {}, net?: ClusterNet): Promise<Cluster> {
+export async function startCluster(
+  n: number,
+  env: { manager?: Record<string, string>; worker?: Record<string, string> } = {},
+  net?: ClusterNet,
+): Promise<Cluster> {
   const db = await postgresDb();
   const root = tempDir('svc-cluster-');
   const managerPort = await freePort();
@@ -94,9 +98,16 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
       );
       // Serving once it leads (a standby answers 503 on /api/ready): after the lease of a killed
       // leader runs out (5 s) and the pipelines are loaded, which two test files on two cores slow.
-      if (o.standby !== true) await until(async () => (await fetch(`${proc.url}/api/ready`).catch(() => undefined))?.status === 200, 40_000, '/api/ready 200', 100);
+      if (o.standby !== true)
+        await until(async () => (await fetch(`${proc.url}/api/ready`).catch(() => undefined))?.status === 200, 40_000, '/api/ready 200', 100);
       // A standby: once its start is over (the console too), /api/ready says `standby`, not `starting`.
-      else await until(async () => ((await (await fetch(`${proc.url}/api/ready`)).json()) as { scheduler?: string }).scheduler === 'standby', 40_000, '/api/ready to say standby', 100);
+      else
+        await until(
+          async () => ((await (await fetch(`${proc.url}/api/ready`)).json()) as { scheduler?: string }).scheduler === 'standby',
+          40_000,
+          '/api/ready to say standby',
+          100,
+        );
       if (o.port === undefined) c.manager = proc;
       return proc;
     },
@@ -130,7 +141,11 @@ export async function startCluster(n: number, env: { manager?: Record<string, st
     async call(method, path, body, headers = {}) {
       const h: Record<string, string> = { ...headers };
       if (body !== undefined) h['content-type'] ??= typeof body === 'string' ? 'application/yaml' : 'application/json';
-      const res = await fetch((path.startsWith('http') ? '' : managerUrl) + path, { method, headers: h, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+      const res = await fetch((path.startsWith('http') ? '' : managerUrl) + path, {
+        method,
+        headers: h,
+        body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
       const text = await res.text();
       let parsed: unknown = text;
       try {

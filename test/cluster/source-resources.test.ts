@@ -20,7 +20,19 @@ const sources = listeningRegistry.source;
 
 /** The pipeline as the daemon holds it: validated against the test's registry, defaults applied. */
 function pipeline(source: string, kubernetes = '{ enabled: true }'): { yaml: string; config: PipelineConfig } {
-  const yaml = ['version: "1"', 'pipeline:', '  name: flows-in', '  schedule: { type: stream }', `  source: ${source}`, '  serializer_in: { type: json }', '  serializer_out: { type: ndjson }', '  sinks:', '    - { type: local, path: /tmp/unused }', `  kubernetes: ${kubernetes}`, ''].join('\n');
+  const yaml = [
+    'version: "1"',
+    'pipeline:',
+    '  name: flows-in',
+    '  schedule: { type: stream }',
+    `  source: ${source}`,
+    '  serializer_in: { type: json }',
+    '  serializer_out: { type: ndjson }',
+    '  sinks:',
+    '    - { type: local, path: /tmp/unused }',
+    `  kubernetes: ${kubernetes}`,
+    '',
+  ].join('\n');
   const { config, diagnostics } = loadPipelineText(yaml, { registry: listeningRegistry });
   expect(diagnostics).toEqual([]);
   return { yaml, config: config! };
@@ -57,10 +69,14 @@ describe('a source declares what it needs from the deployment', () => {
       { name: 'http', protocol: 'TCP', port: INGRESS, targetPort: INGRESS },
     ]);
     expect(otlp.spec!.externalTrafficPolicy).toBe('Local');
-    expect(() => serviceManifest(pipeline('{ type: otlp }', '{ enabled: true, node_port: 30317 }').config, INGRESS, sources)).toThrow(/node_port sets one port, but this otlp source receives on 2/);
+    expect(() => serviceManifest(pipeline('{ type: otlp }', '{ enabled: true, node_port: 30317 }').config, INGRESS, sources)).toThrow(
+      /node_port sets one port, but this otlp source receives on 2/,
+    );
 
     // The cluster's own checks apply to a declared port as to a built-in one.
-    expect(() => serviceManifest(pipeline('{ type: flows, port: 0 }').config, INGRESS, sources)).toThrow(/source port 0 cannot be exposed by a Service: set a fixed port/);
+    expect(() => serviceManifest(pipeline('{ type: flows, port: 0 }').config, INGRESS, sources)).toThrow(
+      /source port 0 cannot be exposed by a Service: set a fixed port/,
+    );
     expect(() => serviceManifest(pipeline('{ type: flows, host: 127.0.0.1 }').config, INGRESS, sources)).toThrow(/loopback only/);
   });
 
@@ -89,14 +105,26 @@ describe('a source declares what it needs from the deployment', () => {
     });
     const job = (source: string): RunJob => {
       const { yaml, config } = pipeline(source, '{ enabled: false }');
-      return { name: 'flows-in', yaml, config, runId: '6f1c2f0e-8a51-4c3e-9d7a-1b2c3d4e5f60', signal: new AbortController().signal, log: silentLogger, started: async () => {} };
+      return {
+        name: 'flows-in',
+        yaml,
+        config,
+        runId: '6f1c2f0e-8a51-4c3e-9d7a-1b2c3d4e5f60',
+        signal: new AbortController().signal,
+        log: silentLogger,
+        started: async () => {},
+      };
     };
     // Without SVC_STREAM_SINGLE_PLACEMENT only the push streams are placements.
     expect(placements.applies(job('{ type: push, path: events }'))).toBe(true);
     expect(placements.applies(job('{ type: otlp }'))).toBe(true);
     expect(placements.applies(job('{ type: flows }'))).toBe(false);
 
-    for (const [source, want] of [['{ type: push, path: events }', 'every worker'], ['{ type: otlp }', 'every worker'], ['{ type: flows }', 'one worker']] as const) {
+    for (const [source, want] of [
+      ['{ type: push, path: events }', 'every worker'],
+      ['{ type: otlp }', 'every worker'],
+      ['{ type: flows }', 'one worker'],
+    ] as const) {
       asked.length = 0;
       const record = await placements.execute(job(source));
       expect(record.status).toBe('failed');

@@ -104,7 +104,10 @@ describe('syncFromManager', () => {
     const version = current(dataDir);
     // Two runs starting together: both syncs succeed, one after the other, and nothing changed.
     const again = await Promise.all([syncFromManager({ managerUrl: m.d.url, dataDir, log }), syncFromManager({ managerUrl: m.d.url, dataDir, log })]);
-    expect(again.map((x) => [x.changed, x.fromCache])).toEqual([[0, false], [0, false]]);
+    expect(again.map((x) => [x.changed, x.fromCache])).toEqual([
+      [0, false],
+      [0, false],
+    ]);
     expect(current(dataDir)).toBe(version);
     expect(readdirSync(join(dataDir, 'sync')).sort()).toEqual(['current', version].sort());
   });
@@ -180,7 +183,9 @@ describe('syncFromManager', () => {
     const empty = tempDir('svc-worker-data-');
     const err = await syncFromManager({ managerUrl: m.d.url, dataDir: empty, log, timeoutMs: 2000 }).catch((e: Error) => e);
     expect(err).toBeInstanceOf(Error);
-    expect((err as Error).message).toContain(`cannot reach the manager at ${m.d.url} to sync schemas and MIBs, and no complete earlier copy exists in ${join(empty, 'sync')}: check SVC_MANAGER_URL`);
+    expect((err as Error).message).toContain(
+      `cannot reach the manager at ${m.d.url} to sync schemas and MIBs, and no complete earlier copy exists in ${join(empty, 'sync')}: check SVC_MANAGER_URL`,
+    );
     expect(existsSync(join(empty, 'schemas'))).toBe(false);
   });
 
@@ -213,7 +218,9 @@ describe('syncFromManager', () => {
 
     for (const apiKey of [undefined, 'wrong-key']) {
       const err = await syncFromManager({ managerUrl: m.d.url, dataDir, ...(apiKey ? { apiKey } : {}), log }).catch((e: Error) => e);
-      expect((err as Error).message).toMatch(/^the manager refused GET http:\/\/127\.0\.0\.1:\d+\/api\/schemas with HTTP 401 .*: set SVC_API_KEY to the manager's API key$/);
+      expect((err as Error).message).toMatch(
+        /^the manager refused GET http:\/\/127\.0\.0\.1:\d+\/api\/schemas with HTTP 401 .*: set SVC_API_KEY to the manager's API key$/,
+      );
     }
   });
 
@@ -222,7 +229,9 @@ describe('syncFromManager', () => {
     const dataDir = tempDir('svc-worker-data-');
     mkdirSync(join(dataDir, 'schemas'));
     const err = await syncFromManager({ managerUrl: m.d.url, dataDir, log: logged().log }).catch((e: Error) => e);
-    expect((err as Error).message).toBe(`${join(dataDir, 'schemas')} exists and is not the link to the synced copy (${join(dataDir, 'sync/current/schemas')}): move it away, the worker syncs schemas from the manager`);
+    expect((err as Error).message).toBe(
+      `${join(dataDir, 'schemas')} exists and is not the link to the synced copy (${join(dataDir, 'sync/current/schemas')}): move it away, the worker syncs schemas from the manager`,
+    );
     expect(statSync(join(dataDir, 'schemas')).isDirectory()).toBe(true);
   });
 });

@@ -186,7 +186,11 @@ describe('health polls', () => {
     const cases: [string, () => void, string | RegExp][] = [
       ['ok false', () => (a.health = { ok: false, active_runs: 1, running_pipelines: ['x'], ingress_up: false }), 'agent reports not ok (ingress down)'],
       // A count as a string, and no ingress_up.
-      ['wrong shape', () => (a.rawBody = JSON.stringify({ ok: true, active_runs: '3', running_pipelines: [] })), 'health check answered a body that is not the agent health shape'],
+      [
+        'wrong shape',
+        () => (a.rawBody = JSON.stringify({ ok: true, active_runs: '3', running_pipelines: [] })),
+        'health check answered a body that is not the agent health shape',
+      ],
       ['not JSON', () => (a.rawBody = '<html>proxy error</html>'), /JSON/],
     ];
     for (const [label, answerBadly, lastError] of cases) {
@@ -225,7 +229,12 @@ describe('health polls', () => {
     await p.pollNow();
     await p.pollNow();
     expect(a.requests).toHaveLength(1);
-    expect(p.get('svc-worker-0.svc-worker.default.svc')).toMatchObject({ ok: false, url: a.url, consecutiveFailures: 2, lastError: expect.stringMatching(/does not resolve/) });
+    expect(p.get('svc-worker-0.svc-worker.default.svc')).toMatchObject({
+      ok: false,
+      url: a.url,
+      consecutiveFailures: 2,
+      lastError: expect.stringMatching(/does not resolve/),
+    });
     expect(p.nodes().workers[0]!.url).toBe(a.url);
   });
 

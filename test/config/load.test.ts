@@ -95,7 +95,9 @@ pipeline:
 
   it('requires version "1" and accepts the number 1', () => {
     expect(messages(minimal.replace('version: "1"\n', ''))).toEqual([`p.yaml:1:1 version: is required: add version: "1" at the top [CFG_VERSION]`]);
-    expect(messages(minimal.replace('version: "1"', 'version: "2"'))).toEqual([`p.yaml:1:10 version: must be '1', got "2"; this release reads version "1" [CFG_VERSION]`]);
+    expect(messages(minimal.replace('version: "1"', 'version: "2"'))).toEqual([
+      `p.yaml:1:10 version: must be '1', got "2"; this release reads version "1" [CFG_VERSION]`,
+    ]);
     expect(load(minimal.replace('version: "1"', 'version: 1')).config).toBeDefined();
   });
 
@@ -114,7 +116,9 @@ pipeline:
     const onWarning = (w: Error) => warnings.push(w.message);
     process.on('warning', onWarning);
     try {
-      expect(messages(minimal.replace('  name: snmp-if', '  name: snmp-if\n  ? [a, b]\n  : 1'))).toEqual(['p.yaml:4:5 a key is a list: keys must be plain names [CFG_YAML]']);
+      expect(messages(minimal.replace('  name: snmp-if', '  name: snmp-if\n  ? [a, b]\n  : 1'))).toEqual([
+        'p.yaml:4:5 a key is a list: keys must be plain names [CFG_YAML]',
+      ]);
       await new Promise((r) => setImmediate(r)); // process warnings are emitted on the next tick
     } finally {
       process.off('warning', onWarning);
@@ -124,7 +128,8 @@ pipeline:
 });
 
 describe('${VAR} interpolation', () => {
-  const yaml = minimal.replace('path: /data/in', 'path: ${IN_DIR}').replace('path: /data/out', 'path: ${OUT_DIR:-/tmp/out}') + '      retry_count: ${RETRIES:-2}\n';
+  const yaml =
+    minimal.replace('path: /data/in', 'path: ${IN_DIR}').replace('path: /data/out', 'path: ${OUT_DIR:-/tmp/out}') + '      retry_count: ${RETRIES:-2}\n';
 
   it('substitutes set variables and defaults, and converts numbers', () => {
     const { config } = load(yaml, { IN_DIR: '/srv/pm' });
@@ -134,7 +139,9 @@ describe('${VAR} interpolation', () => {
   });
 
   it('is an error when a required variable is unset, naming the variable, path and line', () => {
-    expect(messages(yaml)).toEqual([`p.yaml:9:11 pipeline.source.path: environment variable IN_DIR is not set (set it, or write \${IN_DIR:-default}) [CFG_ENV_UNSET]`]);
+    expect(messages(yaml)).toEqual([
+      `p.yaml:9:11 pipeline.source.path: environment variable IN_DIR is not set (set it, or write \${IN_DIR:-default}) [CFG_ENV_UNSET]`,
+    ]);
   });
 
   it('writes a literal $ for $$', () => {
@@ -150,9 +157,17 @@ describe('${VAR} interpolation', () => {
     ]);
     // A default does not make a refused variable readable; $$ is text, not a reference.
     expect(load(refs('SVC_API_KEY:-d', 'MY_DIR'), env).diagnostics.map((d) => d.code)).toEqual(['CFG_ENV_DENIED']);
-    expect(load(minimal.replace('path: /data/in', () => 'path: /in/$${SVC_API_KEY}'), env).config!.source.path).toBe('/in/${SVC_API_KEY}');
+    expect(
+      load(
+        minimal.replace('path: /data/in', () => 'path: /in/$${SVC_API_KEY}'),
+        env,
+      ).config!.source.path,
+    ).toBe('/in/${SVC_API_KEY}');
     // Names and prefixes; an SVC_ variable only through an entry that starts with SVC_; empty allows none.
-    const allowed = (list: string) => (a: string, b: string) => load(refs(a, b), { ...env, SVC_CONFIG_ENV_ALLOW: list }).diagnostics.filter((d) => d.code === 'CFG_ENV_DENIED').map((d) => d.path);
+    const allowed = (list: string) => (a: string, b: string) =>
+      load(refs(a, b), { ...env, SVC_CONFIG_ENV_ALLOW: list })
+        .diagnostics.filter((d) => d.code === 'CFG_ENV_DENIED')
+        .map((d) => d.path);
     expect(allowed('MY_*')('MY_DIR', 'OTHER')).toEqual(['pipeline.sinks[0].path']);
     expect(allowed('OTHER,SVC_NODE_*')('SVC_NODE_ID', 'OTHER')).toEqual([]);
     expect(allowed('S*,*')('SVC_NODE_ID', 'OTHER')).toEqual(['pipeline.source.path']);
@@ -161,7 +176,8 @@ describe('${VAR} interpolation', () => {
   });
 
   it('keeps each value as written beside the expanded config: the API shows that, and secret-named values are masked in runs', () => {
-    const yaml = minimal.replace('path: /data/in', 'path: ${IN_DIR}').replace('path: /data/out', 'path: /out/${DB_PASSWORD}') + '      retry_count: ${RETRIES:-2}\n';
+    const yaml =
+      minimal.replace('path: /data/in', 'path: ${IN_DIR}').replace('path: /data/out', 'path: /out/${DB_PASSWORD}') + '      retry_count: ${RETRIES:-2}\n';
     const { config } = load(yaml, { IN_DIR: '/srv/pm', DB_PASSWORD: 'pw-1234' });
     expect(config!.sinks[0]).toMatchObject({ path: '/out/pw-1234', retry_count: 2 });
     const shown = asWritten(config!);
@@ -185,7 +201,9 @@ describe('cross-field rules', () => {
   });
 
   it('schedules: interval needs interval_seconds, cron must parse, batch sources cannot stream', () => {
-    expect(messages(minimal.replace('    interval_seconds: 60\n', ''))).toEqual([`p.yaml:5:5 pipeline.schedule: schedule type 'interval' needs interval_seconds [CFG_SCHEDULE]`]);
+    expect(messages(minimal.replace('    interval_seconds: 60\n', ''))).toEqual([
+      `p.yaml:5:5 pipeline.schedule: schedule type 'interval' needs interval_seconds [CFG_SCHEDULE]`,
+    ]);
     expect(messages(minimal.replace('type: interval\n    interval_seconds: 60', "type: cron\n    cron: '61 * * * *'"))[0]).toMatch(
       /^p\.yaml:6:11 pipeline\.schedule\.cron: cron '61 \* \* \* \*' does not parse: .* \[CFG_SCHEDULE\]$/,
     );
@@ -203,7 +221,9 @@ describe('cross-field rules', () => {
   });
 
   it('sink conditions must compile', () => {
-    expect(messages(minimal + '      condition: "x >"\n')[0]).toMatch(/^p\.yaml:13:18 pipeline\.sinks\[0\]\.condition: invalid expression: .* \[CFG_EXPRESSION\]$/);
+    expect(messages(minimal + '      condition: "x >"\n')[0]).toMatch(
+      /^p\.yaml:13:18 pipeline\.sinks\[0\]\.condition: invalid expression: .* \[CFG_EXPRESSION\]$/,
+    );
   });
 
   it('warns that record_chunk_size applies to serial runs only', () => {

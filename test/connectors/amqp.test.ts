@@ -55,7 +55,17 @@ describe('amqp specifics', () => {
   /** Runs a stream from `queue` until `enough` holds (or 10 s: the test's assertions then say what is missing), then stops it. */
   const stream = async (source: Record<string, unknown>, sinks: unknown[], enough: () => boolean, extra: Record<string, unknown> = {}): Promise<RunRecord> => {
     const stop = new AbortController();
-    const done = runPipeline(config({ name: 'amqp-spec', schedule: { type: 'stream' }, source: { type: 'amqp', url: v.url, ...source }, serializer_in: { type: 'json' }, sinks, ...extra }), { signal: stop.signal });
+    const done = runPipeline(
+      config({
+        name: 'amqp-spec',
+        schedule: { type: 'stream' },
+        source: { type: 'amqp', url: v.url, ...source },
+        serializer_in: { type: 'json' },
+        sinks,
+        ...extra,
+      }),
+      { signal: stop.signal },
+    );
     await until(enough, 10_000, 'the stream to have what the test needs').catch(() => undefined);
     stop.abort();
     return done;
@@ -110,11 +120,32 @@ describe('amqp specifics', () => {
     const out = tempDir();
     const stop = new AbortController();
     // Two writes a second: the stream holds what the broker sent, unacknowledged, while it waits.
-    const cfg = config({ name: 'prefetch', schedule: { type: 'stream' }, source: { type: 'amqp', url: v.url, queue: q, prefetch_count: 7 }, serializer_in: { type: 'json' }, sinks: [{ type: 'local', path: out, filename_template: 'o.ndjson' }], serializer_out: { type: 'ndjson' }, rate_limit_rps: 2 });
+    const cfg = config({
+      name: 'prefetch',
+      schedule: { type: 'stream' },
+      source: { type: 'amqp', url: v.url, queue: q, prefetch_count: 7 },
+      serializer_in: { type: 'json' },
+      sinks: [{ type: 'local', path: out, filename_template: 'o.ndjson' }],
+      serializer_out: { type: 'ndjson' },
+      rate_limit_rps: 2,
+    });
     const done = runPipeline(cfg, { signal: stop.signal });
     const unacknowledged = async () => {
-      const { stdout } = await promisify(execFile)('rabbitmqctl', ['--quiet', 'list_queues', '-p', v.vhost, 'name', 'messages_unacknowledged', 'messages_ready']);
-      return Number(stdout.split('\n').find((l) => l.startsWith(q + '\t'))?.split('\t')[1] ?? 0);
+      const { stdout } = await promisify(execFile)('rabbitmqctl', [
+        '--quiet',
+        'list_queues',
+        '-p',
+        v.vhost,
+        'name',
+        'messages_unacknowledged',
+        'messages_ready',
+      ]);
+      return Number(
+        stdout
+          .split('\n')
+          .find((l) => l.startsWith(q + '\t'))
+          ?.split('\t')[1] ?? 0,
+      );
     };
     const unacked = await until(unacknowledged, 10_000, 'unacknowledged messages at the broker', 200);
     expect(unacked).toBeGreaterThan(0);
@@ -130,7 +161,13 @@ describe('amqp specifics', () => {
     mkdirSync(join(dir, 'in'));
     writeFileSync(join(dir, 'in', 'r.ndjson'), '{"a":1}\n{"a":2}\n');
     const rec = await runPipeline(
-      config({ name: 'amqp-unroutable', schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in') }, serializer_in: { type: 'ndjson' }, sinks: [{ type: 'amqp', url: v.url, routing_key: 'no-such-queue' }] }),
+      config({
+        name: 'amqp-unroutable',
+        schedule: { type: 'manual' },
+        source: { type: 'local', path: join(dir, 'in') },
+        serializer_in: { type: 'ndjson' },
+        sinks: [{ type: 'amqp', url: v.url, routing_key: 'no-such-queue' }],
+      }),
     );
     expect(rec.records_out).toBe(0);
     expect(rec.errors.join('\n')).toMatch(/2 of 2 messages unroutable: no queue is bound to the default exchange for routing key 'no-such-queue'/);
@@ -149,7 +186,13 @@ describe('amqp specifics', () => {
     writeFileSync(join(dir, 'in', 'r.ndjson'), '{"a":1}\n{"a":2}\n');
     for (const mode of [1, 2] as const) {
       const rec = await runPipeline(
-        config({ name: 'amqp-sink', schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in') }, serializer_in: { type: 'ndjson' }, sinks: [{ type: 'amqp', url: v.url, exchange: 'svc-topic', routing_key: 'pm.du.1', delivery_mode: mode }] }),
+        config({
+          name: 'amqp-sink',
+          schedule: { type: 'manual' },
+          source: { type: 'local', path: join(dir, 'in') },
+          serializer_in: { type: 'ndjson' },
+          sinks: [{ type: 'amqp', url: v.url, exchange: 'svc-topic', routing_key: 'pm.du.1', delivery_mode: mode }],
+        }),
       );
       expect(rec.records_out).toBe(2);
       const got = await drainQueue(q);

@@ -50,8 +50,13 @@ afterAll(async () => {
 const readRun = (source: Cfg, opts: { processed?: ProcessedFiles; serializer_in?: Cfg; serializer_out?: Cfg } = {}) =>
   manualReadRun('az-read', { ...base, ...source }, { ...opts, outPrefix: 'svc-az-out-' });
 /** One manual run of NDJSON files (one per entry; 'again': those of an earlier run, untouched) into the given sinks. */
-const writeRun = (files: Rec[][] | 'again', sinks: Cfg[], extra: Cfg = {}, processed: ProcessedFiles = new MemoryProcessedFiles(), dir = tempDir('svc-az-in-')) =>
-  manualWriteRun('az-write', files, sinks, extra, processed, dir);
+const writeRun = (
+  files: Rec[][] | 'again',
+  sinks: Cfg[],
+  extra: Cfg = {},
+  processed: ProcessedFiles = new MemoryProcessedFiles(),
+  dir = tempDir('svc-az-in-'),
+) => manualWriteRun('az-write', files, sinks, extra, processed, dir);
 /** An azure_blob sink driven directly, as the runtime drives it. */
 const directSink = (cfg: Cfg, serializer: string) => directSinkOf('azure_blob', 'az-direct', cfg, serializer);
 
@@ -60,7 +65,12 @@ const blobRecords = async (p: string) => (await blobsUnder(cc, p)).flatMap((b) =
 
 function diagnostics(role: 'source' | 'sink', component: Cfg): string[] {
   const comp = { type: 'azure_blob', container: CONTAINER, ...component };
-  const pipeline = { name: 'lint', schedule: { type: 'manual' }, source: role === 'source' ? comp : { type: 'local', path: '/tmp' }, sinks: [role === 'sink' ? comp : { type: 'local', path: '/tmp' }] };
+  const pipeline = {
+    name: 'lint',
+    schedule: { type: 'manual' },
+    source: role === 'source' ? comp : { type: 'local', path: '/tmp' },
+    sinks: [role === 'sink' ? comp : { type: 'local', path: '/tmp' }],
+  };
   return loadPipelineText(stringify({ version: '1', pipeline }), { env: {} }).diagnostics.map((d) => formatDiagnostic(d));
 }
 
@@ -68,10 +78,13 @@ describe('azure_blob: bytes, listing, skip_processed', () => {
   it('stores exactly the bytes the serializer produced, and reads a blob back byte for byte', async () => {
     const p = prefix();
     const out = tempDir('svc-az-local-');
-    const { rec } = await writeRun([recs(500)], [
-      { ...base, blob_template: `${p}/out.json` },
-      { type: 'local', path: out, filename_template: 'out.json', file_mode: 'single' },
-    ]);
+    const { rec } = await writeRun(
+      [recs(500)],
+      [
+        { ...base, blob_template: `${p}/out.json` },
+        { type: 'local', path: out, filename_template: 'out.json', file_mode: 'single' },
+      ],
+    );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     const [stored] = await blobsUnder(cc, `${p}/`);
     expect(stored!.data.equals(readFileSync(join(out, 'out.json')))).toBe(true);
@@ -139,7 +152,12 @@ describe('azure_blob: bytes, listing, skip_processed', () => {
         name: 'az-meta',
         schedule: { type: 'manual' },
         source: { ...base, prefix: `${p}/` },
-        transforms: [{ type: 'inject_meta', fields: { source_filename: 'source_filename', source_path: 'source_path', azure_container: 'azure_container', azure_etag: 'azure_etag' } }],
+        transforms: [
+          {
+            type: 'inject_meta',
+            fields: { source_filename: 'source_filename', source_path: 'source_path', azure_container: 'azure_container', azure_etag: 'azure_etag' },
+          },
+        ],
         serializer_out: { type: 'json' },
         sinks: [{ ...base, blob_template: `${p}-copy/{source_path}/{source_stem}.json` }],
       }),
@@ -147,14 +165,26 @@ describe('azure_blob: bytes, listing, skip_processed', () => {
     );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     const [r] = JSON.parse((await cc.getBlobClient(`${p}-copy/sub/dir/cells.json`).downloadToBuffer()).toString()) as Rec[];
-    expect(r).toMatchObject({ v: 1, source_filename: 'cells.json', source_path: `${p}/sub/dir/cells.json`, azure_container: CONTAINER, azure_etag: up.etag!.replace(/"/g, '') });
+    expect(r).toMatchObject({
+      v: 1,
+      source_filename: 'cells.json',
+      source_path: `${p}/sub/dir/cells.json`,
+      azure_container: CONTAINER,
+      azure_etag: up.etag!.replace(/"/g, ''),
+    });
   });
 });
 
 describe('azure_blob sink: names and metadata', () => {
   it('stores content_type (default application/octet-stream)', async () => {
     const p = prefix();
-    await writeRun([recs(3)], [{ ...base, blob_template: `${p}/typed.json`, content_type: 'application/json' }, { ...base, blob_template: `${p}/plain.json` }]);
+    await writeRun(
+      [recs(3)],
+      [
+        { ...base, blob_template: `${p}/typed.json`, content_type: 'application/json' },
+        { ...base, blob_template: `${p}/plain.json` },
+      ],
+    );
     expect((await cc.getBlobClient(`${p}/typed.json`).getProperties()).contentType).toBe('application/json');
     expect((await cc.getBlobClient(`${p}/plain.json`).getProperties()).contentType).toBe('application/octet-stream');
   });
@@ -196,7 +226,13 @@ describe('azure_blob: credentials and configuration', () => {
   it('a wrong key fails the check and the run with the service code, never the key', async () => {
     const wrongKey = Buffer.from('an-entirely-different-account-key-of-64-bytes-for-this-test-case').toString('base64');
     for (const role of ['source', 'sink'] as const) {
-      const r = await testConnector(role, { type: 'azure_blob', container: CONTAINER, account_name: DEV_ACCOUNT, account_key: wrongKey, endpoint_url: az.url } as never);
+      const r = await testConnector(role, {
+        type: 'azure_blob',
+        container: CONTAINER,
+        account_name: DEV_ACCOUNT,
+        account_key: wrongKey,
+        endpoint_url: az.url,
+      } as never);
       expect(r.error).toMatch(/^azure_blob: .*403 AuthorizationFailure: Server failed to authenticate the request.*check account_name and account_key/);
       expect(r.error).not.toContain(wrongKey);
     }
@@ -215,7 +251,9 @@ describe('azure_blob: credentials and configuration', () => {
 
   it('lint: exactly one way to authenticate', () => {
     expect(diagnostics('source', {})).toEqual([expect.stringContaining('pipeline.source.connection_string')]);
-    expect(diagnostics('sink', { connection_string: 'x', account_name: 'a' }).join('\n')).toMatch(/pipeline\.sinks\[0\]\.account_name.*not used with connection_string/);
+    expect(diagnostics('sink', { connection_string: 'x', account_name: 'a' }).join('\n')).toMatch(
+      /pipeline\.sinks\[0\]\.account_name.*not used with connection_string/,
+    );
     expect(diagnostics('sink', { account_name: 'a' }).join('\n')).toMatch(/pipeline\.sinks\[0\]\.account_key.*needs account_key/);
     expect(diagnostics('source', { account_key: 'k' }).join('\n')).toMatch(/pipeline\.source\.account_name.*needs account_name/);
     expect(diagnostics('sink', { connection_string: 'x', blob_template: '{nope}' }).join('\n')).toMatch(/blob_template.*unknown token \{nope\}/);
@@ -254,11 +292,15 @@ describe('azure_blob: cut connections', () => {
     const total = 24;
     for (let i = 0; i < total; i++) await sink.writeBytes(mib);
     const blob = cc.getBlockBlobClient(`${p}/large.bin`);
-    const staged = await until(async () => {
-      const list = await blob.getBlockList('uncommitted').catch(() => undefined);
-      const bytes = (list?.uncommittedBlocks ?? []).reduce((s, b) => s + b.size, 0);
-      return bytes >= 16 * 1024 * 1024 ? bytes : undefined;
-    }, 10_000, 'blocks staged before the commit');
+    const staged = await until(
+      async () => {
+        const list = await blob.getBlockList('uncommitted').catch(() => undefined);
+        const bytes = (list?.uncommittedBlocks ?? []).reduce((s, b) => s + b.size, 0);
+        return bytes >= 16 * 1024 * 1024 ? bytes : undefined;
+      },
+      10_000,
+      'blocks staged before the commit',
+    );
     expect(staged % BLOCK_BYTES).toBe(0);
     expect(await names(`${p}/`)).toEqual([]); // not visible before the commit
     await sink.flush();
@@ -275,7 +317,13 @@ describe('azure_blob: cut connections', () => {
     try {
       const processed = new MemoryProcessedFiles();
       const dir = tempDir('svc-az-cut-');
-      const sink = { ...base, connection_string: az.connectionString({ port: proxy.port }), blob_template: `${p}/{run_id}.json`, retry_count: 3, retry_delay_seconds: 0.2 };
+      const sink = {
+        ...base,
+        connection_string: az.connectionString({ port: proxy.port }),
+        blob_template: `${p}/{run_id}.json`,
+        retry_count: 3,
+        retry_delay_seconds: 0.2,
+      };
       // Cut every connection in the middle of the second block.
       proxy.dropAfter(BLOCK_BYTES + BLOCK_BYTES / 2, 'up');
       const first = (await writeRun([recs(n)], [sink], { record_chunk_size: 5000 }, processed, dir)).rec;
@@ -284,7 +332,9 @@ describe('azure_blob: cut connections', () => {
       expect(second.status, JSON.stringify(second)).toBe('success');
       expect(second.records_in).toBe(n); // the input was not finalized by the first run
       const { missing, duplicates } = checkSequence(await blobRecords(`${p}/`), n);
-      console.log(`[azure_blob] upload cut mid-blob: ${n} records, first run ${first.errors.length} errors, ${missing.length} missing after the next run, ${duplicates} duplicates`);
+      console.log(
+        `[azure_blob] upload cut mid-blob: ${n} records, first run ${first.errors.length} errors, ${missing.length} missing after the next run, ${duplicates} duplicates`,
+      );
       expect(missing).toEqual([]);
     } finally {
       await proxy.close();

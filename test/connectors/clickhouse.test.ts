@@ -24,7 +24,7 @@ conformance(clickhouseFixture);
 let server: ClickhouseServer;
 beforeAll(async () => {
   server = await clickhouseServer();
-  await server.exec('CREATE TABLE people (id UInt32, name String, score Float64, big UInt64, note String DEFAULT \'none\') ENGINE = MergeTree ORDER BY id');
+  await server.exec("CREATE TABLE people (id UInt32, name String, score Float64, big UInt64, note String DEFAULT 'none') ENGINE = MergeTree ORDER BY id");
   await server.exec('CREATE TABLE numbers (n UInt32) ENGINE = MergeTree ORDER BY n');
   await server.exec('INSERT INTO numbers SELECT toUInt32(number) FROM system.numbers LIMIT 2500');
   await server.exec('CREATE DATABASE other');
@@ -39,7 +39,14 @@ const conn = (): Cfg => ({ type: 'clickhouse', host: server.host, http_port: ser
 async function read(source: Cfg, extra: Cfg = {}) {
   const out = tempDir('svc-ch-out-');
   const rec = await runPipeline(
-    loadPipeline({ name: 'ch-read', schedule: { type: 'manual' }, source: { ...conn(), ...source }, serializer_out: { type: 'ndjson' }, sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }], ...extra }),
+    loadPipeline({
+      name: 'ch-read',
+      schedule: { type: 'manual' },
+      source: { ...conn(), ...source },
+      serializer_out: { type: 'ndjson' },
+      sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+      ...extra,
+    }),
     { log: silentLogger, processed: new MemoryProcessedFiles() },
   );
   return { rec, records: outputRecords(out) };
@@ -79,8 +86,12 @@ describe('clickhouse: the port', () => {
   });
 
   it('lint: 9440 without secure, and port beside http_port', () => {
-    expect(lintOf('sink', { type: 'clickhouse', port: 9440, table: 't' })).toEqual(["secure: port 9440 is ClickHouse's TLS port: set secure: true (the connector then uses HTTPS on 8443)"]);
-    expect(lintOf('sink', { type: 'clickhouse', port: 9001, http_port: 8124, table: 't' })).toEqual(['port: port is not used when http_port is set: remove one of them']);
+    expect(lintOf('sink', { type: 'clickhouse', port: 9440, table: 't' })).toEqual([
+      "secure: port 9440 is ClickHouse's TLS port: set secure: true (the connector then uses HTTPS on 8443)",
+    ]);
+    expect(lintOf('sink', { type: 'clickhouse', port: 9001, http_port: 8124, table: 't' })).toEqual([
+      'port: port is not used when http_port is set: remove one of them',
+    ]);
     expect(lintOf('sink', { type: 'clickhouse', port: 9440, secure: true, table: 't' })).toEqual([]);
   });
 
@@ -110,9 +121,15 @@ describe('clickhouse source: query and params', () => {
   it('finds placeholders outside strings, identifiers and comments, and inlines typed, escaped literals', () => {
     const sql = "SELECT '{a:String}', `{b:String}` /* {c:String} */ -- {d:String}\nFROM t WHERE x = {e:String} AND y IN {f:Array(UInt8)}";
     expect(placeholders(sql).map((p) => p.name)).toEqual(['e', 'f']);
-    expect(inlineParams('SELECT {s:String}, {n:Nullable(Int8)}, {a:Array(String)}, {b:UInt8}, {t:Identifier}', { s: "it's \\", n: null, a: ['x', "y'"], b: true, t: 'db.t`x' })).toBe(
-      "SELECT CAST('it\\'s \\\\' AS String), CAST(NULL AS Nullable(Int8)), CAST(['x', 'y\\''] AS Array(String)), CAST(1 AS UInt8), `db`.`t\\`x`",
-    );
+    expect(
+      inlineParams('SELECT {s:String}, {n:Nullable(Int8)}, {a:Array(String)}, {b:UInt8}, {t:Identifier}', {
+        s: "it's \\",
+        n: null,
+        a: ['x', "y'"],
+        b: true,
+        t: 'db.t`x',
+      }),
+    ).toBe("SELECT CAST('it\\'s \\\\' AS String), CAST(NULL AS Nullable(Int8)), CAST(['x', 'y\\''] AS Array(String)), CAST(1 AS UInt8), `db`.`t\\`x`");
     expect(() => inlineParams('SELECT {x:UInt8}', {})).toThrow("params has no 'x'");
   });
 
@@ -128,14 +145,19 @@ describe('clickhouse source: query and params', () => {
   });
 
   it('arrays, numbers and identifiers as parameters', async () => {
-    const r = await read({ query: 'SELECT id FROM {t:Identifier} WHERE has({ids:Array(UInt32)}, id) AND score > {min:Float64} ORDER BY id', params: { t: 'people', ids: [1, 2, 3], min: 0 } });
+    const r = await read({
+      query: 'SELECT id FROM {t:Identifier} WHERE has({ids:Array(UInt32)}, id) AND score > {min:Float64} ORDER BY id',
+      params: { t: 'people', ids: [1, 2, 3], min: 0 },
+    });
     expect(r.rec.status, JSON.stringify(r.rec)).toBe('success');
     expect(r.records).toEqual([{ id: 1 }, { id: 2 }]);
   });
 
   it('lint: a placeholder without a value, and a FORMAT clause', () => {
     expect(lintOf('source', { type: 'clickhouse', query: 'SELECT {x:UInt8}' })).toEqual(['params: the query uses {x:UInt8}: add params.x']);
-    expect(lintOf('source', { type: 'clickhouse', query: 'SELECT 1 FORMAT CSV' })).toEqual(['query: remove the FORMAT clause: the connector reads JSONEachRow']);
+    expect(lintOf('source', { type: 'clickhouse', query: 'SELECT 1 FORMAT CSV' })).toEqual([
+      'query: remove the FORMAT clause: the connector reads JSONEachRow',
+    ]);
   });
 
   it('64-bit integers arrive as decimal strings (exact), other numbers as numbers', async () => {
@@ -154,7 +176,10 @@ describe('clickhouse source: query and params', () => {
 
 describe('clickhouse source: chunk_size', () => {
   const chunks = async (chunk_size: number) => {
-    const r = await read({ query: 'SELECT n FROM numbers ORDER BY n', chunk_size }, { transforms: [{ type: 'inject_meta', fields: { chunk: 'clickhouse_chunk' } }] });
+    const r = await read(
+      { query: 'SELECT n FROM numbers ORDER BY n', chunk_size },
+      { transforms: [{ type: 'inject_meta', fields: { chunk: 'clickhouse_chunk' } }] },
+    );
     expect(r.rec.status).toBe('success');
     expect(r.records.map((x) => x.n)).toEqual(Array.from({ length: 2500 }, (_, i) => i));
     return new Set(r.records.map((x) => x.chunk)).size;
@@ -224,7 +249,10 @@ describe('clickhouse source: failures', () => {
 
 describe('clickhouse sink', () => {
   it('inserts records by column name; a missing column takes its type default on this 18.16 server', async () => {
-    const { rec } = await write({ table: 'people' }, [{ id: 10, name: 'a', score: 1, big: 1 }, { id: 11, name: 'b', score: 2, big: 2, note: 'set' }]);
+    const { rec } = await write({ table: 'people' }, [
+      { id: 10, name: 'a', score: 1, big: 1 },
+      { id: 11, name: 'b', score: 2, big: 2, note: 'set' },
+    ]);
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(await server.rows('SELECT id, note FROM people WHERE id IN (10, 11) ORDER BY id')).toEqual([
       { id: 10, note: '' }, // servers with input_format_defaults_for_omitted_fields take the DEFAULT expression
@@ -234,7 +262,13 @@ describe('clickhouse sink', () => {
 
   it('a refused record is dead-lettered with the server reason; the others of its batch land', async () => {
     await server.exec('CREATE TABLE refusals (id UInt32, v Int8) ENGINE = MergeTree ORDER BY id');
-    const records = [{ id: 1, v: 1 }, { id: 2, v: 'not a number' }, { id: 3, v: 3 }, { id: 4, v: 4, extra: true }, { id: 5, v: 5 }];
+    const records = [
+      { id: 1, v: 1 },
+      { id: 2, v: 'not a number' },
+      { id: 3, v: 3 },
+      { id: 4, v: 4, extra: true },
+      { id: 5, v: 5 },
+    ];
     const { rec, dead } = await write({ table: 'refusals' }, records);
     expect(rec.records_out).toBe(3);
     expect(rec.dlq_count).toBe(2);
@@ -259,7 +293,9 @@ describe('clickhouse sink', () => {
     const missing = await write({ table: 'nope', retry_count: 3, retry_delay_seconds: 5 }, [{ id: 1 }]);
     expect(missing.rec.records_out).toBe(0);
     expect(missing.dead[0]!._error).toMatch(/Code 60: Table default\.nope doesn't exist/);
-    expect((await testConnector('sink', { ...conn(), table: 'nope' } as never)).error).toBe('clickhouse: table default.nope does not exist (check table and database)');
+    expect((await testConnector('sink', { ...conn(), table: 'nope' } as never)).error).toBe(
+      'clickhouse: table default.nope does not exist (check table and database)',
+    );
     const creds = await testConnector('sink', { ...conn(), username: 'svc', password: 'wrong-secret', table: 'people' } as never);
     expect(creds.error).toMatch(/Wrong password for user svc \(check username and password\)/);
   }, 20_000);

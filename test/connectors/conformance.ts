@@ -107,7 +107,6 @@ export const uniqueChannel = (type: string) => `svc_${type}_${process.pid}_${Dat
 
 const bodies = (from: number, n: number) => seqBodies(from, n, { pad: 'x'.repeat(32) });
 
-
 /** Every sequence number 0..n-1 present; duplicates counted (at-least-once allows them, and they are reported). */
 export function checkSequence(records: Rec[], n: number) {
   const seen = new Map<number, number>();
@@ -117,7 +116,6 @@ export function checkSequence(records: Rec[], n: number) {
   const duplicates = records.length - seen.size;
   return { missing, duplicates };
 }
-
 
 /** A connector config validated and defaulted as the API does before a check. */
 function checked(role: 'source' | 'sink', cfg: Cfg) {
@@ -153,10 +151,15 @@ function startSourceRun(name: string, side: SourceSide, source: Cfg, outDirs: st
   });
   const stop = new AbortController();
   const tel = recordingTelemetry();
-  const done = runPipeline(config, { signal: stop.signal, telemetry: tel.t, log: silentLogger, processed: new MemoryProcessedFiles(), services: side.services });
+  const done = runPipeline(config, {
+    signal: stop.signal,
+    telemetry: tel.t,
+    log: silentLogger,
+    processed: new MemoryProcessedFiles(),
+    services: side.services,
+  });
   return { stop, done, tel };
 }
-
 
 /** Input files of NDJSON records `{seq}`: `files` files of equal share, in a fresh directory. */
 function writeInput(records: number, files = 1): string {
@@ -165,7 +168,12 @@ function writeInput(records: number, files = 1): string {
   const per = Math.ceil(records / files);
   for (let f = 0, from = 0; from < records; f++, from += per) {
     const n = Math.min(per, records - from);
-    writeFileSync(join(dir, `records-${String(f).padStart(4, '0')}.ndjson`), bodies(from, n).map((b) => b.toString() + '\n').join(''));
+    writeFileSync(
+      join(dir, `records-${String(f).padStart(4, '0')}.ndjson`),
+      bodies(from, n)
+        .map((b) => b.toString() + '\n')
+        .join(''),
+    );
   }
   return dir;
 }
@@ -175,7 +183,13 @@ function writeInput(records: number, files = 1): string {
  * it reads that directory and moves what it delivered to `<input>.done` (a second run then reads
  * only what the first left in place).
  */
-async function runIntoSinks(name: string, sinks: Cfg[], records: number, extra: Cfg = {}, opts: { telemetry?: RunTelemetry; signal?: AbortSignal; input?: string } = {}): Promise<RunRecord> {
+async function runIntoSinks(
+  name: string,
+  sinks: Cfg[],
+  records: number,
+  extra: Cfg = {},
+  opts: { telemetry?: RunTelemetry; signal?: AbortSignal; input?: string } = {},
+): Promise<RunRecord> {
   const input = opts.input ?? writeInput(records);
   const config = loadPipeline({
     name,
@@ -315,7 +329,10 @@ export function conformance(fixture: PeerFixture) {
           return rec;
         };
 
-        for (const [mode, run] of [['stream', deliver], ['batch', deliverBatch]] as const) {
+        for (const [mode, run] of [
+          ['stream', deliver],
+          ['batch', deliverBatch],
+        ] as const) {
           if (sourcePlugin.mode !== 'both' && sourcePlugin.mode !== mode) continue;
           const tag = sourcePlugin.mode === 'both' ? ` (${mode})` : '';
           it(`one batch${tag}`, async () => {
@@ -369,7 +386,14 @@ export function conformance(fixture: PeerFixture) {
           const name = `conf-metrics-${type}`;
           const yamlText = stringify({
             version: '1',
-            pipeline: { name, schedule: { type: 'stream' }, source: peer.source!.config(ch), serializer_in: { type: 'json' }, sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }], serializer_out: { type: 'ndjson' } },
+            pipeline: {
+              name,
+              schedule: { type: 'stream' },
+              source: peer.source!.config(ch),
+              serializer_in: { type: 'json' },
+              sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+              serializer_out: { type: 'ndjson' },
+            },
           });
           expect((await d.call('POST', '/api/pipelines', { yaml: yamlText })).status).toBe(201);
           const connected = `svc_connector_state{pipeline="${name}",component="source",type="${type}",state="connected"} 1`;
@@ -392,7 +416,12 @@ export function conformance(fixture: PeerFixture) {
     if (sinkPlugin) {
       describe('sink', () => {
         it('opens and closes without writing', async () => {
-          const cfg = loadPipeline({ name: 'conf-open', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [peer.sink!.config(uniqueChannel(type))] }).sinks[0]!;
+          const cfg = loadPipeline({
+            name: 'conf-open',
+            schedule: { type: 'manual' },
+            source: { type: 'local', path: '/tmp' },
+            sinks: [peer.sink!.config(uniqueChannel(type))],
+          }).sinks[0]!;
           const sink = sinkPlugin.create(cfg as never, {
             pipeline: 'conf-open',
             log: silentLogger,
@@ -411,7 +440,13 @@ export function conformance(fixture: PeerFixture) {
           const collectors = await Promise.all(chans.map((c) => peer.sink!.collect(c)));
           try {
             const tel = recordingTelemetry();
-            const rec = await runIntoSinks(`conf-sink-${n}-${type}`, chans.map((c) => peer.sink!.config(c)), n, extra, { telemetry: tel.t });
+            const rec = await runIntoSinks(
+              `conf-sink-${n}-${type}`,
+              chans.map((c) => peer.sink!.config(c)),
+              n,
+              extra,
+              { telemetry: tel.t },
+            );
             expect(rec.status, JSON.stringify(rec)).toBe('success');
             expect(rec.errors).toEqual([]);
             expect(rec.records_out).toBe(n);
@@ -466,7 +501,8 @@ export function conformance(fixture: PeerFixture) {
               const left = readdirSync(input).length;
               // Writes that outlast their retries are not lost: their input files stay for the next
               // run (checked below). Said loudly, since retries are meant to ride the disruption out.
-              if (rec.records_out < 1000) console.log(`[conformance] ${type} sink: ${1000 - rec.records_out} records not written by the first run: ${JSON.stringify(rec.errors)}`);
+              if (rec.records_out < 1000)
+                console.log(`[conformance] ${type} sink: ${1000 - rec.records_out} records not written by the first run: ${JSON.stringify(rec.errors)}`);
               if (left === 0) expect(rec.records_out, JSON.stringify(rec.errors)).toBe(1000);
               if (left > 0) {
                 const again = await runIntoSinks(`conf-sink-restart-${type}`, [cfg], 0, extra, { telemetry: tel.t, input });
@@ -475,7 +511,9 @@ export function conformance(fixture: PeerFixture) {
               }
               await until(() => checkSequence(collector.records(), 1000).missing.length === 0, 30_000, 'all 1,000 sequence numbers at the peer');
               const { missing, duplicates } = checkSequence(collector.records(), 1000);
-              console.log(`[conformance] ${type} sink through a disruption: 1000 written, ${missing.length} missing, ${duplicates} duplicates${left ? ` (${left} of 20 input files written again by a second run)` : ''}`);
+              console.log(
+                `[conformance] ${type} sink through a disruption: 1000 written, ${missing.length} missing, ${duplicates} duplicates${left ? ` (${left} of 20 input files written again by a second run)` : ''}`,
+              );
               expect(missing).toEqual([]);
               // The disruption reached the sink: it lost its connection and opened it again.
               const states = tel.states.get(`sinks[0] (${type})`)!;
@@ -493,11 +531,21 @@ export function conformance(fixture: PeerFixture) {
           const ch = uniqueChannel(type);
           const collector = await peer.sink!.collect(ch);
           try {
-            const rec = await runIntoSinks(`conf-sink-metrics-${type}`, [peer.sink!.config(ch)], 5, {}, { telemetry: m.telemetry(`conf-sink-metrics-${type}`) });
+            const rec = await runIntoSinks(
+              `conf-sink-metrics-${type}`,
+              [peer.sink!.config(ch)],
+              5,
+              {},
+              { telemetry: m.telemetry(`conf-sink-metrics-${type}`) },
+            );
             expect(rec.status).toBe('success');
             const text = await m.registry.metrics();
-            expect(text).toContain(`svc_connector_state{pipeline="conf-sink-metrics-${type}",component="sinks[0] (${type})",type="${type}",state="connected"} 1`);
-            expect(text).toContain(`svc_connector_state_changes_total{pipeline="conf-sink-metrics-${type}",component="sinks[0] (${type})",type="${type}",state="connecting"} 1`);
+            expect(text).toContain(
+              `svc_connector_state{pipeline="conf-sink-metrics-${type}",component="sinks[0] (${type})",type="${type}",state="connected"} 1`,
+            );
+            expect(text).toContain(
+              `svc_connector_state_changes_total{pipeline="conf-sink-metrics-${type}",component="sinks[0] (${type})",type="${type}",state="connecting"} 1`,
+            );
           } finally {
             await collector.close();
           }

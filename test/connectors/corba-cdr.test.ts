@@ -5,7 +5,16 @@
 // stringified CosNaming names.
 import { describe, expect, it } from 'vitest';
 import { CdrError, CdrReader, CdrWriter, decodeValue, encodeValue, parseType, TypeDescError } from '../../src/plugins/connectors/corba/cdr.js';
-import { decodeReply, encodeLocateRequest, encodeRequest, GiopError, GiopFramer, HEADER_SIZE, MSG, readHeader } from '../../src/plugins/connectors/corba/giop.js';
+import {
+  decodeReply,
+  encodeLocateRequest,
+  encodeRequest,
+  GiopError,
+  GiopFramer,
+  HEADER_SIZE,
+  MSG,
+  readHeader,
+} from '../../src/plugins/connectors/corba/giop.js';
 import { iorString, parseCorbaloc, parseIor, parseObjectUrl, writeIor, type ObjectRef } from '../../src/plugins/connectors/corba/ior.js';
 import { parseName } from '../../src/plugins/connectors/corba/naming.js';
 import { recordMessages } from '../../src/plugins/connectors/corba/source.js';
@@ -36,7 +45,17 @@ describe('CDR primitives', () => {
       expect(b.subarray(56, 64)).toEqual(Buffer.from(le ? [4, 0, 0, 0, 0x68, 0xc3, 0xa9, 0] : [0, 0, 0, 4, 0x68, 0xc3, 0xa9, 0]));
       const r = new CdrReader(b, le);
       expect([r.octet(), r.short(), r.long(), r.octet(), r.double(), r.boolean(), r.longlong(), r.ushort(), r.float(), r.ulonglong(), r.string()]).toEqual([
-        0xab, -2, 0x01020304, 1, 1.5, true, -(2n ** 63n), 0xfffe, 0.25, 2n ** 64n - 1n, 'hé',
+        0xab,
+        -2,
+        0x01020304,
+        1,
+        1.5,
+        true,
+        -(2n ** 63n),
+        0xfffe,
+        0.25,
+        2n ** 64n - 1n,
+        'hé',
       ]);
       expect(r.remaining).toBe(0);
     });
@@ -110,7 +129,10 @@ describe('typed values', () => {
     d: 1e300,
     str: '',
     e: 'C',
-    seq: [{ name: 'x', v: '-9007199254740993' }, { name: 'y', v: 1 }],
+    seq: [
+      { name: 'x', v: '-9007199254740993' },
+      { name: 'y', v: 1 },
+    ],
     arr: [1, 2, 3],
     j: '{"a":1}',
   };
@@ -137,7 +159,12 @@ describe('typed values', () => {
       return 'ok';
     };
     expect(err([{ a: 1, b: 'X' }])).toBe('ok');
-    expect(err([{ a: 1, b: 'X' }, { a: 256, b: 'X' }])).toBe('value.1.a: octet needs an integer from 0 to 255');
+    expect(
+      err([
+        { a: 1, b: 'X' },
+        { a: 256, b: 'X' },
+      ]),
+    ).toBe('value.1.a: octet needs an integer from 0 to 255');
     expect(err([{ a: 1, b: 'Y' }])).toBe("value.0.b: 'Y' is not one of X");
     expect(err([{ a: 1 }])).toBe("value.0: missing field 'b'");
     expect(err([{ a: 1, b: 'X', z: 1 }])).toBe("value.0: unknown field 'z'");
@@ -186,7 +213,10 @@ describe('IOR and corbaloc', () => {
   });
 
   it('parses a big-endian IOR and round-trips through iorString', () => {
-    const ref: ObjectRef = { typeId: 'IDL:Svc/Pm:1.0', profiles: [{ host: 'ems.example', port: 65535, key: Buffer.from([0, 1, 2, 0xff]), major: 1, minor: 2 }] };
+    const ref: ObjectRef = {
+      typeId: 'IDL:Svc/Pm:1.0',
+      profiles: [{ host: 'ems.example', port: 65535, key: Buffer.from([0, 1, 2, 0xff]), major: 1, minor: 2 }],
+    };
     const w = new CdrWriter(false);
     w.octet(0);
     writeIor(w, ref);
@@ -202,7 +232,9 @@ describe('IOR and corbaloc', () => {
   });
 
   it('parses corbaloc forms: iiop and the empty protocol, default port, version, IPv6, several addresses, %-escapes', () => {
-    expect(parseCorbaloc('corbaloc:iiop:127.0.0.1:2809/NameService').profiles).toEqual([{ host: '127.0.0.1', port: 2809, key: Buffer.from('NameService'), major: 1, minor: 0 }]);
+    expect(parseCorbaloc('corbaloc:iiop:127.0.0.1:2809/NameService').profiles).toEqual([
+      { host: '127.0.0.1', port: 2809, key: Buffer.from('NameService'), major: 1, minor: 0 },
+    ]);
     expect(parseCorbaloc('corbaloc::ems/Key').profiles[0]).toMatchObject({ host: 'ems', port: 2809 });
     expect(parseCorbaloc('corbaloc:iiop:1.2@h:1/k').profiles[0]).toMatchObject({ major: 1, minor: 2, port: 1 });
     expect(parseCorbaloc('corbaloc:iiop:[::1]:2900/k').profiles[0]).toMatchObject({ host: '::1', port: 2900 });
@@ -279,11 +311,18 @@ describe('GIOP 1.2 framing', () => {
 
   for (const le of [true, false])
     it(`decodes a Reply's header and positions the body on its 8-byte boundary (${le ? 'little' : 'big'}-endian)`, () => {
-      const r = decodeReply(reply(5, 2, (w) => {
-        w.string('IDL:omg.org/CORBA/BAD_OPERATION:1.0');
-        w.ulong(0x41540026);
-        w.ulong(1);
-      }, le));
+      const r = decodeReply(
+        reply(
+          5,
+          2,
+          (w) => {
+            w.string('IDL:omg.org/CORBA/BAD_OPERATION:1.0');
+            w.ulong(0x41540026);
+            w.ulong(1);
+          },
+          le,
+        ),
+      );
       expect(r.requestId).toBe(5);
       expect(r.status).toBe('SYSTEM_EXCEPTION');
       expect(r.contexts).toEqual([{ id: 99, data: Buffer.from([1, 2, 3]) }]);

@@ -38,7 +38,8 @@ const byName = (extra: Cfg): Cfg => ({ type: 'corba', naming_service: orb.nameSe
 const read = (name: string, source: Cfg, processed = new MemoryProcessedFiles()) => manualReadRun(name, source, { processed });
 
 /** corbaloc of the servant's object: its object key %-escaped byte by byte. */
-const corbalocOf = (o: OmniOrb) => `corbaloc:iiop:1.2@127.0.0.1:${o.servantPort}/${[...o.pm.profiles[0]!.key].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')}`;
+const corbalocOf = (o: OmniOrb) =>
+  `corbaloc:iiop:1.2@127.0.0.1:${o.servantPort}/${[...o.pm.profiles[0]!.key].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('')}`;
 
 const ECHO_TYPE = {
   struct: {
@@ -58,7 +59,22 @@ const ECHO_TYPE = {
     longs: { sequence: 'long' },
   },
 };
-const SAMPLE = { flag: true, o: 255, c: 'z', s: -32768, us: 65535, l: -2147483648, ul: 4294967295, ll: '-9223372036854775808', ull: '18446744073709551615', f: 1.5, d: Math.PI, str: 'héllo wörld ✓', level: 'HIGH', longs: [1, -2, 3] };
+const SAMPLE = {
+  flag: true,
+  o: 255,
+  c: 'z',
+  s: -32768,
+  us: 65535,
+  l: -2147483648,
+  ul: 4294967295,
+  ll: '-9223372036854775808',
+  ull: '18446744073709551615',
+  f: 1.5,
+  d: Math.PI,
+  str: 'héllo wörld ✓',
+  level: 'HIGH',
+  longs: [1, -2, 3],
+};
 
 /** A TCP server that accepts connections and never answers (for the timeout). */
 async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
@@ -83,13 +99,26 @@ function checked(cfg: Cfg) {
 
 /** The diagnostics of a manual pipeline around `source`, as "path: message". */
 function diagnostics(source: Cfg): string[] {
-  const r = loadPipelineText(stringify({ version: '1', pipeline: { name: 'lint', schedule: { type: 'manual' }, source, sinks: [{ type: 'local', path: '/tmp' }] } }), { env: {} });
+  const r = loadPipelineText(
+    stringify({ version: '1', pipeline: { name: 'lint', schedule: { type: 'manual' }, source, sinks: [{ type: 'local', path: '/tmp' }] } }),
+    { env: {} },
+  );
   return r.diagnostics.map((d) => `${d.path}: ${d.message}`);
 }
 
 describe('corba source against omniORB', () => {
   it('reads a sequence of structs as one record per element, 64-bit values beyond 2^53 as exact strings', async () => {
-    const { rec, records } = await read('corba-counters', byName({ operation: 'counters', args: [{ type: 'string', value: 'ne42' }, { type: 'long', value: 4 }], returns: { sequence: { struct: { name: 'string', value: 'longlong' } } } }));
+    const { rec, records } = await read(
+      'corba-counters',
+      byName({
+        operation: 'counters',
+        args: [
+          { type: 'string', value: 'ne42' },
+          { type: 'long', value: 4 },
+        ],
+        returns: { sequence: { struct: { name: 'string', value: 'longlong' } } },
+      }),
+    );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(records()).toEqual([
       { name: 'ne42.c0', value: 0 },
@@ -106,7 +135,16 @@ describe('corba source against omniORB', () => {
   });
 
   it('addresses the object by corbaloc (version, %-escaped key): a long result', async () => {
-    const { rec, records } = await read('corba-corbaloc', { type: 'corba', ior: corbalocOf(orb), operation: 'add', args: [{ type: 'long', value: 2 }, { type: 'long', value: 40 }], returns: 'long' });
+    const { rec, records } = await read('corba-corbaloc', {
+      type: 'corba',
+      ior: corbalocOf(orb),
+      operation: 'add',
+      args: [
+        { type: 'long', value: 2 },
+        { type: 'long', value: 40 },
+      ],
+      returns: 'long',
+    });
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(records()).toEqual([{ result: 42 }]);
   });
@@ -134,7 +172,16 @@ describe('corba source against omniORB', () => {
 
   it('a void operation yields no records and says so in a note', async () => {
     const ch = uniqueChannel('corba');
-    const { rec, records } = await read('corba-void', byName({ operation: 'put', args: [{ type: 'string', value: ch }, { type: 'string', value: '{"seq":1}' }] }));
+    const { rec, records } = await read(
+      'corba-void',
+      byName({
+        operation: 'put',
+        args: [
+          { type: 'string', value: ch },
+          { type: 'string', value: '{"seq":1}' },
+        ],
+      }),
+    );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(records()).toEqual([]);
     expect(rec.errors.join('\n')).toContain("'put' returns void");
@@ -160,7 +207,9 @@ describe('corba source against omniORB', () => {
   it('a system exception fails the run naming its repository id, minor code and what to check', async () => {
     const { rec } = await read('corba-sys-exc', byName({ operation: 'no_such_operation' }));
     expect(rec.status).toBe('failed');
-    expect(rec.error).toMatch(/'no_such_operation' raised the system exception IDL:omg\.org\/CORBA\/BAD_OPERATION:1\.0 \(minor code 0x[0-9a-f]{8}, completed NO\)/);
+    expect(rec.error).toMatch(
+      /'no_such_operation' raised the system exception IDL:omg\.org\/CORBA\/BAD_OPERATION:1\.0 \(minor code 0x[0-9a-f]{8}, completed NO\)/,
+    );
     expect(rec.error).toContain('check operation');
   });
 
@@ -171,7 +220,18 @@ describe('corba source against omniORB', () => {
   });
 
   it('follows LOCATION_FORWARD (a name bound to a forwarding object, and its IOR)', async () => {
-    const named = await read('corba-fwd-name', byName({ object_name: 'forward.test', operation: 'add', args: [{ type: 'long', value: 1 }, { type: 'long', value: 2 }], returns: 'long' }));
+    const named = await read(
+      'corba-fwd-name',
+      byName({
+        object_name: 'forward.test',
+        operation: 'add',
+        args: [
+          { type: 'long', value: 1 },
+          { type: 'long', value: 2 },
+        ],
+        returns: 'long',
+      }),
+    );
     expect(named.rec.status, JSON.stringify(named.rec)).toBe('success');
     expect(named.records()).toEqual([{ result: 3 }]);
     const byIor = await read('corba-fwd-ior', { type: 'corba', ior: orb.forwardIor, operation: 'version', returns: 'string' });
@@ -189,7 +249,9 @@ describe('corba source against omniORB', () => {
   it('a name that is not bound fails with the NotFound reason', async () => {
     const { rec } = await read('corba-notfound', byName({ object_name: 'svc.test/missing.object', operation: 'version', returns: 'string' }));
     expect(rec.status).toBe('failed');
-    expect(rec.error).toMatch(/'svc\.test\/missing\.object' is not bound in the naming service at 127\.0\.0\.1:\d+ \(NotFound: missing_node at 'missing\.object'\): check object_name/);
+    expect(rec.error).toMatch(
+      /'svc\.test\/missing\.object' is not bound in the naming service at 127\.0\.0\.1:\d+ \(NotFound: missing_node at 'missing\.object'\): check object_name/,
+    );
     const t = await testConnector('source', checked(byName({ object_name: 'nope', operation: 'version' })));
     expect(t.ok).toBe(false);
     expect(t.error).toContain("'nope' is not bound");
@@ -199,11 +261,26 @@ describe('corba source against omniORB', () => {
     const silent = await silentServer();
     try {
       const started = Date.now();
-      const { rec } = await read('corba-timeout', { type: 'corba', ior: `corbaloc:iiop:127.0.0.1:${silent.port}/Obj`, operation: 'version', returns: 'string', timeout_seconds: 1 });
+      const { rec } = await read('corba-timeout', {
+        type: 'corba',
+        ior: `corbaloc:iiop:127.0.0.1:${silent.port}/Obj`,
+        operation: 'version',
+        returns: 'string',
+        timeout_seconds: 1,
+      });
       expect(rec.status).toBe('failed');
       expect(rec.error).toMatch(/no reply within timeout_seconds \(1 s\)/);
       expect(Date.now() - started).toBeLessThan(5000);
-      const t = await testConnector('source', checked({ type: 'corba', naming_service: `corbaloc:iiop:127.0.0.1:${silent.port}/NameService`, object_name: 'x', operation: 'version', timeout_seconds: 1 }));
+      const t = await testConnector(
+        'source',
+        checked({
+          type: 'corba',
+          naming_service: `corbaloc:iiop:127.0.0.1:${silent.port}/NameService`,
+          object_name: 'x',
+          operation: 'version',
+          timeout_seconds: 1,
+        }),
+      );
       expect(t.ok).toBe(false);
       expect(t.error).toMatch(/^corba: .*no reply within timeout_seconds \(1 s\)/);
     } finally {
@@ -261,7 +338,14 @@ describe('corba source against omniORB', () => {
     const blocker = join(tempDir('svc-corba-block-'), 'file');
     writeFileSync(blocker, 'not a directory');
     const failing = await runPipeline(
-      loadPipeline({ name: 'corba-undelivered', schedule: { type: 'manual' }, source: cfg, serializer_in: { type: 'json' }, serializer_out: { type: 'ndjson' }, sinks: [{ type: 'local', path: join(blocker, 'sub'), filename_template: 'out.ndjson' }] }),
+      loadPipeline({
+        name: 'corba-undelivered',
+        schedule: { type: 'manual' },
+        source: cfg,
+        serializer_in: { type: 'json' },
+        serializer_out: { type: 'ndjson' },
+        sinks: [{ type: 'local', path: join(blocker, 'sub'), filename_template: 'out.ndjson' }],
+      }),
       { log: silentLogger, processed },
     );
     expect(failing.records_out, JSON.stringify(failing)).toBe(0);
@@ -276,7 +360,15 @@ describe('corba source against omniORB', () => {
   it('skip_processed also remembers a call that returned no records (void)', async () => {
     const ch = uniqueChannel('corba');
     const processed = new MemoryProcessedFiles();
-    const cfg = byName({ operation: 'put', args: [{ type: 'string', value: ch }, { type: 'string', value: '{"seq":0}' }], skip_processed: true, dedupe_window_seconds: 3600 });
+    const cfg = byName({
+      operation: 'put',
+      args: [
+        { type: 'string', value: ch },
+        { type: 'string', value: '{"seq":0}' },
+      ],
+      skip_processed: true,
+      dedupe_window_seconds: 3600,
+    });
     expect((await read('corba-skip-void', cfg, processed)).rec.status).toBe('success');
     const second = await read('corba-skip-void', cfg, processed);
     expect(second.rec.errors.join('\n')).toContain('not invoked again');
@@ -293,7 +385,12 @@ describe('corba source against omniORB', () => {
       const stop = new AbortController();
       const started = Date.now();
       const running = runPipeline(
-        loadPipeline({ name: 'corba-stop', schedule: { type: 'manual' }, source: { type: 'corba', ior: `corbaloc:iiop:127.0.0.1:${silent.port}/Obj`, operation: 'version', returns: 'string', timeout_seconds: 30 }, sinks: [{ type: 'local', path: tempDir('svc-corba-stop-') }] }),
+        loadPipeline({
+          name: 'corba-stop',
+          schedule: { type: 'manual' },
+          source: { type: 'corba', ior: `corbaloc:iiop:127.0.0.1:${silent.port}/Obj`, operation: 'version', returns: 'string', timeout_seconds: 30 },
+          sinks: [{ type: 'local', path: tempDir('svc-corba-stop-') }],
+        }),
         { log: silentLogger, processed: new MemoryProcessedFiles(), signal: stop.signal },
       );
       setTimeout(() => stop.abort(), 300);
@@ -323,7 +420,13 @@ describe('corba source against omniORB', () => {
       await once(srv, 'listening');
       try {
         const port = (srv.address() as { port: number }).port;
-        const { rec } = await read('corba-bad-peer', { type: 'corba', ior: `corbaloc:iiop:127.0.0.1:${port}/Obj`, operation: 'version', returns: 'string', timeout_seconds: 5 });
+        const { rec } = await read('corba-bad-peer', {
+          type: 'corba',
+          ior: `corbaloc:iiop:127.0.0.1:${port}/Obj`,
+          operation: 'version',
+          returns: 'string',
+          timeout_seconds: 5,
+        });
         expect(rec.status).toBe('failed');
         expect(rec.error).toMatch(expected);
       } finally {
@@ -344,17 +447,37 @@ describe('corba source against omniORB', () => {
 
   it('lint: ior and naming_service exclusive, one of them required, object_name with naming_service, types, values and references checked', () => {
     const base = { type: 'corba', operation: 'version' };
-    expect(diagnostics({ ...base, ior: orb.pmIor, naming_service: orb.nameService, object_name: 'a' })).toEqual(expect.arrayContaining([expect.stringMatching(/^pipeline\.source\.naming_service: ior and naming_service are mutually exclusive/)]));
+    expect(diagnostics({ ...base, ior: orb.pmIor, naming_service: orb.nameService, object_name: 'a' })).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^pipeline\.source\.naming_service: ior and naming_service are mutually exclusive/)]),
+    );
     expect(diagnostics(base)).toEqual([expect.stringMatching(/^pipeline\.source\.ior: give the object/)]);
-    expect(diagnostics({ ...base, naming_service: orb.nameService })).toEqual([expect.stringMatching(/^pipeline\.source\.object_name: naming_service needs object_name/)]);
-    expect(diagnostics({ ...base, ior: orb.pmIor, object_name: 'a' })).toEqual([expect.stringMatching(/^pipeline\.source\.object_name: object_name is resolved in naming_service/)]);
-    expect(diagnostics({ ...base, ior: 'IOR:zz' })).toEqual([expect.stringMatching(/^pipeline\.source\.ior: an IOR is "IOR:" followed by an even number of hex digits/)]);
+    expect(diagnostics({ ...base, naming_service: orb.nameService })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.object_name: naming_service needs object_name/),
+    ]);
+    expect(diagnostics({ ...base, ior: orb.pmIor, object_name: 'a' })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.object_name: object_name is resolved in naming_service/),
+    ]);
+    expect(diagnostics({ ...base, ior: 'IOR:zz' })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.ior: an IOR is "IOR:" followed by an even number of hex digits/),
+    ]);
     expect(diagnostics({ ...base, ior: 'corbaloc:http:h:1/k' })).toEqual([expect.stringMatching(/^pipeline\.source\.ior: unsupported corbaloc address/)]);
-    expect(diagnostics({ ...base, naming_service: orb.nameService, object_name: 'a/' })).toEqual([expect.stringMatching(/^pipeline\.source\.object_name: .*empty component/)]);
-    expect(diagnostics({ ...base, ior: orb.pmIor, args: [{ type: 'integer', value: 1 }] })).toEqual([expect.stringMatching(/^pipeline\.source\.args\[0\]\.type: unknown type 'integer'/)]);
-    expect(diagnostics({ ...base, ior: orb.pmIor, args: [{ type: 'ushort', value: 70000 }] })).toEqual([expect.stringMatching(/^pipeline\.source\.args\[0\]\.value: ushort needs an integer from 0 to 65535/)]);
-    expect(diagnostics({ ...base, ior: orb.pmIor, args: [{ type: { sequence: { struct: { a: 'long' } } }, value: [{ a: 1 }, { a: 'x' }] }] })).toEqual([expect.stringMatching(/^pipeline\.source\.args\[0\]\.value\[1\]\.a: long needs an integer/)]);
-    expect(diagnostics({ ...base, ior: orb.pmIor, returns: { sequence: { struct: { a: 'longer' } } } })).toEqual([expect.stringMatching(/^pipeline\.source\.returns\.sequence\.struct\.a: unknown type 'longer'/)]);
-    expect(diagnostics({ ...base, ior: orb.pmIor, args: [{ type: 'longlong', value: '9223372036854775808' }] })).toEqual([expect.stringMatching(/out of range for longlong/)]);
+    expect(diagnostics({ ...base, naming_service: orb.nameService, object_name: 'a/' })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.object_name: .*empty component/),
+    ]);
+    expect(diagnostics({ ...base, ior: orb.pmIor, args: [{ type: 'integer', value: 1 }] })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.args\[0\]\.type: unknown type 'integer'/),
+    ]);
+    expect(diagnostics({ ...base, ior: orb.pmIor, args: [{ type: 'ushort', value: 70000 }] })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.args\[0\]\.value: ushort needs an integer from 0 to 65535/),
+    ]);
+    expect(diagnostics({ ...base, ior: orb.pmIor, args: [{ type: { sequence: { struct: { a: 'long' } } }, value: [{ a: 1 }, { a: 'x' }] }] })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.args\[0\]\.value\[1\]\.a: long needs an integer/),
+    ]);
+    expect(diagnostics({ ...base, ior: orb.pmIor, returns: { sequence: { struct: { a: 'longer' } } } })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.returns\.sequence\.struct\.a: unknown type 'longer'/),
+    ]);
+    expect(diagnostics({ ...base, ior: orb.pmIor, args: [{ type: 'longlong', value: '9223372036854775808' }] })).toEqual([
+      expect.stringMatching(/out of range for longlong/),
+    ]);
   });
 });

@@ -79,7 +79,12 @@ async function sourceRun(source: Cfg, extra: Cfg = {}, signal?: AbortSignal) {
 
 function diagnostics(role: 'source' | 'sink', component: Cfg): string[] {
   const comp = { type: 'elasticsearch', hosts: ['http://localhost:9200'], ...component };
-  const pipeline = { name: 'lint', schedule: { type: 'manual' }, source: role === 'source' ? comp : { type: 'local', path: '/tmp' }, sinks: [role === 'sink' ? comp : { type: 'local', path: '/tmp' }] };
+  const pipeline = {
+    name: 'lint',
+    schedule: { type: 'manual' },
+    source: role === 'source' ? comp : { type: 'local', path: '/tmp' },
+    sinks: [role === 'sink' ? comp : { type: 'local', path: '/tmp' }],
+  };
   return loadPipelineText(stringify({ version: '1', pipeline }), { env: {} }).diagnostics.map((d) => formatDiagnostic(d));
 }
 
@@ -106,7 +111,9 @@ describe('elasticsearch sink: per-document answers', () => {
     peer.failItems({ status: 400, when: (d, ix) => ix === index && d.seq === 3 });
     const { rec } = await sinkRun({ index_template: index }, recs(6));
     expect(rec.records_out).toBe(5);
-    expect(rec.errors.join('\n')).toMatch(/sinks\[0\] \(elasticsearch\): 400 document_parsing_exception: failed to parse field \[injected\].* \(1 records from r\.ndjson\)/);
+    expect(rec.errors.join('\n')).toMatch(
+      /sinks\[0\] \(elasticsearch\): 400 document_parsing_exception: failed to parse field \[injected\].* \(1 records from r\.ndjson\)/,
+    );
     expect(peer.documents(index)).toHaveLength(5);
   });
 
@@ -117,7 +124,12 @@ describe('elasticsearch sink: per-document answers', () => {
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(rec.dlq_count).toBe(0);
     expect(dead).toEqual([]);
-    expect(checkSequence(peer.documents(index).map((d) => d._source), 20)).toEqual({ missing: [], duplicates: 0 });
+    expect(
+      checkSequence(
+        peer.documents(index).map((d) => d._source),
+        20,
+      ),
+    ).toEqual({ missing: [], duplicates: 0 });
     expect(bulksTo(index).map((r) => docsIn(r.body))).toEqual([20, 5]);
   });
 
@@ -143,7 +155,12 @@ describe('elasticsearch sink: per-document answers', () => {
     peer.failRequests([0, 503]);
     const { rec } = await sinkRun({ index_template: index, chunk_size: 100, retry_count: 1, retry_delay_seconds: 0.01 }, recs(250), { record_chunk_size: 250 });
     expect(rec.status, JSON.stringify(rec)).toBe('success');
-    expect(checkSequence(peer.documents(index).map((d) => d._source), 250)).toEqual({ missing: [], duplicates: 0 });
+    expect(
+      checkSequence(
+        peer.documents(index).map((d) => d._source),
+        250,
+      ),
+    ).toEqual({ missing: [], duplicates: 0 });
     // 100 landed, 100 refused (503), then the 150 not written as one retried write.
     expect(bulksTo(index).map((r) => [docsIn(r.body), r.status])).toEqual([
       [100, 200],
@@ -163,7 +180,9 @@ describe('elasticsearch sink: per-document answers', () => {
     peer.failRequests([413]);
     const big = await sinkRun({ index_template: index2, retry_count: 2, retry_delay_seconds: 0.01 }, recs(5));
     expect(big.rec.records_out).toBe(0);
-    expect(big.rec.errors.join('\n')).toMatch(/POST _bulk to http:\/\/127\.0\.0\.1:\d+: 413 Payload Too Large \(the request is larger than the server takes: lower chunk_size\)/);
+    expect(big.rec.errors.join('\n')).toMatch(
+      /POST _bulk to http:\/\/127\.0\.0\.1:\d+: 413 Payload Too Large \(the request is larger than the server takes: lower chunk_size\)/,
+    );
     expect(peer.requests.filter((r) => r.path === '/_bulk' && r.status === 413)).toHaveLength(1);
   });
 
@@ -211,7 +230,10 @@ describe('elasticsearch sink: index names, ids, pipeline', () => {
   it('id_field: a write whose answer was lost is sent again and overwrites (no duplicate); without it, a duplicate', async () => {
     const index = chan();
     peer.loseAnswers(1);
-    const { rec, states } = await sinkRun({ index_template: index, id_field: 'meta.key', retry_count: 2, retry_delay_seconds: 0.01 }, recs(5, (i) => ({ meta: { key: `k${i}` } })));
+    const { rec, states } = await sinkRun(
+      { index_template: index, id_field: 'meta.key', retry_count: 2, retry_delay_seconds: 0.01 },
+      recs(5, (i) => ({ meta: { key: `k${i}` } })),
+    );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(bulksTo(index)).toHaveLength(2);
     const docs = peer.documents(index);
@@ -221,7 +243,12 @@ describe('elasticsearch sink: index names, ids, pipeline', () => {
     const plain = chan();
     peer.loseAnswers(1);
     await sinkRun({ index_template: plain, retry_count: 2, retry_delay_seconds: 0.01 }, recs(5));
-    expect(checkSequence(peer.documents(plain).map((d) => d._source), 5)).toEqual({ missing: [], duplicates: 5 });
+    expect(
+      checkSequence(
+        peer.documents(plain).map((d) => d._source),
+        5,
+      ),
+    ).toEqual({ missing: [], duplicates: 5 });
   });
 
   it('id_field: a record without the field is dead-lettered; numbers are ids too', async () => {
@@ -242,14 +269,18 @@ describe('elasticsearch sink: index names, ids, pipeline', () => {
     expect(rec.status).toBe('success');
     expect(bulksTo(index)[0]!.query.get('pipeline')).toBe('enrich-pm');
     expect(peer.documents(index).map((d) => d.pipeline)).toEqual(['enrich-pm', 'enrich-pm', 'enrich-pm']);
-    expect(await testConnector('sink', { type: 'elasticsearch', ...auth(), index_template: index, pipeline: 'enrich-pm' } as never)).toMatchObject({ ok: true });
+    expect(await testConnector('sink', { type: 'elasticsearch', ...auth(), index_template: index, pipeline: 'enrich-pm' } as never)).toMatchObject({
+      ok: true,
+    });
   });
 
   it('an unknown pipeline fails the write at once (not retried, nothing indexed), and test() says so', async () => {
     const index = chan();
     const { rec } = await sinkRun({ index_template: index, pipeline: 'no-such-pipeline', retry_count: 3, retry_delay_seconds: 0.01 }, recs(4));
     expect(rec.records_out).toBe(0);
-    expect(rec.errors.join('\n')).toMatch(/elasticsearch: ingest pipeline 'no-such-pipeline' does not exist \(pipeline with id \[no-such-pipeline\] does not exist\); create it or correct pipeline/);
+    expect(rec.errors.join('\n')).toMatch(
+      /elasticsearch: ingest pipeline 'no-such-pipeline' does not exist \(pipeline with id \[no-such-pipeline\] does not exist\); create it or correct pipeline/,
+    );
     expect(bulksTo(index)).toHaveLength(1);
     expect(peer.documents(index)).toEqual([]);
     const t = await testConnector('sink', { type: 'elasticsearch', ...auth(), index_template: index, pipeline: 'no-such-pipeline' } as never);
@@ -263,9 +294,15 @@ describe('elasticsearch: authentication and the server', () => {
     const { rec } = await sinkRun({ index_template: index, password: 'wrong-pass-123', retry_count: 3, retry_delay_seconds: 0.01 }, recs(3));
     expect(rec.records_out).toBe(0);
     const text = rec.errors.join('\n');
-    expect(text).toMatch(/elasticsearch: POST _bulk to http:\/\/127\.0\.0\.1:\d+: 401 Unauthorized \(the server refused the credentials: check username and password\): security_exception: unable to authenticate user \[svc\] for REST request \[\/_bulk\]/);
+    expect(text).toMatch(
+      /elasticsearch: POST _bulk to http:\/\/127\.0\.0\.1:\d+: 401 Unauthorized \(the server refused the credentials: check username and password\): security_exception: unable to authenticate user \[svc\] for REST request \[\/_bulk\]/,
+    );
     expect(text).not.toContain('wrong-pass-123');
-    expect(peer.requests.filter((r) => r.path === '/_bulk' && r.status === 401 && r.headers.authorization === `Basic ${Buffer.from('svc:wrong-pass-123').toString('base64')}`)).toHaveLength(1);
+    expect(
+      peer.requests.filter(
+        (r) => r.path === '/_bulk' && r.status === 401 && r.headers.authorization === `Basic ${Buffer.from('svc:wrong-pass-123').toString('base64')}`,
+      ),
+    ).toHaveLength(1);
   });
 
   it('source: a wrong password fails the run with the 401; no credentials at all is refused too', async () => {
@@ -273,7 +310,9 @@ describe('elasticsearch: authentication and the server', () => {
     peer.put(index, recs(3));
     const bad = await sourceRun({ index, password: 'wrong-pass-456' });
     expect(bad.rec.status).toBe('failed');
-    expect(bad.rec.error).toMatch(/^elasticsearch: search '.+' on http:\/\/127\.0\.0\.1:\d+: 401 Unauthorized \(the server refused the credentials: check username and password\)/);
+    expect(bad.rec.error).toMatch(
+      /^elasticsearch: search '.+' on http:\/\/127\.0\.0\.1:\d+: 401 Unauthorized \(the server refused the credentials: check username and password\)/,
+    );
     expect(bad.rec.error).not.toContain('wrong-pass-456');
     const none = await testConnector('source', { type: 'elasticsearch', hosts: [peer.url], index } as never);
     expect(none.error).toMatch(/401 Unauthorized .*missing authentication credentials for REST request/);
@@ -285,7 +324,9 @@ describe('elasticsearch: authentication and the server', () => {
       const index = chan();
       const { rec } = await sinkRun({ index_template: index, hosts: [os.url], retry_count: 2, retry_delay_seconds: 0.01 }, recs(2));
       expect(rec.records_out).toBe(0);
-      expect(rec.errors.join('\n')).toMatch(/406 Not Acceptable \(the server does not take the content type of the Elasticsearch 8 client: .*for OpenSearch use the opensearch sink\): Content-Type header \[application\/vnd\.elasticsearch\+x-ndjson; compatible-with=8\] is not supported/);
+      expect(rec.errors.join('\n')).toMatch(
+        /406 Not Acceptable \(the server does not take the content type of the Elasticsearch 8 client: .*for OpenSearch use the opensearch sink\): Content-Type header \[application\/vnd\.elasticsearch\+x-ndjson; compatible-with=8\] is not supported/,
+      );
       expect(os.requests.filter((r) => r.path === '/_bulk')).toHaveLength(1);
       const t = await testConnector('sink', { type: 'elasticsearch', hosts: [os.url], index_template: index } as never);
       expect(t.error).toMatch(/GET \/ on http:\/\/127\.0\.0\.1:\d+: the server is not Elasticsearch/);
@@ -297,9 +338,14 @@ describe('elasticsearch: authentication and the server', () => {
   it('sink: a user without write privilege is a 403, not retried', async () => {
     const guarded = await startSearchPeer({ users: { reader: 'reader-pass' }, readOnly: ['reader'] });
     try {
-      const { rec } = await sinkRun({ index_template: chan(), hosts: [guarded.url], username: 'reader', password: 'reader-pass', retry_count: 3, retry_delay_seconds: 0.01 }, recs(2));
+      const { rec } = await sinkRun(
+        { index_template: chan(), hosts: [guarded.url], username: 'reader', password: 'reader-pass', retry_count: 3, retry_delay_seconds: 0.01 },
+        recs(2),
+      );
       expect(rec.records_out).toBe(0);
-      expect(rec.errors.join('\n')).toMatch(/403 Forbidden \(the user lacks a privilege this needs: grant it, or use another user\): security_exception: action \[indices:data\/write\/bulk\] is unauthorized for user \[reader\]/);
+      expect(rec.errors.join('\n')).toMatch(
+        /403 Forbidden \(the user lacks a privilege this needs: grant it, or use another user\): security_exception: action \[indices:data\/write\/bulk\] is unauthorized for user \[reader\]/,
+      );
       expect(guarded.requests.filter((r) => r.path === '/_bulk')).toHaveLength(1);
     } finally {
       await guarded.close();
@@ -312,7 +358,9 @@ describe('elasticsearch: authentication and the server', () => {
       const index = chan();
       tls.put(index, recs(3));
       const refused = await sourceRun({ index, hosts: [tls.url] });
-      expect(refused.rec.error).toMatch(/^elasticsearch: search '.+' on https:\/\/127\.0\.0\.1:\d+: the server certificate is not trusted \(.+\); give the cluster a certificate from a trusted CA, or set verify_ssl: false/);
+      expect(refused.rec.error).toMatch(
+        /^elasticsearch: search '.+' on https:\/\/127\.0\.0\.1:\d+: the server certificate is not trusted \(.+\); give the cluster a certificate from a trusted CA, or set verify_ssl: false/,
+      );
       const ok = await sourceRun({ index, hosts: [tls.url], verify_ssl: false });
       expect(ok.records.map((r) => r.seq)).toEqual([0, 1, 2]);
     } finally {
@@ -345,7 +393,12 @@ describe('elasticsearch source', () => {
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(records.map((r) => r.seq)).toEqual(recs(250).map((r) => r.seq));
     const seen = scrollRequests(mark);
-    expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual([`POST /${index}/_search`, 'POST /_search/scroll', 'POST /_search/scroll', 'DELETE /_search/scroll']);
+    expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual([
+      `POST /${index}/_search`,
+      'POST /_search/scroll',
+      'POST /_search/scroll',
+      'DELETE /_search/scroll',
+    ]);
     expect(seen[0]!.query.get('scroll')).toBe('30s');
     expect(JSON.parse(seen[0]!.body)).toEqual({ size: 100, sort: ['_doc'], query: { match_all: {} } });
     expect(JSON.parse(seen[1]!.body)).toMatchObject({ scroll: '30s' });
@@ -371,7 +424,11 @@ describe('elasticsearch source', () => {
     const stop = new AbortController();
     const out = tempDir('svc-es-out-');
     // One record a second downstream: the run is stopped after the first page arrives.
-    const running = sourceRun({ index, batch_size: 50 }, { rate_limit_rps: 2, record_chunk_size: 10, sinks: [{ type: 'local', path: out, filename_template: 'o.ndjson' }] }, stop.signal);
+    const running = sourceRun(
+      { index, batch_size: 50 },
+      { rate_limit_rps: 2, record_chunk_size: 10, sinks: [{ type: 'local', path: out, filename_template: 'o.ndjson' }] },
+      stop.signal,
+    );
     await until(() => outputRecords(out).length > 0, 10_000, 'the first records');
     stop.abort();
     const { rec } = await running;
@@ -383,7 +440,10 @@ describe('elasticsearch source', () => {
 
   it('query: only the matching documents; an unknown query type fails with the server parsing error', async () => {
     const index = chan();
-    peer.put(index, recs(30, (i) => ({ kind: i % 2 ? 'odd' : 'even' })));
+    peer.put(
+      index,
+      recs(30, (i) => ({ kind: i % 2 ? 'odd' : 'even' })),
+    );
     const { records } = await sourceRun({ index, query: { bool: { filter: [{ term: { kind: 'odd' } }, { range: { seq: { gte: 10, lt: 20 } } }] } } });
     expect(records.map((r) => r.seq)).toEqual([11, 13, 15, 17, 19]);
     const bad = await sourceRun({ index, query: { no_such_query: {} } });
@@ -395,7 +455,9 @@ describe('elasticsearch source', () => {
     const index = chan();
     const { rec, states } = await sourceRun({ index });
     expect(rec.status).toBe('failed');
-    expect(rec.error).toMatch(new RegExp(`^elasticsearch: search '${index}' on http://127\\.0\\.0\\.1:\\d+: index '${index}' does not exist on http://127\\.0\\.0\\.1:\\d+$`));
+    expect(rec.error).toMatch(
+      new RegExp(`^elasticsearch: search '${index}' on http://127\\.0\\.0\\.1:\\d+: index '${index}' does not exist on http://127\\.0\\.0\\.1:\\d+$`),
+    );
     expect(states).toEqual(['connecting', 'connected']);
     const t = await testConnector('source', { type: 'elasticsearch', ...auth(), index } as never);
     expect(t.error).toMatch(/index '.+' does not exist/);
@@ -406,7 +468,9 @@ describe('elasticsearch source', () => {
     peer.put(index, recs(30));
     const { rec } = await sourceRun({ index, batch_size: 10, scroll: '1nanos' });
     expect(rec.status).toBe('failed');
-    expect(rec.error).toMatch(/scroll page 2 of '.+': the scroll expired before the next page was asked for \(scroll: 1nanos\); raise scroll or lower batch_size \(.*404 Not Found: search_phase_execution_exception: all shards failed/);
+    expect(rec.error).toMatch(
+      /scroll page 2 of '.+': the scroll expired before the next page was asked for \(scroll: 1nanos\); raise scroll or lower batch_size \(.*404 Not Found: search_phase_execution_exception: all shards failed/,
+    );
     expect(peer.openScrolls()).toBe(0);
   });
 
@@ -449,7 +513,9 @@ describe('elasticsearch: lint', () => {
   });
 
   it('timestamp_field needs a date token in the template', () => {
-    expect(diagnostics('sink', { index_template: 'x-{pipeline}', timestamp_field: 'ts' }).join('\n')).toMatch(/sinks\[0\]\.timestamp_field.*only the date tokens .* index_template has none/);
+    expect(diagnostics('sink', { index_template: 'x-{pipeline}', timestamp_field: 'ts' }).join('\n')).toMatch(
+      /sinks\[0\]\.timestamp_field.*only the date tokens .* index_template has none/,
+    );
     expect(diagnostics('sink', { index_template: 'x-{YYYY}', timestamp_field: 'ts' })).toEqual([]);
   });
 
@@ -460,7 +526,9 @@ describe('elasticsearch: lint', () => {
 
   it('query: one query type, without an outer query level; scroll is a time value', () => {
     expect(diagnostics('source', { index: 'x', query: { query: { match_all: {} } } }).join('\n')).toMatch(/remove the outer `query:` level/);
-    expect(diagnostics('source', { index: 'x', query: { term: { a: 1 }, match: { b: 2 } } }).join('\n')).toMatch(/exactly one query type .* got term, match; combine several with bool/);
+    expect(diagnostics('source', { index: 'x', query: { term: { a: 1 }, match: { b: 2 } } }).join('\n')).toMatch(
+      /exactly one query type .* got term, match; combine several with bool/,
+    );
     expect(diagnostics('source', { index: 'x', scroll: '2 minutes' }).join('\n')).toMatch(/source\.scroll/);
     expect(diagnostics('source', { index: 'x', query: { range: { ts: { gte: 'now-1d' } } }, scroll: '90s' })).toEqual([]);
   });

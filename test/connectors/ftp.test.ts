@@ -89,7 +89,8 @@ async function sinkRun(name: string, sink: Cfg, n: number, opts: { chunk?: numbe
 }
 
 describe('ftp: config', () => {
-  const issues = (kind: 'source' | 'sink', cfg: Cfg) => loadComponent(kind, { ...login(), ...cfg }, { env: {} }).diagnostics.map((d) => `${d.path}: ${d.message}`);
+  const issues = (kind: 'source' | 'sink', cfg: Cfg) =>
+    loadComponent(kind, { ...login(), ...cfg }, { env: {} }).diagnostics.map((d) => `${d.path}: ${d.message}`);
 
   it('refuses passive: false (the client speaks passive mode only), for source and sink', () => {
     for (const kind of ['source', 'sink'] as const) {
@@ -108,7 +109,17 @@ describe('ftp: config', () => {
 
   it('defaults: port 21 (the sink too, though doc 3 lists none for it), remote_path /, passive, no TLS, {pipeline}_{timestamp}', () => {
     const src = validated('source', { type: 'ftp', host: 'h', username: 'u', password: 'p' }) as Cfg;
-    expect(src).toMatchObject({ port: 21, remote_path: '/', file_pattern: '*', passive: true, secure: false, delete_after_read: false, skip_processed: false, file_stability_seconds: 0, file_min_age_seconds: 0 });
+    expect(src).toMatchObject({
+      port: 21,
+      remote_path: '/',
+      file_pattern: '*',
+      passive: true,
+      secure: false,
+      delete_after_read: false,
+      skip_processed: false,
+      file_stability_seconds: 0,
+      file_min_age_seconds: 0,
+    });
     const sink = validated('sink', { type: 'ftp', host: 'h', username: 'u', password: 'p' }) as Cfg;
     expect(sink).toMatchObject({ port: 21, remote_path: '/', filename_template: '{pipeline}_{timestamp}', passive: true, secure: false });
   });
@@ -218,7 +229,12 @@ describe('ftp source', () => {
       ftpDir(server, ch);
       putFile(server, `${ch}/A1.json.done`, jsonArray(0, 2));
       putFile(server, `${ch}/A2.json`, jsonArray(10, 2));
-      const { rec, out, records } = await sourceRun('ftp-done', { remote_path: `/${ch}`, file_pattern: 'A*.json', file_done_suffix: '.done', delete_after_read: true });
+      const { rec, out, records } = await sourceRun('ftp-done', {
+        remote_path: `/${ch}`,
+        file_pattern: 'A*.json',
+        file_done_suffix: '.done',
+        delete_after_read: true,
+      });
       expect(rec.status).toBe('success');
       expect(seqs(records())).toEqual([0, 1]);
       expect(readdirSync(out)).toEqual(['A1.json.ndjson']);
@@ -328,7 +344,13 @@ describe('ftp source', () => {
     putFile(server, `${ch}/large.bin`, Buffer.alloc(size, 0x61));
     const c = validated('source', { ...login(), remote_path: `/${ch}` });
     const stop = new AbortController();
-    const source = ftpSource.create(c as never, { pipeline: 'ftp-large', log: silentLogger, signal: stop.signal, processed: new MemoryProcessedFiles(), skipProcessed: false });
+    const source = ftpSource.create(c as never, {
+      pipeline: 'ftp-large',
+      log: silentLogger,
+      signal: stop.signal,
+      processed: new MemoryProcessedFiles(),
+      skipProcessed: false,
+    });
     try {
       let units = 0;
       for await (const unit of source.units(stop.signal)) {
@@ -401,7 +423,14 @@ describe('ftp sink', () => {
     const ch = uniqueChannel('ftp');
     const cfg = validated('sink', { ...login(), remote_path: `/${ch}`, filename_template: 'out.json' });
     const encoder = encoderFor(registry, { type: 'json' });
-    const sink = ftpSink.create(cfg as never, { pipeline: 'ftp-parts', log: silentLogger, signal: new AbortController().signal, processed: new MemoryProcessedFiles(), skipProcessed: false, encoder });
+    const sink = ftpSink.create(cfg as never, {
+      pipeline: 'ftp-parts',
+      log: silentLogger,
+      signal: new AbortController().signal,
+      processed: new MemoryProcessedFiles(),
+      skipProcessed: false,
+      encoder,
+    });
     const batch = (from: number, n: number) => {
       const records = seqBodies(from, n).map((b) => JSON.parse(b.toString()) as Rec);
       return { payload: encoder.body(records), head: encoder.head(records), count: n, meta: { source_filename: `in${from}` } };
@@ -440,7 +469,10 @@ describe('ftp sink', () => {
     try {
       // Two batches of ~100 KB: the second one's APPE reaches the server with 30,000 bytes and a clean end, then the connection drops.
       proxy.cutNext('upload', 30_000, { skip: 1 });
-      const { rec, states } = await sinkRun('ftp-cut', { port: proxy.port, remote_path: `/${ch}`, retry_count: 3, retry_delay_seconds: 0.2 }, 200, { chunk: 100, pad: 1000 });
+      const { rec, states } = await sinkRun('ftp-cut', { port: proxy.port, remote_path: `/${ch}`, retry_count: 3, retry_delay_seconds: 0.2 }, 200, {
+        chunk: 100,
+        pad: 1000,
+      });
       expect(rec.status, JSON.stringify(rec)).toBe('success');
       expect(rec.errors).toEqual([]);
       expect(proxy.cuts()).toBe(1);

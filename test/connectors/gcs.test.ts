@@ -46,10 +46,19 @@ afterAll(async () => {
 
 /** One manual run of the gcs source into a local NDJSON file (out.bin with another serializer_out). */
 const readRun = (source: Cfg, opts: { processed?: ProcessedFiles; name?: string; serializer_in?: Cfg; serializer_out?: Cfg } = {}) =>
-  manualReadRun(opts.name ?? 'gcs-read', { ...base, ...source }, { ...opts, outPrefix: 'svc-gcs-out-', filename: opts.serializer_out ? 'out.bin' : 'out.ndjson' });
+  manualReadRun(
+    opts.name ?? 'gcs-read',
+    { ...base, ...source },
+    { ...opts, outPrefix: 'svc-gcs-out-', filename: opts.serializer_out ? 'out.bin' : 'out.ndjson' },
+  );
 /** One manual run of NDJSON files (one per entry; 'again': those of an earlier run, untouched) into the given sinks. */
-const writeRun = (files: Rec[][] | 'again', sinks: Cfg[], extra: Cfg = {}, processed: ProcessedFiles = new MemoryProcessedFiles(), dir = tempDir('svc-gcs-in-')) =>
-  manualWriteRun('gcs-write', files, sinks, extra, processed, dir);
+const writeRun = (
+  files: Rec[][] | 'again',
+  sinks: Cfg[],
+  extra: Cfg = {},
+  processed: ProcessedFiles = new MemoryProcessedFiles(),
+  dir = tempDir('svc-gcs-in-'),
+) => manualWriteRun('gcs-write', files, sinks, extra, processed, dir);
 /** A gcs sink driven directly, as the runtime drives it: records in, flush, close. */
 const directSink = (cfg: Cfg, serializer: string) => directSinkOf('gcs', 'gcs-direct', cfg, serializer);
 
@@ -59,10 +68,13 @@ describe('gcs: bytes, listing, skip_processed', () => {
   it('stores exactly the bytes the serializer produced, and reads an object back byte for byte', async () => {
     const p = prefix();
     const out = tempDir('svc-gcs-local-');
-    const { rec } = await writeRun([recs(500)], [
-      { ...base, blob_template: `${p}/out.json` },
-      { type: 'local', path: out, filename_template: 'out.json', file_mode: 'single' },
-    ]);
+    const { rec } = await writeRun(
+      [recs(500)],
+      [
+        { ...base, blob_template: `${p}/out.json` },
+        { type: 'local', path: out, filename_template: 'out.json', file_mode: 'single' },
+      ],
+    );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     const stored = peer.object(BUCKET, `${p}/out.json`)!;
     expect(stored.data.equals(readFileSync(join(out, 'out.json')))).toBe(true);
@@ -132,7 +144,12 @@ describe('gcs: bytes, listing, skip_processed', () => {
         name: 'gcs-meta',
         schedule: { type: 'manual' },
         source: { ...base, prefix: `${p}/` },
-        transforms: [{ type: 'inject_meta', fields: { source_filename: 'source_filename', source_path: 'source_path', gcs_bucket: 'gcs_bucket', gcs_generation: 'gcs_generation' } }],
+        transforms: [
+          {
+            type: 'inject_meta',
+            fields: { source_filename: 'source_filename', source_path: 'source_path', gcs_bucket: 'gcs_bucket', gcs_generation: 'gcs_generation' },
+          },
+        ],
         serializer_out: { type: 'json' },
         sinks: [{ ...base, blob_template: `${p}-copy/{source_path}/{source_stem}.json` }],
       }),
@@ -141,7 +158,13 @@ describe('gcs: bytes, listing, skip_processed', () => {
     expect(withMeta.status, JSON.stringify(withMeta)).toBe('success');
     // {source_path} is the directory below the prefix's directory.
     const copy = peer.object(BUCKET, `${p}-copy/sub/dir/cells.json`);
-    expect(copy, peer.objects(BUCKET, `${p}-copy`).map((x) => x.name).join(', ')).toBeDefined();
+    expect(
+      copy,
+      peer
+        .objects(BUCKET, `${p}-copy`)
+        .map((x) => x.name)
+        .join(', '),
+    ).toBeDefined();
     const [r] = JSON.parse(copy!.data.toString()) as Rec[];
     expect(r).toMatchObject({ v: 1, source_filename: 'cells.json', source_path: `${p}/sub/dir/cells.json`, gcs_bucket: BUCKET, gcs_generation: o.generation });
   });
@@ -150,7 +173,13 @@ describe('gcs: bytes, listing, skip_processed', () => {
 describe('gcs sink: names and metadata', () => {
   it('stores content_type (default application/octet-stream)', async () => {
     const p = prefix();
-    await writeRun([recs(3)], [{ ...base, blob_template: `${p}/typed.json`, content_type: 'application/json' }, { ...base, blob_template: `${p}/plain.json` }]);
+    await writeRun(
+      [recs(3)],
+      [
+        { ...base, blob_template: `${p}/typed.json`, content_type: 'application/json' },
+        { ...base, blob_template: `${p}/plain.json` },
+      ],
+    );
     expect(peer.object(BUCKET, `${p}/typed.json`)!.contentType).toBe('application/json');
     expect(peer.object(BUCKET, `${p}/plain.json`)!.contentType).toBe('application/octet-stream');
   });
@@ -179,7 +208,12 @@ describe('gcs sink: names and metadata', () => {
   it('default blob_template {pipeline}/{timestamp}', async () => {
     const { rec } = await writeRun([recs(2)], [{ ...base }]);
     expect(rec.status).toBe('success');
-    expect(peer.objects(BUCKET, 'gcs-write/').map((o) => o.name).some((n) => /^gcs-write\/\d{8}T\d{6}Z$/.test(n))).toBe(true);
+    expect(
+      peer
+        .objects(BUCKET, 'gcs-write/')
+        .map((o) => o.name)
+        .some((n) => /^gcs-write\/\d{8}T\d{6}Z$/.test(n)),
+    ).toBe(true);
   });
 });
 
@@ -200,10 +234,14 @@ describe('gcs: credentials', () => {
   });
 
   it('a missing or malformed key file is named in the error', async () => {
-    expect((await testConnector('source', { ...base, service_account_json: join(keys, 'nope.json') } as never)).error).toBe(`gcs: service_account_json ${join(keys, 'nope.json')} does not exist`);
+    expect((await testConnector('source', { ...base, service_account_json: join(keys, 'nope.json') } as never)).error).toBe(
+      `gcs: service_account_json ${join(keys, 'nope.json')} does not exist`,
+    );
     const bad = join(keys, 'user.json');
     writeFileSync(bad, JSON.stringify({ type: 'authorized_user', client_id: 'x' }));
-    expect((await testConnector('sink', { ...base, service_account_json: bad } as never)).error).toMatch(/is not a service account key \(type "authorized_user"/);
+    expect((await testConnector('sink', { ...base, service_account_json: bad } as never)).error).toMatch(
+      /is not a service account key \(type "authorized_user"/,
+    );
   });
 
   it('an account without write access: the source reads, the sink fails at once (403, not retried)', async () => {
@@ -219,7 +257,11 @@ describe('gcs: credentials', () => {
     // A large one fails at the write that starts its upload, and is not retried.
     const big = recs(80_000);
     const t0 = Date.now();
-    const large = (await writeRun([big], [{ ...base, service_account_json: reader.keyFile, blob_template: `${p}/w2.json`, retry_count: 5, retry_delay_seconds: 1 }], { record_chunk_size: 20_000 })).rec;
+    const large = (
+      await writeRun([big], [{ ...base, service_account_json: reader.keyFile, blob_template: `${p}/w2.json`, retry_count: 5, retry_delay_seconds: 1 }], {
+        record_chunk_size: 20_000,
+      })
+    ).rec;
     expect(Date.now() - t0).toBeLessThan(4000);
     expect(large.errors.join('\n')).toMatch(/403 .*lacks a role/);
     expect(peer.object(BUCKET, `${p}/w2.json`)).toBeUndefined();

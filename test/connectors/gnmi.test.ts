@@ -53,7 +53,15 @@ function streamRun(name: string, source: Cfg, extra: Cfg = {}, log: Logger = sil
   const states: ConnectionState[] = [];
   const telemetry: RunTelemetry = { connection: (component, _t, s) => void (component === 'source' && states.push(s)) };
   const stop = new AbortController();
-  const cfg = loadPipeline({ name, schedule: { type: 'stream' }, source, serializer_in: { type: 'json' }, serializer_out: { type: 'ndjson' }, sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }], ...extra });
+  const cfg = loadPipeline({
+    name,
+    schedule: { type: 'stream' },
+    source,
+    serializer_in: { type: 'json' },
+    serializer_out: { type: 'ndjson' },
+    sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+    ...extra,
+  });
   const done = runPipeline(cfg, { signal: stop.signal, telemetry, log, processed: new MemoryProcessedFiles() });
   const run = {
     states,
@@ -87,7 +95,15 @@ describe('gnmi: gnmi.proto and the embedded descriptor', () => {
       if ('type' in a) expect(b.type, k).toEqual(a.type);
       else {
         // A service: its methods (serializers are closures, compared through the message types).
-        const shape = (m: Record<string, unknown>) => ({ ...m, requestSerialize: 0, requestDeserialize: 0, responseSerialize: 0, responseDeserialize: 0, requestType: (m.requestType as { type: unknown }).type, responseType: (m.responseType as { type: unknown }).type });
+        const shape = (m: Record<string, unknown>) => ({
+          ...m,
+          requestSerialize: 0,
+          requestDeserialize: 0,
+          responseSerialize: 0,
+          responseDeserialize: 0,
+          requestType: (m.requestType as { type: unknown }).type,
+          responseType: (m.responseType as { type: unknown }).type,
+        });
         for (const m of Object.keys(a)) expect(shape(b[m] as Record<string, unknown>), `${k}.${m}`).toEqual(shape(a[m] as Record<string, unknown>));
       }
     }
@@ -103,7 +119,8 @@ describe('gnmi: paths and values', () => {
     });
     expect(parsePath('/')).toEqual({ elem: [] });
     expect(parsePath('a/b[k=x\\]y][j=1]/')).toEqual({ elem: [{ name: 'a' }, { name: 'b', key: { k: 'x]y', j: '1' } }] });
-    for (const p of ['openconfig:/interfaces/interface[name=Ethernet1/1]/state', '/a/b[j=1][k=x\\]y\\\\z]/c', '/']) expect(formatPath(undefined, parsePath(p))).toBe(p);
+    for (const p of ['openconfig:/interfaces/interface[name=Ethernet1/1]/state', '/a/b[j=1][k=x\\]y\\\\z]/c', '/'])
+      expect(formatPath(undefined, parsePath(p))).toBe(p);
     expect(formatPath({ origin: 'oc', elem: [{ name: 'a' }] }, { elem: [{ name: 'b', key: { z: '1', a: '2' } }] })).toBe('oc:/a/b[a=2][z=1]');
     for (const bad of ['/a[k', '/a//b', '/a[=v]', '/a]b', '/a[k=v]x']) expect(() => parsePath(bad), bad).toThrow();
   });
@@ -115,7 +132,9 @@ describe('gnmi: paths and values', () => {
     expect(decimal64('5', 3)).toBe(0.005);
     expect(decimal64('100', 2)).toBe(1);
     expect(decimal64('12345678901234567890', 4)).toBe('1234567890123456.789');
-    expect(quoteBigIntegers('{"a":18446744073709551615,"b":"12345678901234567890","c":1.5e300,"d":9007199254740991}')).toBe('{"a":"18446744073709551615","b":"12345678901234567890","c":1.5e300,"d":9007199254740991}');
+    expect(quoteBigIntegers('{"a":18446744073709551615,"b":"12345678901234567890","c":1.5e300,"d":9007199254740991}')).toBe(
+      '{"a":"18446744073709551615","b":"12345678901234567890","c":1.5e300,"d":9007199254740991}',
+    );
   });
 });
 
@@ -162,7 +181,11 @@ describe('gnmi: records', () => {
     const del = run.records().find((r) => r.deleted)!;
     expect(del).toMatchObject({ target: 'rtr1', path: 'openconfig:/kinds/leaf[name=string]/value', deleted: true });
     expect(del).not.toHaveProperty('value');
-    expect(t.subscribes[0]!.request).toMatchObject({ mode: 'STREAM', encoding: 'JSON', subscription: [{ path: { origin: 'openconfig', elem: [{ name: 'kinds' }] }, mode: 'TARGET_DEFINED' }] });
+    expect(t.subscribes[0]!.request).toMatchObject({
+      mode: 'STREAM',
+      encoding: 'JSON',
+      subscription: [{ path: { origin: 'openconfig', elem: [{ name: 'kinds' }] }, mode: 'TARGET_DEFINED' }],
+    });
   });
 
   it('without a target name in the prefix, records name host:port; encoding is sent as configured', async () => {
@@ -180,7 +203,15 @@ describe('gnmi: subscription modes', () => {
     const t = await target();
     t.set('/if/counters/in', { uint_val: '1' });
     t.set('/if/state/oper', { string_val: 'UP' });
-    const run = streamRun('gnmi-stream', base(t, { subscriptions: [{ path: '/if/counters', mode: 'SAMPLE', sample_interval: 100_000_000 }, { path: '/if/state', mode: 'ON_CHANGE' }] }));
+    const run = streamRun(
+      'gnmi-stream',
+      base(t, {
+        subscriptions: [
+          { path: '/if/counters', mode: 'SAMPLE', sample_interval: 100_000_000 },
+          { path: '/if/state', mode: 'ON_CHANGE' },
+        ],
+      }),
+    );
     await run.connected();
     await until(() => run.records().filter((r) => r.path === '/if/counters/in').length >= 5, 10_000, '5 samples');
     const oper = () => run.records().filter((r) => r.path === '/if/state/oper');
@@ -233,7 +264,9 @@ describe('gnmi: credentials and TLS', () => {
     expect(await testConnector('source', checked(good))).toMatchObject({ ok: true });
     const bad = await testConnector('source', checked({ ...good, password: 'pw-wrong-2' }));
     expect(bad.ok).toBe(false);
-    expect(bad.error).toMatch(/^gnmi: the target 127\.0\.0\.1:\d+ refused the credentials \(UNAUTHENTICATED: authentication failed for user 'svc'\); check username and password$/);
+    expect(bad.error).toMatch(
+      /^gnmi: the target 127\.0\.0\.1:\d+ refused the credentials \(UNAUTHENTICATED: authentication failed for user 'svc'\); check username and password$/,
+    );
     expect(bad.error).not.toContain('pw-wrong-2');
     const none = await testConnector('source', checked({ ...good, username: undefined, password: undefined }));
     expect(none.error).toMatch(/UNAUTHENTICATED: no username/);
@@ -257,7 +290,10 @@ describe('gnmi: credentials and TLS', () => {
     t.set('/a/b', { string_val: 'tls' });
     const cfg = { type: 'gnmi', host: '127.0.0.1', port: t.port, tls_ca: certs.ca, subscriptions: [{ path: '/a' }] };
     expect(await testConnector('source', checked(cfg))).toMatchObject({ ok: true });
-    for (const wrong of [{ ...cfg, tls_ca: undefined }, { ...cfg, tls_ca: certs.otherCa }]) {
+    for (const wrong of [
+      { ...cfg, tls_ca: undefined },
+      { ...cfg, tls_ca: certs.otherCa },
+    ]) {
       const r = await testConnector('source', checked(wrong), { timeoutMs: 8000 });
       expect(r.ok).toBe(false);
       expect(r.error).toMatch(/^gnmi: cannot reach 127\.0\.0\.1:\d+ \(UNAVAILABLE: .*certificate/);
@@ -332,10 +368,19 @@ describe('gnmi: backpressure', () => {
     const t = await target();
     const lines: Rec[] = [];
     const log = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as Rec) }) as unknown as Logger;
-    const run = streamRun('gnmi-slow', base(t, { subscriptions: [{ path: '/svc/bp', mode: 'ON_CHANGE' }] }), { record_chunk_size: 100, rate_limit_rps: 50 }, log);
+    const run = streamRun(
+      'gnmi-slow',
+      base(t, { subscriptions: [{ path: '/svc/bp', mode: 'ON_CHANGE' }] }),
+      { record_chunk_size: 100, rate_limit_rps: 50 },
+      log,
+    );
     await run.connected();
     const n = 10_000; // five times the source's high-water mark (2,000 queued messages), 500 updates to a notification
-    t.publish('bp', Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: i }))), 500);
+    t.publish(
+      'bp',
+      Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: i }))),
+      500,
+    );
     await until(() => run.records().length >= n, 60_000, `${n} records`);
     const seqs = run.records().map((r) => (r.value as { seq: number }).seq);
     expect(seqs).toEqual(Array.from({ length: n }, (_, i) => i));
@@ -349,7 +394,10 @@ describe('gnmi: refusals', () => {
   it('the target refuses a too small sample_interval (INVALID_ARGUMENT) and an unsupported encoding (UNIMPLEMENTED): the stream fails with what to check', async () => {
     const t = await target();
     const cases: [Cfg, RegExp][] = [
-      [{ subscriptions: [{ path: '/a', mode: 'SAMPLE', sample_interval: 500 }] }, /refused the request \(INVALID_ARGUMENT: subscription 0: sample_interval 500 ns is below .*\); check subscriptions/],
+      [
+        { subscriptions: [{ path: '/a', mode: 'SAMPLE', sample_interval: 500 }] },
+        /refused the request \(INVALID_ARGUMENT: subscription 0: sample_interval 500 ns is below .*\); check subscriptions/,
+      ],
       [{ encoding: 'ascii', subscriptions: [{ path: '/a' }] }, /does not support this request \(UNIMPLEMENTED: unsupported encoding: ASCII\); check encoding/],
     ];
     for (const [extra, msg] of cases) {
@@ -363,7 +411,10 @@ describe('gnmi: refusals', () => {
   it('the test target is strict as a real one: a Poll first, a subscription without path, a Poll on a STREAM subscription are INVALID_ARGUMENT', async () => {
     const t = await target();
     const pkg = grpc.loadPackageDefinition(loader.loadSync(PROTO_FILE, LOADER_OPTIONS)) as unknown as { gnmi: { gNMI: grpc.ServiceClientConstructor } };
-    const client = new pkg.gnmi.gNMI(t.address, grpc.credentials.createInsecure()) as unknown as { Subscribe(): grpc.ClientDuplexStream<object, object>; close(): void };
+    const client = new pkg.gnmi.gNMI(t.address, grpc.credentials.createInsecure()) as unknown as {
+      Subscribe(): grpc.ClientDuplexStream<object, object>;
+      close(): void;
+    };
     const statusOf = (reqs: object[]) =>
       new Promise<grpc.StatusObject>((resolve) => {
         const call = client.Subscribe();
@@ -388,7 +439,10 @@ describe('gnmi: refusals', () => {
 
 describe('gnmi: config', () => {
   const diag = (source: Cfg) =>
-    loadPipelineText(stringify({ version: '1', pipeline: { name: 'gnmi-lint', schedule: { type: 'stream' }, source, sinks: [{ type: 'local', path: '/tmp' }] } }), { env: {} }).diagnostics.map((d) => `${d.path}: ${d.message}`);
+    loadPipelineText(
+      stringify({ version: '1', pipeline: { name: 'gnmi-lint', schedule: { type: 'stream' }, source, sinks: [{ type: 'local', path: '/tmp' }] } }),
+      { env: {} },
+    ).diagnostics.map((d) => `${d.path}: ${d.message}`);
 
   it('defaults: port 57400, tls on, stream mode, 60 s polls, 5 s reconnect delay, infinite attempts, json, TARGET_DEFINED every 0 ns', () => {
     expect(checked({ type: 'gnmi', host: 'rtr1', subscriptions: [{ path: '/a' }] })).toEqual({
@@ -409,8 +463,10 @@ describe('gnmi: config', () => {
   it('host and subscriptions are required; a bad path, a password without username, TLS options without tls, tls_skip_verify with tls_ca are refused with their path', () => {
     expect(diag({ type: 'gnmi' }).sort()).toEqual(['pipeline.source.host: is required', 'pipeline.source.subscriptions: is required']);
     expect(diag({ type: 'gnmi', host: 'r', subscriptions: [] })).toEqual([expect.stringMatching(/^pipeline\.source\.subscriptions: /)]);
-    expect(diag({ type: 'gnmi', host: 'r', subscriptions: [{ path: '/a' }, { path: '/b[k=v' }], password: 'p1234', tls: false, tls_ca: '/x.pem' }).sort()).toEqual([
-      "pipeline.source.password: password needs a username",
+    expect(
+      diag({ type: 'gnmi', host: 'r', subscriptions: [{ path: '/a' }, { path: '/b[k=v' }], password: 'p1234', tls: false, tls_ca: '/x.pem' }).sort(),
+    ).toEqual([
+      'pipeline.source.password: password needs a username',
       expect.stringMatching(/^pipeline\.source\.subscriptions\[1\]\.path: invalid gNMI path '\/b\[k=v': '\[' without its closing '\]'/),
       'pipeline.source.tls_ca: tls_ca is used only with tls: true',
     ]);
@@ -418,7 +474,9 @@ describe('gnmi: config', () => {
       'pipeline.source.tls_server_name: tls_server_name is used only with tls: true',
       'pipeline.source.tls_skip_verify: tls_skip_verify is used only with tls: true',
     ]);
-    expect(diag({ type: 'gnmi', host: 'r', subscriptions: [{ path: '/a' }], tls_ca: '/ca.pem', tls_skip_verify: true })).toEqual([expect.stringMatching(/^pipeline\.source\.tls_skip_verify: tls_skip_verify checks nothing/)]);
+    expect(diag({ type: 'gnmi', host: 'r', subscriptions: [{ path: '/a' }], tls_ca: '/ca.pem', tls_skip_verify: true })).toEqual([
+      expect.stringMatching(/^pipeline\.source\.tls_skip_verify: tls_skip_verify checks nothing/),
+    ]);
     expect(diag({ type: 'gnmi', host: 'r', subscriptions: [{ path: '/a', mode: 'sample' }] })[0]).toMatch(/^pipeline\.source\.subscriptions\[0\]\.mode: /);
   });
 });

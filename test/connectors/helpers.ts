@@ -48,7 +48,8 @@ export function outputRecords(dir: string): Rec[] {
 export { until } from '../helpers/wait.js';
 
 /** JSON bodies `{seq, ...extra}` numbered from `from`. */
-export const seqBodies = (from: number, n: number, extra: Rec = {}) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, ...extra })));
+export const seqBodies = (from: number, n: number, extra: Rec = {}) =>
+  Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, ...extra })));
 
 /** Records `{seq, site, pad}` numbered from `from` (the object-store tests' input). */
 export const siteRecs = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ seq: from + i, site: `s${(from + i) % 3}`, pad: 'x'.repeat(32) }));
@@ -84,7 +85,15 @@ export async function manualWriteRun(name: string, files: Rec[][] | 'again', sin
   mkdirSync(join(dir, 'in'), { recursive: true });
   if (files !== 'again') files.forEach((records, i) => writeFileSync(join(dir, 'in', `f${i}.ndjson`), ndjsonText(records)));
   const rec = await runPipeline(
-    loadPipeline({ name, schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in'), skip_processed: true }, serializer_in: { type: 'ndjson' }, serializer_out: { type: 'json' }, sinks, ...extra }),
+    loadPipeline({
+      name,
+      schedule: { type: 'manual' },
+      source: { type: 'local', path: join(dir, 'in'), skip_processed: true },
+      serializer_in: { type: 'ndjson' },
+      serializer_out: { type: 'json' },
+      sinks,
+      ...extra,
+    }),
     { log: silentLogger, processed },
   );
   return { rec, dir };
@@ -95,7 +104,14 @@ export function directSink(type: string, pipeline: string, cfg: Cfg, serializer:
   const plugin = registry.sink.get(type) as SinkPlugin;
   const checked = loadPipeline({ name: 'x', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [cfg] }).sinks[0]!;
   const encoder = encoderFor(registry, { type: serializer });
-  const sink = plugin.create(checked as never, { pipeline, log: silentLogger, signal: new AbortController().signal, processed: new MemoryProcessedFiles(), skipProcessed: false, encoder });
+  const sink = plugin.create(checked as never, {
+    pipeline,
+    log: silentLogger,
+    signal: new AbortController().signal,
+    processed: new MemoryProcessedFiles(),
+    skipProcessed: false,
+    encoder,
+  });
   return {
     open: () => sink.open!({ runId: 'r1', pipeline, startedAt: new Date() }),
     write: (records: Rec[]) => sink.write({ payload: encoder.body(records), head: encoder.head(records), count: records.length, meta: {}, first: records[0] }),

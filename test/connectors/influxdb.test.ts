@@ -68,7 +68,13 @@ async function write(sink: Cfg, records: Rec[], extra: Cfg = {}) {
 async function read(source: Cfg) {
   const out = tempDir('svc-influx-out-');
   const rec = await runPipeline(
-    loadPipeline({ name: 'influx-read', schedule: { type: 'manual' }, source, serializer_out: { type: 'ndjson' }, sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }] }),
+    loadPipeline({
+      name: 'influx-read',
+      schedule: { type: 'manual' },
+      source,
+      serializer_out: { type: 'ndjson' },
+      sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+    }),
     { log: silentLogger, processed: new MemoryProcessedFiles() },
   );
   return { rec, records: outputRecords(out) };
@@ -84,7 +90,9 @@ describe('influxdb sink: line protocol, read back from InfluxDB 1.6.7', () => {
     ]);
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(await fieldTypes('types')).toEqual({ count: 'integer', ratio: 'float', load: 'float', up: 'boolean', name: 'string', nested: 'string' });
-    expect(await v1.rows('SELECT * FROM types', 'svc')).toEqual([{ time: '2023-11-14T22:13:20Z', site: 'par-1', count: 5, ratio: 0.5, load: 2, up: true, name: 'r1', nested: '{"a":[1]}' }]);
+    expect(await v1.rows('SELECT * FROM types', 'svc')).toEqual([
+      { time: '2023-11-14T22:13:20Z', site: 'par-1', count: 5, ratio: 0.5, load: 2, up: true, name: 'r1', nested: '{"a":[1]}' },
+    ]);
   });
 
   it('escapes measurement, tag keys and values, field keys and string values as the spec says', async () => {
@@ -165,12 +173,17 @@ describe('influxdb sink: refused records and lines', () => {
     ]);
     expect(rec.records_out).toBe(2);
     expect(dead.map((d) => (d.record as Rec).id)).toEqual([1, 3]);
-    expect(dead[0]!._error).toBe('sinks[0] (influxdb): influxdb refused the line: field type conflict: input field "v" on measurement "conflict" is type float, already exists as type integer');
+    expect(dead[0]!._error).toBe(
+      'sinks[0] (influxdb): influxdb refused the line: field type conflict: input field "v" on measurement "conflict" is type float, already exists as type integer',
+    );
     expect((await v1.rows('SELECT * FROM conflict', 'svc')).map((r) => r.id).sort()).toEqual(['0', '2', '4']);
   });
 
   it('float_fields keeps a field a float whatever the value', async () => {
-    const { rec } = await write(sinkV1({ measurement: 'floats', tag_fields: ['id'], float_fields: ['v'] }), [{ id: 1, v: 1 }, { id: 2, v: 2.5 }]);
+    const { rec } = await write(sinkV1({ measurement: 'floats', tag_fields: ['id'], float_fields: ['v'] }), [
+      { id: 1, v: 1 },
+      { id: 2, v: 2.5 },
+    ]);
     expect(rec.records_out).toBe(2);
     expect(await fieldTypes('floats')).toEqual({ v: 'float' });
   });
@@ -182,13 +195,18 @@ describe('influxdb sink: refused records and lines', () => {
     ]);
     expect(rec.records_out).toBe(0);
     expect(dead).toHaveLength(2);
-    expect(dead[0]!._error).toContain('the server refused some lines of the batch without naming them (partial write: points beyond retention policy dropped=1)');
+    expect(dead[0]!._error).toContain(
+      'the server refused some lines of the batch without naming them (partial write: points beyond retention policy dropped=1)',
+    );
   });
 
   it('the v2 peer: a 422 partial write dead-letters the conflicting lines, the others are written', async () => {
     const m = uniqueChannel('influxdb');
     await write(sinkV2({ measurement: m, tag_fields: ['id'] }), [{ id: 0, v: 1 }]);
-    const { rec, dead } = await write(sinkV2({ measurement: m, tag_fields: ['id'] }), [{ id: 1, v: 1.5 }, { id: 2, v: 2 }]);
+    const { rec, dead } = await write(sinkV2({ measurement: m, tag_fields: ['id'] }), [
+      { id: 1, v: 1.5 },
+      { id: 2, v: 2 },
+    ]);
     expect(rec.records_out).toBe(1);
     expect(dead.map((d) => (d.record as Rec).id)).toEqual([1]);
     expect(dead[0]!._error).toContain('field type conflict: input field "v" on measurement');
@@ -212,7 +230,10 @@ describe('influxdb sink: refused records and lines', () => {
     const basic = () => ({ authorization: `Basic ${Buffer.from(v1.token).toString('base64')}` });
 
     it('InfluxDB 1.6.7: a line that does not parse is named, the others were written', async () => {
-      const ls = lines([{ t: 'a', v: 1 }, { t: 'b', v: 2 }]);
+      const ls = lines([
+        { t: 'a', v: 1 },
+        { t: 'b', v: 2 },
+      ]);
       const body = [ls[0]!.text, 'm,t=x v=', ls[1]!.text].join('\n');
       const answer = await refusal(v1.url, '/write?db=svc&precision=s', body, basic());
       expect(answer.status).toBe(400);
@@ -224,16 +245,29 @@ describe('influxdb sink: refused records and lines', () => {
     it('the v2 peer: a line that does not parse refuses the batch (400 invalid): the others are to be written again', async () => {
       const ls = lines([{ t: 'a', v: 1 }]);
       const bad = { text: 'm,t=x v=1 notatime', fields: new Map() } as Line;
-      const answer = await refusal(v2.url, `/api/v2/write?org=${v2.org}&bucket=svc&precision=s`, [ls[0]!.text, bad.text].join('\n'), { authorization: `Token ${v2.token}` });
+      const answer = await refusal(v2.url, `/api/v2/write?org=${v2.org}&bucket=svc&precision=s`, [ls[0]!.text, bad.text].join('\n'), {
+        authorization: `Token ${v2.token}`,
+      });
       expect(answer).toMatchObject({ status: 400, json: { code: 'invalid', message: "unable to parse 'm,t=x v=1 notatime': bad timestamp" } });
       expect(refusedLines([ls[0]!, bad], answer)).toEqual({ lines: new Map([[1, 'unable to parse the line: bad timestamp']]), othersWritten: false });
     });
 
     it('InfluxDB 3 (`data[].line_number`) and the v2 LineProtocolError `line`', () => {
-      const ls = lines([{ t: 'a', v: 1 }, { t: 'b', v: 2 }, { t: 'c', v: 3 }]);
-      const v3 = { status: 400, message: 'partial write of line protocol occurred', json: { error: 'partial write of line protocol occurred', data: [{ original_line: 'x', line_number: 2, error_message: 'invalid column type' }] } };
+      const ls = lines([
+        { t: 'a', v: 1 },
+        { t: 'b', v: 2 },
+        { t: 'c', v: 3 },
+      ]);
+      const v3 = {
+        status: 400,
+        message: 'partial write of line protocol occurred',
+        json: { error: 'partial write of line protocol occurred', data: [{ original_line: 'x', line_number: 2, error_message: 'invalid column type' }] },
+      };
       expect(refusedLines(ls, v3)).toEqual({ lines: new Map([[1, 'invalid column type']]), othersWritten: true });
-      expect(refusedLines(ls, { status: 400, message: 'bad line', json: { code: 'invalid', message: 'bad line', line: 3 } })).toEqual({ lines: new Map([[2, 'bad line']]), othersWritten: false });
+      expect(refusedLines(ls, { status: 400, message: 'bad line', json: { code: 'invalid', message: 'bad line', line: 3 } })).toEqual({
+        lines: new Map([[2, 'bad line']]),
+        othersWritten: false,
+      });
       expect(refusedLines(ls, { status: 400, message: 'something else' })).toBeUndefined();
     });
   });
@@ -262,10 +296,16 @@ describe('influxdb sink: failures', () => {
   it('test() names a missing database, bucket or org', async () => {
     expect((await testConnector('sink', sinkV1({ measurement: 'x' }) as never)).ok).toBe(true);
     expect((await testConnector('sink', sinkV2({ measurement: 'x' }) as never)).ok).toBe(true);
-    expect((await testConnector('sink', sinkV1({ measurement: 'x', bucket: 'nope' }) as never)).error).toMatch(/answered 404: database not found: "nope" \(check bucket \(the database\)\)/);
-    expect((await testConnector('sink', sinkV2({ measurement: 'x', bucket: 'nope' }) as never)).error).toMatch(/answered 404: bucket "nope" not found \(check org and bucket\)/);
+    expect((await testConnector('sink', sinkV1({ measurement: 'x', bucket: 'nope' }) as never)).error).toMatch(
+      /answered 404: database not found: "nope" \(check bucket \(the database\)\)/,
+    );
+    expect((await testConnector('sink', sinkV2({ measurement: 'x', bucket: 'nope' }) as never)).error).toMatch(
+      /answered 404: bucket "nope" not found \(check org and bucket\)/,
+    );
     expect((await testConnector('sink', sinkV2({ measurement: 'x', org: 'nope' }) as never)).error).toMatch(/answered 404: organization name "nope" not found/);
-    expect((await testConnector('sink', sinkV1({ measurement: 'x', bucket: 'svc/nope' }) as never)).error).toMatch(/retention policy not found: nope \(check bucket/);
+    expect((await testConnector('sink', sinkV1({ measurement: 'x', bucket: 'svc/nope' }) as never)).error).toMatch(
+      /retention policy not found: nope \(check bucket/,
+    );
   });
 
   it('the v2 API against InfluxDB 1.6.7 says to set api: v1', async () => {
@@ -274,7 +314,9 @@ describe('influxdb sink: failures', () => {
   });
 
   it('lint: api v1 needs username:password; tag, float and timestamp fields do not overlap; the measurement', () => {
-    expect(lintOf({ ...sinkV1({ measurement: 'x' }), token: 'abc' })).toEqual(['token: with api: v1 the token is username:password (any pair, for a server without authentication)']);
+    expect(lintOf({ ...sinkV1({ measurement: 'x' }), token: 'abc' })).toEqual([
+      'token: with api: v1 the token is username:password (any pair, for a server without authentication)',
+    ]);
     expect(lintOf(sinkV2({ measurement: 'x', tag_fields: ['a', 'b'], timestamp_field: 'a', float_fields: ['b'] }))).toEqual([
       "timestamp_field: 'a' is also in tag_fields: a field is either the time or a tag",
       "float_fields: 'b' is in tag_fields: tags are text, not floats",
@@ -314,7 +356,9 @@ describe('influxdb sink: failures', () => {
     const rec = await running;
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(rec.records_out).toBe(1000);
-    const seqs = (await v1.query(`SELECT count(v) FROM ${m} GROUP BY seq`, 'svc')).results[0]!.series!.map((s) => ({ seq: Number((s as unknown as { tags: { seq: string } }).tags.seq) }));
+    const seqs = (await v1.query(`SELECT count(v) FROM ${m} GROUP BY seq`, 'svc')).results[0]!.series!.map((s) => ({
+      seq: Number((s as unknown as { tags: { seq: string } }).tags.seq),
+    }));
     expect(checkSequence(seqs, 1000).missing).toEqual([]);
     expect(states).toContain('disconnected');
     expect(states.at(-1)).toBe('connected');
@@ -334,10 +378,24 @@ describe('influxdb source', () => {
   const src = (query: string, extra: Cfg = {}): Cfg => ({ type: 'influxdb', url: v2.url, token: v2.token, org: v2.org, query, ...extra });
 
   it('one record per row, every column but result and table, typed by #datatype', async () => {
-    const r = await read(src(`from(bucket: "svc") |> range(start: 0) |> filter(fn: (r) => r._measurement == "${m}") |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")`));
+    const r = await read(
+      src(
+        `from(bucket: "svc") |> range(start: 0) |> filter(fn: (r) => r._measurement == "${m}") |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")`,
+      ),
+    );
     expect(r.rec.status, JSON.stringify(r.rec)).toBe('success');
     expect(r.records).toHaveLength(3);
-    expect(r.records[0]).toEqual({ _start: '1970-01-01T00:00:00Z', _stop: expect.any(String), _time: '1970-01-01T00:00:01Z', _measurement: m, host: 'a', n: 1, ok: true, s: 'one, "quoted"', x: 0.5 });
+    expect(r.records[0]).toEqual({
+      _start: '1970-01-01T00:00:00Z',
+      _stop: expect.any(String),
+      _time: '1970-01-01T00:00:01Z',
+      _measurement: m,
+      host: 'a',
+      n: 1,
+      ok: true,
+      s: 'one, "quoted"',
+      x: 0.5,
+    });
     expect(r.records.map((x) => [x.host, x.n])).toEqual([
       ['a', 1],
       ['a', 2],
@@ -372,11 +430,17 @@ describe('influxdb source', () => {
     expect((await testConnector('source', src('x') as never)).ok).toBe(true);
     expect((await testConnector('source', src('x', { org: 'nope' }) as never)).error).toMatch(/answered 404: organization name "nope" not found/);
     const old = await testConnector('source', src('x', { url: v1.url, token: v1.token }) as never);
-    expect(old.error).toMatch(/\/api\/v2\/query answered 404: the server \(InfluxDB 1\.6\.7~rc0\) has no Flux query API: Flux needs InfluxDB 2\.x, or 1\.8\+ with flux-enabled = true$/);
+    expect(old.error).toMatch(
+      /\/api\/v2\/query answered 404: the server \(InfluxDB 1\.6\.7~rc0\) has no Flux query API: Flux needs InfluxDB 2\.x, or 1\.8\+ with flux-enabled = true$/,
+    );
   });
 
   it('reads what the sink wrote through a real server round trip of types', async () => {
-    const r = await read(src(`from(bucket: "svc") |> range(start: 0) |> filter(fn: (r) => r._measurement == "${m}") |> filter(fn: (r) => r.host == "b") |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")`));
+    const r = await read(
+      src(
+        `from(bucket: "svc") |> range(start: 0) |> filter(fn: (r) => r._measurement == "${m}") |> filter(fn: (r) => r.host == "b") |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")`,
+      ),
+    );
     expect(r.records.map(({ n, x, ok, s }) => ({ n, x, ok, s }))).toEqual([{ n: 3, x: 2.5, ok: true, s: 'three' }]);
   });
 });

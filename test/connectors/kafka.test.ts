@@ -37,8 +37,6 @@ function diagnostics(pipeline: Cfg) {
 
 const bodies = seqBodies;
 
-
-
 interface Lag {
   topic: string;
   partition: number;
@@ -113,8 +111,18 @@ async function highWatermarks(topic: string): Promise<Map<number, number>> {
 const FAST = { session_timeout_ms: 3000, reconnect_delay_seconds: 0.2 };
 
 describe('kafka: config (doc 3)', () => {
-  const source = (extra: Cfg) => ({ name: 'cfg', schedule: { type: 'stream' }, source: { type: 'kafka', brokers: ['k1:9092'], topic: 't', ...extra }, sinks: [{ type: 'local', path: '/tmp' }] });
-  const sink = (extra: Cfg) => ({ name: 'cfg', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [{ type: 'kafka', brokers: ['k1:9092'], topic: 't', ...extra }] });
+  const source = (extra: Cfg) => ({
+    name: 'cfg',
+    schedule: { type: 'stream' },
+    source: { type: 'kafka', brokers: ['k1:9092'], topic: 't', ...extra },
+    sinks: [{ type: 'local', path: '/tmp' }],
+  });
+  const sink = (extra: Cfg) => ({
+    name: 'cfg',
+    schedule: { type: 'manual' },
+    source: { type: 'local', path: '/tmp' },
+    sinks: [{ type: 'kafka', brokers: ['k1:9092'], topic: 't', ...extra }],
+  });
 
   it('fills the documented defaults', () => {
     const s = load(source({})).source as Cfg;
@@ -135,10 +143,14 @@ describe('kafka: config (doc 3)', () => {
 
   it('takes a topic list and every security protocol with what it needs', () => {
     expect(diagnostics(source({ topic: ['a', 'b.c', 'd_e-f'] }))).toEqual([]);
-    expect(diagnostics(source({ security_protocol: 'SASL_SSL', sasl_mechanism: 'SCRAM-SHA-512', sasl_username: 'u', sasl_password: 'p', ssl_cafile: '/ca.pem' }))).toEqual([]);
+    expect(
+      diagnostics(source({ security_protocol: 'SASL_SSL', sasl_mechanism: 'SCRAM-SHA-512', sasl_username: 'u', sasl_password: 'p', ssl_cafile: '/ca.pem' })),
+    ).toEqual([]);
     expect(diagnostics(source({ security_protocol: 'SASL_PLAINTEXT', sasl_mechanism: 'PLAIN', sasl_username: 'u', sasl_password: 'p' }))).toEqual([]);
     expect(diagnostics(source({ security_protocol: 'SSL', ssl_cafile: '/ca.pem' }))).toEqual([]);
-    expect(diagnostics(sink({ security_protocol: 'SASL_SSL', sasl_mechanism: 'SCRAM-SHA-256', sasl_username: 'u', sasl_password: 'p', key_field: 'cell' }))).toEqual([]);
+    expect(
+      diagnostics(sink({ security_protocol: 'SASL_SSL', sasl_mechanism: 'SCRAM-SHA-256', sasl_username: 'u', sasl_password: 'p', key_field: 'cell' })),
+    ).toEqual([]);
   });
 
   it('SASL without its mechanism, user or password is an error at each field, with a line', () => {
@@ -158,14 +170,18 @@ describe('kafka: config (doc 3)', () => {
     expect(d.find((x) => x.path.endsWith('ssl_cafile'))!.message).toMatch(/only used with security_protocol SSL or SASL_SSL \(it is PLAINTEXT\)/);
     const s = diagnostics(sink({ security_protocol: 'SSL', sasl_mechanism: 'PLAIN' }));
     expect(s.map((x) => x.path)).toEqual(['pipeline.sinks[0].sasl_mechanism']);
-    const c = diagnostics(sink({ security_protocol: 'SASL_PLAINTEXT', sasl_mechanism: 'PLAIN', sasl_username: 'u', sasl_password: 'p', ssl_cafile: '/ca.pem' }));
+    const c = diagnostics(
+      sink({ security_protocol: 'SASL_PLAINTEXT', sasl_mechanism: 'PLAIN', sasl_username: 'u', sasl_password: 'p', ssl_cafile: '/ca.pem' }),
+    );
     expect(c.map((x) => x.path)).toEqual(['pipeline.sinks[0].ssl_cafile']);
   });
 
   it('rejects unknown protocols and mechanisms, brokers without a port, bad topic names, bad numbers', () => {
     const paths = (p: Cfg) => diagnostics(p).map((x) => x.path);
     expect(paths(source({ security_protocol: 'TLS' }))).toContain('pipeline.source.security_protocol');
-    expect(paths(source({ security_protocol: 'SASL_SSL', sasl_mechanism: 'GSSAPI', sasl_username: 'u', sasl_password: 'p' }))).toContain('pipeline.source.sasl_mechanism');
+    expect(paths(source({ security_protocol: 'SASL_SSL', sasl_mechanism: 'GSSAPI', sasl_username: 'u', sasl_password: 'p' }))).toContain(
+      'pipeline.source.sasl_mechanism',
+    );
     expect(paths(source({ brokers: ['kafka-1'] })).some((p) => p.startsWith('pipeline.source.brokers'))).toBe(true);
     expect(paths(source({ brokers: [] }))).toContain('pipeline.source.brokers');
     expect(paths(source({ topic: 'bad topic' })).some((p) => p.startsWith('pipeline.source.topic'))).toBe(true);
@@ -214,15 +230,35 @@ describe('kafka: against the mock cluster', () => {
       await quiet(300);
       await early.stop();
       await late.stop();
-      expect(early.records().map((r) => r.seq).sort((a, b) => (a as number) - (b as number))).toEqual(Array.from({ length: 40 }, (_, i) => i));
-      expect(late.records().map((r) => r.seq).sort((a, b) => (a as number) - (b as number))).toEqual(Array.from({ length: 10 }, (_, i) => 30 + i));
+      expect(
+        early
+          .records()
+          .map((r) => r.seq)
+          .sort((a, b) => (a as number) - (b as number)),
+      ).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      expect(
+        late
+          .records()
+          .map((r) => r.seq)
+          .sort((a, b) => (a as number) - (b as number)),
+      ).toEqual(Array.from({ length: 10 }, (_, i) => 30 + i));
     }, 60_000);
 
     it('reads a topic list; each unit carries the topic and partition of its messages as metadata', async () => {
       const [a, b] = [uniqueChannel('kafka'), uniqueChannel('kafka')];
       // Keyed, so the messages spread over the partitions of each topic.
-      await kcatPublish(cluster.brokers, a!, bodies(0, 40, { from: a }), Array.from({ length: 40 }, (_, i) => `ka${i}`));
-      await kcatPublish(cluster.brokers, b!, bodies(100, 40, { from: b }), Array.from({ length: 40 }, (_, i) => `kb${i}`));
+      await kcatPublish(
+        cluster.brokers,
+        a!,
+        bodies(0, 40, { from: a }),
+        Array.from({ length: 40 }, (_, i) => `ka${i}`),
+      );
+      await kcatPublish(
+        cluster.brokers,
+        b!,
+        bodies(100, 40, { from: b }),
+        Array.from({ length: 40 }, (_, i) => `kb${i}`),
+      );
       // Where each message really is, read with kcat.
       const where = new Map<number, number>();
       for (const t of [a!, b!]) {
@@ -254,9 +290,13 @@ describe('kafka: against the mock cluster', () => {
     it('max_poll_records bounds the messages of one unit (one commit); backpressure loses nothing', async () => {
       const topic = uniqueChannel('kafka');
       await kcatPublish(cluster.brokers, topic, bodies(0, 3000));
-      const run = stream('poll', { brokers: cluster.brokers, topic, auto_offset_reset: 'earliest', group_id: `${topic}-g`, max_poll_records: 25, ...FAST }, {
-        transforms: [{ type: 'inject_meta', fields: { n: 'messages' } }],
-      });
+      const run = stream(
+        'poll',
+        { brokers: cluster.brokers, topic, auto_offset_reset: 'earliest', group_id: `${topic}-g`, max_poll_records: 25, ...FAST },
+        {
+          transforms: [{ type: 'inject_meta', fields: { n: 'messages' } }],
+        },
+      );
       await until(() => run.records().length >= 3000, 60_000, '3000 records');
       await run.stop();
       const recs = run.records();
@@ -277,7 +317,11 @@ describe('kafka: against the mock cluster', () => {
         // 5 units of 10, one write every 4 s: the source stays paused (above 20 queued) for most
         // of it, and no commit (which the coordinator also counts as a sign of life) comes for
         // longer than the 3 s session.
-        const run = stream('slow', { brokers: single.brokers, topic, auto_offset_reset: 'earliest', max_poll_records: 10, ...FAST }, { extra: { rate_limit_rps: 0.25 } });
+        const run = stream(
+          'slow',
+          { brokers: single.brokers, topic, auto_offset_reset: 'earliest', max_poll_records: 10, ...FAST },
+          { extra: { rate_limit_rps: 0.25 } },
+        );
         await until(() => run.records().length >= 50, 50_000, '50 records');
         const t = Date.now();
         await run.stop();
@@ -308,7 +352,12 @@ describe('kafka: against the mock cluster', () => {
       await quiet(500);
       await second.stop();
       // No redelivery of what the group committed: only the 20 new ones.
-      expect(second.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => 50 + i));
+      expect(
+        second
+          .records()
+          .map((r) => r.seq as number)
+          .sort((a, b) => a - b),
+      ).toEqual(Array.from({ length: 20 }, (_, i) => 50 + i));
     }, 60_000);
 
     it('an offset never moves past a record a sink refused: the unit is read again after the reconnect', async () => {
@@ -358,7 +407,12 @@ describe('kafka: against the mock cluster', () => {
       await until(() => good.records().length >= 30, 30_000, 'the 30 again');
       await quiet(500);
       await good.stop();
-      expect(good.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+      expect(
+        good
+          .records()
+          .map((r) => r.seq as number)
+          .sort((a, b) => a - b),
+      ).toEqual(Array.from({ length: 30 }, (_, i) => i));
     }, 90_000);
 
     it('enable_auto_commit true is at-most-once: offsets are committed before delivery, refused records are not read again', async () => {
@@ -379,7 +433,12 @@ describe('kafka: against the mock cluster', () => {
       await until(() => good.records().length >= 5, 30_000, 'the 5 new ones');
       await quiet(500);
       await good.stop();
-      expect(good.records().map((r) => r.seq as number).sort((a, b) => a - b)).toEqual([40, 41, 42, 43, 44]);
+      expect(
+        good
+          .records()
+          .map((r) => r.seq as number)
+          .sort((a, b) => a - b),
+      ).toEqual([40, 41, 42, 43, 44]);
     }, 60_000);
 
     it('reports consumer lag per topic and partition, down to 0 once committed (svc_kafka_consumer_lag)', async () => {
@@ -439,7 +498,13 @@ describe('kafka: against the mock cluster', () => {
       const dir = tempDir('svc-kafka-in-');
       writeFileSync(join(dir, 'in.ndjson'), records.map((r) => JSON.stringify(r) + '\n').join(''));
       return runPipeline(
-        load({ name: 'ksink', schedule: { type: 'manual' }, source: { type: 'local', path: dir }, serializer_in: { type: 'ndjson' }, sinks: [{ type: 'kafka', brokers: cluster.brokers, topic, ...sink }] }),
+        load({
+          name: 'ksink',
+          schedule: { type: 'manual' },
+          source: { type: 'local', path: dir },
+          serializer_in: { type: 'ndjson' },
+          sinks: [{ type: 'kafka', brokers: cluster.brokers, topic, ...sink }],
+        }),
         { log: silentLogger, processed: new MemoryProcessedFiles() },
       );
     };
@@ -477,7 +542,11 @@ describe('kafka: against the mock cluster', () => {
       const topic = uniqueChannel('kafka');
       const c = kcatCollect(cluster.brokers, topic);
       try {
-        const rec = await writeRecords(topic, Array.from({ length: 100 }, (_, i) => ({ seq: i, cell: 'same' })), {});
+        const rec = await writeRecords(
+          topic,
+          Array.from({ length: 100 }, (_, i) => ({ seq: i, cell: 'same' })),
+          {},
+        );
         expect(rec.status).toBe('success');
         await until(() => c.messages().length >= 100, 20_000, '100 messages');
         expect(c.messages().every((m) => m.key === '')).toBe(true);
@@ -509,10 +578,20 @@ describe('kafka: against the mock cluster', () => {
     it('SASL against a broker without SASL fails the check clearly, without showing the password', async () => {
       for (const mechanism of ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512']) {
         for (const role of ['source', 'sink'] as const) {
-          const cfg = { type: 'kafka', brokers: cluster.brokers, topic: 't', security_protocol: 'SASL_PLAINTEXT', sasl_mechanism: mechanism, sasl_username: 'svc', sasl_password: 'wrong-password-123' };
+          const cfg = {
+            type: 'kafka',
+            brokers: cluster.brokers,
+            topic: 't',
+            security_protocol: 'SASL_PLAINTEXT',
+            sasl_mechanism: mechanism,
+            sasl_username: 'svc',
+            sasl_password: 'wrong-password-123',
+          };
           const r = await testConnector(role, cfg as never, { timeoutMs: 8000 });
           expect(r.ok).toBe(false);
-          expect(r.error, `${role} ${mechanism}`).toMatch(/^kafka: cannot connect to the brokers .*no SASL handshake; is security_protocol SASL_PLAINTEXT right/);
+          expect(r.error, `${role} ${mechanism}`).toMatch(
+            /^kafka: cannot connect to the brokers .*no SASL handshake; is security_protocol SASL_PLAINTEXT right/,
+          );
           expect(r.error).not.toContain('wrong-password-123');
         }
       }
@@ -522,7 +601,13 @@ describe('kafka: against the mock cluster', () => {
       const r = await testConnector('source', { type: 'kafka', brokers: cluster.brokers, topic: 't', security_protocol: 'SSL' } as never, { timeoutMs: 8000 });
       expect(r.ok).toBe(false);
       expect(r.error).toMatch(/TLS handshake failed; is this a TLS listener/);
-      const missing = await testConnector('sink', { type: 'kafka', brokers: cluster.brokers, topic: 't', security_protocol: 'SSL', ssl_cafile: '/nonexistent/ca.pem' } as never);
+      const missing = await testConnector('sink', {
+        type: 'kafka',
+        brokers: cluster.brokers,
+        topic: 't',
+        security_protocol: 'SSL',
+        ssl_cafile: '/nonexistent/ca.pem',
+      } as never);
       expect(missing.error).toBe('kafka: cannot read ssl_cafile /nonexistent/ca.pem: ENOENT');
     });
 
@@ -541,7 +626,23 @@ describe('kafka: against the mock cluster', () => {
         }
         ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'broker.key', '-out', 'broker.csr');
         writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-        ssl('x509', '-req', '-in', 'broker.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'san.ext', '-out', 'broker.pem');
+        ssl(
+          'x509',
+          '-req',
+          '-in',
+          'broker.csr',
+          '-CA',
+          'ca.pem',
+          '-CAkey',
+          'ca.key',
+          '-CAcreateserial',
+          '-days',
+          '2',
+          '-extfile',
+          'san.ext',
+          '-out',
+          'broker.pem',
+        );
         const [host, bport] = [cluster.brokers[0]!.split(':')[0]!, Number(cluster.brokers[0]!.split(':')[1])];
         server = tls.createServer({ key: readFileSync(join(dir, 'broker.key')), cert: readFileSync(join(dir, 'broker.pem')) }, (s) => {
           const up = net.connect(bport, host);
@@ -559,7 +660,13 @@ describe('kafka: against the mock cluster', () => {
       });
 
       it('ssl_cafile: the TLS handshake and Kafka requests pass with the CA that signed the broker, not with another', async () => {
-        const cfg = (ca?: string) => ({ type: 'kafka', brokers: [`127.0.0.1:${port}`], topic: 't', security_protocol: 'SSL', ...(ca ? { ssl_cafile: join(dir, ca) } : {}) });
+        const cfg = (ca?: string) => ({
+          type: 'kafka',
+          brokers: [`127.0.0.1:${port}`],
+          topic: 't',
+          security_protocol: 'SSL',
+          ...(ca ? { ssl_cafile: join(dir, ca) } : {}),
+        });
         // Right CA: TLS and ApiVersions pass on the bootstrap connection; the brokers the mock
         // advertises are plaintext, which the check then reports (as it would a bad advertised listener).
         for (const role of ['source', 'sink'] as const) {

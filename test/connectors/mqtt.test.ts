@@ -32,10 +32,6 @@ const shared = { host: '127.0.0.1', port: 1883 };
 
 const bodies = (from: number, n: number, extra: Rec = {}) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, ...extra })));
 
-
-
-
-
 /** A stream pipeline from an mqtt source into NDJSON files in `out` (topic, qos, retain copied into each record). */
 function streamRun(name: string, source: Cfg, opts: { out?: string; extra?: Cfg } = {}) {
   const out = opts.out ?? tempDir('svc-mqtt-out-');
@@ -64,7 +60,8 @@ function streamRun(name: string, source: Cfg, opts: { out?: string; extra?: Cfg 
       stop.abort();
       const rec = await done;
       // A persistent session on the shared broker would stay there for ever: a clean connect under its id ends it.
-      if (!opts.keepSession && Number(source.qos ?? 0) > 0 && (source.port ?? 1883) === 1883) await (await rawSession(String(source.client_id ?? `svc-${name}`), String(source.topic), 0, { clean: true })).s.close();
+      if (!opts.keepSession && Number(source.qos ?? 0) > 0 && (source.port ?? 1883) === 1883)
+        await (await rawSession(String(source.client_id ?? `svc-${name}`), String(source.topic), 0, { clean: true })).s.close();
       return rec;
     },
   };
@@ -75,7 +72,15 @@ async function sinkRun(name: string, sink: Cfg, records: Rec[], extra: Cfg = {})
   const dir = tempDir('svc-mqtt-in-');
   mkdirSync(join(dir, 'in'));
   writeFileSync(join(dir, 'in', 'r.ndjson'), records.map((r) => JSON.stringify(r) + '\n').join(''));
-  const cfg = load({ name, schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in') }, serializer_in: { type: 'ndjson' }, serializer_out: { type: 'json' }, sinks: [{ type: 'mqtt', ...shared, ...sink }], ...extra });
+  const cfg = load({
+    name,
+    schedule: { type: 'manual' },
+    source: { type: 'local', path: join(dir, 'in') },
+    serializer_in: { type: 'ndjson' },
+    serializer_out: { type: 'json' },
+    sinks: [{ type: 'mqtt', ...shared, ...sink }],
+    ...extra,
+  });
   return runPipeline(cfg, { log: silentLogger, processed: new MemoryProcessedFiles() });
 }
 
@@ -83,7 +88,17 @@ async function sinkRun(name: string, sink: Cfg, records: Rec[], extra: Cfg = {})
 async function rawSession(clientId: string, topic: string, qos: QoS, opts: { clean?: boolean; receiveMaximum?: number; port?: number } = {}) {
   const got: Incoming[] = [];
   const s = await Subscriber.open(
-    { ...shared, port: opts.port ?? 1883, tls: false, protocol_version: 5, clientId, clean: opts.clean ?? false, topic, qos, receiveMaximum: opts.receiveMaximum ?? 100 },
+    {
+      ...shared,
+      port: opts.port ?? 1883,
+      tls: false,
+      protocol_version: 5,
+      clientId,
+      clean: opts.clean ?? false,
+      topic,
+      qos,
+      receiveMaximum: opts.receiveMaximum ?? 100,
+    },
     { message: (m) => void got.push(m), lost() {} },
   );
   return { s, got };
@@ -147,11 +162,15 @@ describe('mqtt source: acknowledgement after delivery (the session, on the wire)
     await quiet(300);
     expect(got.length).toBe(5); // nothing more without acknowledgements
     let acked = 0;
-    await until(() => {
-      s.ack(got.slice(acked));
-      acked = got.length;
-      return got.length === 20;
-    }, 10_000, 'all 20 as acknowledgements go out');
+    await until(
+      () => {
+        s.ack(got.slice(acked));
+        acked = got.length;
+        return got.length === 20;
+      },
+      10_000,
+      'all 20 as acknowledgements go out',
+    );
     await s.close();
   });
 });
@@ -199,7 +218,18 @@ describe('mqtt source: the session', () => {
     const b = await privateBroker();
     const lost: Error[] = [];
     const s = await Subscriber.open(
-      { host: '127.0.0.1', port: b.port, tls: false, protocol_version: 5, clientId: 'svc-test-keepalive', clean: true, topic: 't', qos: 1, receiveMaximum: 10, keepaliveS: 1 },
+      {
+        host: '127.0.0.1',
+        port: b.port,
+        tls: false,
+        protocol_version: 5,
+        clientId: 'svc-test-keepalive',
+        clean: true,
+        topic: 't',
+        qos: 1,
+        receiveMaximum: 10,
+        keepaliveS: 1,
+      },
       { message() {}, lost: (e) => void lost.push(e) },
     );
     await elapse(2500); // two keepalive intervals
@@ -252,7 +282,10 @@ describe('mqtt source', () => {
     expect(new Set(plus.records().map((r) => r._topic))).toEqual(new Set([`${base}/a/alarm`, `${base}/b/alarm`]));
     // Order within one topic is kept.
     for (const t of topics) {
-      const seqs = hash.records().filter((r) => r.t === t).map((r) => r.seq as number);
+      const seqs = hash
+        .records()
+        .filter((r) => r.t === t)
+        .map((r) => r.seq as number);
       expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     }
   });
@@ -323,7 +356,11 @@ describe('mqtt source', () => {
     const topic = uniqueChannel('mqtt');
     const r = streamRun(`mqtt-v4-${process.pid}`, { topic, qos: 1, protocol_version: 4 });
     await r.connected();
-    const rec = await sinkRun('mqtt-v4-sink', { topic, qos: 1, protocol_version: 4 }, bodies(0, 200).map((b) => JSON.parse(b.toString()) as Rec));
+    const rec = await sinkRun(
+      'mqtt-v4-sink',
+      { topic, qos: 1, protocol_version: 4 },
+      bodies(0, 200).map((b) => JSON.parse(b.toString()) as Rec),
+    );
     expect(rec.status).toBe('success');
     await until(() => r.records().length >= 200, 20_000, '200 records');
     await r.end();
@@ -337,12 +374,21 @@ describe('mqtt sink', () => {
       const topic = uniqueChannel('mqtt');
       const sub = await subscribe(SHARED, topic, { qos: 2, format: '%q %p' });
       try {
-        const rec = await sinkRun(`mqtt-sink-qos${qos}`, { topic, qos }, bodies(0, 300).map((b) => JSON.parse(b.toString()) as Rec));
+        const rec = await sinkRun(
+          `mqtt-sink-qos${qos}`,
+          { topic, qos },
+          bodies(0, 300).map((b) => JSON.parse(b.toString()) as Rec),
+        );
         expect(rec.status).toBe('success');
         expect(rec.records_out).toBe(300);
         await until(() => sub.lines().length >= 300, 10_000, '300 messages');
         const lines = sub.lines().map((l) => [Number(l.slice(0, 1)), JSON.parse(l.slice(2)) as Rec] as const);
-        expect(checkSequence(lines.map(([, r]) => r), 300)).toEqual({ missing: [], duplicates: 0 });
+        expect(
+          checkSequence(
+            lines.map(([, r]) => r),
+            300,
+          ),
+        ).toEqual({ missing: [], duplicates: 0 });
         expect(new Set(lines.map(([q]) => q))).toEqual(new Set([qos])); // delivered at the QoS it was published with
       } finally {
         await sub.close();
@@ -359,7 +405,9 @@ describe('mqtt sink', () => {
       // Subscribed only now: -F '%r %p' prints the retain flag and the payload.
       const got = await exec('mosquitto_sub', ['-h', '127.0.0.1', '-p', '1883', '-t', retained, '-C', '1', '-W', '5', '-F', '%r %p']);
       expect(got.stdout.trim()).toBe('1 {"seq":2}');
-      const none = await exec('mosquitto_sub', ['-h', '127.0.0.1', '-p', '1883', '-t', plain, '-C', '1', '-W', '1']).catch((e: { code: number; stdout: string }) => e);
+      const none = await exec('mosquitto_sub', ['-h', '127.0.0.1', '-p', '1883', '-t', plain, '-C', '1', '-W', '1']).catch(
+        (e: { code: number; stdout: string }) => e,
+      );
       expect(none.stdout).toBe('');
     } finally {
       await exec('mosquitto_pub', ['-h', '127.0.0.1', '-p', '1883', '-t', retained, '-r', '-n']); // clear the retained message
@@ -398,7 +446,9 @@ describe('mqtt: credentials and TLS', () => {
       for (const role of ['source', 'sink'] as const) {
         const r = await testConnector(role, cfg({ password: 'wrong-secret', protocol_version }) as never);
         expect(r.ok).toBe(false);
-        expect(r.error).toMatch(/^mqtt: the broker refused the connection: (bad user name or password|not authorized) \(code \d+\): check username and password/);
+        expect(r.error).toMatch(
+          /^mqtt: the broker refused the connection: (bad user name or password|not authorized) \(code \d+\): check username and password/,
+        );
         expect(r.error).not.toContain('wrong-secret');
       }
     });
@@ -406,7 +456,12 @@ describe('mqtt: credentials and TLS', () => {
 
   it('a stream that cannot log in gives up after max_reconnect_attempts with the reason', async () => {
     const rec = await runPipeline(
-      load({ name: 'mqtt-auth-gives-up', schedule: { type: 'stream' }, source: cfg({ password: 'wrong-secret', qos: 1, reconnect_delay_seconds: 0.1, max_reconnect_attempts: 1 }), sinks: [{ type: 'local', path: tempDir() }] }),
+      load({
+        name: 'mqtt-auth-gives-up',
+        schedule: { type: 'stream' },
+        source: cfg({ password: 'wrong-secret', qos: 1, reconnect_delay_seconds: 0.1, max_reconnect_attempts: 1 }),
+        sinks: [{ type: 'local', path: tempDir() }],
+      }),
       { log: silentLogger, processed: new MemoryProcessedFiles() },
     );
     expect(rec.status).toBe('failed');
@@ -421,7 +476,15 @@ describe('mqtt: credentials and TLS', () => {
     expect(await testConnector('sink', cfg({ ...tls, topic }) as never)).toMatchObject({ ok: true });
     const r = streamRun(`mqtt-tls-${process.pid}`, { ...tls, topic, qos: 1 });
     await r.connected();
-    expect((await sinkRun('mqtt-tls-sink', { ...tls, topic, qos: 1 }, bodies(0, 100).map((x) => JSON.parse(x.toString()) as Rec))).status).toBe('success');
+    expect(
+      (
+        await sinkRun(
+          'mqtt-tls-sink',
+          { ...tls, topic, qos: 1 },
+          bodies(0, 100).map((x) => JSON.parse(x.toString()) as Rec),
+        )
+      ).status,
+    ).toBe('success');
     await until(() => r.records().length >= 100, 10_000, '100 records over TLS');
     await r.end();
     expect(checkSequence(r.records(), 100)).toEqual({ missing: [], duplicates: 0 });
@@ -464,7 +527,9 @@ describe('mqtt: config lint', () => {
     expect(diag('source', { topic: 'a/#/b' })).toEqual([expect.stringMatching(/^pipeline\.source\.topic: '#' must be a whole level and the last one/)]);
     expect(diag('source', { topic: 'a/b+/c' })).toEqual([expect.stringMatching(/^pipeline\.source\.topic: '\+' must be a whole level/)]);
     expect(diag('source', { topic: '+/a/#' })).toEqual([]);
-    expect(diag('sink', { topic: 'a/+/c' })).toEqual([expect.stringMatching(/^pipeline\.sinks\[0\]\.topic: a topic to publish to may not contain the wildcards/)]);
+    expect(diag('sink', { topic: 'a/+/c' })).toEqual([
+      expect.stringMatching(/^pipeline\.sinks\[0\]\.topic: a topic to publish to may not contain the wildcards/),
+    ]);
   });
 
   it('tls_ca_certs without tls, qos out of range', () => {

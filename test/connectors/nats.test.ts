@@ -25,16 +25,21 @@ conformance(nats);
 
 const bodies = (from: number, n: number, pad = 8) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, pad: 'x'.repeat(pad) })));
 
-
-
-
 /** A stream pipeline from a nats source into one NDJSON directory. */
 function streamRun(name: string, source: Cfg, extra: Cfg = {}) {
   const out = tempDir('svc-nats-out-');
   const states: ConnectionState[] = [];
   const telemetry: RunTelemetry = { connection: (component, _t, s) => void (component === 'source' && states.push(s)) };
   const stop = new AbortController();
-  const cfg = load({ name, schedule: { type: 'stream' }, source: { type: 'nats', ...source }, serializer_in: { type: 'json' }, serializer_out: { type: 'ndjson' }, sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }], ...extra });
+  const cfg = load({
+    name,
+    schedule: { type: 'stream' },
+    source: { type: 'nats', ...source },
+    serializer_in: { type: 'json' },
+    serializer_out: { type: 'ndjson' },
+    sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+    ...extra,
+  });
   const done = runPipeline(cfg, { signal: stop.signal, telemetry, log: silentLogger, processed: new MemoryProcessedFiles() });
   const connected = (n = 1) => until(() => states.filter((s) => s === 'connected').length >= n, 15_000, `connected x${n}`);
   const records = () => {
@@ -44,10 +49,18 @@ function streamRun(name: string, source: Cfg, extra: Cfg = {}) {
       return [];
     }
   };
-  return { out, states, stop, done, connected, records, async end() {
-    stop.abort();
-    return done;
-  } };
+  return {
+    out,
+    states,
+    stop,
+    done,
+    connected,
+    records,
+    async end() {
+      stop.abort();
+      return done;
+    },
+  };
 }
 
 /** A manual run from NDJSON records into one nats sink. */
@@ -55,7 +68,14 @@ async function sinkRun(name: string, sink: Cfg, records: Rec[]) {
   const dir = tempDir('svc-nats-in-');
   mkdirSync(join(dir, 'in'));
   writeFileSync(join(dir, 'in', 'r.ndjson'), records.map((r) => JSON.stringify(r) + '\n').join(''));
-  const cfg = load({ name, schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in') }, serializer_in: { type: 'ndjson' }, serializer_out: { type: 'json' }, sinks: [{ type: 'nats', ...sink }] });
+  const cfg = load({
+    name,
+    schedule: { type: 'manual' },
+    source: { type: 'local', path: join(dir, 'in') },
+    serializer_in: { type: 'ndjson' },
+    serializer_out: { type: 'json' },
+    sinks: [{ type: 'nats', ...sink }],
+  });
   return runPipeline(cfg, { log: silentLogger, processed: new MemoryProcessedFiles() });
 }
 
@@ -115,7 +135,11 @@ describe('nats: queue groups', () => {
 describe('nats: subjects', () => {
   it('a wildcard subject receives every matching subject, and each record can carry its subject (metadata `subject`)', async () => {
     const ch = uniqueChannel('nats');
-    const run = streamRun('nats-wild', { servers: [SHARED_URL], subject: `${ch}.*.>` }, { transforms: [{ type: 'inject_meta', fields: { subject: 'subject' } }] });
+    const run = streamRun(
+      'nats-wild',
+      { servers: [SHARED_URL], subject: `${ch}.*.>` },
+      { transforms: [{ type: 'inject_meta', fields: { subject: 'subject' } }] },
+    );
     await run.connected();
     const subjects = [`${ch}.site1.alarm`, `${ch}.site2.pm.counters`, `${ch}.site3`, `${ch}`];
     await publishAll(SHARED_URL, (i) => subjects[i % 4]!, bodies(0, 8));
@@ -146,7 +170,13 @@ describe('nats: subjects', () => {
 
   it('the sink refuses a wildcard subject, and the source a subject with spaces, with their YAML path', () => {
     const base = { name: 'nats-bad', schedule: { type: 'stream' }, sinks: [{ type: 'local', path: '/tmp' }] };
-    const sink = loadPipelineText(stringify({ version: '1', pipeline: { ...base, schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [{ type: 'nats', subject: 'a.*.b' }] } }), { env: {} });
+    const sink = loadPipelineText(
+      stringify({
+        version: '1',
+        pipeline: { ...base, schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [{ type: 'nats', subject: 'a.*.b' }] },
+      }),
+      { env: {} },
+    );
     expect(sink.diagnostics.map((d) => `${d.path}: ${d.message}`)).toEqual([expect.stringMatching(/^pipeline\.sinks\[0\]\.subject: .*wildcard/)]);
     const src = loadPipelineText(stringify({ version: '1', pipeline: { ...base, source: { type: 'nats', subject: 'a b' } } }), { env: {} });
     expect(src.diagnostics.map((d) => d.path)).toEqual(['pipeline.source.subject']);
@@ -160,7 +190,10 @@ describe('nats: authentication', () => {
     const good = { type: 'nats', servers: [srv.url], subject: ch, username: 'svc', password: 'pass-good-1' };
     expect(await testConnector('source', good as never)).toMatchObject({ ok: true });
     expect(await testConnector('sink', good as never)).toMatchObject({ ok: true });
-    for (const bad of [{ ...good, password: 'pass-bad-2' }, { ...good, username: undefined, password: undefined }]) {
+    for (const bad of [
+      { ...good, password: 'pass-bad-2' },
+      { ...good, username: undefined, password: undefined },
+    ]) {
       for (const role of ['source', 'sink'] as const) {
         const r = await testConnector(role, bad as never, { timeoutMs: 8000 });
         expect(r.ok).toBe(false);
@@ -185,7 +218,13 @@ describe('nats: authentication', () => {
     expect(bad.error).toMatch(/Authorization Violation/);
     expect(bad.error).not.toContain('token-bad-2');
 
-    const refused = streamRun('nats-auth-token-bad', { servers: [srv.url], subject: ch, token: 'token-bad-2', reconnect_delay_seconds: 0.1, max_reconnect_attempts: 2 });
+    const refused = streamRun('nats-auth-token-bad', {
+      servers: [srv.url],
+      subject: ch,
+      token: 'token-bad-2',
+      reconnect_delay_seconds: 0.1,
+      max_reconnect_attempts: 2,
+    });
     const rec = await refused.done;
     expect(rec.status).toBe('failed');
     expect(rec.error).toMatch(/gave up after 2 reconnect attempts: .*Authorization Violation/);
@@ -203,7 +242,15 @@ describe('nats: authentication', () => {
 
   it('lint: a token with a username, or a password without one, is refused', () => {
     const r = loadPipelineText(
-      stringify({ version: '1', pipeline: { name: 'nats-lint', schedule: { type: 'stream' }, source: { type: 'nats', subject: 'a', username: 'u', token: 't1234' }, sinks: [{ type: 'nats', subject: 'b', password: 'p1234' }] } }),
+      stringify({
+        version: '1',
+        pipeline: {
+          name: 'nats-lint',
+          schedule: { type: 'stream' },
+          source: { type: 'nats', subject: 'a', username: 'u', token: 't1234' },
+          sinks: [{ type: 'nats', subject: 'b', password: 'p1234' }],
+        },
+      }),
       { env: {} },
     );
     expect(r.diagnostics.map((d) => d.path).sort()).toEqual(['pipeline.sinks[0].password', 'pipeline.source.token']);
@@ -281,7 +328,10 @@ describe('nats: sink failures that retrying cannot fix', () => {
   it('a publish the server refuses (permissions) fails the batch at once; a record above max_payload too', async () => {
     const dir = tempDir('svc-nats-conf-');
     const conf = join(dir, 'server.conf');
-    writeFileSync(conf, `max_payload: 512\nauthorization {\n  users = [\n    { user: limited, password: limited-pass, permissions: { publish: "allowed.>", subscribe: "allowed.>" } }\n  ]\n}\n`);
+    writeFileSync(
+      conf,
+      `max_payload: 512\nauthorization {\n  users = [\n    { user: limited, password: limited-pass, permissions: { publish: "allowed.>", subscribe: "allowed.>" } }\n  ]\n}\n`,
+    );
     const srv = await privateServer(['-c', conf]);
     const auth = { servers: [srv.url], username: 'limited', password: 'limited-pass' };
 
@@ -291,7 +341,9 @@ describe('nats: sink failures that retrying cannot fix', () => {
     expect(denied.errors.join('\n')).not.toContain('limited-pass');
 
     const t0 = Date.now();
-    const big = await sinkRun('nats-sink-big', { ...auth, subject: 'allowed.x', retry_count: 5, retry_delay_seconds: 0.5 }, [{ seq: 0, pad: 'x'.repeat(1000) }]);
+    const big = await sinkRun('nats-sink-big', { ...auth, subject: 'allowed.x', retry_count: 5, retry_delay_seconds: 0.5 }, [
+      { seq: 0, pad: 'x'.repeat(1000) },
+    ]);
     expect(Date.now() - t0).toBeLessThan(2000); // not retried
     expect(big.records_out).toBe(0);
     expect(big.errors.join('\n')).toMatch(/max_payload of 512 bytes/);

@@ -64,7 +64,12 @@ describe('opensearch sink', () => {
     peer.failItems({ status: 429, when: (d, ix) => ix === index && (d.seq as number) < 3, times: 2 });
     const { rec } = await sinkRun({ index, retry_count: 3, retry_delay_seconds: 0.02 }, recs(10));
     expect(rec.status, JSON.stringify(rec)).toBe('success');
-    expect(checkSequence(peer.documents(index).map((d) => d._source), 10)).toEqual({ missing: [], duplicates: 0 });
+    expect(
+      checkSequence(
+        peer.documents(index).map((d) => d._source),
+        10,
+      ),
+    ).toEqual({ missing: [], duplicates: 0 });
     expect(bulksTo(peer, index).map((r) => r.body.split('\n').filter(Boolean).length / 2)).toEqual([10, 3, 3]);
   });
 
@@ -86,7 +91,10 @@ describe('opensearch sink', () => {
   it('id_field: a write whose answer was lost overwrites on the retry', async () => {
     const index = chan();
     peer.loseAnswers(1);
-    const { rec } = await sinkRun({ index, id_field: 'key', retry_count: 2, retry_delay_seconds: 0.01 }, recs(4, (i) => ({ key: `cell-${i}` })));
+    const { rec } = await sinkRun(
+      { index, id_field: 'key', retry_count: 2, retry_delay_seconds: 0.01 },
+      recs(4, (i) => ({ key: `cell-${i}` })),
+    );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(peer.documents(index).map((x) => [x._id, x._version])).toEqual([0, 1, 2, 3].map((i) => [`cell-${i}`, 2]));
   });
@@ -96,7 +104,9 @@ describe('opensearch sink', () => {
     const { rec } = await sinkRun({ index, password: 'wrong-os-pass', retry_count: 3, retry_delay_seconds: 0.01 }, recs(2));
     expect(rec.records_out).toBe(0);
     const text = rec.errors.join('\n');
-    expect(text).toMatch(/opensearch: POST _bulk to http:\/\/127\.0\.0\.1:\d+: 401 Unauthorized \(the server refused the credentials: check username and password\): Unauthorized/);
+    expect(text).toMatch(
+      /opensearch: POST _bulk to http:\/\/127\.0\.0\.1:\d+: 401 Unauthorized \(the server refused the credentials: check username and password\): Unauthorized/,
+    );
     expect(text).not.toContain('wrong-os-pass');
     expect(peer.requests.filter((r) => r.path === '/_bulk' && r.status === 401)).toHaveLength(1);
   });
@@ -113,7 +123,9 @@ describe('opensearch sink over https (self-signed certificate)', () => {
     // Node 24 adds its own hint inside the parentheses (--use-system-ca).
     const index = chan();
     const t = await testConnector('sink', { type: 'opensearch', hosts: [tls.url], username: USER, password: PASSWORD, index } as never);
-    expect(t.error).toMatch(/^opensearch: GET \/ on https:\/\/127\.0\.0\.1:\d+: the server certificate is not trusted \(self-signed certificate[^)]*\); give the cluster a certificate from a trusted CA, or set verify_ssl: false/);
+    expect(t.error).toMatch(
+      /^opensearch: GET \/ on https:\/\/127\.0\.0\.1:\d+: the server certificate is not trusted \(self-signed certificate[^)]*\); give the cluster a certificate from a trusted CA, or set verify_ssl: false/,
+    );
     const { rec } = await sinkRun({ index }, recs(2), { target: tls });
     expect(rec.records_out).toBe(0);
     expect(rec.errors.join('\n')).toMatch(/the server certificate is not trusted/);
@@ -121,7 +133,9 @@ describe('opensearch sink over https (self-signed certificate)', () => {
 
   it('verify_ssl false accepts it', async () => {
     const index = chan();
-    expect(await testConnector('sink', { type: 'opensearch', hosts: [tls.url], username: USER, password: PASSWORD, index, verify_ssl: false } as never)).toMatchObject({ ok: true });
+    expect(
+      await testConnector('sink', { type: 'opensearch', hosts: [tls.url], username: USER, password: PASSWORD, index, verify_ssl: false } as never),
+    ).toMatchObject({ ok: true });
     const { rec } = await sinkRun({ index, verify_ssl: false }, recs(3), { target: tls });
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(tls.documents(index)).toHaveLength(3);

@@ -33,7 +33,6 @@ conformance(prometheusRwFixture);
 
 const T0 = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
 
-
 /** A stream pipeline reading prometheus_rw `source` into `sink` (default: NDJSON files in `out`). */
 async function servePipeline(d: TestDaemon, name: string, source: Cfg, out: string, sink?: Cfg) {
   const yamlText = stringify({
@@ -69,13 +68,31 @@ const post = (d: TestDaemon, path: string, body: Buffer, secret?: string, header
 describe('prometheus_rw: the remote-write decoder', () => {
   it('turns every sample into a record: name, labels, value, ISO timestamp and timestamp_ms', () => {
     const body = encodeBody([
-      { labels: { __name__: 'ifHCInOctets', instance: 'rtr1:9116', ifName: 'ge-0/0/0', site: 'Zürich' }, samples: [{ value: 1234.5, timestamp_ms: T0 }, { value: 1300, timestamp_ms: T0 + 15_000 }] },
+      {
+        labels: { __name__: 'ifHCInOctets', instance: 'rtr1:9116', ifName: 'ge-0/0/0', site: 'Zürich' },
+        samples: [
+          { value: 1234.5, timestamp_ms: T0 },
+          { value: 1300, timestamp_ms: T0 + 15_000 },
+        ],
+      },
       { labels: { __name__: 'up', job: 'snmp' }, samples: [{ value: 1, timestamp_ms: T0 }] },
     ]);
     const { records } = decodeBody(body);
     expect(records).toEqual([
-      { name: 'ifHCInOctets', labels: { instance: 'rtr1:9116', ifName: 'ge-0/0/0', site: 'Zürich' }, value: 1234.5, timestamp: '2026-01-02T03:04:05.678Z', timestamp_ms: T0 },
-      { name: 'ifHCInOctets', labels: { instance: 'rtr1:9116', ifName: 'ge-0/0/0', site: 'Zürich' }, value: 1300, timestamp: '2026-01-02T03:04:20.678Z', timestamp_ms: T0 + 15_000 },
+      {
+        name: 'ifHCInOctets',
+        labels: { instance: 'rtr1:9116', ifName: 'ge-0/0/0', site: 'Zürich' },
+        value: 1234.5,
+        timestamp: '2026-01-02T03:04:05.678Z',
+        timestamp_ms: T0,
+      },
+      {
+        name: 'ifHCInOctets',
+        labels: { instance: 'rtr1:9116', ifName: 'ge-0/0/0', site: 'Zürich' },
+        value: 1300,
+        timestamp: '2026-01-02T03:04:20.678Z',
+        timestamp_ms: T0 + 15_000,
+      },
       { name: 'up', labels: { job: 'snmp' }, value: 1, timestamp: '2026-01-02T03:04:05.678Z', timestamp_ms: T0 },
     ]);
     // Records of one series do not share their labels object (transforms change records in place).
@@ -190,7 +207,12 @@ describe('prometheus_rw: the served path (svc serve)', () => {
     const d = await testDaemon();
     const sink = await holdingServer();
     try {
-      await servePipeline(d, 'prw-full', { path: 'prom-full', max_queue_size: 2 }, '', { type: 'rest', url: sink.url, content_type: 'application/x-ndjson', timeout: 60 });
+      await servePipeline(d, 'prw-full', { path: 'prom-full', max_queue_size: 2 }, '', {
+        type: 'rest',
+        url: sink.url,
+        content_type: 'application/x-ndjson',
+        timeout: 60,
+      });
       sink.block();
       let accepted = 0;
       let full = 0;
@@ -229,7 +251,13 @@ describe('prometheus_rw: the served path (svc serve)', () => {
       const first = await serveChild(env);
       const yamlText = stringify({
         version: '1',
-        pipeline: { name: 'prw-spool', schedule: { type: 'stream' }, source: { type: 'prometheus_rw', path: 'prom-spool' }, sinks: [{ type: 'rest', url: sink.url, content_type: 'application/x-ndjson' }], serializer_out: { type: 'ndjson' } },
+        pipeline: {
+          name: 'prw-spool',
+          schedule: { type: 'stream' },
+          source: { type: 'prometheus_rw', path: 'prom-spool' },
+          sinks: [{ type: 'rest', url: sink.url, content_type: 'application/x-ndjson' }],
+          serializer_out: { type: 'ndjson' },
+        },
       });
       const created = await fetch(first.url + '/api/pipelines', { method: 'POST', body: yamlText, headers: { 'content-type': 'application/yaml' } });
       expect(created.status, await created.text()).toBe(201);
@@ -237,7 +265,9 @@ describe('prometheus_rw: the served path (svc serve)', () => {
       await until(async () => (await postTo(first.url, encodeBody([]))).status === 204, 15_000);
       // The downstream holds its answer: the sample is accepted (204) and not delivered when the daemon dies.
       sink.block();
-      expect((await postTo(first.url, encodeBody([{ labels: { __name__: 'spooled', host: 'h1' }, samples: [{ value: 42, timestamp_ms: T0 }] }]))).status).toBe(204);
+      expect((await postTo(first.url, encodeBody([{ labels: { __name__: 'spooled', host: 'h1' }, samples: [{ value: 42, timestamp_ms: T0 }] }]))).status).toBe(
+        204,
+      );
       first.child.kill('SIGKILL');
       await first.exited;
       sink.lines.splice(0);
@@ -246,7 +276,11 @@ describe('prometheus_rw: the served path (svc serve)', () => {
       const seg = readdirSync(join(dir, 'state', 'spool', 'prw-spool', 'prom-spool')).find((f) => f.endsWith('.seg'))!;
       expect(readFileSync(join(dir, 'state', 'spool', 'prw-spool', 'prom-spool', seg)).includes(Buffer.from('"spooled"'))).toBe(false);
       const second = await serveChild(env);
-      await until(() => sink.lines.some((l) => (JSON.parse(l) as Rec).name === 'spooled'), 20_000, `the spooled sample after the restart; stderr: ${second.stderr()}`);
+      await until(
+        () => sink.lines.some((l) => (JSON.parse(l) as Rec).name === 'spooled'),
+        20_000,
+        `the spooled sample after the restart; stderr: ${second.stderr()}`,
+      );
       const rec = sink.lines.map((l) => JSON.parse(l) as Rec).find((r) => r.name === 'spooled');
       expect(rec).toEqual({ name: 'spooled', labels: { host: 'h1' }, value: 42, timestamp: '2026-01-02T03:04:05.678Z', timestamp_ms: T0 });
       second.child.kill('SIGKILL');
@@ -259,7 +293,12 @@ describe('prometheus_rw: the served path (svc serve)', () => {
 
   it('needs the daemon: under `svc run` (no webhook hub) the source fails with what to do', async () => {
     const rec = await runPipeline(
-      loadPipeline({ name: 'prw-cli', schedule: { type: 'stream' }, source: { type: 'prometheus_rw' }, sinks: [{ type: 'local', path: tempDir('svc-prw-out-') }] }),
+      loadPipeline({
+        name: 'prw-cli',
+        schedule: { type: 'stream' },
+        source: { type: 'prometheus_rw' },
+        sinks: [{ type: 'local', path: tempDir('svc-prw-out-') }],
+      }),
       { log: silentLogger, processed: new MemoryProcessedFiles() },
     );
     expect(rec.status).toBe('failed');
@@ -278,7 +317,11 @@ describe('prometheus_rw: with Prometheus 2.42 in agent mode', () => {
       const recs = await until(
         () => {
           const r = settledRecords(out);
-          return r.some((x) => x.name === 'up') && r.some((x) => x.name === 'svc_process_process_cpu_seconds_total') && r.some((x) => x.name === 'svc_records_in_total') ? r : undefined;
+          return r.some((x) => x.name === 'up') &&
+            r.some((x) => x.name === 'svc_process_process_cpu_seconds_total') &&
+            r.some((x) => x.name === 'svc_records_in_total')
+            ? r
+            : undefined;
         },
         45_000,
         'up, svc_process_process_cpu_seconds_total and svc_records_in_total from Prometheus',
@@ -328,7 +371,15 @@ describe('prometheus_rw: with Prometheus 2.42 in agent mode', () => {
       });
       const target = new URL(d.url).host;
       agent = await prometheusAgent({ target, remoteWriteUrl: `${d.url}/webhooks/prom-503`, secret: 'agent-token' });
-      const upTimes = () => [...new Set(sink.lines.map((l) => JSON.parse(l) as Rec).filter((r) => r.name === 'up').map((r) => r.timestamp_ms as number))].sort((a, b) => a - b);
+      const upTimes = () =>
+        [
+          ...new Set(
+            sink.lines
+              .map((l) => JSON.parse(l) as Rec)
+              .filter((r) => r.name === 'up')
+              .map((r) => r.timestamp_ms as number),
+          ),
+        ].sort((a, b) => a - b);
       await until(() => upTimes().length >= 2, 45_000, 'the first scrapes');
       // Outage: the downstream stops answering; the queue (1 request) fills and the path answers 503.
       sink.block();
@@ -340,7 +391,9 @@ describe('prometheus_rw: with Prometheus 2.42 in agent mode', () => {
       await until(() => upTimes().some((t) => t > releasedAt + 2000), 45_000, 'scrapes after the outage');
       const times = upTimes();
       const gaps = times.slice(1).map((t, i) => t - times[i]!);
-      console.log(`[prometheus_rw] outage: ${times.length} scrapes received, largest gap ${Math.max(...gaps)} ms, retried samples ${await agent.value('prometheus_remote_storage_samples_retried_total')}`);
+      console.log(
+        `[prometheus_rw] outage: ${times.length} scrapes received, largest gap ${Math.max(...gaps)} ms, retried samples ${await agent.value('prometheus_remote_storage_samples_retried_total')}`,
+      );
       expect(Math.max(...gaps)).toBeLessThan(1900);
       expect(await agent.value('prometheus_remote_storage_samples_failed_total')).toBe(0);
       expect(await agent.value('prometheus_remote_storage_samples_dropped_total')).toBe(0);
@@ -371,6 +424,7 @@ describe('prometheus_rw: with Prometheus 2.42 in agent mode', () => {
     // prom-client's default Node.js metrics whose names end in _total.
     expect(r.out).not.toMatch(/error while linting/);
     const advice = r.out.split('\n').filter((l) => l.trim());
-    for (const l of advice) expect(l).toMatch(/^svc_process_nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/);
+    for (const l of advice)
+      expect(l).toMatch(/^svc_process_nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/);
   });
 });

@@ -29,9 +29,6 @@ conformance(redisList);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const bodies = (from: number, n: number) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, pad: 'x'.repeat(16) })));
 
-
-
-
 const pipelineOf = (name: string, source: Cfg, out: string, extra: Cfg = {}): Cfg => ({
   name,
   schedule: { type: 'manual' },
@@ -55,7 +52,14 @@ async function sinkRun(name: string, sink: Cfg, records: Rec[]) {
   const dir = tempDir('svc-redis-in-');
   mkdirSync(join(dir, 'in'));
   writeFileSync(join(dir, 'in', 'r.ndjson'), records.map((r) => JSON.stringify(r) + '\n').join(''));
-  const cfg = load({ name, schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in') }, serializer_in: { type: 'ndjson' }, serializer_out: { type: 'json' }, sinks: [{ type: 'redis', host: SHARED.host, port: SHARED.port, ...sink }] });
+  const cfg = load({
+    name,
+    schedule: { type: 'manual' },
+    source: { type: 'local', path: join(dir, 'in') },
+    serializer_in: { type: 'ndjson' },
+    serializer_out: { type: 'json' },
+    sinks: [{ type: 'redis', host: SHARED.host, port: SHARED.port, ...sink }],
+  });
   return runPipeline(cfg, { log: silentLogger, processed: new MemoryProcessedFiles() });
 }
 
@@ -93,7 +97,11 @@ describe('redis list: a crash loses nothing', () => {
     const file = join(dir, 'p.yaml');
     // Slow on purpose (50-record chunks, 10 writes/s): the run is mid-way when it is killed.
     writeFileSync(file, stringify({ version: '1', pipeline: pipelineOf(name, { key, count: 50 }, out1, { record_chunk_size: 50, rate_limit_rps: 10 }) }));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', file], { cwd: root, env: { ...process.env, SVC_STATE_DIR: dir, SVC_LOG_LEVEL: 'ERROR' }, stdio: 'ignore' });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', file], {
+      cwd: root,
+      env: { ...process.env, SVC_STATE_DIR: dir, SVC_LOG_LEVEL: 'ERROR' },
+      stdio: 'ignore',
+    });
     const exited = once(child, 'exit');
     try {
       await until(() => outputRecords(out1).length >= 200, 30_000, 'the killed run to deliver some records');
@@ -139,7 +147,12 @@ describe('redis list: a crash loses nothing', () => {
     const again = await batchRun('redis-undelivered', { key, count: 10 });
     expect(again.rec.status).toBe('success');
     expect(checkSequence(again.records(), 30)).toEqual({ missing: [], duplicates: 0 });
-    expect(again.records().slice(0, kept.length).map((x) => JSON.stringify(x))).toEqual(kept);
+    expect(
+      again
+        .records()
+        .slice(0, kept.length)
+        .map((x) => JSON.stringify(x)),
+    ).toEqual(kept);
     expect(await r.llen(processingKey(key, 'redis-undelivered'))).toBe(0);
   });
 });
@@ -169,7 +182,9 @@ describe('redis stream mode: positions', () => {
     await put(r, key, 'stream', bodies(10, 5));
     expect((await batchRun('redis-dollar', { key, mode: 'stream', stream_id: '$' })).records().map((x) => x.seq)).toEqual([10, 11, 12, 13, 14]);
     const fifth = (await r.xrange(key, '-', '+'))[4]![0];
-    expect((await batchRun('redis-from-id', { key, mode: 'stream', stream_id: fifth })).records().map((x) => x.seq)).toEqual([5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    expect((await batchRun('redis-from-id', { key, mode: 'stream', stream_id: fifth })).records().map((x) => x.seq)).toEqual([
+      5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+    ]);
   });
 
   it('an entry with a `data` field is that message; any other entry is its fields as a JSON object', async () => {
@@ -177,7 +192,10 @@ describe('redis stream mode: positions', () => {
     await r.xadd(key, '*', 'data', '{"seq":1,"from":"data"}', 'ignored', 'x');
     await r.xadd(key, '*', 'seq', '2', 'host', 'rtr-1');
     const run = await batchRun('redis-fields', { key, mode: 'stream' });
-    expect(run.records()).toEqual([{ seq: 1, from: 'data' }, { seq: '2', host: 'rtr-1' }]);
+    expect(run.records()).toEqual([
+      { seq: 1, from: 'data' },
+      { seq: '2', host: 'rtr-1' },
+    ]);
   });
 });
 
@@ -200,7 +218,10 @@ describe('redis: configuration and failures', () => {
 
   it('bytes_out is what the sink sent: the encoded messages, not a batch payload', async () => {
     const key = newKey();
-    const rec = await sinkRun('redis-bytes', { key }, [{ seq: 1, host: 'r1' }, { seq: 2, host: 'router-two' }]);
+    const rec = await sinkRun('redis-bytes', { key }, [
+      { seq: 1, host: 'r1' },
+      { seq: 2, host: 'router-two' },
+    ]);
     const stored = await r.lrangeBuffer(key, 0, -1);
     expect(stored.map((b) => JSON.parse(b.toString()).seq)).toEqual([1, 2]);
     expect(rec.bytes_out).toBe(stored.reduce((n, b) => n + b.length, 0));
@@ -253,7 +274,15 @@ describe('redis: configuration and failures', () => {
     const res = loadPipelineText(
       stringify({
         version: '1',
-        pipeline: { name: 'redis-lint', schedule: { type: 'manual' }, source: { type: 'redis', key: 'k', stream_id: '$' }, sinks: [{ type: 'redis', key: 'k', maxlen: 10 }, { type: 'redis', key: 'k', mode: 'queue' }] },
+        pipeline: {
+          name: 'redis-lint',
+          schedule: { type: 'manual' },
+          source: { type: 'redis', key: 'k', stream_id: '$' },
+          sinks: [
+            { type: 'redis', key: 'k', maxlen: 10 },
+            { type: 'redis', key: 'k', mode: 'queue' },
+          ],
+        },
       }),
       { env: {} },
     );
@@ -268,7 +297,12 @@ describe('redis: stream schedule', () => {
     const stop = new AbortController();
     const states: ConnectionState[] = [];
     const telemetry: RunTelemetry = { connection: (c, _t, s) => void (c === 'source' && states.push(s)) };
-    const done = runPipeline(load({ ...pipelineOf('redis-block', { key, block_ms: 5000 }, out), schedule: { type: 'stream' } }), { signal: stop.signal, telemetry, log: silentLogger, processed: new MemoryProcessedFiles() });
+    const done = runPipeline(load({ ...pipelineOf('redis-block', { key, block_ms: 5000 }, out), schedule: { type: 'stream' } }), {
+      signal: stop.signal,
+      telemetry,
+      log: silentLogger,
+      processed: new MemoryProcessedFiles(),
+    });
     await until(() => states.includes('connected'), 10_000, 'connected');
     await until(async () => /cmd=blmove/.test(String(await r.client('LIST'))), 5000, 'the first BLMOVE to wait');
     const t0 = Date.now();

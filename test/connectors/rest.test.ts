@@ -57,7 +57,12 @@ async function runSource(source: Cfg, extra: Cfg = {}) {
 async function runSink(sink: Cfg, n: number, extra: Cfg = {}) {
   const dir = tempDir('svc-rest-in-');
   mkdirSync(join(dir, 'in'));
-  writeFileSync(join(dir, 'in', 'r.ndjson'), recs(n).map((r) => JSON.stringify(r) + '\n').join(''));
+  writeFileSync(
+    join(dir, 'in', 'r.ndjson'),
+    recs(n)
+      .map((r) => JSON.stringify(r) + '\n')
+      .join(''),
+  );
   const states: string[] = [];
   const telemetry: RunTelemetry = { connection: (_c, _t, s) => void states.push(s) };
   const config = load({
@@ -74,7 +79,12 @@ async function runSink(sink: Cfg, n: number, extra: Cfg = {}) {
 
 function diagnostics(role: 'source' | 'sink', component: Cfg): string[] {
   const comp = { type: 'rest', ...component };
-  const pipeline = { name: 'lint', schedule: { type: 'manual' }, source: role === 'source' ? comp : { type: 'local', path: '/tmp' }, sinks: [role === 'sink' ? comp : { type: 'local', path: '/tmp' }] };
+  const pipeline = {
+    name: 'lint',
+    schedule: { type: 'manual' },
+    source: role === 'source' ? comp : { type: 'local', path: '/tmp' },
+    sinks: [role === 'sink' ? comp : { type: 'local', path: '/tmp' }],
+  };
   return loadPipelineText(stringify({ version: '1', pipeline }), { env: {} }).diagnostics.map((d) => formatDiagnostic(d));
 }
 
@@ -212,14 +222,26 @@ describe('rest source', () => {
     expect(rec.status).toBe('success');
     expect(records).toEqual(recs(25));
     expect(reads(ch).map((r) => [...r.query.entries()])).toEqual([
-      [['page', '1'], ['per_page', '10']],
-      [['page', '2'], ['per_page', '10']],
-      [['page', '3'], ['per_page', '10']],
+      [
+        ['page', '1'],
+        ['per_page', '10'],
+      ],
+      [
+        ['page', '2'],
+        ['per_page', '10'],
+      ],
+      [
+        ['page', '3'],
+        ['per_page', '10'],
+      ],
     ]);
   });
 
   it("page_size_param '' sends no size parameter", async () => {
-    const u = pageUrl({ url: 'http://h/x?a=1', params: { b: [1, 2] }, page_param: 'offset', page_size: 5, page_size_param: '' } as never, { offset: 10, number: 3 });
+    const u = pageUrl({ url: 'http://h/x?a=1', params: { b: [1, 2] }, page_param: 'offset', page_size: 5, page_size_param: '' } as never, {
+      offset: 10,
+      number: 3,
+    });
     expect(u.search).toBe('?a=1&b=1&b=2&offset=10');
   });
 
@@ -260,7 +282,9 @@ describe('rest source', () => {
   it('a non-2xx answer fails the run with the status and the start of the body', async () => {
     const { rec, states } = await runSource({ url: `${peer.url}/no_such_collection`, params: { api_key: 'query-secret-42' } });
     expect(rec.status).toBe('failed');
-    expect(rec.error).toMatch(/^rest: GET http:\/\/127\.0\.0\.1:\d+\/no_such_collection returned 404 Not Found: \{"error":"no collection 'no_such_collection'"\}$/);
+    expect(rec.error).toMatch(
+      /^rest: GET http:\/\/127\.0\.0\.1:\d+\/no_such_collection returned 404 Not Found: \{"error":"no collection 'no_such_collection'"\}$/,
+    );
     expect(rec.error).not.toContain('query-secret-42');
     expect(states).toEqual(['connecting', 'connected']);
   });
@@ -325,7 +349,9 @@ describe('rest source', () => {
   it('test() checks response_path and that paging finds a list', async () => {
     const ch = chan();
     peer.serve(ch, recs(3));
-    expect(await testConnector('source', { type: 'rest', url: `${peer.url}/${ch}`, response_path: 'data.items', paginate: true } as never)).toMatchObject({ ok: true });
+    expect(await testConnector('source', { type: 'rest', url: `${peer.url}/${ch}`, response_path: 'data.items', paginate: true } as never)).toMatchObject({
+      ok: true,
+    });
     const wrongPath = await testConnector('source', { type: 'rest', url: `${peer.url}/${ch}`, response_path: 'data.rows' } as never);
     expect(wrongPath.error).toMatch(/response_path 'data\.rows' is not in the response \(keys: data, meta\)$/);
     const notList = await testConnector('source', { type: 'rest', url: `${peer.url}/${ch}`, response_path: 'meta', paginate: true } as never);
@@ -476,14 +502,31 @@ describe('rest: config lint', () => {
     expect(diagnostics('source', { url: 'http://h/x', auth_type: 'basic' }).join('\n')).toMatch(/pipeline\.source\.username: auth_type basic needs a username/);
     expect(diagnostics('source', { url: 'http://h/x', auth_type: 'bearer' }).join('\n')).toMatch(/source\.token: auth_type bearer needs a token/);
     expect(diagnostics('sink', { url: 'http://h/x', auth_type: 'apikey' }).join('\n')).toMatch(/sinks\[0\]\.api_key: auth_type apikey needs an api_key/);
-    expect(diagnostics('source', { url: 'http://h/x', token: 'abc' }).join('\n')).toMatch(/source\.token: token is only used with auth_type bearer \(auth_type is none\)/);
+    expect(diagnostics('source', { url: 'http://h/x', token: 'abc' }).join('\n')).toMatch(
+      /source\.token: token is only used with auth_type bearer \(auth_type is none\)/,
+    );
     expect(diagnostics('source', { url: 'http://u:p@h/x' }).join('\n')).toMatch(/source\.url: credentials in the URL are not sent/);
-    expect(diagnostics('source', { url: 'http://h/x', auth_type: 'bearer', token: 't', headers: { Authorization: 'x' } }).join('\n')).toMatch(/headers\.Authorization: header Authorization is set by auth_type bearer/);
-    expect(diagnostics('source', { url: 'http://h/x', total_path: 'meta.total' }).join('\n')).toMatch(/source\.total_path: total_path is only used with paginate: true/);
+    expect(diagnostics('source', { url: 'http://h/x', auth_type: 'bearer', token: 't', headers: { Authorization: 'x' } }).join('\n')).toMatch(
+      /headers\.Authorization: header Authorization is set by auth_type bearer/,
+    );
+    expect(diagnostics('source', { url: 'http://h/x', total_path: 'meta.total' }).join('\n')).toMatch(
+      /source\.total_path: total_path is only used with paginate: true/,
+    );
     expect(diagnostics('source', { url: 'http://h/x', paginate: true, params: { offset: 5 } }).join('\n')).toMatch(/params\.offset is set by pagination/);
     expect(diagnostics('sink', { url: 'http://h/x', headers: { 'Content-Type': 'text/csv' } }).join('\n')).toMatch(/set the body type with content_type/);
     expect(diagnostics('sink', { url: 'http://h/x', method: 'GET' }).join('\n')).toMatch(/sinks\[0\]\.method/);
     expect(diagnostics('source', { url: 'ftp://h/x' }).join('\n')).toMatch(/source\.url/);
-    expect(diagnostics('source', { url: 'http://h/x', auth_type: 'basic', username: 'u', password: 'p', paginate: true, page_param: 'page', page_size_param: 'per_page', total_path: 'meta.total' })).toEqual([]);
+    expect(
+      diagnostics('source', {
+        url: 'http://h/x',
+        auth_type: 'basic',
+        username: 'u',
+        password: 'p',
+        paginate: true,
+        page_param: 'page',
+        page_size_param: 'per_page',
+        total_path: 'meta.total',
+      }),
+    ).toEqual([]);
   });
 });

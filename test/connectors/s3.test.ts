@@ -42,7 +42,8 @@ afterAll(async () => {
 let seq = 0;
 const prefix = (what: string) => `own/${process.pid}-${++seq}-${what}/`;
 const base = () => ({ type: 's3', bucket: BUCKET, endpoint_url: peer.endpoint, ...KEYS });
-const ndjson = (from: number, n: number, pad = 16) => Array.from({ length: n }, (_, i) => JSON.stringify({ seq: from + i, pad: 'x'.repeat(pad) }) + '\n').join('');
+const ndjson = (from: number, n: number, pad = 16) =>
+  Array.from({ length: n }, (_, i) => JSON.stringify({ seq: from + i, pad: 'x'.repeat(pad) }) + '\n').join('');
 
 const load = loadPipeline;
 
@@ -190,7 +191,9 @@ describe('s3 sink: at-least-once across runs', () => {
     expect(bodies.length - whole.length).toBeLessThanOrEqual(1);
     const records = whole.flatMap((b) => JSON.parse(b) as Rec[]);
     const { missing, duplicates } = checkSequence(records, 1000);
-    console.log(`[s3] sink through a restart: first run ${first.errors.length} notes, next run re-read ${second.records_in} records; ${missing.length} missing, ${duplicates} duplicates`);
+    console.log(
+      `[s3] sink through a restart: first run ${first.errors.length} notes, next run re-read ${second.records_in} records; ${missing.length} missing, ${duplicates} duplicates`,
+    );
     expect(missing).toEqual([]);
   }, 60_000);
 });
@@ -428,7 +431,11 @@ describe('s3: credentials, errors and lint', () => {
       // Nothing anywhere in the chain (instance metadata switched off: no request leaves the machine).
       const empty = tempDir('svc-s3-aws-');
       for (const k of Object.keys(process.env)) if (k.startsWith('AWS_')) delete process.env[k];
-      Object.assign(process.env, { AWS_EC2_METADATA_DISABLED: 'true', AWS_SHARED_CREDENTIALS_FILE: join(empty, 'credentials'), AWS_CONFIG_FILE: join(empty, 'config') });
+      Object.assign(process.env, {
+        AWS_EC2_METADATA_DISABLED: 'true',
+        AWS_SHARED_CREDENTIALS_FILE: join(empty, 'credentials'),
+        AWS_CONFIG_FILE: join(empty, 'config'),
+      });
       const none = await testConnector('sink', { type: 's3', bucket: BUCKET, endpoint_url: peer.endpoint } as never);
       expect(none.error).toMatch(/^s3: no credentials: set aws_access_key_id and aws_secret_access_key, or provide them through the AWS default chain/);
     } finally {
@@ -441,10 +448,16 @@ describe('s3: credentials, errors and lint', () => {
     const run = await runSource({ bucket: 'no-such-bucket' });
     expect(run.rec.status).toBe('failed');
     expect(run.rec.error).toMatch(/bucket 'no-such-bucket' does not exist/);
-    const sink = s3Sink.create({ ...base(), bucket: 'no-such-bucket', key_template: 'k', content_type: 'application/json' } as never, { ...ctx(), encoder: encoderFor(registry, { type: 'json' }) });
+    const sink = s3Sink.create({ ...base(), bucket: 'no-such-bucket', key_template: 'k', content_type: 'application/json' } as never, {
+      ...ctx(),
+      encoder: encoderFor(registry, { type: 'json' }),
+    });
     await sink.open?.({ runId: 'r', pipeline: 'p', startedAt: new Date() });
     await sink.write({ payload: Buffer.from('{"a":1}'), head: '[', count: 1, meta: {} });
-    const failure = await sink.flush!().then(() => undefined, (e: unknown) => e);
+    const failure = await sink.flush!().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     await sink.close?.().catch(() => undefined);
     expect(failure).toBeInstanceOf(WriteError);
     expect((failure as WriteError).retryable).toBe(false);
@@ -463,11 +476,11 @@ describe('s3: credentials, errors and lint', () => {
       return loadPipelineText(stringify({ version: '1', pipeline }), { env: {} }).diagnostics.map((d) => `${d.path}: ${d.message}`);
     };
     expect(issues('source', { bucket: 'b/in' }).join()).toMatch(/pipeline\.source\.bucket: .*put the path inside it into prefix/);
-    expect(issues('source', { aws_secret_access_key: undefined }).join()).toMatch(/pipeline\.source\.aws_secret_access_key: set aws_access_key_id and aws_secret_access_key together/);
+    expect(issues('source', { aws_secret_access_key: undefined }).join()).toMatch(
+      /pipeline\.source\.aws_secret_access_key: set aws_access_key_id and aws_secret_access_key together/,
+    );
     expect(issues('sink', { endpoint_url: 'minio:9000' }).join()).toMatch(/pipeline\.sinks\[0\]\.endpoint_url: .*http:\/\/ or https:\/\//);
     expect(issues('sink', { key_template: '{pipeline}/{day}' }).join()).toMatch(/pipeline\.sinks\[0\]\.key_template: unknown token \{day\}/);
     expect(issues('sink', { key_template: 'a/{part}.json', content_type: 'text/csv' })).toEqual([]);
   });
 });
-
-

@@ -37,7 +37,15 @@ afterAll(async () => {
 
 const knownHosts = () => join(server.dir, 'known_hosts');
 /** Login with the password and the test's own known_hosts file. */
-const login = (extra: Cfg = {}): Cfg => ({ type: 'sftp', host: server.host, port: server.port, username: server.user, password: server.password, known_hosts: knownHosts(), ...extra });
+const login = (extra: Cfg = {}): Cfg => ({
+  type: 'sftp',
+  host: server.host,
+  port: server.port,
+  username: server.user,
+  password: server.password,
+  known_hosts: knownHosts(),
+  ...extra,
+});
 const seq = (from: number, n: number, pad = 16) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: from + i, pad: 'x'.repeat(pad) })));
 
 /** A fresh directory under the server's data root, owned by the login user. */
@@ -84,7 +92,12 @@ async function sourceRun(name: string, source: Cfg, o: RunOpts = {}) {
     sinks: [{ type: 'local', path: out, filename_template: '{source_stem}.ndjson' }],
     ...o.extra,
   });
-  const rec = await runPipeline(config, { log: o.log ?? silentLogger, processed: o.processed ?? new MemoryProcessedFiles(), telemetry, services: o.stateDir ? { stateDir: o.stateDir } : undefined });
+  const rec = await runPipeline(config, {
+    log: o.log ?? silentLogger,
+    processed: o.processed ?? new MemoryProcessedFiles(),
+    telemetry,
+    services: o.stateDir ? { stateDir: o.stateDir } : undefined,
+  });
   return { rec, out, states, records: () => outputRecords(out), files: () => readdirSync(out).sort() };
 }
 
@@ -92,7 +105,8 @@ async function sourceRun(name: string, source: Cfg, o: RunOpts = {}) {
 async function sinkRun(name: string, sink: Cfg, records: Rec[], extra: Cfg = {}, inputs?: Record<string, Rec[]>) {
   const dir = tempDir('svc-sftp-in-');
   mkdirSync(join(dir, 'in'));
-  for (const [file, recs] of Object.entries(inputs ?? { 'records.ndjson': records })) writeFileSync(join(dir, 'in', file), recs.map((r) => JSON.stringify(r) + '\n').join(''));
+  for (const [file, recs] of Object.entries(inputs ?? { 'records.ndjson': records }))
+    writeFileSync(join(dir, 'in', file), recs.map((r) => JSON.stringify(r) + '\n').join(''));
   const config = loadPipeline({
     name,
     schedule: { type: 'manual' },
@@ -116,10 +130,14 @@ describe('sftp: logins', () => {
     const remote_path = remoteDir();
     const key = { ...login({ remote_path }), password: undefined };
     expect(await check('source', { ...key, private_key_path: server.keyPath })).toMatchObject({ ok: true });
-    expect(await check('sink', { ...key, private_key_path: server.encryptedKeyPath, private_key_passphrase: server.keyPassphrase })).toMatchObject({ ok: true });
+    expect(await check('sink', { ...key, private_key_path: server.encryptedKeyPath, private_key_passphrase: server.keyPassphrase })).toMatchObject({
+      ok: true,
+    });
     const wrong = await check('source', { ...key, private_key_path: server.otherKeyPath });
     expect(wrong.error).toMatch(/^sftp: authentication failed for user svcsftp at 127\.0\.0\.1:\d+ \(private key .*other_ed25519 refused\)/);
-    expect((await check('source', { ...key, private_key_path: server.encryptedKeyPath })).error).toMatch(/cannot use private_key_path .*: .*no passphrase given/);
+    expect((await check('source', { ...key, private_key_path: server.encryptedKeyPath })).error).toMatch(
+      /cannot use private_key_path .*: .*no passphrase given/,
+    );
     const badPass = await check('sink', { ...key, private_key_path: server.encryptedKeyPath, private_key_passphrase: 'wrong-passphrase' });
     expect(badPass.error).toMatch(/bad passphrase/);
     expect(badPass.error).not.toContain('wrong-passphrase');
@@ -151,7 +169,11 @@ describe('sftp: logins', () => {
   it('lint: a login method is required, host key options that contradict each other are named', () => {
     const r = loadComponent('source', { type: 'sftp', host: 'h', username: 'u', remote_path: '/x' }, { env: {} });
     expect(r.diagnostics.map((d) => d.path)).toContain('password');
-    const r2 = loadComponent('sink', { type: 'sftp', host: 'h', username: 'u', password: 'p', remote_path: '/x', host_key_check: 'off', host_key_fingerprint: 'SHA256:' + 'A'.repeat(43) }, { env: {} });
+    const r2 = loadComponent(
+      'sink',
+      { type: 'sftp', host: 'h', username: 'u', password: 'p', remote_path: '/x', host_key_check: 'off', host_key_fingerprint: 'SHA256:' + 'A'.repeat(43) },
+      { env: {} },
+    );
     expect(r2.diagnostics.map((d) => d.path)).toContain('host_key_fingerprint');
     const r3 = loadComponent('source', { type: 'sftp', host: 'h', username: 'u', password: 'p', remote_path: '/x', move_after_read: '/x/' }, { env: {} });
     expect(r3.diagnostics.map((d) => d.path)).toContain('move_after_read');
@@ -169,7 +191,15 @@ describe('sftp: host keys', () => {
   afterAll(async () => {
     await own?.stop();
   });
-  const cfg = (extra: Cfg): Cfg => ({ type: 'sftp', host: own.host, port: own.port, username: own.user, password: own.password, remote_path: own.root, ...extra });
+  const cfg = (extra: Cfg): Cfg => ({
+    type: 'sftp',
+    host: own.host,
+    port: own.port,
+    username: own.user,
+    password: own.password,
+    remote_path: own.root,
+    ...extra,
+  });
 
   it('accept-new (default) remembers a new key with a warning, then refuses a changed key; strict refuses it too; off does not', async () => {
     const file = join(tempDir('svc-sftp-kh-'), 'nested', 'known_hosts');
@@ -349,7 +379,12 @@ describe('sftp source: selection and finalizing', () => {
     const dir = remoteDir();
     const n = 10_000;
     // ~40 MB in 4 KB records, read slowly (50-record chunks, 10 writes/s) so the kill lands mid-file.
-    writeFileSync(join(dir, 'big.ndjson'), seq(0, n, 4000).map((b) => b.toString() + '\n').join(''));
+    writeFileSync(
+      join(dir, 'big.ndjson'),
+      seq(0, n, 4000)
+        .map((b) => b.toString() + '\n')
+        .join(''),
+    );
     server.own(dir);
     const slow = { extra: { record_chunk_size: 50, rate_limit_rps: 10 }, serializerIn: { type: 'ndjson' } };
     const out = tempDir('svc-sftp-out-');
@@ -366,7 +401,9 @@ describe('sftp source: selection and finalizing', () => {
     expect(second.rec.records_in).toBe(n);
     expect(checkSequence(second.records(), n)).toEqual({ missing: [], duplicates: 0 });
     expect(existsSync(join(dir, 'big.ndjson'))).toBe(false);
-    console.log(`[sftp] killed mid-file: ${first.records().length} of ${n} records delivered before the kill; the next run read all ${second.rec.records_in} once`);
+    console.log(
+      `[sftp] killed mid-file: ${first.records().length} of ${n} records delivered before the kill; the next run read all ${second.rec.records_in} once`,
+    );
   }, 60_000);
 
   it('a 200 MB file is streamed: memory stays bounded', async () => {
@@ -382,7 +419,11 @@ describe('sftp source: selection and finalizing', () => {
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
     const t0 = performance.now();
-    const r = await sourceRun('sftp-large', { remote_path: dir }, { serializerIn: { type: 'text' }, extra: { sinks: [{ type: 'local', path: tempDir('svc-sftp-out-'), condition: '_line_num < 0' }] } });
+    const r = await sourceRun(
+      'sftp-large',
+      { remote_path: dir },
+      { serializerIn: { type: 'text' }, extra: { sinks: [{ type: 'local', path: tempDir('svc-sftp-out-'), condition: '_line_num < 0' }] } },
+    );
     clearInterval(sampler);
     const seconds = (performance.now() - t0) / 1000;
     expect(r.rec.status, JSON.stringify(r.rec)).toBe('success');
@@ -434,7 +475,13 @@ describe('sftp sink', () => {
       }
     }, 5);
     // Slow enough (10 chunks a second) that the 5 ms poll sees the temporary even on a busy machine.
-    const r = await sinkRun('sftp-single', { remote_path: dir, filename_template: 'sub/{source_stem}.json', file_mode: 'single' }, [], { record_chunk_size: 50, rate_limit_rps: 10 }, { 'a.ndjson': records(0, 300), 'b.ndjson': records(300, 200) });
+    const r = await sinkRun(
+      'sftp-single',
+      { remote_path: dir, filename_template: 'sub/{source_stem}.json', file_mode: 'single' },
+      [],
+      { record_chunk_size: 50, rate_limit_rps: 10 },
+      { 'a.ndjson': records(0, 300), 'b.ndjson': records(300, 200) },
+    );
     clearInterval(poll);
     expect(r.status, JSON.stringify(r)).toBe('success');
     expect(tree(dir)).toEqual(['sub/a.json', 'sub/b.json']);
@@ -449,7 +496,11 @@ describe('sftp sink', () => {
     server.own(dir);
     expect((await sinkRun('sftp-replace', { remote_path: dir, filename_template: 'r.json', file_mode: 'single' }, records(0, 3))).status).toBe('success');
     expect(JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'))).toEqual(records(0, 3));
-    const kept = await sinkRun('sftp-keep', { remote_path: dir, filename_template: 'r.json', file_mode: 'single', overwrite: false, retry_count: 3, retry_delay_seconds: 5 }, records(10, 3));
+    const kept = await sinkRun(
+      'sftp-keep',
+      { remote_path: dir, filename_template: 'r.json', file_mode: 'single', overwrite: false, retry_count: 3, retry_delay_seconds: 5 },
+      records(10, 3),
+    );
     expect(kept.errors.join('\n')).toMatch(/r\.json already exists and overwrite is false/);
     expect(JSON.parse(readFileSync(join(dir, 'r.json'), 'utf8'))).toEqual(records(0, 3));
     expect(tree(dir).filter((n) => n.startsWith('.'))).toEqual([]);
@@ -457,12 +508,16 @@ describe('sftp sink', () => {
 
   it('rolls to a new {part} every max_records, zero-padded to max_index', async () => {
     const dir = remoteDir();
-    const r = await sinkRun('sftp-roll', { remote_path: dir, filename_template: 'roll_{part}.json', max_records: 300 }, records(0, 1000), { record_chunk_size: 100 });
+    const r = await sinkRun('sftp-roll', { remote_path: dir, filename_template: 'roll_{part}.json', max_records: 300 }, records(0, 1000), {
+      record_chunk_size: 100,
+    });
     expect(r.status, JSON.stringify(r)).toBe('success');
     expect(tree(dir)).toEqual(['roll_00000.json', 'roll_00001.json', 'roll_00002.json', 'roll_00003.json']);
     expect(tree(dir).map((n) => (JSON.parse(readFileSync(join(dir, n), 'utf8')) as Rec[]).length)).toEqual([300, 300, 300, 100]);
     const small = remoteDir();
-    await sinkRun('sftp-roll-99', { remote_path: small, filename_template: 'r{part}.json', max_records: 400, max_index: 99 }, records(0, 500), { record_chunk_size: 100 });
+    await sinkRun('sftp-roll-99', { remote_path: small, filename_template: 'r{part}.json', max_records: 400, max_index: 99 }, records(0, 500), {
+      record_chunk_size: 100,
+    });
     expect(tree(small)).toEqual(['r00.json', 'r01.json']);
   });
 
@@ -478,8 +533,37 @@ describe('sftp sink', () => {
     const src = registry.source.get('sftp')!;
     const snk = registry.sink.get('sftp')!;
     const props = (p: typeof src | typeof snk) => p.config.properties as Record<string, { default?: unknown }>;
-    for (const f of ['host', 'port', 'username', 'password', 'private_key_path', 'remote_path', 'file_pattern', 'move_after_read', 'delete_after_read', 'skip_processed', 'file_stability_seconds', 'file_min_age_seconds', 'file_done_suffix']) expect(props(src)).toHaveProperty(f);
-    for (const f of ['host', 'port', 'username', 'password', 'private_key_path', 'remote_path', 'filename_template', 'file_mode', 'max_records', 'max_time', 'max_bytes', 'max_index']) expect(props(snk)).toHaveProperty(f);
+    for (const f of [
+      'host',
+      'port',
+      'username',
+      'password',
+      'private_key_path',
+      'remote_path',
+      'file_pattern',
+      'move_after_read',
+      'delete_after_read',
+      'skip_processed',
+      'file_stability_seconds',
+      'file_min_age_seconds',
+      'file_done_suffix',
+    ])
+      expect(props(src)).toHaveProperty(f);
+    for (const f of [
+      'host',
+      'port',
+      'username',
+      'password',
+      'private_key_path',
+      'remote_path',
+      'filename_template',
+      'file_mode',
+      'max_records',
+      'max_time',
+      'max_bytes',
+      'max_index',
+    ])
+      expect(props(snk)).toHaveProperty(f);
     expect(props(src).port!.default).toBe(22);
     expect(props(src).file_pattern!.default).toBe('*');
     expect(props(snk).filename_template!.default).toBe('{pipeline}_{timestamp}.bin');
@@ -488,4 +572,3 @@ describe('sftp sink', () => {
     expect(props(src).host_key_check!.default).toBe('accept-new');
   });
 });
-

@@ -35,7 +35,11 @@ function publicData(): string {
     l.push([`${IF}.1.${i}`, 2, i], [`${IF}.2.${i}`, 4, `eth${i - 1}`], [`${IF}.10.${i}`, 65, 1000 * i]);
     l.push([`${IFX}.1.${i}`, 4, `Gi0/${i}`], [`${IFX}.6.${i}`, 70, i === 1 ? BIG : 5000 * i]);
   }
-  for (const [ip, ifx] of [['10.0.0.1', 1], ['192.168.1.254', 2]] as const) l.push([`${IPADDR}.1.${ip}`, 64, ip], [`${IPADDR}.2.${ip}`, 2, ifx]);
+  for (const [ip, ifx] of [
+    ['10.0.0.1', 1],
+    ['192.168.1.254', 2],
+  ] as const)
+    l.push([`${IPADDR}.1.${ip}`, 64, ip], [`${IPADDR}.2.${ip}`, 2, ifx]);
   return snmprec(l);
 }
 
@@ -60,7 +64,16 @@ const host = '127.0.0.1';
 
 beforeAll(async () => {
   [sim, snmpd] = await Promise.all([
-    startSnmpsim({ public: publicData(), before: sample(4294967000, BIG, '4000000000'), after: sample(200, '100', '100'), other: snmprec([[SYS_UPTIME, 67, 7], ['1.3.6.1.2.1.1.5.0', 4, 'other-agent']]), moving: MOVING }),
+    startSnmpsim({
+      public: publicData(),
+      before: sample(4294967000, BIG, '4000000000'),
+      after: sample(200, '100', '100'),
+      other: snmprec([
+        [SYS_UPTIME, 67, 7],
+        ['1.3.6.1.2.1.1.5.0', 4, 'other-agent'],
+      ]),
+      moving: MOVING,
+    }),
     startSnmpdV3(),
   ]);
 }, 60_000);
@@ -84,7 +97,12 @@ async function poll(source: Cfg, opts: { transforms?: Cfg[]; metrics?: Metrics; 
     serializer_out: { type: 'ndjson' },
     sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
   });
-  const rec = await runPipeline(config, { log: silentLogger, processed: new MemoryProcessedFiles(), ...(opts.metrics ? { telemetry: opts.metrics.telemetry(name) } : {}), ...(opts.state ? { state: opts.state } : {}) });
+  const rec = await runPipeline(config, {
+    log: silentLogger,
+    processed: new MemoryProcessedFiles(),
+    ...(opts.metrics ? { telemetry: opts.metrics.telemetry(name) } : {}),
+    ...(opts.state ? { state: opts.state } : {}),
+  });
   return { rec, records: outputRecords(out) };
 }
 
@@ -137,7 +155,16 @@ describe('snmp_poll: walk', () => {
     const { rec, records } = await poll(simSource({ operation: 'walk', oids: ['ifTable', 'ifXTable'], yield_rows: true }));
     expect(rec.records_in).toBe(N_IF);
     const one = records.find((r) => r.index === '1')!;
-    expect(one).toEqual({ _target: `${host}:${sim.port}`, _polled_at: expect.any(String), index: '1', ifIndex: 1, ifDescr: 'eth0', ifInOctets: 1000, ifName: 'Gi0/1', ifHCInOctets: BIG });
+    expect(one).toEqual({
+      _target: `${host}:${sim.port}`,
+      _polled_at: expect.any(String),
+      index: '1',
+      ifIndex: 1,
+      ifDescr: 'eth0',
+      ifInOctets: 1000,
+      ifName: 'Gi0/1',
+      ifHCInOctets: BIG,
+    });
     expect(records.find((r) => r.index === '7')).toMatchObject({ ifIndex: 7, ifName: 'Gi0/7', ifHCInOctets: 35000 });
   });
 
@@ -161,7 +188,14 @@ describe('snmp_poll: walk', () => {
   it('yield_rows with resolve_oids: false: numeric column names, the last arc as index', async () => {
     const { records } = await poll(simSource({ operation: 'walk', oids: [IF], yield_rows: true, resolve_oids: false }));
     expect(records).toHaveLength(N_IF);
-    expect(records.find((r) => r.index === '2')).toEqual({ _target: expect.any(String), _polled_at: expect.any(String), index: '2', [`${IF}.1`]: 2, [`${IF}.2`]: 'eth1', [`${IF}.10`]: 2000 });
+    expect(records.find((r) => r.index === '2')).toEqual({
+      _target: expect.any(String),
+      _polled_at: expect.any(String),
+      index: '2',
+      [`${IF}.1`]: 2,
+      [`${IF}.2`]: 'eth1',
+      [`${IF}.10`]: 2000,
+    });
   });
 
   it('scalars of a yield_rows walk come as one more record', async () => {
@@ -199,7 +233,9 @@ describe('snmp_poll: classify and counter_delta', () => {
     const deltas = async (classify: boolean) => {
       let saved: Record<string, unknown> | null = null;
       const state: TransformStateIO = { load: async () => saved, save: async (s) => void (saved = s) };
-      const transforms = [{ type: 'counter_delta', key_fields: ['_target', 'index'], counters: ['ifInOctets', 'ifHCInOctets', 'ifHCOutOctets'], time_field: '_polled_at' }];
+      const transforms = [
+        { type: 'counter_delta', key_fields: ['_target', 'index'], counters: ['ifInOctets', 'ifHCInOctets', 'ifHCOutOctets'], time_field: '_polled_at' },
+      ];
       const src = (community: string) => simSource({ community, operation: 'walk', oids: ['ifTable', 'ifXTable'], yield_rows: true, classify });
       const first = await poll(src('before'), { transforms, state });
       expect(first.rec.status).toBe('success');
@@ -223,11 +259,16 @@ describe('snmp_poll: moving counters', () => {
   it('counters that move and wrap (snmpsimd numeric variation): every delta across runs matches the rate, wraps included', async () => {
     let saved: Record<string, unknown> | null = null;
     const state: TransformStateIO = { load: async () => saved, save: async (st) => void (saved = st) };
-    const transforms = [{ type: 'counter_delta', key_fields: ['_target', 'index'], counters: ['ifInOctets', 'ifHCInOctets'], time_field: '_polled_at', emit_first: true }];
+    const transforms = [
+      { type: 'counter_delta', key_fields: ['_target', 'index'], counters: ['ifInOctets', 'ifHCInOctets'], time_field: '_polled_at', emit_first: true },
+    ];
     const samples: Record<string, unknown>[] = [];
     for (let i = 0; i < 6; i++) {
       if (i) await pace(1000); // one poll a second
-      const { rec, records } = await poll(simSource({ community: 'moving', operation: 'walk', oids: ['ifTable', 'ifXTable'], yield_rows: true, classify: true }), { transforms, state });
+      const { rec, records } = await poll(
+        simSource({ community: 'moving', operation: 'walk', oids: ['ifTable', 'ifXTable'], yield_rows: true, classify: true }),
+        { transforms, state },
+      );
       expect(rec.status, JSON.stringify(rec)).toBe('success');
       samples.push(records[0]!);
     }
@@ -253,7 +294,18 @@ describe('snmp_poll: moving counters', () => {
 describe('snmp_poll: SNMPv3', () => {
   for (const u of SNMPD_USERS) {
     it(`authPriv ${u.auth_protocol}/${u.priv_protocol} against snmpd`, async () => {
-      const cfg = { type: 'snmp_poll', host, port: snmpd.port, version: '3', security_name: u.name, auth_protocol: u.auth_protocol, auth_key: u.authKey, priv_protocol: u.priv_protocol, priv_key: u.privKey, oids: ['sysName.0', 'sysUpTime.0'] };
+      const cfg = {
+        type: 'snmp_poll',
+        host,
+        port: snmpd.port,
+        version: '3',
+        security_name: u.name,
+        auth_protocol: u.auth_protocol,
+        auth_key: u.authKey,
+        priv_protocol: u.priv_protocol,
+        priv_key: u.privKey,
+        oids: ['sysName.0', 'sysUpTime.0'],
+      };
       const { rec, records } = await poll(cfg);
       expect(rec.status, JSON.stringify(rec)).toBe('success');
       expect(rec.errors).toEqual([]);
@@ -269,7 +321,19 @@ describe('snmp_poll: SNMPv3', () => {
 
   it('wrong keys: test() and the run report the USM refusal, never the key', async () => {
     const u = SNMPD_USERS[0]!;
-    const cfg = { type: 'snmp_poll', host, port: snmpd.port, version: '3', security_name: u.name, auth_protocol: 'SHA', auth_key: 'wrong-auth-key-123', priv_protocol: 'AES', priv_key: u.privKey, oids: ['sysName.0'], retries: 0 };
+    const cfg = {
+      type: 'snmp_poll',
+      host,
+      port: snmpd.port,
+      version: '3',
+      security_name: u.name,
+      auth_protocol: 'SHA',
+      auth_key: 'wrong-auth-key-123',
+      priv_protocol: 'AES',
+      priv_key: u.privKey,
+      oids: ['sysName.0'],
+      retries: 0,
+    };
     const r = await testConnector('source', checked(cfg), { timeoutMs: 8000 });
     expect(r.ok).toBe(false);
     expect(r.error).toMatch(/^snmp_poll: 127\.0\.0\.1:\d+: agent at .* refused the request: wrongDigests; check the SNMPv3 user, protocols and keys/);
@@ -282,7 +346,20 @@ describe('snmp_poll: SNMPv3', () => {
   });
 
   it('an unknown user is refused with unknownUserNames', async () => {
-    const r = await testConnector('source', checked({ type: 'snmp_poll', host, port: snmpd.port, version: '3', security_name: 'nobody-here', auth_key: 'whatever-123', priv_key: 'whatever-456', oids: ['sysName.0'] }), { timeoutMs: 8000 });
+    const r = await testConnector(
+      'source',
+      checked({
+        type: 'snmp_poll',
+        host,
+        port: snmpd.port,
+        version: '3',
+        security_name: 'nobody-here',
+        auth_key: 'whatever-123',
+        priv_key: 'whatever-456',
+        oids: ['sysName.0'],
+      }),
+      { timeoutMs: 8000 },
+    );
     expect(r.error).toMatch(/unknownUserNames/);
   });
 
@@ -302,7 +379,9 @@ function checked(cfg: Cfg) {
 
 describe('snmp_poll: test(), timeouts and retries', () => {
   it('test() with a wrong community on v2c says there was no answer, and why that may be', async () => {
-    const r = await testConnector('source', checked(simSource({ community: 'not-the-community', oids: ['sysUpTime.0'], timeout: 0.5, retries: 3 })), { timeoutMs: 8000 });
+    const r = await testConnector('source', checked(simSource({ community: 'not-the-community', oids: ['sysUpTime.0'], timeout: 0.5, retries: 3 })), {
+      timeoutMs: 8000,
+    });
     expect(r.ok).toBe(false);
     // test() tries at most twice, whatever retries says.
     expect(r.error).toBe(`snmp_poll: ${host}:${sim.port}: no answer from udp ${host}:${sim.port} within 0.5s (2 attempts): wrong community, or no agent`);
@@ -323,7 +402,9 @@ describe('snmp_poll: test(), timeouts and retries', () => {
       expect(rec.status).toBe('success');
       expect(silent.counts[0]).toBe(3);
       expect(took).toBeGreaterThanOrEqual(550);
-      expect(rec.errors).toEqual([`snmp_poll: ${host}:${silent.ports[0]}: no answer from udp ${host}:${silent.ports[0]} within 0.2s (3 attempts): wrong community, or no agent`]);
+      expect(rec.errors).toEqual([
+        `snmp_poll: ${host}:${silent.ports[0]}: no answer from udp ${host}:${silent.ports[0]} within 0.2s (3 attempts): wrong community, or no agent`,
+      ]);
     } finally {
       await silent.close();
     }
@@ -333,7 +414,15 @@ describe('snmp_poll: test(), timeouts and retries', () => {
     const silent = await silentAgents(1);
     try {
       const t0 = performance.now();
-      const { rec } = await poll({ type: 'snmp_poll', host, port: silent.ports[0], oids: ['sysUpTime.0'], timeout: 1, retries: 5, target_timeout_seconds: 0.5 });
+      const { rec } = await poll({
+        type: 'snmp_poll',
+        host,
+        port: silent.ports[0],
+        oids: ['sysUpTime.0'],
+        timeout: 1,
+        retries: 5,
+        target_timeout_seconds: 0.5,
+      });
       expect(performance.now() - t0).toBeLessThan(3000);
       expect(rec.status).toBe('success');
       expect(rec.errors).toEqual([`snmp_poll: ${host}:${silent.ports[0]}: no complete answer within target_timeout_seconds (0.5s); skipped`]);
@@ -402,7 +491,14 @@ describe('snmp_poll: fleets', () => {
 
       const all = await silentAgents(6);
       try {
-        await poll({ type: 'snmp_poll', targets: all.ports.map((port) => ({ host, port })), oids: ['sysUpTime.0'], timeout: 0.4, retries: 0, max_concurrency: 6 });
+        await poll({
+          type: 'snmp_poll',
+          targets: all.ports.map((port) => ({ host, port })),
+          oids: ['sysUpTime.0'],
+          timeout: 0.4,
+          retries: 0,
+          max_concurrency: 6,
+        });
         const f = all.firstAt.map((t) => t!).sort((a, b) => a - b);
         expect(f[5]! - f[0]!).toBeLessThan(300);
       } finally {
@@ -457,7 +553,17 @@ describe('snmp_poll: fleets', () => {
 
   it('per-target SNMPv3 users override the top level', async () => {
     const [a, b] = SNMPD_USERS;
-    const v3 = (u: typeof a) => ({ host, port: snmpd.port, name: u!.name, version: '3', security_name: u!.name, auth_protocol: u!.auth_protocol, auth_key: u!.authKey, priv_protocol: u!.priv_protocol, priv_key: u!.privKey });
+    const v3 = (u: typeof a) => ({
+      host,
+      port: snmpd.port,
+      name: u!.name,
+      version: '3',
+      security_name: u!.name,
+      auth_protocol: u!.auth_protocol,
+      auth_key: u!.authKey,
+      priv_protocol: u!.priv_protocol,
+      priv_key: u!.privKey,
+    });
     const { rec, records } = await poll({ type: 'snmp_poll', targets: [v3(a), v3(b), { host, port: sim.port, name: 'v2c' }], oids: ['sysUpTime.0'] });
     expect(rec.errors).toEqual([]);
     expect(records.map((r) => r._target).sort()).toEqual(['sha256aes192', 'shaaes', 'v2c']);
@@ -465,16 +571,30 @@ describe('snmp_poll: fleets', () => {
 
   it('lint: exactly one of host, targets, targets_file; yield_rows needs walk', () => {
     expect(lintOf({ type: 'snmp_poll', oids: ['sysName.0'] })).toEqual(['host: set host (one agent), targets or targets_file']);
-    expect(lintOf({ type: 'snmp_poll', host, targets: [{ host }], oids: ['sysName.0'] })).toEqual(['targets: set only one of host, targets, targets_file (got host, targets)']);
-    expect(lintOf({ type: 'snmp_poll', host, oids: ['ifTable'], yield_rows: true })).toEqual(['yield_rows: yield_rows groups the rows of walked tables: set operation: walk']);
-    expect(lintOf({ type: 'snmp_poll', targets: [{ host, version: '3' }], oids: ['sysName.0'] })).toEqual(['targets[0].security_name: an SNMPv3 target needs security_name']);
+    expect(lintOf({ type: 'snmp_poll', host, targets: [{ host }], oids: ['sysName.0'] })).toEqual([
+      'targets: set only one of host, targets, targets_file (got host, targets)',
+    ]);
+    expect(lintOf({ type: 'snmp_poll', host, oids: ['ifTable'], yield_rows: true })).toEqual([
+      'yield_rows: yield_rows groups the rows of walked tables: set operation: walk',
+    ]);
+    expect(lintOf({ type: 'snmp_poll', targets: [{ host, version: '3' }], oids: ['sysName.0'] })).toEqual([
+      'targets[0].security_name: an SNMPv3 target needs security_name',
+    ]);
   });
 });
 
 describe('snmp_poll: MIBs', () => {
   it('mib_dirs adds a MIB module of our own (names, INDEX); mib_modules must be loaded', async () => {
-    await sim.write({ svcmib: snmprec([[SYS_UPTIME, 67, 1], ['1.3.6.1.4.1.99999.1.1.2.5', 2, 4], ['1.3.6.1.4.1.99999.1.1.3.5', 4, 'x']]) });
-    const { rec, records } = await poll(simSource({ community: 'svcmib', operation: 'walk', oids: ['confTable'], yield_rows: true, mib_dirs: [sim.mibDir], mib_modules: ['SVC-CONF-MIB'] }));
+    await sim.write({
+      svcmib: snmprec([
+        [SYS_UPTIME, 67, 1],
+        ['1.3.6.1.4.1.99999.1.1.2.5', 2, 4],
+        ['1.3.6.1.4.1.99999.1.1.3.5', 4, 'x'],
+      ]),
+    });
+    const { rec, records } = await poll(
+      simSource({ community: 'svcmib', operation: 'walk', oids: ['confTable'], yield_rows: true, mib_dirs: [sim.mibDir], mib_modules: ['SVC-CONF-MIB'] }),
+    );
     expect(rec.errors).toEqual([]);
     expect(records).toEqual([{ _target: expect.any(String), _polled_at: expect.any(String), index: '5', confIndex: 5, seq: 4, body: 'x' }]);
     const without = await poll(simSource({ community: 'svcmib', operation: 'walk', oids: ['confTable'], yield_rows: true }));

@@ -71,7 +71,8 @@ async function sinkRun(sink: Cfg, records: Rec[] | string, extra: Cfg = {}) {
   return { rec, dlq };
 }
 
-const received = (d: Trapd, f: (t: TrapdLine) => boolean, n: number) => until(() => d.traps().filter(f).length >= n && d.traps().filter(f), 10_000, `${n} traps at snmptrapd`);
+const received = (d: Trapd, f: (t: TrapdLine) => boolean, n: number) =>
+  until(() => d.traps().filter(f).length >= n && d.traps().filter(f), 10_000, `${n} traps at snmptrapd`);
 const vb = (t: TrapdLine, oid: string) => t.varbinds.find((v) => v.oid === oid);
 
 describe('snmp_trap sink: varbinds', () => {
@@ -94,25 +95,53 @@ describe('snmp_trap sink: varbinds', () => {
           { oid: `${X}.11.0`, value_field: 'n', type: 'OctetString' },
         ],
       },
-      [{ n: -5, text: 'link down on ge-0/0/1', big: '18446744073709551615', ip: '192.0.2.7', oid: '1.3.6.1.2.1.1', g: 4294967295, cnt: 7, ticks: 4200, raw: 'c0ffee', site: { name: 'paris' } }],
+      [
+        {
+          n: -5,
+          text: 'link down on ge-0/0/1',
+          big: '18446744073709551615',
+          ip: '192.0.2.7',
+          oid: '1.3.6.1.2.1.1',
+          g: 4294967295,
+          cnt: 7,
+          ticks: 4200,
+          raw: 'c0ffee',
+          site: { name: 'paris' },
+        },
+      ],
     );
     expect(rec.status, JSON.stringify(rec.errors)).toBe('success');
     const [t] = await received(trapd, (x) => x.community === c, 1);
     expect(t!.version).toBe('2c');
     expect(t!.trapOid).toBe(TRAP);
     expect(t!.varbinds.map((v) => [v.type, v.value])).toEqual([
-      ['INTEGER', -5], ['STRING', 'link down on ge-0/0/1'], ['Counter64', '18446744073709551615'], ['IpAddress', '192.0.2.7'], ['OID', '1.3.6.1.2.1.1'],
-      ['Gauge32', 4294967295], ['Counter32', 7], ['Timeticks', 4200], ['Hex-STRING', 'c0ffee'], ['STRING', 'paris'], ['STRING', '-5'],
+      ['INTEGER', -5],
+      ['STRING', 'link down on ge-0/0/1'],
+      ['Counter64', '18446744073709551615'],
+      ['IpAddress', '192.0.2.7'],
+      ['OID', '1.3.6.1.2.1.1'],
+      ['Gauge32', 4294967295],
+      ['Counter32', 7],
+      ['Timeticks', 4200],
+      ['Hex-STRING', 'c0ffee'],
+      ['STRING', 'paris'],
+      ['STRING', '-5'],
     ]);
     // On the wire: sysUpTime.0 first, snmpTrapOID.0 second.
-    const line = trapd.peer.output().split('\n').find((l) => l.includes(`community ${c}\t`))!;
+    const line = trapd.peer
+      .output()
+      .split('\n')
+      .find((l) => l.includes(`community ${c}\t`))!;
     expect(line.split('|~|')[0]).toMatch(/\t\.1\.3\.6\.1\.2\.1\.1\.3\.0 = Timeticks: /);
     expect(line.split('|~|')[1]).toBe(`.1.3.6.1.6.3.1.1.4.1.0 = OID: .${TRAP}`);
   });
 
   it('empty varbinds: every field is a varbind named by its OID or MIB name, auto-typed', async () => {
     const c = community();
-    const { rec, dlq } = await sinkRun({ community: c, mib_modules: ['IF-MIB'] }, `{"${X}.1.0": 42, "${X}.2.0": 3000000000, "${X}.3.0": "text", "${X}.4.0": true, "${X}.5.0": false, "${X}.6.0": null, "${X}.7.0": 1.5, "${X}.8.0": {"a": [1]}, "ifOperStatus.3": "down", "IF-MIB::ifDescr.3": "eth0"}\n`);
+    const { rec, dlq } = await sinkRun(
+      { community: c, mib_modules: ['IF-MIB'] },
+      `{"${X}.1.0": 42, "${X}.2.0": 3000000000, "${X}.3.0": "text", "${X}.4.0": true, "${X}.5.0": false, "${X}.6.0": null, "${X}.7.0": 1.5, "${X}.8.0": {"a": [1]}, "ifOperStatus.3": "down", "IF-MIB::ifDescr.3": "eth0"}\n`,
+    );
     expect(rec.status, JSON.stringify(rec.errors)).toBe('success');
     expect(dlq).toEqual([]);
     const [t] = await received(trapd, (x) => x.community === c, 1);
@@ -135,13 +164,26 @@ describe('snmp_trap sink: varbinds', () => {
   it('symbolic trap_oid and varbind names through mib_modules (bare names looked up there first)', async () => {
     const c = community();
     const { rec } = await sinkRun(
-      { community: c, trap_oid: 'linkDown', mib_modules: ['IF-MIB'], varbinds: [{ oid: 'ifIndex.3', value_field: 'i' }, { oid: 'IF-MIB::ifAdminStatus.3', value_field: 'admin' }, { oid: 'ifOperStatus.3', value_field: 'oper', type: 'Integer32' }] },
+      {
+        community: c,
+        trap_oid: 'linkDown',
+        mib_modules: ['IF-MIB'],
+        varbinds: [
+          { oid: 'ifIndex.3', value_field: 'i' },
+          { oid: 'IF-MIB::ifAdminStatus.3', value_field: 'admin' },
+          { oid: 'ifOperStatus.3', value_field: 'oper', type: 'Integer32' },
+        ],
+      },
       [{ i: 3, admin: 'up', oper: 'down' }],
     );
     expect(rec.status, JSON.stringify(rec.errors)).toBe('success');
     const [t] = await received(trapd, (x) => x.community === c, 1);
     expect(t!.trapOid).toBe('1.3.6.1.6.3.1.1.5.3');
-    expect(t!.varbinds.map((v) => [v.oid, v.value])).toEqual([['1.3.6.1.2.1.2.2.1.1.3', 3], ['1.3.6.1.2.1.2.2.1.7.3', 1], ['1.3.6.1.2.1.2.2.1.8.3', 2]]);
+    expect(t!.varbinds.map((v) => [v.oid, v.value])).toEqual([
+      ['1.3.6.1.2.1.2.2.1.1.3', 3],
+      ['1.3.6.1.2.1.2.2.1.7.3', 1],
+      ['1.3.6.1.2.1.2.2.1.8.3', 2],
+    ]);
   });
 
   it('a value that does not fit its type, a missing field or a field that is no OID: that record goes to the DLQ, the others are sent', async () => {
@@ -154,7 +196,17 @@ describe('snmp_trap sink: varbinds', () => {
       { seq: 4, ip: '10.0.0.1' },
       { seq: 5, n: 5, ip: '10.0.0.5' },
     ];
-    const { rec, dlq } = await sinkRun({ community: c, varbinds: [{ oid: `${X}.1.0`, value_field: 'seq', type: 'Integer32' }, { oid: `${X}.2.0`, value_field: 'n', type: 'Integer32' }, { oid: `${X}.3.0`, value_field: 'ip', type: 'IpAddress' }] }, records);
+    const { rec, dlq } = await sinkRun(
+      {
+        community: c,
+        varbinds: [
+          { oid: `${X}.1.0`, value_field: 'seq', type: 'Integer32' },
+          { oid: `${X}.2.0`, value_field: 'n', type: 'Integer32' },
+          { oid: `${X}.3.0`, value_field: 'ip', type: 'IpAddress' },
+        ],
+      },
+      records,
+    );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     const got = await received(trapd, (x) => x.community === c, 2);
     expect(got.map((t) => vb(t, `${X}.1.0`)!.value).sort()).toEqual([0, 5]);
@@ -195,7 +247,18 @@ describe('snmp_trap sink: versions, informs, failures', () => {
       ['t-none', {}],
     ];
     for (const [i, [user, keys]] of users.entries()) {
-      const { rec } = await sinkRun({ port: v3d.port, version: '3', engine_id: ENGINE, security_name: user, context_name: 'ctx1', ...keys, varbinds: [{ oid: `${X}.1.0`, value_field: 'i', type: 'Integer32' }] }, [{ i }]);
+      const { rec } = await sinkRun(
+        {
+          port: v3d.port,
+          version: '3',
+          engine_id: ENGINE,
+          security_name: user,
+          context_name: 'ctx1',
+          ...keys,
+          varbinds: [{ oid: `${X}.1.0`, value_field: 'i', type: 'Integer32' }],
+        },
+        [{ i }],
+      );
       expect(rec.status, JSON.stringify(rec.errors)).toBe('success');
     }
     const got = await received(v3d, (t) => t.version === '3' && t.user?.startsWith('t-') === true, 4);
@@ -203,7 +266,19 @@ describe('snmp_trap sink: versions, informs, failures', () => {
     expect(got[0]!.security).toContain('context ctx1');
     // A wrong key: snmptrapd drops it (nothing received), the sink cannot know (UDP).
     const before = v3d.traps().length;
-    const { rec } = await sinkRun({ port: v3d.port, version: '3', engine_id: ENGINE, security_name: 't-sha256-aes256', auth_protocol: 'SHA256', auth_key: 'wrong-auth-key', priv_protocol: 'AES256', priv_key: 'trap-priv-key' }, [{ [`${X}.1.0`]: 9 }]);
+    const { rec } = await sinkRun(
+      {
+        port: v3d.port,
+        version: '3',
+        engine_id: ENGINE,
+        security_name: 't-sha256-aes256',
+        auth_protocol: 'SHA256',
+        auth_key: 'wrong-auth-key',
+        priv_protocol: 'AES256',
+        priv_key: 'trap-priv-key',
+      },
+      [{ [`${X}.1.0`]: 9 }],
+    );
     expect(rec.status).toBe('success');
     await quiet(500);
     expect(v3d.traps().length).toBe(before);
@@ -211,30 +286,65 @@ describe('snmp_trap sink: versions, informs, failures', () => {
 
   it('inform: true: v2c and v3 (authPriv, snmptrapd engine discovered) informs count once acknowledged; an unacknowledged one fails the write', async () => {
     const c = community();
-    const two = await sinkRun({ community: c, inform: true }, Array.from({ length: 50 }, (_, i) => ({ [`${X}.1.0`]: i })));
+    const two = await sinkRun(
+      { community: c, inform: true },
+      Array.from({ length: 50 }, (_, i) => ({ [`${X}.1.0`]: i })),
+    );
     expect(two.rec.status, JSON.stringify(two.rec.errors)).toBe('success');
     const got = await received(trapd, (x) => x.community === c, 50);
     expect(got[0]!.security).toMatch(/^INFORM/);
     // bytes_out counts the informs sent: the same varbinds as traps, a few bytes apart each (request IDs, uptime).
-    const traps = await sinkRun({ community: community() }, Array.from({ length: 50 }, (_, i) => ({ [`${X}.1.0`]: i })));
+    const traps = await sinkRun(
+      { community: community() },
+      Array.from({ length: 50 }, (_, i) => ({ [`${X}.1.0`]: i })),
+    );
     expect(traps.rec.bytes_out).toBeGreaterThan(50 * 40);
     expect(Math.abs(two.rec.bytes_out - traps.rec.bytes_out)).toBeLessThanOrEqual(50 * 8);
-    const three = await sinkRun({ port: v3d.port, version: '3', inform: true, security_name: 'i-sha-aes', auth_protocol: 'SHA', auth_key: 'inform-auth-key', priv_protocol: 'AES', priv_key: 'inform-priv-key' }, [{ [`${X}.1.0`]: 1 }]);
+    const three = await sinkRun(
+      {
+        port: v3d.port,
+        version: '3',
+        inform: true,
+        security_name: 'i-sha-aes',
+        auth_protocol: 'SHA',
+        auth_key: 'inform-auth-key',
+        priv_protocol: 'AES',
+        priv_key: 'inform-priv-key',
+      },
+      [{ [`${X}.1.0`]: 1 }],
+    );
     expect(three.rec.status, JSON.stringify(three.rec.errors)).toBe('success');
     await received(v3d, (t) => t.user === 'i-sha-aes', 1);
     const wrong = await sinkRun(
-      { port: v3d.port, version: '3', inform: true, timeout_seconds: 0.5, retries: 0, security_name: 'i-sha-aes', auth_protocol: 'SHA', auth_key: 'wrong-auth-key', priv_protocol: 'AES', priv_key: 'inform-priv-key' },
+      {
+        port: v3d.port,
+        version: '3',
+        inform: true,
+        timeout_seconds: 0.5,
+        retries: 0,
+        security_name: 'i-sha-aes',
+        auth_protocol: 'SHA',
+        auth_key: 'wrong-auth-key',
+        priv_protocol: 'AES',
+        priv_key: 'inform-priv-key',
+      },
       [{ [`${X}.1.0`]: 1 }],
       { on_error: 'continue', dlq: undefined },
     );
     expect(wrong.rec.records_out).toBe(0);
-    expect(wrong.rec.errors[0]).toBe(`sinks[0] (snmp_trap): snmp_trap: agent at 127.0.0.1:${v3d.port} refused the request: wrongDigests (1 records from r.ndjson)`);
+    expect(wrong.rec.errors[0]).toBe(
+      `sinks[0] (snmp_trap): snmp_trap: agent at 127.0.0.1:${v3d.port} refused the request: wrongDigests (1 records from r.ndjson)`,
+    );
     expect(JSON.stringify(wrong.rec)).not.toContain('wrong-auth-key');
   }, 60_000);
 
   it('nothing listening: the write fails (ICMP port unreachable) and names host:port; test() says the same; an unknown host is named', async () => {
     const port = await freeUdpPort();
-    const { rec } = await sinkRun({ port, varbinds: [] }, Array.from({ length: 20 }, (_, i) => ({ [`${X}.1.0`]: i })), { on_error: 'continue', dlq: undefined });
+    const { rec } = await sinkRun(
+      { port, varbinds: [] },
+      Array.from({ length: 20 }, (_, i) => ({ [`${X}.1.0`]: i })),
+      { on_error: 'continue', dlq: undefined },
+    );
     expect(rec.records_out).toBe(0);
     expect(rec.errors[0]).toBe(`sinks[0] (snmp_trap): snmp_trap: nothing listens on udp 127.0.0.1:${port} (ICMP port unreachable) (20 records from r.ndjson)`);
     const t = await testConnector('sink', { type: 'snmp_trap', host: '127.0.0.1', port, trap_oid: TRAP, community: 'secret-community' });
@@ -257,7 +367,16 @@ END
 `,
     );
     const c = community();
-    const { rec } = await sinkRun({ community: c, mib_dirs: [dir], mib_modules: ['SVC-SINK-TRAP-MIB'], trap_oid: 'svcSinkAlarm', varbinds: [{ oid: 'svcSinkLevel.0', value_field: 'level' }] }, [{ level: 'high' }]);
+    const { rec } = await sinkRun(
+      {
+        community: c,
+        mib_dirs: [dir],
+        mib_modules: ['SVC-SINK-TRAP-MIB'],
+        trap_oid: 'svcSinkAlarm',
+        varbinds: [{ oid: 'svcSinkLevel.0', value_field: 'level' }],
+      },
+      [{ level: 'high' }],
+    );
     expect(rec.status, JSON.stringify(rec.errors)).toBe('success');
     const [t] = await received(trapd, (x) => x.community === c, 1);
     expect(t!.trapOid).toBe('1.3.6.1.4.1.8072.9999.5.0.1');
@@ -269,7 +388,8 @@ END
 
   it('lint: v3 fields need version 3, a priv_key needs an auth_key, informs need v2c or v3, an unknown varbind type is named', async () => {
     const { loadComponent } = await import('../../src/config/load.js');
-    const issues = (cfg: Cfg) => (loadComponent('sink', { type: 'snmp_trap', host: 'h', trap_oid: '1.3.6', ...cfg }, { env: {} }).diagnostics ?? []).map((d) => `${d.path}: ${d.message}`);
+    const issues = (cfg: Cfg) =>
+      (loadComponent('sink', { type: 'snmp_trap', host: 'h', trap_oid: '1.3.6', ...cfg }, { env: {} }).diagnostics ?? []).map((d) => `${d.path}: ${d.message}`);
     expect(issues({ security_name: 'u' }).join('\n')).toMatch(/version: SNMPv3 fields .* use version '3'/);
     expect(issues({ version: '3', security_name: 'u', priv_key: 'privpriv' }).join('\n')).toMatch(/priv_key: privacy needs authentication/);
     expect(issues({ version: '3' }).join('\n')).toMatch(/security_name: version 3 needs security_name/);
@@ -277,7 +397,8 @@ END
     expect(issues({ varbinds: [{ oid: '1.3.6.1', value_field: 'a', type: 'Float' }] }).join('\n')).toMatch(/varbinds\[0\]\.type: unknown SNMP type "Float"/);
     expect(issues({ version: '3', security_name: 'u', auth_key: 'short' }).join('\n')).toMatch(/auth_key: an SNMPv3 passphrase has at least 8 characters/);
     // The source's users list.
-    const src = (cfg: Cfg) => (loadComponent('source', { type: 'snmp_trap', ...cfg }, { env: {} }).diagnostics ?? []).map((d) => `${d.path}: ${d.message}`).join('\n');
+    const src = (cfg: Cfg) =>
+      (loadComponent('source', { type: 'snmp_trap', ...cfg }, { env: {} }).diagnostics ?? []).map((d) => `${d.path}: ${d.message}`).join('\n');
     expect(src({ users: [{ security_name: 'a', auth_key: 'authauth' }] })).toMatch(/users: SNMPv3 users are listed: use version '3'/);
     expect(src({ version: '3', users: [{ security_name: 'a', priv_key: 'privpriv' }] })).toMatch(/users\[0\]\.priv_key: privacy needs authentication/);
     expect(src({ version: '3', users: [{ security_name: 'a', engine_id: 'xyz' }] })).toMatch(/users\[0\]\.engine_id/);

@@ -51,7 +51,15 @@ function streamRun(source: Cfg, extra: Cfg = {}, log: Logger = silentLogger) {
   const states: ConnectionState[] = [];
   const telemetry: RunTelemetry = { connection: (component, _t, s) => void (component === 'source' && states.push(s)) };
   const stop = new AbortController();
-  const cfg = loadPipeline({ name: 'trap-test', schedule: { type: 'stream' }, source: { type: 'snmp_trap', host: '127.0.0.1', ...source }, serializer_in: { type: 'json' }, serializer_out: { type: 'ndjson' }, sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }], ...extra });
+  const cfg = loadPipeline({
+    name: 'trap-test',
+    schedule: { type: 'stream' },
+    source: { type: 'snmp_trap', host: '127.0.0.1', ...source },
+    serializer_in: { type: 'json' },
+    serializer_out: { type: 'ndjson' },
+    sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+    ...extra,
+  });
   const done = runPipeline(cfg, { signal: stop.signal, telemetry, log, processed: new MemoryProcessedFiles() });
   runs.push({ stop, done });
   const records = (): Rec[] => {
@@ -129,7 +137,10 @@ describe('snmp_trap source: records', () => {
     const port = await freeUdpPort();
     const r = streamRun({ port, resolve_oids: false });
     await r.connected();
-    await snmptrap(port, { version: '2c' }, LINK_DOWN, [[`${IF_INDEX}.3`, 'i', '3'], [`${IF_INDEX}.4`, 'i', '4']]);
+    await snmptrap(port, { version: '2c' }, LINK_DOWN, [
+      [`${IF_INDEX}.3`, 'i', '3'],
+      [`${IF_INDEX}.4`, 'i', '4'],
+    ]);
     const [rec] = await r.waitFor(1);
     expect(rec).not.toHaveProperty('trap_name');
     expect(rec![`${IF_INDEX}.3`]).toBe(3);
@@ -139,7 +150,10 @@ describe('snmp_trap source: records', () => {
     const port2 = await freeUdpPort();
     const r2 = streamRun({ port: port2 });
     await r2.connected();
-    await snmptrap(port2, { version: '2c' }, LINK_DOWN, [[`${IF_INDEX}.3`, 'i', '3'], [`${IF_INDEX}.4`, 'i', '4']]);
+    await snmptrap(port2, { version: '2c' }, LINK_DOWN, [
+      [`${IF_INDEX}.3`, 'i', '3'],
+      [`${IF_INDEX}.4`, 'i', '4'],
+    ]);
     const [named] = await r2.waitFor(1);
     expect(named).toMatchObject({ ifIndex: 3, 'ifIndex.4': 4 });
   });
@@ -152,7 +166,16 @@ describe('snmp_trap source: records', () => {
     await snmptrapV1(port, 'public', '1.3.6.1.4.1.8072.4', '10.9.8.7', 2, 0, [[`${IF_INDEX}.5`, 'i', '5']]);
     const recs = await r.waitFor(2);
     const specific = recs.find((x) => x.generic_trap === 6)!;
-    expect(specific).toMatchObject({ version: '1', trap_oid: '1.3.6.1.4.1.8072.4.0.17', enterprise: '1.3.6.1.4.1.8072.4', generic_trap: 6, specific_trap: 17, agent_address: '10.9.8.7', community: 'public', [`${X}.1.0`]: 'v1' });
+    expect(specific).toMatchObject({
+      version: '1',
+      trap_oid: '1.3.6.1.4.1.8072.4.0.17',
+      enterprise: '1.3.6.1.4.1.8072.4',
+      generic_trap: 6,
+      specific_trap: 17,
+      agent_address: '10.9.8.7',
+      community: 'public',
+      [`${X}.1.0`]: 'v1',
+    });
     expect(recs.find((x) => x.generic_trap === 2)).toMatchObject({ trap_oid: LINK_DOWN, trap_name: 'IF-MIB::linkDown', ifIndex: 5 });
   });
 
@@ -195,8 +218,20 @@ describe('snmp_trap source: records', () => {
 });
 
 describe('snmp_trap source: SNMPv3', () => {
-  const AUTHS: [cli: string, ours: string][] = [['MD5', 'MD5'], ['SHA', 'SHA'], ['SHA-224', 'SHA224'], ['SHA-256', 'SHA256'], ['SHA-384', 'SHA384'], ['SHA-512', 'SHA512']];
-  const PRIVS: [cli: string, ours: string][] = [['DES', 'DES'], ['AES', 'AES128'], ['AES-192', 'AES192'], ['AES-256', 'AES256']];
+  const AUTHS: [cli: string, ours: string][] = [
+    ['MD5', 'MD5'],
+    ['SHA', 'SHA'],
+    ['SHA-224', 'SHA224'],
+    ['SHA-256', 'SHA256'],
+    ['SHA-384', 'SHA384'],
+    ['SHA-512', 'SHA512'],
+  ];
+  const PRIVS: [cli: string, ours: string][] = [
+    ['DES', 'DES'],
+    ['AES', 'AES128'],
+    ['AES-192', 'AES192'],
+    ['AES-256', 'AES256'],
+  ];
 
   it('authPriv traps from snmptrap with every auth protocol and every privacy protocol net-snmp has (users bound to engine IDs)', async () => {
     const port = await freeUdpPort();
@@ -223,16 +258,40 @@ describe('snmp_trap source: SNMPv3', () => {
   it('security_name: authNoPriv and noAuthNoPriv users; a wrong key or the same user from another engine is dropped', async () => {
     const port = await freeUdpPort();
     const { log, lines } = memoryLogger();
-    const r = streamRun({ port, version: '3', security_name: 'ops', auth_protocol: 'SHA256', auth_key: 'ops-auth-key', users: [{ security_name: 'guest' }, { security_name: 'pinned', auth_protocol: 'MD5', auth_key: 'pinned-auth', engine_id: '0x80000000010203040506' }] }, {}, log);
+    const r = streamRun(
+      {
+        port,
+        version: '3',
+        security_name: 'ops',
+        auth_protocol: 'SHA256',
+        auth_key: 'ops-auth-key',
+        users: [{ security_name: 'guest' }, { security_name: 'pinned', auth_protocol: 'MD5', auth_key: 'pinned-auth', engine_id: '0x80000000010203040506' }],
+      },
+      {},
+      log,
+    );
     await r.connected();
-    await snmptrap(port, { version: '3', user: 'ops', authProtocol: 'SHA-256', authKey: 'wrong-auth-key', engineId: '0x800000000102030405aa' }, LINK_DOWN, [[`${IF_INDEX}.1`, 'i', '1']]);
-    await snmptrap(port, { version: '3', user: 'pinned', authProtocol: 'MD5', authKey: 'pinned-auth', engineId: '0x800000000102030405bb' }, LINK_DOWN, [[`${IF_INDEX}.2`, 'i', '2']]);
-    await snmptrap(port, { version: '3', user: 'ops', authProtocol: 'SHA-256', authKey: 'ops-auth-key', engineId: '0x800000000102030405cc' }, LINK_DOWN, [[`${IF_INDEX}.3`, 'i', '3']]);
+    await snmptrap(port, { version: '3', user: 'ops', authProtocol: 'SHA-256', authKey: 'wrong-auth-key', engineId: '0x800000000102030405aa' }, LINK_DOWN, [
+      [`${IF_INDEX}.1`, 'i', '1'],
+    ]);
+    await snmptrap(port, { version: '3', user: 'pinned', authProtocol: 'MD5', authKey: 'pinned-auth', engineId: '0x800000000102030405bb' }, LINK_DOWN, [
+      [`${IF_INDEX}.2`, 'i', '2'],
+    ]);
+    await snmptrap(port, { version: '3', user: 'ops', authProtocol: 'SHA-256', authKey: 'ops-auth-key', engineId: '0x800000000102030405cc' }, LINK_DOWN, [
+      [`${IF_INDEX}.3`, 'i', '3'],
+    ]);
     await snmptrap(port, { version: '3', user: 'guest' }, LINK_DOWN, [[`${IF_INDEX}.4`, 'i', '4']]);
-    await snmptrap(port, { version: '3', user: 'pinned', authProtocol: 'MD5', authKey: 'pinned-auth', engineId: '0x80000000010203040506' }, LINK_DOWN, [[`${IF_INDEX}.5`, 'i', '5']]);
+    await snmptrap(port, { version: '3', user: 'pinned', authProtocol: 'MD5', authKey: 'pinned-auth', engineId: '0x80000000010203040506' }, LINK_DOWN, [
+      [`${IF_INDEX}.5`, 'i', '5'],
+    ]);
     await r.waitFor(3);
     await quiet(300);
-    expect(r.records().map((x) => x.ifIndex).sort()).toEqual([3, 4, 5]);
+    expect(
+      r
+        .records()
+        .map((x) => x.ifIndex)
+        .sort(),
+    ).toEqual([3, 4, 5]);
     const warn = lines.find((l) => typeof l.reason === 'string' && /wrongDigest/.test(l.reason as string));
     expect(warn, JSON.stringify(lines.map((l) => l.reason))).toBeDefined();
     expect(JSON.stringify(lines)).not.toMatch(/ops-auth-key|wrong-auth-key|pinned-auth/);
@@ -240,12 +299,35 @@ describe('snmp_trap source: SNMPv3', () => {
 
   it('v3 informs: snmpinform discovers our engine_id, is acknowledged at authPriv, and a wrong privacy key gets no acknowledgement', async () => {
     const port = await freeUdpPort();
-    const r = streamRun({ port, version: '3', engine_id: '0x80001f88800102030405060708', security_name: 'inf', auth_protocol: 'SHA512', auth_key: 'inform-auth', priv_protocol: 'AES256', priv_key: 'inform-priv' });
+    const r = streamRun({
+      port,
+      version: '3',
+      engine_id: '0x80001f88800102030405060708',
+      security_name: 'inf',
+      auth_protocol: 'SHA512',
+      auth_key: 'inform-auth',
+      priv_protocol: 'AES256',
+      priv_key: 'inform-priv',
+    });
     await r.connected();
-    await snmpinform(port, { version: '3', user: 'inf', authProtocol: 'SHA-512', authKey: 'inform-auth', privProtocol: 'AES-256', privKey: 'inform-priv' }, LINK_DOWN, [[`${IF_INDEX}.7`, 'i', '7']]);
+    await snmpinform(
+      port,
+      { version: '3', user: 'inf', authProtocol: 'SHA-512', authKey: 'inform-auth', privProtocol: 'AES-256', privKey: 'inform-priv' },
+      LINK_DOWN,
+      [[`${IF_INDEX}.7`, 'i', '7']],
+    );
     const [rec] = await r.waitFor(1);
     expect(rec).toMatchObject({ kind: 'inform', version: '3', security_name: 'inf', engine_id: '80001f88800102030405060708', ifIndex: 7 });
-    await expect(snmpinform(port, { version: '3', user: 'inf', authProtocol: 'SHA-512', authKey: 'inform-auth', privProtocol: 'AES-256', privKey: 'not-the-priv' }, LINK_DOWN, [], 1, 0)).rejects.toThrow();
+    await expect(
+      snmpinform(
+        port,
+        { version: '3', user: 'inf', authProtocol: 'SHA-512', authKey: 'inform-auth', privProtocol: 'AES-256', privKey: 'not-the-priv' },
+        LINK_DOWN,
+        [],
+        1,
+        0,
+      ),
+    ).rejects.toThrow();
     await quiet(300);
     expect(r.records()).toHaveLength(1);
   });
@@ -253,20 +335,46 @@ describe('snmp_trap source: SNMPv3', () => {
   it('3DES and AES192 (net-snmp has no 3DES): traps from the snmp_trap sink reach the source at authPriv', async () => {
     const port = await freeUdpPort();
     const engine = '0x80001f8880aabbccddeeff0011';
-    const r = streamRun({ port, version: '3', users: [
-      { security_name: 'tdes', auth_protocol: 'SHA', auth_key: 'tdes-auth-key', priv_protocol: '3DES', priv_key: 'tdes-priv-key', engine_id: engine },
-      { security_name: 'a192', auth_protocol: 'SHA224', auth_key: 'a192-auth-key', priv_protocol: 'AES192', priv_key: 'a192-priv-key', engine_id: engine },
-    ] });
+    const r = streamRun({
+      port,
+      version: '3',
+      users: [
+        { security_name: 'tdes', auth_protocol: 'SHA', auth_key: 'tdes-auth-key', priv_protocol: '3DES', priv_key: 'tdes-priv-key', engine_id: engine },
+        { security_name: 'a192', auth_protocol: 'SHA224', auth_key: 'a192-auth-key', priv_protocol: 'AES192', priv_key: 'a192-priv-key', engine_id: engine },
+      ],
+    });
     await r.connected();
     const dir = tempDir('svc-trap-in-');
     mkdirSync(join(dir, 'in'));
     writeFileSync(join(dir, 'in', 'r.ndjson'), '{"n": 1}\n');
-    for (const [user, priv] of [['tdes', '3DES'], ['a192', 'AES192']] as const) {
+    for (const [user, priv] of [
+      ['tdes', '3DES'],
+      ['a192', 'AES192'],
+    ] as const) {
       const auth = user === 'tdes' ? 'SHA' : 'SHA224';
-      const cfg = loadPipeline({ name: 'to-trap', schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in') }, serializer_in: { type: 'ndjson' }, serializer_out: { type: 'json' }, sinks: [{
-        type: 'snmp_trap', host: '127.0.0.1', port, version: '3', trap_oid: 'IF-MIB::linkUp', engine_id: engine, security_name: user, auth_protocol: auth, auth_key: `${user}-auth-key`, priv_protocol: priv, priv_key: `${user}-priv-key`,
-        varbinds: [{ oid: `${X}.1.0`, value_field: 'n', type: 'Integer32' }],
-      }] });
+      const cfg = loadPipeline({
+        name: 'to-trap',
+        schedule: { type: 'manual' },
+        source: { type: 'local', path: join(dir, 'in') },
+        serializer_in: { type: 'ndjson' },
+        serializer_out: { type: 'json' },
+        sinks: [
+          {
+            type: 'snmp_trap',
+            host: '127.0.0.1',
+            port,
+            version: '3',
+            trap_oid: 'IF-MIB::linkUp',
+            engine_id: engine,
+            security_name: user,
+            auth_protocol: auth,
+            auth_key: `${user}-auth-key`,
+            priv_protocol: priv,
+            priv_key: `${user}-priv-key`,
+            varbinds: [{ oid: `${X}.1.0`, value_field: 'n', type: 'Integer32' }],
+          },
+        ],
+      });
       const rec = await runPipeline(cfg, { log: silentLogger, processed: new MemoryProcessedFiles() });
       expect(rec.status, JSON.stringify(rec.errors)).toBe('success');
     }
@@ -306,7 +414,18 @@ END
 
   it('test(): binds the port and releases it; a port in use names host:port and what to do', async () => {
     const port = await freeUdpPort();
-    expect(await testConnector('source', { type: 'snmp_trap', host: '127.0.0.1', port, community: 'public', version: '2c', resolve_oids: true, mib_dirs: [], mib_modules: [] })).toMatchObject({ ok: true });
+    expect(
+      await testConnector('source', {
+        type: 'snmp_trap',
+        host: '127.0.0.1',
+        port,
+        community: 'public',
+        version: '2c',
+        resolve_oids: true,
+        mib_dirs: [],
+        mib_modules: [],
+      }),
+    ).toMatchObject({ ok: true });
     // Released: a second check (and a receiver) can bind it again.
     const r = streamRun({ port });
     await r.connected();
@@ -314,9 +433,13 @@ END
     try {
       const bad = await testConnector('source', { type: 'snmp_trap', host: '127.0.0.1', port: held.port, community: 'secret-community', version: '2c' });
       expect(bad.ok).toBe(false);
-      expect(bad.error).toBe(`snmp_trap: cannot listen on udp 127.0.0.1:${held.port}: UDP port ${held.port} on 127.0.0.1 is already in use; stop the other receiver there (snmptrapd, another pipeline) or choose another port`);
+      expect(bad.error).toBe(
+        `snmp_trap: cannot listen on udp 127.0.0.1:${held.port}: UDP port ${held.port} on 127.0.0.1 is already in use; stop the other receiver there (snmptrapd, another pipeline) or choose another port`,
+      );
       const notLocal = await testConnector('source', { type: 'snmp_trap', host: '192.0.2.1', port: 1162 });
-      expect(notLocal.error).toMatch(/^snmp_trap: cannot listen on udp 192\.0\.2\.1:1162: address 192\.0\.2\.1 is not local to this machine; use an address of this machine/);
+      expect(notLocal.error).toMatch(
+        /^snmp_trap: cannot listen on udp 192\.0\.2\.1:1162: address 192\.0\.2\.1 is not local to this machine; use an address of this machine/,
+      );
     } finally {
       held.close();
     }
@@ -326,15 +449,22 @@ END
     const dir = mkdtempSync(join(tmpdir(), 'svc-trap-priv-'));
     chmodSync(dir, 0o755);
     const script = join(dir, 'check.mts');
-    writeFileSync(script, `import { testConnector } from ${JSON.stringify(join(process.cwd(), 'src/engine/connector-test.ts'))};\nconsole.log(JSON.stringify(await testConnector('source', { type: 'snmp_trap', host: '127.0.0.1', port: 162 })));\n`);
+    writeFileSync(
+      script,
+      `import { testConnector } from ${JSON.stringify(join(process.cwd(), 'src/engine/connector-test.ts'))};\nconsole.log(JSON.stringify(await testConnector('source', { type: 'snmp_trap', host: '127.0.0.1', port: 162 })));\n`,
+    );
     chmodSync(script, 0o644);
     const tsx = join(process.cwd(), 'node_modules/.bin/tsx');
     const [cmd, args] = process.getuid?.() === 0 ? ['runuser', ['-u', 'nobody', '--', 'env', `HOME=${dir}`, tsx, script]] : [tsx, [script]];
-    const out = await new Promise<string>((resolve, reject) => execFile(cmd, args, { timeout: 60_000 }, (e, stdout, stderr) => (e ? reject(new Error(stderr || e.message)) : resolve(stdout))));
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(cmd, args, { timeout: 60_000 }, (e, stdout, stderr) => (e ? reject(new Error(stderr || e.message)) : resolve(stdout))),
+    );
     const r = JSON.parse(out.trim().split('\n').pop()!) as { ok: boolean; error: string };
     rmSync(dir, { recursive: true, force: true });
     expect(r.ok).toBe(false);
-    expect(r.error).toBe('snmp_trap: cannot listen on udp 127.0.0.1:162: UDP port 162 is below 1024 and needs privilege (root or CAP_NET_BIND_SERVICE); use a port of 1024 or above; run with CAP_NET_BIND_SERVICE, or listen on 1162 and forward 162 to it');
+    expect(r.error).toBe(
+      'snmp_trap: cannot listen on udp 127.0.0.1:162: UDP port 162 is below 1024 and needs privilege (root or CAP_NET_BIND_SERVICE); use a port of 1024 or above; run with CAP_NET_BIND_SERVICE, or listen on 1162 and forward 162 to it',
+    );
   }, 90_000);
 
   it('a running receiver holds its port: a second pipeline on it fails after its attempts with the clear message', async () => {
@@ -355,7 +485,11 @@ END
     // 20 records a second behind a queue of 50: most of 3,000 traps sent at once cannot be kept.
     const r = streamRun({ port, max_queue_size: 50, resolve_oids: false }, { rate_limit_rps: 20 }, log);
     await r.connected();
-    await publishBodies(port, 'public', Array.from({ length: 3000 }, (_, i) => Buffer.from(JSON.stringify({ seq: i }))));
+    await publishBodies(
+      port,
+      'public',
+      Array.from({ length: 3000 }, (_, i) => Buffer.from(JSON.stringify({ seq: i }))),
+    );
     const warn = await until(() => lines.find((l) => typeof l.msg === 'string' && (l.msg as string).includes('queue full')), 10_000, 'a queue-full warning');
     expect(warn).toMatchObject({ level: 40, connector: 'snmp_trap', listener: `udp://127.0.0.1:${port}` });
     expect(warn.dropped_total).toBeGreaterThan(0);

@@ -83,11 +83,24 @@ const sorted = (rows: Rec[], key = 'id') => [...rows].sort((a, b) => Number(a[ke
 
 describe('connection_url', () => {
   it('accepts the SQLAlchemy forms', () => {
-    expect(parseSqlUrl('postgresql://u:p%40ss@db.example:6543/nms?sslmode=require')).toMatchObject({ dialect: 'postgresql', host: 'db.example', port: 6543, user: 'u', password: 'p@ss', database: 'nms', params: { sslmode: 'require' } });
+    expect(parseSqlUrl('postgresql://u:p%40ss@db.example:6543/nms?sslmode=require')).toMatchObject({
+      dialect: 'postgresql',
+      host: 'db.example',
+      port: 6543,
+      user: 'u',
+      password: 'p@ss',
+      database: 'nms',
+      params: { sslmode: 'require' },
+    });
     expect(parseSqlUrl('postgres://db/nms')).toMatchObject({ dialect: 'postgresql', host: 'db', port: 5432, database: 'nms' });
     expect(parseSqlUrl('postgresql+psycopg2://u@db/nms')).toMatchObject({ dialect: 'postgresql', user: 'u', database: 'nms' });
     expect(parseSqlUrl('mysql://root@127.0.0.1/inv')).toMatchObject({ dialect: 'mysql', port: 3306, database: 'inv' });
-    expect(parseSqlUrl('mariadb://u:pw@[::1]:3307/inv?charset=utf8mb4')).toMatchObject({ dialect: 'mysql', host: '::1', port: 3307, params: { charset: 'utf8mb4' } });
+    expect(parseSqlUrl('mariadb://u:pw@[::1]:3307/inv?charset=utf8mb4')).toMatchObject({
+      dialect: 'mysql',
+      host: '::1',
+      port: 3307,
+      params: { charset: 'utf8mb4' },
+    });
     expect(parseSqlUrl('mysql+pymysql://u:pw@h/inv')).toMatchObject({ dialect: 'mysql', host: 'h', database: 'inv' });
     expect(parseSqlUrl('sqlite:///data/x.db')).toMatchObject({ dialect: 'sqlite', path: 'data/x.db' });
     expect(parseSqlUrl('sqlite:////var/lib/x.db')).toMatchObject({ dialect: 'sqlite', path: '/var/lib/x.db' });
@@ -157,7 +170,12 @@ describe('connection_url', () => {
     expect(check.ok).toBe(false);
     expect(check.error).toMatch(/^sql: cannot connect to mysql:\/\/root@127\.0\.0\.1:3306\/svc_test_\d+_\d+: Access denied/);
     expect(check.error).not.toMatch(/Sup3rSecret/);
-    const down = await testConnector('source', { type: 'sql', connection_url: 'postgresql://svc:Sup3rSecret%21@127.0.0.1:1/db', query: 'SELECT 1', chunk_size: 0 });
+    const down = await testConnector('source', {
+      type: 'sql',
+      connection_url: 'postgresql://svc:Sup3rSecret%21@127.0.0.1:1/db',
+      query: 'SELECT 1',
+      chunk_size: 0,
+    });
     expect(down.error).toMatch(/^sql: cannot connect to postgresql:\/\/svc@127\.0\.0\.1:1\/db: .*ECONNREFUSED/);
     expect(down.error).not.toMatch(/Sup3rSecret/);
     const { rec } = await sinkRun({ connection_url: url, table: 'x' }, [{ a: 1 }], { on_error: 'continue', dlq: undefined });
@@ -181,7 +199,13 @@ describe.each(ENGINES)('%s sink', (engine) => {
 
   it('upsert: inserts new keys, updates existing ones (later records win), leaves absent columns alone', async () => {
     const t = newTable();
-    await db().exec(ddl(engine, t, { postgres: 'id integer PRIMARY KEY, name text, note text', mariadb: 'id int PRIMARY KEY, name varchar(50), note varchar(50)', sqlite: 'id INTEGER PRIMARY KEY, name TEXT, note TEXT' }));
+    await db().exec(
+      ddl(engine, t, {
+        postgres: 'id integer PRIMARY KEY, name text, note text',
+        mariadb: 'id int PRIMARY KEY, name varchar(50), note varchar(50)',
+        sqlite: 'id INTEGER PRIMARY KEY, name TEXT, note TEXT',
+      }),
+    );
     await db().exec(`INSERT INTO ${t} (id, name, note) VALUES (1, 'one', 'keep'), (2, 'two', 'keep')`);
     const sink = { connection_url: url(), table: t, mode: 'upsert', upsert_keys: ['id'] };
     const { rec, dlq } = await sinkRun(sink, [
@@ -201,7 +225,13 @@ describe.each(ENGINES)('%s sink', (engine) => {
 
   it('upsert without a unique index on the keys: test() and the first write say what to create', async () => {
     const t = newTable();
-    await db().exec(ddl(engine, t, { postgres: 'id integer, site text, v integer', mariadb: 'id int, site varchar(20), v int, UNIQUE KEY (id)', sqlite: 'id INTEGER UNIQUE, site TEXT, v INTEGER' }));
+    await db().exec(
+      ddl(engine, t, {
+        postgres: 'id integer, site text, v integer',
+        mariadb: 'id int, site varchar(20), v int, UNIQUE KEY (id)',
+        sqlite: 'id INTEGER UNIQUE, site TEXT, v INTEGER',
+      }),
+    );
     const sink = { type: 'sql', connection_url: url(), table: t, mode: 'upsert', upsert_keys: ['id', 'site'], chunk_size: 500 };
     const check = await testConnector('sink', sink);
     expect(check.ok).toBe(false);
@@ -255,7 +285,10 @@ describe.each(ENGINES)('%s sink', (engine) => {
       { id: 3, host: null },
     ]);
     const started = Date.now();
-    const missing = await sinkRun({ connection_url: url(), table: `${t}_missing`, retry_count: 3, retry_delay_seconds: 1 }, [{ id: 1 }], { on_error: 'continue', dlq: undefined });
+    const missing = await sinkRun({ connection_url: url(), table: `${t}_missing`, retry_count: 3, retry_delay_seconds: 1 }, [{ id: 1 }], {
+      on_error: 'continue',
+      dlq: undefined,
+    });
     expect(missing.rec.errors.join('\n')).toMatch(new RegExp(`table ${t}_missing does not exist in`));
     expect(Date.now() - started).toBeLessThan(2500); // not retried
   });
@@ -264,7 +297,10 @@ describe.each(ENGINES)('%s sink', (engine) => {
     const t = newTable();
     await db().exec(ddl(engine, t, { postgres: 'id integer PRIMARY KEY', mariadb: 'id int PRIMARY KEY', sqlite: 'id INTEGER PRIMARY KEY' }));
     const n = 1234;
-    const { rec } = await sinkRun({ connection_url: url(), table: t, chunk_size: 100 }, Array.from({ length: n }, (_, i) => ({ id: i })));
+    const { rec } = await sinkRun(
+      { connection_url: url(), table: t, chunk_size: 100 },
+      Array.from({ length: n }, (_, i) => ({ id: i })),
+    );
     expect(rec.records_out).toBe(n);
     expect(Number((await db().exec(`SELECT count(*) AS c FROM ${t}`))[0]!.c)).toBe(n);
   });
@@ -278,7 +314,13 @@ describe('postgres sink specifics', () => {
     await db.exec(`CREATE TABLE ${t}_n (n integer); INSERT INTO ${t}_n VALUES (0)`);
     await db.exec(`CREATE FUNCTION ${t}_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE ${t}_n SET n = n + 1; RETURN NULL; END $$`);
     await db.exec(`CREATE TRIGGER ${t}_c AFTER INSERT ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION ${t}_count()`);
-    const records = Array.from({ length: 250 }, (_, i) => ({ id: i, host: `rtr-${i}`, doc: { a: i, b: [1, 2] }, at: '2024-05-01T10:00:00.5+02:00', flag: i % 2 === 0 }));
+    const records = Array.from({ length: 250 }, (_, i) => ({
+      id: i,
+      host: `rtr-${i}`,
+      doc: { a: i, b: [1, 2] },
+      at: '2024-05-01T10:00:00.5+02:00',
+      flag: i % 2 === 0,
+    }));
     const { rec } = await sinkRun({ connection_url: db.url, table: t, chunk_size: 100 }, records, { record_chunk_size: 1000 });
     expect(rec.records_out).toBe(250);
     expect((await db.exec(`SELECT n FROM ${t}_n`))[0]).toEqual({ n: 3 });
@@ -291,7 +333,11 @@ describe('postgres sink specifics', () => {
     const t = newTable();
     await db.exec(`CREATE TABLE ${t}_p (id integer PRIMARY KEY); INSERT INTO ${t}_p VALUES (1), (2)`);
     await db.exec(`CREATE TABLE ${t} (id integer, p integer REFERENCES ${t}_p (id) DEFERRABLE INITIALLY DEFERRED)`);
-    const { rec, dlq } = await sinkRun({ connection_url: db.url, table: t }, [{ id: 1, p: 1 }, { id: 2, p: 9 }, { id: 3, p: 2 }]);
+    const { rec, dlq } = await sinkRun({ connection_url: db.url, table: t }, [
+      { id: 1, p: 1 },
+      { id: 2, p: 9 },
+      { id: 3, p: 2 },
+    ]);
     expect(rec.records_out).toBe(2);
     expect(dlq.map((d) => d.record)).toEqual([{ id: 2, p: 9 }]);
     expect(dlq[0]!._error).toMatch(/foreign key constraint.*Key \(p\)=\(9\) is not present/);
@@ -301,8 +347,12 @@ describe('postgres sink specifics', () => {
     const db = dbs.postgres;
     const t = newTable();
     await db.exec(`CREATE TABLE ${t} (id integer PRIMARY KEY)`);
-        // 20 writes at 5 a second (the first 5 at once): the disruption lands mid-run.
-    const running = sinkRun({ connection_url: db.url, table: t, retry_count: 5, retry_delay_seconds: 0.1 }, Array.from({ length: 200 }, (_, i) => ({ id: i })), { record_chunk_size: 10, rate_limit_rps: 5 });
+    // 20 writes at 5 a second (the first 5 at once): the disruption lands mid-run.
+    const running = sinkRun(
+      { connection_url: db.url, table: t, retry_count: 5, retry_delay_seconds: 0.1 },
+      Array.from({ length: 200 }, (_, i) => ({ id: i })),
+      { record_chunk_size: 10, rate_limit_rps: 5 },
+    );
     await until(async () => Number((await db.exec(`SELECT count(*) AS c FROM ${t}`))[0]!.c) >= 60, 15_000, 'rows written before the disruption');
     await db.disrupt();
     const { rec } = await running;
@@ -320,7 +370,9 @@ describe('postgres sink specifics', () => {
       const err = await d.insert(spec, [{ id: 1, v: 1 }]).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(SqlError);
       expect((err as SqlError).kind).toBe('fatal');
-      expect((err as SqlError).message).toMatch(new RegExp(`table public.${t} has no unique index on exactly \\(id\\).*CREATE UNIQUE INDEX "${t}_id_key" ON "public"."${t}" \\("id"\\)`));
+      expect((err as SqlError).message).toMatch(
+        new RegExp(`table public.${t} has no unique index on exactly \\(id\\).*CREATE UNIQUE INDEX "${t}_id_key" ON "public"."${t}" \\("id"\\)`),
+      );
     } finally {
       await d.close();
     }
@@ -334,9 +386,12 @@ describe('postgres COPY (mode insert)', () => {
     const t = newTable();
     await db.exec(`CREATE TABLE ${t} (${ddl}); CREATE TABLE ${t}_b (LIKE ${t} INCLUDING DEFAULTS); CREATE VIEW ${t}_v AS SELECT * FROM ${t}_b`);
     await db.exec(`CREATE TABLE ${t}_log (tab text, stmt text)`);
-    await db.exec(`CREATE FUNCTION ${t}_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO ${t}_log VALUES (TG_TABLE_NAME, upper(split_part(ltrim(current_query()), ' ', 1))); RETURN NULL; END $$`);
+    await db.exec(
+      `CREATE FUNCTION ${t}_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO ${t}_log VALUES (TG_TABLE_NAME, upper(split_part(ltrim(current_query()), ' ', 1))); RETURN NULL; END $$`,
+    );
     for (const x of [t, `${t}_b`]) await db.exec(`CREATE TRIGGER ${x}_l AFTER INSERT ON ${x} FOR EACH STATEMENT EXECUTE FUNCTION ${t}_log()`);
-    const log = async () => (await db.exec(`SELECT tab, stmt, count(*)::int AS n FROM ${t}_log GROUP BY 1, 2 ORDER BY 1, 2`)) as { tab: string; stmt: string; n: number }[];
+    const log = async () =>
+      (await db.exec(`SELECT tab, stmt, count(*)::int AS n FROM ${t}_log GROUP BY 1, 2 ORDER BY 1, 2`)) as { tab: string; stmt: string; n: number }[];
     return { db, t, log };
   }
 
@@ -350,11 +405,52 @@ describe('postgres COPY (mode insert)', () => {
     const tricky = 'tab\there\nnl\\bs "dq" \'sq\' \rcr \\N \\. é漢🙂';
     const records: Rec[] = [
       {
-        id: 1, s: tricky, n: 42, big: '9007199254740993', num: 1.5e21, f: 0.1, flag: true, d: '2024-05-01', at: '2024-05-01T10:00:00.5+02:00', local: '2024-05-01T10:00:00.123456',
-        doc: { a: [1, 'x\ty'], b: null, c: 'back\\slash' }, j: 'just a string', bin: '\\x0102ff', ia: [[1, 2], [3, null]], ta: ['a', 'b,c', '"q"', null, 'NULL', '', 'x\\y', 'tab\t', 'nl\n', '{}', ' sp '],
-        jba: [{ a: 1 }, 's', 5, null], mood: 'ok', pos: 3, v: 'abcde', dflt: 1,
+        id: 1,
+        s: tricky,
+        n: 42,
+        big: '9007199254740993',
+        num: 1.5e21,
+        f: 0.1,
+        flag: true,
+        d: '2024-05-01',
+        at: '2024-05-01T10:00:00.5+02:00',
+        local: '2024-05-01T10:00:00.123456',
+        doc: { a: [1, 'x\ty'], b: null, c: 'back\\slash' },
+        j: 'just a string',
+        bin: '\\x0102ff',
+        ia: [
+          [1, 2],
+          [3, null],
+        ],
+        ta: ['a', 'b,c', '"q"', null, 'NULL', '', 'x\\y', 'tab\t', 'nl\n', '{}', ' sp '],
+        jba: [{ a: 1 }, 's', 5, null],
+        mood: 'ok',
+        pos: 3,
+        v: 'abcde',
+        dflt: 1,
       },
-      { id: 2, s: null, n: null, big: null, num: null, f: null, flag: null, d: null, at: null, local: null, doc: null, j: null, bin: null, ia: null, ta: null, jba: null, mood: null, pos: null, v: null, dflt: null },
+      {
+        id: 2,
+        s: null,
+        n: null,
+        big: null,
+        num: null,
+        f: null,
+        flag: null,
+        d: null,
+        at: null,
+        local: null,
+        doc: null,
+        j: null,
+        bin: null,
+        ia: null,
+        ta: null,
+        jba: null,
+        mood: null,
+        pos: null,
+        v: null,
+        dflt: null,
+      },
       { id: 3, s: '', n: '7', big: -42, num: '12.50', f: 1e-7, flag: 'yes', doc: 's', j: { k: [1, {}] }, bin: 'AQL/', ia: [[]], ta: [], jba: [[1, 2]], v: 5 },
       { id: 4, s: 42, flag: 0, doc: [1, 'two'], j: 3, ia: '{5,6}', ta: [{ k: 1 }, 5, true] },
       { id: 5 },
@@ -373,10 +469,46 @@ describe('postgres COPY (mode insert)', () => {
     const rows = await all(t);
     expect(rows).toEqual(await all(`${t}_b`));
     const text = (await db.exec(`SELECT at::text, local::text, num::text, f::text, doc::text FROM ${t} WHERE id = 1`))[0];
-    expect(text).toEqual({ at: '2024-05-01 08:00:00.5+00', local: '2024-05-01 10:00:00.123456', num: '1500000000000000000000', f: '0.1', doc: '{"a": [1, "x\\ty"], "b": null, "c": "back\\\\slash"}' });
-    expect(rows[0]).toMatchObject({ s: tricky, n: 42, big: '9007199254740993', flag: true, j: 'just a string', bin: Buffer.from([1, 2, 255]), ia: [[1, 2], [3, null]], ta: records[0]!.ta, jba: [{ a: 1 }, 's', 5, null], mood: 'ok', pos: 3, v: 'abcde', dflt: 1 });
+    expect(text).toEqual({
+      at: '2024-05-01 08:00:00.5+00',
+      local: '2024-05-01 10:00:00.123456',
+      num: '1500000000000000000000',
+      f: '0.1',
+      doc: '{"a": [1, "x\\ty"], "b": null, "c": "back\\\\slash"}',
+    });
+    expect(rows[0]).toMatchObject({
+      s: tricky,
+      n: 42,
+      big: '9007199254740993',
+      flag: true,
+      j: 'just a string',
+      bin: Buffer.from([1, 2, 255]),
+      ia: [
+        [1, 2],
+        [3, null],
+      ],
+      ta: records[0]!.ta,
+      jba: [{ a: 1 }, 's', 5, null],
+      mood: 'ok',
+      pos: 3,
+      v: 'abcde',
+      dflt: 1,
+    });
     expect(rows[1]).toEqual(Object.fromEntries(Object.keys(rows[1]!).map((k) => [k, k === 'id' ? 2 : null])));
-    expect(rows[2]).toMatchObject({ s: '', n: 7, big: '-42', flag: true, doc: 's', j: { k: [1, {}] }, bin: Buffer.from('AQL/'), ia: [], ta: [], jba: [[1, 2]], v: '5', dflt: 7 });
+    expect(rows[2]).toMatchObject({
+      s: '',
+      n: 7,
+      big: '-42',
+      flag: true,
+      doc: 's',
+      j: { k: [1, {}] },
+      bin: Buffer.from('AQL/'),
+      ia: [],
+      ta: [],
+      jba: [[1, 2]],
+      v: '5',
+      dflt: 7,
+    });
     expect(rows[3]).toMatchObject({ s: '42', flag: false, doc: [1, 'two'], j: 3, ia: [5, 6], ta: ['{"k":1}', '5', 'true'] });
     expect(rows[4]).toMatchObject({ id: 5, s: null, dflt: 7 });
   });
@@ -428,7 +560,11 @@ describe('postgres COPY (mode insert)', () => {
 
   it('chunks COPY cannot write as INSERT would keep the INSERT form: a lone surrogate, a composite column, GENERATED ALWAYS', async () => {
     const { db, t, log } = await twin('id integer, s text');
-    const surrogate = await sinkRun({ connection_url: db.url, table: t }, [{ id: 1, s: 'ok' }, { id: 2, s: 'lone \ud800' }, { id: 3, s: 'fine' }]);
+    const surrogate = await sinkRun({ connection_url: db.url, table: t }, [
+      { id: 1, s: 'ok' },
+      { id: 2, s: 'lone \ud800' },
+      { id: 3, s: 'fine' },
+    ]);
     expect(surrogate.rec.records_out).toBe(2);
     expect(surrogate.dlq.map((d) => (d.record as Rec).id)).toEqual([2]);
     expect(surrogate.dlq[0]!._error).toMatch(/invalid input syntax for type json/);
@@ -439,7 +575,10 @@ describe('postgres COPY (mode insert)', () => {
     await db.exec(`CREATE TYPE ${pair} AS (a integer, b text)`);
     const c = newTable();
     await db.exec(`CREATE TABLE ${c} (id integer, p ${pair})`);
-    const composite = await sinkRun({ connection_url: db.url, table: c }, [{ id: 1, p: { a: 1, b: 'x' } }, { id: 2, p: '(2,y)' }]);
+    const composite = await sinkRun({ connection_url: db.url, table: c }, [
+      { id: 1, p: { a: 1, b: 'x' } },
+      { id: 2, p: '(2,y)' },
+    ]);
     expect(composite.dlq).toEqual([]);
     expect(await db.exec(`SELECT id, p::text FROM ${c} ORDER BY id`)).toEqual([
       { id: 1, p: '(1,x)' },
@@ -456,13 +595,31 @@ describe('postgres COPY (mode insert)', () => {
   });
 
   it('encodes COPY text: tabs, newlines, carriage returns and backslashes escaped, \\N for NULL, array literals quoted', () => {
-    const row = copyText([encoderOf('scalar'), encoderOf('json'), encoderOf({ array: 'scalar' }), encoderOf({ array: 'json' })], ['s', 'j', 'a', 'ja'], [
-      { s: 'a\tb\nc\rd\\e "f"', j: 'x\ty', a: [1, 'q"r', null, 's\\t', ['n']], ja: [{ k: 'v' }, 'w'] },
-      { s: null, j: null, a: null, ja: undefined },
-      { s: 1.5, j: NaN, a: [[1, 2], [3, 4]], ja: [] },
-    ]);
+    const row = copyText(
+      [encoderOf('scalar'), encoderOf('json'), encoderOf({ array: 'scalar' }), encoderOf({ array: 'json' })],
+      ['s', 'j', 'a', 'ja'],
+      [
+        { s: 'a\tb\nc\rd\\e "f"', j: 'x\ty', a: [1, 'q"r', null, 's\\t', ['n']], ja: [{ k: 'v' }, 'w'] },
+        { s: null, j: null, a: null, ja: undefined },
+        {
+          s: 1.5,
+          j: NaN,
+          a: [
+            [1, 2],
+            [3, 4],
+          ],
+          ja: [],
+        },
+      ],
+    );
     expect(row.split('\n')).toEqual([
-      String.raw`a\tb\nc\rd\\e "f"` + '\t' + String.raw`"x\\ty"` + '\t' + String.raw`{"1","q\\"r",NULL,"s\\\\t","[\\"n\\"]"}` + '\t' + String.raw`{"{\\"k\\":\\"v\\"}","\\"w\\""}`,
+      String.raw`a\tb\nc\rd\\e "f"` +
+        '\t' +
+        String.raw`"x\\ty"` +
+        '\t' +
+        String.raw`{"1","q\\"r",NULL,"s\\\\t","[\\"n\\"]"}` +
+        '\t' +
+        String.raw`{"{\\"k\\":\\"v\\"}","\\"w\\""}`,
       '\\N\t\\N\t\\N\t\\N',
       '1.5\t\\N\t{{"1","2"},{"3","4"}}\t{}',
       '',
@@ -510,7 +667,14 @@ describe('sqlite sink specifics', () => {
 
   it('a database file that does not exist is not created', async () => {
     const dir = tempDir('svc-sql-none-');
-    const r = await testConnector('sink', { type: 'sql', connection_url: `sqlite:///${join(dir, 'nope.db')}`, table: 't', mode: 'insert', upsert_keys: [], chunk_size: 500 });
+    const r = await testConnector('sink', {
+      type: 'sql',
+      connection_url: `sqlite:///${join(dir, 'nope.db')}`,
+      table: 't',
+      mode: 'insert',
+      upsert_keys: [],
+      chunk_size: 500,
+    });
     expect(r.ok).toBe(false);
     expect(r.error).toMatch(/^sql: cannot connect to SQLite file .*nope\.db: /);
     expect(readdirSync(dir)).toEqual([]);
@@ -602,8 +766,12 @@ describe('source values: JSON-safe, exact', () => {
   it('mariadb: BIGINT exact, DECIMAL as string, DATETIME and TIMESTAMP (UTC) as ISO 8601, BLOB base64', async () => {
     const db = dbs.mariadb;
     const t = newTable();
-    await db.exec(`CREATE TABLE ${t} (small bigint, big bigint unsigned, amount decimal(6,2), doc json, d date, dt datetime(3), ts timestamp(0) NULL, bin blob, f double)`);
-    await db.exec(`INSERT INTO ${t} VALUES (42, 18446744073709551615, 12.50, '{"a": [1, 2]}', '2024-05-01', '2024-05-01 10:00:00.250', '2024-05-01 10:00:00', x'0102ff', 1.5)`);
+    await db.exec(
+      `CREATE TABLE ${t} (small bigint, big bigint unsigned, amount decimal(6,2), doc json, d date, dt datetime(3), ts timestamp(0) NULL, bin blob, f double)`,
+    );
+    await db.exec(
+      `INSERT INTO ${t} VALUES (42, 18446744073709551615, 12.50, '{"a": [1, 2]}', '2024-05-01', '2024-05-01 10:00:00.250', '2024-05-01 10:00:00', x'0102ff', 1.5)`,
+    );
     const { records } = await sourceRun({ connection_url: db.url, query: `SELECT * FROM ${t}`, chunk_size: 0 });
     expect(records[0]).toEqual({
       small: 42,
@@ -625,7 +793,15 @@ describe('source values: JSON-safe, exact', () => {
       query: "SELECT 42 AS small, 9223372036854775807 AS big, 1.5 AS f, x'0102ff' AS bin, '2024-05-01T10:00:00Z' AS at, NULL AS empty",
       chunk_size: 5,
     });
-    expect(records[0], JSON.stringify(rec)).toEqual({ small: 42, big: '9223372036854775807', f: 1.5, bin: 'AQL/', at: '2024-05-01T10:00:00Z', empty: null, _chunk: 1 });
+    expect(records[0], JSON.stringify(rec)).toEqual({
+      small: 42,
+      big: '9223372036854775807',
+      f: 1.5,
+      bin: 'AQL/',
+      at: '2024-05-01T10:00:00Z',
+      empty: null,
+      _chunk: 1,
+    });
   });
 
   it('a round trip: what the source reads, the sink writes back unchanged (postgres to mariadb to sqlite)', async () => {
@@ -640,8 +816,13 @@ describe('source values: JSON-safe, exact', () => {
       const cfg = loadPipeline({ name: 'sql-roundtrip', schedule: { type: 'manual' }, source: { type: 'sql', ...source }, sinks: [{ type: 'sql', ...sink }] });
       return runPipeline(cfg, { log: silentLogger, processed: new MemoryProcessedFiles() });
     };
-    expect((await run({ connection_url: dbs.postgres.url, query: `SELECT * FROM ${pgT}`, chunk_size: 1 }, { connection_url: dbs.mariadb.url, table: myT })).records_out).toBe(2);
-    expect((await run({ connection_url: dbs.mariadb.url, query: `SELECT * FROM ${myT}` }, { connection_url: dbs.sqlite.url, table: liteT })).records_out).toBe(2);
+    expect(
+      (await run({ connection_url: dbs.postgres.url, query: `SELECT * FROM ${pgT}`, chunk_size: 1 }, { connection_url: dbs.mariadb.url, table: myT }))
+        .records_out,
+    ).toBe(2);
+    expect((await run({ connection_url: dbs.mariadb.url, query: `SELECT * FROM ${myT}` }, { connection_url: dbs.sqlite.url, table: liteT })).records_out).toBe(
+      2,
+    );
     // Read as text: the fixture's reader would round 2^53 + 1.
     expect(await dbs.sqlite.exec(`SELECT CAST(id AS TEXT) AS id, typeof(id) AS type, name, at, amount FROM ${liteT} ORDER BY id`)).toEqual([
       { id: '1', type: 'integer', name: 'a', at: '2024-05-01T10:00:00', amount: '1.25' },
@@ -653,6 +834,7 @@ describe('source values: JSON-safe, exact', () => {
 describe('docs', () => {
   it('the connector page names every URL form and the decisions', () => {
     const page = readFileSync(new URL('../../docs/connectors/sql.md', import.meta.url), 'utf8');
-    for (const form of ['postgresql://', 'postgres://', 'postgresql+psycopg2://', 'mysql://', 'mariadb://', 'mysql+pymysql://', 'sqlite:///', 'sqlite:////']) expect(page).toContain(form);
+    for (const form of ['postgresql://', 'postgres://', 'postgresql+psycopg2://', 'mysql://', 'mariadb://', 'mysql+pymysql://', 'sqlite:///', 'sqlite:////'])
+      expect(page).toContain(form);
   });
 });

@@ -100,7 +100,8 @@ async function udpSend(port: number, datagrams: (string | Buffer)[]) {
 }
 
 const oc = (m: string | Buffer) => Buffer.concat([Buffer.from(`${Buffer.byteLength(m)} `), Buffer.from(m)]);
-const msg5424 = (i: number, text = `event ${i}`) => `<165>1 2026-11-26T10:00:${String(i % 60).padStart(2, '0')}.123Z rtr${i} app 42 ID${i} [meta@32473 seq="${i}"] ${text}`;
+const msg5424 = (i: number, text = `event ${i}`) =>
+  `<165>1 2026-11-26T10:00:${String(i % 60).padStart(2, '0')}.123Z rtr${i} app 42 ID${i} [meta@32473 seq="${i}"] ${text}`;
 
 describe('syslog: records from util-linux logger', () => {
   it('RFC 5424 over UDP: every field, structured data as {sd-id: {param: value}}, peer and protocol', async () => {
@@ -108,7 +109,19 @@ describe('syslog: records from util-linux logger', () => {
     await logger(run.port, ['hello from logger'], {
       protocol: 'udp',
       tag: 'myapp',
-      extra: ['-p', 'local3.warning', '--id=4711', '--msgid', 'LINKDOWN', '--sd-id', 'origin@32473', '--sd-param', 'ip="192.0.2.1"', '--sd-param', 'software="svc \\"test\\""'],
+      extra: [
+        '-p',
+        'local3.warning',
+        '--id=4711',
+        '--msgid',
+        'LINKDOWN',
+        '--sd-id',
+        'origin@32473',
+        '--sd-param',
+        'ip="192.0.2.1"',
+        '--sd-param',
+        'software="svc \\"test\\""',
+      ],
     });
     await until(() => run.records().length >= 1, 10_000, 'one record');
     const [r] = run.records();
@@ -131,12 +144,24 @@ describe('syslog: records from util-linux logger', () => {
     expect(r).not.toHaveProperty('parse_error');
   });
 
-  it('RFC 3164 over UDP: hostname, tag, pid, and the timestamp with the receiver\'s year and zone', async () => {
+  it("RFC 3164 over UDP: hostname, tag, pid, and the timestamp with the receiver's year and zone", async () => {
     const run = await started({ protocol: 'udp' });
     await logger(run.port, ['old style'], { protocol: 'udp', format: 'rfc3164', tag: 'bsdapp', extra: ['-p', 'auth.err', '--id=99'] });
     await until(() => run.records().length >= 1, 10_000, 'one record');
     const [r] = run.records();
-    expect(r).toMatchObject({ facility: 4, facility_name: 'auth', severity: 3, severity_name: 'err', format: 'rfc3164', app_name: 'bsdapp', procid: '99', msgid: null, structured_data: null, message: 'old style', protocol: 'udp' });
+    expect(r).toMatchObject({
+      facility: 4,
+      facility_name: 'auth',
+      severity: 3,
+      severity_name: 'err',
+      format: 'rfc3164',
+      app_name: 'bsdapp',
+      procid: '99',
+      msgid: null,
+      structured_data: null,
+      message: 'old style',
+      protocol: 'udp',
+    });
     expect(r!.hostname).toBeTruthy();
     expect(r!.timestamp).toMatch(new RegExp(`^${new Date().getFullYear()}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d[+-]\\d\\d:\\d\\d$`));
   });
@@ -165,7 +190,15 @@ describe('syslog: rsyslogd forwarding to us (omfwd, TCP, octet-counted)', () => 
     await until(() => checkSequence(run.records(), 200).missing.length === 0, 20_000, '200 records through rsyslogd');
     const recs = run.records();
     expect(checkSequence(recs, 200)).toEqual({ missing: [], duplicates: 0 });
-    expect(recs[0]).toMatchObject({ format: 'rfc5424', facility_name: 'daemon', severity_name: 'notice', app_name: 'relayed', msgid: 'FWD', note: 'via rsyslog', protocol: 'tcp' });
+    expect(recs[0]).toMatchObject({
+      format: 'rfc5424',
+      facility_name: 'daemon',
+      severity_name: 'notice',
+      app_name: 'relayed',
+      msgid: 'FWD',
+      note: 'via rsyslog',
+      protocol: 'tcp',
+    });
     expect(recs.every((r) => !('parse_error' in r))).toBe(true);
   });
 
@@ -173,7 +206,11 @@ describe('syslog: rsyslogd forwarding to us (omfwd, TCP, octet-counted)', () => 
     const run = await started({ protocol: 'tcp' }, { transforms: bodyTransforms });
     const rs = await startRsyslog(run.port, { framing: 'traditional' });
     peers.push(rs);
-    await logger(rs.inPort, Array.from({ length: 50 }, (_, seq) => JSON.stringify({ seq })), { protocol: 'tcp' });
+    await logger(
+      rs.inPort,
+      Array.from({ length: 50 }, (_, seq) => JSON.stringify({ seq })),
+      { protocol: 'tcp' },
+    );
     await until(() => checkSequence(run.records(), 50).missing.length === 0, 20_000, '50 records through rsyslogd');
     expect(checkSequence(run.records(), 50)).toEqual({ missing: [], duplicates: 0 });
   });
@@ -258,7 +295,12 @@ describe('syslog: TCP framing across reads (fluent/fluent-bit#10910, #8455, infl
     await b.write(msg5424(4) + '\n', 0);
     await Promise.all([a.end(), b.end()]);
     await until(() => run.records().length >= 4, 10_000, '4 records');
-    expect(run.records().map((r) => r.hostname).sort()).toEqual(['rtr1', 'rtr2', 'rtr3', 'rtr4']);
+    expect(
+      run
+        .records()
+        .map((r) => r.hostname)
+        .sort(),
+    ).toEqual(['rtr1', 'rtr2', 'rtr3', 'rtr4']);
   });
 });
 
@@ -448,7 +490,10 @@ describe('syslog: backpressure', () => {
     const port = await freeSyslogPort();
     const cap = captureLog();
     let hooked = 0;
-    const src = directSource({ protocol: 'udp', port, buffer_size: 4 * 1024 * 1024 }, { log: cap.log, dropped: (reason, n) => void (reason === 'queue_full' && (hooked += n)) });
+    const src = directSource(
+      { protocol: 'udp', port, buffer_size: 4 * 1024 * 1024 },
+      { log: cap.log, dropped: (reason, n) => void (reason === 'queue_full' && (hooked += n)) },
+    );
     const pending = src.listen();
     const sent = HIGH_WATER + 5000;
     const s = createSocket('udp4');
@@ -465,7 +510,9 @@ describe('syslog: backpressure', () => {
     }
     expect(src.stats.received).toBeGreaterThanOrEqual(HIGH_WATER);
     expect(src.stats.received + src.stats.dropped).toBeLessThanOrEqual(sent);
-    console.log(`[syslog] UDP backpressure: ${sent} sent, ${src.stats.received} queued, ${src.stats.dropped} dropped by the source, ${sent - src.stats.received - src.stats.dropped} by the kernel`);
+    console.log(
+      `[syslog] UDP backpressure: ${sent} sent, ${src.stats.received} queued, ${src.stats.dropped} dropped by the source, ${sent - src.stats.received - src.stats.dropped} by the kernel`,
+    );
     expect(src.stats.dropped).toBeGreaterThan(0);
     expect(hooked).toBe(src.stats.dropped);
     await until(() => cap.lines.some((l) => /UDP datagram\(s\) dropped/.test(String(l.msg))), 12_000, 'the drop warning');
@@ -525,7 +572,9 @@ describe('syslog: test()', () => {
       for (const protocol of ['udp', 'tcp']) {
         const r = await check({ host: '127.0.0.1', port: held.port, protocol });
         expect(r.ok).toBe(false);
-        expect(r.error).toBe(`syslog: cannot listen on ${protocol} 127.0.0.1:${held.port}: the port is already in use (another syslog daemon such as rsyslogd, or another pipeline); stop it or choose another port`);
+        expect(r.error).toBe(
+          `syslog: cannot listen on ${protocol} 127.0.0.1:${held.port}: the port is already in use (another syslog daemon such as rsyslogd, or another pipeline); stop it or choose another port`,
+        );
       }
     } finally {
       await held.release();
@@ -541,7 +590,10 @@ describe('syslog: test()', () => {
   const setpriv = spawnSync('setpriv', ['--version']).status === 0 && process.getuid?.() === 0;
   it.runIf(setpriv)('a privileged port without the privilege (run as nobody): says how to grant it or which port to use', () => {
     const script = `import('./src/plugins/connectors/syslog/source.ts').then((m) => m.default.test({ host: '127.0.0.1', port: 514, protocol: 'udp', buffer_size: 65535, encoding: 'utf-8', max_message_size: 65535, max_connections: 64, reconnect_delay_seconds: 5, max_reconnect_attempts: 0 }, {})).then(() => console.log('OK'), (e) => console.log('ERR ' + e.message))`;
-    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', '-e', script], { encoding: 'utf8', env: { ...process.env, HOME: '/tmp' } });
+    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', '-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, HOME: '/tmp' },
+    });
     expect(r.stdout.trim(), r.stderr).toBe(
       'ERR cannot listen on udp 127.0.0.1:514: ports below 1024 need privileges; run svc with CAP_NET_BIND_SERVICE (setcap cap_net_bind_service=+ep "$(command -v node)") or listen on a port >= 1024 and point the senders (or a port forward) at it',
     );

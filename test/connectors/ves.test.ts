@@ -62,7 +62,12 @@ async function sinkRun(sink: Cfg, records: Rec[], extra: Cfg = {}, opts: { dlq?:
 const requestsOf = (c: VesCollector, source: string) => c.requests.filter((r) => r.body.includes(`"reportingEntityName":"${source}"`));
 
 function diagnostics(component: Cfg): string[] {
-  const pipeline = { name: 'lint', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [{ type: 'ves', url: 'http://127.0.0.1:1', source_name: 'x', domain: 'other', ...component }] };
+  const pipeline = {
+    name: 'lint',
+    schedule: { type: 'manual' },
+    source: { type: 'local', path: '/tmp' },
+    sinks: [{ type: 'ves', url: 'http://127.0.0.1:1', source_name: 'x', domain: 'other', ...component }],
+  };
   return loadPipelineText(stringify({ version: '1', pipeline }), { env: {} }).diagnostics.map((d) => formatDiagnostic(d));
 }
 
@@ -164,7 +169,14 @@ describe('ves sink: commonEventHeader and faultFields', () => {
   it('records missing what fault requires, or with a bad priority or severity, are dead-lettered alone; the others land as one eventBatch', async () => {
     const src = name();
     const ok = (i: number) => ({ seq: i, alarmCondition: 'c', eventSeverity: 'MINOR', specificProblem: 'p' });
-    const input = [ok(0), { seq: 1, eventSeverity: 'MINOR', specificProblem: 'p' }, ok(2), { ...ok(3), priority: 'urgent' }, { ...ok(4), eventSeverity: 'BAD' }, ok(5)];
+    const input = [
+      ok(0),
+      { seq: 1, eventSeverity: 'MINOR', specificProblem: 'p' },
+      ok(2),
+      { ...ok(3), priority: 'urgent' },
+      { ...ok(4), eventSeverity: 'BAD' },
+      ok(5),
+    ];
     const { rec, dead } = await sinkRun({ ...basic(), domain: 'fault', source_name: src }, input, {}, { dlq: true });
     expect(rec.records_out).toBe(3);
     expect(rec.dlq_count).toBe(3);
@@ -173,12 +185,18 @@ describe('ves sink: commonEventHeader and faultFields', () => {
       ['sink', 3],
       ['sink', 4],
     ]);
-    expect(dead[0]!._error).toBe('sinks[0] (ves): ves: not a valid fault event: a fault event needs faultFields.alarmCondition: the record has no field alarmCondition');
+    expect(dead[0]!._error).toBe(
+      'sinks[0] (ves): ves: not a valid fault event: a fault event needs faultFields.alarmCondition: the record has no field alarmCondition',
+    );
     expect(dead[1]!._error).toContain('priority must be one of High, Medium, Normal, Low (got string "urgent")');
     expect(dead[2]!._error).toContain('eventSeverity must be one of CRITICAL, MAJOR, MINOR, WARNING, NORMAL (got string "BAD")');
     const reqs = requestsOf(col, src);
     expect(reqs.map((r) => [r.path, r.status])).toEqual([['/eventListener/v7/eventBatch', 202]]);
-    expect((JSON.parse(reqs[0]!.body) as { eventList: VesEvent[] }).eventList.map((e) => (e.faultFields as Rec).alarmAdditionalInformation)).toEqual([{ seq: '0' }, { seq: '2' }, { seq: '5' }]);
+    expect((JSON.parse(reqs[0]!.body) as { eventList: VesEvent[] }).eventList.map((e) => (e.faultFields as Rec).alarmAdditionalInformation)).toEqual([
+      { seq: '0' },
+      { seq: '2' },
+      { seq: '5' },
+    ]);
   });
 
   it('without a DLQ a refused record is in the run record and keeps its input', async () => {
@@ -196,7 +214,14 @@ describe('ves sink: the other domains', () => {
     const { rec, dead } = await sinkRun(
       { ...basic(), domain: 'measurement', source_name: src },
       [
-        { measurementInterval: 900, requestRate: '12.5', concurrentSessions: '40', cpu: { user: 1.5, system: 2 }, host: 'node-1', ifHCInOctets: '18446744073709551615' },
+        {
+          measurementInterval: 900,
+          requestRate: '12.5',
+          concurrentSessions: '40',
+          cpu: { user: 1.5, system: 2 },
+          host: 'node-1',
+          ifHCInOctets: '18446744073709551615',
+        },
         { host: 'node-2' },
         { measurementInterval: 60, concurrentSessions: 'many' },
       ],
@@ -222,7 +247,12 @@ describe('ves sink: the other domains', () => {
 
   it('heartbeat: heartbeatInterval required and an integer', async () => {
     const src = name();
-    const { rec, dead } = await sinkRun({ ...basic(), domain: 'heartbeat', source_name: src }, [{ heartbeatInterval: 60, state: 'up' }, { state: 'up' }, { heartbeatInterval: 1.5 }], {}, { dlq: true });
+    const { rec, dead } = await sinkRun(
+      { ...basic(), domain: 'heartbeat', source_name: src },
+      [{ heartbeatInterval: 60, state: 'up' }, { state: 'up' }, { heartbeatInterval: 1.5 }],
+      {},
+      { dlq: true },
+    );
     expect(rec.records_out).toBe(1);
     expect(dead.map((d) => d._error.replace(/^.*event: /, ''))).toEqual([
       'a heartbeat event needs heartbeatFields.heartbeatInterval: the record has no field heartbeatInterval',
@@ -233,7 +263,9 @@ describe('ves sink: the other domains', () => {
 
   it('other: scalars in hashMap, objects of scalars in arrayOfNamedHashMap, deeper values as JSON text', async () => {
     const src = name();
-    const { rec } = await sinkRun({ ...basic(), domain: 'other', source_name: src }, [{ seq: 7, name: 'x', ok: true, gone: null, cell: { id: 4, band: 'n78' }, list: [1, { a: 2 }], deep: { a: { b: 1 } } }]);
+    const { rec } = await sinkRun({ ...basic(), domain: 'other', source_name: src }, [
+      { seq: 7, name: 'x', ok: true, gone: null, cell: { id: 4, band: 'n78' }, list: [1, { a: 2 }], deep: { a: { b: 1 } } },
+    ]);
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     expect(col.eventsOf(src)[0]!.otherFields).toEqual({
       hashMap: { seq: '7', name: 'x', ok: 'true', list: '[1,{"a":2}]', deep: '{"a":{"b":1}}' },
@@ -256,10 +288,34 @@ describe('ves sink: the other domains', () => {
   });
 
   const cases: [string, string, Rec, Rec, string][] = [
-    ['stateChange', 'stateChangeFields', { newState: 'outofservice', oldState: 'inService', stateInterface: 'eth0', why: 'maint' }, { newState: 'inService', oldState: 'inService' }, 'stateChangeFields.stateInterface'],
-    ['syslog', 'syslogFields', { syslogMsg: 'link down', syslogTag: 'kernel', syslogSev: 'error', syslogPri: '187', host: 'r1' }, { syslogTag: 'kernel' }, 'syslogFields.syslogMsg'],
-    ['notification', 'notificationFields', { changeIdentifier: 'cfg-1', changeType: 'configuration', meta: { by: 'ops' } }, { changeType: 'x' }, 'notificationFields.changeIdentifier'],
-    ['pnfRegistration', 'pnfRegistrationFields', { serialNumber: 'SN1', vendorName: 'ACME', oamV4IpAddress: '10.0.0.1', rack: 4 }, { serialNumber: { a: 1 } }, 'serialNumber must be a string'],
+    [
+      'stateChange',
+      'stateChangeFields',
+      { newState: 'outofservice', oldState: 'inService', stateInterface: 'eth0', why: 'maint' },
+      { newState: 'inService', oldState: 'inService' },
+      'stateChangeFields.stateInterface',
+    ],
+    [
+      'syslog',
+      'syslogFields',
+      { syslogMsg: 'link down', syslogTag: 'kernel', syslogSev: 'error', syslogPri: '187', host: 'r1' },
+      { syslogTag: 'kernel' },
+      'syslogFields.syslogMsg',
+    ],
+    [
+      'notification',
+      'notificationFields',
+      { changeIdentifier: 'cfg-1', changeType: 'configuration', meta: { by: 'ops' } },
+      { changeType: 'x' },
+      'notificationFields.changeIdentifier',
+    ],
+    [
+      'pnfRegistration',
+      'pnfRegistrationFields',
+      { serialNumber: 'SN1', vendorName: 'ACME', oamV4IpAddress: '10.0.0.1', rack: 4 },
+      { serialNumber: { a: 1 } },
+      'serialNumber must be a string',
+    ],
   ];
   for (const [domain, block, good, bad, why] of cases) {
     it(`${domain}: a valid record is accepted by the collector, a record without what the block needs is dead-lettered`, async () => {
@@ -279,8 +335,22 @@ describe('ves sink: the other domains', () => {
     const b = name();
     await sinkRun({ ...basic(), domain: 'stateChange', source_name: a }, [cases[0]![2]]);
     await sinkRun({ ...basic(), domain: 'syslog', source_name: b }, [cases[1]![2]]);
-    expect(col.eventsOf(a)[0]!.stateChangeFields).toEqual({ newState: 'outOfService', oldState: 'inService', stateInterface: 'eth0', additionalFields: { why: 'maint' }, stateChangeFieldsVersion: '4.0' });
-    expect(col.eventsOf(b)[0]!.syslogFields).toEqual({ syslogMsg: 'link down', syslogTag: 'kernel', syslogSev: 'Error', syslogPri: 187, eventSourceType: 'other', additionalFields: { host: 'r1' }, syslogFieldsVersion: '4.0' });
+    expect(col.eventsOf(a)[0]!.stateChangeFields).toEqual({
+      newState: 'outOfService',
+      oldState: 'inService',
+      stateInterface: 'eth0',
+      additionalFields: { why: 'maint' },
+      stateChangeFieldsVersion: '4.0',
+    });
+    expect(col.eventsOf(b)[0]!.syslogFields).toEqual({
+      syslogMsg: 'link down',
+      syslogTag: 'kernel',
+      syslogSev: 'Error',
+      syslogPri: 187,
+      eventSourceType: 'other',
+      additionalFields: { host: 'r1' },
+      syslogFieldsVersion: '4.0',
+    });
   });
 
   it('rejects the schema domains it does not build at config time, naming the allowed ones', () => {
@@ -294,7 +364,11 @@ describe('ves sink: the other domains', () => {
 describe('ves sink: batches, sequence and answers', () => {
   it('a batch of one is the single form, larger ones eventBatch; sequence counts across batches from 0', async () => {
     const src = name();
-    const { rec } = await sinkRun({ ...basic(), domain: 'other', source_name: src }, Array.from({ length: 5 }, (_, i) => ({ seq: i })), { record_chunk_size: 2 });
+    const { rec } = await sinkRun(
+      { ...basic(), domain: 'other', source_name: src },
+      Array.from({ length: 5 }, (_, i) => ({ seq: i })),
+      { record_chunk_size: 2 },
+    );
     expect(rec.status, JSON.stringify(rec)).toBe('success');
     const reqs = requestsOf(col, src);
     expect(reqs.map((r) => r.path)).toEqual(['/eventListener/v7/eventBatch', '/eventListener/v7/eventBatch', '/eventListener/v7']);
@@ -319,10 +393,17 @@ describe('ves sink: batches, sequence and answers', () => {
     const src = name();
     col.unavailable = true;
     try {
-      const { rec, dead } = await sinkRun({ ...basic(), domain: 'other', source_name: src, retry_count: 1, retry_delay_seconds: 0.05 }, [{ seq: 0 }, { seq: 1 }], {}, { dlq: true });
+      const { rec, dead } = await sinkRun(
+        { ...basic(), domain: 'other', source_name: src, retry_count: 1, retry_delay_seconds: 0.05 },
+        [{ seq: 0 }, { seq: 1 }],
+        {},
+        { dlq: true },
+      );
       expect(rec.records_out).toBe(0);
       expect(dead.map((d) => d.record.seq)).toEqual([0, 1]);
-      expect(dead[0]!._error).toMatch(/POST http:\/\/127\.0\.0\.1:\d+\/eventListener\/v7\/eventBatch returned 503 Service Unavailable \(SVC2000: The following service error occurred: Service Unavailable\. Error code is 503\)/);
+      expect(dead[0]!._error).toMatch(
+        /POST http:\/\/127\.0\.0\.1:\d+\/eventListener\/v7\/eventBatch returned 503 Service Unavailable \(SVC2000: The following service error occurred: Service Unavailable\. Error code is 503\)/,
+      );
     } finally {
       col.unavailable = false;
     }
@@ -332,18 +413,25 @@ describe('ves sink: batches, sequence and answers', () => {
   it('a record refused by the sink and a 503 in one batch: only the others are sent again, and land', async () => {
     const src = name();
     col.failNext([503]);
-    const { rec, dead } = await sinkRun({ ...basic(), domain: 'fault', source_name: src, retry_count: 2, retry_delay_seconds: 0.05 }, [
-      { seq: 0, alarmCondition: 'a', eventSeverity: 'MAJOR', specificProblem: 'p' },
-      { seq: 1 },
-      { seq: 2, alarmCondition: 'a', eventSeverity: 'MAJOR', specificProblem: 'p' },
-    ], {}, { dlq: true });
+    const { rec, dead } = await sinkRun(
+      { ...basic(), domain: 'fault', source_name: src, retry_count: 2, retry_delay_seconds: 0.05 },
+      [
+        { seq: 0, alarmCondition: 'a', eventSeverity: 'MAJOR', specificProblem: 'p' },
+        { seq: 1 },
+        { seq: 2, alarmCondition: 'a', eventSeverity: 'MAJOR', specificProblem: 'p' },
+      ],
+      {},
+      { dlq: true },
+    );
     expect(rec.records_out).toBe(2);
     expect(dead.map((d) => d.record.seq)).toEqual([1]);
     const reqs = requestsOf(col, src);
     expect(reqs.map((r) => r.status)).toEqual([503, 202]);
     expect(reqs[1]!.body).toBe(reqs[0]!.body); // the same two events again
     // a refused record takes no sequence number
-    expect(col.eventsOf(src).map((e) => [e.commonEventHeader.sequence, (e.faultFields as { alarmAdditionalInformation: Rec }).alarmAdditionalInformation.seq])).toEqual([
+    expect(
+      col.eventsOf(src).map((e) => [e.commonEventHeader.sequence, (e.faultFields as { alarmAdditionalInformation: Rec }).alarmAdditionalInformation.seq]),
+    ).toEqual([
       [0, '0'],
       [1, '2'],
     ]);
@@ -393,7 +481,9 @@ describe('ves sink: auth and test()', () => {
     const cfg = { type: 'ves', url: bearer.url, domain: 'other', source_name: src, auth_type: 'bearer', token: 'wrong-bearer-token' };
     const t = await testConnector('sink', cfg as never);
     expect(t.ok).toBe(false);
-    expect(t.error).toMatch(/^ves: GET http:\/\/127\.0\.0\.1:\d+\/ves\/eventListener\/v7 returned 401 Unauthorized: the collector refused the credentials \(check auth_type and username\/password or token\)$/);
+    expect(t.error).toMatch(
+      /^ves: GET http:\/\/127\.0\.0\.1:\d+\/ves\/eventListener\/v7 returned 401 Unauthorized: the collector refused the credentials \(check auth_type and username\/password or token\)$/,
+    );
     const { rec } = await sinkRun({ ...cfg, retry_count: 3, retry_delay_seconds: 0.05 }, [{ seq: 1 }]);
     expect(rec.records_out).toBe(0);
     const text = JSON.stringify(rec);
@@ -403,7 +493,15 @@ describe('ves sink: auth and test()', () => {
   });
 
   it('basic credentials against a bearer collector, and none against a basic one, are refused (401)', async () => {
-    const a = await testConnector('sink', { type: 'ves', url: bearer.url, domain: 'other', source_name: 'x', auth_type: 'basic', username: 'u', password: 'some-password' } as never);
+    const a = await testConnector('sink', {
+      type: 'ves',
+      url: bearer.url,
+      domain: 'other',
+      source_name: 'x',
+      auth_type: 'basic',
+      username: 'u',
+      password: 'some-password',
+    } as never);
     expect(a.error).toContain('401 Unauthorized');
     expect(a.error).not.toContain('some-password');
     const b = await testConnector('sink', { type: 'ves', url: col.url, domain: 'other', source_name: 'x' } as never);
@@ -412,7 +510,9 @@ describe('ves sink: auth and test()', () => {
 
   it('test(): a url that is not the collector base (404), an unavailable collector (503), nothing listening', async () => {
     const wrong = await testConnector('sink', { ...basic(), url: `${col.url}/nope`, domain: 'other', source_name: 'x' } as never);
-    expect(wrong.error).toMatch(/returned 404 Not Found: no VES event listener there; url must be the collector base URL \(the sink adds \/eventListener\/v7\)/);
+    expect(wrong.error).toMatch(
+      /returned 404 Not Found: no VES event listener there; url must be the collector base URL \(the sink adds \/eventListener\/v7\)/,
+    );
     col.unavailable = true;
     try {
       const down = await testConnector('sink', { ...basic(), domain: 'other', source_name: 'x' } as never);
@@ -427,7 +527,9 @@ describe('ves sink: auth and test()', () => {
 
 describe('ves sink: config', () => {
   it('lint: url with /eventListener or credentials, missing and unused credentials', () => {
-    expect(diagnostics({ url: 'http://h:8080/eventListener/v7' }).join('\n')).toContain('pipeline.sinks[0].url: url is the collector base: the sink adds /eventListener/v7 itself');
+    expect(diagnostics({ url: 'http://h:8080/eventListener/v7' }).join('\n')).toContain(
+      'pipeline.sinks[0].url: url is the collector base: the sink adds /eventListener/v7 itself',
+    );
     expect(diagnostics({ url: 'http://u:p@h:8080' }).join('\n')).toContain('credentials in the URL are not sent');
     expect(diagnostics({ url: 'http://h:8080/ves?x=1' }).join('\n')).toContain('url cannot carry a query or fragment');
     expect(diagnostics({ auth_type: 'bearer' }).join('\n')).toContain('pipeline.sinks[0].token: auth_type bearer needs a token');
@@ -448,7 +550,14 @@ describe('ves sink: config', () => {
     const src = name();
     const { rec, dead } = await sinkRun(
       { ...basic(), domain: 'other', source_name: src, timestamp_field: 'at' },
-      [{ seq: 0, at: '2026-01-01T12:00:00.250Z' }, { seq: 1, at: 1767268800 }, { seq: 2, at: 1767268800123 }, { seq: 3 }, { seq: 4, at: 'soon' }, { seq: 5, at: 1, startEpochMicrosec: 5 }],
+      [
+        { seq: 0, at: '2026-01-01T12:00:00.250Z' },
+        { seq: 1, at: 1767268800 },
+        { seq: 2, at: 1767268800123 },
+        { seq: 3 },
+        { seq: 4, at: 'soon' },
+        { seq: 5, at: 1, startEpochMicrosec: 5 },
+      ],
       {},
       { dlq: true },
     );
@@ -526,7 +635,9 @@ describe('the test collector refuses what a VES collector refuses', () => {
     expect(JSON.stringify(await bad.json())).toContain('/event/commonEventHeader/priority must be equal to one of the allowed values');
     const missing = await post('/eventListener/v7', { event: { commonEventHeader: header('fault'), faultFields: { faultFieldsVersion: '4.0' } } });
     expect(JSON.stringify(await missing.json())).toContain("must have required property 'alarmCondition'");
-    const mixed = await post('/eventListener/v7/eventBatch', { eventList: [other(), { commonEventHeader: header('heartbeat'), heartbeatFields: { heartbeatFieldsVersion: '3.0', heartbeatInterval: 5 } }] });
+    const mixed = await post('/eventListener/v7/eventBatch', {
+      eventList: [other(), { commonEventHeader: header('heartbeat'), heartbeatFields: { heartbeatFieldsVersion: '3.0', heartbeatInterval: 5 } }],
+    });
     expect(JSON.stringify(await mixed.json())).toContain('the events of a batch must share one domain');
     expect((await post('/eventListener/v7/eventBatch', { event: other() })).status).toBe(400);
     expect((await post('/eventListener/v7', { event: other() }, 'text/plain')).status).toBe(400);

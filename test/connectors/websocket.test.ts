@@ -60,10 +60,22 @@ function startSource(source: Cfg) {
 async function runSink(sink: Cfg, n: number, extra: Cfg = {}) {
   const dir = tempDir('svc-ws-in-');
   mkdirSync(join(dir, 'in'));
-  writeFileSync(join(dir, 'in', 'r.ndjson'), bodies(n).map((b) => b.toString() + '\n').join(''));
+  writeFileSync(
+    join(dir, 'in', 'r.ndjson'),
+    bodies(n)
+      .map((b) => b.toString() + '\n')
+      .join(''),
+  );
   const states: string[] = [];
   const telemetry: RunTelemetry = { connection: (_c, _t, s) => void states.push(s) };
-  const config = load({ name: 'ws-sink', schedule: { type: 'manual' }, source: { type: 'local', path: join(dir, 'in') }, serializer_in: { type: 'ndjson' }, sinks: [{ type: 'websocket', ...sink }], ...extra });
+  const config = load({
+    name: 'ws-sink',
+    schedule: { type: 'manual' },
+    source: { type: 'local', path: join(dir, 'in') },
+    serializer_in: { type: 'ndjson' },
+    sinks: [{ type: 'websocket', ...sink }],
+    ...extra,
+  });
   const rec = await runPipeline(config, { log: silentLogger, processed: new MemoryProcessedFiles(), telemetry });
   return { rec, states };
 }
@@ -158,7 +170,11 @@ describe('websocket source', () => {
     expect(rec.status).toBe('success');
     expect(run.states).not.toContain('connected');
     expect(peer.handshakes.filter((h) => h.path === `/${ch}`).every((h) => h.status === 401)).toBe(true);
-    const t = await testConnector('source', { type: 'websocket', url: `${peer.url}/${ch}`, extra_headers: { Authorization: 'Bearer wrong-ws-token' } } as never);
+    const t = await testConnector('source', {
+      type: 'websocket',
+      url: `${peer.url}/${ch}`,
+      extra_headers: { Authorization: 'Bearer wrong-ws-token' },
+    } as never);
     expect(t.error).toMatch(/^websocket: ws:\/\/127\.0\.0\.1:\d+\/\S+: the server refused the WebSocket upgrade with 401 Unauthorized/);
     expect(t.error).not.toContain('wrong-ws-token');
     const notFound = await testConnector('source', { type: 'websocket', url: `${peer.url}/a/b`, extra_headers: auth } as never);
@@ -178,16 +194,30 @@ describe('websocket source', () => {
 
   it('backpressure: an unread stream stops reading the socket (the server buffers), and resumes without loss', async () => {
     const ch = chan();
-    const config = load({ name: 'ws-bp', schedule: { type: 'stream' }, source: { type: 'websocket', url: `${peer.url}/${ch}`, extra_headers: auth }, sinks: [{ type: 'local', path: '/tmp' }] });
+    const config = load({
+      name: 'ws-bp',
+      schedule: { type: 'stream' },
+      source: { type: 'websocket', url: `${peer.url}/${ch}`, extra_headers: auth },
+      sinks: [{ type: 'local', path: '/tmp' }],
+    });
     const plugin = registry.source.get('websocket') as SourcePlugin;
     const stop = new AbortController();
-    const src = plugin.create(config.source as never, { pipeline: 'ws-bp', log: silentLogger, signal: stop.signal, processed: new MemoryProcessedFiles(), skipProcessed: false });
+    const src = plugin.create(config.source as never, {
+      pipeline: 'ws-bp',
+      log: silentLogger,
+      signal: stop.signal,
+      processed: new MemoryProcessedFiles(),
+      skipProcessed: false,
+    });
     const units = src.units(stop.signal)[Symbol.asyncIterator]();
     const first = units.next();
     await until(() => peer.clients(ch).length === 1, 10_000, 'the connection');
     const n = 20_000;
     const pad = 'x'.repeat(1000);
-    const sent = peer.send(ch, Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: i, pad }))));
+    const sent = peer.send(
+      ch,
+      Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: i, pad }))),
+    );
     const firstCount = (await first).value!.meta.messages as number;
     // Nothing is read now: the source queue fills to its mark, ws pauses the socket, TCP fills up.
     const server = peer.clients(ch)[0]!;
@@ -242,7 +272,10 @@ describe('websocket sink', () => {
 
   it('a refused handshake is a retryable failure (retry_count), named with its status', async () => {
     const ch = chan();
-    const { rec, states } = await runSink({ url: `${peer.url}/${ch}`, extra_headers: { Authorization: 'Bearer wrong-ws-token' }, retry_count: 1, retry_delay_seconds: 0.02 }, 3);
+    const { rec, states } = await runSink(
+      { url: `${peer.url}/${ch}`, extra_headers: { Authorization: 'Bearer wrong-ws-token' }, retry_count: 1, retry_delay_seconds: 0.02 },
+      3,
+    );
     expect(rec.records_out).toBe(0);
     expect(rec.errors.join('\n')).toMatch(/refused the WebSocket upgrade with 401 Unauthorized/);
     expect(rec.errors.join('\n')).not.toContain('wrong-ws-token');
@@ -289,7 +322,12 @@ describe('websocket: wss and config', () => {
   it('url must be ws:// or wss://', () => {
     for (const role of ['source', 'sink'] as const) {
       const comp = { type: 'websocket', url: 'https://h/x' };
-      const pipeline = { name: 'lint', schedule: { type: role === 'source' ? 'stream' : 'manual' }, source: role === 'source' ? comp : { type: 'local', path: '/tmp' }, sinks: [role === 'sink' ? comp : { type: 'local', path: '/tmp' }] };
+      const pipeline = {
+        name: 'lint',
+        schedule: { type: role === 'source' ? 'stream' : 'manual' },
+        source: role === 'source' ? comp : { type: 'local', path: '/tmp' },
+        sinks: [role === 'sink' ? comp : { type: 'local', path: '/tmp' }],
+      };
       const d = loadPipelineText(stringify({ version: '1', pipeline }), { env: {} }).diagnostics.map((x) => formatDiagnostic(x));
       expect(d.join('\n')).toMatch(role === 'source' ? /pipeline\.source\.url/ : /pipeline\.sinks\[0\]\.url/);
     }

@@ -34,7 +34,13 @@ describe('operator console', () => {
     expect((await call('GET', '/api/meta')).body).toEqual({ name: 'svc-console', version: expect.any(String) });
     expect((await call('GET', '/api/health')).body).toEqual({ status: 'ok' });
     expect((await call('GET', '/api/healthz/ui')).status).toBe(200);
-    for (const [m, p] of [['GET', '/api/stats/'], ['GET', '/api/settings/check'], ['GET', '/api/settings/app'], ['POST', '/api/settings/logout'], ['DELETE', '/api/stats/']]) {
+    for (const [m, p] of [
+      ['GET', '/api/stats/'],
+      ['GET', '/api/settings/check'],
+      ['GET', '/api/settings/app'],
+      ['POST', '/api/settings/logout'],
+      ['DELETE', '/api/stats/'],
+    ]) {
       expect(detailOnly(await call(m!, p!), 401)).toBe('missing, expired or unknown X-Auth-Token: log in with POST /api/settings/login');
       expect(detailOnly(await call(m!, p!, { token: 'forged' }), 401)).toContain('X-Auth-Token');
     }
@@ -61,9 +67,14 @@ describe('operator console', () => {
   it('credential rotation: checks the current password, stores the new one hashed, ends old sessions, survives a restart', async () => {
     const a = await consoleOn({ SVC_AUTH_USERS: 'ops:s3cret-pass' });
     const token = await a.login('ops', 's3cret-pass');
-    expect(detailOnly(await a.call('POST', '/api/settings/auth', { token, body: { current_password: 'bad', new_password: 'longer-pass-1' } }), 401)).toBe('current password is wrong');
+    expect(detailOnly(await a.call('POST', '/api/settings/auth', { token, body: { current_password: 'bad', new_password: 'longer-pass-1' } }), 401)).toBe(
+      'current password is wrong',
+    );
     detailOnly(await a.call('POST', '/api/settings/auth', { token, body: { current_password: 's3cret-pass', new_password: 'short' } }), 422);
-    const ok = await a.call('POST', '/api/settings/auth', { token, body: { current_password: 's3cret-pass', new_password: 'longer-pass-1', new_username: 'operator' } });
+    const ok = await a.call('POST', '/api/settings/auth', {
+      token,
+      body: { current_password: 's3cret-pass', new_password: 'longer-pass-1', new_username: 'operator' },
+    });
     expect(ok.body).toEqual({ ok: true, username: 'operator' });
     detailOnly(await a.call('GET', '/api/settings/check', { token }), 401);
     detailOnly(await a.call('POST', '/api/settings/login', { body: { username: 'ops', password: 's3cret-pass' } }), 401);

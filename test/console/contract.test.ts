@@ -17,7 +17,11 @@ function specEndpoints(): [string, string][] {
 }
 
 /** Path templates compared without parameter names: `{oid}`, `{filename:path}`, `:name`, `*` -> `{}`. */
-const shape = (p: string) => p.replace(/\{[^}]+\}/g, '{}').replace(/:[A-Za-z_]+/g, '{}').replace(/\*/g, '{}');
+const shape = (p: string) =>
+  p
+    .replace(/\{[^}]+\}/g, '{}')
+    .replace(/:[A-Za-z_]+/g, '{}')
+    .replace(/\*/g, '{}');
 
 describe('spec doc 1 endpoints', () => {
   it('every endpoint of section 4 is routed and documented in the OpenAPI', async () => {
@@ -32,7 +36,12 @@ describe('spec doc 1 endpoints', () => {
     expect((openapi as unknown as { info: { description: string } }).info.description).toContain('WebSocket GET /api/ws?token=');
     for (const [method, path] of endpoints) {
       const url = path.replace('{filename:path}', 'common/X.mib').replace('{oid}', '1.3.6.1');
-      expect(c.app.hasRoute({ method: method as 'GET', url: url.replace('common/X.mib', '*') }) || c.app.hasRoute({ method: method as 'GET', url }) || path.includes('{'), `${method} ${path}`).toBe(true);
+      expect(
+        c.app.hasRoute({ method: method as 'GET', url: url.replace('common/X.mib', '*') }) ||
+          c.app.hasRoute({ method: method as 'GET', url }) ||
+          path.includes('{'),
+        `${method} ${path}`,
+      ).toBe(true);
     }
   });
 

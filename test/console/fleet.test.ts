@@ -28,7 +28,16 @@ describe('console: agent fleet', () => {
 
     const r = await a.api('POST', '/api/simulator/fleet', { agents: 6, host: '127.0.0.1', interfaces: 21, interface_spread: 3, seed: 9, v3_users: [USER] });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body).toMatchObject({ state: 'running', agents: 6, host: '127.0.0.1', base_port: 0, community: 'public', seed: 9, versions: ['1', '2c', '3'], v3_users: [{ username: 'fleetops', auth_protocol: 'SHA-256', priv_protocol: 'AES' }] });
+    expect(r.body).toMatchObject({
+      state: 'running',
+      agents: 6,
+      host: '127.0.0.1',
+      base_port: 0,
+      community: 'public',
+      seed: 9,
+      versions: ['1', '2c', '3'],
+      v3_users: [{ username: 'fleetops', auth_protocol: 'SHA-256', priv_protocol: 'AES' }],
+    });
     expect(r.body.interfaces.min).toBeGreaterThanOrEqual(21);
     expect(r.body.interfaces.max).toBeLessThanOrEqual(24);
     expect(JSON.stringify(r.body)).not.toContain('secret');
@@ -42,7 +51,25 @@ describe('console: agent fleet', () => {
       expect(out.trim().split('\n')).toEqual([`"${x.sys_name}"`, String(x.interfaces)]);
     }
     for (const x of list.slice(0, 2)) {
-      const out = await run('snmpget', ['-v3', '-l', 'authPriv', '-u', USER.username, '-a', 'SHA-256', '-A', USER.auth_key, '-x', 'AES', '-X', USER.priv_key, '-On', '-Oqv', `127.0.0.1:${x.port}`, SNMP_ENGINE_ID]);
+      const out = await run('snmpget', [
+        '-v3',
+        '-l',
+        'authPriv',
+        '-u',
+        USER.username,
+        '-a',
+        'SHA-256',
+        '-A',
+        USER.auth_key,
+        '-x',
+        'AES',
+        '-X',
+        USER.priv_key,
+        '-On',
+        '-Oqv',
+        `127.0.0.1:${x.port}`,
+        SNMP_ENGINE_ID,
+      ]);
       expect(out.replace(/[^0-9A-F]/gi, '').toLowerCase()).toBe(x.engine_id);
     }
     const page = await a.api('GET', '/api/simulator/fleet/agents?offset=4&limit=5');
@@ -98,7 +125,10 @@ describe('console: agent fleet', () => {
       [{ host: 'localhost' }, 'host "localhost" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)'],
       [{ v3_users: [{ username: 'u', auth_key: 'short' }] }, 'v3_users[0]: SNMPv3 user "u": auth key must be at least 8 characters'],
       [{ v3_users: [USER, USER] }, 'v3_users[1]: user "fleetops" is listed twice'],
-      [{ v3_users: [{ username: 'u', auth_key: 'long-enough', priv_protocol: 'ROT13', priv_key: 'long-enough' }] }, /v3_users\[0\]: unknown privacy protocol "ROT13"/],
+      [
+        { v3_users: [{ username: 'u', auth_key: 'long-enough', priv_protocol: 'ROT13', priv_key: 'long-enough' }] },
+        /v3_users\[0\]: unknown privacy protocol "ROT13"/,
+      ],
       [{ fast_share: 2 }, /fast_share must be <= 1/],
     ];
     for (const [body, detail] of bad) {

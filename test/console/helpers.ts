@@ -23,7 +23,14 @@ export async function consoleOn(env: Record<string, string> = {}, dir = tempDir(
       cb();
     },
   });
-  const settings = loadSettings({ SVC_HOST: '127.0.0.1', SVC_CONSOLE_PORT: '0', SVC_STATE_DIR: dir, SVC_DB_PATH: join(dir, 'svc.db'), ...testMibEnv(dir), ...env });
+  const settings = loadSettings({
+    SVC_HOST: '127.0.0.1',
+    SVC_CONSOLE_PORT: '0',
+    SVC_STATE_DIR: dir,
+    SVC_DB_PATH: join(dir, 'svc.db'),
+    ...testMibEnv(dir),
+    ...env,
+  });
   const c = await startConsole(settings, pino({ level: 'info' }, sink));
   started.push(c);
   const call = async (method: string, path: string, o: { body?: unknown; token?: string } = {}) => {

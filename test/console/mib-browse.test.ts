@@ -61,9 +61,24 @@ describe('console MIB catalog', () => {
     const objs = all.body.objects as { module: string; name: string; oid: string; kind: string; syntax?: { base: string } }[];
     expect(new Set(objs.map((o) => o.module))).toEqual(new Set(['IF-MIB']));
     expect(new Set(objs.map((o) => o.kind))).toEqual(new Set(['scalar', 'table', 'row', 'column']));
-    expect(objs.map((o) => o.oid)).toEqual(on(translate(DIRS, ['-On'], objs.map((o) => `IF-MIB::${o.name}`))));
-    expect(objs.find((o) => o.name === 'ifHCInOctets')).toMatchObject({ oid: '1.3.6.1.2.1.31.1.1.1.6', kind: 'column', access: 'read-only', syntax: { type: 'Counter64', base: 'Counter64' } });
-    expect(detailOnly(await get('/api/mibs/objects?module=NOPE-MIB'), 404)).toBe("module 'NOPE-MIB' is not in the active MIB bundle (see GET /api/mibs/browse/modules)");
+    expect(objs.map((o) => o.oid)).toEqual(
+      on(
+        translate(
+          DIRS,
+          ['-On'],
+          objs.map((o) => `IF-MIB::${o.name}`),
+        ),
+      ),
+    );
+    expect(objs.find((o) => o.name === 'ifHCInOctets')).toMatchObject({
+      oid: '1.3.6.1.2.1.31.1.1.1.6',
+      kind: 'column',
+      access: 'read-only',
+      syntax: { type: 'Counter64', base: 'Counter64' },
+    });
+    expect(detailOnly(await get('/api/mibs/objects?module=NOPE-MIB'), 404)).toBe(
+      "module 'NOPE-MIB' is not in the active MIB bundle (see GET /api/mibs/browse/modules)",
+    );
     expect(detailOnly(await get('/api/mibs/objects?limit=10001'), 422)).toBe('querystring.limit must be <= 10000');
     expect(detailOnly(await get('/api/mibs/objects?offset=-1'), 422)).toBe('querystring.offset must be >= 0');
   });
@@ -71,19 +86,45 @@ describe('console MIB catalog', () => {
   it('GET /api/mibs/traps: NOTIFICATION-TYPE and TRAP-TYPE with resolved members; OIDs as snmptranslate gives them', async () => {
     const r = await get('/api/mibs/traps');
     expect(r.status).toBe(200);
-    const traps = r.body.traps as { module: string; name: string; oid: string; kind: string; enterprise?: string; trapNumber?: number; members: { module: string; name: string; oid: string; kind: string; resolved: boolean; syntax?: { type: string } }[] }[];
+    const traps = r.body.traps as {
+      module: string;
+      name: string;
+      oid: string;
+      kind: string;
+      enterprise?: string;
+      trapNumber?: number;
+      members: { module: string; name: string; oid: string; kind: string; resolved: boolean; syntax?: { type: string } }[];
+    }[];
     expect(r.body.total).toBe(36);
-    expect(traps.map((n) => n.oid)).toEqual(on(translate(DIRS, ['-On'], traps.map((n) => `${n.module}::${n.name}`))));
+    expect(traps.map((n) => n.oid)).toEqual(
+      on(
+        translate(
+          DIRS,
+          ['-On'],
+          traps.map((n) => `${n.module}::${n.name}`),
+        ),
+      ),
+    );
     const members = traps.flatMap((n) => n.members);
     expect(members.every((m) => m.resolved)).toBe(true);
-    expect(members.map((m) => m.oid)).toEqual(on(translate(DIRS, ['-On'], members.map((m) => `${m.module}::${m.name}`))));
+    expect(members.map((m) => m.oid)).toEqual(
+      on(
+        translate(
+          DIRS,
+          ['-On'],
+          members.map((m) => `${m.module}::${m.name}`),
+        ),
+      ),
+    );
     // snmptranslate -Td lists the OBJECTS of linkDown.
     const td = snmptranslate(DIRS, ['-Td'], ['IF-MIB::linkDown']);
     const linkDown = traps.find((n) => n.name === 'linkDown')!;
     expect(td).toContain(`OBJECTS\t{ ${linkDown.members.map((m) => m.name).join(', ')} }`);
     expect(linkDown.members[0]).toMatchObject({ name: 'ifIndex', kind: 'column', syntax: { type: 'InterfaceIndex' } });
     const acme = await get('/api/mibs/traps?module=ACME-V1-MIB');
-    expect(acme.body.traps.map((n: { name: string; kind: string; enterprise: string; trapNumber: number }) => [n.name, n.kind, n.enterprise, n.trapNumber])).toEqual([
+    expect(
+      acme.body.traps.map((n: { name: string; kind: string; enterprise: string; trapNumber: number }) => [n.name, n.kind, n.enterprise, n.trapNumber]),
+    ).toEqual([
       ['acmePortDown', 'trap', '1.3.6.1.4.1.424242', 3],
       ['acmeReboot', 'trap', '1.3.6.1.4.1.424242.1', 1],
     ]);
@@ -92,8 +133,22 @@ describe('console MIB catalog', () => {
   });
 
   it('GET /api/mibs/resolve: numeric and symbolic both ways, as snmptranslate gives them; 404 unknown, 422 malformed', async () => {
-    const symbolic = ['IF-MIB::ifInOctets.3', 'IF-MIB::ifHCInOctets.5', 'SNMPv2-MIB::sysUpTime.0', 'UCD-SNMP-MIB::laLoad.1', 'ACME-V1-MIB::acmePortDown', '.iso.org.dod.internet.mgmt.mib-2.system.sysDescr.0', 'ifHCOutOctets.7'];
-    const numeric = on(translate(DIRS, ['-On'], symbolic.map((s) => (s.includes('::') || s.startsWith('.') ? s : `IF-MIB::${s}`))));
+    const symbolic = [
+      'IF-MIB::ifInOctets.3',
+      'IF-MIB::ifHCInOctets.5',
+      'SNMPv2-MIB::sysUpTime.0',
+      'UCD-SNMP-MIB::laLoad.1',
+      'ACME-V1-MIB::acmePortDown',
+      '.iso.org.dod.internet.mgmt.mib-2.system.sysDescr.0',
+      'ifHCOutOctets.7',
+    ];
+    const numeric = on(
+      translate(
+        DIRS,
+        ['-On'],
+        symbolic.map((s) => (s.includes('::') || s.startsWith('.') ? s : `IF-MIB::${s}`)),
+      ),
+    );
     for (const [k, s] of symbolic.entries()) {
       const r = await get(`/api/mibs/resolve?oid=${encodeURIComponent(s)}&mode=numeric`);
       expect(r.status, s).toBe(200);
@@ -107,8 +162,24 @@ describe('console MIB catalog', () => {
       expect([r.status, r.body.result], o).toEqual([200, theirs[k]]);
     }
     const one = await get('/api/mibs/resolve?oid=1.3.6.1.2.1.31.1.1.1.6.5');
-    expect(one.body).toEqual({ input: '1.3.6.1.2.1.31.1.1.1.6.5', mode: 'symbolic', result: 'IF-MIB::ifHCInOctets.5', oid: '1.3.6.1.2.1.31.1.1.1.6.5', symbolic: 'IF-MIB::ifHCInOctets.5', module: 'IF-MIB', name: 'ifHCInOctets', kind: 'column', suffix: '5', exact: false });
-    expect((await get('/api/mibs/resolve?oid=IF-MIB::ifHCInOctets')).body).toMatchObject({ mode: 'numeric', result: '1.3.6.1.2.1.31.1.1.1.6', suffix: '', exact: true });
+    expect(one.body).toEqual({
+      input: '1.3.6.1.2.1.31.1.1.1.6.5',
+      mode: 'symbolic',
+      result: 'IF-MIB::ifHCInOctets.5',
+      oid: '1.3.6.1.2.1.31.1.1.1.6.5',
+      symbolic: 'IF-MIB::ifHCInOctets.5',
+      module: 'IF-MIB',
+      name: 'ifHCInOctets',
+      kind: 'column',
+      suffix: '5',
+      exact: false,
+    });
+    expect((await get('/api/mibs/resolve?oid=IF-MIB::ifHCInOctets')).body).toMatchObject({
+      mode: 'numeric',
+      result: '1.3.6.1.2.1.31.1.1.1.6',
+      suffix: '',
+      exact: true,
+    });
     // A numeric OID is its own numeric form, even where no module names it; symbolic needs a node.
     expect((await get('/api/mibs/resolve?oid=2.999.1&mode=numeric')).body).toMatchObject({ result: '2.999.1', module: null, exact: false });
     expect(detailOnly(await get('/api/mibs/resolve?oid=2.999.1&mode=symbolic'), 404)).toBe('no MIB node of the active bundle is a prefix of 2.999.1');
@@ -127,17 +198,43 @@ describe('console MIB catalog', () => {
     const sum = await api('POST', '/api/mibs/export', { export_type: 'summary' });
     expect(sum.status).toBe(200);
     expect(Object.keys(sum.body).sort()).toEqual(['filters', 'metadata', 'summary']);
-    expect(sum.body.summary).toMatchObject({ export_type: 'summary', format: 'json', scope: 'active-bundle', modules: status.mibs.length, active_modules: status.mibs.length, shadowed_modules: 0 });
-    expect(sum.body.metadata).toMatchObject({ deduplicated: true, active_bundle_modules: status.mibs.length, compiled_at: status.compiled_at, content_type: 'application/json', version: expect.any(String) });
+    expect(sum.body.summary).toMatchObject({
+      export_type: 'summary',
+      format: 'json',
+      scope: 'active-bundle',
+      modules: status.mibs.length,
+      active_modules: status.mibs.length,
+      shadowed_modules: 0,
+    });
+    expect(sum.body.metadata).toMatchObject({
+      deduplicated: true,
+      active_bundle_modules: status.mibs.length,
+      compiled_at: status.compiled_at,
+      content_type: 'application/json',
+      version: expect.any(String),
+    });
     const cat = await api('POST', '/api/mibs/export', {});
     expect(Object.keys(cat.body).sort()).toEqual(['filters', 'metadata', 'modules', 'notification_members', 'notifications', 'objects', 'summary']);
     expect(cat.body.modules.map((m: { module: string }) => m.module)).toEqual(status.mibs);
     // IF-MIB is in bundled-1 (active), bundled-2 and the product's own bundled/ (shadowed): exported once.
-    expect(cat.body.modules.filter((m: { module: string }) => m.module === 'IF-MIB')).toEqual([expect.objectContaining({ source_group: 'bundled-1', status: 'active' })]);
-    expect(status.source_inventory.filter((r) => r.module === 'IF-MIB').map((r) => r.status).sort()).toEqual(['active', 'shadowed', 'shadowed']);
+    expect(cat.body.modules.filter((m: { module: string }) => m.module === 'IF-MIB')).toEqual([
+      expect.objectContaining({ source_group: 'bundled-1', status: 'active' }),
+    ]);
+    expect(
+      status.source_inventory
+        .filter((r) => r.module === 'IF-MIB')
+        .map((r) => r.status)
+        .sort(),
+    ).toEqual(['active', 'shadowed', 'shadowed']);
     const n = await api('POST', '/api/mibs/export', { export_type: 'notifications', notifications: ['IF-MIB::linkUp'] });
     expect(Object.keys(n.body).sort()).toEqual(['filters', 'metadata', 'notification_members', 'notifications', 'summary']);
-    expect(n.body.notifications).toEqual([expect.objectContaining({ name: 'linkUp', oid: '1.3.6.1.6.3.1.1.5.4', members: [expect.objectContaining({ position: 1, name: 'ifIndex', resolved: true }), expect.anything(), expect.anything()] })]);
+    expect(n.body.notifications).toEqual([
+      expect.objectContaining({
+        name: 'linkUp',
+        oid: '1.3.6.1.6.3.1.1.5.4',
+        members: [expect.objectContaining({ position: 1, name: 'ifIndex', resolved: true }), expect.anything(), expect.anything()],
+      }),
+    ]);
     expect(n.body.filters).toEqual({ modules: [], notifications: ['IF-MIB::linkUp'], source_groups: [] });
     for (const type of ['modules', 'objects']) {
       const r = await api('POST', '/api/mibs/export', { export_type: type, modules: ['ACME-V1-MIB'] });
@@ -148,7 +245,14 @@ describe('console MIB catalog', () => {
   it('POST /api/mibs/export by source group keeps the membership, shadowed sources listed as such', async () => {
     const r = await api('POST', '/api/mibs/export', { source_groups: ['bundled-2'], export_type: 'modules' });
     expect(r.status).toBe(200);
-    expect(r.body.modules.map((m: { module: string; status: string; source_path: string; shadowed_by?: { path: string } }) => [m.module, m.status, m.source_path, m.shadowed_by?.path ?? null])).toEqual([
+    expect(
+      r.body.modules.map((m: { module: string; status: string; source_path: string; shadowed_by?: { path: string } }) => [
+        m.module,
+        m.status,
+        m.source_path,
+        m.shadowed_by?.path ?? null,
+      ]),
+    ).toEqual([
       ['ACME-V1-MIB', 'active', 'bundled-2/ACME-V1-MIB.txt', null],
       ['IF-MIB', 'shadowed', 'bundled-2/IF-MIB.txt', 'bundled-1/IF-MIB.txt'],
     ]);
@@ -170,15 +274,35 @@ describe('console MIB catalog', () => {
       ['linkDown', '2', 'ifAdminStatus'],
       ['linkDown', '3', 'ifOperStatus'],
     ]);
-    expect(rows.map((r) => r.member_oid)).toEqual(on(translate(DIRS, ['-On'], rows.map((r) => `${r.member_module}::${r.member_name}`))));
-    for (const how of [{ q: '?download=1', accept: 'application/json' }, { q: '', accept: 'text/csv' }, { q: '?download=true', accept: '*/*' }]) {
-      const res = await fetch(`${t.c.url}/api/mibs/export${how.q}`, { method: 'POST', headers: { 'x-auth-token': t.token, 'content-type': 'application/json', accept: how.accept }, body: JSON.stringify(body) });
+    expect(rows.map((r) => r.member_oid)).toEqual(
+      on(
+        translate(
+          DIRS,
+          ['-On'],
+          rows.map((r) => `${r.member_module}::${r.member_name}`),
+        ),
+      ),
+    );
+    for (const how of [
+      { q: '?download=1', accept: 'application/json' },
+      { q: '', accept: 'text/csv' },
+      { q: '?download=true', accept: '*/*' },
+    ]) {
+      const res = await fetch(`${t.c.url}/api/mibs/export${how.q}`, {
+        method: 'POST',
+        headers: { 'x-auth-token': t.token, 'content-type': 'application/json', accept: how.accept },
+        body: JSON.stringify(body),
+      });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
       expect(await res.text()).toBe(env.body.csv);
       expect(JSON.parse(res.headers.get('x-export-summary')!)).toEqual(env.body.summary);
       expect(JSON.parse(res.headers.get('x-export-filters')!)).toEqual(env.body.filters);
-      expect(JSON.parse(res.headers.get('x-export-metadata')!)).toMatchObject({ ...env.body.metadata, generated_at: expect.any(String), filename: expect.stringMatching(/^mib-notifications-\d{8}T\d{6}Z\.csv$/) });
+      expect(JSON.parse(res.headers.get('x-export-metadata')!)).toMatchObject({
+        ...env.body.metadata,
+        generated_at: expect.any(String),
+        filename: expect.stringMatching(/^mib-notifications-\d{8}T\d{6}Z\.csv$/),
+      });
       if (how.q) expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="mib-notifications-\d{8}T\d{6}Z\.csv"$/);
     }
     // JSON with ?download=1: the same JSON, as an attachment.
@@ -188,10 +312,18 @@ describe('console MIB catalog', () => {
   });
 
   it('POST /api/mibs/export errors: 404 naming unknown names, 422 for malformed or out-of-scope names and bad fields', async () => {
-    expect(detailOnly(await api('POST', '/api/mibs/export', { modules: ['NOPE-MIB'], notifications: ['IF-MIB::linkSideways'] }), 404)).toBe('unknown module(s): NOPE-MIB; unknown notification(s): IF-MIB::linkSideways');
-    expect(detailOnly(await api('POST', '/api/mibs/export', { source_groups: ['ghosts'] }), 404)).toBe('unknown source group(s): ghosts (known: bundled, bundled-1, bundled-2)');
-    expect(detailOnly(await api('POST', '/api/mibs/export', { notifications: ['linkDown'] }), 422)).toBe('notification name(s) not of the form MODULE::name: linkDown');
-    expect(detailOnly(await api('POST', '/api/mibs/export', { source_groups: ['bundled-2'], modules: ['SNMPv2-MIB'] }), 422)).toBe('module(s) not in source group(s) bundled-2: SNMPv2-MIB');
+    expect(detailOnly(await api('POST', '/api/mibs/export', { modules: ['NOPE-MIB'], notifications: ['IF-MIB::linkSideways'] }), 404)).toBe(
+      'unknown module(s): NOPE-MIB; unknown notification(s): IF-MIB::linkSideways',
+    );
+    expect(detailOnly(await api('POST', '/api/mibs/export', { source_groups: ['ghosts'] }), 404)).toBe(
+      'unknown source group(s): ghosts (known: bundled, bundled-1, bundled-2)',
+    );
+    expect(detailOnly(await api('POST', '/api/mibs/export', { notifications: ['linkDown'] }), 422)).toBe(
+      'notification name(s) not of the form MODULE::name: linkDown',
+    );
+    expect(detailOnly(await api('POST', '/api/mibs/export', { source_groups: ['bundled-2'], modules: ['SNMPv2-MIB'] }), 422)).toBe(
+      'module(s) not in source group(s) bundled-2: SNMPv2-MIB',
+    );
     expect(detailOnly(await api('POST', '/api/mibs/export', { format: 'xml' }), 422)).toContain('body.format');
     expect(detailOnly(await api('POST', '/api/mibs/export', { export_type: 'all' }), 422)).toContain('body.export_type');
     expect(detailOnly(await api('POST', '/api/mibs/export', { modules: 'IF-MIB' }), 422)).toContain('body.modules must be array');
@@ -205,19 +337,41 @@ describe('console MIB catalog', () => {
     expect(r.body.modules.map((m: { module: string }) => m.module)).toEqual(t.c.deps.mibs.status().mibs);
     expect(r.body.total).toBe(79);
     const ifMib = r.body.modules.find((m: { module: string }) => m.module === 'IF-MIB');
-    expect(ifMib).toMatchObject({ source_group: 'bundled-1', source_path: 'bundled-1/IF-MIB.txt', status: 'active', smi: 'v2', oid: '1.3.6.1.2.1.31', last_updated: '200006140000Z', notifications: 2 });
+    expect(ifMib).toMatchObject({
+      source_group: 'bundled-1',
+      source_path: 'bundled-1/IF-MIB.txt',
+      status: 'active',
+      smi: 'v2',
+      oid: '1.3.6.1.2.1.31',
+      last_updated: '200006140000Z',
+      notifications: 2,
+    });
     expect(ifMib.description).toBeUndefined();
-    expect(r.body.modules.find((m: { module: string }) => m.module === 'ACME-V1-MIB')).toMatchObject({ source_group: 'bundled-2', smi: 'v1', objects: 7, notifications: 2 });
+    expect(r.body.modules.find((m: { module: string }) => m.module === 'ACME-V1-MIB')).toMatchObject({
+      source_group: 'bundled-2',
+      smi: 'v1',
+      objects: 7,
+      notifications: 2,
+    });
   });
 
   it('GET /api/mibs/browse/tree/module: one module as a tree; type_filter by kind or shorthand; 422 for unknown kinds, 404 unknown module', async () => {
     const all = await get('/api/mibs/browse/tree/module?module=IF-MIB');
     expect(all.status).toBe(200);
     expect(all.body.type_filter).toEqual([]);
-    const flat = (ts: { oid: string; name: string; kind: string; children?: unknown[] }[]): { oid: string; name: string; kind: string }[] => ts.flatMap((x) => [x, ...flat((x.children ?? []) as never)]);
+    const flat = (ts: { oid: string; name: string; kind: string; children?: unknown[] }[]): { oid: string; name: string; kind: string }[] =>
+      ts.flatMap((x) => [x, ...flat((x.children ?? []) as never)]);
     const nodes = flat(all.body.tree);
     expect(all.body.count).toBe(nodes.length);
-    expect(nodes.map((x) => x.oid)).toEqual(on(translate(DIRS, ['-On'], nodes.map((x) => `IF-MIB::${x.name}`))));
+    expect(nodes.map((x) => x.oid)).toEqual(
+      on(
+        translate(
+          DIRS,
+          ['-On'],
+          nodes.map((x) => `IF-MIB::${x.name}`),
+        ),
+      ),
+    );
     const notif = await get('/api/mibs/browse/tree/module?module=IF-MIB&type_filter=notification');
     expect(notif.body.tree.map((x: { name: string; oid: string }) => [x.name, x.oid])).toEqual([
       ['linkDown', '1.3.6.1.6.3.1.1.5.3'],
@@ -227,7 +381,9 @@ describe('console MIB catalog', () => {
     expect(objs.body.type_filter).toEqual(['scalar', 'table', 'row', 'column', 'trap']);
     expect(new Set(flat(objs.body.tree).map((x) => x.kind))).toEqual(new Set(['scalar', 'table', 'row', 'column']));
     expect(objs.body.count).toBe((await get('/api/mibs/objects?module=IF-MIB')).body.total);
-    expect(detailOnly(await get('/api/mibs/browse/tree/module?module=IF-MIB&type_filter=column,widget'), 422)).toMatch(/^type_filter: unknown node kind\(s\) widget; use node, module-identity/);
+    expect(detailOnly(await get('/api/mibs/browse/tree/module?module=IF-MIB&type_filter=column,widget'), 422)).toMatch(
+      /^type_filter: unknown node kind\(s\) widget; use node, module-identity/,
+    );
     expect(detailOnly(await get('/api/mibs/browse/tree/module?module=GHOST-MIB'), 404)).toContain("module 'GHOST-MIB'");
     expect(detailOnly(await get('/api/mibs/browse/tree/module'), 422)).toContain("must have required property 'module'");
   });
@@ -236,18 +392,42 @@ describe('console MIB catalog', () => {
     const def = await get('/api/mibs/browse/tree/oid');
     expect(def.status).toBe(200);
     expect(def.body).toMatchObject({ root_oid: '1.3.6.1', symbolic: 'SNMPv2-SMI::internet', depth: 1, module: null });
-    expect(def.body.tree.children.map((c: { name: string }) => c.name)).toEqual(expect.arrayContaining(['directory', 'mgmt', 'experimental', 'private', 'security', 'snmpV2']));
+    expect(def.body.tree.children.map((c: { name: string }) => c.name)).toEqual(
+      expect.arrayContaining(['directory', 'mgmt', 'experimental', 'private', 'security', 'snmpV2']),
+    );
     expect(def.body.tree.children.every((c: { children?: unknown }) => c.children === undefined)).toBe(true);
     const t2 = await get(`/api/mibs/browse/tree/oid?root_oid=${encodeURIComponent('IF-MIB::ifTable')}&depth=2`);
     const entry = t2.body.tree.children[0];
     expect([t2.body.root_oid, entry.name, entry.childCount]).toEqual(['1.3.6.1.2.1.2.2', 'ifEntry', 22]);
-    expect(entry.children.map((c: { oid: string }) => c.oid)).toEqual(on(translate(DIRS, ['-On'], entry.children.map((c: { name: string }) => `IF-MIB::${c.name}`))));
+    expect(entry.children.map((c: { oid: string }) => c.oid)).toEqual(
+      on(
+        translate(
+          DIRS,
+          ['-On'],
+          entry.children.map((c: { name: string }) => `IF-MIB::${c.name}`),
+        ),
+      ),
+    );
     const zero = await get('/api/mibs/browse/tree/oid?root_oid=1.3.6.1.2.1.2.2&depth=0');
-    expect(zero.body.tree).toEqual({ oid: '1.3.6.1.2.1.2.2', name: 'ifTable', module: 'IF-MIB', kind: 'table', type: 'SEQUENCE OF IfEntry', access: 'not-accessible', childCount: 1 });
+    expect(zero.body.tree).toEqual({
+      oid: '1.3.6.1.2.1.2.2',
+      name: 'ifTable',
+      module: 'IF-MIB',
+      kind: 'table',
+      type: 'SEQUENCE OF IfEntry',
+      access: 'not-accessible',
+      childCount: 1,
+    });
     // With module: only arcs leading to that module's definitions.
     const byMod = await get('/api/mibs/browse/tree/oid?root_oid=1.3.6.1.2.1&depth=1&module=IF-MIB');
     const ifOids = (await get('/api/mibs/objects?module=IF-MIB&limit=10000')).body.objects.map((o: { oid: string }) => o.oid) as string[];
-    const expected = [...new Set([...ifOids, ...(await get('/api/mibs/traps?module=IF-MIB')).body.traps.map((n: { oid: string }) => n.oid)].filter((o) => o.startsWith('1.3.6.1.2.1.')).map((o) => o.split('.').slice(0, 7).join('.')))];
+    const expected = [
+      ...new Set(
+        [...ifOids, ...(await get('/api/mibs/traps?module=IF-MIB')).body.traps.map((n: { oid: string }) => n.oid)]
+          .filter((o) => o.startsWith('1.3.6.1.2.1.'))
+          .map((o) => o.split('.').slice(0, 7).join('.')),
+      ),
+    ];
     expect(byMod.body.tree.children.map((c: { oid: string }) => c.oid).sort()).toEqual(expect.arrayContaining(expected.sort()));
     expect(byMod.body.tree.children.length).toBeLessThan(5);
     expect(detailOnly(await get('/api/mibs/browse/tree/oid?depth=11'), 422)).toBe('querystring.depth must be <= 10');
@@ -298,7 +478,11 @@ describe('console MIB catalog', () => {
     // Enumerations as -Td shows them (a column only IF-MIB defines: net-snmp picks RFC1213-MIB's ifOperStatus).
     const upDown = (await get('/api/mibs/browse/node/IF-MIB::ifLinkUpDownTrapEnable')).body;
     const td = snmptranslate(DIRS, ['-Td'], ['IF-MIB::ifLinkUpDownTrapEnable']);
-    expect(td).toContain(`SYNTAX\tINTEGER {${Object.entries(upDown.syntax.enums as Record<string, number>).map(([k, v]) => `${k}(${v})`).join(', ')}}`);
+    expect(td).toContain(
+      `SYNTAX\tINTEGER {${Object.entries(upDown.syntax.enums as Record<string, number>)
+        .map(([k, v]) => `${k}(${v})`)
+        .join(', ')}}`,
+    );
     // A notification: its members with their definitions.
     const trap = (await get('/api/mibs/browse/node/ACME-V1-MIB::acmePortDown')).body;
     expect(trap).toMatchObject({ kind: 'trap', oid: '1.3.6.1.4.1.424242.0.3', enterprise: '1.3.6.1.4.1.424242', trapNumber: 3 });
@@ -311,12 +495,22 @@ describe('console MIB catalog', () => {
     const entry = (await get('/api/mibs/browse/node/IF-MIB::ifEntry')).body;
     expect(entry.children.length).toBe(22);
     const old = (await get('/api/mibs/browse/node/RFC1213-MIB::ifInOctets')).body;
-    expect([old.module, old.status, old.syntax.type, old.alsoDefinedIn, old.breadcrumb.at(-1).module]).toEqual(['RFC1213-MIB', 'mandatory', 'Counter', ['IF-MIB'], 'RFC1213-MIB']);
+    expect([old.module, old.status, old.syntax.type, old.alsoDefinedIn, old.breadcrumb.at(-1).module]).toEqual([
+      'RFC1213-MIB',
+      'mandatory',
+      'Counter',
+      ['IF-MIB'],
+      'RFC1213-MIB',
+    ]);
     expect((await get('/api/mibs/browse/node/ifInOctets')).body.module).toBe('IF-MIB');
-    expect(detailOnly(await get('/api/mibs/browse/node/1.3.6.1.2.1.2.2.1.10.3'), 404)).toBe('1.3.6.1.2.1.2.2.1.10.3 is an instance (.3) of IF-MIB::ifInOctets, not a node: ask for /api/mibs/browse/node/1.3.6.1.2.1.2.2.1.10');
+    expect(detailOnly(await get('/api/mibs/browse/node/1.3.6.1.2.1.2.2.1.10.3'), 404)).toBe(
+      '1.3.6.1.2.1.2.2.1.10.3 is an instance (.3) of IF-MIB::ifInOctets, not a node: ask for /api/mibs/browse/node/1.3.6.1.2.1.2.2.1.10',
+    );
     // Longer than Fastify's default 100-character parameter: still answered, as {detail}.
     const long = `1.3.6.1.2.1.2.2.1.10${'.1'.repeat(60)}`;
-    expect(detailOnly(await get(`/api/mibs/browse/node/${long}`), 404)).toBe(`${long} is an instance (${'.1'.repeat(60)}) of IF-MIB::ifInOctets, not a node: ask for /api/mibs/browse/node/1.3.6.1.2.1.2.2.1.10`);
+    expect(detailOnly(await get(`/api/mibs/browse/node/${long}`), 404)).toBe(
+      `${long} is an instance (${'.1'.repeat(60)}) of IF-MIB::ifInOctets, not a node: ask for /api/mibs/browse/node/1.3.6.1.2.1.2.2.1.10`,
+    );
     expect(detailOnly(await get('/api/mibs/browse/node/IF-MIB::noSuchThing'), 404)).toContain('unknown MIB name');
     expect(detailOnly(await get('/api/mibs/browse/node/2.999'), 404)).toBe('no MIB node of the active bundle is a prefix of 2.999');
     expect(detailOnly(await get('/api/mibs/browse/node/1..3'), 422)).toContain('malformed OID');
@@ -341,7 +535,15 @@ describe('console MIB catalog', () => {
   it('GET /api/mibs/browse/node/iso (and 1): the root arc, which no module defines, with its children, as tree/oid takes it', async () => {
     const iso = await get('/api/mibs/browse/node/iso');
     expect(iso.status).toBe(200);
-    expect(iso.body).toMatchObject({ oid: '1', name: 'iso', module: null, kind: 'node', breadcrumb: [{ oid: '1', name: 'iso' }], alsoDefinedIn: [], usedInNotifications: [] });
+    expect(iso.body).toMatchObject({
+      oid: '1',
+      name: 'iso',
+      module: null,
+      kind: 'node',
+      breadcrumb: [{ oid: '1', name: 'iso' }],
+      alsoDefinedIn: [],
+      usedInNotifications: [],
+    });
     expect(iso.body.children).toContainEqual({ oid: '1.3', name: 'org', module: 'SNMPv2-SMI' });
     expect((await get('/api/mibs/browse/node/1')).body).toEqual(iso.body);
     const tree = (await get('/api/mibs/browse/tree/oid?root_oid=iso&depth=1')).body.tree;

@@ -20,7 +20,9 @@ import { detailOnly, loggedIn, started } from './helpers.js';
 type Api = Awaited<ReturnType<typeof loggedIn>>;
 const ERRORS = join(FIXTURES, 'errors');
 const fixture = (name: string) => readFileSync(join(ERRORS, name));
-const PRODUCT = readdirSync(PRODUCT_MIB_DIR).filter((f) => f.endsWith('.txt')).map((f) => f.replace(/\.txt$/, ''));
+const PRODUCT = readdirSync(PRODUCT_MIB_DIR)
+  .filter((f) => f.endsWith('.txt'))
+  .map((f) => f.replace(/\.txt$/, ''));
 
 /** A console whose life spans a describe (helpers.ts stops consoles after each test otherwise). */
 async function sharedConsole(env: Record<string, string> = {}, dir = mkdtempSync(join(tmpdir(), 'svc-mibs-console-'))) {
@@ -30,7 +32,12 @@ async function sharedConsole(env: Record<string, string> = {}, dir = mkdtempSync
 }
 
 /** POST multipart: files[] (or `field`) plus text fields, like the browser's FormData. */
-async function upload(a: Api, files: [string, string | Buffer][], fields: Record<string, string> = {}, o: { path?: string; field?: string; fieldsFirst?: boolean } = {}) {
+async function upload(
+  a: Api,
+  files: [string, string | Buffer][],
+  fields: Record<string, string> = {},
+  o: { path?: string; field?: string; fieldsFirst?: boolean } = {},
+) {
   const fd = new FormData();
   const addFields = () => Object.entries(fields).forEach(([k, v]) => fd.append(k, v));
   if (o.fieldsFirst) addFields();
@@ -43,7 +50,11 @@ async function upload(a: Api, files: [string, string | Buffer][], fields: Record
 
 /** A request whose answer is kept as bytes (download). */
 async function bytes(a: Api, path: string, body: unknown) {
-  const res = await fetch(a.c.url + path, { method: 'POST', headers: { 'x-auth-token': a.token, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(a.c.url + path, {
+    method: 'POST',
+    headers: { 'x-auth-token': a.token, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, headers: res.headers, data: Buffer.from(await res.arrayBuffer()) };
 }
 
@@ -162,7 +173,12 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
     const x = acme('ACME-X-MIB', { arc: 1 });
     const y = acme('ACME-Y-MIB', { arc: 2, imports: ['acmeXMIB FROM ACME-X-MIB'], body: 'acmeYUnder OBJECT IDENTIFIER ::= { acmeXMIB 5 }\n' });
     const mibsMessage = client.next('mibs');
-    const r = await upload(a, [['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')], ['ACME-X-MIB.txt', x], ['NEEDS-MISSING-MIB.my', fixture('NEEDS-MISSING-MIB.txt')], ['ACME-Y-MIB.mib', y]]);
+    const r = await upload(a, [
+      ['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')],
+      ['ACME-X-MIB.txt', x],
+      ['NEEDS-MISSING-MIB.my', fixture('NEEDS-MISSING-MIB.txt')],
+      ['ACME-Y-MIB.mib', y],
+    ]);
     expect(r.status).toBe(200);
     const syntaxLine = smilintLine(join(ERRORS, 'BROKEN-MIB.txt'), /^syntax error/);
     const missingLine = smilintLine(join(ERRORS, 'NEEDS-MISSING-MIB.txt'), /ACME-NOT-THERE-MIB/);
@@ -172,7 +188,9 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
       'ACME-X-MIB': 'compiled',
       'ACME-Y-MIB': 'compiled',
       'BROKEN-MIB': `failed: common/BROKEN-MIB.txt:${syntaxLine}:27 unexpected ']' in an OBJECT IDENTIFIER value (expected a name, a number or '}')`,
-      'NEEDS-MISSING-MIB': expect.stringMatching(new RegExp(`^failed: common/NEEDS-MISSING-MIB\\.my:${missingLine}:\\d+ imports from missing module ACME-NOT-THERE-MIB$`)),
+      'NEEDS-MISSING-MIB': expect.stringMatching(
+        new RegExp(`^failed: common/NEEDS-MISSING-MIB\\.my:${missingLine}:\\d+ imports from missing module ACME-NOT-THERE-MIB$`),
+      ),
     });
     const broken = r.body.failed.find((f: any) => f.module === 'BROKEN-MIB');
     expect(broken).toMatchObject({ path: 'common/BROKEN-MIB.txt', group: 'common', missing: [] });
@@ -183,9 +201,27 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
     expect(st.mibs).toEqual([...PRODUCT, 'ACME-BUNDLED-MIB', 'ACME-X-MIB', 'ACME-Y-MIB'].sort());
     expect(st.errors.map((f: any) => f.module).sort()).toEqual(['BROKEN-MIB', 'NEEDS-MISSING-MIB']);
     expect(st.failed_modules).toEqual(st.errors);
-    expect(rows(st, 'common/NEEDS-MISSING-MIB.my')).toEqual([expect.objectContaining({ group: 'common', file: 'NEEDS-MISSING-MIB.my', status: 'failed', missing: ['ACME-NOT-THERE-MIB'], bundled: false, size_bytes: fixture('NEEDS-MISSING-MIB.txt').length })]);
+    expect(rows(st, 'common/NEEDS-MISSING-MIB.my')).toEqual([
+      expect.objectContaining({
+        group: 'common',
+        file: 'NEEDS-MISSING-MIB.my',
+        status: 'failed',
+        missing: ['ACME-NOT-THERE-MIB'],
+        bundled: false,
+        size_bytes: fixture('NEEDS-MISSING-MIB.txt').length,
+      }),
+    ]);
     expect(rows(st, 'common/ACME-Y-MIB.mib')).toEqual([expect.objectContaining({ status: 'active', module: 'ACME-Y-MIB', last_updated: '202601010000Z' })]);
-    expect(groupOf(st, 'common')).toEqual({ group: 'common', bundled: false, files: 4, modules: 4, active: 2, shadowed: 0, failed: 2, size_bytes: [fixture('BROKEN-MIB.txt'), fixture('NEEDS-MISSING-MIB.txt'), x, y].reduce((n, d) => n + Buffer.byteLength(d), 0) });
+    expect(groupOf(st, 'common')).toEqual({
+      group: 'common',
+      bundled: false,
+      files: 4,
+      modules: 4,
+      active: 2,
+      shadowed: 0,
+      failed: 2,
+      size_bytes: [fixture('BROKEN-MIB.txt'), fixture('NEEDS-MISSING-MIB.txt'), x, y].reduce((n, d) => n + Buffer.byteLength(d), 0),
+    });
     // Stored as sent; compiled to SVC_MIB_DIR with net-snmp's OIDs.
     expect(readFileSync(join(a.dir, 'mib-sources', 'common', 'ACME-Y-MIB.mib'), 'utf8')).toBe(y);
     const json = JSON.parse(readFileSync(join(a.dir, 'mibs', 'ACME-Y-MIB.json'), 'utf8'));
@@ -202,7 +238,12 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
 
   it('source_group: a custom group (fields before or after the files); compile_mode partial keeps what resolves, full fails it again', async () => {
     // BROKEN-MIB under another name and arc (the same lines), so that it is alone in its module name.
-    const labText = fixture('BROKEN-MIB.txt').toString().replace(/BROKEN-MIB/g, 'BROKEN-LAB-MIB').replace(/brokenMIB/g, 'brokenLab').replace(/goodOne|alsoGood|badOne/g, (m) => `lab${m}`).replace('424243', '424245');
+    const labText = fixture('BROKEN-MIB.txt')
+      .toString()
+      .replace(/BROKEN-MIB/g, 'BROKEN-LAB-MIB')
+      .replace(/brokenMIB/g, 'brokenLab')
+      .replace(/goodOne|alsoGood|badOne/g, (m) => `lab${m}`)
+      .replace('424243', '424245');
     const r = await upload(a, [['BROKEN-LAB-MIB.txt', labText]], { source_group: 'lab', compile_mode: 'partial' }, { fieldsFirst: true });
     expect(r.status).toBe(200);
     expect(r.body.files).toEqual(['lab/BROKEN-LAB-MIB.txt']);
@@ -213,14 +254,25 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
     const json = JSON.parse(readFileSync(join(a.dir, 'mibs', 'BROKEN-LAB-MIB.json'), 'utf8'));
     expect(json.nodes.map((n: any) => n.name).sort()).toEqual(['brokenLab', 'labalsoGood', 'labgoodOne']);
     expect('.' + json.nodes.find((n: any) => n.name === 'labalsoGood').oid).toBe(snmptranslate([CORPUS], ['-On'], ['SNMPv2-SMI::enterprises.424245.3']).trim());
-    expect(json.diagnostics).toContainEqual(expect.objectContaining({ severity: 'warning', token: ']', line: smilintLine(join(ERRORS, 'BROKEN-MIB.txt'), /^syntax error/) }));
+    expect(json.diagnostics).toContainEqual(
+      expect.objectContaining({ severity: 'warning', token: ']', line: smilintLine(join(ERRORS, 'BROKEN-MIB.txt'), /^syntax error/) }),
+    );
     // Full mode again (the default): the module fails.
     const full = await upload(a, [['BROKEN-LAB-MIB.txt', labText]], { source_group: 'lab' });
     expect(full.body.results['BROKEN-LAB-MIB']).toMatch(/^failed: lab\/BROKEN-LAB-MIB.txt:27:27 unexpected '\]'/);
     st = await status(a);
     expect(st.mibs).not.toContain('BROKEN-LAB-MIB');
     expect(rows(st, 'lab/BROKEN-LAB-MIB.txt')[0].status).toBe('failed');
-    expect(groupOf(st, 'lab')).toEqual({ group: 'lab', bundled: false, files: 1, modules: 1, active: 0, shadowed: 0, failed: 1, size_bytes: Buffer.byteLength(labText) });
+    expect(groupOf(st, 'lab')).toEqual({
+      group: 'lab',
+      bundled: false,
+      files: 1,
+      modules: 1,
+      active: 0,
+      shadowed: 0,
+      failed: 1,
+      size_bytes: Buffer.byteLength(labText),
+    });
     expect(existsSync(join(a.dir, 'mibs', 'BROKEN-LAB-MIB.json'))).toBe(false);
     // Explicit full and an empty mode are the default.
     expect((await upload(a, [['BROKEN-LAB-MIB.txt', labText]], { source_group: 'lab', compile_mode: 'partial' })).body.compiled).toEqual(['BROKEN-LAB-MIB']);
@@ -231,11 +283,21 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
 
   it('shadowing: uploaded beats bundled; two user groups: newer LAST-UPDATED wins, a tie goes to the group first by name; shadowed rows and group totals', async () => {
     const IF = readFileSync(join(PRODUCT_MIB_DIR, 'IF-MIB.txt'), 'utf8');
-    const older = IF.replace('LAST-UPDATED "200006140000Z"', 'LAST-UPDATED "199001010000Z"').replace(/\nEND\s*$/, '\nifAcmeMark OBJECT IDENTIFIER ::= { ifMIBObjects 4242 }\nEND\n');
+    const older = IF.replace('LAST-UPDATED "200006140000Z"', 'LAST-UPDATED "199001010000Z"').replace(
+      /\nEND\s*$/,
+      '\nifAcmeMark OBJECT IDENTIFIER ::= { ifMIBObjects 4242 }\nEND\n',
+    );
     const r = await upload(a, [['IF-MIB.txt', older]], { source_group: 'vendor' });
     expect(r.body.results).toEqual({ 'IF-MIB': 'compiled' });
     let st = await status(a);
-    expect(rows(st, 'bundled/IF-MIB.txt')).toEqual([expect.objectContaining({ status: 'shadowed', bundled: true, last_updated: '200006140000Z', shadowed_by: { path: 'vendor/IF-MIB.txt', group: 'vendor' } })]);
+    expect(rows(st, 'bundled/IF-MIB.txt')).toEqual([
+      expect.objectContaining({
+        status: 'shadowed',
+        bundled: true,
+        last_updated: '200006140000Z',
+        shadowed_by: { path: 'vendor/IF-MIB.txt', group: 'vendor' },
+      }),
+    ]);
     expect(rows(st, 'vendor/IF-MIB.txt')).toEqual([expect.objectContaining({ status: 'active', last_updated: '199001010000Z' })]);
     expect(st.mibs.filter((m: string) => m === 'IF-MIB')).toHaveLength(1);
     expect(groupOf(st, 'bundled')).toMatchObject({ files: 37, modules: 37, active: 36, shadowed: 1, failed: 0 });
@@ -247,17 +309,23 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
     await upload(a, [['ACME-S-MIB.txt', S(21, '202001010000Z')]], { source_group: 'zeta' });
     expect((await upload(a, [['ACME-S-MIB.txt', S(22, '202001010000Z')]], { source_group: 'alpha' })).body.results).toEqual({ 'ACME-S-MIB': 'compiled' });
     st = await status(a);
-    expect(rows(st, 'zeta/ACME-S-MIB.txt')).toEqual([expect.objectContaining({ status: 'shadowed', shadowed_by: { path: 'alpha/ACME-S-MIB.txt', group: 'alpha' } })]);
+    expect(rows(st, 'zeta/ACME-S-MIB.txt')).toEqual([
+      expect.objectContaining({ status: 'shadowed', shadowed_by: { path: 'alpha/ACME-S-MIB.txt', group: 'alpha' } }),
+    ]);
     // A newer zeta wins; the alpha row is now the shadowed one.
     expect((await upload(a, [['ACME-S-MIB.txt', S(23, '202201010000Z')]], { source_group: 'zeta' })).body.results).toEqual({ 'ACME-S-MIB': 'compiled' });
     st = await status(a);
-    expect(rows(st, 'alpha/ACME-S-MIB.txt')).toEqual([expect.objectContaining({ status: 'shadowed', last_updated: '202001010000Z', shadowed_by: { path: 'zeta/ACME-S-MIB.txt', group: 'zeta' } })]);
+    expect(rows(st, 'alpha/ACME-S-MIB.txt')).toEqual([
+      expect.objectContaining({ status: 'shadowed', last_updated: '202001010000Z', shadowed_by: { path: 'zeta/ACME-S-MIB.txt', group: 'zeta' } }),
+    ]);
     expect(rows(st, 'zeta/ACME-S-MIB.txt')[0].status).toBe('active');
     expect(JSON.parse(readFileSync(join(a.dir, 'mibs', 'ACME-S-MIB.json'), 'utf8')).identity.oid).toBe('1.3.6.1.4.1.424242.23');
     expect(groupOf(st, 'alpha')).toMatchObject({ files: 1, modules: 1, active: 0, shadowed: 1, failed: 0 });
     expect(groupOf(st, 'zeta')).toMatchObject({ files: 1, modules: 1, active: 1, shadowed: 0, failed: 0 });
     // Uploading the loser again says so.
-    expect((await upload(a, [['ACME-S-MIB.txt', S(22, '202001010000Z')]], { source_group: 'alpha' })).body.results).toEqual({ 'ACME-S-MIB': 'shadowed by zeta/ACME-S-MIB.txt' });
+    expect((await upload(a, [['ACME-S-MIB.txt', S(22, '202001010000Z')]], { source_group: 'alpha' })).body.results).toEqual({
+      'ACME-S-MIB': 'shadowed by zeta/ACME-S-MIB.txt',
+    });
     // source_groups: user groups by name, then the bundled ones.
     expect(st.source_groups.map((g: any) => g.group)).toEqual(['alpha', 'common', 'lab', 'vendor', 'zeta', 'bundled', 'bundled-1']);
   });
@@ -274,7 +342,9 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
     expect(r.status).toBe(200);
     expect(r.body.group).toBe('check');
     expect(r.body.would_compile.sort()).toEqual(['ACME-V-MIB', 'TCP-MIB']);
-    expect(r.body.would_fail.map((f: any) => [f.module, f.path, f.missing])).toEqual([['NEEDS-MISSING-MIB', 'check/NEEDS-MISSING-MIB.txt', ['ACME-NOT-THERE-MIB']]]);
+    expect(r.body.would_fail.map((f: any) => [f.module, f.path, f.missing])).toEqual([
+      ['NEEDS-MISSING-MIB', 'check/NEEDS-MISSING-MIB.txt', ['ACME-NOT-THERE-MIB']],
+    ]);
     expect(r.body.missing).toEqual(['ACME-NOT-THERE-MIB']);
     // NEEDS-MISSING-MIB ties with common/NEEDS-MISSING-MIB.my (same LAST-UPDATED): check sorts first.
     expect(r.body.would_shadow).toEqual([
@@ -290,8 +360,12 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
     ]);
     // A stored path is flagged as replaced; the syntax error shows per file.
     const again = await upload(a, [['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')]], {}, { path: '/api/mibs/validate-batch' });
-    expect(again.body.files).toEqual([expect.objectContaining({ path: 'common/BROKEN-MIB.txt', replaces: true, errors: [expect.objectContaining({ line: 27, column: 27, token: ']' })] })]);
-    expect((await upload(a, [['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')]], { compile_mode: 'partial' }, { path: '/api/mibs/validate-batch' })).body.would_compile).toEqual(['BROKEN-MIB']);
+    expect(again.body.files).toEqual([
+      expect.objectContaining({ path: 'common/BROKEN-MIB.txt', replaces: true, errors: [expect.objectContaining({ line: 27, column: 27, token: ']' })] }),
+    ]);
+    expect(
+      (await upload(a, [['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')]], { compile_mode: 'partial' }, { path: '/api/mibs/validate-batch' })).body.would_compile,
+    ).toEqual(['BROKEN-MIB']);
     // Its errors are the upload's.
     detailOnly(await upload(a, [['x.txt', 'x']], { compile_mode: 'both' }, { path: '/api/mibs/validate-batch' }), 422);
     detailOnly(await upload(a, [['x.exe', 'x']], {}, { path: '/api/mibs/validate-batch' }), 415);
@@ -310,7 +384,10 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
       'NEEDS-MISSING-MIB': expect.stringMatching(/^failed: check\/NEEDS-MISSING-MIB.txt:\d+:\d+ imports from missing module ACME-NOT-THERE-MIB$/),
     });
     const st = await status(a);
-    expect(rows(st, 'common/NEEDS-MISSING-MIB.my')[0]).toMatchObject({ status: 'shadowed', shadowed_by: { path: 'check/NEEDS-MISSING-MIB.txt', group: 'check' } });
+    expect(rows(st, 'common/NEEDS-MISSING-MIB.my')[0]).toMatchObject({
+      status: 'shadowed',
+      shadowed_by: { path: 'check/NEEDS-MISSING-MIB.txt', group: 'check' },
+    });
     expect(rows(st, 'bundled/TCP-MIB.txt')[0]).toMatchObject({ status: 'shadowed', shadowed_by: { path: 'check/TCP-MIB.txt', group: 'check' } });
     expect((await a.api('POST', '/api/mibs/delete-batch', { paths: files.map(([n]) => `check/${n}`) })).body.deleted).toHaveLength(4);
     expect(await status(a)).toMatchObject({ mibs: before.st.mibs, errors: before.st.errors, source_inventory: before.st.source_inventory });
@@ -319,18 +396,27 @@ describe('console MIB catalog: upload, status, validate-batch, reload, errors', 
   it('errors are exactly {detail}: not multipart 415, wrong extension 415, oversized 413, traversal name 400, bad compile_mode 422, bad source_group 400, no file 400; nothing stored', async () => {
     const before = { sources: snapshot(join(a.dir, 'mib-sources')), stats: await stats(a) };
     const ok: [string, string] = ['ACME-E-MIB.txt', acme('ACME-E-MIB', { arc: 30 })];
-    expect(detailOnly(await a.api('POST', '/api/mibs/upload', { files: ['x'] }), 415)).toBe("send the MIB files as multipart/form-data in the field files[] (got content type 'application/json')");
+    expect(detailOnly(await a.api('POST', '/api/mibs/upload', { files: ['x'] }), 415)).toBe(
+      "send the MIB files as multipart/form-data in the field files[] (got content type 'application/json')",
+    );
     const noBody = await fetch(a.c.url + '/api/mibs/upload', { method: 'POST', headers: { 'x-auth-token': a.token } });
     expect(detailOnly({ status: noBody.status, body: await noBody.json() }, 415)).toContain("got content type 'none'");
-    const text = await fetch(a.c.url + '/api/mibs/upload', { method: 'POST', headers: { 'x-auth-token': a.token, 'content-type': 'text/plain' }, body: 'IF-MIB DEFINITIONS ::= BEGIN END' });
+    const text = await fetch(a.c.url + '/api/mibs/upload', {
+      method: 'POST',
+      headers: { 'x-auth-token': a.token, 'content-type': 'text/plain' },
+      body: 'IF-MIB DEFINITIONS ::= BEGIN END',
+    });
     expect(detailOnly({ status: text.status, body: await text.json() }, 415)).toContain("got content type 'text/plain'");
     expect(detailOnly(await upload(a, [ok, ['IF-MIB.exe', 'x']]), 415)).toBe('IF-MIB.exe: a MIB source must end in .mib, .txt or .my (or have no extension)');
-    expect(detailOnly(await upload(a, [ok, ['big.mib', Buffer.alloc(MIB_MAX_FILE_BYTES + 1, 32)]]), 413)).toBe(`a MIB file may have at most ${MIB_MAX_FILE_BYTES} bytes`);
+    expect(detailOnly(await upload(a, [ok, ['big.mib', Buffer.alloc(MIB_MAX_FILE_BYTES + 1, 32)]]), 413)).toBe(
+      `a MIB file may have at most ${MIB_MAX_FILE_BYTES} bytes`,
+    );
     for (const name of ['../evil.txt', '../../etc/evil.txt', 'sub/x.txt', '..\\evil.txt', '.hidden.txt']) {
       expect(detailOnly(await upload(a, [ok, [name, 'x']]), 400)).toBe(`file name '${name}' escapes the MIB store or is hidden: give a plain file name`);
     }
     expect(detailOnly(await upload(a, [ok], { compile_mode: 'fast' }), 422)).toBe("compile_mode must be full or partial (got 'fast')");
-    for (const g of ['../x', 'bundled', 'a/b', 'has space']) expect(detailOnly(await upload(a, [ok], { source_group: g }), 400)).toContain(`source group '${g}' is not allowed`);
+    for (const g of ['../x', 'bundled', 'a/b', 'has space'])
+      expect(detailOnly(await upload(a, [ok], { source_group: g }), 400)).toContain(`source group '${g}' is not allowed`);
     expect(detailOnly(await upload(a, [], { source_group: 'x' }), 400)).toBe('no MIB file: send one or more files in the multipart field files[]');
     expect(detailOnly(await upload(a, [ok], {}, { field: 'attachment' }), 400)).toBe("unexpected file field 'attachment': send MIB files in the field files[]");
     expect(detailOnly(await upload(a, [ok, ['empty.txt', '']]), 400)).toBe('empty.txt is empty');
@@ -381,7 +467,14 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
     writeFileSync(join(lib, 'vendor', 'disman', 'DISMAN-PING-MIB.mib'), readFileSync(join(CORPUS, 'DISMAN-PING-MIB.txt')));
     repo = await repository();
     a = await sharedConsole({ SVC_MIB_BUNDLED_SOURCE_DIR: lib });
-    const r = await upload(a, [['ACME-DL-MIB.txt', x], ['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')]], { source_group: 'dl' });
+    const r = await upload(
+      a,
+      [
+        ['ACME-DL-MIB.txt', x],
+        ['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')],
+      ],
+      { source_group: 'dl' },
+    );
     expect(r.status).toBe(200);
   });
   afterAll(async () => {
@@ -418,7 +511,9 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
     for (const p of ['../../etc/passwd', 'dl/../../x', '/etc/passwd', 'dl/sub/x.txt', 'dl']) {
       expect(detailOnly(await a.api('POST', '/api/mibs/download', { paths: ['dl/ACME-DL-MIB.txt', p] }), 400)).toContain(`path '${p}' escapes the MIB store`);
     }
-    expect(detailOnly(await a.api('POST', '/api/mibs/download', { paths: ['dl/NOPE.txt'] }), 404)).toBe('no MIB source dl/NOPE.txt: see source_inventory in GET /api/mibs/status for the stored paths');
+    expect(detailOnly(await a.api('POST', '/api/mibs/download', { paths: ['dl/NOPE.txt'] }), 404)).toBe(
+      'no MIB source dl/NOPE.txt: see source_inventory in GET /api/mibs/status for the stored paths',
+    );
     detailOnly(await a.api('POST', '/api/mibs/download', { paths: [] }), 422);
     detailOnly(await a.api('POST', '/api/mibs/download', {}), 422);
   });
@@ -430,7 +525,9 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
     const gone = (n: string) => !existsSync(join(a.dir, 'mib-sources', 'del', n));
 
     // Bundled sources are read-only, alone or in a batch (and then nothing of the batch goes).
-    expect(detailOnly(await a.api('DELETE', '/api/mibs/file', { path: 'bundled/IF-MIB.txt' }), 403)).toMatch(/^bundled\/IF-MIB.txt is a read-only bundled source \(from .*\); upload a module of the same name to shadow it instead$/);
+    expect(detailOnly(await a.api('DELETE', '/api/mibs/file', { path: 'bundled/IF-MIB.txt' }), 403)).toMatch(
+      /^bundled\/IF-MIB.txt is a read-only bundled source \(from .*\); upload a module of the same name to shadow it instead$/,
+    );
     detailOnly(await a.api('POST', '/api/mibs/delete-batch', { paths: ['del/ACME-D1-MIB.txt', 'bundled/TCP-MIB.txt'] }), 403);
     detailOnly(await a.api('DELETE', '/api/mibs/' + encodeURIComponent('bundled/TCP-MIB.txt')), 403);
     expect(gone('ACME-D1-MIB.txt')).toBe(false);
@@ -450,7 +547,9 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
     expect(gone('ACME-D1-MIB.txt')).toBe(true);
     expect((await status(a)).mibs).not.toContain('ACME-DD0-MIB');
     expect(existsSync(join(a.dir, 'mibs', 'ACME-DD0-MIB.json'))).toBe(false);
-    expect(detailOnly(await a.api('DELETE', '/api/mibs/file', { path: 'del/ACME-D1-MIB.txt' }), 404)).toBe('no MIB source del/ACME-D1-MIB.txt: see source_inventory in GET /api/mibs/status for the stored paths');
+    expect(detailOnly(await a.api('DELETE', '/api/mibs/file', { path: 'del/ACME-D1-MIB.txt' }), 404)).toBe(
+      'no MIB source del/ACME-D1-MIB.txt: see source_inventory in GET /api/mibs/status for the stored paths',
+    );
     detailOnly(await a.api('DELETE', '/api/mibs/file', {}), 422);
 
     const batch = await a.api('POST', '/api/mibs/delete-batch', { paths: ['del/ACME-D2-MIB.txt', 'del/NOPE.txt', 'nogroup/x.txt'] });
@@ -476,10 +575,26 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
   });
 
   it('fetch-dependencies: from a bundled sub-directory, then from an HTTP repository (body, then the application setting); still_missing with the reason', async () => {
-    const trace = acme('ACME-TR-MIB', { arc: 70, imports: ['traceRouteMIB FROM DISMAN-TRACEROUTE-MIB'], body: 'acmeTrUnder OBJECT IDENTIFIER ::= { traceRouteMIB 9 }\n' });
+    const trace = acme('ACME-TR-MIB', {
+      arc: 70,
+      imports: ['traceRouteMIB FROM DISMAN-TRACEROUTE-MIB'],
+      body: 'acmeTrUnder OBJECT IDENTIFIER ::= { traceRouteMIB 9 }\n',
+    });
     const v6 = acme('ACME-V6-MIB', { arc: 71, imports: ['ipv6MIB FROM IPV6-MIB'], body: 'acmeV6Under OBJECT IDENTIFIER ::= { ipv6MIB 9 }\n' });
-    const up = await upload(a, [['ACME-TR-MIB.txt', trace], ['ACME-V6-MIB.txt', v6]], { source_group: 'fx' });
-    expect(up.body.failed.map((f: any) => [f.module, f.missing])).toEqual(expect.arrayContaining([['ACME-TR-MIB', ['DISMAN-TRACEROUTE-MIB']], ['ACME-V6-MIB', ['IPV6-MIB']]]));
+    const up = await upload(
+      a,
+      [
+        ['ACME-TR-MIB.txt', trace],
+        ['ACME-V6-MIB.txt', v6],
+      ],
+      { source_group: 'fx' },
+    );
+    expect(up.body.failed.map((f: any) => [f.module, f.missing])).toEqual(
+      expect.arrayContaining([
+        ['ACME-TR-MIB', ['DISMAN-TRACEROUTE-MIB']],
+        ['ACME-V6-MIB', ['IPV6-MIB']],
+      ]),
+    );
     const before = await stats(a);
 
     // No repository configured: the bundled library (sub-directories of the configured dir) only.
@@ -489,16 +604,26 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
       { module: 'DISMAN-TRACEROUTE-MIB', from: join(lib, 'vendor', 'DISMAN-TRACEROUTE-MIB.txt'), path: 'fx/DISMAN-TRACEROUTE-MIB.txt' },
       { module: 'DISMAN-PING-MIB', from: join(lib, 'vendor', 'disman', 'DISMAN-PING-MIB.mib'), path: 'fx/DISMAN-PING-MIB.mib' },
     ]);
-    expect(local.body.still_missing).toEqual([{ module: 'IPV6-MIB', needed_by: ['ACME-V6-MIB'], reason: expect.stringContaining('no MIB repository URL is configured') }]);
+    expect(local.body.still_missing).toEqual([
+      { module: 'IPV6-MIB', needed_by: ['ACME-V6-MIB'], reason: expect.stringContaining('no MIB repository URL is configured') },
+    ]);
     expect(local.body.compiled.sort()).toEqual(['DISMAN-PING-MIB', 'DISMAN-TRACEROUTE-MIB']);
     expect(await stats(a)).toEqual({ ...before, compiled: before.compiled + 2 });
-    expect('.' + JSON.parse(readFileSync(join(a.dir, 'mibs', 'ACME-TR-MIB.json'), 'utf8')).nodes.find((n: any) => n.name === 'acmeTrUnder').oid).toBe(netSnmpOid({ 'ACME-TR-MIB.txt': trace }, 'ACME-TR-MIB::acmeTrUnder'));
+    expect('.' + JSON.parse(readFileSync(join(a.dir, 'mibs', 'ACME-TR-MIB.json'), 'utf8')).nodes.find((n: any) => n.name === 'acmeTrUnder').oid).toBe(
+      netSnmpOid({ 'ACME-TR-MIB.txt': trace }, 'ACME-TR-MIB::acmeTrUnder'),
+    );
 
     // Unreachable repository (a closed port), given in the body.
     const port = await closedPort();
     const down = await a.api('POST', '/api/mibs/fetch-dependencies', { repository_url: `http://127.0.0.1:${port}/mibs` });
     expect(down.body.fetched).toEqual([]);
-    expect(down.body.still_missing).toEqual([{ module: 'IPV6-MIB', needed_by: ['ACME-V6-MIB'], reason: `IPV6-MIB: the MIB repository http://127.0.0.1:${port}/mibs/IPV6-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network` }]);
+    expect(down.body.still_missing).toEqual([
+      {
+        module: 'IPV6-MIB',
+        needed_by: ['ACME-V6-MIB'],
+        reason: `IPV6-MIB: the MIB repository http://127.0.0.1:${port}/mibs/IPV6-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network`,
+      },
+    ]);
 
     // The application setting mib_repository_url: IPV6-MIB, then IPV6-TC which it imports.
     expect((await a.api('POST', '/api/settings/app', { mib_repository_url: repo.url })).status).toBe(200);
@@ -514,13 +639,21 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
     const st = await status(a);
     expect(st.errors.filter((f: any) => f.group === 'fx')).toEqual([]);
     expect(st.mibs).toEqual(expect.arrayContaining(['ACME-TR-MIB', 'ACME-V6-MIB', 'IPV6-MIB', 'IPV6-TC']));
-    expect('.' + JSON.parse(readFileSync(join(a.dir, 'mibs', 'ACME-V6-MIB.json'), 'utf8')).nodes.find((n: any) => n.name === 'acmeV6Under').oid).toBe(netSnmpOid({ 'ACME-V6-MIB.txt': v6 }, 'ACME-V6-MIB::acmeV6Under'));
+    expect('.' + JSON.parse(readFileSync(join(a.dir, 'mibs', 'ACME-V6-MIB.json'), 'utf8')).nodes.find((n: any) => n.name === 'acmeV6Under').oid).toBe(
+      netSnmpOid({ 'ACME-V6-MIB.txt': v6 }, 'ACME-V6-MIB::acmeV6Under'),
+    );
     // The body overrides the setting; a module the repository does not have.
     await upload(a, [['NEEDS-MISSING-MIB.txt', fixture('NEEDS-MISSING-MIB.txt')]], { source_group: 'fx' });
     repo.requests.length = 0;
     const notThere = await a.api('POST', '/api/mibs/fetch-dependencies', { repository_url: `${repo.url}/` });
     expect(repo.requests).toEqual(['/mibs/ACME-NOT-THERE-MIB']);
-    expect(notThere.body.still_missing).toEqual([{ module: 'ACME-NOT-THERE-MIB', needed_by: ['NEEDS-MISSING-MIB'], reason: `ACME-NOT-THERE-MIB: not found in the bundled sources or at ${repo.url}/ACME-NOT-THERE-MIB` }]);
+    expect(notThere.body.still_missing).toEqual([
+      {
+        module: 'ACME-NOT-THERE-MIB',
+        needed_by: ['NEEDS-MISSING-MIB'],
+        reason: `ACME-NOT-THERE-MIB: not found in the bundled sources or at ${repo.url}/ACME-NOT-THERE-MIB`,
+      },
+    ]);
     detailOnly(await a.api('POST', '/api/mibs/fetch-dependencies', { repository_url: {} }), 422);
   });
 
@@ -539,7 +672,14 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
 
   it('an upload whose 2nd file name is over 200 bytes of UTF-8 is 400 and stores nothing (not 503 with the 1st file left behind)', async () => {
     const before = snapshot(join(a.dir, 'mib-sources'));
-    const r = await upload(a, [['ACME-LN1-MIB.mib', acme('ACME-LN1-MIB', { arc: 81 })], [`${'漢'.repeat(100)}.mib`, acme('ACME-LN2-MIB', { arc: 82 })]], { source_group: 'ln' });
+    const r = await upload(
+      a,
+      [
+        ['ACME-LN1-MIB.mib', acme('ACME-LN1-MIB', { arc: 81 })],
+        [`${'漢'.repeat(100)}.mib`, acme('ACME-LN2-MIB', { arc: 82 })],
+      ],
+      { source_group: 'ln' },
+    );
     expect(r.status).toBe(400);
     expect(detailOnly(r, 400)).toContain('is 304 bytes in UTF-8; a MIB source name may have at most 200');
     expect(snapshot(join(a.dir, 'mib-sources'))).toEqual(before);
@@ -560,15 +700,23 @@ describe('console MIB catalog: download, delete, fetch-dependencies', () => {
     });
     await new Promise<void>((r) => guarded.listen(0, '127.0.0.1', r));
     const port = (guarded.address() as AddressInfo).port;
-    await upload(a, [['ACME-NEEDS-SECRET-MIB.txt', acme('ACME-NEEDS-SECRET-MIB', { arc: 84, imports: ['acmeSecretMIB FROM ACME-SECRET-MIB'] })]], { source_group: 'sec' });
+    await upload(a, [['ACME-NEEDS-SECRET-MIB.txt', acme('ACME-NEEDS-SECRET-MIB', { arc: 84, imports: ['acmeSecretMIB FROM ACME-SECRET-MIB'] })]], {
+      source_group: 'sec',
+    });
     try {
       const r = await a.api('POST', '/api/mibs/fetch-dependencies', { repository_url: `http://ops:t0p-s3cret@127.0.0.1:${port}/mibs` });
       expect(r.status).toBe(200);
-      expect(r.body.still_missing).toContainEqual({ module: 'ACME-SECRET-MIB', needed_by: ['ACME-NEEDS-SECRET-MIB'], reason: `ACME-SECRET-MIB: not found in the bundled sources or at http://***@127.0.0.1:${port}/mibs/ACME-SECRET-MIB` });
+      expect(r.body.still_missing).toContainEqual({
+        module: 'ACME-SECRET-MIB',
+        needed_by: ['ACME-NEEDS-SECRET-MIB'],
+        reason: `ACME-SECRET-MIB: not found in the bundled sources or at http://***@127.0.0.1:${port}/mibs/ACME-SECRET-MIB`,
+      });
       expect(seen).toContain(`Basic ${Buffer.from('ops:t0p-s3cret').toString('base64')}`);
       const closed = await closedPort();
       const down = await a.api('POST', '/api/mibs/fetch-dependencies', { repository_url: `http://ops:t0p-s3cret@127.0.0.1:${closed}/mibs` });
-      expect(down.body.still_missing).toContainEqual(expect.objectContaining({ module: 'ACME-SECRET-MIB', reason: expect.stringContaining('cannot be reached (ECONNREFUSED)') }));
+      expect(down.body.still_missing).toContainEqual(
+        expect.objectContaining({ module: 'ACME-SECRET-MIB', reason: expect.stringContaining('cannot be reached (ECONNREFUSED)') }),
+      );
       expect(JSON.stringify([r.body, down.body])).not.toContain('t0p-s3cret');
     } finally {
       await new Promise((r) => guarded.close(r));
@@ -582,11 +730,23 @@ describe('console MIB catalog: persistence across restarts', () => {
     const dir = tempDir('svc-mibs-persist-');
     const first = await loggedIn({}, dir);
     const x = acme('ACME-PS-MIB', { arc: 80 });
-    await upload(first, [['ACME-PS-MIB.txt', x], ['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')]], { source_group: 'keep' });
+    await upload(
+      first,
+      [
+        ['ACME-PS-MIB.txt', x],
+        ['BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')],
+      ],
+      { source_group: 'keep' },
+    );
     await upload(first, [['TCP-MIB.txt', readFileSync(join(PRODUCT_MIB_DIR, 'TCP-MIB.txt'))]], { source_group: 'keep' });
     const st1 = await status(first);
     expect(readdirSync(join(dir, 'mibs')).sort()).toEqual(['_manifest.json', ...st1.mibs.map((m: string) => `${m}.json`)].sort());
-    expect(JSON.parse(readFileSync(join(dir, 'mibs', 'TCP-MIB.json'), 'utf8'))).toMatchObject({ format: 1, module: 'TCP-MIB', file: 'keep/TCP-MIB.txt', group: 'keep' });
+    expect(JSON.parse(readFileSync(join(dir, 'mibs', 'TCP-MIB.json'), 'utf8'))).toMatchObject({
+      format: 1,
+      module: 'TCP-MIB',
+      file: 'keep/TCP-MIB.txt',
+      group: 'keep',
+    });
     await first.c.stop();
     started.splice(started.indexOf(first.c), 1);
 
@@ -608,6 +768,8 @@ describe('console MIB catalog: persistence across restarts', () => {
     started.splice(started.indexOf(third.c), 1);
     const fourth = await loggedIn({ SVC_MIB_REPOSITORY_URL: `http://127.0.0.1:${port}` }, dir);
     await upload(fourth, [['NEEDS-MISSING-MIB.txt', fixture('NEEDS-MISSING-MIB.txt')]]);
-    expect((await fourth.api('POST', '/api/mibs/fetch-dependencies')).body.still_missing[0].reason).toContain(`http://127.0.0.1:${port}/ACME-NOT-THERE-MIB cannot be reached`);
+    expect((await fourth.api('POST', '/api/mibs/fetch-dependencies')).body.still_missing[0].reason).toContain(
+      `http://127.0.0.1:${port}/ACME-NOT-THERE-MIB cannot be reached`,
+    );
   });
 });

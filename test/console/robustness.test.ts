@@ -30,7 +30,13 @@ async function rawGet(url: string, path: string, method = 'GET') {
 describe('authentication by route, not by the raw URL', () => {
   it('a percent-encoded /api path is still authenticated (401 {detail}), and open routes stay open', async () => {
     const { c } = await consoleOn({ SVC_AUTH_USERS: 'ops:s3cret-pass' });
-    for (const [method, path] of [['GET', '/%61pi/stats/'], ['GET', '/%61pi/settings/check'], ['POST', '/%61pi/simulator/stop'], ['GET', '/%61pi/settings/app'], ['GET', '/api/%73tats/']]) {
+    for (const [method, path] of [
+      ['GET', '/%61pi/stats/'],
+      ['GET', '/%61pi/settings/check'],
+      ['POST', '/%61pi/simulator/stop'],
+      ['GET', '/%61pi/settings/app'],
+      ['GET', '/api/%73tats/'],
+    ]) {
       const r = await rawGet(c.url, path!, method);
       expect([path, r.status, Object.keys(r.body)]).toEqual([path, 401, ['detail']]);
     }
@@ -62,7 +68,11 @@ describe('bodies', () => {
     if (start.status === 200) expect(body.state).toBe('running');
     else expect([start.status, body.detail]).toEqual([409, 'UDP port 1161 on 127.0.0.1 is already in use']);
     await post('/api/simulator/stop');
-    const bad = await fetch(a.c.url + '/api/settings/app', { method: 'POST', headers: { 'x-auth-token': a.token, 'content-type': 'application/json' }, body: '{"walk_timeout_ms":' });
+    const bad = await fetch(a.c.url + '/api/settings/app', {
+      method: 'POST',
+      headers: { 'x-auth-token': a.token, 'content-type': 'application/json' },
+      body: '{"walk_timeout_ms":',
+    });
     expect(bad.status).toBe(400);
     expect(Object.keys((await bad.json()) as object)).toEqual(['detail']);
   });
@@ -88,7 +98,16 @@ describe('WebSocket', () => {
     await expect.poll(() => messages.length).toBe(1);
     const max = BigInt(Number.MAX_SAFE_INTEGER);
     a.c.deps.events.publish('trap', { uptime: 5n, edge: max, past: max + 1n, low: -max, below: -max - 1n, big: 18446744073709551615n });
-    await expect.poll(() => messages.find((m) => m.type === 'trap')?.data).toEqual({ uptime: 5, edge: Number.MAX_SAFE_INTEGER, past: '9007199254740992', low: -Number.MAX_SAFE_INTEGER, below: '-9007199254740992', big: '18446744073709551615' });
+    await expect
+      .poll(() => messages.find((m) => m.type === 'trap')?.data)
+      .toEqual({
+        uptime: 5,
+        edge: Number.MAX_SAFE_INTEGER,
+        past: '9007199254740992',
+        low: -Number.MAX_SAFE_INTEGER,
+        below: '-9007199254740992',
+        big: '18446744073709551615',
+      });
     expect((await a.api('GET', '/api/health')).status).toBe(200);
   });
 });
@@ -115,7 +134,10 @@ describe('simulator overrides', () => {
     const start = await a.api('POST', '/api/simulator/start', { host: '127.0.0.1', port: 0 });
     const got = await run('snmpget', ['-v2c', '-c', 'public', '-On', '-t', '1', '-r', '0', `127.0.0.1:${start.body.port}`, '1.3.6.1.4.1.99.1.0']);
     expect(got.trim()).toBe('.1.3.6.1.4.1.99.1.0 = Hex-STRING: DE AD BE EF');
-    const tooLong = detailOnly(await a.api('POST', '/api/simulator/data', { overrides: [{ oid: '1.3.6.1.4.1.99.2.0', type: 'OctetString', value: 'x'.repeat(70000) }] }), 422);
+    const tooLong = detailOnly(
+      await a.api('POST', '/api/simulator/data', { overrides: [{ oid: '1.3.6.1.4.1.99.2.0', type: 'OctetString', value: 'x'.repeat(70000) }] }),
+      422,
+    );
     expect(tooLong).toMatch(/^overrides\[0\] \(1\.3\.6\.1\.4\.1\.99\.2\.0\): .*longer than 65535 bytes/);
     expect((await a.api('GET', '/api/simulator/data')).body.count).toBe(1);
     expect((await a.api('POST', '/api/simulator/restart')).body.state).toBe('running');
@@ -127,11 +149,29 @@ describe('trap sender and walker input', () => {
     const a = await loggedIn();
     const rx = await a.api('POST', '/api/traps/start', { host: '127.0.0.1', port: 0 });
     const to = { target: '127.0.0.1', port: rx.body.port };
-    const v1 = detailOnly(await a.api('POST', '/api/traps/send', { ...to, version: '1', oid: '1.3.6.1.6.3.1.1.5.3', varbinds: [{ oid: '1.3.6.1.4.1.1.1', type: 'Counter64', value: 1 }] }), 422);
+    const v1 = detailOnly(
+      await a.api('POST', '/api/traps/send', {
+        ...to,
+        version: '1',
+        oid: '1.3.6.1.6.3.1.1.5.3',
+        varbinds: [{ oid: '1.3.6.1.4.1.1.1', type: 'Counter64', value: 1 }],
+      }),
+      422,
+    );
     expect(v1).toContain('SNMPv1 has no Counter64');
-    const sent = await a.api('POST', '/api/traps/send', { ...to, oid: 'IF-MIB::linkUp', varbinds: [{ oid: 'IF-MIB::ifAdminStatus.1', type: 's', value: 'up' }, { oid: 'IF-MIB::ifOperStatus.1', value: 'up' }] });
+    const sent = await a.api('POST', '/api/traps/send', {
+      ...to,
+      oid: 'IF-MIB::linkUp',
+      varbinds: [
+        { oid: 'IF-MIB::ifAdminStatus.1', type: 's', value: 'up' },
+        { oid: 'IF-MIB::ifOperStatus.1', value: 'up' },
+      ],
+    });
     expect(sent.status, JSON.stringify(sent.body)).toBe(200);
-    expect(sent.body.varbinds.map((v: any) => [v.type, v.value])).toEqual([['OctetString', 'up'], ['Integer32', 1]]);
+    expect(sent.body.varbinds.map((v: any) => [v.type, v.value])).toEqual([
+      ['OctetString', 'up'],
+      ['Integer32', 1],
+    ]);
   });
 
   it('a walk to a name that does not resolve counts no walk and sets no duration', async () => {
@@ -156,7 +196,21 @@ describe('snmpEngineBoots', () => {
   async function discoveredBoots(port: number): Promise<number> {
     const s = createSocket('udp4');
     try {
-      const msg = encodeV3({ msgId: 5, maxSize: 65507, reportable: true, engineId: Buffer.alloc(0), boots: 0, time: 0, userName: '', contextEngineId: Buffer.alloc(0), contextName: '' }, null, { type: PduType.Get, requestId: 5, errorStatus: 0, errorIndex: 0, varbinds: [] });
+      const msg = encodeV3(
+        {
+          msgId: 5,
+          maxSize: 65507,
+          reportable: true,
+          engineId: Buffer.alloc(0),
+          boots: 0,
+          time: 0,
+          userName: '',
+          contextEngineId: Buffer.alloc(0),
+          contextName: '',
+        },
+        null,
+        { type: PduType.Get, requestId: 5, errorStatus: 0, errorIndex: 0, varbinds: [] },
+      );
       const answer = await new Promise<Buffer>((resolve) => {
         s.once('message', resolve);
         s.send(msg, port, '127.0.0.1');

@@ -85,7 +85,19 @@ describe('console SNMP simulator', () => {
   it('state machine: stopped -> running (real port shown) -> stopped; 409 on a double start; restart with the last config', async () => {
     const a = await loggedIn();
     const initial = (await a.api('GET', '/api/simulator/status')).body;
-    expect(initial).toMatchObject({ state: 'stopped', error: null, port: 1161, community: 'public', versions: ['1', '2c'], v3_users: [], started_at: null, uptime_s: null, overrides: 0, log_entries: 0, resume_on_console_start: false });
+    expect(initial).toMatchObject({
+      state: 'stopped',
+      error: null,
+      port: 1161,
+      community: 'public',
+      versions: ['1', '2c'],
+      v3_users: [],
+      started_at: null,
+      uptime_s: null,
+      overrides: 0,
+      log_entries: 0,
+      resume_on_console_start: false,
+    });
     const { status, target } = await startSim(a);
     expect(status).toMatchObject({ host: '127.0.0.1', community: 'public', writable: false, error: null, resume_on_console_start: true });
     expect(status.engine_id).toMatch(/^80001f8880[0-9a-f]{16}$/);
@@ -128,7 +140,9 @@ describe('console SNMP simulator', () => {
   it('v2c tools: snmpget, snmpwalk, snmpbulkwalk; interface counters move between two gets; stats count requests', async () => {
     const a = await loggedIn();
     const { status, target } = await startSim(a);
-    const bulk = (await run('snmpbulkwalk', ['-v2c', '-c', 'public', '-On', '-Cr25', target, '.1'])).split('\n').filter((l) => l.startsWith('.') && !l.includes('No more variables'));
+    const bulk = (await run('snmpbulkwalk', ['-v2c', '-c', 'public', '-On', '-Cr25', target, '.1']))
+      .split('\n')
+      .filter((l) => l.startsWith('.') && !l.includes('No more variables'));
     expect(bulk.length).toBe(status.oids);
     const walk = (await run('snmpwalk', ['-v2c', '-c', 'public', '-On', target, '1.3.6.1.2.1.1'])).trim().split('\n');
     expect(walk.length).toBe(8);
@@ -184,10 +198,23 @@ describe('console SNMP simulator', () => {
   it('start input is validated (422 naming the field) and leaves the state alone', async () => {
     const a = await loggedIn();
     const bad = async (body: Record<string, unknown>) => detailOnly(await a.api('POST', '/api/simulator/start', { host: '127.0.0.1', port: 0, ...body }), 422);
-    expect(await bad({ v3_users: [{ username: 'u', auth_protocol: 'SHA999', auth_key: 'longenough' }] })).toBe('v3_users[0]: unknown auth protocol "SHA999"; use one of MD5, SHA, SHA224, SHA256, SHA384, SHA512');
-    expect(await bad({ v3_users: [{ username: 'u', auth_protocol: 'SHA', auth_key: 'longenough', priv_protocol: 'BLOWFISH', priv_key: 'longenough' }] })).toMatch(/^v3_users\[0\]: unknown privacy protocol "BLOWFISH"/);
-    expect(await bad({ v3_users: [{ username: 'ok', auth_key: 'longenough' }, { username: 'u', auth_protocol: 'SHA256', auth_key: 'short' }] })).toBe('v3_users[1]: SNMPv3 user "u": auth key must be at least 8 characters');
-    expect(await bad({ v3_users: [{ username: 'u', priv_protocol: 'AES', priv_key: 'longenough' }] })).toBe('v3_users[0]: SNMPv3 user "u": privacy needs authentication (auth_protocol and auth_key)');
+    expect(await bad({ v3_users: [{ username: 'u', auth_protocol: 'SHA999', auth_key: 'longenough' }] })).toBe(
+      'v3_users[0]: unknown auth protocol "SHA999"; use one of MD5, SHA, SHA224, SHA256, SHA384, SHA512',
+    );
+    expect(
+      await bad({ v3_users: [{ username: 'u', auth_protocol: 'SHA', auth_key: 'longenough', priv_protocol: 'BLOWFISH', priv_key: 'longenough' }] }),
+    ).toMatch(/^v3_users\[0\]: unknown privacy protocol "BLOWFISH"/);
+    expect(
+      await bad({
+        v3_users: [
+          { username: 'ok', auth_key: 'longenough' },
+          { username: 'u', auth_protocol: 'SHA256', auth_key: 'short' },
+        ],
+      }),
+    ).toBe('v3_users[1]: SNMPv3 user "u": auth key must be at least 8 characters');
+    expect(await bad({ v3_users: [{ username: 'u', priv_protocol: 'AES', priv_key: 'longenough' }] })).toBe(
+      'v3_users[0]: SNMPv3 user "u": privacy needs authentication (auth_protocol and auth_key)',
+    );
     expect(await bad({ v3_users: [{ username: 'u' }, { username: 'u' }] })).toBe('v3_users[1]: user "u" is listed twice');
     expect(await bad({ engine_id: 'zz' })).toContain('engine_id');
     expect(await bad({ host: 'not-an-address' })).toBe('host "not-an-address" must be an IPv4 or IPv6 address (0.0.0.0 or :: for every interface)');
@@ -219,12 +246,15 @@ describe('console SNMP simulator', () => {
   });
 
   // Root (and a lowered net.ipv4.ip_unprivileged_port_start) may bind port 161: nothing to refuse then.
-  it.skipIf(process.getuid?.() === 0 || unprivilegedPortStart() <= 161)('a port below 1024 without privilege is 403 (skipped as root, which may bind it)', async () => {
-    const a = await loggedIn();
-    const r = await a.api('POST', '/api/simulator/start', { host: '127.0.0.1', port: 161 });
-    expect(detailOnly(r, 403)).toContain('UDP port 161 is below 1024 and needs privilege');
-    expect((await a.api('GET', '/api/simulator/status')).body.state).toBe('error');
-  });
+  it.skipIf(process.getuid?.() === 0 || unprivilegedPortStart() <= 161)(
+    'a port below 1024 without privilege is 403 (skipped as root, which may bind it)',
+    async () => {
+      const a = await loggedIn();
+      const r = await a.api('POST', '/api/simulator/start', { host: '127.0.0.1', port: 161 });
+      expect(detailOnly(r, 403)).toContain('UDP port 161 is below 1024 and needs privilege');
+      expect((await a.api('GET', '/api/simulator/status')).body.state).toBe('error');
+    },
+  );
 
   it('overrides win over the device, apply live, persist with the start config, and a running simulator comes back after a console restart', async () => {
     const a = await loggedIn();
@@ -236,7 +266,11 @@ describe('console SNMP simulator', () => {
       { oid: IF_IN_OCTETS_1, type: 'Counter32', value: 42 },
     ];
     const saved = await a.api('POST', '/api/simulator/data', { overrides });
-    expect(saved.body).toEqual({ overrides: [...overrides.slice(0, 1), { ...overrides[1], oid: '1.3.6.1.4.1.99999.1.0' }, ...overrides.slice(2)], count: 5, applied_live: false });
+    expect(saved.body).toEqual({
+      overrides: [...overrides.slice(0, 1), { ...overrides[1], oid: '1.3.6.1.4.1.99999.1.0' }, ...overrides.slice(2)],
+      count: 5,
+      applied_live: false,
+    });
     const port = await freeUdpPort();
     const { target } = await startSim(a, { port });
     const out = await v2(target, SYS_NAME, '1.3.6.1.4.1.99999.1.0', '1.3.6.1.4.1.99999.2.0', '1.3.6.1.4.1.99999.3.0', IF_IN_OCTETS_1);
@@ -249,7 +283,12 @@ describe('console SNMP simulator', () => {
     expect(await run('snmpwalk', ['-v2c', '-c', 'public', '-On', target, '1.3.6.1.4.1.99999'])).toMatch(/99999\.1\.0[^]*99999\.2\.0[^]*99999\.3\.0/);
 
     // Live: a new list replaces the old one at once.
-    const live = await a.api('POST', '/api/simulator/data', { overrides: [{ oid: SYS_NAME, type: 's', value: 'renamed-live' }, { oid: '1.3.6.1.4.1.99999.1.0', type: 'Gauge32', value: 7 }] });
+    const live = await a.api('POST', '/api/simulator/data', {
+      overrides: [
+        { oid: SYS_NAME, type: 's', value: 'renamed-live' },
+        { oid: '1.3.6.1.4.1.99999.1.0', type: 'Gauge32', value: 7 },
+      ],
+    });
     expect(live.body).toMatchObject({ count: 2, applied_live: true });
     const after = await v2(target, SYS_NAME, '1.3.6.1.4.1.99999.1.0', '1.3.6.1.4.1.99999.2.0', IF_IN_OCTETS_1);
     expect(after).toContain('STRING: "renamed-live"');
@@ -279,7 +318,11 @@ describe('console SNMP simulator', () => {
     await stopConsole(a);
     await occupy(port);
     const b = await loggedIn({}, a.dir);
-    expect((await b.api('GET', '/api/simulator/status')).body).toMatchObject({ state: 'error', error: `UDP port ${port} on 127.0.0.1 is already in use`, resume_on_console_start: true });
+    expect((await b.api('GET', '/api/simulator/status')).body).toMatchObject({
+      state: 'error',
+      error: `UDP port ${port} on 127.0.0.1 is already in use`,
+      resume_on_console_start: true,
+    });
     expect(b.logs.some((l) => l.msg === 'simulator could not be resumed')).toBe(true);
   });
 
@@ -287,7 +330,14 @@ describe('console SNMP simulator', () => {
     const dir = tempDir('svc-console-');
     const stateDir = join(dir, 'console');
     mkdirSync(stateDir, { recursive: true });
-    const config = { host: '127.0.0.1', port: 0, community: 'public', write_community: null, engine_id: null, v3_users: [{ username: 'u', auth_protocol: 'ROT13', auth_key: 'longenough' }] };
+    const config = {
+      host: '127.0.0.1',
+      port: 0,
+      community: 'public',
+      write_community: null,
+      engine_id: null,
+      v3_users: [{ username: 'u', auth_protocol: 'ROT13', auth_key: 'longenough' }],
+    };
     writeFileSync(join(stateDir, 'simulator.json'), JSON.stringify({ config, resume: true, engine_id: null }));
     writeFileSync(join(stateDir, 'simulator-overrides.json'), '{"overrides": [');
     const a = await loggedIn({}, dir);
@@ -305,9 +355,13 @@ describe('console SNMP simulator', () => {
     const file = join(consoleStateDir(a.c.deps.settings), 'simulator-overrides.json');
     const before = readFileSync(file, 'utf8');
     const bad = async (entry: Record<string, unknown>) => detailOnly(await a.api('POST', '/api/simulator/data', { overrides: [good[0], entry] }), 422);
-    expect(await bad({ oid: 'iso.3.6', type: 'Integer32', value: 1 })).toBe('overrides[1] (iso.3.6): OID "iso.3.6" is not a numeric OID (like 1.3.6.1.2.1.1.1.0)');
+    expect(await bad({ oid: 'iso.3.6', type: 'Integer32', value: 1 })).toBe(
+      'overrides[1] (iso.3.6): OID "iso.3.6" is not a numeric OID (like 1.3.6.1.2.1.1.1.0)',
+    );
     expect(await bad({ oid: '1.3.6.1.4.1.1.0', type: 'Float', value: 1 })).toMatch(/^overrides\[1\] \(1\.3\.6\.1\.4\.1\.1\.0\): unknown SNMP type "Float"/);
-    expect(await bad({ oid: '1.3.6.1.4.1.1.0', type: 'Integer32', value: 'ten' })).toBe('overrides[1] (1.3.6.1.4.1.1.0): Integer32 value for 1.3.6.1.4.1.1.0 must be an integer, got "ten"');
+    expect(await bad({ oid: '1.3.6.1.4.1.1.0', type: 'Integer32', value: 'ten' })).toBe(
+      'overrides[1] (1.3.6.1.4.1.1.0): Integer32 value for 1.3.6.1.4.1.1.0 must be an integer, got "ten"',
+    );
     expect(await bad({ oid: '1.3.6.1.4.1.1.0', type: 'Counter32', value: -1 })).toContain('out of range 0..4294967295');
     expect(await bad({ oid: '1.3.6.1.4.1.1.0', type: 'IpAddress', value: '300.1.1.1' })).toContain('must be a dotted IPv4 address');
     expect(await bad({ oid: '1.3.6.1.4.1.1.0', type: 'NoSuchObject', value: null })).toContain('is not a value an agent can serve');
@@ -339,7 +393,16 @@ describe('console SNMP simulator', () => {
     const one = (await a.api('GET', '/api/simulator/logs')).body;
     expect(one.total).toBe(1);
     expect(one.capacity).toBe(10);
-    expect(one.entries[0]).toEqual({ id: 1, time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), source: expect.stringMatching(/^127\.0\.0\.1:\d+$/), version: '2c', principal: 'public', request: 'get', oids: [SYS_NAME], varbinds: 1 });
+    expect(one.entries[0]).toEqual({
+      id: 1,
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      source: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+      version: '2c',
+      principal: 'public',
+      request: 'get',
+      oids: [SYS_NAME],
+      varbinds: 1,
+    });
     await run('snmpwalk', ['-v2c', '-c', 'public', '-On', target, '1.3.6.1.2.1.1']); // 9 getnext
     await run('snmpwalk', ['-v1', '-c', 'public', '-On', target, '1.3.6.1.2.1.1']); // 9 more
     const logs = (await a.api('GET', '/api/simulator/logs')).body;
@@ -385,10 +448,26 @@ describe('console SNMP simulator', () => {
   it('OpenAPI lists the simulator routes under the simulator tag', async () => {
     const a = await loggedIn();
     const doc = (await a.call('GET', '/docs/json')).body;
-    for (const [p, m] of [['/api/simulator/status', 'get'], ['/api/simulator/start', 'post'], ['/api/simulator/stop', 'post'], ['/api/simulator/restart', 'post'], ['/api/simulator/data', 'get'], ['/api/simulator/data', 'post'], ['/api/simulator/logs', 'get'], ['/api/simulator/logs', 'delete']] as const) {
+    for (const [p, m] of [
+      ['/api/simulator/status', 'get'],
+      ['/api/simulator/start', 'post'],
+      ['/api/simulator/stop', 'post'],
+      ['/api/simulator/restart', 'post'],
+      ['/api/simulator/data', 'get'],
+      ['/api/simulator/data', 'post'],
+      ['/api/simulator/logs', 'get'],
+      ['/api/simulator/logs', 'delete'],
+    ] as const) {
       expect(doc.paths[p][m].tags).toEqual(['simulator']);
       expect(doc.paths[p][m].summary).toBeTruthy();
     }
-    expect(Object.keys(doc.paths['/api/simulator/start'].post.requestBody.content['application/json'].schema.properties)).toEqual(['port', 'community', 'host', 'write_community', 'engine_id', 'v3_users']);
+    expect(Object.keys(doc.paths['/api/simulator/start'].post.requestBody.content['application/json'].schema.properties)).toEqual([
+      'port',
+      'community',
+      'host',
+      'write_community',
+      'engine_id',
+      'v3_users',
+    ]);
   });
 });

@@ -6,7 +6,6 @@ import { freeUdpPort, run, startSnmpd, startSnmpsimd, V3_USER, type Peer } from 
 import { detailOnly, loggedIn, started } from './helpers.js';
 import { CORPUS as NET_SNMP_MIBS } from '../mib/helpers.js';
 
-
 /** A logged-in console with the net-snmp MIBs that lives for a whole describe block. */
 async function longConsole() {
   const a = await loggedIn({ SVC_MIB_BUNDLED_SOURCE_DIR: NET_SNMP_MIBS });
@@ -15,7 +14,11 @@ async function longConsole() {
 }
 
 /** snmpwalk's lines (without the trailing spaces of empty values and wrapped hex). */
-const lines = (out: string) => out.split('\n').filter((l) => l.includes(' = ')).map((l) => l.trimEnd());
+const lines = (out: string) =>
+  out
+    .split('\n')
+    .filter((l) => l.includes(' = '))
+    .map((l) => l.trimEnd());
 
 describe('walker against snmpd', () => {
   let snmpd: Peer;
@@ -36,7 +39,17 @@ describe('walker against snmpd', () => {
     expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);
     const ref = lines(await run('snmpbulkwalk', ['-v2c', '-c', 'public', '-On', '-Cr25', `127.0.0.1:${snmpd.port}`, '.1.3.6.1.2.1']));
     expect(r.body.results.map((x: any) => '.' + x.oid)).toEqual(ref.map((l) => l.split(' = ')[0]));
-    expect(r.body).toMatchObject({ operation: 'GETBULK', version: '2c', oid: '1.3.6.1.2.1', format: 'current', parse: true, use_mibs: false, truncated: false, count: ref.length, max_repetitions: 25 });
+    expect(r.body).toMatchObject({
+      operation: 'GETBULK',
+      version: '2c',
+      oid: '1.3.6.1.2.1',
+      format: 'current',
+      parse: true,
+      use_mibs: false,
+      truncated: false,
+      count: ref.length,
+      max_repetitions: 25,
+    });
     const byOid = new Map<string, any>(r.body.results.map((x: any) => [x.oid, x]));
     const descr = ref.find((l) => l.startsWith('.1.3.6.1.2.1.1.1.0 '))!.split(' = STRING: ')[1];
     expect(byOid.get('1.3.6.1.2.1.1.1.0')).toEqual({ oid: '1.3.6.1.2.1.1.1.0', type: 'OctetString', value: JSON.parse(descr!) });
@@ -76,7 +89,13 @@ describe('walker against snmpd', () => {
     const r = await a.api('POST', '/api/walk/execute', { ...target, oid: '1.3.6.1.2.1.2.2', use_mibs: true });
     expect(r.body.oid_name).toBe('IF-MIB::ifTable');
     const by = new Map<string, any>(r.body.results.map((x: any) => [x.name, x]));
-    expect(by.get('IF-MIB::ifOperStatus.1')).toEqual({ oid: '1.3.6.1.2.1.2.2.1.8.1', name: 'IF-MIB::ifOperStatus.1', type: 'Integer32', value: 1, label: 'up' });
+    expect(by.get('IF-MIB::ifOperStatus.1')).toEqual({
+      oid: '1.3.6.1.2.1.2.2.1.8.1',
+      name: 'IF-MIB::ifOperStatus.1',
+      type: 'Integer32',
+      value: 1,
+      label: 'up',
+    });
     expect(by.get('IF-MIB::ifType.1')).toMatchObject({ value: 24, label: 'softwareLoopback' });
     expect(by.get('IF-MIB::ifDescr.1')).toEqual({ oid: '1.3.6.1.2.1.2.2.1.2.1', name: 'IF-MIB::ifDescr.1', type: 'OctetString', value: 'lo' });
     const mac = [...by.values()].find((x) => x.name.startsWith('IF-MIB::ifPhysAddress.') && x.value);
@@ -118,7 +137,15 @@ describe('walker against snmpd', () => {
   });
 
   it('v3 authPriv (SHA/AES) walk; a wrong key is a 502 that says which check failed', async () => {
-    const v3 = { ...target, version: '3', username: V3_USER.name, auth_protocol: V3_USER.authProtocol, auth_key: V3_USER.authKey, priv_protocol: V3_USER.privProtocol, priv_key: V3_USER.privKey };
+    const v3 = {
+      ...target,
+      version: '3',
+      username: V3_USER.name,
+      auth_protocol: V3_USER.authProtocol,
+      auth_key: V3_USER.authKey,
+      priv_protocol: V3_USER.privProtocol,
+      priv_key: V3_USER.privKey,
+    };
     const r = await a.api('POST', '/api/walk/execute', { ...v3, oid: 'SNMPv2-MIB::system' });
     expect(r.status).toBe(200);
     expect(r.body.results[0]).toMatchObject({ oid: '1.3.6.1.2.1.1.1.0', type: 'OctetString' });
@@ -131,7 +158,13 @@ describe('walker against snmpd', () => {
   it('max_oids and walk_max_oids stop the walk and say so', async () => {
     const r = await a.api('POST', '/api/walk/execute', { ...target, oid: '1.3.6.1.2.1.1', max_oids: 5 });
     expect(r.body).toMatchObject({ count: 5, truncated: true, max_oids: 5 });
-    expect(r.body.results.map((x: any) => x.oid)).toEqual(['1.3.6.1.2.1.1.1.0', '1.3.6.1.2.1.1.2.0', '1.3.6.1.2.1.1.3.0', '1.3.6.1.2.1.1.4.0', '1.3.6.1.2.1.1.5.0']);
+    expect(r.body.results.map((x: any) => x.oid)).toEqual([
+      '1.3.6.1.2.1.1.1.0',
+      '1.3.6.1.2.1.1.2.0',
+      '1.3.6.1.2.1.1.3.0',
+      '1.3.6.1.2.1.1.4.0',
+      '1.3.6.1.2.1.1.5.0',
+    ]);
     expect((await a.api('POST', '/api/settings/app', { walk_max_oids: 3 })).status).toBe(200);
     try {
       const capped = await a.api('POST', '/api/walk/execute', { ...target, oid: '1.3.6.1.2.1.1', max_oids: 50 });
@@ -149,37 +182,43 @@ describe('walker against snmpd', () => {
     const before = (await a.api('GET', '/api/stats/')).body.walker.errors;
     const d = detailOnly(await a.api('POST', '/api/walk/execute', { ...target, community: 'wrong', timeout_ms: 300, retries: 1 }), 504);
     expect(Date.now() - t0).toBeLessThan(2000);
-    expect(d).toBe(`no response from 127.0.0.1:${snmpd.port} (SNMPv2c) within 300 ms per attempt, 2 attempts (timeout_ms 300, retries 1); check that an SNMP agent runs there, that UDP is not filtered and that the community string is right`);
+    expect(d).toBe(
+      `no response from 127.0.0.1:${snmpd.port} (SNMPv2c) within 300 ms per attempt, 2 attempts (timeout_ms 300, retries 1); check that an SNMP agent runs there, that UDP is not filtered and that the community string is right`,
+    );
     expect((await a.api('GET', '/api/stats/')).body.walker.errors).toBe(before + 1);
   });
 });
 
 // Values at the type edges, a table the MIBs know, and one they do not.
-const SIM_DATA = [
-  '1.3.6.1.2.1.1.1.0|4|say "hi" \\ there',
-  '1.3.6.1.2.1.1.4.0|4|',
-  '1.3.6.1.2.1.1.5.0|4x|00ff10',
-  '1.3.6.1.2.1.2.1.0|2|3',
-  ...[1, 2, 3].flatMap((i) => [`1.3.6.1.2.1.2.2.1.1.${i}|2|${i}`]),
-  ...[1, 2, 3].flatMap((i) => [`1.3.6.1.2.1.2.2.1.2.${i}|4|port${i}`]),
-  ...[1, 2, 3].flatMap((i) => [`1.3.6.1.2.1.2.2.1.8.${i}|2|${i === 2 ? 2 : 1}`]),
-  '1.3.6.1.2.1.2.2.1.10.1|65|4294967295',
-  '1.3.6.1.2.1.2.2.1.10.2|65|0',
-  '1.3.6.1.2.1.2.2.1.10.3|65|7',
-  '1.3.6.1.2.1.31.1.1.1.6.1|70|18446744073709551615',
-  '1.3.6.1.2.1.31.1.1.1.6.2|70|9007199254740993',
-  '1.3.6.1.2.1.31.1.1.1.6.3|70|9007199254740991',
-  '1.3.6.1.4.1.99999.1.0|66|4000000000',
-  '1.3.6.1.4.1.99999.2.0|64|10.1.2.3',
-  '1.3.6.1.4.1.99999.3.0|67|8640000',
-].join('\n') + '\n';
+const SIM_DATA =
+  [
+    '1.3.6.1.2.1.1.1.0|4|say "hi" \\ there',
+    '1.3.6.1.2.1.1.4.0|4|',
+    '1.3.6.1.2.1.1.5.0|4x|00ff10',
+    '1.3.6.1.2.1.2.1.0|2|3',
+    ...[1, 2, 3].flatMap((i) => [`1.3.6.1.2.1.2.2.1.1.${i}|2|${i}`]),
+    ...[1, 2, 3].flatMap((i) => [`1.3.6.1.2.1.2.2.1.2.${i}|4|port${i}`]),
+    ...[1, 2, 3].flatMap((i) => [`1.3.6.1.2.1.2.2.1.8.${i}|2|${i === 2 ? 2 : 1}`]),
+    '1.3.6.1.2.1.2.2.1.10.1|65|4294967295',
+    '1.3.6.1.2.1.2.2.1.10.2|65|0',
+    '1.3.6.1.2.1.2.2.1.10.3|65|7',
+    '1.3.6.1.2.1.31.1.1.1.6.1|70|18446744073709551615',
+    '1.3.6.1.2.1.31.1.1.1.6.2|70|9007199254740993',
+    '1.3.6.1.2.1.31.1.1.1.6.3|70|9007199254740991',
+    '1.3.6.1.4.1.99999.1.0|66|4000000000',
+    '1.3.6.1.4.1.99999.2.0|64|10.1.2.3',
+    '1.3.6.1.4.1.99999.3.0|67|8640000',
+  ].join('\n') + '\n';
 
 describe('walker against snmpsimd (pysnmp)', () => {
   let sim: Peer;
   let a: Awaited<ReturnType<typeof longConsole>>;
   let target: { target: string; port: number; timeout_ms: number };
   beforeAll(async () => {
-    [sim, a] = await Promise.all([startSnmpsimd(SIM_DATA, { user: 'simuser', authProto: 'SHA', authKey: 'authpass123', privProto: 'AES', privKey: 'privpass123' }), longConsole()]);
+    [sim, a] = await Promise.all([
+      startSnmpsimd(SIM_DATA, { user: 'simuser', authProto: 'SHA', authKey: 'authpass123', privProto: 'AES', privKey: 'privpass123' }),
+      longConsole(),
+    ]);
     target = { target: '127.0.0.1', port: sim.port, timeout_ms: 3000 };
   });
   afterAll(async () => {
@@ -206,7 +245,9 @@ describe('walker against snmpsimd (pysnmp)', () => {
   it('raw: the same lines snmpwalk -On prints for every type (quotes escaped, hex, Counter64, days of uptime)', async () => {
     const r = await a.api('POST', '/api/walk/execute', { ...target, oid: '1.3.6', parse: false });
     // snmpwalk also prints the endOfMibView that ends the walk; we stop there.
-    const ref = lines(await run('snmpwalk', ['-v2c', '-c', 'public', '-On', `127.0.0.1:${sim.port}`, '.1.3.6'])).filter((l) => !l.includes('No more variables left'));
+    const ref = lines(await run('snmpwalk', ['-v2c', '-c', 'public', '-On', `127.0.0.1:${sim.port}`, '.1.3.6'])).filter(
+      (l) => !l.includes('No more variables left'),
+    );
     expect(r.body.results).toEqual(ref);
     expect(r.body.results).toContain('.1.3.6.1.2.1.1.4.0 = ""');
     expect(r.body.results).toContain('.1.3.6.1.4.1.99999.3.0 = Timeticks: (8640000) 1 day, 0:00:00.00');
@@ -219,16 +260,41 @@ describe('walker against snmpsimd (pysnmp)', () => {
     const t = r.body.tables['IF-MIB::ifTable'];
     expect(t.columns).toEqual(['ifIndex', 'ifDescr', 'ifOperStatus', 'ifInOctets']);
     expect(t.rows).toEqual({
-      1: { ifIndex: { type: 'Integer32', value: 1 }, ifDescr: { type: 'OctetString', value: 'port1' }, ifOperStatus: { type: 'Integer32', value: 1 }, ifInOctets: { type: 'Counter32', value: 4294967295 } },
-      2: { ifIndex: { type: 'Integer32', value: 2 }, ifDescr: { type: 'OctetString', value: 'port2' }, ifOperStatus: { type: 'Integer32', value: 2 }, ifInOctets: { type: 'Counter32', value: 0 } },
-      3: { ifIndex: { type: 'Integer32', value: 3 }, ifDescr: { type: 'OctetString', value: 'port3' }, ifOperStatus: { type: 'Integer32', value: 1 }, ifInOctets: { type: 'Counter32', value: 7 } },
+      1: {
+        ifIndex: { type: 'Integer32', value: 1 },
+        ifDescr: { type: 'OctetString', value: 'port1' },
+        ifOperStatus: { type: 'Integer32', value: 1 },
+        ifInOctets: { type: 'Counter32', value: 4294967295 },
+      },
+      2: {
+        ifIndex: { type: 'Integer32', value: 2 },
+        ifDescr: { type: 'OctetString', value: 'port2' },
+        ifOperStatus: { type: 'Integer32', value: 2 },
+        ifInOctets: { type: 'Counter32', value: 0 },
+      },
+      3: {
+        ifIndex: { type: 'Integer32', value: 3 },
+        ifDescr: { type: 'OctetString', value: 'port3' },
+        ifOperStatus: { type: 'Integer32', value: 1 },
+        ifInOctets: { type: 'Counter32', value: 7 },
+      },
     });
     expect(r.body.tables['IF-MIB::ifXTable']).toMatchObject({ entry: 'IF-MIB::ifXEntry', index: ['ifIndex'], columns: ['ifHCInOctets'], row_count: 3 });
     expect(r.body.other.map((x: any) => x.oid)).toEqual(['1.3.6.1.4.1.99999.1.0', '1.3.6.1.4.1.99999.2.0', '1.3.6.1.4.1.99999.3.0']);
   });
 
   it('v3 authPriv against pysnmp (context "public")', async () => {
-    const r = await a.api('POST', '/api/walk/execute', { ...target, oid: '1.3.6.1.2.1.2.2.1.2', version: '3', username: 'simuser', auth_protocol: 'SHA', auth_key: 'authpass123', priv_protocol: 'AES', priv_key: 'privpass123', context_name: 'public' });
+    const r = await a.api('POST', '/api/walk/execute', {
+      ...target,
+      oid: '1.3.6.1.2.1.2.2.1.2',
+      version: '3',
+      username: 'simuser',
+      auth_protocol: 'SHA',
+      auth_key: 'authpass123',
+      priv_protocol: 'AES',
+      priv_key: 'privpass123',
+      context_name: 'public',
+    });
     expect(r.body.results.map((x: any) => x.value)).toEqual(['port1', 'port2', 'port3']);
   });
 });
@@ -255,7 +321,18 @@ describe('walker errors', () => {
     expect(took).toBeLessThan(2500);
     expect(d).toContain(`no response from 127.0.0.1:${port} (SNMPv2c) within 250 ms per attempt, 3 attempts (timeout_ms 250, retries 2)`);
     expect(d).toContain('community');
-    const v3 = detailOnly(await a.api('POST', '/api/walk/execute', { target: '127.0.0.1', port, version: '3', username: 'u1', auth_key: 'authpass123', timeout_ms: 200, retries: 0 }), 504);
+    const v3 = detailOnly(
+      await a.api('POST', '/api/walk/execute', {
+        target: '127.0.0.1',
+        port,
+        version: '3',
+        username: 'u1',
+        auth_key: 'authpass123',
+        timeout_ms: 200,
+        retries: 0,
+      }),
+      504,
+    );
     expect(v3).toContain('SNMPv3 user name, protocols and keys');
     // The application settings are the defaults when the request has none.
     await a.api('POST', '/api/settings/app', { walk_timeout_ms: 200, walk_retries: 0 });
@@ -275,15 +352,21 @@ describe('walker errors', () => {
   it('nothing listening (ICMP port unreachable): 502 at once; unknown host: 400', async () => {
     const port = await freeUdpPort();
     const t0 = Date.now();
-    expect(detailOnly(await a.api('POST', '/api/walk/execute', { target: '127.0.0.1', port, timeout_ms: 5000 }), 502)).toBe(`nothing listens on udp 127.0.0.1:${port} (ICMP port unreachable); check the host and port`);
+    expect(detailOnly(await a.api('POST', '/api/walk/execute', { target: '127.0.0.1', port, timeout_ms: 5000 }), 502)).toBe(
+      `nothing listens on udp 127.0.0.1:${port} (ICMP port unreachable); check the host and port`,
+    );
     expect(Date.now() - t0).toBeLessThan(2000);
-    expect(detailOnly(await a.api('POST', '/api/walk/execute', { target: 'no-such-host.invalid' }), 400)).toMatch(/^cannot resolve host "no-such-host\.invalid"/);
+    expect(detailOnly(await a.api('POST', '/api/walk/execute', { target: 'no-such-host.invalid' }), 400)).toMatch(
+      /^cannot resolve host "no-such-host\.invalid"/,
+    );
   });
 
   it('bad input is 422 with what is wrong', async () => {
     const walk = (body: Record<string, unknown>) => a.api('POST', '/api/walk/execute', { target: '127.0.0.1', ...body });
     expect(detailOnly(await walk({ oid: '1.3.x' }), 422)).toMatch(/oid "1\.3\.x"/);
-    expect(detailOnly(await walk({ oid: 'NO-SUCH-MIB::thing' }), 422)).toBe('oid "NO-SUCH-MIB::thing" is neither a numeric OID nor a name known to the loaded MIBs (GET /api/mibs/browse/search finds names)');
+    expect(detailOnly(await walk({ oid: 'NO-SUCH-MIB::thing' }), 422)).toBe(
+      'oid "NO-SUCH-MIB::thing" is neither a numeric OID nor a name known to the loaded MIBs (GET /api/mibs/browse/search finds names)',
+    );
     expect(detailOnly(await walk({ oid: '1.3.6.1.2.1.4294967296' }), 422)).toMatch(/arc above 4294967295/);
     expect(detailOnly(await walk({ port: 70000 }), 422)).toMatch(/port/);
     expect(detailOnly(await walk({ version: '4' }), 422)).toMatch(/version/);
@@ -301,6 +384,8 @@ describe('walker errors', () => {
     const op = doc.paths['/api/walk/execute'].post;
     expect(op.tags).toEqual(['walker']);
     expect(op.summary).toMatch(/GETBULK/);
-    expect(Object.keys(op.requestBody.content['application/json'].schema.properties)).toEqual(expect.arrayContaining(['target', 'port', 'community', 'oid', 'parse', 'use_mibs', 'json_format', 'version', 'username']));
+    expect(Object.keys(op.requestBody.content['application/json'].schema.properties)).toEqual(
+      expect.arrayContaining(['target', 'port', 'community', 'oid', 'parse', 'use_mibs', 'json_format', 'version', 'username']),
+    );
   });
 });

@@ -97,7 +97,7 @@ describe('the one error handler', () => {
     expect(n.json()).toEqual({ detail: 'no route for GET /nowhere' });
   });
 
-  it('names the body limit when asked, and keeps Fastify\'s words in plain mode', async () => {
+  it("names the body limit when asked, and keeps Fastify's words in plain mode", async () => {
     const { app } = await build({ bodyLimit: () => 10 });
     const r = await app.inject({ method: 'POST', url: '/small', payload: { long: 'x'.repeat(50) } });
     expect(r.statusCode).toBe(413);

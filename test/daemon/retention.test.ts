@@ -37,7 +37,11 @@ async function insertFinished(d: TestDaemon, pipeline: string, count: number, ag
       pipeline_version: null,
     };
   });
-  for (let i = 0; i < rows.length; i += 500) await db.insertInto('runs').values(rows.slice(i, i + 500)).execute();
+  for (let i = 0; i < rows.length; i += 500)
+    await db
+      .insertInto('runs')
+      .values(rows.slice(i, i + 500))
+      .execute();
 }
 
 describe('run history retention in the daemon', () => {
@@ -67,15 +71,25 @@ describe('run history retention in the daemon', () => {
       expect(health.status).toBe(200);
       return runs.body as { run_id: string; status: string }[];
     };
-    const oldLeft = (await until(async () => {
-      const runs = await listed('old');
-      return runs.length === 1 ? runs : undefined;
-    }, 15_000, 'one listed run of old', 20))!;
+    const oldLeft = (await until(
+      async () => {
+        const runs = await listed('old');
+        return runs.length === 1 ? runs : undefined;
+      },
+      15_000,
+      'one listed run of old',
+      20,
+    ))!;
     expect(oldLeft.map((r) => [r.run_id, r.status])).toEqual([['old-running', 'running']]);
-    const busy = (await until(async () => {
-      const runs = await listed('busy');
-      return runs.length === 50 ? runs : undefined;
-    }, 15_000, '50 listed runs of busy', 20))!;
+    const busy = (await until(
+      async () => {
+        const runs = await listed('busy');
+        return runs.length === 50 ? runs : undefined;
+      },
+      15_000,
+      '50 listed runs of busy',
+      20,
+    ))!;
     // The newest 50 stay (run 0 finished last).
     expect(busy[0]!.run_id).toBe('busy-00000');
     expect(busy[49]!.run_id).toBe('busy-00049');
@@ -95,7 +109,10 @@ describe('run history retention in the daemon', () => {
   it('0 and 0 disable retention and say so', async () => {
     const lines: Record<string, unknown>[] = [];
     const log = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
-    const d = await testDaemon({ SVC_RUN_HISTORY_MAX_AGE_DAYS: '0', SVC_RUN_HISTORY_MAX_RUNS_PER_PIPELINE: '0', SVC_RUN_HISTORY_PURGE_INTERVAL_SECONDS: '1' }, { log });
+    const d = await testDaemon(
+      { SVC_RUN_HISTORY_MAX_AGE_DAYS: '0', SVC_RUN_HISTORY_MAX_RUNS_PER_PIPELINE: '0', SVC_RUN_HISTORY_PURGE_INTERVAL_SECONDS: '1' },
+      { log },
+    );
     expect(lines.some((l) => l.msg === 'run history retention disabled: history grows without bound')).toBe(true);
     await insertFinished(d, 'old', 5, 400 * DAY_MS);
     await elapse(1500); // a purge interval and more

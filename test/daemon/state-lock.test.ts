@@ -18,7 +18,16 @@ async function serveRefused(env: Record<string, string>): Promise<{ code: number
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: root,
-    env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_CONSOLE_PORT: '0', SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...testMibEnv(tempDir('svc-mibs-')), ...env },
+    env: {
+      ...process.env,
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: String(port),
+      SVC_CONSOLE_PORT: '0',
+      SVC_NODE_ID: 'test-node',
+      SVC_LOG_LEVEL: 'ERROR',
+      ...testMibEnv(tempDir('svc-mibs-')),
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -43,7 +52,9 @@ describe('one daemon per state', () => {
     const lines = second.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      new RegExp(`^svc: cannot start: the SQLite database ${db} \\(SVC_DB_PATH\\) is in use by another svc daemon \\(PID ${first.child.pid} on .+\\): stop that daemon first, or give this one its own SVC_DB_PATH and SVC_STATE_DIR$`),
+      new RegExp(
+        `^svc: cannot start: the SQLite database ${db} \\(SVC_DB_PATH\\) is in use by another svc daemon \\(PID ${first.child.pid} on .+\\): stop that daemon first, or give this one its own SVC_DB_PATH and SVC_STATE_DIR$`,
+      ),
     );
     // The first one was left alone.
     expect((await fetch(first.url + '/api/ready')).status).toBe(200);
@@ -66,7 +77,9 @@ describe('one daemon per state', () => {
     const second = await serveRefused({ SVC_DB_PATH: join(dir, 'b.db'), SVC_STATE_DIR: state, SVC_PIPELINE_DIR: join(dir, 'pipelines') });
     expect(second.code).toBe(1);
     expect(second.stderr.trim()).toMatch(
-      new RegExp(`^svc: cannot start: the state directory ${state} \\(SVC_STATE_DIR\\) is in use by another svc daemon \\(PID ${first.child.pid} on .+\\): stop that daemon first, or give this one its own SVC_STATE_DIR$`),
+      new RegExp(
+        `^svc: cannot start: the state directory ${state} \\(SVC_STATE_DIR\\) is in use by another svc daemon \\(PID ${first.child.pid} on .+\\): stop that daemon first, or give this one its own SVC_STATE_DIR$`,
+      ),
     );
     expect((await fetch(first.url + '/api/ready')).status).toBe(200);
   }, 60_000);
@@ -89,7 +102,9 @@ describe('lockDaemonState', () => {
     const dir = tempDir('svc-lock-');
     const a = lockDaemonState(settings({ SVC_DB_PATH: join(dir, 'a.db') }));
     expect(() => lockDaemonState(settings({ SVC_DB_PATH: join(dir, 'b.db') }))).toThrow(
-      new RegExp(`^the state directory ${join(dir, 'state')} \\(SVC_STATE_DIR, by default beside SVC_DB_PATH\\) is in use by another svc daemon \\(PID ${process.pid} `),
+      new RegExp(
+        `^the state directory ${join(dir, 'state')} \\(SVC_STATE_DIR, by default beside SVC_DB_PATH\\) is in use by another svc daemon \\(PID ${process.pid} `,
+      ),
     );
     a.release();
     a.release(); // idempotent
@@ -126,7 +141,9 @@ describe('lockDaemonState', () => {
     const dir = tempDir('svc-lock-');
     const a = lockDaemonState(settings({ SVC_DB_URL: 'postgresql://x@127.0.0.1:1/x', SVC_STATE_DIR: join(dir, 'real') }));
     symlinkSync(join(dir, 'real'), join(dir, 'link'));
-    expect(() => lockDaemonState(settings({ SVC_DB_URL: 'postgresql://x@127.0.0.1:1/x', SVC_STATE_DIR: join(dir, 'link') }))).toThrow(/in use by another svc daemon/);
+    expect(() => lockDaemonState(settings({ SVC_DB_URL: 'postgresql://x@127.0.0.1:1/x', SVC_STATE_DIR: join(dir, 'link') }))).toThrow(
+      /in use by another svc daemon/,
+    );
     a.release();
   });
 });

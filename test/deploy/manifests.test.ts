@@ -126,12 +126,15 @@ describe.skipIf(missing !== undefined)('Kubernetes manifests (kubectl kustomize)
       const objects = objectsOf(overlay);
       const list = workloads(objects);
       for (const o of objects.filter((x) => x.kind === 'Service' || x.kind === 'PodDisruptionBudget')) {
-        const spec = o.spec as { selector?: Record<string, string> & { matchLabels?: Record<string, string> }; ports?: { targetPort?: string | number; port: number }[] };
+        const spec = o.spec as {
+          selector?: Record<string, string> & { matchLabels?: Record<string, string> };
+          ports?: { targetPort?: string | number; port: number }[];
+        };
         const selector = o.kind === 'Service' ? spec.selector : spec.selector?.matchLabels;
         expect(selector && Object.keys(selector).length > 0, `${o.kind} ${o.metadata.name} has a selector`).toBe(true);
         const targets = list.filter((w) => selects(selector!, w.spec.template.metadata.labels));
         expect(targets.length, `${o.kind} ${o.metadata.name} selects a pod template`).toBeGreaterThan(0);
-        for (const port of o.kind === 'Service' ? spec.ports ?? [] : []) {
+        for (const port of o.kind === 'Service' ? (spec.ports ?? []) : []) {
           for (const w of targets) {
             const target = port.targetPort ?? port.port;
             expect(containerPort(w.spec.template.spec.containers[0]!, target), `${o.metadata.name} port ${target} on ${w.metadata.name}`).toBeDefined();
@@ -287,7 +290,9 @@ describe.skipIf(missing !== undefined)('Kubernetes manifests (kubectl kustomize)
     expect(workerEnv.get('SVC_STATE_DIR')?.value?.startsWith(`${mount?.mountPath}/`)).toBe(true);
 
     // Workers are drained one at a time.
-    const pdb = objects.find((o) => o.kind === 'PodDisruptionBudget') as K8sObject & { spec: { maxUnavailable?: number; selector: { matchLabels: Record<string, string> } } };
+    const pdb = objects.find((o) => o.kind === 'PodDisruptionBudget') as K8sObject & {
+      spec: { maxUnavailable?: number; selector: { matchLabels: Record<string, string> } };
+    };
     expect(selects(pdb.spec.selector.matchLabels, worker.spec.template.metadata.labels)).toBe(true);
     expect(pdb.spec.maxUnavailable).toBe(1);
   });
@@ -320,7 +325,9 @@ describe('Dockerfile', () => {
     expect(user).toMatch(/^\d+(:\d+)?$/);
     expect(user.split(':')[0]).not.toBe('0');
     expect(args('VOLUME')).toContain('/data');
-    const exposed = args('EXPOSE').flatMap((a) => a.split(/\s+/)).map(Number);
+    const exposed = args('EXPOSE')
+      .flatMap((a) => a.split(/\s+/))
+      .map(Number);
     const defaults = loadSettings({});
     expect(exposed.sort()).toEqual([defaults.PORT, defaults.WORKER_PORT, defaults.WORKER_INGRESS_PORT].sort());
     expect(instructions.join('\n')).toMatch(/npm ci\b/);
@@ -338,10 +345,14 @@ describe('Dockerfile', () => {
   });
 
   it('.dockerignore keeps the local node_modules and dist out of the build context', () => {
-    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist', '.git']));
     // What the Dockerfile copies from the context must not be ignored.
-    for (const copied of args('COPY').filter((a) => !a.startsWith('--from')).flatMap((a) => a.split(/\s+/).slice(0, -1))) {
+    for (const copied of args('COPY')
+      .filter((a) => !a.startsWith('--from'))
+      .flatMap((a) => a.split(/\s+/).slice(0, -1))) {
       expect(ignored, `COPY ${copied}`).not.toContain(copied);
     }
   });

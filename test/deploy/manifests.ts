@@ -90,8 +90,7 @@ export function selects(selector: Record<string, string>, podLabels: Record<stri
 
 export const envOf = (c: Container): Map<string, EnvVar> => new Map((c.env ?? []).map((e) => [e.name, e]));
 
-export const probesOf = (c: Container): Probe[] =>
-  [c.startupProbe, c.livenessProbe, c.readinessProbe].filter((p): p is Probe => p !== undefined);
+export const probesOf = (c: Container): Probe[] => [c.startupProbe, c.livenessProbe, c.readinessProbe].filter((p): p is Probe => p !== undefined);
 
 /** The container port a Service or probe names (by port name or number), if the container has it. */
 export const containerPort = (c: Container, port: string | number): number | undefined =>

@@ -33,7 +33,14 @@ export function pipelineYaml(root: string, strict = true) {
   ].join('\n');
 }
 
-export const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+export const lines = (file: string) =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 export async function setUp(): Promise<{ d: TestDaemon; root: string; first: Record<string, any> }> {
   const d = await testDaemon();
@@ -48,4 +55,3 @@ export async function setUp(): Promise<{ d: TestDaemon; root: string; first: Rec
   const first = await finishedRun(d, t.body.run_id);
   return { d, root, first };
 }
-

@@ -8,7 +8,6 @@ import { svc } from '../helpers/cli.js';
 import { finishedRun } from '../api/_helpers.js';
 import { lines, setUp } from './_local.js';
 
-
 describe('svc dlq', () => {
   it('lists and replays dead letters of a pipeline of a running daemon', { timeout: 120_000 }, async () => {
     const { d, root: dir } = await setUp();

@@ -36,7 +36,12 @@ describe('applyPatch', () => {
 
   it('is all or nothing: an operation failing after others changes nothing', () => {
     const r = rec();
-    expect(() => applyPatch(r, [{ op: 'remove', path: '/a' }, { op: 'test', path: '/a', value: 1 }])).toThrow(/patch\[1\]/);
+    expect(() =>
+      applyPatch(r, [
+        { op: 'remove', path: '/a' },
+        { op: 'test', path: '/a', value: 1 },
+      ]),
+    ).toThrow(/patch\[1\]/);
     expect(r).toEqual(rec());
   });
 });

@@ -104,7 +104,10 @@ describe('kafka DLQ reader', () => {
     const first = await roundTrip(dlq, 40, 17);
     expect(first.entries.every((e) => /^dead\/[0-2]\/\d+$/.test(e.location))).toBe(true);
     // Bounded: the end offsets are taken when the read begins; what is published meanwhile waits for the next read.
-    const reader = kafkaDlqReader({ brokers: cluster.brokers, topic: 'dead', security_protocol: 'PLAINTEXT' }, { pipeline: 'dlqr', log: silentLogger, signal: AbortSignal.timeout(30_000) });
+    const reader = kafkaDlqReader(
+      { brokers: cluster.brokers, topic: 'dead', security_protocol: 'PLAINTEXT' },
+      { pipeline: 'dlqr', log: silentLogger, signal: AbortSignal.timeout(30_000) },
+    );
     const it = reader.read()[Symbol.asyncIterator]();
     let n = (await it.next()).done ? 0 : 1;
     const late = first.entries.slice(0, 5).map((e) => Buffer.from(JSON.stringify({ ...e.envelope, _error: `late ${e.id}` })));

@@ -17,7 +17,8 @@ afterAll(async () => {
 
 const TABLES: Record<TestDb['engine'], string> = {
   postgres: 'CREATE TABLE dead (id serial PRIMARY KEY, _error text, _stage text, _pipeline text, _run_id text, _timestamp timestamptz, record jsonb, raw text)',
-  mariadb: 'CREATE TABLE dead (id int AUTO_INCREMENT PRIMARY KEY, _error text, _stage varchar(16), _pipeline text, _run_id text, _timestamp varchar(32), record longtext, raw longtext)',
+  mariadb:
+    'CREATE TABLE dead (id int AUTO_INCREMENT PRIMARY KEY, _error text, _stage varchar(16), _pipeline text, _run_id text, _timestamp varchar(32), record longtext, raw longtext)',
   sqlite: 'CREATE TABLE dead (_error text, _stage text, _pipeline text, _run_id text, _timestamp text, record text, raw text)',
 };
 
@@ -69,7 +70,10 @@ describe('sql DLQ replay through the daemon', () => {
     expect(await finishedRun(d, t.body.run_id)).toMatchObject({ records_in: 4, records_out: 2, dlq_count: 2 });
     const listed = await d.call('GET', '/api/pipelines/pgr/dlq?stage=sink');
     expect(listed.status, listed.text).toBe(200);
-    expect(listed.body.map((e: any) => e.envelope.record)).toEqual([{ i: 1, octets: 150 }, { i: 3, octets: 300 }]);
+    expect(listed.body.map((e: any) => e.envelope.record)).toEqual([
+      { i: 1, octets: 150 },
+      { i: 3, octets: 300 },
+    ]);
     expect(listed.body[0].envelope._error).toMatch(/^sinks\[0\] \(sql\): .*check constraint/);
 
     const refused = await d.call('POST', '/api/pipelines/pgr/dlq/replay', { body: {} });

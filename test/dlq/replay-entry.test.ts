@@ -27,7 +27,15 @@ pipeline:
 `;
 const config = loadPipelineText(yaml, { env: {}, registry: testRegistry }).config!;
 
-const env = (stage: Stage, error: string, record: Rec | null, raw: string | null = null): Envelope => ({ _error: error, _stage: stage, _pipeline: 'entry', _run_id: 'r0', _timestamp: '2026-01-01T00:00:00.000Z', record, raw });
+const env = (stage: Stage, error: string, record: Rec | null, raw: string | null = null): Envelope => ({
+  _error: error,
+  _stage: stage,
+  _pipeline: 'entry',
+  _run_id: 'r0',
+  _timestamp: '2026-01-01T00:00:00.000Z',
+  record,
+  raw,
+});
 
 describe('replay entry points', () => {
   it('reads the entry from the error, falling back when the config no longer has that component', () => {
@@ -55,7 +63,9 @@ describe('replay entry points', () => {
     const outcome: ReplayOutcome = { replayed: [], failed: [] };
     const run = replayRun(items, { delivered: async (id) => void marked.push(id), registry: testRegistry }, outcome);
     const record = await run(config, { runId: 'replay-1', registry: testRegistry });
-    expect(outcome.failed).toEqual([{ id: 'p', error: expect.stringMatching(/^failed again: sinks\[0\]\.transforms\[1\] \(add_field\): unsupported operand/) }]);
+    expect(outcome.failed).toEqual([
+      { id: 'p', error: expect.stringMatching(/^failed again: sinks\[0\]\.transforms\[1\] \(add_field\): unsupported operand/) },
+    ]);
     expect(marked.sort()).toEqual(['c1', 's0t1', 't1', 'w1']);
     // p reached s1, so the engine counts it written (records_out), though it failed at s0.
     expect(record).toMatchObject({ run_id: 'replay-1', pipeline: 'entry', status: 'success', records_in: 5, records_out: 5, dlq_count: 0 });

@@ -123,22 +123,47 @@ describe('dead letters of a local DLQ', () => {
     const r = await replay(d, { ids: [tId, 'f'.repeat(32)], patch: [{ op: 'test', path: '/host', value: 'zz' }] });
     expect(r).toMatchObject({ run_id: null, replayed: [], unknown_ids: ['f'.repeat(32)] });
     expect(r.failed).toEqual([{ id: tId, error: expect.stringMatching(/^edit failed: patch\[0\] \(test \/host\): the value differs/) }]);
-    const p = await replay(d, { ids: [tId], patch: [{ op: 'replace', path: '/octets', value: 4 }, { op: 'add', path: '/tags', value: ['x'] }] });
+    const p = await replay(d, {
+      ids: [tId],
+      patch: [
+        { op: 'replace', path: '/octets', value: 4 },
+        { op: 'add', path: '/tags', value: ['x'] },
+      ],
+    });
     expect(p).toMatchObject({ replayed: [tId] });
     expect(lines(join(root, 'out', 'out.ndjson')).at(-1)).toEqual({ host: 'a', octets: 4, tags: ['x'], next: 5 });
     expect(expectError(await d.call('POST', '/api/pipelines/dl/dlq/replay', { body: { set: { x: 'octets +' } } }), 422)).toMatch(/^set: /);
     expectError(await d.call('POST', '/api/pipelines/dl/dlq/replay', { body: { patch: [{ op: 'nope', path: '/a' }] } }), 422);
 
     const other = (dlq: string) =>
-      ['version: "1"', 'pipeline:', '  name: other', '  schedule: { type: manual }', `  source: { type: local, path: ${q(root)} }`, '  serializer_in: { type: ndjson }', `  sinks: [{ type: local, path: ${q(root)} }]`, dlq].join('\n');
+      [
+        'version: "1"',
+        'pipeline:',
+        '  name: other',
+        '  schedule: { type: manual }',
+        `  source: { type: local, path: ${q(root)} }`,
+        '  serializer_in: { type: ndjson }',
+        `  sinks: [{ type: local, path: ${q(root)} }]`,
+        dlq,
+      ].join('\n');
     await register(d, other(''));
     expect(expectError(await d.call('GET', '/api/pipelines/other/dlq'), 409)).toMatch(/has no dlq sink/);
     expect((await d.call('PUT', '/api/pipelines/other', { yaml: other('  dlq: { type: mqtt, host: 127.0.0.1, topic: dead }') })).status).toBe(200);
-    expect(expectError(await d.call('GET', '/api/pipelines/other/dlq'), 409)).toMatch(/'mqtt' sink, which svc cannot read back.*DLQ sinks that can be read: .*local/);
-    expect((await d.call('PUT', '/api/pipelines/other', { yaml: other(`  dlq: { type: local, path: ${q(root)}, serializer_out: { type: csv } }`) })).status).toBe(200);
+    expect(expectError(await d.call('GET', '/api/pipelines/other/dlq'), 409)).toMatch(
+      /'mqtt' sink, which svc cannot read back.*DLQ sinks that can be read: .*local/,
+    );
+    expect(
+      (await d.call('PUT', '/api/pipelines/other', { yaml: other(`  dlq: { type: local, path: ${q(root)}, serializer_out: { type: csv } }`) })).status,
+    ).toBe(200);
     expect(expectError(await d.call('GET', '/api/pipelines/other/dlq'), 409)).toMatch(/serializer_out 'csv'/);
     // The DLQ's peer fails the read: 502, its secrets masked.
-    expect((await d.call('PUT', '/api/pipelines/other', { yaml: other('  dlq: { type: sql, connection_url: "postgresql://svc:s3cret-pw@127.0.0.1:1/db", table: dead }') })).status).toBe(200);
+    expect(
+      (
+        await d.call('PUT', '/api/pipelines/other', {
+          yaml: other('  dlq: { type: sql, connection_url: "postgresql://svc:s3cret-pw@127.0.0.1:1/db", table: dead }'),
+        })
+      ).status,
+    ).toBe(200);
     const down = expectError(await d.call('GET', '/api/pipelines/other/dlq'), 502);
     expect(down).toMatch(/^reading the DLQ of pipeline 'other' \(sql\) failed: .*127\.0\.0\.1:1/);
     expect(down).not.toContain('s3cret-pw');
@@ -161,7 +186,10 @@ describe('dead letters of a local DLQ', () => {
     expect((await d.call('POST', '/api/pipelines/hook/stop')).status).toBe(200);
     const r = await d.call('POST', '/api/pipelines/hook/dlq/replay', { body: { set: { id: '2' } } });
     expect(r.body, r.text).toMatchObject({ status: 'success', records_in: 1, records_out: 1, failed: [] });
-    expect(readNdjson(w.outFile)).toEqual([{ id: 1, next: 2 }, { id: 2, next: 3 }]);
+    expect(readNdjson(w.outFile)).toEqual([
+      { id: 1, next: 2 },
+      { id: 2, next: 3 },
+    ]);
     expect((await d.call('GET', '/api/pipelines/hook')).body).toMatchObject({ status: 'stopped', active_run_id: null });
     expect((await d.call('GET', `/api/runs?pipeline=hook`)).body.map((x: any) => x.run_id)).toContain(r.body.run_id);
   });

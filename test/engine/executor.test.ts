@@ -25,7 +25,12 @@ const chunk = (from: number, n: number) => ({
   firstLine: 1,
   meta: {},
 });
-const values = (o: ChunkOutput) => Buffer.from(o.sinks[0]!.payload).toString().trim().split('\n').map((l) => (JSON.parse(l) as { i: number }).i);
+const values = (o: ChunkOutput) =>
+  Buffer.from(o.sinks[0]!.payload)
+    .toString()
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { i: number }).i);
 
 describe('sharedExecutor (thread_workers > 1)', () => {
   let ex: ChunkExecutor | undefined;

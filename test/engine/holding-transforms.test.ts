@@ -38,7 +38,10 @@ describe('holding transforms in the engine', () => {
       ],
     ],
     ['sort (run), limit', ['{ type: sort, scope: run, by: [{ field: v }, { field: f, order: desc }] }', '{ type: limit, count: 30, offset: 100 }']],
-    ['deduplicate, limit (run), cast after them', ['{ type: deduplicate, fields: [dup] }', '{ type: limit, count: 15, offset: 3 }', '{ type: cast, fields: { v: string } }']],
+    [
+      'deduplicate, limit (run), cast after them',
+      ['{ type: deduplicate, fields: [dup] }', '{ type: limit, count: 15, offset: 3 }', '{ type: cast, fields: { v: string } }'],
+    ],
   ];
   for (const [name, chain] of chains) {
     it(`thread_workers 2 gives the same output as 1, many chunks: ${name}`, async () => {
@@ -93,7 +96,13 @@ describe('holding transforms in the engine', () => {
       { onError: 'dlq', dlq: true },
     );
     expect(out).toEqual([{ g: 'x', count: 2 }]);
-    expect(dlq).toEqual([expect.objectContaining({ _stage: 'transform', _error: 'transforms[1] (jmespath): result "y" is not an object (set target to keep other results in a field)', record: { g: 'y', count: 1 } })]);
+    expect(dlq).toEqual([
+      expect.objectContaining({
+        _stage: 'transform',
+        _error: 'transforms[1] (jmespath): result "y" is not an object (set target to keep other results in a field)',
+        record: { g: 'y', count: 1 },
+      }),
+    ]);
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 1, records_skipped: 1, dlq_count: 1 });
   });
 
@@ -170,7 +179,12 @@ describe('holding transforms in the engine: unit boundaries with thread_workers 
 
   it('limit scope unit: the first records of each file', async () => {
     const { out } = await runFiles(small, '{ type: limit, count: 2, scope: unit }');
-    expect(out.map((r) => [r.f, r.i])).toEqual(Object.values(small).flatMap((rs) => [[rs[0]!.f, 0], [rs[0]!.f, 1]]));
+    expect(out.map((r) => [r.f, r.i])).toEqual(
+      Object.values(small).flatMap((rs) => [
+        [rs[0]!.f, 0],
+        [rs[0]!.f, 1],
+      ]),
+    );
   });
 
   it('sort scope unit: each file sorted on its own', async () => {
@@ -180,7 +194,8 @@ describe('holding transforms in the engine: unit boundaries with thread_workers 
 
   it('sink-level aggregate: per file results', async () => {
     const { out } = await runFiles(small, '{ type: filter, expression: i < 2 }', {
-      sinks: '    - { type: local, path: __OUT__, filename_template: out.ndjson, transforms: [{ type: aggregate, aggregations: [{ function: count }, { function: min, field: f }] }] }',
+      sinks:
+        '    - { type: local, path: __OUT__, filename_template: out.ndjson, transforms: [{ type: aggregate, aggregations: [{ function: count }, { function: min, field: f }] }] }',
     });
     expect(out).toEqual(Object.values(small).map((rs) => ({ count: 2, f_min: rs[0]!.f })));
   });
@@ -235,7 +250,15 @@ pipeline:
     const cap = capture('partial');
     const r = loadPipelineText(yaml, { env: {}, registry });
     const record = await runPipeline(r.config!, { registry, log: silentLogger, chunkBytes: 16 });
-    expect(record.errors).toEqual(['a: read failed: connection reset', expect.stringMatching(/^a: read only in part; \d+ results of the records held from it dropped \(the unit stays for the next run\)$/)]);
-    expect(cap.text.trim().split('\n').map((l) => JSON.parse(l) as Rec)).toEqual([{ count: 1, v_sum: 10 }]);
+    expect(record.errors).toEqual([
+      'a: read failed: connection reset',
+      expect.stringMatching(/^a: read only in part; \d+ results of the records held from it dropped \(the unit stays for the next run\)$/),
+    ]);
+    expect(
+      cap.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Rec),
+    ).toEqual([{ count: 1, v_sum: 10 }]);
   });
 });

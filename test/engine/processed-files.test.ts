@@ -2,9 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  FileProcessedFiles, MemoryProcessedFiles, defaultStateDir, processedFilesPath,
-} from '../../src/plugins/connector-runtime/processed-files.js';
+import { FileProcessedFiles, MemoryProcessedFiles, defaultStateDir, processedFilesPath } from '../../src/plugins/connector-runtime/processed-files.js';
 
 let dir: string;
 beforeEach(async () => {

@@ -16,7 +16,12 @@ function ndjsonInput(lines: string[], name = 'in.ndjson') {
 }
 
 const rows = (n: number, f: (i: number) => object = (i) => ({ i })) => Array.from({ length: n }, (_, i) => JSON.stringify(f(i)));
-const parseNdjson = (text: string) => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const parseNdjson = (text: string) =>
+  text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 const base = (src: string, extra = '', sinks = '    - { type: memory, id: out }') => `
 version: "1"
@@ -142,7 +147,9 @@ describe('on_error and the DLQ (rules 2 and 6)', () => {
     const moved = tempDir();
     capture('out');
     capture('dead', { failFirst: -1 });
-    const rec = await run(base(src, `${castInt}\n  on_error: dlq\n  dlq: { type: memory, id: dead }`).replace('path: ', `move_after_read: ${JSON.stringify(moved)}, path: `));
+    const rec = await run(
+      base(src, `${castInt}\n  on_error: dlq\n  dlq: { type: memory, id: dead }`).replace('path: ', `move_after_read: ${JSON.stringify(moved)}, path: `),
+    );
     expect(rec.status).toBe('success');
     expect(rec.dlq_count).toBe(0);
     expect(rec.errors.some((e) => e.startsWith('dead-letter write failed: 2 records kept in in.ndjson'))).toBe(true);
@@ -277,7 +284,10 @@ describe('chunks, threads and finalize (rules 3 and 5)', () => {
     const n = 4000;
     const depth: number[] = [];
     const rec = await run(
-      base(ndjsonInput(rows(n, (i) => ({ i, pad: 'x'.repeat(40) }))), `  thread_workers: ${threads}\n  transforms:\n    - { type: filter, expression: i % 3 != 0 }`),
+      base(
+        ndjsonInput(rows(n, (i) => ({ i, pad: 'x'.repeat(40) }))),
+        `  thread_workers: ${threads}\n  transforms:\n    - { type: filter, expression: i % 3 != 0 }`,
+      ),
       { chunkBytes: 4096, onQueueDepth: (d) => depth.push(d) },
     );
     expect(rec).toMatchObject({ status: 'success', records_in: n });

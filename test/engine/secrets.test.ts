@@ -49,7 +49,11 @@ pipeline:
     );
     const rec = await runPipeline(r.config!, { registry });
     expect(rec.dlq_count).toBe(1);
-    const text = JSON.stringify(rec) + readdirSync(join(dir, 'dlq')).map((f) => readFileSync(join(dir, 'dlq', f), 'utf8')).join('');
+    const text =
+      JSON.stringify(rec) +
+      readdirSync(join(dir, 'dlq'))
+        .map((f) => readFileSync(join(dir, 'dlq', f), 'utf8'))
+        .join('');
     expect(text).toContain('login refused for password *** at amqp://svc:***@broker/v');
     expect(text).not.toContain('hunter2-secret');
     expect(text).not.toContain('url-pass-123');

@@ -42,12 +42,20 @@ async function replayed(s: Spool): Promise<{ body: string; position: Position }[
   return out;
 }
 
-const segments = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.seg')).sort();
+const segments = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.seg'))
+    .sort();
 
 function recordingLogger() {
   const warnings: string[] = [];
   const errors: string[] = [];
-  const log = { warn: (_o: unknown, msg: string) => warnings.push(msg), error: (o: { err?: string }, msg: string) => errors.push(`${msg}: ${o.err}`), info: () => {}, debug: () => {} } as unknown as Logger;
+  const log = {
+    warn: (_o: unknown, msg: string) => warnings.push(msg),
+    error: (o: { err?: string }, msg: string) => errors.push(`${msg}: ${o.err}`),
+    info: () => {},
+    debug: () => {},
+  } as unknown as Logger;
   return { log, warnings, errors };
 }
 

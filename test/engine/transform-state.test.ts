@@ -63,11 +63,19 @@ describe('transform state through the engine', () => {
 
   it('window_aggregate: open windows survive to the next run; a flush run emits partials and clears them', async () => {
     const s = setup(WINDOW);
-    expect((await s.run([{ h: 'x', ts: 1, v: 1 }, { h: 'x', ts: 61, v: 2 }])).out).toEqual([
-      { window_start: '1970-01-01T00:00:00.000Z', window_end: '1970-01-01T00:01:00.000Z', h: 'x', v_sum: 1, window_complete: true },
-    ]);
+    expect(
+      (
+        await s.run([
+          { h: 'x', ts: 1, v: 1 },
+          { h: 'x', ts: 61, v: 2 },
+        ])
+      ).out,
+    ).toEqual([{ window_start: '1970-01-01T00:00:00.000Z', window_end: '1970-01-01T00:01:00.000Z', h: 'x', v_sum: 1, window_complete: true }]);
     // Next run: the [60,120) window still holds the 2 from the last run.
-    const second = await s.run([{ h: 'x', ts: 70, v: 3 }, { h: 'x', ts: 130, v: 4 }]);
+    const second = await s.run([
+      { h: 'x', ts: 70, v: 3 },
+      { h: 'x', ts: 130, v: 4 },
+    ]);
     expect(second.out).toEqual([{ window_start: '1970-01-01T00:01:00.000Z', window_end: '1970-01-01T00:02:00.000Z', h: 'x', v_sum: 5, window_complete: true }]);
     const flushed = await s.run([{ h: 'y', ts: 150, v: 1 }], { flush: true });
     expect(flushed.record.records_out).toBe(2);
@@ -83,7 +91,10 @@ describe('transform state through the engine', () => {
     const s = setup(DELTA, undefined, '  on_error: abort');
     await s.run([{ h: 'a', ts: 0, c: 10 }]);
     const before = readFileSync(s.stateFile, 'utf8');
-    const aborted = await s.run([{ h: 'a', ts: 60, c: 20 }, { h: 'a', ts: 61, c: 'x' }]);
+    const aborted = await s.run([
+      { h: 'a', ts: 60, c: 20 },
+      { h: 'a', ts: 61, c: 'x' },
+    ]);
     expect(aborted.record.status).toBe('aborted');
     expect(readFileSync(s.stateFile, 'utf8')).toBe(before);
   });

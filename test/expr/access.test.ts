@@ -3,15 +3,16 @@ import { describe, expect, it } from 'vitest';
 import { compile, type Scope } from '../../src/expr/index.js';
 import { ev, errorOf, runError } from './helpers.js';
 
-
-
 const rec: Scope = {
   ifIndex: 3,
   ifDescr: 'GigabitEthernet0/3',
   'if-alias': 'uplink',
-  'débit': 12,
+  débit: 12,
   site: { name: 'PAR1', geo: { lat: 48.85, lon: 2.35 }, tags: ['core', 'edge'] },
-  neighbors: [{ id: 'r1', port: 1 }, { id: 'r2', port: 7 }],
+  neighbors: [
+    { id: 'r1', port: 1 },
+    { id: 'r2', port: 7 },
+  ],
   empty: null,
   undef: undefined,
 };
@@ -118,12 +119,8 @@ describe('$: the record itself, for any field name', () => {
   });
 
   it('must be followed by a key', () => {
-    expect(errorOf(() => compile('$')).message).toBe(
-      "'$' stands for the whole record and must be followed by ['field name'] or .name at column 1",
-    );
-    expect(errorOf(() => compile('len($)')).message).toBe(
-      "'$' stands for the whole record and must be followed by ['field name'] or .name at column 5",
-    );
+    expect(errorOf(() => compile('$')).message).toBe("'$' stands for the whole record and must be followed by ['field name'] or .name at column 1");
+    expect(errorOf(() => compile('len($)')).message).toBe("'$' stands for the whole record and must be followed by ['field name'] or .name at column 5");
   });
 });
 

@@ -27,7 +27,9 @@ describe('the evaluation budget', () => {
     expect(e).toBeInstanceOf(ExprError);
     expect(e.message).toBe("expression budget exceeded: '*' would build a list of 500 elements (limit 400; SVC_EXPR_MAX_LIST_LENGTH) at column 5");
     setExprBudget({ maxSteps: 1000, maxListLength: 100_000 });
-    expect(errorOf(() => f({ n: 5000 })).message).toBe('expression budget exceeded: the evaluation takes too many steps (limit 1000; SVC_EXPR_MAX_STEPS) at column 5');
+    expect(errorOf(() => f({ n: 5000 })).message).toBe(
+      'expression budget exceeded: the evaluation takes too many steps (limit 1000; SVC_EXPR_MAX_STEPS) at column 5',
+    );
   });
 
   it('gives each evaluation the whole budget again', () => {
@@ -60,13 +62,26 @@ describe('the evaluation budget', () => {
   it('reads SVC_EXPR_* from the environment; a bad value is an error at compile time', async () => {
     const probe = (env: Record<string, string>) =>
       import('node:child_process').then(({ execFileSync }) =>
-        execFileSync(process.execPath, ['--import', 'tsx', '-e', "import('./src/expr/index.ts').then((m) => { try { m.compile('1'); console.log(JSON.stringify(m.exprBudget())); } catch (e) { console.log(e.name + ': ' + e.message); } })"], {
-          cwd: ROOT,
-          env: { ...process.env, ...env },
-          encoding: 'utf8',
-        }).trim(),
+        execFileSync(
+          process.execPath,
+          [
+            '--import',
+            'tsx',
+            '-e',
+            "import('./src/expr/index.ts').then((m) => { try { m.compile('1'); console.log(JSON.stringify(m.exprBudget())); } catch (e) { console.log(e.name + ': ' + e.message); } })",
+          ],
+          {
+            cwd: ROOT,
+            env: { ...process.env, ...env },
+            encoding: 'utf8',
+          },
+        ).trim(),
       );
-    expect(JSON.parse(await probe({ SVC_EXPR_MAX_STEPS: '5000', SVC_EXPR_MAX_STRING_LENGTH: '2000' }))).toEqual({ maxSteps: 5000, maxListLength: 100_000, maxStringLength: 2000 });
+    expect(JSON.parse(await probe({ SVC_EXPR_MAX_STEPS: '5000', SVC_EXPR_MAX_STRING_LENGTH: '2000' }))).toEqual({
+      maxSteps: 5000,
+      maxListLength: 100_000,
+      maxStringLength: 2000,
+    });
     expect(await probe({ SVC_EXPR_MAX_LIST_LENGTH: 'many' })).toBe('ExprError: SVC_EXPR_MAX_LIST_LENGTH="many": expected an integer');
   });
 

@@ -4,7 +4,6 @@ import { describe, expect, it } from 'vitest';
 import { compile, LIMITS, type Scope } from '../../src/expr/index.js';
 import { errorOf } from './helpers.js';
 
-
 describe('compile once, evaluate many times', () => {
   it('gives each scope its own result from one compiled function', () => {
     const f = compile('ifOperStatus == 1 and ifInErrors > 0');
@@ -62,9 +61,7 @@ describe('CompiledExpr', () => {
     expect(compile('ifOperStatus == 1 and ifInErrors > 0').fields).toEqual(['ifOperStatus', 'ifInErrors']);
     expect(compile("a + b + a.c + $['d-e'] + $.f + len(g) + coalesce(h, 1)").fields).toEqual(['a', 'b', 'd-e', 'f', 'g', 'h']);
     expect(compile("exists(x.y) or exists('w-z') or exists($.v)").fields).toEqual(['x', 'w-z', 'v']);
-    expect(compile('records_in > 0 and error_rate > 0.05 or status == "failed"').fields).toEqual([
-      'records_in', 'error_rate', 'status',
-    ]);
+    expect(compile('records_in > 0 and error_rate > 0.05 or status == "failed"').fields).toEqual(['records_in', 'error_rate', 'status']);
     expect(compile('1 + 2').fields).toEqual([]);
     expect(compile('len(now())').fields).toEqual([]);
   });
@@ -89,7 +86,13 @@ describe('speed of the hot path', () => {
     const cases: [string, Scope[]][] = [
       ['x > 5', [{ x: 3 }, { x: 9 }]],
       ["severity in ['critical', 'major']", [{ severity: 'major' }, { severity: 'info' }]],
-      ['ifOperStatus == 1 and ifInErrors > 0', [{ ifOperStatus: 1, ifInErrors: 2 }, { ifOperStatus: 2, ifInErrors: 0 }]],
+      [
+        'ifOperStatus == 1 and ifInErrors > 0',
+        [
+          { ifOperStatus: 1, ifInErrors: 2 },
+          { ifOperStatus: 2, ifInErrors: 0 },
+        ],
+      ],
       ['a.b.c >= 2', [{ a: { b: { c: 1 } } }, { a: { b: { c: 3 } } }]],
     ];
     for (const [src, scopes] of cases) {

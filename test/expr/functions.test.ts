@@ -3,13 +3,33 @@ import { describe, expect, it } from 'vitest';
 import { compile, FUNCTION_NAMES } from '../../src/expr/index.js';
 import { ev, runError, compileError } from './helpers.js';
 
-
-
 describe('the function set', () => {
   it('is exactly the documented list', () => {
     expect(FUNCTION_NAMES).toEqual([
-      'abs', 'bool', 'coalesce', 'contains', 'endswith', 'exists', 'float', 'int', 'join', 'len', 'lower', 'matches',
-      'max', 'min', 'now', 'now_epoch', 'replace', 'round', 'search', 'split', 'startswith', 'str', 'strip', 'upper',
+      'abs',
+      'bool',
+      'coalesce',
+      'contains',
+      'endswith',
+      'exists',
+      'float',
+      'int',
+      'join',
+      'len',
+      'lower',
+      'matches',
+      'max',
+      'min',
+      'now',
+      'now_epoch',
+      'replace',
+      'round',
+      'search',
+      'split',
+      'startswith',
+      'str',
+      'strip',
+      'upper',
     ]);
   });
 
@@ -86,7 +106,7 @@ describe('int', () => {
     expect(ev("int('0b101', 2)")).toBe(5);
     expect(ev("int('777', 8)")).toBe(511);
     expect(ev("int('z', 36)")).toBe(35);
-    expect(ev("int(mac, 16)", { mac: '00a0c9' })).toBe(41161);
+    expect(ev('int(mac, 16)', { mac: '00a0c9' })).toBe(41161);
   });
 
   it('rejects what Python rejects', () => {
@@ -191,9 +211,7 @@ describe('startswith / endswith / contains', () => {
     expect(ev("endswith(ifDescr, ['/2', '/3'])", { ifDescr: 'Gi0/1' })).toBe(false);
     expect(ev("startswith(missing, 'x')")).toBe(false);
     expect(runError("startswith(x, 'a')", { x: 1 })).toBe('startswith() expects a string, got number at column 1');
-    expect(runError('endswith(x, 1)', { x: 'a' })).toBe(
-      'endswith() expects a string or a list of strings to look for, got number at column 1',
-    );
+    expect(runError('endswith(x, 1)', { x: 'a' })).toBe('endswith() expects a string or a list of strings to look for, got number at column 1');
   });
 
   it('contains(c, x) is x in c', () => {

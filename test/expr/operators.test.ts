@@ -3,8 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { compile, truthy, type Scope } from '../../src/expr/index.js';
 import { ev, runError } from './helpers.js';
 
-
-
 describe('arithmetic', () => {
   it('adds, subtracts, multiplies', () => {
     expect(ev('1 + 2')).toBe(3);
@@ -249,7 +247,7 @@ describe('membership', () => {
     expect(ev("severity in ['critical', 'major']", { severity: 'minor' })).toBe(false);
     expect(ev("severity not in ['critical', 'major']", { severity: 'minor' })).toBe(true);
     expect(ev('x in [1, 2, 3]', { x: 2.0 })).toBe(true);
-    expect(ev("x in [1, 2, 3]", { x: '2' })).toBe(false);
+    expect(ev('x in [1, 2, 3]', { x: '2' })).toBe(false);
     expect(ev('x in [null, 1]', {})).toBe(true);
     expect(ev('x in [true]', { x: 1 })).toBe(false);
     expect(ev('[1] in [[1], [2]]')).toBe(true);

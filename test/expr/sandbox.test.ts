@@ -5,8 +5,6 @@ import { compile, type Scope } from '../../src/expr/index.js';
 import { ev, errorOf, compileError } from './helpers.js';
 import { compileRegex, linearEngineAvailable, REGEX_LIMITS } from '../../src/expr/regex.js';
 
-
-
 /** Runs f and asserts it finished in well under a second (a hang would take minutes). */
 function quick<T>(f: () => T, ms = 1000): T {
   const start = performance.now();
@@ -111,7 +109,7 @@ describe('no way into JavaScript', () => {
     expect(compileError("Function('return this')")).toMatch(/^unknown function 'Function' \(known: /);
     expect(compileError("require('child_process')")).toMatch(/^unknown function 'require' \(known: /);
     expect(compileError('hasOwnProperty(x)')).toMatch(/^unknown function 'hasOwnProperty' \(known: /);
-    expect(compileError("x.y = 1")).toBe("'=' is not allowed (there is no assignment); use '==' to compare at column 5");
+    expect(compileError('x.y = 1')).toBe("'=' is not allowed (there is no assignment); use '==' to compare at column 5");
     expect(compileError('lambda: 1')).toBe("':' is not supported (there are no slices, dictionaries or lambdas) at column 7");
   });
 
@@ -140,7 +138,7 @@ describe('no way into JavaScript', () => {
 
   it('never writes to the scope', () => {
     const scope = Object.freeze({ a: Object.freeze({ b: Object.freeze([1, 2]) }), s: 'x' }) as Scope;
-    for (const src of ['a.b + [3]', "a.b * 2", 'str(a)', "replace(s, 'x', 'y')", 'split(s)', 'a.b[0]', 'exists(a.c)', 'min(a.b)']) {
+    for (const src of ['a.b + [3]', 'a.b * 2', 'str(a)', "replace(s, 'x', 'y')", 'split(s)', 'a.b[0]', 'exists(a.c)', 'min(a.b)']) {
       expect(() => compile(src)(scope)).not.toThrow();
     }
     expect(scope).toEqual({ a: { b: [1, 2] }, s: 'x' });
@@ -157,9 +155,7 @@ describe('hostile data', () => {
     a['self'] = a;
     const b: Record<string, unknown> = {};
     b['self'] = b;
-    expect(errorOf(() => ev('str(a)', { a })).message).toBe(
-      'str() cannot convert this object: values are nested more than 100 levels deep at column 1',
-    );
+    expect(errorOf(() => ev('str(a)', { a })).message).toBe('str() cannot convert this object: values are nested more than 100 levels deep at column 1');
     expect(errorOf(() => ev('a == b', { a, b })).message).toBe('values are nested more than 100 levels deep at column 3');
     expect(ev('a.self.self.self == a', { a })).toBe(true); // identical objects are equal without recursing
   });
@@ -170,12 +166,8 @@ describe('hostile data', () => {
     expect(quick(() => errorOf(() => ev('str(x)', { x: deep })).message)).toMatch(/^str\(\) cannot convert this list: /);
     let other: unknown = 1;
     for (let i = 0; i < 100_000; i++) other = [other];
-    expect(quick(() => errorOf(() => ev('x == y', { x: deep, y: other })).message)).toBe(
-      'values are nested more than 100 levels deep at column 3',
-    );
-    expect(quick(() => errorOf(() => ev('x < y', { x: deep, y: other })).message)).toBe(
-      'values are nested more than 100 levels deep at column 3',
-    );
+    expect(quick(() => errorOf(() => ev('x == y', { x: deep, y: other })).message)).toBe('values are nested more than 100 levels deep at column 3');
+    expect(quick(() => errorOf(() => ev('x < y', { x: deep, y: other })).message)).toBe('values are nested more than 100 levels deep at column 3');
   });
 
   it('huge strings are handled in linear time', () => {

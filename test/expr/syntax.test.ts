@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { compile, ExprError } from '../../src/expr/index.js';
 import { ev, errorOf } from './helpers.js';
 
-
 const compileError = (src: string): ExprError => errorOf(() => compile(src));
 
 describe('number literals', () => {
@@ -127,21 +126,13 @@ describe('syntax errors', () => {
     expect(compileError('x > > 1').message).toBe("unexpected token '>' at column 5");
     expect(compileError('a b').message).toBe("unexpected name 'b' at column 3");
     expect(compileError('and').message).toBe("unexpected 'and' at column 1");
-    expect(compileError('x if y').message).toBe(
-      "expected 'else' after the condition of 'x if condition else y', found the end of the expression at column 7",
-    );
+    expect(compileError('x if y').message).toBe("expected 'else' after the condition of 'x if condition else y', found the end of the expression at column 7");
   });
 
   it('says where an unclosed bracket was opened', () => {
-    expect(compileError('(1 + 2').message).toBe(
-      "expected ')' to close the '(' opened at column 1, found the end of the expression at column 7",
-    );
-    expect(compileError('[1, 2').message).toBe(
-      "expected ']' to close the list opened at column 1, found the end of the expression at column 6",
-    );
-    expect(compileError('len(x').message).toBe(
-      "expected ')' to close the call to len() opened at column 4, found the end of the expression at column 6",
-    );
+    expect(compileError('(1 + 2').message).toBe("expected ')' to close the '(' opened at column 1, found the end of the expression at column 7");
+    expect(compileError('[1, 2').message).toBe("expected ']' to close the list opened at column 1, found the end of the expression at column 6");
+    expect(compileError('len(x').message).toBe("expected ')' to close the call to len() opened at column 4, found the end of the expression at column 6");
     expect(compileError('a[0').message).toBe("expected ']' to close the index, found the end of the expression at column 4");
   });
 

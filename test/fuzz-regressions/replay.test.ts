@@ -8,7 +8,9 @@ import { execOnce, HANG_MS, tooMuchMemory } from '../../fuzz/exec.js';
 import { targetNamed } from '../../fuzz/targets.js';
 
 const DIR = import.meta.dirname;
-const folders = readdirSync(DIR, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+const folders = readdirSync(DIR, { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name);
 
 describe('fuzz regressions', () => {
   it('each folder is a fuzz target with its inputs and notes', () => {
@@ -24,7 +26,10 @@ describe('fuzz regressions', () => {
     for (const bin of readdirSync(join(DIR, f)).filter((n) => n.endsWith('.bin'))) {
       it(`${f}/${bin}`, async () => {
         const input = readFileSync(join(DIR, f, bin));
-        const note = readFileSync(join(DIR, f, bin.replace(/\.bin$/, '.txt')), 'utf8').split('\n').slice(0, 3).join('; ');
+        const note = readFileSync(join(DIR, f, bin.replace(/\.bin$/, '.txt')), 'utf8')
+          .split('\n')
+          .slice(0, 3)
+          .join('; ');
         const r = await execOnce(t, input);
         if (r.kind === 'finding') throw new Error(`still a finding (${note}): ${(r.error as Error).stack}`, { cause: r.error });
         // The issue's bound for a hang; the inputs are small, so a fixed parser takes milliseconds.

@@ -22,7 +22,11 @@ afterEach(async () => {
 
 export interface TestDaemon extends Daemon {
   dir: string;
-  call(method: string, path: string, opts?: { body?: unknown; yaml?: string; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; body: any; text: string }>;
+  call(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; yaml?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; headers: Headers; body: any; text: string }>;
 }
 
 export async function testDaemon(env: Record<string, string> = {}, opts: { dir?: string; log?: Logger } = {}): Promise<TestDaemon> {
@@ -87,7 +91,16 @@ export async function serveChild(env: Record<string, string>, opts: { port?: num
   const [command, ...args] = [...(opts.prefix ?? []), process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'serve'];
   const child = spawn(command!, args, {
     cwd: root,
-    env: { ...process.env, SVC_HOST: '127.0.0.1', SVC_PORT: String(port), SVC_CONSOLE_PORT: '0', SVC_NODE_ID: 'test-node', SVC_LOG_LEVEL: 'ERROR', ...testMibEnv(tempDir('svc-mibs-')), ...env },
+    env: {
+      ...process.env,
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: String(port),
+      SVC_CONSOLE_PORT: '0',
+      SVC_NODE_ID: 'test-node',
+      SVC_LOG_LEVEL: 'ERROR',
+      ...testMibEnv(tempDir('svc-mibs-')),
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   if (!opts.keep) children.push(child);

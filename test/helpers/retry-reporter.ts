@@ -12,6 +12,7 @@ export default class RetryReporter implements Reporter {
     this.retried.push(`${t.module.moduleId} > ${t.fullName} (${d.retryCount} retr${d.retryCount > 1 ? 'ies' : 'y'}, ${t.result().state})${why}`);
   }
   onTestRunEnd() {
-    if (this.retried.length) process.stdout.write(`\ntests that passed only when run again (flaky: fix them):\n${this.retried.map((r) => `  ${r}`).join('\n')}\n`);
+    if (this.retried.length)
+      process.stdout.write(`\ntests that passed only when run again (flaky: fix them):\n${this.retried.map((r) => `  ${r}`).join('\n')}\n`);
   }
 }

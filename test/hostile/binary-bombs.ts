@@ -14,7 +14,16 @@ export const SYNC = Buffer.alloc(16, 'S');
 /** A container file with `schema` (JSON text, or a value) in its header and the given blocks (count, datum bytes). */
 export function avroContainer(schema: unknown, blocks: [count: number | bigint, data: Buffer][], codec = 'null'): Buffer {
   const text = typeof schema === 'string' ? schema : JSON.stringify(schema);
-  const header = Buffer.concat([Buffer.from('Obj\x01', 'latin1'), zz(2), avroString('avro.schema'), avroString(text), avroString('avro.codec'), avroString(codec), zz(0), SYNC]);
+  const header = Buffer.concat([
+    Buffer.from('Obj\x01', 'latin1'),
+    zz(2),
+    avroString('avro.schema'),
+    avroString(text),
+    avroString('avro.codec'),
+    avroString(codec),
+    zz(0),
+    SYNC,
+  ]);
   return Buffer.concat([header, ...blocks.flatMap(([count, data]) => [zz(count), zz(data.length), data, SYNC])]);
 }
 
@@ -50,11 +59,28 @@ export function parquetNulls(n: number): Buffer {
   const chunk = Buffer.concat([page, body]);
   const footer = thrift({
     field_1: 1,
-    field_2: [{ field_4: 'schema', field_5: 1 }, { field_1: 1, field_3: 1, field_4: 'x' }],
+    field_2: [
+      { field_4: 'schema', field_5: 1 },
+      { field_1: 1, field_3: 1, field_4: 'x' },
+    ],
     field_3: BigInt(n),
     field_4: [
       {
-        field_1: [{ field_2: 4n, field_3: { field_1: 1, field_2: [0, 3], field_3: ['x'], field_4: 0, field_5: BigInt(n), field_6: BigInt(chunk.length), field_7: BigInt(chunk.length), field_9: 4n } }],
+        field_1: [
+          {
+            field_2: 4n,
+            field_3: {
+              field_1: 1,
+              field_2: [0, 3],
+              field_3: ['x'],
+              field_4: 0,
+              field_5: BigInt(n),
+              field_6: BigInt(chunk.length),
+              field_7: BigInt(chunk.length),
+              field_9: 4n,
+            },
+          },
+        ],
         field_2: BigInt(chunk.length),
         field_3: BigInt(n),
       },

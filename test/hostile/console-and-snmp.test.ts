@@ -107,9 +107,16 @@ describe('simulator: GETBULK answers are capped; the bind address is honoured', 
   it('max-repetitions 10000 from the SNMP client (v2c and v3): at most 100 varbinds (snmpd maxGetbulkResponses)', async () => {
     const a = await loggedIn();
     const user = { name: 'bulk', authProtocol: 'SHA', authKey: 'bulk-auth-key', privProtocol: 'AES128', privKey: 'bulk-priv-key' };
-    const r = await a.api('POST', '/api/simulator/start', { host: '127.0.0.1', port: 0, v3_users: [{ username: user.name, auth_protocol: user.authProtocol, auth_key: user.authKey, priv_protocol: user.privProtocol, priv_key: user.privKey }] });
+    const r = await a.api('POST', '/api/simulator/start', {
+      host: '127.0.0.1',
+      port: 0,
+      v3_users: [{ username: user.name, auth_protocol: user.authProtocol, auth_key: user.authKey, priv_protocol: user.privProtocol, priv_key: user.privKey }],
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    for (const target of [{ version: '2c' as const, community: 'public' }, { version: '3' as const, user }]) {
+    for (const target of [
+      { version: '2c' as const, community: 'public' },
+      { version: '3' as const, user },
+    ]) {
       const session = await SnmpSession.open({ host: '127.0.0.1', port: r.body.port, timeoutMs: 3000, ...target });
       try {
         const pdu = await session.request(PduType.GetBulk, [{ oid: '1.3.6.1', type: 'Null', value: null }], 0, 10000);
@@ -142,7 +149,10 @@ describe('simulator: GETBULK answers are capped; the bind address is honoured', 
     const msg = encodeCommunity(1, 'public', get);
     expect(await exchange('127.0.0.1', a.port, msg)).not.toBeNull();
     // 127.0.0.2 is local on Linux (all of 127/8); plus the machine's own non-loopback addresses.
-    const others = ['127.0.0.2', ...Object.values(networkInterfaces()).flatMap((l) => (l ?? []).filter((i) => i.family === 'IPv4' && !i.internal).map((i) => i.address))];
+    const others = [
+      '127.0.0.2',
+      ...Object.values(networkInterfaces()).flatMap((l) => (l ?? []).filter((i) => i.family === 'IPv4' && !i.internal).map((i) => i.address)),
+    ];
     for (const host of others) expect(await exchange(host, a.port, msg, 1000), host).toBeNull();
   });
 });
@@ -203,7 +213,10 @@ describe('replay guard memory', () => {
     const g = new NotificationReplayGuard(150, 1000, 50);
     const mac = Buffer.alloc(12, 7);
     const t0 = 1_000_000;
-    for (let i = 0; i < 20_000; i++) expect(g.check({ engineId: Buffer.from(`80000000${(i % 200).toString(16).padStart(4, '0')}`, 'hex'), boots: 1, time: 10, msgId: i }, mac, true, t0)).toBe('ok');
+    for (let i = 0; i < 20_000; i++)
+      expect(g.check({ engineId: Buffer.from(`80000000${(i % 200).toString(16).padStart(4, '0')}`, 'hex'), boots: 1, time: 10, msgId: i }, mac, true, t0)).toBe(
+        'ok',
+      );
     expect(g.size).toEqual({ messages: 1000, engines: 50 });
     const m = { engineId: Buffer.from('8000000001', 'hex'), boots: 1, time: 10, msgId: 1 };
     expect(g.check(m, mac, true, t0)).toBe('ok');
@@ -263,7 +276,11 @@ describe('schema names (daemon API)', () => {
   it('a 300-character name (file or folder) is 400 that names the limit and not the absolute path', async () => {
     const t = tree();
     const d = await testDaemon({ SVC_SCHEMA_DIR: t.dir });
-    for (const r of [await upload(d, `${'n'.repeat(300)}.json`), await upload(d, 'x.json', { subdir: 'ok/' + 'd'.repeat(300) }), await upload(d, 'x.json', { subdir: Array(400).fill('abcdefgh').join('/') })]) {
+    for (const r of [
+      await upload(d, `${'n'.repeat(300)}.json`),
+      await upload(d, 'x.json', { subdir: 'ok/' + 'd'.repeat(300) }),
+      await upload(d, 'x.json', { subdir: Array(400).fill('abcdefgh').join('/') }),
+    ]) {
       const detail = detailOnly(r, 400);
       expect(detail).toMatch(/bytes/);
       expect(detail).not.toContain(t.root);

@@ -55,9 +55,16 @@ describe('ASN.1 BER', () => {
   it('a string of constructed segments nested 100k deep (indefinite lengths) is a parse error, not a stack overflow', async () => {
     const n = 100_000;
     // smsRecord { recordType 84, servedIMSI: constructed OCTET STRING, segments in segments ... }
-    const bomb = Buffer.concat([Buffer.from('bf5080800154a180', 'hex'), Buffer.alloc(2 * n, Buffer.from('2480', 'hex')), Buffer.from('040111', 'hex'), Buffer.alloc(2 * n + 4)]);
+    const bomb = Buffer.concat([
+      Buffer.from('bf5080800154a180', 'hex'),
+      Buffer.alloc(2 * n, Buffer.from('2480', 'hex')),
+      Buffer.from('040111', 'hex'),
+      Buffer.alloc(2 * n + 4),
+    ]);
     for (const split of [false, true]) {
-      const out = await bounded(() => decodeUnit(decoderOf(asn1Serializer, { schema_file: CDR_DIR, message_class: 'CallEventRecord', split_records: split }), bomb));
+      const out = await bounded(() =>
+        decodeUnit(decoderOf(asn1Serializer, { schema_file: CDR_DIR, message_class: 'CallEventRecord', split_records: split }), bomb),
+      );
       expect(out.records).toEqual([]);
       expect(out.errors.length).toBeGreaterThan(0);
       for (const e of out.errors) expect(e.message).not.toMatch(ENGINE);
@@ -171,7 +178,9 @@ describe('PM XML', () => {
     const doc = `${head}<measInfo measInfoId="mi"><measType p="1">a</measType>${'<x>'.repeat(n)}`;
     const out = await bounded(() => decodeUnit(decoderOf(pmXml), doc));
     expect(out.records).toEqual([]);
-    expect(out.notes).toEqual([expect.stringMatching(/200003 open elements closed automatically \(measCollecFile > measData > measInfo > \.\.\. 199997 more \.\.\. > x > x > x\)/)]);
+    expect(out.notes).toEqual([
+      expect.stringMatching(/200003 open elements closed automatically \(measCollecFile > measData > measInfo > \.\.\. 199997 more \.\.\. > x > x > x\)/),
+    ]);
     expect(out.notes[0]!.length).toBeLessThan(1000);
   });
 
@@ -180,7 +189,10 @@ describe('PM XML', () => {
     const names = Array.from({ length: k }, (_, i) => `c${i}_${'n'.repeat(5000)}`);
     const types = names.map((nm, i) => `<measType p="${i + 1}">${nm}</measType>`).join('');
     // Each measValue rotates the order of its r elements: a record shape never seen before.
-    const values = Array.from({ length: 300 }, (_, v) => `<measValue measObjLdn="v${v}">${Array.from({ length: k }, (_, j) => `<r p="${((j + v) % k) + 1}">${j}</r>`).join('')}</measValue>`).join('');
+    const values = Array.from(
+      { length: 300 },
+      (_, v) => `<measValue measObjLdn="v${v}">${Array.from({ length: k }, (_, j) => `<r p="${((j + v) % k) + 1}">${j}</r>`).join('')}</measValue>`,
+    ).join('');
     const doc = `${head}<measInfo measInfoId="mi">${types}${values}</measInfo></measData></measCollecFile>`;
     const out = await bounded(() => decodeUnit(decoderOf(pmXml), doc));
     expect(out.errors).toEqual([]);

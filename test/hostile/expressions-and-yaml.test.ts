@@ -43,7 +43,9 @@ describe('the expression budget', () => {
   it('refuses the nested repetition of the report instead of freezing', async () => {
     const e = await bounded(() => thrown(() => compile('len(str([[[n] * 60000] * 60000] * 60000))')({ n: 1 })));
     expect(e).toBeInstanceOf(ExprBudgetError);
-    expect(e.message).toMatch(/^expression budget exceeded: '\*' would build a list of (at least )?\d{10,} elements \(limit 100000; SVC_EXPR_MAX_LIST_LENGTH\) at column \d+$/);
+    expect(e.message).toMatch(
+      /^expression budget exceeded: '\*' would build a list of (at least )?\d{10,} elements \(limit 100000; SVC_EXPR_MAX_LIST_LENGTH\) at column \d+$/,
+    );
   });
 
   it('refuses a list that repeats a 60 KB field 60,000 times (3.6 GB once written out)', async () => {
@@ -91,7 +93,10 @@ pipeline:
       expect(r.diagnostics).toEqual([]);
       const rec = await bounded(() => runPipeline(r.config!, { log: silentLogger }));
       expect(rec).toMatchObject({ status: 'success', records_in: 1, records_out: 0, dlq_count: 1 });
-      const [dead, ...more] = readFileSync(join(out, 'dead.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const [dead, ...more] = readFileSync(join(out, 'dead.ndjson'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(more).toEqual([]);
       expect(dead).toMatchObject({ _stage: 'transform', record: { n: 1, s: SIXTY_KB } });
       expect(dead!._error).toMatch(/expression budget exceeded: '\*' would build a list .*SVC_EXPR_MAX_(LIST|STRING)_LENGTH/);
@@ -161,9 +166,18 @@ describe('YAML alias expansion', () => {
   it('a cyclic alias and 100,000 nested brackets are refused, not a stack overflow or an abort', async () => {
     const cyclic = aliasBomb('cyclic').replace('      fields: &big', '      fields: &big\n        loop: *big');
     const r = await bounded(() => loadPipelineText(cyclic, { env: {} }));
-    expect(r.diagnostics).toEqual([expect.objectContaining({ code: 'CFG_YAML_LIMIT', path: 'pipeline.transforms[0].fields.loop', line: 11, message: expect.stringMatching(/^alias \*big is inside the node it names/) })]);
+    expect(r.diagnostics).toEqual([
+      expect.objectContaining({
+        code: 'CFG_YAML_LIMIT',
+        path: 'pipeline.transforms[0].fields.loop',
+        line: 11,
+        message: expect.stringMatching(/^alias \*big is inside the node it names/),
+      }),
+    ]);
     const deep = await bounded(() => loadPipelineText(`version: "1"\npipeline: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`, { env: {} }));
-    expect(deep.diagnostics).toEqual([expect.objectContaining({ code: 'CFG_YAML_LIMIT', line: 2, message: expect.stringMatching(/^the YAML is nested more than 100 levels deep/) })]);
+    expect(deep.diagnostics).toEqual([
+      expect.objectContaining({ code: 'CFG_YAML_LIMIT', line: 2, message: expect.stringMatching(/^the YAML is nested more than 100 levels deep/) }),
+    ]);
   });
 
   it('anchors and aliases of ordinary size still work', () => {

@@ -20,7 +20,11 @@ const deepMib = (n: number) => {
   return lines.join('\n') + '\nEND\n';
 };
 
-const SMI: MibSource[] = ['SNMPv2-SMI', 'SNMPv2-TC'].map((m) => ({ file: `${m}.txt`, text: readFileSync(join(PRODUCT_MIB_DIR, `${m}.txt`), 'utf8'), group: 'bundled' }));
+const SMI: MibSource[] = ['SNMPv2-SMI', 'SNMPv2-TC'].map((m) => ({
+  file: `${m}.txt`,
+  text: readFileSync(join(PRODUCT_MIB_DIR, `${m}.txt`), 'utf8'),
+  group: 'bundled',
+}));
 
 /** Compiles `text` (with the SMI) and gives its failure, the time taken and the RSS growth. */
 function compileHostile(text: string, file = 'HOSTILE.mib') {
@@ -79,7 +83,10 @@ describe('hostile MIB sources: the compiler', () => {
 
   it('a shared enumeration repeated in every node is stopped at the compiled size limit (SVC_MIB_MAX_COMPILED_BYTES)', () => {
     const enums = Array.from({ length: 12_000 }, (_, i) => `v${i}(${i})`).join(', ');
-    const objects = Array.from({ length: 300 }, (_, i) => `o${i} OBJECT-TYPE SYNTAX Big MAX-ACCESS read-only STATUS current DESCRIPTION "x" ::= { big ${i + 1} }`);
+    const objects = Array.from(
+      { length: 300 },
+      (_, i) => `o${i} OBJECT-TYPE SYNTAX Big MAX-ACCESS read-only STATUS current DESCRIPTION "x" ::= { big ${i + 1} }`,
+    );
     const text = `BIG-MIB DEFINITIONS ::= BEGIN
 IMPORTS OBJECT-TYPE, enterprises FROM SNMPv2-SMI TEXTUAL-CONVENTION FROM SNMPv2-TC;
 big OBJECT IDENTIFIER ::= { enterprises 4344 }
@@ -129,7 +136,7 @@ describe('hostile MIB sources: upload and start', () => {
     expect(reload.body.compiled).toContain('ACME-MIB');
   });
 
-  it("an export whose notification members repeat a large description hundreds of times is refused with a 422 {detail}; the objects export still works", async () => {
+  it('an export whose notification members repeat a large description hundreds of times is refused with a 422 {detail}; the objects export still works', async () => {
     const a = await loggedIn();
     const text = `AMP-MIB DEFINITIONS ::= BEGIN
 IMPORTS OBJECT-TYPE, NOTIFICATION-TYPE, Integer32, enterprises FROM SNMPv2-SMI;
@@ -157,7 +164,12 @@ END
     writeFileSync(join(common, 'deep.mib'), deepMib(100_000));
     writeFileSync(join(common, 'ACME-MIB.txt'), ACME);
     // (serveChild waits at most 20 s for /api/health)
-    const { url } = await serveChild({ ...mib, SVC_DB_PATH: join(dir, 'daemon.db'), SVC_STATE_DIR: join(dir, 'daemon-state'), SVC_PIPELINE_DIR: join(dir, 'pipelines') });
+    const { url } = await serveChild({
+      ...mib,
+      SVC_DB_PATH: join(dir, 'daemon.db'),
+      SVC_STATE_DIR: join(dir, 'daemon-state'),
+      SVC_PIPELINE_DIR: join(dir, 'pipelines'),
+    });
     const listed = (await (await fetch(url + '/api/mibs')).json()) as { name: string }[];
     const names = listed.map((m) => m.name);
     expect(names).toContain('ACME-MIB');

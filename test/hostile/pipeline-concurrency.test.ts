@@ -125,34 +125,40 @@ describe.each<DbEngine>(['sqlite', 'postgresql', 'mysql'])('concurrent writes of
 
   // Server engines only: two SQLite connections in one thread would wait out each other's busy
   // timeout (better-sqlite3 blocks the thread); SQLite's BEGIN IMMEDIATE serializes processes anyway.
-  it.runIf(engine !== 'sqlite')('two stores on one database (two managers): the transaction, not the process, serializes writes of a name', async () => {
-    const name = 'shared';
-    const other = await openStore(fresh.opts);
-    try {
-      const writers = [store.pipelines, other.pipelines];
-      for (let round = 0; round < ROUNDS; round++) {
-        const results = await Promise.allSettled(
-          Array.from({ length: OPS }, (_, i) => {
-            const s = writers[i % 2]!;
-            const x = Math.random();
-            const p = { name, yaml: `round ${round} write ${i}`, origin: 'api' as const };
-            if (x < 0.3) return s.save({ ...p, mode: 'create' });
-            if (x < 0.6) return s.save({ ...p, mode: 'update' });
-            if (x < 0.85) return s.delete(name);
-            return s.activate(name, 1 + Math.floor(Math.random() * 3));
-          }),
+  it.runIf(engine !== 'sqlite')(
+    'two stores on one database (two managers): the transaction, not the process, serializes writes of a name',
+    async () => {
+      const name = 'shared';
+      const other = await openStore(fresh.opts);
+      try {
+        const writers = [store.pipelines, other.pipelines];
+        for (let round = 0; round < ROUNDS; round++) {
+          const results = await Promise.allSettled(
+            Array.from({ length: OPS }, (_, i) => {
+              const s = writers[i % 2]!;
+              const x = Math.random();
+              const p = { name, yaml: `round ${round} write ${i}`, origin: 'api' as const };
+              if (x < 0.3) return s.save({ ...p, mode: 'create' });
+              if (x < 0.6) return s.save({ ...p, mode: 'update' });
+              if (x < 0.85) return s.delete(name);
+              return s.activate(name, 1 + Math.floor(Math.random() * 3));
+            }),
+          );
+          for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(PipelineConflictError);
+          await tableView(store, name);
+        }
+        await store.pipelines.delete(name);
+        const creates = await Promise.allSettled(
+          Array.from({ length: CREATORS }, (_, i) => writers[i % 2]!.save({ name, yaml: `creator ${i}`, origin: 'api', mode: 'create' })),
         );
-        for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(PipelineConflictError);
-        await tableView(store, name);
+        expect(creates.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        expect(await tableView(store, name)).toMatchObject({ status: 200, version: 1 });
+      } finally {
+        await other.close();
       }
-      await store.pipelines.delete(name);
-      const creates = await Promise.allSettled(Array.from({ length: CREATORS }, (_, i) => writers[i % 2]!.save({ name, yaml: `creator ${i}`, origin: 'api', mode: 'create' })));
-      expect(creates.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
-      expect(await tableView(store, name)).toMatchObject({ status: 200, version: 1 });
-    } finally {
-      await other.close();
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 
   it('a stored pipeline that no longer loads is not a duplicate: POST replaces it, DELETE removes it', async () => {
     const w = workArea(1, 'svc-hostile-');
@@ -161,7 +167,11 @@ describe.each<DbEngine>(['sqlite', 'postgresql', 'mysql'])('concurrent writes of
     expect((await d.call('POST', '/api/pipelines', { yaml: localYaml(NAME, w) })).status).toBe(201);
     await d.stop();
     // What an older svc stored and this one refuses (here: a source type that does not exist).
-    await store.db.updateTable('pipelines').set({ yaml: localYaml(NAME, w).replace('type: local,', 'type: gone,') }).where('name', '=', NAME).execute();
+    await store.db
+      .updateTable('pipelines')
+      .set({ yaml: localYaml(NAME, w).replace('type: local,', 'type: gone,') })
+      .where('name', '=', NAME)
+      .execute();
     d = await testDaemon(env, { dir: d.dir });
     expect((await d.call('GET', `/api/pipelines/${NAME}`)).status).toBe(404);
     const again = await d.call('POST', '/api/pipelines', { yaml: localYaml(NAME, { ...w, description: 'again' }) });

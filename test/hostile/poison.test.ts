@@ -70,7 +70,11 @@ const rawOf = (e: Record<string, unknown>) => Buffer.from(String(e._raw ?? e.raw
 
 function svcRun(file: string, env: Record<string, string>) {
   return new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', file], { cwd: ROOT, env: { ...process.env, SVC_LOG_LEVEL: 'ERROR', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', file], {
+      cwd: ROOT,
+      env: { ...process.env, SVC_LOG_LEVEL: 'ERROR', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
@@ -151,7 +155,9 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
     const body = slowJson(600_000);
     expect((await post(first.url, body)).status).toBe(202);
     const notes = join(dir, 'state', 'quarantine', 'poison-hook');
-    await until(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 'a quarantine note of the body', 5).catch(why('no note of the body in work'));
+    await until(() => existsSync(notes) && readdirSync(notes).length === 1, 30_000, 'a quarantine note of the body', 5).catch(
+      why('no note of the body in work'),
+    );
     first.child.kill('SIGKILL');
     await first.exited;
     // Dead, so its note stays (had the processing ended before the kill, the note would be gone).
@@ -167,7 +173,9 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
     expect(rawOf(dead!).toString()).toBe(body);
     // The stream goes on: a later body is delivered, and the note is gone.
     expect((await post(second.url, '{"id":"after"}')).status).toBe(202);
-    await until(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000).catch(why('the body posted after the restart was not delivered'));
+    await until(() => readLines(join(out, 'out.ndjson')).some((r) => r.id === 'after'), 30_000).catch(
+      why('the body posted after the restart was not delivered'),
+    );
     await until(() => readdirSync(notes).length === 0).catch(why('the note was not removed'));
     const state = (await (await fetch(`${second.url}/api/pipelines/poison-hook`)).json()) as { status: string };
     expect(state.status).toBe('running');
@@ -231,10 +239,16 @@ describe('poison inputs are set aside, not replayed into a crash loop', () => {
     delete env.SVC_PORT;
     mkdirSync(join(dir, 'pipelines'));
     // The first start is killed while it compiles (before its API listens: no serveChild here).
-    const first = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], { cwd: ROOT, env: { ...process.env, ...env, SVC_PORT: '0' }, stdio: 'ignore' });
+    const first = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, SVC_PORT: '0' },
+      stdio: 'ignore',
+    });
     const notes = join(dir, 'state', 'quarantine', 'mib-sources');
     const exited = new Promise((r) => first.on('exit', r));
-    await until(() => existsSync(notes) && readdirSync(notes).length === 1, 60_000, 'a quarantine note of the MIB source', 5).catch(why('no note of the MIB source in work'));
+    await until(() => existsSync(notes) && readdirSync(notes).length === 1, 60_000, 'a quarantine note of the MIB source', 5).catch(
+      why('no note of the MIB source in work'),
+    );
     first.kill('SIGKILL');
     await exited;
 

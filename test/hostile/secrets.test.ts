@@ -28,7 +28,10 @@ afterAll(() => {
 /** A daemon with the API key, a login user and a JSON log file; calls go with the login token. */
 async function daemon(env: Record<string, string> = {}, dir = tempDir('svc-secrets-')) {
   const logFile = join(dir, 'svc.log');
-  const d = await testDaemon({ SVC_API_KEY: API_KEY, SVC_AUTH_USERS: 'ops:pa55', ...env }, { dir, log: createLogger({ level: 'DEBUG', destination: logFile }) });
+  const d = await testDaemon(
+    { SVC_API_KEY: API_KEY, SVC_AUTH_USERS: 'ops:pa55', ...env },
+    { dir, log: createLogger({ level: 'DEBUG', destination: logFile }) },
+  );
   const login = await d.call('POST', '/api/auth/login', { body: { username: 'ops', password: 'pa55' } });
   expect(login.status).toBe(200);
   // Every call below is the session user's: a login token, never the key.
@@ -39,7 +42,11 @@ async function daemon(env: Record<string, string> = {}, dir = tempDir('svc-secre
 
 /** local -> local with one add_field; `sink` replaces the sink's line, `extra` adds pipeline lines. */
 function pipeline(name: string, expr: string, w: ReturnType<typeof workArea>, o: { sink?: string; extra?: string[] } = {}) {
-  const yaml = localYaml(name, { inDir: w.inDir, outDir: w.outDir, extra: [...(o.extra ?? []), 'transforms:', `  - { type: add_field, fields: { k: ${q(expr)} } }`] });
+  const yaml = localYaml(name, {
+    inDir: w.inDir,
+    outDir: w.outDir,
+    extra: [...(o.extra ?? []), 'transforms:', `  - { type: add_field, fields: { k: ${q(expr)} } }`],
+  });
   return o.sink ? yaml.replace(/ {4}- \{ type: local, path: .*\n/, `    - ${o.sink}\n`) : yaml;
 }
 
@@ -83,7 +90,14 @@ describe('environment variables in pipelines (issue 28, finding 6)', () => {
       expect(one.body.description).toBe('reads ${MY_VAR}');
       expect(one.body.yaml).toContain('${MY_VAR}');
       const version = await d.call('GET', '/api/pipelines/mine/versions/1');
-      for (const text of [created.text, one.text, version.text, (await d.call('GET', '/api/pipelines')).text, (await d.call('GET', '/api/pipelines/mine/versions')).text]) expect(text).not.toContain(MY_VALUE);
+      for (const text of [
+        created.text,
+        one.text,
+        version.text,
+        (await d.call('GET', '/api/pipelines')).text,
+        (await d.call('GET', '/api/pipelines/mine/versions')).text,
+      ])
+        expect(text).not.toContain(MY_VALUE);
     };
     await shown(d);
     expect((await runToEnd(d, 'mine')).status).toBe('success');
@@ -132,7 +146,9 @@ describe('environment variables in pipelines (issue 28, finding 6)', () => {
     // A transform's error that quotes the value: masked in the dead letter's reason and the run record too.
     const dlq2 = join(w.root, 'dlq2');
     mkdirSync(dlq2);
-    const yaml2 = pipeline('masked2', "int('${MY_SINK_TOKEN}')", w, { extra: ['on_error: dlq', `dlq: { type: local, path: ${q(dlq2)}, filename_template: dlq.ndjson }`] });
+    const yaml2 = pipeline('masked2', "int('${MY_SINK_TOKEN}')", w, {
+      extra: ['on_error: dlq', `dlq: { type: local, path: ${q(dlq2)}, filename_template: dlq.ndjson }`],
+    });
     expect((await d.call('POST', '/api/pipelines', yaml2)).status).toBe(201);
     const run2 = await runToEnd(d, 'masked2');
     expect(run2.dlq_count).toBe(1);

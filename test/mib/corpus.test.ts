@@ -2,7 +2,16 @@
 // the reference: every node's numeric OID, every OID's symbolic name, instances, bare names (-IR),
 // full symbolic paths (-Of), and each object's details (-Td: syntax, access, index, hints...).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CompiledFormatError, MibIndex, OidSyntaxError, compileMibs, compiledFromJson, compiledToJson, type MibNode, type TreeNode } from '../../src/mib/index.js';
+import {
+  CompiledFormatError,
+  MibIndex,
+  OidSyntaxError,
+  compileMibs,
+  compiledFromJson,
+  compiledToJson,
+  type MibNode,
+  type TreeNode,
+} from '../../src/mib/index.js';
 import type { CompileResult, CompiledSyntax } from '../../src/mib/types.js';
 import { CORPUS, details, readSources, shuffle, snmptranslate, translate } from './helpers.js';
 
@@ -41,7 +50,11 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
   });
 
   it('resolves every MODULE::name to the numeric OID snmptranslate gives (-On)', () => {
-    const want = translate(M, ['-On'], nodes.map((n) => `${n.module}::${n.name}`));
+    const want = translate(
+      M,
+      ['-On'],
+      nodes.map((n) => `${n.module}::${n.name}`),
+    );
     const bad = nodes.filter((n, i) => want[i] !== '.' + n.oid).map((n, i) => `${n.module}::${n.name} ours ${n.oid} theirs ${want[i]}`);
     expect(bad).toEqual([]);
     for (const n of nodes) expect(index.toNumeric(`${n.module}::${n.name}`)?.oid).toBe(n.oid);
@@ -49,7 +62,11 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
 
   it('resolves every numeric OID to the name snmptranslate gives (-OS)', () => {
     const oids = [...new Set(nodes.map((n) => n.oid))];
-    const theirs = translate(M, ['-OS'], oids.map((o) => '.' + o));
+    const theirs = translate(
+      M,
+      ['-OS'],
+      oids.map((o) => '.' + o),
+    );
     const bad: string[] = [];
     oids.forEach((oid, i) => {
       const r = index.toSymbolic(oid);
@@ -58,7 +75,8 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
       // Several modules may define one OID (RFC1213-MIB and IF-MIB): the name must be the same and
       // snmptranslate's module must be one of ours for that OID.
       const ours = index.definitions(oid);
-      if (r.node?.name !== name || r.suffix !== '' || !ours.some((n) => n.module === mod && n.name === name)) bad.push(`${oid}: ours ${r.symbolic} theirs ${t}`);
+      if (r.node?.name !== name || r.suffix !== '' || !ours.some((n) => n.module === mod && n.name === name))
+        bad.push(`${oid}: ours ${r.symbolic} theirs ${t}`);
     });
     expect(bad).toEqual([]);
   });
@@ -66,8 +84,16 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
   it('resolves instances by longest prefix both ways (MODULE::column.7.1 <-> numeric)', () => {
     const leaves = nodes.filter((n) => n.kind === 'column' || n.kind === 'scalar');
     const inst = (n: MibNode) => (n.kind === 'scalar' ? '0' : '7.1');
-    const numeric = translate(M, ['-Ir', '-On'], leaves.map((n) => `${n.module}::${n.name}.${inst(n)}`));
-    const symbolic = translate(M, ['-Ir', '-OSb'], leaves.map((n) => `.${n.oid}.${inst(n)}`));
+    const numeric = translate(
+      M,
+      ['-Ir', '-On'],
+      leaves.map((n) => `${n.module}::${n.name}.${inst(n)}`),
+    );
+    const symbolic = translate(
+      M,
+      ['-Ir', '-OSb'],
+      leaves.map((n) => `.${n.oid}.${inst(n)}`),
+    );
     const bad: string[] = [];
     leaves.forEach((n, i) => {
       const fwd = index.toNumeric(`${n.module}::${n.name}.${inst(n)}`);
@@ -84,17 +110,30 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
     const byName = new Map<string, Set<string>>();
     for (const n of nodes) (byName.get(n.name) ?? byName.set(n.name, new Set()).get(n.name)!).add(n.oid);
     const names = [...byName].filter(([, o]) => o.size === 1).map(([n]) => n);
-    const theirs = translate(M, ['-Ir', '-IR', '-On'], names.map((n) => `${n}.5`));
+    const theirs = translate(
+      M,
+      ['-Ir', '-IR', '-On'],
+      names.map((n) => `${n}.5`),
+    );
     const bad = names.filter((n, i) => '.' + index.toNumeric(`${n}.5`)?.oid !== theirs[i]);
     expect(bad).toEqual([]);
   });
 
   it('gives the same full symbolic path as snmptranslate -Of, and accepts it back', () => {
     const sample = nodes.filter((_, i) => i % 5 === 0);
-    const theirs = translate(M, ['-Of'], sample.map((n) => '.' + n.oid));
+    const theirs = translate(
+      M,
+      ['-Of'],
+      sample.map((n) => '.' + n.oid),
+    );
     const bad: string[] = [];
     sample.forEach((n, i) => {
-      const path = '.' + index.breadcrumb(n.oid).map((c) => c.name).join('.');
+      const path =
+        '.' +
+        index
+          .breadcrumb(n.oid)
+          .map((c) => c.name)
+          .join('.');
       if (path !== theirs[i]) bad.push(`${n.oid}: ${path} vs ${theirs[i]}`);
       if (index.toNumeric(theirs[i]!)?.oid !== n.oid) bad.push(`back ${theirs[i]}`);
     });
@@ -103,7 +142,10 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
 
   it('has the syntax, access, status, index, hints and members snmptranslate -Td shows', () => {
     const objs = nodes.filter((n) => n.kind !== 'node');
-    const td = details(M, objs.map((n) => `${n.module}::${n.name}`));
+    const td = details(
+      M,
+      objs.map((n) => `${n.module}::${n.name}`),
+    );
     const bad: string[] = [];
     let compared = 0;
     for (const n of objs) {
@@ -114,10 +156,20 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
       const check = (what: string, ours: string | undefined, theirs: string | undefined) => {
         if ((ours ?? '') !== (theirs ?? '')) bad.push(`${n.module}::${n.name} ${what}: ours '${ours}' theirs '${theirs}'`);
       };
-      check('FROM', index.definitions(n.oid).filter((x) => x.name === n.name).map((x) => x.module).sort().join(', '), t['FROM']?.split(', ').sort().join(', '));
+      check(
+        'FROM',
+        index
+          .definitions(n.oid)
+          .filter((x) => x.name === n.name)
+          .map((x) => x.module)
+          .sort()
+          .join(', '),
+        t['FROM']?.split(', ').sort().join(', '),
+      );
       // SMIv1's NetworkAddress is a CHOICE of IpAddress, which is what we resolve it to.
       // (net-snmp prints UCD-SNMP-MIB's Float, `Opaque (SIZE (7))`, as `Opaque (UCD-SNMP-MIB)`.)
-      if (n.syntax && t['SYNTAX'] && t['SYNTAX'] !== 'Opaque (UCD-SNMP-MIB)') check('SYNTAX', netSnmpSyntax(n.syntax), t['SYNTAX'].replace(/^NetworkAddress$/, 'IpAddress'));
+      if (n.syntax && t['SYNTAX'] && t['SYNTAX'] !== 'Opaque (UCD-SNMP-MIB)')
+        check('SYNTAX', netSnmpSyntax(n.syntax), t['SYNTAX'].replace(/^NetworkAddress$/, 'IpAddress'));
       check('MAX-ACCESS', n.access, t['MAX-ACCESS'] ?? t['ACCESS']);
       if (t['MAX-ACCESS'] ?? t['ACCESS']) check('STATUS', n.status, t['STATUS']);
       check('UNITS', n.units && `"${n.units}"`, t['UNITS']);
@@ -134,7 +186,18 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
   it('explains a node: breadcrumb, children, notification members', () => {
     const d = index.node('IF-MIB::linkDown')!;
     expect(d.oid).toBe('1.3.6.1.6.3.1.1.5.3');
-    expect(d.breadcrumb.map((c) => c.name)).toEqual(['iso', 'org', 'dod', 'internet', 'snmpV2', 'snmpModules', 'snmpMIB', 'snmpMIBObjects', 'snmpTraps', 'linkDown']);
+    expect(d.breadcrumb.map((c) => c.name)).toEqual([
+      'iso',
+      'org',
+      'dod',
+      'internet',
+      'snmpV2',
+      'snmpModules',
+      'snmpMIB',
+      'snmpMIBObjects',
+      'snmpTraps',
+      'linkDown',
+    ]);
     expect(d.members?.map((m) => [m.name, m.oid, m.kind, m.syntax?.base])).toEqual([
       ['ifIndex', '1.3.6.1.2.1.2.2.1.1', 'column', 'Integer32'],
       ['ifAdminStatus', '1.3.6.1.2.1.2.2.1.7', 'column', 'INTEGER'],
@@ -150,7 +213,12 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
     expect(tree.children?.[0]?.name).toBe('ifEntry');
     expect(tree.children?.[0]?.children?.map((c) => c.name).slice(0, 3)).toEqual(['ifIndex', 'ifDescr', 'ifType']);
     expect(index.subtree('1.3.6.1.2.1.2.2', 0)!.children).toBeUndefined();
-    expect(index.search('ifInOctets').map((n) => `${n.module}::${n.name}`).slice(0, 2)).toEqual(expect.arrayContaining(['IF-MIB::ifInOctets']));
+    expect(
+      index
+        .search('ifInOctets')
+        .map((n) => `${n.module}::${n.name}`)
+        .slice(0, 2),
+    ).toEqual(expect.arrayContaining(['IF-MIB::ifInOctets']));
     expect(index.search('octets', { module: 'IF-MIB', kinds: ['column'] }).every((n) => n.module === 'IF-MIB' && n.kind === 'column')).toBe(true);
     const access = index.node('SNMP-VIEW-BASED-ACM-MIB::vacmAccessEntry')!;
     expect(access.index?.map((x) => `${x.module}::${x.name}${x.implied ? ' implied' : ''}`)).toEqual([
@@ -159,13 +227,21 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
       'SNMP-VIEW-BASED-ACM-MIB::vacmAccessSecurityModel',
       'SNMP-VIEW-BASED-ACM-MIB::vacmAccessSecurityLevel',
     ]);
-    expect(index.node('SNMP-VIEW-BASED-ACM-MIB::vacmViewTreeFamilyEntry')!.index?.map((x) => x.name)).toEqual(['vacmViewTreeFamilyViewName', 'vacmViewTreeFamilySubtree']);
+    expect(index.node('SNMP-VIEW-BASED-ACM-MIB::vacmViewTreeFamilyEntry')!.index?.map((x) => x.name)).toEqual([
+      'vacmViewTreeFamilyViewName',
+      'vacmViewTreeFamilySubtree',
+    ]);
   });
 
   it('browses one module as a tree, filtered by kind, and subtrees limited to a module', () => {
     const flat = (ts: TreeNode[]): TreeNode[] => ts.flatMap((t) => [t, ...flat(t.children ?? [])]);
     const all = flat(index.moduleTree('IF-MIB'));
-    expect(all.map((t) => t.oid).sort()).toEqual(index.all('IF-MIB').map((n) => n.oid).sort());
+    expect(all.map((t) => t.oid).sort()).toEqual(
+      index
+        .all('IF-MIB')
+        .map((n) => n.oid)
+        .sort(),
+    );
     expect(all.every((t) => t.module === 'IF-MIB')).toBe(true);
     const tables = flat(index.moduleTree('IF-MIB', ['table']));
     expect(tables.map((t) => t.name).sort()).toEqual(['ifRcvAddressTable', 'ifStackTable', 'ifTable', 'ifTestTable', 'ifXTable']);
@@ -197,7 +273,10 @@ describe(`net-snmp corpus (seed ${SEED})`, () => {
 /** Our syntax as snmptranslate -Td prints it: base type, then enums or ranges/sizes. */
 function netSnmpSyntax(s: CompiledSyntax): string {
   let out: string = s.base;
-  if (s.enums) out += ` {${Object.entries(s.enums).map(([k, v]) => `${k}(${v})`).join(', ')}}`;
+  if (s.enums)
+    out += ` {${Object.entries(s.enums)
+      .map(([k, v]) => `${k}(${v})`)
+      .join(', ')}}`;
   else if (s.ranges ?? s.sizes) out += ` (${(s.ranges ?? s.sizes)!.map(([a, b]) => (a === b ? `${a}` : `${a}..${b}`)).join(' | ')})`;
   return out;
 }

@@ -126,7 +126,13 @@ END
     const r = compileMibs([...corpus, { file: 'two.mib', text: two }, { file: 'notes.txt', text: 'just some notes\n' }]);
     const idx = new MibIndex(r.modules);
     expect(idx.toNumeric('B-MIB::b')!.oid).toBe('1.3.6.1.4.1.11.2');
-    expect(r.failed).toEqual([expect.objectContaining({ module: null, file: 'notes.txt', errors: [expect.objectContaining({ line: 1, message: expect.stringContaining('module header') })] })]);
+    expect(r.failed).toEqual([
+      expect.objectContaining({
+        module: null,
+        file: 'notes.txt',
+        errors: [expect.objectContaining({ line: 1, message: expect.stringContaining('module header') })],
+      }),
+    ]);
   });
 
   it('is not thrown by import cycles', () => {
@@ -153,7 +159,12 @@ r OBJECT IDENTIFIER ::= { nowhere 1 }
 END`;
     const r = compileMibs([{ file: 'loop.mib', text }, ...corpus]);
     const f = r.failed.find((x) => x.module === 'LOOP-MIB')!;
-    expect(f.errors.map((e) => [e.line, e.token])).toEqual(expect.arrayContaining([[3, 'p'], [5, 'r']]));
+    expect(f.errors.map((e) => [e.line, e.token])).toEqual(
+      expect.arrayContaining([
+        [3, 'p'],
+        [5, 'r'],
+      ]),
+    );
     expect(f.errors.find((e) => e.token === 'r')!.message).toContain("unknown parent 'nowhere'");
   });
 });
@@ -175,7 +186,10 @@ describe('damaged sources (seeded random cuts and stray characters)', () => {
       const out = compileMibs([...corpus.filter((x) => x !== victim), { file: victim.file, text }]);
       new MibIndex(out.modules).toSymbolic('1.3.6.1.2.1.2.2.1.10.3');
       const active = new Set(out.modules.map((m) => m.module));
-      expect(clean.modules.map((m) => m.module).filter((m) => !hit.has(m) && !active.has(m)), `round ${round}: ${victim.file} at ${at}`).toEqual([]);
+      expect(
+        clean.modules.map((m) => m.module).filter((m) => !hit.has(m) && !active.has(m)),
+        `round ${round}: ${victim.file} at ${at}`,
+      ).toEqual([]);
     }
   });
 });
@@ -188,13 +202,29 @@ END`;
   const smi: MibSource[] = corpus.filter((s) => s.file.endsWith('SNMPv2-SMI.txt'));
 
   it('prefers an uploaded group over a bundled one, whatever the dates', () => {
-    const r = compileMibs([...smi, { file: 'bundled/DUP-MIB', text: v('202601010000Z', 1), group: 'bundled' }, { file: 'common/DUP-MIB', text: v('199901010000Z', 2), group: 'common' }]);
+    const r = compileMibs([
+      ...smi,
+      { file: 'bundled/DUP-MIB', text: v('202601010000Z', 1), group: 'bundled' },
+      { file: 'common/DUP-MIB', text: v('199901010000Z', 2), group: 'common' },
+    ]);
     expect(r.modules.find((m) => m.module === 'DUP-MIB')!.group).toBe('common');
-    expect(r.shadowed).toEqual([{ module: 'DUP-MIB', file: 'bundled/DUP-MIB', group: 'bundled', lastUpdated: '202601010000Z', by: { file: 'common/DUP-MIB', group: 'common', lastUpdated: '199901010000Z' } }]);
+    expect(r.shadowed).toEqual([
+      {
+        module: 'DUP-MIB',
+        file: 'bundled/DUP-MIB',
+        group: 'bundled',
+        lastUpdated: '202601010000Z',
+        by: { file: 'common/DUP-MIB', group: 'common', lastUpdated: '199901010000Z' },
+      },
+    ]);
   });
 
   it('prefers the newer LAST-UPDATED within the same kind of group (2- and 4-digit years)', () => {
-    const r = compileMibs([...smi, { file: 'a/DUP-MIB', text: v('202401010000Z', 1), group: 'a' }, { file: 'b/DUP-MIB', text: v('9901010000Z', 2), group: 'b' }]);
+    const r = compileMibs([
+      ...smi,
+      { file: 'a/DUP-MIB', text: v('202401010000Z', 1), group: 'a' },
+      { file: 'b/DUP-MIB', text: v('9901010000Z', 2), group: 'b' },
+    ]);
     expect(new MibIndex(r.modules).toNumeric('DUP-MIB::dupMIB')!.oid).toBe('1.3.6.1.4.1.1');
     expect(r.shadowed.map((s) => s.file)).toEqual(['b/DUP-MIB']);
   });
@@ -214,7 +244,13 @@ describe('module names', () => {
     for (const mode of ['full', 'partial'] as const) {
       const r = compileMibs(sources, { mode });
       const f = r.failed.find((x) => x.module === long)!;
-      expect(f.errors[0]).toMatchObject({ severity: 'error', line: 2, column: 3, token: long, message: `module name is ${long.length} characters long; SMI names have at most 64 (RFC 2578)` });
+      expect(f.errors[0]).toMatchObject({
+        severity: 'error',
+        line: 2,
+        column: 3,
+        token: long,
+        message: `module name is ${long.length} characters long; SMI names have at most 64 (RFC 2578)`,
+      });
       expect(r.modules.map((m) => m.module)).not.toContain(long);
       if (mode === 'full') expect(r.failed.find((x) => x.module === 'USER-MIB')?.failedImports).toEqual([long]);
     }

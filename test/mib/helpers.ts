@@ -49,7 +49,11 @@ export function translate(dirs: string[], flags: string[], inputs: string[], bat
   // snmptranslate stops at the first OID it cannot translate: that one gets null, the rest goes on.
   for (let i = 0; i < inputs.length; ) {
     const chunk = inputs.slice(i, i + batch);
-    const text = snmptranslate(dirs, flags, chunk.flatMap((q) => [q, SENTINEL]));
+    const text = snmptranslate(
+      dirs,
+      flags,
+      chunk.flatMap((q) => [q, SENTINEL]),
+    );
     let cur: string[] = [];
     let got = 0;
     for (const line of text.split('\n')) {
@@ -71,7 +75,11 @@ export function translate(dirs: string[], flags: string[], inputs: string[], bat
 /** One snmptranslate call with `-M dirs -m ALL`; its stdout (also when it exits non-zero). */
 export function snmptranslate(dirs: string[], flags: string[], args: string[]): string {
   try {
-    return execFileSync('snmptranslate', ['-M', dirs.join(':'), '-m', 'ALL', ...flags, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+    return execFileSync('snmptranslate', ['-M', dirs.join(':'), '-m', 'ALL', ...flags, ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      maxBuffer: 64 << 20,
+    });
   } catch (e) {
     return (e as { stdout?: string }).stdout ?? '';
   }
@@ -108,7 +116,10 @@ export function details(dirs: string[], names: string[]): Map<string, Record<str
  * starts with a comment, so that the module header is found past one.
  */
 export function acme(name: string, o: { arc: number; lastUpdated?: string; imports?: string[]; body?: string }): string {
-  const p = name.replace(/-MIB$/, '').toLowerCase().replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+  const p = name
+    .replace(/-MIB$/, '')
+    .toLowerCase()
+    .replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
   return `-- test module
 ${name} DEFINITIONS ::= BEGIN
 

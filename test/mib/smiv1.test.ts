@@ -29,7 +29,13 @@ describe('SMIv1 module with TRAP-TYPE', () => {
   });
 
   it('has the details snmptranslate -Td shows (VARIABLES, enums, access, DEFVAL)', () => {
-    const td = details(DIRS, ['ACME-V1-MIB::acmePortDown', 'ACME-V1-MIB::acmePortState', 'ACME-V1-MIB::acmePortEntry', 'ACME-V1-MIB::acmePortErrors', 'ACME-V1-MIB::acmePortPeer']);
+    const td = details(DIRS, [
+      'ACME-V1-MIB::acmePortDown',
+      'ACME-V1-MIB::acmePortState',
+      'ACME-V1-MIB::acmePortEntry',
+      'ACME-V1-MIB::acmePortErrors',
+      'ACME-V1-MIB::acmePortPeer',
+    ]);
     const down = index.node('ACME-V1-MIB::acmePortDown')!;
     expect(`{ ${down.objects!.map((o) => o.name).join(', ')} }`).toBe(td.get('ACME-V1-MIB::acmePortDown')!['OBJECTS']);
     expect(down.members!.map((m) => [m.name, m.kind, m.syntax?.base])).toEqual([
@@ -38,11 +44,20 @@ describe('SMIv1 module with TRAP-TYPE', () => {
     ]);
     const state = index.lookup('ACME-V1-MIB::acmePortState')!;
     const t = td.get('ACME-V1-MIB::acmePortState')!;
-    expect(`INTEGER {${Object.entries(state.syntax!.enums!).map(([k, v]) => `${k}(${v})`).join(', ')}}`).toBe(t['SYNTAX']);
+    expect(
+      `INTEGER {${Object.entries(state.syntax!.enums!)
+        .map(([k, v]) => `${k}(${v})`)
+        .join(', ')}}`,
+    ).toBe(t['SYNTAX']);
     expect(state.access).toBe(t['ACCESS'] ?? t['MAX-ACCESS']);
     expect(`{ ${state.defval} }`).toBe(t['DEFVAL']);
     expect(state.description).toBe('The state of the port,\n                 on two lines.');
-    expect(`{ ${index.lookup('ACME-V1-MIB::acmePortEntry')!.index!.map((x) => x.name).join(', ')} }`).toBe(td.get('ACME-V1-MIB::acmePortEntry')!['INDEX']);
+    expect(
+      `{ ${index
+        .lookup('ACME-V1-MIB::acmePortEntry')!
+        .index!.map((x) => x.name)
+        .join(', ')} }`,
+    ).toBe(td.get('ACME-V1-MIB::acmePortEntry')!['INDEX']);
     expect(index.lookup('ACME-V1-MIB::acmePortErrors')!.syntax!.base).toBe(td.get('ACME-V1-MIB::acmePortErrors')!['SYNTAX'].replace(/^Counter$/, 'Counter32'));
     expect(index.lookup('ACME-V1-MIB::acmePortPeer')!.syntax!.base).toBe(td.get('ACME-V1-MIB::acmePortPeer')!['SYNTAX']);
     expect(index.lookup('ACME-V1-MIB::acmePortPeer')!.status).toBe('optional');

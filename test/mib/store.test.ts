@@ -18,7 +18,9 @@ const ERRORS = join(FIXTURES, 'errors');
 const fixture = (name: string) => readFileSync(join(ERRORS, name));
 const file = (name: string, text: string | Buffer) => ({ name, data: Buffer.isBuffer(text) ? text : Buffer.from(text) });
 /** The product's bundled module names (37 of the corpus). */
-const PRODUCT = readdirSync(PRODUCT_MIB_DIR).filter((f) => f.endsWith('.txt')).map((f) => f.replace(/\.txt$/, ''));
+const PRODUCT = readdirSync(PRODUCT_MIB_DIR)
+  .filter((f) => f.endsWith('.txt'))
+  .map((f) => f.replace(/\.txt$/, ''));
 
 /** smilint's [line, message] findings for one file (SMIPATH: the corpus and the fixtures). */
 function smilint(path: string): [number, string][] {
@@ -51,7 +53,8 @@ function snapshot(dir: string): Record<string, string> {
   return out;
 }
 
-const row = (store: MibStore, path: string, module?: string) => store.status().source_inventory.filter((r) => r.path === path && (module === undefined || r.module === module));
+const row = (store: MibStore, path: string, module?: string) =>
+  store.status().source_inventory.filter((r) => r.path === path && (module === undefined || r.module === module));
 const group = (store: MibStore, g: string) => store.status().source_groups.find((x) => x.group === g);
 
 async function storeError(p: Promise<unknown> | (() => unknown), status: number): Promise<string> {
@@ -74,7 +77,9 @@ describe('MibStore: upload, errors, compile modes, groups', () => {
     expect(st.mibs).toEqual([...PRODUCT].sort());
     expect(st.active_modules).toEqual(st.mibs);
     expect(st.errors).toEqual([]);
-    expect(st.source_groups).toEqual([{ group: 'bundled', bundled: true, files: 37, modules: 37, active: 37, shadowed: 0, failed: 0, size_bytes: expect.any(Number) }]);
+    expect(st.source_groups).toEqual([
+      { group: 'bundled', bundled: true, files: 37, modules: 37, active: 37, shadowed: 0, failed: 0, size_bytes: expect.any(Number) },
+    ]);
     expect(st.source_inventory.every((r) => r.bundled && r.status === 'active' && r.path === `bundled/${r.module}.txt`)).toBe(true);
     expect(st.bundled_dirs).toEqual([PRODUCT_MIB_DIR.replace(/\/$/, '')]);
     expect(st.mib_dir).toBe(o.compiledDir);
@@ -85,23 +90,53 @@ describe('MibStore: upload, errors, compile modes, groups', () => {
     const store = await MibStore.open(o);
     const a = acme('ACME-A-MIB', { arc: 1 });
     const b = acme('ACME-B-MIB', { arc: 2, imports: ['acmeAMIB FROM ACME-A-MIB'], body: 'acmeBSub OBJECT IDENTIFIER ::= { acmeAMIB 7 }\n' });
-    const r = await store.upload([file('BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')), file('ACME-B-MIB.mib', b), file('NEEDS-MISSING-MIB.txt', fixture('NEEDS-MISSING-MIB.txt')), file('ACME-A-MIB.my', a), file('USES-BROKEN-MIB', fixture('USES-BROKEN-MIB.txt'))]);
+    const r = await store.upload([
+      file('BROKEN-MIB.txt', fixture('BROKEN-MIB.txt')),
+      file('ACME-B-MIB.mib', b),
+      file('NEEDS-MISSING-MIB.txt', fixture('NEEDS-MISSING-MIB.txt')),
+      file('ACME-A-MIB.my', a),
+      file('USES-BROKEN-MIB', fixture('USES-BROKEN-MIB.txt')),
+    ]);
     expect(r.compiled).toEqual(['ACME-A-MIB', 'ACME-B-MIB']);
-    expect(r.files).toEqual(['common/BROKEN-MIB.txt', 'common/ACME-B-MIB.mib', 'common/NEEDS-MISSING-MIB.txt', 'common/ACME-A-MIB.my', 'common/USES-BROKEN-MIB']);
+    expect(r.files).toEqual([
+      'common/BROKEN-MIB.txt',
+      'common/ACME-B-MIB.mib',
+      'common/NEEDS-MISSING-MIB.txt',
+      'common/ACME-A-MIB.my',
+      'common/USES-BROKEN-MIB',
+    ]);
     const [syntaxLine] = smilint(join(ERRORS, 'BROKEN-MIB.txt')).find(([, m]) => m.startsWith('syntax error'))!;
     const [missingLine] = smilint(join(ERRORS, 'NEEDS-MISSING-MIB.txt')).find(([, m]) => m.includes('ACME-NOT-THERE-MIB'))!;
     const failed = new Map(r.failed.map((f) => [f.module, f]));
     expect([...failed.keys()].sort()).toEqual(['BROKEN-MIB', 'NEEDS-MISSING-MIB', 'USES-BROKEN-MIB']);
-    expect(failed.get('BROKEN-MIB')).toMatchObject({ path: 'common/BROKEN-MIB.txt', file: 'common/BROKEN-MIB.txt', group: 'common', missing: [], failedImports: [] });
-    expect(failed.get('BROKEN-MIB')!.errors[0]).toEqual({ severity: 'error', file: 'common/BROKEN-MIB.txt', line: syntaxLine, column: 27, token: ']', module: 'BROKEN-MIB', message: "unexpected ']' in an OBJECT IDENTIFIER value (expected a name, a number or '}')" });
+    expect(failed.get('BROKEN-MIB')).toMatchObject({
+      path: 'common/BROKEN-MIB.txt',
+      file: 'common/BROKEN-MIB.txt',
+      group: 'common',
+      missing: [],
+      failedImports: [],
+    });
+    expect(failed.get('BROKEN-MIB')!.errors[0]).toEqual({
+      severity: 'error',
+      file: 'common/BROKEN-MIB.txt',
+      line: syntaxLine,
+      column: 27,
+      token: ']',
+      module: 'BROKEN-MIB',
+      message: "unexpected ']' in an OBJECT IDENTIFIER value (expected a name, a number or '}')",
+    });
     expect(failed.get('NEEDS-MISSING-MIB')!.missing).toEqual(['ACME-NOT-THERE-MIB']);
-    expect(failed.get('NEEDS-MISSING-MIB')!.errors).toContainEqual(expect.objectContaining({ line: missingLine, token: 'ACME-NOT-THERE-MIB', message: 'imports from missing module ACME-NOT-THERE-MIB' }));
+    expect(failed.get('NEEDS-MISSING-MIB')!.errors).toContainEqual(
+      expect.objectContaining({ line: missingLine, token: 'ACME-NOT-THERE-MIB', message: 'imports from missing module ACME-NOT-THERE-MIB' }),
+    );
     expect(failed.get('USES-BROKEN-MIB')).toMatchObject({ missing: [], failedImports: ['BROKEN-MIB'], path: 'common/USES-BROKEN-MIB' });
     expect(r.results).toEqual({
       'ACME-A-MIB': 'compiled',
       'ACME-B-MIB': 'compiled',
       'BROKEN-MIB': `failed: common/BROKEN-MIB.txt:${syntaxLine}:27 unexpected ']' in an OBJECT IDENTIFIER value (expected a name, a number or '}')`,
-      'NEEDS-MISSING-MIB': expect.stringMatching(new RegExp(`^failed: common/NEEDS-MISSING-MIB.txt:${missingLine}:\\d+ imports from missing module ACME-NOT-THERE-MIB$`)),
+      'NEEDS-MISSING-MIB': expect.stringMatching(
+        new RegExp(`^failed: common/NEEDS-MISSING-MIB.txt:${missingLine}:\\d+ imports from missing module ACME-NOT-THERE-MIB$`),
+      ),
       'USES-BROKEN-MIB': expect.stringMatching(/^failed: common\/USES-BROKEN-MIB:\d+:\d+ .*BROKEN-MIB/),
     });
     // The bundle is untouched, the uploads are stored byte for byte in SVC_MIB_SOURCE_DIR/common.
@@ -141,7 +176,13 @@ describe('MibStore: upload, errors, compile modes, groups', () => {
     expect(partial.results).toEqual({ 'BROKEN-MIB': 'compiled' });
     const m = store.compiled('BROKEN-MIB')!.module;
     expect(m.nodes.map((n) => n.name).sort()).toEqual(['alsoGood', 'brokenMIB', 'goodOne']);
-    expect(m.diagnostics).toContainEqual(expect.objectContaining({ severity: 'warning', token: ']', line: smilint(join(ERRORS, 'BROKEN-MIB.txt')).find(([, x]) => x.startsWith('syntax error'))![0] }));
+    expect(m.diagnostics).toContainEqual(
+      expect.objectContaining({
+        severity: 'warning',
+        token: ']',
+        line: smilint(join(ERRORS, 'BROKEN-MIB.txt')).find(([, x]) => x.startsWith('syntax error'))![0],
+      }),
+    );
     // alsoGood sits after the error: its OID is the one net-snmp gives the same arc under the module's parent.
     expect('.' + store.index().toNumeric('BROKEN-MIB::alsoGood')!.oid).toBe(snmptranslate([CORPUS], ['-On'], ['SNMPv2-SMI::enterprises.424243.3']).trim());
     expect(row(store, 'common/BROKEN-MIB.txt')).toEqual([expect.objectContaining({ status: 'active', module: 'BROKEN-MIB' })]);
@@ -167,7 +208,9 @@ describe('MibStore: upload, errors, compile modes, groups', () => {
     expect(store.compiled('ACME-D-MIB')!.module.group).toBe('lab_2.x-y');
     expect(store.status().source_groups.map((g) => g.group)).toEqual(['common', 'lab_2.x-y', 'bundled']);
     for (const bad of ['bundled', 'bundled-2', 'bundledx', '../x', 'a/b', '.hidden', '', 'x'.repeat(65), 'sp ace']) {
-      expect(await storeError(store.upload([file('ACME-E-MIB.txt', acme('ACME-E-MIB', { arc: 6 }))], { group: bad }), 400)).toContain(`source group '${bad}' is not allowed`);
+      expect(await storeError(store.upload([file('ACME-E-MIB.txt', acme('ACME-E-MIB', { arc: 6 }))], { group: bad }), 400)).toContain(
+        `source group '${bad}' is not allowed`,
+      );
     }
     expect(readdirSync(o.sourceDir).sort()).toEqual(['common', 'lab_2.x-y']);
   });
@@ -176,16 +219,23 @@ describe('MibStore: upload, errors, compile modes, groups', () => {
     const o = dirs();
     const store = await MibStore.open(o);
     const ok = file('ACME-F-MIB.txt', acme('ACME-F-MIB', { arc: 7 }));
-    for (const name of ['../evil.txt', '..', 'a/b.txt', 'a\\b.txt', '.hidden.txt', '']) expect(await storeError(store.upload([ok, file(name, 'x')]), 400)).toContain('escapes the MIB store or is hidden');
-    for (const name of ['IF-MIB.exe', 'x.json', 'x.mib.gz']) expect(await storeError(store.upload([ok, file(name, 'x')]), 415)).toContain('must end in .mib, .txt or .my');
-    expect(await storeError(store.upload([ok, file('big.mib', Buffer.alloc(MIB_MAX_FILE_BYTES + 1, 32))]), 413)).toBe(`big.mib is ${MIB_MAX_FILE_BYTES + 1} bytes; a MIB source may have at most ${MIB_MAX_FILE_BYTES}`);
+    for (const name of ['../evil.txt', '..', 'a/b.txt', 'a\\b.txt', '.hidden.txt', ''])
+      expect(await storeError(store.upload([ok, file(name, 'x')]), 400)).toContain('escapes the MIB store or is hidden');
+    for (const name of ['IF-MIB.exe', 'x.json', 'x.mib.gz'])
+      expect(await storeError(store.upload([ok, file(name, 'x')]), 415)).toContain('must end in .mib, .txt or .my');
+    expect(await storeError(store.upload([ok, file('big.mib', Buffer.alloc(MIB_MAX_FILE_BYTES + 1, 32))]), 413)).toBe(
+      `big.mib is ${MIB_MAX_FILE_BYTES + 1} bytes; a MIB source may have at most ${MIB_MAX_FILE_BYTES}`,
+    );
     expect(await storeError(store.upload([ok, file('empty.txt', '')]), 400)).toBe('empty.txt is empty');
     expect(await storeError(store.upload([ok, ok]), 400)).toBe('ACME-F-MIB.txt is given twice in one upload');
     expect(await storeError(store.upload([]), 400)).toContain('no files');
     expect(await storeError(store.validate([file('../x.txt', 'x')]), 400)).toContain('escapes');
     expect(existsSync(o.sourceDir)).toBe(false);
     // Upper-case extensions and no extension are MIB sources too.
-    expect((await store.upload([file('ACME-F-MIB.TXT', ok.data), file('ACME-G-MIB', acme('ACME-G-MIB', { arc: 8 }))])).compiled).toEqual(['ACME-F-MIB', 'ACME-G-MIB']);
+    expect((await store.upload([file('ACME-F-MIB.TXT', ok.data), file('ACME-G-MIB', acme('ACME-G-MIB', { arc: 8 }))])).compiled).toEqual([
+      'ACME-F-MIB',
+      'ACME-G-MIB',
+    ]);
   });
 
   it('changes are serialised: concurrent uploads both land; onChange fires once per compile', async () => {
@@ -218,7 +268,14 @@ describe('MibStore: shadowing (docs/mibs.md: uploaded beats bundled; same rank: 
     const tie = await store.upload([file('ACME-S-MIB.txt', S(12, '202001010000Z'))], { group: 'alpha' });
     expect(tie.results).toEqual({ 'ACME-S-MIB': 'compiled' });
     expect(oidOf(store)).toBe('1.3.6.1.4.1.424242.12.1');
-    expect(row(store, 'zeta/ACME-S-MIB.txt')).toEqual([expect.objectContaining({ status: 'shadowed', module: 'ACME-S-MIB', last_updated: '202001010000Z', shadowed_by: { path: 'alpha/ACME-S-MIB.txt', group: 'alpha' } })]);
+    expect(row(store, 'zeta/ACME-S-MIB.txt')).toEqual([
+      expect.objectContaining({
+        status: 'shadowed',
+        module: 'ACME-S-MIB',
+        last_updated: '202001010000Z',
+        shadowed_by: { path: 'alpha/ACME-S-MIB.txt', group: 'alpha' },
+      }),
+    ]);
     expect(row(store, 'alpha/ACME-S-MIB.txt')).toEqual([expect.objectContaining({ status: 'active', last_updated: '202001010000Z' })]);
     expect(store.status().mibs.filter((m) => m === 'ACME-S-MIB')).toHaveLength(1);
     expect(store.summary().shadowed).toBe(1);
@@ -228,7 +285,9 @@ describe('MibStore: shadowing (docs/mibs.md: uploaded beats bundled; same rank: 
     expect(oidOf(store)).toBe('1.3.6.1.4.1.424242.13.1');
     expect(row(store, 'alpha/ACME-S-MIB.txt')[0]).toMatchObject({ status: 'shadowed', shadowed_by: { path: 'zeta/ACME-S-MIB.txt', group: 'zeta' } });
     // Re-uploading the loser reports it shadowed, with the winner.
-    expect((await store.upload([file('ACME-S-MIB.txt', S(12, '202001010000Z'))], { group: 'alpha' })).results).toEqual({ 'ACME-S-MIB': 'shadowed by zeta/ACME-S-MIB.txt' });
+    expect((await store.upload([file('ACME-S-MIB.txt', S(12, '202001010000Z'))], { group: 'alpha' })).results).toEqual({
+      'ACME-S-MIB': 'shadowed by zeta/ACME-S-MIB.txt',
+    });
     // "9912310000Z" is 1999: older than 2000 although it sorts after it as a string...
     await store.upload([file('ACME-S-MIB.txt', S(14, '9912310000Z'))], { group: 'alpha' });
     await store.upload([file('ACME-S-MIB.txt', S(15, '200001010000Z'))], { group: 'zeta' });
@@ -236,7 +295,11 @@ describe('MibStore: shadowing (docs/mibs.md: uploaded beats bundled; same rank: 
     // ... and newer than 1998.
     await store.upload([file('ACME-S-MIB.txt', S(16, '199801010000Z'))], { group: 'zeta' });
     expect(oidOf(store)).toBe('1.3.6.1.4.1.424242.14.1');
-    expect(row(store, 'zeta/ACME-S-MIB.txt')[0]).toMatchObject({ status: 'shadowed', last_updated: '199801010000Z', shadowed_by: { path: 'alpha/ACME-S-MIB.txt', group: 'alpha' } });
+    expect(row(store, 'zeta/ACME-S-MIB.txt')[0]).toMatchObject({
+      status: 'shadowed',
+      last_updated: '199801010000Z',
+      shadowed_by: { path: 'alpha/ACME-S-MIB.txt', group: 'alpha' },
+    });
     expect(store.status().source_groups.filter((g) => !g.bundled)).toEqual([
       { group: 'alpha', bundled: false, files: 1, modules: 1, active: 1, shadowed: 0, failed: 0, size_bytes: Buffer.byteLength(S(14, '9912310000Z')) },
       { group: 'zeta', bundled: false, files: 1, modules: 1, active: 0, shadowed: 1, failed: 0, size_bytes: Buffer.byteLength(S(16, '199801010000Z')) },
@@ -247,7 +310,10 @@ describe('MibStore: shadowing (docs/mibs.md: uploaded beats bundled; same rank: 
     const IF = readFileSync(join(PRODUCT_MIB_DIR, 'IF-MIB.txt'), 'utf8');
     expect(IF).toContain('LAST-UPDATED "200006140000Z"');
     const ifVariant = (lastUpdated: string, marker: string, arc: number) =>
-      IF.replace('LAST-UPDATED "200006140000Z"', `LAST-UPDATED "${lastUpdated}"`).replace(/\nEND\s*$/, `\n${marker} OBJECT-TYPE\n    SYNTAX Integer32\n    MAX-ACCESS read-only\n    STATUS current\n    DESCRIPTION "marker"\n    ::= { ifMIBObjects ${arc} }\nEND\n`);
+      IF.replace('LAST-UPDATED "200006140000Z"', `LAST-UPDATED "${lastUpdated}"`).replace(
+        /\nEND\s*$/,
+        `\n${marker} OBJECT-TYPE\n    SYNTAX Integer32\n    MAX-ACCESS read-only\n    STATUS current\n    DESCRIPTION "marker"\n    ::= { ifMIBObjects ${arc} }\nEND\n`,
+      );
     const extra = tempDir('svc-bundled-');
     // Same date as the product's copy: the configured directory (given first) wins the tie.
     writeFileSync(join(extra, 'IF-MIB.txt'), ifVariant('200006140000Z', 'ifBundledMarker', 4241));
@@ -258,7 +324,11 @@ describe('MibStore: shadowing (docs/mibs.md: uploaded beats bundled; same rank: 
     writeFileSync(join(extra, 'IF-MIB.txt'), ifVariant('199901010000Z', 'ifBundledMarker', 4241));
     const o = dirs([extra]);
     store = await MibStore.open(o);
-    expect(row(store, 'bundled-1/IF-MIB.txt')[0]).toMatchObject({ status: 'shadowed', last_updated: '199901010000Z', shadowed_by: { path: 'bundled/IF-MIB.txt', group: 'bundled' } });
+    expect(row(store, 'bundled-1/IF-MIB.txt')[0]).toMatchObject({
+      status: 'shadowed',
+      last_updated: '199901010000Z',
+      shadowed_by: { path: 'bundled/IF-MIB.txt', group: 'bundled' },
+    });
     expect(store.index().toNumeric('IF-MIB::ifBundledMarker')).toBeNull();
     // An upload older than both still wins (rank), and both bundled rows name it.
     const user = ifVariant('198001010000Z', 'ifUserMarker', 4242);
@@ -266,7 +336,8 @@ describe('MibStore: shadowing (docs/mibs.md: uploaded beats bundled; same rank: 
     const r = await store.upload([file('IF-MIB.txt', user), file('ACME-IFUSER-MIB.txt', dep)], { group: 'vendor' });
     expect(r.results).toEqual({ 'IF-MIB': 'compiled', 'ACME-IFUSER-MIB': 'compiled' });
     expect(store.compiled('IF-MIB')!.module.file).toBe('vendor/IF-MIB.txt');
-    for (const p of ['bundled/IF-MIB.txt', 'bundled-1/IF-MIB.txt']) expect(row(store, p)[0]).toMatchObject({ status: 'shadowed', bundled: true, shadowed_by: { path: 'vendor/IF-MIB.txt', group: 'vendor' } });
+    for (const p of ['bundled/IF-MIB.txt', 'bundled-1/IF-MIB.txt'])
+      expect(row(store, p)[0]).toMatchObject({ status: 'shadowed', bundled: true, shadowed_by: { path: 'vendor/IF-MIB.txt', group: 'vendor' } });
     expect(row(store, 'vendor/IF-MIB.txt')[0]).toMatchObject({ status: 'active', bundled: false, last_updated: '198001010000Z' });
     const want = netSnmpOid({ 'IF-MIB.txt': user, 'ACME-IFUSER-MIB.txt': dep }, 'ACME-IFUSER-MIB::acmeIfuserAlias');
     expect('.' + store.index().toNumeric('ACME-IFUSER-MIB::acmeIfuserAlias')!.oid).toBe(want);
@@ -274,7 +345,16 @@ describe('MibStore: shadowing (docs/mibs.md: uploaded beats bundled; same rank: 
     // Bundled modules importing IF-MIB still compile against the upload.
     expect(store.status().errors).toEqual([]);
     expect(store.status().source_groups).toEqual([
-      { group: 'vendor', bundled: false, files: 2, modules: 2, active: 2, shadowed: 0, failed: 0, size_bytes: Buffer.byteLength(user) + Buffer.byteLength(dep) },
+      {
+        group: 'vendor',
+        bundled: false,
+        files: 2,
+        modules: 2,
+        active: 2,
+        shadowed: 0,
+        failed: 0,
+        size_bytes: Buffer.byteLength(user) + Buffer.byteLength(dep),
+      },
       { group: 'bundled', bundled: true, files: 37, modules: 37, active: 36, shadowed: 1, failed: 0, size_bytes: expect.any(Number) },
       { group: 'bundled-1', bundled: true, files: 1, modules: 1, active: 0, shadowed: 1, failed: 0, size_bytes: statSync(join(extra, 'IF-MIB.txt')).size },
     ]);
@@ -306,7 +386,12 @@ describe('MibStore: validate and reload', () => {
     expect(v.group).toBe('lab');
     // The new ACME-S-MIB replaces the stored lab/ACME-S-MIB.txt (older, but the stored copy is left out).
     expect(v.would_compile.sort()).toEqual(['ACME-J-MIB', 'ACME-S-MIB', 'IF-MIB']);
-    expect(v.would_fail.map((f) => [f.module, f.path])).toEqual(expect.arrayContaining([['BROKEN-MIB', 'lab/BROKEN-MIB.txt'], ['NEEDS-MISSING-MIB', 'lab/NEEDS-MISSING-MIB.txt']]));
+    expect(v.would_fail.map((f) => [f.module, f.path])).toEqual(
+      expect.arrayContaining([
+        ['BROKEN-MIB', 'lab/BROKEN-MIB.txt'],
+        ['NEEDS-MISSING-MIB', 'lab/NEEDS-MISSING-MIB.txt'],
+      ]),
+    );
     expect(v.would_fail).toHaveLength(2);
     expect(v.missing).toEqual(['ACME-NOT-THERE-MIB']);
     expect(v.would_shadow).toEqual([{ module: 'IF-MIB', path: 'bundled/IF-MIB.txt', group: 'bundled' }]);
@@ -332,8 +417,14 @@ describe('MibStore: validate and reload', () => {
     // A tie (same LAST-UPDATED) is decided as the upload will: aaa sorts before lab and wins.
     const tieText = acme('ACME-S-MIB', { arc: 33, lastUpdated: '202301010000Z' });
     const tie = await store.validate([file('ACME-S-MIB.txt', tieText)], { group: 'aaa' });
-    expect(tie).toMatchObject({ would_compile: ['ACME-S-MIB'], would_shadow: [{ module: 'ACME-S-MIB', path: 'lab/ACME-S-MIB.txt', group: 'lab' }], would_be_shadowed: [] });
-    expect((await store.validate([file('ACME-S-MIB.txt', tieText)], { group: 'mmm' })).would_be_shadowed).toEqual([{ module: 'ACME-S-MIB', by: { path: 'lab/ACME-S-MIB.txt', group: 'lab' } }]);
+    expect(tie).toMatchObject({
+      would_compile: ['ACME-S-MIB'],
+      would_shadow: [{ module: 'ACME-S-MIB', path: 'lab/ACME-S-MIB.txt', group: 'lab' }],
+      would_be_shadowed: [],
+    });
+    expect((await store.validate([file('ACME-S-MIB.txt', tieText)], { group: 'mmm' })).would_be_shadowed).toEqual([
+      { module: 'ACME-S-MIB', by: { path: 'lab/ACME-S-MIB.txt', group: 'lab' } },
+    ]);
     expect(store.status()).toEqual(before.status);
     expect(snapshot(o.sourceDir)).toEqual(before.sources);
     expect(snapshot(o.compiledDir)).toEqual(before.compiled);
@@ -367,7 +458,11 @@ describe('MibStore: validate and reload', () => {
     expect(store.status().mibs.filter((m) => /ACME-[XYZ]-MIB/.test(m))).toEqual([]);
     const partial = await store.reload('partial');
     expect(partial.results['BROKEN-MIB']).toBe('compiled');
-    expect(JSON.parse(readFileSync(join(o.sourceDir, '.svc-modes.json'), 'utf8'))).toEqual({ 'common/ACME-K-MIB.txt': 'partial', 'dropped/ACME-L-MIB.txt': 'partial', 'dropped/BROKEN-MIB.txt': 'partial' });
+    expect(JSON.parse(readFileSync(join(o.sourceDir, '.svc-modes.json'), 'utf8'))).toEqual({
+      'common/ACME-K-MIB.txt': 'partial',
+      'dropped/ACME-L-MIB.txt': 'partial',
+      'dropped/BROKEN-MIB.txt': 'partial',
+    });
     expect((await store.reload('full')).results['BROKEN-MIB']).toMatch(/^failed: /);
     rmSync(join(o.sourceDir, 'dropped', 'ACME-L-MIB.txt'));
     expect((await store.reload()).compiled).not.toContain('ACME-L-MIB');
@@ -376,7 +471,9 @@ describe('MibStore: validate and reload', () => {
     await store.upload([file('IF-MIB.txt', readFileSync(join(PRODUCT_MIB_DIR, 'IF-MIB.txt')))], { group: 'vendor' });
     const all = await store.reload();
     expect(all.results['IF-MIB']).toBe('compiled');
-    expect(all.shadowed).toEqual([expect.objectContaining({ module: 'IF-MIB', file: 'bundled/IF-MIB.txt', by: expect.objectContaining({ file: 'vendor/IF-MIB.txt' }) })]);
+    expect(all.shadowed).toEqual([
+      expect.objectContaining({ module: 'IF-MIB', file: 'bundled/IF-MIB.txt', by: expect.objectContaining({ file: 'vendor/IF-MIB.txt' }) }),
+    ]);
   });
 });
 
@@ -408,7 +505,9 @@ describe('MibStore: persistence in SVC_MIB_DIR', () => {
     const changed = await MibStore.open(o);
     expect(changed.status().compiled_at).not.toBe(store.status().compiled_at);
     expect(changed.index().toNumeric('ACME-P-MIB::acmePValue')!.oid).toBe('1.3.6.1.4.1.424242.51.1');
-    expect(JSON.parse(readFileSync(join(o.compiledDir, 'ACME-P-MIB.json'), 'utf8')).nodes.find((n: { name: string }) => n.name === 'acmePValue').oid).toBe('1.3.6.1.4.1.424242.51.1');
+    expect(JSON.parse(readFileSync(join(o.compiledDir, 'ACME-P-MIB.json'), 'utf8')).nodes.find((n: { name: string }) => n.name === 'acmePValue').oid).toBe(
+      '1.3.6.1.4.1.424242.51.1',
+    );
     // Added...
     writeFileSync(join(o.sourceDir, 'persist', 'ACME-Q-MIB.txt'), acme('ACME-Q-MIB', { arc: 52 }));
     const added = await MibStore.open(o);
@@ -436,7 +535,11 @@ describe('MibStore: persistence in SVC_MIB_DIR', () => {
     const o = dirs();
     writeFileSync(join(o.root, 'plainfile'), 'x');
     const warnings: string[] = [];
-    const store = await MibStore.open({ ...o, compiledDir: join(o.root, 'plainfile', 'sub'), log: { info: () => undefined, warn: (_o, m) => warnings.push(m) } });
+    const store = await MibStore.open({
+      ...o,
+      compiledDir: join(o.root, 'plainfile', 'sub'),
+      log: { info: () => undefined, warn: (_o, m) => warnings.push(m) },
+    });
     expect(store.status().mibs).toHaveLength(37);
     expect((await store.upload([file('ACME-R-MIB.txt', acme('ACME-R-MIB', { arc: 53 }))])).compiled).toEqual(['ACME-R-MIB']);
     // Worded by the actual error, once (the same failure at the next change is not repeated).
@@ -469,7 +572,11 @@ describe('MibStore: fetching dependencies', () => {
   afterAll(() => new Promise((r) => server.close(r)));
 
   const v6 = acme('ACME-V6-MIB', { arc: 60, imports: ['ipv6IcmpMIB FROM IPV6-ICMP-MIB'], body: 'acmeV6Under OBJECT IDENTIFIER ::= { ipv6IcmpMIB 99 }\n' });
-  const trace = acme('ACME-TR-MIB', { arc: 61, imports: ['traceRouteMIB FROM DISMAN-TRACEROUTE-MIB'], body: 'acmeTrUnder OBJECT IDENTIFIER ::= { traceRouteMIB 99 }\n' });
+  const trace = acme('ACME-TR-MIB', {
+    arc: 61,
+    imports: ['traceRouteMIB FROM DISMAN-TRACEROUTE-MIB'],
+    body: 'acmeTrUnder OBJECT IDENTIFIER ::= { traceRouteMIB 99 }\n',
+  });
 
   it('from a bundled sub-directory, transitively, into the group of the module needing it', async () => {
     const lib = tempDir('svc-mib-lib-');
@@ -517,7 +624,8 @@ describe('MibStore: fetching dependencies', () => {
     expect(requests.slice(4)).toEqual(['/mibs/IPV6-TC']);
     expect(r.still_missing).toEqual([]);
     expect(store.status().errors).toEqual([]);
-    for (const m of ['IPV6-ICMP-MIB', 'IPV6-MIB', 'IPV6-TC']) expect(readFileSync(join(o.sourceDir, 'common', `${m}.mib`))).toEqual(readFileSync(join(CORPUS, `${m}.txt`)));
+    for (const m of ['IPV6-ICMP-MIB', 'IPV6-MIB', 'IPV6-TC'])
+      expect(readFileSync(join(o.sourceDir, 'common', `${m}.mib`))).toEqual(readFileSync(join(CORPUS, `${m}.txt`)));
     expect('.' + store.index().toNumeric('ACME-V6-MIB::acmeV6Under')!.oid).toBe(netSnmpOid({ 'ACME-V6-MIB.txt': v6 }, 'ACME-V6-MIB::acmeV6Under'));
   });
 
@@ -527,7 +635,11 @@ describe('MibStore: fetching dependencies', () => {
     const none = await store.fetchDependencies();
     expect(none.fetched).toEqual([]);
     expect(none.still_missing).toEqual([
-      { module: 'IPV6-ICMP-MIB', needed_by: ['ACME-V6-MIB'], reason: expect.stringMatching(/^IPV6-ICMP-MIB: not found in the bundled sources \(.*\) and no MIB repository URL is configured$/) },
+      {
+        module: 'IPV6-ICMP-MIB',
+        needed_by: ['ACME-V6-MIB'],
+        reason: expect.stringMatching(/^IPV6-ICMP-MIB: not found in the bundled sources \(.*\) and no MIB repository URL is configured$/),
+      },
       { module: 'ACME-NOT-THERE-MIB', needed_by: ['NEEDS-MISSING-MIB'], reason: expect.stringContaining('no MIB repository URL is configured') },
     ]);
     const down = await store.fetchDependencies({ repositoryUrl: `http://127.0.0.1:${closedPort}/mibs` });
@@ -535,14 +647,29 @@ describe('MibStore: fetching dependencies', () => {
       `IPV6-ICMP-MIB: the MIB repository http://127.0.0.1:${closedPort}/mibs/IPV6-ICMP-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network`,
       `ACME-NOT-THERE-MIB: the MIB repository http://127.0.0.1:${closedPort}/mibs/ACME-NOT-THERE-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network`,
     ]);
-    expect((await store.fetchDependencies({ repositoryUrl: `${base}/wrong` })).still_missing[0]!.reason).toBe(`IPV6-ICMP-MIB: ${base}/wrong/IPV6-ICMP-MIB did not return a MIB module named IPV6-ICMP-MIB`);
-    expect((await store.fetchDependencies({ repositoryUrl: `${base}/boom` })).still_missing[0]!.reason).toBe(`IPV6-ICMP-MIB: the MIB repository answered 500 for ${base}/boom/IPV6-ICMP-MIB`);
-    expect(store.status().errors.map((f) => f.module).sort()).toEqual(['ACME-V6-MIB', 'NEEDS-MISSING-MIB']);
+    expect((await store.fetchDependencies({ repositoryUrl: `${base}/wrong` })).still_missing[0]!.reason).toBe(
+      `IPV6-ICMP-MIB: ${base}/wrong/IPV6-ICMP-MIB did not return a MIB module named IPV6-ICMP-MIB`,
+    );
+    expect((await store.fetchDependencies({ repositoryUrl: `${base}/boom` })).still_missing[0]!.reason).toBe(
+      `IPV6-ICMP-MIB: the MIB repository answered 500 for ${base}/boom/IPV6-ICMP-MIB`,
+    );
+    expect(
+      store
+        .status()
+        .errors.map((f) => f.module)
+        .sort(),
+    ).toEqual(['ACME-V6-MIB', 'NEEDS-MISSING-MIB']);
     requests.length = 0;
     const r = await store.fetchDependencies({ repositoryUrl: `${base}/alt/@mib@.my` });
     expect(requests).toEqual(['/alt/IPV6-ICMP-MIB.my', '/alt/ACME-NOT-THERE-MIB.my', '/alt/IPV6-MIB.my', '/alt/IPV6-TC.my']);
     expect(r.fetched.map((f) => f.path)).toEqual(['g/IPV6-ICMP-MIB.mib', 'g/IPV6-MIB.mib', 'g/IPV6-TC.mib']);
-    expect(r.still_missing).toEqual([{ module: 'ACME-NOT-THERE-MIB', needed_by: ['NEEDS-MISSING-MIB'], reason: `ACME-NOT-THERE-MIB: not found in the bundled sources or at ${base}/alt/ACME-NOT-THERE-MIB.my` }]);
+    expect(r.still_missing).toEqual([
+      {
+        module: 'ACME-NOT-THERE-MIB',
+        needed_by: ['NEEDS-MISSING-MIB'],
+        reason: `ACME-NOT-THERE-MIB: not found in the bundled sources or at ${base}/alt/ACME-NOT-THERE-MIB.my`,
+      },
+    ]);
     expect(store.status().errors.map((f) => f.module)).toEqual(['NEEDS-MISSING-MIB']);
   });
 
@@ -586,14 +713,20 @@ describe('MibStore: fetching dependencies', () => {
       const secret = /w0rd|p%40ss|p@ss/;
       const closed = `http://ops:p%40ss%2Fw0rd@127.0.0.1:${closedPort}/mibs`;
       const down = await storeError(store.fetchModules(['ACME-CRED2-MIB'], { repositoryUrl: closed }), 502);
-      expect(down).toBe(`ACME-CRED2-MIB: the MIB repository http://***@127.0.0.1:${closedPort}/mibs/ACME-CRED2-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network`);
+      expect(down).toBe(
+        `ACME-CRED2-MIB: the MIB repository http://***@127.0.0.1:${closedPort}/mibs/ACME-CRED2-MIB cannot be reached (ECONNREFUSED); check mib_repository_url and the network`,
+      );
       await store.upload([file('ACME-NEEDS-CRED-MIB.txt', acme('ACME-NEEDS-CRED-MIB', { arc: 82, imports: ['acmeCred3MIB FROM ACME-CRED3-MIB'] }))]);
       const f = await store.fetchDependencies({ repositoryUrl: closed });
-      expect(f.still_missing).toEqual([{ module: 'ACME-CRED3-MIB', needed_by: ['ACME-NEEDS-CRED-MIB'], reason: expect.stringContaining('http://***@127.0.0.1') }]);
+      expect(f.still_missing).toEqual([
+        { module: 'ACME-CRED3-MIB', needed_by: ['ACME-NEEDS-CRED-MIB'], reason: expect.stringContaining('http://***@127.0.0.1') },
+      ]);
       expect(JSON.stringify(f)).not.toMatch(secret);
       const wrong = await store.fetchDependencies({ repositoryUrl: `http://ops:wrong-w0rd@127.0.0.1:${port}/mibs/@mib@` });
       expect(wrong.still_missing[0]!.reason).toBe(`ACME-CRED3-MIB: the MIB repository answered 401 for http://***@127.0.0.1:${port}/mibs/ACME-CRED3-MIB`);
-      expect((await store.fetchDependencies({ repositoryUrl: 'http://ops:w0rd@[::1' })).still_missing[0]!.reason).toBe('ACME-CRED3-MIB: the MIB repository URL is not a valid URL; check mib_repository_url');
+      expect((await store.fetchDependencies({ repositoryUrl: 'http://ops:w0rd@[::1' })).still_missing[0]!.reason).toBe(
+        'ACME-CRED3-MIB: the MIB repository URL is not a valid URL; check mib_repository_url',
+      );
     } finally {
       await new Promise((r) => guarded.close(r));
     }
@@ -609,7 +742,8 @@ describe('MibStore: reading and deleting sources', () => {
     expect(one).toEqual({ path: 'rd/ACME-T-MIB.txt', name: 'ACME-T-MIB.txt', data: Buffer.from(a) });
     expect(two!.data).toEqual(readFileSync(join(PRODUCT_MIB_DIR, 'IF-MIB.txt')));
     expect(await storeError(() => store.readSources(['rd/NOPE.txt']), 404)).toContain('no MIB source rd/NOPE.txt');
-    for (const p of ['../etc/passwd', 'rd/../../x', '/etc/passwd', 'rd/x/y.txt', 'rd', 'rd\\x.txt', 'rd/..', './rd/ACME-T-MIB.txt']) expect(await storeError(() => store.readSources([p]), 400)).toContain('escapes the MIB store');
+    for (const p of ['../etc/passwd', 'rd/../../x', '/etc/passwd', 'rd/x/y.txt', 'rd', 'rd\\x.txt', 'rd/..', './rd/ACME-T-MIB.txt'])
+      expect(await storeError(() => store.readSources([p]), 400)).toContain('escapes the MIB store');
   });
 
   it('deleteFiles: removes and recompiles, lists not_found, drops an emptied group and its JSON; a bundled path is 403 and deletes nothing', async () => {
@@ -617,7 +751,9 @@ describe('MibStore: reading and deleting sources', () => {
     const store = await MibStore.open(o);
     await store.upload([file('ACME-U-MIB.txt', acme('ACME-U-MIB', { arc: 71 })), file('ACME-W-MIB.txt', acme('ACME-W-MIB', { arc: 72 }))], { group: 'del' });
     await store.upload([file('ACME-X2-MIB.txt', acme('ACME-X2-MIB', { arc: 73 }))], { group: 'keep' });
-    expect(await storeError(store.deleteFiles(['del/ACME-U-MIB.txt', 'bundled/IF-MIB.txt']), 403)).toContain('bundled/IF-MIB.txt is a read-only bundled source');
+    expect(await storeError(store.deleteFiles(['del/ACME-U-MIB.txt', 'bundled/IF-MIB.txt']), 403)).toContain(
+      'bundled/IF-MIB.txt is a read-only bundled source',
+    );
     // Nothing of the batch was removed.
     expect(existsSync(join(o.sourceDir, 'del', 'ACME-U-MIB.txt'))).toBe(true);
     expect(store.status().mibs).toContain('ACME-U-MIB');
@@ -655,7 +791,10 @@ describe('MibStore: names, files, modes and counts', () => {
     expect(readFileSync(join(o.sourceDir, 'common', 'both.mib'), 'utf8')).toBe(two);
     expect(store.status().mibs).toEqual(expect.arrayContaining(['ACME-A-MIB', 'ACME-B-MIB']));
     // The fetched copy is newer (LAST-UPDATED) and wins; the file's own copy is shadowed, not lost.
-    expect(row(store, 'common/both.mib').map((x) => [x.module, x.status])).toEqual([['ACME-A-MIB', 'shadowed'], ['ACME-B-MIB', 'active']]);
+    expect(row(store, 'common/both.mib').map((x) => [x.module, x.status])).toEqual([
+      ['ACME-A-MIB', 'shadowed'],
+      ['ACME-B-MIB', 'active'],
+    ]);
     // Again: the file that holds nothing but ACME-A-MIB is the one replaced.
     expect((await store.fetchModules(['ACME-A-MIB'])).files).toEqual(['common/ACME-A-MIB.txt']);
     expect(readdirSync(join(o.sourceDir, 'common')).sort()).toEqual(['ACME-A-MIB.txt', 'both.mib']);
@@ -663,7 +802,10 @@ describe('MibStore: names, files, modes and counts', () => {
 
   it('two library files of the same name fetched in one call are stored under two names (download and fetch-dependencies)', async () => {
     const lib = tempDir('svc-mib-lib-');
-    for (const [d, m, arc] of [['v1', 'ACME-VA-MIB', 73], ['v2', 'ACME-VB-MIB', 74]] as const) {
+    for (const [d, m, arc] of [
+      ['v1', 'ACME-VA-MIB', 73],
+      ['v2', 'ACME-VB-MIB', 74],
+    ] as const) {
       mkdirSync(join(lib, d));
       writeFileSync(join(lib, d, 'VENDOR.txt'), acme(m, { arc }));
     }
@@ -673,7 +815,9 @@ describe('MibStore: names, files, modes and counts', () => {
     expect(r.compiled).toEqual(['ACME-VA-MIB', 'ACME-VB-MIB']);
 
     const other = await MibStore.open(dirs([lib]));
-    await other.upload([file('NEEDS.txt', acme('ACME-NEEDS-MIB', { arc: 75, imports: ['acmeVaMIB FROM ACME-VA-MIB', 'acmeVbMIB FROM ACME-VB-MIB'] }))], { group: 'needs' });
+    await other.upload([file('NEEDS.txt', acme('ACME-NEEDS-MIB', { arc: 75, imports: ['acmeVaMIB FROM ACME-VA-MIB', 'acmeVbMIB FROM ACME-VB-MIB'] }))], {
+      group: 'needs',
+    });
     const f = await other.fetchDependencies();
     expect(f.fetched.map((x) => [x.module, x.path])).toEqual([
       ['ACME-VA-MIB', 'needs/VENDOR.txt'],
@@ -718,7 +862,9 @@ describe('MibStore: names, files, modes and counts', () => {
     await store.upload([file('ACME-N0-MIB.mib', acme('ACME-N0-MIB', { arc: 87 }))]);
     const before = snapshot(o.sourceDir);
     expect(await storeError(store.upload([file('a\x07b.mib', n1)]), 400)).toBe('file name "a\\u0007b.mib" has control characters: give a plain file name');
-    expect(await storeError(store.upload([file('ACME-N1-MIB.mib', n1), file(`${'日'.repeat(100)}.mib`, n2)]), 400)).toContain('is 304 bytes in UTF-8; a MIB source name may have at most 200');
+    expect(await storeError(store.upload([file('ACME-N1-MIB.mib', n1), file(`${'日'.repeat(100)}.mib`, n2)]), 400)).toContain(
+      'is 304 bytes in UTF-8; a MIB source name may have at most 200',
+    );
     expect(snapshot(o.sourceDir)).toEqual(before);
     expect((await store.upload([file(`${'日'.repeat(65)}.mib`, n2)])).compiled).toEqual(['ACME-N2-MIB']);
     // A folder where the 2nd file goes: that write fails (503) and the 1st file goes again.

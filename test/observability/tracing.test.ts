@@ -130,7 +130,9 @@ async function startCollector(): Promise<Collector> {
       callback(null, Buffer.alloc(0)); // ExportTraceServiceResponse{} encodes as zero bytes
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
   const c: Collector = {
     port,
     requests,
@@ -186,10 +188,14 @@ async function registerAndRun(d: TestDaemon, yaml: string, name: string): Promis
   const run = await d.call('POST', `/api/pipelines/${name}/run`);
   expect(run.status, run.text).toBe(202);
   const runId = run.body.run_id as string;
-  return until(async () => {
-    const r = await d.call('GET', `/api/runs/${runId}`);
-    return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
-  }, 15_000, `run ${runId} to finish`);
+  return until(
+    async () => {
+      const r = await d.call('GET', `/api/runs/${runId}`);
+      return r.status === 200 && r.body.status !== 'running' ? r.body : undefined;
+    },
+    15_000,
+    `run ${runId} to finish`,
+  );
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -229,7 +235,15 @@ describe('tracing to an OTLP/gRPC collector', () => {
     expect(runs).toHaveLength(2);
     const good = runs.find((s) => s.attrs.pipeline === 'traced')!;
     expect(good.kind).toBe(1 + SpanKind.INTERNAL); // OTLP enum: 1 = INTERNAL
-    expect(good.attrs).toMatchObject({ pipeline: 'traced', run_id: ok.run_id, status: 'success', records_in: 3, records_out: 3, records_skipped: 0, dlq_count: 0 });
+    expect(good.attrs).toMatchObject({
+      pipeline: 'traced',
+      run_id: ok.run_id,
+      status: 'success',
+      records_in: 3,
+      records_out: 3,
+      records_skipped: 0,
+      dlq_count: 0,
+    });
     expect(good.status.code).toBe(0); // UNSET
     const failed = runs.find((s) => s.attrs.pipeline === 'broken')!;
     expect(failed.attrs).toMatchObject({ run_id: bad.run_id, status: 'failed', records_in: 0 });
@@ -245,7 +259,13 @@ describe('tracing to an OTLP/gRPC collector', () => {
     const get = spans.find((s) => s.name === 'GET /api/pipelines/:name' && s.attrs['url.path'] === '/api/pipelines/traced')!;
     expect(get).toBeDefined();
     expect(get.kind).toBe(1 + SpanKind.SERVER);
-    expect(get.attrs).toMatchObject({ 'http.request.method': 'GET', 'http.route': '/api/pipelines/:name', 'url.scheme': 'http', 'http.response.status_code': 200, 'client.address': '127.0.0.1' });
+    expect(get.attrs).toMatchObject({
+      'http.request.method': 'GET',
+      'http.route': '/api/pipelines/:name',
+      'url.scheme': 'http',
+      'http.response.status_code': 200,
+      'client.address': '127.0.0.1',
+    });
     expect(get.status.code).toBe(0);
     const missing = spans.find((s) => s.attrs['url.path'] === '/api/pipelines/nope')!;
     expect(missing.name).toBe('GET /api/pipelines/:name');
@@ -341,7 +361,14 @@ describe('traceRequests', () => {
   });
 
   it('ignores malformed or invalid traceparent headers', () => {
-    for (const bad of [undefined, '', 'garbage', '00-00000000000000000000000000000000-00f067aa0ba902b7-01', 'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', ['a', 'b']]) {
+    for (const bad of [
+      undefined,
+      '',
+      'garbage',
+      '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      ['a', 'b'],
+    ]) {
       expect(parentFromTraceparent(bad)).toBe(parentFromTraceparent(undefined));
     }
     expect(parentFromTraceparent('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')).not.toBe(parentFromTraceparent(undefined));

@@ -50,7 +50,10 @@ describe('bundled templates', () => {
     for (const t of templates) {
       expect(t.description.length, t.name).toBeGreaterThan(10);
       const r = loadPipelineText(t.yaml, { env: {} });
-      expect(r.diagnostics.map((d) => formatDiagnostic(d, t.name)), t.name).toEqual([]);
+      expect(
+        r.diagnostics.map((d) => formatDiagnostic(d, t.name)),
+        t.name,
+      ).toEqual([]);
       expect(r.config!.name).toBe(t.name);
     }
   });
@@ -77,11 +80,18 @@ describe('bundled templates', () => {
       const config = loadPipelineText(t.yaml, { env: {} }).config!;
       // The secrets of its components as svc masks them: writeOnly fields, secret-named fields, URL passwords.
       const secrets = new Set<string>();
-      const components: (readonly ['source' | 'sink', { type: string }])[] = [['source', config.source], ...config.sinks.map((s) => ['sink', s] as const), ...(config.dlq ? [['sink', config.dlq] as const] : [])];
+      const components: (readonly ['source' | 'sink', { type: string }])[] = [
+        ['source', config.source],
+        ...config.sinks.map((s) => ['sink', s] as const),
+        ...(config.dlq ? [['sink', config.dlq] as const] : []),
+      ];
       for (const [kind, c] of components) secretsOf((registry[kind].get(c.type) as { config?: TSchema }).config, c, secrets);
       // None of them is written in the file other than as the default of a ${VAR:-default}.
       const literal = t.yaml.replace(/\$\{[^}]*\}/g, '');
-      expect([...secrets].filter((v) => literal.includes(v)), t.name).toEqual([]);
+      expect(
+        [...secrets].filter((v) => literal.includes(v)),
+        t.name,
+      ).toEqual([]);
     }
   });
 
@@ -92,7 +102,10 @@ describe('bundled templates', () => {
       const src = config.source as { type: string; oids?: string[]; mib_dirs?: string[]; mib_modules?: string[] };
       if (src.type !== 'snmp_poll' && src.type !== 'snmp_trap') continue;
       // The modules the source requires load (a missing one stops the pipeline at start)...
-      const ix = await mibIndex(src, storeMibs(() => loadSettings()));
+      const ix = await mibIndex(
+        src,
+        storeMibs(() => loadSettings()),
+      );
       // ...and every object polled, and every notification a transform maps, resolves.
       const names = [...(src.oids ?? []), ...t.yaml.matchAll(/"([A-Za-z0-9-]+::[A-Za-z0-9]+)"/g)].map((n) => (typeof n === 'string' ? n : n[1]!));
       for (const n of names) expect(resolveName(ix, src.mib_modules ?? [], n), `${t.name}: ${n}`).toMatch(/^1\.3\.6\.1\./);
@@ -110,7 +123,10 @@ describe('bundled templates', () => {
       expect(r.invalid, t.name).toBeUndefined();
       expect(r.warnings, t.name).toEqual([]);
       expect(r.cases.length, t.name).toBeGreaterThan(0);
-      expect(r.cases.filter((c) => !c.ok).map((c) => ({ name: c.name, failures: c.failures })), t.name).toEqual([]);
+      expect(
+        r.cases.filter((c) => !c.ok).map((c) => ({ name: c.name, failures: c.failures })),
+        t.name,
+      ).toEqual([]);
     }
   });
 
@@ -171,8 +187,15 @@ async function writeThroughTemplateSink(name: string, env: Record<string, string
 /** The CREATE TABLE statement(s) in a template's comments, as an operator would copy them. */
 function ddlOf(name: string): string[] {
   const yaml = readFileSync(join(BUNDLED_TEMPLATES, `${name}.yaml`), 'utf8');
-  const lines = yaml.split('\n').filter((l) => /^\s*#\s{3}/.test(l)).map((l) => l.replace(/^\s*#\s{3}/, ''));
-  return lines.join('\n').split(';').map((x) => x.trim()).filter((x) => x.startsWith('CREATE TABLE'));
+  const lines = yaml
+    .split('\n')
+    .filter((l) => /^\s*#\s{3}/.test(l))
+    .map((l) => l.replace(/^\s*#\s{3}/, ''));
+  return lines
+    .join('\n')
+    .split(';')
+    .map((x) => x.trim())
+    .filter((x) => x.startsWith('CREATE TABLE'));
 }
 
 describe('what the templates write, against real peers', () => {
@@ -236,7 +259,14 @@ describe('what the templates write, against real peers', () => {
       expect(run.status).toBe('success');
       const points = await queryRecords(peer, 'interface', 'telemetry');
       const byIf = (i: string, bps: number) => points.find((p) => p.if_index === i && p.in_bps === bps);
-      expect(byIf('1', 500000000)).toMatchObject({ device: 'core1', if_name: 'Gi0/1', if_alias: 'uplink to core1', _time: '2026-11-26T10:01:00Z', in_errors_ps: 2, in_util_pct: 50 });
+      expect(byIf('1', 500000000)).toMatchObject({
+        device: 'core1',
+        if_name: 'Gi0/1',
+        if_alias: 'uplink to core1',
+        _time: '2026-11-26T10:01:00Z',
+        in_errors_ps: 2,
+        in_util_pct: 50,
+      });
       expect(points.find((p) => p.if_index === '2')).toMatchObject({ device: 'core1', in_errors_ps: 0.25, out_util_pct: 0.8 });
       // An empty ifAlias is no tag, and a null in_bps (a reset) no field.
       expect(points.find((p) => p.if_index === '2')).not.toHaveProperty('if_alias');
@@ -294,7 +324,17 @@ describe('what the templates write, against real peers', () => {
       ]);
     const sim = await startSnmpsim({
       tpl: agent([
-        { name: 'Gi0/1', alias: 'uplink to core1', speed: 1000, oper: 1, hcIn: '18446744073709551000', hcOut: '5000000000', inPk: 1000, outPk: 2000, inErr: 10 },
+        {
+          name: 'Gi0/1',
+          alias: 'uplink to core1',
+          speed: 1000,
+          oper: 1,
+          hcIn: '18446744073709551000',
+          hcOut: '5000000000',
+          inPk: 1000,
+          outPk: 2000,
+          inErr: 10,
+        },
         { name: 'Gi0/2', alias: 'spare', speed: 10000, oper: 2, hcIn: '100', hcOut: '200', inPk: 0, outPk: 0, inErr: 4294967290 },
       ]),
     });
@@ -333,8 +373,8 @@ describe('what the templates write, against real peers', () => {
       // The seconds between the runs are the machine's; the ratios of the rates are the deltas'.
       expect(gi1.in_bps as number).toBeGreaterThan(0);
       expect((gi1.in_bps as number) / (gi1.out_bps as number)).toBeCloseTo(3.75e9 / 7.5e8, 9);
-      expect((gi1.in_ucast_pps as number) * 8 / (gi1.in_bps as number)).toBeCloseTo(60000 / 3.75e9, 12);
-      expect((gi2.in_errors_ps as number) * 8 / (gi2.in_bps as number)).toBeCloseTo(15 / 1000, 9);
+      expect(((gi1.in_ucast_pps as number) * 8) / (gi1.in_bps as number)).toBeCloseTo(60000 / 3.75e9, 12);
+      expect(((gi2.in_errors_ps as number) * 8) / (gi2.in_bps as number)).toBeCloseTo(15 / 1000, 9);
     } finally {
       await influx.stop();
       await sim.stop();
@@ -426,7 +466,14 @@ describe('what the templates write, against real peers', () => {
         ['1.3.6.1.2.1.2.2.1.8.3', 'i', '2'],
         ['1.3.6.1.2.1.31.1.1.1.1.3', 's', 'Gi0/3'],
       ];
-      await until(() => snmpinform(port, { version: '2c', community: 'public' }, '1.3.6.1.6.3.1.1.5.3', linkDown).then(() => true, () => false), 20_000);
+      await until(
+        () =>
+          snmpinform(port, { version: '2c', community: 'public' }, '1.3.6.1.6.3.1.1.5.3', linkDown).then(
+            () => true,
+            () => false,
+          ),
+        20_000,
+      );
       await snmpinform(port, { version: '2c', community: 'public' }, '1.3.6.1.4.1.99999.0.1', [['1.3.6.1.4.1.99999.1.1.0', 's', 'fan tray 2 failed']]);
       // Both delivered (one event, one dead letter) before the stream is stopped.
       await until(() => (progress.records_out >= 1 && progress.dlq_count >= 1) || undefined, 20_000);
@@ -437,7 +484,12 @@ describe('what the templates write, against real peers', () => {
       expect(run.dlq_count).toBe(1);
       expect(run.records_out).toBe(run.records_in - 1);
       const [event] = collector.eventsOf('svc-trap-relay');
-      expect(event!.commonEventHeader).toMatchObject({ domain: 'fault', sourceName: '127.0.0.1', eventName: 'Fault_svc_linkDown', reportingEntityName: 'svc-trap-relay' });
+      expect(event!.commonEventHeader).toMatchObject({
+        domain: 'fault',
+        sourceName: '127.0.0.1',
+        eventName: 'Fault_svc_linkDown',
+        reportingEntityName: 'svc-trap-relay',
+      });
       expect(event!.faultFields).toMatchObject({
         alarmCondition: 'linkDown',
         eventSeverity: 'MAJOR',
@@ -449,7 +501,12 @@ describe('what the templates write, against real peers', () => {
       });
       // The enterprise trap no mapping knows is a dead letter, with its name as the MIBs give it.
       const dlqDir = join(dataDir, 'dlq', 'snmp-traps-ves-fault');
-      const letters = readdirSync(dlqDir).flatMap((f) => readFileSync(join(dlqDir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Rec));
+      const letters = readdirSync(dlqDir).flatMap((f) =>
+        readFileSync(join(dlqDir, f), 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Rec),
+      );
       expect(letters).toHaveLength(1);
       expect(letters[0]).toMatchObject({ _stage: 'transform', record: { trap_oid: '1.3.6.1.4.1.99999.0.1', eventSeverity: null } });
       expect(String(letters[0]!._error)).toContain('eventSeverity');
@@ -469,7 +526,9 @@ describe('what the templates write, against real peers', () => {
       const run = await writeThroughTemplateSink('kafka-alarms-sql-upsert', env, rows);
       expect(run.errors).toEqual([]);
       expect(run.status).toBe('success');
-      const back = await db.exec("SELECT alarm_id, severity, specific_problem, state, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS at FROM alarms_current ORDER BY alarm_id");
+      const back = await db.exec(
+        "SELECT alarm_id, severity, specific_problem, state, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') AS at FROM alarms_current ORDER BY alarm_id",
+      );
       // The raise and its clear are one row: the clear's.
       expect(back).toEqual([
         { alarm_id: 'gNB-Paris-01/RU-2/1042', severity: 'cleared', specific_problem: null, state: 'cleared', at: '2026-11-26 09:07:30' },

@@ -1,12 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import {
-  expandTemplate, formatTimestamp, hasPartToken, lintTemplate, padPart, templateTokens, unknownTokens, withPartSuffix,
+  expandTemplate,
+  formatTimestamp,
+  hasPartToken,
+  lintTemplate,
+  padPart,
+  templateTokens,
+  unknownTokens,
+  withPartSuffix,
   type TemplateValues,
 } from '../../src/plugins/connector-runtime/filename-template.js';
 
 const startedAt = new Date('2024-03-05T07:08:09.123Z');
 const values = (over: Partial<TemplateValues> = {}): TemplateValues => ({
-  pipeline: 'pm', runId: 'run-1', startedAt, part: '00007',
+  pipeline: 'pm',
+  runId: 'run-1',
+  startedAt,
+  part: '00007',
   meta: { source_filename: 'A20240305.xml.gz', source_path: '/in/east/A20240305.xml.gz', source_relative_dir: 'east/site1' },
   first: { device: 'rtr-1', n: 42, nested: { site: 'lyon' }, 'a.b': 'flat' },
   ...over,

@@ -94,12 +94,23 @@ function packageOf(url: string): string | undefined {
 describe('importing the plugin registry', () => {
   it('loads no connector SDK, and stays small', async () => {
     const log = join(tempDir(), 'resolved.txt');
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child(log)], { cwd: root, timeout: 60_000 });
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child(log)], {
+      cwd: root,
+      timeout: 60_000,
+    });
     const result = JSON.parse(stdout.trim().split('\n').pop()!) as { ms: number; growthMB: number };
-    const packages = new Set(readFileSync(log, 'utf8').split('\n').map(packageOf).filter((p) => p !== undefined));
+    const packages = new Set(
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .map(packageOf)
+        .filter((p) => p !== undefined),
+    );
     // The hook saw the registry's own dependencies: an empty log would pass for the wrong reason.
     expect(packages.has('@sinclair/typebox')).toBe(true);
-    expect(HEAVY.filter((p) => packages.has(p)), 'SDKs loaded by importing the registry: import them where the connector connects').toEqual([]);
+    expect(
+      HEAVY.filter((p) => packages.has(p)),
+      'SDKs loaded by importing the registry: import them where the connector connects',
+    ).toEqual([]);
     console.log(`[lazy-sdks] registry import: ${result.ms} ms, RSS +${result.growthMB} MB`);
     expect(result.growthMB).toBeLessThan(MAX_RSS_GROWTH_MB);
   }, 90_000);
@@ -107,9 +118,15 @@ describe('importing the plugin registry', () => {
 
 describe('the list of heavy packages', () => {
   it('is every dependency but the light ones: SDKs, the sql drivers and every package src/ imports lazily', () => {
-    expect(LIGHT.filter((p) => !dependencies.includes(p)), 'light packages that are no dependency (remove them)').toEqual([]);
+    expect(
+      LIGHT.filter((p) => !dependencies.includes(p)),
+      'light packages that are no dependency (remove them)',
+    ).toEqual([]);
     const lazy = [...new Set(lazyImports(join(root, 'src')))];
-    expect(lazy.filter((p) => !HEAVY.includes(p)), 'imported lazily, so not light').toEqual([]);
+    expect(
+      lazy.filter((p) => !HEAVY.includes(p)),
+      'imported lazily, so not light',
+    ).toEqual([]);
     expect(HEAVY).toEqual(expect.arrayContaining(['pg', 'pg-cursor', 'pg-copy-streams', 'mysql2', 'better-sqlite3', 'kafkajs', 'ssh2-sftp-client']));
   });
 });

@@ -60,8 +60,12 @@ function cfg(partial: Record<string, unknown>): LocalSinkConfig {
 
 function sinkOf(partial: Record<string, unknown>, encoder: Encoder = ndjson): Sink {
   return local.create(cfg({ path: out, ...partial }), {
-    pipeline: 'pm', log: silentLogger, signal: new AbortController().signal,
-    processed: new MemoryProcessedFiles(), skipProcessed: false, encoder,
+    pipeline: 'pm',
+    log: silentLogger,
+    signal: new AbortController().signal,
+    processed: new MemoryProcessedFiles(),
+    skipProcessed: false,
+    encoder,
   });
 }
 
@@ -73,7 +77,11 @@ function batch(encoder: Encoder, records: Rec[], meta: SourceMeta = META): SinkB
 
 const read = (rel: string) => fs.readFile(path.join(out, rel), 'utf8');
 const ls = async (rel = '') => (await fs.readdir(path.join(out, rel))).sort();
-const lines = (text: string) => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Rec);
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Rec);
 
 /** The FileHandle prototype, to observe fsync and inject write failures. */
 async function fileHandleProto(): Promise<FileHandle> {
@@ -85,7 +93,10 @@ async function fileHandleProto(): Promise<FileHandle> {
 /** Every file under `dir`, relative, '/'-separated. */
 async function tree(dir: string): Promise<string[]> {
   const entries = await fs.readdir(dir, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => e.isFile()).map((e) => path.relative(dir, path.join(e.parentPath, e.name))).sort();
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
+    .sort();
 }
 
 describe('local sink: plugin definition', () => {
@@ -126,7 +137,10 @@ describe('local sink: append mode', () => {
   });
 
   it('appends across runs to a file with a stable name', async () => {
-    for (const [run, from] of [[RUN, 0], [RUN2, 10]] as const) {
+    for (const [run, from] of [
+      [RUN, 0],
+      [RUN2, 10],
+    ] as const) {
       const sink = sinkOf({ filename_template: '{pipeline}.ndjson' });
       await sink.open!(run);
       await sink.write(batch(ndjson, recs(from, 2)));
@@ -220,15 +234,16 @@ describe('local sink: append mode', () => {
 describe('local sink: template tokens', () => {
   it('expands every token into the written file name', async () => {
     const sink = sinkOf({
-      filename_template: '{pipeline}/{timestamp}/{epoch}/{epoch_m}/{run_id}/{source_path}/{source_stem}-{source_suffix}-{source_filename}-{field.dev}-{part}-{index}.out',
+      filename_template:
+        '{pipeline}/{timestamp}/{epoch}/{epoch_m}/{run_id}/{source_path}/{source_stem}-{source_suffix}-{source_filename}-{field.dev}-{part}-{index}.out',
       max_index: 999,
     });
     await sink.open!(RUN);
-    await sink.write(batch(ndjson, recs(0, 1, { dev: 'rtr 1' }), { source_filename: 'A1.xml.gz', source_path: '/in/east/A1.xml.gz', source_relative_dir: 'east' }));
+    await sink.write(
+      batch(ndjson, recs(0, 1, { dev: 'rtr 1' }), { source_filename: 'A1.xml.gz', source_path: '/in/east/A1.xml.gz', source_relative_dir: 'east' }),
+    );
     await sink.close!();
-    expect(await tree(out)).toEqual([
-      `pm/20240305T070809Z/1709622489/1709622489123/r1/east/A1.xml-.gz-A1.xml.gz-rtr_1-000-000.out`,
-    ]);
+    expect(await tree(out)).toEqual([`pm/20240305T070809Z/1709622489/1709622489123/r1/east/A1.xml-.gz-A1.xml.gz-rtr_1-000-000.out`]);
   });
 
   it('never writes outside path, whatever the values', async () => {

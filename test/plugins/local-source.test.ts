@@ -29,8 +29,12 @@ function cfg(partial: Record<string, unknown>): LocalSourceConfig {
 }
 
 const ctxOf = (over: Partial<PluginContext> = {}): PluginContext => ({
-  pipeline: 'p', log: silentLogger, signal: new AbortController().signal,
-  processed: new MemoryProcessedFiles(), skipProcessed: false, ...over,
+  pipeline: 'p',
+  log: silentLogger,
+  signal: new AbortController().signal,
+  processed: new MemoryProcessedFiles(),
+  skipProcessed: false,
+  ...over,
 });
 
 async function write(rel: string, content: string | Buffer = rel): Promise<string> {
@@ -58,7 +62,13 @@ async function run(c: LocalSourceConfig, ctx = ctxOf(), delivered = true, signal
   return { units, names: units.map((u) => u.unit.meta.source_filename), notes: source.notes ?? [] };
 }
 
-const exists = (p: string) => fs.access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  fs.access(p).then(
+    () => true,
+    () => false,
+  );
+/** The iterator of a source's units, to take them one at a time. */
+const iterate = <T>(units: AsyncIterable<T>) => units[Symbol.asyncIterator]();
 const ls = async (d: string) => (await fs.readdir(d)).sort();
 
 describe('local source: plugin definition', () => {
@@ -103,8 +113,12 @@ describe('local source: listing', () => {
     expect(a.text).toBe('a');
     expect(a.unit.size).toBe(1);
     expect(a.unit.meta).toMatchObject({
-      source_filename: 'a.csv', source_path: path.join(inDir, 'a.csv'), source_dir: inDir,
-      source_size: 1, source_mtime: '2024-01-02T03:04:05.000Z', source_relative_dir: '',
+      source_filename: 'a.csv',
+      source_path: path.join(inDir, 'a.csv'),
+      source_dir: inDir,
+      source_size: 1,
+      source_mtime: '2024-01-02T03:04:05.000Z',
+      source_relative_dir: '',
     });
   });
 
@@ -122,9 +136,7 @@ describe('local source: listing', () => {
     await write('a/b/skip.txt');
     expect((await run(cfg({ path: inDir }))).names).toEqual(['z.csv']);
     const { units } = await run(cfg({ path: inDir, recursive: true, file_pattern: '*.csv' }));
-    expect(units.map((u) => u.unit.meta.source_path)).toEqual(
-      [path.join(inDir, 'a/b/x.csv'), path.join(inDir, 'a/y.csv'), path.join(inDir, 'z.csv')],
-    );
+    expect(units.map((u) => u.unit.meta.source_path)).toEqual([path.join(inDir, 'a/b/x.csv'), path.join(inDir, 'a/y.csv'), path.join(inDir, 'z.csv')]);
     expect(units.map((u) => u.unit.meta.source_relative_dir)).toEqual(['a/b', 'a', '']);
   });
 
@@ -151,20 +163,21 @@ describe('local source: listing', () => {
     const source = local.create(cfg({ path: path.join(tmp, 'nope') }), ctxOf());
     const it = source.units(new AbortController().signal)[Symbol.asyncIterator]();
     await expect(it.next()).rejects.toThrow(SourceError);
-    await expect(local.create(cfg({ path: path.join(tmp, 'nope') }), ctxOf()).units(new AbortController().signal)[Symbol.asyncIterator]().next())
-      .rejects.toThrow(/does not exist; create it or correct 'path'/);
+    await expect(iterate(local.create(cfg({ path: path.join(tmp, 'nope') }), ctxOf()).units(new AbortController().signal)).next()).rejects.toThrow(
+      /does not exist; create it or correct 'path'/,
+    );
   });
 
   it('fails with a SourceError when path cannot be read (a file in the way)', async () => {
     const f = await write('plain.txt');
-    const it = local.create(cfg({ path: path.join(f, 'sub') }), ctxOf()).units(new AbortController().signal)[Symbol.asyncIterator]();
+    const it = iterate(local.create(cfg({ path: path.join(f, 'sub') }), ctxOf()).units(new AbortController().signal));
     await expect(it.next()).rejects.toThrow(SourceError);
   });
 
   it.skipIf(process.getuid?.() === 0)('fails with a SourceError when path is not readable', async () => {
     await fs.chmod(inDir, 0o000);
     try {
-      const it = local.create(cfg({ path: inDir }), ctxOf()).units(new AbortController().signal)[Symbol.asyncIterator]();
+      const it = iterate(local.create(cfg({ path: inDir }), ctxOf()).units(new AbortController().signal));
       await expect(it.next()).rejects.toThrow(/not readable/);
     } finally {
       await fs.chmod(inDir, 0o755);

@@ -47,7 +47,10 @@ describe.each(all.map((p) => [`${p.kind} ${p.key}`, p] as const))('%s', (_name, 
       // `{bool: ...}` query would gain `match_all`): such a field leaves the default to the plugin.
       const d = (s as { default?: unknown }).default;
       if (d !== null && typeof d === 'object' && !Array.isArray(d)) {
-        expect(Object.keys(d), `${p.key}.${field}: a non-empty object default is merged into the user's value; make the field optional and apply the default in the plugin`).toEqual([]);
+        expect(
+          Object.keys(d),
+          `${p.key}.${field}: a non-empty object default is merged into the user's value; make the field optional and apply the default in the plugin`,
+        ).toEqual([]);
       }
     }
     expect(p.summary.length).toBeGreaterThan(10);
@@ -59,7 +62,10 @@ describe.each(all.map((p) => [`${p.kind} ${p.key}`, p] as const))('%s', (_name, 
       const component = parse(ex.yaml) as Record<string, unknown>;
       expect(component.type).toBe(p.key);
       const r = loadPipelineText(wrap(p, component), { env: {} });
-      expect(r.diagnostics.map((d) => formatDiagnostic(d)), ex.title).toEqual([]);
+      expect(
+        r.diagnostics.map((d) => formatDiagnostic(d)),
+        ex.title,
+      ).toEqual([]);
     }
   });
 
@@ -95,7 +101,7 @@ describe.each(all.map((p) => [`${p.kind} ${p.key}`, p] as const))('%s', (_name, 
 });
 
 describe('registry', () => {
-  it('lists every plugin folder there is, each with its one line in its kind\'s list', () => {
+  it("lists every plugin folder there is, each with its one line in its kind's list", () => {
     const keys = pluginKeys();
     const folders = (kind: string) =>
       readdirSync(join(root, 'src/plugins', kind), { withFileTypes: true })
@@ -107,7 +113,10 @@ describe('registry', () => {
       const list = readFileSync(join(root, 'src/plugins', kind, 'all.ts'), 'utf8');
       for (const key of folders(kind)) {
         expect(existsSync(join(root, 'src/plugins', kind, key, 'index.ts')), `${kind}/${key}/index.ts`).toBe(true);
-        expect(list.split('\n').filter((l) => l.includes(`'./${key}/index.js'`)), `${kind}/all.ts names ${key} once`).toHaveLength(1);
+        expect(
+          list.split('\n').filter((l) => l.includes(`'./${key}/index.js'`)),
+          `${kind}/all.ts names ${key} once`,
+        ).toHaveLength(1);
       }
     }
     // Connectors keep their source and sink in one folder per technology: connectors/<key>/{source,sink}.ts.

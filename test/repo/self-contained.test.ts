@@ -108,7 +108,9 @@ describe('the repository stands alone', () => {
   it('no file of src/, test/, bench/, fuzz/, soak/, scripts/, .ci/ (or the root configs) refers to a folder outside the repository', () => {
     const files = scannedFiles();
     // The walk really covers the tree (a wrong ROOT would scan nothing and pass).
-    expect(files).toEqual(expect.arrayContaining(['test/mib/helpers.ts', 'test/console/contract.test.ts', 'bench/mib-scenarios.ts', '.ci/run', 'test/repo/self-contained.test.ts']));
+    expect(files).toEqual(
+      expect.arrayContaining(['test/mib/helpers.ts', 'test/console/contract.test.ts', 'bench/mib-scenarios.ts', '.ci/run', 'test/repo/self-contained.test.ts']),
+    );
     expect(files.length).toBeGreaterThan(200);
     const offenders: Offender[] = [];
     for (const f of files) {
@@ -128,9 +130,18 @@ describe('the repository stands alone', () => {
     const mibs = readdirSync(join(ROOT, 'test', 'fixtures', 'mibs', 'net-snmp'));
     expect(mibs).toHaveLength(78);
     expect(mibs.every((f) => f.endsWith('.txt'))).toBe(true);
-    expect(readdirSync(join(ROOT, 'docs', 'spec')).sort()).toEqual(['1-operator-console-api.md', '2-pipeline-engine-api.md', '3-pipeline-config-reference.md', 'README.md']);
+    expect(readdirSync(join(ROOT, 'docs', 'spec')).sort()).toEqual([
+      '1-operator-console-api.md',
+      '2-pipeline-engine-api.md',
+      '3-pipeline-config-reference.md',
+      'README.md',
+    ]);
     expect(readdirSync(join(ROOT, 'test', 'fixtures', 'ves')).sort()).toEqual(['CommonEventFormat_30.1.1.json', 'LICENSE.txt', 'README.md']);
-    expect(relative(ROOT, fileURLToPath(import.meta.url)).split(sep).join('/')).toBe('test/repo/self-contained.test.ts');
+    expect(
+      relative(ROOT, fileURLToPath(import.meta.url))
+        .split(sep)
+        .join('/'),
+    ).toBe('test/repo/self-contained.test.ts');
   });
 });
 

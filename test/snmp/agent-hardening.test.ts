@@ -93,8 +93,25 @@ describe('OID decoding (RFC 2578 limits, as net-snmp)', () => {
     // A 5-byte Counter32 keeps its low 32 bits; a 9-byte Counter64 of 2^64 + 9 its low 64: both taken.
     expect(await set(1, 2, '41050100000007')).toBe(0);
     expect(await set(1, 3, '4609010000000000000009')).toBe(0);
-    const got = await run('snmpget', ['-v2c', '-c', 'public', '-On', '-t', '1', '-r', '0', `127.0.0.1:${agent.port}`, '1.3.6.1.4.1.9.1.0', '1.3.6.1.4.1.9.2.0', '1.3.6.1.4.1.9.3.0']);
-    expect(got.trim().split('\n')).toEqual(['.1.3.6.1.4.1.9.1.0 = No Such Object available on this agent at this OID', '.1.3.6.1.4.1.9.2.0 = Counter32: 7', '.1.3.6.1.4.1.9.3.0 = Counter64: 9']);
+    const got = await run('snmpget', [
+      '-v2c',
+      '-c',
+      'public',
+      '-On',
+      '-t',
+      '1',
+      '-r',
+      '0',
+      `127.0.0.1:${agent.port}`,
+      '1.3.6.1.4.1.9.1.0',
+      '1.3.6.1.4.1.9.2.0',
+      '1.3.6.1.4.1.9.3.0',
+    ]);
+    expect(got.trim().split('\n')).toEqual([
+      '.1.3.6.1.4.1.9.1.0 = No Such Object available on this agent at this OID',
+      '.1.3.6.1.4.1.9.2.0 = Counter32: 7',
+      '.1.3.6.1.4.1.9.3.0 = Counter64: 9',
+    ]);
     expect(log.filter((e) => e.error)).toEqual([]);
   });
 });
@@ -103,7 +120,8 @@ describe('engine boots', () => {
   it('are taken from the options (default 1) and must be 0..2147483646', async () => {
     expect(new SnmpAgent({ device: false }).engineBoots).toBe(1);
     expect(new SnmpAgent({ device: false, engineBoots: 2147483646 }).engineBoots).toBe(2147483646);
-    for (const engineBoots of [-1, 1.5, 2147483647]) expect(() => new SnmpAgent({ device: false, engineBoots })).toThrow(/engine boots must be 0\.\.2147483646/);
+    for (const engineBoots of [-1, 1.5, 2147483647])
+      expect(() => new SnmpAgent({ device: false, engineBoots })).toThrow(/engine boots must be 0\.\.2147483646/);
   });
 });
 
@@ -137,7 +155,17 @@ describe('messages an agent does not serve', () => {
 });
 
 describe('SNMPv3 header checks (RFC 3412 7.2)', () => {
-  const header = (agent: SnmpAgent, maxSize: number) => ({ msgId: 77, maxSize, reportable: true, engineId: agent.engineId, boots: 0, time: 0, userName: 'plain', contextEngineId: agent.engineId, contextName: '' });
+  const header = (agent: SnmpAgent, maxSize: number) => ({
+    msgId: 77,
+    maxSize,
+    reportable: true,
+    engineId: agent.engineId,
+    boots: 0,
+    time: 0,
+    userName: 'plain',
+    contextEngineId: agent.engineId,
+    contextName: '',
+  });
   const bulk: Pdu = { type: PduType.GetBulk, requestId: 78, errorStatus: 0, errorIndex: 50, varbinds: [{ oid: '1.3.6.1.2.1.2.2', type: 'Null', value: null }] };
 
   it('a GETBULK answer fits the manager msgMaxSize; below 484 the message is dropped', async () => {
@@ -168,10 +196,22 @@ describe('SNMPv3 header checks (RFC 3412 7.2)', () => {
       if ('error' in r) throw new Error(r.error);
       return { status: (r.pdu as Pdu).errorStatus, oids: (r.pdu as Pdu).varbinds.map((v) => v.oid) };
     };
-    const get: Pdu = { type: PduType.Get, requestId: 81, errorStatus: 0, errorIndex: 0, varbinds: [1, 2].map((n) => ({ oid: `1.3.6.1.4.1.99.${n}.0`, type: 'Null' as const, value: null })) };
+    const get: Pdu = {
+      type: PduType.Get,
+      requestId: 81,
+      errorStatus: 0,
+      errorIndex: 0,
+      varbinds: [1, 2].map((n) => ({ oid: `1.3.6.1.4.1.99.${n}.0`, type: 'Null' as const, value: null })),
+    };
     expect(await answer(get, 2000)).toEqual({ status: 0, oids: ['1.3.6.1.4.1.99.1.0', '1.3.6.1.4.1.99.2.0'] });
     expect(await answer(get, 700)).toEqual({ status: 1, oids: [] });
-    const walk: Pdu = { type: PduType.GetBulk, requestId: 82, errorStatus: 0, errorIndex: 10, varbinds: [{ oid: '1.3.6.1.4.1.99', type: 'Null', value: null }] };
+    const walk: Pdu = {
+      type: PduType.GetBulk,
+      requestId: 82,
+      errorStatus: 0,
+      errorIndex: 10,
+      varbinds: [{ oid: '1.3.6.1.4.1.99', type: 'Null', value: null }],
+    };
     expect(await answer(walk, 700)).toEqual({ status: 0, oids: ['1.3.6.1.4.1.99.1.0'] });
     expect(await answer(walk, 484)).toEqual({ status: 1, oids: [] });
   });

@@ -37,7 +37,8 @@ const lines = (out: string): [string, string][] =>
     .trim()
     .split('\n')
     .map((l) => l.split(' = ') as [string, string]);
-const bulk = async (nonRep: number, reps: number, ...oids: string[]) => lines(await run('snmpbulkget', ['-v2c', '-c', 'public', '-On', `-Cn${nonRep}`, `-Cr${reps}`, target, ...oids]));
+const bulk = async (nonRep: number, reps: number, ...oids: string[]) =>
+  lines(await run('snmpbulkget', ['-v2c', '-c', 'public', '-On', `-Cn${nonRep}`, `-Cr${reps}`, target, ...oids]));
 const next = async (version: string, oid: string) => run('snmpgetnext', [`-v${version}`, '-c', 'public', '-On', target, oid]);
 const END = 'No more variables left in this MIB View (It is past the end of the MIB tree)';
 
@@ -45,7 +46,15 @@ describe('pre-encoded table served to net-snmp', () => {
   it('a GETBULK walks in numeric OID order across table boundaries, moving values between constants', async () => {
     const got = await bulk(0, 8, E);
     expect(got.map(([o]) => o)).toEqual([`.${E}.1.1.2`, `.${E}.1.1.9`, `.${E}.1.1.10`, `.${E}.1.2.1`, `.${E}.2.0`, `.${E}.3.0`, `.${E}.3.0`]);
-    expect(got.map(([, v]) => v.replace(/\d{4,}/, 'N'))).toEqual(['INTEGER: 2', 'INTEGER: 9', 'Counter32: N', 'STRING: "a"', 'Counter64: N', 'Gauge32: 7', END]);
+    expect(got.map(([, v]) => v.replace(/\d{4,}/, 'N'))).toEqual([
+      'INTEGER: 2',
+      'INTEGER: 9',
+      'Counter32: N',
+      'STRING: "a"',
+      'Counter64: N',
+      'Gauge32: 7',
+      END,
+    ]);
     // From inside a table, over its end into the next ones.
     expect((await bulk(0, 3, `${E}.1.1.9`)).map(([o]) => o)).toEqual([`.${E}.1.1.10`, `.${E}.1.2.1`, `.${E}.2.0`]);
     // From an OID that is no row (between two), as GETNEXT finds it.
@@ -103,7 +112,21 @@ describe('BerWriter.uint', () => {
     return parseInt(h.slice(0, 2), 16) & 0x80 ? '00' + h : h;
   };
   it('writes numbers and BigInts of every size as the minimal content, read back exactly', () => {
-    const values = [0n, 127n, 128n, 2n ** 31n - 1n, 2n ** 31n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 39n, 2n ** 40n + 5n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 63n, 2n ** 64n - 1n];
+    const values = [
+      0n,
+      127n,
+      128n,
+      2n ** 31n - 1n,
+      2n ** 31n,
+      2n ** 32n - 1n,
+      2n ** 32n,
+      2n ** 39n,
+      2n ** 40n + 5n,
+      2n ** 53n - 1n,
+      2n ** 53n,
+      2n ** 63n,
+      2n ** 64n - 1n,
+    ];
     for (const v of values) {
       for (const input of v <= 2n ** 53n - 1n ? [v, Number(v)] : [v]) {
         const w = new BerWriter(16);

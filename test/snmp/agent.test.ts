@@ -7,7 +7,14 @@ import { elapse } from '../helpers/wait.js';
 
 const AUTHS = ['MD5', 'SHA', 'SHA-224', 'SHA-256', 'SHA-384', 'SHA-512'];
 // What `snmpwalk -h` lists for -x, plus AES192C (Cisco/Reeder key extension) that it also accepts.
-const PRIVS: [cli: string, ours: string][] = [['DES', 'DES'], ['AES', 'AES128'], ['AES-192', 'AES192'], ['AES-256', 'AES256'], ['AES192C', 'AES192C'], ['AES256C', 'AES256C']];
+const PRIVS: [cli: string, ours: string][] = [
+  ['DES', 'DES'],
+  ['AES', 'AES128'],
+  ['AES-192', 'AES192'],
+  ['AES-256', 'AES256'],
+  ['AES192C', 'AES192C'],
+  ['AES256C', 'AES256C'],
+];
 const userName = (a: string, p: string) => `u_${a.replace('-', '')}_${p}`;
 
 const log: ActivityEntry[] = [];
@@ -15,7 +22,9 @@ let agent: SnmpAgent;
 let target: string;
 
 beforeAll(async () => {
-  const users = AUTHS.flatMap((a) => PRIVS.map(([, p]) => ({ name: userName(a, p), authProtocol: a, authKey: 'authpass123', privProtocol: p, privKey: 'privpass123' })));
+  const users = AUTHS.flatMap((a) =>
+    PRIVS.map(([, p]) => ({ name: userName(a, p), authProtocol: a, authKey: 'authpass123', privProtocol: p, privKey: 'privpass123' })),
+  );
   users.push({ name: 'authonly', authProtocol: 'SHA-256', authKey: 'authpass123' } as (typeof users)[number]);
   agent = new SnmpAgent({
     port: 0,
@@ -39,7 +48,22 @@ afterAll(() => agent.stop());
 
 describe('simulator served to net-snmp tools', () => {
   it('snmpget v2c: overrides win, every type, noSuchObject / noSuchInstance', async () => {
-    const out = await run('snmpget', ['-v2c', '-c', 'public', '-On', target, '1.3.6.1.2.1.1.5.0', '1.3.6.1.4.1.99999.1.0', '1.3.6.1.4.1.99999.2.0', '1.3.6.1.4.1.99999.3.0', '1.3.6.1.4.1.99999.4.0', '1.3.6.1.4.1.99999.5.0', '1.3.6.1.4.1.99999.6.0', '1.3.6.1.2.1.1.99.0', '1.3.6.1.2.1.1.1.7']);
+    const out = await run('snmpget', [
+      '-v2c',
+      '-c',
+      'public',
+      '-On',
+      target,
+      '1.3.6.1.2.1.1.5.0',
+      '1.3.6.1.4.1.99999.1.0',
+      '1.3.6.1.4.1.99999.2.0',
+      '1.3.6.1.4.1.99999.3.0',
+      '1.3.6.1.4.1.99999.4.0',
+      '1.3.6.1.4.1.99999.5.0',
+      '1.3.6.1.4.1.99999.6.0',
+      '1.3.6.1.2.1.1.99.0',
+      '1.3.6.1.2.1.1.1.7',
+    ]);
     expect(out).toContain('.1.3.6.1.2.1.1.5.0 = STRING: "overridden-name"');
     expect(out).toContain('.1.3.6.1.4.1.99999.1.0 = Counter64: 18446744073709551615');
     expect(out).toContain('.1.3.6.1.4.1.99999.2.0 = Counter64: 5000000000');
@@ -52,8 +76,12 @@ describe('simulator served to net-snmp tools', () => {
   });
 
   it('snmpbulkwalk and snmpwalk v2c return the same full tree, in order, with multi-part indexes', async () => {
-    const bulk = (await run('snmpbulkwalk', ['-v2c', '-c', 'public', '-On', '-Cr10', target, '.1'])).split('\n').filter((l) => l.startsWith('.') && !l.includes('No more variables'));
-    const next = (await run('snmpwalk', ['-v2c', '-c', 'public', '-On', '-Cc', target, '.1'])).split('\n').filter((l) => l.startsWith('.') && !l.includes('No more variables'));
+    const bulk = (await run('snmpbulkwalk', ['-v2c', '-c', 'public', '-On', '-Cr10', target, '.1']))
+      .split('\n')
+      .filter((l) => l.startsWith('.') && !l.includes('No more variables'));
+    const next = (await run('snmpwalk', ['-v2c', '-c', 'public', '-On', '-Cc', target, '.1']))
+      .split('\n')
+      .filter((l) => l.startsWith('.') && !l.includes('No more variables'));
     expect(bulk.length).toBe(agent.size);
     expect(next.map((l) => l.split(' = ')[0])).toEqual(bulk.map((l) => l.split(' = ')[0]));
     expect(bulk.some((l) => l.startsWith('.1.3.6.1.2.1.4.22.1.3.2.10.0.2.2 = IpAddress: 10.0.2.2'))).toBe(true);
@@ -106,14 +134,35 @@ describe('simulator served to net-snmp tools', () => {
   for (const a of AUTHS)
     for (const [cli, ours] of PRIVS)
       it(`snmpwalk v3 authPriv ${a}/${cli}`, async () => {
-        const out = await run('snmpwalk', ['-v3', '-l', 'authPriv', '-u', userName(a, ours), '-a', a, '-A', 'authpass123', '-x', cli, '-X', 'privpass123', '-On', target, '1.3.6.1.2.1.1']);
+        const out = await run('snmpwalk', [
+          '-v3',
+          '-l',
+          'authPriv',
+          '-u',
+          userName(a, ours),
+          '-a',
+          a,
+          '-A',
+          'authpass123',
+          '-x',
+          cli,
+          '-X',
+          'privpass123',
+          '-On',
+          target,
+          '1.3.6.1.2.1.1',
+        ]);
         expect(out).toContain('.1.3.6.1.2.1.1.5.0 = STRING: "overridden-name"');
         expect(out.trim().split('\n').length).toBe(8);
       });
 
   it('v3 authNoPriv, a wrong key and an unknown user', async () => {
-    expect(await run('snmpget', ['-v3', '-l', 'authNoPriv', '-u', 'authonly', '-a', 'SHA-256', '-A', 'authpass123', '-On', target, '1.3.6.1.2.1.1.5.0'])).toContain('overridden-name');
-    await expect(run('snmpget', ['-v3', '-l', 'authNoPriv', '-u', 'authonly', '-a', 'SHA-256', '-A', 'wrongpass123', target, '1.3.6.1.2.1.1.5.0'])).rejects.toThrow(/Authentication failure|digest/i);
+    expect(
+      await run('snmpget', ['-v3', '-l', 'authNoPriv', '-u', 'authonly', '-a', 'SHA-256', '-A', 'authpass123', '-On', target, '1.3.6.1.2.1.1.5.0']),
+    ).toContain('overridden-name');
+    await expect(
+      run('snmpget', ['-v3', '-l', 'authNoPriv', '-u', 'authonly', '-a', 'SHA-256', '-A', 'wrongpass123', target, '1.3.6.1.2.1.1.5.0']),
+    ).rejects.toThrow(/Authentication failure|digest/i);
     await expect(run('snmpget', ['-v3', '-l', 'noAuthNoPriv', '-u', 'nobody', target, '1.3.6.1.2.1.1.5.0'])).rejects.toThrow(/Unknown user name/i);
   });
 
@@ -127,7 +176,9 @@ describe('simulator served to net-snmp tools', () => {
     const other = new SnmpAgent({ port: agent.port });
     await expect(other.start()).rejects.toMatchObject({ statusCode: 409, message: expect.stringContaining('already in use') });
     if (process.getuid?.() !== 0) await expect(new SnmpAgent({ port: 161 }).start()).rejects.toMatchObject({ statusCode: 403 });
-    expect(() => new SnmpAgent({ overrides: [{ oid: '1.3.6.1.1.0', type: 'Counter32', value: 2 ** 32 }] })).toThrow(/override 1: Counter32 value .* out of range/);
+    expect(() => new SnmpAgent({ overrides: [{ oid: '1.3.6.1.1.0', type: 'Counter32', value: 2 ** 32 }] })).toThrow(
+      /override 1: Counter32 value .* out of range/,
+    );
   });
 
   it('a malformed datagram is logged and the agent keeps serving', async () => {

@@ -69,7 +69,9 @@ describe('codec vs pysnmp', () => {
   });
 
   it('encodes what pysnmp decodes to the same values (long lengths, negative and 64-bit integers, big arcs)', () => {
-    const vbs = EXPECTED.map(([oid, type, v]) => makeVarBind(oid, type === 'OctetString' ? 'hex' : type, type === 'Counter64' ? BigInt(v!) : type.endsWith('32') || type === 'TimeTicks' ? Number(v) : v));
+    const vbs = EXPECTED.map(([oid, type, v]) =>
+      makeVarBind(oid, type === 'OctetString' ? 'hex' : type, type === 'Counter64' ? BigInt(v!) : type.endsWith('32') || type === 'TimeTicks' ? Number(v) : v),
+    );
     const hex = encodeCommunity(1, 'c0mm', { type: PduType.TrapV2, requestId: 77, errorStatus: 0, errorIndex: 0, varbinds: vbs }).toString('hex');
     const out = JSON.parse(py('dec', hex)) as { community: string; vbs: [string, string, string | null][] };
     expect(out.community).toBe('c0mm');
@@ -128,12 +130,28 @@ describe('malformed input', () => {
     const seeds = [
       Buffer.from(py('enc'), 'hex'),
       encodeV3(
-        { msgId: 9, maxSize: 65507, reportable: true, engineId: Buffer.from('80001f8880aabbccdd', 'hex'), boots: 1, time: 5, userName: 'u', contextEngineId: Buffer.alloc(0), contextName: '' },
-        localize(makeUser({ name: 'u', authProtocol: 'SHA', authKey: 'authpass123', privProtocol: 'AES', privKey: 'privpass123' }), Buffer.from('80001f8880aabbccdd', 'hex')),
+        {
+          msgId: 9,
+          maxSize: 65507,
+          reportable: true,
+          engineId: Buffer.from('80001f8880aabbccdd', 'hex'),
+          boots: 1,
+          time: 5,
+          userName: 'u',
+          contextEngineId: Buffer.alloc(0),
+          contextName: '',
+        },
+        localize(
+          makeUser({ name: 'u', authProtocol: 'SHA', authKey: 'authpass123', privProtocol: 'AES', privKey: 'privpass123' }),
+          Buffer.from('80001f8880aabbccdd', 'hex'),
+        ),
         { type: PduType.Get, requestId: 9, errorStatus: 0, errorIndex: 0, varbinds: [{ oid: '1.3.6.1.2.1.1.5.0', type: 'Null', value: null }] },
       ),
     ];
-    const user = localize(makeUser({ name: 'u', authProtocol: 'SHA', authKey: 'authpass123', privProtocol: 'AES', privKey: 'privpass123' }), Buffer.from('80001f8880aabbccdd', 'hex'));
+    const user = localize(
+      makeUser({ name: 'u', authProtocol: 'SHA', authKey: 'authpass123', privProtocol: 'AES', privKey: 'privpass123' }),
+      Buffer.from('80001f8880aabbccdd', 'hex'),
+    );
     let seed = 12345;
     const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
     let decoded = 0;

@@ -33,18 +33,24 @@ async function started(opts: ConstructorParameters<typeof Fleet>[0]): Promise<Fl
 }
 
 const get = (port: number, ...oids: string[]) => run('snmpget', ['-v2c', '-c', 'public', '-On', '-Oqv', '-t', '2', '-r', '1', `127.0.0.1:${port}`, ...oids]);
-const values = (out: string) => out.trim().split('\n').map((l) => l.replace(/^"|"$/g, ''));
+const values = (out: string) =>
+  out
+    .trim()
+    .split('\n')
+    .map((l) => l.replace(/^"|"$/g, ''));
 
 /** Runs `f` over items, at most `n` at a time. */
 async function pool<T, R>(items: T[], n: number, f: (x: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < items.length) {
-      const k = next++;
-      out[k] = await f(items[k]!);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < items.length) {
+        const k = next++;
+        out[k] = await f(items[k]!);
+      }
+    }),
+  );
   return out;
 }
 
@@ -73,7 +79,7 @@ describe('fleet: per-agent devices against snmpget / snmpbulkwalk', () => {
     }
   });
 
-  it('counters increase between two reads, at a rate of the agent\'s own', async () => {
+  it("counters increase between two reads, at a rate of the agent's own", async () => {
     const f = await started({ agents: 12, seed: 3, fastShare: 0 });
     const oids = [`${IF_HC_IN_OCTETS}.1`, `${IF_HC_IN_OCTETS}.3`, `${IF_IN_OCTETS}.3`];
     // Each read with the time its answer came (the process exit follows it within milliseconds).
@@ -103,7 +109,7 @@ describe('fleet: per-agent devices against snmpget / snmpbulkwalk', () => {
     expect(new Set(f.agents().map((a) => a.speed)).size).toBe(12);
   });
 
-  it('a fast agent\'s Counter32 wraps at 2^32 while its Counter64 keeps counting', async () => {
+  it("a fast agent's Counter32 wraps at 2^32 while its Counter64 keeps counting", async () => {
     const f = await started({ agents: 30, seed: 11 });
     const fast = f.agents().find((a) => a.fast);
     expect(fast, 'the default fast share (0.1) gives 30 agents at least one fast one').toBeDefined();
@@ -127,7 +133,26 @@ describe('fleet: per-agent devices against snmpget / snmpbulkwalk', () => {
   it('v3: snmpget discovers a different engine ID per agent, and snmpEngineID.0 serves it', async () => {
     const f = await started({ agents: 5, seed: 5, users: [USER] });
     const ids = await pool(f.agents(), 5, async (a) => {
-      const out = await run('snmpget', ['-v3', '-l', 'authPriv', '-u', USER.name, '-a', 'SHA', '-A', USER.authKey, '-x', 'AES', '-X', USER.privKey, '-On', '-Oqv', `127.0.0.1:${a.port}`, SNMP_ENGINE_ID, SYS_NAME]);
+      const out = await run('snmpget', [
+        '-v3',
+        '-l',
+        'authPriv',
+        '-u',
+        USER.name,
+        '-a',
+        'SHA',
+        '-A',
+        USER.authKey,
+        '-x',
+        'AES',
+        '-X',
+        USER.privKey,
+        '-On',
+        '-Oqv',
+        `127.0.0.1:${a.port}`,
+        SNMP_ENGINE_ID,
+        SYS_NAME,
+      ]);
       return { a, out };
     });
     for (const { a, out } of ids) {
@@ -138,10 +163,28 @@ describe('fleet: per-agent devices against snmpget / snmpbulkwalk', () => {
     expect(new Set(f.agents().map((a) => a.engineId)).size).toBe(5);
   });
 
-  it('v3: the engine ID in the agent\'s discovery report (msgAuthoritativeEngineID) is the agent\'s own', async () => {
+  it("v3: the engine ID in the agent's discovery report (msgAuthoritativeEngineID) is the agent's own", async () => {
     const f = await started({ agents: 3, seed: 5, users: [USER] });
     for (const a of f.agents()) {
-      const { stderr } = await netSnmp('snmpget', ['-v3', '-l', 'authPriv', '-u', USER.name, '-a', 'SHA', '-A', USER.authKey, '-x', 'AES', '-X', USER.privKey, '-On', '-Ddumph_recv,dumpx_recv', `127.0.0.1:${a.port}`, SYS_NAME]);
+      const { stderr } = await netSnmp('snmpget', [
+        '-v3',
+        '-l',
+        'authPriv',
+        '-u',
+        USER.name,
+        '-a',
+        'SHA',
+        '-A',
+        USER.authKey,
+        '-x',
+        'AES',
+        '-X',
+        USER.privKey,
+        '-On',
+        '-Ddumph_recv,dumpx_recv',
+        `127.0.0.1:${a.port}`,
+        SYS_NAME,
+      ]);
       // "dumph_recv:     msgAuthoritativeEngineID  04 0D 80 00 1F 88 05 ...": the discovery REPORT, then the RESPONSE.
       expect(stderr).toContain('REPORT');
       const seen = [...stderr.matchAll(/msgAuthoritativeEngineID\s+04 0D ((?:[0-9A-F]{2} ){13})/g)].map((m) => m[1]!.replace(/ /g, '').toLowerCase());
@@ -151,7 +194,29 @@ describe('fleet: per-agent devices against snmpget / snmpbulkwalk', () => {
 
   it('wrong v3 keys are refused on every agent (users are shared, keys localised per engine ID)', async () => {
     const f = await started({ agents: 2, users: [USER] });
-    await expect(run('snmpget', ['-v3', '-l', 'authPriv', '-u', USER.name, '-a', 'SHA', '-A', 'not-the-key', '-x', 'AES', '-X', USER.privKey, '-t', '1', '-r', '0', `127.0.0.1:${f.ports[1]}`, SYS_NAME])).rejects.toThrow(/Authentication failure|wrong digest|Timeout/i);
+    await expect(
+      run('snmpget', [
+        '-v3',
+        '-l',
+        'authPriv',
+        '-u',
+        USER.name,
+        '-a',
+        'SHA',
+        '-A',
+        'not-the-key',
+        '-x',
+        'AES',
+        '-X',
+        USER.privKey,
+        '-t',
+        '1',
+        '-r',
+        '0',
+        `127.0.0.1:${f.ports[1]}`,
+        SYS_NAME,
+      ]),
+    ).rejects.toThrow(/Authentication failure|wrong digest|Timeout/i);
   });
 
   it('a fleet is the same for the same seed, and another for another seed', () => {
@@ -174,7 +239,13 @@ describe('fleet: addressing, start and stop', () => {
     expect(values(await get(base + 9, SYS_NAME))).toEqual(['sim-0009']);
     await f.stop();
     expect(f.running).toBe(false);
-    expect(await pool(f.agents().map((a) => a.port), 10, bindable)).toEqual(new Array(10).fill(true));
+    expect(
+      await pool(
+        f.agents().map((a) => a.port),
+        10,
+        bindable,
+      ),
+    ).toEqual(new Array(10).fill(true));
   });
 
   it('a taken port fails the start naming the agent (409), and no agent is left bound', async () => {
@@ -183,7 +254,10 @@ describe('fleet: addressing, start and stop', () => {
     await new Promise<void>((r) => holder.bind(base + 4, '127.0.0.1', () => r()));
     try {
       const f = new Fleet({ agents: 6, basePort: base });
-      const err = await f.start().then(() => undefined, (e: unknown) => e as SnmpInputError);
+      const err = await f.start().then(
+        () => undefined,
+        (e: unknown) => e as SnmpInputError,
+      );
       expect(err).toBeInstanceOf(SnmpInputError);
       expect(err!.statusCode).toBe(409);
       expect(err!.message).toBe(`agent 4 (sim-0004): UDP port ${base + 4} on 127.0.0.1 is already in use`);
@@ -217,7 +291,16 @@ describe('fleet: addressing, start and stop', () => {
 describe('fleet: shared tables', () => {
   it('agents share one table per interface count; overrides on one agent stay on that agent', async () => {
     const table = fleetTable(3);
-    const ctx = (i: number) => ({ index: i, sysName: Buffer.from(`t-${i}`), sysDescr: Buffer.from('d'), engineId: Buffer.from('80001f880500000000000000' + String(i).padStart(2, '0'), 'hex'), engineBoots: 1, speed: 1, phase: 0, uptime: 0 });
+    const ctx = (i: number) => ({
+      index: i,
+      sysName: Buffer.from(`t-${i}`),
+      sysDescr: Buffer.from('d'),
+      engineId: Buffer.from('80001f880500000000000000' + String(i).padStart(2, '0'), 'hex'),
+      engineBoots: 1,
+      speed: 1,
+      phase: 0,
+      uptime: 0,
+    });
     const a = new SnmpAgent({ port: 0, table, context: ctx(1), overrides: [{ oid: SYS_NAME, type: 'OctetString', value: 'overridden' }] });
     const b = new SnmpAgent({ port: 0, table, context: ctx(2) });
     await a.start();
@@ -226,7 +309,12 @@ describe('fleet: shared tables', () => {
       expect(values(await get(a.port, SYS_NAME, IF_NUMBER))).toEqual(['overridden', '3']);
       expect(values(await get(b.port, SYS_NAME, IF_NUMBER))).toEqual(['t-2', '3']);
       expect(b.size).toBe(table.rows.length);
-      expect(agentTable([{ oid: '1.3.6.1.2', type: 'Integer32', value: 1 }, { oid: '1.3.6.1.1', type: 'Integer32', value: 2 }]).rows.map((r) => r.oid)).toEqual(['1.3.6.1.1', '1.3.6.1.2']);
+      expect(
+        agentTable([
+          { oid: '1.3.6.1.2', type: 'Integer32', value: 1 },
+          { oid: '1.3.6.1.1', type: 'Integer32', value: 2 },
+        ]).rows.map((r) => r.oid),
+      ).toEqual(['1.3.6.1.1', '1.3.6.1.2']);
     } finally {
       await a.stop();
       await b.stop();

@@ -18,8 +18,6 @@ vi.mock('../../src/snmp/usm.js', async (importOriginal) => {
   return { ...mod, localize: vi.fn(mod.localize) };
 });
 
-
-
 /** A loopback UDP socket on an ephemeral port that answers each datagram with `answer` (if any). */
 async function udpPeer(answer: (buf: Buffer, rinfo: RemoteInfo) => Buffer | undefined): Promise<{ port: number; socket: Socket; close(): Promise<void> }> {
   const socket = createSocket('udp4');
@@ -52,7 +50,13 @@ describe('walker: GETBULK error statuses', () => {
         const next = oids.filter((o) => o > from).slice(0, q.errorIndex);
         const res: Pdu = es
           ? { type: PduType.Response, requestId: q.requestId, errorStatus: es, errorIndex: es === 1 ? 0 : 1, varbinds: es === 1 ? [] : q.varbinds }
-          : { type: PduType.Response, requestId: q.requestId, errorStatus: 0, errorIndex: 0, varbinds: next.length ? next.map((oid) => ({ oid, type: 'Integer32', value: 1 })) : [{ oid: from, type: 'EndOfMibView', value: null }] };
+          : {
+              type: PduType.Response,
+              requestId: q.requestId,
+              errorStatus: 0,
+              errorIndex: 0,
+              varbinds: next.length ? next.map((oid) => ({ oid, type: 'Integer32', value: 1 })) : [{ oid: from, type: 'EndOfMibView', value: null }],
+            };
         return encodeCommunity(m.version, m.community, res);
       }),
     };
@@ -87,12 +91,19 @@ describe('walker: GETBULK error statuses', () => {
     }
   });
 
-  for (const [name, status] of [['genErr', 5], ['authorizationError', 16]] as const)
+  for (const [name, status] of [
+    ['genErr', 5],
+    ['authorizationError', 16],
+  ] as const)
     it(`${name} on GETBULK fails the walk`, async () => {
       const a = bulkAgent(OIDS, () => status);
       const peer = await a.peer;
       try {
-        await expect(walk({ host: '127.0.0.1', port: peer.port, oid: '1.3.6.1.4.1.99', timeoutMs: 500, retries: 0 })).rejects.toMatchObject({ name: 'SnmpResponseError', errorStatus: status, message: expect.stringContaining(name) });
+        await expect(walk({ host: '127.0.0.1', port: peer.port, oid: '1.3.6.1.4.1.99', timeoutMs: 500, retries: 0 })).rejects.toMatchObject({
+          name: 'SnmpResponseError',
+          errorStatus: status,
+          message: expect.stringContaining(name),
+        });
         expect(a.reps).toEqual([25]);
       } finally {
         await peer.close();
@@ -101,14 +112,22 @@ describe('walker: GETBULK error statuses', () => {
 
   it('our agent: an object too big for any response fails the walk with tooBig after 5 -> 2 -> 1', async () => {
     let bulks = 0;
-    const agent = new SnmpAgent({ port: 0, device: false, overrides: [
-      { oid: '1.3.6.1.4.1.9.1.0', type: 'OctetString', value: 'a' },
-      { oid: '1.3.6.1.4.1.9.2.0', type: 'OctetString', value: 'b'.repeat(65100) },
-      { oid: '1.3.6.1.4.1.9.3.0', type: 'OctetString', value: 'c' },
-    ], onActivity: (e) => void (e.request === 'getbulk' && bulks++) });
+    const agent = new SnmpAgent({
+      port: 0,
+      device: false,
+      overrides: [
+        { oid: '1.3.6.1.4.1.9.1.0', type: 'OctetString', value: 'a' },
+        { oid: '1.3.6.1.4.1.9.2.0', type: 'OctetString', value: 'b'.repeat(65100) },
+        { oid: '1.3.6.1.4.1.9.3.0', type: 'OctetString', value: 'c' },
+      ],
+      onActivity: (e) => void (e.request === 'getbulk' && bulks++),
+    });
     const port = await agent.start();
     try {
-      await expect(walk({ host: '127.0.0.1', port, oid: '1.3.6.1.4.1.9', maxRepetitions: 5, timeoutMs: 1000, retries: 0 })).rejects.toMatchObject({ errorStatus: 1, message: expect.stringMatching(/tooBig/) });
+      await expect(walk({ host: '127.0.0.1', port, oid: '1.3.6.1.4.1.9', maxRepetitions: 5, timeoutMs: 1000, retries: 0 })).rejects.toMatchObject({
+        errorStatus: 1,
+        message: expect.stringMatching(/tooBig/),
+      });
       // The first step gets 1.3.6.1.4.1.9.1.0 (trimmed to fit), then three tries for the big one.
       expect(bulks).toBe(4);
     } finally {
@@ -131,9 +150,25 @@ describe('v3 session: answers must match the request (RFC 3412 7.2 step 12)', ()
     const seen: { boots: number; time: number; flags: number }[] = [];
     const peer = await udpPeer((buf) => {
       const m = decodeMessage(buf) as V3Message;
-      const base = { msgId: m.msgId, maxSize: 65507, reportable: false, engineId: ENGINE, boots: 1, time: 10, userName: m.userName, contextEngineId: ENGINE, contextName: '' };
+      const base = {
+        msgId: m.msgId,
+        maxSize: 65507,
+        reportable: false,
+        engineId: ENGINE,
+        boots: 1,
+        time: 10,
+        userName: m.userName,
+        contextEngineId: ENGINE,
+        contextName: '',
+      };
       if (m.engineId.length === 0)
-        return encodeV3(base, null, { type: PduType.Report, requestId: m.msgId, errorStatus: 0, errorIndex: 0, varbinds: [{ oid: USM_STATS.unknownEngineIDs, type: 'Counter32', value: 1 }] });
+        return encodeV3(base, null, {
+          type: PduType.Report,
+          requestId: m.msgId,
+          errorStatus: 0,
+          errorIndex: 0,
+          varbinds: [{ oid: USM_STATS.unknownEngineIDs, type: 'Counter32', value: 1 }],
+        });
       seen.push({ boots: m.boots, time: m.time, flags: m.flags });
       const res = unwrapV3(m, local);
       if ('error' in res) return undefined;
@@ -142,7 +177,13 @@ describe('v3 session: answers must match the request (RFC 3412 7.2 step 12)', ()
     });
     return { peer, seen };
   }
-  const response = (q: AnyPdu, value = 'real'): Pdu => ({ type: PduType.Response, requestId: q.requestId, errorStatus: 0, errorIndex: 0, varbinds: [{ oid: '1.3.6.1.2.1.1.5.0', type: 'OctetString', value: Buffer.from(value) }] });
+  const response = (q: AnyPdu, value = 'real'): Pdu => ({
+    type: PduType.Response,
+    requestId: q.requestId,
+    errorStatus: 0,
+    errorIndex: 0,
+    varbinds: [{ oid: '1.3.6.1.2.1.1.5.0', type: 'OctetString', value: Buffer.from(value) }],
+  });
   const open = (port: number) => SnmpSession.open({ host: '127.0.0.1', port, version: '3', user: USER, timeoutMs: 300, retries: 0 });
 
   const spoofs: [string, Answer][] = [
@@ -179,7 +220,17 @@ describe('v3 session: answers must match the request (RFC 3412 7.2 step 12)', ()
     let n = 0;
     const { peer, seen } = await fakeAgent((m, q) =>
       n++ === 0
-        ? { header: { boots: 99, time: 999_999 }, keys: null, pdu: { type: PduType.Report, requestId: m.msgId, errorStatus: 0, errorIndex: 0, varbinds: [{ oid: USM_STATS.notInTimeWindows, type: 'Counter32', value: 1 }] } }
+        ? {
+            header: { boots: 99, time: 999_999 },
+            keys: null,
+            pdu: {
+              type: PduType.Report,
+              requestId: m.msgId,
+              errorStatus: 0,
+              errorIndex: 0,
+              varbinds: [{ oid: USM_STATS.notInTimeWindows, type: 'Counter32', value: 1 }],
+            },
+          }
         : { keys: local, pdu: response(q) },
     );
     const s = await open(peer.port);
@@ -247,13 +298,18 @@ describe('trap receiver: malformed notifications', () => {
     events.length = drops.length = acks.length = 0;
   });
   const send = (b: Buffer) => new Promise<void>((r) => client.socket.send(b, rx.port, '127.0.0.1', () => r()));
-  const v2c = (type: number, varbinds: VarBind[], version: 0 | 1 = 1) => encodeCommunity(version, 'public', { type, requestId: 77, errorStatus: 0, errorIndex: 0, varbinds });
+  const v2c = (type: number, varbinds: VarBind[], version: 0 | 1 = 1) =>
+    encodeCommunity(version, 'public', { type, requestId: 77, errorStatus: 0, errorIndex: 0, varbinds });
 
   const cases: [string, VarBind[], RegExp][] = [
     ['sysUpTime.0 as Counter64', [{ oid: SYS_UPTIME, type: 'Counter64', value: 123n }, trapOid()], /sysUpTime\.0 of type Counter64, not TimeTicks/],
     ['sysUpTime.0 as OctetString', [{ oid: SYS_UPTIME, type: 'OctetString', value: Buffer.from('abc') }, trapOid()], /sysUpTime\.0 of type OctetString/],
     ['sysUpTime.0 as Null', [{ oid: SYS_UPTIME, type: 'Null', value: null }, trapOid()], /sysUpTime\.0 of type Null/],
-    ['snmpTrapOID.0 as OctetString', [upTicks(), { oid: TRAP_OID, type: 'OctetString', value: Buffer.from('hello') }], /snmpTrapOID\.0 of type OctetString, not ObjectIdentifier/],
+    [
+      'snmpTrapOID.0 as OctetString',
+      [upTicks(), { oid: TRAP_OID, type: 'OctetString', value: Buffer.from('hello') }],
+      /snmpTrapOID\.0 of type OctetString, not ObjectIdentifier/,
+    ],
     ['snmpTrapOID.0 as Integer32', [upTicks(), { oid: TRAP_OID, type: 'Integer32', value: 7 }], /snmpTrapOID\.0 of type Integer32/],
     ['no sysUpTime.0', [trapOid()], /first varbind is 1\.3\.6\.1\.6\.3\.1\.1\.4\.1\.0, not sysUpTime\.0/],
     ['no snmpTrapOID.0', [upTicks(), { oid: '1.3.6.1.4.1.1', type: 'Integer32', value: 1 }], /second varbind is 1\.3\.6\.1\.4\.1\.1, not snmpTrapOID\.0/],
@@ -261,7 +317,10 @@ describe('trap receiver: malformed notifications', () => {
     ['no varbinds', [], /first varbind is missing/],
   ];
   for (const [name, vbs, reason] of cases)
-    for (const [kind, type] of [['trap', PduType.TrapV2], ['inform', PduType.Inform]] as const)
+    for (const [kind, type] of [
+      ['trap', PduType.TrapV2],
+      ['inform', PduType.Inform],
+    ] as const)
       it(`v2c ${kind} with ${name} is dropped (and not acknowledged)`, async () => {
         await send(v2c(type, vbs));
         const d = await until(() => drops.find((x) => reason.test(x)));
@@ -280,7 +339,11 @@ describe('trap receiver: malformed notifications', () => {
     expect(drops).toEqual([]);
   });
 
-  for (const [name, type] of [['SNMPv2-Trap', PduType.TrapV2], ['InformRequest', PduType.Inform], ['GetRequest', PduType.Get]] as const)
+  for (const [name, type] of [
+    ['SNMPv2-Trap', PduType.TrapV2],
+    ['InformRequest', PduType.Inform],
+    ['GetRequest', PduType.Get],
+  ] as const)
     it(`a v1 message carrying an ${name} is dropped`, async () => {
       await send(v2c(type, [upTicks(), trapOid()], 0));
       await until(() => drops.find((x) => x.includes('in an SNMPv1 message')));
@@ -292,8 +355,20 @@ describe('trap receiver: malformed notifications', () => {
   it('a v3 trap with sysUpTime.0 as Counter64 is dropped after authentication', async () => {
     const engine = Buffer.from('8000000001020304aabb', 'hex');
     const keys = localize(makeUser(USER), engine);
-    const pdu: Pdu = { type: PduType.TrapV2, requestId: 5, errorStatus: 0, errorIndex: 0, varbinds: [{ oid: SYS_UPTIME, type: 'Counter64', value: 2n ** 63n }, trapOid()] };
-    await send(encodeV3({ msgId: 5, maxSize: 65507, reportable: false, engineId: engine, boots: 1, time: 1, userName: 'm3', contextEngineId: engine, contextName: '' }, keys, pdu));
+    const pdu: Pdu = {
+      type: PduType.TrapV2,
+      requestId: 5,
+      errorStatus: 0,
+      errorIndex: 0,
+      varbinds: [{ oid: SYS_UPTIME, type: 'Counter64', value: 2n ** 63n }, trapOid()],
+    };
+    await send(
+      encodeV3(
+        { msgId: 5, maxSize: 65507, reportable: false, engineId: engine, boots: 1, time: 1, userName: 'm3', contextEngineId: engine, contextName: '' },
+        keys,
+        pdu,
+      ),
+    );
     await until(() => drops.find((x) => /sysUpTime\.0 of type Counter64/.test(x)));
     expect(events).toEqual([]);
   });
@@ -317,8 +392,33 @@ describe('trap receiver: v3 informs are checked against our time window (RFC 341
 
   it('snmpinform with our engine ID but no time gets an authenticated notInTimeWindows, resynchronises and is acknowledged', async () => {
     // -e skips discovery, so the first inform goes out with boots 0 / time 0: outside our window.
-    await run('snmpinform', ['-v3', '-e', `0x${rx.engineId.toString('hex')}`, '-l', 'authPriv', '-u', 'inf', '-a', 'SHA', '-A', 'authpass123', '-x', 'AES', '-X', 'privpass123', '-t', '2', '-r', '0',
-      target, '', '1.3.6.1.4.1.8072.9.77', '1.3.6.1.4.1.8072.9.0', 's', 'after-resync']);
+    await run('snmpinform', [
+      '-v3',
+      '-e',
+      `0x${rx.engineId.toString('hex')}`,
+      '-l',
+      'authPriv',
+      '-u',
+      'inf',
+      '-a',
+      'SHA',
+      '-A',
+      'authpass123',
+      '-x',
+      'AES',
+      '-X',
+      'privpass123',
+      '-t',
+      '2',
+      '-r',
+      '0',
+      target,
+      '',
+      '1.3.6.1.4.1.8072.9.77',
+      '1.3.6.1.4.1.8072.9.0',
+      's',
+      'after-resync',
+    ]);
     expect(drops).toEqual([expect.stringMatching(/"inf": notInTimeWindow \(boots 0 time 0/)]);
     expect(events.map((e) => e.trapOid)).toEqual(['1.3.6.1.4.1.8072.9.77']);
   });
@@ -326,8 +426,11 @@ describe('trap receiver: v3 informs are checked against our time window (RFC 341
   it('a stale or replayed authenticated inform is refused with an authenticated report and not acknowledged', async () => {
     const keys = localize(makeUser(USER), rx.engineId);
     const inform = (boots: number, time: number, msgId: number) =>
-      encodeV3({ msgId, maxSize: 65507, reportable: true, engineId: rx.engineId, boots, time, userName: 'inf', contextEngineId: rx.engineId, contextName: '' }, keys,
-        { type: PduType.Inform, requestId: msgId, errorStatus: 0, errorIndex: 0, varbinds: [upTicks(), trapOid('1.3.6.1.4.1.8072.9.78')] });
+      encodeV3(
+        { msgId, maxSize: 65507, reportable: true, engineId: rx.engineId, boots, time, userName: 'inf', contextEngineId: rx.engineId, contextName: '' },
+        keys,
+        { type: PduType.Inform, requestId: msgId, errorStatus: 0, errorIndex: 0, varbinds: [upTicks(), trapOid('1.3.6.1.4.1.8072.9.78')] },
+      );
     const got: Buffer[] = [];
     const peer = await udpPeer((b) => void got.push(b));
     try {
@@ -360,7 +463,28 @@ describe('trap receiver: v3 informs are checked against our time window (RFC 341
   });
 
   it('v3 traps (sender authoritative) keep working whatever their engine time', async () => {
-    await run('snmptrap', ['-v3', '-e', '0x8000000001020304cc01', '-Z', '5,123456789', '-l', 'authPriv', '-u', 'inf', '-a', 'SHA', '-A', 'authpass123', '-x', 'AES', '-X', 'privpass123', target, '', '1.3.6.1.4.1.8072.9.79']);
+    await run('snmptrap', [
+      '-v3',
+      '-e',
+      '0x8000000001020304cc01',
+      '-Z',
+      '5,123456789',
+      '-l',
+      'authPriv',
+      '-u',
+      'inf',
+      '-a',
+      'SHA',
+      '-A',
+      'authpass123',
+      '-x',
+      'AES',
+      '-X',
+      'privpass123',
+      target,
+      '',
+      '1.3.6.1.4.1.8072.9.79',
+    ]);
     await until(() => events.find((e) => e.trapOid === '1.3.6.1.4.1.8072.9.79'));
     expect(drops).toEqual([]);
   });
@@ -398,8 +522,11 @@ describe('trap receiver: forged v3 messages are refused before the keys are loca
     const engineId = randomBytes(12);
     const fake: LocalUser = { name: userName, auth: { protocol: 'SHA', key: randomBytes(20), macLen: 12, hash: 'sha1' } };
     const keys = flags & 2 ? { ...fake, priv: { protocol: 'AES128' as const, key: randomBytes(16) } } : flags & 1 ? fake : null;
-    const msg = encodeV3({ msgId: 1, maxSize: 65507, reportable: false, engineId, boots: 1, time: 1, userName, contextEngineId: engineId, contextName: '' }, keys,
-      { type: PduType.TrapV2, requestId: 1, errorStatus: 0, errorIndex: 0, varbinds: [upTicks(), trapOid()] });
+    const msg = encodeV3(
+      { msgId: 1, maxSize: 65507, reportable: false, engineId, boots: 1, time: 1, userName, contextEngineId: engineId, contextName: '' },
+      keys,
+      { type: PduType.TrapV2, requestId: 1, errorStatus: 0, errorIndex: 0, varbinds: [upTicks(), trapOid()] },
+    );
     if (flags === 2) msg[msg.indexOf(Buffer.from([0x04, 0x01, 0x03]), 4) + 2] = 2; // priv without auth
     return msg;
   }
@@ -430,7 +557,26 @@ describe('trap receiver: forged v3 messages are refused before the keys are loca
   });
 
   it('snmptrap authPriv AES256C (Reeder) still gets through: auth key for the MAC, then the privacy key', async () => {
-    await run('snmptrap', ['-v3', '-e', '0x8000000001020304dd01', '-l', 'authPriv', '-u', 'r256c', '-a', 'MD5', '-A', 'authpass123', '-x', 'AES256C', '-X', 'privpass123', `127.0.0.1:${rx.port}`, '', '1.3.6.1.4.1.8072.9.80']);
+    await run('snmptrap', [
+      '-v3',
+      '-e',
+      '0x8000000001020304dd01',
+      '-l',
+      'authPriv',
+      '-u',
+      'r256c',
+      '-a',
+      'MD5',
+      '-A',
+      'authpass123',
+      '-x',
+      'AES256C',
+      '-X',
+      'privpass123',
+      `127.0.0.1:${rx.port}`,
+      '',
+      '1.3.6.1.4.1.8072.9.80',
+    ]);
     await until(() => events[0]);
     expect(events[0]).toMatchObject({ user: 'r256c', trapOid: '1.3.6.1.4.1.8072.9.80' });
     expect(localizeSpy.mock.calls.map(([u]) => !!u.priv)).toEqual([false, true]);

@@ -11,10 +11,15 @@ import { join } from 'node:path';
 export function netSnmp(cmd: string, args: string[], timeoutMs = 20_000): Promise<{ stdout: string; stderr: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-netsnmp-'));
   return new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 64 << 20, env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent', SNMP_PERSISTENT_DIR: dir, SNMPCONFPATH: dir } }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`));
-      else resolve({ stdout, stderr });
-    });
+    execFile(
+      cmd,
+      args,
+      { timeout: timeoutMs, maxBuffer: 64 << 20, env: { ...process.env, MIBS: '', MIBDIRS: '/nonexistent', SNMP_PERSISTENT_DIR: dir, SNMPCONFPATH: dir } },
+      (err, stdout, stderr) => {
+        if (err) reject(new Error(`${cmd} ${args.join(' ')}: ${stderr || err.message}`));
+        else resolve({ stdout, stderr });
+      },
+    );
   }).finally(() => rmSync(dir, { recursive: true, force: true }));
 }
 

@@ -50,7 +50,12 @@ export async function freeUdpRange(n: number): Promise<number> {
 import { snmpTool } from './netsnmp.js';
 export const run = snmpTool;
 
-async function startPeer(cmd: string, args: (port: number, dir: string) => string[], files: (dir: string) => Record<string, string>, ready: (out: string) => boolean): Promise<Peer> {
+async function startPeer(
+  cmd: string,
+  args: (port: number, dir: string) => string[],
+  files: (dir: string) => Record<string, string>,
+  ready: (out: string) => boolean,
+): Promise<Peer> {
   const dir = mkdtempSync(join(tmpdir(), `svc-${cmd.split('/').pop()}-`));
   for (const [name, text] of Object.entries(files(dir))) writeFileSync(join(dir, name), text);
   // snmpsimd reads and caches as nobody.
@@ -58,7 +63,10 @@ async function startPeer(cmd: string, args: (port: number, dir: string) => strin
   mkdirSync(join(dir, 'cache'), { mode: 0o777 });
   chmodSync(join(dir, 'cache'), 0o777);
   const port = await freeUdpPort();
-  const proc = spawn(cmd, args(port, dir), { env: { ...process.env, SNMP_PERSISTENT_DIR: join(dir, 'persist'), MIBS: '', MIBDIRS: '/nonexistent', HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(cmd, args(port, dir), {
+    env: { ...process.env, SNMP_PERSISTENT_DIR: join(dir, 'persist'), MIBS: '', MIBDIRS: '/nonexistent', HOME: dir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
@@ -91,7 +99,9 @@ export function startSnmpd(): Promise<Peer> {
   return startPeer(
     '/usr/sbin/snmpd',
     (port, dir) => ['-f', '-Lo', '-C', '-c', join(dir, 'snmpd.conf'), '-p', join(dir, 'pid'), `udp:127.0.0.1:${port}`],
-    () => ({ 'snmpd.conf': `rocommunity public 127.0.0.1\ncreateUser ${V3_USER.name} SHA "${V3_USER.authKey}" AES "${V3_USER.privKey}"\nrouser ${V3_USER.name} priv\n` }),
+    () => ({
+      'snmpd.conf': `rocommunity public 127.0.0.1\ncreateUser ${V3_USER.name} SHA "${V3_USER.authKey}" AES "${V3_USER.privKey}"\nrouser ${V3_USER.name} priv\n`,
+    }),
     (out) => out.includes('NET-SNMP version'),
   );
 }
@@ -113,8 +123,15 @@ export function startSnmpsimd(data: string, v3: { user: string; authProto: strin
     (port, dir) => [
       // snmpsimd refuses to run as root without dropping privileges.
       ...(process.getuid?.() === 0 ? ['--process-user=nobody', '--process-group=nogroup'] : []),
-      `--data-dir=${join(dir)}`, `--cache-dir=${join(dir, 'cache')}`, `--agent-udpv4-endpoint=127.0.0.1:${port}`, '--logging-method=stderr',
-      `--v3-user=${v3.user}`, `--v3-auth-key=${v3.authKey}`, `--v3-auth-proto=${v3.authProto}`, `--v3-priv-key=${v3.privKey}`, `--v3-priv-proto=${v3.privProto}`,
+      `--data-dir=${join(dir)}`,
+      `--cache-dir=${join(dir, 'cache')}`,
+      `--agent-udpv4-endpoint=127.0.0.1:${port}`,
+      '--logging-method=stderr',
+      `--v3-user=${v3.user}`,
+      `--v3-auth-key=${v3.authKey}`,
+      `--v3-auth-proto=${v3.authProto}`,
+      `--v3-priv-key=${v3.privKey}`,
+      `--v3-priv-proto=${v3.privProto}`,
     ],
     () => ({ 'public.snmprec': data }),
     (out) => out.includes('Listening at'),
@@ -123,11 +140,26 @@ export function startSnmpsimd(data: string, v3: { user: string; authProto: strin
 
 /** Every auth protocol, and every privacy protocol as [net-snmp CLI name, our name]. */
 export const V3_AUTHS = ['MD5', 'SHA', 'SHA-224', 'SHA-256', 'SHA-384', 'SHA-512'];
-export const V3_PRIVS: [cli: string, ours: string][] = [['DES', 'DES'], ['AES', 'AES128'], ['AES-192', 'AES192'], ['AES-256', 'AES256']];
+export const V3_PRIVS: [cli: string, ours: string][] = [
+  ['DES', 'DES'],
+  ['AES', 'AES128'],
+  ['AES-192', 'AES192'],
+  ['AES-256', 'AES256'],
+];
 
 /** 240 USM users with their own keys: every auth x priv pair, ten users each (user-<auth>-<priv>-<k>). */
 export function v3UserMatrix() {
-  return V3_AUTHS.flatMap((a, i) => V3_PRIVS.flatMap(([, p], j) => Array.from({ length: 10 }, (_, k) => ({ name: `user-${i}-${j}-${k}`, authProtocol: a, authKey: `auth-${i}-${j}-${k}-secret`, privProtocol: p, privKey: `priv-${i}-${j}-${k}-secret` }))));
+  return V3_AUTHS.flatMap((a, i) =>
+    V3_PRIVS.flatMap(([, p], j) =>
+      Array.from({ length: 10 }, (_, k) => ({
+        name: `user-${i}-${j}-${k}`,
+        authProtocol: a,
+        authKey: `auth-${i}-${j}-${k}-secret`,
+        privProtocol: p,
+        privKey: `priv-${i}-${j}-${k}-secret`,
+      })),
+    ),
+  );
 }
 
 /**
@@ -141,8 +173,29 @@ export async function v3TrapsFromEveryPair(target: string, varbindOid: string): 
     for (const [j, [cli]] of V3_PRIVS.entries()) {
       const k = (i + j) % 10;
       const engine = `0x8000000001020304${(++n).toString(16).padStart(4, '0')}`;
-      await run('snmptrap', ['-v3', '-e', engine, '-l', 'authPriv', '-u', `user-${i}-${j}-${k}`, '-a', a, '-A', `auth-${i}-${j}-${k}-secret`, '-x', cli, '-X', `priv-${i}-${j}-${k}-secret`,
-        target, '', `1.3.6.1.4.1.8072.9.${n}`, varbindOid, 's', `${a}/${cli}`]);
+      await run('snmptrap', [
+        '-v3',
+        '-e',
+        engine,
+        '-l',
+        'authPriv',
+        '-u',
+        `user-${i}-${j}-${k}`,
+        '-a',
+        a,
+        '-A',
+        `auth-${i}-${j}-${k}-secret`,
+        '-x',
+        cli,
+        '-X',
+        `priv-${i}-${j}-${k}-secret`,
+        target,
+        '',
+        `1.3.6.1.4.1.8072.9.${n}`,
+        varbindOid,
+        's',
+        `${a}/${cli}`,
+      ]);
     }
   return n;
 }

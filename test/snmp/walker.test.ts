@@ -40,7 +40,12 @@ describe('walker against snmpd', () => {
   it('v1 GETNEXT walk of the system group', async () => {
     const ours = await walk({ host: '127.0.0.1', port: snmpd.port, version: '1', community: 'public', oid: '1.3.6.1.2.1.1' });
     const ref = await run('snmpwalk', ['-v1', '-c', 'public', '-On', `127.0.0.1:${snmpd.port}`, '.1.3.6.1.2.1.1']);
-    expect(ours.map((v) => '.' + v.oid)).toEqual(ref.split('\n').filter((l) => l.startsWith('.')).map((l) => l.split(' = ')[0]));
+    expect(ours.map((v) => '.' + v.oid)).toEqual(
+      ref
+        .split('\n')
+        .filter((l) => l.startsWith('.'))
+        .map((l) => l.split(' = ')[0]),
+    );
   });
 
   it('v3 authPriv SHA/AES walk (engine discovery, time sync)', async () => {
@@ -50,7 +55,9 @@ describe('walker against snmpd', () => {
   });
 
   it('v3 with a wrong key is a clear error', async () => {
-    await expect(walk({ host: '127.0.0.1', port: snmpd.port, version: '3', user: { ...V3_USER, authKey: 'wrongpass123' }, oid: '1.3.6.1.2.1.1' })).rejects.toThrow(/wrongDigests/);
+    await expect(
+      walk({ host: '127.0.0.1', port: snmpd.port, version: '3', user: { ...V3_USER, authKey: 'wrongpass123' }, oid: '1.3.6.1.2.1.1' }),
+    ).rejects.toThrow(/wrongDigests/);
   });
 
   it('a leaf instance walks to itself; a wrong community times out clearly', async () => {
@@ -75,15 +82,31 @@ describe('walker errors', () => {
 });
 
 // pysnmp's snmpsimd is the independent peer for 3DES and for both AES-192/256 key extensions.
-const SIM_DATA = '1.3.6.1.2.1.1.1.0|4|snmpsim device\n1.3.6.1.2.1.1.3.0|67|12345\n1.3.6.1.2.1.2.2.1.10.1|65|4294967295\n1.3.6.1.2.1.4.20.1.1.10.0.0.1|64|10.0.0.1\n1.3.6.1.2.1.31.1.1.1.6.1|70|18446744073709551615\n';
-const SIM_PRIVS: [sim: string, ours: string][] = [['3DES', '3DES'], ['DES', 'DES'], ['AES192', 'AES192C'], ['AES192BLMT', 'AES192'], ['AES256', 'AES256C'], ['AES256BLMT', 'AES256']];
+const SIM_DATA =
+  '1.3.6.1.2.1.1.1.0|4|snmpsim device\n1.3.6.1.2.1.1.3.0|67|12345\n1.3.6.1.2.1.2.2.1.10.1|65|4294967295\n1.3.6.1.2.1.4.20.1.1.10.0.0.1|64|10.0.0.1\n1.3.6.1.2.1.31.1.1.1.6.1|70|18446744073709551615\n';
+const SIM_PRIVS: [sim: string, ours: string][] = [
+  ['3DES', '3DES'],
+  ['DES', 'DES'],
+  ['AES192', 'AES192C'],
+  ['AES192BLMT', 'AES192'],
+  ['AES256', 'AES256C'],
+  ['AES256BLMT', 'AES256'],
+];
 
 describe('walker against snmpsimd', () => {
   for (const [sim, ours] of SIM_PRIVS)
     it(`v3 SHA/${sim} (ours ${ours}) and v2c`, async () => {
       const peer = await startSnmpsimd(SIM_DATA, { user: 'simuser', authProto: 'SHA', authKey: 'authpass123', privProto: sim, privKey: 'privpass123' });
       try {
-        const v3 = await walk({ host: '127.0.0.1', port: peer.port, version: '3', contextName: 'public', timeoutMs: 3000, user: { name: 'simuser', authProtocol: 'SHA', authKey: 'authpass123', privProtocol: ours, privKey: 'privpass123' }, oid: '1.3.6' });
+        const v3 = await walk({
+          host: '127.0.0.1',
+          port: peer.port,
+          version: '3',
+          contextName: 'public',
+          timeoutMs: 3000,
+          user: { name: 'simuser', authProtocol: 'SHA', authKey: 'authpass123', privProtocol: ours, privKey: 'privpass123' },
+          oid: '1.3.6',
+        });
         expect(v3.map((v) => [v.oid, v.type, jsonValue(v)])).toEqual([
           ['1.3.6.1.2.1.1.1.0', 'OctetString', 'snmpsim device'],
           ['1.3.6.1.2.1.1.3.0', 'TimeTicks', 12345],

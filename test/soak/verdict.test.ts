@@ -8,7 +8,16 @@ import { FD_ALLOWANCE, kindsChanged, verdict } from '../../soak/verdict.js';
 function series(minutes: number, fds: (t: number) => number, heap: (t: number) => number = () => 60, clients: (t: number) => number = () => 5): Sample[] {
   const out: Sample[] = [];
   for (let t = 10; t <= minutes * 60; t += 10) {
-    out.push({ t, phase: 'load', proc_rss_mb: 220, heap_used_mb: heap(t), fds: fds(t) + clients(t), fds_own: fds(t), eventloop_p99_ms: 12, control_p99_ms: 11 } as Sample);
+    out.push({
+      t,
+      phase: 'load',
+      proc_rss_mb: 220,
+      heap_used_mb: heap(t),
+      fds: fds(t) + clients(t),
+      fds_own: fds(t),
+      eventloop_p99_ms: 12,
+      control_p99_ms: 11,
+    } as Sample);
   }
   return out;
 }
@@ -16,35 +25,58 @@ const fdCheck = (samples: Sample[], minutes: number) => verdict(samples, minutes
 
 describe('soak verdict: open descriptors', () => {
   it("passes short-lived descriptors caught by some samples (a local run: the SNMP poll's UDP sockets, 2 open, 87 or 52 mid-poll)", () => {
-    const c = fdCheck(series(3, (t) => (t % 30 === 20 ? 120 : 35)), 3);
+    const c = fdCheck(
+      series(3, (t) => (t % 30 === 20 ? 120 : 35)),
+      3,
+    );
     expect(c.pass).toBe(true);
     expect(c.detail).toMatch(/^35\.0 fds around 60 s -> 35\.0 fds/);
   });
 
   it("passes the clients' connections coming and going, dips included (a local run: 19 of them at 60 s, 7 from 80 s)", () => {
-    const c = fdCheck(series(3, () => 34, undefined, (t) => (t < 80 ? 19 : t < 160 ? 7 : t === 170 ? 4 : 9)), 3);
+    const c = fdCheck(
+      series(
+        3,
+        () => 34,
+        undefined,
+        (t) => (t < 80 ? 19 : t < 160 ? 7 : t === 170 ? 4 : 9),
+      ),
+      3,
+    );
     expect(c.pass).toBe(true);
     expect(c.detail).toContain("with the clients' connections 41.0 -> 38.0 fds");
   });
 
   it('passes a floor that settled a little higher (within the allowance)', () => {
-    const c = fdCheck(series(3, (t) => (t > 120 ? 38 + FD_ALLOWANCE : 38)), 3);
+    const c = fdCheck(
+      series(3, (t) => (t > 120 ? 38 + FD_ALLOWANCE : 38)),
+      3,
+    );
     expect(c.pass).toBe(true);
   });
 
   it('fails a floor that rose past the allowance and stayed: every sample of the last minute higher', () => {
-    const c = fdCheck(series(3, (t) => (t > 120 ? 38 + FD_ALLOWANCE + 1 : 38)), 3);
+    const c = fdCheck(
+      series(3, (t) => (t > 120 ? 38 + FD_ALLOWANCE + 1 : 38)),
+      3,
+    );
     expect(c.pass).toBe(false);
   });
 
   it('fails a count that keeps growing: a leak', () => {
-    const c = fdCheck(series(3, (t) => 38 + Math.floor(t / 20)), 3);
+    const c = fdCheck(
+      series(3, (t) => 38 + Math.floor(t / 20)),
+      3,
+    );
     expect(c.pass).toBe(false);
     expect(c.detail).toContain(`limit 5 % or ${FD_ALLOWANCE} fds`);
   });
 
   it('fails growth past 5 % of a large count, even when each step is small', () => {
-    const c = fdCheck(series(60, (t) => 400 + Math.floor(t / 60)), 60);
+    const c = fdCheck(
+      series(60, (t) => 400 + Math.floor(t / 60)),
+      60,
+    );
     expect(c.pass).toBe(false);
   });
 });
@@ -89,7 +121,15 @@ describe('soak sample: open descriptors of a live process', () => {
 
 describe('soak verdict: short-run memory', () => {
   it('fails a heap that doubles (records kept)', () => {
-    const c = verdict(series(3, () => 40, (t) => 60 + t / 2), 3, {})[0]!;
+    const c = verdict(
+      series(
+        3,
+        () => 40,
+        (t) => 60 + t / 2,
+      ),
+      3,
+      {},
+    )[0]!;
     expect(c.name).toMatch(/heap used after GC/);
     expect(c.pass).toBe(false);
   });

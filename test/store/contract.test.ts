@@ -18,14 +18,18 @@ import { migrate } from '../../src/store/migrations.js';
 import type { RunToStore } from '../../src/store/types.js';
 import { freshDatabase, type Fresh } from './helpers.js';
 
-
 const TABLES = [
-  'pipelines', 'pipeline_versions', 'runs', 'alert_rules', 'alert_cooldowns', 'users', 'processed_files',
-  'run_queue', 'stream_placements', 'transform_state',
+  'pipelines',
+  'pipeline_versions',
+  'runs',
+  'alert_rules',
+  'alert_cooldowns',
+  'users',
+  'processed_files',
+  'run_queue',
+  'stream_placements',
+  'transform_state',
 ] as const;
-
-
-
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
@@ -64,7 +68,11 @@ const rule = (name: string, over: Partial<AlertRule> = {}): AlertRule => ({
 /** Every value of a row is a string, a number (never a bigint or numeric string), null or an array. */
 function expectPlainTypes(obj: object) {
   for (const [k, v] of Object.entries(obj)) {
-    if (k.startsWith('records_') || k.startsWith('bytes_') || ['dlq_count', 'version', 'id', 'is_active', 'run_count', 'cooldown_seconds', 'error_rate', 'avg_duration_seconds'].includes(k)) {
+    if (
+      k.startsWith('records_') ||
+      k.startsWith('bytes_') ||
+      ['dlq_count', 'version', 'id', 'is_active', 'run_count', 'cooldown_seconds', 'error_rate', 'avg_duration_seconds'].includes(k)
+    ) {
       expect(typeof v, k).toBe('number');
     }
   }
@@ -96,7 +104,10 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       expect(rows.rows.map((r) => r.name)).toEqual(MIGRATION_NAMES);
       expect(MIGRATION_NAMES.length).toBeGreaterThanOrEqual(2);
       for (const t of TABLES) {
-        const r = await store.db.selectFrom(t).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+        const r = await store.db
+          .selectFrom(t)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow();
         expect(Number(r.n), t).toBe(0);
       }
       // Already at the latest version: nothing more to apply.
@@ -109,17 +120,35 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
         const db = createKysely(resolveTarget(old.opts), silentLogger);
         expect(await migrate(db, engine, silentLogger, '0001_initial')).toEqual(['0001_initial']);
         // Data as a release with only 0001 wrote it.
-        await db.insertInto('pipelines').values({ name: 'old', yaml: 'v: 2', origin: 'file', file: '/p/old.yaml', version: 2, updated_at: '2024-01-02T00:00:00.000Z' }).execute();
-        await db.insertInto('pipeline_versions').values([
-          { name: 'old', version: 1, yaml: 'v: 1', created_at: '2024-01-01T00:00:00.000Z', is_active: 0 },
-          { name: 'old', version: 2, yaml: 'v: 2', created_at: '2024-01-02T00:00:00.000Z', is_active: 1 },
-        ]).execute();
+        await db
+          .insertInto('pipelines')
+          .values({ name: 'old', yaml: 'v: 2', origin: 'file', file: '/p/old.yaml', version: 2, updated_at: '2024-01-02T00:00:00.000Z' })
+          .execute();
+        await db
+          .insertInto('pipeline_versions')
+          .values([
+            { name: 'old', version: 1, yaml: 'v: 1', created_at: '2024-01-01T00:00:00.000Z', is_active: 0 },
+            { name: 'old', version: 2, yaml: 'v: 2', created_at: '2024-01-02T00:00:00.000Z', is_active: 1 },
+          ])
+          .execute();
         const node = 'n';
         await sql`insert into runs (run_id, pipeline, node_id, status, started_at, finished_at, records_in, records_out, records_skipped, bytes_in, bytes_out, dlq_count, error, errors) values
           ('r1', 'old', ${node}, 'success', '2024-01-03T00:00:00.000Z', '2024-01-03T00:00:01.500Z', 10, 5, 1, 10, 10, 0, null, ${JSON.stringify(['bad row é'])}),
           ('r2', 'old', ${node}, 'failed', '2024-01-03T00:01:00.000Z', '2024-01-03T00:01:02.250Z', 10, 5, 1, 10, 10, 0, 'boom', '[]'),
           ('r3', 'old', ${node}, 'running', '2024-01-03T00:02:00.000Z', null, 0, 0, 0, 0, 0, 0, null, '[]')`.execute(db);
-        await db.insertInto('alert_rules').values({ pipeline: 'old', name: 'a', condition: 'failed', action: 'email', webhook_url: null, email_to: 'ops@example.com', subject: 'S', cooldown_seconds: 60 }).execute();
+        await db
+          .insertInto('alert_rules')
+          .values({
+            pipeline: 'old',
+            name: 'a',
+            condition: 'failed',
+            action: 'email',
+            webhook_url: null,
+            email_to: 'ops@example.com',
+            subject: 'S',
+            cooldown_seconds: 60,
+          })
+          .execute();
         await db.insertInto('alert_cooldowns').values({ pipeline: 'old', rule: 'a', fired_at: '2024-01-03T00:00:00.000Z' }).execute();
         await db.insertInto('users').values({ username: 'admin', password_hash: 'scrypt$s$d', updated_at: '2024-01-01T00:00:00.000Z' }).execute();
         await db.destroy();
@@ -128,8 +157,18 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
         try {
           const names = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(s.db);
           expect(names.rows.map((r) => r.name)).toEqual(MIGRATION_NAMES);
-          expect(await s.pipelines.get('old')).toEqual({ name: 'old', yaml: 'v: 2', origin: 'file', file: '/p/old.yaml', version: 2, updated_at: '2024-01-02T00:00:00.000Z' });
-          expect((await s.pipelines.versions('old')).map((v) => [v.version, v.is_active])).toEqual([[2, 1], [1, 0]]);
+          expect(await s.pipelines.get('old')).toEqual({
+            name: 'old',
+            yaml: 'v: 2',
+            origin: 'file',
+            file: '/p/old.yaml',
+            version: 2,
+            updated_at: '2024-01-02T00:00:00.000Z',
+          });
+          expect((await s.pipelines.versions('old')).map((v) => [v.version, v.is_active])).toEqual([
+            [2, 1],
+            [1, 0],
+          ]);
           expect(await s.runs.get('r1')).toMatchObject({ status: 'success', records_in: 10, errors: ['bad row é'] });
           expect(await s.runs.get('r3')).toMatchObject({ status: 'running', finished_at: null });
           // 0004: runs recorded before it do not know their pipeline version.
@@ -138,7 +177,9 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
           expect(await s.runs.stats('2024-01-01T00:00:00.000Z')).toEqual([
             { pipeline: 'old', records_in: 20, records_out: 10, error_rate: 0.1, avg_duration_seconds: 1.875, run_count: 2 },
           ]);
-          expect(await s.alerts.list('old')).toEqual([{ name: 'a', condition: 'failed', action: 'email', webhook_url: null, email_to: 'ops@example.com', subject: 'S', cooldown_seconds: 60 }]);
+          expect(await s.alerts.list('old')).toEqual([
+            { name: 'a', condition: 'failed', action: 'email', webhook_url: null, email_to: 'ops@example.com', subject: 'S', cooldown_seconds: 60 },
+          ]);
           expect(await s.alerts.lastFired('old', 'a')).toBe('2024-01-03T00:00:00.000Z');
           expect(await s.users.passwordHash('admin')).toBe('scrypt$s$d');
           // The new features work on the upgraded database.
@@ -180,7 +221,11 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       const third = await store.pipelines.save({ name: 'p', yaml: 'v3', origin: 'api' });
       expect(third.version).toBe(3);
       const versions = await store.pipelines.versions('p');
-      expect(versions.map((v) => [v.version, v.is_active])).toEqual([[3, 1], [2, 0], [1, 0]]);
+      expect(versions.map((v) => [v.version, v.is_active])).toEqual([
+        [3, 1],
+        [2, 0],
+        [1, 0],
+      ]);
       for (const v of versions) {
         expect(v.name).toBe('p');
         expect(v.created_at).toMatch(ISO);
@@ -205,7 +250,11 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       for (const y of ['v1', 'v2', 'v3']) await store.pipelines.save({ name: 'p', yaml: y, origin: 'api' });
       expect(await store.pipelines.activate('p', 1)).toBe(true);
       expect(await store.pipelines.get('p')).toMatchObject({ yaml: 'v1', version: 1 });
-      expect((await store.pipelines.versions('p')).map((v) => [v.version, v.is_active])).toEqual([[3, 0], [2, 0], [1, 1]]);
+      expect((await store.pipelines.versions('p')).map((v) => [v.version, v.is_active])).toEqual([
+        [3, 0],
+        [2, 0],
+        [1, 1],
+      ]);
       // Saving the active YAML again is no change; new YAML becomes version 4.
       expect((await store.pipelines.save({ name: 'p', yaml: 'v1', origin: 'api' })).version).toBe(1);
       expect((await store.pipelines.save({ name: 'p', yaml: 'v4', origin: 'api' })).version).toBe(4);
@@ -258,20 +307,19 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
 
   // Two pools stand in for two processes. Not for SQLite: two connections in one thread would
   // block each other in the synchronous busy wait; sqlite.test.ts runs real processes instead.
-  if (engine !== 'sqlite') it('two stores (as two processes) saving one name at once keep versions unique with one active', async () => {
-    const other = await openStore({ ...fresh.opts, log: silentLogger });
-    try {
-      await Promise.all(
-        Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).pipelines.save({ name: 'race', yaml: `y${i}`, origin: 'api' })),
-      );
-      const versions = await store.pipelines.versions('race');
-      expect(versions.map((v) => v.version)).toEqual([8, 7, 6, 5, 4, 3, 2, 1]);
-      expect(versions.filter((v) => v.is_active === 1).map((v) => v.version)).toEqual([8]);
-      expect(await store.pipelines.get('race')).toMatchObject({ version: 8, yaml: await store.pipelines.versionYaml('race', 8) });
-    } finally {
-      await other.close();
-    }
-  });
+  if (engine !== 'sqlite')
+    it('two stores (as two processes) saving one name at once keep versions unique with one active', async () => {
+      const other = await openStore({ ...fresh.opts, log: silentLogger });
+      try {
+        await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).pipelines.save({ name: 'race', yaml: `y${i}`, origin: 'api' })));
+        const versions = await store.pipelines.versions('race');
+        expect(versions.map((v) => v.version)).toEqual([8, 7, 6, 5, 4, 3, 2, 1]);
+        expect(versions.filter((v) => v.is_active === 1).map((v) => v.version)).toEqual([8]);
+        expect(await store.pipelines.get('race')).toMatchObject({ version: 8, yaml: await store.pipelines.versionYaml('race', 8) });
+      } finally {
+        await other.close();
+      }
+    });
 
   describe('runs', () => {
     it('start records a running run; finish completes it; get of a missing run is undefined', async () => {
@@ -279,15 +327,35 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       await store.runs.start({ run_id: 'r1', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' });
       const running = await store.runs.get('r1');
       expect(running).toEqual({
-        run_id: 'r1', pipeline: 'p1', node_id: 'node-a', status: 'running',
-        started_at: '2024-05-01T10:00:00.000Z', finished_at: null,
-        records_in: 0, records_out: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0,
-        error: null, errors: [], pipeline_version: null,
+        run_id: 'r1',
+        pipeline: 'p1',
+        node_id: 'node-a',
+        status: 'running',
+        started_at: '2024-05-01T10:00:00.000Z',
+        finished_at: null,
+        records_in: 0,
+        records_out: 0,
+        records_skipped: 0,
+        bytes_in: 0,
+        bytes_out: 0,
+        dlq_count: 0,
+        error: null,
+        errors: [],
+        pipeline_version: null,
       });
       // start is idempotent, and says whether it inserted (a scheduled fire is claimed this way)
       expect(await store.runs.start({ run_id: 'r1', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' })).toBe(false);
       expect(await store.runs.start({ run_id: 'r1b', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' })).toBe(true);
-      const done = rec({ run_id: 'r1', records_in: 7, records_out: 6, records_skipped: 1, bytes_in: 5_000_000_000, bytes_out: 2 ** 40, dlq_count: 1, errors: ['row 3: bad'] });
+      const done = rec({
+        run_id: 'r1',
+        records_in: 7,
+        records_out: 6,
+        records_skipped: 1,
+        bytes_in: 5_000_000_000,
+        bytes_out: 2 ** 40,
+        dlq_count: 1,
+        errors: ['row 3: bad'],
+      });
       await store.runs.finish(done);
       const got = await store.runs.get('r1');
       expect(got).toEqual(done);
@@ -306,7 +374,9 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       await store.runs.finish(rec({ run_id: 'pv', pipeline_version: 4 }));
       expect((await store.runs.get('pv'))?.pipeline_version).toBe(4);
       expect((await store.runs.list({ pipeline: 'p1', limit: 10, offset: 0 })).find((r) => r.run_id === 'pv')?.pipeline_version).toBe(4);
-      await expect(store.runs.start({ run_id: 'pv0', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z', pipeline_version: 0 })).rejects.toThrow(/pipeline_version must be a positive integer/);
+      await expect(
+        store.runs.start({ run_id: 'pv0', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z', pipeline_version: 0 }),
+      ).rejects.toThrow(/pipeline_version must be a positive integer/);
     });
 
     it('finishOnce stores an outcome once: a running run, or an absent one; never over a finished one', async () => {
@@ -350,7 +420,15 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       for (let i = 0; i < 30; i++) {
         const started = new Date(Date.UTC(2024, 4, 1, 0, i)).toISOString();
         const finished = new Date(Date.UTC(2024, 4, 1, 0, i, 30)).toISOString();
-        await store.runs.finish(rec({ run_id: `r${String(i).padStart(2, '0')}`, pipeline: i % 2 ? 'odd' : 'even', status: statuses[i % 3]!, started_at: started, finished_at: finished }));
+        await store.runs.finish(
+          rec({
+            run_id: `r${String(i).padStart(2, '0')}`,
+            pipeline: i % 2 ? 'odd' : 'even',
+            status: statuses[i % 3]!,
+            started_at: started,
+            finished_at: finished,
+          }),
+        );
       }
       await store.runs.start({ run_id: 'live', pipeline: 'odd', node_id: 'n', started_at: '2024-05-01T01:00:00.000Z' });
 
@@ -411,13 +489,58 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
 
     it('stats: exact sums, error rate and average duration over finished runs since a time', async () => {
       const since = '2024-05-01T10:00:00.000Z';
-      await store.runs.finish(rec({ run_id: 's1', pipeline: 'p1', records_in: 100, records_out: 90, records_skipped: 10, started_at: '2024-05-01T09:59:59.000Z', finished_at: '2024-05-01T10:00:00.000Z' }));
-      await store.runs.finish(rec({ run_id: 's2', pipeline: 'p1', status: 'failed', records_in: 300, records_out: 300, records_skipped: 0, started_at: '2024-05-01T10:00:00.000Z', finished_at: '2024-05-01T10:00:04.500Z' }));
-      await store.runs.finish(rec({ run_id: 's3', pipeline: 'p1', records_in: 1000, started_at: '2024-05-01T09:00:00.000Z', finished_at: '2024-05-01T09:59:59.999Z' }));
+      await store.runs.finish(
+        rec({
+          run_id: 's1',
+          pipeline: 'p1',
+          records_in: 100,
+          records_out: 90,
+          records_skipped: 10,
+          started_at: '2024-05-01T09:59:59.000Z',
+          finished_at: '2024-05-01T10:00:00.000Z',
+        }),
+      );
+      await store.runs.finish(
+        rec({
+          run_id: 's2',
+          pipeline: 'p1',
+          status: 'failed',
+          records_in: 300,
+          records_out: 300,
+          records_skipped: 0,
+          started_at: '2024-05-01T10:00:00.000Z',
+          finished_at: '2024-05-01T10:00:04.500Z',
+        }),
+      );
+      await store.runs.finish(
+        rec({ run_id: 's3', pipeline: 'p1', records_in: 1000, started_at: '2024-05-01T09:00:00.000Z', finished_at: '2024-05-01T09:59:59.999Z' }),
+      );
       await store.runs.start({ run_id: 's4', pipeline: 'p1', node_id: 'n', started_at: '2024-05-01T10:30:00.000Z' });
-      await store.runs.finish(rec({ run_id: 's5', pipeline: 'p0', records_in: 0, records_out: 0, started_at: '2024-05-01T11:00:00.000Z', finished_at: '2024-05-01T11:00:00.250Z' }));
-      await store.runs.finish(rec({ run_id: 's6', pipeline: 'big', records_in: 3_000_000_000, records_out: 3_000_000_000, records_skipped: 1_000_000_000, started_at: '2024-05-01T11:00:00.000Z', finished_at: '2024-05-01T12:00:00.000Z' }));
-      await store.runs.finish(rec({ run_id: 's7', pipeline: 'big', records_in: 3_000_000_000, records_out: 1, records_skipped: 0, started_at: '2024-05-01T11:00:00.000Z', finished_at: '2024-05-01T11:00:00.001Z' }));
+      await store.runs.finish(
+        rec({ run_id: 's5', pipeline: 'p0', records_in: 0, records_out: 0, started_at: '2024-05-01T11:00:00.000Z', finished_at: '2024-05-01T11:00:00.250Z' }),
+      );
+      await store.runs.finish(
+        rec({
+          run_id: 's6',
+          pipeline: 'big',
+          records_in: 3_000_000_000,
+          records_out: 3_000_000_000,
+          records_skipped: 1_000_000_000,
+          started_at: '2024-05-01T11:00:00.000Z',
+          finished_at: '2024-05-01T12:00:00.000Z',
+        }),
+      );
+      await store.runs.finish(
+        rec({
+          run_id: 's7',
+          pipeline: 'big',
+          records_in: 3_000_000_000,
+          records_out: 1,
+          records_skipped: 0,
+          started_at: '2024-05-01T11:00:00.000Z',
+          finished_at: '2024-05-01T11:00:00.001Z',
+        }),
+      );
       const stats = await store.runs.stats(since);
       expect(stats).toEqual([
         { pipeline: 'big', records_in: 6_000_000_000, records_out: 3_000_000_001, error_rate: 1 / 6, avg_duration_seconds: 1800.0005, run_count: 2 },
@@ -458,7 +581,9 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       for (const r of list) expectPlainTypes(r);
       // optional fields left out come back as null
       await store.alerts.add('r', { name: 'min', condition: 'failed', action: 'webhook', webhook_url: 'http://h', cooldown_seconds: 0 });
-      expect(await store.alerts.list('r')).toEqual([{ name: 'min', condition: 'failed', action: 'webhook', webhook_url: 'http://h', email_to: null, subject: null, cooldown_seconds: 0 }]);
+      expect(await store.alerts.list('r')).toEqual([
+        { name: 'min', condition: 'failed', action: 'webhook', webhook_url: 'http://h', email_to: null, subject: null, cooldown_seconds: 0 },
+      ]);
     });
 
     it('updates and renames a rule; a missing one gives false; renaming onto a taken name throws', async () => {
@@ -552,10 +677,18 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
     it('put replaces the whole state of a pipeline with one hash; get reads it back; clear purges one pipeline', async () => {
       expect(await store.transformState.get('p')).toBeNull();
       const big = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`host-${i}\u0000${i}`, { t: i, v: { c: `1844674407370955${i}` } }]));
-      await store.transformState.put('p', { 'transforms[0].counter_delta': big, 'transforms[2].window_aggregate': { windows: [], newest: null } }, 'a'.repeat(64));
+      await store.transformState.put(
+        'p',
+        { 'transforms[0].counter_delta': big, 'transforms[2].window_aggregate': { windows: [], newest: null } },
+        'a'.repeat(64),
+      );
       await store.transformState.put('q', { 'transforms[0].counter_delta': {} }, 'b'.repeat(64));
       const got = await store.transformState.get('p');
-      expect(got).toEqual({ pipeline: 'p', config_sha256: 'a'.repeat(64), state: { 'transforms[0].counter_delta': big, 'transforms[2].window_aggregate': { windows: [], newest: null } } });
+      expect(got).toEqual({
+        pipeline: 'p',
+        config_sha256: 'a'.repeat(64),
+        state: { 'transforms[0].counter_delta': big, 'transforms[2].window_aggregate': { windows: [], newest: null } },
+      });
       // A replace drops instances that are no longer given.
       await store.transformState.put('p', { 'transforms[1].counter_delta': { x: 1 } }, 'c'.repeat(64));
       expect(await store.transformState.get('p')).toEqual({ pipeline: 'p', config_sha256: 'c'.repeat(64), state: { 'transforms[1].counter_delta': { x: 1 } } });
@@ -565,7 +698,16 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
     });
 
     it('a row that is not JSON comes back as text (which the transforms refuse), not as an exception', async () => {
-      await store.db.insertInto('transform_state').values({ pipeline: 'p', transform_key: 'transforms[0].counter_delta', state_json: '{broken', config_sha256: 'a'.repeat(64), updated_at: new Date().toISOString() }).execute();
+      await store.db
+        .insertInto('transform_state')
+        .values({
+          pipeline: 'p',
+          transform_key: 'transforms[0].counter_delta',
+          state_json: '{broken',
+          config_sha256: 'a'.repeat(64),
+          updated_at: new Date().toISOString(),
+        })
+        .execute();
       expect((await store.transformState.get('p'))?.state['transforms[0].counter_delta']).toBe('corrupt state row: {broken');
     });
   });

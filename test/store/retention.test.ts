@@ -8,9 +8,6 @@ import { openStore, type SqlStore } from '../../src/store/index.js';
 import { SqlRunStore } from '../../src/store/runs.js';
 import { freshDatabase } from './helpers.js';
 
-
-
-
 interface Row {
   run_id: string;
   pipeline?: string;
@@ -45,7 +42,11 @@ async function insertRuns(store: SqlStore, rows: Row[]) {
       pipeline_version: null,
     };
   });
-  for (let i = 0; i < values.length; i += 500) await store.db.insertInto('runs').values(values.slice(i, i + 500)).execute();
+  for (let i = 0; i < values.length; i += 500)
+    await store.db
+      .insertInto('runs')
+      .values(values.slice(i, i + 500))
+      .execute();
 }
 
 async function ids(store: SqlStore, pipeline?: string): Promise<string[]> {

@@ -158,7 +158,12 @@ describe('run list speed (SQLite, 100,000 runs)', () => {
             status: statuses[i % statuses.length]!,
             started_at: new Date(started).toISOString(),
             finished_at: new Date(started + 1500).toISOString(),
-            records_in: 100, records_out: 99, records_skipped: 1, bytes_in: 1000, bytes_out: 990, dlq_count: 0,
+            records_in: 100,
+            records_out: 99,
+            records_skipped: 1,
+            bytes_in: 1000,
+            bytes_out: 990,
+            dlq_count: 0,
             error: null,
             errors: '["row 7: bad value"]',
             duration_ms: 1500,
@@ -202,14 +207,23 @@ describe('run list speed (SQLite, 100,000 runs)', () => {
       console.log('run list medians (ms):', timings);
       // No full sort: each list query is answered in index order.
       for (const where of [sql``, sql`where pipeline = 'pipeline-7'`, sql`where status = 'failed'`, sql`where started_at >= '2024-02-01'`]) {
-        const plan = await sql<{ detail: string }>`explain query plan select * from runs ${where} order by started_at desc, run_id desc limit 100`.execute(store.db);
+        const plan = await sql<{ detail: string }>`explain query plan select * from runs ${where} order by started_at desc, run_id desc limit 100`.execute(
+          store.db,
+        );
         const text = plan.rows.map((r) => r.detail).join(' | ');
         expect(text).toMatch(/USING INDEX runs_/);
         expect(text).not.toMatch(/TEMP B-TREE/);
       }
       const stats = await store.runs.stats('2024-01-01T00:00:00Z');
       expect(stats).toHaveLength(50);
-      expect(stats[0]).toEqual({ pipeline: 'pipeline-0', records_in: 200_000, records_out: 198_000, error_rate: 0.01, avg_duration_seconds: 1.5, run_count: 2000 });
+      expect(stats[0]).toEqual({
+        pipeline: 'pipeline-0',
+        records_in: 200_000,
+        records_out: 198_000,
+        error_rate: 0.01,
+        avg_duration_seconds: 1.5,
+        run_count: 2000,
+      });
       expect((await store.runs.latest()).size).toBe(50);
     } finally {
       await store.close();

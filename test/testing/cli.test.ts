@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/fs.js';
 import { svc } from '../helpers/cli.js';
 
-
 const PIPELINE = `version: "1"
 pipeline:
   name: ifaces
@@ -78,11 +77,21 @@ describe('svc test (the command)', () => {
     const dir = workspace();
     const [human, json] = await Promise.all([svc(['test', dir]), svc(['test', '--json', dir])]);
     expect(human.code).toBe(1);
-    expect(human.stderr).toContain(`${join(dir, 'broken.test.yaml')}\n  invalid:\n    ${join(dir, 'broken.test.yaml')}:4:34 cases[0].expect.sinks[0].cuont: unknown key 'cuont' (did you mean 'count'?) [CFG_UNKNOWN_KEY]\n`);
+    expect(human.stderr).toContain(
+      `${join(dir, 'broken.test.yaml')}\n  invalid:\n    ${join(dir, 'broken.test.yaml')}:4:34 cases[0].expect.sinks[0].cuont: unknown key 'cuont' (did you mean 'count'?) [CFG_UNKNOWN_KEY]\n`,
+    );
     expect(human.stderr).toMatch(/3 cases in 3 files: 2 passed, 1 failed, 1 invalid file\n$/);
 
     expect(json.code).toBe(1);
-    const doc = JSON.parse(json.stdout) as { ok: boolean; files: number; cases: number; passed: number; failed: number; invalid_files: number; results: { file: string; invalid?: string[]; cases: { name: string; ok: boolean; failures: { where: string; message: string; diff: string[] }[] }[] }[] };
+    const doc = JSON.parse(json.stdout) as {
+      ok: boolean;
+      files: number;
+      cases: number;
+      passed: number;
+      failed: number;
+      invalid_files: number;
+      results: { file: string; invalid?: string[]; cases: { name: string; ok: boolean; failures: { where: string; message: string; diff: string[] }[] }[] }[];
+    };
     expect(json.stderr).toBe('');
     expect(doc).toMatchObject({ ok: false, files: 3, cases: 3, passed: 2, failed: 1, invalid_files: 1 });
     // Sorted by path: broken, ok, sub/bad.

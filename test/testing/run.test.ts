@@ -289,7 +289,10 @@ cases:
 
   it('shows a records sink (kafka) its records as serializer_out writes them in bytes, as a file sink would', async () => {
     const file = suite(
-      CSV.replace('serializer_out: { type: csv }', 'serializer_out: { type: ndjson }').replace('{ type: local, path: /nonexistent/out }', '{ type: kafka, brokers: ["127.0.0.1:9"], topic: kpi }'),
+      CSV.replace('serializer_out: { type: csv }', 'serializer_out: { type: ndjson }').replace(
+        '{ type: local, path: /nonexistent/out }',
+        '{ type: kafka, brokers: ["127.0.0.1:9"], topic: kpi }',
+      ),
       `cases:
   - name: to kafka
     input: { raw: "cell;value\\nA;1.5\\n" }
@@ -426,16 +429,11 @@ describe('svc test: invalid test files', () => {
     const r = await runTestFile(file);
     expect(r.cases).toEqual([]);
     const lines = r.invalid!.map((l) => l.replace(file, 'T'));
-    expect(lines).toEqual([
-      "T:15:27 cases[2].input.colour: unknown key 'colour' [CFG_UNKNOWN_KEY]",
-    ]);
+    expect(lines).toEqual(["T:15:27 cases[2].input.colour: unknown key 'colour' [CFG_UNKNOWN_KEY]"]);
   });
 
   it('lists every cross-field problem once the schema is satisfied', async () => {
-    const file = suite(
-      COUNTERS,
-      CROSS_FIELD_PROBLEMS,
-    );
+    const file = suite(COUNTERS, CROSS_FIELD_PROBLEMS);
     const lines = (await runTestFile(file)).invalid!.map((l) => l.replace(file, 'T'));
     expect(lines).toEqual([
       'T:4:5 cases[0].input: give exactly one of records, raw, raw_base64, raw_file, messages (got records, raw) [CFG_INVALID]',
@@ -455,15 +453,26 @@ describe('svc test: invalid test files', () => {
     // The process environment is not used: the test file's env is the only source of ${VAR}s.
     process.env.KAFKA_BROKERS = 'from-the-environment:9092';
     const r = await runTestFile(file).finally(() => delete process.env.KAFKA_BROKERS);
-    expect(r.invalid![0]).toBe(`${join(file, '..', 'p.yaml')}:18:17 pipeline.sinks[0].brokers[0]: environment variable KAFKA_BROKERS is not set (set it, or write \${KAFKA_BROKERS:-default}) [CFG_ENV_UNSET]`);
+    expect(r.invalid![0]).toBe(
+      `${join(file, '..', 'p.yaml')}:18:17 pipeline.sinks[0].brokers[0]: environment variable KAFKA_BROKERS is not set (set it, or write \${KAFKA_BROKERS:-default}) [CFG_ENV_UNSET]`,
+    );
 
     const other = suite(COUNTERS, 'pipeline: nothere.yaml\ncases:\n  - name: a\n    input: { records: [] }\n    expect: { errors: [] }\n');
-    expect((await runTestFile(other)).invalid).toEqual([expect.stringMatching(/^.*p\.test\.yaml:1:1 pipeline: cannot read the pipeline .*nothere\.yaml: ENOENT.* \[CFG_INVALID\]$/)]);
+    expect((await runTestFile(other)).invalid).toEqual([
+      expect.stringMatching(/^.*p\.test\.yaml:1:1 pipeline: cannot read the pipeline .*nothere\.yaml: ENOENT.* \[CFG_INVALID\]$/),
+    ]);
   });
 
   it('refuses dead-letter expectations for a pipeline that dead-letters nothing', async () => {
-    const file = suite(CSV.replace('  on_error: dlq\n', '').replace('  dlq: { type: local, path: /nonexistent/dlq }\n', ''), 'cases:\n  - name: a\n    input: { records: [] }\n    expect: { dlq: [{ stage: parse }] }\n');
-    expect((await runTestFile(file)).invalid).toEqual([expect.stringContaining('cases[0].expect.dlq: the pipeline dead-letters nothing (on_error: continue, no dlq sink); check its errors with expect.errors [CFG_INVALID]')]);
+    const file = suite(
+      CSV.replace('  on_error: dlq\n', '').replace('  dlq: { type: local, path: /nonexistent/dlq }\n', ''),
+      'cases:\n  - name: a\n    input: { records: [] }\n    expect: { dlq: [{ stage: parse }] }\n',
+    );
+    expect((await runTestFile(file)).invalid).toEqual([
+      expect.stringContaining(
+        'cases[0].expect.dlq: the pipeline dead-letters nothing (on_error: continue, no dlq sink); check its errors with expect.errors [CFG_INVALID]',
+      ),
+    ]);
   });
 });
 

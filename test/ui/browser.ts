@@ -10,7 +10,16 @@ export const CHROMIUM = '/usr/bin/chromium';
 export const SCREENSHOTS = join(ROOT, 'test-results', 'ui');
 
 /** The flags of issue 16: no sandbox (root in CI), no GPU, and nothing that reaches the network by itself. */
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
 
 export function launch(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: FLAGS, headless: true });

@@ -27,10 +27,26 @@ describe('the dead-letter page helpers', () => {
 
   it('sends the set rows and the JSON patch the form holds, and refuses a half row, a field set twice or a patch that is not a JSON array', () => {
     expect(editsOf([{ field: '', expr: '' }], '  ')).toEqual({});
-    expect(editsOf([{ field: ' octets ', expr: 'int(octets)' }, { field: '', expr: '' }], '')).toEqual({ set: { octets: 'int(octets)' } });
+    expect(
+      editsOf(
+        [
+          { field: ' octets ', expr: 'int(octets)' },
+          { field: '', expr: '' },
+        ],
+        '',
+      ),
+    ).toEqual({ set: { octets: 'int(octets)' } });
     expect(editsOf([], '[{"op": "replace", "path": "/host", "value": "core-1"}]')).toEqual({ patch: [{ op: 'replace', path: '/host', value: 'core-1' }] });
     expect(editsOf([{ field: 'octets', expr: '' }], '')).toBe('set: every row needs a field and an expression (octets)');
-    expect(editsOf([{ field: 'a', expr: '1' }, { field: 'a', expr: '2' }], '')).toBe('set: the field a is set twice');
+    expect(
+      editsOf(
+        [
+          { field: 'a', expr: '1' },
+          { field: 'a', expr: '2' },
+        ],
+        '',
+      ),
+    ).toBe('set: the field a is set twice');
     expect(editsOf([], '{"op": "replace"')).toMatch(/^JSON patch: /);
     expect(editsOf([], '{"op": "remove", "path": "/a"}')).toMatch(/^JSON patch: an array of operations/);
   });

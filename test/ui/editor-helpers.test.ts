@@ -70,7 +70,12 @@ describe('outline', () => {
 describe('contextAt', () => {
   it('a key being typed: the mapping it goes into', () => {
     const text = DOC.replace('    path: /in\n', '    path: /in\n    fil');
-    expect(contextAt(text, after(text, '    fil'))).toEqual({ kind: 'key', container: ['pipeline', 'source'], prefix: 'fil', from: after(text, '    fil') - 3 });
+    expect(contextAt(text, after(text, '    fil'))).toEqual({
+      kind: 'key',
+      container: ['pipeline', 'source'],
+      prefix: 'fil',
+      from: after(text, '    fil') - 3,
+    });
     const item = 'pipeline:\n  sinks:\n    - type: local\n    - ty';
     expect(contextAt(item, item.length)).toMatchObject({ kind: 'key', container: ['pipeline', 'sinks', 1], prefix: 'ty' });
     const inItem = 'pipeline:\n  sinks:\n    - type: local\n      ';

@@ -149,7 +149,9 @@ describe('UI sources', () => {
     const files = (dir: string): string[] => readdirSync(dir).flatMap((f) => (statSync(join(dir, f)).isDirectory() ? files(join(dir, f)) : [join(dir, f)]));
     for (const f of files(join(ROOT, 'ui', 'src'))) {
       const code = readFileSync(f, 'utf8');
-      expect(code, f).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|dangerouslySetInnerHTML|document\.write|createContextualFragment|\beval\(|new Function\(/);
+      expect(code, f).not.toMatch(
+        /innerHTML|outerHTML|insertAdjacentHTML|dangerouslySetInnerHTML|document\.write|createContextualFragment|\beval\(|new Function\(/,
+      );
     }
   });
 });

@@ -13,11 +13,15 @@ const MAX_YAML = 256 * 1024;
 
 const SuggestBody = Type.Object(
   {
-    mode: Type.Union([Type.Literal('generate'), Type.Literal('explain')], { description: '`generate`: pipeline YAML for `prompt`; `explain`: prose about `yaml`' }),
+    mode: Type.Union([Type.Literal('generate'), Type.Literal('explain')], {
+      description: '`generate`: pipeline YAML for `prompt`; `explain`: prose about `yaml`',
+    }),
     prompt: Type.Optional(
       Type.String({ maxLength: MAX_PROMPT, description: 'generate: what the pipeline should do (required); explain: an optional question about the pipeline' }),
     ),
-    yaml: Type.Optional(Type.String({ maxLength: MAX_YAML, description: 'explain: the pipeline to explain (required); generate: an optional pipeline to change' })),
+    yaml: Type.Optional(
+      Type.String({ maxLength: MAX_YAML, description: 'explain: the pipeline to explain (required); generate: an optional pipeline to change' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -34,7 +38,9 @@ export default async function aiRoutes(app: FastifyInstance, deps: ApiDeps) {
   const tags = ['ai'];
   const ai = aiAssist(deps.settings, deps.log.child({ component: 'ai' }));
 
-  app.get('/api/ai/status', { schema: { tags, summary: 'Whether AI assist is on, with its provider and model', response: { 200: Status } } }, async () => ai.status());
+  app.get('/api/ai/status', { schema: { tags, summary: 'Whether AI assist is on, with its provider and model', response: { 200: Status } } }, async () =>
+    ai.status(),
+  );
 
   app.post(
     '/api/ai/suggest',

@@ -22,16 +22,21 @@ export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
   const params = Type.Object({ name: Type.String({ minLength: 1 }) });
   const ruleParams = Type.Object({ name: Type.String({ minLength: 1 }), rule_name: Type.String({ minLength: 1 }) });
 
-  app.get('/api/pipelines/:name/alerts', { schema: { tags, params, summary: 'Alert rules, each with last_fired: when it last fired with a confirmed delivery (null: never)' } }, async (req: RuleReq) => {
-    manager.get(req.params.name);
-    const rules = await store.alerts.list(req.params.name);
-    return Promise.all(rules.map(async (r) => ({ ...r, last_fired: (await store.alerts.lastFired(req.params.name, r.name)) ?? null })));
-  });
+  app.get(
+    '/api/pipelines/:name/alerts',
+    { schema: { tags, params, summary: 'Alert rules, each with last_fired: when it last fired with a confirmed delivery (null: never)' } },
+    async (req: RuleReq) => {
+      manager.get(req.params.name);
+      const rules = await store.alerts.list(req.params.name);
+      return Promise.all(rules.map(async (r) => ({ ...r, last_fired: (await store.alerts.lastFired(req.params.name, r.name)) ?? null })));
+    },
+  );
 
   app.post('/api/pipelines/:name/alerts', { schema: { tags, params, summary: 'Add an alert rule' } }, async (req: RuleReq, reply) => {
     manager.get(req.params.name);
     const rule = ruleOf(req.body);
-    if (!(await store.alerts.add(req.params.name, rule))) throw httpError('HTTP_ALERT_RULE_EXISTS', `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; use PUT to change it`);
+    if (!(await store.alerts.add(req.params.name, rule)))
+      throw httpError('HTTP_ALERT_RULE_EXISTS', `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; use PUT to change it`);
     return reply.code(201).send(rule);
   });
 
@@ -40,7 +45,8 @@ export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
     const rule = ruleOf(req.body);
     // A different body name renames the rule; onto a name another rule has, that is a conflict (409), not a 500.
     const updated = await store.alerts.update(req.params.name, req.params.rule_name!, rule).catch((e: unknown) => {
-      if (e instanceof DuplicateAlertRuleError) throw httpError('HTTP_ALERT_RULE_EXISTS', `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; choose another name`);
+      if (e instanceof DuplicateAlertRuleError)
+        throw httpError('HTTP_ALERT_RULE_EXISTS', `pipeline '${req.params.name}' already has an alert rule '${rule.name}'; choose another name`);
       throw e;
     });
     if (!updated) throw httpError('HTTP_ALERT_RULE_NOT_FOUND', req.params.name, req.params.rule_name);
@@ -49,7 +55,8 @@ export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
 
   app.delete('/api/pipelines/:name/alerts/:rule_name', { schema: { tags, params: ruleParams } }, async (req: RuleReq, reply) => {
     manager.get(req.params.name);
-    if (!(await store.alerts.remove(req.params.name, req.params.rule_name!))) throw httpError('HTTP_ALERT_RULE_NOT_FOUND', req.params.name, req.params.rule_name);
+    if (!(await store.alerts.remove(req.params.name, req.params.rule_name!)))
+      throw httpError('HTTP_ALERT_RULE_NOT_FOUND', req.params.name, req.params.rule_name);
     return reply.code(204).send();
   });
 }

@@ -53,7 +53,8 @@ export default async function authRoutes(app: FastifyInstance, deps: AuthRouteDe
     const token = bearerToken(request.headers.authorization);
     if (token === undefined) throw httpErrorWith({ 'www-authenticate': 'Bearer' }, 'HTTP_NOT_LOGGED_IN', BEARER_HINT);
     const user = verifyToken(token, settings.AUTH_SECRET);
-    if (user === undefined) throw httpErrorWith({ 'www-authenticate': 'Bearer' }, 'HTTP_SESSION_INVALID', 'invalid or expired session token: log in again with POST /api/auth/login');
+    if (user === undefined)
+      throw httpErrorWith({ 'www-authenticate': 'Bearer' }, 'HTTP_SESSION_INVALID', 'invalid or expired session token: log in again with POST /api/auth/login');
     return user;
   }
 
@@ -107,7 +108,10 @@ export default async function authRoutes(app: FastifyInstance, deps: AuthRouteDe
     async (request) => {
       const username = sessionUser(request);
       if (!settings.DB_URL) {
-        throw httpError('HTTP_PASSWORD_CHANGE_INVALID', 'password changes need a SQL database: set SVC_DB_URL (passwords are not stored in the embedded database)');
+        throw httpError(
+          'HTTP_PASSWORD_CHANGE_INVALID',
+          'password changes need a SQL database: set SVC_DB_URL (passwords are not stored in the embedded database)',
+        );
       }
       const { current_password, new_password } = request.body;
       if (!(await passwordMatches(username, current_password))) throw httpError('HTTP_PASSWORD_WRONG', 'current_password is wrong');

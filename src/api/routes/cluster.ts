@@ -12,12 +12,16 @@ export default async function clusterRoutes(app: FastifyInstance, deps: ApiDeps)
     deps.cluster ? { mode: 'manager', workers: deps.cluster.nodes() } : { mode: 'standalone', workers: [] },
   );
 
-  app.get('/api/cluster/streams', { schema: { tags, summary: 'Placements of the running streams (a single-slot view each in standalone mode)' } }, async () => ({
-    streams: deps.cluster
-      ? deps.cluster.streams()
-      : manager
-          .list()
-          .map((p) => manager.placement(p.name))
-          .filter((v) => v !== undefined),
-  }));
+  app.get(
+    '/api/cluster/streams',
+    { schema: { tags, summary: 'Placements of the running streams (a single-slot view each in standalone mode)' } },
+    async () => ({
+      streams: deps.cluster
+        ? deps.cluster.streams()
+        : manager
+            .list()
+            .map((p) => manager.placement(p.name))
+            .filter((v) => v !== undefined),
+    }),
+  );
 }

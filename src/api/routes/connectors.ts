@@ -11,7 +11,9 @@ import { httpError } from '../../core/http-errors.js';
 import { yamlOf } from './pipelines.js';
 
 const Query = Type.Object({
-  timeout_seconds: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 120, description: `Bound of each check (default ${DEFAULT_TEST_TIMEOUT_MS / 1000} s).` })),
+  timeout_seconds: Type.Optional(
+    Type.Number({ exclusiveMinimum: 0, maximum: 120, description: `Bound of each check (default ${DEFAULT_TEST_TIMEOUT_MS / 1000} s).` }),
+  ),
 });
 type Q = { timeout_seconds?: number };
 
@@ -21,12 +23,18 @@ type Q = { timeout_seconds?: number };
  * `topic` to subscribe, its sink a `topic` to publish, so the body decides).
  */
 function checkBody(body: unknown, envAllow: readonly string[]) {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw httpError('HTTP_INVALID', 'body must be one connector config: {"type": "mqtt", "host": ..., ...} (optionally "role": "source" or "sink")');
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw httpError('HTTP_INVALID', 'body must be one connector config: {"type": "mqtt", "host": ..., ...} (optionally "role": "source" or "sink")');
   const { role, ...raw } = body as { role?: unknown; type?: unknown };
-  if (role !== undefined && role !== 'source' && role !== 'sink') throw httpError('HTTP_INVALID', `role must be "source" or "sink", got ${JSON.stringify(role)}`);
+  if (role !== undefined && role !== 'source' && role !== 'sink')
+    throw httpError('HTTP_INVALID', `role must be "source" or "sink", got ${JSON.stringify(role)}`);
   if (typeof raw.type !== 'string') throw httpError('HTTP_INVALID', "connector config needs 'type'");
   const roles: ('source' | 'sink')[] = role ? [role] : (['source', 'sink'] as const).filter((k) => registry[k].has(raw.type as string));
-  if (roles.length === 0) throw httpError('HTTP_CONNECTOR_INVALID', `unknown connector type '${raw.type}'; registered sources: ${[...registry.source.keys()].join(', ')}; sinks: ${[...registry.sink.keys()].join(', ')}`);
+  if (roles.length === 0)
+    throw httpError(
+      'HTTP_CONNECTOR_INVALID',
+      `unknown connector type '${raw.type}'; registered sources: ${[...registry.source.keys()].join(', ')}; sinks: ${[...registry.sink.keys()].join(', ')}`,
+    );
   let first: string[] | undefined;
   for (const kind of roles) {
     const r = loadComponent(kind, raw, { envAllow });
@@ -54,7 +62,14 @@ export default async function connectorRoutes(app: FastifyInstance, deps: ApiDep
     { schema: { tags, querystring: Query, summary: "Reachability check of a pipeline's source and sinks (raw YAML)" } },
     async (req: FastifyRequest<{ Querystring: Q }>) => {
       const r = loadPipelineText(yamlOf(req), { statefulTransforms: deps.settings.STATEFUL_TRANSFORMS, envAllow: deps.settings.CONFIG_ENV_ALLOW });
-      if (!r.config) throw httpError('HTTP_CONNECTOR_INVALID', `invalid pipeline: ${r.diagnostics.filter((d) => d.severity === 'error').map((d) => formatDiagnostic(d)).join('; ')}`);
+      if (!r.config)
+        throw httpError(
+          'HTTP_CONNECTOR_INVALID',
+          `invalid pipeline: ${r.diagnostics
+            .filter((d) => d.severity === 'error')
+            .map((d) => formatDiagnostic(d))
+            .join('; ')}`,
+        );
       return testPipelineConnectors(r.config, opts(req.query));
     },
   );

@@ -28,7 +28,13 @@ export default async function daemonRoutes(app: FastifyInstance, deps: ApiDeps) 
       db = `unavailable: ${(e as Error).message}`;
     }
     // A standby manager runs no scheduler and is not ready, so the Service reaches only the leader.
-    const scheduler = deps.shuttingDown?.() ? 'stopping' : deps.starting?.() ? 'starting' : deps.cluster && !deps.cluster.leader().ready ? 'standby' : 'running';
+    const scheduler = deps.shuttingDown?.()
+      ? 'stopping'
+      : deps.starting?.()
+        ? 'starting'
+        : deps.cluster && !deps.cluster.leader().ready
+          ? 'standby'
+          : 'running';
     const body = {
       status: db === 'ok' && scheduler === 'running' ? 'ready' : 'not ready',
       db,

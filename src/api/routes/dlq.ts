@@ -46,7 +46,9 @@ const ReplayBody = Type.Object(
     force: Type.Boolean({ default: false, description: 'Replay envelopes marked replayed already too' }),
     patch: Type.Optional(Type.Array(PatchOp, { description: 'RFC 6902 JSON Patch applied to each selected record' })),
     set: Type.Optional(
-      Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), { description: 'Field -> expression (after patch), evaluated against the record; `record` is the whole record' }),
+      Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), {
+        description: 'Field -> expression (after patch), evaluated against the record; `record` is the whole record',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -66,7 +68,14 @@ export default async function dlqRoutes(app: FastifyInstance, deps: ApiDeps) {
 
   app.get(
     '/api/pipelines/:name/dlq',
-    { schema: { tags, params: NameParams, querystring: ListQuery, summary: "The pipeline's dead letters, oldest first, with their ids and replay marks (X-Total-Count)" } },
+    {
+      schema: {
+        tags,
+        params: NameParams,
+        querystring: ListQuery,
+        summary: "The pipeline's dead letters, oldest first, with their ids and replay marks (X-Total-Count)",
+      },
+    },
     async (req: FastifyRequest<{ Params: { name: string }; Querystring: Static<typeof ListQuery> }>, reply) => {
       const r = await listDlq(dlq, req.params.name, req.query).catch((e: unknown) => Promise.reject(mapped(e)));
       reply.header('x-total-count', String(r.total));
@@ -78,7 +87,14 @@ export default async function dlqRoutes(app: FastifyInstance, deps: ApiDeps) {
 
   app.post(
     '/api/pipelines/:name/dlq/replay',
-    { schema: { tags, params: NameParams, body: ReplayBody, summary: 'Replay selected dead letters where they failed, as a run of their own; answers when the run has finished' } },
+    {
+      schema: {
+        tags,
+        params: NameParams,
+        body: ReplayBody,
+        summary: 'Replay selected dead letters where they failed, as a run of their own; answers when the run has finished',
+      },
+    },
     async (req: FastifyRequest<{ Params: { name: string }; Body: Static<typeof ReplayBody> }>) =>
       replayDlq(dlq, req.params.name, req.body as never).catch((e: unknown) => Promise.reject(mapped(e))),
   );

@@ -48,20 +48,28 @@ const StatsBody = Type.Object(
 
 export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps) {
   const cluster = () => {
-    if (!deps.cluster) throw httpError('HTTP_NOT_A_MANAGER', `this node runs SVC_MODE=${deps.settings.MODE}: only a manager takes worker callbacks (check SVC_MANAGER_URL on the worker)`);
+    if (!deps.cluster)
+      throw httpError(
+        'HTTP_NOT_A_MANAGER',
+        `this node runs SVC_MODE=${deps.settings.MODE}: only a manager takes worker callbacks (check SVC_MANAGER_URL on the worker)`,
+      );
     return deps.cluster;
   };
 
-  app.post('/api/internal/run-complete', { schema: { tags, body: RunCompleteBody, summary: "A worker's run outcome; stored once however often it is sent" } }, async (req) => {
-    const body = req.body as RunComplete;
-    const outcome = cluster().executor.complete(body);
-    if (outcome === 'unknown') {
-      // No run of this process waits for it (the manager restarted since): stored if not stored yet.
-      const stored = await deps.manager.recordRemoteOutcome(runRecordOf(body));
-      return { run_id: body.run_id, stored };
-    }
-    return { run_id: body.run_id, stored: outcome === 'resolved' };
-  });
+  app.post(
+    '/api/internal/run-complete',
+    { schema: { tags, body: RunCompleteBody, summary: "A worker's run outcome; stored once however often it is sent" } },
+    async (req) => {
+      const body = req.body as RunComplete;
+      const outcome = cluster().executor.complete(body);
+      if (outcome === 'unknown') {
+        // No run of this process waits for it (the manager restarted since): stored if not stored yet.
+        const stored = await deps.manager.recordRemoteOutcome(runRecordOf(body));
+        return { run_id: body.run_id, stored };
+      }
+      return { run_id: body.run_id, stored: outcome === 'resolved' };
+    },
+  );
 
   app.post('/api/internal/pipeline-stats', { schema: { tags, body: StatsBody, summary: "A worker's progress report of one run" } }, async (req) => {
     const body = req.body as StatsReport;
@@ -73,7 +81,9 @@ export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps
     // process placed, and it runs on (its run-complete is stored once).
     const current = deps.manager.has(body.pipeline) ? deps.manager.get(body.pipeline).active?.runId : undefined;
     if (!deps.manager.has(body.pipeline) || (current !== undefined && current !== body.run_id)) {
-      const why = !deps.manager.has(body.pipeline) ? `pipeline '${body.pipeline}' is not registered` : `run '${current}' is the current run of '${body.pipeline}'`;
+      const why = !deps.manager.has(body.pipeline)
+        ? `pipeline '${body.pipeline}' is not registered`
+        : `run '${current}' is the current run of '${body.pipeline}'`;
       throw httpError('HTTP_RUN_SUPERSEDED', body.run_id, why);
     }
     return { run_id: body.run_id, accepted: true };
@@ -85,7 +95,14 @@ export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps
   type ProcessedReq = { params: { pipeline: string } };
   app.get(
     '/api/internal/processed/:pipeline',
-    { schema: { tags, ...Processed, querystring: Type.Object({ key: Type.String({ minLength: 1 }) }), summary: "Whether a worker's file source processed this key already (any worker)" } },
+    {
+      schema: {
+        tags,
+        ...Processed,
+        querystring: Type.Object({ key: Type.String({ minLength: 1 }) }),
+        summary: "Whether a worker's file source processed this key already (any worker)",
+      },
+    },
     async (req) => {
       cluster();
       const { pipeline } = (req as ProcessedReq).params;
@@ -94,7 +111,14 @@ export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps
   );
   app.post(
     '/api/internal/processed/:pipeline',
-    { schema: { tags, ...Processed, body: Type.Object({ key: Type.String({ minLength: 1 }) }), summary: 'A worker processed this key: no worker reads it again' } },
+    {
+      schema: {
+        tags,
+        ...Processed,
+        body: Type.Object({ key: Type.String({ minLength: 1 }) }),
+        summary: 'A worker processed this key: no worker reads it again',
+      },
+    },
     async (req) => {
       cluster();
       const { pipeline } = (req as ProcessedReq).params;

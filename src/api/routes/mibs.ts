@@ -22,7 +22,9 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
   await registerMibMultipart(app);
   const mibDir = () => mibs.status().mib_dir;
 
-  app.get('/api/mibs', { schema: { tags, summary: 'Compiled modules of the active MIB bundle', response: { 200: Type.Array(MibModule) } } }, async () => mibs.compiledList());
+  app.get('/api/mibs', { schema: { tags, summary: 'Compiled modules of the active MIB bundle', response: { 200: Type.Array(MibModule) } } }, async () =>
+    mibs.compiledList(),
+  );
 
   app.post(
     '/api/mibs/upload',
@@ -48,15 +50,24 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
     {
       schema: {
         tags,
-        summary: 'Fetch named modules (bundled library, then SVC_MIB_REPOSITORY_URL) into the group common and compile; 200 when any is found (the others in not_found); else 404, 502 repository unreachable, 503 no repository configured',
+        summary:
+          'Fetch named modules (bundled library, then SVC_MIB_REPOSITORY_URL) into the group common and compile; 200 when any is found (the others in not_found); else 404, 502 repository unreachable, 503 no repository configured',
         body: Type.Object({ names: Type.Array(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9-]*$' }), { minItems: 1, maxItems: 200 }) }),
-        response: { 200: Type.Object({ compiled: Type.Array(Type.String()), mib_dir: Type.String(), results: Type.Record(Type.String(), Type.String()), not_found: Type.Array(Type.String()) }) },
+        response: {
+          200: Type.Object({
+            compiled: Type.Array(Type.String()),
+            mib_dir: Type.String(),
+            results: Type.Record(Type.String(), Type.String()),
+            not_found: Type.Array(Type.String()),
+          }),
+        },
       },
     },
     async (req: FastifyRequest<{ Body: { names: string[] } }>) => {
       const repositoryUrl = deps.settings.MIB_REPOSITORY_URL || undefined;
       const r = await mibs.fetchModules(req.body.names, { repositoryUrl }).catch((e: unknown) => {
-        if (e instanceof HttpError && e.statusCode === 404 && !repositoryUrl) throw httpError('HTTP_MIB_REPOSITORY_UNSET', `${e.message}; set SVC_MIB_REPOSITORY_URL to download from an online MIB repository`);
+        if (e instanceof HttpError && e.statusCode === 404 && !repositoryUrl)
+          throw httpError('HTTP_MIB_REPOSITORY_UNSET', `${e.message}; set SVC_MIB_REPOSITORY_URL to download from an online MIB repository`);
         throw e;
       });
       return { compiled: r.compiled, mib_dir: mibDir(), results: r.results, not_found: r.not_found };
@@ -78,7 +89,8 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
     {
       schema: {
         tags,
-        summary: 'Delete a module: removes the uploaded source files that define it and recompiles (bundled modules: 403; a file that also defines other modules: 409)',
+        summary:
+          'Delete a module: removes the uploaded source files that define it and recompiles (bundled modules: 403; a file that also defines other modules: 409)',
         params: NameParams,
         response: { 404: ErrorBody, 403: ErrorBody, 409: ErrorBody },
       },
@@ -89,11 +101,18 @@ export default async function mibRoutes(app: FastifyInstance, deps: ApiDeps) {
       const rows = inventory.filter((r) => r.module === name);
       if (!rows.length) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB module ${name}: GET /api/mibs lists the compiled modules`);
       const own = [...new Set(rows.filter((r) => !r.bundled).map((r) => r.path))];
-      if (!own.length) throw httpError('HTTP_MIB_SOURCE_READ_ONLY', `${name} comes from the read-only bundled sources (${rows[0]!.path}); upload a module of the same name to shadow it instead`);
+      if (!own.length)
+        throw httpError(
+          'HTTP_MIB_SOURCE_READ_ONLY',
+          `${name} comes from the read-only bundled sources (${rows[0]!.path}); upload a module of the same name to shadow it instead`,
+        );
       // Deleting a module must not take other modules of the same file with it silently.
       const others = [...new Set(inventory.filter((r) => own.includes(r.path) && r.module && r.module !== name).map((r) => r.module!))];
       if (others.length) {
-        throw httpError('HTTP_MIB_SOURCE_SHARED', `${name} is defined in ${own.join(', ')} together with ${others.join(', ')}, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "${own[0]}"}, or upload the file again without ${name}`);
+        throw httpError(
+          'HTTP_MIB_SOURCE_SHARED',
+          `${name} is defined in ${own.join(', ')} together with ${others.join(', ')}, which deleting the file would remove too: delete the file itself with the console's DELETE /api/mibs/file {"path": "${own[0]}"}, or upload the file again without ${name}`,
+        );
       }
       const r = await mibs.deleteFiles(own);
       deps.log.info({ module: name, files: r.files }, 'MIB module deleted');

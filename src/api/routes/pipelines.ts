@@ -22,7 +22,8 @@ export function yamlOf(req: FastifyRequest): string {
   const b = req.body as unknown;
   if (typeof b === 'string') return b;
   if (b && typeof b === 'object' && typeof (b as { yaml_text?: unknown }).yaml_text === 'string') return (b as { yaml_text: string }).yaml_text;
-  if (b === undefined || b === null) throw httpError('HTTP_PIPELINE_INVALID', 'missing pipeline YAML: send it as text/plain or application/yaml, or JSON {"yaml_text": "..."}');
+  if (b === undefined || b === null)
+    throw httpError('HTTP_PIPELINE_INVALID', 'missing pipeline YAML: send it as text/plain or application/yaml, or JSON {"yaml_text": "..."}');
   throw httpError('HTTP_INVALID', 'JSON body must be {"yaml_text": "<pipeline YAML>"}');
 }
 
@@ -57,7 +58,11 @@ export type DryRunDiagnostic = Omit<Diagnostic, 'code'> & { code: Diagnostic['co
  * Dry-run: validation plus instantiating transforms, serializers and connectors (no I/O). `issues`
  * is the spec's list of messages; `diagnostics` holds the same problems with path, line and column.
  */
-export function dryRun(yaml: string, statefulTransforms: boolean, envAllow?: readonly string[]): { valid: boolean; issues: string[]; diagnostics: DryRunDiagnostic[] } {
+export function dryRun(
+  yaml: string,
+  statefulTransforms: boolean,
+  envAllow?: readonly string[],
+): { valid: boolean; issues: string[]; diagnostics: DryRunDiagnostic[] } {
   const r = loadPipelineText(yaml, { statefulTransforms, envAllow });
   const issues = r.diagnostics.map((d) => formatDiagnostic(d));
   const diagnostics: DryRunDiagnostic[] = [...r.diagnostics];
@@ -78,7 +83,10 @@ export function dryRun(yaml: string, statefulTransforms: boolean, envAllow?: rea
   attempt(`source (${config.source.type})`, ['source'], () => (registry.source.get(config.source.type) as SourcePlugin).create(config.source as never, ctx));
   for (const [i, s] of [...config.sinks.entries(), ...(config.dlq ? [['dlq', config.dlq] as const] : [])]) {
     attempt(typeof i === 'number' ? `sinks[${i}] (${s.type})` : `dlq (${s.type})`, typeof i === 'number' ? ['sinks', i] : ['dlq'], () =>
-      (registry.sink.get(s.type) as SinkPlugin).create(s as never, { ...ctx, encoder: encoderFor(registry, s.serializer_out ?? (i === 'dlq' ? { type: 'ndjson' } : config.serializer_out), { schemaDir }) }),
+      (registry.sink.get(s.type) as SinkPlugin).create(s as never, {
+        ...ctx,
+        encoder: encoderFor(registry, s.serializer_out ?? (i === 'dlq' ? { type: 'ndjson' } : config.serializer_out), { schemaDir }),
+      }),
     );
   }
   return { valid: !r.diagnostics.some((d) => d.severity === 'error') && issues.length === r.diagnostics.length, issues, diagnostics };
@@ -99,17 +107,22 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     })),
   );
 
-  app.post('/api/pipelines', { schema: { tags, summary: 'Register a pipeline (YAML as text/plain, application/yaml, or JSON {yaml_text})' } }, async (req, reply) => {
-    const p = await manager.register(yamlOf(req), { origin: 'api' });
-    return reply.code(201).send(pipelineState(p));
-  });
+  app.post(
+    '/api/pipelines',
+    { schema: { tags, summary: 'Register a pipeline (YAML as text/plain, application/yaml, or JSON {yaml_text})' } },
+    async (req, reply) => {
+      const p = await manager.register(yamlOf(req), { origin: 'api' });
+      return reply.code(201).send(pipelineState(p));
+    },
+  );
 
   app.post(
     '/api/pipelines/dry-run',
     {
       schema: {
         tags,
-        summary: 'Validate without registering; always 200 {valid, issues}; diagnostics=true adds {diagnostics: [{severity, code, path, message, line, column}]} for editors',
+        summary:
+          'Validate without registering; always 200 {valid, issues}; diagnostics=true adds {diagnostics: [{severity, code, path, message, line, column}]} for editors',
         querystring: Type.Object({ diagnostics: Type.Optional(Type.Boolean()) }),
       },
     },
@@ -132,8 +145,10 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
 
   app.get('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq) => pipelineState(manager.get(req.params.name)));
 
-  app.put('/api/pipelines/:name', { schema: { tags, params: NameParams, summary: 'Replace the config (stopped, re-registered, restarted if enabled)' } }, async (req: NameReq) =>
-    pipelineState(await manager.update(req.params.name, yamlOf(req))),
+  app.put(
+    '/api/pipelines/:name',
+    { schema: { tags, params: NameParams, summary: 'Replace the config (stopped, re-registered, restarted if enabled)' } },
+    async (req: NameReq) => pipelineState(await manager.update(req.params.name, yamlOf(req))),
   );
 
   app.delete('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq, reply) => {
@@ -146,14 +161,25 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     return { name: p.name, status: p.status };
   });
 
-  app.post('/api/pipelines/:name/stop', { schema: { tags, params: NameParams, summary: 'Graceful stop: in-flight work drains first' } }, async (req: NameReq) => {
-    const p = await manager.stop(req.params.name);
-    return { name: p.name, status: p.status };
-  });
+  app.post(
+    '/api/pipelines/:name/stop',
+    { schema: { tags, params: NameParams, summary: 'Graceful stop: in-flight work drains first' } },
+    async (req: NameReq) => {
+      const p = await manager.stop(req.params.name);
+      return { name: p.name, status: p.status };
+    },
+  );
 
   app.post(
     '/api/pipelines/:name/run',
-    { schema: { tags, params: NameParams, querystring: Type.Object({ flush: Type.Optional(Type.Boolean()) }), summary: 'One immediate batch run (202); flush=true makes stateful transforms emit their open windows as partials' } },
+    {
+      schema: {
+        tags,
+        params: NameParams,
+        querystring: Type.Object({ flush: Type.Optional(Type.Boolean()) }),
+        summary: 'One immediate batch run (202); flush=true makes stateful transforms emit their open windows as partials',
+      },
+    },
     async (req: FastifyRequest<{ Params: { name: string }; Querystring: { flush?: boolean } }>, reply) =>
       reply.code(202).send(await manager.runNow(req.params.name, { flush: req.query.flush === true })),
   );
@@ -192,11 +218,20 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     },
   );
 
-  app.get('/api/pipelines/:name/placement', { schema: { tags, params: NameParams, summary: "A running stream's placement: its slots on workers (manager mode), or a single-slot view (standalone)" } }, async (req: NameReq) => {
-    const p = manager.get(req.params.name);
-    if (p.config.schedule.type !== 'stream') throw httpError('HTTP_PLACEMENT_NOT_FOUND', `pipeline '${p.name}' is not a stream; placements exist for streams only`);
-    const view = deps.cluster ? deps.cluster.placement(p.name) : manager.placement(p.name);
-    if (!view) throw httpError('HTTP_PLACEMENT_NOT_FOUND', deps.cluster ? `stream '${p.name}' has no active placement (stopped, or not placed on a worker yet)` : `stream '${p.name}' is not running`);
-    return view;
-  });
+  app.get(
+    '/api/pipelines/:name/placement',
+    { schema: { tags, params: NameParams, summary: "A running stream's placement: its slots on workers (manager mode), or a single-slot view (standalone)" } },
+    async (req: NameReq) => {
+      const p = manager.get(req.params.name);
+      if (p.config.schedule.type !== 'stream')
+        throw httpError('HTTP_PLACEMENT_NOT_FOUND', `pipeline '${p.name}' is not a stream; placements exist for streams only`);
+      const view = deps.cluster ? deps.cluster.placement(p.name) : manager.placement(p.name);
+      if (!view)
+        throw httpError(
+          'HTTP_PLACEMENT_NOT_FOUND',
+          deps.cluster ? `stream '${p.name}' has no active placement (stopped, or not placed on a worker yet)` : `stream '${p.name}' is not running`,
+        );
+      return view;
+    },
+  );
 }

@@ -34,13 +34,19 @@ export function pluginDoc(p: AnyPlugin) {
 
 export function pluginSchemas() {
   const byCategory = Object.fromEntries(
-    (Object.entries(CATEGORIES) as [Category, PluginKind][]).map(([cat, kind]) => [cat, Object.fromEntries([...registry[kind].values()].map((p) => [p.key, pluginDoc(p)]))]),
+    (Object.entries(CATEGORIES) as [Category, PluginKind][]).map(([cat, kind]) => [
+      cat,
+      Object.fromEntries([...registry[kind].values()].map((p) => [p.key, pluginDoc(p)])),
+    ]),
   ) as Record<Category, Record<string, ReturnType<typeof pluginDoc>>>;
   return { pipeline: jsonSchema(Pipeline), sink_common: jsonSchema(SinkCommon), ...byCategory };
 }
 
 const PluginParams = Type.Object({
-  kind: Type.Union(Object.keys(CATEGORIES).map((c) => Type.Literal(c)), { description: 'sources, sinks, serializers or transforms' }),
+  kind: Type.Union(
+    Object.keys(CATEGORIES).map((c) => Type.Literal(c)),
+    { description: 'sources, sinks, serializers or transforms' },
+  ),
   key: Type.String({ minLength: 1, description: 'The plugin key, as listed by GET /api/plugins' }),
 });
 
@@ -90,7 +96,14 @@ export default async function pluginRoutes(app: FastifyInstance, _deps: ApiDeps)
 
   app.get(
     '/api/plugins/:kind/:key',
-    { schema: { tags, summary: "One plugin's JSON Schema, summary and examples; 404 when no such plugin", params: PluginParams, response: { 200: PluginDocSchema } } },
+    {
+      schema: {
+        tags,
+        summary: "One plugin's JSON Schema, summary and examples; 404 when no such plugin",
+        params: PluginParams,
+        response: { 200: PluginDocSchema },
+      },
+    },
     async (req: FastifyRequest<{ Params: { kind: Category; key: string } }>, reply) => {
       const { kind, key } = req.params;
       const doc = all()[kind][key];

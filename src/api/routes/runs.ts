@@ -17,23 +17,47 @@ const RunsQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const COLUMNS = ['run_id', 'pipeline', 'node_id', 'status', 'started_at', 'finished_at', 'records_in', 'records_out', 'records_skipped', 'bytes_in', 'bytes_out', 'dlq_count', 'error', 'errors', 'pipeline_version'];
+const COLUMNS = [
+  'run_id',
+  'pipeline',
+  'node_id',
+  'status',
+  'started_at',
+  'finished_at',
+  'records_in',
+  'records_out',
+  'records_skipped',
+  'bytes_in',
+  'bytes_out',
+  'dlq_count',
+  'error',
+  'errors',
+  'pipeline_version',
+];
 
 export default async function runRoutes(app: FastifyInstance, deps: ApiDeps) {
   const tags = ['runs'];
-  app.get('/api/runs', { schema: { tags, querystring: RunsQuery, summary: 'Run records, newest first; format=csv for text/csv' } }, async (req: FastifyRequest<{ Querystring: Static<typeof RunsQuery> }>, reply) => {
-    const q = req.query;
-    const from = q.from_dt ? new Date(q.from_dt) : undefined;
-    if (from && Number.isNaN(from.getTime())) throw httpError('HTTP_INVALID', `from_dt '${q.from_dt}' is not an ISO 8601 date-time`);
-    const runs = await deps.store.runs.list({ pipeline: q.pipeline, status: q.status, from_dt: from?.toISOString(), limit: q.limit, offset: q.offset });
-    if (q.format !== 'csv') return runs;
-    const rows = runs.map((r) => COLUMNS.map((c) => (c === 'errors' ? JSON.stringify(r.errors) : ((r as Record<string, unknown>)[c] ?? ''))));
-    return reply.type('text/csv; charset=utf-8').send(stringify([COLUMNS, ...rows]));
-  });
+  app.get(
+    '/api/runs',
+    { schema: { tags, querystring: RunsQuery, summary: 'Run records, newest first; format=csv for text/csv' } },
+    async (req: FastifyRequest<{ Querystring: Static<typeof RunsQuery> }>, reply) => {
+      const q = req.query;
+      const from = q.from_dt ? new Date(q.from_dt) : undefined;
+      if (from && Number.isNaN(from.getTime())) throw httpError('HTTP_INVALID', `from_dt '${q.from_dt}' is not an ISO 8601 date-time`);
+      const runs = await deps.store.runs.list({ pipeline: q.pipeline, status: q.status, from_dt: from?.toISOString(), limit: q.limit, offset: q.offset });
+      if (q.format !== 'csv') return runs;
+      const rows = runs.map((r) => COLUMNS.map((c) => (c === 'errors' ? JSON.stringify(r.errors) : ((r as Record<string, unknown>)[c] ?? ''))));
+      return reply.type('text/csv; charset=utf-8').send(stringify([COLUMNS, ...rows]));
+    },
+  );
 
-  app.get('/api/runs/:run_id', { schema: { tags, params: Type.Object({ run_id: Type.String({ minLength: 1 }) }) } }, async (req: FastifyRequest<{ Params: { run_id: string } }>) => {
-    const run = await deps.store.runs.get(req.params.run_id);
-    if (!run) throw httpError('HTTP_RUN_NOT_FOUND', req.params.run_id);
-    return run;
-  });
+  app.get(
+    '/api/runs/:run_id',
+    { schema: { tags, params: Type.Object({ run_id: Type.String({ minLength: 1 }) }) } },
+    async (req: FastifyRequest<{ Params: { run_id: string } }>) => {
+      const run = await deps.store.runs.get(req.params.run_id);
+      if (!run) throw httpError('HTTP_RUN_NOT_FOUND', req.params.run_id);
+      return run;
+    },
+  );
 }

@@ -20,7 +20,10 @@ import { httpError } from '../../core/http-errors.js';
 
 const SchemaFileSchema = Type.Object({
   path: Type.String({ description: 'Relative to SVC_SCHEMA_DIR, `/`-separated.' }),
-  type: Type.Union(['protobuf', 'avro', 'json', 'xml', 'yaml', 'other'].map((t) => Type.Literal(t)), { description: 'Inferred from the extension.' }),
+  type: Type.Union(
+    ['protobuf', 'avro', 'json', 'xml', 'yaml', 'other'].map((t) => Type.Literal(t)),
+    { description: 'Inferred from the extension.' },
+  ),
   size_bytes: Type.Integer(),
   schema_file: Type.String({ description: "Absolute path; usable as a pipeline serializer's `schema_file`." }),
   modified: Type.String({ description: 'Last modification, ISO 8601.' }),
@@ -59,7 +62,9 @@ export default async function schemaRoutes(app: FastifyInstance, deps: ApiDeps) 
       schema: {
         tags,
         summary: `Store a schema file (multipart field \`file\`; extensions ${Object.keys(UPLOAD_EXTENSIONS).join(' ')}; at most ${SCHEMA_MAX_BYTES} bytes)`,
-        querystring: Type.Object({ subdir: Type.Optional(Type.String({ description: 'Folder under SVC_SCHEMA_DIR (relative, no `..`); also accepted as a form field.' })) }),
+        querystring: Type.Object({
+          subdir: Type.Optional(Type.String({ description: 'Folder under SVC_SCHEMA_DIR (relative, no `..`); also accepted as a form field.' })),
+        }),
         consumes: ['multipart/form-data'],
         // Documents the form for OpenAPI; the parts are read by the handler (multipart bodies are
         // not attached to req.body, hence null passes).
@@ -68,7 +73,10 @@ export default async function schemaRoutes(app: FastifyInstance, deps: ApiDeps) 
             'multipart/form-data': {
               schema: {
                 type: ['object', 'null'],
-                properties: { file: { type: 'string', format: 'binary', description: 'The schema file; its name is kept.' }, subdir: { type: 'string', description: 'Folder under SVC_SCHEMA_DIR.' } },
+                properties: {
+                  file: { type: 'string', format: 'binary', description: 'The schema file; its name is kept.' },
+                  subdir: { type: 'string', description: 'Folder under SVC_SCHEMA_DIR.' },
+                },
               },
             },
           },
@@ -78,7 +86,10 @@ export default async function schemaRoutes(app: FastifyInstance, deps: ApiDeps) 
     },
     async (req: FastifyRequest<{ Querystring: { subdir?: string } }>, reply) => {
       if (!req.isMultipart()) {
-        throw httpError('HTTP_UNSUPPORTED_MEDIA_TYPE', `send the schema as multipart/form-data with the file in field "file" (got content type '${req.headers['content-type'] ?? 'none'}')`);
+        throw httpError(
+          'HTTP_UNSUPPORTED_MEDIA_TYPE',
+          `send the schema as multipart/form-data with the file in field "file" (got content type '${req.headers['content-type'] ?? 'none'}')`,
+        );
       }
       const { file, subdir: fieldSubdir } = await readUpload(req);
       const querySubdir = req.query.subdir;
@@ -131,7 +142,8 @@ async function readUpload(req: FastifyRequest): Promise<{ file: { filename: stri
     const code = (e as FastifyError).code;
     if (code === 'FST_REQ_FILE_TOO_LARGE') throw httpError('HTTP_BODY_TOO_LARGE', tooLarge());
     if (code === 'FST_FILES_LIMIT') throw httpError('HTTP_BAD_REQUEST', 'one file per upload: send the schema in the single field "file"');
-    if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT') throw httpError('HTTP_BAD_REQUEST', 'too many form fields: send "file" and optionally "subdir"');
+    if (code === 'FST_PARTS_LIMIT' || code === 'FST_FIELDS_LIMIT')
+      throw httpError('HTTP_BAD_REQUEST', 'too many form fields: send "file" and optionally "subdir"');
     throw e;
   }
   if (unexpected.length) throw httpError('HTTP_BAD_REQUEST', `unexpected file field '${unexpected[0]}': send the schema in the field "file"`);
@@ -182,7 +194,13 @@ async function registryProxy(app: FastifyInstance, deps: ApiDeps) {
     const token = bearerToken(req.headers.authorization);
     const dropClientAuthorization = token !== undefined && verifyToken(token, settings.AUTH_SECRET) !== undefined;
     try {
-      const res = await forward(t, { method: req.method, url, headers: req.headers, ...(Buffer.isBuffer(req.body) ? { body: req.body } : {}), dropClientAuthorization });
+      const res = await forward(t, {
+        method: req.method,
+        url,
+        headers: req.headers,
+        ...(Buffer.isBuffer(req.body) ? { body: req.body } : {}),
+        dropClientAuthorization,
+      });
       reply.code(res.status).headers(res.headers);
       return res.status === 204 || res.status === 304 || req.method === 'HEAD' ? reply.send() : reply.send(res.body);
     } catch (e) {
@@ -197,9 +215,16 @@ async function registryProxy(app: FastifyInstance, deps: ApiDeps) {
   const schema = {
     tags: ['schemas'],
     summary: 'Reverse proxy to SVC_SCHEMA_REGISTRY_URL (method, path, query, headers and body forwarded; basic auth added)',
-    description: "The registry's status, content type and body are relayed as they are. Errors of the proxy itself: 400 dot segments in the path, 413 body over the limit, 502 registry unreachable, 503 SVC_SCHEMA_REGISTRY_URL unset or invalid.",
+    description:
+      "The registry's status, content type and body are relayed as they are. Errors of the proxy itself: 400 dot segments in the path, 413 body over the limit, 502 registry unreachable, 503 SVC_SCHEMA_REGISTRY_URL unset or invalid.",
     response: { 502: ErrorBody, 503: ErrorBody },
   };
   app.route({ method: [...PROXY_METHODS], url: REGISTRY_PREFIX, bodyLimit: SCHEMA_MAX_BYTES, schema, handler });
-  app.route({ method: [...PROXY_METHODS], url: `${REGISTRY_PREFIX}/*`, bodyLimit: SCHEMA_MAX_BYTES, schema: { ...schema, params: Type.Object({ '*': Type.String() }) }, handler });
+  app.route({
+    method: [...PROXY_METHODS],
+    url: `${REGISTRY_PREFIX}/*`,
+    bodyLimit: SCHEMA_MAX_BYTES,
+    schema: { ...schema, params: Type.Object({ '*': Type.String() }) },
+    handler,
+  });
 }

@@ -14,7 +14,9 @@ const StateBody = Type.Object(
   {
     pipeline: Type.String(),
     state: Type.Record(Type.String(), Type.Unknown(), { description: 'By transform instance (`transforms[N].<type>`), then by record identity.' }),
-    config_sha256: Type.String({ description: 'Hash of the stateful transforms the state belongs to; a stored state with another hash is discarded at the next run.' }),
+    config_sha256: Type.String({
+      description: 'Hash of the stateful transforms the state belongs to; a stored state with another hash is discarded at the next run.',
+    }),
   },
   { additionalProperties: true },
 );
@@ -24,12 +26,20 @@ type Req = FastifyRequest<{ Params: { pipeline: string }; Body: unknown }>;
 export default async function transformStateRoutes(app: FastifyInstance, deps: ApiDeps) {
   const { settings, store, manager } = deps;
   const enabled = () => {
-    if (!settings.STATEFUL_TRANSFORMS) throw httpError('HTTP_TRANSFORMS_STATELESS', 'stateful transforms are disabled on this node (SVC_STATEFUL_TRANSFORMS=0)');
+    if (!settings.STATEFUL_TRANSFORMS)
+      throw httpError('HTTP_TRANSFORMS_STATELESS', 'stateful transforms are disabled on this node (SVC_STATEFUL_TRANSFORMS=0)');
   };
 
   app.get(
     '/api/internal/transform-state/:pipeline',
-    { schema: { tags, params: Params, response: { 200: StateBody }, summary: "A pipeline's transform state ({} when none is stored or it belongs to another config)" } },
+    {
+      schema: {
+        tags,
+        params: Params,
+        response: { 200: StateBody },
+        summary: "A pipeline's transform state ({} when none is stored or it belongs to another config)",
+      },
+    },
     async (req: Req) => {
       enabled();
       const p = manager.get(req.params.pipeline);
@@ -57,13 +67,18 @@ export default async function transformStateRoutes(app: FastifyInstance, deps: A
       const p = manager.get(req.params.pipeline);
       // The run in progress may write its own state back (a worker, at the end of a successful run).
       const fromRun = req.headers[RUN_ID_HEADER];
-      if (p.active && fromRun !== p.active.runId) throw httpError('HTTP_PIPELINE_CONFLICT', `pipeline '${p.name}' has a run in progress; its end would overwrite the state. Stop it or wait, then retry`);
+      if (p.active && fromRun !== p.active.runId)
+        throw httpError('HTTP_PIPELINE_CONFLICT', `pipeline '${p.name}' has a run in progress; its end would overwrite the state. Stop it or wait, then retry`);
       const body = req.body as Record<string, unknown>;
       const state = (typeof body.state === 'object' && body.state !== null && !Array.isArray(body.state) ? body.state : body) as Record<string, unknown>;
       const instances = statefulInstances(p.config, deps.log);
       const keys = instances.map((t) => t.key);
       for (const k of Object.keys(state)) {
-        if (!keys.includes(k)) throw httpError('HTTP_TRANSFORM_STATE_INVALID', `'${k}' is not a stateful transform of pipeline '${p.name}' (its instances: ${keys.join(', ') || 'none'})`);
+        if (!keys.includes(k))
+          throw httpError(
+            'HTTP_TRANSFORM_STATE_INVALID',
+            `'${k}' is not a stateful transform of pipeline '${p.name}' (its instances: ${keys.join(', ') || 'none'})`,
+          );
       }
       // Each part must load into a fresh instance of its transform: a body the run would discard is refused now.
       for (const { key, transform } of instances) {

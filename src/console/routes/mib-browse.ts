@@ -14,7 +14,21 @@ import type { ConsoleDeps } from '../deps.js';
 const tags = ['mibs'];
 
 /** Node kinds `type_filter` accepts (comma-separated), and the shorthands for several. */
-export const NODE_KINDS: readonly NodeKind[] = ['node', 'module-identity', 'object-identity', 'scalar', 'table', 'row', 'column', 'notification', 'trap', 'object-group', 'notification-group', 'compliance', 'capabilities'];
+export const NODE_KINDS: readonly NodeKind[] = [
+  'node',
+  'module-identity',
+  'object-identity',
+  'scalar',
+  'table',
+  'row',
+  'column',
+  'notification',
+  'trap',
+  'object-group',
+  'notification-group',
+  'compliance',
+  'capabilities',
+];
 export const KIND_ALIASES: Readonly<Record<string, NodeKind[]>> = {
   objects: ['scalar', 'table', 'row', 'column'],
   notifications: ['notification', 'trap'],
@@ -34,7 +48,8 @@ const ROOTS: Readonly<Record<string, string>> = { '0': 'ccitt', '1': 'iso', '2':
 
 // ---- schemas (nodes are the compiled nodes of docs/mibs.md; their fields are open-ended)
 
-const Open = (props: Record<string, TSchema>, description?: string) => Type.Object(props, { additionalProperties: true, ...(description ? { description } : {}) });
+const Open = (props: Record<string, TSchema>, description?: string) =>
+  Type.Object(props, { additionalProperties: true, ...(description ? { description } : {}) });
 const Node = Open(
   { name: Type.String(), module: Type.String(), oid: Type.String(), kind: Type.String() },
   'A compiled node (docs/mibs.md): name, module, oid, kind, status, access, syntax {type, base, tc, displayHint, enums, ranges, sizes}, units, index, augments, objects, description, ...',
@@ -46,13 +61,21 @@ const PageQuery = {
   offset: Type.Integer({ minimum: 0, default: 0 }),
 };
 const TypeFilter = Type.Optional(
-  Type.String({ description: `comma-separated node kinds: ${NODE_KINDS.join(', ')}; or ${Object.keys(KIND_ALIASES).join(', ')}; empty or 'all' for every kind` }),
+  Type.String({
+    description: `comma-separated node kinds: ${NODE_KINDS.join(', ')}; or ${Object.keys(KIND_ALIASES).join(', ')}; empty or 'all' for every kind`,
+  }),
 );
 const Tree: TSchema = Type.Unknown({ description: 'TreeNode {oid, name?, module?, kind?, type?, access?, childCount, children?}' });
 const ExportBody = Type.Object(
   {
-    format: Type.Union(EXPORT_FORMATS.map((f) => Type.Literal(f)), { default: 'json' }),
-    export_type: Type.Union(EXPORT_TYPES.map((t) => Type.Literal(t)), { default: 'catalog' }),
+    format: Type.Union(
+      EXPORT_FORMATS.map((f) => Type.Literal(f)),
+      { default: 'json' },
+    ),
+    export_type: Type.Union(
+      EXPORT_TYPES.map((t) => Type.Literal(t)),
+      { default: 'catalog' },
+    ),
     modules: Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { default: [], maxItems: 10000 }),
     notifications: Type.Array(Type.String({ minLength: 1, maxLength: 400, description: 'MODULE::name' }), { default: [], maxItems: 10000 }),
     source_groups: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { default: [], maxItems: 1000 }),
@@ -64,7 +87,10 @@ const ExportBody = Type.Object(
 
 /** `a,b` -> kinds; undefined for no filter; 422 naming what is not a kind. */
 export function parseTypeFilter(raw: string | undefined): NodeKind[] | undefined {
-  const words = (raw ?? '').split(',').map((w) => w.trim().toLowerCase()).filter(Boolean);
+  const words = (raw ?? '')
+    .split(',')
+    .map((w) => w.trim().toLowerCase())
+    .filter(Boolean);
   if (!words.length || words.includes('all')) return undefined;
   const kinds = new Set<NodeKind>();
   const bad: string[] = [];
@@ -73,7 +99,11 @@ export function parseTypeFilter(raw: string | undefined): NodeKind[] | undefined
     else if ((NODE_KINDS as string[]).includes(w)) kinds.add(w as NodeKind);
     else bad.push(w);
   }
-  if (bad.length) throw httpError('HTTP_INVALID', `type_filter: unknown node kind(s) ${bad.join(', ')}; use ${NODE_KINDS.join(', ')}, ${Object.keys(KIND_ALIASES).join(', ')} or all`);
+  if (bad.length)
+    throw httpError(
+      'HTTP_INVALID',
+      `type_filter: unknown node kind(s) ${bad.join(', ')}; use ${NODE_KINDS.join(', ')}, ${Object.keys(KIND_ALIASES).join(', ')} or all`,
+    );
   return [...kinds];
 }
 
@@ -85,7 +115,8 @@ const OID_TEXT = /^(?:[A-Za-z][A-Za-z0-9_-]*::)?\.?(?:[0-9]+|[A-Za-z][A-Za-z0-9_
  * name), arcs beyond 2^32-1 (they would lose precision) and more than 128 arcs.
  */
 function checkOidText(text: string): void {
-  if (!OID_TEXT.test(text)) throw httpError('HTTP_INVALID', `malformed OID '${text}': give a numeric OID (1.3.6.1.2.1.1.1.0) or a name (SNMPv2-MIB::sysDescr.0, sysDescr.0)`);
+  if (!OID_TEXT.test(text))
+    throw httpError('HTTP_INVALID', `malformed OID '${text}': give a numeric OID (1.3.6.1.2.1.1.1.0) or a name (SNMPv2-MIB::sysDescr.0, sysDescr.0)`);
   // A leading dot is no arc; leading zeros are no digits (`01` is 1).
   const comps = text.replace(/^\./, '').split('.');
   if (comps.length > MAX_ARCS) throw httpError('HTTP_INVALID', `'${text}' has more than ${MAX_ARCS} arcs`);
@@ -109,7 +140,8 @@ function resolveOid(index: MibIndex, text: string): Resolution | null {
 }
 
 function needModule(index: MibIndex, module: string | undefined): void {
-  if (module !== undefined && !index.module(module)) throw httpError('HTTP_MIB_NOT_FOUND', `module '${module}' is not in the active MIB bundle (see GET /api/mibs/browse/modules)`);
+  if (module !== undefined && !index.module(module))
+    throw httpError('HTTP_MIB_NOT_FOUND', `module '${module}' is not in the active MIB bundle (see GET /api/mibs/browse/modules)`);
 }
 
 const isNotificationKind = (k: NodeKind) => k === 'notification' || k === 'trap';
@@ -145,7 +177,11 @@ const isDownload = (v: string | undefined) => v === '1' || v === 'true';
 
 function wantsRawCsv(req: FastifyRequest<{ Querystring: { download?: string } }>): boolean {
   if (isDownload(req.query.download)) return true;
-  const first = String(req.headers.accept ?? '').split(',')[0]!.split(';')[0]!.trim().toLowerCase();
+  const first = String(req.headers.accept ?? '')
+    .split(',')[0]!
+    .split(';')[0]!
+    .trim()
+    .toLowerCase();
   return first === 'text/csv';
 }
 
@@ -181,7 +217,14 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
         tags,
         summary: 'Notifications of the active bundle (SMIv2 NOTIFICATION-TYPE and SMIv1 TRAP-TYPE) with their resolved members, in OID order, paged',
         querystring: Type.Object(PageQuery),
-        response: { 200: Type.Object({ ...Page, traps: Type.Array(Open({ ...Node.properties, members: Type.Array(Open({ module: Type.String(), name: Type.String(), resolved: Type.Boolean() })) })) }) },
+        response: {
+          200: Type.Object({
+            ...Page,
+            traps: Type.Array(
+              Open({ ...Node.properties, members: Type.Array(Open({ module: Type.String(), name: Type.String(), resolved: Type.Boolean() })) }),
+            ),
+          }),
+        },
       },
     },
     async (req: FastifyRequest<{ Querystring: { module?: string; limit: number; offset: number } }>) => {
@@ -227,10 +270,25 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       const numericIn = /^\.?[0-9]+(\.[0-9]+)*$/.test(input);
       const mode = req.query.mode ?? (numericIn ? 'symbolic' : 'numeric');
       const r = resolveOid(index(), input);
-      if (!r) throw httpError('HTTP_MIB_NOT_FOUND', `unknown MIB name in '${input}': not in the active bundle (names are MODULE::name or a bare name; see GET /api/mibs/browse/search)`);
+      if (!r)
+        throw httpError(
+          'HTTP_MIB_NOT_FOUND',
+          `unknown MIB name in '${input}': not in the active bundle (names are MODULE::name or a bare name; see GET /api/mibs/browse/search)`,
+        );
       if (mode === 'symbolic' && !r.node) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB node of the active bundle is a prefix of ${r.oid}`);
       const n = r.node;
-      return { input, mode, result: mode === 'numeric' ? r.oid : r.symbolic, oid: r.oid, symbolic: r.symbolic, module: n?.module ?? null, name: n?.name ?? null, kind: n?.kind ?? null, suffix: n ? r.suffix : r.oid, exact: !!n && r.suffix === '' };
+      return {
+        input,
+        mode,
+        result: mode === 'numeric' ? r.oid : r.symbolic,
+        oid: r.oid,
+        symbolic: r.symbolic,
+        module: n?.module ?? null,
+        name: n?.name ?? null,
+        kind: n?.kind ?? null,
+        suffix: n ? r.suffix : r.oid,
+        exact: !!n && r.suffix === '',
+      };
     },
   );
 
@@ -243,7 +301,12 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
         tags,
         summary: 'Export the catalog (JSON, or CSV in a JSON envelope; raw text/csv with ?download=1 or Accept: text/csv). Always summary, filters, metadata',
         querystring: Type.Object({
-          download: Type.Optional(Type.Union(['1', 'true', '0', 'false'].map((v) => Type.Literal(v)), { description: 'answer as an attachment: raw text/csv for CSV (summary, filters, metadata in X-Export-* headers)' })),
+          download: Type.Optional(
+            Type.Union(
+              ['1', 'true', '0', 'false'].map((v) => Type.Literal(v)),
+              { description: 'answer as an attachment: raw text/csv for CSV (summary, filters, metadata in X-Export-* headers)' },
+            ),
+          ),
         }),
         body: ExportBody,
       },
@@ -260,7 +323,12 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
           .header('content-type', 'text/csv; charset=utf-8')
           .header('x-export-summary', asciiJson(result.summary))
           .header('x-export-metadata', asciiJson(metadata))
-          .header('x-export-filters', filters.length <= MAX_FILTER_HEADER ? filters : asciiJson({ truncated: true, modules: modules.length, notifications: notifications.length, source_groups: source_groups.length }))
+          .header(
+            'x-export-filters',
+            filters.length <= MAX_FILTER_HEADER
+              ? filters
+              : asciiJson({ truncated: true, modules: modules.length, notifications: notifications.length, source_groups: source_groups.length }),
+          )
           .send(result.csv);
       }
       return result;
@@ -275,12 +343,24 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       schema: {
         tags,
         summary: 'Modules of the active bundle with their source group, identity and node counts',
-        response: { 200: Type.Object({ total: Type.Integer(), modules: Type.Array(Open({ module: Type.String(), source_group: Type.Union([Type.String(), Type.Null()]), source_path: Type.Union([Type.String(), Type.Null()]) })) }) },
+        response: {
+          200: Type.Object({
+            total: Type.Integer(),
+            modules: Type.Array(
+              Open({ module: Type.String(), source_group: Type.Union([Type.String(), Type.Null()]), source_path: Type.Union([Type.String(), Type.Null()]) }),
+            ),
+          }),
+        },
       },
     },
     async () => {
       const ix = index();
-      const active = new Map(deps.mibs.status().source_inventory.filter((r) => r.status === 'active' && r.module).map((r) => [r.module!, r]));
+      const active = new Map(
+        deps.mibs
+          .status()
+          .source_inventory.filter((r) => r.status === 'active' && r.module)
+          .map((r) => [r.module!, r]),
+      );
       const modules = ix.modules().map((m) => {
         const r = active.get(m.module);
         return moduleRow(m, { group: r?.group ?? m.group ?? null, path: r?.path ?? m.file }, false);
@@ -296,7 +376,14 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
         tags,
         summary: "One module's nodes as a tree, optionally only some node kinds (type_filter)",
         querystring: Type.Object({ module: Type.String({ minLength: 1 }), type_filter: TypeFilter }),
-        response: { 200: Type.Object({ module: Type.String(), type_filter: Type.Array(Type.String()), count: Type.Integer({ description: 'nodes in the tree' }), tree: Type.Array(Tree) }) },
+        response: {
+          200: Type.Object({
+            module: Type.String(),
+            type_filter: Type.Array(Type.String()),
+            count: Type.Integer({ description: 'nodes in the tree' }),
+            tree: Type.Array(Tree),
+          }),
+        },
       },
     },
     async (req: FastifyRequest<{ Querystring: { module: string; type_filter?: string } }>) => {
@@ -319,7 +406,15 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
           depth: Type.Integer({ minimum: 0, maximum: MAX_TREE_DEPTH, default: 1 }),
           module: Type.Optional(Type.String({ minLength: 1 })),
         }),
-        response: { 200: Type.Object({ root_oid: Type.String(), symbolic: Type.String(), depth: Type.Integer(), module: Type.Union([Type.String(), Type.Null()]), tree: Tree }) },
+        response: {
+          200: Type.Object({
+            root_oid: Type.String(),
+            symbolic: Type.String(),
+            depth: Type.Integer(),
+            module: Type.Union([Type.String(), Type.Null()]),
+            tree: Tree,
+          }),
+        },
       },
     },
     async (req: FastifyRequest<{ Querystring: { root_oid: string; depth: number; module?: string } }>) => {
@@ -350,7 +445,15 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
           200: Type.Object({
             q: Type.String(),
             count: Type.Integer(),
-            results: Type.Array(Open({ name: Type.String(), module: Type.String(), oid: Type.String(), kind: Type.String(), match: Type.String({ description: 'oid, name or description' }) })),
+            results: Type.Array(
+              Open({
+                name: Type.String(),
+                module: Type.String(),
+                oid: Type.String(),
+                kind: Type.String(),
+                match: Type.String({ description: 'oid, name or description' }),
+              }),
+            ),
           }),
         },
       },
@@ -366,7 +469,7 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       let exact: MibNode | undefined;
       try {
         const r = q.includes('.') || q.includes('::') ? ix.resolve(q.trim()) : null;
-        if (r?.node && r.suffix === '') exact = q.includes('::') && !/^\.?[0-9]/.test(q) ? ix.lookup(q.trim().split('.')[0]!) ?? r.node : r.node;
+        if (r?.node && r.suffix === '') exact = q.includes('::') && !/^\.?[0-9]/.test(q) ? (ix.lookup(q.trim().split('.')[0]!) ?? r.node) : r.node;
       } catch {
         // not an OID: a plain search
       }
@@ -395,7 +498,8 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
     {
       schema: {
         tags,
-        summary: 'Node detail by numeric OID or name (MODULE::name or bare): all compiled fields, breadcrumb, children, members of a notification, notifications carrying an object',
+        summary:
+          'Node detail by numeric OID or name (MODULE::name or bare): all compiled fields, breadcrumb, children, members of a notification, notifications carrying an object',
         params: Type.Object({ oid: Type.String({ minLength: 1, maxLength: 2048 }) }),
         response: {
           200: Open({
@@ -417,15 +521,31 @@ export default async function mibBrowseRoutes(app: FastifyInstance, deps: Consol
       const root = !r.node && ROOTS[r.oid] ? ix.subtree(r.oid, 1) : undefined;
       if (root) {
         const children = (root.children ?? []).map((c) => ({ oid: c.oid, ...(c.name ? { name: c.name, module: c.module } : {}) }));
-        return { oid: r.oid, name: ROOTS[r.oid], module: null, kind: 'node', breadcrumb: [{ oid: r.oid, name: ROOTS[r.oid] }], children, alsoDefinedIn: [], usedInNotifications: [] };
+        return {
+          oid: r.oid,
+          name: ROOTS[r.oid],
+          module: null,
+          kind: 'node',
+          breadcrumb: [{ oid: r.oid, name: ROOTS[r.oid] }],
+          children,
+          alsoDefinedIn: [],
+          usedInNotifications: [],
+        };
       }
       if (!r.node) throw httpError('HTTP_MIB_NOT_FOUND', `no MIB node of the active bundle is a prefix of ${r.oid}`);
-      if (r.suffix) throw httpError('HTTP_MIB_NOT_FOUND', `${text} is an instance (.${r.suffix}) of ${r.node.module}::${r.node.name}, not a node: ask for /api/mibs/browse/node/${r.node.oid}`);
+      if (r.suffix)
+        throw httpError(
+          'HTTP_MIB_NOT_FOUND',
+          `${text} is an instance (.${r.suffix}) of ${r.node.module}::${r.node.name}, not a node: ask for /api/mibs/browse/node/${r.node.oid}`,
+        );
       const detail = ix.node(r.oid)!;
       // A qualified name asks for that module's definition, also where another module's is preferred at this OID.
       const asked = text.includes('::') ? ix.lookup(text) : undefined;
       const own: MibNode = asked && asked.oid === detail.oid ? asked : detail;
-      const alsoDefinedIn = ix.definitions(detail.oid).map((d) => d.module).filter((m) => m !== own.module);
+      const alsoDefinedIn = ix
+        .definitions(detail.oid)
+        .map((d) => d.module)
+        .filter((m) => m !== own.module);
       const { members: _members, ...base } = detail;
       const breadcrumb = [...detail.breadcrumb.slice(0, -1), { oid: own.oid, name: own.name, module: own.module }];
       const body = { ...base, ...own, breadcrumb, children: detail.children, alsoDefinedIn };

@@ -16,9 +16,15 @@ const Status = Type.Object(
   {
     mibs: Type.Array(Type.String(), { description: 'Deduplicated active modules.' }),
     active_modules: Type.Array(Type.String(), { description: 'Same list as mibs.' }),
-    errors: Type.Array(Row, { description: 'True compile failures: module, file, path, group, missing, failedImports, errors (file, line, column, token, message, limit), limit (the setting of a breached limit, SVC_MIB_MAX_*).' }),
+    errors: Type.Array(Row, {
+      description:
+        'True compile failures: module, file, path, group, missing, failedImports, errors (file, line, column, token, message, limit), limit (the setting of a breached limit, SVC_MIB_MAX_*).',
+    }),
     failed_modules: Type.Array(Row, { description: 'Same list as errors.' }),
-    source_inventory: Type.Array(Row, { description: 'One row per module of every source file (path, group, file, bundled, size_bytes, modified, module, status active|shadowed|failed, last_updated, shadowed_by, errors, missing).' }),
+    source_inventory: Type.Array(Row, {
+      description:
+        'One row per module of every source file (path, group, file, bundled, size_bytes, modified, module, status active|shadowed|failed, last_updated, shadowed_by, errors, missing).',
+    }),
     source_groups: Type.Array(Row, { description: 'Per group: files, modules, active, shadowed, failed, size_bytes, bundled.' }),
     compiled_at: Type.String(),
     mib_dir: Type.String(),
@@ -45,9 +51,18 @@ const uploadForm = (what: string) => ({
         schema: {
           type: ['object', 'null'],
           properties: {
-            'files[]': { type: 'array', items: { type: 'string', format: 'binary' }, description: `${what}: .mib, .txt, .my or no extension (also accepted as field files or file)` },
+            'files[]': {
+              type: 'array',
+              items: { type: 'string', format: 'binary' },
+              description: `${what}: .mib, .txt, .my or no extension (also accepted as field files or file)`,
+            },
             source_group: { type: 'string', default: 'common', description: 'Upload group (a folder of SVC_MIB_SOURCE_DIR).' },
-            compile_mode: { type: 'string', enum: ['full', 'partial'], default: 'full', description: 'full: a module with any error fails; partial: keep what resolves.' },
+            compile_mode: {
+              type: 'string',
+              enum: ['full', 'partial'],
+              default: 'full',
+              description: 'full: a module with any error fails; partial: keep what resolves.',
+            },
           },
         },
       },
@@ -76,7 +91,11 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
     unwatch();
   });
 
-  app.get('/api/mibs/status', { schema: { tags, summary: 'The active bundle (deduplicated) and the per-source inventory with shadowed rows', response: { 200: Status } } }, async () => mibs.status());
+  app.get(
+    '/api/mibs/status',
+    { schema: { tags, summary: 'The active bundle (deduplicated) and the per-source inventory with shadowed rows', response: { 200: Status } } },
+    async () => mibs.status(),
+  );
 
   app.post(
     '/api/mibs/validate-batch',
@@ -89,7 +108,14 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
 
   app.post(
     '/api/mibs/upload',
-    { schema: { tags, summary: 'Store MIB sources in a source group and recompile; every other module still compiles when one fails', ...uploadForm('MIB files'), response: { 200: Change } } },
+    {
+      schema: {
+        tags,
+        summary: 'Store MIB sources in a source group and recompile; every other module still compiles when one fails',
+        ...uploadForm('MIB files'),
+        response: { 200: Change },
+      },
+    },
     async (req) => {
       const { files, fields } = await readMibUpload(req, FILE_FIELDS);
       const r = await mibs.upload(files, { group: fields.source_group || 'common', mode: compileMode(fields.compile_mode) });
@@ -104,7 +130,9 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
       schema: {
         tags,
         summary: 'Recompile every stored and bundled source from scratch',
-        body: Type.Optional(Type.Union([Type.Object({ compile_mode: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('partial')])) }), Type.Null()])),
+        body: Type.Optional(
+          Type.Union([Type.Object({ compile_mode: Type.Optional(Type.Union([Type.Literal('full'), Type.Literal('partial')])) }), Type.Null()]),
+        ),
         response: { 200: Change },
       },
     },
@@ -117,7 +145,12 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
       schema: {
         tags,
         summary: 'Fetch the modules that failed modules import: from the bundled directories (sub-folders included), then from mib_repository_url when set',
-        body: Type.Optional(Type.Union([Type.Object({ repository_url: Type.Optional(Type.String({ description: 'Overrides the application setting mib_repository_url for this call.' })) }), Type.Null()])),
+        body: Type.Optional(
+          Type.Union([
+            Type.Object({ repository_url: Type.Optional(Type.String({ description: 'Overrides the application setting mib_repository_url for this call.' })) }),
+            Type.Null(),
+          ]),
+        ),
       },
     },
     async (req: FastifyRequest<{ Body?: { repository_url?: string } | null }>) => {
@@ -128,7 +161,14 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
 
   app.post(
     '/api/mibs/download',
-    { schema: { tags, summary: 'One source file as stored, or several as a zip archive', body: Paths, produces: ['application/octet-stream', 'application/zip'] } },
+    {
+      schema: {
+        tags,
+        summary: 'One source file as stored, or several as a zip archive',
+        body: Paths,
+        produces: ['application/octet-stream', 'application/zip'],
+      },
+    },
     async (req: FastifyRequest<{ Body: { paths: string[] } }>, reply) => {
       const files = await mibs.readSources([...new Set(req.body.paths)]);
       if (files.length === 1) return sendFile(reply, files[0]!.name, files[0]!.data, 'text/plain; charset=utf-8');
@@ -156,7 +196,13 @@ export default async function mibRoutes(app: FastifyInstance, deps: ConsoleDeps)
   );
   app.post(
     '/api/mibs/delete-batch',
-    { schema: { tags, summary: 'Delete several uploaded source files; unknown paths are listed in not_found', body: Type.Union([Paths, Type.Array(Type.String(), { minItems: 1, maxItems: 1000 })]) } },
+    {
+      schema: {
+        tags,
+        summary: 'Delete several uploaded source files; unknown paths are listed in not_found',
+        body: Type.Union([Paths, Type.Array(Type.String(), { minItems: 1, maxItems: 1000 })]),
+      },
+    },
     async (req: FastifyRequest<{ Body: { paths: string[] } | string[] }>) => remove(Array.isArray(req.body) ? req.body : req.body.paths),
   );
   app.delete(

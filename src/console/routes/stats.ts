@@ -4,7 +4,9 @@ import type { ConsoleDeps } from '../deps.js';
 
 export default async function statsRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const tags = ['stats'];
-  app.get('/api/stats/', { schema: { tags, summary: 'Counters of the simulator, trap tools, walker and MIB catalog, since `since`' } }, async () => deps.stats.snapshot());
+  app.get('/api/stats/', { schema: { tags, summary: 'Counters of the simulator, trap tools, walker and MIB catalog, since `since`' } }, async () =>
+    deps.stats.snapshot(),
+  );
   app.delete('/api/stats/', { schema: { tags, summary: 'Reset every counter' } }, async () => {
     deps.stats.reset();
     const s = deps.stats.snapshot();

@@ -26,11 +26,24 @@ const bind = bindFields(DEFAULT_TRAP_PORT, 162);
 const StartBody = Type.Object(
   {
     port: bind.port,
-    community: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: 'accepted v1/v2c community; absent: any community is accepted (others are dropped and counted)' })),
-    resolve_mibs: Type.Optional(Type.Boolean({ description: 'name the notification and varbinds from the active MIB bundle, with enum labels (default false)' })),
+    community: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: 'accepted v1/v2c community; absent: any community is accepted (others are dropped and counted)',
+      }),
+    ),
+    resolve_mibs: Type.Optional(
+      Type.Boolean({ description: 'name the notification and varbinds from the active MIB bundle, with enum labels (default false)' }),
+    ),
     host: bind.host,
     engine_id: Type.Optional(EngineId('our engine ID for v3 informs (hex, 5-32 bytes; default: generated once and kept)')),
-    v3_users: Type.Optional(Type.Array(ReceiverUser, { maxItems: MAX_RECEIVER_USERS, description: 'SNMPv3 USM users (hundreds are fine; a name may repeat with different engine_id); keys are never shown back' })),
+    v3_users: Type.Optional(
+      Type.Array(ReceiverUser, {
+        maxItems: MAX_RECEIVER_USERS,
+        description: 'SNMPv3 USM users (hundreds are fine; a name may repeat with different engine_id); keys are never shown back',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -45,8 +58,12 @@ const Status = Type.Object({
   started_at: Nullable(Type.String()),
   received: Type.Integer({ description: 'notifications accepted since this start' }),
   informs_acknowledged: Type.Integer(),
-  dropped: Type.Integer({ description: 'messages dropped since this start (wrong community, unknown user, bad digest, malformed, out of the time window, replays)' }),
-  replays: Type.Integer({ description: 'of dropped: replays of an authenticated SNMPv3 notification received already (same engine, boots, time, msgID and MAC)' }),
+  dropped: Type.Integer({
+    description: 'messages dropped since this start (wrong community, unknown user, bad digest, malformed, out of the time window, replays)',
+  }),
+  replays: Type.Integer({
+    description: 'of dropped: replays of an authenticated SNMPv3 notification received already (same engine, boots, time, msgID and MAC)',
+  }),
   last_drop: Nullable(Type.Object({ time: Type.String(), source: Type.String(), reason: Type.String() })),
   events: Type.Integer({ description: 'events stored (GET /api/traps/)' }),
   event_limit: Type.Integer({ description: 'application setting trap_event_limit' }),
@@ -96,8 +113,15 @@ const SendBody = Type.Object(
         Type.Object(
           {
             oid: Type.String({ minLength: 1, maxLength: 1024, description: 'numeric or a MIB name (IF-MIB::ifIndex.3)' }),
-            type: Type.Optional(Type.String({ description: 'Integer32, OctetString (string), hex, ObjectIdentifier, IpAddress, Counter32, Gauge32 (Unsigned32), TimeTicks, Counter64, Opaque (hex), Null; net-snmp letters i u t a o s x c C n. Optional when the MIB gives the syntax.' })),
-            value: Type.Optional(Type.Unknown({ description: 'fitting the type; Counter64 beyond 2^53 as a decimal string; enum labels for enumerated INTEGERs' })),
+            type: Type.Optional(
+              Type.String({
+                description:
+                  'Integer32, OctetString (string), hex, ObjectIdentifier, IpAddress, Counter32, Gauge32 (Unsigned32), TimeTicks, Counter64, Opaque (hex), Null; net-snmp letters i u t a o s x c C n. Optional when the MIB gives the syntax.',
+              }),
+            ),
+            value: Type.Optional(
+              Type.Unknown({ description: 'fitting the type; Counter64 beyond 2^53 as a decimal string; enum labels for enumerated INTEGERs' }),
+            ),
           },
           { additionalProperties: false },
         ),
@@ -109,7 +133,9 @@ const SendBody = Type.Object(
     ...V3Fields,
     engine_id: Type.Optional(EngineId('v3 traps: our engine ID (hex) as the receiver knows it (snmptrapd createUser -e); default: one per process')),
     agent_addr: Type.Optional(Type.String({ pattern: '^\\d{1,3}(\\.\\d{1,3}){3}$', description: 'v1 traps: agent-addr (default 127.0.0.1)' })),
-    uptime: Type.Optional(Type.Integer({ minimum: 0, maximum: 4294967295, description: 'sysUpTime.0 to send, hundredths of a second (default: console process uptime)' })),
+    uptime: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 4294967295, description: 'sysUpTime.0 to send, hundredths of a second (default: console process uptime)' }),
+    ),
     timeout_ms: Type.Optional(Type.Integer({ minimum: 100, maximum: 60000, description: `informs: per-attempt timeout (default ${SEND_TIMEOUT_MS})` })),
     retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 5, description: `informs: retries (default ${SEND_RETRIES})` })),
   },
@@ -134,7 +160,11 @@ const SendResponse = Type.Object({
 
 export default async function trapRoutes(app: FastifyInstance, deps: ConsoleDeps) {
   const { traps } = deps;
-  app.get('/api/traps/status', { schema: { tags, summary: 'Trap receiver running state, config (keys never shown) and counters', response: { 200: Status } } }, async () => traps.status());
+  app.get(
+    '/api/traps/status',
+    { schema: { tags, summary: 'Trap receiver running state, config (keys never shown) and counters', response: { 200: Status } } },
+    async () => traps.status(),
+  );
 
   app.post(
     '/api/traps/start',
@@ -152,18 +182,33 @@ export default async function trapRoutes(app: FastifyInstance, deps: ConsoleDeps
     },
   );
 
-  app.post('/api/traps/stop', { schema: { tags, summary: 'Stop the trap receiver (stopping a stopped receiver is fine; it clears state error)', response: { 200: Status } } }, async () => {
-    await traps.stop();
-    return traps.status();
-  });
+  app.post(
+    '/api/traps/stop',
+    { schema: { tags, summary: 'Stop the trap receiver (stopping a stopped receiver is fine; it clears state error)', response: { 200: Status } } },
+    async () => {
+      await traps.stop();
+      return traps.status();
+    },
+  );
 
   app.get(
     '/api/traps/',
-    { schema: { tags, summary: 'Received notifications, newest first (up to trap_event_limit kept)', querystring: ListQuery, response: { 200: Type.Object({ total: Type.Integer(), count: Type.Integer(), traps: Type.Array(TrapEventView) }) } } },
+    {
+      schema: {
+        tags,
+        summary: 'Received notifications, newest first (up to trap_event_limit kept)',
+        querystring: ListQuery,
+        response: { 200: Type.Object({ total: Type.Integer(), count: Type.Integer(), traps: Type.Array(TrapEventView) }) },
+      },
+    },
     async (req: FastifyRequest<{ Querystring: Static<typeof ListQuery> }>) => traps.list(req.query.limit),
   );
 
-  app.delete('/api/traps/', { schema: { tags, summary: 'Clear the received notifications', response: { 200: Type.Object({ cleared: Type.Integer() }) } } }, async () => traps.clear());
+  app.delete(
+    '/api/traps/',
+    { schema: { tags, summary: 'Clear the received notifications', response: { 200: Type.Object({ cleared: Type.Integer() }) } } },
+    async () => traps.clear(),
+  );
 
   app.post(
     '/api/traps/send',

@@ -10,7 +10,9 @@ export const Aggregation = Type.Object(
       { description: 'count (records, or non-null values of field), sum, min, max, avg, first, last, count_distinct, percentile.' },
     ),
     field: Type.Optional(Type.String({ minLength: 1, description: 'Input field (top-level); optional for count.' })),
-    as: Type.Optional(Type.String({ minLength: 1, description: 'Output field; default `<field>_<function>` (`count` for a plain count, `<field>_p<N>` for percentiles).' })),
+    as: Type.Optional(
+      Type.String({ minLength: 1, description: 'Output field; default `<field>_<function>` (`count` for a plain count, `<field>_p<N>` for percentiles).' }),
+    ),
     percentile: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'For percentile: which one (0-100), nearest-rank.' })),
   },
   { additionalProperties: false },
@@ -41,10 +43,13 @@ export function lintAggregations(c: { aggregations: AggregationSpec[]; group_by?
   const names = new Set(c.group_by ?? []);
   c.aggregations.forEach((a, i) => {
     if (a.function !== 'count' && !a.field) issues.push({ path: `${path}.${i}.field`, message: `${a.function} needs a field` });
-    if (a.function === 'percentile' && a.percentile === undefined) issues.push({ path: `${path}.${i}.percentile`, message: 'percentile needs percentile: 0-100' });
-    if (a.function !== 'percentile' && a.percentile !== undefined) issues.push({ path: `${path}.${i}.percentile`, message: 'percentile is only for function percentile' });
+    if (a.function === 'percentile' && a.percentile === undefined)
+      issues.push({ path: `${path}.${i}.percentile`, message: 'percentile needs percentile: 0-100' });
+    if (a.function !== 'percentile' && a.percentile !== undefined)
+      issues.push({ path: `${path}.${i}.percentile`, message: 'percentile is only for function percentile' });
     const name = outputName(a);
-    if (names.has(name)) issues.push({ path: `${path}.${i}.as`, message: `output field '${name}' is produced twice (or is a group_by field); set a distinct 'as'` });
+    if (names.has(name))
+      issues.push({ path: `${path}.${i}.as`, message: `output field '${name}' is produced twice (or is a group_by field); set a distinct 'as'` });
     names.add(name);
   });
   return issues;

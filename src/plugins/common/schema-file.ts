@@ -14,7 +14,8 @@ export const climbs = (p: string): boolean => p.split(/[\\/]+/).includes('..');
 /** The absolute path of a schema file; throws SchemaFileError on traversal or when it is missing. */
 export function schemaPath(p: string, schemaDir: string | undefined): string {
   if (climbs(p)) throw new SchemaFileError(`schema path '${p}' climbs with '..': path traversal is refused`);
-  if (!isAbsolute(p) && !schemaDir) throw new SchemaFileError(`schema file '${p}' is a relative path, and no schema folder (SVC_SCHEMA_DIR) was given to take it under: give an absolute path`);
+  if (!isAbsolute(p) && !schemaDir)
+    throw new SchemaFileError(`schema file '${p}' is a relative path, and no schema folder (SVC_SCHEMA_DIR) was given to take it under: give an absolute path`);
   const full = isAbsolute(p) ? normalize(p) : join(schemaDir!, p);
   if (!existsSync(full)) {
     const where = isAbsolute(p) ? '' : ` (relative paths are taken under SVC_SCHEMA_DIR=${schemaDir})`;

@@ -130,12 +130,19 @@ export class SchemaRegistryClient {
         );
       }
       const notFound = res.status === 404 ? `${what} not found: ` : '';
-      throw new SchemaRegistryError(`schema registry ${this.url}: ${notFound}${detail} (HTTP ${res.status}${err.error_code ? `, error_code ${err.error_code}` : ''})`, res.status, err.error_code);
+      throw new SchemaRegistryError(
+        `schema registry ${this.url}: ${notFound}${detail} (HTTP ${res.status}${err.error_code ? `, error_code ${err.error_code}` : ''})`,
+        res.status,
+        err.error_code,
+      );
     }
     try {
       return JSON.parse(text) as T;
     } catch {
-      throw new SchemaRegistryError(`schema registry ${this.url}: ${method} ${path} answered with something that is not JSON: ${text.slice(0, 100)}`, res.status);
+      throw new SchemaRegistryError(
+        `schema registry ${this.url}: ${method} ${path} answered with something that is not JSON: ${text.slice(0, 100)}`,
+        res.status,
+      );
     }
   }
 }
@@ -188,7 +195,8 @@ export interface WirePrefix {
 /** Reads the 5-byte prefix; throws with a message fit for the DLQ when it is not there. */
 export function readWireHeader(b: Buffer): WirePrefix {
   if (b.length < 5) throw new Error(`${b.length} bytes: too short for the Confluent wire format (magic byte and 4-byte schema id)`);
-  if (b[0] !== MAGIC_BYTE) throw new Error(`first byte is 0x${b[0]!.toString(16).padStart(2, '0')}, not the Confluent magic byte 0x00 (use_magic_bytes: false reads plain payloads)`);
+  if (b[0] !== MAGIC_BYTE)
+    throw new Error(`first byte is 0x${b[0]!.toString(16).padStart(2, '0')}, not the Confluent magic byte 0x00 (use_magic_bytes: false reads plain payloads)`);
   return { id: b.readUInt32BE(1), offset: 5 };
 }
 

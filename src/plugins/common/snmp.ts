@@ -16,8 +16,7 @@ export const PRIV_PROTOCOLS = ['DES', '3DES', 'AES', 'AES128', 'AES192', 'AES256
 
 const lit = <T extends string>(xs: readonly T[]) => xs.map((x) => Type.Literal(x));
 
-export const versionField = (description: string) =>
-  Type.Union([Type.Literal('1'), Type.Literal('2c'), Type.Literal('3')], { default: '2c', description });
+export const versionField = (description: string) => Type.Union([Type.Literal('1'), Type.Literal('2c'), Type.Literal('3')], { default: '2c', description });
 
 export const communityField = (description: string) => Type.String({ default: 'public', writeOnly: true, description });
 
@@ -77,10 +76,12 @@ export function usmUser(c: Pick<V3Config, 'security_name' | 'auth_protocol' | 'a
 /** Cross-field rules of one set of USM fields (`at` prefixes the paths: `users[2].`). */
 export function lintUser(u: { auth_key?: string; priv_key?: string }, at = ''): LintIssue[] {
   const issues: LintIssue[] = [];
-  if (u.priv_key !== undefined && u.auth_key === undefined) issues.push({ path: `${at}priv_key`, message: 'privacy needs authentication: set auth_key too (authPriv), or remove priv_key' });
+  if (u.priv_key !== undefined && u.auth_key === undefined)
+    issues.push({ path: `${at}priv_key`, message: 'privacy needs authentication: set auth_key too (authPriv), or remove priv_key' });
   for (const k of ['auth_key', 'priv_key'] as const) {
     const v = u[k];
-    if (v !== undefined && v.length < 8 && !/^\$\{/.test(v)) issues.push({ path: `${at}${k}`, message: 'an SNMPv3 passphrase has at least 8 characters (RFC 3414)' });
+    if (v !== undefined && v.length < 8 && !/^\$\{/.test(v))
+      issues.push({ path: `${at}${k}`, message: 'an SNMPv3 passphrase has at least 8 characters (RFC 3414)' });
   }
   return issues;
 }
@@ -110,7 +111,9 @@ export async function mibIndex(c: MibConfig, mibs: MibResolver | undefined): Pro
   const ix = await mibs.index((c.mib_dirs ?? []).map((d) => resolve(d)));
   const missing = (c.mib_modules ?? []).filter((m) => !ix.module(m));
   if (missing.length)
-    throw new Error(`MIB module${missing.length > 1 ? 's' : ''} ${missing.join(', ')} not loaded: put ${missing.length > 1 ? 'their sources' : 'its source'} in a directory of mib_dirs (or upload ${missing.length > 1 ? 'them' : 'it'} to the MIB store), and check that ${missing.length > 1 ? 'they compile' : 'it compiles'} (GET /api/mibs)`);
+    throw new Error(
+      `MIB module${missing.length > 1 ? 's' : ''} ${missing.join(', ')} not loaded: put ${missing.length > 1 ? 'their sources' : 'its source'} in a directory of mib_dirs (or upload ${missing.length > 1 ? 'them' : 'it'} to the MIB store), and check that ${missing.length > 1 ? 'they compile' : 'it compiles'} (GET /api/mibs)`,
+    );
   return ix;
 }
 

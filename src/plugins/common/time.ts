@@ -137,7 +137,6 @@ function fromFormat(f: Format, s: string, defaultOffset: number): number {
   return fromParts(+m[idx.Y]!, month, +m[idx.d]!, num(idx.H), num(idx.M), num(idx.S), idx.f !== 0 ? m[idx.f] : undefined, off);
 }
 
-
 export interface TimeOptions {
   unit?: 'auto' | 's' | 'ms' | 'us' | 'ns';
   formats?: string[];
@@ -149,26 +148,25 @@ export function timeParser(o: TimeOptions): (v: unknown) => number {
   const unit = o.unit ?? 'auto';
   const formats = (o.formats ?? []).map(compileFormat);
   const defaultOffset = offsetMinutes(o.default_offset ?? 'Z');
-return (v: unknown): number => {
-  if (typeof v === 'number') return fromEpoch(v, unit);
-  if (typeof v !== 'string') return NOT_A_TIME;
-  const s = v.length > MAX_LEN ? '' : v.trim();
-  if (s === '') return NOT_A_TIME;
-  for (let i = 0; i < formats.length; i++) {
-    const t = fromFormat(formats[i]!, s, defaultOffset);
-    if (t !== NOT_A_TIME) return t;
-  }
-  let m = ISO.exec(s);
-  if (m !== null) return fromMatch(m, defaultOffset);
-  // 14 digits and more that look like YYYYMMDDhhmmss are calendar times, not epochs.
-  m = COMPACT.exec(s);
-  if (m !== null) {
-    const t = fromMatch(m, defaultOffset);
-    if (t !== NOT_A_TIME || !INT.test(s)) return t;
-  }
-  if (INT.test(s)) return fromIntString(s, unit);
-  if (DECIMAL.test(s)) return fromEpoch(Number(s), unit);
-  return NOT_A_TIME;
-};
-
+  return (v: unknown): number => {
+    if (typeof v === 'number') return fromEpoch(v, unit);
+    if (typeof v !== 'string') return NOT_A_TIME;
+    const s = v.length > MAX_LEN ? '' : v.trim();
+    if (s === '') return NOT_A_TIME;
+    for (let i = 0; i < formats.length; i++) {
+      const t = fromFormat(formats[i]!, s, defaultOffset);
+      if (t !== NOT_A_TIME) return t;
+    }
+    let m = ISO.exec(s);
+    if (m !== null) return fromMatch(m, defaultOffset);
+    // 14 digits and more that look like YYYYMMDDhhmmss are calendar times, not epochs.
+    m = COMPACT.exec(s);
+    if (m !== null) {
+      const t = fromMatch(m, defaultOffset);
+      if (t !== NOT_A_TIME || !INT.test(s)) return t;
+    }
+    if (INT.test(s)) return fromIntString(s, unit);
+    if (DECIMAL.test(s)) return fromEpoch(Number(s), unit);
+    return NOT_A_TIME;
+  };
 }

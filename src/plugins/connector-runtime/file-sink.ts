@@ -66,8 +66,12 @@ export interface RollingConfig {
 /** Doc 3's rolling fields of file sinks (local, sftp). */
 export const rollingFields = {
   max_records: Type.Optional(Type.Integer({ minimum: 1, description: 'Start a new part before a file would hold more records than this.' })),
-  max_time: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Start a new part at the first write after a file has been open this many seconds.' })),
-  max_bytes: Type.Optional(Type.Integer({ minimum: 1, description: 'Start a new part before a file would grow past this many bytes (a single batch is never split).' })),
+  max_time: Type.Optional(
+    Type.Number({ exclusiveMinimum: 0, description: 'Start a new part at the first write after a file has been open this many seconds.' }),
+  ),
+  max_bytes: Type.Optional(
+    Type.Integer({ minimum: 1, description: 'Start a new part before a file would grow past this many bytes (a single batch is never split).' }),
+  ),
   max_index: Type.Integer({ minimum: 1, default: 99999, description: 'Highest part number; its digit count is the zero-padding width of {part}.' }),
 };
 
@@ -86,7 +90,11 @@ export const objectSinkFields = (noun: string) => ({
     default: '{pipeline}/{timestamp}',
     description: `${noun[0]!.toUpperCase()}${noun.slice(1)} name: tokens {pipeline}, {timestamp} (run start), {epoch}, {part}, {run_id}, {source_filename}, {source_stem}, {source_path}, {field.<name>}... A name written again later in the same run gets _<part> (or fills {part}).`,
   }),
-  content_type: Type.String({ minLength: 1, default: 'application/octet-stream', description: `Content-Type stored with each ${noun}; match it to serializer_out (application/json, application/x-ndjson, text/csv...).` }),
+  content_type: Type.String({
+    minLength: 1,
+    default: 'application/octet-stream',
+    description: `Content-Type stored with each ${noun}; match it to serializer_out (application/json, application/x-ndjson, text/csv...).`,
+  }),
 });
 
 /** The template's problems as lint issues at `field`. */
@@ -212,8 +220,12 @@ export class RollingFileSink implements Sink {
     let series: string;
     try {
       series = expandTemplate(this.c.template, {
-        pipeline: run.pipeline, runId: run.runId, startedAt: run.startedAt, part: PART_MARK,
-        meta: batch.meta, first: batch.first ?? batch.records?.[0],
+        pipeline: run.pipeline,
+        runId: run.runId,
+        startedAt: run.startedAt,
+        part: PART_MARK,
+        meta: batch.meta,
+        first: batch.first ?? batch.records?.[0],
       });
     } catch (e) {
       throw new WriteError(`${this.target.label}: ${errorMessage(e)}`, false);
@@ -248,7 +260,10 @@ export class RollingFileSink implements Sink {
   private async openPart(slot: string, unit: string, series: string, part: number): Promise<Open> {
     if (part > this.maxIndex) {
       const last = this.target.where(this.nameFor(series, part - 1));
-      throw new WriteError(`${this.target.label}: ${last} is full and the next part would exceed max_index ${this.maxIndex}; raise max_index or put {timestamp} in the template`, false);
+      throw new WriteError(
+        `${this.target.label}: ${last} is full and the next part would exceed max_index ${this.maxIndex}; raise max_index or put {timestamp} in the template`,
+        false,
+      );
     }
     const rel = this.nameFor(series, part);
     let out: OutFile;
@@ -300,7 +315,12 @@ export class RollingFileSink implements Sink {
     try {
       await f.out.write(buf);
     } catch (e) {
-      const cut = f.out.truncate ? await f.out.truncate(f.size).then(() => true, () => false) : false;
+      const cut = f.out.truncate
+        ? await f.out.truncate(f.size).then(
+            () => true,
+            () => false,
+          )
+        : false;
       if (!cut) {
         // Nothing cut back: appending after what the failed write left would double it. This output
         // is given up, the retry writes a fresh one, and the next flush fails for the batches that

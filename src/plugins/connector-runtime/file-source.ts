@@ -51,17 +51,28 @@ export interface FileSelection {
 
 /** The schema fields of doc 3's file sources, in one place (local, sftp, ftp). */
 export const fileSelectionFields = {
-  file_pattern: Type.String({ default: '*', description: 'Glob matched against the file name only, e.g. *.csv or A*.{xml,gz}; * skips names starting with a dot.' }),
-  move_after_read: Type.Optional(Type.String({ minLength: 1, description: 'Move each delivered file into this directory (created if missing, sub-path kept, never overwrites).' })),
+  file_pattern: Type.String({
+    default: '*',
+    description: 'Glob matched against the file name only, e.g. *.csv or A*.{xml,gz}; * skips names starting with a dot.',
+  }),
+  move_after_read: Type.Optional(
+    Type.String({ minLength: 1, description: 'Move each delivered file into this directory (created if missing, sub-path kept, never overwrites).' }),
+  ),
   delete_after_read: Type.Boolean({ default: false, description: 'Delete each file once all its records are delivered.' }),
   skip_processed: Type.Boolean({ default: false, description: 'Skip files delivered by an earlier run with the same path, size and modification time.' }),
 };
 
 /** The three file-done guards (doc 3), shared by the file sources. */
 export const fileGuardFields = {
-  file_stability_seconds: Type.Number({ minimum: 0, default: 0, description: 'Read only files whose size and mtime stay the same across two scans this many seconds apart.' }),
+  file_stability_seconds: Type.Number({
+    minimum: 0,
+    default: 0,
+    description: 'Read only files whose size and mtime stay the same across two scans this many seconds apart.',
+  }),
   file_min_age_seconds: Type.Number({ minimum: 0, default: 0, description: 'Skip files modified less than this many seconds ago.' }),
-  file_done_suffix: Type.Optional(Type.String({ minLength: 1, description: 'Read only files whose name ends with this suffix (e.g. .done); it is stripped from source_filename.' })),
+  file_done_suffix: Type.Optional(
+    Type.String({ minLength: 1, description: 'Read only files whose name ends with this suffix (e.g. .done); it is stripped from source_filename.' }),
+  ),
 };
 
 /** Cross-field rules of the selection fields. `root` is the directory read, when moves could land in it. */
@@ -74,7 +85,10 @@ export function lintFileSelection(c: FileSelection, sameDir?: (a: string) => boo
     issues.push({ path: 'move_after_read', message: 'move_after_read must be a different directory than the one read' });
   }
   if (c.file_pattern !== undefined && /[/\\]/.test(c.file_pattern)) {
-    issues.push({ path: 'file_pattern', message: 'file_pattern matches file names only and must not contain a path separator; use recursive for subdirectories' });
+    issues.push({
+      path: 'file_pattern',
+      message: 'file_pattern matches file names only and must not contain a path separator; use recursive for subdirectories',
+    });
   }
   return issues;
 }

@@ -12,7 +12,13 @@ export function fileStoreReader(plugin: SourcePlugin, config: Record<string, unk
   return {
     async *read(): AsyncIterable<DlqItem> {
       const c = Value.Default(plugin.config, structuredClone(config));
-      source = plugin.create(c as never, { pipeline: ctx.pipeline, log: ctx.log, signal: ctx.signal, processed: new MemoryProcessedFiles(), skipProcessed: false }) as Source & FileStore;
+      source = plugin.create(c as never, {
+        pipeline: ctx.pipeline,
+        log: ctx.log,
+        signal: ctx.signal,
+        processed: new MemoryProcessedFiles(),
+        skipProcessed: false,
+      }) as Source & FileStore;
       const files = (await source.list(ctx.signal)).filter((f: ListedFile) => !f.name.startsWith('.'));
       files.sort((a, b) => a.mtimeMs - b.mtimeMs || a.path.localeCompare(b.path));
       for (const f of files) {

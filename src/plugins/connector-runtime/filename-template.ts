@@ -6,8 +6,17 @@ import type { Rec, SourceMeta } from '../types.js';
 
 /** Tokens without arguments; `{field.<name>}` is the one parameterised token. */
 export const TEMPLATE_TOKENS = [
-  'pipeline', 'timestamp', 'epoch', 'epoch_m', 'part', 'index', 'run_id',
-  'source_filename', 'source_stem', 'source_suffix', 'source_path',
+  'pipeline',
+  'timestamp',
+  'epoch',
+  'epoch_m',
+  'part',
+  'index',
+  'run_id',
+  'source_filename',
+  'source_stem',
+  'source_suffix',
+  'source_path',
 ] as const;
 
 const FIELD_PREFIX = 'field.';
@@ -36,22 +45,18 @@ export function templateTokens(template: string): string[] {
 }
 
 const isKnown = (token: string): boolean =>
-  (TEMPLATE_TOKENS as readonly string[]).includes(token) ||
-  (token.startsWith(FIELD_PREFIX) && token.length > FIELD_PREFIX.length);
+  (TEMPLATE_TOKENS as readonly string[]).includes(token) || (token.startsWith(FIELD_PREFIX) && token.length > FIELD_PREFIX.length);
 
 /** Tokens the template uses that do not exist (for lint), without braces, deduplicated. */
 export function unknownTokens(template: string): string[] {
   return [...new Set(templateTokens(template).filter((t) => !isKnown(t)))];
 }
 
-export const hasPartToken = (template: string): boolean =>
-  templateTokens(template).some((t) => t === 'part' || t === 'index');
+export const hasPartToken = (template: string): boolean => templateTokens(template).some((t) => t === 'part' || t === 'index');
 
 /** Problems that make a template unusable; empty when it is fine. Messages name the culprit. */
 export function lintTemplate(template: string): string[] {
-  const problems = unknownTokens(template).map(
-    (t) => `unknown token {${t}}; known tokens: ${TEMPLATE_TOKENS.map((k) => `{${k}}`).join(', ')}, {field.<name>}`,
-  );
+  const problems = unknownTokens(template).map((t) => `unknown token {${t}}; known tokens: ${TEMPLATE_TOKENS.map((k) => `{${k}}`).join(', ')}, {field.<name>}`);
   const literal = template.replace(TOKEN_RE, 'x');
   if (/[{}]/.test(literal)) problems.push("unbalanced '{' or '}'");
   if (template.startsWith('/') || template.startsWith('\\')) problems.push('must be a relative path (it is placed under the target directory)');
@@ -91,23 +96,36 @@ export function expandTemplate(template: string, v: TemplateValues): string {
   const suffix = filename ? path.posix.extname(filename) : '';
   const expanded = template.replace(TOKEN_RE, (_m, token: string) => {
     switch (token) {
-      case 'pipeline': return cleanValue(v.pipeline);
-      case 'timestamp': return formatTimestamp(v.startedAt);
-      case 'epoch': return String(Math.floor(v.startedAt.getTime() / 1000));
-      case 'epoch_m': return String(v.startedAt.getTime());
+      case 'pipeline':
+        return cleanValue(v.pipeline);
+      case 'timestamp':
+        return formatTimestamp(v.startedAt);
+      case 'epoch':
+        return String(Math.floor(v.startedAt.getTime() / 1000));
+      case 'epoch_m':
+        return String(v.startedAt.getTime());
       case 'part':
-      case 'index': return v.part;
-      case 'run_id': return cleanValue(v.runId);
-      case 'source_filename': return filename ? cleanValue(filename) : UNKNOWN;
-      case 'source_stem': return filename ? cleanValue(filename.slice(0, filename.length - suffix.length)) : UNKNOWN;
-      case 'source_suffix': return cleanValue(suffix);
-      case 'source_path': return sourceDir(meta);
+      case 'index':
+        return v.part;
+      case 'run_id':
+        return cleanValue(v.runId);
+      case 'source_filename':
+        return filename ? cleanValue(filename) : UNKNOWN;
+      case 'source_stem':
+        return filename ? cleanValue(filename.slice(0, filename.length - suffix.length)) : UNKNOWN;
+      case 'source_suffix':
+        return cleanValue(suffix);
+      case 'source_path':
+        return sourceDir(meta);
       default:
         if (isKnown(token)) return fieldValue(v.first, token.slice(FIELD_PREFIX.length));
         throw new Error(`unknown token {${token}} in template "${template}"`);
     }
   });
-  const segments = expanded.split('/').filter((s) => s !== '' && s !== '.').map((s) => (s === '..' ? '_' : s));
+  const segments = expanded
+    .split('/')
+    .filter((s) => s !== '' && s !== '.')
+    .map((s) => (s === '..' ? '_' : s));
   if (segments.length === 0) throw new Error(`template "${template}" expands to an empty name`);
   return segments.join('/');
 }
@@ -124,10 +142,17 @@ function cleanValue(value: string): string {
  * meta, set by file and object sources), else the directory of `source_path` without its root.
  */
 function sourceDir(meta: SourceMeta): string {
-  const rel = typeof meta.source_relative_dir === 'string' ? meta.source_relative_dir
-    : typeof meta.source_path === 'string' ? path.posix.dirname(meta.source_path.replace(/\\/g, '/'))
-    : '';
-  return rel.split(/[/\\]/).filter((s) => s !== '' && s !== '.' && s !== '..').map(cleanValue).join('/');
+  const rel =
+    typeof meta.source_relative_dir === 'string'
+      ? meta.source_relative_dir
+      : typeof meta.source_path === 'string'
+        ? path.posix.dirname(meta.source_path.replace(/\\/g, '/'))
+        : '';
+  return rel
+    .split(/[/\\]/)
+    .filter((s) => s !== '' && s !== '.' && s !== '..')
+    .map(cleanValue)
+    .join('/');
 }
 
 /** `{field.<name>}`: a top-level key (which may itself contain dots), else a dotted path. */

@@ -30,7 +30,11 @@ export const statusText = (status: number) => `${status}${STATUS_CODES[status] ?
 
 /** The start of a response body for an error message: one line, at most `max` characters. */
 export function excerpt(body: Buffer, max = 200): string {
-  const t = body.subarray(0, max * 4).toString('utf8').replace(/\s+/g, ' ').trim();
+  const t = body
+    .subarray(0, max * 4)
+    .toString('utf8')
+    .replace(/\s+/g, ' ')
+    .trim();
   return t.length > max ? `${t.slice(0, max)}...` : t;
 }
 

@@ -11,8 +11,16 @@ export const MAX_RECONNECT_DELAY_MS = 60_000;
 
 /** The reconnect fields of a stream source (doc 3 names them for kafka and gnmi; the others share them). */
 export const reconnectFields = (defaultDelayS = 5) => ({
-  reconnect_delay_seconds: Type.Number({ minimum: 0, default: defaultDelayS, description: 'Wait before the first reconnect attempt; doubles with each failed attempt, up to 60 s.' }),
-  max_reconnect_attempts: Type.Integer({ minimum: 0, default: 0, description: 'Failed attempts in a row before the stream gives up and the pipeline goes to error; 0 retries forever.' }),
+  reconnect_delay_seconds: Type.Number({
+    minimum: 0,
+    default: defaultDelayS,
+    description: 'Wait before the first reconnect attempt; doubles with each failed attempt, up to 60 s.',
+  }),
+  max_reconnect_attempts: Type.Integer({
+    minimum: 0,
+    default: 0,
+    description: 'Failed attempts in a row before the stream gives up and the pipeline goes to error; 0 retries forever.',
+  }),
 });
 
 export interface ReconnectPolicy {

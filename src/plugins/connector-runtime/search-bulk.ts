@@ -34,7 +34,12 @@ export const bulkFields = {
         'Record field whose value is the document _id (a string or number; a dotted path reaches into objects). A write retried after a lost answer then overwrites instead of indexing twice. A record without it is dead-lettered. Unset: the server assigns ids.',
     }),
   ),
-  chunk_size: Type.Integer({ minimum: 1, maximum: 100_000, default: 500, description: 'Documents per _bulk request; a larger write is sent as several requests, one after the other.' }),
+  chunk_size: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    default: 500,
+    description: 'Documents per _bulk request; a larger write is sent as several requests, one after the other.',
+  }),
   timestamp_field: Type.Optional(
     Type.String({
       minLength: 1,
@@ -45,13 +50,14 @@ export const bulkFields = {
 };
 
 export const indexTemplateDescription =
-  'Index to write, with tokens {pipeline} (the pipeline name, lower-cased), {timestamp} (yyyymmddthhmmssz), {YYYY}, {MM}, {DD} (UTC; the run start, or each record\'s timestamp_field). An index that does not exist is created by the server (or by its index template).';
+  "Index to write, with tokens {pipeline} (the pipeline name, lower-cased), {timestamp} (yyyymmddthhmmssz), {YYYY}, {MM}, {DD} (UTC; the run start, or each record's timestamp_field). An index that does not exist is created by the server (or by its index template).";
 
 /** Problems of an index name template (lint); messages name the culprit. */
 export function lintIndexTemplate(template: string, path: string): LintIssue[] {
   const out: LintIssue[] = [];
   for (const t of new Set(templateTokens(template))) {
-    if (!(INDEX_TOKENS as readonly string[]).includes(t)) out.push({ path, message: `unknown token {${t}}; known tokens: ${INDEX_TOKENS.map((k) => `{${k}}`).join(', ')}` });
+    if (!(INDEX_TOKENS as readonly string[]).includes(t))
+      out.push({ path, message: `unknown token {${t}}; known tokens: ${INDEX_TOKENS.map((k) => `{${k}}`).join(', ')}` });
   }
   const literal = template.replace(TOKEN_RE, 'x');
   if (/[{}]/.test(literal)) out.push({ path, message: "unbalanced '{' or '}'" });
@@ -179,7 +185,10 @@ export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
     if (index === undefined) {
       const v = fieldAt(r, o.timestamp_field!);
       const t = parseTime!(v);
-      if (t === NOT_A_TIME) return { error: `timestamp_field '${o.timestamp_field}' is ${v === undefined || v === null ? 'missing' : `not a time: ${JSON.stringify(v)?.slice(0, 60)}`}: no index name for the record` };
+      if (t === NOT_A_TIME)
+        return {
+          error: `timestamp_field '${o.timestamp_field}' is ${v === undefined || v === null ? 'missing' : `not a time: ${JSON.stringify(v)?.slice(0, 60)}`}: no index name for the record`,
+        };
       index = expandIndex(o.index, ctx.pipeline, new Date(t));
     }
     let id: string | undefined;
@@ -188,7 +197,10 @@ export function bulkSink(o: BulkSinkOptions, ctx: PluginContext): Sink {
       if (typeof v === 'string' && v !== '') id = v;
       else if (typeof v === 'number' && Number.isFinite(v)) id = String(v);
       else if (typeof v === 'bigint') id = v.toString();
-      else return { error: `id_field '${o.id_field}' is ${v === undefined || v === null || v === '' ? 'missing or empty' : `not a string or number (${typeof v})`}` };
+      else
+        return {
+          error: `id_field '${o.id_field}' is ${v === undefined || v === null || v === '' ? 'missing or empty' : `not a string or number (${typeof v})`}`,
+        };
     }
     let source: string;
     try {

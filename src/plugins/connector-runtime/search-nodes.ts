@@ -25,7 +25,8 @@ export const nodeFields = (product: Product) => ({
   password: secret('Password of username.'),
   verify_ssl: Type.Boolean({
     default: true,
-    description: 'Check the server certificate of https:// nodes against the system CAs; false accepts any certificate (a self-signed test cluster), which also accepts an attacker in the middle.',
+    description:
+      'Check the server certificate of https:// nodes against the system CAs; false accepts any certificate (a self-signed test cluster), which also accepts an attacker in the middle.',
   }),
 });
 
@@ -93,12 +94,15 @@ export function readFailure(e: unknown, product: Product, what: string): Request
     const body = err.meta.body;
     const error = body && typeof body === 'object' ? (body as { error?: unknown }).error : undefined;
     const type = error && typeof error === 'object' ? (error as ErrorBody).type : undefined;
-    const detail = error && typeof error === 'object' ? errorText(error as ErrorBody) : typeof error === 'string' ? error : typeof body === 'string' ? excerpt(body) : '';
+    const detail =
+      error && typeof error === 'object' ? errorText(error as ErrorBody) : typeof error === 'string' ? error : typeof body === 'string' ? excerpt(body) : '';
     let hint = '';
     if (status === 401) hint = ' (the server refused the credentials: check username and password)';
     else if (status === 403) hint = ' (the user lacks a privilege this needs: grant it, or use another user)';
     else if (status === 413) hint = ' (the request is larger than the server takes: lower chunk_size)';
-    else if (status === 406 && product === 'elasticsearch') hint = ' (the server does not take the content type of the Elasticsearch 8 client: is it Elasticsearch 7.11 or later? for OpenSearch use the opensearch sink)';
+    else if (status === 406 && product === 'elasticsearch')
+      hint =
+        ' (the server does not take the content type of the Elasticsearch 8 client: is it Elasticsearch 7.11 or later? for OpenSearch use the opensearch sink)';
     const message = `${what}: ${statusText(status)}${hint}${detail ? `: ${detail}` : ''}`;
     return { message, status, type, retryable: status === 408 || status === 429 || status >= 500, connectionLost: false };
   }

@@ -91,7 +91,13 @@ export class Spool {
   private commitWrite?: Promise<void>;
   private closed = false;
 
-  private constructor(readonly dir: string, committed: number, segments: Segment[], nextBase: number, opts: SpoolOptions) {
+  private constructor(
+    readonly dir: string,
+    committed: number,
+    segments: Segment[],
+    nextBase: number,
+    opts: SpoolOptions,
+  ) {
     this.log = opts.log ?? silentLogger;
     this.segmentBytes = opts.segmentBytes ?? 64 << 20;
     this.commitIntervalMs = opts.commitIntervalMs ?? 100;
@@ -123,7 +129,8 @@ export class Spool {
         committed = Number(text);
       } catch (e) {
         // Without a readable mark everything is replayed: duplicates, never a loss.
-        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ spool: dir, err: errorMessage(e) }, 'spool: committed mark unreadable; replaying every record');
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+          log.warn({ spool: dir, err: errorMessage(e) }, 'spool: committed mark unreadable; replaying every record');
       }
       const bases = (await readdir(dir))
         .map((f) => SEGMENT.exec(f)?.[1])
@@ -252,7 +259,10 @@ export class Spool {
         const end = off + HEADER + len;
         if (len < 0 || end > data.length || checksum(data.subarray(off, off + 4), data.subarray(off + HEADER, end)) !== data.readUInt32LE(off + 4)) {
           // Only a write that was never acknowledged can be torn: skip it (and what follows it in this file).
-          this.log.warn({ spool: this.dir, segment: file, offset: off, bytes: data.length - off }, 'spool: torn record at the end of a segment ignored (its write was never acknowledged)');
+          this.log.warn(
+            { spool: this.dir, segment: file, offset: off, bytes: data.length - off },
+            'spool: torn record at the end of a segment ignored (its write was never acknowledged)',
+          );
           break;
         }
         const position = seg.base + end;

@@ -129,7 +129,11 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
         allDelivered &&= delivered;
         if (--left > 0) return;
         if (!connector.acknowledges) {
-          if (!allDelivered) ctx.log.warn({ connector: connector.type, messages: batch.length }, `${connector.type}: messages not delivered; this source cannot ask for them again (at-most-once)`);
+          if (!allDelivered)
+            ctx.log.warn(
+              { connector: connector.type, messages: batch.length },
+              `${connector.type}: messages not delivered; this source cannot ask for them again (at-most-once)`,
+            );
           return;
         }
         if (gen !== generation || refused) return;

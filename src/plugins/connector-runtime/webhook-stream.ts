@@ -89,7 +89,11 @@ export function webhookStream(c: WebhookStreamConfig, ctx: PluginContext, opts: 
         done: spool
           ? async (delivered) => {
               if (delivered) return spool!.commit(Math.min(batch.at(-1)!.position!, ceiling));
-              if (ceiling === Infinity) ctx.log.warn({ webhook_path: c.path, messages: batch.length }, `${opts.type} bodies not delivered: they and all later ones stay in the spool and are delivered again when the stream next starts`);
+              if (ceiling === Infinity)
+                ctx.log.warn(
+                  { webhook_path: c.path, messages: batch.length },
+                  `${opts.type} bodies not delivered: they and all later ones stay in the spool and are delivered again when the stream next starts`,
+                );
               ceiling = Math.min(ceiling, batch[0]!.position! - 1);
             }
           : undefined,

@@ -6,9 +6,22 @@ import { randomBytes } from 'node:crypto';
 import { startVendorPeer, type AiPeer, type Vendor } from './vendor.js';
 
 const STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 500: 'INTERNAL' };
-const err = (code: number, message: string, details?: unknown[]) => ({ error: { code, message, status: STATUS[code] ?? 'UNKNOWN', ...(details ? { details } : {}) } });
+const err = (code: number, message: string, details?: unknown[]) => ({
+  error: { code, message, status: STATUS[code] ?? 'UNKNOWN', ...(details ? { details } : {}) },
+});
 const invalid = (message: string) => ({ status: 400, body: err(400, message) });
-const FIELDS = new Set(['contents', 'systemInstruction', 'system_instruction', 'generationConfig', 'generation_config', 'safetySettings', 'safety_settings', 'tools', 'toolConfig', 'cachedContent']);
+const FIELDS = new Set([
+  'contents',
+  'systemInstruction',
+  'system_instruction',
+  'generationConfig',
+  'generation_config',
+  'safetySettings',
+  'safety_settings',
+  'tools',
+  'toolConfig',
+  'cachedContent',
+]);
 const PATH = /^\/v1beta\/models\/([^/:]+):generateContent$/;
 
 const checkContent = (c: any, where: string): string | undefined => {
@@ -26,14 +39,28 @@ export function geminiVendor(opts: { models?: string[] } = {}): Vendor {
       if (method !== 'POST' || !model) return { status: 404, body: err(404, `Method not found: ${method} ${path}`) };
       const given = (headers['x-goog-api-key'] as string | undefined) ?? query.get('key') ?? undefined;
       if (!given) {
-        return { status: 403, body: err(403, "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.") };
+        return {
+          status: 403,
+          body: err(
+            403,
+            "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+          ),
+        };
       }
       if (given !== key) {
-        const info = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: { service: 'generativelanguage.googleapis.com' } };
+        const info = {
+          '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+          reason: 'API_KEY_INVALID',
+          domain: 'googleapis.com',
+          metadata: { service: 'generativelanguage.googleapis.com' },
+        };
         return { status: 400, body: err(400, 'API key not valid. Please pass a valid API key.', [info]) };
       }
       if (opts.models && !opts.models.includes(decodeURIComponent(model))) {
-        return { status: 404, body: err(404, `models/${decodeURIComponent(model)} is not found for API version v1beta, or is not supported for generateContent.`) };
+        return {
+          status: 404,
+          body: err(404, `models/${decodeURIComponent(model)} is not found for API version v1beta, or is not supported for generateContent.`),
+        };
       }
       for (const k of Object.keys(body ?? {})) if (!FIELDS.has(k)) return invalid(`Invalid JSON payload received. Unknown name "${k}": Cannot find field.`);
       if (!Array.isArray(body.contents) || !body.contents.length) return invalid('* GenerateContentRequest.contents: contents is not specified');

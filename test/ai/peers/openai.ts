@@ -16,20 +16,33 @@ export function openaiVendor(opts: { echoKey?: boolean; models?: string[] } = {}
       if (method !== 'POST' || path !== '/v1/chat/completions') return { status: 404, body: err(`Invalid URL (${method} ${path})`) };
       const auth = headers.authorization;
       if (!auth) {
-        return { status: 401, body: err("You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).") };
+        return {
+          status: 401,
+          body: err(
+            "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+          ),
+        };
       }
       const given = /^Bearer (.+)$/.exec(auth)?.[1];
       if (given !== key) {
         const shown = opts.echoKey ? given : `${given?.slice(0, 3)}*****${given?.slice(-4)}`;
-        return { status: 401, body: err(`Incorrect API key provided: ${shown}. You can find your API key at https://platform.openai.com/account/api-keys.`, 'invalid_api_key') };
+        return {
+          status: 401,
+          body: err(`Incorrect API key provided: ${shown}. You can find your API key at https://platform.openai.com/account/api-keys.`, 'invalid_api_key'),
+        };
       }
       if (typeof body?.model !== 'string' || !body.model) return { status: 400, body: err('you must provide a model parameter') };
       if (opts.models && !opts.models.includes(body.model)) {
         return { status: 404, body: err(`The model \`${body.model}\` does not exist or you do not have access to it.`, 'model_not_found') };
       }
-      if (!Array.isArray(body.messages) || !body.messages.length) return { status: 400, body: err("Missing required parameter: 'messages'.", 'missing_required_parameter') };
+      if (!Array.isArray(body.messages) || !body.messages.length)
+        return { status: 400, body: err("Missing required parameter: 'messages'.", 'missing_required_parameter') };
       for (const [i, m] of (body.messages as any[]).entries()) {
-        if (!ROLES.has(m?.role)) return { status: 400, body: err(`Invalid value: '${m?.role}'. Supported values are: 'system', 'assistant', 'user', 'tool', and 'developer'.`, 'invalid_value') };
+        if (!ROLES.has(m?.role))
+          return {
+            status: 400,
+            body: err(`Invalid value: '${m?.role}'. Supported values are: 'system', 'assistant', 'user', 'tool', and 'developer'.`, 'invalid_value'),
+          };
         if (typeof m.content !== 'string') return { status: 400, body: err(`Invalid type for 'messages[${i}].content': expected a string.`, 'invalid_type') };
       }
       return undefined;

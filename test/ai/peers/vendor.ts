@@ -34,7 +34,10 @@ export interface Vendor {
   /** The path prefix that SVC_AI_BASE_URL carries (`/v1` for OpenAI-style servers, none for the others). */
   basePath: string;
   /** Checks method, path, credentials and body; a failure is the vendor's own error status and body. */
-  check(req: { method: string; path: string; query: URLSearchParams; headers: IncomingMessage['headers']; body: any }, key: string): { status: number; body: unknown } | undefined;
+  check(
+    req: { method: string; path: string; query: URLSearchParams; headers: IncomingMessage['headers']; body: any },
+    key: string,
+  ): { status: number; body: unknown } | undefined;
   /** A successful answer carrying `text`, in the vendor's shape. */
   success(text: string, req: { path: string; body: any }): unknown;
   /** The vendor's error body for a server-side failure. */
@@ -63,7 +66,8 @@ export async function startVendorPeer(vendor: Vendor, key: string): Promise<AiPe
         logged.status = status;
         send(res, status, b);
       };
-      if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) return answer(400, vendor.serverError(`unsupported content type ${req.headers['content-type'] ?? 'none'}`));
+      if (!/^application\/json\b/.test(req.headers['content-type'] ?? ''))
+        return answer(400, vendor.serverError(`unsupported content type ${req.headers['content-type'] ?? 'none'}`));
       try {
         body = JSON.parse(raw);
       } catch {

@@ -48,10 +48,14 @@ export async function startAzurite(): Promise<Azurite> {
   let log = '';
 
   const start = async () => {
-    const c = spawn(process.execPath, [MAIN, '--blobHost', '127.0.0.1', '--blobPort', String(port), '--disableTelemetry', '--skipApiVersionCheck', '--location', location], {
-      cwd: location,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const c = spawn(
+      process.execPath,
+      [MAIN, '--blobHost', '127.0.0.1', '--blobPort', String(port), '--disableTelemetry', '--skipApiVersionCheck', '--location', location],
+      {
+        cwd: location,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     child = c;
     log = '';
     const ready = new Promise<void>((resolve, reject) => {
@@ -136,7 +140,10 @@ export const azuriteFixture: PeerFixture = {
         config: (ch) => ({ ...base, prefix: `${ch}/` }),
         async publish(ch, bodies) {
           for (let i = 0; i < bodies.length; i += 400) {
-            const text = `[${bodies.slice(i, i + 400).map((b) => b.toString()).join(',')}]`;
+            const text = `[${bodies
+              .slice(i, i + 400)
+              .map((b) => b.toString())
+              .join(',')}]`;
             await cc.getBlockBlobClient(`${ch}/part-${String(i).padStart(6, '0')}.json`).upload(text, Buffer.byteLength(text));
           }
         },
@@ -174,10 +181,13 @@ export async function rewritingProxy(targetPort: number, rewrite: (url: string) 
   const server = createServer((req, res) => {
     const url = rewrite(req.url ?? '/');
     urls.push(url);
-    const up = httpRequest({ host: '127.0.0.1', port: targetPort, method: req.method, path: url, headers: { ...req.headers, host: `127.0.0.1:${targetPort}` } }, (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
+    const up = httpRequest(
+      { host: '127.0.0.1', port: targetPort, method: req.method, path: url, headers: { ...req.headers, host: `127.0.0.1:${targetPort}` } },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      },
+    );
     up.on('error', () => res.destroy());
     req.pipe(up);
   });

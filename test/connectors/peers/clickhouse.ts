@@ -77,7 +77,14 @@ export async function clickhouseServer(): Promise<ClickhouseServer> {
     await proc.start();
     // The port opens before the server answers queries: wait for one.
     let failed: unknown;
-    const answers = () => admin.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then((r) => r.text()).then(() => true, (e: unknown) => ((failed = e), false));
+    const answers = () =>
+      admin
+        .query({ query: 'SELECT 1', format: 'JSONEachRow' })
+        .then((r) => r.text())
+        .then(
+          () => true,
+          (e: unknown) => ((failed = e), false),
+        );
     await until(answers, 15_000, 'clickhouse to answer a query', 50).catch((e: unknown) => {
       throw failed ?? e;
     });

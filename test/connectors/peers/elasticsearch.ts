@@ -122,18 +122,35 @@ class HttpError extends Error {
 }
 
 /** The error body of both servers: `{error: {root_cause: [...], type, reason, ...}, status}`. */
-const errorBody = (status: number, e: ErrorObj, causedBy?: ErrorObj) => ({ error: { root_cause: [e], ...e, ...(causedBy ? { caused_by: causedBy } : {}) }, status });
-const fail = (status: number, type: string, reason: string, extra: Record<string, unknown> = {}, causedBy?: ErrorObj) => new HttpError(status, errorBody(status, { type, reason, ...extra }, causedBy));
+const errorBody = (status: number, e: ErrorObj, causedBy?: ErrorObj) => ({
+  error: { root_cause: [e], ...e, ...(causedBy ? { caused_by: causedBy } : {}) },
+  status,
+});
+const fail = (status: number, type: string, reason: string, extra: Record<string, unknown> = {}, causedBy?: ErrorObj) =>
+  new HttpError(status, errorBody(status, { type, reason, ...extra }, causedBy));
 
 const TIME_UNITS: Record<string, number> = { nanos: 1e-6, micros: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 function timeValueMs(v: string, setting: string): number {
   const m = /^(\d+)(nanos|micros|ms|s|m|h|d)$/.exec(v);
-  if (!m) throw fail(400, 'illegal_argument_exception', `failed to parse setting [${setting}] with value [${v}] as a time value: unit is missing or unrecognized`);
+  if (!m)
+    throw fail(400, 'illegal_argument_exception', `failed to parse setting [${setting}] with value [${v}] as a time value: unit is missing or unrecognized`);
   return Number(m[1]) * TIME_UNITS[m[2]!]!;
 }
 
 const INVALID_INDEX_CHARS = /[\\/*?"<>|, #:]/;
-const METADATA_FIELDS = new Set(['_id', '_index', '_source', '_routing', '_version', '_seq_no', '_primary_term', '_ignored', '_field_names', '_tier', '_doc_count']);
+const METADATA_FIELDS = new Set([
+  '_id',
+  '_index',
+  '_source',
+  '_routing',
+  '_version',
+  '_seq_no',
+  '_primary_term',
+  '_ignored',
+  '_field_names',
+  '_tier',
+  '_doc_count',
+]);
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 const newId = () => randomBytes(15).toString('base64url');
@@ -158,14 +175,22 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     }
     return ix;
   };
-  const notFound = (name: string) => fail(404, 'index_not_found_exception', `no such index [${name}]`, { 'resource.type': 'index_or_alias', 'resource.id': name, index_uuid: '_na_', index: name });
+  const notFound = (name: string) =>
+    fail(404, 'index_not_found_exception', `no such index [${name}]`, {
+      'resource.type': 'index_or_alias',
+      'resource.id': name,
+      index_uuid: '_na_',
+      index: name,
+    });
 
   // ---- authentication ------------------------------------------------------------------------
 
   const challenge = (uri: string, user?: string) => {
-    if (!es) return new HttpError(401, 'Unauthorized', { 'www-authenticate': 'Basic realm="OpenSearch Security"', 'content-type': 'text/plain; charset=UTF-8' });
+    if (!es)
+      return new HttpError(401, 'Unauthorized', { 'www-authenticate': 'Basic realm="OpenSearch Security"', 'content-type': 'text/plain; charset=UTF-8' });
     const challenges = ['Basic realm="security" charset="UTF-8"', 'Bearer realm="security"', 'ApiKey'];
-    const reason = user === undefined ? `missing authentication credentials for REST request [${uri}]` : `unable to authenticate user [${user}] for REST request [${uri}]`;
+    const reason =
+      user === undefined ? `missing authentication credentials for REST request [${uri}]` : `unable to authenticate user [${user}] for REST request [${uri}]`;
     const e = { type: 'security_exception', reason, header: { 'WWW-Authenticate': challenges } };
     return new HttpError(401, { error: { root_cause: [e], ...e }, status: 401 }, { 'www-authenticate': challenges });
   };
@@ -190,10 +215,21 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     const [type, ...params] = raw.split(';').map((s) => s.trim().toLowerCase());
     const compat = params.find((p) => p.startsWith('compatible-with='))?.split('=')[1];
     const plain = kind === 'ndjson' ? ['application/x-ndjson', 'application/json'] : ['application/json'];
-    const vendor = es ? `application/vnd.elasticsearch+${kind === 'ndjson' ? 'x-ndjson' : 'json'}` : `application/vnd.opensearch+${kind === 'ndjson' ? 'x-ndjson' : 'json'}`;
+    const vendor = es
+      ? `application/vnd.elasticsearch+${kind === 'ndjson' ? 'x-ndjson' : 'json'}`
+      : `application/vnd.opensearch+${kind === 'ndjson' ? 'x-ndjson' : 'json'}`;
     if (type === vendor) {
       if (!compat || !(es ? ['7', '8'] : ['7']).includes(compat)) {
-        throw fail(400, 'media_type_header_exception', `Invalid media-type value on headers [Content-Type]`, {}, { type: 'status_exception', reason: `A compatible version is required on both Content-Type and Accept headers if either one has requested a compatible version. Accept=${String(req.headers.accept)}, Content-Type=${raw}` });
+        throw fail(
+          400,
+          'media_type_header_exception',
+          `Invalid media-type value on headers [Content-Type]`,
+          {},
+          {
+            type: 'status_exception',
+            reason: `A compatible version is required on both Content-Type and Accept headers if either one has requested a compatible version. Accept=${String(req.headers.accept)}, Content-Type=${raw}`,
+          },
+        );
       }
       return;
     }
@@ -213,12 +249,17 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
 
   // ---- documents and mapping -----------------------------------------------------------------
 
-  const parsingError = (reason: string, causedBy?: ErrorObj): ErrorObj => ({ type: es ? 'document_parsing_exception' : 'mapper_parsing_exception', reason, ...(causedBy ? { caused_by: causedBy } : {}) });
+  const parsingError = (reason: string, causedBy?: ErrorObj): ErrorObj => ({
+    type: es ? 'document_parsing_exception' : 'mapper_parsing_exception',
+    reason,
+    ...(causedBy ? { caused_by: causedBy } : {}),
+  });
 
   /** The mapping updates a document needs, or the parsing error that refuses it. */
   function mapDocument(ix: Index, id: string, doc: Rec): Map<string, FieldType> | ErrorObj {
     for (const k of Object.keys(doc)) {
-      if (METADATA_FIELDS.has(k)) return parsingError(`Field [${k}] is a metadata field and cannot be added inside a document. Use the index API request parameters.`);
+      if (METADATA_FIELDS.has(k))
+        return parsingError(`Field [${k}] is a metadata field and cannot be added inside a document. Use the index API request parameters.`);
     }
     const updates = new Map<string, FieldType>();
     const typeOf = (path: string) => updates.get(path) ?? ix.mapping.get(path);
@@ -232,7 +273,8 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
           if (v === null) continue;
           const mapped = typeOf(path);
           if (typeof v === 'object') {
-            if (mapped !== undefined && mapped !== 'object') return conflict(path, mapped, v, { type: 'illegal_state_exception', reason: `Can't get text on a START_OBJECT at 1:${path.length + 3}` });
+            if (mapped !== undefined && mapped !== 'object')
+              return conflict(path, mapped, v, { type: 'illegal_state_exception', reason: `Can't get text on a START_OBJECT at 1:${path.length + 3}` });
             if (mapped === undefined) updates.set(path, 'object');
             const inner = walk(v as Rec, `${path}.`);
             if (inner) return inner;
@@ -240,20 +282,38 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
           }
           if (mapped === 'object') return parsingError(`object mapping for [${path}] tried to parse field [${path}] as object, but found a concrete value`);
           if (mapped === undefined) {
-            const t: FieldType = typeof v === 'boolean' ? 'boolean' : typeof v === 'number' ? (Number.isInteger(v) ? 'long' : 'float') : ISO_DATE.test(String(v)) ? 'date' : 'text';
+            const t: FieldType =
+              typeof v === 'boolean'
+                ? 'boolean'
+                : typeof v === 'number'
+                  ? Number.isInteger(v)
+                    ? 'long'
+                    : 'float'
+                  : ISO_DATE.test(String(v))
+                    ? 'date'
+                    : 'text';
             updates.set(path, t);
             continue;
           }
           if ((mapped === 'long' || mapped === 'float') && typeof v !== 'number') {
             if (typeof v === 'boolean' || String(v).trim() === '' || Number.isNaN(Number(v))) {
-              return conflict(path, mapped, v, { type: es ? 'illegal_argument_exception' : 'number_format_exception', reason: `For input string: "${String(v)}"` });
+              return conflict(path, mapped, v, {
+                type: es ? 'illegal_argument_exception' : 'number_format_exception',
+                reason: `For input string: "${String(v)}"`,
+              });
             }
           }
           if (mapped === 'boolean' && v !== true && v !== false && v !== 'true' && v !== 'false') {
-            return conflict(path, mapped, v, { type: 'illegal_argument_exception', reason: `Failed to parse value [${String(v)}] as only [true] or [false] are allowed.` });
+            return conflict(path, mapped, v, {
+              type: 'illegal_argument_exception',
+              reason: `Failed to parse value [${String(v)}] as only [true] or [false] are allowed.`,
+            });
           }
           if (mapped === 'date' && typeof v !== 'number' && !ISO_DATE.test(String(v))) {
-            return conflict(path, mapped, v, { type: 'illegal_argument_exception', reason: `failed to parse date field [${String(v)}] with format [strict_date_optional_time||epoch_millis]` });
+            return conflict(path, mapped, v, {
+              type: 'illegal_argument_exception',
+              reason: `failed to parse date field [${String(v)}] with format [strict_date_optional_time||epoch_millis]`,
+            });
           }
         }
       }
@@ -264,12 +324,33 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
 
   /** Indexes one document; returns the item answer (without the action key). */
   function indexOne(name: string, id: string | undefined, doc: Rec, pipeline: string | undefined, create: boolean): Rec {
-    if (name !== name.toLowerCase()) return { _index: name, _id: id ?? null, status: 400, error: { type: 'invalid_index_name_exception', reason: `Invalid index name [${name}], must be lowercase`, index_uuid: '_na_', index: name } };
+    if (name !== name.toLowerCase())
+      return {
+        _index: name,
+        _id: id ?? null,
+        status: 400,
+        error: { type: 'invalid_index_name_exception', reason: `Invalid index name [${name}], must be lowercase`, index_uuid: '_na_', index: name },
+      };
     if (INVALID_INDEX_CHARS.test(name) || /^[-_+]/.test(name)) {
-      return { _index: name, _id: id ?? null, status: 400, error: { type: 'invalid_index_name_exception', reason: `Invalid index name [${name}], must not contain the following characters [ , ", *, \\, <, |, ,, >, /, ?]`, index_uuid: '_na_', index: name } };
+      return {
+        _index: name,
+        _id: id ?? null,
+        status: 400,
+        error: {
+          type: 'invalid_index_name_exception',
+          reason: `Invalid index name [${name}], must not contain the following characters [ , ", *, \\, <, |, ,, >, /, ?]`,
+          index_uuid: '_na_',
+          index: name,
+        },
+      };
     }
     if (pipeline !== undefined && pipeline !== '_none' && !pipelines.has(pipeline)) {
-      return { _index: name, _id: id ?? null, status: 400, error: { type: 'illegal_argument_exception', reason: `pipeline with id [${pipeline}] does not exist` } };
+      return {
+        _index: name,
+        _id: id ?? null,
+        status: 400,
+        error: { type: 'illegal_argument_exception', reason: `pipeline with id [${pipeline}] does not exist` },
+      };
     }
     const key = JSON.stringify(doc);
     for (const f of itemFailures) {
@@ -288,7 +369,10 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
           },
         };
       }
-      const err = parsingError(`failed to parse field [injected] of type [long] in document with id '${id ?? 'auto'}'. Preview of field's value: 'x'`, { type: 'illegal_argument_exception', reason: 'For input string: "x"' });
+      const err = parsingError(`failed to parse field [injected] of type [long] in document with id '${id ?? 'auto'}'. Preview of field's value: 'x'`, {
+        type: 'illegal_argument_exception',
+        reason: 'For input string: "x"',
+      });
       return { _index: name, _id: id ?? null, status: 400, error: err };
     }
     const ix = indexOf(name, true)!;
@@ -297,19 +381,44 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     if (!(mapped instanceof Map)) return { _index: name, _id: docId, status: 400, error: { ...mapped, index_uuid: ix.uuid, shard: '0', index: name } };
     const existing = ix.docs.get(docId);
     if (existing && create) {
-      return { _index: name, _id: docId, status: 409, error: { type: 'version_conflict_engine_exception', reason: `[${docId}]: version conflict, document already exists (current version [${existing._version}])`, index_uuid: ix.uuid, shard: '0', index: name } };
+      return {
+        _index: name,
+        _id: docId,
+        status: 409,
+        error: {
+          type: 'version_conflict_engine_exception',
+          reason: `[${docId}]: version conflict, document already exists (current version [${existing._version}])`,
+          index_uuid: ix.uuid,
+          shard: '0',
+          index: name,
+        },
+      };
     }
     for (const [p, t] of mapped) ix.mapping.set(p, t);
     const version = (existing?._version ?? 0) + 1;
     ix.docs.set(docId, { _id: docId, _source: doc, _version: version, ...(pipeline && pipeline !== '_none' ? { pipeline } : {}) });
-    return { _index: name, _id: docId, _version: version, result: existing ? 'updated' : 'created', _shards: { total: 2, successful: 1, failed: 0 }, _seq_no: ix.seqNo++, _primary_term: 1, status: existing ? 200 : 201 };
+    return {
+      _index: name,
+      _id: docId,
+      _version: version,
+      result: existing ? 'updated' : 'created',
+      _shards: { total: 2, successful: 1, failed: 0 },
+      _seq_no: ix.seqNo++,
+      _primary_term: 1,
+      status: existing ? 200 : 201,
+    };
   }
 
   function bulk(req: IncomingMessage, body: string, pathIndex: string | undefined, query: URLSearchParams) {
     checkContentType(req, 'ndjson');
     const planned = requestFailures.shift();
     if (planned) {
-      if (planned === 429) throw fail(429, es ? 'es_rejected_execution_exception' : 'rejected_execution_exception', 'rejected execution of coordinating operation [coordinating_and_primary_bytes=104857600, max_coordinating_and_primary_bytes=104857600]');
+      if (planned === 429)
+        throw fail(
+          429,
+          es ? 'es_rejected_execution_exception' : 'rejected_execution_exception',
+          'rejected execution of coordinating operation [coordinating_and_primary_bytes=104857600, max_coordinating_and_primary_bytes=104857600]',
+        );
       if (planned === 413) throw new HttpError(413, '');
       throw fail(planned, 'cluster_block_exception', 'blocked by: [SERVICE_UNAVAILABLE/1/state not recovered / initialized];');
     }
@@ -327,7 +436,12 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
         throw fail(400, 'illegal_argument_exception', `Malformed action/metadata line [${i + 1}], expected START_OBJECT but found [VALUE_STRING]`);
       }
       const op = Object.keys(action)[0];
-      if (op !== 'index' && op !== 'create') throw fail(400, 'illegal_argument_exception', `Malformed action/metadata line [${i + 1}], expected field [index] or [create] in this peer, found [${op}]`);
+      if (op !== 'index' && op !== 'create')
+        throw fail(
+          400,
+          'illegal_argument_exception',
+          `Malformed action/metadata line [${i + 1}], expected field [index] or [create] in this peer, found [${op}]`,
+        );
       const meta = (action[op] ?? {}) as Rec;
       const name = (meta._index as string | undefined) ?? pathIndex;
       if (!name) throw fail(400, 'action_request_validation_exception', 'Validation Failed: 1: index is missing;');
@@ -342,7 +456,17 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
         continue;
       }
       if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
-        items.push({ [op]: { _index: name, _id: (meta._id as string) ?? null, status: 400, error: parsingError('failed to parse', { type: 'not_x_content_exception', reason: 'Compressor detection can only be called on some xcontent bytes or compressed xcontent bytes' }) } });
+        items.push({
+          [op]: {
+            _index: name,
+            _id: (meta._id as string) ?? null,
+            status: 400,
+            error: parsingError('failed to parse', {
+              type: 'not_x_content_exception',
+              reason: 'Compressor detection can only be called on some xcontent bytes or compressed xcontent bytes',
+            }),
+          },
+        });
         continue;
       }
       const id = meta._id === undefined || meta._id === null ? undefined : String(meta._id);
@@ -361,7 +485,12 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     const out: string[] = [];
     for (const part of target.split(',')) {
       if (part.includes('*')) {
-        const re = new RegExp(`^${part.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+        const re = new RegExp(
+          `^${part
+            .split('*')
+            .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+            .join('.*')}$`,
+        );
         out.push(...[...indices.keys()].filter((n) => re.test(n)));
       } else if (indices.has(part)) out.push(part);
       else throw notFound(part);
@@ -379,14 +508,24 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
   };
   const single = (q: unknown, name: string): [string, unknown] => {
     const entries = Object.entries((q ?? {}) as Rec);
-    if (entries.length !== 1) throw fail(400, 'parsing_exception', `[${name}] query doesn't support multiple fields, found [${entries.map((e) => e[0]).join('] and [')}]`, { line: 1, col: 1 });
+    if (entries.length !== 1)
+      throw fail(400, 'parsing_exception', `[${name}] query doesn't support multiple fields, found [${entries.map((e) => e[0]).join('] and [')}]`, {
+        line: 1,
+        col: 1,
+      });
     return entries[0]!;
   };
   const cmp = (a: unknown, b: unknown) => (typeof a === 'number' && typeof b === 'number' ? a - b : String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0);
 
   function matcher(q: Rec): (doc: Rec) => boolean {
     const keys = Object.keys(q);
-    if (keys.length !== 1) throw fail(400, 'parsing_exception', keys.length ? `[${keys[0]}] malformed query, expected [END_OBJECT] but found [FIELD_NAME]` : 'query malformed, empty clause found', { line: 1, col: 1 });
+    if (keys.length !== 1)
+      throw fail(
+        400,
+        'parsing_exception',
+        keys.length ? `[${keys[0]}] malformed query, expected [END_OBJECT] but found [FIELD_NAME]` : 'query malformed, empty clause found',
+        { line: 1, col: 1 },
+      );
     const type = keys[0]!;
     const arg = q[type];
     switch (type) {
@@ -414,7 +553,11 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
         const r = spec as Rec;
         return (doc) =>
           values(doc, field).some(
-            (v) => (r.gte === undefined || cmp(v, r.gte) >= 0) && (r.gt === undefined || cmp(v, r.gt) > 0) && (r.lte === undefined || cmp(v, r.lte) <= 0) && (r.lt === undefined || cmp(v, r.lt) < 0),
+            (v) =>
+              (r.gte === undefined || cmp(v, r.gte) >= 0) &&
+              (r.gt === undefined || cmp(v, r.gt) > 0) &&
+              (r.lte === undefined || cmp(v, r.lte) <= 0) &&
+              (r.lt === undefined || cmp(v, r.lt) < 0),
           );
       }
       case 'bool': {
@@ -426,7 +569,13 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
         return (doc) => must.every((m) => m(doc)) && not.every((m) => !m(doc)) && (should.length === 0 || must.length > 0 || should.some((m) => m(doc)));
       }
       default:
-        throw fail(400, 'parsing_exception', `unknown query [${type}]`, { line: 1, col: 14 }, { type: 'named_object_not_found_exception', reason: `[1:14] unknown field [${type}]` });
+        throw fail(
+          400,
+          'parsing_exception',
+          `unknown query [${type}]`,
+          { line: 1, col: 14 },
+          { type: 'named_object_not_found_exception', reason: `[1:14] unknown field [${type}]` },
+        );
     }
   }
 
@@ -457,7 +606,12 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     const scroll = query.get('scroll');
     const trackTotal = b.track_total_hits !== false;
     if (!scroll) return page({ index: target, hits, pos: 0, size, keepAliveMs: 0, expiresAt: 0 }, undefined, trackTotal);
-    if (size > 10_000) throw fail(400, 'illegal_argument_exception', `Batch size is too large, size must be less than or equal to: [10000] but was [${size}]. Scroll batch sizes cost as much memory as result windows so they are controlled by the [index.max_result_window] index level setting.`);
+    if (size > 10_000)
+      throw fail(
+        400,
+        'illegal_argument_exception',
+        `Batch size is too large, size must be less than or equal to: [10000] but was [${size}]. Scroll batch sizes cost as much memory as result windows so they are controlled by the [index.max_result_window] index level setting.`,
+      );
     const keepAliveMs = timeValueMs(scroll, 'scroll');
     const id = Buffer.from(`svc-peer-scroll:${newId()}`).toString('base64');
     // A sub-millisecond clock: a keep-alive of 1nanos has expired by the next request even when it comes within the same millisecond.
@@ -469,7 +623,15 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
   const contextMissing = (id: string) => {
     const e = { type: 'search_context_missing_exception', reason: `No search context found for id [${id.slice(-8)}]` };
     return new HttpError(404, {
-      error: { root_cause: [e], type: 'search_phase_execution_exception', reason: 'all shards failed', phase: 'query', grouped: true, failed_shards: [{ shard: -1, index: null, reason: e }], caused_by: e },
+      error: {
+        root_cause: [e],
+        type: 'search_phase_execution_exception',
+        reason: 'all shards failed',
+        phase: 'query',
+        grouped: true,
+        failed_shards: [{ shard: -1, index: null, reason: e }],
+        caused_by: e,
+      },
       status: 404,
     });
   };
@@ -512,8 +674,28 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     cluster_name: es ? 'elasticsearch' : 'opensearch',
     cluster_uuid: 'c9Zz1tq3QxWm6ZB1hIzYxA',
     version: es
-      ? { number: '8.19.2', build_flavor: 'default', build_type: 'docker', build_hash: '0000000000000000000000000000000000000000', build_date: '2025-08-01T00:00:00.000Z', build_snapshot: false, lucene_version: '9.12.2', minimum_wire_compatibility_version: '7.17.0', minimum_index_compatibility_version: '7.0.0' }
-      : { distribution: 'opensearch', number: '2.19.1', build_type: 'tar', build_hash: '0000000000000000000000000000000000000000', build_date: '2025-02-27T00:00:00.000Z', build_snapshot: false, lucene_version: '9.12.1', minimum_wire_compatibility_version: '7.10.0', minimum_index_compatibility_version: '7.0.0' },
+      ? {
+          number: '8.19.2',
+          build_flavor: 'default',
+          build_type: 'docker',
+          build_hash: '0000000000000000000000000000000000000000',
+          build_date: '2025-08-01T00:00:00.000Z',
+          build_snapshot: false,
+          lucene_version: '9.12.2',
+          minimum_wire_compatibility_version: '7.17.0',
+          minimum_index_compatibility_version: '7.0.0',
+        }
+      : {
+          distribution: 'opensearch',
+          number: '2.19.1',
+          build_type: 'tar',
+          build_hash: '0000000000000000000000000000000000000000',
+          build_date: '2025-02-27T00:00:00.000Z',
+          build_snapshot: false,
+          lucene_version: '9.12.1',
+          minimum_wire_compatibility_version: '7.10.0',
+          minimum_index_compatibility_version: '7.0.0',
+        },
     tagline: es ? 'You Know, for Search' : 'The OpenSearch Project: https://opensearch.org/',
   });
 
@@ -523,9 +705,14 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     const [a, b, c] = parts;
     if (parts.length === 0 && (method === 'GET' || method === 'HEAD')) return [200, method === 'HEAD' ? '' : info()];
     if ((a === '_bulk' && parts.length === 1) || (b === '_bulk' && parts.length === 2)) {
-      if (method !== 'POST' && method !== 'PUT') throw fail(405, 'illegal_argument_exception', `Incorrect HTTP method for uri [${u.pathname}] and method [${method}], allowed: [POST, PUT]`);
+      if (method !== 'POST' && method !== 'PUT')
+        throw fail(405, 'illegal_argument_exception', `Incorrect HTTP method for uri [${u.pathname}] and method [${method}], allowed: [POST, PUT]`);
       if (user !== undefined && opts.readOnly?.includes(user)) {
-        throw fail(403, 'security_exception', `action [indices:data/write/bulk] is unauthorized for user [${user}] with effective roles [viewer], this action is granted by the index privileges [create_doc,create,delete,index,write,all]`);
+        throw fail(
+          403,
+          'security_exception',
+          `action [indices:data/write/bulk] is unauthorized for user [${user}] with effective roles [viewer], this action is granted by the index privileges [create_doc,create,delete,index,write,all]`,
+        );
       }
       return [200, bulk(req, body, a === '_bulk' ? undefined : a, u.searchParams)];
     }
@@ -535,7 +722,8 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     }
     if (b === '_search' && parts.length === 2 && (method === 'GET' || method === 'POST')) return [200, search(req, body, a!, u.searchParams)];
     if (a === '_search' && parts.length === 1 && (method === 'GET' || method === 'POST')) return [200, search(req, body, '*', u.searchParams)];
-    if (a === '_ingest' && b === 'pipeline' && c && method === 'GET') return pipelines.has(c) ? [200, { [c]: { description: 'test peer pipeline', processors: [] } }] : [404, {}];
+    if (a === '_ingest' && b === 'pipeline' && c && method === 'GET')
+      return pipelines.has(c) ? [200, { [c]: { description: 'test peer pipeline', processors: [] } }] : [404, {}];
     if (a === '_ingest' && b === 'pipeline' && c && method === 'PUT') {
       pipelines.add(c);
       return [200, { acknowledged: true }];
@@ -546,7 +734,8 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
   const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}) => {
     const text = typeof body === 'string' ? body : JSON.stringify(body);
     const product = es && status !== 401 && status !== 403 ? { 'x-elastic-product': 'Elasticsearch' } : {};
-    const type = typeof body === 'string' ? 'text/plain; charset=UTF-8' : es ? 'application/vnd.elasticsearch+json;compatible-with=8' : 'application/json; charset=UTF-8';
+    const type =
+      typeof body === 'string' ? 'text/plain; charset=UTF-8' : es ? 'application/vnd.elasticsearch+json;compatible-with=8' : 'application/json; charset=UTF-8';
     res.writeHead(status, { 'content-type': type, ...product, ...headers });
     res.end(text);
   };
@@ -576,7 +765,11 @@ export async function startSearchPeer(opts: SearchPeerOptions = {}): Promise<Sea
     }
   };
 
-  const { port, restart, close: closeServer } = await loopbackServer(opts.tls, handle, (res, e) => send(res, 500, errorBody(500, { type: 'exception', reason: e.message })));
+  const {
+    port,
+    restart,
+    close: closeServer,
+  } = await loopbackServer(opts.tls, handle, (res, e) => send(res, 500, errorBody(500, { type: 'exception', reason: e.message })));
 
   return {
     flavor,
@@ -616,7 +809,10 @@ const collector = (peer: SearchPeer, index: string): Collector => ({
 function fixture(flavor: Flavor): PeerFixture {
   return {
     type: flavor,
-    badConfig: flavor === 'elasticsearch' ? { role: 'source', set: { scroll: 'two minutes' }, path: 'scroll' } : { role: 'sink', set: { chunk_size: 0 }, path: 'chunk_size' },
+    badConfig:
+      flavor === 'elasticsearch'
+        ? { role: 'source', set: { scroll: 'two minutes' }, path: 'scroll' }
+        : { role: 'sink', set: { chunk_size: 0 }, path: 'chunk_size' },
     async start(): Promise<Peer> {
       const peer = await startSearchPeer({ flavor, users: { [USER]: PASSWORD } });
       const base = { type: flavor, hosts: [peer.url], username: USER, password: PASSWORD };
@@ -626,7 +822,11 @@ function fixture(flavor: Flavor): PeerFixture {
               source: {
                 config: (index: string) => ({ ...base, index, batch_size: 100 }),
                 prepare: async (index: string) => peer.createIndex(index),
-                publish: async (index: string, bodies: Buffer[]) => peer.put(index, bodies.map((b) => JSON.parse(b.toString('utf8')) as Rec)),
+                publish: async (index: string, bodies: Buffer[]) =>
+                  peer.put(
+                    index,
+                    bodies.map((b) => JSON.parse(b.toString('utf8')) as Rec),
+                  ),
               },
             }
           : {}),

@@ -77,7 +77,10 @@ const md5 = (data: Buffer) => createHash('md5').update(data).digest('base64');
 /** Google's JSON error body. */
 function googleError(res: ServerResponse, code: number, message: string, reason: string, extra: Record<string, string> = {}) {
   const body = JSON.stringify({ error: { code, message, errors: [{ message, domain: 'global', reason, ...extra }] } });
-  res.writeHead(code, { 'content-type': 'application/json; charset=UTF-8', ...(code === 401 ? { 'www-authenticate': 'Bearer realm="https://accounts.google.com/"' } : {}) });
+  res.writeHead(code, {
+    'content-type': 'application/json; charset=UTF-8',
+    ...(code === 401 ? { 'www-authenticate': 'Bearer realm="https://accounts.google.com/"' } : {}),
+  });
   res.end(body);
 }
 
@@ -108,7 +111,10 @@ function multipartParts(body: Buffer, boundary: string): { headers: Record<strin
     const headEnd = body.indexOf('\r\n\r\n', pos + 2);
     if (headEnd < 0) return undefined;
     const headers: Record<string, string> = {};
-    for (const line of body.subarray(pos + 2, headEnd).toString('latin1').split('\r\n')) {
+    for (const line of body
+      .subarray(pos + 2, headEnd)
+      .toString('latin1')
+      .split('\r\n')) {
       const i = line.indexOf(':');
       if (i > 0) headers[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
     }
@@ -214,7 +220,9 @@ export class GcsPeer {
 
   /** Objects whose name starts with `prefix`, in name order. */
   objects(bucket: string, prefix = ''): StoredObject[] {
-    return [...(this.buckets.get(bucket)?.values() ?? [])].filter((o) => o.name.startsWith(prefix)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...(this.buckets.get(bucket)?.values() ?? [])]
+      .filter((o) => o.name.startsWith(prefix))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   remove(bucket: string, name: string) {
@@ -295,7 +303,15 @@ export class GcsPeer {
     if (objectPath === undefined) {
       if (req.method !== 'GET') return this.notAllowed(req, res, status);
       status(200);
-      return json(res, 200, { kind: 'storage#bucket', id: bucketName, name: bucketName, selfLink: `${this.url}/storage/v1/b/${bucketName}`, location: 'US', storageClass: 'STANDARD', metageneration: '1' });
+      return json(res, 200, {
+        kind: 'storage#bucket',
+        id: bucketName,
+        name: bucketName,
+        selfLink: `${this.url}/storage/v1/b/${bucketName}`,
+        location: 'US',
+        storageClass: 'STANDARD',
+        metageneration: '1',
+      });
     }
     if (upload) {
       if (req.method !== 'POST' || objectPath !== '') return this.notAllowed(req, res, status);
@@ -346,7 +362,8 @@ export class GcsPeer {
       return refuse('Bad Request', 'invalid_request');
     }
     const form = new URLSearchParams((await readBody(req)).toString('utf8'));
-    if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer') return refuse('Invalid grant_type: ' + form.get('grant_type'), 'unsupported_grant_type');
+    if (form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:jwt-bearer')
+      return refuse('Invalid grant_type: ' + form.get('grant_type'), 'unsupported_grant_type');
     const parts = (form.get('assertion') ?? '').split('.');
     if (parts.length !== 3) return refuse('Invalid JWT: malformed');
     let header: { alg?: string };
@@ -364,7 +381,9 @@ export class GcsPeer {
     if (!claims.aud || ![...GOOGLE_TOKEN_AUDIENCES, this.tokenUrl].includes(claims.aud)) return refuse('Invalid JWT: Failed audience check.');
     const now = Math.floor(Date.now() / 1000);
     if (typeof claims.iat !== 'number' || typeof claims.exp !== 'number' || claims.exp <= now || claims.iat > now + 60 || claims.exp - claims.iat > 3600) {
-      return refuse('Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.');
+      return refuse(
+        'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.',
+      );
     }
     if (!claims.scope) return refuse('Invalid OAuth scope or ID token audience provided.', 'invalid_scope');
     const token = `ya29.peer-${randomBytes(18).toString('base64url')}`;
@@ -500,7 +519,11 @@ export async function startGcsPeer(): Promise<GcsPeer> {
  * and a key file in `dir` as the Cloud console writes it (with `token_uri` pointing at the peer).
  * `register: false` writes a key the peer does not know (the email of a known account, another key).
  */
-export function serviceAccount(peer: GcsPeer, dir: string, opts: { email?: string; role?: Role; register?: boolean; file?: string } = {}): { email: string; keyFile: string } {
+export function serviceAccount(
+  peer: GcsPeer,
+  dir: string,
+  opts: { email?: string; role?: Role; register?: boolean; file?: string } = {},
+): { email: string; keyFile: string } {
   const email = opts.email ?? `svc-${randomBytes(4).toString('hex')}@svc-test.iam.gserviceaccount.com`;
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   if (opts.register !== false) peer.addAccount(email, publicKey, opts.role);

@@ -105,7 +105,9 @@ export class GnmiTarget {
   private readonly watchers = new Set<(leaves: Leaf[], deleted: boolean) => void>();
   /** Open Subscribe RPCs and what ends each one's timers and watcher. */
   private readonly streams = new Map<grpc.ServerDuplexStream<SubscribeRequest, unknown>, () => void>();
-  private readonly service = (grpc.loadPackageDefinition(loader.loadSync(PROTO_FILE, LOADER_OPTIONS)) as unknown as { gnmi: { gNMI: grpc.ServiceClientConstructor } }).gnmi.gNMI.service;
+  private readonly service = (
+    grpc.loadPackageDefinition(loader.loadSync(PROTO_FILE, LOADER_OPTIONS)) as unknown as { gnmi: { gNMI: grpc.ServiceClientConstructor } }
+  ).gnmi.gNMI.service;
   private readonly channelSeq = new Map<string, number>();
 
   constructor(private readonly opts: TargetOptions = {}) {}
@@ -134,8 +136,12 @@ export class GnmiTarget {
       },
       Subscribe: (call: grpc.ServerDuplexStream<SubscribeRequest, unknown>) => this.subscribe(call),
     });
-    const creds = this.opts.tls ? grpc.ServerCredentials.createSsl(null, [{ private_key: this.opts.tls.key, cert_chain: this.opts.tls.cert }]) : grpc.ServerCredentials.createInsecure();
-    this.port = await new Promise<number>((resolve, reject) => server.bindAsync(`127.0.0.1:${this.port}`, creds, (err, port) => (err ? reject(err) : resolve(port))));
+    const creds = this.opts.tls
+      ? grpc.ServerCredentials.createSsl(null, [{ private_key: this.opts.tls.key, cert_chain: this.opts.tls.cert }])
+      : grpc.ServerCredentials.createInsecure();
+    this.port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync(`127.0.0.1:${this.port}`, creds, (err, port) => (err ? reject(err) : resolve(port))),
+    );
     this.server = server;
   }
 
@@ -211,9 +217,15 @@ export class GnmiTarget {
   private notification(leaves: Leaf[], deleted: boolean, ns = leaves[0]!.ns) {
     const first = leaves[0]!;
     const split = leaves.every((l) => l.elem.length > 1) ? 1 : 0;
-    const prefix = { ...(first.origin ? { origin: first.origin } : {}), elem: first.elem.slice(0, split), ...(this.opts.name ? { target: this.opts.name } : {}) };
+    const prefix = {
+      ...(first.origin ? { origin: first.origin } : {}),
+      elem: first.elem.slice(0, split),
+      ...(this.opts.name ? { target: this.opts.name } : {}),
+    };
     const paths = leaves.map((l) => ({ elem: l.elem.slice(split) }));
-    return { update: { timestamp: ns.toString(), prefix, ...(deleted ? { delete: paths } : { update: paths.map((path, i) => ({ path, val: leaves[i]!.value })) }) } };
+    return {
+      update: { timestamp: ns.toString(), prefix, ...(deleted ? { delete: paths } : { update: paths.map((path, i) => ({ path, val: leaves[i]!.value })) }) },
+    };
   }
 
   private subscribe(call: grpc.ServerDuplexStream<SubscribeRequest, unknown>) {
@@ -247,7 +259,8 @@ export class GnmiTarget {
 
     /** Full subscription paths (prefix + path). */
     let subs: { origin?: string; elem: Elem[]; mode: string; intervalMs: number }[] = [];
-    const matching = (s: { origin?: string; elem: Elem[] }) => [...this.leaves.values()].filter((l) => matches(s.elem, l.elem) && (!s.origin || !l.origin || s.origin === l.origin));
+    const matching = (s: { origin?: string; elem: Elem[] }) =>
+      [...this.leaves.values()].filter((l) => matches(s.elem, l.elem) && (!s.origin || !l.origin || s.origin === l.origin));
     const snapshot = () => {
       const seen = new Set<Leaf>();
       for (const s of subs)
@@ -272,7 +285,8 @@ export class GnmiTarget {
       list = req.subscribe ?? {};
       const mode = list.mode ?? 'STREAM';
       list.mode = mode;
-      if (list.encoding && !['JSON', 'JSON_IETF', 'PROTO'].includes(list.encoding)) return fail(grpc.status.UNIMPLEMENTED, `unsupported encoding: ${list.encoding}`);
+      if (list.encoding && !['JSON', 'JSON_IETF', 'PROTO'].includes(list.encoding))
+        return fail(grpc.status.UNIMPLEMENTED, `unsupported encoding: ${list.encoding}`);
       if (!list.subscription?.length) return fail(grpc.status.INVALID_ARGUMENT, 'a SubscriptionList without subscriptions');
       const prefix = list.prefix?.elem ?? [];
       subs = [];
@@ -280,8 +294,14 @@ export class GnmiTarget {
         if (!s.path) return fail(grpc.status.INVALID_ARGUMENT, `subscription ${i} has no path`);
         const ns = BigInt(s.sample_interval ?? '0');
         const smode = s.mode ?? 'TARGET_DEFINED';
-        if (mode === 'STREAM' && smode === 'SAMPLE' && ns > 0n && ns < 1_000_000n) return fail(grpc.status.INVALID_ARGUMENT, `subscription ${i}: sample_interval ${ns} ns is below the minimum of 1000000 ns`);
-        subs.push({ origin: s.path.origin || list.prefix?.origin, elem: [...prefix, ...(s.path.elem ?? [])], mode: smode, intervalMs: ns === 0n ? 1000 : Number(ns / 1_000_000n) });
+        if (mode === 'STREAM' && smode === 'SAMPLE' && ns > 0n && ns < 1_000_000n)
+          return fail(grpc.status.INVALID_ARGUMENT, `subscription ${i}: sample_interval ${ns} ns is below the minimum of 1000000 ns`);
+        subs.push({
+          origin: s.path.origin || list.prefix?.origin,
+          elem: [...prefix, ...(s.path.elem ?? [])],
+          mode: smode,
+          intervalMs: ns === 0n ? 1000 : Number(ns / 1_000_000n),
+        });
       }
       log = { username: call.metadata.get('username')[0]?.toString(), request: list, polls: 0 };
       this.subscribes.push(log);

@@ -100,7 +100,11 @@ function parseBody(contentType: string, body: string): Rec[] | { status: number;
       const v = JSON.parse(body) as unknown;
       return (Array.isArray(v) ? v : [v]) as Rec[];
     }
-    if (type === 'application/x-ndjson') return body.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as Rec);
+    if (type === 'application/x-ndjson')
+      return body
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l) as Rec);
   } catch (e) {
     return { status: 400, error: `body is not valid ${type}: ${(e as Error).message}` };
   }
@@ -124,7 +128,8 @@ export async function startHttpPeer(opts: HttpPeerOptions = {}): Promise<HttpPee
       if (query.has('offset')) from = Number(query.get('offset'));
       else if (query.has('page')) from = (Number(query.get('page')) - 1) * size;
     }
-    if (!Number.isInteger(from) || from < 0 || !Number.isInteger(size) || size < 1) return send(res, 400, { error: 'offset, page and limit must be positive integers' });
+    if (!Number.isInteger(from) || from < 0 || !Number.isInteger(size) || size < 1)
+      return send(res, 400, { error: 'offset, page and limit must be positive integers' });
     const items = c.records.slice(from, from + size);
     send(res, 200, c.opts.shape === 'array' ? items : { data: { items }, meta: { total: c.records.length, offset: from } });
   };
@@ -254,7 +259,27 @@ export async function loopbackServer(
 export async function selfSignedCert(dir: string): Promise<{ cert: string; key: string }> {
   const key = join(dir, 'key.pem');
   const cert = join(dir, 'cert.pem');
-  await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { timeout: 30_000 });
+  await promisify(execFile)(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { timeout: 30_000 },
+  );
   return { cert: readFileSync(cert, 'utf8'), key: readFileSync(key, 'utf8') };
 }
 
@@ -267,10 +292,22 @@ export const httpPeer: PeerFixture = {
     const peer = await startHttpPeer({ auth: { type: 'bearer', token: TOKEN } });
     return {
       source: {
-        config: (ch) => ({ type: 'rest', url: `${peer.url}/${ch}`, auth_type: 'bearer', token: TOKEN, response_path: 'data.items', paginate: true, page_size: 100, total_path: 'meta.total' }),
+        config: (ch) => ({
+          type: 'rest',
+          url: `${peer.url}/${ch}`,
+          auth_type: 'bearer',
+          token: TOKEN,
+          response_path: 'data.items',
+          paginate: true,
+          page_size: 100,
+          total_path: 'meta.total',
+        }),
         prepare: async (ch) => peer.serve(ch, []),
         async publish(ch, bodies) {
-          peer.serve(ch, bodies.map((b) => JSON.parse(b.toString('utf8')) as Rec));
+          peer.serve(
+            ch,
+            bodies.map((b) => JSON.parse(b.toString('utf8')) as Rec),
+          );
         },
       },
       sink: {

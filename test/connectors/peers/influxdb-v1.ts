@@ -59,16 +59,32 @@ export async function influx1(opts: { auth?: boolean } = {}): Promise<Influx1> {
   const query: Influx1['query'] = async (q, db) => {
     const read = /^\s*(SELECT|SHOW)\b/i.test(q);
     const params = new URLSearchParams({ q, ...(db ? { db } : {}) });
-    const res = await fetch(read ? `${url}/query?${params}` : `${url}/query`, { method: read ? 'GET' : 'POST', headers: opts.auth ? authHeader : {}, body: read ? undefined : params });
+    const res = await fetch(read ? `${url}/query?${params}` : `${url}/query`, {
+      method: read ? 'GET' : 'POST',
+      headers: opts.auth ? authHeader : {},
+      body: read ? undefined : params,
+    });
     return (await res.json()) as Awaited<ReturnType<Influx1['query']>>;
   };
   const ready = async () => {
     await proc.start();
-    await until(async () => (await fetch(`${url}/ping`).then((r) => r.status, () => 0)) === 204, 15_000, 'influxd to answer /ping', 50);
+    await until(
+      async () =>
+        (await fetch(`${url}/ping`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 204,
+      15_000,
+      'influxd to answer /ping',
+      50,
+    );
   };
   await ready();
   if (opts.auth) {
-    const res = await fetch(`${url}/query`, { method: 'POST', body: new URLSearchParams({ q: `CREATE USER ${ADMIN.user} WITH PASSWORD '${ADMIN.password}' WITH ALL PRIVILEGES` }) });
+    const res = await fetch(`${url}/query`, {
+      method: 'POST',
+      body: new URLSearchParams({ q: `CREATE USER ${ADMIN.user} WITH PASSWORD '${ADMIN.password}' WITH ALL PRIVILEGES` }),
+    });
     if (res.status !== 200) throw new Error(`creating the admin user: ${res.status} ${await res.text()}`);
   }
   return {
@@ -111,7 +127,8 @@ export const influxdbV1SinkFixture: PeerFixture = {
       sink: {
         config: (ch) => ({ type: 'influxdb', api: 'v1', url: peer.url, token: peer.token, org: 'unused', bucket: 'svc', measurement: ch, tag_fields: ['seq'] }),
         // While the server restarts, what was read last stays.
-        collect: async (ch) => pollingCollector(() => peer.rows(`SELECT * FROM "${ch}"`, 'svc').then((rows) => rows.map((r) => ({ ...r, seq: Number(r.seq) })))),
+        collect: async (ch) =>
+          pollingCollector(() => peer.rows(`SELECT * FROM "${ch}"`, 'svc').then((rows) => rows.map((r) => ({ ...r, seq: Number(r.seq) })))),
       },
       wrongPort: (cfg) => ({ ...cfg, url: 'http://127.0.0.1:1' }),
       wrongCredentials: (cfg) => ({ ...cfg, token: 'admin:wrong-password' }),

@@ -135,14 +135,15 @@ const unescapeMeasurement = (s: string) => s.replace(/\\([, ])/g, '$1');
 function parseValue(raw: string): { type: FieldType; value: FieldValue } {
   if (raw === '') throw new ParseError('missing field value');
   if (raw.startsWith('"')) {
-    if (raw.length < 2 || !raw.endsWith('"') || raw.endsWith('\\"') && !raw.endsWith('\\\\"')) throw new ParseError('unbalanced quotes');
+    if (raw.length < 2 || !raw.endsWith('"') || (raw.endsWith('\\"') && !raw.endsWith('\\\\"'))) throw new ParseError('unbalanced quotes');
     return { type: 'string', value: raw.slice(1, -1).replace(/\\(["\\])/g, '$1') };
   }
   if (/^(t|T|true|True|TRUE)$/.test(raw)) return { type: 'boolean', value: true };
   if (/^(f|F|false|False|FALSE)$/.test(raw)) return { type: 'boolean', value: false };
   if (/^-?\d+i$/.test(raw)) {
     const v = BigInt(raw.slice(0, -1));
-    if (v < -(2n ** 63n) || v > 2n ** 63n - 1n) throw new ParseError(`unable to parse integer ${raw.slice(0, -1)}: strconv.ParseInt: parsing "${raw.slice(0, -1)}": value out of range`);
+    if (v < -(2n ** 63n) || v > 2n ** 63n - 1n)
+      throw new ParseError(`unable to parse integer ${raw.slice(0, -1)}: strconv.ParseInt: parsing "${raw.slice(0, -1)}": value out of range`);
     return { type: 'integer', value: v };
   }
   if (/^\d+u$/.test(raw)) {
@@ -196,7 +197,8 @@ function parseLine(line: string, bucket: string, precision: string, now: bigint)
 
 // ---- the store -----------------------------------------------------------------------------------
 
-const seriesKey = (p: Pick<StoredPoint, 'bucket' | 'measurement' | 'tags'>) => JSON.stringify([p.bucket, p.measurement, Object.entries(p.tags).sort(([a], [b]) => (a < b ? -1 : 1))]);
+const seriesKey = (p: Pick<StoredPoint, 'bucket' | 'measurement' | 'tags'>) =>
+  JSON.stringify([p.bucket, p.measurement, Object.entries(p.tags).sort(([a], [b]) => (a < b ? -1 : 1))]);
 
 class Store {
   /** series key + time -> point (fields merged: a later write of a field overwrites it). */
@@ -230,7 +232,11 @@ class Store {
 
 function revive(o: StoredPoint): StoredPoint {
   const big = (v: unknown) => (typeof v === 'string' && /^-?\d+n$/.test(v) ? BigInt(v.slice(0, -1)) : v);
-  return { ...o, time: big(o.time) as bigint, fields: Object.fromEntries(Object.entries(o.fields).map(([k, f]) => [k, { type: f.type, value: big(f.value) as FieldValue }])) };
+  return {
+    ...o,
+    time: big(o.time) as bigint,
+    fields: Object.fromEntries(Object.entries(o.fields).map(([k, f]) => [k, { type: f.type, value: big(f.value) as FieldValue }])),
+  };
 }
 
 // ---- Flux (the forms the tests send) ----------------------------------------------------------------
@@ -246,7 +252,11 @@ interface Plan {
 }
 
 class FluxError extends Error {
-  constructor(message: string, readonly status = 400, readonly code = 'invalid') {
+  constructor(
+    message: string,
+    readonly status = 400,
+    readonly code = 'invalid',
+  ) {
     super(message);
   }
 }
@@ -258,7 +268,16 @@ function timeArg(s: string, now: bigint): bigint {
   if (/^-?\d+$/.test(s)) return BigInt(s) * 1_000_000_000n;
   const d = /^-(\d+)(ns|us|ms|s|m|h|d|w)$/.exec(s);
   if (d) {
-    const unit: Record<string, bigint> = { ns: 1n, us: 1_000n, ms: 1_000_000n, s: 1_000_000_000n, m: 60_000_000_000n, h: 3_600_000_000_000n, d: 86_400_000_000_000n, w: 604_800_000_000_000n };
+    const unit: Record<string, bigint> = {
+      ns: 1n,
+      us: 1_000n,
+      ms: 1_000_000n,
+      s: 1_000_000_000n,
+      m: 60_000_000_000n,
+      h: 3_600_000_000_000n,
+      d: 86_400_000_000_000n,
+      w: 604_800_000_000_000n,
+    };
     return now - BigInt(d[1]!) * unit[d[2]!]!;
   }
   const t = Date.parse(s);
@@ -267,7 +286,10 @@ function timeArg(s: string, now: bigint): bigint {
 }
 
 function compile(query: string, now: bigint): Plan {
-  const stages = query.trim().split(/\s*\|>\s*/).map((s) => s.trim());
+  const stages = query
+    .trim()
+    .split(/\s*\|>\s*/)
+    .map((s) => s.trim());
   const refuse = (stage: string) => {
     const at = query.indexOf(stage);
     const col = at < 0 ? 1 : at + 1;
@@ -286,9 +308,15 @@ function compile(query: string, now: bigint): Plan {
       plan.start = timeArg(m[1]!, now);
       plan.stop = m[2] ? timeArg(m[2], now) : now;
       ranged = true;
-    } else if (plan.kind === 'from' && (m = new RegExp(`^filter\\(\\s*fn\\s*:\\s*\\(\\s*r\\s*\\)\\s*=>\\s*r(?:\\.(\\w+)|\\[\\s*${STR}\\s*\\])\\s*==\\s*${STR}\\s*\\)$`).exec(stage))) {
+    } else if (
+      plan.kind === 'from' &&
+      (m = new RegExp(`^filter\\(\\s*fn\\s*:\\s*\\(\\s*r\\s*\\)\\s*=>\\s*r(?:\\.(\\w+)|\\[\\s*${STR}\\s*\\])\\s*==\\s*${STR}\\s*\\)$`).exec(stage))
+    ) {
       plan.filters.push({ column: (m[1] ?? m[2]!).replace(/\\(.)/g, '$1'), value: m[3]!.replace(/\\(.)/g, '$1') });
-    } else if (plan.kind === 'from' && /^pivot\(\s*rowKey\s*:\s*\[\s*"_time"\s*\]\s*,\s*columnKey\s*:\s*\[\s*"_field"\s*\]\s*,\s*valueColumn\s*:\s*"_value"\s*\)$/.test(stage)) {
+    } else if (
+      plan.kind === 'from' &&
+      /^pivot\(\s*rowKey\s*:\s*\[\s*"_time"\s*\]\s*,\s*columnKey\s*:\s*\[\s*"_field"\s*\]\s*,\s*valueColumn\s*:\s*"_value"\s*\)$/.test(stage)
+    ) {
       plan.pivot = true;
     } else if ((m = /^limit\(\s*n\s*:\s*(\d+)\s*\)$/.exec(stage))) plan.limit = Number(m[1]);
     else throw refuse(stage);
@@ -362,7 +390,9 @@ function run(plan: Plan, store: Store, o: PeerOptions): string {
       tables.set(key, t);
     }
   }
-  const sorted = [...tables.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, t]) => (t.rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)), t));
+  const sorted = [...tables.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([, t]) => (t.rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)), t));
   const out: { columns: Column[]; rows: string[][] }[] = [];
   const times: Column[] = [
     { label: '_start', type: 'dateTime:RFC3339', group: true },
@@ -372,14 +402,25 @@ function run(plan: Plan, store: Store, o: PeerOptions): string {
   if (!plan.pivot) {
     for (const t of sorted) {
       const tagKeys = Object.keys(t.tags).sort();
-      const columns = [...times, { label: '_value', type: FLUX_TYPE[t.type], group: false }, { label: '_field', type: 'string', group: true }, { label: '_measurement', type: 'string', group: true }, ...tagKeys.map((k) => ({ label: k, type: 'string', group: true }))];
-      const rows = t.rows.slice(0, plan.limit ?? Infinity).map(([time, v]) => [start, stop, rfc3339(time), cellOf(v), t.field, t.measurement, ...tagKeys.map((k) => t.tags[k]!)]);
+      const columns = [
+        ...times,
+        { label: '_value', type: FLUX_TYPE[t.type], group: false },
+        { label: '_field', type: 'string', group: true },
+        { label: '_measurement', type: 'string', group: true },
+        ...tagKeys.map((k) => ({ label: k, type: 'string', group: true })),
+      ];
+      const rows = t.rows
+        .slice(0, plan.limit ?? Infinity)
+        .map(([time, v]) => [start, stop, rfc3339(time), cellOf(v), t.field, t.measurement, ...tagKeys.map((k) => t.tags[k]!)]);
       out.push({ columns, rows });
     }
     return annotatedCsv(out);
   }
   // pivot: one table per series, a row per time, a column per field.
-  const series = new Map<string, { measurement: string; tags: Record<string, string>; fields: Map<string, FieldType>; rows: Map<bigint, Map<string, FieldValue>> }>();
+  const series = new Map<
+    string,
+    { measurement: string; tags: Record<string, string>; fields: Map<string, FieldType>; rows: Map<bigint, Map<string, FieldValue>> }
+  >();
   for (const t of sorted) {
     const key = JSON.stringify([t.measurement, Object.entries(t.tags).sort(([a], [b]) => (a < b ? -1 : 1))]);
     const s = series.get(key) ?? { measurement: t.measurement, tags: t.tags, fields: new Map(), rows: new Map() };
@@ -394,9 +435,21 @@ function run(plan: Plan, store: Store, o: PeerOptions): string {
   for (const s of series.values()) {
     const tagKeys = Object.keys(s.tags).sort();
     const fieldKeys = [...s.fields.keys()].sort();
-    const columns = [...times, { label: '_measurement', type: 'string', group: true }, ...tagKeys.map((k) => ({ label: k, type: 'string', group: true })), ...fieldKeys.map((f) => ({ label: f, type: FLUX_TYPE[s.fields.get(f)!], group: false }))];
+    const columns = [
+      ...times,
+      { label: '_measurement', type: 'string', group: true },
+      ...tagKeys.map((k) => ({ label: k, type: 'string', group: true })),
+      ...fieldKeys.map((f) => ({ label: f, type: FLUX_TYPE[s.fields.get(f)!], group: false })),
+    ];
     const stamps = [...s.rows.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).slice(0, plan.limit ?? Infinity);
-    const rows = stamps.map((time) => [start, stop, rfc3339(time), s.measurement, ...tagKeys.map((k) => s.tags[k]!), ...fieldKeys.map((f) => cellOf(s.rows.get(time)!.get(f)))]);
+    const rows = stamps.map((time) => [
+      start,
+      stop,
+      rfc3339(time),
+      s.measurement,
+      ...tagKeys.map((k) => s.tags[k]!),
+      ...fieldKeys.map((f) => cellOf(s.rows.get(time)!.get(f))),
+    ]);
     out.push({ columns, rows });
   }
   return annotatedCsv(out);
@@ -468,7 +521,8 @@ function write(url: URL, body: string, res: ServerResponse, store: Store, o: Pee
       const key = store.typeKey(p, f);
       const known = batchTypes.get(key) ?? store.types.get(key);
       if (f === 'time') reason ??= `invalid field name: input field "${f}" on measurement "${p.measurement}" is invalid`;
-      else if (known && known !== v.type) reason ??= `field type conflict: input field "${f}" on measurement "${p.measurement}" is type ${v.type}, already exists as type ${known}`;
+      else if (known && known !== v.type)
+        reason ??= `field type conflict: input field "${f}" on measurement "${p.measurement}" is type ${v.type}, already exists as type ${known}`;
     }
     if (reason) {
       dropped++;
@@ -479,13 +533,16 @@ function write(url: URL, body: string, res: ServerResponse, store: Store, o: Pee
     store.put(p);
   }
   store.save();
-  if (dropped) return send(res, 422, { code: 'unprocessable entity', message: `failure writing points to database: partial write: ${first} dropped=${dropped}` });
+  if (dropped)
+    return send(res, 422, { code: 'unprocessable entity', message: `failure writing points to database: partial write: ${first} dropped=${dropped}` });
   send(res, 204);
 }
 
 function query(url: URL, req: IncomingMessage, body: string, res: ServerResponse, store: Store, o: PeerOptions) {
   if (!orgOf(url, res, o)) return;
-  const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim();
+  const type = String(req.headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim();
   let flux: string;
   if (type === 'application/vnd.flux') flux = body;
   else if (type === 'application/json') {
@@ -521,12 +578,16 @@ export function servePeer(o: PeerOptions) {
         failing = { n: Number(url.searchParams.get('n') ?? 1), status: Number(url.searchParams.get('status') ?? 503) };
         return send(res, 204);
       }
-      if (url.pathname === '/health') return send(res, 200, JSON.stringify({ name: 'influxdb', message: 'ready for queries and writes', status: 'pass', checks: [], version: PEER_VERSION }));
+      if (url.pathname === '/health')
+        return send(res, 200, JSON.stringify({ name: 'influxdb', message: 'ready for queries and writes', status: 'pass', checks: [], version: PEER_VERSION }));
       const routes: Record<string, () => void> = {
         '/api/v2/write': () => {
           if (failing.n > 0) {
             failing.n--;
-            return send(res, failing.status, { code: failing.status === 429 ? 'too many requests' : 'unavailable', message: 'the peer was told to refuse this write' });
+            return send(res, failing.status, {
+              code: failing.status === 429 ? 'too many requests' : 'unavailable',
+              message: 'the peer was told to refuse this write',
+            });
           }
           write(url, body, res, store, o);
         },
@@ -627,9 +688,16 @@ export const influxdbFixture: PeerFixture = {
         async publish(ch, bodies) {
           const lines = bodies.map((b) => {
             const r = JSON.parse(b.toString()) as { seq: number; pad: string };
-            return new Point(ch).intField('seq', r.seq).stringField('pad', r.pad).timestamp(String(r.seq + 1)).toLineProtocol()!;
+            return new Point(ch)
+              .intField('seq', r.seq)
+              .stringField('pad', r.pad)
+              .timestamp(String(r.seq + 1))
+              .toLineProtocol()!;
           });
-          await writer.transport.request(`/api/v2/write?org=${peer.org}&bucket=svc&precision=s`, lines.join('\n'), { method: 'POST', headers: { 'content-type': 'text/plain' } });
+          await writer.transport.request(`/api/v2/write?org=${peer.org}&bucket=svc&precision=s`, lines.join('\n'), {
+            method: 'POST',
+            headers: { 'content-type': 'text/plain' },
+          });
         },
       },
       sink: {

@@ -185,7 +185,8 @@ export const kafkaMock: PeerFixture = {
         },
       },
       wrongPort: (cfg) => ({ ...cfg, brokers: ['127.0.0.1:1'] }),
-      noCredentials: "librdkafka's mock cluster has no SASL or TLS listener: it takes no credentials. The SASL and SSL fields are validated (lint) and a SASL login against it is shown to fail clearly; see test/connectors/kafka.test.ts.",
+      noCredentials:
+        "librdkafka's mock cluster has no SASL or TLS listener: it takes no credentials. The SASL and SSL fields are validated (lint) and a SASL login against it is shown to fail clearly; see test/connectors/kafka.test.ts.",
       async disrupt() {
         const n = await cluster.cut();
         if (n === 0) throw new Error('disrupt(): ss -K found no connection to the mock brokers to cut');

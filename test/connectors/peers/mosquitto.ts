@@ -73,7 +73,23 @@ export async function makeCerts(dir: string): Promise<Certs> {
   await o('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other-ca.key', '-out', 'other-ca.pem', '-days', '2', '-subj', '/CN=svc other CA');
   await o('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost');
   writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  await o('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'san.ext');
+  await o(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'san.ext',
+  );
   return { ca: join(dir, 'ca.pem'), otherCa: join(dir, 'other-ca.pem') };
 }
 
@@ -156,17 +172,29 @@ export interface ClientAuth {
   version?: '311' | '5';
 }
 
-const authArgs = (a: ClientAuth) => ['-h', '127.0.0.1', '-p', String(a.port), ...(a.user ? ['-u', a.user, '-P', a.password ?? ''] : []), ...(a.version ? ['-V', a.version === '5' ? 'mqttv5' : 'mqttv311'] : [])];
+const authArgs = (a: ClientAuth) => [
+  '-h',
+  '127.0.0.1',
+  '-p',
+  String(a.port),
+  ...(a.user ? ['-u', a.user, '-P', a.password ?? ''] : []),
+  ...(a.version ? ['-V', a.version === '5' ? 'mqttv5' : 'mqttv311'] : []),
+];
 
 /** Publishes each body as one message with mosquitto_pub -l (bodies must not contain newlines). */
 export async function publish(a: ClientAuth, topic: string, bodies: Buffer[], opts: { qos?: 0 | 1 | 2; retain?: boolean } = {}): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     // Bounded: a mosquitto_pub that hangs fails the test with its reason instead of a test timeout.
-    const p = spawn('mosquitto_pub', [...authArgs(a), '-t', topic, '-q', String(opts.qos ?? 1), ...(opts.retain ? ['-r'] : []), '-l'], { stdio: ['pipe', 'ignore', 'pipe'], timeout: 20_000 });
+    const p = spawn('mosquitto_pub', [...authArgs(a), '-t', topic, '-q', String(opts.qos ?? 1), ...(opts.retain ? ['-r'] : []), '-l'], {
+      stdio: ['pipe', 'ignore', 'pipe'],
+      timeout: 20_000,
+    });
     let err = '';
     p.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
     p.on('error', reject);
-    p.on('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`mosquitto_pub ${signal ? `killed (${signal}) after 20 s` : `exited ${code}`}: ${err}`))));
+    p.on('exit', (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`mosquitto_pub ${signal ? `killed (${signal}) after 20 s` : `exited ${code}`}: ${err}`)),
+    );
     p.stdin.end(Buffer.concat(bodies.flatMap((b) => [b, Buffer.from('\n')])));
   });
 }
@@ -186,7 +214,9 @@ export async function subscribe(a: ClientAuth, topic: string, opts: { qos?: 0 | 
   const id = opts.id ?? `collect-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const q = String(opts.qos ?? 1);
   await run('mosquitto_sub', [...authArgs(a), '-c', '-i', id, '-q', q, '-t', topic, '-E'], { timeout: 10_000 });
-  const p = spawn('mosquitto_sub', [...authArgs(a), '-c', '-i', id, '-q', q, '-t', topic, ...(opts.format ? ['-F', opts.format] : [])], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const p = spawn('mosquitto_sub', [...authArgs(a), '-c', '-i', id, '-q', q, '-t', topic, ...(opts.format ? ['-F', opts.format] : [])], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   const got: string[] = [];
   let partial = '';
   p.stdout.setEncoding('utf8').on('data', (s: string) => {

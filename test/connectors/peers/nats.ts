@@ -8,7 +8,6 @@ import { peerProcess } from './process.js';
 
 export const SHARED_URL = 'nats://127.0.0.1:4222';
 
-
 export interface NatsServer {
   port: number;
   url: string;
@@ -52,7 +51,12 @@ export async function subscriptionsOf(server: NatsServer, name: string): Promise
 }
 
 /** Publishes `bodies` on `subject` (or on the subjects `subjectOf(i)`) and flushes. */
-export async function publishAll(url: string, subject: string | ((i: number) => string), bodies: Buffer[], auth: { user?: string; pass?: string; token?: string } = {}) {
+export async function publishAll(
+  url: string,
+  subject: string | ((i: number) => string),
+  bodies: Buffer[],
+  auth: { user?: string; pass?: string; token?: string } = {},
+) {
   const nc = await connect({ servers: url, ...auth });
   try {
     bodies.forEach((b, i) => nc.publish(typeof subject === 'string' ? subject : subject(i), b));

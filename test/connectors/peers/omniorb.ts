@@ -71,7 +71,12 @@ export async function startOmniOrb(): Promise<OmniOrb> {
   const bin = await buildServant();
   const dir = tempDir('svc-omniorb-');
   const nsPort = await freePort();
-  const ns = peerProcess('omniNames', ['-start', String(nsPort), '-always', '-datadir', dir, '-errlog', join(dir, 'omninames.log'), '-ORBendPoint', `giop:tcp:127.0.0.1:${nsPort}`], nsPort, { name: 'omniNames' });
+  const ns = peerProcess(
+    'omniNames',
+    ['-start', String(nsPort), '-always', '-datadir', dir, '-errlog', join(dir, 'omninames.log'), '-ORBendPoint', `giop:tcp:127.0.0.1:${nsPort}`],
+    nsPort,
+    { name: 'omniNames' },
+  );
   await ns.start();
   const nameService = `corbaloc:iiop:127.0.0.1:${nsPort}/NameService`;
   const servantPort = await freePort();
@@ -113,10 +118,15 @@ export async function startOmniOrb(): Promise<OmniOrb> {
     put: (channel, bodies) =>
       call(async (c) => {
         for (const b of bodies) {
-          await c.invoke(pm, 'put', (w) => {
-            w.string(channel);
-            w.string(b.toString());
-          }, { timeoutMs: 10_000 });
+          await c.invoke(
+            pm,
+            'put',
+            (w) => {
+              w.string(channel);
+              w.string(b.toString());
+            },
+            { timeoutMs: 10_000 },
+          );
         }
       }),
     takes: (channel) => call(async (c) => (await c.invoke(pm, 'takes', (w) => w.string(channel), { timeoutMs: 10_000 })).result.long()),

@@ -62,7 +62,13 @@ export async function prometheusAgent(o: AgentOptions): Promise<PrometheusAgent>
   writeFileSync(file, stringify(cfg));
   const proc = peerProcess(
     'prometheus',
-    ['--enable-feature=agent', `--config.file=${file}`, `--storage.agent.path=${join(dir, 'wal')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    [
+      '--enable-feature=agent',
+      `--config.file=${file}`,
+      `--storage.agent.path=${join(dir, 'wal')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
     port,
   );
   await proc.start();
@@ -153,7 +159,11 @@ export async function publishRemoteWrite(baseUrl: string, channel: string, bodie
   for (const b of bodies) {
     const body = seqWriteRequest(b, at);
     for (let attempt = 0; ; attempt++) {
-      const r = await fetch(`${baseUrl}/webhooks/${channel}`, { method: 'POST', headers: { ...RW_HEADERS, ...(secret ? { authorization: `Bearer ${secret}` } : {}) }, body });
+      const r = await fetch(`${baseUrl}/webhooks/${channel}`, {
+        method: 'POST',
+        headers: { ...RW_HEADERS, ...(secret ? { authorization: `Bearer ${secret}` } : {}) },
+        body,
+      });
       await r.arrayBuffer();
       if (r.status === 204) break;
       if (r.status !== 503 || attempt > 200) throw new Error(`remote write to /webhooks/${channel}: ${r.status}`);
@@ -182,7 +192,8 @@ export const prometheusRwFixture: PeerFixture = {
       wrongPort: (cfg) => cfg,
       noCredentials: 'test() has nothing to reach (the daemon serves the path); the secret is checked per request: 401 in prometheus_rw.test.ts',
       noReachability: 'test() has nothing to reach: the daemon serves the path, so there is no port to get wrong',
-      noDisrupt: 'no connection of ours to break: a sender that was refused (503) sends again (the real Prometheus in prometheus_rw.test.ts), and a daemon killed after a 204 replays its spool (same file)',
+      noDisrupt:
+        'no connection of ours to break: a sender that was refused (503) sends again (the real Prometheus in prometheus_rw.test.ts), and a daemon killed after a 204 replays its spool (same file)',
       stop: () => app.close(),
     };
   },

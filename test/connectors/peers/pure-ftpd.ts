@@ -83,21 +83,47 @@ export async function pureFtpd(opts: { tls?: boolean } = {}): Promise<PureFtpd> 
   if (opts.tls) {
     certFile = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', certFile, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        certFile,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     writeFileSync(join(dir, 'server.pem'), readFileSync(key, 'utf8') + readFileSync(certFile, 'utf8'), { mode: 0o600 });
     tlsArgs.push('-Y', '3', '-2', join(dir, 'server.pem'));
   }
   const port = await freePort();
   const passive = 40000 + Math.floor(Math.random() * 200) * 100;
   const args = [
-    '-S', `127.0.0.1,${port}`,
-    '-l', `puredb:${join(dir, 'pureftpd.pdb')}`,
+    '-S',
+    `127.0.0.1,${port}`,
+    '-l',
+    `puredb:${join(dir, 'pureftpd.pdb')}`,
     '-E', // no anonymous logins
     '-A', // chroot everyone
     '-H', // no DNS lookups
     '-j', // create the home directory if missing
-    '-p', `${passive}:${passive + 99}`,
-    '-c', '100', '-C', '100', // sessions: the tests open several at once
+    '-p',
+    `${passive}:${passive + 99}`,
+    '-c',
+    '100',
+    '-C',
+    '100', // sessions: the tests open several at once
     ...tlsArgs,
   ];
   const proc = peerProcess(PURE_FTPD, args, port, { detached: true, name: 'pure-ftpd' });
@@ -163,7 +189,9 @@ export function publishJson(server: PureFtpd, channel: string, bodies: Buffer[],
 /** The published (not hidden) files of a directory, by name; none while it does not exist. */
 export function publishedFiles(dir: string): string[] {
   try {
-    return readdirSync(dir).filter((n) => !n.startsWith('.')).sort();
+    return readdirSync(dir)
+      .filter((n) => !n.startsWith('.'))
+      .sort();
   } catch {
     return [];
   }

@@ -16,7 +16,6 @@ import { peerProcess } from './process.js';
 
 export const SHARED = { host: '127.0.0.1', port: 6379 };
 
-
 export interface RedisServer {
   host: string;
   port: number;
@@ -33,7 +32,18 @@ export interface RedisServer {
 export async function redisServer(opts: { persistent?: boolean; args?: string[] } = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'svc-redis-'));
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...(opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']), ...(opts.args ?? [])];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    ...(opts.persistent ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+    ...(opts.args ?? []),
+  ];
   const proc = peerProcess('redis-server', args, port);
   const { start, kill } = proc;
   await start();
@@ -53,7 +63,8 @@ export async function redisServer(opts: { persistent?: boolean; args?: string[] 
 }
 
 /** A plain client for the fixture's own reads and writes. */
-export const admin = (server: { host: string; port: number; password?: string; db?: number }) => new Redis({ host: server.host, port: server.port, password: server.password, db: server.db ?? 0, lazyConnect: false, maxRetriesPerRequest: 1 });
+export const admin = (server: { host: string; port: number; password?: string; db?: number }) =>
+  new Redis({ host: server.host, port: server.port, password: server.password, db: server.db ?? 0, lazyConnect: false, maxRetriesPerRequest: 1 });
 
 /** Puts `bodies` into `key`: RPUSH for a list, XADD (field `data`) for a stream. */
 export async function put(r: Redis, key: string, mode: 'list' | 'stream', bodies: Buffer[]) {

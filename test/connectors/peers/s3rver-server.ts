@@ -60,7 +60,14 @@ function expectedSignature(req: IncomingMessage, m: { date: string; region: stri
     .map(([k, v]) => `${k}=${v}`)
     .join('&');
   const names = m.signedHeaders.split(';');
-  const headers = names.map((n) => `${n}:${String(req.headers[n] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
+  const headers = names
+    .map(
+      (n) =>
+        `${n}:${String(req.headers[n] ?? '')
+          .trim()
+          .replace(/\s+/g, ' ')}\n`,
+    )
+    .join('');
   const canonical = [req.method, path, query, headers, m.signedHeaders, String(req.headers['x-amz-content-sha256'] ?? '')].join('\n');
   const scope = `${m.date}/${m.region}/${m.service}/aws4_request`;
   const toSign = ['AWS4-HMAC-SHA256', String(req.headers['x-amz-date'] ?? ''), scope, createHash('sha256').update(canonical, 'utf8').digest('hex')].join('\n');
@@ -88,8 +95,16 @@ createServer((req, res) => {
   if (!m) return s3Error(res, 400, 'AuthorizationHeaderMalformed', 'The authorization header is malformed.');
   const [, keyId, date, region, service, signedHeaders, signature] = m as unknown as string[];
   // An unknown key ID is s3rver's own answer (InvalidAccessKeyId).
-  if (keyId === ACCESS_KEY_ID && expectedSignature(req, { date: date!, region: region!, service: service!, signedHeaders: signedHeaders! }, SECRET_ACCESS_KEY) !== signature) {
-    return s3Error(res, 403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.');
+  if (
+    keyId === ACCESS_KEY_ID &&
+    expectedSignature(req, { date: date!, region: region!, service: service!, signedHeaders: signedHeaders! }, SECRET_ACCESS_KEY) !== signature
+  ) {
+    return s3Error(
+      res,
+      403,
+      'SignatureDoesNotMatch',
+      'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+    );
   }
   const url = new URL(req.url!, 'http://peer');
   const uploadId = url.searchParams.get('uploadId');
@@ -111,7 +126,8 @@ createServer((req, res) => {
     } catch {
       // no such object: s3rver answers NoSuchKey
     }
-    if (etag !== undefined && ifMatch.replace(/"/g, '') !== etag) return s3Error(res, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+    if (etag !== undefined && ifMatch.replace(/"/g, '') !== etag)
+      return s3Error(res, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
   }
   s3rver(req, res);
 }).listen(port, '127.0.0.1');

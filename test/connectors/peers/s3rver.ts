@@ -61,7 +61,11 @@ export async function s3rverPeer(buckets: string[] = [BUCKET]): Promise<S3rverPe
   const dir = mkdtempSync(join(tmpdir(), 'svc-s3rver-'));
   const data = join(dir, 'data');
   const log = join(dir, 'requests.log');
-  const proc = peerProcess(process.execPath, ['--openssl-legacy-provider', '--no-warnings', '--import', 'tsx', SERVER, String(port), data, buckets.join(','), log], port);
+  const proc = peerProcess(
+    process.execPath,
+    ['--openssl-legacy-provider', '--no-warnings', '--import', 'tsx', SERVER, String(port), data, buckets.join(','), log],
+    port,
+  );
   await proc.start();
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({
@@ -129,7 +133,8 @@ export async function getObject(client: S3Client, key: string, bucket = BUCKET):
   return { body: Buffer.from(await r.Body!.transformToByteArray()), contentType: r.ContentType, etag: r.ETag };
 }
 
-export const putObject = (client: S3Client, key: string, body: Buffer | string, bucket = BUCKET) => client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+export const putObject = (client: S3Client, key: string, body: Buffer | string, bucket = BUCKET) =>
+  client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
 
 /** Bodies as JSON-array objects of up to `per` bodies each under `prefix` (part-000.json, ...). */
 export async function putJsonArrays(client: S3Client, prefix: string, bodies: Buffer[], per = 250) {

@@ -150,7 +150,12 @@ export async function startSnmpsim(files: Record<string, string> = {}): Promise<
     let out = '';
     p.stdout!.on('data', (d) => (out += d));
     p.stderr!.on('data', (d) => (out += d));
-    await waitFor(p, () => out, (o) => o.includes('Listening at'), 'snmpsimd');
+    await waitFor(
+      p,
+      () => out,
+      (o) => o.includes('Listening at'),
+      'snmpsimd',
+    );
   };
   const put = (f: Record<string, string>) => {
     for (const [name, text] of Object.entries(f)) {
@@ -190,7 +195,15 @@ export interface SnmpdUser {
 /** SNMPv3 users of the test snmpd: net-snmp CLI protocol names and ours. */
 export const SNMPD_USERS: SnmpdUser[] = [
   { name: 'shaaes', auth: 'SHA', authKey: 'auth-sha-secret-1', priv: 'AES', privKey: 'priv-aes-secret-1', auth_protocol: 'SHA', priv_protocol: 'AES' },
-  { name: 'sha256aes192', auth: 'SHA-256', authKey: 'auth-sha256-secret', priv: 'AES-192', privKey: 'priv-aes192-secret', auth_protocol: 'SHA256', priv_protocol: 'AES192' },
+  {
+    name: 'sha256aes192',
+    auth: 'SHA-256',
+    authKey: 'auth-sha256-secret',
+    priv: 'AES-192',
+    privKey: 'priv-aes192-secret',
+    auth_protocol: 'SHA256',
+    priv_protocol: 'AES192',
+  },
   { name: 'md5des', auth: 'MD5', authKey: 'auth-md5-secret-1', priv: 'DES', privKey: 'priv-des-secret-1', auth_protocol: 'MD5', priv_protocol: 'DES' },
 ];
 
@@ -203,7 +216,11 @@ export interface Snmpd {
 export async function startSnmpdV3(): Promise<Snmpd> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-snmpd-poll-'));
   const port = await freeUdpPort();
-  const conf = ['rocommunity public 127.0.0.1', ...SNMPD_USERS.flatMap((u) => [`createUser ${u.name} ${u.auth} "${u.authKey}" ${u.priv} "${u.privKey}"`, `rouser ${u.name} priv`])].join('\n') + '\n';
+  const conf =
+    [
+      'rocommunity public 127.0.0.1',
+      ...SNMPD_USERS.flatMap((u) => [`createUser ${u.name} ${u.auth} "${u.authKey}" ${u.priv} "${u.privKey}"`, `rouser ${u.name} priv`]),
+    ].join('\n') + '\n';
   writeFileSync(join(dir, 'snmpd.conf'), conf);
   const p = spawn('/usr/sbin/snmpd', ['-f', '-Lo', '-C', '-c', join(dir, 'snmpd.conf'), '-p', join(dir, 'pid'), `udp:127.0.0.1:${port}`], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -212,7 +229,12 @@ export async function startSnmpdV3(): Promise<Snmpd> {
   let out = '';
   p.stdout!.on('data', (d) => (out += d));
   p.stderr!.on('data', (d) => (out += d));
-  await waitFor(p, () => out, (o) => o.includes('NET-SNMP version'), 'snmpd');
+  await waitFor(
+    p,
+    () => out,
+    (o) => o.includes('NET-SNMP version'),
+    'snmpd',
+  );
   return {
     port,
     async stop() {

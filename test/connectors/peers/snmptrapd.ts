@@ -72,15 +72,28 @@ function parseVarBind(text: string): TrapdVarBind {
 export function parseTrapdLine(line: string): TrapdLine | undefined {
   if (!line.startsWith('TRAP\t')) return undefined;
   const [, transport, agent, security, enterprise, generic, specific, ...rest] = line.split('\t');
-  const vbs = rest.join('\t').split('|~|').filter((s) => s.length).map(parseVarBind);
+  const vbs = rest
+    .join('\t')
+    .split('|~|')
+    .filter((s) => s.length)
+    .map(parseVarBind);
   const version = /SNMP v(\w+)/.exec(security!)?.[1] ?? '';
   const community = /community (.*?)(,|$)/.exec(security!)?.[1];
   const user = /user (.*?)(,|$)/.exec(security!)?.[1];
-  const out: TrapdLine = { transport: transport!, agent: agent!, security: security!, version, ...(community !== undefined ? { community } : {}), ...(user !== undefined ? { user } : {}), trapOid: '', varbinds: vbs };
+  const out: TrapdLine = {
+    transport: transport!,
+    agent: agent!,
+    security: security!,
+    version,
+    ...(community !== undefined ? { community } : {}),
+    ...(user !== undefined ? { user } : {}),
+    trapOid: '',
+    varbinds: vbs,
+  };
   if (version === '1') {
     const ent = enterprise!.replace(/^\./, '');
     const g = Number(generic);
-    const s = Number(String(specific).split(".").pop());
+    const s = Number(String(specific).split('.').pop());
     out.v1 = { enterprise: ent, generic: g, specific: s };
     out.trapOid = g < 6 ? `1.3.6.1.6.3.1.1.5.${g + 1}` : `${ent}.0.${s}`;
   } else {
@@ -147,7 +160,11 @@ function securityArgs(s: CliSecurity): string[] {
   if (s.version !== '3') return [`-v${s.version}`, '-c', s.community ?? 'public'];
   const level = s.privKey ? 'authPriv' : s.authKey ? 'authNoPriv' : 'noAuthNoPriv';
   return [
-    '-v3', '-l', level, '-u', s.user ?? 'svc',
+    '-v3',
+    '-l',
+    level,
+    '-u',
+    s.user ?? 'svc',
     ...(s.authKey ? ['-a', s.authProtocol ?? 'SHA', '-A', s.authKey] : []),
     ...(s.privKey ? ['-x', s.privProtocol ?? 'AES', '-X', s.privKey] : []),
     ...(s.engineId ? ['-e', s.engineId] : []),
@@ -161,7 +178,15 @@ export function snmptrap(port: number, s: CliSecurity, trapOid: string, vbs: [st
 }
 
 /** `snmptrap -v1`: enterprise, agent address, generic and specific trap. */
-export function snmptrapV1(port: number, community: string, enterprise: string, agent: string, generic: number, specific: number, vbs: [string, string, string][] = []): Promise<string> {
+export function snmptrapV1(
+  port: number,
+  community: string,
+  enterprise: string,
+  agent: string,
+  generic: number,
+  specific: number,
+  vbs: [string, string, string][] = [],
+): Promise<string> {
   return run('snmptrap', ['-v1', '-c', community, `127.0.0.1:${port}`, enterprise, agent, String(generic), String(specific), '', ...vbs.flat()]);
 }
 
@@ -173,9 +198,11 @@ export function snmpinform(port: number, s: CliSecurity, trapOid: string, vbs: [
 /** Runs `jobs` with at most `n` at a time. */
 export async function pool(n: number, jobs: (() => Promise<unknown>)[]): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, jobs.length) }, async () => {
-    while (next < jobs.length) await jobs[next++]!();
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(n, jobs.length) }, async () => {
+      while (next < jobs.length) await jobs[next++]!();
+    }),
+  );
 }
 
 // pysnmp (Debian's python3-pysnmp4, snmpsim's own SNMP stack: an implementation independent of
@@ -249,8 +276,15 @@ export const snmpTrap: PeerFixture = {
       },
       sink: {
         config: (ch: string): Cfg => ({
-          type: 'snmp_trap', host: '127.0.0.1', port: trapd.port, community: ch, trap_oid: TRAP_OID,
-          varbinds: [{ oid: SEQ_OID, value_field: 'seq', type: 'Integer32' }, { oid: PAD_OID, value_field: 'pad', type: 'OctetString' }],
+          type: 'snmp_trap',
+          host: '127.0.0.1',
+          port: trapd.port,
+          community: ch,
+          trap_oid: TRAP_OID,
+          varbinds: [
+            { oid: SEQ_OID, value_field: 'seq', type: 'Integer32' },
+            { oid: PAD_OID, value_field: 'pad', type: 'OctetString' },
+          ],
         }),
         async collect(ch: string): Promise<Collector> {
           return { records: () => trapdRecords(trapd, ch), close: async () => {} };

@@ -60,9 +60,11 @@ export async function postgresDb(): Promise<TestDb> {
     wrongCredentialsUrl: `postgresql://svc_wrong_user:wrong-secret@127.0.0.1:5432/${name}`,
     wrongPortUrl: `postgresql://postgres@127.0.0.1:1/${name}`,
     exec: async (sql, params) => (await c.query(sql, params)).rows as Rec[],
-    execSync: (sql) => void execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', name, '-qX', '-v', 'ON_ERROR_STOP=1', '-c', sql], { stdio: 'pipe' }),
+    execSync: (sql) =>
+      void execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', name, '-qX', '-v', 'ON_ERROR_STOP=1', '-c', sql], { stdio: 'pipe' }),
     async disrupt() {
-      const terminate = async () => (await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])).rowCount;
+      const terminate = async () =>
+        (await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])).rowCount;
       await until(terminate, 5000, 'a connection of the connector under test to terminate', 50);
     },
     async stop() {
@@ -167,7 +169,10 @@ export function sqlFixture(engine: Engine): PeerFixture {
             for (let i = 0; i < rows.length; i += 500) {
               const part = rows.slice(i, i + 500);
               const ph = engine === 'postgres' ? part.map((_, j) => `($${2 * j + 1}, $${2 * j + 2})`) : part.map(() => '(?, ?)');
-              await db.exec(`INSERT INTO ${table} (seq, pad) VALUES ${ph.join(', ')}`, part.flatMap((r) => [r.seq, r.pad]));
+              await db.exec(
+                `INSERT INTO ${table} (seq, pad) VALUES ${ph.join(', ')}`,
+                part.flatMap((r) => [r.seq, r.pad]),
+              );
             }
           },
         },

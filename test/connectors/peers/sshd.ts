@@ -71,7 +71,8 @@ function ensureUser(): { uid: number; gid: number } {
   return { uid: id('-u'), gid: id('-g') };
 }
 
-const keygen = (file: string, extra: string[] = []) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'svc-test', '-f', file, ...extra], { stdio: 'pipe' });
+const keygen = (file: string, extra: string[] = []) =>
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'svc-test', '-f', file, ...extra], { stdio: 'pipe' });
 
 /** PIDs of every process below `pid` (its children, their children...), read from /proc. */
 export function descendants(pid: number): number[] {
@@ -235,10 +236,22 @@ export function jsonFileRecords(dir: string): Rec[] {
 }
 
 /** Writes `bodies` (JSON documents) as JSON-array files of at most `perFile` elements into `dir`, owned by the test user. */
-export function putJsonFiles(server: SshdServer, dir: string, bodies: Buffer[], perFile = 250, name = (i: number) => `part-${String(i).padStart(4, '0')}.json`) {
+export function putJsonFiles(
+  server: SshdServer,
+  dir: string,
+  bodies: Buffer[],
+  perFile = 250,
+  name = (i: number) => `part-${String(i).padStart(4, '0')}.json`,
+) {
   mkdirSync(dir, { recursive: true });
   for (let i = 0, n = 0; i < bodies.length; i += perFile, n++) {
-    writeFileSync(join(dir, name(n)), `[${bodies.slice(i, i + perFile).map((b) => b.toString()).join(',')}]`);
+    writeFileSync(
+      join(dir, name(n)),
+      `[${bodies
+        .slice(i, i + perFile)
+        .map((b) => b.toString())
+        .join(',')}]`,
+    );
   }
   server.own(dir);
 }
@@ -248,7 +261,25 @@ export async function sftpBatch(server: SshdServer, commands: string[], knownHos
   const batch = join(server.dir, `batch-${process.pid}-${Date.now()}`);
   writeFileSync(batch, commands.join('\n') + '\n');
   try {
-    const { stdout } = await run('sftp', ['-b', batch, '-i', server.keyPath, '-P', String(server.port), '-o', `UserKnownHostsFile=${knownHosts}`, '-o', 'StrictHostKeyChecking=accept-new', '-o', 'BatchMode=yes', `${server.user}@127.0.0.1`], { maxBuffer: 1 << 26 });
+    const { stdout } = await run(
+      'sftp',
+      [
+        '-b',
+        batch,
+        '-i',
+        server.keyPath,
+        '-P',
+        String(server.port),
+        '-o',
+        `UserKnownHostsFile=${knownHosts}`,
+        '-o',
+        'StrictHostKeyChecking=accept-new',
+        '-o',
+        'BatchMode=yes',
+        `${server.user}@127.0.0.1`,
+      ],
+      { maxBuffer: 1 << 26 },
+    );
     return stdout;
   } finally {
     rmSync(batch, { force: true });

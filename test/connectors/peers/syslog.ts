@@ -63,10 +63,15 @@ export function logger(port: number, lines: string[], o: LoggerOptions): Promise
     o.format === 'rfc3164' ? '--rfc3164' : '--rfc5424',
     o.protocol === 'tcp' ? '--tcp' : '--udp',
     ...(o.octetCount ? ['--octet-count'] : []),
-    '-n', '127.0.0.1', '-P', String(port),
-    '-t', o.tag ?? 'conf',
+    '-n',
+    '127.0.0.1',
+    '-P',
+    String(port),
+    '-t',
+    o.tag ?? 'conf',
     // Lines up to 64 KiB (logger's default cuts at 1 KiB).
-    '-S', '65536',
+    '-S',
+    '65536',
     ...(o.extra ?? []),
   ];
   return new Promise((resolve, reject) => {
@@ -170,7 +175,12 @@ function fixture(protocol: 'udp' | 'tcp'): PeerFixture {
             ...(protocol === 'udp' ? { buffer_size: 4 * 1024 * 1024 } : {}),
           }),
           // RFC 5424 with the JSON body as MSG: over UDP, or TCP with octet counting.
-          publish: (channel, bodies) => loggerPaced(portOf(channel), bodies.map((b) => b.toString()), { protocol, octetCount: protocol === 'tcp' }),
+          publish: (channel, bodies) =>
+            loggerPaced(
+              portOf(channel),
+              bodies.map((b) => b.toString()),
+              { protocol, octetCount: protocol === 'tcp' },
+            ),
           transforms: bodyTransforms,
           // The socket is bound when the source reports `connected`.
           settleMs: 50,

@@ -137,13 +137,33 @@ export async function startVesCollector(opts: VesCollectorOptions = {}): Promise
       const scheme = auth.type === 'basic' ? 'Basic realm="VES"' : 'Bearer realm="VES"';
       return answer(401, requestError('policyException', 'POL2000', 'Authentication failed'), { 'www-authenticate': scheme });
     }
-    if (collector.unavailable) return answer(503, requestError('serviceException', 'SVC2000', 'The following service error occurred: %1. Error code is %2', ['Service Unavailable', '503']), { 'retry-after': '1' });
-    if (path !== single && path !== batch) return answer(404, requestError('serviceException', 'SVC2000', 'The following service error occurred: %1. Error code is %2', [`no resource ${path}`, '404']));
+    if (collector.unavailable)
+      return answer(
+        503,
+        requestError('serviceException', 'SVC2000', 'The following service error occurred: %1. Error code is %2', ['Service Unavailable', '503']),
+        { 'retry-after': '1' },
+      );
+    if (path !== single && path !== batch)
+      return answer(
+        404,
+        requestError('serviceException', 'SVC2000', 'The following service error occurred: %1. Error code is %2', [`no resource ${path}`, '404']),
+      );
     if (req.method !== 'POST') return answer(405, requestError('policyException', 'POL4001', 'Method %1 not allowed', [req.method ?? '']), { allow: 'POST' });
     const injected = planned.shift();
-    if (injected) return answer(injected, requestError('serviceException', 'SVC2000', 'The following service error occurred: %1. Error code is %2', ['injected failure', String(injected)]));
+    if (injected)
+      return answer(
+        injected,
+        requestError('serviceException', 'SVC2000', 'The following service error occurred: %1. Error code is %2', ['injected failure', String(injected)]),
+      );
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (type !== 'application/json') return answer(400, requestError('serviceException', 'SVC2000', 'The following service error occurred: %1. Error code is %2', ['Incorrect message content-type; only accepts application/json messages', '400']));
+    if (type !== 'application/json')
+      return answer(
+        400,
+        requestError('serviceException', 'SVC2000', 'The following service error occurred: %1. Error code is %2', [
+          'Incorrect message content-type; only accepts application/json messages',
+          '400',
+        ]),
+      );
     let doc: Rec;
     try {
       doc = JSON.parse(body) as Rec;
@@ -153,9 +173,15 @@ export async function startVesCollector(opts: VesCollectorOptions = {}): Promise
     if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return answer(400, badRequest('the body is not a JSON object'));
     const isBatch = path === batch;
     const key = isBatch ? 'eventList' : 'event';
-    if (Object.keys(doc).length !== 1 || !(key in doc)) return answer(400, badRequest(`${path} takes a body {"${key}": ...}; got the keys ${Object.keys(doc).join(', ') || 'none'}`));
+    if (Object.keys(doc).length !== 1 || !(key in doc))
+      return answer(400, badRequest(`${path} takes a body {"${key}": ...}; got the keys ${Object.keys(doc).join(', ') || 'none'}`));
     if (!validate(doc)) {
-      const text = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`).join('; ');
+      const text = (validate.errors ?? [])
+        .map(
+          (e) =>
+            `${e.instancePath || '/'} ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` '${String(e.params.additionalProperty)}'` : ''}`,
+        )
+        .join('; ');
       return answer(400, badRequest(`schema CommonEventFormat_30.1.1: ${text}`));
     }
     const list = (isBatch ? doc.eventList : [doc.event]) as VesEvent[];

@@ -18,13 +18,21 @@ describe('secrets', () => {
   const schema = Type.Object({ user: Type.String(), pw: secret('x'), headers: Type.Record(Type.String(), Type.String()), url: Type.String() });
 
   it('finds writeOnly fields, secret-looking names (header maps too) and URL credentials', () => {
-    const s = secretsOf(schema, { user: 'ops', pw: 'hunter22', headers: { Authorization: 'Bearer abc.def', Accept: 'json' }, url: 'amqp://u:p4ss@h/v', nested: { api_key: 'k-123' } });
+    const s = secretsOf(schema, {
+      user: 'ops',
+      pw: 'hunter22',
+      headers: { Authorization: 'Bearer abc.def', Accept: 'json' },
+      url: 'amqp://u:p4ss@h/v',
+      nested: { api_key: 'k-123' },
+    });
     expect([...s].sort()).toEqual(['Bearer abc.def', 'hunter22', 'k-123', 'p4ss']);
   });
 
   it('masks each secret and every URL credential, longest first', () => {
     const r = redactor(['hunter22', 'hunter2222']);
-    expect(r('login hunter2222 failed, then hunter22; see https://a:b-c@host/x and amqp://guest:guest@h')).toBe('login *** failed, then ***; see https://a:***@host/x and amqp://guest:***@h');
+    expect(r('login hunter2222 failed, then hunter22; see https://a:b-c@host/x and amqp://guest:guest@h')).toBe(
+      'login *** failed, then ***; see https://a:***@host/x and amqp://guest:***@h',
+    );
     expect(redactor(['ab'])('ab stays: too short to search for')).toBe('ab stays: too short to search for');
   });
 });
@@ -110,7 +118,10 @@ describe('streamSource', () => {
     expect(f.sessions[0]!.acks).toEqual([]);
     await u1.done!(true);
     await u2.done!(true);
-    expect(f.sessions[0]!.acks).toEqual([[0, 1, 2], [3, 4]]);
+    expect(f.sessions[0]!.acks).toEqual([
+      [0, 1, 2],
+      [3, 4],
+    ]);
     expect(f.states).toEqual(['connecting', 'connected']);
     stop.abort();
     expect((await it.next()).done).toBe(true);
@@ -179,7 +190,10 @@ describe('streamSource', () => {
     for (const [i, topic] of ['a', 'a', 'b', 'a'].entries()) s.h.push({ body: Buffer.from(String(i)), meta: { topic } });
     const units = [(await first).value as SourceUnit, (await it.next()).value as SourceUnit];
     expect(await Promise.all(units.map(seqs))).toEqual([[0, 1, 3], [2]]);
-    expect(units.map((u) => u.meta)).toEqual([{ topic: 'a', messages: 3 }, { topic: 'b', messages: 1 }]);
+    expect(units.map((u) => u.meta)).toEqual([
+      { topic: 'a', messages: 3 },
+      { topic: 'b', messages: 1 },
+    ]);
     await units[0]!.done!(true);
     expect(s.acks).toEqual([]);
     await units[1]!.done!(true);
@@ -230,7 +244,10 @@ describe('streamSource', () => {
     stop.abort();
 
     const bad = scripted({ failConnects: 10, maxAttempts: 3 });
-    const err = await bad.source.units(new AbortController().signal)[Symbol.asyncIterator]().next().catch((e: unknown) => e);
+    const units = bad.source.units(new AbortController().signal);
+    const err = await units[Symbol.asyncIterator]()
+      .next()
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(GaveUpError);
     expect((err as Error).message).toBe('fake: gave up after 3 reconnect attempts: ECONNREFUSED');
     expect(bad.states.at(-1)).toBe('failed');
@@ -292,7 +309,12 @@ describe('Connection (sinks)', () => {
     expect(await c.use(async (x) => x.id)).toBe(2);
     expect(states).toEqual(['connecting', 'connected', 'disconnected', 'connecting', 'connected']);
     // A data error (broken() false) keeps the connection.
-    await c.use(async () => Promise.reject(new Error('bad record')), () => false).catch(() => {});
+    await c
+      .use(
+        async () => Promise.reject(new Error('bad record')),
+        () => false,
+      )
+      .catch(() => {});
     expect(await c.use(async (x) => x.id)).toBe(2);
     await c.end();
     expect(closed).toBe(2);
@@ -300,12 +322,17 @@ describe('Connection (sinks)', () => {
 
   it('a failed connect is a retryable WriteError with the secrets masked; concurrent uses share one connect', async () => {
     let attempts = 0;
-    const c = new Connection<number>({ log: silentLogger, redact: (t) => t.replace('pw', '**') }, 'fake', async () => {
-      attempts++;
-      await pace(10); // a connect that takes a moment: the uses overlap
-      if (attempts === 1) throw new Error('refused for pw');
-      return attempts;
-    }, async () => {});
+    const c = new Connection<number>(
+      { log: silentLogger, redact: (t) => t.replace('pw', '**') },
+      'fake',
+      async () => {
+        attempts++;
+        await pace(10); // a connect that takes a moment: the uses overlap
+        if (attempts === 1) throw new Error('refused for pw');
+        return attempts;
+      },
+      async () => {},
+    );
     const e = await c.get().catch((x: unknown) => x);
     expect((e as Error).message).toBe('fake: cannot connect: refused for **');
     const both = await Promise.all([c.get(), c.get()]);

@@ -8,7 +8,13 @@ import { registry } from '../../../src/plugins/registry.js';
 import type { Rec, SinkBatch } from '../../../src/plugins/types.js';
 
 const encoder = encoderFor(registry, { type: 'json' });
-const batch = (records: Rec[]): SinkBatch => ({ payload: Buffer.from(encoder.body(records)), head: encoder.head(records), count: records.length, records, meta: { source_filename: 'in.ndjson' } });
+const batch = (records: Rec[]): SinkBatch => ({
+  payload: Buffer.from(encoder.body(records)),
+  head: encoder.head(records),
+  count: records.length,
+  records,
+  meta: { source_filename: 'in.ndjson' },
+});
 
 /** Objects published whole at finish(); `failNext` makes the next write fail; `truncate` as the target can. */
 class MemoryTarget implements FileTarget {
@@ -127,7 +133,9 @@ describe('RollingFileSink', () => {
       await expect(sink.write(batch([{ a: 2 }]))).rejects.toThrow(WriteError);
       expect(target.aborted).toBe(1);
       await sink.write(batch([{ a: 2 }])); // the runtime's retry goes into a fresh output
-      await expect(sink.flush()).rejects.toThrow(/failed after 1 records: connection reset; the records written into it since the last flush are kept for another run/);
+      await expect(sink.flush()).rejects.toThrow(
+        /failed after 1 records: connection reset; the records written into it since the last flush are kept for another run/,
+      );
       // The fresh output was still published whole, and the next flush has nothing to report.
       expect(JSON.parse(target.published.get('out.json')!)).toEqual([{ a: 2 }]);
       await sink.write(batch([{ a: 3 }]));
@@ -164,7 +172,9 @@ describe('RollingFileSink', () => {
       const sink = appendSink(target);
       await lostMidWrite(target, sink);
       await sink.write(batch([{ a: 2 }])); // the runtime's retry: the same name, reopened
-      await expect(sink.flush()).rejects.toThrow(/failed after 1 records: connection reset; the records written into it since the last flush are kept for another run/);
+      await expect(sink.flush()).rejects.toThrow(
+        /failed after 1 records: connection reset; the records written into it since the last flush are kept for another run/,
+      );
       await sink.write(batch([{ a: 3 }]));
       await sink.close();
       expect(JSON.parse(target.files.get('out.json')!.toString())).toEqual([{ a: 1 }, { a: 2 }, { a: 3 }]);
@@ -190,7 +200,9 @@ describe('RollingFileSink', () => {
       const left = target.files.get('out.json')!.toString();
       expect(left).not.toMatch(/\]\n$/);
       const later = appendSink(target);
-      await expect(later.write(batch([{ a: 4 }]))).rejects.toThrow(/cannot append to remote:\/\/out\.json: it does not end with the serializer's closing .*; move it away or put \{timestamp\} in the template/);
+      await expect(later.write(batch([{ a: 4 }]))).rejects.toThrow(
+        /cannot append to remote:\/\/out\.json: it does not end with the serializer's closing .*; move it away or put \{timestamp\} in the template/,
+      );
       expect(target.files.get('out.json')!.toString()).toBe(left);
     });
 

@@ -86,7 +86,11 @@ export async function startRegistryPeer(opts: { username?: string; password?: st
     }
     if (req.method === 'GET' && parts[2] === 'versions') {
       if (!list) return error(404, 40401, `Subject '${subject}' not found.`);
-      if (parts.length === 3) return send(200, list.map((v) => v.version));
+      if (parts.length === 3)
+        return send(
+          200,
+          list.map((v) => v.version),
+        );
       const v = parts[3] === 'latest' ? list.at(-1) : list.find((x) => x.version === Number(parts[3]));
       if (!v) return error(404, 40402, `Version ${parts[3]} not found.`);
       return send(200, { subject, version: v.version, id: v.id, schema: v.schema, ...typeOf(v) });

@@ -76,7 +76,9 @@ describe('schema registry client against a registry peer', () => {
     expect(e1).toBeInstanceOf(SchemaRegistryError);
     expect((e1 as SchemaRegistryError).status).toBe(404);
     expect((e1 as SchemaRegistryError).code).toBe(40401);
-    expect((e1 as Error).message).toMatch(/subject 'missing-subject' version latest not found: Subject 'missing-subject' not found\. \(HTTP 404, error_code 40401\)/);
+    expect((e1 as Error).message).toMatch(
+      /subject 'missing-subject' version latest not found: Subject 'missing-subject' not found\. \(HTTP 404, error_code 40401\)/,
+    );
     const e2 = await failure(client.schemaById(999));
     expect(e2.message).toMatch(/schema id 999 not found: Schema 999 not found \(HTTP 404, error_code 40403\)/);
     const e3 = await failure(client.version('ifaces-value', 7));

@@ -12,11 +12,17 @@ import { CDR_DIR, cdrCase } from '../../asn1/cdr-data.js';
 import { decodeUnit, decoderOf, randInt, randomStream, rng } from './helpers.js';
 
 const FIX = join(import.meta.dirname, '..', '..', 'asn1', 'fixtures');
-const cdrDecoder = (extra: Record<string, unknown> = {}) => decoderOf(asn1, { schema_file: CDR_DIR, message_class: 'CallEventRecord', split_records: true, ...extra });
+const cdrDecoder = (extra: Record<string, unknown> = {}) =>
+  decoderOf(asn1, { schema_file: CDR_DIR, message_class: 'CallEventRecord', split_records: true, ...extra });
 
 const N = 240;
 const cases = Array.from({ length: N }, (_, i) => cdrCase(i));
-const encoded = asn1cEncode(CDR_DIR, 'CallEventRecord', 'der', cases.map((c) => c.xer));
+const encoded = asn1cEncode(
+  CDR_DIR,
+  'CallEventRecord',
+  'der',
+  cases.map((c) => c.xer),
+);
 const file = Buffer.concat(encoded);
 /** Byte offset of each record in the file. */
 const offsets: number[] = [];
@@ -39,7 +45,17 @@ describe('asn1 split_records', () => {
     expect(out.errors).toEqual([]);
     expect(out.records).toHaveLength(120);
     expect(out.records[7]).toEqual({ type: 'smsRecord', value: expect.objectContaining({ messageReference: '07'.repeat(2500), smsType: 'mt' }) });
-    expect(out.records[119]).toEqual({ type: 'smsRecord', value: { recordType: 84, servedIMSI: '2143658709000119', eventTimeStamp: '2311051230452b0100', messageReference: '7777', messageSize: 119, smsType: 'statusReport' } });
+    expect(out.records[119]).toEqual({
+      type: 'smsRecord',
+      value: {
+        recordType: 84,
+        servedIMSI: '2143658709000119',
+        eventTimeStamp: '2311051230452b0100',
+        messageReference: '7777',
+        messageSize: 119,
+        smsType: 'statusReport',
+      },
+    });
   });
 
   it('reports garbage between records with its byte offset and bytes, and decodes the rest', async () => {
@@ -88,7 +104,9 @@ describe('asn1 split_records', () => {
   });
 
   it('tries message_classes in order: the first whose tag fits', async () => {
-    const sms = asn1cEncode(CDR_DIR, 'SMSRecord', 'der', ['<SMSRecord><recordType>84</recordType><servedIMSI>01</servedIMSI><eventTimeStamp>02</eventTimeStamp><messageReference>03</messageReference></SMSRecord>'])[0]!;
+    const sms = asn1cEncode(CDR_DIR, 'SMSRecord', 'der', [
+      '<SMSRecord><recordType>84</recordType><servedIMSI>01</servedIMSI><eventTimeStamp>02</eventTimeStamp><messageReference>03</messageReference></SMSRecord>',
+    ])[0]!;
     const d = decoderOf(asn1, { schema_file: CDR_DIR, message_classes: ['ChargingRecords.SMSRecord', 'CallEventRecord'], split_records: true });
     const out = await decodeUnit(d, Buffer.concat([sms, encoded[0]!, sms]));
     expect(out.errors).toEqual([]);
@@ -132,9 +150,17 @@ describe('asn1 PER, UPER, XER, JER documents', () => {
   it.each(['per', 'uper'] as const)('decodes one %s document per unit (Erlang/OTP vectors), split_path too', async (encoding) => {
     const d = decoderOf(asn1, { schema_file: CDR_DIR, message_class: 'CallEventRecord', encoding });
     for (const i of [0, 1, 2]) expect((await decodeUnit(d, Buffer.from(cdr[encoding]![i]!, 'hex'))).records).toEqual([cases[i]!.record]);
-    const ds = decoderOf(asn1, { schema_file: CDR_DIR, message_class: 'CallEventRecord', encoding, split_path: 'value.listOfServiceData', split_path_context: { imsi: 'value.servedIMSI' } });
+    const ds = decoderOf(asn1, {
+      schema_file: CDR_DIR,
+      message_class: 'CallEventRecord',
+      encoding,
+      split_path: 'value.listOfServiceData',
+      split_path_context: { imsi: 'value.servedIMSI' },
+    });
     const pgw = cases[7]!.record as { value: { servedIMSI: string; listOfServiceData: Record<string, unknown>[] } };
-    expect((await decodeUnit(ds, Buffer.from(cdr[encoding]![7]!, 'hex'))).records).toEqual(pgw.value.listOfServiceData.map((c) => ({ imsi: pgw.value.servedIMSI, ...c })));
+    expect((await decodeUnit(ds, Buffer.from(cdr[encoding]![7]!, 'hex'))).records).toEqual(
+      pgw.value.listOfServiceData.map((c) => ({ imsi: pgw.value.servedIMSI, ...c })),
+    );
   });
 
   it('decodes JER and XER documents, and reports a bad one as a parse error with its bytes', async () => {
@@ -182,8 +208,13 @@ pipeline:
 
   it('names a missing imported module, and an undefined type with its file and line', () => {
     const f = join(dir, 'Imp.asn');
-    writeFileSync(f, 'Imp DEFINITIONS IMPLICIT TAGS ::= BEGIN\nIMPORTS IMSI FROM GenericChargingDataTypes;\nR ::= SEQUENCE { imsi [0] IMSI, x [1] Missing }\nEND\n');
-    expect(lint({ schema_file: f, message_class: 'R' })[0]).toMatch(/Imp\.asn:2: module 'Imp' imports from module 'GenericChargingDataTypes', which is not in the schema files/);
+    writeFileSync(
+      f,
+      'Imp DEFINITIONS IMPLICIT TAGS ::= BEGIN\nIMPORTS IMSI FROM GenericChargingDataTypes;\nR ::= SEQUENCE { imsi [0] IMSI, x [1] Missing }\nEND\n',
+    );
+    expect(lint({ schema_file: f, message_class: 'R' })[0]).toMatch(
+      /Imp\.asn:2: module 'Imp' imports from module 'GenericChargingDataTypes', which is not in the schema files/,
+    );
     writeFileSync(f, 'Imp DEFINITIONS IMPLICIT TAGS ::= BEGIN\nR ::= SEQUENCE {\n imsi [0] OCTET STRING,\n x [1] Missing }\nEND\n');
     expect(lint({ schema_file: f, message_class: 'R' })[0]).toMatch(/Imp\.asn:4: type 'Missing' is not defined in module 'Imp' nor imported into it/);
   });
@@ -191,9 +222,15 @@ pipeline:
   it('checks the option combinations', () => {
     expect(lint({ schema_file: CDR_DIR })).toEqual(['pipeline.serializer_in.message_class: set exactly one of message_class and message_classes']);
     expect(lint({ schema_file: CDR_DIR, message_class: 'CallEventRecord', message_classes: ['SGWRecord'] })).toHaveLength(1);
-    expect(lint({ schema_file: CDR_DIR, message_class: 'CallEventRecord', encoding: 'xer', split_records: true })).toEqual(['pipeline.serializer_in.split_records: split_records applies to ber and der only, not xer']);
-    expect(lint({ schema_file: CDR_DIR, message_class: 'CallEventRecord', split_records: true, split_path: 'a' })).toEqual(['pipeline.serializer_in.split_path: split_path and split_records exclude each other']);
-    expect(lint({ schema_file: CDR_DIR, message_class: 'CallEventRecord', split_path_context: { a: 'b' } })).toEqual(['pipeline.serializer_in.split_path_context: split_path_context needs split_path']);
+    expect(lint({ schema_file: CDR_DIR, message_class: 'CallEventRecord', encoding: 'xer', split_records: true })).toEqual([
+      'pipeline.serializer_in.split_records: split_records applies to ber and der only, not xer',
+    ]);
+    expect(lint({ schema_file: CDR_DIR, message_class: 'CallEventRecord', split_records: true, split_path: 'a' })).toEqual([
+      'pipeline.serializer_in.split_path: split_path and split_records exclude each other',
+    ]);
+    expect(lint({ schema_file: CDR_DIR, message_class: 'CallEventRecord', split_path_context: { a: 'b' } })).toEqual([
+      'pipeline.serializer_in.split_path_context: split_path_context needs split_path',
+    ]);
     expect(lint({ schema_file: CDR_DIR, message_class: 'CallEventRecord', split_records: true })).toEqual([]);
   });
 });

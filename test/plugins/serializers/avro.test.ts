@@ -48,7 +48,21 @@ const RICH = {
     { name: 'tags', type: { type: 'array', items: 'string' } },
     { name: 'counters', type: { type: 'map', values: 'long' } },
     { name: 'descr', type: ['null', 'string'], default: null },
-    { name: 'peer', type: ['null', { type: 'record', name: 'Peer', fields: [{ name: 'ip', type: 'string' }, { name: 'asn', type: 'long' }] }], default: null },
+    {
+      name: 'peer',
+      type: [
+        'null',
+        {
+          type: 'record',
+          name: 'Peer',
+          fields: [
+            { name: 'ip', type: 'string' },
+            { name: 'asn', type: 'long' },
+          ],
+        },
+      ],
+      default: null,
+    },
   ],
 };
 const RICH_TEXT = JSON.stringify(RICH);
@@ -166,11 +180,18 @@ describe('avro serializer: configuration and lint', () => {
 
   it('defaults: use_magic_bytes true, codec null', () => {
     expect(cfgOf(avro, { schema: SIMPLE })).toEqual({ schema: SIMPLE, use_magic_bytes: true, codec: 'null' });
-    expect(loadedSerializers(`{type: avro, schema_file: rich.avsc}`).input).toEqual({ type: 'avro', schema_file: 'rich.avsc', use_magic_bytes: true, codec: 'null' });
+    expect(loadedSerializers(`{type: avro, schema_file: rich.avsc}`).input).toEqual({
+      type: 'avro',
+      schema_file: 'rich.avsc',
+      use_magic_bytes: true,
+      codec: 'null',
+    });
   });
 
   it('one of schema, schema_file or schema_registry_url is required', () => {
-    expect(diags('{ type: avro }').join('\n')).toMatch(/serializer_in\.schema: one of schema, schema_file or schema_registry_url is required \(line 6\) \[CFG_INVALID\]/);
+    expect(diags('{ type: avro }').join('\n')).toMatch(
+      /serializer_in\.schema: one of schema, schema_file or schema_registry_url is required \(line 6\) \[CFG_INVALID\]/,
+    );
     expect(diags('{ type: avro, use_magic_bytes: false }').join('\n')).toMatch(/one of schema, schema_file or schema_registry_url is required/);
     expect(diags(`{ type: avro, schema_file: rich.avsc }`)).toEqual([]);
     expect(diags(`{ type: avro, schema: '${SIMPLE}' }`)).toEqual([]);
@@ -179,15 +200,21 @@ describe('avro serializer: configuration and lint', () => {
   });
 
   it('a registry URL alone does not say which schema; a URL must be http(s); schema and schema_file exclude each other', () => {
-    expect(diags('{ type: avro, schema_registry_url: "http://reg:8081" }').join('\n')).toMatch(/schema_registry_url: schema_registry_url needs schema_registry_subject or schema_registry_id/);
+    expect(diags('{ type: avro, schema_registry_url: "http://reg:8081" }').join('\n')).toMatch(
+      /schema_registry_url: schema_registry_url needs schema_registry_subject or schema_registry_id/,
+    );
     expect(diags('{ type: avro, schema_registry_url: "ftp://x", schema_registry_id: 1 }').join('\n')).toMatch(/'ftp:\/\/x' is not an http\(s\) URL/);
     expect(diags(`{ type: avro, schema: '${SIMPLE}', schema_file: rich.avsc }`).join('\n')).toMatch(/schema_file: schema and schema_file exclude each other/);
   });
 
   it('a missing schema file, invalid JSON (with line and column) and an invalid Avro schema are named', () => {
-    expect(diags('{ type: avro, schema_file: nope.avsc }').join('\n')).toMatch(new RegExp(`schema_file: schema file '${join(schemaDir, 'nope.avsc')}' not found \\(relative paths are taken under SVC_SCHEMA_DIR`));
+    expect(diags('{ type: avro, schema_file: nope.avsc }').join('\n')).toMatch(
+      new RegExp(`schema_file: schema file '${join(schemaDir, 'nope.avsc')}' not found \\(relative paths are taken under SVC_SCHEMA_DIR`),
+    );
     writeFileSync(join(schemaDir, 'broken.avsc'), '{\n  "type": "record",\n  "name": "X",\n  "fields": [\n    {"name": "a" "type": "int"}\n  ]\n}\n');
-    expect(diags('{ type: avro, schema_file: broken.avsc }').join('\n')).toMatch(new RegExp(`schema file '${join(schemaDir, 'broken.avsc')}': invalid JSON: .* at line 5 column 18`));
+    expect(diags('{ type: avro, schema_file: broken.avsc }').join('\n')).toMatch(
+      new RegExp(`schema file '${join(schemaDir, 'broken.avsc')}': invalid JSON: .* at line 5 column 18`),
+    );
     writeFileSync(join(schemaDir, 'badtype.avsc'), '{"type": "record", "name": "X", "fields": [{"name": "a", "type": "integer"}]}');
     expect(diags('{ type: avro, schema_file: badtype.avsc }').join('\n')).toMatch(/schema file '.*badtype\.avsc': invalid Avro schema: .*integer/);
     expect(diags(`{ type: avro, schema: '{"type": "rec' }`).join('\n')).toMatch(/serializer_in\.schema: schema: invalid JSON: .* at line 1 column/);
@@ -412,7 +439,8 @@ describe('avro serializer: single datums', () => {
 
   it('every type of the rich schema, from python3-avro', () => {
     const recs = JSON.parse(
-      py(`${PY_RECORD}
+      py(
+        `${PY_RECORD}
 import avro.io, avro.schema, io, json, random, sys, base64
 s = avro.schema.parse(sys.stdin.read())
 r = random.Random(3)
@@ -422,7 +450,9 @@ for i in range(12):
     buf = io.BytesIO()
     avro.io.DatumWriter(s).write(d, avro.io.BinaryEncoder(buf))
     out.append({"datum": base64.b64encode(buf.getvalue()).decode(), "expected": expected(d)})
-print(json.dumps(out))`, RICH_TEXT).toString('utf8'),
+print(json.dumps(out))`,
+        RICH_TEXT,
+      ).toString('utf8'),
     ) as { datum: string; expected: Rec }[];
     const d = decoderOf(avro, { schema_file: 'rich.avsc', use_magic_bytes: false });
     for (const { datum, expected } of recs) {
@@ -510,11 +540,14 @@ describe('avro serializer: encode, read by python3-avro', () => {
   });
 
   it('one() with magic bytes but no schema id says what to set', () => {
-    expect(() => encoderOf(avro, { schema: SIMPLE }).one({ host: 'h', ifIndex: 3 })).toThrow(/use_magic_bytes needs a schema id: set schema_registry_id or schema_registry_subject, or use_magic_bytes: false/);
+    expect(() => encoderOf(avro, { schema: SIMPLE }).one({ host: 'h', ifIndex: 3 })).toThrow(
+      /use_magic_bytes needs a schema id: set schema_registry_id or schema_registry_subject, or use_magic_bytes: false/,
+    );
   });
 
   it('longs beyond 2^53 as strings and bytes as base64 are written exactly; defaults fill missing fields', () => {
-    const schema = '{"type":"record","name":"B","fields":[{"name":"n","type":"long"},{"name":"b","type":"bytes"},{"name":"d","type":"string","default":"dflt"}]}';
+    const schema =
+      '{"type":"record","name":"B","fields":[{"name":"n","type":"long"},{"name":"b","type":"bytes"},{"name":"d","type":"string","default":"dflt"}]}';
     const one = encoderOf(avro, { schema, use_magic_bytes: false }).one({ n: '9223372036854775807', b: Buffer.from('héllo').toString('base64') });
     const read = JSON.parse(
       py(
@@ -531,7 +564,9 @@ print(json.dumps({"n": str(v["n"]), "b": v["b"].decode("utf-8"), "d": v["d"]}))`
 
   it('base64 strings become bytes inside unions, maps, arrays and nested records', () => {
     const schema = JSON.stringify({
-      type: 'record', name: 'U', fields: [
+      type: 'record',
+      name: 'U',
+      fields: [
         { name: 'opt', type: ['null', 'bytes'] },
         { name: 'm', type: { type: 'map', values: 'bytes' } },
         { name: 'a', type: { type: 'array', items: { type: 'fixed', name: 'F', size: 2 } } },
@@ -559,7 +594,12 @@ print(json.dumps({"opt": e(v["opt"]), "m": {k: e(x) for k, x in v["m"].items()},
 
   it('a record that does not fit names the field and value', () => {
     const e = encoderOf(avro, { schema: SIMPLE });
-    expect(() => e.body([{ host: 'a', ifIndex: 1 }, { host: 'b', ifIndex: 'two' }])).toThrow(/avro: record 2 does not fit the schema: ifIndex: "two" is not "int"/);
+    expect(() =>
+      e.body([
+        { host: 'a', ifIndex: 1 },
+        { host: 'b', ifIndex: 'two' },
+      ]),
+    ).toThrow(/avro: record 2 does not fit the schema: ifIndex: "two" is not "int"/);
   });
 
   it('our decoder reads what our encoder wrote for every type (after python checked the file above)', async () => {
@@ -573,7 +613,8 @@ print(json.dumps({"opt": e(v["opt"]), "m": {k: e(x) for k, x in v["m"].items()},
 describe('avro serializer: Schema Registry', () => {
   let peer: RegistryPeer;
   const V1 = SIMPLE;
-  const V2 = '{"type":"record","name":"If","fields":[{"name":"host","type":"string"},{"name":"ifIndex","type":"int"},{"name":"speed","type":"long","default":0}]}';
+  const V2 =
+    '{"type":"record","name":"If","fields":[{"name":"host","type":"string"},{"name":"ifIndex","type":"int"},{"name":"speed","type":"long","default":0}]}';
   let id1: number;
   let id2: number;
   beforeAll(async () => {
@@ -590,7 +631,16 @@ describe('avro serializer: Schema Registry', () => {
   });
   const signal = new AbortController().signal;
   const resolved = (partial: Record<string, unknown>, direction?: 'in' | 'out') =>
-    (avro.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(avro, partial), { signal, direction, schemaDir, schemaRegistry: { url: process.env.SVC_SCHEMA_REGISTRY_URL, username: process.env.SVC_SCHEMA_REGISTRY_USERNAME, password: process.env.SVC_SCHEMA_REGISTRY_PASSWORD } });
+    (avro.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(avro, partial), {
+      signal,
+      direction,
+      schemaDir,
+      schemaRegistry: {
+        url: process.env.SVC_SCHEMA_REGISTRY_URL,
+        username: process.env.SVC_SCHEMA_REGISTRY_USERNAME,
+        password: process.env.SVC_SCHEMA_REGISTRY_PASSWORD,
+      },
+    });
 
   it('subject: every version is fetched at run start; each message decodes with the schema of its id', async () => {
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value' }, 'in');
@@ -603,15 +653,19 @@ describe('avro serializer: Schema Registry', () => {
       { host: 'a', ifIndex: 1 },
       { host: 'b', ifIndex: 2, speed: 10 ** 10 },
     ]);
-    expect(out.errors.map((e) => e.message)).toEqual([`avro: schema id 99 was not fetched at run start (fetched: ${id1}, ${id2}); add its subject (schema_registry_subject) or rerun after registering it`]);
+    expect(out.errors.map((e) => e.message)).toEqual([
+      `avro: schema id 99 was not fetched at run start (fetched: ${id1}, ${id2}); add its subject (schema_registry_subject) or rerun after registering it`,
+    ]);
     expect(peer.requests.filter((r) => r.startsWith('GET /subjects/ifaces-value/versions'))).toEqual(
       expect.arrayContaining(['GET /subjects/ifaces-value/versions', 'GET /subjects/ifaces-value/versions/1', 'GET /subjects/ifaces-value/versions/2']),
     );
   });
 
-  it('plain datums (use_magic_bytes false) decode with the subject\'s newest schema; with magic bytes an unknown id is never guessed', async () => {
+  it("plain datums (use_magic_bytes false) decode with the subject's newest schema; with magic bytes an unknown id is never guessed", async () => {
     const plain = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value', use_magic_bytes: false });
-    expect(decodeChunk(avro.decoder!(plain, { schemaDir }), { data: pythonDatum(V2, { host: 'p', ifIndex: 1, speed: 3 }) }).records).toEqual([{ host: 'p', ifIndex: 1, speed: 3 }]);
+    expect(decodeChunk(avro.decoder!(plain, { schemaDir }), { data: pythonDatum(V2, { host: 'p', ifIndex: 1, speed: 3 }) }).records).toEqual([
+      { host: 'p', ifIndex: 1, speed: 3 },
+    ]);
     const byId = await resolved({ schema_registry_url: peer.url, schema_registry_id: id1, use_magic_bytes: false }, 'in');
     expect(decodeChunk(avro.decoder!(byId, { schemaDir }), { data: pythonDatum(V1, { host: 'q', ifIndex: 2 }) }).records).toEqual([{ host: 'q', ifIndex: 2 }]);
     const both = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'ifaces-value' });
@@ -650,7 +704,13 @@ describe('avro serializer: Schema Registry', () => {
     const schema = readFileSync(join(schemaDir, 'v3.avsc'), 'utf8');
     const r = pythonReadsDatum(schema, b, true);
     expect(r.value).toEqual({ host: 'n' });
-    expect((await fetch(`${peer.url}/schemas/ids/${r.id}`, { headers: { authorization: 'Basic ' + Buffer.from('u:p').toString('base64') } }).then((x) => x.json() as Promise<{ schema: string }>)).schema).toBe(schema);
+    expect(
+      (
+        await fetch(`${peer.url}/schemas/ids/${r.id}`, { headers: { authorization: 'Basic ' + Buffer.from('u:p').toString('base64') } }).then(
+          (x) => x.json() as Promise<{ schema: string }>,
+        )
+      ).schema,
+    ).toBe(schema);
   });
 
   it('schema_registry_id: fetched by id; SVC_SCHEMA_REGISTRY_URL when schema_registry_url is not set', async () => {
@@ -684,7 +744,10 @@ pipeline:
 `;
     const ok = await runPipeline(loadPipelineText(yaml(peer.url), { env: {} }).config!);
     expect(ok.status).toBe('success');
-    const lines = readFileSync(join(base, 'out', readdirSync(join(base, 'out'))[0]!), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+    const lines = readFileSync(join(base, 'out', readdirSync(join(base, 'out'))[0]!), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Rec);
     expect(lines.sort((x, y) => String(x.host).localeCompare(String(y.host)))).toEqual([
       { host: 'a', ifIndex: 1 },
       { host: 'b', ifIndex: 2, speed: 7 },
@@ -695,16 +758,22 @@ pipeline:
   });
 
   it('a subject without any registry configured is an error at run start', async () => {
-    await expect(resolved({ schema: V1, schema_registry_subject: 'x' })).rejects.toThrow(/schema_registry_subject needs a registry: set schema_registry_url or SVC_SCHEMA_REGISTRY_URL/);
+    await expect(resolved({ schema: V1, schema_registry_subject: 'x' })).rejects.toThrow(
+      /schema_registry_subject needs a registry: set schema_registry_url or SVC_SCHEMA_REGISTRY_URL/,
+    );
   });
 
   it('unknown subject and unknown id fail the run start with the registry message', async () => {
-    await expect(resolved({ schema_registry_url: peer.url, schema_registry_subject: 'nope' }, 'in')).rejects.toThrow(/subject 'nope' not found: Subject 'nope' not found\. \(HTTP 404, error_code 40401\)/);
+    await expect(resolved({ schema_registry_url: peer.url, schema_registry_subject: 'nope' }, 'in')).rejects.toThrow(
+      /subject 'nope' not found: Subject 'nope' not found\. \(HTTP 404, error_code 40401\)/,
+    );
     await expect(resolved({ schema_registry_url: peer.url, schema_registry_id: 4242 })).rejects.toThrow(/schema id 4242 not found/);
   });
 
   it('an unreachable registry fails the run start, naming the URL', async () => {
-    await expect(resolved({ schema_registry_url: 'http://127.0.0.1:9', schema_registry_subject: 's' })).rejects.toThrow(/schema registry http:\/\/127\.0\.0\.1:9 is unreachable/);
+    await expect(resolved({ schema_registry_url: 'http://127.0.0.1:9', schema_registry_subject: 's' })).rejects.toThrow(
+      /schema registry http:\/\/127\.0\.0\.1:9 is unreachable/,
+    );
   });
 
   it('a registry serializer used without resolve() says so', () => {
@@ -729,14 +798,22 @@ pipeline:
   sinks:
     - { type: local, path: ${JSON.stringify(out)}, filename_template: "out" }
 `;
-    const a = loadPipelineText(yaml(join(base, 'in'), '{ type: avro, schema_file: rich.avsc }', '{ type: ndjson, ensure_ascii: false }', join(base, 'nd'), '*.avro'), { env: {} });
+    const a = loadPipelineText(
+      yaml(join(base, 'in'), '{ type: avro, schema_file: rich.avsc }', '{ type: ndjson, ensure_ascii: false }', join(base, 'nd'), '*.avro'),
+      { env: {} },
+    );
     expect(a.diagnostics.map((x) => formatDiagnostic(x))).toEqual([]);
     const ra = await runPipeline(a.config!);
     expect(ra.status).toBe('success');
-    const nd = readFileSync(join(base, 'nd', readdirSync(join(base, 'nd'))[0]!), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+    const nd = readFileSync(join(base, 'nd', readdirSync(join(base, 'nd'))[0]!), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Rec);
     expect(nd).toEqual(records);
 
-    const b = loadPipelineText(yaml(join(base, 'nd'), '{ type: ndjson }', '{ type: avro, schema_file: rich.avsc, codec: deflate }', join(base, 'av'), '*'), { env: {} });
+    const b = loadPipelineText(yaml(join(base, 'nd'), '{ type: ndjson }', '{ type: avro, schema_file: rich.avsc, codec: deflate }', join(base, 'av'), '*'), {
+      env: {},
+    });
     const rb = await runPipeline(b.config!);
     expect(rb.status).toBe('success');
     const back = readFileSync(join(base, 'av', readdirSync(join(base, 'av'))[0]!));

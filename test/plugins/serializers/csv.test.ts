@@ -6,19 +6,7 @@ import { registry } from '../../../src/plugins/registry.js';
 import { processChunk } from '../../../src/engine/process-chunk.js';
 import csv from '../../../src/plugins/serializers/csv/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
-import {
-  cfgOf,
-  decodeUnit,
-  decoderOf,
-  encoderOf,
-  loadedSerializers,
-  once,
-  pipelineWith,
-  pyJson,
-  randInt,
-  randomStream,
-  rng,
-} from './helpers.js';
+import { cfgOf, decodeUnit, decoderOf, encoderOf, loadedSerializers, once, pipelineWith, pyJson, randInt, randomStream, rng } from './helpers.js';
 
 /** Decodes a whole CSV unit with the real chunker (one big chunk unless told otherwise). */
 const decodeCsv = (text: string | Buffer, partial: Record<string, unknown> = {}, targetBytes?: number) =>
@@ -53,7 +41,13 @@ print(json.dumps({"text": buf.getvalue(), "header": header, "rows": rows}))
 `;
   return pyJson<PyCsv>(
     code,
-    JSON.stringify({ seed, delimiter: opts.delimiter ?? ',', quotechar: opts.quotechar ?? '"', lineterminator: opts.lineterminator ?? '\r\n', rows: opts.rows ?? 40 }),
+    JSON.stringify({
+      seed,
+      delimiter: opts.delimiter ?? ',',
+      quotechar: opts.quotechar ?? '"',
+      lineterminator: opts.lineterminator ?? '\r\n',
+      rows: opts.rows ?? 40,
+    }),
   );
 }
 
@@ -242,7 +236,10 @@ describe('csv serializer: decode', () => {
 describe('csv serializer: encode', () => {
   it('head is the header line (has_header true) and body the rows without it', () => {
     const e = encoderOf(csv);
-    const rs: Rec[] = [{ a: '1', b: 'x' }, { a: '2', b: 'y' }];
+    const rs: Rec[] = [
+      { a: '1', b: 'x' },
+      { a: '2', b: 'y' },
+    ];
     expect(e.head(rs)).toBe('a,b\n');
     expect(e.body(rs).toString()).toBe('1,x\n2,y\n');
     expect([e.separator, e.tail]).toEqual(['', '']);
@@ -275,7 +272,10 @@ describe('csv serializer: encode', () => {
     const rs: Rec[] = [{ 'k;1': 'a;b', k2: "it's", k3: 'say "x"', k4: 'a,b' }];
     const text = e.head(rs) + e.body(rs).toString();
     expect(text).toBe("'k;1';k2;k3;k4\n'a;b';'it''s';say \"x\";a,b\n");
-    expect(pyRead(text, ';', "'")).toEqual([['k;1', 'k2', 'k3', 'k4'], ['a;b', "it's", 'say "x"', 'a,b']]);
+    expect(pyRead(text, ';', "'")).toEqual([
+      ['k;1', 'k2', 'k3', 'k4'],
+      ['a;b', "it's", 'say "x"', 'a,b'],
+    ]);
   });
 
   it('one() writes a single row with no header and no line end', () => {

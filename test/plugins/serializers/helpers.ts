@@ -18,8 +18,10 @@ export function cfgOf<S extends TObject>(plugin: SerializerPlugin<S>, partial: R
 }
 
 // A relative schema_file is taken under the SVC_SCHEMA_DIR a test sets, as the engine does with the setting.
-export const decoderOf = <S extends TObject>(p: SerializerPlugin<S>, partial: Record<string, unknown> = {}) => p.decoder!(cfgOf(p, partial), { schemaDir: process.env.SVC_SCHEMA_DIR });
-export const encoderOf = <S extends TObject>(p: SerializerPlugin<S>, partial: Record<string, unknown> = {}) => p.encoder!(cfgOf(p, partial), { schemaDir: process.env.SVC_SCHEMA_DIR });
+export const decoderOf = <S extends TObject>(p: SerializerPlugin<S>, partial: Record<string, unknown> = {}) =>
+  p.decoder!(cfgOf(p, partial), { schemaDir: process.env.SVC_SCHEMA_DIR });
+export const encoderOf = <S extends TObject>(p: SerializerPlugin<S>, partial: Record<string, unknown> = {}) =>
+  p.encoder!(cfgOf(p, partial), { schemaDir: process.env.SVC_SCHEMA_DIR });
 
 /** A whole pipeline (local source and sink) loaded by the real config loader with these serializers. */
 export function pipelineWith(serializerIn: string, serializerOut = serializerIn, extra = ''): PipelineConfig {
@@ -65,7 +67,11 @@ export interface Decoded {
 const asBuf = (raw: Buffer | string) => (typeof raw === 'string' ? Buffer.from(raw, 'utf8') : Buffer.from(raw));
 
 /** Decodes one chunk as the engine hands it over. */
-export function decodeChunk(d: Decoder, chunk: { data: Buffer; header?: Buffer; firstLine?: number }, into: Decoded = { records: [], errors: [], notes: [], chunks: [] }): Decoded {
+export function decodeChunk(
+  d: Decoder,
+  chunk: { data: Buffer; header?: Buffer; firstLine?: number },
+  into: Decoded = { records: [], errors: [], notes: [], chunks: [] },
+): Decoded {
   d.decode(
     { data: chunk.data, header: chunk.header, firstLine: chunk.firstLine ?? 1 },
     { record: (r) => into.records.push(r), error: (message, raw) => into.errors.push({ message, raw: asBuf(raw) }), note: (m) => into.notes.push(m) },

@@ -82,7 +82,9 @@ describe('json serializer: decode', () => {
   it('reads what Python json.dumps wrote (ASCII escapes, surrogate pairs, indentation)', () => {
     const docs = [
       py(`import json,sys; sys.stdout.write(json.dumps([{"city":"Zürich","emoji":"😀","n":-3,"f":1.5,"ok":True,"none":None}], ensure_ascii=True))`),
-      py(`import json,sys; sys.stdout.buffer.write(json.dumps([{"city":"Zürich","emoji":"😀","n":-3,"f":1.5,"ok":True,"none":None}], ensure_ascii=False, indent=4).encode("utf-8"))`),
+      py(
+        `import json,sys; sys.stdout.buffer.write(json.dumps([{"city":"Zürich","emoji":"😀","n":-3,"f":1.5,"ok":True,"none":None}], ensure_ascii=False, indent=4).encode("utf-8"))`,
+      ),
     ];
     expect(docs[0]!.toString('latin1')).toContain('\\u00fc'); // really escaped by Python
     expect(docs[0]!.toString('latin1')).toContain('\\ud83d\\ude00');
@@ -101,7 +103,10 @@ describe('json serializer: decode', () => {
 });
 
 describe('json serializer: encode', () => {
-  const records: Rec[] = [{ a: 1, b: 'x' }, { c: [1, { d: null }], e: true }];
+  const records: Rec[] = [
+    { a: 1, b: 'x' },
+    { c: [1, { d: null }], e: true },
+  ];
 
   it('writes a compact JSON array by default: head "[", "," between batches, tail "]\\n"', () => {
     const e = encoderOf(json);
@@ -129,7 +134,10 @@ describe('json serializer: encode', () => {
     expect(out.includes(Buffer.from([0xc3, 0xbc]))).toBe(true); // ü in UTF-8
     expect(out.toString('utf8')).not.toContain('\\u');
     expect(out.toString('utf8')).toBe(
-      py(`import json,sys; sys.stdout.buffer.write(json.dumps(json.loads(sys.stdin.read()), ensure_ascii=False, separators=(',', ':')).encode())`, JSON.stringify({ city: 'Zürich', emoji: '😀' })).toString('utf8'),
+      py(
+        `import json,sys; sys.stdout.buffer.write(json.dumps(json.loads(sys.stdin.read()), ensure_ascii=False, separators=(',', ':')).encode())`,
+        JSON.stringify({ city: 'Zürich', emoji: '😀' }),
+      ).toString('utf8'),
     );
   });
 
@@ -143,12 +151,19 @@ describe('json serializer: encode', () => {
     const file = fileOf({ indent: 2 }, [[rs[0]!, rs[1]!], [rs[2]!]]);
     expect(file).toBe(pyDumps(rs, 'indent=2') + '\n');
     expect(fileOf({ indent: 4, ensure_ascii: false }, [rs])).toBe(
-      py(`import json,sys; sys.stdout.buffer.write(json.dumps(json.loads(sys.stdin.read()), indent=4, ensure_ascii=False).encode())`, JSON.stringify(rs)).toString('utf8') + '\n',
+      py(
+        `import json,sys; sys.stdout.buffer.write(json.dumps(json.loads(sys.stdin.read()), indent=4, ensure_ascii=False).encode())`,
+        JSON.stringify(rs),
+      ).toString('utf8') + '\n',
     );
   });
 
   it('indent 0 and null both write compact JSON', () => {
-    expect(encoderOf(json, { indent: 0 }).one({ a: [1] }).toString()).toBe('{"a":[1]}');
+    expect(
+      encoderOf(json, { indent: 0 })
+        .one({ a: [1] })
+        .toString(),
+    ).toBe('{"a":[1]}');
     expect(fileOf({ indent: 0 }, [[{ a: 1 }], [{ b: 2 }]])).toBe('[{"a":1},{"b":2}]\n');
   });
 

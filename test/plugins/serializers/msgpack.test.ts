@@ -171,7 +171,11 @@ print(json.dumps({"hex": data.hex(), "values": [js(v) for v in values]}))
 const pyUnpack = (bytes: Buffer) => pyJson<unknown[]>(`${PY_SPEC}\nprint(json.dumps([js(v) for v in unpack_all(sys.stdin.buffer.read())]))`, bytes);
 
 /** Python's spec encoder: the bytes of values given as JSON (ints stay ints). */
-const pyPack = (values: unknown[], mode: 'min' | 'wide' = 'min') => Buffer.from(pyJson<string>(`${PY_SPEC}\nprint(json.dumps(b"".join(pack(v, "${mode}") for v in json.loads(sys.stdin.read())).hex()))`, JSON.stringify(values)), 'hex');
+const pyPack = (values: unknown[], mode: 'min' | 'wide' = 'min') =>
+  Buffer.from(
+    pyJson<string>(`${PY_SPEC}\nprint(json.dumps(b"".join(pack(v, "${mode}") for v in json.loads(sys.stdin.read())).hex()))`, JSON.stringify(values)),
+    'hex',
+  );
 
 const decodeMp = (bytes: Buffer, targetBytes?: number) => decodeUnit(decoderOf(msgpack), bytes, { targetBytes });
 
@@ -226,13 +230,24 @@ describe('msgpack serializer: decode', () => {
   it('64-bit integers: numbers up to 2^53 in magnitude, decimal strings beyond (also nested)', async () => {
     const bytes = Buffer.concat([
       pyPack([{ a: 2 ** 53 - 1, b: -(2 ** 53 - 1), c: 2 ** 53, d: 1 }], 'wide'),
-      Buffer.from(pyJson<string>(`${PY_SPEC}\nprint(json.dumps(pack({"e": 2**53 + 1, "f": 2**64 - 1, "g": -2**63, "h": -2**53 - 1, "n": [2**63, {"x": 2**60}]}, "min").hex()))`), 'hex'),
+      Buffer.from(
+        pyJson<string>(
+          `${PY_SPEC}\nprint(json.dumps(pack({"e": 2**53 + 1, "f": 2**64 - 1, "g": -2**63, "h": -2**53 - 1, "n": [2**63, {"x": 2**60}]}, "min").hex()))`,
+        ),
+        'hex',
+      ),
     ]);
     const out = await decodeMp(bytes);
     expect(out.errors).toEqual([]);
     expect(out.records).toEqual([
       { a: 2 ** 53 - 1, b: -(2 ** 53 - 1), c: 2 ** 53, d: 1 },
-      { e: '9007199254740993', f: '18446744073709551615', g: '-9223372036854775808', h: '-9007199254740993', n: ['9223372036854775808', { x: '1152921504606846976' }] },
+      {
+        e: '9007199254740993',
+        f: '18446744073709551615',
+        g: '-9223372036854775808',
+        h: '-9007199254740993',
+        n: ['9223372036854775808', { x: '1152921504606846976' }],
+      },
     ]);
   });
 
@@ -241,7 +256,9 @@ describe('msgpack serializer: decode', () => {
 print(json.dumps((pack({"t": Ext(-1, struct.pack(">I", 1763715600)), "t64": Ext(-1, struct.pack(">Q", (500000000 << 34) | 1763715600)), "s": "Zürich", "b": b"\\x00\\xff", "f": F32(0.5), "d": 0.1})).hex()))`);
     const out = await decodeMp(Buffer.from(hex, 'hex'));
     expect(out.errors).toEqual([]);
-    expect(out.records).toEqual([{ t: new Date(1763715600 * 1000), t64: new Date(1763715600 * 1000 + 500), s: 'Zürich', b: Buffer.from([0, 255]), f: 0.5, d: 0.1 }]);
+    expect(out.records).toEqual([
+      { t: new Date(1763715600 * 1000), t64: new Date(1763715600 * 1000 + 500), s: 'Zürich', b: Buffer.from([0, 255]), f: 0.5, d: 0.1 },
+    ]);
   });
 
   it('a corrupt byte (0xc1) is one error with the bytes up to the next record; records before and after decode', async () => {
@@ -256,7 +273,9 @@ print(json.dumps((pack({"t": Ext(-1, struct.pack(">I", 1763715600)), "t64": Ext(
         const out = await decodeUnit(decoderOf(msgpack), randomStream(bytes, rng(seed), 3), { targetBytes });
         expect(out.records, `${targetBytes}`).toEqual(recs);
         expect(out.errors.map((e) => e.raw.toString('hex'))).toEqual([junk.toString('hex'), junk2.toString('hex')]);
-        expect(out.errors[0]!.message).toMatch(/^MessagePack piece \d+, byte \d+: invalid value \(a 0xc1 byte, or a size over 268435456 bytes, in it\); 4 bytes up to the next record skipped$/);
+        expect(out.errors[0]!.message).toMatch(
+          /^MessagePack piece \d+, byte \d+: invalid value \(a 0xc1 byte, or a size over 268435456 bytes, in it\); 4 bytes up to the next record skipped$/,
+        );
       }
     }
   });

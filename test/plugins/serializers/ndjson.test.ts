@@ -11,7 +11,10 @@ const dec = (text: string | Buffer, partial: Record<string, unknown> = {}) => de
 
 // Python reads what we wrote: split on the terminator, json.loads every non-empty line.
 const pyReadLines = (payload: Buffer, nl: string) =>
-  pyJson<unknown[]>(`import json,sys; t=sys.stdin.buffer.read().decode('utf-8'); print(json.dumps([json.loads(l) for l in t.split(${JSON.stringify(nl)}) if l]))`, payload);
+  pyJson<unknown[]>(
+    `import json,sys; t=sys.stdin.buffer.read().decode('utf-8'); print(json.dumps([json.loads(l) for l in t.split(${JSON.stringify(nl)}) if l]))`,
+    payload,
+  );
 
 describe('ndjson serializer: configuration', () => {
   it('defaults: ensure_ascii true, strict false, newline "\\n"', () => {
@@ -104,7 +107,10 @@ describe('ndjson serializer: decode', () => {
 });
 
 describe('ndjson serializer: encode', () => {
-  const records: Rec[] = [{ city: 'Zürich', e: '😀' }, { n: 1, l: [true, null], o: { k: 'v' } }];
+  const records: Rec[] = [
+    { city: 'Zürich', e: '😀' },
+    { n: 1, l: [true, null], o: { k: 'v' } },
+  ];
 
   it('writes one compact JSON object per line with "\\n" by default; ensure_ascii escapes like Python', () => {
     const e = encoderOf(ndjson);
@@ -130,7 +136,11 @@ describe('ndjson serializer: encode', () => {
     const crlf = encoderOf(ndjson, { newline: '\r\n' });
     expect(crlf.body(records).toString('ascii')).toBe('{"city":"Z\\u00fcrich","e":"\\ud83d\\ude00"}\r\n{"n":1,"l":[true,null],"o":{"k":"v"}}\r\n');
     expect(crlf.one({ a: 1 }).toString()).toBe('{"a":1}');
-    expect(encoderOf(ndjson, { newline: '\u001e' }).body([{ a: 1 }, { b: 2 }]).toString()).toBe('{"a":1}\u001e{"b":2}\u001e');
+    expect(
+      encoderOf(ndjson, { newline: '\u001e' })
+        .body([{ a: 1 }, { b: 2 }])
+        .toString(),
+    ).toBe('{"a":1}\u001e{"b":2}\u001e');
     // A CRLF file decodes back with our decoder too.
     expect(dec(crlf.body(records)).records).toEqual(records);
   });

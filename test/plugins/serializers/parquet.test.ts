@@ -240,7 +240,10 @@ describe('parquet serializer: row-group splitting', () => {
     const rows = Array.from({ length: 2000 }, (_, i) => ({ n: BigInt(i), s: `v${i % 13}`, t: [`x${i}`] }));
     const fields = { n: { type: 'INT64' }, s: { type: 'UTF8', compression: 'GZIP' }, t: { type: 'UTF8', repeated: true } } as FieldDefs;
     const a = await pjsFile(fields, rows); // one row group of 2000 rows
-    const b = await pjsFile(fields, rows.map((r) => ({ ...r, s: `other ${r.s}` })));
+    const b = await pjsFile(
+      fields,
+      rows.map((r) => ({ ...r, s: `other ${r.s}` })),
+    );
     const want = (prefix: string) => rows.map((r, i) => ({ n: i, s: `${prefix}${r.s}`, t: r.t }));
     const da = await decode(a, { targetBytes: 4096, seed: 11 });
     expect(da.chunks.length).toBeGreaterThan(10); // 3 columns count 48 bytes a row: 85 rows a window
@@ -304,7 +307,11 @@ describe('parquet serializer: row-group splitting', () => {
 
 describe('parquet serializer: corrupt input', () => {
   const sample = () =>
-    pjsFile({ n: { type: 'INT64', compression: 'GZIP' }, s: { type: 'UTF8', compression: 'GZIP' } } as FieldDefs, Array.from({ length: 30 }, (_, i) => ({ n: BigInt(i), s: `v${i}` })), { rowGroupSize: 10 });
+    pjsFile(
+      { n: { type: 'INT64', compression: 'GZIP' }, s: { type: 'UTF8', compression: 'GZIP' } } as FieldDefs,
+      Array.from({ length: 30 }, (_, i) => ({ n: BigInt(i), s: `v${i}` })),
+      { rowGroupSize: 10 },
+    );
 
   it('bad magic: one error with the raw bytes, no records', async () => {
     const csv = Buffer.from('a,b\n1,2\n3,4\n');
@@ -336,7 +343,7 @@ describe('parquet serializer: corrupt input', () => {
     expect(g.errors[0]!.message).toMatch(/corrupt Parquet footer/);
   });
 
-  it('a corrupt page fails its row group only, with that row group\'s bytes; the others decode', async () => {
+  it("a corrupt page fails its row group only, with that row group's bytes; the others decode", async () => {
     const buf = await sample();
     const md = metadataOf(buf);
     const [start, end] = chunkRange(md.row_groups[1]!.columns[1]!.meta_data!);
@@ -367,7 +374,11 @@ describe('parquet serializer: corrupt input', () => {
   // Both inputs, unchecked, stop hyparquet for good: an endless loop, and an array grown until V8
   // aborts the process. Found by fuzzing (random byte changes); here made on purpose.
   it('a page header without a size, and an RLE run longer than its page: errors, not a hang or a crash', async () => {
-    const buf = await pjsFile({ a: { type: 'INT64', optional: true }, b: { type: 'UTF8', optional: true } } as FieldDefs, Array.from({ length: 20 }, (_, i) => ({ a: BigInt(i), b: `s${i}` })), { rowGroupSize: 10 });
+    const buf = await pjsFile(
+      { a: { type: 'INT64', optional: true }, b: { type: 'UTF8', optional: true } } as FieldDefs,
+      Array.from({ length: 20 }, (_, i) => ({ a: BigInt(i), b: `s${i}` })),
+      { rowGroupSize: 10 },
+    );
     const md = metadataOf(buf);
 
     const noSize = Buffer.from(buf);
@@ -385,7 +396,9 @@ describe('parquet serializer: corrupt input', () => {
     const body = b1 + headerLength(longRun, b1);
     Buffer.from([0x80, 0x80, 0x80, 0x80, 0x08, 0x01]).copy(longRun, body); // an RLE run of 2^30 ones
     const d2 = await decode(longRun);
-    expect(d2.errors.map((e) => e.message)).toEqual([expect.stringMatching(/^parquet row group 1: column b: .*definition levels: a run of 1073741824 values where 10 are left/)]);
+    expect(d2.errors.map((e) => e.message)).toEqual([
+      expect.stringMatching(/^parquet row group 1: column b: .*definition levels: a run of 1073741824 values where 10 are left/),
+    ]);
     expect(d2.records.map((r) => r.a)).toEqual(Array.from({ length: 10 }, (_, i) => i));
   });
 
@@ -428,7 +441,17 @@ describe('parquet serializer: writing, read back by @dsnp/parquetjs', () => {
     const buf = enc.body(records);
     const { rows, codecs, types } = await pjsRead(buf);
     expect(codecs).toEqual([codec]);
-    expect(types).toEqual({ host: 'UTF8', ifIndex: 'INT64', load: 'DOUBLE', up: 'BOOLEAN', when: 'TIMESTAMP_MILLIS', attrs: 'JSON', mixed: 'UTF8', n: 'UTF8', extra: 'UTF8' });
+    expect(types).toEqual({
+      host: 'UTF8',
+      ifIndex: 'INT64',
+      load: 'DOUBLE',
+      up: 'BOOLEAN',
+      when: 'TIMESTAMP_MILLIS',
+      attrs: 'JSON',
+      mixed: 'UTF8',
+      n: 'UTF8',
+      extra: 'UTF8',
+    });
     // parquetjs reads INT64 as bigint, TIMESTAMP_MILLIS as Date, JSON parsed.
     const nulls = { host: null, ifIndex: null, load: null, up: null, when: null, attrs: null, mixed: null, n: null, extra: null };
     expect(rows).toEqual([
@@ -483,7 +506,9 @@ pipeline:
       return r.config;
     };
 
-    const w = await runPipeline(load(yaml(src, '{ type: ndjson }', '{ type: parquet, compression: gzip }', mid, '*.ndjson', 'pq.parquet')), { chunkBytes: 32 << 10 });
+    const w = await runPipeline(load(yaml(src, '{ type: ndjson }', '{ type: parquet, compression: gzip }', mid, '*.ndjson', 'pq.parquet')), {
+      chunkBytes: 32 << 10,
+    });
     expect(w.status).toBe('success');
     const files = readdirSync(mid).sort();
     expect(files.length).toBeGreaterThan(2); // one file per batch: pq_00000.parquet, pq_00001.parquet, ...
@@ -497,7 +522,10 @@ pipeline:
       const r = await runPipeline(load(yaml(mid, '{ type: parquet }', '{ type: ndjson }', out, '*.parquet', `back-${threads}.ndjson`, threads)));
       expect(r.status).toBe('success');
       expect(r.records_in).toBe(3000);
-      const back = readFileSync(join(out, `back-${threads}.ndjson`), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+      const back = readFileSync(join(out, `back-${threads}.ndjson`), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Rec);
       expect(back.sort((a, b) => (a.ifIndex as number) - (b.ifIndex as number))).toEqual(input);
     }
   });

@@ -228,7 +228,11 @@ function expectedUpTo(d: PyDoc, n: number): Rec[] {
   return d.values.filter((v) => v.complete <= n).map((v) => v.record);
 }
 
-const params = (o: DocOpts) => ({ numeric_values: o.numeric ?? true, add_managed_element: o.add_managed_element ?? true, add_duration: o.add_duration ?? false });
+const params = (o: DocOpts) => ({
+  numeric_values: o.numeric ?? true,
+  add_managed_element: o.add_managed_element ?? true,
+  add_duration: o.add_duration ?? false,
+});
 
 describe('pm_xml serializer: configuration', () => {
   it('defaults: encoding utf-8, add_managed_element true, add_duration false, numeric_values true; input only', () => {
@@ -246,11 +250,17 @@ describe('pm_xml serializer: configuration', () => {
     expect(lint('klingon')[0]!.path).toBe('encoding');
     expect(lint('utf-16le')[0]!.message).toMatch(/not ASCII-compatible/);
     const yaml = `version: "1"\npipeline:\n  name: p\n  schedule: { type: manual }\n  source: { type: local, path: /in }\n  serializer_in: { type: pm_xml, encoding: utf-16 }\n  sinks: [{ type: local, path: /out }]\n`;
-    expect(loadPipelineText(yaml, { env: {} }).diagnostics.map((x) => x.message).join('\n')).toMatch(/not ASCII-compatible/);
+    expect(
+      loadPipelineText(yaml, { env: {} })
+        .diagnostics.map((x) => x.message)
+        .join('\n'),
+    ).toMatch(/not ASCII-compatible/);
   });
 
   it('ISO 8601 durations in seconds', () => {
-    expect(['PT900S', 'PT15M', 'PT1H', 'P1D', 'P1DT12H', 'PT0.5S', 'P1W', 'PT1H30M15S'].map((d) => durationSeconds(d))).toEqual([900, 900, 3600, 86400, 129600, 0.5, 604800, 5415]);
+    expect(['PT900S', 'PT15M', 'PT1H', 'P1D', 'P1DT12H', 'PT0.5S', 'P1W', 'PT1H30M15S'].map((d) => durationSeconds(d))).toEqual([
+      900, 900, 3600, 86400, 129600, 0.5, 604800, 5415,
+    ]);
     expect(['P1M', 'P1Y', 'PT', 'P', '15M', 'xyz'].map((d) => durationSeconds(d))).toEqual([null, null, null, null, null, null]);
   });
 });
@@ -311,7 +321,13 @@ describe('pm_xml serializer: decode Python-built 32.435 documents', () => {
 
 describe('pm_xml serializer: truncated files', () => {
   it('keeps every measValue complete before the cut, drops the one cut, notes it (random cuts, random splits)', async () => {
-    for (const [i, o] of ([{ variant: 'r', ns: 'default' }, { variant: 'list', ns: 'prefix' }, { variant: 'r', ns: 'none', numeric: false }] as DocOpts[]).entries()) {
+    for (const [i, o] of (
+      [
+        { variant: 'r', ns: 'default' },
+        { variant: 'list', ns: 'prefix' },
+        { variant: 'r', ns: 'none', numeric: false },
+      ] as DocOpts[]
+    ).entries()) {
       const d = pythonDoc(77 + i, o);
       const bytes = Buffer.from(d.xml, 'utf8');
       const r = rng(500 + i);
@@ -327,7 +343,9 @@ describe('pm_xml serializer: truncated files', () => {
         if (n === 0) expect(out.notes, at).toEqual([]);
         else if (n < bytes.length) {
           expect(out.notes, at).toHaveLength(1);
-          expect(out.notes[0], at).toMatch(new RegExp(`^PM XML: file truncated at byte ${n}: .* partial elements? skipped( \\(measValue .* with \\d+ complete values?\\))?$`));
+          expect(out.notes[0], at).toMatch(
+            new RegExp(`^PM XML: file truncated at byte ${n}: .* partial elements? skipped( \\(measValue .* with \\d+ complete values?\\))?$`),
+          );
         } else expect(out.notes, at).toEqual([]);
       }
     }
@@ -338,7 +356,9 @@ describe('pm_xml serializer: truncated files', () => {
     const doc = `${head}<measValue measObjLdn="w"><r p="1">4</r><r p="2">NIL</r></measValue><measValue measObjLdn="x"><r p="1">5</r><r p="2">61`;
     const out = await decodeUnit(decoderOf(pmXml), doc);
     expect(out.records).toEqual([{ file_format_version: '1', managed_element: 'm', meas_obj_ldn: 'w', a: 4, b: null }]);
-    expect(out.notes).toEqual([`PM XML: file truncated at byte ${doc.length}: 5 open elements closed automatically (measCollecFile > measData > measInfo > measValue > r), 1 partial element skipped (measValue "x" with 1 complete value)`]);
+    expect(out.notes).toEqual([
+      `PM XML: file truncated at byte ${doc.length}: 5 open elements closed automatically (measCollecFile > measData > measInfo > measValue > r), 1 partial element skipped (measValue "x" with 1 complete value)`,
+    ]);
     const list = `<measCollecFile><measData><measInfo><measTypes>a b c</measTypes><measValue measObjLdn="x"><measResults>1 2 3`;
     const out2 = await decodeUnit(decoderOf(pmXml), list);
     expect(out2.records).toEqual([]);
@@ -376,7 +396,9 @@ describe('pm_xml serializer: XML details', () => {
   });
 
   it('r without p pairs with measTypes by position; r p into a measTypes list; an unknown p is an error for that value only', async () => {
-    const doc = wrap(`<measInfo measInfoId="m"><measTypes>a b</measTypes><measValue measObjLdn="x"><r>1</r><r>2</r></measValue><measValue measObjLdn="y"><r p="2">3</r><r p="9">4</r><r p="1">5</r></measValue></measInfo>`);
+    const doc = wrap(
+      `<measInfo measInfoId="m"><measTypes>a b</measTypes><measValue measObjLdn="x"><r>1</r><r>2</r></measValue><measValue measObjLdn="y"><r p="2">3</r><r p="9">4</r><r p="1">5</r></measValue></measInfo>`,
+    );
     const out = await decodeUnit(decoderOf(pmXml, { add_managed_element: false }), doc);
     expect(out.records).toEqual([
       { meas_info_id: 'm', meas_obj_ldn: 'x', a: 1, b: 2 },
@@ -394,7 +416,9 @@ describe('pm_xml serializer: XML details', () => {
   });
 
   it('vendor elements and attributes the reader does not know are ignored', async () => {
-    const doc = wrap(`<measInfo><vendor:x xmlns:vendor="urn:v" a="1"><measValue measObjLdn="no"><r p="1">9</r></measValue></vendor:x><measType p="1">c</measType><measValue measObjLdn="ok" vendor:extra="1"><r p="1">2</r><vendor:note>n</vendor:note></measValue></measInfo>`);
+    const doc = wrap(
+      `<measInfo><vendor:x xmlns:vendor="urn:v" a="1"><measValue measObjLdn="no"><r p="1">9</r></measValue></vendor:x><measType p="1">c</measType><measValue measObjLdn="ok" vendor:extra="1"><r p="1">2</r><vendor:note>n</vendor:note></measValue></measInfo>`,
+    );
     const out = await decodeUnit(decoderOf(pmXml), doc);
     expect(out.errors).toEqual([]);
     expect(out.records).toEqual([{ managed_element: 'me', meas_obj_ldn: 'ok', c: 2 }]);
@@ -427,10 +451,14 @@ describe('pm_xml serializer: XML details', () => {
   });
 
   it('a second value for the same counter in one measValue is an error for that value; the first is kept', async () => {
-    const doc = wrap(`<measInfo measInfoId="m"><measType p="1">a</measType><measType p="2">b</measType><measValue measObjLdn="x"><r p="1">1</r><r p="1">9</r><r p="2">2</r></measValue></measInfo>`);
+    const doc = wrap(
+      `<measInfo measInfoId="m"><measType p="1">a</measType><measType p="2">b</measType><measValue measObjLdn="x"><r p="1">1</r><r p="1">9</r><r p="2">2</r></measValue></measInfo>`,
+    );
     const out = await decodeUnit(decoderOf(pmXml), doc);
     expect(out.records).toEqual([{ managed_element: 'me', meas_info_id: 'm', meas_obj_ldn: 'x', a: 1, b: 2 }]);
-    expect(out.errors.map((e) => [e.message, e.raw.toString()])).toEqual([['PM XML: measInfo "m": <r p="1"> is a second value for counter "a" in measValue "x"; the first is kept', '<r p="1">9</r>']]);
+    expect(out.errors.map((e) => [e.message, e.raw.toString()])).toEqual([
+      ['PM XML: measInfo "m": <r p="1"> is a second value for counter "a" in measValue "x"; the first is kept', '<r p="1">9</r>'],
+    ]);
     // The same name twice in measTypes: one field, the first value; one error for the measResults.
     const list = wrap(`<measInfo measInfoId="n"><measTypes>a b a</measTypes><measValue measObjLdn="y"><measResults>1 2 3</measResults></measValue></measInfo>`);
     const out2 = await decodeUnit(decoderOf(pmXml), list);
@@ -440,7 +468,9 @@ describe('pm_xml serializer: XML details', () => {
   });
 
   it('a measValue without values is a record of its context; missing counters are left out, not null', async () => {
-    const doc = wrap(`<measInfo><measTypes>a b</measTypes><measValue measObjLdn="x"/><measValue measObjLdn="y"><measResults>5</measResults><suspect>false</suspect></measValue><measValue><measResults/></measValue></measInfo>`);
+    const doc = wrap(
+      `<measInfo><measTypes>a b</measTypes><measValue measObjLdn="x"/><measValue measObjLdn="y"><measResults>5</measResults><suspect>false</suspect></measValue><measValue><measResults/></measValue></measInfo>`,
+    );
     const out = await decodeUnit(decoderOf(pmXml), doc);
     expect(out.errors).toEqual([]);
     expect(out.records).toEqual([
@@ -452,7 +482,7 @@ describe('pm_xml serializer: XML details', () => {
 });
 
 describe('pm_xml serializer: malformed measInfo', () => {
-  it('is one error with the measInfo\'s raw bytes; the other measInfos flow (whole and split)', async () => {
+  it("is one error with the measInfo's raw bytes; the other measInfos flow (whole and split)", async () => {
     const d = pythonDoc(31, { variant: 'r', ns: 'default' });
     // Break the values of one measInfo that has some: an end tag that does not match.
     const xml = d.xml;
@@ -480,11 +510,16 @@ describe('pm_xml serializer: malformed measInfo', () => {
 
   it('a broken measInfo header (carried into later pieces) is an error in every piece of that measInfo; no value of it flows', async () => {
     const mi = (id: string, typeEnd: string) =>
-      `<measInfo measInfoId="${id}"><measType p="1">a</${typeEnd}>` + Array.from({ length: 6 }, (_, i) => `<measValue measObjLdn="${id}${i}"><r p="1">${i}</r></measValue>`).join('') + '</measInfo>';
+      `<measInfo measInfoId="${id}"><measType p="1">a</${typeEnd}>` +
+      Array.from({ length: 6 }, (_, i) => `<measValue measObjLdn="${id}${i}"><r p="1">${i}</r></measValue>`).join('') +
+      '</measInfo>';
     const doc = `<measCollecFile><measData><managedElement localDn="m"/>${mi('A', 'measType')}${mi('B', 'measTyp')}${mi('C', 'measType')}</measData></measCollecFile>`;
     for (const targetBytes of [16, 160, 1 << 20]) {
       const out = await decodeUnit(decoderOf(pmXml), doc, { targetBytes });
-      expect(out.records.map((x) => x.meas_obj_ldn), `targetBytes ${targetBytes}`).toEqual(['A0', 'A1', 'A2', 'A3', 'A4', 'A5', 'C0', 'C1', 'C2', 'C3', 'C4', 'C5']);
+      expect(
+        out.records.map((x) => x.meas_obj_ldn),
+        `targetBytes ${targetBytes}`,
+      ).toEqual(['A0', 'A1', 'A2', 'A3', 'A4', 'A5', 'C0', 'C1', 'C2', 'C3', 'C4', 'C5']);
       expect(out.errors.length).toBeGreaterThanOrEqual(1);
       for (const e of out.errors) expect(e.message).toMatch(/^PM XML: malformed measInfo "B" .*end tag <\/measTyp> does not match <measType>/);
       // Together the errors carry all of measInfo B's bytes (once each).
@@ -551,7 +586,9 @@ pipeline:
       // 80-byte chunks are 40-byte pieces: every measValue its own piece, through worker threads.
       const rec = await runPipeline(config!, { chunkBytes: 80 });
       expect(rec.status).toBe('success');
-      const lines = readFileSync(join(dir, 'out', 'out.ndjson'), 'utf8').split('\n').filter(Boolean);
+      const lines = readFileSync(join(dir, 'out', 'out.ndjson'), 'utf8')
+        .split('\n')
+        .filter(Boolean);
       const expected = expectedUpTo(d, Buffer.byteLength(d.xml));
       expect(lines.map((l) => JSON.parse(l))).toEqual(expected);
       expect(rec.records_in).toBe(expected.length);

@@ -88,8 +88,23 @@ function samples(n: number, seed: number): { text: string[]; records: Rec[] } {
   for (let i = 0; i < n; i++) {
     const t: string[] = [];
     const rec: Rec = {
-      host: '', if_index: 0, octets: 0, big: 0, ratio: 0, f: 0, up: false, raw: '', status: 'UNKNOWN', tags: [], counters: {},
-      main: null, all: [], delta: 0, stamp: 0, nested: null, samples: [],
+      host: '',
+      if_index: 0,
+      octets: 0,
+      big: 0,
+      ratio: 0,
+      f: 0,
+      up: false,
+      raw: '',
+      status: 'UNKNOWN',
+      tags: [],
+      counters: {},
+      main: null,
+      all: [],
+      delta: 0,
+      stamp: 0,
+      nested: null,
+      samples: [],
     };
     const host = `rtr-${i}-${str()}`;
     t.push(`host: ${textString(host)}`);
@@ -208,7 +223,10 @@ const diags = (component: string) =>
 describe('protobuf serializer: configuration and lint', () => {
   it('defaults: framing length_delimited, use_magic_bytes true; schema_file and message_class are required', () => {
     expect(cfgOf(protobuf, C)).toEqual({ ...C, framing: 'length_delimited', use_magic_bytes: true });
-    expect(loadedSerializers('{type: protobuf, schema_file: rich.proto, message_class: Sample}').input).toMatchObject({ framing: 'length_delimited', use_magic_bytes: true });
+    expect(loadedSerializers('{type: protobuf, schema_file: rich.proto, message_class: Sample}').input).toMatchObject({
+      framing: 'length_delimited',
+      use_magic_bytes: true,
+    });
     const d = diags('{ type: protobuf }').join('\n');
     expect(d).toMatch(/schema_file/);
     expect(d).toMatch(/message_class/);
@@ -228,17 +246,26 @@ describe('protobuf serializer: configuration and lint', () => {
   });
 
   it('a simple name defined twice must be given in full', () => {
-    writeFileSync(join(schemaDir, 'twice.proto'), 'syntax = "proto3";\npackage p;\nmessage A { message X { int32 a = 1; } }\nmessage B { message X { int32 b = 1; } }\n');
-    expect(diags('{ type: protobuf, schema_file: twice.proto, message_class: X }').join('\n')).toMatch(/message 'X' is ambiguous in .*: p\.A\.X, p\.B\.X; give the full name/);
+    writeFileSync(
+      join(schemaDir, 'twice.proto'),
+      'syntax = "proto3";\npackage p;\nmessage A { message X { int32 a = 1; } }\nmessage B { message X { int32 b = 1; } }\n',
+    );
+    expect(diags('{ type: protobuf, schema_file: twice.proto, message_class: X }').join('\n')).toMatch(
+      /message 'X' is ambiguous in .*: p\.A\.X, p\.B\.X; give the full name/,
+    );
     expect(diags('{ type: protobuf, schema_file: twice.proto, message_class: p.B.X }')).toEqual([]);
   });
 
   it('a .proto syntax error names the file and line, also inside an import', () => {
     writeFileSync(join(schemaDir, 'bad.proto'), 'syntax = "proto3";\n\nmessage M {\n  string a = 1\n  int32 b = 2;\n}\n');
-    expect(diags('{ type: protobuf, schema_file: bad.proto, message_class: M }').join('\n')).toMatch(new RegExp(`schema_file: schema file '${join(schemaDir, 'bad.proto')}': illegal token 'int32'.*\\(line 5\\)`));
+    expect(diags('{ type: protobuf, schema_file: bad.proto, message_class: M }').join('\n')).toMatch(
+      new RegExp(`schema_file: schema file '${join(schemaDir, 'bad.proto')}': illegal token 'int32'.*\\(line 5\\)`),
+    );
     writeFileSync(join(schemaDir, 'sub', 'dep.proto'), 'syntax = "proto3";\npackage dep;\nmessage D {\n  strin g x = 1;\n}\n');
     writeFileSync(join(schemaDir, 'main.proto'), 'syntax = "proto3";\nimport "sub/dep.proto";\nmessage M { dep.D d = 1; }\n');
-    expect(diags('{ type: protobuf, schema_file: main.proto, message_class: M }').join('\n')).toMatch(new RegExp(`schema file '${join(schemaDir, 'sub', 'dep.proto')}': .*\\(line 4\\)`));
+    expect(diags('{ type: protobuf, schema_file: main.proto, message_class: M }').join('\n')).toMatch(
+      new RegExp(`schema file '${join(schemaDir, 'sub', 'dep.proto')}': .*\\(line 4\\)`),
+    );
   });
 
   it('missing files, missing imports, climbing imports and unresolved types are lint errors', () => {
@@ -248,16 +275,23 @@ describe('protobuf serializer: configuration and lint', () => {
     writeFileSync(join(schemaDir, 'climb.proto'), 'syntax = "proto3";\nimport "../x.proto";\nmessage M { int32 a = 1; }\n');
     expect(diags('{ type: protobuf, schema_file: climb.proto, message_class: M }').join('\n')).toMatch(/import '\.\.\/x\.proto' climbs with '\.\.'/);
     writeFileSync(join(schemaDir, 'unres.proto'), 'syntax = "proto3";\nmessage M { Nope a = 1; }\n');
-    expect(diags('{ type: protobuf, schema_file: unres.proto, message_class: M }').join('\n')).toMatch(/schema file '.*unres\.proto': no such Type or Enum 'Nope'/);
+    expect(diags('{ type: protobuf, schema_file: unres.proto, message_class: M }').join('\n')).toMatch(
+      /schema file '.*unres\.proto': no such Type or Enum 'Nope'/,
+    );
   });
 
   it('well-known google types resolve from the bundled definitions', () => {
-    writeFileSync(join(schemaDir, 'wkt.proto'), 'syntax = "proto3";\nimport "google/protobuf/timestamp.proto";\nmessage E { google.protobuf.Timestamp at = 1; }\n');
+    writeFileSync(
+      join(schemaDir, 'wkt.proto'),
+      'syntax = "proto3";\nimport "google/protobuf/timestamp.proto";\nmessage E { google.protobuf.Timestamp at = 1; }\n',
+    );
     expect(diags('{ type: protobuf, schema_file: wkt.proto, message_class: E }')).toEqual([]);
   });
 
   it('schema_registry_url must be http(s); schema_registry_id a 32-bit unsigned integer', () => {
-    expect(diags('{ type: protobuf, schema_file: rich.proto, message_class: Sample, schema_registry_url: "nope" }').join('\n')).toMatch(/'nope' is not an http\(s\) URL/);
+    expect(diags('{ type: protobuf, schema_file: rich.proto, message_class: Sample, schema_registry_url: "nope" }').join('\n')).toMatch(
+      /'nope' is not an http\(s\) URL/,
+    );
     expect(diags('{ type: protobuf, schema_file: rich.proto, message_class: Sample, schema_registry_id: -2 }').join('\n')).toMatch(/schema_registry_id/);
   });
 
@@ -295,7 +329,25 @@ describe('protobuf serializer: decode messages written by protoc', () => {
   it('records keep the .proto field order; unset fields carry defaults, an unset oneof is absent', () => {
     const out = decodeChunk(decoderOf(protobuf, { ...C, framing: 'none', use_magic_bytes: false }), { data: Buffer.alloc(0) });
     expect(out.records).toEqual([
-      { host: '', if_index: 0, octets: 0, big: 0, ratio: 0, f: 0, up: false, raw: '', status: 'UNKNOWN', tags: [], counters: {}, main: null, all: [], delta: 0, stamp: 0, nested: null, samples: [] },
+      {
+        host: '',
+        if_index: 0,
+        octets: 0,
+        big: 0,
+        ratio: 0,
+        f: 0,
+        up: false,
+        raw: '',
+        status: 'UNKNOWN',
+        tags: [],
+        counters: {},
+        main: null,
+        all: [],
+        delta: 0,
+        stamp: 0,
+        nested: null,
+        samples: [],
+      },
     ]);
     expect(Object.keys(out.records[0]!).slice(0, 4)).toEqual(['host', 'if_index', 'octets', 'big']);
   });
@@ -370,7 +422,9 @@ describe('protobuf serializer: decode messages written by protoc', () => {
   });
 
   it('a message unit in length_delimited framing holds several messages', () => {
-    const out = decodeChunk(decoderOf(protobuf, C), { data: stream.subarray(0, varintBytes(messages[0]!.length).length * 2 + messages[0]!.length + messages[1]!.length) });
+    const out = decodeChunk(decoderOf(protobuf, C), {
+      data: stream.subarray(0, varintBytes(messages[0]!.length).length * 2 + messages[0]!.length + messages[1]!.length),
+    });
     expect(out.records).toEqual(records.slice(0, 2));
   });
 });
@@ -409,7 +463,11 @@ describe('protobuf serializer: encode, read by protoc', () => {
     expect(indexes).toEqual([1]);
     expect(b.subarray(offset, pos).toString('hex')).toBe('0202');
     const text3 = protoc(['--decode=telco.test.Sample', 'rich.proto'], b.subarray(pos));
-    expect(protoc(['--encode=telco.test.Sample', '--deterministic_output', 'rich.proto'], text3).equals(protoc(['--encode=telco.test.Sample', '--deterministic_output', 'rich.proto'], text[3]!))).toBe(true);
+    expect(
+      protoc(['--encode=telco.test.Sample', '--deterministic_output', 'rich.proto'], text3).equals(
+        protoc(['--encode=telco.test.Sample', '--deterministic_output', 'rich.proto'], text[3]!),
+      ),
+    ).toBe(true);
   });
 
   it('message indexes of the first and of a nested message', () => {
@@ -433,7 +491,15 @@ describe('protobuf serializer: encode, read by protoc', () => {
 
   it('values as CSV gives them: numeric strings, enum names and numbers, base64 bytes', () => {
     const e = encoderOf(protobuf, { ...C, framing: 'none', use_magic_bytes: false });
-    const b = e.one({ host: 'h', if_index: '12', octets: '-9223372036854775808', big: '18446744073709551615', status: 2, raw: Buffer.from('hi').toString('base64'), up: true });
+    const b = e.one({
+      host: 'h',
+      if_index: '12',
+      octets: '-9223372036854775808',
+      big: '18446744073709551615',
+      status: 2,
+      raw: Buffer.from('hi').toString('base64'),
+      up: true,
+    });
     const t = protoc(['--decode=telco.test.Sample', 'rich.proto'], b).toString();
     expect(t).toBe('host: "h"\nif_index: 12\noctets: -9223372036854775808\nbig: 18446744073709551615\nup: true\nraw: "hi"\nstatus: DOWN\n');
   });
@@ -447,7 +513,11 @@ describe('protobuf serializer: Schema Registry', () => {
   afterAll(() => peer.close());
   const signal = new AbortController().signal;
   const resolved = (partial: Record<string, unknown>, direction?: 'in' | 'out') =>
-    (protobuf.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(protobuf, { ...C, framing: 'none', ...partial }), { signal, direction, schemaDir });
+    (protobuf.resolve! as (c: unknown, ctx: unknown) => Promise<never>)(cfgOf(protobuf, { ...C, framing: 'none', ...partial }), {
+      signal,
+      direction,
+      schemaDir,
+    });
 
   it('writing registers schema_file as PROTOBUF under the subject and writes its id', async () => {
     const c = await resolved({ schema_registry_url: peer.url, schema_registry_subject: 'samples-value' }, 'out');
@@ -508,7 +578,10 @@ pipeline:
     const a = loadPipelineText(yaml(join(base, 'in'), ser, '{ type: ndjson, ensure_ascii: false }', join(base, 'nd')), { env: {} });
     expect(a.diagnostics).toEqual([]);
     expect((await runPipeline(a.config!)).status).toBe('success');
-    const nd = readFileSync(join(base, 'nd', readdirSync(join(base, 'nd'))[0]!), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+    const nd = readFileSync(join(base, 'nd', readdirSync(join(base, 'nd'))[0]!), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Rec);
     expect(nd).toEqual(records);
     const b = loadPipelineText(yaml(join(base, 'nd'), '{ type: ndjson }', ser, join(base, 'pb')), { env: {} });
     expect((await runPipeline(b.config!)).status).toBe('success');

@@ -7,18 +7,27 @@ const dec = (data: string | Buffer, partial: Record<string, unknown> = {}, first
   decodeChunk(decoderOf(text, partial), { data: Buffer.from(data), firstLine });
 
 // Python writes the bytes in the given codec (the input is UTF-8 on stdin).
-const pyEncode = (s: string, codec: string) => py(`import sys; sys.stdout.buffer.write(sys.stdin.buffer.read().decode("utf-8").encode(${JSON.stringify(codec)}))`, Buffer.from(s, 'utf8'));
+const pyEncode = (s: string, codec: string) =>
+  py(`import sys; sys.stdout.buffer.write(sys.stdin.buffer.read().decode("utf-8").encode(${JSON.stringify(codec)}))`, Buffer.from(s, 'utf8'));
 
 describe('text serializer: configuration', () => {
   it('defaults: utf-8, skip_empty, line_field _line, include_line_num, newline "\\n"', () => {
     expect(cfgOf(text)).toEqual({ encoding: 'utf-8', skip_empty: true, line_field: '_line', include_line_num: true, newline: '\n' });
-    expect(loadedSerializers('{type: text}').input).toEqual({ type: 'text', encoding: 'utf-8', skip_empty: true, line_field: '_line', include_line_num: true, newline: '\n' });
+    expect(loadedSerializers('{type: text}').input).toEqual({
+      type: 'text',
+      encoding: 'utf-8',
+      skip_empty: true,
+      line_field: '_line',
+      include_line_num: true,
+      newline: '\n',
+    });
     expect(encoderOf(text).extension).toBe('txt');
   });
 
   it('lint refuses an unknown encoding and accepts real ones', () => {
     expect(text.lint!(cfgOf(text, { encoding: 'klingon-8' }))).toHaveLength(1);
-    for (const encoding of ['utf-8', 'UTF8', 'latin1', 'iso-8859-1', 'windows-1252', 'utf-16le', 'utf_16le']) expect(text.lint!(cfgOf(text, { encoding }))).toEqual([]);
+    for (const encoding of ['utf-8', 'UTF8', 'latin1', 'iso-8859-1', 'windows-1252', 'utf-16le', 'utf_16le'])
+      expect(text.lint!(cfgOf(text, { encoding }))).toEqual([]);
   });
 
   it('line framing for "\\n" and "\\r\\n"; any other terminator needs the whole unit', () => {
@@ -152,7 +161,11 @@ describe('text serializer: encode', () => {
   it('line_field and newline are used when writing', () => {
     const e = encoderOf(text, { line_field: 'message', newline: '\r\n' });
     expect(e.body([{ message: 'one' }, { message: 'two', _line: 'ignored' }, { _line: 'not mine' }]).toString()).toBe('one\r\ntwo\r\n{"_line":"not mine"}\r\n');
-    expect(encoderOf(text, { newline: ';' }).body([{ _line: 'a' }, { _line: 'b' }]).toString()).toBe('a;b;');
+    expect(
+      encoderOf(text, { newline: ';' })
+        .body([{ _line: 'a' }, { _line: 'b' }])
+        .toString(),
+    ).toBe('a;b;');
   });
 
   it('round trip: what we write decodes back to the same lines, Python sees the same lines', async () => {
@@ -160,8 +173,13 @@ describe('text serializer: encode', () => {
     for (const newline of ['\n', '\r\n', ';']) {
       const body = encoderOf(text, { newline }).body(lines.map((l) => ({ _line: l })));
       const back = await decodeUnit(decoderOf(text, { newline, include_line_num: false }), randomStream(body, rng(5), 3), { targetBytes: 9 });
-      expect(back.records.map((r: Rec) => r._line), JSON.stringify(newline)).toEqual(lines);
-      const pyLines = JSON.parse(py(`import json,sys; t=sys.stdin.buffer.read().decode("utf-8"); print(json.dumps(t.split(${JSON.stringify(newline)})[:-1]))`, body).toString()) as string[];
+      expect(
+        back.records.map((r: Rec) => r._line),
+        JSON.stringify(newline),
+      ).toEqual(lines);
+      const pyLines = JSON.parse(
+        py(`import json,sys; t=sys.stdin.buffer.read().decode("utf-8"); print(json.dumps(t.split(${JSON.stringify(newline)})[:-1]))`, body).toString(),
+      ) as string[];
       expect(pyLines).toEqual(lines);
     }
   });
@@ -172,7 +190,11 @@ describe('text encoding on write', () => {
     const { Value } = await import('@sinclair/typebox/value');
     const enc = (encoding: string) => text.encoder!(Value.Default(text.config, { encoding }) as never);
     expect([...enc('latin1').body([{ _line: 'Zürich' }])]).toEqual([...Buffer.from('Zürich\n', 'latin1')]);
-    expect(enc('utf-16le').body([{ _line: 'é' }]).toString('utf16le')).toBe('é\n');
+    expect(
+      enc('utf-16le')
+        .body([{ _line: 'é' }])
+        .toString('utf16le'),
+    ).toBe('é\n');
     expect(() => enc('windows-1252')).toThrow(/cannot write encoding "windows-1252"/);
   });
 });

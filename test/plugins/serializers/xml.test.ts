@@ -45,7 +45,10 @@ interface PyDoc {
 }
 
 /** Python builds a document of tricky records (ElementTree), serializes it and maps it back. */
-function pythonDoc(seed: number, opts: { records?: number; encoding?: string; root?: string; record?: string; indent?: boolean } = {}): { bytes: Buffer; records: Rec[] } {
+function pythonDoc(
+  seed: number,
+  opts: { records?: number; encoding?: string; root?: string; record?: string; indent?: boolean } = {},
+): { bytes: Buffer; records: Rec[] } {
   const code = `${PY_MAPPING}
 a = json.loads(sys.stdin.read())
 r = random.Random(a["seed"])
@@ -90,7 +93,14 @@ print(json.dumps({"b64": base64.b64encode(data).decode(), "records": [record(e) 
 `;
   const out = pyJson<PyDoc>(
     code,
-    JSON.stringify({ seed, records: opts.records ?? 40, encoding: opts.encoding ?? 'utf-8', root: opts.root ?? 'records', record: opts.record ?? 'record', indent: opts.indent ?? false }),
+    JSON.stringify({
+      seed,
+      records: opts.records ?? 40,
+      encoding: opts.encoding ?? 'utf-8',
+      root: opts.root ?? 'records',
+      record: opts.record ?? 'record',
+      indent: opts.indent ?? false,
+    }),
   );
   return { bytes: Buffer.from(out.b64, 'base64'), records: out.records };
 }
@@ -104,7 +114,8 @@ print(json.dumps({"root": root.tag, "tags": [e.tag for e in root], "records": [r
     Buffer.from(bytes),
   );
 
-const decodeXml = (text: string | Buffer, partial: Record<string, unknown> = {}, targetBytes?: number) => decodeUnit(decoderOf(xml, partial), Buffer.from(text), { targetBytes });
+const decodeXml = (text: string | Buffer, partial: Record<string, unknown> = {}, targetBytes?: number) =>
+  decodeUnit(decoderOf(xml, partial), Buffer.from(text), { targetBytes });
 
 describe('xml serializer: configuration', () => {
   it('defaults: root_element records, record_element record, encoding utf-8; split framing', () => {
@@ -186,7 +197,10 @@ describe('xml serializer: decode', () => {
   it('a document whose root is a record element is one record (what one() writes for message sinks)', async () => {
     expect((await decodeXml('<?xml version="1.0"?>\n<record a="1"><n>1</n></record>\n')).records).toEqual([{ '@a': '1', n: '1' }]);
     // Unless the root and record names are the same: then its children are the records.
-    expect((await decodeXml('<item><item><n>1</n></item><item><n>2</n></item></item>', { root_element: 'item', record_element: 'item' })).records).toEqual([{ n: '1' }, { n: '2' }]);
+    expect((await decodeXml('<item><item><n>1</n></item><item><n>2</n></item></item>', { root_element: 'item', record_element: 'item' })).records).toEqual([
+      { n: '1' },
+      { n: '2' },
+    ]);
   });
 
   it('concatenated documents in one unit are all read', async () => {
@@ -203,7 +217,14 @@ describe('xml serializer: decode', () => {
     const r = records[0]!;
     expect(Object.getPrototypeOf(r)).toBe(Object.prototype);
     expect(Object.keys(r).sort()).toEqual(['1st', '__proto__', 'a b', 'constructor', 'toString', 'x'].sort());
-    expect([r['a b'], r['1st'], Object.getOwnPropertyDescriptor(r, '__proto__')!.value, r.constructor, r.toString, r.x]).toEqual(['1', '2', 'p', 'c', 't', { '@y:z': '3' }]);
+    expect([r['a b'], r['1st'], Object.getOwnPropertyDescriptor(r, '__proto__')!.value, r.constructor, r.toString, r.x]).toEqual([
+      '1',
+      '2',
+      'p',
+      'c',
+      't',
+      { '@y:z': '3' },
+    ]);
   });
 
   it('decodes what Python ElementTree wrote, over many piece sizes and random read splits', async () => {
@@ -234,7 +255,11 @@ describe('xml serializer: decode', () => {
       const r = rng(5);
       for (let round = 0; round < 6; round++) {
         const targetBytes = randInt(r, 1, 2000);
-        const out = await decodeUnit(decoderOf(xml, { encoding, root_element: 'Geräteliste', record_element: 'Gerät' }), randomStream(doc.bytes, r, randInt(r, 1, 33)), { targetBytes });
+        const out = await decodeUnit(
+          decoderOf(xml, { encoding, root_element: 'Geräteliste', record_element: 'Gerät' }),
+          randomStream(doc.bytes, r, randInt(r, 1, 33)),
+          { targetBytes },
+        );
         expect(out.errors, `${encoding} ${round}`).toEqual([]);
         expect(out.records, `${encoding} ${round}`).toEqual(doc.records);
         expect(out.records.length).toBe(30);
@@ -282,7 +307,10 @@ describe('xml serializer: decode', () => {
     for (const targetBytes of [1, 50, 333, 1 << 20]) {
       const out = await decodeUnit(decoderOf(xml), randomStream(bytes, r, 40), { targetBytes });
       expect(out.records, `targetBytes ${targetBytes}`).toEqual(expected);
-      expect(out.errors.map((e) => e.raw.toString()), `targetBytes ${targetBytes}`).toEqual(broken);
+      expect(
+        out.errors.map((e) => e.raw.toString()),
+        `targetBytes ${targetBytes}`,
+      ).toEqual(broken);
       for (const e of out.errors) expect(e.message).toMatch(/^XML piece \d+, byte \d+: ./);
     }
   });
@@ -436,12 +464,40 @@ describe('xml serializer: encode', () => {
   });
 
   it('field names that are not XML names are written as _xHHHH_ escapes; Python accepts them, we read the names back', async () => {
-    const r: Rec = { 'a b': '1', '1st': '2', 'x:y': '3', '': '4', 'emoji😀': '5', '_x0041_': '6', 'ok-name.v': '7', '@bad attr': '8', '@xmlns': '9', 'µs': '10', 'a·b': '11', Zürich: '12' };
+    const r: Rec = {
+      'a b': '1',
+      '1st': '2',
+      'x:y': '3',
+      '': '4',
+      'emoji😀': '5',
+      _x0041_: '6',
+      'ok-name.v': '7',
+      '@bad attr': '8',
+      '@xmlns': '9',
+      µs: '10',
+      a·b: '11',
+      Zürich: '12',
+    };
     const e = encoderOf(xml);
     const doc = e.head([r]) + e.body([r]).toString() + e.tail;
     expect(pyParse(doc).tags).toEqual(['record']);
     const py = pyParse(doc).records[0]!;
-    expect(Object.keys(py).sort()).toEqual(['a_x0020_b', '_x0031_st', 'x_x003A_y', '_x_', 'emoji_x0001F600_', '_x005F_x0041_', 'ok-name.v', '_x0040_bad_x0020_attr', '_x0040_xmlns', '_x00B5_s', 'a·b', 'Zürich'].sort());
+    expect(Object.keys(py).sort()).toEqual(
+      [
+        'a_x0020_b',
+        '_x0031_st',
+        'x_x003A_y',
+        '_x_',
+        'emoji_x0001F600_',
+        '_x005F_x0041_',
+        'ok-name.v',
+        '_x0040_bad_x0020_attr',
+        '_x0040_xmlns',
+        '_x00B5_s',
+        'a·b',
+        'Zürich',
+      ].sort(),
+    );
     const back = await decodeXml(doc);
     expect(back.errors).toEqual([]);
     expect(back.records).toEqual([r]);
@@ -454,14 +510,17 @@ describe('xml serializer: encode', () => {
   });
 
   it('latin1 output: declared ISO-8859-1, characters beyond it as references; ascii likewise', () => {
-    const r: Rec = { 'Zürich': 'é 東 😀', a: 'plain' };
-    for (const [encoding, label] of [['latin1', 'ISO-8859-1'], ['ascii', 'US-ASCII']] as const) {
+    const r: Rec = { Zürich: 'é 東 😀', a: 'plain' };
+    for (const [encoding, label] of [
+      ['latin1', 'ISO-8859-1'],
+      ['ascii', 'US-ASCII'],
+    ] as const) {
       const e = encoderOf(xml, { encoding });
       const bytes = Buffer.concat([Buffer.from(e.head([r])), e.body([r]), Buffer.from(e.tail)]);
       expect(bytes.toString('latin1')).toContain(`encoding="${label}"`);
       if (encoding === 'ascii') expect([...bytes].every((b) => b < 0x80)).toBe(true);
       const py = pyParse(bytes).records[0]!;
-      expect(py).toEqual(encoding === 'latin1' ? { 'Zürich': 'é 東 😀', a: 'plain' } : { Z_x00FC_rich: 'é 東 😀', a: 'plain' });
+      expect(py).toEqual(encoding === 'latin1' ? { Zürich: 'é 東 😀', a: 'plain' } : { Z_x00FC_rich: 'é 東 😀', a: 'plain' });
     }
   });
 

@@ -164,7 +164,11 @@ export async function runFiles(files: Record<string, (object | string)[]>, trans
     writeFileSync(join(dirs.input, name), records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n');
   }
   const fill = (s: string) =>
-    s.replaceAll('__IN__', JSON.stringify(dirs.input)).replaceAll('__OUT__', JSON.stringify(dirs.out)).replaceAll('__DLQ__', JSON.stringify(dirs.dlq)).replaceAll('__DONE__', JSON.stringify(dirs.done));
+    s
+      .replaceAll('__IN__', JSON.stringify(dirs.input))
+      .replaceAll('__OUT__', JSON.stringify(dirs.out))
+      .replaceAll('__DLQ__', JSON.stringify(dirs.dlq))
+      .replaceAll('__DONE__', JSON.stringify(dirs.done));
   const extra = [
     opts.onError === undefined ? '' : `  on_error: ${opts.onError}`,
     opts.dlq ? `  dlq: { type: local, path: ${JSON.stringify(dirs.dlq)}, filename_template: dlq.ndjson }` : '',

@@ -19,7 +19,12 @@ describe('transform add_field', () => {
   });
 
   it('uses functions and nested fields', () => {
-    expect(apply({ fields: { n: "lower(name) + ':' + str(ifIndex)", lat: 'site.geo.lat', last: "split(oid, '.')[-1]" } }, { name: 'CORE', ifIndex: 3, site: { geo: { lat: 48.8 } }, oid: '1.3.6.7' })).toMatchObject({
+    expect(
+      apply(
+        { fields: { n: "lower(name) + ':' + str(ifIndex)", lat: 'site.geo.lat', last: "split(oid, '.')[-1]" } },
+        { name: 'CORE', ifIndex: 3, site: { geo: { lat: 48.8 } }, oid: '1.3.6.7' },
+      ),
+    ).toMatchObject({
       n: 'core:3',
       lat: 48.8,
       last: '7',
@@ -58,7 +63,7 @@ describe('transform add_field', () => {
     expect(() => t.apply({ x: 'abc' }, rc)).toThrow("unsupported operand types for +: 'string' and 'number'");
     expect(() => t.apply({}, rc)).toThrow("unsupported operand types for +: 'null' and 'number'");
     expect(() => make({ fields: { y: 'x / 0' } }).apply({ x: 1 }, rc)).toThrow(ExprError);
-    expect(() => make({ fields: { y: "int(x)" } }).apply({ x: 'abc' }, rc)).toThrow(/int\(\)/);
+    expect(() => make({ fields: { y: 'int(x)' } }).apply({ x: 'abc' }, rc)).toThrow(/int\(\)/);
     // The same transform still works for the next good record.
     expect(t.apply({ x: 1 }, rc)).toEqual({ x: 1, y: 2 });
   });

@@ -95,24 +95,43 @@ print(json.dumps(out))
 
   it('count counts records; count with a field counts its non-null values', () => {
     const rs = [{ v: 1 }, { v: null }, {}, { v: 0 }, { v: '' }];
-    expect(agg({ aggregations: [{ function: 'count' }, { function: 'count', field: 'v' }, { function: 'count', field: 'v', as: 'n' }] }, rs)).toEqual([{ count: 5, v_count: 3, n: 3 }]);
+    expect(agg({ aggregations: [{ function: 'count' }, { function: 'count', field: 'v' }, { function: 'count', field: 'v', as: 'n' }] }, rs)).toEqual([
+      { count: 5, v_count: 3, n: 3 },
+    ]);
   });
 
   it('a group whose values are all null or missing: sum 0, counts 0, the others null', () => {
     const out = agg({ group_by: ['g'], aggregations: ALL }, [{ g: 1, v: null }, { g: 1 }]);
-    expect(out).toEqual([{ g: 1, count: 2, v_count: 0, v_sum: 0, v_min: null, v_max: null, v_avg: null, v_first: null, v_last: null, v_count_distinct: 0, v_p90: null, p7: null }]);
+    expect(out).toEqual([
+      { g: 1, count: 2, v_count: 0, v_sum: 0, v_min: null, v_max: null, v_avg: null, v_first: null, v_last: null, v_count_distinct: 0, v_p90: null, p7: null },
+    ]);
   });
 
   it('numeric text counts as its number; first/last/count_distinct take any value', () => {
     const out = agg(
-      { aggregations: [{ function: 'sum', field: 'v' }, { function: 'max', field: 'v' }, { function: 'first', field: 's' }, { function: 'last', field: 's' }, { function: 'count_distinct', field: 's' }] },
-      [{ v: '12', s: { a: 1 } }, { v: ' 3.5 ', s: 'x' }, { v: 1, s: { a: 1 } }, { v: null, s: [1] }],
+      {
+        aggregations: [
+          { function: 'sum', field: 'v' },
+          { function: 'max', field: 'v' },
+          { function: 'first', field: 's' },
+          { function: 'last', field: 's' },
+          { function: 'count_distinct', field: 's' },
+        ],
+      },
+      [
+        { v: '12', s: { a: 1 } },
+        { v: ' 3.5 ', s: 'x' },
+        { v: 1, s: { a: 1 } },
+        { v: null, s: [1] },
+      ],
     );
     expect(out).toEqual([{ v_sum: 16.5, v_max: 12, s_first: { a: 1 }, s_last: [1], s_count_distinct: 3 }]);
   });
 
   it('a non-numeric value is a recorded error (thrown) and the record is not half-counted', () => {
-    const t = make({ aggregations: [{ function: 'count' }, { function: 'sum', field: 'b' }, { function: 'sum', field: 'a' }, { function: 'last', field: 'a' }] });
+    const t = make({
+      aggregations: [{ function: 'count' }, { function: 'sum', field: 'b' }, { function: 'sum', field: 'a' }, { function: 'last', field: 'a' }],
+    });
     t.apply({ a: 1, b: 10 }, rc);
     expect(() => t.apply({ a: 2, b: 'ten' }, rc)).toThrow(`field 'b' value "ten" is not a number (sum)`);
     expect(() => t.apply({ a: {}, b: 1 }, rc)).toThrow(/field 'a' value \{\} is not a number/);
@@ -216,17 +235,28 @@ describe('transform aggregate: config', () => {
   it('lint: a field for every function but count, percentile only with percentile, distinct output names', () => {
     const lint = (c: object) => plugin.lint!(cfg(c));
     expect(lint({ aggregations: [{ function: 'sum' }] })).toEqual([{ path: 'aggregations.0.field', message: 'sum needs a field' }]);
-    expect(lint({ aggregations: [{ function: 'percentile', field: 'v' }] })).toEqual([{ path: 'aggregations.0.percentile', message: 'percentile needs percentile: 0-100' }]);
-    expect(lint({ aggregations: [{ function: 'max', field: 'v', percentile: 5 }] })).toEqual([{ path: 'aggregations.0.percentile', message: 'percentile is only for function percentile' }]);
-    expect(lint({ aggregations: [{ function: 'sum', field: 'v' }, { function: 'sum', field: 'v' }] })).toEqual([
-      { path: 'aggregations.1.as', message: "output field 'v_sum' is produced twice (or is a group_by field); set a distinct 'as'" },
+    expect(lint({ aggregations: [{ function: 'percentile', field: 'v' }] })).toEqual([
+      { path: 'aggregations.0.percentile', message: 'percentile needs percentile: 0-100' },
     ]);
+    expect(lint({ aggregations: [{ function: 'max', field: 'v', percentile: 5 }] })).toEqual([
+      { path: 'aggregations.0.percentile', message: 'percentile is only for function percentile' },
+    ]);
+    expect(
+      lint({
+        aggregations: [
+          { function: 'sum', field: 'v' },
+          { function: 'sum', field: 'v' },
+        ],
+      }),
+    ).toEqual([{ path: 'aggregations.1.as', message: "output field 'v_sum' is produced twice (or is a group_by field); set a distinct 'as'" }]);
     expect(lint({ group_by: ['count'], aggregations: [{ function: 'count' }] })).toHaveLength(1);
     expect(lint({ group_by: ['g'], aggregations: [{ function: 'count' }, { function: 'sum', field: 'v', as: 'total' }] })).toEqual([]);
   });
 
   it('lint problems are validation errors with the YAML path', () => {
-    expect(diagnostics('{ type: aggregate, aggregations: [{ function: avg }] }')).toEqual([expect.stringMatching(/^pipeline\.transforms\[0\]\.aggregations\[0\]\.field: avg needs a field/)]);
+    expect(diagnostics('{ type: aggregate, aggregations: [{ function: avg }] }')).toEqual([
+      expect.stringMatching(/^pipeline\.transforms\[0\]\.aggregations\[0\]\.field: avg needs a field/),
+    ]);
   });
 });
 
@@ -247,21 +277,35 @@ describe('transform aggregate: in the engine', () => {
     ]);
     expect(record).toMatchObject({ status: 'success', records_in: 4, records_out: 2, records_skipped: 1, dlq_count: 1 });
     expect(dlq).toEqual([
-      expect.objectContaining({ _stage: 'transform', _error: `transforms[0] (aggregate): field 'lat' value "slow" is not a number (avg)`, record: { cell: 'A', lat: 'slow' }, raw: null }),
+      expect.objectContaining({
+        _stage: 'transform',
+        _error: `transforms[0] (aggregate): field 'lat' value "slow" is not a number (avg)`,
+        record: { cell: 'A', lat: 'slow' },
+        raw: null,
+      }),
     ]);
     expect(record.errors).toEqual([`transform error in in.ndjson: transforms[0] (aggregate): field 'lat' value "slow" is not a number (avg)`]);
   });
 
   it('transforms after aggregate see the results; records_out counts results, not inputs', async () => {
-    const { record, out } = await runTransform(rows.filter((r) => r.lat !== 'slow'), [t, '{ type: filter, expression: count > 1 }']);
+    const { record, out } = await runTransform(
+      rows.filter((r) => r.lat !== 'slow'),
+      [t, '{ type: filter, expression: count > 1 }'],
+    );
     expect(out).toEqual([{ cell: 'A', count: 2, lat_avg: 15 }]);
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 1, records_skipped: 0, errors: [] });
   });
 
   const files = {
-    'a.ndjson': [{ cell: 'A', v: 1 }, { cell: 'B', v: 2 }],
+    'a.ndjson': [
+      { cell: 'A', v: 1 },
+      { cell: 'B', v: 2 },
+    ],
     'b.ndjson': [{ cell: 'A', v: 3 }],
-    'c.ndjson': [{ cell: 'B', v: 4 }, { cell: 'C', v: 5 }],
+    'c.ndjson': [
+      { cell: 'B', v: 4 },
+      { cell: 'C', v: 5 },
+    ],
   };
   const sum = (scope: string) => `{ type: aggregate, scope: ${scope}, group_by: [cell], aggregations: [{ function: sum, field: v }] }`;
 
@@ -289,7 +333,12 @@ describe('transform aggregate: in the engine', () => {
       source: 'move_after_read: __DONE__',
       sinks: '    - { type: memory, id: agg-run }',
     });
-    expect(cap.text.trim().split('\n').map((l) => JSON.parse(l) as Rec)).toEqual([
+    expect(
+      cap.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Rec),
+    ).toEqual([
       { cell: 'A', v_sum: 4 },
       { cell: 'B', v_sum: 6 },
       { cell: 'C', v_sum: 5 },
@@ -335,7 +384,11 @@ describe('transform aggregate: in the engine', () => {
 
   it('scope unit with a failing sink: the files stay in place too', async () => {
     capture('agg-unit-fail', { failFirst: -1 });
-    const { left } = await runFiles(files, sum('unit'), { registry: testRegistry, source: 'move_after_read: __DONE__', sinks: '    - { type: memory, id: agg-unit-fail }' });
+    const { left } = await runFiles(files, sum('unit'), {
+      registry: testRegistry,
+      source: 'move_after_read: __DONE__',
+      sinks: '    - { type: memory, id: agg-unit-fail }',
+    });
     expect(left()).toEqual(['a.ndjson', 'b.ndjson', 'c.ndjson']);
   });
 

@@ -8,7 +8,8 @@ import type { Rec, RecordContext } from '../../../src/plugins/types.js';
 const rc: RecordContext = { meta: {}, note: () => {} };
 const make = (cfg: object) => plugin.create(Value.Default(plugin.config, cfg) as never, { pipeline: 't', log: silentLogger });
 /** Casts one value (field `v`) and returns the result; throws like the transform. */
-const cast = (type: string, v: unknown, on_failure?: string) => (make({ fields: { v: type }, ...(on_failure ? { on_failure } : {}) }).apply({ v }, rc) as Rec).v;
+const cast = (type: string, v: unknown, on_failure?: string) =>
+  (make({ fields: { v: type }, ...(on_failure ? { on_failure } : {}) }).apply({ v }, rc) as Rec).v;
 
 describe('transform cast', () => {
   it('defaults on_failure to error', () => {

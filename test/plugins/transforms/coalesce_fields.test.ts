@@ -17,7 +17,12 @@ describe('transform coalesce_fields', () => {
   });
 
   it('takes the first field with a value, in priority order, keeping the sources', () => {
-    expect(apply({ fields, target: 'host' }, { sysName: 'r1', hostname: 'h1', ip: '10.0.0.1' })).toEqual({ sysName: 'r1', hostname: 'h1', ip: '10.0.0.1', host: 'r1' });
+    expect(apply({ fields, target: 'host' }, { sysName: 'r1', hostname: 'h1', ip: '10.0.0.1' })).toEqual({
+      sysName: 'r1',
+      hostname: 'h1',
+      ip: '10.0.0.1',
+      host: 'r1',
+    });
     expect(apply({ fields, target: 'host' }, { hostname: 'h1', ip: '10.0.0.1' })).toMatchObject({ host: 'h1' });
     expect(apply({ fields, target: 'host' }, { sysName: null, ip: '10.0.0.1' })).toMatchObject({ host: '10.0.0.1' });
   });
@@ -71,7 +76,11 @@ describe('transform coalesce_fields', () => {
       [{ ifHCInOctets: 10, ifInOctets: 1, k: 'a' }, { ifHCInOctets: null, ifInOctets: 2, k: 'b' }, { k: 'c' }],
       '{ type: coalesce_fields, fields: [ifHCInOctets, ifInOctets], target: in_octets, drop_sources: true, default: 0 }',
     );
-    expect(out).toEqual([{ k: 'a', in_octets: 10 }, { k: 'b', in_octets: 2 }, { k: 'c', in_octets: 0 }]);
+    expect(out).toEqual([
+      { k: 'a', in_octets: 10 },
+      { k: 'b', in_octets: 2 },
+      { k: 'c', in_octets: 0 },
+    ]);
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 3, records_skipped: 0, errors: [] });
   });
 });

@@ -117,9 +117,9 @@ describe('transform counter_delta', () => {
   it('record errors (rule 6): missing key field, non-counter value, bad time', () => {
     const { t } = make(base);
     expect(() => t.apply({ if: 1, ts: 0, in: 1 }, rc)).toThrow("key field 'host' is missing");
-    expect(() => t.apply(s(0, 'abc'), rc)).toThrow("counter 'in' value \"abc\" is not a non-negative integer");
+    expect(() => t.apply(s(0, 'abc'), rc)).toThrow('counter \'in\' value "abc" is not a non-negative integer');
     expect(() => t.apply(s(0, -5), rc)).toThrow('not a non-negative integer');
-    expect(() => t.apply({ ...s(0, 1), ts: 'yesterday' }, rc)).toThrow("time_field 'ts' value \"yesterday\" is not a timestamp");
+    expect(() => t.apply({ ...s(0, 1), ts: 'yesterday' }, rc)).toThrow('time_field \'ts\' value "yesterday" is not a timestamp');
   });
 
   it('without time_field the processing time is used (rate over the wall clock)', async () => {
@@ -160,7 +160,9 @@ describe('transform counter_delta', () => {
     const t = { type: 'counter_delta', key_fields: ['k'], counters: ['c'] };
     expect(diagnostics(t)).toEqual([]);
     const threaded = loadPipelineText(pipelineYaml(t, undefined, '  thread_workers: 2'), { env: {} });
-    expect(threaded.diagnostics.map((d) => `${d.code} ${d.message}`)).toEqual(["CFG_STATEFUL 'counter_delta' keeps state per record identity and needs thread_workers: 1 (got 2)"]);
+    expect(threaded.diagnostics.map((d) => `${d.code} ${d.message}`)).toEqual([
+      "CFG_STATEFUL 'counter_delta' keeps state per record identity and needs thread_workers: 1 (got 2)",
+    ]);
     const off = loadPipelineText(pipelineYaml(t), { env: { SVC_STATEFUL_TRANSFORMS: '0' } });
     expect(off.config).toBeUndefined();
     expect(off.diagnostics.map((d) => formatDiagnostic(d))).toEqual([

@@ -21,8 +21,19 @@ describe('transform deduplicate', () => {
   });
 
   it('fields: only those fields make the key (missing counts as null; values keep their type)', () => {
-    expect(kept({ fields: ['id'] }, [{ id: 1, v: 'a' }, { id: 1, v: 'b' }, { id: 2, v: 'c' }, { v: 'd' }, { id: null, v: 'e' }, { id: '1', v: 'f' }]).map((r) => r.v)).toEqual(['a', 'c', 'd', 'f']);
-    const rs = [{ a: 1, b: 1, n: 0 }, { a: 1, b: 2, n: 1 }, { a: 1, b: 1, n: 2 }, { a: 2, b: 1, n: 3 }, { a: 1, n: 4 }, { a: 1, b: null, n: 5 }];
+    expect(
+      kept({ fields: ['id'] }, [{ id: 1, v: 'a' }, { id: 1, v: 'b' }, { id: 2, v: 'c' }, { v: 'd' }, { id: null, v: 'e' }, { id: '1', v: 'f' }]).map(
+        (r) => r.v,
+      ),
+    ).toEqual(['a', 'c', 'd', 'f']);
+    const rs = [
+      { a: 1, b: 1, n: 0 },
+      { a: 1, b: 2, n: 1 },
+      { a: 1, b: 1, n: 2 },
+      { a: 2, b: 1, n: 3 },
+      { a: 1, n: 4 },
+      { a: 1, b: null, n: 5 },
+    ];
     expect(kept({ fields: ['a', 'b'] }, rs).map((r) => r.n)).toEqual([0, 1, 3, 4]);
     // Nested values compare by their JSON.
     expect(kept({ fields: ['o'] }, [{ o: { p: [1] } }, { o: { p: [1] } }, { o: { p: [2] } }])).toHaveLength(2);
@@ -113,11 +124,21 @@ describe('transform deduplicate', () => {
   });
 
   it('in the engine: a bad time under on_error dlq is dead-lettered with stage transform', async () => {
-    const rows = [{ id: 1, t: '2026-01-01T00:00:00Z' }, { id: 1, t: 'soon' }, { id: 1, t: '2026-01-01T00:00:01Z' }, { id: 2, t: 1767225600 }];
-    const { record, out, dlq } = await runTransform(rows, '{ type: deduplicate, fields: [id], window_seconds: 60, time_field: t }', { onError: 'dlq', dlq: true });
+    const rows = [
+      { id: 1, t: '2026-01-01T00:00:00Z' },
+      { id: 1, t: 'soon' },
+      { id: 1, t: '2026-01-01T00:00:01Z' },
+      { id: 2, t: 1767225600 },
+    ];
+    const { record, out, dlq } = await runTransform(rows, '{ type: deduplicate, fields: [id], window_seconds: 60, time_field: t }', {
+      onError: 'dlq',
+      dlq: true,
+    });
     expect(out).toEqual([rows[0], rows[3]]);
     expect(record).toMatchObject({ status: 'success', records_in: 4, records_out: 2, records_skipped: 1, dlq_count: 1 });
-    expect(dlq).toEqual([expect.objectContaining({ _stage: 'transform', _error: `transforms[0] (deduplicate): time_field 't' value "soon" is not a timestamp`, record: rows[1] })]);
+    expect(dlq).toEqual([
+      expect.objectContaining({ _stage: 'transform', _error: `transforms[0] (deduplicate): time_field 't' value "soon" is not a timestamp`, record: rows[1] }),
+    ]);
   });
 
   for (const threads of [1, 2]) {

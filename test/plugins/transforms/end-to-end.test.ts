@@ -47,7 +47,10 @@ describe('transforms end to end (local -> transform -> local)', () => {
       [{ s: 1, n: 'a' }, { s: 2, n: 'b' }, { n: 'c' }, { s: 1, n: 'd' }],
       '    - { type: filter, expression: s == 1 }',
     );
-    expect(out).toEqual([{ s: 1, n: 'a' }, { s: 1, n: 'd' }]);
+    expect(out).toEqual([
+      { s: 1, n: 'a' },
+      { s: 1, n: 'd' },
+    ]);
     expect(record).toMatchObject({ status: 'success', records_in: 4, records_out: 2, records_skipped: 0, errors: [] });
   });
 
@@ -64,12 +67,7 @@ describe('transforms end to end (local -> transform -> local)', () => {
       '    - { type: cast, fields: { i: int, f: float, b: bool, s: string } }',
     );
     expect(record).toMatchObject({ status: 'success', records_in: 4, records_out: 4, records_skipped: 0, errors: [] });
-    expect(out).toEqual([
-      { i: 12, f: 2.5, b: true, s: '5' },
-      { i: 7, f: 3, b: false, s: '{"a":1}' },
-      { i: 31, f: 1000, b: true, s: 'true' },
-      { i: 12 },
-    ]);
+    expect(out).toEqual([{ i: 12, f: 2.5, b: true, s: '5' }, { i: 7, f: 3, b: false, s: '{"a":1}' }, { i: 31, f: 1000, b: true, s: 'true' }, { i: 12 }]);
   });
 
   it('cast failure under on_error continue: counted in records_skipped with a message (rule 6)', async () => {
@@ -85,11 +83,10 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('cast failure under on_error dlq: the record goes to the DLQ with _stage transform', async () => {
-    const { record, out, dlq } = await runTransform(
-      [{ i: '1' }, { i: 'x', keep: 'me' }, { i: '3' }],
-      '    - { type: cast, fields: { i: int } }',
-      { onError: 'dlq', dlq: true },
-    );
+    const { record, out, dlq } = await runTransform([{ i: '1' }, { i: 'x', keep: 'me' }, { i: '3' }], '    - { type: cast, fields: { i: int } }', {
+      onError: 'dlq',
+      dlq: true,
+    });
     expect(out).toEqual([{ i: 1 }, { i: 3 }]);
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_skipped: 1, dlq_count: 1 });
     expect(record.errors).toEqual([`transform error in in.ndjson: transforms[0] (cast): cast: field 'i' value "x" is not a valid int`]);
@@ -109,11 +106,11 @@ describe('transforms end to end (local -> transform -> local)', () => {
 
   it('cast failure on worker threads (thread_workers: 2): same counts, same DLQ envelope', async () => {
     const rows = Array.from({ length: 50 }, (_, i) => ({ i: i === 17 ? 'bad' : String(i) }));
-    const { record, out, dlq } = await runTransform(
-      rows,
-      '    - { type: cast, fields: { i: int } }',
-      { extra: '  thread_workers: 2', onError: 'dlq', dlq: true },
-    );
+    const { record, out, dlq } = await runTransform(rows, '    - { type: cast, fields: { i: int } }', {
+      extra: '  thread_workers: 2',
+      onError: 'dlq',
+      dlq: true,
+    });
     expect(record).toMatchObject({ status: 'success', records_in: 50, records_out: 49, records_skipped: 1, dlq_count: 1 });
     expect(out.map((r) => r.i)).toEqual(rows.map((_, i) => i).filter((i) => i !== 17));
     expect(dlq).toEqual([expect.objectContaining({ _stage: 'transform', record: { i: 'bad' }, raw: null })]);
@@ -126,12 +123,21 @@ describe('transforms end to end (local -> transform -> local)', () => {
   });
 
   it('cast with on_failure null and keep: no record errors', async () => {
-    const rows = [{ i: 'x', f: 'y' }, { i: '2', f: '2.5' }];
+    const rows = [
+      { i: 'x', f: 'y' },
+      { i: '2', f: '2.5' },
+    ];
     const n = await runTransform(rows, '    - { type: cast, fields: { i: int, f: float }, on_failure: "null" }');
-    expect(n.out).toEqual([{ i: null, f: null }, { i: 2, f: 2.5 }]);
+    expect(n.out).toEqual([
+      { i: null, f: null },
+      { i: 2, f: 2.5 },
+    ]);
     expect(n.record).toMatchObject({ records_out: 2, records_skipped: 0, errors: [] });
     const k = await runTransform(rows, '    - { type: cast, fields: { i: int, f: float }, on_failure: keep }');
-    expect(k.out).toEqual([{ i: 'x', f: 'y' }, { i: 2, f: 2.5 }]);
+    expect(k.out).toEqual([
+      { i: 'x', f: 'y' },
+      { i: 2, f: 2.5 },
+    ]);
     expect(k.record).toMatchObject({ records_out: 2, records_skipped: 0, errors: [] });
   });
 

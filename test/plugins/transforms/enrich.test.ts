@@ -85,18 +85,28 @@ with open(${JSON.stringify(file)}, 'w', newline='', encoding='utf-8-sig') as f:
 
   it('fields picks columns (a column the row lacks becomes null); prefix renames them', () => {
     const f = inventory(tempDir());
-    expect(make({ file: f.json, key: 'hostname', field: 'h', fields: ['site', 'nope'], prefix: 'inv_' }).apply({ h: 'r1' }, rc)).toEqual({ h: 'r1', inv_site: 'paris-1', inv_nope: null });
+    expect(make({ file: f.json, key: 'hostname', field: 'h', fields: ['site', 'nope'], prefix: 'inv_' }).apply({ h: 'r1' }, rc)).toEqual({
+      h: 'r1',
+      inv_site: 'paris-1',
+      inv_nope: null,
+    });
   });
 
   it('target: the copied fields go into an object field (merged into an existing object)', () => {
     const f = inventory(tempDir());
-    expect(make({ file: f.json, key: 'hostname', field: 'h', target: 'inv', fields: ['site'] }).apply({ h: 'r1' }, rc)).toEqual({ h: 'r1', inv: { site: 'paris-1' } });
+    expect(make({ file: f.json, key: 'hostname', field: 'h', target: 'inv', fields: ['site'] }).apply({ h: 'r1' }, rc)).toEqual({
+      h: 'r1',
+      inv: { site: 'paris-1' },
+    });
     expect(make({ file: f.json, key: 'hostname', field: 'h', target: 'inv', fields: ['site'] }).apply({ h: 'r1', inv: { a: 1, site: 'old' } }, rc)).toEqual({
       h: 'r1',
       inv: { a: 1, site: 'paris-1' },
     });
     // A target that holds something else is replaced.
-    expect(make({ file: f.json, key: 'hostname', field: 'h', target: 'inv', fields: ['site'] }).apply({ h: 'r1', inv: 'x' }, rc)).toEqual({ h: 'r1', inv: { site: 'paris-1' } });
+    expect(make({ file: f.json, key: 'hostname', field: 'h', target: 'inv', fields: ['site'] }).apply({ h: 'r1', inv: 'x' }, rc)).toEqual({
+      h: 'r1',
+      inv: { site: 'paris-1' },
+    });
   });
 
   it('overwrite: true (default) replaces record fields of the same name; false keeps them (null too)', () => {
@@ -191,7 +201,9 @@ with open(${JSON.stringify(file)}, 'w', newline='', encoding='utf-8-sig') as f:
     expect(lint({ key: 'k' })).toEqual([{ path: 'file', message: 'set exactly one of file or sql' }]);
     expect(lint({ key: 'k', file: 'a.csv', sql: { path: 'x.db', query: 'select 1' } })).toEqual([{ path: 'file', message: 'set exactly one of file or sql' }]);
     expect(lint({ key: 'k', sql: { query: 'select 1' } })).toEqual([{ path: 'sql', message: 'set exactly one of url or path' }]);
-    expect(lint({ key: 'k', sql: { url: 'postgresql://h/db', path: 'x.db', query: 'select 1' } })).toEqual([{ path: 'sql', message: 'set exactly one of url or path' }]);
+    expect(lint({ key: 'k', sql: { url: 'postgresql://h/db', path: 'x.db', query: 'select 1' } })).toEqual([
+      { path: 'sql', message: 'set exactly one of url or path' },
+    ]);
     expect(lint({ key: 'k', sql: { url: 'postgresql://h/db', query: 'select 1' } })).toEqual([]);
     expect(lint({ key: 'k', file: 'a.csv' })).toEqual([]);
     expect(lint({ key: 'k', file: '/etc/svc/Inventory.JSONL' })).toEqual([]);
@@ -204,9 +216,15 @@ with open(${JSON.stringify(file)}, 'w', newline='', encoding='utf-8-sig') as f:
     expect(loadTransforms(`{ type: enrich, key: k, sql: { url: 'mongodb://db/x', query: 'select 1' } }`).diagnostics).toEqual([
       'pipeline.transforms[0].sql.url: unsupported scheme "mongodb://"; accepted schemes are postgresql://, postgres://, mysql:// and mariadb:// (or set sql.path for a SQLite file) (line 9) [CFG_INVALID]',
     ]);
-    expect(loadTransforms(`{ type: enrich, key: k, sql: { url: 'mysql://u@h:3306', query: 'select 1' } }`).diagnostics).toEqual([expect.stringMatching(/^pipeline\.transforms\[0\]\.sql\.url: .*names no database/)]);
-    expect(loadTransforms(`{ type: enrich, key: k, sql: { url: 'db.sqlite', query: 'select 1' } }`).diagnostics).toEqual([expect.stringMatching(/^pipeline\.transforms\[0\]\.sql\.url: unsupported value/)]);
-    expect(loadTransforms(`{ type: enrich, key: k }`).diagnostics).toEqual(['pipeline.transforms[0].file: set exactly one of file or sql (line 9) [CFG_INVALID]']);
+    expect(loadTransforms(`{ type: enrich, key: k, sql: { url: 'mysql://u@h:3306', query: 'select 1' } }`).diagnostics).toEqual([
+      expect.stringMatching(/^pipeline\.transforms\[0\]\.sql\.url: .*names no database/),
+    ]);
+    expect(loadTransforms(`{ type: enrich, key: k, sql: { url: 'db.sqlite', query: 'select 1' } }`).diagnostics).toEqual([
+      expect.stringMatching(/^pipeline\.transforms\[0\]\.sql\.url: unsupported value/),
+    ]);
+    expect(loadTransforms(`{ type: enrich, key: k }`).diagnostics).toEqual([
+      'pipeline.transforms[0].file: set exactly one of file or sql (line 9) [CFG_INVALID]',
+    ]);
   });
 
   it('schema: defaults (prefix "", overwrite true, on_miss keep, check_seconds 5, refresh_seconds 300); refresh_seconds >= 1', () => {
@@ -224,18 +242,30 @@ with open(${JSON.stringify(file)}, 'w', newline='', encoding='utf-8-sig') as f:
 describe('transform enrich: in the engine', () => {
   it('on_miss error under on_error dlq: the record is dead-lettered with stage transform; others enriched', async () => {
     const f = inventory(tempDir());
-    const { record, out, dlq } = await runTransform([{ host: 'r1' }, { host: 'zz' }, { host: 'r2' }], `{ type: enrich, file: ${JSON.stringify(f.csv)}, key: hostname, field: host, fields: [site], on_miss: error }`, {
-      onError: 'dlq',
-      dlq: true,
-    });
-    expect(out).toEqual([{ host: 'r1', site: 'paris-1' }, { host: 'r2', site: 'lyon-2' }]);
+    const { record, out, dlq } = await runTransform(
+      [{ host: 'r1' }, { host: 'zz' }, { host: 'r2' }],
+      `{ type: enrich, file: ${JSON.stringify(f.csv)}, key: hostname, field: host, fields: [site], on_miss: error }`,
+      {
+        onError: 'dlq',
+        dlq: true,
+      },
+    );
+    expect(out).toEqual([
+      { host: 'r1', site: 'paris-1' },
+      { host: 'r2', site: 'lyon-2' },
+    ]);
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_skipped: 1, dlq_count: 1 });
-    expect(dlq).toEqual([expect.objectContaining({ _stage: 'transform', _error: 'transforms[0] (enrich): no lookup row for host = "zz"', record: { host: 'zz' } })]);
+    expect(dlq).toEqual([
+      expect.objectContaining({ _stage: 'transform', _error: 'transforms[0] (enrich): no lookup row for host = "zz"', record: { host: 'zz' } }),
+    ]);
   });
 
   it('on_miss drop: dropped records are not skipped', async () => {
     const f = inventory(tempDir());
-    const { record, out } = await runTransform([{ hostname: 'r1' }, { hostname: 'zz' }], `{ type: enrich, file: ${JSON.stringify(f.ndjson)}, key: hostname, fields: [rack], on_miss: drop }`);
+    const { record, out } = await runTransform(
+      [{ hostname: 'r1' }, { hostname: 'zz' }],
+      `{ type: enrich, file: ${JSON.stringify(f.ndjson)}, key: hostname, fields: [rack], on_miss: drop }`,
+    );
     expect(out).toEqual([{ hostname: 'r1', rack: 3 }]);
     expect(record).toMatchObject({ status: 'success', records_out: 1, records_skipped: 0, errors: [] });
   });
@@ -252,7 +282,9 @@ describe('transform enrich: in the engine', () => {
     const f = inventory(tempDir());
     const rows = Array.from({ length: 300 }, (_, i) => ({ i, host: ['r1', 'r2', 'x'][i % 3] }));
     const site = (h: string) => (h === 'r1' ? 'paris-1' : 'lyon-2');
-    const g = await runTransform(rows, `{ type: enrich, file: ${JSON.stringify(f.json)}, key: hostname, field: host, fields: [site] }`, { extra: '  thread_workers: 2' });
+    const g = await runTransform(rows, `{ type: enrich, file: ${JSON.stringify(f.json)}, key: hostname, field: host, fields: [site] }`, {
+      extra: '  thread_workers: 2',
+    });
     expect(g.out).toEqual(rows.map((r) => (r.host === 'x' ? r : { ...r, site: site(r.host) })));
     const s = await runFiles({ 'a.ndjson': rows }, '{ type: rename, fields: { host: hostname } }', {
       extra: '  thread_workers: 2',
@@ -278,7 +310,9 @@ async function opened(c: object): Promise<Transform> {
 describe('transform enrich: SQL (PostgreSQL)', () => {
   const table = `svc_enrich_${randomBytes(4).toString('hex')}`;
   beforeAll(() => {
-    psql(`CREATE TABLE ${table} (cell_id integer PRIMARY KEY, cell_name text, region text, azimuth double precision); INSERT INTO ${table} VALUES (101, 'PAR-N', 'idf', 120.5), (102, 'PAR-S', 'idf', NULL), (201, 'LYO-1', 'ara', 0)`);
+    psql(
+      `CREATE TABLE ${table} (cell_id integer PRIMARY KEY, cell_name text, region text, azimuth double precision); INSERT INTO ${table} VALUES (101, 'PAR-N', 'idf', 120.5), (102, 'PAR-S', 'idf', NULL), (201, 'LYO-1', 'ara', 0)`,
+    );
   });
   afterAll(() => {
     psql(`DROP TABLE IF EXISTS ${table}`);
@@ -326,16 +360,23 @@ describe('transform enrich: SQL (PostgreSQL)', () => {
 
   it('in the engine (thread_workers 2): opened once on the main thread, closed at the end', async () => {
     const rows = Array.from({ length: 50 }, (_, i) => ({ i, cell_id: [101, 102, 201, 5][i % 4] }));
-    const { record, out } = await runTransform(rows, `{ type: enrich, sql: { url: ${JSON.stringify(PG_URL)}, query: "SELECT cell_id, cell_name FROM ${table}" }, key: cell_id, on_miss: drop }`, {
-      extra: '  thread_workers: 2',
-    });
+    const { record, out } = await runTransform(
+      rows,
+      `{ type: enrich, sql: { url: ${JSON.stringify(PG_URL)}, query: "SELECT cell_id, cell_name FROM ${table}" }, key: cell_id, on_miss: drop }`,
+      {
+        extra: '  thread_workers: 2',
+      },
+    );
     const names: Record<number, string> = { 101: 'PAR-N', 102: 'PAR-S', 201: 'LYO-1' };
     expect(out).toEqual(rows.filter((r) => names[r.cell_id]).map((r) => ({ ...r, cell_name: names[r.cell_id] })));
     expect(record).toMatchObject({ status: 'success', records_in: 50, records_out: 38, records_skipped: 0 });
   });
 
   it('a query that fails at start fails the run', async () => {
-    const { record } = await runTransform([{ cell_id: 1 }], `{ type: enrich, sql: { url: ${JSON.stringify(PG_URL)}, query: "SELECT * FROM ${table}_missing" }, key: cell_id }`);
+    const { record } = await runTransform(
+      [{ cell_id: 1 }],
+      `{ type: enrich, sql: { url: ${JSON.stringify(PG_URL)}, query: "SELECT * FROM ${table}_missing" }, key: cell_id }`,
+    );
     expect(record.status).toBe('failed');
     expect(record.error).toMatch(/does not exist/);
   });
@@ -356,7 +397,10 @@ c.close()
     );
     return file;
   }
-  const journalMode = (file: string) => py(`import sqlite3; print(sqlite3.connect(${JSON.stringify(file)}).execute('pragma journal_mode').fetchone()[0])`).toString().trim();
+  const journalMode = (file: string) =>
+    py(`import sqlite3; print(sqlite3.connect(${JSON.stringify(file)}).execute('pragma journal_mode').fetchone()[0])`)
+      .toString()
+      .trim();
 
   it('reads the table from a SQLite file (path), read-only: the file is left as it was', async () => {
     const dir = tempDir();
@@ -396,7 +440,10 @@ c.close()
 
   it('in the engine with a SQLite file', async () => {
     const file = sqliteFile(tempDir());
-    const { record, out } = await runTransform([{ mac: '00:1A:2B:00:00:01', oui: '00:1A:2B' }, { oui: 'FF:FF:FF' }], `{ type: enrich, sql: { path: ${JSON.stringify(file)}, query: "SELECT oui, vendor FROM vendors" }, key: oui }`);
+    const { record, out } = await runTransform(
+      [{ mac: '00:1A:2B:00:00:01', oui: '00:1A:2B' }, { oui: 'FF:FF:FF' }],
+      `{ type: enrich, sql: { path: ${JSON.stringify(file)}, query: "SELECT oui, vendor FROM vendors" }, key: oui }`,
+    );
     expect(out).toEqual([{ mac: '00:1A:2B:00:00:01', oui: '00:1A:2B', vendor: 'Nokia' }, { oui: 'FF:FF:FF' }]);
     expect(record).toMatchObject({ status: 'success', records_out: 2 });
   });

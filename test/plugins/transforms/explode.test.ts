@@ -20,7 +20,11 @@ describe('transform explode', () => {
   it('new records are distinct objects; elements (objects too) are kept as they are', () => {
     const el = { a: 1 };
     const out = apply({ field: 'v' }, { n: 1, v: [el, [1, 2], null] }) as Rec[];
-    expect(out).toEqual([{ n: 1, v: el }, { n: 1, v: [1, 2] }, { n: 1, v: null }]);
+    expect(out).toEqual([
+      { n: 1, v: el },
+      { n: 1, v: [1, 2] },
+      { n: 1, v: null },
+    ]);
     expect(out[0]).not.toBe(out[1]);
     expect(out[0]!.v).toBe(el);
     out[0]!.n = 9;
@@ -77,7 +81,10 @@ describe('transform explode', () => {
 
   it('keeps keys named __proto__ as data', () => {
     const out = apply({ field: '__proto__', target: 'el' }, JSON.parse('{"__proto__":[1,2],"a":1}')) as Rec[];
-    expect(out).toEqual([{ el: 1, a: 1 }, { el: 2, a: 1 }]);
+    expect(out).toEqual([
+      { el: 1, a: 1 },
+      { el: 2, a: 1 },
+    ]);
     const t = apply({ field: 'v', target: '__proto__' }, { v: [{ x: 1 }] }) as Rec[];
     expect(Object.getOwnPropertyDescriptor(t[0], '__proto__')?.value).toEqual({ x: 1 });
     expect(Object.getPrototypeOf(t[0])).toBe(Object.prototype);

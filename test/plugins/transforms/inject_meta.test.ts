@@ -17,7 +17,11 @@ describe('transform inject_meta', () => {
 
   it('missing: omit (default) leaves unset keys out; null writes null', () => {
     expect(apply({ fields: { file: 'source_filename', hook: 'webhook_path', t: 'topic' } }, {}, meta)).toEqual({ file: 'a.csv' });
-    expect(apply({ fields: { file: 'source_filename', hook: 'webhook_path', t: 'topic' }, missing: 'null' }, {}, meta)).toEqual({ file: 'a.csv', hook: null, t: null });
+    expect(apply({ fields: { file: 'source_filename', hook: 'webhook_path', t: 'topic' }, missing: 'null' }, {}, meta)).toEqual({
+      file: 'a.csv',
+      hook: null,
+      t: null,
+    });
     // Inherited members are not meta keys.
     expect(apply({ fields: { c: 'constructor' }, missing: 'null' }, {}, {})).toEqual({ c: null });
   });
@@ -34,7 +38,10 @@ describe('transform inject_meta', () => {
 
   it('overwrite: true (default) replaces record fields, false keeps them', () => {
     expect(apply({ fields: { file: 'source_filename' } }, { file: 'mine' }, meta)).toEqual({ file: 'a.csv' });
-    expect(apply({ fields: { file: 'source_filename', size: 'source_size' }, overwrite: false }, { file: 'mine', size: null }, meta)).toEqual({ file: 'mine', size: null });
+    expect(apply({ fields: { file: 'source_filename', size: 'source_size' }, overwrite: false }, { file: 'mine', size: null }, meta)).toEqual({
+      file: 'mine',
+      size: null,
+    });
     expect(apply({ fields: { file: 'source_filename' }, overwrite: false }, { other: 1 }, meta)).toEqual({ other: 1, file: 'a.csv' });
   });
 
@@ -68,8 +75,20 @@ describe('transform inject_meta', () => {
     );
     expect(record).toMatchObject({ status: 'success', records_in: 2, records_out: 2, records_skipped: 0, errors: [] });
     const size = readFileSync(join(dirs.input, 'in.ndjson')).length;
-    expect(out[0]).toMatchObject({ a: 1, file: 'in.ndjson', size, hook: null, m_source_filename: 'in.ndjson', m_source_path: join(dirs.input, 'in.ndjson'), m_source_size: size });
+    expect(out[0]).toMatchObject({
+      a: 1,
+      file: 'in.ndjson',
+      size,
+      hook: null,
+      m_source_filename: 'in.ndjson',
+      m_source_path: join(dirs.input, 'in.ndjson'),
+      m_source_size: size,
+    });
     expect(out[1]).toMatchObject({ a: 2, file: 'in.ndjson', size });
-    expect(Object.keys(out[0]!).filter((k) => k.startsWith('m_')).sort()).toEqual(['m_source_dir', 'm_source_filename', 'm_source_mtime', 'm_source_path', 'm_source_relative_dir', 'm_source_size']);
+    expect(
+      Object.keys(out[0]!)
+        .filter((k) => k.startsWith('m_'))
+        .sort(),
+    ).toEqual(['m_source_dir', 'm_source_filename', 'm_source_mtime', 'm_source_path', 'm_source_relative_dir', 'm_source_size']);
   });
 });

@@ -80,9 +80,13 @@ print(json.dumps([jmespath.search(e, d['record']) for e in d['exprs']]))
   });
 
   it('a scalar result, or an array with something other than objects, is a record error (thrown)', () => {
-    expect(() => apply({ expression: 'length(alarms)' }, structuredClone(gnmi))).toThrow('result 3 is not an object (set target to keep other results in a field)');
+    expect(() => apply({ expression: 'length(alarms)' }, structuredClone(gnmi))).toThrow(
+      'result 3 is not an object (set target to keep other results in a field)',
+    );
     expect(() => apply({ expression: 'tags[0]' }, structuredClone(gnmi))).toThrow('result "core" is not an object');
-    expect(() => apply({ expression: 'update[*].val' }, structuredClone(gnmi))).toThrow('result element 0 is 1000, not an object (set target to keep other results in a field)');
+    expect(() => apply({ expression: 'update[*].val' }, structuredClone(gnmi))).toThrow(
+      'result element 0 is 1000, not an object (set target to keep other results in a field)',
+    );
     expect(() => apply({ expression: '[prefix, tags]' }, structuredClone(gnmi))).toThrow('result element 1 is ["core","paris"], not an object');
   });
 
@@ -99,14 +103,28 @@ print(json.dumps([jmespath.search(e, d['record']) for e in d['exprs']]))
   });
 
   it('JMESPath Community functions and syntax: let, arithmetic, items, from_items, group_by, zip, upper', () => {
-    const r = { a: { b: [1, 2, 3] }, name: 'x', items: [{ k: 'a', v: 1 }, { k: 'b', v: 2 }, { k: 'a', v: 3 }] };
+    const r = {
+      a: { b: [1, 2, 3] },
+      name: 'x',
+      items: [
+        { k: 'a', v: 1 },
+        { k: 'b', v: 2 },
+        { k: 'a', v: 3 },
+      ],
+    };
     const t = (expression: string) => (apply({ expression, target: 'out' }, structuredClone(r)) as Rec).out;
     expect(t('let $x = a.b in $x[0]')).toBe(1);
     expect(t('a.b[0] + a.b[2] * `2`')).toBe(7);
     expect(t('sum(a.b) % `2`')).toBe(0);
     expect(t('items(a)')).toEqual([['b', [1, 2, 3]]]);
     expect(t("from_items([['p', `1`]])")).toEqual({ p: 1 });
-    expect(t('group_by(items, &k)')).toEqual({ a: [{ k: 'a', v: 1 }, { k: 'a', v: 3 }], b: [{ k: 'b', v: 2 }] });
+    expect(t('group_by(items, &k)')).toEqual({
+      a: [
+        { k: 'a', v: 1 },
+        { k: 'a', v: 3 },
+      ],
+      b: [{ k: 'b', v: 2 }],
+    });
     expect(t('zip(a.b, a.b)[1]')).toEqual([2, 2]);
     expect(t('upper(name)')).toBe('X');
   });
@@ -150,12 +168,22 @@ print(json.dumps([jmespath.search(e, d['record']) for e in d['exprs']]))
 
   it('in the engine: one record per array element; a scalar result under on_error dlq goes to the DLQ (stage transform)', async () => {
     const rows = [
-      { event: { alarms: [{ name: 'LOS', value: 1 }, { name: 'LOF', value: 2 }] } },
+      {
+        event: {
+          alarms: [
+            { name: 'LOS', value: 1 },
+            { name: 'LOF', value: 2 },
+          ],
+        },
+      },
       { event: { alarms: 'none' } },
       { event: {} },
       { event: { alarms: [{ name: 'AIS', value: 3 }] } },
     ];
-    const { record, out, dlq } = await runTransform(rows, `{ type: jmespath, expression: 'event.alarms[*].{name: name, value: value}' }`, { onError: 'dlq', dlq: true });
+    const { record, out, dlq } = await runTransform(rows, `{ type: jmespath, expression: 'event.alarms[*].{name: name, value: value}' }`, {
+      onError: 'dlq',
+      dlq: true,
+    });
     expect(out).toEqual([
       { name: 'LOS', value: 1 },
       { name: 'LOF', value: 2 },
@@ -169,7 +197,12 @@ print(json.dumps([jmespath.search(e, d['record']) for e in d['exprs']]))
     expect(bad.out).toEqual([{ b: 2 }]);
     expect(bad.record).toMatchObject({ records_in: 2, records_out: 1, records_skipped: 1, dlq_count: 1 });
     expect(bad.dlq).toEqual([
-      expect.objectContaining({ _stage: 'transform', _error: 'transforms[0] (jmespath): result 1 is not an object (set target to keep other results in a field)', record: { a: 1 }, raw: null }),
+      expect.objectContaining({
+        _stage: 'transform',
+        _error: 'transforms[0] (jmespath): result 1 is not an object (set target to keep other results in a field)',
+        record: { a: 1 },
+        raw: null,
+      }),
     ]);
   });
 });

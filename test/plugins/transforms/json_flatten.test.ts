@@ -61,7 +61,9 @@ describe('transform json_flatten', () => {
   });
 
   it('on_error error (default): invalid JSON and non-objects are record errors with fixed messages', () => {
-    expect(() => apply({ field: 'p' }, { p: '{"a":' })).toThrow(expect.objectContaining({ name: 'RecordError', message: "json_flatten: field 'p' is not valid JSON" }));
+    expect(() => apply({ field: 'p' }, { p: '{"a":' })).toThrow(
+      expect.objectContaining({ name: 'RecordError', message: "json_flatten: field 'p' is not valid JSON" }),
+    );
     for (const p of ['[1,2]', '5', '"s"', 'null', 7, true, [1]]) {
       expect(() => apply({ field: 'p' }, { p }), JSON.stringify(p)).toThrow("json_flatten: field 'p' is not a JSON object");
     }
@@ -102,12 +104,18 @@ describe('transform json_flatten', () => {
   });
 
   it('end to end: on_error skip_field and keep pass every record without errors', async () => {
-    const rows = [{ n: 1, j: '{"a":1}' }, { n: 2, j: '{' }];
+    const rows = [
+      { n: 1, j: '{"a":1}' },
+      { n: 2, j: '{' },
+    ];
     const s = await runTransform(rows, '    - { type: json_flatten, field: j, on_error: skip_field }');
     expect(s.out).toEqual([{ n: 1, a: 1 }, { n: 2 }]);
     expect(s.record).toMatchObject({ records_out: 2, records_skipped: 0, errors: [] });
     const k = await runTransform(rows, '    - { type: json_flatten, field: j, on_error: keep, drop_source: false }');
-    expect(k.out).toEqual([{ n: 1, j: '{"a":1}', a: 1 }, { n: 2, j: '{' }]);
+    expect(k.out).toEqual([
+      { n: 1, j: '{"a":1}', a: 1 },
+      { n: 2, j: '{' },
+    ]);
     expect(k.record).toMatchObject({ records_out: 2, records_skipped: 0, errors: [] });
   });
 });

@@ -64,7 +64,10 @@ describe('transform limit', () => {
 
   for (const threads of [1, 2]) {
     it(`in the engine, thread_workers ${threads}, many chunks: scope unit keeps the first records of each file`, async () => {
-      const { record, out } = await runFiles(files, '{ type: limit, count: 5, offset: 2, scope: unit }', { extra: `  thread_workers: ${threads}`, chunkBytes: 200 });
+      const { record, out } = await runFiles(files, '{ type: limit, count: 5, offset: 2, scope: unit }', {
+        extra: `  thread_workers: ${threads}`,
+        chunkBytes: 200,
+      });
       expect(is(out)).toEqual([2, 3, 4, 5, 6, 1002, 1003, 1004, 1005, 1006, 2002, 2003, 2004, 2005, 2006]);
       expect(record).toMatchObject({ status: 'success', records_in: 900, records_out: 15, records_skipped: 0, errors: [] });
     });

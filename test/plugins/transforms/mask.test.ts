@@ -45,7 +45,9 @@ describe('transform mask', () => {
 
   it('hash: truncate keeps the first N characters of the encoded digest', () => {
     expect(apply({ fields: ['m'], mode: 'hash', truncate: 16 }, { m: 'x' })).toEqual({ m: sha('sha256', 'x').slice(0, 16) });
-    expect(apply({ fields: ['m'], mode: 'hash', output: 'base64', truncate: 8, algorithm: 'md5' }, { m: 'x' })).toEqual({ m: sha('md5', 'x', 'base64').slice(0, 8) });
+    expect(apply({ fields: ['m'], mode: 'hash', output: 'base64', truncate: 8, algorithm: 'md5' }, { m: 'x' })).toEqual({
+      m: sha('md5', 'x', 'base64').slice(0, 8),
+    });
   });
 
   it('redact: replaces the value with replacement (any type)', () => {
@@ -83,14 +85,19 @@ describe('transform mask', () => {
   });
 
   it('lint: parameters of another mode are flagged', () => {
-    expect(plugin.lint!(cfg({ fields: ['a'], mode: 'hash', keep_first: 3 }))).toEqual([{ path: 'keep_first', message: 'applies to mode partial only (mode is hash)' }]);
+    expect(plugin.lint!(cfg({ fields: ['a'], mode: 'hash', keep_first: 3 }))).toEqual([
+      { path: 'keep_first', message: 'applies to mode partial only (mode is hash)' },
+    ]);
     expect(plugin.lint!(cfg({ fields: ['a'], salt: 'x', truncate: 4 })).map((i) => i.path)).toEqual(['salt', 'truncate']);
     expect(plugin.lint!(cfg({ fields: ['a'], mode: 'redact', ipv4_prefix: 16 })).map((i) => i.path)).toEqual(['ipv4_prefix']);
   });
 
   it('end to end: salt from ${VAR}, hash, partial and ipv4 in one pipeline', async () => {
     const { record, out, dirs } = await runTransform(
-      [{ imsi: '208011234567890', msisdn: '33612345678', ip: '10.20.30.40' }, { imsi: '1', ip: 'bad' }],
+      [
+        { imsi: '208011234567890', msisdn: '33612345678', ip: '10.20.30.40' },
+        { imsi: '1', ip: 'bad' },
+      ],
       [
         '{ type: mask, fields: [msisdn], mode: hash, salt: "${SALT}", truncate: 12 }',
         '{ type: mask, fields: [imsi], keep_first: 5, keep_last: 2 }',

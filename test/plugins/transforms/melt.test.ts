@@ -90,7 +90,11 @@ describe('transform melt', () => {
 
   it('end to end: PM counters wide to long, then a filter on the long records', async () => {
     const { record, out } = await runTransform(
-      [{ node: 'n1', time: 't0', succ: 95, att: 100, drops: null }, { node: 'n2', time: 't0' }, { node: 'n3', time: 't1', succ: 1 }],
+      [
+        { node: 'n1', time: 't0', succ: 95, att: 100, drops: null },
+        { node: 'n2', time: 't0' },
+        { node: 'n3', time: 't1', succ: 1 },
+      ],
       "    - { type: melt, id_fields: [node, time], var_name: counter, drop_null: true }\n    - { type: filter, expression: counter != 'att' }",
     );
     expect(out).toEqual([

@@ -57,11 +57,17 @@ describe('transform project', () => {
 
   it('end to end', async () => {
     const { record, out } = await runTransform(
-      [{ imsi: '1', junk: 'x', cell_id: 7, duration: 3 }, { duration: 4, imsi: '2' }],
+      [
+        { imsi: '1', junk: 'x', cell_id: 7, duration: 3 },
+        { duration: 4, imsi: '2' },
+      ],
       '    - { type: project, fields: [imsi, { cell_id: cell }, duration], missing: "null" }',
     );
     expect(record).toMatchObject({ status: 'success', records_in: 2, records_out: 2, records_skipped: 0, errors: [] });
-    expect(out).toEqual([{ imsi: '1', cell: 7, duration: 3 }, { imsi: '2', cell: null, duration: 4 }]);
+    expect(out).toEqual([
+      { imsi: '1', cell: 7, duration: 3 },
+      { imsi: '2', cell: null, duration: 4 },
+    ]);
     expect(Object.keys(out[1]!)).toEqual(['imsi', 'cell', 'duration']);
   });
 });

@@ -28,11 +28,19 @@ describe('transform regex_extract', () => {
   });
 
   it('is unanchored unless the pattern says otherwise, and overwrites existing fields', () => {
-    expect(apply({ field: 'm', pattern: 'state (?<state>up|down)' }, { m: 'link changed state down now', state: 'old' })).toEqual({ m: 'link changed state down now', state: 'down' });
+    expect(apply({ field: 'm', pattern: 'state (?<state>up|down)' }, { m: 'link changed state down now', state: 'old' })).toEqual({
+      m: 'link changed state down now',
+      state: 'down',
+    });
   });
 
   it('prefix is prepended to every group name', () => {
-    expect(apply({ field: 'ifDescr', pattern: ifName, prefix: 'if_' }, { ifDescr: 'Te1/2' })).toEqual({ ifDescr: 'Te1/2', if_if_type: 'Te', if_slot: '1', if_port: '2' });
+    expect(apply({ field: 'ifDescr', pattern: ifName, prefix: 'if_' }, { ifDescr: 'Te1/2' })).toEqual({
+      ifDescr: 'Te1/2',
+      if_if_type: 'Te',
+      if_slot: '1',
+      if_port: '2',
+    });
   });
 
   it('groups that did not take part set nothing; empty matches set an empty string', () => {
@@ -116,6 +124,8 @@ describe('transform regex_extract', () => {
     const e = await runTransform([{ ifDescr: 'Gi0/1' }, { ifDescr: 'mgmt' }], t.replace(' }', ', on_no_match: error }'));
     expect(e.out).toHaveLength(1);
     expect(e.record).toMatchObject({ records_in: 2, records_out: 1, records_skipped: 1 });
-    expect(e.record.errors).toEqual([`transform error in in.ndjson: transforms[0] (regex_extract): regex_extract: field 'ifDescr' value "mgmt" does not match the pattern`]);
+    expect(e.record.errors).toEqual([
+      `transform error in in.ndjson: transforms[0] (regex_extract): regex_extract: field 'ifDescr' value "mgmt" does not match the pattern`,
+    ]);
   });
 });

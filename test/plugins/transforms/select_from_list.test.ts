@@ -58,13 +58,16 @@ describe('transform select_from_list', () => {
   });
 
   it('on_no_match drop: dropped with a note', () => {
-    expect(run({ ...base, on_no_match: 'drop' }, { attributes: [] })).toEqual({ out: null, notes: ["select_from_list: record dropped: no element of 'attributes' has name = \"imsi\""] });
+    expect(run({ ...base, on_no_match: 'drop' }, { attributes: [] })).toEqual({
+      out: null,
+      notes: ['select_from_list: record dropped: no element of \'attributes\' has name = "imsi"'],
+    });
     expect(run({ ...base, on_no_match: 'drop' }, {})).toEqual({ out: null, notes: ["select_from_list: record dropped: field 'attributes' is not a list"] });
   });
 
   it('on_no_match error: a RecordError', () => {
     expect(() => apply({ ...base, on_no_match: 'error' }, { attributes: [] })).toThrow(RecordError);
-    expect(() => apply({ ...base, on_no_match: 'error' }, { attributes: [] })).toThrow("select_from_list: no element of 'attributes' has name = \"imsi\"");
+    expect(() => apply({ ...base, on_no_match: 'error' }, { attributes: [] })).toThrow('select_from_list: no element of \'attributes\' has name = "imsi"');
   });
 
   it('inherited members are neither lists nor element fields', () => {
@@ -85,14 +88,21 @@ describe('transform select_from_list', () => {
 
   it('end to end: selected values, a no-match dead-lettered with _stage transform', async () => {
     const { record, out, dlq } = await runTransform(
-      [{ id: 1, attributes: attrs }, { id: 2, attributes: [{ name: 'cell', value: 1 }] }],
+      [
+        { id: 1, attributes: attrs },
+        { id: 2, attributes: [{ name: 'cell', value: 1 }] },
+      ],
       '    - { type: select_from_list, field: attributes, match_field: name, match_value: imsi, value_field: value, target: imsi, on_no_match: error }\n    - { type: drop, fields: [attributes] }',
       { onError: 'dlq', dlq: true },
     );
     expect(out).toEqual([{ id: 1, imsi: '208011234567890' }]);
     expect(record).toMatchObject({ status: 'success', records_in: 2, records_out: 1, records_skipped: 1, dlq_count: 1 });
     expect(dlq).toEqual([
-      expect.objectContaining({ _stage: 'transform', _error: `transforms[0] (select_from_list): select_from_list: no element of 'attributes' has name = "imsi"`, record: { id: 2, attributes: [{ name: 'cell', value: 1 }] } }),
+      expect.objectContaining({
+        _stage: 'transform',
+        _error: `transforms[0] (select_from_list): select_from_list: no element of 'attributes' has name = "imsi"`,
+        record: { id: 2, attributes: [{ name: 'cell', value: 1 }] },
+      }),
     ]);
   });
 });

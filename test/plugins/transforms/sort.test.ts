@@ -50,7 +50,13 @@ print(json.dumps({'records': records, 'expected': expected}))
   });
 
   it('is stable: records with equal keys keep their input order (asc and desc)', () => {
-    const rs = [{ k: 2, id: 'a' }, { k: 1, id: 'b' }, { k: 2, id: 'c' }, { k: 1, id: 'd' }, { k: 2, id: 'e' }];
+    const rs = [
+      { k: 2, id: 'a' },
+      { k: 1, id: 'b' },
+      { k: 2, id: 'c' },
+      { k: 1, id: 'd' },
+      { k: 2, id: 'e' },
+    ];
     expect(ids(sorted({ by: [{ field: 'k' }] }, rs))).toEqual(['b', 'd', 'a', 'c', 'e']);
     expect(ids(sorted({ by: [{ field: 'k', order: 'desc' }] }, rs))).toEqual(['a', 'c', 'e', 'b', 'd']);
   });
@@ -84,7 +90,11 @@ print(json.dumps({'records': records, 'expected': expected}))
   });
 
   it('max_records: when reached, the records held are handed on sorted among themselves, with a note', () => {
-    const { out, notes } = applyThenDrain(make({ by: [{ field: 'k' }], max_records: 3 }), [5, 4, 3, 2, 1, 0, 9].map((k) => ({ k })), 'unit');
+    const { out, notes } = applyThenDrain(
+      make({ by: [{ field: 'k' }], max_records: 3 }),
+      [5, 4, 3, 2, 1, 0, 9].map((k) => ({ k })),
+      'unit',
+    );
     expect(out.map((r) => r.k)).toEqual([3, 4, 5, 0, 1, 2, 9]);
     expect(notes).toEqual([
       'sort: max_records (3) reached; 3 records handed on sorted among themselves only',
@@ -135,7 +145,10 @@ print(json.dumps({'records': records, 'expected': expected}))
   });
 
   it('in the engine: max_records adds its note to the run record', async () => {
-    const { record, out } = await runTransform([3, 2, 1, 0].map((k) => ({ k })), '{ type: sort, by: [{ field: k }], max_records: 2 }');
+    const { record, out } = await runTransform(
+      [3, 2, 1, 0].map((k) => ({ k })),
+      '{ type: sort, by: [{ field: k }], max_records: 2 }',
+    );
     expect(out.map((r) => r.k)).toEqual([2, 3, 0, 1]);
     expect(record).toMatchObject({ status: 'success', records_out: 4, records_skipped: 0 });
     expect(record.errors).toEqual(['sort: max_records (2) reached; 2 records handed on sorted among themselves only (x2)']);

@@ -9,7 +9,8 @@ import { diagnostics, runTransform, transformOf } from './_harness.js';
 const { make, rc } = transformOf(plugin);
 
 /** Renders `template` against `r` and returns the target `out`. */
-const render = (template: string, r: Rec, on_missing?: string) => (make({ target: 'out', template, ...(on_missing ? { on_missing } : {}) }).apply(r, rc) as Rec).out;
+const render = (template: string, r: Rec, on_missing?: string) =>
+  (make({ target: 'out', template, ...(on_missing ? { on_missing } : {}) }).apply(r, rc) as Rec).out;
 
 describe('transform template', () => {
   it('has defaults: on_missing empty', () => {
@@ -74,13 +75,19 @@ describe('transform template', () => {
   });
 
   it('end to end: rendered field, and a missing value as a record error under on_missing error', async () => {
-    const { record, out } = await runTransform([{ site: 'p1', dev: { name: 'r1' } }, { site: 'p2' }], "{ type: template, target: key, template: '{site}/{dev.name}' }");
+    const { record, out } = await runTransform(
+      [{ site: 'p1', dev: { name: 'r1' } }, { site: 'p2' }],
+      "{ type: template, target: key, template: '{site}/{dev.name}' }",
+    );
     expect(out).toEqual([
       { site: 'p1', dev: { name: 'r1' }, key: 'p1/r1' },
       { site: 'p2', key: 'p2/' },
     ]);
     expect(record).toMatchObject({ status: 'success', records_in: 2, records_out: 2, records_skipped: 0, errors: [] });
-    const e = await runTransform([{ site: 'p1', dev: { name: 'r1' } }, { site: 'p2' }], "{ type: template, target: key, template: '{site}/{dev.name}', on_missing: error }");
+    const e = await runTransform(
+      [{ site: 'p1', dev: { name: 'r1' } }, { site: 'p2' }],
+      "{ type: template, target: key, template: '{site}/{dev.name}', on_missing: error }",
+    );
     expect(e.out).toEqual([{ site: 'p1', dev: { name: 'r1' }, key: 'p1/r1' }]);
     expect(e.record).toMatchObject({ records_in: 2, records_out: 1, records_skipped: 1 });
     expect(e.record.errors).toEqual([`transform error in in.ndjson: transforms[0] (template): template: '{dev.name}' is missing`]);

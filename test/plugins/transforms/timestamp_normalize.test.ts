@@ -13,7 +13,14 @@ const norm = (v: unknown, cfg: object = {}) => apply({ fields: ['v'], ...cfg }, 
 
 describe('transform timestamp_normalize', () => {
   it('has defaults: unit auto, no formats, offset Z, output iso, on_failure error', () => {
-    expect(Value.Default(plugin.config, { fields: ['t'] })).toEqual({ fields: ['t'], unit: 'auto', formats: [], default_offset: 'Z', output: 'iso', on_failure: 'error' });
+    expect(Value.Default(plugin.config, { fields: ['t'] })).toEqual({
+      fields: ['t'],
+      unit: 'auto',
+      formats: [],
+      default_offset: 'Z',
+      output: 'iso',
+      on_failure: 'error',
+    });
     expect(check({ fields: [] })).toBe(false);
     expect(check({ fields: ['t'], unit: 'min' })).toBe(false);
     expect(check({ fields: ['t'], default_offset: 'Europe/Paris' })).toBe(false);
@@ -126,8 +133,12 @@ describe('transform timestamp_normalize', () => {
       expect(() => norm('01/Foo/2026:00:00:00 Z', { formats: ['%d/%b/%Y:%H:%M:%S %z'] })).toThrow(RecordError);
     });
     it('lints unknown directives and formats without a date', () => {
-      expect(plugin.lint!({ fields: ['t'], formats: ['%Y-%m-%d %Q'] } as never)).toEqual([{ path: 'formats.0', message: expect.stringContaining("unknown directive '%Q'") }]);
-      expect(plugin.lint!({ fields: ['t'], formats: ['%Y-%m-%d', '%H:%M'] } as never)).toEqual([{ path: 'formats.1', message: "format '%H:%M' needs %Y, %m or %b, and %d" }]);
+      expect(plugin.lint!({ fields: ['t'], formats: ['%Y-%m-%d %Q'] } as never)).toEqual([
+        { path: 'formats.0', message: expect.stringContaining("unknown directive '%Q'") },
+      ]);
+      expect(plugin.lint!({ fields: ['t'], formats: ['%Y-%m-%d', '%H:%M'] } as never)).toEqual([
+        { path: 'formats.1', message: "format '%H:%M' needs %Y, %m or %b, and %d" },
+      ]);
       expect(plugin.lint!({ fields: ['t'], formats: ['%Y %Y %m %d'] } as never)[0]!.message).toContain('%Y appears twice');
       expect(plugin.lint!({ fields: ['t'], formats: ['%Y %b %m %d'] } as never)[0]!.message).toContain('both %m and %b');
       expect(() => make({ fields: ['t'], formats: ['%Y%'] })).toThrow(/unknown directive/);
@@ -145,7 +156,28 @@ describe('transform timestamp_normalize', () => {
   });
 
   describe('failures', () => {
-    const garbage = ['garbage', '', '   ', '2026-13-01', '2026-01-32', '2026-01-01T24:00:00Z', '2026-01-01T12:60:00Z', '2026-01-01T12:00:60Z', '2026-01-01T12:00:00+25:00', '12:00', 'NaN', '1e400', true, { a: 1 }, [1], NaN, Infinity, 1e300, 'x'.repeat(100), '2026-01-01T12:00:00Z junk'];
+    const garbage = [
+      'garbage',
+      '',
+      '   ',
+      '2026-13-01',
+      '2026-01-32',
+      '2026-01-01T24:00:00Z',
+      '2026-01-01T12:60:00Z',
+      '2026-01-01T12:00:60Z',
+      '2026-01-01T12:00:00+25:00',
+      '12:00',
+      'NaN',
+      '1e400',
+      true,
+      { a: 1 },
+      [1],
+      NaN,
+      Infinity,
+      1e300,
+      'x'.repeat(100),
+      '2026-01-01T12:00:00Z junk',
+    ];
     it('error (default) throws a record error naming the field and value', () => {
       for (const v of garbage) expect(() => norm(v), JSON.stringify(v)).toThrow(RecordError);
       expect(() => norm('garbage')).toThrow(`timestamp_normalize: field 'v' value "garbage" is not a recognized timestamp`);
@@ -190,11 +222,10 @@ describe('transform timestamp_normalize', () => {
   });
 
   it('end to end: a failure under on_error dlq goes to the DLQ', async () => {
-    const { record, out, dlq } = await runTransform(
-      [{ t: 'nope' }, { t: 0 }],
-      '{ type: timestamp_normalize, fields: [t], output: epoch_s }',
-      { onError: 'dlq', dlq: true },
-    );
+    const { record, out, dlq } = await runTransform([{ t: 'nope' }, { t: 0 }], '{ type: timestamp_normalize, fields: [t], output: epoch_s }', {
+      onError: 'dlq',
+      dlq: true,
+    });
     expect(out).toEqual([{ t: 0 }]);
     expect(record).toMatchObject({ records_skipped: 1, dlq_count: 1 });
     expect(dlq).toEqual([expect.objectContaining({ _stage: 'transform', record: { t: 'nope' } })]);

@@ -59,7 +59,9 @@ describe('transform unnest', () => {
 
   it('a value that is not an object is a record error', () => {
     for (const t of ['s', 5, [{ a: 1 }], true, new Date(0)]) {
-      expect(() => apply({ field: 't' }, { t }), String(t)).toThrow(expect.objectContaining({ name: 'RecordError', message: "unnest: field 't' is not an object" }));
+      expect(() => apply({ field: 't' }, { t }), String(t)).toThrow(
+        expect.objectContaining({ name: 'RecordError', message: "unnest: field 't' is not an object" }),
+      );
     }
   });
 
@@ -77,10 +79,7 @@ describe('transform unnest', () => {
   });
 
   it('end to end: lifted fields, clashes noted, a non-object as a record error', async () => {
-    const { record, out } = await runTransform(
-      [{ n: 1, tags: { site: 'p1', n: 9 } }, { n: 2, tags: 'bad' }, { n: 3 }],
-      '    - { type: unnest, field: tags }',
-    );
+    const { record, out } = await runTransform([{ n: 1, tags: { site: 'p1', n: 9 } }, { n: 2, tags: 'bad' }, { n: 3 }], '    - { type: unnest, field: tags }');
     expect(out).toEqual([{ n: 1, site: 'p1' }, { n: 3 }]);
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_skipped: 1 });
     expect(record.errors).toEqual([

@@ -11,10 +11,17 @@ const fixture = join(import.meta.dirname, 'fixtures', 'cdr.schema.json');
 const { cfg, make, run } = transformOf(plugin);
 /** Problems the schema finds in `v` (annotate mode), or [] when valid. */
 function problems(schema: object, v: unknown, max = 10): string[] {
-  const out = make({ schema: { type: 'object', properties: { v: schema } }, mode: 'annotate', max_errors: max }).apply({ v }, { meta: {}, note: () => {} }) as Rec;
+  const out = make({ schema: { type: 'object', properties: { v: schema } }, mode: 'annotate', max_errors: max }).apply(
+    { v },
+    { meta: {}, note: () => {} },
+  ) as Rec;
   return (out._validation_errors as string[] | undefined) ?? [];
 }
-const cdr = { type: 'object', required: ['imsi', 'duration'], properties: { imsi: { type: 'string', pattern: '^[0-9]{14,15}$' }, duration: { type: 'integer', minimum: 0 } } };
+const cdr = {
+  type: 'object',
+  required: ['imsi', 'duration'],
+  properties: { imsi: { type: 'string', pattern: '^[0-9]{14,15}$' }, duration: { type: 'integer', minimum: 0 } },
+};
 
 describe('transform validate: modes', () => {
   it('valid records pass unchanged in every mode', () => {
@@ -46,12 +53,20 @@ describe('transform validate: modes', () => {
       duration: 2.5,
       _validation_errors: ['/imsi: must be string (got integer)', '/duration: must be integer (got number)'],
     });
-    expect(run({ schema: cdr, mode: 'annotate', annotate_field: 'problems' }, { duration: 1 }).out).toEqual({ duration: 1, problems: ["/: missing required field 'imsi'"] });
+    expect(run({ schema: cdr, mode: 'annotate', annotate_field: 'problems' }, { duration: 1 }).out).toEqual({
+      duration: 1,
+      problems: ["/: missing required field 'imsi'"],
+    });
   });
 
   it('max_errors caps the problems reported per record', () => {
     const s = { type: 'object', properties: { a: { type: 'string' }, b: { type: 'string' }, c: { type: 'string' } } };
-    expect(run({ schema: s, mode: 'annotate', max_errors: 2 }, { a: 1, b: 2, c: 3 }).out).toEqual({ a: 1, b: 2, c: 3, _validation_errors: ['/a: must be string (got integer)', '/b: must be string (got integer)'] });
+    expect(run({ schema: s, mode: 'annotate', max_errors: 2 }, { a: 1, b: 2, c: 3 }).out).toEqual({
+      a: 1,
+      b: 2,
+      c: 3,
+      _validation_errors: ['/a: must be string (got integer)', '/b: must be string (got integer)'],
+    });
   });
 
   it('the collector is reused without leaking problems between records', () => {
@@ -90,7 +105,9 @@ describe('transform validate: schema and schema_file', () => {
       { path: 'schema', message: expect.stringMatching(/^#\/properties\/a\/\$ref: \$ref is not supported/) },
     ]);
     expect(plugin.lint!(cfg({ schema: { type: 'int' } }))).toEqual([{ path: 'schema', message: '#/type: unknown type "int"' }]);
-    expect(plugin.lint!(cfg({ schema: cdr, annotate_field: 'p' }))).toEqual([{ path: 'annotate_field', message: 'applies to mode annotate only (mode is dlq)' }]);
+    expect(plugin.lint!(cfg({ schema: cdr, annotate_field: 'p' }))).toEqual([
+      { path: 'annotate_field', message: 'applies to mode annotate only (mode is dlq)' },
+    ]);
   });
 
   it('refuses what it cannot honour: $ref, tuple items, draft-04 exclusive bounds, unknown formats, bad patterns', () => {
@@ -144,8 +161,14 @@ describe('transform validate: keywords', () => {
     expect(problems({ maxLength: 1 }, 'ab')).toEqual(['/v: must have at most 1 characters']);
     expect(problems({ pattern: '^\\d+$' }, '12a')).toEqual(['/v: must match pattern ^\\d+$']);
     const ok: [string, string][] = [
-      ['date-time', '2024-05-01T10:00:00Z'], ['date', '2024-05-01'], ['time', '10:00:00'], ['email', 'a@b.fr'],
-      ['ipv4', '10.0.0.1'], ['ipv6', '2001:db8::1'], ['uuid', '123e4567-e89b-12d3-a456-426614174000'], ['hostname', 'mme1.epc.example'],
+      ['date-time', '2024-05-01T10:00:00Z'],
+      ['date', '2024-05-01'],
+      ['time', '10:00:00'],
+      ['email', 'a@b.fr'],
+      ['ipv4', '10.0.0.1'],
+      ['ipv6', '2001:db8::1'],
+      ['uuid', '123e4567-e89b-12d3-a456-426614174000'],
+      ['hostname', 'mme1.epc.example'],
     ];
     for (const [format, v] of ok) expect(problems({ format }, v), format).toEqual([]);
     for (const [format] of ok) expect(problems({ format }, 'not valid!'), format).toEqual([`/v: must be a valid ${format}`]);
@@ -160,7 +183,9 @@ describe('transform validate: keywords', () => {
   });
 
   it('objects: nested paths, required, additionalProperties (false and schema), patternProperties, min/maxProperties', () => {
-    expect(problems({ properties: { cell: { properties: { 'a/b': { type: 'string' } } } } }, { cell: { 'a/b': 1 } })).toEqual(['/v/cell/a~1b: must be string (got integer)']);
+    expect(problems({ properties: { cell: { properties: { 'a/b': { type: 'string' } } } } }, { cell: { 'a/b': 1 } })).toEqual([
+      '/v/cell/a~1b: must be string (got integer)',
+    ]);
     expect(problems({ properties: { a: {} }, additionalProperties: false }, { a: 1, b: 2 })).toEqual(["/v: field 'b' is not allowed"]);
     expect(problems({ properties: { a: {} }, additionalProperties: { type: 'number' } }, { a: 'x', b: 'y' })).toEqual(['/v/b: must be number (got string)']);
     expect(problems({ patternProperties: { '^if': { type: 'integer' } }, additionalProperties: false }, { ifIndex: 1, ifX: 'a', z: 1 })).toEqual([
@@ -186,7 +211,11 @@ describe('transform validate: keywords', () => {
 });
 
 describe('transform validate: end to end', () => {
-  const rows = [{ imsi: '208011234567890', duration: 1 }, { imsi: 'bad', duration: 2 }, { imsi: '208011234567891', duration: 3 }];
+  const rows = [
+    { imsi: '208011234567890', duration: 1 },
+    { imsi: 'bad', duration: 2 },
+    { imsi: '208011234567891', duration: 3 },
+  ];
   const e2e = (mode: string, opts: RunOptions = {}) => runTransform(rows, `{ type: validate, schema_file: ${JSON.stringify(fixture)}, mode: ${mode} }`, opts);
   const msg = 'validate: record does not match the schema: /imsi: must match pattern ^[0-9]{14,15}$';
 
@@ -196,7 +225,14 @@ describe('transform validate: end to end', () => {
     expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_skipped: 1, dlq_count: 1 });
     expect(record.errors).toEqual([`transform error in in.ndjson: transforms[0] (validate): ${msg}`]);
     expect(dlq).toEqual([
-      expect.objectContaining({ _stage: 'transform', _pipeline: 'e2e', _run_id: record.run_id, _error: `transforms[0] (validate): ${msg}`, record: { imsi: 'bad', duration: 2 }, raw: null }),
+      expect.objectContaining({
+        _stage: 'transform',
+        _pipeline: 'e2e',
+        _run_id: record.run_id,
+        _error: `transforms[0] (validate): ${msg}`,
+        record: { imsi: 'bad', duration: 2 },
+        raw: null,
+      }),
     ]);
   });
 

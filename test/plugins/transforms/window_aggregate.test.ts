@@ -82,7 +82,21 @@ describe('transform window_aggregate', () => {
       ],
     });
     const out = feed({ ts: 1, v: 4, k: 'a' }, { ts: 2, v: '2', k: 'b' }, { ts: 3, v: null, k: 'a' }, { ts: 4, v: 9, k: 'a' }, { ts: 11 });
-    expect(out).toEqual([{ window_start: iso(0), window_end: iso(10), v_min: 2, v_max: 9, v_avg: 5, v_first: 4, v_last: 9, k_count_distinct: 2, median: 4, n: 3, window_complete: true }]);
+    expect(out).toEqual([
+      {
+        window_start: iso(0),
+        window_end: iso(10),
+        v_min: 2,
+        v_max: 9,
+        v_avg: 5,
+        v_first: 4,
+        v_last: 9,
+        k_count_distinct: 2,
+        median: 4,
+        n: 3,
+        window_complete: true,
+      },
+    ]);
   });
 
   it('flush: open windows come out as partials (window_complete false) and are forgotten', () => {
@@ -104,7 +118,9 @@ describe('transform window_aggregate', () => {
     // Late for the emitted window [0, 60): dropped; the open one continues.
     expect(b.feed({ ts: 6, h: 'x', v: 100 })).toEqual([]);
     expect(b.events.window_late_dropped).toBe(1);
-    expect(b.feed({ ts: 70, h: 'x', v: 3 }, { ts: 130, h: 'x', v: 0 })).toEqual([{ window_start: iso(60), window_end: iso(120), h: 'x', v_sum: 5, count: 2, window_complete: true }]);
+    expect(b.feed({ ts: 70, h: 'x', v: 3 }, { ts: 130, h: 'x', v: 0 })).toEqual([
+      { window_start: iso(60), window_end: iso(120), h: 'x', v_sum: 5, count: 2, window_complete: true },
+    ]);
     expect(() => b.t.state!.load('garbage')).toThrow('windows list');
     expect(() => b.t.state!.load({ windows: [{ start: 'x' }] })).toThrow('malformed window');
   });
@@ -114,7 +130,7 @@ describe('transform window_aggregate', () => {
     const ctx = { meta: {}, note: () => {} };
     expect(() => t.apply({ v: 1 }, ctx)).toThrow("time_field 'ts' value null is not a timestamp");
     expect(() => t.apply({ ts: 'soon', v: 1 }, ctx)).toThrow('is not a timestamp');
-    expect(() => t.apply({ ts: 1, v: 'x' }, ctx)).toThrow("field 'v' value \"x\" is not a number (sum)");
+    expect(() => t.apply({ ts: 1, v: 'x' }, ctx)).toThrow('field \'v\' value "x" is not a number (sum)');
     const small = make({ ...base, group_by: ['g'], max_open: 2 });
     small.feed({ ts: 1, g: 1 }, { ts: 1, g: 2 });
     expect(() => small.t.apply({ ts: 1, g: 3 }, ctx)).toThrow('more than max_open (2) open windows');
@@ -124,9 +140,9 @@ describe('transform window_aggregate', () => {
     expect(diagnostics({ type: 'window_aggregate', time_field: 't', window_seconds: 60, slide_seconds: 120, aggregations: [{ function: 'count' }] })).toEqual([
       expect.stringContaining('pipeline.transforms[0].slide_seconds: must not exceed window_seconds'),
     ]);
-    expect(diagnostics({ type: 'window_aggregate', time_field: 't', window_seconds: 60, aggregations: [{ function: 'count' }, { function: 'count' }] })[0]).toContain(
-      "output field 'count' is produced twice",
-    );
+    expect(
+      diagnostics({ type: 'window_aggregate', time_field: 't', window_seconds: 60, aggregations: [{ function: 'count' }, { function: 'count' }] })[0],
+    ).toContain("output field 'count' is produced twice");
     expect(diagnostics({ type: 'window_aggregate', time_field: 't', window_seconds: 60, aggregations: [{ function: 'percentile', field: 'v' }] })[0]).toContain(
       'percentile needs percentile: 0-100',
     );

@@ -156,7 +156,24 @@ export function consoleSuite() {
         await w.page.locator('h1 .badge', { hasText: 'running' }).waitFor();
         await w.page.getByTestId('receiver-status').getByText(`udp 127.0.0.1:${rxPort}`).waitFor();
 
-        const snmptrap = (ifIndex: number) => run('snmptrap', ['-v2c', '-c', 'public', `127.0.0.1:${rxPort}`, '', '1.3.6.1.6.3.1.1.5.3', '1.3.6.1.2.1.2.2.1.1.' + ifIndex, 'i', String(ifIndex), '1.3.6.1.2.1.2.2.1.8.' + ifIndex, 'i', '2', '1.3.6.1.2.1.2.2.1.2.' + ifIndex, 's', '<img src=x onerror=alert(1)>']);
+        const snmptrap = (ifIndex: number) =>
+          run('snmptrap', [
+            '-v2c',
+            '-c',
+            'public',
+            `127.0.0.1:${rxPort}`,
+            '',
+            '1.3.6.1.6.3.1.1.5.3',
+            '1.3.6.1.2.1.2.2.1.1.' + ifIndex,
+            'i',
+            String(ifIndex),
+            '1.3.6.1.2.1.2.2.1.8.' + ifIndex,
+            'i',
+            '2',
+            '1.3.6.1.2.1.2.2.1.2.' + ifIndex,
+            's',
+            '<img src=x onerror=alert(1)>',
+          ]);
         await snmptrap(7);
         const feed = w.page.getByTestId('trap-feed');
         const rows = feed.locator('tbody tr');
@@ -246,7 +263,10 @@ export function consoleSuite() {
         await sources.getByText('common/ACME-UI-BROKEN-MIB.txt').waitFor();
         await sources.locator('tr', { hasText: 'ACME-UI-BROKEN-MIB.txt' }).getByRole('button', { name: 'Delete' }).click();
         await expect.poll(() => sources.textContent()).not.toContain('ACME-UI-BROKEN-MIB.txt');
-        const [download] = await Promise.all([w.page.waitForEvent('download'), sources.locator('tr', { hasText: 'ACME-UI-MIB.mib' }).getByRole('button', { name: 'Download' }).click()]);
+        const [download] = await Promise.all([
+          w.page.waitForEvent('download'),
+          sources.locator('tr', { hasText: 'ACME-UI-MIB.mib' }).getByRole('button', { name: 'Download' }).click(),
+        ]);
         expect(download.suggestedFilename()).toBe('ACME-UI-MIB.mib');
         expect(readFileSync((await download.path())!, 'utf8')).toBe(GOOD_MIB);
         expect(w.problems).toEqual([]);

@@ -89,8 +89,13 @@ pipeline:
         await replaceEditorText(pipelineYaml(true));
         const problem = w.page.getByTestId('problems').locator('li.error');
         await problem.first().waitFor();
-        const line = pipelineYaml(true).split('\n').findIndex((l) => l.includes('file_patern')) + 1;
-        await expect.poll(() => problem.allTextContents()).toEqual([expect.stringMatching(new RegExp(`^${line}:5 pipeline\\.source\\.file_patern.*did you mean 'file_pattern'`))]);
+        const line =
+          pipelineYaml(true)
+            .split('\n')
+            .findIndex((l) => l.includes('file_patern')) + 1;
+        await expect
+          .poll(() => problem.allTextContents())
+          .toEqual([expect.stringMatching(new RegExp(`^${line}:5 pipeline\\.source\\.file_patern.*did you mean 'file_pattern'`))]);
         // Inline too: the word is underlined on that line and the gutter marks it.
         const underlined = w.page.locator('.cm-lintRange-error');
         await expect.poll(() => underlined.textContent()).toBe('file_patern');
@@ -129,7 +134,9 @@ pipeline:
         // CSV export: the server's CSV of the filtered runs, saved as a file.
         const [download] = await Promise.all([w.page.waitForEvent('download'), w.page.getByRole('button', { name: 'Export CSV' }).click()]);
         expect(download.suggestedFilename()).toMatch(/^runs-flow-one-.*\.csv$/);
-        const csv = readFileSync((await download.path())!, 'utf8').trim().split('\n');
+        const csv = readFileSync((await download.path())!, 'utf8')
+          .trim()
+          .split('\n');
         expect(csv[0]).toMatch(/^run_id,pipeline,node_id,status,/);
         expect(csv).toHaveLength(2);
 
@@ -201,7 +208,9 @@ pipeline:
         // A running stream, so that the cluster page has a placement to show.
         const stream = `version: "1"\npipeline:\n  name: alarms-in\n  schedule: { type: stream }\n  source: { type: webhook, path: alarms }\n  sinks:\n    - { type: local, path: ${JSON.stringify(join(work, 'alarms'))} }\n`;
         expect((await fetch(`${base}/api/pipelines`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: stream })).status).toBe(201);
-        expect((await fetch(`${base}/webhooks/alarms`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"alarm":"LOS"}' })).status).toBe(202);
+        expect(
+          (await fetch(`${base}/webhooks/alarms`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"alarm":"LOS"}' })).status,
+        ).toBe(202);
         // name, route, heading, and what shows once the page's data has arrived.
         const pages: [string, string, string, string][] = [
           ['pipelines', '#/pipelines', 'Pipelines', 'tr[data-pipeline="alarms-in"]'],

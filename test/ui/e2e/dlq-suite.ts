@@ -90,7 +90,12 @@ export function dlqSuite() {
       await w.page.locator('h1', { hasText: 'Dead letters of cells' }).waitFor();
       await expect.poll(() => rows().count()).toBe(4);
       expect(await w.page.getByTestId('dlq-paging').textContent()).toContain('1–4 of 4');
-      expect(await rows().evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-stage')).sort())).toEqual(['parse', 'transform', 'transform', 'transform']);
+      expect(await rows().evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-stage')).sort())).toEqual([
+        'parse',
+        'transform',
+        'transform',
+        'transform',
+      ]);
       await w.shot('dlq-list');
 
       // The parse failure: its raw line, decoded as text.
@@ -148,7 +153,9 @@ export function dlqSuite() {
       await replaySelected.click();
       const result = w.page.getByTestId('replay-result');
       await result.waitFor({ timeout: 30_000 });
-      expect(await result.locator('.notice').textContent()).toMatch(/^Replay run [0-9a-f]{8} success: 3 selected, 2 replayed, 1 failed · records in 2, out 2, skipped 0/);
+      expect(await result.locator('.notice').textContent()).toMatch(
+        /^Replay run [0-9a-f]{8} success: 3 selected, 2 replayed, 1 failed · records in 2, out 2, skipped 0/,
+      );
       const failed = result.getByTestId('replay-failed').locator('li');
       await expect.poll(() => failed.count()).toBe(1);
       expect(await failed.textContent()).toMatch(/edit failed: .*int\(\): invalid literal for base 10: .*n\/a/);
@@ -161,7 +168,11 @@ export function dlqSuite() {
       const unmarked = rows().filter({ hasNot: w.page.locator('.badge') });
       await unmarked.getByRole('button').click();
       await expect.poll(async () => JSON.parse((await w.page.getByTestId('dlq-record').textContent()) ?? '{}')).toEqual({ host: 'edge-4', octets: 'n/a' });
-      await rows().filter({ has: w.page.locator('.badge') }).first().getByRole('button').click();
+      await rows()
+        .filter({ has: w.page.locator('.badge') })
+        .first()
+        .getByRole('button')
+        .click();
       const replayedBy = w.page.getByTestId('dlq-envelope').locator('a[href^="#/runs/"]').last();
       expect(await replayedBy.getAttribute('href')).toBe(runHref);
       await w.shot('dlq-replayed');
@@ -171,9 +182,9 @@ export function dlqSuite() {
       await w.page.waitForURL(/replayed=hide/);
       await expect.poll(() => rows().count()).toBe(1);
       await w.page.getByRole('button', { name: 'Replay all matching (1)' }).click();
-      await expect.poll(() => result.locator('.notice').textContent(), { timeout: 30_000 }).toBe(
-        'Nothing was replayed: 3 selected, 0 replayed, 1 failed, 2 replayed already (tick "Replay again" to force)',
-      );
+      await expect
+        .poll(() => result.locator('.notice').textContent(), { timeout: 30_000 })
+        .toBe('Nothing was replayed: 3 selected, 0 replayed, 1 failed, 2 replayed already (tick "Replay again" to force)');
 
       // The replay run's page: a run of the pipeline of its own.
       await w.page.goto(`${daemon.url}/ui/${runHref}`);
@@ -190,7 +201,12 @@ export function dlqSuite() {
       await expect.poll(() => unreadable.textContent()).toMatch(/cannot be listed:.*no dlq sink/);
       await w.shot('dlq-unreadable');
 
-      expect(await deadLetter('many', Array.from({ length: 60 }, (_, i) => `bad line ${i}`))).toMatchObject({ dlq_count: 60 });
+      expect(
+        await deadLetter(
+          'many',
+          Array.from({ length: 60 }, (_, i) => `bad line ${i}`),
+        ),
+      ).toMatchObject({ dlq_count: 60 });
       await w.page.goto(`${daemon.url}/ui/#/pipelines/many/dlq`);
       await expect.poll(() => rows().count()).toBe(50);
       const paging = w.page.getByTestId('dlq-paging');

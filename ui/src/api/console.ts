@@ -50,7 +50,12 @@ export const consoleApi = {
   mibNode: (oid: string) => request<MibNodeDetail>(`/api/mibs/browse/node/${encodeURIComponent(oid)}`),
   /** CSV as text (`?download=1`), JSON as the export document. */
   mibExport: (format: 'json' | 'csv', exportType: string, modules: string[]) =>
-    request<unknown>('/api/mibs/export', { method: 'POST', json: { format, export_type: exportType, modules }, query: format === 'csv' ? { download: 1 } : {}, text: format === 'csv' }),
+    request<unknown>('/api/mibs/export', {
+      method: 'POST',
+      json: { format, export_type: exportType, modules },
+      query: format === 'csv' ? { download: 1 } : {},
+      text: format === 'csv',
+    }),
   mibDownload: (path: string) => request<string>('/api/mibs/download', { method: 'POST', json: { paths: [path] }, text: true }),
   mibDelete: (path: string) => request<{ deleted: string[]; not_found: string[] }>('/api/mibs/file', { method: 'DELETE', json: { path } }),
   logout: () => request<{ ok: boolean }>('/api/settings/logout', { method: 'POST' }),

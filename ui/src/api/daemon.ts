@@ -1,6 +1,20 @@
 // The pipeline daemon's API (docs/spec/2-pipeline-engine-api.md): one function per call the UI makes.
 import { request } from '../lib/http.js';
-import type { PipelineSummary, PipelineState, StatsRow, DaemonStatus, RunRecord, RunFilter, DryRunResult, ConnectorTest, PipelineVersion, PluginSchemas, ClusterNode, Placement, AlertRule } from './types.js';
+import type {
+  PipelineSummary,
+  PipelineState,
+  StatsRow,
+  DaemonStatus,
+  RunRecord,
+  RunFilter,
+  DryRunResult,
+  ConnectorTest,
+  PipelineVersion,
+  PluginSchemas,
+  ClusterNode,
+  Placement,
+  AlertRule,
+} from './types.js';
 
 export type * from './types.js';
 
@@ -35,5 +49,6 @@ export const daemon = {
   updateAlert: (pipeline: string, name: string, rule: AlertRule) =>
     request<AlertRule>(`/api/pipelines/${enc(pipeline)}/alerts/${enc(name)}`, { method: 'PUT', json: rule }),
   removeAlert: (pipeline: string, name: string) => request<void>(`/api/pipelines/${enc(pipeline)}/alerts/${enc(name)}`, { method: 'DELETE' }),
-  login: (username: string, password: string) => request<{ token: string; username: string }>('/api/auth/login', { method: 'POST', json: { username, password } }),
+  login: (username: string, password: string) =>
+    request<{ token: string; username: string }>('/api/auth/login', { method: 'POST', json: { username, password } }),
 };

@@ -2,7 +2,14 @@
 // first option for "any" (the empty value).
 export type SelectOption = string | { value: string; label: string };
 
-export function SelectField(props: { label: string; name: string; value: string; options: readonly SelectOption[]; any?: string; onChange(value: string): void }) {
+export function SelectField(props: {
+  label: string;
+  name: string;
+  value: string;
+  options: readonly SelectOption[];
+  any?: string;
+  onChange(value: string): void;
+}) {
   return (
     <label>
       {props.label}

@@ -46,7 +46,11 @@ function completionSource(index: SchemaIndex) {
     if (c.kind === 'key') {
       const s = index.at(c.container, typeOf);
       if (!s) return null;
-      const present = new Set(entries.filter((e) => e.path.length === c.container.length + 1 && c.container.every((seg, i) => e.path[i] === seg)).map((e) => e.path[c.container.length]));
+      const present = new Set(
+        entries
+          .filter((e) => e.path.length === c.container.length + 1 && c.container.every((seg, i) => e.path[i] === seg))
+          .map((e) => e.path[c.container.length]),
+      );
       const options: Completion[] = keyOptions(s)
         .filter(([k]) => !present.has(k) || k === c.prefix)
         .map(([k, p]) => ({

@@ -18,9 +18,7 @@ export interface KeyEntry {
   value: string;
 }
 
-export type CursorContext =
-  | { kind: 'key'; container: Seg[]; prefix: string; from: number }
-  | { kind: 'value'; path: Seg[]; prefix: string; from: number };
+export type CursorContext = { kind: 'key'; container: Seg[]; prefix: string; from: number } | { kind: 'value'; path: Seg[]; prefix: string; from: number };
 
 interface Frame {
   kind: 'item' | 'key' | 'partial';

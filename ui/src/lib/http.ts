@@ -3,7 +3,10 @@
 import { authHeaders, loginRequired } from './session.js';
 
 export class ApiFailure extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -16,7 +16,10 @@ export function LoginPage() {
     e.preventDefault();
     setError(undefined);
     try {
-      const r = await request<{ token: string; username: string }>(onConsole ? '/api/settings/login' : '/api/auth/login', { method: 'POST', json: { username, password } });
+      const r = await request<{ token: string; username: string }>(onConsole ? '/api/settings/login' : '/api/auth/login', {
+        method: 'POST',
+        json: { username, password },
+      });
       setCredential({ kind: 'token', value: r.token, username: r.username });
     } catch (err) {
       setError((err as Error).message);
@@ -40,7 +43,14 @@ export function LoginPage() {
         </label>
         <label>
           Password
-          <input name="password" type="password" autocomplete="current-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} required />
+          <input
+            name="password"
+            type="password"
+            autocomplete="current-password"
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+            required
+          />
         </label>
         <button type="submit" class="primary">
           Sign in

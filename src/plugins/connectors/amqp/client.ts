@@ -12,7 +12,8 @@ export const urlField = Type.String({
   minLength: 1,
   default: DEFAULT_URL,
   pattern: '^amqps?://',
-  description: 'Broker URL, amqp:// or amqps:// (user:password@host:port/vhost; guest/guest when no credentials are given). Credentials in it are masked in every message.',
+  description:
+    'Broker URL, amqp:// or amqps:// (user:password@host:port/vhost; guest/guest when no credentials are given). Credentials in it are masked in every message.',
 });
 
 /** Seconds before an unanswered connect attempt fails. */

@@ -13,7 +13,10 @@ const config = Type.Object(
     url: urlField,
     exchange: Type.String({ default: '', description: "Exchange to publish to; '' is the default exchange, which routes by queue name." }),
     routing_key: Type.String({ minLength: 1, description: 'Routing key of every message (the queue name with the default exchange).' }),
-    delivery_mode: Type.Union([Type.Literal(1), Type.Literal(2)], { default: 2, description: '1 transient, 2 persistent (written to disk by durable queues).' }),
+    delivery_mode: Type.Union([Type.Literal(1), Type.Literal(2)], {
+      default: 2,
+      description: '1 transient, 2 persistent (written to disk by durable queues).',
+    }),
   },
   { additionalProperties: false },
 );
@@ -36,7 +39,12 @@ export default defineSink({
     why: 'a batch counts as written only once the broker confirmed every message; an unconfirmed batch is retried whole, so a broker failure mid-batch can publish some messages twice.',
   },
   config,
-  examples: [{ title: 'Persistent messages to a topic exchange', yaml: 'type: amqp\nurl: amqp://svc:${AMQP_PASSWORD:-change-me}@rabbit:5672/telecom\nexchange: pm\nrouting_key: pm.5g.du\ndelivery_mode: 2' }],
+  examples: [
+    {
+      title: 'Persistent messages to a topic exchange',
+      yaml: 'type: amqp\nurl: amqp://svc:${AMQP_PASSWORD:-change-me}@rabbit:5672/telecom\nexchange: pm\nrouting_key: pm.5g.du\ndelivery_mode: 2',
+    },
+  ],
   async test(c) {
     await checkBroker(c.url, async (ch) => {
       if (c.exchange) await ch.checkExchange(c.exchange);
@@ -68,26 +76,32 @@ export default defineSink({
     const options = { deliveryMode: c.delivery_mode, mandatory: true };
     return {
       async write(batch) {
-        const bytes = await conn.use(async (l) => {
-          l.returned = 0;
-          let sent = 0;
-          try {
-            for (const r of batch.records!) {
-              const value = ctx.encoder.one(r);
-              sent += value.length;
-              // false: the socket buffer is full; wait for it to drain (backpressure) before going on.
-              if (!l.ch.publish(c.exchange, c.routing_key, value, options)) await new Promise((res) => l.ch.once('drain', res));
+        const bytes = await conn.use(
+          async (l) => {
+            l.returned = 0;
+            let sent = 0;
+            try {
+              for (const r of batch.records!) {
+                const value = ctx.encoder.one(r);
+                sent += value.length;
+                // false: the socket buffer is full; wait for it to drain (backpressure) before going on.
+                if (!l.ch.publish(c.exchange, c.routing_key, value, options)) await new Promise((res) => l.ch.once('drain', res));
+              }
+              await l.ch.waitForConfirms();
+            } catch (e) {
+              throw l.failure ?? e;
             }
-            await l.ch.waitForConfirms();
-          } catch (e) {
-            throw l.failure ?? e;
-          }
-          if (l.returned > 0) {
-            const where = c.exchange ? `exchange '${c.exchange}'` : 'the default exchange';
-            throw new WriteError(`${l.returned} of ${batch.count} messages unroutable: no queue is bound to ${where} for routing key '${c.routing_key}' (declare or bind one)`, true);
-          }
-          return sent;
-        }, (e) => !(e instanceof WriteError)); // unroutable is not a broken connection
+            if (l.returned > 0) {
+              const where = c.exchange ? `exchange '${c.exchange}'` : 'the default exchange';
+              throw new WriteError(
+                `${l.returned} of ${batch.count} messages unroutable: no queue is bound to ${where} for routing key '${c.routing_key}' (declare or bind one)`,
+                true,
+              );
+            }
+            return sent;
+          },
+          (e) => !(e instanceof WriteError),
+        ); // unroutable is not a broken connection
         return { bytes };
       },
       close: () => conn.end(),

@@ -12,9 +12,17 @@ const config = Type.Object(
   {
     url: urlField,
     queue: Type.String({ minLength: 1, description: 'Queue to consume; declared (asserted) at start with `durable`.' }),
-    prefetch_count: Type.Integer({ minimum: 1, maximum: 65535, default: 10, description: 'Unacknowledged messages the broker sends before waiting for acks; raise it (e.g. 1000) for throughput.' }),
+    prefetch_count: Type.Integer({
+      minimum: 1,
+      maximum: 65535,
+      default: 10,
+      description: 'Unacknowledged messages the broker sends before waiting for acks; raise it (e.g. 1000) for throughput.',
+    }),
     durable: Type.Boolean({ default: true, description: 'Declare the queue durable (survives a broker restart); must match an existing queue.' }),
-    auto_ack: Type.Boolean({ default: false, description: 'true: the broker forgets each message as it sends it (at-most-once, faster); false: acknowledged after delivery.' }),
+    auto_ack: Type.Boolean({
+      default: false,
+      description: 'true: the broker forgets each message as it sends it (at-most-once, faster); false: acknowledged after delivery.',
+    }),
     ...reconnectFields(),
   },
   { additionalProperties: false },
@@ -34,7 +42,10 @@ export default defineSource({
   },
   config,
   examples: [
-    { title: 'Alarms from a durable queue, 500 in flight', yaml: 'type: amqp\nurl: amqp://svc:${AMQP_PASSWORD:-change-me}@rabbit:5672/telecom\nqueue: alarms\nprefetch_count: 500' },
+    {
+      title: 'Alarms from a durable queue, 500 in flight',
+      yaml: 'type: amqp\nurl: amqp://svc:${AMQP_PASSWORD:-change-me}@rabbit:5672/telecom\nqueue: alarms\nprefetch_count: 500',
+    },
   ],
   async test(c) {
     await checkBroker(c.url, (ch) =>
@@ -81,7 +92,10 @@ export default defineSource({
             },
             resume() {
               if (!c.auto_ack || tag) return;
-              consume().then((r) => (tag = r.consumerTag), (e: Error) => lost(e));
+              consume().then(
+                (r) => (tag = r.consumerTag),
+                (e: Error) => lost(e),
+              );
             },
             async ack(batch) {
               ch.ack(batch.at(-1)!.raw, true);

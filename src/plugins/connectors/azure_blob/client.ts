@@ -14,13 +14,16 @@ export const commonFields = {
     pattern: '^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$',
     description: 'Container name: 3-63 lower-case letters, digits and single hyphens.',
   }),
-  connection_string: secret('Storage account connection string (`DefaultEndpointsProtocol=https;AccountName=...;AccountKey=...` or with a SharedAccessSignature). Excludes account_name and account_key.'),
+  connection_string: secret(
+    'Storage account connection string (`DefaultEndpointsProtocol=https;AccountName=...;AccountKey=...` or with a SharedAccessSignature). Excludes account_name and account_key.',
+  ),
   account_name: Type.Optional(Type.String({ minLength: 1, description: 'Storage account name, with account_key (instead of connection_string).' })),
   account_key: secret('Storage account access key (base64), with account_name.'),
   endpoint_url: Type.Optional(
     Type.String({
       pattern: '^https?://',
-      description: 'Blob service URL with account_name and account_key, instead of https://<account_name>.blob.core.windows.net: sovereign clouds, Azurite (`http://127.0.0.1:10000/devstoreaccount1`). Our extension of doc 3.',
+      description:
+        'Blob service URL with account_name and account_key, instead of https://<account_name>.blob.core.windows.net: sovereign clouds, Azurite (`http://127.0.0.1:10000/devstoreaccount1`). Our extension of doc 3.',
     }),
   ),
 };
@@ -40,7 +43,11 @@ export function lintCredentials(c: AzureConfig): LintIssue[] {
   const out: LintIssue[] = [];
   if (has(c.connection_string)) {
     for (const f of ['account_name', 'account_key', 'endpoint_url'] as const) {
-      if (has(c[f])) out.push({ path: f, message: `${f} is not used with connection_string (the connection string names the account, its key and endpoint); remove one of them` });
+      if (has(c[f]))
+        out.push({
+          path: f,
+          message: `${f} is not used with connection_string (the connection string names the account, its key and endpoint); remove one of them`,
+        });
     }
     return out;
   }
@@ -66,7 +73,9 @@ export async function containerClient(c: AzureConfig): Promise<ContainerClient> 
       service = new BlobServiceClient(url, new StorageSharedKeyCredential(c.account_name!, c.account_key!), PIPELINE);
     }
   } catch (e) {
-    throw new AzureConfigError(`the credentials cannot be used: ${errorMessage(e)}; check ${has(c.connection_string) ? 'connection_string' : 'account_name and account_key'}`);
+    throw new AzureConfigError(
+      `the credentials cannot be used: ${errorMessage(e)}; check ${has(c.connection_string) ? 'connection_string' : 'account_name and account_key'}`,
+    );
   }
   return service.getContainerClient(c.container);
 }

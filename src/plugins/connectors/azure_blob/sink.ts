@@ -153,4 +153,3 @@ export default defineSink({
     return new RollingFileSink(new AzureBlobs(c, client), { templateField: 'blob_template', template: c.blob_template, mode: 'flush' }, ctx);
   },
 });
-

@@ -22,12 +22,16 @@ const config = Type.Object(
     account_name: commonFields.account_name,
     account_key: commonFields.account_key,
     prefix: Type.String({ default: '', description: 'Read only blobs whose name starts with this (e.g. `pm/2024/`); empty reads the whole container.' }),
-    skip_processed: Type.Boolean({ default: false, description: 'Skip blobs delivered by an earlier run with the same name and ETag (a rewritten blob is read again).' }),
+    skip_processed: Type.Boolean({
+      default: false,
+      description: 'Skip blobs delivered by an earlier run with the same name and ETag (a rewritten blob is read again).',
+    }),
     endpoint_url: commonFields.endpoint_url,
     read_timeout_seconds: Type.Number({
       exclusiveMinimum: 0,
       default: 60,
-      description: 'Abandon a download that receives no bytes for this many seconds while the run waits for them (a dead or stalled connection); the blob stays for the next run. Our extension of doc 3.',
+      description:
+        'Abandon a download that receives no bytes for this many seconds while the run waits for them (a dead or stalled connection); the blob stays for the next run. Our extension of doc 3.',
     }),
   },
   { additionalProperties: false },
@@ -67,7 +71,10 @@ class AzureSource implements Source, FileStore<Blob> {
       let page: ContainerListBlobFlatSegmentResponse;
       try {
         page = await this.client.call(async (cc) => {
-          const r = await cc.listBlobsFlat({ prefix: this.c.prefix || undefined, includeMetadata: true, abortSignal: signal }).byPage({ maxPageSize: PAGE_SIZE, continuationToken }).next();
+          const r = await cc
+            .listBlobsFlat({ prefix: this.c.prefix || undefined, includeMetadata: true, abortSignal: signal })
+            .byPage({ maxPageSize: PAGE_SIZE, continuationToken })
+            .next();
           return r.value as ContainerListBlobFlatSegmentResponse;
         });
       } catch (e) {
@@ -127,7 +134,12 @@ class AzureSource implements Source, FileStore<Blob> {
     try {
       const ms = this.c.read_timeout_seconds * 1000;
       const stream = body as AsyncIterable<Buffer> & { destroy?(err?: Error): void };
-      for await (const chunk of withIdleTimeout(stream, ms, () => `no data for ${this.c.read_timeout_seconds} s (read_timeout_seconds): the connection is dead or stalled`)) yield chunk;
+      for await (const chunk of withIdleTimeout(
+        stream,
+        ms,
+        () => `no data for ${this.c.read_timeout_seconds} s (read_timeout_seconds): the connection is dead or stalled`,
+      ))
+        yield chunk;
     } catch (e) {
       if (!signal.aborted) this.client.presence.failed(e);
       const why = e instanceof SourceError ? `reading ${where}: ${e.message}` : describe(e, `reading ${where}`, this.c);

@@ -26,7 +26,12 @@ export const serverFields = {
       "ClickHouse port as doc 3 names it. The connector speaks ClickHouse's HTTP interface, so the native-protocol ports 9000 and 9440 stand for the HTTP defaults: 8123 (8443 with secure). Any other value is taken as the HTTP(S) port. http_port overrides it.",
   }),
   http_port: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: 65535, description: "The HTTP(S) interface port, used as it is (server setting http_port or https_port). Set it when that port is not 8123 / 8443. Our extension of doc 3." }),
+    Type.Integer({
+      minimum: 1,
+      maximum: 65535,
+      description:
+        'The HTTP(S) interface port, used as it is (server setting http_port or https_port). Set it when that port is not 8123 / 8443. Our extension of doc 3.',
+    }),
   ),
   database: Type.String({ minLength: 1, default: 'default', description: 'Database of unqualified table names.' }),
   username: Type.String({ minLength: 1, default: 'default', description: 'ClickHouse user.' }),
@@ -67,7 +72,8 @@ export function baseUrl(c: ServerConfig): string {
 
 export function lintServer(c: ServerConfig): LintIssue[] {
   const out: LintIssue[] = [];
-  if (c.port === 9440 && !c.secure && c.http_port === undefined) out.push({ path: 'secure', message: "port 9440 is ClickHouse's TLS port: set secure: true (the connector then uses HTTPS on 8443)" });
+  if (c.port === 9440 && !c.secure && c.http_port === undefined)
+    out.push({ path: 'secure', message: "port 9440 is ClickHouse's TLS port: set secure: true (the connector then uses HTTPS on 8443)" });
   if (c.http_port !== undefined && c.port !== 9000) out.push({ path: 'port', message: 'port is not used when http_port is set: remove one of them' });
   return out;
 }
@@ -84,7 +90,9 @@ function agentFor(c: ServerConfig): http.Agent {
   const create = a.createConnection.bind(agent);
   a.createConnection = (opts, cb) => {
     const s = create(opts, cb);
-    const what = c.secure ? `no TLS connection within ${c.connect_timeout} s (connect_timeout): the host does not answer, or the port does not speak TLS` : `no connection within ${c.connect_timeout} s (connect_timeout)`;
+    const what = c.secure
+      ? `no TLS connection within ${c.connect_timeout} s (connect_timeout): the host does not answer, or the port does not speak TLS`
+      : `no connection within ${c.connect_timeout} s (connect_timeout)`;
     const timer = setTimeout(() => s.destroy(Object.assign(new Error(what), { code: 'ETIMEDOUT' })), ms);
     s.once(c.secure ? 'secureConnect' : 'connect', () => clearTimeout(timer));
     s.once('close', () => clearTimeout(timer));
@@ -162,11 +170,15 @@ export function describe(e: unknown, c: ServerConfig): string {
   const code = err.code ?? err.cause?.code;
   const msg = errorMessage(e).trim().replace(/\s+/g, ' ');
   // The native-protocol port answers HTTP with "Port N is for clickhouse-client program".
-  const nativeHint = /clickhouse-client program/.test(msg) ? ` (the connector speaks HTTP: set http_port to the server's HTTP port, default ${c.secure ? HTTPS_DEFAULT : HTTP_DEFAULT})` : '';
-  if (code === 'ECONNREFUSED') return `${target}: connection refused (nothing listens there; the connector uses ClickHouse's HTTP interface, port ${httpPort(c)})`;
+  const nativeHint = /clickhouse-client program/.test(msg)
+    ? ` (the connector speaks HTTP: set http_port to the server's HTTP port, default ${c.secure ? HTTPS_DEFAULT : HTTP_DEFAULT})`
+    : '';
+  if (code === 'ECONNREFUSED')
+    return `${target}: connection refused (nothing listens there; the connector uses ClickHouse's HTTP interface, port ${httpPort(c)})`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `${target}: host not found (${code})`;
   if (msg === 'Timeout error.') return `${target}: no answer for ${c.send_receive_timeout} s (send_receive_timeout)`;
-  if (code && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|EPROTO/.test(code)) return `${target}: TLS failed (${code}): the server certificate is not trusted, or the port does not speak TLS`;
+  if (code && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|EPROTO/.test(code))
+    return `${target}: TLS failed (${code}): the server certificate is not trusted, or the port does not speak TLS`;
   return `${target}: ${msg}${code && !msg.includes(code) ? ` (${code})` : ''}${nativeHint}`;
 }
 

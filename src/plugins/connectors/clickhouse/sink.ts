@@ -21,7 +21,8 @@ const config = Type.Object(
     ...serverFields,
     table: Type.String({
       minLength: 1,
-      description: 'Table to insert into: a name in database, or `db.table`. Record fields are matched to its columns by name; missing columns take their defaults.',
+      description:
+        'Table to insert into: a name in database, or `db.table`. Record fields are matched to its columns by name; missing columns take their defaults.',
     }),
   },
   { additionalProperties: false },
@@ -35,7 +36,8 @@ class MissingTable extends Error {}
 async function checkTable(client: ClickHouseClient, c: ServerConfig & { table: string }, signal?: AbortSignal) {
   const rs = await client.query({ query: `EXISTS TABLE ${tableRef(c.table)}`, format: 'JSONEachRow', abort_signal: signal });
   const [row] = await rs.json<{ result: number | string }>();
-  if (Number(row?.result) !== 1) throw new MissingTable(`table ${c.table.includes('.') ? c.table : `${c.database}.${c.table}`} does not exist (check table and database)`);
+  if (Number(row?.result) !== 1)
+    throw new MissingTable(`table ${c.table.includes('.') ? c.table : `${c.database}.${c.table}`} does not exist (check table and database)`);
 }
 
 export default defineSink({
@@ -49,7 +51,10 @@ export default defineSink({
   config,
   lint: (c) => lintServer(c),
   examples: [
-    { title: 'Alarms into a MergeTree table', yaml: 'type: clickhouse\nhost: clickhouse.internal\nusername: svc\npassword: ${CLICKHOUSE_PASSWORD:-change-me}\ndatabase: nms\ntable: alarms\nretry_count: 3' },
+    {
+      title: 'Alarms into a MergeTree table',
+      yaml: 'type: clickhouse\nhost: clickhouse.internal\nusername: svc\npassword: ${CLICKHOUSE_PASSWORD:-change-me}\ndatabase: nms\ntable: alarms\nretry_count: 3',
+    },
     { title: 'HTTPS on 8443, table in another database', yaml: 'type: clickhouse\nhost: ch.example.net\nport: 9440\nsecure: true\ntable: pm.counters_15m' },
   ],
   async test(c, { signal }) {
@@ -97,7 +102,8 @@ export default defineSink({
           if (isPermanent(a)) throw new WriteError(`clickhouse: ${describe(e, c)}`, false, { cause: e });
           const row = failedRow(a);
           if (row === undefined || row > idx.length) throw new Error(describe(e, c), { cause: e }); // overload and the like: retried
-          if (rejected.length >= MAX_REFUSED) throw new WriteError(`clickhouse: more than ${MAX_REFUSED} records of one batch refused; the last: ${describe(e, c)}`, false, { cause: e });
+          if (rejected.length >= MAX_REFUSED)
+            throw new WriteError(`clickhouse: more than ${MAX_REFUSED} records of one batch refused; the last: ${describe(e, c)}`, false, { cause: e });
           rejected.push({ index: base + idx[row - 1]!, reason: `clickhouse refused the record: Code ${a.code}: ${a.text}` });
           idx = idx.filter((_, k) => k !== row - 1);
         }

@@ -23,7 +23,11 @@ const config = Type.Object(
       description:
         'Values of the `{name:Type}` placeholders in query, bound by the server (ClickHouse 19.6+); older servers get them inlined as typed literals (`CAST(value AS Type)`; `Identifier` as a quoted name).',
     }),
-    chunk_size: Type.Integer({ minimum: 0, default: 0, description: 'Rows per unit (records handed on together and finalized together); 0 = the whole result as one unit, streamed.' }),
+    chunk_size: Type.Integer({
+      minimum: 0,
+      default: 0,
+      description: 'Rows per unit (records handed on together and finalized together); 0 = the whole result as one unit, streamed.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -33,7 +37,8 @@ type Config = Static<typeof config>;
 function lint(c: Config): LintIssue[] {
   const out = lintServer(c);
   if (FORMAT_CLAUSE.test(c.query)) out.push({ path: 'query', message: 'remove the FORMAT clause: the connector reads JSONEachRow' });
-  for (const p of placeholders(c.query)) if (!(p.name in c.params)) out.push({ path: 'params', message: `the query uses {${p.name}:${p.type}}: add params.${p.name}` });
+  for (const p of placeholders(c.query))
+    if (!(p.name in c.params)) out.push({ path: 'params', message: `the query uses {${p.name}:${p.type}}: add params.${p.name}` });
   return out;
 }
 
@@ -42,7 +47,7 @@ const sqlOf = (c: Config) => c.query.trim().replace(/;\s*$/, '');
 
 export default defineSource({
   key: 'clickhouse',
-  summary: "Run a SELECT on ClickHouse (HTTP interface) and stream its rows, one record each, optionally in chunks of chunk_size rows.",
+  summary: 'Run a SELECT on ClickHouse (HTTP interface) and stream its rows, one record each, optionally in chunks of chunk_size rows.',
   mode: 'batch',
   delivery: {
     guarantee: 'at-least-once',
@@ -53,9 +58,12 @@ export default defineSource({
   examples: [
     {
       title: 'Yesterday’s cell KPIs, with a bound parameter, 10,000 rows per unit',
-      yaml: "type: clickhouse\nhost: clickhouse.internal\nusername: svc\npassword: ${CLICKHOUSE_PASSWORD:-change-me}\ndatabase: pm\nquery: SELECT cell, kpi, value FROM cell_kpi WHERE day = yesterday() AND region = {region:String}\nparams:\n  region: north\nchunk_size: 10000",
+      yaml: 'type: clickhouse\nhost: clickhouse.internal\nusername: svc\npassword: ${CLICKHOUSE_PASSWORD:-change-me}\ndatabase: pm\nquery: SELECT cell, kpi, value FROM cell_kpi WHERE day = yesterday() AND region = {region:String}\nparams:\n  region: north\nchunk_size: 10000',
     },
-    { title: 'HTTPS on a non-default port', yaml: 'type: clickhouse\nhost: ch.example.net\nsecure: true\nhttp_port: 443\nquery: SELECT * FROM alarms WHERE raised > now() - INTERVAL 1 HOUR' },
+    {
+      title: 'HTTPS on a non-default port',
+      yaml: 'type: clickhouse\nhost: ch.example.net\nsecure: true\nhttp_port: 443\nquery: SELECT * FROM alarms WHERE raised > now() - INTERVAL 1 HOUR',
+    },
   ],
   // The query itself, with its parameters, asked for no rows: credentials, database, tables,
   // columns and syntax are checked without reading data.

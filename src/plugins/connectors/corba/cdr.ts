@@ -157,7 +157,8 @@ export class CdrReader {
   }
 
   private need(n: number, what: string) {
-    if (this.pos + n > this.end) throw new CdrError(`truncated CDR data: ${what} needs ${n} bytes at offset ${this.pos - this.start}, ${this.end - this.pos} left`);
+    if (this.pos + n > this.end)
+      throw new CdrError(`truncated CDR data: ${what} needs ${n} bytes at offset ${this.pos - this.start}, ${this.end - this.pos} left`);
   }
 
   align(n: number) {
@@ -311,10 +312,15 @@ export function parseType(desc: unknown, path = ''): IdlType {
     if (name === 'json') return { kind: 'json' };
     if (name === 'void') return { kind: 'void' };
     const prim = (PRIMITIVES as readonly string[]).includes(name) ? (name as Primitive) : ALIASES[name];
-    if (!prim) throw new TypeDescError(`unknown type '${desc}': use one of ${PRIMITIVES.join(', ')}, json, void, or {sequence: T}, {array: T, length: N}, {struct: {...}}, {enum: [...]}`, path);
+    if (!prim)
+      throw new TypeDescError(
+        `unknown type '${desc}': use one of ${PRIMITIVES.join(', ')}, json, void, or {sequence: T}, {array: T, length: N}, {struct: {...}}, {enum: [...]}`,
+        path,
+      );
     return { kind: 'primitive', name: prim };
   }
-  if (!isObj(desc)) throw new TypeDescError('a type is a name (long, string...) or an object {sequence: T} / {struct: {...}} / {enum: [...]} / {array: T, length: N}', path);
+  if (!isObj(desc))
+    throw new TypeDescError('a type is a name (long, string...) or an object {sequence: T} / {struct: {...}} / {enum: [...]} / {array: T, length: N}', path);
   const keys = Object.keys(desc);
   if ('sequence' in desc) {
     if (keys.length !== 1) throw new TypeDescError('{sequence: T} takes no other key', path);
@@ -324,13 +330,15 @@ export function parseType(desc: unknown, path = ''): IdlType {
   }
   if ('array' in desc) {
     const length = desc.length;
-    if (keys.length !== 2 || typeof length !== 'number' || !Number.isInteger(length) || length < 1) throw new TypeDescError('{array: T, length: N} needs a positive integer length', path);
+    if (keys.length !== 2 || typeof length !== 'number' || !Number.isInteger(length) || length < 1)
+      throw new TypeDescError('{array: T, length: N} needs a positive integer length', path);
     const of = parseType(desc.array, at('array'));
     if (of.kind === 'void') throw new TypeDescError('an array of void', at('array'));
     return { kind: 'array', of, length };
   }
   if ('struct' in desc) {
-    if (keys.length !== 1 || !isObj(desc.struct) || Object.keys(desc.struct).length === 0) throw new TypeDescError('{struct: {field: type, ...}} needs at least one field', path);
+    if (keys.length !== 1 || !isObj(desc.struct) || Object.keys(desc.struct).length === 0)
+      throw new TypeDescError('{struct: {field: type, ...}} needs at least one field', path);
     const fields: [string, IdlType][] = Object.entries(desc.struct).map(([k, v]) => {
       const t = parseType(v, at(`struct.${k}`));
       if (t.kind === 'void') throw new TypeDescError('a void field', at(`struct.${k}`));
@@ -340,7 +348,8 @@ export function parseType(desc: unknown, path = ''): IdlType {
   }
   if ('enum' in desc) {
     const labels = desc.enum;
-    if (keys.length !== 1 || !Array.isArray(labels) || labels.length === 0 || !labels.every((l) => typeof l === 'string')) throw new TypeDescError('{enum: [LABEL, ...]} needs the labels in IDL order', path);
+    if (keys.length !== 1 || !Array.isArray(labels) || labels.length === 0 || !labels.every((l) => typeof l === 'string'))
+      throw new TypeDescError('{enum: [LABEL, ...]} needs the labels in IDL order', path);
     return { kind: 'enum', labels: labels as string[] };
   }
   throw new TypeDescError(`unknown type description with keys ${keys.join(', ') || '(none)'}: use sequence, array, struct or enum`, path);

@@ -167,7 +167,11 @@ export class GiopConnection {
   async request(key: Uint8Array, operation: string, body: ((w: CdrWriter) => void) | undefined, timeoutMs: number): Promise<Reply> {
     const contexts = this.sentCodeSets ? [] : [codeSetsContext(this.littleEndian)];
     this.sentCodeSets = true;
-    const msg = await this.exchange((requestId) => encodeRequest({ requestId, key, operation, contexts, body, littleEndian: this.littleEndian }), timeoutMs, `'${operation}'`);
+    const msg = await this.exchange(
+      (requestId) => encodeRequest({ requestId, key, operation, contexts, body, littleEndian: this.littleEndian }),
+      timeoutMs,
+      `'${operation}'`,
+    );
     return decodeReply(msg);
   }
 
@@ -238,7 +242,12 @@ export class CorbaClient {
    * LOCATION_FORWARD (and _PERM) up to `maxForwards` times; throws CorbaException for a system or
    * user exception, CorbaTimeoutError past the deadline, CorbaTransportError when it cannot talk.
    */
-  async invoke(ref: ObjectRef, operation: string, body: ((w: CdrWriter) => void) | undefined, opts: InvokeOptions): Promise<{ result: CdrReader; target: ObjectRef }> {
+  async invoke(
+    ref: ObjectRef,
+    operation: string,
+    body: ((w: CdrWriter) => void) | undefined,
+    opts: InvokeOptions,
+  ): Promise<{ result: CdrReader; target: ObjectRef }> {
     const deadline = Date.now() + opts.timeoutMs;
     const max = opts.maxForwards ?? MAX_FORWARDS;
     let target = ref;

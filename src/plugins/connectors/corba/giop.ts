@@ -17,8 +17,22 @@ export const MSG = {
   Fragment: 7,
 } as const;
 
-export const REPLY_STATUS = ['NO_EXCEPTION', 'USER_EXCEPTION', 'SYSTEM_EXCEPTION', 'LOCATION_FORWARD', 'LOCATION_FORWARD_PERM', 'NEEDS_ADDRESSING_MODE'] as const;
-export const LOCATE_STATUS = ['UNKNOWN_OBJECT', 'OBJECT_HERE', 'OBJECT_FORWARD', 'OBJECT_FORWARD_PERM', 'LOC_SYSTEM_EXCEPTION', 'LOC_NEEDS_ADDRESSING_MODE'] as const;
+export const REPLY_STATUS = [
+  'NO_EXCEPTION',
+  'USER_EXCEPTION',
+  'SYSTEM_EXCEPTION',
+  'LOCATION_FORWARD',
+  'LOCATION_FORWARD_PERM',
+  'NEEDS_ADDRESSING_MODE',
+] as const;
+export const LOCATE_STATUS = [
+  'UNKNOWN_OBJECT',
+  'OBJECT_HERE',
+  'OBJECT_FORWARD',
+  'OBJECT_FORWARD_PERM',
+  'LOC_SYSTEM_EXCEPTION',
+  'LOC_NEEDS_ADDRESSING_MODE',
+] as const;
 
 export const HEADER_SIZE = 12;
 const FLAG_LITTLE_ENDIAN = 1;
@@ -140,7 +154,8 @@ export interface Header {
 
 export function readHeader(b: Buffer): Header {
   if (b.length < HEADER_SIZE) throw new GiopError('short GIOP header');
-  if (b.toString('latin1', 0, 4) !== 'GIOP') throw new GiopError(`not a GIOP message (starts with ${JSON.stringify(b.toString('latin1', 0, 4))}): is this port an IIOP endpoint?`);
+  if (b.toString('latin1', 0, 4) !== 'GIOP')
+    throw new GiopError(`not a GIOP message (starts with ${JSON.stringify(b.toString('latin1', 0, 4))}): is this port an IIOP endpoint?`);
   const flags = b[6]!;
   const littleEndian = (flags & FLAG_LITTLE_ENDIAN) !== 0;
   return {
@@ -215,7 +230,10 @@ export class GiopFramer {
   /** Counts `n` more bytes of unfinished messages; a peer that never finishes them cannot fill memory. */
   private hold(n: number) {
     this.partialBytes += n;
-    if (this.partialBytes > this.maxMessage) throw new GiopError(`fragmented GIOP messages of more than ${this.maxMessage} bytes in all are pending: the peer sends fragments that never complete a message`);
+    if (this.partialBytes > this.maxMessage)
+      throw new GiopError(
+        `fragmented GIOP messages of more than ${this.maxMessage} bytes in all are pending: the peer sends fragments that never complete a message`,
+      );
   }
 
   private assemble(msg: Buffer, h: Header): Buffer | undefined {

@@ -70,7 +70,8 @@ export function parseIor(text: string): ObjectRef {
   const t = text.trim();
   if (!/^IOR:/i.test(t)) throw new ObjectRefError('an IOR starts with "IOR:"');
   const hex = t.slice(4);
-  if (hex.length === 0 || hex.length % 2 !== 0 || !/^[0-9a-f]+$/i.test(hex)) throw new ObjectRefError('an IOR is "IOR:" followed by an even number of hex digits');
+  if (hex.length === 0 || hex.length % 2 !== 0 || !/^[0-9a-f]+$/i.test(hex))
+    throw new ObjectRefError('an IOR is "IOR:" followed by an even number of hex digits');
   try {
     const ref = readIor(CdrReader.encapsulation(Buffer.from(hex, 'hex')));
     if (ref.profiles.length === 0) throw new ObjectRefError(`the IOR (type ${ref.typeId || 'unknown'}) has no IIOP profile: nothing to connect to`);
@@ -133,7 +134,8 @@ export function parseCorbaloc(text: string): ObjectRef {
     if (!host) throw new ObjectRefError(`corbaloc address '${a}' has no host`);
     let port = DEFAULT_CORBALOC_PORT;
     if (portText !== undefined && portText !== '') {
-      if (!/^\d+$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) throw new ObjectRefError(`bad port '${portText}' in corbaloc address '${a}'`);
+      if (!/^\d+$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535)
+        throw new ObjectRefError(`bad port '${portText}' in corbaloc address '${a}'`);
       port = Number(portText);
     }
     profiles.push({ host, port, key, major, minor });
@@ -164,4 +166,5 @@ export function parseObjectUrl(text: string): ObjectRef {
 }
 
 /** host:port of the first profile, for messages. */
-export const whereOf = (ref: ObjectRef) => (ref.profiles[0] ? `${ref.profiles[0].host.includes(':') ? `[${ref.profiles[0].host}]` : ref.profiles[0].host}:${ref.profiles[0].port}` : '(nil reference)');
+export const whereOf = (ref: ObjectRef) =>
+  ref.profiles[0] ? `${ref.profiles[0].host.includes(':') ? `[${ref.profiles[0].host}]` : ref.profiles[0].host}:${ref.profiles[0].port}` : '(nil reference)';

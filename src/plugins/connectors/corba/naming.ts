@@ -81,7 +81,9 @@ export async function resolveName(client: CorbaClient, ns: ObjectRef, name: Name
         const rest: NameComponent[] = [];
         const n = e.body.ulong();
         for (let i = 0; i < n; i++) rest.push({ id: e.body.string(), kind: e.body.string() });
-        throw new NameError(`'${shown}' is not bound in the naming service at ${whereOf(ns)} (NotFound: ${REASONS[why] ?? why} at '${nameText(rest)}'): check object_name`);
+        throw new NameError(
+          `'${shown}' is not bound in the naming service at ${whereOf(ns)} (NotFound: ${REASONS[why] ?? why} at '${nameText(rest)}'): check object_name`,
+        );
       }
       if (e.id === INVALID_NAME) throw new NameError(`the naming service at ${whereOf(ns)} calls '${shown}' an invalid name`);
       if (e.id === CANNOT_PROCEED) throw new NameError(`the naming service at ${whereOf(ns)} cannot proceed resolving '${shown}' (CannotProceed)`);

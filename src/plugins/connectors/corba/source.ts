@@ -22,27 +22,35 @@ const config = Type.Object(
     ior: Type.Optional(
       Type.String({
         minLength: 1,
-        description: 'The object to invoke: a stringified IOR (`IOR:0100...`) or a corbaloc URL (`corbaloc:iiop:host:port/ObjectKey`). Exclusive with naming_service.',
+        description:
+          'The object to invoke: a stringified IOR (`IOR:0100...`) or a corbaloc URL (`corbaloc:iiop:host:port/ObjectKey`). Exclusive with naming_service.',
       }),
     ),
     naming_service: Type.Optional(
       Type.String({
         minLength: 1,
-        description: 'A CosNaming naming context (usually `corbaloc:iiop:host:2809/NameService`, or its IOR) in which `object_name` is resolved. Exclusive with ior.',
+        description:
+          'A CosNaming naming context (usually `corbaloc:iiop:host:2809/NameService`, or its IOR) in which `object_name` is resolved. Exclusive with ior.',
       }),
     ),
     object_name: Type.Optional(
       Type.String({
         minLength: 1,
-        description: "The object's name in naming_service, in the INS form `id.kind/id.kind` (e.g. `pm.collectors/ne42`; `\\` escapes a '/' or '.'). Required with naming_service.",
+        description:
+          "The object's name in naming_service, in the INS form `id.kind/id.kind` (e.g. `pm.collectors/ne42`; `\\` escapes a '/' or '.'). Required with naming_service.",
       }),
     ),
     operation: Type.String({ minLength: 1, description: 'The IDL operation to invoke (an attribute is read with `_get_<name>`).' }),
     args: Type.Array(
       Type.Object(
         {
-          type: typeDesc('The IDL type of the argument: boolean, octet, char, short, ushort, long, ulong, longlong, ulonglong, float, double, string, `{sequence: T}`, `{array: T, length: N}`, `{struct: {field: T, ...}}` or `{enum: [LABELS]}`.'),
-          value: Type.Unknown({ description: 'The value, as JSON: a number, a string (64-bit integers beyond 2^53 as decimal strings), a list for a sequence, an object for a struct, a label for an enum.' }),
+          type: typeDesc(
+            'The IDL type of the argument: boolean, octet, char, short, ushort, long, ulong, longlong, ulonglong, float, double, string, `{sequence: T}`, `{array: T, length: N}`, `{struct: {field: T, ...}}` or `{enum: [LABELS]}`.',
+          ),
+          value: Type.Unknown({
+            description:
+              'The value, as JSON: a number, a string (64-bit integers beyond 2^53 as decimal strings), a list for a sequence, an object for a struct, a label for an enum.',
+          }),
         },
         { additionalProperties: false },
       ),
@@ -52,10 +60,15 @@ const config = Type.Object(
       'The IDL type of the result, to decode the reply: `void` (no records), a type as in args, or `json` (a string whose text is a JSON document). A sequence or array gives one record per element; a struct one record; any other value one record `{result: value}`.',
       { default: 'void' },
     ),
-    timeout_seconds: Type.Number({ exclusiveMinimum: 0, default: 30, description: 'Seconds for the whole invocation: connecting, the name lookup, forwards and the reply.' }),
+    timeout_seconds: Type.Number({
+      exclusiveMinimum: 0,
+      default: 30,
+      description: 'Seconds for the whole invocation: connecting, the name lookup, forwards and the reply.',
+    }),
     skip_processed: Type.Boolean({
       default: false,
-      description: 'Invoke at most once per dedupe window: a run whose operation and args were already delivered in the current window invokes nothing and says so in a note.',
+      description:
+        'Invoke at most once per dedupe window: a run whose operation and args were already delivered in the current window invokes nothing and says so in a note.',
     }),
     dedupe_window_seconds: Type.Integer({
       minimum: 1,
@@ -80,10 +93,17 @@ function refIssue(text: string): string | undefined {
 
 function lint(c: Config): LintIssue[] {
   const issues: LintIssue[] = [];
-  if (c.ior !== undefined && c.naming_service !== undefined) issues.push({ path: 'naming_service', message: 'ior and naming_service are mutually exclusive: give the object by IOR, or by object_name in a naming service' });
-  if (c.ior === undefined && c.naming_service === undefined) issues.push({ path: 'ior', message: 'give the object: ior (an IOR or a corbaloc URL), or naming_service with object_name' });
-  if (c.naming_service !== undefined && c.object_name === undefined) issues.push({ path: 'object_name', message: 'naming_service needs object_name, the name to resolve in it' });
-  if (c.naming_service === undefined && c.object_name !== undefined) issues.push({ path: 'object_name', message: 'object_name is resolved in naming_service, which is not set' });
+  if (c.ior !== undefined && c.naming_service !== undefined)
+    issues.push({
+      path: 'naming_service',
+      message: 'ior and naming_service are mutually exclusive: give the object by IOR, or by object_name in a naming service',
+    });
+  if (c.ior === undefined && c.naming_service === undefined)
+    issues.push({ path: 'ior', message: 'give the object: ior (an IOR or a corbaloc URL), or naming_service with object_name' });
+  if (c.naming_service !== undefined && c.object_name === undefined)
+    issues.push({ path: 'object_name', message: 'naming_service needs object_name, the name to resolve in it' });
+  if (c.naming_service === undefined && c.object_name !== undefined)
+    issues.push({ path: 'object_name', message: 'object_name is resolved in naming_service, which is not set' });
   for (const f of ['ior', 'naming_service'] as const) {
     const v = c[f];
     if (v !== undefined && !v.includes('${')) {
@@ -146,10 +166,15 @@ function sourceError(e: unknown, c: Config, where: string): SourceError {
     }
     return new SourceError(`corba: ${e.message} at ${where}: the servant refused the call (see its IDL for when it raises this)`, { cause: e });
   }
-  if (e instanceof CorbaTimeoutError) return new SourceError(`corba: ${e.message.replace(/within [\d.]+ s/, `within timeout_seconds (${ms / 1000} s)`)}`, { cause: e });
+  if (e instanceof CorbaTimeoutError)
+    return new SourceError(`corba: ${e.message.replace(/within [\d.]+ s/, `within timeout_seconds (${ms / 1000} s)`)}`, { cause: e });
   if (e instanceof NameError || e instanceof ObjectRefError) return new SourceError(`corba: ${e.message}`, { cause: e });
   if (e instanceof CorbaTransportError || e instanceof GiopError) return new SourceError(`corba: ${e.message}`, { cause: e });
-  if (e instanceof CdrError) return new SourceError(`corba: the reply of '${c.operation}' does not decode as returns (${typeName(parseType(c.returns))}): ${e.message}; check returns against the IDL`, { cause: e });
+  if (e instanceof CdrError)
+    return new SourceError(
+      `corba: the reply of '${c.operation}' does not decode as returns (${typeName(parseType(c.returns))}): ${e.message}; check returns against the IDL`,
+      { cause: e },
+    );
   return new SourceError(`corba: ${errorMessage(e)}`, { cause: e });
 }
 
@@ -230,7 +255,9 @@ export default defineSource({
         if (signal.aborted) return;
         const key = skip ? dedupeKey(c, Date.now()) : undefined;
         if (key && (await ctx.processed.has(key))) {
-          notes.push(`corba: '${c.operation}' with these args was already delivered in this ${c.dedupe_window_seconds}-second window (skip_processed): not invoked again`);
+          notes.push(
+            `corba: '${c.operation}' with these args was already delivered in this ${c.dedupe_window_seconds}-second window (skip_processed): not invoked again`,
+          );
           return;
         }
         const ms = c.timeout_seconds * 1000;
@@ -258,7 +285,12 @@ export default defineSource({
           signal.removeEventListener('abort', onAbort);
           client.close();
         }
-        if (messages.length === 0) notes.push(returns.kind === 'void' ? `corba: '${c.operation}' returns void (see returns): no records` : `corba: '${c.operation}' returned an empty ${typeName(returns)}`);
+        if (messages.length === 0)
+          notes.push(
+            returns.kind === 'void'
+              ? `corba: '${c.operation}' returns void (see returns): no records`
+              : `corba: '${c.operation}' returned an empty ${typeName(returns)}`,
+          );
         const unit: SourceUnit = {
           meta: { source_path: `${where}/${c.operation}`, corba_operation: c.operation },
           messages: true,

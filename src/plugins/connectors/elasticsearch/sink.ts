@@ -14,7 +14,9 @@ const config = Type.Object(
     ...nodeFields('elasticsearch'),
     index_template: Type.String({ minLength: 1, maxLength: 255, description: indexTemplateDescription }),
     ...bulkFields,
-    pipeline: Type.Optional(Type.String({ minLength: 1, description: 'Ingest pipeline that processes every document (the `pipeline` parameter of _bulk); it must exist.' })),
+    pipeline: Type.Optional(
+      Type.String({ minLength: 1, description: 'Ingest pipeline that processes every document (the `pipeline` parameter of _bulk); it must exist.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -28,7 +30,8 @@ export const esBulk = (es: Client) => ({
 
 export default defineSink({
   key: 'elasticsearch',
-  summary: 'Index each record as a document with _bulk (chunk_size per request), optionally through an ingest pipeline; per-document failures are retried (429) or dead-lettered.',
+  summary:
+    'Index each record as a document with _bulk (chunk_size per request), optionally through an ingest pipeline; per-document failures are retried (429) or dead-lettered.',
   accepts: 'records',
   delivery: {
     guarantee: 'at-least-once',
@@ -60,7 +63,10 @@ export default defineSink({
           await es.ingest.getPipeline({ id: c.pipeline }, { signal });
         } catch (e) {
           const f = readFailure(e, 'elasticsearch', `GET _ingest/pipeline/${c.pipeline}`);
-          throw new Error(f.status === 404 ? `ingest pipeline '${c.pipeline}' does not exist on ${hostList(c.hosts)}; create it or correct pipeline` : f.message, { cause: e });
+          throw new Error(
+            f.status === 404 ? `ingest pipeline '${c.pipeline}' does not exist on ${hostList(c.hosts)}; create it or correct pipeline` : f.message,
+            { cause: e },
+          );
         }
       }
     } finally {
@@ -69,7 +75,16 @@ export default defineSink({
   },
   create(c, ctx) {
     return bulkSink(
-      { product: 'elasticsearch', hosts: c.hosts, index: c.index_template, id_field: c.id_field, chunk_size: c.chunk_size, timestamp_field: c.timestamp_field, pipeline: c.pipeline, connect: async () => esBulk(await esClient(c)) },
+      {
+        product: 'elasticsearch',
+        hosts: c.hosts,
+        index: c.index_template,
+        id_field: c.id_field,
+        chunk_size: c.chunk_size,
+        timestamp_field: c.timestamp_field,
+        pipeline: c.pipeline,
+        connect: async () => esBulk(await esClient(c)),
+      },
       ctx,
     );
   },

@@ -22,10 +22,15 @@ const config = Type.Object(
     // No schema default: defaults of object fields are merged into the configured object.
     query: Type.Optional(
       Type.Record(Type.String(), Type.Unknown(), {
-        description: 'The query clause (Query DSL), what goes under "query" in a search body: `{range: {ts: {gte: now-1d}}}`, `{bool: {...}}`. Unset: `{match_all: {}}`, every document.',
+        description:
+          'The query clause (Query DSL), what goes under "query" in a search body: `{range: {ts: {gte: now-1d}}}`, `{bool: {...}}`. Unset: `{match_all: {}}`, every document.',
       }),
     ),
-    scroll: Type.String({ pattern: TIME_VALUE, default: '2m', description: 'How long the server keeps the scroll between two pages (a time value: 30s, 2m, 1h); a page not asked for within it fails the run.' }),
+    scroll: Type.String({
+      pattern: TIME_VALUE,
+      default: '2m',
+      description: 'How long the server keeps the scroll between two pages (a time value: 30s, 2m, 1h); a page not asked for within it fails the run.',
+    }),
     batch_size: Type.Integer({ minimum: 1, maximum: 10_000, default: 500, description: 'Hits per page (the search `size`); each page is one unit.' }),
   },
   { additionalProperties: false },
@@ -41,7 +46,11 @@ function lint(c: Config): LintIssue[] {
   if (c.query === undefined) return out;
   const keys = Object.keys(c.query);
   if (keys.length === 1 && keys[0] === 'query') out.push({ path: 'query', message: 'query is the query clause itself: remove the outer `query:` level' });
-  else if (keys.length !== 1) out.push({ path: 'query', message: `a query clause has exactly one query type (match_all, term, range, bool...), got ${keys.length === 0 ? 'none' : keys.join(', ')}; combine several with bool` });
+  else if (keys.length !== 1)
+    out.push({
+      path: 'query',
+      message: `a query clause has exactly one query type (match_all, term, range, bool...), got ${keys.length === 0 ? 'none' : keys.join(', ')}; combine several with bool`,
+    });
   return out;
 }
 
@@ -123,9 +132,12 @@ export default defineSource({
         report('connecting');
         const scrollIds = new Set<string>();
         try {
-          let page = await ask(`search '${c.index}' on ${hostList(c.hosts)}`, (es) =>
-            es.search<Record<string, unknown>>({ index: c.index, scroll: c.scroll, size: c.batch_size, sort: ['_doc'], query: (c.query ?? MATCH_ALL) as never }, { signal }),
-          ) as unknown as Page;
+          let page = (await ask(`search '${c.index}' on ${hostList(c.hosts)}`, (es) =>
+            es.search<Record<string, unknown>>(
+              { index: c.index, scroll: c.scroll, size: c.batch_size, sort: ['_doc'], query: (c.query ?? MATCH_ALL) as never },
+              { signal },
+            ),
+          )) as unknown as Page;
           const total = totalOf(page);
           let read = 0;
           for (let n = 1; ; n++) {
@@ -148,7 +160,15 @@ export default defineSource({
           }
         } finally {
           // However the run ends: a scroll holds segments open on the server until it expires.
-          if (scrollIds.size && es) await es.clearScroll({ scroll_id: [...scrollIds] }).catch((e) => ctx.log.warn({ err: readFailure(e, 'elasticsearch', 'clear scroll').message }, 'elasticsearch: could not clear the scroll; it expires by itself'));
+          if (scrollIds.size && es)
+            await es
+              .clearScroll({ scroll_id: [...scrollIds] })
+              .catch((e) =>
+                ctx.log.warn(
+                  { err: readFailure(e, 'elasticsearch', 'clear scroll').message },
+                  'elasticsearch: could not clear the scroll; it expires by itself',
+                ),
+              );
         }
       },
       async close() {

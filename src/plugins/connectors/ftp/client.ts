@@ -39,9 +39,15 @@ export const transportFields = {
   }),
   secure: Type.Boolean({
     default: false,
-    description: 'Explicit FTPS (AUTH TLS on the control port): control and data connections are encrypted (PROT P) and the server certificate is verified against `tls_ca_certs` (or the system CAs) and the host name.',
+    description:
+      'Explicit FTPS (AUTH TLS on the control port): control and data connections are encrypted (PROT P) and the server certificate is verified against `tls_ca_certs` (or the system CAs) and the host name.',
   }),
-  tls_ca_certs: Type.Optional(Type.String({ minLength: 1, description: 'PEM file with the CA certificate(s) that signed the server certificate (with `secure: true`); none: the system CAs.' })),
+  tls_ca_certs: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'PEM file with the CA certificate(s) that signed the server certificate (with `secure: true`); none: the system CAs.',
+    }),
+  ),
 };
 
 export interface FtpServer {
@@ -60,7 +66,10 @@ export const serverAddress = (c: Pick<FtpServer, 'host' | 'port'>) => (isIP(c.ho
 export function lintServer(c: FtpServer): LintIssue[] {
   const issues: LintIssue[] = [];
   if (c.passive === false) {
-    issues.push({ path: 'passive', message: 'active mode (PORT) is not supported: the FTP client (basic-ftp) connects in passive mode only; remove passive or set it to true' });
+    issues.push({
+      path: 'passive',
+      message: 'active mode (PORT) is not supported: the FTP client (basic-ftp) connects in passive mode only; remove passive or set it to true',
+    });
   }
   if (c.tls_ca_certs && !c.secure) issues.push({ path: 'tls_ca_certs', message: 'applies with secure: true only' });
   return issues;
@@ -71,7 +80,10 @@ export const sameRemoteDir = (a: string, b: string) => path.posix.normalize(`${a
 
 /** One logged-in control connection and the directory the login put it in. */
 export class FtpSession {
-  constructor(readonly client: Client, readonly home: string) {}
+  constructor(
+    readonly client: Client,
+    readonly home: string,
+  ) {}
 
   get closed(): boolean {
     return this.client.closed;
@@ -160,7 +172,8 @@ export function describeConnectError(e: unknown, c: FtpServer): Error {
   if (isFtpError(e)) {
     if (err.code === 530) return new Error(`${at} refused the login of '${c.username}' (${text}): check username and password`, { cause: e });
     if (/AUTH/i.test(text) || err.code === 500 || err.code === 502 || err.code === 504 || err.code === 534) {
-      if (c.secure) return new Error(`${at} refused FTPS (${text}): the server offers no explicit TLS; set secure: false or enable TLS on the server`, { cause: e });
+      if (c.secure)
+        return new Error(`${at} refused FTPS (${text}): the server offers no explicit TLS; set secure: false or enable TLS on the server`, { cause: e });
     }
     if (!c.secure && err.code === 421) return new Error(`${at} refused the session (${text}): if it requires TLS, set secure: true`, { cause: e });
     return new Error(`${at}: ${text}`, { cause: e });
@@ -170,10 +183,18 @@ export function describeConnectError(e: unknown, c: FtpServer): Error {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new Error(`cannot resolve host '${c.host}'`, { cause: e });
   if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return new Error(`cannot reach ${at}: ${code}`, { cause: e });
   if (/CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|ERR_SSL|HOSTNAME|ALTNAME/.test(code) || /certificate|ssl|tls/i.test(text)) {
-    const hint = /HOSTNAME|ALTNAME/.test(code) ? 'the certificate does not name this host' : c.tls_ca_certs ? `is ${c.tls_ca_certs} the CA that signed the server certificate?` : 'set tls_ca_certs to the CA that signed the server certificate';
+    const hint = /HOSTNAME|ALTNAME/.test(code)
+      ? 'the certificate does not name this host'
+      : c.tls_ca_certs
+        ? `is ${c.tls_ca_certs} the CA that signed the server certificate?`
+        : 'set tls_ca_certs to the CA that signed the server certificate';
     return new Error(`TLS with ${at} failed: ${text} (${hint})`, { cause: e });
   }
-  if (/^Timeout/.test(text)) return new Error(`no answer from ${at} within ${TIMEOUT_MS / 1000} s (is it an FTP server?${c.secure ? ' is it an implicit-TLS port? only explicit TLS is supported' : ''})`, { cause: e });
+  if (/^Timeout/.test(text))
+    return new Error(
+      `no answer from ${at} within ${TIMEOUT_MS / 1000} s (is it an FTP server?${c.secure ? ' is it an implicit-TLS port? only explicit TLS is supported' : ''})`,
+      { cause: e },
+    );
   return new Error(`${at}: ${text}`, { cause: e });
 }
 
@@ -193,7 +214,12 @@ export class FtpLink {
 
   constructor(c: FtpServer, ctx: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>, opts: { telemetry?: boolean; signal?: AbortSignal } = {}) {
     const reporting = opts.telemetry === false ? { log: ctx.log, redact: ctx.redact } : ctx;
-    this.link = new Connection<FtpSession>(reporting, 'ftp', () => connectFtp(c, opts.signal), async (s) => s.close());
+    this.link = new Connection<FtpSession>(
+      reporting,
+      'ftp',
+      () => connectFtp(c, opts.signal),
+      async (s) => s.close(),
+    );
   }
 
   /** A live session; a failed connect is a retryable WriteError (`ftp: cannot connect: ...`). */
@@ -211,14 +237,17 @@ export class FtpLink {
    */
   async use<R>(op: (s: FtpSession) => Promise<R>): Promise<R> {
     await this.get();
-    return this.link.use(async (s) => {
-      try {
-        return await op(s);
-      } catch (e) {
-        if (isPermanent(e)) throw new WriteError(`ftp: ${oneLine(e)}`, false, { cause: e });
-        throw e;
-      }
-    }, (e) => !isReply(e));
+    return this.link.use(
+      async (s) => {
+        try {
+          return await op(s);
+        } catch (e) {
+          if (isPermanent(e)) throw new WriteError(`ftp: ${oneLine(e)}`, false, { cause: e });
+          throw e;
+        }
+      },
+      (e) => !isReply(e),
+    );
   }
 
   /** Forgets `s` after a failure that left it in an unknown state (a transfer cut short). */

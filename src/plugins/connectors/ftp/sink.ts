@@ -22,11 +22,16 @@ export const config = Type.Object(
     port: serverFields.port,
     username: serverFields.username,
     password: serverFields.password,
-    remote_path: Type.String({ minLength: 1, default: '/', description: 'Directory the files are written to (absolute, or relative to the login directory); created if missing.' }),
+    remote_path: Type.String({
+      minLength: 1,
+      default: '/',
+      description: 'Directory the files are written to (absolute, or relative to the login directory); created if missing.',
+    }),
     filename_template: Type.String({
       minLength: 1,
       default: '{pipeline}_{timestamp}',
-      description: 'File name under remote_path (may contain / for subdirectories); tokens such as {pipeline}, {timestamp}, {part}, {source_stem}, {field.<name>}. An existing file of the same name is replaced.',
+      description:
+        'File name under remote_path (may contain / for subdirectories); tokens such as {pipeline}, {timestamp}, {part}, {source_stem}, {field.<name>}. An existing file of the same name is replaced.',
     }),
     ...transportFields,
   },
@@ -46,7 +51,10 @@ class FtpFiles implements FileTarget {
   /** Temporaries of abandoned outputs whose removal failed (the connection was down): removed at the next chance. */
   private readonly orphans = new Set<string>();
 
-  constructor(private readonly c: FtpSinkConfig, ctx: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>) {
+  constructor(
+    private readonly c: FtpSinkConfig,
+    ctx: Pick<PluginContext, 'log' | 'telemetry' | 'redact'>,
+  ) {
     this.link = new FtpLink(c, ctx);
     this.at = serverAddress(c);
   }
@@ -208,7 +216,8 @@ async function probe(c: FtpServer & { remote_path: string }, s: FtpSession): Pro
 
 export default defineSink({
   key: 'ftp',
-  summary: 'Write serialized batches to files on an FTP (or explicit FTPS) server, each published atomically (temporary name, then rename) when the runtime flushes.',
+  summary:
+    'Write serialized batches to files on an FTP (or explicit FTPS) server, each published atomically (temporary name, then rename) when the runtime flushes.',
   accepts: 'payload',
   delivery: {
     guarantee: 'at-least-once',

@@ -12,7 +12,15 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FileInfo } from 'basic-ftp';
 import { SourceError } from '../../../core/errors.js';
 import type { FileStat } from '../../connector-runtime/file-guards.js';
-import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../connector-runtime/file-source.js';
+import {
+  fileGuardFields,
+  fileSelectionFields,
+  fileUnits,
+  lintFileSelection,
+  numberedName,
+  type FileStore,
+  type ListedFile,
+} from '../../connector-runtime/file-source.js';
 import { defineSource, type LintIssue, type PluginContext, type Source, type SourceMeta, type SourceUnit } from '../../types.js';
 import { checkFtp, oneLine, FtpLink, isReply, lintServer, sameRemoteDir, serverAddress, serverFields, transportFields, type FtpSession } from './client.js';
 
@@ -22,10 +30,20 @@ const READ_BUFFER = 1024 * 1024;
 export const config = Type.Object(
   {
     ...serverFields,
-    remote_path: Type.String({ minLength: 1, default: '/', description: 'Directory to read (absolute, or relative to the login directory); subdirectories are not read.' }),
+    remote_path: Type.String({
+      minLength: 1,
+      default: '/',
+      description: 'Directory to read (absolute, or relative to the login directory); subdirectories are not read.',
+    }),
     file_pattern: fileSelectionFields.file_pattern,
     passive: transportFields.passive,
-    move_after_read: Type.Optional(Type.String({ minLength: 1, description: 'Move each delivered file into this directory on the server (absolute, or relative to the login directory; created if missing); a name already there gets _1, _2, ... and is never replaced.' })),
+    move_after_read: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'Move each delivered file into this directory on the server (absolute, or relative to the login directory; created if missing); a name already there gets _1, _2, ... and is never replaced.',
+      }),
+    ),
     delete_after_read: fileSelectionFields.delete_after_read,
     skip_processed: fileSelectionFields.skip_processed,
     ...fileGuardFields,
@@ -46,7 +64,10 @@ class FtpSource implements Source, FileStore<ListedFile> {
   private readonly finisher: FtpLink;
   private readonly at: string;
 
-  constructor(private readonly c: FtpSourceConfig, private readonly ctx: PluginContext) {
+  constructor(
+    private readonly c: FtpSourceConfig,
+    private readonly ctx: PluginContext,
+  ) {
     this.reader = new FtpLink(c, ctx, { signal: ctx.signal });
     this.finisher = new FtpLink(c, ctx, { telemetry: false, signal: ctx.signal });
     this.at = serverAddress(c);
@@ -100,7 +121,10 @@ class FtpSource implements Source, FileStore<ListedFile> {
         try {
           const size = await s.client.size(f.path);
           // Without MDTM, the listed date stands: the guard then compares sizes only.
-          const mtimeMs = await s.client.lastMod(f.path).then((d) => d.getTime(), () => f.mtimeMs);
+          const mtimeMs = await s.client.lastMod(f.path).then(
+            (d) => d.getTime(),
+            () => f.mtimeMs,
+          );
           out.push({ size, mtimeMs });
         } catch (e) {
           if (!isReply(e)) throw e;
@@ -204,7 +228,8 @@ async function mtimeOf(s: FtpSession, e: FileInfo, file: string): Promise<number
 
 export default defineSource({
   key: 'ftp',
-  summary: 'Read the files of a directory on an FTP (or explicit FTPS) server, one unit per file, streamed, with move, delete, skip-processed and the file-done guards.',
+  summary:
+    'Read the files of a directory on an FTP (or explicit FTPS) server, one unit per file, streamed, with move, delete, skip-processed and the file-done guards.',
   mode: 'batch',
   delivery: {
     guarantee: 'at-least-once',
@@ -214,7 +239,8 @@ export default defineSource({
   lint,
   async test(c, { signal }) {
     await checkFtp(c, signal, async (s) => {
-      if (!(await s.isDir(c.remote_path))) throw new Error(`${serverAddress(c)}: remote_path ${c.remote_path} is not a directory '${c.username}' can enter; create it or correct remote_path`);
+      if (!(await s.isDir(c.remote_path)))
+        throw new Error(`${serverAddress(c)}: remote_path ${c.remote_path} is not a directory '${c.username}' can enter; create it or correct remote_path`);
     });
   },
   examples: [

@@ -17,7 +17,8 @@ export const commonFields = {
   service_account_json: Type.Optional(
     Type.String({
       minLength: 1,
-      description: 'Path to a service account key file (JSON, as the Cloud console creates it). Unset: Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud, or the metadata server on Google Cloud).',
+      description:
+        'Path to a service account key file (JSON, as the Cloud console creates it). Unset: Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud, or the metadata server on Google Cloud).',
     }),
   ),
   endpoint_url: Type.Optional(
@@ -53,7 +54,9 @@ async function readKey(path: string): Promise<ServiceAccountKey> {
     text = await readFile(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    throw new GcsConfigError(code === 'ENOENT' ? `service_account_json ${path} does not exist` : `cannot read service_account_json ${path}: ${errorMessage(e)}`);
+    throw new GcsConfigError(
+      code === 'ENOENT' ? `service_account_json ${path} does not exist` : `cannot read service_account_json ${path}: ${errorMessage(e)}`,
+    );
   }
   let key: ServiceAccountKey;
   try {

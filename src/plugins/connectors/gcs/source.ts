@@ -20,12 +20,16 @@ const config = Type.Object(
     bucket: commonFields.bucket,
     prefix: Type.String({ default: '', description: 'Read only objects whose name starts with this (e.g. `pm/2024/`); empty reads the whole bucket.' }),
     service_account_json: commonFields.service_account_json,
-    skip_processed: Type.Boolean({ default: false, description: 'Skip objects delivered by an earlier run with the same name and generation (a rewritten object is read again).' }),
+    skip_processed: Type.Boolean({
+      default: false,
+      description: 'Skip objects delivered by an earlier run with the same name and generation (a rewritten object is read again).',
+    }),
     endpoint_url: commonFields.endpoint_url,
     read_timeout_seconds: Type.Number({
       exclusiveMinimum: 0,
       default: 60,
-      description: 'Abandon a download that receives no bytes for this many seconds while the run waits for them (a dead or stalled connection); the object stays for the next run. Our extension of doc 3.',
+      description:
+        'Abandon a download that receives no bytes for this many seconds while the run waits for them (a dead or stalled connection); the object stays for the next run. Our extension of doc 3.',
     }),
   },
   { additionalProperties: false },
@@ -72,7 +76,9 @@ class GcsSource implements Source, FileStore<GcsObject> {
       let files: File[];
       let next: { pageToken?: string } | null | undefined;
       try {
-        [files, next] = await this.client.call((b) => b.getFiles({ prefix: this.c.prefix || undefined, maxResults: PAGE_SIZE, pageToken, autoPaginate: false }));
+        [files, next] = await this.client.call((b) =>
+          b.getFiles({ prefix: this.c.prefix || undefined, maxResults: PAGE_SIZE, pageToken, autoPaginate: false }),
+        );
       } catch (e) {
         throw new SourceError(`gcs: ${describe(e, `listing gs://${this.c.bucket}/${this.c.prefix}`, this.c)}`, { cause: e });
       }
@@ -131,7 +137,12 @@ class GcsSource implements Source, FileStore<GcsObject> {
     try {
       // The library never ends a download whose connection was cut before its Content-Length.
       const ms = this.c.read_timeout_seconds * 1000;
-      for await (const chunk of withIdleTimeout(stream, ms, () => `no data for ${this.c.read_timeout_seconds} s (read_timeout_seconds): the connection is dead or stalled`)) yield chunk as Buffer;
+      for await (const chunk of withIdleTimeout(
+        stream,
+        ms,
+        () => `no data for ${this.c.read_timeout_seconds} s (read_timeout_seconds): the connection is dead or stalled`,
+      ))
+        yield chunk as Buffer;
     } catch (e) {
       if (!signal.aborted) this.client.presence.failed(e);
       const why = e instanceof SourceError ? `reading ${where}: ${e.message}` : describe(e, `reading ${where}`, this.c);

@@ -57,7 +57,12 @@ export type SubscribeCall = ClientDuplexStream<object, SubscribeResponse>;
 
 interface GnmiStub extends Client {
   Subscribe(metadata: Metadata): SubscribeCall;
-  Capabilities(req: object, metadata: Metadata, options: { deadline: Date }, cb: (err: ServiceError | null, res?: { gNMI_version?: string; supported_encodings?: string[] }) => void): void;
+  Capabilities(
+    req: object,
+    metadata: Metadata,
+    options: { deadline: Date },
+    cb: (err: ServiceError | null, res?: { gNMI_version?: string; supported_encodings?: string[] }) => void,
+  ): void;
 }
 
 const grpcSdk = lazyModule(() => import('@grpc/grpc-js'));

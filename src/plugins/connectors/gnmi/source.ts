@@ -25,10 +25,15 @@ export const ENCODINGS = ['json', 'bytes', 'proto', 'ascii', 'json_ietf'] as con
 
 const subscription = Type.Object(
   {
-    path: Type.String({ minLength: 1, description: 'Path to subscribe to, `origin:/elem/elem[key=value]/leaf` (origin optional; `*` wildcards as the target allows); every leaf under it is received.' }),
+    path: Type.String({
+      minLength: 1,
+      description:
+        'Path to subscribe to, `origin:/elem/elem[key=value]/leaf` (origin optional; `*` wildcards as the target allows); every leaf under it is received.',
+    }),
     mode: Type.Union([Type.Literal('SAMPLE'), Type.Literal('ON_CHANGE'), Type.Literal('TARGET_DEFINED')], {
       default: 'TARGET_DEFINED',
-      description: 'How the target sends updates in `stream` mode: SAMPLE every `sample_interval`, ON_CHANGE when a value changes, TARGET_DEFINED as the target chooses per leaf. Ignored in `once` and `poll` modes.',
+      description:
+        'How the target sends updates in `stream` mode: SAMPLE every `sample_interval`, ON_CHANGE when a value changes, TARGET_DEFINED as the target chooses per leaf. Ignored in `once` and `poll` modes.',
     }),
     sample_interval: Type.Integer({
       minimum: 0,
@@ -46,19 +51,41 @@ const config = Type.Object(
     username: Type.Optional(Type.String({ minLength: 1, description: 'User name, sent as the `username` metadata of every RPC.' })),
     password: secret('Password of `username`, sent as the `password` metadata of every RPC.'),
     tls: Type.Boolean({ default: true, description: 'Connect with TLS; false opens an insecure (plain-text) channel, where the credentials travel in clear.' }),
-    tls_ca: Type.Optional(Type.String({ minLength: 1, description: "Path of a PEM file of CA certificates that sign the target's certificate; default: the system's trusted CAs." })),
-    tls_server_name: Type.Optional(
-      Type.String({ minLength: 1, description: "Name to check in the target's certificate (and to send as TLS SNI) instead of `host`: for a target reached by address whose certificate names it by DNS name." }),
+    tls_ca: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: "Path of a PEM file of CA certificates that sign the target's certificate; default: the system's trusted CAs.",
+      }),
     ),
-    tls_skip_verify: Type.Boolean({ default: false, description: "Accept any certificate from the target (no CA or name check): encryption without authentication, for lab targets with self-made certificates only." }),
+    tls_server_name: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          "Name to check in the target's certificate (and to send as TLS SNI) instead of `host`: for a target reached by address whose certificate names it by DNS name.",
+      }),
+    ),
+    tls_skip_verify: Type.Boolean({
+      default: false,
+      description:
+        'Accept any certificate from the target (no CA or name check): encryption without authentication, for lab targets with self-made certificates only.',
+    }),
     subscription_mode: Type.Union([Type.Literal('stream'), Type.Literal('once'), Type.Literal('poll')], {
       default: 'stream',
-      description: '`stream`: the target streams updates; `poll`: a snapshot each poll_interval_seconds on one open RPC; `once`: a snapshot RPC, made again every poll_interval_seconds.',
+      description:
+        '`stream`: the target streams updates; `poll`: a snapshot each poll_interval_seconds on one open RPC; `once`: a snapshot RPC, made again every poll_interval_seconds.',
     }),
-    poll_interval_seconds: Type.Number({ exclusiveMinimum: 0, default: 60, description: 'Seconds between two Poll requests (`poll`) or two snapshot RPCs (`once`).' }),
+    poll_interval_seconds: Type.Number({
+      exclusiveMinimum: 0,
+      default: 60,
+      description: 'Seconds between two Poll requests (`poll`) or two snapshot RPCs (`once`).',
+    }),
     encoding: Type.Union(
       ENCODINGS.map((e) => Type.Literal(e)),
-      { default: 'json', description: 'Encoding the target is asked to use for values (SubscriptionList.encoding); a target refuses one it does not support (`supported_encodings` of Capabilities).' },
+      {
+        default: 'json',
+        description:
+          'Encoding the target is asked to use for values (SubscriptionList.encoding); a target refuses one it does not support (`supported_encodings` of Capabilities).',
+      },
     ),
     subscriptions: Type.Array(subscription, { minItems: 1, description: 'The paths to subscribe to, all in one SubscriptionList.' }),
     ...reconnectFields(),
@@ -71,9 +98,11 @@ type Config = typeof config.static;
 function lint(c: Config): LintIssue[] {
   const issues: LintIssue[] = [];
   if (c.password !== undefined && c.username === undefined) issues.push({ path: 'password', message: 'password needs a username' });
-  for (const k of ['tls_ca', 'tls_server_name'] as const) if (c[k] !== undefined && !c.tls) issues.push({ path: k, message: `${k} is used only with tls: true` });
+  for (const k of ['tls_ca', 'tls_server_name'] as const)
+    if (c[k] !== undefined && !c.tls) issues.push({ path: k, message: `${k} is used only with tls: true` });
   if (c.tls_skip_verify && !c.tls) issues.push({ path: 'tls_skip_verify', message: 'tls_skip_verify is used only with tls: true' });
-  if (c.tls && c.tls_skip_verify && (c.tls_ca !== undefined || c.tls_server_name !== undefined)) issues.push({ path: 'tls_skip_verify', message: 'tls_skip_verify checks nothing: tls_ca and tls_server_name would be ignored; use one or the other' });
+  if (c.tls && c.tls_skip_verify && (c.tls_ca !== undefined || c.tls_server_name !== undefined))
+    issues.push({ path: 'tls_skip_verify', message: 'tls_skip_verify checks nothing: tls_ca and tls_server_name would be ignored; use one or the other' });
   c.subscriptions.forEach((s, i) => {
     try {
       parsePath(s.path);
@@ -108,8 +137,7 @@ export default defineSource({
   examples: [
     {
       title: 'Interface counters every 10 s, and oper-status on change, over TLS',
-      yaml:
-        "type: gnmi\nhost: rtr1.example.net\nport: 57400\nusername: svc\npassword: ${GNMI_PASSWORD:-change-me}\ntls_ca: /etc/svc/gnmi-ca.pem\nsubscriptions:\n  - path: /interfaces/interface/state/counters\n    mode: SAMPLE\n    sample_interval: 10000000000\n  - path: /interfaces/interface[name=Ethernet1]/state/oper-status\n    mode: ON_CHANGE",
+      yaml: 'type: gnmi\nhost: rtr1.example.net\nport: 57400\nusername: svc\npassword: ${GNMI_PASSWORD:-change-me}\ntls_ca: /etc/svc/gnmi-ca.pem\nsubscriptions:\n  - path: /interfaces/interface/state/counters\n    mode: SAMPLE\n    sample_interval: 10000000000\n  - path: /interfaces/interface[name=Ethernet1]/state/oper-status\n    mode: ON_CHANGE',
     },
     {
       title: 'A snapshot of the system state every 5 minutes (POLL), insecure lab target',
@@ -218,7 +246,11 @@ export default defineSource({
           pause() {
             paused = true;
             call?.pause();
-            if (!signal.aborted) ctx.log.debug({ connector: 'gnmi', target: address }, 'gnmi: the pipeline is behind; stopped reading the subscription (HTTP/2 flow control holds the target back)');
+            if (!signal.aborted)
+              ctx.log.debug(
+                { connector: 'gnmi', target: address },
+                'gnmi: the pipeline is behind; stopped reading the subscription (HTTP/2 flow control holds the target back)',
+              );
           },
           resume() {
             paused = false;

@@ -25,7 +25,21 @@ export interface TypedValueMsg {
 }
 
 /** The kind of a value as records name it (`type`): the oneof member without `_val`. */
-export type ValueType = 'string' | 'int' | 'uint' | 'bool' | 'bytes' | 'float' | 'double' | 'decimal' | 'leaflist' | 'any' | 'json' | 'json_ietf' | 'ascii' | 'proto_bytes';
+export type ValueType =
+  | 'string'
+  | 'int'
+  | 'uint'
+  | 'bool'
+  | 'bytes'
+  | 'float'
+  | 'double'
+  | 'decimal'
+  | 'leaflist'
+  | 'any'
+  | 'json'
+  | 'json_ietf'
+  | 'ascii'
+  | 'proto_bytes';
 
 export interface Decoded {
   type: ValueType | null;

@@ -19,7 +19,11 @@ export const TIMEOUT_S = 30;
 
 export const serverFields = {
   url: Type.String({ minLength: 1, pattern: '^https?://', description: 'Base URL of the server (`http://influxdb.internal:8086`), without /api/v2.' }),
-  token: Type.String({ writeOnly: true, minLength: 1, description: "API token (`Authorization: Token ...`). With the sink's api: v1, `username:password` of an InfluxDB 1.x user." }),
+  token: Type.String({
+    writeOnly: true,
+    minLength: 1,
+    description: "API token (`Authorization: Token ...`). With the sink's api: v1, `username:password` of an InfluxDB 1.x user.",
+  }),
   org: Type.String({ minLength: 1, description: 'Organization name (or ID). InfluxDB 1.x ignores it.' }),
 };
 
@@ -90,7 +94,12 @@ export function isOld1x(version: string | undefined): boolean {
 /** The server's message in an HTTP error: JSON `message` (2.x) or `error` (1.x), else the body or X-Influxdb-Error. */
 export function serverMessage(e: HttpError): string {
   const j = e.json as { message?: unknown; error?: unknown } | undefined;
-  const m = typeof j?.message === 'string' ? j.message : typeof j?.error === 'string' ? j.error : (e.body ?? '').trim() || String(e.headers?.['x-influxdb-error'] ?? '') || e.statusMessage || '';
+  const m =
+    typeof j?.message === 'string'
+      ? j.message
+      : typeof j?.error === 'string'
+        ? j.error
+        : (e.body ?? '').trim() || String(e.headers?.['x-influxdb-error'] ?? '') || e.statusMessage || '';
   return m.replace(/\s+$/, '');
 }
 
@@ -106,7 +115,8 @@ export function networkError(e: unknown, where: string): string {
   if (err.name === 'RequestTimedOutError') return `${where}: no answer for ${TIMEOUT_S} s (timeout)`;
   if (err.code === 'ECONNREFUSED') return `${where}: connection refused (nothing listens there)`;
   if (err.code === 'ENOTFOUND' || err.code === 'EAI_AGAIN') return `${where}: host not found (${err.code})`;
-  if (err.code && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|EPROTO/.test(err.code)) return `${where}: TLS failed (${err.code}): the server certificate is not trusted, or the port does not speak TLS`;
+  if (err.code && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|EPROTO/.test(err.code))
+    return `${where}: TLS failed (${err.code}): the server certificate is not trusted, or the port does not speak TLS`;
   const msg = errorMessage(e);
   return `${where}: ${msg}${err.code && !msg.includes(err.code) ? ` (${err.code})` : ''}`;
 }

@@ -65,8 +65,14 @@ export function timestampOf(v: unknown, field: string, precision: Precision): bi
     if (!Number.isFinite(ms)) throw new Refusal(`timestamp_field '${field}' is not a date-time or epoch number: ${JSON.stringify(v.slice(0, 40))}`);
     ns = BigInt(ms) * 1_000_000n + BigInt((m![3] ?? '').padEnd(9, '0') || '0');
   } else if (v instanceof Date && Number.isFinite(v.getTime())) ns = BigInt(v.getTime()) * 1_000_000n;
-  else throw new Refusal(v === undefined || v === null || v === '' ? `the record has no value in timestamp_field '${field}'` : `timestamp_field '${field}' holds a ${typeof v}, not a time`);
-  if (ns < MIN_NS || ns > MAX_NS) throw new Refusal(`timestamp_field '${field}' is outside InfluxDB's time range (1677-09-21 to 2262-04-11) in precision ${precision}`);
+  else
+    throw new Refusal(
+      v === undefined || v === null || v === ''
+        ? `the record has no value in timestamp_field '${field}'`
+        : `timestamp_field '${field}' holds a ${typeof v}, not a time`,
+    );
+  if (ns < MIN_NS || ns > MAX_NS)
+    throw new Refusal(`timestamp_field '${field}' is outside InfluxDB's time range (1677-09-21 to 2262-04-11) in precision ${precision}`);
   // Floor division: a time before 1970 rounds down like a positive one.
   const unit = NS[precision];
   return ns >= 0n || ns % unit === 0n ? ns / unit : ns / unit - 1n;
@@ -120,7 +126,8 @@ export function toLine(r: Rec, o: LineOptions): Line | { refused: string } {
       const v = tagText(r[t]);
       if (v === undefined) continue;
       if (t === 'time') throw new Refusal("tag 'time' is reserved by InfluxDB: rename the field");
-      if (endsInBackslash(t) || endsInBackslash(v)) throw new Refusal(`tag ${t} = ${JSON.stringify(v)} ends with a backslash, which line protocol cannot carry`);
+      if (endsInBackslash(t) || endsInBackslash(v))
+        throw new Refusal(`tag ${t} = ${JSON.stringify(v)} ends with a backslash, which line protocol cannot carry`);
       p.tag(t, v);
     }
     for (const [k, v] of Object.entries(r)) {
@@ -139,4 +146,8 @@ export function toLine(r: Rec, o: LineOptions): Line | { refused: string } {
 
 /** Whether the measurement name can be written at all (checked once, by lint). */
 export const measurementProblem = (m: string) =>
-  endsInBackslash(m) ? 'ends with a backslash, which line protocol cannot carry' : m.startsWith('#') ? "starts with '#', which makes every line a comment the server skips" : undefined;
+  endsInBackslash(m)
+    ? 'ends with a backslash, which line protocol cannot carry'
+    : m.startsWith('#')
+      ? "starts with '#', which makes every line a comment the server skips"
+      : undefined;

@@ -17,7 +17,10 @@ const config = Type.Object(
     ...serverFields,
     bucket: Type.String({ minLength: 1, description: 'Bucket name (or ID). With api: v1, the database, or `database/retention_policy`.' }),
     measurement: Type.String({ minLength: 1, description: 'Measurement of every point written.' }),
-    tag_fields: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Record fields written as tags (their values as text; null, missing or empty ones are left out).' }),
+    tag_fields: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'Record fields written as tags (their values as text; null, missing or empty ones are left out).',
+    }),
     timestamp_field: Type.Optional(
       Type.String({
         minLength: 1,
@@ -31,11 +34,13 @@ const config = Type.Object(
     }),
     float_fields: Type.Array(Type.String({ minLength: 1 }), {
       default: [],
-      description: 'Fields always written as floats, even when a value is whole (else a whole number is an integer field and InfluxDB refuses a later 2.5 in that field). Our extension of doc 3.',
+      description:
+        'Fields always written as floats, even when a value is whole (else a whole number is an integer field and InfluxDB refuses a later 2.5 in that field). Our extension of doc 3.',
     }),
     api: Type.Union([Type.Literal('v2'), Type.Literal('v1')], {
       default: 'v2',
-      description: '`v2`: /api/v2/write with org and bucket (InfluxDB 2.x, Cloud, 1.8+). `v1`: /write of InfluxDB 1.x (before 1.8, which has no v2 API): bucket is the database, token is `username:password` (basic auth), org is not used. Our extension of doc 3.',
+      description:
+        '`v2`: /api/v2/write with org and bucket (InfluxDB 2.x, Cloud, 1.8+). `v1`: /write of InfluxDB 1.x (before 1.8, which has no v2 API): bucket is the database, token is `username:password` (basic auth), org is not used. Our extension of doc 3.',
     }),
   },
   { additionalProperties: false },
@@ -47,9 +52,12 @@ function lint(c: Config): LintIssue[] {
   const out: LintIssue[] = [];
   const m = measurementProblem(c.measurement);
   if (m) out.push({ path: 'measurement', message: m });
-  if (c.timestamp_field !== undefined && c.tag_fields.includes(c.timestamp_field)) out.push({ path: 'timestamp_field', message: `'${c.timestamp_field}' is also in tag_fields: a field is either the time or a tag` });
-  for (const f of c.float_fields) if (c.tag_fields.includes(f)) out.push({ path: 'float_fields', message: `'${f}' is in tag_fields: tags are text, not floats` });
-  if (c.api === 'v1' && !c.token.includes(':')) out.push({ path: 'token', message: 'with api: v1 the token is username:password (any pair, for a server without authentication)' });
+  if (c.timestamp_field !== undefined && c.tag_fields.includes(c.timestamp_field))
+    out.push({ path: 'timestamp_field', message: `'${c.timestamp_field}' is also in tag_fields: a field is either the time or a tag` });
+  for (const f of c.float_fields)
+    if (c.tag_fields.includes(f)) out.push({ path: 'float_fields', message: `'${f}' is in tag_fields: tags are text, not floats` });
+  if (c.api === 'v1' && !c.token.includes(':'))
+    out.push({ path: 'token', message: 'with api: v1 the token is username:password (any pair, for a server without authentication)' });
   return out;
 }
 
@@ -125,7 +133,13 @@ export default defineSink({
   create(c, ctx) {
     const { path, auth } = writeEndpoint(c);
     const where = `${target(c.url)}${path.slice(0, path.indexOf('?'))}`;
-    const opts: LineOptions = { measurement: c.measurement, tagFields: new Set(c.tag_fields), timestampField: c.timestamp_field, precision: c.precision, floatFields: new Set(c.float_fields) };
+    const opts: LineOptions = {
+      measurement: c.measurement,
+      tagFields: new Set(c.tag_fields),
+      timestampField: c.timestamp_field,
+      precision: c.precision,
+      floatFields: new Set(c.float_fields),
+    };
     // "Connected" once the server answered a ping: reachable, whatever the credentials (a write tells).
     const link = new Connection<InfluxHttp>(
       ctx,
@@ -156,11 +170,19 @@ export default defineSink({
       if (!refused) {
         if (s === 400 && !/partial write/i.test(msg)) throw new WriteError(`influxdb: ${where} answered 400: ${msg}`, false);
         // Part of the batch was written, but the answer does not say which lines were not.
-        for (const i of index) rejected.push({ index: i, reason: `influxdb: the server refused some lines of the batch without naming them (${msg}); the whole batch is dead-lettered, some of it may have been written` });
+        for (const i of index)
+          rejected.push({
+            index: i,
+            reason: `influxdb: the server refused some lines of the batch without naming them (${msg}); the whole batch is dead-lettered, some of it may have been written`,
+          });
         return { rejected };
       }
       for (const [line, why] of refused.lines) rejected.push({ index: index[line]!, reason: `influxdb refused the line: ${oneLine(why)}` });
-      const retry = refused.othersWritten ? [] : index.filter((_, line) => !refused.lines.has(line)).map((i) => ({ index: i, reason: `influxdb refused the whole batch because of other lines: ${msg}` }));
+      const retry = refused.othersWritten
+        ? []
+        : index
+            .filter((_, line) => !refused.lines.has(line))
+            .map((i) => ({ index: i, reason: `influxdb refused the whole batch because of other lines: ${msg}` }));
       return { rejected, retry };
     }
 

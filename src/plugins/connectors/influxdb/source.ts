@@ -13,7 +13,10 @@ import { InfluxHttp, isHttpError, isOld1x, networkError, oneLine, serverFields, 
 const config = Type.Object(
   {
     ...serverFields,
-    query: Type.String({ minLength: 1, description: 'The Flux query (`from(bucket: "telemetry") |> range(start: -1h) |> ...`); pivot() gives one record per time with a column per field.' }),
+    query: Type.String({
+      minLength: 1,
+      description: 'The Flux query (`from(bucket: "telemetry") |> range(start: -1h) |> ...`); pivot() gives one record per time with a column per field.',
+    }),
   },
   { additionalProperties: false },
 );

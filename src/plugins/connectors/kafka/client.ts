@@ -39,7 +39,10 @@ export const securityFields = {
   sasl_username: Type.Optional(Type.String({ minLength: 1, description: 'SASL user name; required with SASL_PLAINTEXT and SASL_SSL.' })),
   sasl_password: secret('SASL password; required with SASL_PLAINTEXT and SASL_SSL.'),
   ssl_cafile: Type.Optional(
-    Type.String({ minLength: 1, description: 'PEM file of the CA(s) that signed the brokers\' certificates (SSL, SASL_SSL); without it the system CAs are trusted.' }),
+    Type.String({
+      minLength: 1,
+      description: "PEM file of the CA(s) that signed the brokers' certificates (SSL, SASL_SSL); without it the system CAs are trusted.",
+    }),
   ),
 };
 
@@ -91,7 +94,8 @@ function logCreator(log: Logger, redact: (s: string) => string) {
     ({ namespace, log: entry }: LogEntry) => {
       const { message, timestamp: _t, logger: _l, ...rest } = entry as LogEntry['log'] & { logger?: string };
       const fields: Record<string, unknown> = { connector: 'kafka', kafkajs: namespace };
-      for (const k of ['broker', 'error', 'groupId', 'topic', 'partition'] as const) if (rest[k] !== undefined) fields[k] = typeof rest[k] === 'string' ? redact(rest[k] as string) : rest[k];
+      for (const k of ['broker', 'error', 'groupId', 'topic', 'partition'] as const)
+        if (rest[k] !== undefined) fields[k] = typeof rest[k] === 'string' ? redact(rest[k] as string) : rest[k];
       if (CONNECTION_NAMESPACES.has(namespace)) log.debug(fields, `kafka: ${redact(message)}`);
       else log.warn(fields, `kafka: ${redact(message)}`);
     };
@@ -172,7 +176,13 @@ export async function kafkaClient(c: Security & { brokers: string[] }, opts: Cli
 export function explain(e: unknown, c?: Security): string {
   let err = e as { message?: string; cause?: unknown; name?: string; type?: string } | undefined;
   const seen = new Set<unknown>();
-  while (err && typeof err === 'object' && err.cause && !seen.has(err.cause) && (err.name === 'KafkaJSNumberOfRetriesExceeded' || err.name === 'KafkaJSNonRetriableError')) {
+  while (
+    err &&
+    typeof err === 'object' &&
+    err.cause &&
+    !seen.has(err.cause) &&
+    (err.name === 'KafkaJSNumberOfRetriesExceeded' || err.name === 'KafkaJSNonRetriableError')
+  ) {
     seen.add(err.cause);
     err = err.cause as typeof err;
   }
@@ -204,7 +214,10 @@ export async function checkCluster(c: Security & { brokers: string[] }, log: Log
     try {
       return (await admin.describeCluster()).brokers.length;
     } catch (e) {
-      throw new Error(`the bootstrap broker answered, but the brokers it advertises cannot be used (check their advertised listeners and security_protocol): ${explain(e, c)}`, { cause: e });
+      throw new Error(
+        `the bootstrap broker answered, but the brokers it advertises cannot be used (check their advertised listeners and security_protocol): ${explain(e, c)}`,
+        { cause: e },
+      );
     }
   } finally {
     await admin.disconnect().catch(() => {});
@@ -215,7 +228,10 @@ export async function checkCluster(c: Security & { brokers: string[] }, log: Log
 export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took more than ${ms / 1000} s`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} took more than ${ms / 1000} s`)), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }

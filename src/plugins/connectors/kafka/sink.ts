@@ -18,7 +18,8 @@ const config = Type.Object(
     key_field: Type.Optional(
       Type.String({
         minLength: 1,
-        description: 'Record field whose value (stringified; objects as JSON) is the message key: equal keys go to the same partition. Records without it get no key (spread over the partitions).',
+        description:
+          'Record field whose value (stringified; objects as JSON) is the message key: equal keys go to the same partition. Records without it get no key (spread over the partitions).',
       }),
     ),
     ...securityFields,
@@ -49,7 +50,10 @@ export default defineSink({
   config,
   lint: (c) => lintSecurity(c),
   examples: [
-    { title: 'Keyed by cell, so one cell stays on one partition', yaml: 'type: kafka\nbrokers: [kafka-1:9092, kafka-2:9092]\ntopic: pm.cells\nkey_field: cell_id' },
+    {
+      title: 'Keyed by cell, so one cell stays on one partition',
+      yaml: 'type: kafka\nbrokers: [kafka-1:9092, kafka-2:9092]\ntopic: pm.cells\nkey_field: cell_id',
+    },
     {
       title: 'TLS with a private CA',
       yaml: 'type: kafka\nbrokers: [kafka.example.net:9093]\ntopic: alarms\nsecurity_protocol: SSL\nssl_cafile: /etc/svc/kafka-ca.pem\nretry_count: 3',

@@ -19,17 +19,30 @@ const topicName = Type.String({ pattern: TOPIC_PATTERN, description: 'A topic na
 const config = Type.Object(
   {
     brokers: brokersField,
-    topic: Type.Union([topicName, Type.Array(topicName, { minItems: 1 })], { description: 'Topic to consume, or a list of topics (one consumer group reads them all).' }),
-    group_id: Type.Optional(Type.String({ minLength: 1, description: 'Consumer group; the default is the pipeline name. Members of one group share the partitions; committed offsets belong to the group.' })),
+    topic: Type.Union([topicName, Type.Array(topicName, { minItems: 1 })], {
+      description: 'Topic to consume, or a list of topics (one consumer group reads them all).',
+    }),
+    group_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'Consumer group; the default is the pipeline name. Members of one group share the partitions; committed offsets belong to the group.',
+      }),
+    ),
     auto_offset_reset: Type.Union([Type.Literal('latest'), Type.Literal('earliest')], {
       default: 'latest',
       description: 'Where a group without a committed offset starts: latest (only new messages) or earliest (from the start of each partition).',
     }),
     enable_auto_commit: Type.Boolean({
       default: false,
-      description: 'false: offsets are committed per poll batch after its records were delivered (at-least-once). true: kafkajs commits each batch as soon as it is fetched (at-most-once).',
+      description:
+        'false: offsets are committed per poll batch after its records were delivered (at-least-once). true: kafkajs commits each batch as soon as it is fetched (at-most-once).',
     }),
-    max_poll_records: Type.Integer({ minimum: 1, maximum: 100_000, default: 500, description: 'Most messages in one unit (one commit); about twice as many are read ahead before the consumer pauses.' }),
+    max_poll_records: Type.Integer({
+      minimum: 1,
+      maximum: 100_000,
+      default: 500,
+      description: 'Most messages in one unit (one commit); about twice as many are read ahead before the consumer pauses.',
+    }),
     session_timeout_ms: Type.Integer({
       minimum: 1000,
       maximum: 3_600_000,
@@ -95,7 +108,10 @@ export default defineSource({
   config,
   lint: (c) => lintSecurity(c),
   examples: [
-    { title: 'One topic from the beginning, own consumer group', yaml: 'type: kafka\nbrokers: [kafka-1:9092, kafka-2:9092]\ntopic: pm.counters\ngroup_id: svc-pm\nauto_offset_reset: earliest' },
+    {
+      title: 'One topic from the beginning, own consumer group',
+      yaml: 'type: kafka\nbrokers: [kafka-1:9092, kafka-2:9092]\ntopic: pm.counters\ngroup_id: svc-pm\nauto_offset_reset: earliest',
+    },
     {
       title: 'Several topics over SASL_SSL (SCRAM)',
       yaml: 'type: kafka\nbrokers: [kafka.example.net:9093]\ntopic: [alarms.ran, alarms.core]\nsecurity_protocol: SASL_SSL\nsasl_mechanism: SCRAM-SHA-512\nsasl_username: svc\nsasl_password: ${KAFKA_PASSWORD:-change-me}\nssl_cafile: /etc/svc/kafka-ca.pem\nmax_poll_records: 1000',
@@ -279,7 +295,9 @@ export default defineSource({
             wakeUp();
             // What was acknowledged is committed before the group is left (a clean stop redelivers nothing).
             if (committing) await within(committing, 10_000, 'the last offset commit').catch(() => {});
-            await within(consumer.disconnect(), 15_000, 'leaving the consumer group').catch((e: Error) => ctx.log.warn({ connector: 'kafka', err: e.message }, 'kafka: consumer did not close cleanly'));
+            await within(consumer.disconnect(), 15_000, 'leaving the consumer group').catch((e: Error) =>
+              ctx.log.warn({ connector: 'kafka', err: e.message }, 'kafka: consumer did not close cleanly'),
+            );
           },
         };
         return session;

@@ -12,13 +12,20 @@ import { defineSink, type LintIssue } from '../../types.js';
 import { syncDir } from '../../../util/durable.js';
 import { localDlqReader } from './dlq-reader.js';
 
-export const config = Type.Object({
-  path: Type.String({ minLength: 1, description: 'Directory the files are written to; created if missing.' }),
-  filename_template: Type.String({ minLength: 1, default: '{pipeline}_{timestamp}.bin', description: 'File name under path (may contain / for subdirectories); tokens such as {pipeline}, {timestamp}, {part}, {source_stem}, {field.<name>}.' }),
-  file_mode: fileModeField,
-  overwrite: Type.Boolean({ default: true, description: 'single mode: replace an existing file; false fails the write instead.' }),
-  ...rollingFields,
-}, { additionalProperties: false });
+export const config = Type.Object(
+  {
+    path: Type.String({ minLength: 1, description: 'Directory the files are written to; created if missing.' }),
+    filename_template: Type.String({
+      minLength: 1,
+      default: '{pipeline}_{timestamp}.bin',
+      description: 'File name under path (may contain / for subdirectories); tokens such as {pipeline}, {timestamp}, {part}, {source_stem}, {field.<name>}.',
+    }),
+    file_mode: fileModeField,
+    overwrite: Type.Boolean({ default: true, description: 'single mode: replace an existing file; false fails the write instead.' }),
+    ...rollingFields,
+  },
+  { additionalProperties: false },
+);
 
 export type LocalSinkConfig = Static<typeof config>;
 
@@ -59,10 +66,13 @@ class LocalFiles implements FileTarget {
     return guarded(file, async () => {
       await this.dirFor(file);
       const fh = await fs.open(file, 'a+');
-      const size = await fh.stat().then((s) => s.size, async (e: unknown) => {
-        await fh.close().catch(() => undefined);
-        throw e;
-      });
+      const size = await fh.stat().then(
+        (s) => s.size,
+        async (e: unknown) => {
+          await fh.close().catch(() => undefined);
+          throw e;
+        },
+      );
       return new LocalFile(fh, file, file, size, false);
     });
   }
@@ -93,7 +103,7 @@ class LocalFile implements OutFile {
 
   write(buf: Buffer): Promise<void> {
     return guarded(this.writePath, async () => {
-      for (let off = 0; off < buf.length;) off += (await this.fh.write(buf, off)).bytesWritten;
+      for (let off = 0; off < buf.length; ) off += (await this.fh.write(buf, off)).bytesWritten;
       this.size += buf.length;
     });
   }
@@ -147,7 +157,10 @@ class LocalFile implements OutFile {
         await fs.link(this.writePath, this.finalPath);
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        throw new WriteError(`local sink: ${this.finalPath} already exists and overwrite is false; its records were not written (set overwrite: true, or put {timestamp} or {run_id} in filename_template)`, false);
+        throw new WriteError(
+          `local sink: ${this.finalPath} already exists and overwrite is false; its records were not written (set overwrite: true, or put {timestamp} or {run_id} in filename_template)`,
+          false,
+        );
       }
       await fs.unlink(this.writePath);
     }
@@ -180,7 +193,10 @@ export default defineSink({
   summary: 'Write serialized batches to files in a local directory, appended or one file per input, with rolling parts.',
   accepts: 'payload',
   status: 'stable',
-  delivery: { guarantee: 'at-least-once', why: 'files are fsync\'ed before the source acknowledges its input; a crash between the two writes the same records again.' },
+  delivery: {
+    guarantee: 'at-least-once',
+    why: "files are fsync'ed before the source acknowledges its input; a crash between the two writes the same records again.",
+  },
   config,
   lint,
   async test(c) {
@@ -206,5 +222,17 @@ export default defineSink({
   ],
   dlqReader: localDlqReader,
   create: (c, ctx) =>
-    new RollingFileSink(new LocalFiles(c.path), { template: c.filename_template, mode: c.file_mode, overwrite: c.overwrite, max_records: c.max_records, max_time: c.max_time, max_bytes: c.max_bytes, max_index: c.max_index }, ctx),
+    new RollingFileSink(
+      new LocalFiles(c.path),
+      {
+        template: c.filename_template,
+        mode: c.file_mode,
+        overwrite: c.overwrite,
+        max_records: c.max_records,
+        max_time: c.max_time,
+        max_bytes: c.max_bytes,
+        max_index: c.max_index,
+      },
+      ctx,
+    ),
 });

@@ -6,20 +6,31 @@ import path from 'node:path';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError, errorMessage } from '../../../core/errors.js';
 import type { FileStat } from '../../connector-runtime/file-guards.js';
-import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../connector-runtime/file-source.js';
+import {
+  fileGuardFields,
+  fileSelectionFields,
+  fileUnits,
+  lintFileSelection,
+  numberedName,
+  type FileStore,
+  type ListedFile,
+} from '../../connector-runtime/file-source.js';
 import { defineSource, type LintIssue, type PluginContext, type Source, type SourceUnit } from '../../types.js';
 
 const READ_CHUNK = 1024 * 1024;
 
-export const config = Type.Object({
-  path: Type.String({ minLength: 1, description: 'Directory to read, or a single file.' }),
-  file_pattern: fileSelectionFields.file_pattern,
-  recursive: Type.Boolean({ default: false, description: 'Also read files in subdirectories (symbolic links to directories are not followed).' }),
-  move_after_read: fileSelectionFields.move_after_read,
-  delete_after_read: fileSelectionFields.delete_after_read,
-  skip_processed: fileSelectionFields.skip_processed,
-  ...fileGuardFields,
-}, { additionalProperties: false });
+export const config = Type.Object(
+  {
+    path: Type.String({ minLength: 1, description: 'Directory to read, or a single file.' }),
+    file_pattern: fileSelectionFields.file_pattern,
+    recursive: Type.Boolean({ default: false, description: 'Also read files in subdirectories (symbolic links to directories are not followed).' }),
+    move_after_read: fileSelectionFields.move_after_read,
+    delete_after_read: fileSelectionFields.delete_after_read,
+    skip_processed: fileSelectionFields.skip_processed,
+    ...fileGuardFields,
+  },
+  { additionalProperties: false },
+);
 
 export type LocalSourceConfig = Static<typeof config>;
 
@@ -32,7 +43,10 @@ class LocalSource implements Source, FileStore<LocalFile> {
   private readonly root: string;
   private readonly moveDir?: string;
 
-  constructor(private readonly c: LocalSourceConfig, private readonly ctx: PluginContext) {
+  constructor(
+    private readonly c: LocalSourceConfig,
+    private readonly ctx: PluginContext,
+  ) {
     this.root = path.resolve(c.path);
     this.moveDir = c.move_after_read === undefined ? undefined : path.resolve(c.move_after_read);
   }
@@ -114,11 +128,11 @@ async function statFile(abs: string): Promise<FileStat | undefined> {
   }
 }
 
-
 function unreadableMessage(p: string, e: unknown): string {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'ENOENT') return `local source: path ${p} does not exist; create it or correct 'path'`;
-  if (code === 'EACCES' || code === 'EPERM') return `local source: path ${p} is not readable (permission denied); grant the svc user read access or correct 'path'`;
+  if (code === 'EACCES' || code === 'EPERM')
+    return `local source: path ${p} is not readable (permission denied); grant the svc user read access or correct 'path'`;
   return `local source: cannot read path ${p}: ${errorMessage(e)}`;
 }
 
@@ -149,13 +163,15 @@ async function moveNoClobber(src: string, destDir: string, name: string, doneSuf
   }
 }
 
-
 export default defineSource({
   key: 'local',
   summary: 'Read files from a local directory, one unit per file, with move, delete and skip-processed handling.',
   mode: 'batch',
   status: 'stable',
-  delivery: { guarantee: 'at-least-once', why: 'a file is moved, deleted or marked processed only after every record from it was written (and the sinks flushed) or dead-lettered; a failed run leaves it in place.' },
+  delivery: {
+    guarantee: 'at-least-once',
+    why: 'a file is moved, deleted or marked processed only after every record from it was written (and the sinks flushed) or dead-lettered; a failed run leaves it in place.',
+  },
   config,
   lint,
   async test(c) {

@@ -17,8 +17,16 @@ export const brokerFields = {
   port: Type.Integer({ minimum: 1, maximum: 65535, default: DEFAULT_PORT, description: 'Broker port (1883 plain, usually 8883 with TLS).' }),
   username: Type.Optional(Type.String({ description: 'User name; none: connect anonymously.' })),
   password: secret('Password of `username`; masked in every message.'),
-  tls: Type.Boolean({ default: false, description: 'Connect with TLS; the broker certificate is verified against `tls_ca_certs` (or the system CAs) and the host name.' }),
-  tls_ca_certs: Type.Optional(Type.String({ minLength: 1, description: 'PEM file with the CA certificate(s) that signed the broker certificate (with `tls: true`); none: the system CAs.' })),
+  tls: Type.Boolean({
+    default: false,
+    description: 'Connect with TLS; the broker certificate is verified against `tls_ca_certs` (or the system CAs) and the host name.',
+  }),
+  tls_ca_certs: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'PEM file with the CA certificate(s) that signed the broker certificate (with `tls: true`); none: the system CAs.',
+    }),
+  ),
   protocol_version: Type.Union([Type.Literal(5), Type.Literal(4)], {
     default: 5,
     description: 'MQTT 5 (default; reason codes, receive maximum) or 4 (MQTT 3.1.1, for brokers without MQTT 5).',
@@ -54,7 +62,8 @@ export async function tlsOptions(c: BrokerConfig): Promise<{ ca?: Buffer; server
 export function lintBroker(c: BrokerConfig): LintIssue[] {
   const issues: LintIssue[] = [];
   if (c.tls_ca_certs && !c.tls) issues.push({ path: 'tls_ca_certs', message: 'applies with tls: true only' });
-  if (c.password !== undefined && c.username === undefined && c.protocol_version === 4) issues.push({ path: 'password', message: 'MQTT 3.1.1 sends a password only with a username' });
+  if (c.password !== undefined && c.username === undefined && c.protocol_version === 4)
+    issues.push({ path: 'password', message: 'MQTT 3.1.1 sends a password only with a username' });
   return issues;
 }
 
@@ -118,7 +127,9 @@ export function reasonText(code: number, version: 4 | 5): string {
 /** A CONNACK that refused the connection, with what to check. */
 export function connackRefusal(code: number, version: 4 | 5): Error {
   const auth = version === 5 ? code === 0x86 || code === 0x87 : code === 4 || code === 5;
-  return new Error(`the broker refused the connection: ${reasonText(code, version)}${auth ? ': check username and password (and the ACL for this client id)' : ''}`);
+  return new Error(
+    `the broker refused the connection: ${reasonText(code, version)}${auth ? ': check username and password (and the ACL for this client id)' : ''}`,
+  );
 }
 
 /** An error of the socket or the TLS handshake, said in terms of the config. */
@@ -130,7 +141,11 @@ export function describeSocketError(e: Error & { code?: string | number }, c: Br
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return new Error(`cannot resolve host '${c.host}'`, { cause: e });
   if (code === 'ETIMEDOUT' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return new Error(`cannot reach ${at}: ${code}`, { cause: e });
   if (/CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|ERR_SSL|HOSTNAME|ALTNAME/.test(code) || /certificate|ssl|tls/i.test(e.message)) {
-    const hint = /HOSTNAME|ALTNAME/.test(code) ? 'the certificate does not name this host' : c.tls_ca_certs ? `is ${c.tls_ca_certs} the CA that signed the broker certificate?` : 'set tls_ca_certs to the CA that signed the broker certificate';
+    const hint = /HOSTNAME|ALTNAME/.test(code)
+      ? 'the certificate does not name this host'
+      : c.tls_ca_certs
+        ? `is ${c.tls_ca_certs} the CA that signed the broker certificate?`
+        : 'set tls_ca_certs to the CA that signed the broker certificate';
     return new Error(`TLS with ${at} failed: ${e.message} (${hint})`, { cause: e });
   }
   return new Error(`${at}: ${e.message}`, { cause: e });

@@ -9,7 +9,22 @@ import { Connection } from '../../connector-runtime/connection.js';
 import { once } from '../../connector-runtime/lazy.js';
 import { WriteError } from '../../../core/errors.js';
 import { defineSink, type LintIssue } from '../../types.js';
-import { brokerAddress, brokerFields, closedBeforeConnack, connackRefusal, CONNECT_TIMEOUT_MS, describeSocketError, isEarlyClose, KEEPALIVE_S, lintBroker, pipelineClientId, reasonText, tlsOptions, topicNameProblem, type BrokerConfig } from './client.js';
+import {
+  brokerAddress,
+  brokerFields,
+  closedBeforeConnack,
+  connackRefusal,
+  CONNECT_TIMEOUT_MS,
+  describeSocketError,
+  isEarlyClose,
+  KEEPALIVE_S,
+  lintBroker,
+  pipelineClientId,
+  reasonText,
+  tlsOptions,
+  topicNameProblem,
+  type BrokerConfig,
+} from './client.js';
 
 const config = Type.Object(
   {
@@ -24,7 +39,10 @@ const config = Type.Object(
     password: brokerFields.password,
     tls: brokerFields.tls,
     tls_ca_certs: brokerFields.tls_ca_certs,
-    retain: Type.Boolean({ default: false, description: 'Publish retained messages: the broker keeps the last one of the topic and hands it to every later subscriber.' }),
+    retain: Type.Boolean({
+      default: false,
+      description: 'Publish retained messages: the broker keeps the last one of the topic and hands it to every later subscriber.',
+    }),
     protocol_version: brokerFields.protocol_version,
   },
   { additionalProperties: false },
@@ -149,8 +167,14 @@ export default defineSink({
     return issues;
   },
   examples: [
-    { title: 'Alarms with QoS 1', yaml: 'type: mqtt\nhost: broker.example.net\ntopic: svc/alarms\nqos: 1\nusername: svc\npassword: ${MQTT_PASSWORD:-change-me}' },
-    { title: 'Last state per topic, retained, over TLS', yaml: 'type: mqtt\nhost: broker.example.net\nport: 8883\ntopic: svc/site-42/state\nqos: 1\nretain: true\ntls: true\ntls_ca_certs: /etc/svc/mqtt-ca.pem' },
+    {
+      title: 'Alarms with QoS 1',
+      yaml: 'type: mqtt\nhost: broker.example.net\ntopic: svc/alarms\nqos: 1\nusername: svc\npassword: ${MQTT_PASSWORD:-change-me}',
+    },
+    {
+      title: 'Last state per topic, retained, over TLS',
+      yaml: 'type: mqtt\nhost: broker.example.net\nport: 8883\ntopic: svc/site-42/state\nqos: 1\nretain: true\ntls: true\ntls_ca_certs: /etc/svc/mqtt-ca.pem',
+    },
   ],
   async test(c, { signal }) {
     const { client } = await connectClient(c, `svc-test-${randomBytes(4).toString('hex')}`, signal);

@@ -64,8 +64,14 @@ export default defineSource({
     return issues;
   },
   examples: [
-    { title: 'Alarms of every site, acknowledged after delivery', yaml: 'type: mqtt\nhost: broker.example.net\ntopic: sites/+/alarms/#\nqos: 1\nusername: svc\npassword: ${MQTT_PASSWORD:-change-me}' },
-    { title: 'TLS with a private CA', yaml: 'type: mqtt\nhost: broker.example.net\nport: 8883\ntopic: telemetry/#\nqos: 2\nclient_id: svc-telemetry\ntls: true\ntls_ca_certs: /etc/svc/mqtt-ca.pem' },
+    {
+      title: 'Alarms of every site, acknowledged after delivery',
+      yaml: 'type: mqtt\nhost: broker.example.net\ntopic: sites/+/alarms/#\nqos: 1\nusername: svc\npassword: ${MQTT_PASSWORD:-change-me}',
+    },
+    {
+      title: 'TLS with a private CA',
+      yaml: 'type: mqtt\nhost: broker.example.net\nport: 8883\ntopic: telemetry/#\nqos: 2\nclient_id: svc-telemetry\ntls: true\ntls_ca_certs: /etc/svc/mqtt-ca.pem',
+    },
   ],
   async test(c, { signal }) {
     // A clean session under a throwaway id: a running pipeline's session is neither taken over nor changed.
@@ -101,7 +107,11 @@ export default defineSource({
             warn: (msg) => ctx.log.warn({ connector: 'mqtt', topic: c.topic }, `mqtt: ${msg}`),
           },
         );
-        if (persistent) ctx.log.debug({ connector: 'mqtt', client_id: clientId, session_present: sub.sessionPresent }, sub.sessionPresent ? 'mqtt: resumed the persistent session' : 'mqtt: new persistent session');
+        if (persistent)
+          ctx.log.debug(
+            { connector: 'mqtt', client_id: clientId, session_present: sub.sessionPresent },
+            sub.sessionPresent ? 'mqtt: resumed the persistent session' : 'mqtt: new persistent session',
+          );
         const session: Session<MqttMessage> = {
           // QoS 1/2 flow is bounded by acknowledgements; stopping the socket also holds QoS 0.
           pause: () => sub.pause(),

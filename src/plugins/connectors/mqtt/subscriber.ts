@@ -23,7 +23,18 @@ import net from 'node:net';
 import tls from 'node:tls';
 import type { IConnackPacket, ISubackPacket, Packet } from 'mqtt-packet';
 import { once as lazy } from '../../connector-runtime/lazy.js';
-import { brokerAddress, closedBeforeConnack, connackRefusal, CONNECT_TIMEOUT_MS, describeSocketError, isEarlyClose, KEEPALIVE_S, reasonText, tlsOptions, type BrokerConfig } from './client.js';
+import {
+  brokerAddress,
+  closedBeforeConnack,
+  connackRefusal,
+  CONNECT_TIMEOUT_MS,
+  describeSocketError,
+  isEarlyClose,
+  KEEPALIVE_S,
+  reasonText,
+  tlsOptions,
+  type BrokerConfig,
+} from './client.js';
 
 export type QoS = 0 | 1 | 2;
 
@@ -133,9 +144,13 @@ export class Subscriber {
         throw new Error(`cannot subscribe to '${o.topic}': ${e.message}`, { cause: e });
       })) as ISubackPacket;
       const granted = Number((suback.granted as number[])[0] ?? 0x80);
-      if (granted >= 0x80) throw new Error(`the broker refused the subscription to '${o.topic}': ${granted === 0x80 ? 'refused (not authorized, or the topic filter is invalid)' : reasonText(granted, o.protocol_version)}`);
+      if (granted >= 0x80)
+        throw new Error(
+          `the broker refused the subscription to '${o.topic}': ${granted === 0x80 ? 'refused (not authorized, or the topic filter is invalid)' : reasonText(granted, o.protocol_version)}`,
+        );
       s.grantedQos = granted as QoS;
-      if (granted < o.qos) h.warn?.(`the broker granted QoS ${granted} for '${o.topic}' where ${o.qos} was asked: messages are acknowledged as the broker sends them`);
+      if (granted < o.qos)
+        h.warn?.(`the broker granted QoS ${granted} for '${o.topic}' where ${o.qos} was asked: messages are acknowledged as the broker sends them`);
       clearTimeout(timer);
       o.signal?.removeEventListener('abort', onAbort);
       s.starting = false;
@@ -298,7 +313,14 @@ export class Subscriber {
       pos += plen;
     }
     if (pos > end) return false;
-    this.h.message({ topic: buf.toString('utf8', at + 2, topicEnd), payload: buf.subarray(pos, end), qos, retain: (head & 1) === 1, dup: (head & 8) === 8, messageId });
+    this.h.message({
+      topic: buf.toString('utf8', at + 2, topicEnd),
+      payload: buf.subarray(pos, end),
+      qos,
+      retain: (head & 1) === 1,
+      dup: (head & 8) === 8,
+      messageId,
+    });
     return true;
   }
 

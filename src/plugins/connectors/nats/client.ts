@@ -49,7 +49,8 @@ const natsSdk = lazyModule(() => import('@nats-io/transport-node'));
 /** The client refused a call (a payload larger than the server's max_payload...). */
 export const isInvalidArgument = (e: unknown): e is InvalidArgumentError => natsSdk.loaded !== undefined && e instanceof natsSdk.loaded.InvalidArgumentError;
 /** The server refused an operation to this user (-ERR 'Permissions Violation ...'). */
-export const isPermissionViolation = (e: unknown): e is PermissionViolationError => natsSdk.loaded !== undefined && e instanceof natsSdk.loaded.PermissionViolationError;
+export const isPermissionViolation = (e: unknown): e is PermissionViolationError =>
+  natsSdk.loaded !== undefined && e instanceof natsSdk.loaded.PermissionViolationError;
 
 /** Connects once (no client reconnect); `name` shows in the server's connz (which pipeline holds it). */
 export async function connectNats(c: NatsAuth, name: string): Promise<NatsConnection> {

@@ -39,7 +39,12 @@ export default defineSink({
     if (hasWildcard(c.subject)) issues.push({ path: 'subject', message: "a sink publishes to one subject: no wildcard tokens ('*', '>')" });
     return issues;
   },
-  examples: [{ title: 'Enriched alarms to one subject', yaml: "type: nats\nservers: ['nats://nats-1:4222', 'nats://nats-2:4222']\nsubject: alarms.enriched\nusername: svc\npassword: ${NATS_PASSWORD:-change-me}" }],
+  examples: [
+    {
+      title: 'Enriched alarms to one subject',
+      yaml: "type: nats\nservers: ['nats://nats-1:4222', 'nats://nats-2:4222']\nsubject: alarms.enriched\nusername: svc\npassword: ${NATS_PASSWORD:-change-me}",
+    },
+  ],
   async test(c) {
     const nc = await connectNats(c, 'svc connector test');
     try {
@@ -80,7 +85,10 @@ export default defineSink({
                 sent += value.length;
               }
             } catch (e) {
-              if (isInvalidArgument(e)) throw new WriteError(`nats: ${e.message} (a record is larger than the server's max_payload of ${l.nc.info?.max_payload ?? '?'} bytes)`, false, { cause: e });
+              if (isInvalidArgument(e))
+                throw new WriteError(`nats: ${e.message} (a record is larger than the server's max_payload of ${l.nc.info?.max_payload ?? '?'} bytes)`, false, {
+                  cause: e,
+                });
               throw e;
             }
             await l.nc.flush();

@@ -22,12 +22,14 @@ const config = Type.Object(
     subject: Type.String({
       minLength: 1,
       pattern: '^\\S+$',
-      description: 'Subject to subscribe to; wildcards allowed (`*` one token, `>` all remaining tokens). Each message carries its own subject in its metadata (`subject`).',
+      description:
+        'Subject to subscribe to; wildcards allowed (`*` one token, `>` all remaining tokens). Each message carries its own subject in its metadata (`subject`).',
     }),
     queue_group: Type.Optional(
       Type.String({
         pattern: '^\\S*$',
-        description: "Queue group: the subscribers of one group share the messages (each message goes to one of them). Default: the pipeline name. '' subscribes without a group: every subscriber (every worker) gets every message.",
+        description:
+          "Queue group: the subscribers of one group share the messages (each message goes to one of them). Default: the pipeline name. '' subscribes without a group: every subscriber (every worker) gets every message.",
       }),
     ),
     ...authFields,
@@ -59,8 +61,14 @@ export default defineSource({
   config,
   lint: lintAuth,
   examples: [
-    { title: 'All alarms of every site, shared by the workers of the pipeline', yaml: "type: nats\nservers: ['nats://nats-1:4222', 'nats://nats-2:4222']\nsubject: 'alarms.>'\nusername: svc\npassword: ${NATS_PASSWORD:-change-me}" },
-    { title: 'Broadcast: every worker gets every message (no queue group)', yaml: "type: nats\nsubject: 'pm.*.counters'\nqueue_group: ''\ntoken: ${NATS_TOKEN:-change-me}" },
+    {
+      title: 'All alarms of every site, shared by the workers of the pipeline',
+      yaml: "type: nats\nservers: ['nats://nats-1:4222', 'nats://nats-2:4222']\nsubject: 'alarms.>'\nusername: svc\npassword: ${NATS_PASSWORD:-change-me}",
+    },
+    {
+      title: 'Broadcast: every worker gets every message (no queue group)',
+      yaml: "type: nats\nsubject: 'pm.*.counters'\nqueue_group: ''\ntoken: ${NATS_TOKEN:-change-me}",
+    },
   ],
   async test(c) {
     const nc = await connectNats(c, 'svc connector test');

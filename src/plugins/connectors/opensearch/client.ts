@@ -37,7 +37,12 @@ async function abortable<T>(req: Promise<T> & { abort(): void }, signal?: AbortS
 export function osBulk(os: Client): BulkConnection {
   return {
     bulk: async (body, query, signal) =>
-      (await abortable(os.transport.request({ method: 'POST', path: '/_bulk', querystring: query, bulkBody: body }, { requestTimeout: REQUEST_TIMEOUT_MS }), signal)).body as BulkResponse,
+      (
+        await abortable(
+          os.transport.request({ method: 'POST', path: '/_bulk', querystring: query, bulkBody: body }, { requestTimeout: REQUEST_TIMEOUT_MS }),
+          signal,
+        )
+      ).body as BulkResponse,
     close: () => os.close(),
   };
 }

@@ -48,6 +48,17 @@ export default defineSink({
     }
   },
   create(c, ctx) {
-    return bulkSink({ product: 'opensearch', hosts: c.hosts, index: c.index, id_field: c.id_field, chunk_size: c.chunk_size, timestamp_field: c.timestamp_field, connect: async () => osBulk(await osClient(c)) }, ctx);
+    return bulkSink(
+      {
+        product: 'opensearch',
+        hosts: c.hosts,
+        index: c.index,
+        id_field: c.id_field,
+        chunk_size: c.chunk_size,
+        timestamp_field: c.timestamp_field,
+        connect: async () => osBulk(await osClient(c)),
+      },
+      ctx,
+    );
   },
 });

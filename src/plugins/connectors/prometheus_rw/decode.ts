@@ -43,7 +43,10 @@ export const MAX_UNCOMPRESSED_BYTES = 64 << 20;
 const RECORD_BYTES = 96;
 
 const tooLarge = (est: number, max: number, at: number): never =>
-  fail(`the samples' records would take about ${est} bytes, more than the ${max} allowed (SVC_PROMETHEUS_RW_MAX_OUTPUT_BYTES): each sample repeats its series' labels; send fewer samples per request (remote_write queue_config max_samples_per_send)`, at);
+  fail(
+    `the samples' records would take about ${est} bytes, more than the ${max} allowed (SVC_PROMETHEUS_RW_MAX_OUTPUT_BYTES): each sample repeats its series' labels; send fewer samples per request (remote_write queue_config max_samples_per_send)`,
+    at,
+  );
 
 export class RemoteWriteError extends Error {
   override name = 'RemoteWriteError';
@@ -305,7 +308,8 @@ export function decodeWriteRequest(buf: Buffer, emit: (r: SampleRecord) => void,
           value = B.readDoubleLE(P);
           stale = value !== value && isStale(B, P);
           P += 8;
-        } else if (st === 0x10) ms = vint(send); // timestamp: field 2, varint
+        } else if (st === 0x10)
+          ms = vint(send); // timestamp: field 2, varint
         else skipField(st & 7, send);
       }
       if (ms !== lastMs) {
@@ -314,7 +318,13 @@ export function decodeWriteRequest(buf: Buffer, emit: (r: SampleRecord) => void,
         lastIso = d.toISOString();
         lastMs = ms;
       }
-      const rec: SampleRecord = { name, labels: i === 0 ? labels : { ...labels }, value: stale ? null : sampleValue(value), timestamp: lastIso, timestamp_ms: ms };
+      const rec: SampleRecord = {
+        name,
+        labels: i === 0 ? labels : { ...labels },
+        value: stale ? null : sampleValue(value),
+        timestamp: lastIso,
+        timestamp_ms: ms,
+      };
       if (stale) rec.stale = true;
       emit(rec);
     }
@@ -351,7 +361,8 @@ export function checkWriteRequest(buf: Buffer, maxOutput = Infinity): number {
           while (m.pos < fend) {
             const mt = m.varint();
             // A Label holds two strings, a Sample a fixed64 and a varint: another wire type there is corrupt.
-            if (t >>> 3 === 1 ? (mt & 7) !== 2 && mt >>> 3 <= 2 : (mt >>> 3 === 1 && mt !== 0x09) || (mt >>> 3 === 2 && mt !== 0x10)) fail('field of the wrong wire type', m.pos);
+            if (t >>> 3 === 1 ? (mt & 7) !== 2 && mt >>> 3 <= 2 : (mt >>> 3 === 1 && mt !== 0x09) || (mt >>> 3 === 2 && mt !== 0x10))
+              fail('field of the wrong wire type', m.pos);
             if (mt === 0x10) {
               const ms = m.varint();
               if (!(Math.abs(ms) <= MAX_MS)) fail(`timestamp ${ms} ms out of range`, m.pos);

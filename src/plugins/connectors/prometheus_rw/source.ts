@@ -23,9 +23,17 @@ const config = Type.Object(
       description: 'Served at POST /webhooks/<path>: the remote_write url is http://<svc host>:<port>/webhooks/<path>.',
     }),
     secret: Type.Optional(
-      Type.String({ minLength: 1, writeOnly: true, description: 'Bearer token Prometheus must present (remote_write authorization: credentials: <secret>); 401 otherwise.' }),
+      Type.String({
+        minLength: 1,
+        writeOnly: true,
+        description: 'Bearer token Prometheus must present (remote_write authorization: credentials: <secret>); 401 otherwise.',
+      }),
     ),
-    max_queue_size: Type.Integer({ minimum: 1, default: 1000, description: 'Remote-write requests held before the pipeline takes them; beyond it the endpoint answers 503 and Prometheus retries.' }),
+    max_queue_size: Type.Integer({
+      minimum: 1,
+      default: 1000,
+      description: 'Remote-write requests held before the pipeline takes them; beyond it the endpoint answers 503 and Prometheus retries.',
+    }),
   },
   { additionalProperties: false },
 );

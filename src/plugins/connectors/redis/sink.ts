@@ -35,7 +35,11 @@ const config = Type.Object(
       default: 'list',
       description: '`list`: RPUSH, one element per record (one command per batch); `stream`: XADD, one entry per record with the record in its `data` field.',
     }),
-    maxlen: Type.Integer({ minimum: 0, default: 0, description: 'mode stream: keep about this many entries (XADD MAXLEN ~, trimmed by whole macro nodes); 0 = unlimited.' }),
+    maxlen: Type.Integer({
+      minimum: 0,
+      default: 0,
+      description: 'mode stream: keep about this many entries (XADD MAXLEN ~, trimmed by whole macro nodes); 0 = unlimited.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -82,7 +86,8 @@ export default defineSink({
             const failed = res.find(([e]) => e)?.[0];
             if (failed) {
               // WRONGTYPE: the key holds something else; no retry will change that.
-              if (/WRONGTYPE/.test(failed.message)) throw new WriteError(`redis: key '${c.key}' is not a ${c.mode}: ${failed.message}`, false, { cause: failed });
+              if (/WRONGTYPE/.test(failed.message))
+                throw new WriteError(`redis: key '${c.key}' is not a ${c.mode}: ${failed.message}`, false, { cause: failed });
               throw failed;
             }
           },

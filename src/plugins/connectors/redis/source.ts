@@ -30,14 +30,25 @@ const config = Type.Object(
     key: Type.String({ minLength: 1, description: 'The list or stream to read.' }),
     mode: Type.Union([Type.Literal('list'), Type.Literal('stream')], {
       default: 'list',
-      description: '`list`: take items from the head (LMOVE into `<key>:processing:<pipeline>`, removed there once delivered). `stream`: read the entries after the last delivered ID (XREAD), stored at `<key>:last-id:<pipeline>`.',
+      description:
+        '`list`: take items from the head (LMOVE into `<key>:processing:<pipeline>`, removed there once delivered). `stream`: read the entries after the last delivered ID (XREAD), stored at `<key>:last-id:<pipeline>`.',
     }),
-    block_ms: Type.Integer({ minimum: 0, default: 1000, description: 'Stream schedule: how long one blocking read (BLMOVE, XREAD BLOCK) waits for data before it is issued again; 0 waits without limit.' }),
-    count: Type.Integer({ minimum: 1, maximum: 10_000, default: 100, description: 'Most items (list: moved by one script call) or entries (XREAD / XRANGE COUNT) taken per round trip; a unit holds up to 1,000.' }),
+    block_ms: Type.Integer({
+      minimum: 0,
+      default: 1000,
+      description: 'Stream schedule: how long one blocking read (BLMOVE, XREAD BLOCK) waits for data before it is issued again; 0 waits without limit.',
+    }),
+    count: Type.Integer({
+      minimum: 1,
+      maximum: 10_000,
+      default: 100,
+      description: 'Most items (list: moved by one script call) or entries (XREAD / XRANGE COUNT) taken per round trip; a unit holds up to 1,000.',
+    }),
     stream_id: Type.String({
       pattern: '^(\\$|\\d+(-\\d+)?)$',
       default: '0-0',
-      description: 'mode stream: where a pipeline starts when no position is stored for it: `0-0` the first entry, `$` only entries added after its first start, or an entry ID (read after it). Later starts resume after the stored ID; delete `<key>:last-id:<pipeline>` to start over.',
+      description:
+        'mode stream: where a pipeline starts when no position is stored for it: `0-0` the first entry, `$` only entries added after its first start, or an entry ID (read after it). Later starts resume after the stored ID; delete `<key>:last-id:<pipeline>` to start over.',
     }),
     ...reconnectFields(),
   },
@@ -129,7 +140,8 @@ function listReader(c: Config, pipeline: string, reader: Redis, control: Redis):
       // Acknowledgements come in delivery order, so each item is at (or, after a reconnect, near)
       // the head: LREM of one copy finds it at once. Identical payloads are interchangeable: removing
       // any one copy leaves the processing list holding exactly what is still undelivered.
-      for (let i = 0; i < batch.length; i += ACK_ARGS) await (control as unknown as Scripted).svcAck(processing, ...batch.slice(i, i + ACK_ARGS).map((m) => m.raw!));
+      for (let i = 0; i < batch.length; i += ACK_ARGS)
+        await (control as unknown as Scripted).svcAck(processing, ...batch.slice(i, i + ACK_ARGS).map((m) => m.raw!));
     },
   };
 }
@@ -142,7 +154,7 @@ function streamReader(c: Config, pipeline: string, reader: Redis, control: Redis
   /** Batch runs: the last entry ID when the run started (undefined: nothing to read). */
   let end: string | undefined;
   let ended = false;
-  const lastEntryId = async () => ((await control.xrevrange(c.key, '+', '-', 'COUNT', 1))[0]?.[0] ?? undefined);
+  const lastEntryId = async () => (await control.xrevrange(c.key, '+', '-', 'COUNT', 1))[0]?.[0] ?? undefined;
   const items = (entries: [Buffer, Buffer[]][]) => entries.map(([id, fields]): Item => ({ body: entryBody(fields), id: id.toString(), meta }));
   return {
     async recover() {
@@ -189,7 +201,8 @@ export function compareIds(a: string, b: string): number {
   return e === 0n ? 0 : e < 0n ? -1 : 1;
 }
 
-const readerFor = (c: Config, pipeline: string, reader: Redis, control: Redis) => (c.mode === 'stream' ? streamReader : listReader)(c, pipeline, reader, control);
+const readerFor = (c: Config, pipeline: string, reader: Redis, control: Redis) =>
+  (c.mode === 'stream' ? streamReader : listReader)(c, pipeline, reader, control);
 
 /** Stream schedule: a session of two connections (blocking reads, control) under the shared stream runtime. */
 async function openSession(c: Config, ctx: PluginContext, h: SessionHandlers<Item>): Promise<Session<Item>> {
@@ -329,8 +342,14 @@ export default defineSource({
     return [];
   },
   examples: [
-    { title: 'A work list, drained continuously (stream schedule)', yaml: 'type: redis\nhost: redis.internal\npassword: ${REDIS_PASSWORD:-change-me}\nkey: alarms:queue\ncount: 500' },
-    { title: 'A Redis stream from the first entry, resuming where it stopped', yaml: 'type: redis\nhost: redis.internal\nkey: pm:events\nmode: stream\nstream_id: 0-0\nblock_ms: 2000' },
+    {
+      title: 'A work list, drained continuously (stream schedule)',
+      yaml: 'type: redis\nhost: redis.internal\npassword: ${REDIS_PASSWORD:-change-me}\nkey: alarms:queue\ncount: 500',
+    },
+    {
+      title: 'A Redis stream from the first entry, resuming where it stopped',
+      yaml: 'type: redis\nhost: redis.internal\nkey: pm:events\nmode: stream\nstream_id: 0-0\nblock_ms: 2000',
+    },
   ],
   test: (c) => checkRedis(c),
   create(c, ctx) {

@@ -21,7 +21,8 @@ export const commonFields = {
     AUTH_TYPES.map((a) => Type.Literal(a)),
     {
       default: 'none',
-      description: '`basic` (username, password), `bearer` (token: `Authorization: Bearer <token>`), `apikey` (api_key in the header named by api_key_header) or `none`.',
+      description:
+        '`basic` (username, password), `bearer` (token: `Authorization: Bearer <token>`), `apikey` (api_key in the header named by api_key_header) or `none`.',
     },
   ),
   username: Type.Optional(Type.String({ description: 'User name for `auth_type: basic`.' })),
@@ -30,10 +31,21 @@ export const commonFields = {
   api_key: secret('Key for `auth_type: apikey`, sent in the header api_key_header.'),
   api_key_header: Type.String({ minLength: 1, default: 'X-API-Key', description: 'Header that carries api_key with `auth_type: apikey`.' }),
   timeout: Type.Number({ exclusiveMinimum: 0, default: 30, description: 'Seconds one request may take, from connecting to the last byte of the response.' }),
-  verify_ssl: Type.Boolean({ default: true, description: 'Check the server certificate of an https:// URL; false accepts any certificate (self-signed test servers), which also accepts an attacker in the middle.' }),
+  verify_ssl: Type.Boolean({
+    default: true,
+    description:
+      'Check the server certificate of an https:// URL; false accepts any certificate (self-signed test servers), which also accepts an attacker in the middle.',
+  }),
 };
 
-export type AuthConfig = { auth_type: (typeof AUTH_TYPES)[number]; username?: string; password?: string; token?: string; api_key?: string; api_key_header: string };
+export type AuthConfig = {
+  auth_type: (typeof AUTH_TYPES)[number];
+  username?: string;
+  password?: string;
+  token?: string;
+  api_key?: string;
+  api_key_header: string;
+};
 type Common = Static<TObject<typeof commonFields>>;
 
 const has = (v: string | undefined) => v !== undefined && v !== '';
@@ -41,7 +53,8 @@ const has = (v: string | undefined) => v !== undefined && v !== '';
 /** Cross-field rules of the auth fields: what the chosen auth_type needs, nothing set for another. */
 export function lintCommon(c: Common): LintIssue[] {
   const out: LintIssue[] = [];
-  if (/^https?:\/\/[^/?#]*@/i.test(c.url)) out.push({ path: 'url', message: 'credentials in the URL are not sent; use auth_type: basic with username and password' });
+  if (/^https?:\/\/[^/?#]*@/i.test(c.url))
+    out.push({ path: 'url', message: 'credentials in the URL are not sent; use auth_type: basic with username and password' });
   if (c.auth_type === 'basic' && !has(c.username)) out.push({ path: 'username', message: 'auth_type basic needs a username' });
   if (c.auth_type === 'bearer' && !has(c.token)) out.push({ path: 'token', message: 'auth_type bearer needs a token' });
   if (c.auth_type === 'apikey' && !has(c.api_key)) out.push({ path: 'api_key', message: 'auth_type apikey needs an api_key' });
@@ -52,11 +65,13 @@ export function lintCommon(c: Common): LintIssue[] {
     ['api_key', 'apikey'],
   ];
   for (const [field, type] of unused) {
-    if (has(c[field]) && c.auth_type !== type) out.push({ path: field, message: `${field} is only used with auth_type ${type} (auth_type is ${c.auth_type}): set auth_type: ${type} or remove it` });
+    if (has(c[field]) && c.auth_type !== type)
+      out.push({ path: field, message: `${field} is only used with auth_type ${type} (auth_type is ${c.auth_type}): set auth_type: ${type} or remove it` });
   }
   const authHeader = c.auth_type === 'apikey' ? c.api_key_header.toLowerCase() : c.auth_type !== 'none' ? 'authorization' : undefined;
   for (const name of Object.keys(c.headers)) {
-    if (authHeader && name.toLowerCase() === authHeader) out.push({ path: `headers.${name}`, message: `header ${name} is set by auth_type ${c.auth_type}; remove it from headers` });
+    if (authHeader && name.toLowerCase() === authHeader)
+      out.push({ path: `headers.${name}`, message: `header ${name} is set by auth_type ${c.auth_type}; remove it from headers` });
   }
   return out;
 }

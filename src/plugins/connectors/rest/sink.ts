@@ -14,7 +14,11 @@ const config = Type.Object(
     url: commonFields.url,
     method: Type.Union([Type.Literal('POST'), Type.Literal('PUT'), Type.Literal('PATCH')], { default: 'POST', description: 'HTTP method of each request.' }),
     headers: commonFields.headers,
-    content_type: Type.String({ minLength: 1, default: 'application/json', description: 'Content-Type of the body; match it to serializer_out (application/x-ndjson, text/csv...).' }),
+    content_type: Type.String({
+      minLength: 1,
+      default: 'application/json',
+      description: 'Content-Type of the body; match it to serializer_out (application/x-ndjson, text/csv...).',
+    }),
     auth_type: commonFields.auth_type,
     username: commonFields.username,
     password: commonFields.password,
@@ -78,7 +82,8 @@ export default defineSink({
       } catch (e) {
         throw new Error(networkError(e, target, c.timeout), { cause: e });
       }
-      if (status === 401 || status === 403) throw new Error(`${target} returned ${statusText(status)}: the server refused the credentials (check auth_type and the credentials)`);
+      if (status === 401 || status === 403)
+        throw new Error(`${target} returned ${statusText(status)}: the server refused the credentials (check auth_type and the credentials)`);
     } finally {
       await http.close();
     }

@@ -43,18 +43,25 @@ const config = Type.Object(
     response_path: Type.Optional(
       Type.String({
         minLength: 1,
-        description: 'Dot path to the records in the JSON response (`data.items`; a number indexes a list: `results.0.rows`). Unset: the whole body (any serializer_in).',
+        description:
+          'Dot path to the records in the JSON response (`data.items`; a number indexes a list: `results.0.rows`). Unset: the whole body (any serializer_in).',
       }),
     ),
     paginate: Type.Boolean({ default: false, description: 'Request page after page until a short page, an empty page or total_path says the end is reached.' }),
     page_param: Type.String({
       minLength: 1,
       default: 'offset',
-      description: '`offset`: the query parameter `offset` counts records (0, page_size, 2 x page_size...); any other name is a page number from 1 (`page=1, 2, 3`).',
+      description:
+        '`offset`: the query parameter `offset` counts records (0, page_size, 2 x page_size...); any other name is a page number from 1 (`page=1, 2, 3`).',
     }),
     page_size: Type.Integer({ minimum: 1, default: 100, description: 'Records per page, sent as page_size_param; a page with fewer records is the last one.' }),
-    page_size_param: Type.String({ default: 'limit', description: "Query parameter that carries page_size (`limit`, `per_page`, `size`); '' sends none. Our extension of doc 3." }),
-    total_path: Type.Optional(Type.String({ minLength: 1, description: 'Dot path to the total number of records in each page (`meta.total`): paging stops once that many were read.' })),
+    page_size_param: Type.String({
+      default: 'limit',
+      description: "Query parameter that carries page_size (`limit`, `per_page`, `size`); '' sends none. Our extension of doc 3.",
+    }),
+    total_path: Type.Optional(
+      Type.String({ minLength: 1, description: 'Dot path to the total number of records in each page (`meta.total`): paging stops once that many were read.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -65,7 +72,8 @@ function lint(c: Config): LintIssue[] {
   const out = lintCommon(c);
   if (c.total_path !== undefined && !c.paginate) out.push({ path: 'total_path', message: 'total_path is only used with paginate: true' });
   if (c.paginate) {
-    if (c.page_size_param !== '' && c.page_size_param === c.page_param) out.push({ path: 'page_size_param', message: 'page_size_param must differ from page_param' });
+    if (c.page_size_param !== '' && c.page_size_param === c.page_param)
+      out.push({ path: 'page_size_param', message: 'page_size_param must differ from page_param' });
     for (const name of [c.page_param, c.page_size_param]) {
       if (name && name in c.params) out.push({ path: `params.${name}`, message: `params.${name} is set by pagination on every request; remove it` });
     }
@@ -129,7 +137,10 @@ async function fetchPage(
   }
   on.answer?.();
   if (res.status < 200 || res.status > 299) {
-    const where = res.status >= 300 && res.status < 400 && res.headers.location ? ` (redirects are not followed: it points to ${String(res.headers.location)}; set url to it)` : '';
+    const where =
+      res.status >= 300 && res.status < 400 && res.headers.location
+        ? ` (redirects are not followed: it points to ${String(res.headers.location)}; set url to it)`
+        : '';
     const hint = res.status === 401 || res.status === 403 ? ' (check auth_type and the credentials)' : '';
     const text = excerpt(res.body);
     throw new SourceError(`rest: ${target} returned ${statusText(res.status)}${where}${hint}${text ? `: ${text}` : ''}`);
@@ -141,7 +152,9 @@ function parseJson(res: HttpResponse, target: string): unknown {
   try {
     return JSON.parse(res.body.toString('utf8'));
   } catch (e) {
-    throw new SourceError(`rest: ${target}: the response is not JSON (${(e as Error).message}), but response_path or paginate needs JSON: ${excerpt(res.body, 80)}`);
+    throw new SourceError(
+      `rest: ${target}: the response is not JSON (${(e as Error).message}), but response_path or paginate needs JSON: ${excerpt(res.body, 80)}`,
+    );
   }
 }
 
@@ -185,7 +198,8 @@ export default defineSource({
       if (c.response_path !== undefined || c.paginate) {
         const target = describeTarget(c.method, url);
         const records = recordsOf(c, parseJson(res, target), target);
-        if (c.paginate && !Array.isArray(records)) throw new SourceError(`rest: ${target}: paginate needs a list at ${c.response_path ?? 'the top of the response'}, got ${keysOf(records)}`);
+        if (c.paginate && !Array.isArray(records))
+          throw new SourceError(`rest: ${target}: paginate needs a list at ${c.response_path ?? 'the top of the response'}, got ${keysOf(records)}`);
       }
     } finally {
       await http.close();
@@ -202,7 +216,8 @@ export default defineSource({
       },
     });
     // Any HTTP answer means the server was reached; only an exchange without one is a lost connection.
-    const get = (url: URL, signal: AbortSignal) => fetchPage(http, c, url, signal, { answer: () => report('connected'), noAnswer: (m) => report('disconnected', m) });
+    const get = (url: URL, signal: AbortSignal) =>
+      fetchPage(http, c, url, signal, { answer: () => report('connected'), noAnswer: (m) => report('disconnected', m) });
     return {
       async *units(signal) {
         report('connecting');
@@ -220,22 +235,31 @@ export default defineSource({
         let offset = 0;
         let previous: Buffer | undefined;
         for (let page = 1; !signal.aborted; page++) {
-          if (page > MAX_PAGES) throw new SourceError(`rest: read ${MAX_PAGES} pages without reaching a short page or total_path's total; check page_param and page_size against the API`);
+          if (page > MAX_PAGES)
+            throw new SourceError(
+              `rest: read ${MAX_PAGES} pages without reaching a short page or total_path's total; check page_param and page_size against the API`,
+            );
           const url = pageUrl(c, { offset, number: page });
           const target = describeTarget(c.method, url);
           const res = await get(url, signal);
           const doc = parseJson(res, target);
           const records = recordsOf(c, doc, target);
-          if (!Array.isArray(records)) throw new SourceError(`rest: ${target}: paginate needs a list at ${c.response_path ?? 'the top of the response'}, got ${keysOf(records)}`);
+          if (!Array.isArray(records))
+            throw new SourceError(`rest: ${target}: paginate needs a list at ${c.response_path ?? 'the top of the response'}, got ${keysOf(records)}`);
           let total: number | undefined;
           if (c.total_path !== undefined) {
             const t = atPath(doc, c.total_path);
             const n = typeof t === 'string' && /^\d+$/.test(t) ? Number(t) : t;
-            if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new SourceError(`rest: ${target}: total_path '${c.total_path}' is not a number in the response (${t === undefined ? keysOf(doc) : JSON.stringify(t)})`);
+            if (typeof n !== 'number' || !Number.isFinite(n) || n < 0)
+              throw new SourceError(
+                `rest: ${target}: total_path '${c.total_path}' is not a number in the response (${t === undefined ? keysOf(doc) : JSON.stringify(t)})`,
+              );
             total = n;
           }
           if (records.length > 0 && previous?.equals(res.body)) {
-            throw new SourceError(`rest: ${target}: page ${page} is the same as page ${page - 1}: the API ignores ${c.page_param}; set page_param to the parameter it pages by`);
+            throw new SourceError(
+              `rest: ${target}: page ${page} is the same as page ${page - 1}: the API ignores ${c.page_param}; set page_param to the parameter it pages by`,
+            );
           }
           previous = res.body;
           if (records.length > 0) yield unit(c.response_path === undefined ? res.body : Buffer.from(JSON.stringify(records)), url, page, res.status);

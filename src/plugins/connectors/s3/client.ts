@@ -26,11 +26,23 @@ export const s3Fields = {
   endpoint_url: Type.Optional(
     Type.String({
       minLength: 1,
-      description: 'URL of an S3-compatible store (MinIO, Ceph RGW...), e.g. http://minio.internal:9000; unset: AWS S3. With it, requests use path-style addresses (<endpoint>/<bucket>/<key>).',
+      description:
+        'URL of an S3-compatible store (MinIO, Ceph RGW...), e.g. http://minio.internal:9000; unset: AWS S3. With it, requests use path-style addresses (<endpoint>/<bucket>/<key>).',
     }),
   ),
-  region_name: Type.Optional(Type.String({ minLength: 1, description: 'Region, e.g. eu-west-1. Unset: us-east-1 with endpoint_url, otherwise the AWS default chain (AWS_REGION, ~/.aws/config).' })),
-  aws_access_key_id: Type.Optional(Type.String({ minLength: 1, description: 'Access key ID, with aws_secret_access_key. Unset: the AWS default credential chain (environment, ~/.aws/credentials, SSO, container or instance role).' })),
+  region_name: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'Region, e.g. eu-west-1. Unset: us-east-1 with endpoint_url, otherwise the AWS default chain (AWS_REGION, ~/.aws/config).',
+    }),
+  ),
+  aws_access_key_id: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'Access key ID, with aws_secret_access_key. Unset: the AWS default credential chain (environment, ~/.aws/credentials, SSO, container or instance role).',
+    }),
+  ),
   aws_secret_access_key: secret('Secret access key, with aws_access_key_id.'),
 };
 
@@ -45,7 +57,8 @@ export interface S3Location {
 /** Cross-field rules of the shared fields. */
 export function lintS3(c: S3Location): LintIssue[] {
   const out: LintIssue[] = [];
-  if (c.bucket.includes('/')) out.push({ path: 'bucket', message: 'bucket is a bucket name only; put the path inside it into prefix (source) or key_template (sink)' });
+  if (c.bucket.includes('/'))
+    out.push({ path: 'bucket', message: 'bucket is a bucket name only; put the path inside it into prefix (source) or key_template (sink)' });
   if ((c.aws_access_key_id === undefined) !== (c.aws_secret_access_key === undefined)) {
     const missing = c.aws_access_key_id === undefined ? 'aws_access_key_id' : 'aws_secret_access_key';
     out.push({ path: missing, message: 'set aws_access_key_id and aws_secret_access_key together, or neither (the AWS default credential chain)' });
@@ -57,7 +70,8 @@ export function lintS3(c: S3Location): LintIssue[] {
     } catch {
       // reported below
     }
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) out.push({ path: 'endpoint_url', message: 'endpoint_url must be an http:// or https:// URL, e.g. http://minio.internal:9000' });
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      out.push({ path: 'endpoint_url', message: 'endpoint_url must be an http:// or https:// URL, e.g. http://minio.internal:9000' });
   }
   return out;
 }
@@ -85,7 +99,9 @@ export function s3Link(sdk: S3Sdk, c: S3Location, ctx?: Pick<PluginContext, 'log
   const endpoint = c.endpoint_url;
   const client = new sdk.S3Client({
     region: c.region_name ?? (endpoint !== undefined ? 'us-east-1' : undefined),
-    ...(endpoint !== undefined ? { endpoint, forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' } : {}),
+    ...(endpoint !== undefined
+      ? { endpoint, forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }
+      : {}),
     ...(c.aws_access_key_id !== undefined && c.aws_secret_access_key !== undefined
       ? { credentials: { accessKeyId: c.aws_access_key_id, secretAccessKey: c.aws_secret_access_key } }
       : {}),
@@ -125,7 +141,18 @@ const answered = (e: unknown) => typeof (e as SdkError)?.$metadata?.httpStatusCo
 export const isAbort = (e: unknown) => (e as SdkError)?.name === 'AbortError';
 
 /** Problems that sending the same request again cannot fix. */
-const PERMANENT = new Set(['NoSuchBucket', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'InvalidBucketName', 'PermanentRedirect', 'AuthorizationHeaderMalformed', 'CredentialsProviderError', 'NoSuchKey', 'PreconditionFailed']);
+const PERMANENT = new Set([
+  'NoSuchBucket',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'AccessDenied',
+  'InvalidBucketName',
+  'PermanentRedirect',
+  'AuthorizationHeaderMalformed',
+  'CredentialsProviderError',
+  'NoSuchKey',
+  'PreconditionFailed',
+]);
 
 /**
  * What went wrong, in words that say what to fix, and whether a retry can help. `what` is the
@@ -140,17 +167,24 @@ export function s3Problem(e: unknown, c: S3Location, what: string, permission: s
   let message: string;
   if (name === 'NoSuchBucket') message = `bucket '${c.bucket}' does not exist at ${at}; create it or correct 'bucket'`;
   else if (name === 'InvalidAccessKeyId') message = `${at} does not know the access key ID (InvalidAccessKeyId); check aws_access_key_id`;
-  else if (name === 'SignatureDoesNotMatch') message = `${at} refused the request signature (SignatureDoesNotMatch): the secret access key does not belong to the access key ID; check aws_secret_access_key`;
-  else if (name === 'AccessDenied' || status === 403) message = `${at} denied ${what} (${name || 'HTTP 403'}); the credentials need ${permission} on bucket '${c.bucket}'`;
+  else if (name === 'SignatureDoesNotMatch')
+    message = `${at} refused the request signature (SignatureDoesNotMatch): the secret access key does not belong to the access key ID; check aws_secret_access_key`;
+  else if (name === 'AccessDenied' || status === 403)
+    message = `${at} denied ${what} (${name || 'HTTP 403'}); the credentials need ${permission} on bucket '${c.bucket}'`;
   else if (name === 'PermanentRedirect' || status === 301) {
     const region = err.$response?.headers?.['x-amz-bucket-region'];
     message = `bucket '${c.bucket}' is in ${region ? `region ${region}` : 'another region'}; set region_name${region ? `: ${region}` : ''}`;
   } else if (name === 'CredentialsProviderError' || /Could not load credentials/i.test(text)) {
-    message = 'no credentials: set aws_access_key_id and aws_secret_access_key, or provide them through the AWS default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ~/.aws/credentials, a container or instance role)';
+    message =
+      'no credentials: set aws_access_key_id and aws_secret_access_key, or provide them through the AWS default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ~/.aws/credentials, a container or instance role)';
   } else if (/Region is missing/i.test(text)) message = 'no region: set region_name (or AWS_REGION in the environment)';
-  else if (status === undefined && !isAbort(e)) message = `cannot reach ${at} while ${what}: ${err.code && !text.includes(err.code) ? `${err.code} ` : ''}${text}; check ${c.endpoint_url !== undefined ? 'endpoint_url' : 'region_name and the network'}`;
+  else if (status === undefined && !isAbort(e))
+    message = `cannot reach ${at} while ${what}: ${err.code && !text.includes(err.code) ? `${err.code} ` : ''}${text}; check ${c.endpoint_url !== undefined ? 'endpoint_url' : 'region_name and the network'}`;
   else message = `${what} failed: ${name && !text.startsWith(name) ? `${name}: ` : ''}${text}${status ? ` (HTTP ${status})` : ''}`;
-  const retryable = !PERMANENT.has(name) && !(status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) && !/Region is missing|Could not load credentials/i.test(text);
+  const retryable =
+    !PERMANENT.has(name) &&
+    !(status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429) &&
+    !/Region is missing|Could not load credentials/i.test(text);
   return { message, retryable };
 }
 

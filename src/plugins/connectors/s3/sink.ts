@@ -47,7 +47,10 @@ class S3Objects implements FileTarget {
   readonly label = 's3 sink';
   private link?: S3Link;
 
-  constructor(private readonly c: Config, private readonly ctx: PluginContext) {}
+  constructor(
+    private readonly c: Config,
+    private readonly ctx: PluginContext,
+  ) {}
 
   where(rel: string): string {
     return `s3://${this.c.bucket}/${rel}`;
@@ -92,7 +95,12 @@ export class S3Upload implements OutFile {
     key: string,
     private readonly problem: (e: unknown) => WriteError,
   ) {
-    const upload = new UploadClass({ client, params: { Bucket: c.bucket, Key: key, Body: this.body, ContentType: c.content_type }, partSize: PART_SIZE, queueSize: PARTS_AT_ONCE });
+    const upload = new UploadClass({
+      client,
+      params: { Bucket: c.bucket, Key: key, Body: this.body, ContentType: c.content_type },
+      partSize: PART_SIZE,
+      queueSize: PARTS_AT_ONCE,
+    });
     this.done = upload.done();
     this.failed = this.done.then(
       () => new Promise<never>(() => {}),

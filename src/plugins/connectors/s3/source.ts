@@ -22,12 +22,18 @@ export const listing = { maxKeys: 1000 };
 const config = Type.Object(
   {
     bucket: s3Fields.bucket,
-    prefix: Type.String({ default: '', description: 'Read only keys that start with this, e.g. pm/in/ (empty: the whole bucket). Keys ending in / (folder markers) are skipped.' }),
+    prefix: Type.String({
+      default: '',
+      description: 'Read only keys that start with this, e.g. pm/in/ (empty: the whole bucket). Keys ending in / (folder markers) are skipped.',
+    }),
     endpoint_url: s3Fields.endpoint_url,
     region_name: s3Fields.region_name,
     aws_access_key_id: s3Fields.aws_access_key_id,
     aws_secret_access_key: s3Fields.aws_secret_access_key,
-    skip_processed: Type.Boolean({ default: false, description: 'Skip objects delivered by an earlier run with the same key and ETag; an object written again (new ETag) is read again.' }),
+    skip_processed: Type.Boolean({
+      default: false,
+      description: 'Skip objects delivered by an earlier run with the same key and ETag; an object written again (new ETag) is read again.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -44,7 +50,10 @@ class S3Source implements Source, FileStore<S3File> {
   /** The part of the prefix up to its last '/': what source_relative_dir is relative to. */
   private readonly root: string;
 
-  constructor(private readonly c: Config, private readonly ctx: PluginContext) {
+  constructor(
+    private readonly c: Config,
+    private readonly ctx: PluginContext,
+  ) {
     this.root = c.prefix.slice(0, c.prefix.lastIndexOf('/') + 1);
   }
 
@@ -76,7 +85,10 @@ class S3Source implements Source, FileStore<S3File> {
       let page;
       try {
         const { client, sdk } = await this.s3();
-        page = await client.send(new sdk.ListObjectsV2Command({ Bucket: this.c.bucket, Prefix: this.c.prefix || undefined, MaxKeys: listing.maxKeys, ContinuationToken: token }), { abortSignal: signal });
+        page = await client.send(
+          new sdk.ListObjectsV2Command({ Bucket: this.c.bucket, Prefix: this.c.prefix || undefined, MaxKeys: listing.maxKeys, ContinuationToken: token }),
+          { abortSignal: signal },
+        );
       } catch (e) {
         throw this.failure(e, `listing ${this.where()}`, 's3:ListBucket');
       }
@@ -94,7 +106,8 @@ class S3Source implements Source, FileStore<S3File> {
         });
       }
       const next = page.IsTruncated ? page.NextContinuationToken : undefined;
-      if (page.IsTruncated && (!next || next === token)) throw new SourceError(`s3: listing ${this.where()}: the store said the list goes on but gave no new continuation token`);
+      if (page.IsTruncated && (!next || next === token))
+        throw new SourceError(`s3: listing ${this.where()}: the store said the list goes on but gave no new continuation token`);
       token = next;
     } while (token !== undefined && !signal.aborted);
     return files;
@@ -126,7 +139,8 @@ class S3Source implements Source, FileStore<S3File> {
       body = r.Body as Readable;
       expected = r.ContentLength;
     } catch (e) {
-      if ((e as { name?: string }).name === 'PreconditionFailed') throw new SourceError(`s3: ${this.where(f.path)} changed since it was listed; it is read at the next run`);
+      if ((e as { name?: string }).name === 'PreconditionFailed')
+        throw new SourceError(`s3: ${this.where(f.path)} changed since it was listed; it is read at the next run`);
       throw this.failure(e, `reading ${this.where(f.path)}`, 's3:GetObject');
     }
     let got = 0;
@@ -138,11 +152,15 @@ class S3Source implements Source, FileStore<S3File> {
     } catch (e) {
       if (signal.aborted || isAbort(e)) throw e;
       this.link?.lost(e);
-      throw new SourceError(`s3: reading ${this.where(f.path)} broke off after ${got} of ${expected ?? f.size} bytes: ${errorMessage(e)}; the object is read again at the next run`, { cause: e });
+      throw new SourceError(
+        `s3: reading ${this.where(f.path)} broke off after ${got} of ${expected ?? f.size} bytes: ${errorMessage(e)}; the object is read again at the next run`,
+        { cause: e },
+      );
     } finally {
       body.destroy(); // the consumer stopped early: release the connection
     }
-    if (expected !== undefined && got !== expected) throw new SourceError(`s3: ${this.where(f.path)} ended after ${got} of ${expected} bytes; the object is read again at the next run`);
+    if (expected !== undefined && got !== expected)
+      throw new SourceError(`s3: ${this.where(f.path)} ended after ${got} of ${expected} bytes; the object is read again at the next run`);
   }
 
   processedKey(f: S3File): string {

@@ -51,18 +51,27 @@ export const serverFields = {
   port: Type.Integer({ minimum: 1, maximum: 65535, default: 22, description: 'SSH port.' }),
   username: Type.String({ minLength: 1, description: 'Login user.' }),
   password: secret('Password (SSH password authentication); or use private_key_path.'),
-  private_key_path: Type.Optional(Type.String({ minLength: 1, description: 'Private key file for public-key authentication (OpenSSH or PEM format: ed25519, ECDSA, RSA).' })),
+  private_key_path: Type.Optional(
+    Type.String({ minLength: 1, description: 'Private key file for public-key authentication (OpenSSH or PEM format: ed25519, ECDSA, RSA).' }),
+  ),
   private_key_passphrase: secret('Passphrase of an encrypted private_key_path. Our extension of doc 3.'),
   host_key_check: Type.Union([Type.Literal('accept-new'), Type.Literal('strict'), Type.Literal('off')], {
     default: 'accept-new',
     description:
-      "accept-new: a server seen for the first time is accepted, logged and remembered in known_hosts, and a known server that offers another key is refused; strict: only keys already in known_hosts; off: any key (no protection against interception). Our extension of doc 3.",
+      'accept-new: a server seen for the first time is accepted, logged and remembered in known_hosts, and a known server that offers another key is refused; strict: only keys already in known_hosts; off: any key (no protection against interception). Our extension of doc 3.',
   }),
   known_hosts: Type.Optional(
-    Type.String({ minLength: 1, description: "known_hosts file (OpenSSH format) checked and, under accept-new, appended to. Default: known_hosts in the state directory (the daemon's: SVC_STATE_DIR, else state/ beside its database; `svc run`: SVC_STATE_DIR, else ~/.svc/state). Our extension of doc 3." }),
+    Type.String({
+      minLength: 1,
+      description:
+        "known_hosts file (OpenSSH format) checked and, under accept-new, appended to. Default: known_hosts in the state directory (the daemon's: SVC_STATE_DIR, else state/ beside its database; `svc run`: SVC_STATE_DIR, else ~/.svc/state). Our extension of doc 3.",
+    }),
   ),
   host_key_fingerprint: Type.Optional(
-    Type.String({ pattern: '^(SHA256:)?[A-Za-z0-9+/]{43}=?$', description: 'Pin the server key: its SHA256 fingerprint as ssh-keygen -l prints it (SHA256:...); known_hosts is then not used. Our extension of doc 3.' }),
+    Type.String({
+      pattern: '^(SHA256:)?[A-Za-z0-9+/]{43}=?$',
+      description: 'Pin the server key: its SHA256 fingerprint as ssh-keygen -l prints it (SHA256:...); known_hosts is then not used. Our extension of doc 3.',
+    }),
   ),
 };
 
@@ -82,9 +91,12 @@ export interface SftpServer {
 export function lintServer(c: Partial<SftpServer>): LintIssue[] {
   const issues: LintIssue[] = [];
   if (c.password === undefined && c.private_key_path === undefined) issues.push({ path: 'password', message: 'set password or private_key_path' });
-  if (c.private_key_passphrase !== undefined && c.private_key_path === undefined) issues.push({ path: 'private_key_passphrase', message: 'private_key_passphrase needs private_key_path' });
-  if (c.host_key_fingerprint !== undefined && c.host_key_check === 'off') issues.push({ path: 'host_key_fingerprint', message: 'host_key_check off accepts any key; remove host_key_fingerprint or the off' });
-  if (c.host_key_fingerprint !== undefined && c.known_hosts !== undefined) issues.push({ path: 'known_hosts', message: 'host_key_fingerprint pins the key and known_hosts is not read; keep one of them' });
+  if (c.private_key_passphrase !== undefined && c.private_key_path === undefined)
+    issues.push({ path: 'private_key_passphrase', message: 'private_key_passphrase needs private_key_path' });
+  if (c.host_key_fingerprint !== undefined && c.host_key_check === 'off')
+    issues.push({ path: 'host_key_fingerprint', message: 'host_key_check off accepts any key; remove host_key_fingerprint or the off' });
+  if (c.host_key_fingerprint !== undefined && c.known_hosts !== undefined)
+    issues.push({ path: 'known_hosts', message: 'host_key_fingerprint pins the key and known_hosts is not read; keep one of them' });
   return issues;
 }
 
@@ -189,7 +201,11 @@ export async function connectSftp(c: SftpServer, opts: { policy: HostKeyPolicy; 
       verifyHostKey(opts.policy, c.host, c.port, key).then(
         (v) => {
           verdict = v;
-          if (v.ok && v.added) opts.log.warn({ host: where, key: v.added, known_hosts: opts.policy.file }, `sftp: first connection to ${where}: host key ${v.added} accepted and added to ${opts.policy.file}`);
+          if (v.ok && v.added)
+            opts.log.warn(
+              { host: where, key: v.added, known_hosts: opts.policy.file },
+              `sftp: first connection to ${where}: host key ${v.added} accepted and added to ${opts.policy.file}`,
+            );
           verify(v.ok);
         },
         (e: unknown) => {
@@ -292,7 +308,13 @@ export const unlink = (s: Session, p: string) => call(s, (cb) => s.sftp.unlink(p
 
 export const openFile = (s: Session, p: string, flags: 'read' | 'append' | 'update' | 'new') =>
   call<Buffer>(s, (cb) =>
-    s.sftp.open(p, { read: FLAG.READ, append: FLAG.READ | FLAG.WRITE | FLAG.CREAT, update: FLAG.READ | FLAG.WRITE, new: FLAG.READ | FLAG.WRITE | FLAG.CREAT | FLAG.EXCL }[flags], cb),
+    s.sftp.open(
+      p,
+      { read: FLAG.READ, append: FLAG.READ | FLAG.WRITE | FLAG.CREAT, update: FLAG.READ | FLAG.WRITE, new: FLAG.READ | FLAG.WRITE | FLAG.CREAT | FLAG.EXCL }[
+        flags
+      ],
+      cb,
+    ),
   );
 export const closeFile = (s: Session, h: Buffer) => call(s, (cb) => s.sftp.close(h, cb));
 export const fstat = (s: Session, h: Buffer) => call<Stats>(s, (cb) => s.sftp.fstat(h, cb));

@@ -6,6 +6,10 @@ import { serverFields } from './client.js';
 import sftpSource from './source.js';
 
 export function sftpDlqReader(c: Record<string, unknown> & { remote_path: string }, ctx: DlqReaderContext): DlqReader {
-  const server = Object.fromEntries(Object.keys(serverFields).filter((k) => c[k] !== undefined).map((k) => [k, c[k]]));
+  const server = Object.fromEntries(
+    Object.keys(serverFields)
+      .filter((k) => c[k] !== undefined)
+      .map((k) => [k, c[k]]),
+  );
   return fileStoreReader(sftpSource as unknown as SourcePlugin, { ...server, remote_path: c.remote_path, recursive: true }, ctx);
 }

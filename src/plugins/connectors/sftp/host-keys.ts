@@ -26,7 +26,11 @@ export type Verdict = { ok: true; added?: string } | { ok: false; reason: string
 export const fingerprintOf = (key: Buffer): string => `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
 
 /** A fingerprint as users paste it: with or without the `SHA256:` prefix and base64 padding. */
-const normalFingerprint = (f: string): string => `SHA256:${f.trim().replace(/^SHA256:/i, '').replace(/=+$/, '')}`;
+const normalFingerprint = (f: string): string =>
+  `SHA256:${f
+    .trim()
+    .replace(/^SHA256:/i, '')
+    .replace(/=+$/, '')}`;
 
 /** The key type named inside an SSH public key blob (`ssh-ed25519`, `ssh-rsa`...). */
 export function keyTypeOf(key: Buffer): string {
@@ -46,7 +50,13 @@ interface KnownKey {
 }
 
 const globToRegExp = (glob: string): RegExp =>
-  new RegExp(`^${glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i');
+  new RegExp(
+    `^${glob
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    'i',
+  );
 
 /** OpenSSH's host pattern list: any positive match, and no negated (`!pattern`) match. */
 function hostMatches(patterns: string, name: string): boolean {
@@ -118,7 +128,10 @@ export async function verifyHostKey(policy: HostKeyPolicy, host: string, port: n
   const offered = `${type} ${fingerprintOf(key)}`;
   if (policy.fingerprint) {
     if (fingerprintOf(key) === normalFingerprint(policy.fingerprint)) return { ok: true };
-    return { ok: false, reason: `host key of ${name} is ${offered}, not host_key_fingerprint ${policy.fingerprint}; if the server's key was replaced on purpose, update host_key_fingerprint` };
+    return {
+      ok: false,
+      reason: `host key of ${name} is ${offered}, not host_key_fingerprint ${policy.fingerprint}; if the server's key was replaced on purpose, update host_key_fingerprint`,
+    };
   }
   const known = knownKeys(await readKnownHosts(policy.file), name);
   const revoked = known.find((k) => k.marker === 'revoked' && k.key.equals(key));
@@ -132,7 +145,10 @@ export async function verifyHostKey(policy: HostKeyPolicy, host: string, port: n
     };
   }
   if (policy.check === 'strict') {
-    return { ok: false, reason: `host key of ${name} (${offered}) is not in ${policy.file} and host_key_check is strict; add it (ssh-keyscan -p ${port} ${host} >> ${policy.file}) or use host_key_check: accept-new` };
+    return {
+      ok: false,
+      reason: `host key of ${name} (${offered}) is not in ${policy.file} and host_key_check is strict; add it (ssh-keyscan -p ${port} ${host} >> ${policy.file}) or use host_key_check: accept-new`,
+    };
   }
   if (!policy.record) return { ok: true };
   await fs.mkdir(path.dirname(policy.file), { recursive: true, mode: 0o700 });

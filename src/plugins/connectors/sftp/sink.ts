@@ -14,18 +14,51 @@ import { Connection } from '../../connector-runtime/connection.js';
 import { fileModeField, lintTemplateField, rollingFields, RollingFileSink, type FileTarget, type OutFile } from '../../connector-runtime/file-sink.js';
 import { defineSink, type LintIssue, type PluginContext } from '../../types.js';
 import {
-  closeFile, connectSftp, endSession, fstat, fsyncFile, ftruncate, hostKeyPolicy, isStatusError, lintServer, lstatOrNone, mkdirs, openFile, plainRename, readAt, replacingRename,
-  serverFields, serverName, statusOf, statusText, STATUS, unlink, writeAt, type Session, type SftpServer,
+  closeFile,
+  connectSftp,
+  endSession,
+  fstat,
+  fsyncFile,
+  ftruncate,
+  hostKeyPolicy,
+  isStatusError,
+  lintServer,
+  lstatOrNone,
+  mkdirs,
+  openFile,
+  plainRename,
+  readAt,
+  replacingRename,
+  serverFields,
+  serverName,
+  statusOf,
+  statusText,
+  STATUS,
+  unlink,
+  writeAt,
+  type Session,
+  type SftpServer,
 } from './client.js';
 import { sftpDlqReader } from './dlq-reader.js';
 
 const config = Type.Object(
   {
     ...serverFields,
-    remote_path: Type.String({ minLength: 1, description: 'Remote directory the files are written to (created if missing); relative paths start at the login directory.' }),
-    filename_template: Type.String({ minLength: 1, default: '{pipeline}_{timestamp}.bin', description: 'File name under remote_path (may contain / for subdirectories); tokens such as {pipeline}, {timestamp}, {part}, {source_stem}, {field.<name>}.' }),
+    remote_path: Type.String({
+      minLength: 1,
+      description: 'Remote directory the files are written to (created if missing); relative paths start at the login directory.',
+    }),
+    filename_template: Type.String({
+      minLength: 1,
+      default: '{pipeline}_{timestamp}.bin',
+      description:
+        'File name under remote_path (may contain / for subdirectories); tokens such as {pipeline}, {timestamp}, {part}, {source_stem}, {field.<name>}.',
+    }),
     file_mode: fileModeField,
-    overwrite: Type.Boolean({ default: true, description: 'single mode: replace an existing file of the same name (atomically); false fails the write instead. Our extension of doc 3.' }),
+    overwrite: Type.Boolean({
+      default: true,
+      description: 'single mode: replace an existing file of the same name (atomically); false fails the write instead. Our extension of doc 3.',
+    }),
     ...rollingFields,
   },
   { additionalProperties: false },
@@ -35,7 +68,8 @@ type Config = Static<typeof config>;
 
 function lint(c: Config): LintIssue[] {
   const issues = [...lintServer(c), ...lintTemplateField(c.filename_template, 'filename_template')];
-  if (c.overwrite === false && c.file_mode !== 'single') issues.push({ path: 'overwrite', message: 'overwrite applies to file_mode: single only; remove it or set file_mode: single' });
+  if (c.overwrite === false && c.file_mode !== 'single')
+    issues.push({ path: 'overwrite', message: 'overwrite applies to file_mode: single only; remove it or set file_mode: single' });
   return issues;
 }
 
@@ -49,7 +83,10 @@ class SftpFiles implements FileTarget {
   readonly label = 'sftp sink';
   private readonly madeDirs = new Set<string>();
 
-  constructor(readonly link: Connection<Session>, private readonly c: Config) {}
+  constructor(
+    readonly link: Connection<Session>,
+    private readonly c: Config,
+  ) {}
 
   end(): Promise<void> {
     return this.link.end();
@@ -96,10 +133,13 @@ class SftpFiles implements FileTarget {
     return this.use(`cannot open ${this.where(rel)}`, async (s) => {
       await this.dirFor(s, file);
       const h = await openFile(s, file, 'append');
-      const size = await fstat(s, h).then((st) => st.size, async (e: unknown) => {
-        await closeFile(s, h).catch(() => undefined);
-        throw e;
-      });
+      const size = await fstat(s, h).then(
+        (st) => st.size,
+        async (e: unknown) => {
+          await closeFile(s, h).catch(() => undefined);
+          throw e;
+        },
+      );
       return new SftpOutFile(this, s, h, file, undefined, size);
     });
   }
@@ -148,7 +188,10 @@ class SftpOutFile implements OutFile {
     const size = (await fstat(s, h)).size;
     if (size < this.committed) {
       await closeFile(s, h).catch(() => undefined);
-      throw new WriteError(`sftp: ${this.label} holds ${size} bytes, fewer than the ${this.committed} written to it: it was changed by something else while open`, false);
+      throw new WriteError(
+        `sftp: ${this.label} holds ${size} bytes, fewer than the ${this.committed} written to it: it was changed by something else while open`,
+        false,
+      );
     }
     if (size > this.committed) await ftruncate(s, h, this.committed);
     this.session = s;
@@ -263,7 +306,15 @@ export default defineSink({
     const link = new Connection<Session>(ctx, 'sftp', (lost) => connectSftp(c, { policy, log: ctx.log, lost }), endSession);
     return new RollingFileSink(
       new SftpFiles(link, c),
-      { template: c.filename_template, mode: c.file_mode, overwrite: c.overwrite, max_records: c.max_records, max_time: c.max_time, max_bytes: c.max_bytes, max_index: c.max_index },
+      {
+        template: c.filename_template,
+        mode: c.file_mode,
+        overwrite: c.overwrite,
+        max_records: c.max_records,
+        max_time: c.max_time,
+        max_bytes: c.max_bytes,
+        max_index: c.max_index,
+      },
       ctx,
     );
   },

@@ -8,12 +8,38 @@ import { Type, type Static } from '@sinclair/typebox';
 import { SourceError, errorMessage } from '../../../core/errors.js';
 import { Connection } from '../../connector-runtime/connection.js';
 import type { FileStat } from '../../connector-runtime/file-guards.js';
-import { fileGuardFields, fileSelectionFields, fileUnits, lintFileSelection, numberedName, type FileStore, type ListedFile } from '../../connector-runtime/file-source.js';
+import {
+  fileGuardFields,
+  fileSelectionFields,
+  fileUnits,
+  lintFileSelection,
+  numberedName,
+  type FileStore,
+  type ListedFile,
+} from '../../connector-runtime/file-source.js';
 import type { DirEntry } from 'ssh2-sftp-client';
 import { defineSource, type LintIssue, type PluginContext, type Source, type SourceUnit } from '../../types.js';
 import {
-  call, closeFile, connectSftp, endSession, hostKeyPolicy, isStatusError, lintServer, lstatOrNone, mkdirs, openFile, readStream, replacingRename, serverFields, serverName,
-  stat, statusOf, statusText, STATUS, unlink, type Session,
+  call,
+  closeFile,
+  connectSftp,
+  endSession,
+  hostKeyPolicy,
+  isStatusError,
+  lintServer,
+  lstatOrNone,
+  mkdirs,
+  openFile,
+  readStream,
+  replacingRename,
+  serverFields,
+  serverName,
+  stat,
+  statusOf,
+  statusText,
+  STATUS,
+  unlink,
+  type Session,
 } from './client.js';
 
 const config = Type.Object(
@@ -21,8 +47,16 @@ const config = Type.Object(
     ...serverFields,
     remote_path: Type.String({ minLength: 1, description: 'Remote directory to read (or a single remote file); relative paths start at the login directory.' }),
     file_pattern: fileSelectionFields.file_pattern,
-    recursive: Type.Boolean({ default: false, description: 'Also read files in subdirectories (symbolic links to directories are not followed). Our extension of doc 3.' }),
-    move_after_read: Type.Optional(Type.String({ minLength: 1, description: 'Move each delivered file into this remote directory (created if missing, sub-path kept, never overwrites: a taken name gets _1, _2...).' })),
+    recursive: Type.Boolean({
+      default: false,
+      description: 'Also read files in subdirectories (symbolic links to directories are not followed). Our extension of doc 3.',
+    }),
+    move_after_read: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'Move each delivered file into this remote directory (created if missing, sub-path kept, never overwrites: a taken name gets _1, _2...).',
+      }),
+    ),
     delete_after_read: fileSelectionFields.delete_after_read,
     skip_processed: fileSelectionFields.skip_processed,
     ...fileGuardFields,
@@ -50,7 +84,10 @@ class SftpSource implements Source, FileStore<RemoteFile> {
   private readonly link: Connection<Session>;
   private readonly moveDir?: string;
 
-  constructor(private readonly c: Config, private readonly ctx: PluginContext) {
+  constructor(
+    private readonly c: Config,
+    private readonly ctx: PluginContext,
+  ) {
     const policy = hostKeyPolicy(c, ctx, true);
     this.link = new Connection<Session>(ctx, 'sftp', (lost) => connectSftp(c, { policy, log: ctx.log, lost }), endSession);
     this.moveDir = c.move_after_read === undefined ? undefined : norm(c.move_after_read);
@@ -85,7 +122,9 @@ class SftpSource implements Source, FileStore<RemoteFile> {
     } catch (e) {
       if (e instanceof SourceError) throw e;
       if (!isStatusError(e)) this.link.drop(s, e as Error);
-      throw new SourceError(`sftp: ${what}: ${isStatusError(e) ? statusText(e) : `connection to ${serverName(this.c)} lost: ${errorMessage(e)}`}`, { cause: e });
+      throw new SourceError(`sftp: ${what}: ${isStatusError(e) ? statusText(e) : `connection to ${serverName(this.c)} lost: ${errorMessage(e)}`}`, {
+        cause: e,
+      });
     }
   }
 
@@ -97,7 +136,9 @@ class SftpSource implements Source, FileStore<RemoteFile> {
         st = await stat(s, root);
       } catch (e) {
         if (!isStatusError(e)) throw e;
-        throw new SourceError(`sftp: cannot read remote_path ${root} on ${serverName(this.c)}: ${statusText(e)}; ${statusOf(e) === STATUS.NO_SUCH_FILE ? 'create it or correct remote_path' : 'grant the user access or correct remote_path'}`);
+        throw new SourceError(
+          `sftp: cannot read remote_path ${root} on ${serverName(this.c)}: ${statusText(e)}; ${statusOf(e) === STATUS.NO_SUCH_FILE ? 'create it or correct remote_path' : 'grant the user access or correct remote_path'}`,
+        );
       }
       if (!st.isDirectory()) return st.isFile() ? [{ path: root, relDir: '', name: path.posix.basename(root), size: st.size, mtimeMs: st.mtime * 1000 }] : [];
       const out: RemoteFile[] = [];
@@ -157,7 +198,9 @@ class SftpSource implements Source, FileStore<RemoteFile> {
       yield* readStream(s, f.path, f.size, signal);
     } catch (e) {
       if (!isStatusError(e)) this.link.drop(s, e as Error);
-      throw new Error(isStatusError(e) ? `cannot read ${f.path}: ${statusText(e)}` : `connection lost while reading ${f.path}: ${errorMessage(e)}`, { cause: e });
+      throw new Error(isStatusError(e) ? `cannot read ${f.path}: ${statusText(e)}` : `connection lost while reading ${f.path}: ${errorMessage(e)}`, {
+        cause: e,
+      });
     }
   }
 
@@ -233,4 +276,3 @@ export default defineSource({
   test: (c, ctx) => check(c, ctx.log),
   create: (c, ctx) => new SftpSource(c, ctx),
 });
-

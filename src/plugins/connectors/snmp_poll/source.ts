@@ -33,7 +33,9 @@ const targetItem = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, description: 'What `_target` says for this agent (default host:port).' })),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'UDP port of this agent (default: the top-level port).' })),
     community: secret('Community of this agent (default: the top-level community).'),
-    version: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('2c'), Type.Literal('3')], { description: 'SNMP version of this agent (default: the top-level version).' })),
+    version: Type.Optional(
+      Type.Union([Type.Literal('1'), Type.Literal('2c'), Type.Literal('3')], { description: 'SNMP version of this agent (default: the top-level version).' }),
+    ),
     security_name: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'SNMPv3 user of this agent.' })),
     auth_protocol: Type.Optional(Type.Union(lit(AUTH_PROTOCOLS), { description: 'SNMPv3 authentication protocol of this agent.' })),
     auth_key: secret('SNMPv3 authentication passphrase of this agent.'),
@@ -55,23 +57,55 @@ const config = Type.Object(
       description:
         'Objects to poll: numeric (1.3.6.1.2.1.1.3.0) or MIB names (sysUpTime.0, IF-MIB::ifTable, ifHCInOctets.1). With get, a scalar named without an instance gets .0; with walk, each is a subtree.',
     }),
-    operation: Type.Union([Type.Literal('get'), Type.Literal('walk')], { default: 'get', description: 'get: one GET of the oids; walk: walk each oid as a subtree (GETBULK, GETNEXT with version 1).' }),
+    operation: Type.Union([Type.Literal('get'), Type.Literal('walk')], {
+      default: 'get',
+      description: 'get: one GET of the oids; walk: walk each oid as a subtree (GETBULK, GETNEXT with version 1).',
+    }),
     resolve_oids: Type.Boolean({ default: true, description: 'Name fields by MIB object (ifInOctets); false keeps numeric OIDs as field names.' }),
-    mib_dirs: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Directories of extra MIB sources, loaded in front of the MIB store (uploaded and bundled MIBs).' }),
-    mib_modules: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'MIB modules that must be loaded (the run fails naming a missing one); bare names in oids are looked up in them first.' }),
-    yield_rows: Type.Boolean({ default: false, description: 'One record per table row (use with walk): the index, the INDEX objects and the columns. False: one record per target.' }),
-    index_depth: Type.Integer({ minimum: 0, maximum: 128, default: 0, description: "Row index length in OID arcs: 0 takes it from the table's INDEX clause in the MIB (the last arc without one); above 0 the last N arcs." }),
-    classify: Type.Boolean({ default: false, description: 'Add `_snmp_widths` (field to 32 or 64) for Counter32 and Counter64 values: the wrap width counter_delta uses.' }),
+    mib_dirs: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'Directories of extra MIB sources, loaded in front of the MIB store (uploaded and bundled MIBs).',
+    }),
+    mib_modules: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'MIB modules that must be loaded (the run fails naming a missing one); bare names in oids are looked up in them first.',
+    }),
+    yield_rows: Type.Boolean({
+      default: false,
+      description: 'One record per table row (use with walk): the index, the INDEX objects and the columns. False: one record per target.',
+    }),
+    index_depth: Type.Integer({
+      minimum: 0,
+      maximum: 128,
+      default: 0,
+      description: "Row index length in OID arcs: 0 takes it from the table's INDEX clause in the MIB (the last arc without one); above 0 the last N arcs.",
+    }),
+    classify: Type.Boolean({
+      default: false,
+      description: 'Add `_snmp_widths` (field to 32 or 64) for Counter32 and Counter64 values: the wrap width counter_delta uses.',
+    }),
     ...v3Fields,
     timeout: Type.Number({ exclusiveMinimum: 0, maximum: 60, default: 1, description: 'Seconds to wait for each answer before sending again (net-snmp -t).' }),
     retries: Type.Integer({ minimum: 0, maximum: 20, default: 5, description: 'Requests sent again after a timeout (net-snmp -r).' }),
     max_repetitions: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'GETBULK max-repetitions of a walk (net-snmp snmpbulkwalk -Cr).' }),
-    targets: Type.Optional(Type.Array(targetItem, { minItems: 1, description: 'Agents to poll (instead of host); each entry overrides the top-level port, community, version and SNMPv3 fields.' })),
+    targets: Type.Optional(
+      Type.Array(targetItem, {
+        minItems: 1,
+        description: 'Agents to poll (instead of host); each entry overrides the top-level port, community, version and SNMPv3 fields.',
+      }),
+    ),
     targets_file: Type.Optional(
-      Type.String({ minLength: 1, description: 'File of agents, read at each run: one host[:port] per line (# comments), or a YAML/JSON list of host[:port] strings or targets entries.' }),
+      Type.String({
+        minLength: 1,
+        description: 'File of agents, read at each run: one host[:port] per line (# comments), or a YAML/JSON list of host[:port] strings or targets entries.',
+      }),
     ),
     max_concurrency: Type.Integer({ minimum: 1, maximum: 10000, default: 100, description: 'Targets polled at the same time.' }),
-    target_timeout_seconds: Type.Number({ exclusiveMinimum: 0, default: 60, description: 'Deadline for one target (all its requests, retries included); past it the target is reported as an error and skipped.' }),
+    target_timeout_seconds: Type.Number({
+      exclusiveMinimum: 0,
+      default: 60,
+      description: 'Deadline for one target (all its requests, retries included); past it the target is reported as an error and skipped.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -84,16 +118,21 @@ function lint(c: SnmpPollConfig): LintIssue[] {
   const issues: LintIssue[] = [];
   const given = (['host', 'targets', 'targets_file'] as const).filter((k) => c[k] !== undefined);
   if (given.length !== 1)
-    issues.push({ path: given[1] ?? 'host', message: given.length ? `set only one of host, targets, targets_file (got ${given.join(', ')})` : 'set host (one agent), targets or targets_file' });
+    issues.push({
+      path: given[1] ?? 'host',
+      message: given.length ? `set only one of host, targets, targets_file (got ${given.join(', ')})` : 'set host (one agent), targets or targets_file',
+    });
   // A fleet may give each target its own SNMPv3 user instead of a top-level one.
   const fleet = c.targets !== undefined || c.targets_file !== undefined;
   issues.push(...lintV3(c).filter((i) => !(fleet && i.path === 'security_name')));
   c.targets?.forEach((t, i) => {
     issues.push(...lintUser(t, `targets.${i}.`));
-    if ((t.version ?? c.version) === '3' && (t.security_name ?? c.security_name) === undefined) issues.push({ path: `targets.${i}.security_name`, message: 'an SNMPv3 target needs security_name' });
+    if ((t.version ?? c.version) === '3' && (t.security_name ?? c.security_name) === undefined)
+      issues.push({ path: `targets.${i}.security_name`, message: 'an SNMPv3 target needs security_name' });
   });
   c.oids.forEach((o, i) => {
-    if (!NAME_RE.test(o.trim())) issues.push({ path: `oids.${i}`, message: `"${o}" is neither a numeric OID nor a MIB name (like IF-MIB::ifTable or sysUpTime.0)` });
+    if (!NAME_RE.test(o.trim()))
+      issues.push({ path: `oids.${i}`, message: `"${o}" is neither a numeric OID nor a MIB name (like IF-MIB::ifTable or sysUpTime.0)` });
     else if (/^\.?\d+(\.\d+)*$/.test(o.trim())) {
       try {
         parseOid(o);
@@ -171,7 +210,13 @@ async function indexFor(c: SnmpPollConfig, mibs: PluginContext['mibs']): Promise
 const topFields = (c: SnmpPollConfig) => ({ ...c, timeout: c.timeout ?? 1, retries: c.retries ?? 5 });
 
 /** Polls one target: its records (one flat record, or its rows). */
-async function pollTarget(t: PollTarget, c: SnmpPollConfig, oids: string[], rowOpts: RowOptions, signal: AbortSignal): Promise<{ records: Rec[]; notes: string[] }> {
+async function pollTarget(
+  t: PollTarget,
+  c: SnmpPollConfig,
+  oids: string[],
+  rowOpts: RowOptions,
+  signal: AbortSignal,
+): Promise<{ records: Rec[]; notes: string[] }> {
   const session = await SnmpSession.open(t.options);
   const onAbort = () => session.close();
   signal.addEventListener('abort', onAbort, { once: true });
@@ -183,7 +228,15 @@ async function pollTarget(t: PollTarget, c: SnmpPollConfig, oids: string[], rowO
       const walks: { root: string; vbs: VarBind[] }[] = [];
       for (const root of oids) walks.push({ root, vbs: await walkSession(session, { oid: root, maxRepetitions: c.max_repetitions ?? 10 }) });
       base._polled_at = new Date().toISOString();
-      records = c.yield_rows ? rowRecords(walks, base, rowOpts) : [flatRecord(walks.flatMap((w) => w.vbs), base, rowOpts)];
+      records = c.yield_rows
+        ? rowRecords(walks, base, rowOpts)
+        : [
+            flatRecord(
+              walks.flatMap((w) => w.vbs),
+              base,
+              rowOpts,
+            ),
+          ];
     } else {
       const vbs: VarBind[] = [];
       for (let i = 0; i < oids.length; i += GET_BATCH) vbs.push(...(await session.get(oids.slice(i, i + GET_BATCH))).varbinds);
@@ -211,7 +264,10 @@ export default defineSource({
   config,
   lint,
   examples: [
-    { title: 'Uptime and description of one agent', yaml: 'type: snmp_poll\nhost: 192.0.2.10\ncommunity: ${SNMP_COMMUNITY:-public}\noids: [sysUpTime.0, sysDescr.0, sysName.0]' },
+    {
+      title: 'Uptime and description of one agent',
+      yaml: 'type: snmp_poll\nhost: 192.0.2.10\ncommunity: ${SNMP_COMMUNITY:-public}\noids: [sysUpTime.0, sysDescr.0, sysName.0]',
+    },
     {
       title: 'Interface counters of a fleet, one record per interface, widths for counter_delta',
       yaml: 'type: snmp_poll\ntargets:\n  - host: 192.0.2.10\n    name: core1\n  - host: 192.0.2.11\n    name: core2\n    community: ${EDGE_COMMUNITY:-edge}\noperation: walk\noids: [IF-MIB::ifTable, IF-MIB::ifXTable]\nyield_rows: true\nclassify: true\nmax_concurrency: 50',
@@ -223,7 +279,14 @@ export default defineSource({
   ],
   async test(c, ctx) {
     const top = { ...topFields(c), retries: Math.min(c.retries ?? 5, 1) };
-    const [t] = await loadTargets({ ...(c.host !== undefined ? { host: c.host } : {}), ...(c.targets ? { targets: c.targets.slice(0, 1) } : {}), ...(c.targets_file ? { targets_file: c.targets_file } : {}) }, top);
+    const [t] = await loadTargets(
+      {
+        ...(c.host !== undefined ? { host: c.host } : {}),
+        ...(c.targets ? { targets: c.targets.slice(0, 1) } : {}),
+        ...(c.targets_file ? { targets_file: c.targets_file } : {}),
+      },
+      top,
+    );
     if (!t) throw new Error('no target to check: the targets file lists none');
     let session: SnmpSession | undefined;
     const abort = () => session?.close();
@@ -255,7 +318,13 @@ async function* pollUnits(c: SnmpPollConfig, ctx: PluginContext, signal: AbortSi
   const ix = await indexFor(c, ctx.mibs);
   const oids = numericOids(c, ix);
   const targets = await loadTargets(c, top);
-  const rowOpts: RowOptions = { ix: c.resolve_oids ? ix : undefined, indexDepth: c.index_depth ?? 0, classify: c.classify ?? false, cache: new Map(), splits: new Map() };
+  const rowOpts: RowOptions = {
+    ix: c.resolve_oids ? ix : undefined,
+    indexDepth: c.index_depth ?? 0,
+    classify: c.classify ?? false,
+    cache: new Map(),
+    splits: new Map(),
+  };
   const limit = c.max_concurrency ?? 100;
   const deadlineMs = (c.target_timeout_seconds ?? 60) * 1000;
   report('connecting');

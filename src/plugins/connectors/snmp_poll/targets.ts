@@ -113,15 +113,20 @@ export function parseTargetsFile(text: string, file: string): TargetEntry[] {
 
 const ENTRY_KEYS = new Set<string>(['host', 'name', ...OVERRIDES]);
 function checkEntry(e: TargetEntry, where: string): TargetEntry {
-  for (const k of Object.keys(e)) if (!ENTRY_KEYS.has(k)) throw new SourceError(`snmp_poll: targets_file ${where}: unknown field ${k}; use ${[...ENTRY_KEYS].join(', ')}`);
+  for (const k of Object.keys(e))
+    if (!ENTRY_KEYS.has(k)) throw new SourceError(`snmp_poll: targets_file ${where}: unknown field ${k}; use ${[...ENTRY_KEYS].join(', ')}`);
   if (e.version !== undefined) e.version = String(e.version) as SnmpVersion;
   if (e.version !== undefined && !['1', '2c', '3'].includes(e.version)) throw new SourceError(`snmp_poll: targets_file ${where}: version must be 1, 2c or 3`);
-  if (e.port !== undefined && (!Number.isInteger(e.port) || e.port < 1 || e.port > 65535)) throw new SourceError(`snmp_poll: targets_file ${where}: port must be 1-65535`);
+  if (e.port !== undefined && (!Number.isInteger(e.port) || e.port < 1 || e.port > 65535))
+    throw new SourceError(`snmp_poll: targets_file ${where}: port must be 1-65535`);
   return e;
 }
 
 /** The run's targets, in config order. */
-export async function loadTargets(c: { host?: string; targets?: TargetEntry[]; targets_file?: string }, top: SnmpFields & { timeout: number; retries: number }): Promise<PollTarget[]> {
+export async function loadTargets(
+  c: { host?: string; targets?: TargetEntry[]; targets_file?: string },
+  top: SnmpFields & { timeout: number; retries: number },
+): Promise<PollTarget[]> {
   let entries: TargetEntry[];
   if (c.targets_file) {
     let text: string;

@@ -37,13 +37,17 @@ const config = Type.Object(
     version: versionField("SNMP version: '1' (SNMPv1 Trap-PDU, mapped per RFC 3584), '2c' or '3' (USM fields below)."),
     trap_oid: Type.String({
       minLength: 1,
-      description: 'Notification OID placed in snmpTrapOID.0: numeric (1.3.6.1.6.3.1.1.5.3) or a MIB name (IF-MIB::linkDown, or linkDown found in mib_modules).',
+      description:
+        'Notification OID placed in snmpTrapOID.0: numeric (1.3.6.1.6.3.1.1.5.3) or a MIB name (IF-MIB::linkDown, or linkDown found in mib_modules).',
     }),
     varbinds: Type.Array(
       Type.Object(
         {
           oid: Type.String({ minLength: 1, description: 'Varbind OID: numeric or a MIB name with its instance (IF-MIB::ifIndex.0, ifOperStatus.3).' }),
-          value_field: Type.String({ minLength: 1, description: 'Record field holding the value (a dot path reaches into objects). A record without it is dead-lettered.' }),
+          value_field: Type.String({
+            minLength: 1,
+            description: 'Record field holding the value (a dot path reaches into objects). A record without it is dead-lettered.',
+          }),
           type: Type.Optional(
             Type.String({
               minLength: 1,
@@ -60,16 +64,27 @@ const config = Type.Object(
           'The varbinds after sysUpTime.0 and snmpTrapOID.0, in order. Empty: every field of the record is one varbind, its name taken as the OID (numeric or a MIB name) and its value auto-typed (see the connector page).',
       },
     ),
-    mib_modules: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'MIB modules for symbolic OIDs (bare names are looked up in them first); writes fail, naming it, when one is not loaded.' }),
-    mib_dirs: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Directories of extra MIB sources, loaded in front of the MIB store (beyond doc 3).' }),
+    mib_modules: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'MIB modules for symbolic OIDs (bare names are looked up in them first); writes fail, naming it, when one is not loaded.',
+    }),
+    mib_dirs: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'Directories of extra MIB sources, loaded in front of the MIB store (beyond doc 3).',
+    }),
     ...v3Fields,
     engine_id: Type.Optional(
       Type.String({
         pattern: '^(0x)?([0-9a-fA-F]{2}){5,32}$',
-        description: "SNMPv3 traps: our engine ID (hex), which the receiver's user must be bound to (snmptrapd: createUser -e <engine ID>). Random per start when absent.",
+        description:
+          "SNMPv3 traps: our engine ID (hex), which the receiver's user must be bound to (snmptrapd: createUser -e <engine ID>). Random per start when absent.",
       }),
     ),
-    inform: Type.Boolean({ default: false, description: 'Send informs (v2c or v3, beyond doc 3): each record counts as written once the receiver acknowledged it; unacknowledged ones fail the write, which the runtime retries.' }),
+    inform: Type.Boolean({
+      default: false,
+      description:
+        'Send informs (v2c or v3, beyond doc 3): each record counts as written once the receiver acknowledged it; unacknowledged ones fail the write, which the runtime retries.',
+    }),
     timeout_seconds: Type.Number({ exclusiveMinimum: 0, default: 5, description: 'Informs: how long to wait for each acknowledgement per attempt.' }),
     retries: Type.Integer({ minimum: 0, default: 1, description: 'Informs: further attempts after the first.' }),
     agent_address: Type.String({ default: '127.0.0.1', description: 'SNMPv1 only: the agent-addr field of the Trap-PDU (an IPv4 address).' }),
@@ -81,8 +96,18 @@ type Config = (typeof config)['static'];
 
 /** The SNMP type of an object's values from its MIB syntax (a varbind without `type`). */
 const TYPE_OF_BASE: Record<string, SnmpType> = {
-  INTEGER: 'Integer32', Integer32: 'Integer32', Unsigned32: 'Gauge32', Gauge32: 'Gauge32', Counter32: 'Counter32', Counter64: 'Counter64',
-  TimeTicks: 'TimeTicks', IpAddress: 'IpAddress', Opaque: 'Opaque', 'OCTET STRING': 'OctetString', 'OBJECT IDENTIFIER': 'ObjectIdentifier', BITS: 'OctetString',
+  INTEGER: 'Integer32',
+  Integer32: 'Integer32',
+  Unsigned32: 'Gauge32',
+  Gauge32: 'Gauge32',
+  Counter32: 'Counter32',
+  Counter64: 'Counter64',
+  TimeTicks: 'TimeTicks',
+  IpAddress: 'IpAddress',
+  Opaque: 'Opaque',
+  'OCTET STRING': 'OctetString',
+  'OBJECT IDENTIFIER': 'ObjectIdentifier',
+  BITS: 'OctetString',
 };
 
 const I32_MIN = -0x80000000;
@@ -106,7 +131,9 @@ export function autoVarBind(oid: string, value: unknown): VarBind {
     if (Number.isInteger(value)) {
       if (value >= I32_MIN && value <= I32_MAX) return { oid, type: 'Integer32', value };
       if (value > 0 && Number.isSafeInteger(value)) return { oid, type: 'Counter64', value: BigInt(value) };
-      throw new SnmpInputError(`value ${value} for ${oid} fits no SNMP integer type exactly (Integer32 from -2147483648; Counter64 takes larger values as exact decimal strings with type Counter64)`);
+      throw new SnmpInputError(
+        `value ${value} for ${oid} fits no SNMP integer type exactly (Integer32 from -2147483648; Counter64 takes larger values as exact decimal strings with type Counter64)`,
+      );
     }
     return { oid, type: 'OctetString', value: Buffer.from(String(value)) };
   }
@@ -146,7 +173,11 @@ class VarBindBuilder {
     if (!c.varbinds.length) return;
     this.plan = c.varbinds.map((v, i) => {
       const oid = this.oid(v.oid);
-      if (!oid) throw new WriteError(`snmp_trap: varbinds[${i}].oid "${v.oid}" is ${ix ? 'not known to the loaded MIBs' : 'not numeric'}${c.mib_modules.length ? ` (looked up in ${c.mib_modules.join(', ')} first)` : ''}`, false);
+      if (!oid)
+        throw new WriteError(
+          `snmp_trap: varbinds[${i}].oid "${v.oid}" is ${ix ? 'not known to the loaded MIBs' : 'not numeric'}${c.mib_modules.length ? ` (looked up in ${c.mib_modules.join(', ')} first)` : ''}`,
+          false,
+        );
       const node = ix ? objectNode(ix, oid)?.node : undefined;
       let type: SnmpType | undefined;
       try {
@@ -175,7 +206,10 @@ class VarBindBuilder {
       const out: VarBind[] = [];
       for (const k of Object.keys(r)) {
         const oid = this.oid(k);
-        if (!oid) throw new SnmpInputError(`field "${k}" is not an OID or a known MIB name: with an empty varbinds list every field must be one (name them in varbinds, or drop/rename the field)`);
+        if (!oid)
+          throw new SnmpInputError(
+            `field "${k}" is not an OID or a known MIB name: with an empty varbinds list every field must be one (name them in varbinds, or drop/rename the field)`,
+          );
         const node = this.ix ? objectNode(this.ix, oid)?.node : undefined;
         const type = syntaxType(node);
         out.push(type ? typed(oid, type, r[k], false, node?.syntax?.enums) : autoVarBind(oid, r[k]));
@@ -246,7 +280,17 @@ async function probe(host: string, port: number, waitMs: number): Promise<'answe
   const s = await connectSocket(address, family, port);
   const msgId = (Math.random() * 0x7fffffff) | 0;
   const msg = encodeV3(
-    { msgId, maxSize: MAX_DATAGRAM, reportable: true, engineId: Buffer.alloc(0), boots: 0, time: 0, userName: '', contextEngineId: Buffer.alloc(0), contextName: '' },
+    {
+      msgId,
+      maxSize: MAX_DATAGRAM,
+      reportable: true,
+      engineId: Buffer.alloc(0),
+      boots: 0,
+      time: 0,
+      userName: '',
+      contextEngineId: Buffer.alloc(0),
+      contextName: '',
+    },
     null,
     { type: PduType.Get, requestId: msgId, errorStatus: 0, errorIndex: 0, varbinds: [] },
   );
@@ -256,7 +300,11 @@ async function probe(host: string, port: number, waitMs: number): Promise<'answe
       const timer = setTimeout(() => resolve('silent'), waitMs);
       s.on('error', (e: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        reject(e.code === 'ECONNREFUSED' ? new Error(`nothing listens on udp ${host}:${port} (ICMP port unreachable): start the trap receiver or check host and port`) : e);
+        reject(
+          e.code === 'ECONNREFUSED'
+            ? new Error(`nothing listens on udp ${host}:${port} (ICMP port unreachable): start the trap receiver or check host and port`)
+            : e,
+        );
       });
       s.on('message', (buf) => {
         try {
@@ -298,14 +346,15 @@ export default defineSink({
       } catch (e) {
         issues.push({ path: `varbinds.${i}.type`, message: errorMessage(e) });
       }
-      if (c.version === '1' && /^(counter64|C)$/i.test(v.type.trim())) issues.push({ path: `varbinds.${i}.type`, message: "SNMPv1 has no Counter64 (RFC 3584): use version '2c' or '3'" });
+      if (c.version === '1' && /^(counter64|C)$/i.test(v.type.trim()))
+        issues.push({ path: `varbinds.${i}.type`, message: "SNMPv1 has no Counter64 (RFC 3584): use version '2c' or '3'" });
     });
     return issues;
   },
   examples: [
     {
       title: 'Alarms as IF-MIB linkDown traps (v2c)',
-      yaml: "type: snmp_trap\nhost: nms.example.net\nport: 162\ncommunity: ${TRAP_COMMUNITY:-public}\ntrap_oid: IF-MIB::linkDown\nmib_modules: [IF-MIB]\nvarbinds:\n  - {oid: IF-MIB::ifIndex.0, value_field: if_index, type: Integer32}\n  - {oid: IF-MIB::ifAdminStatus.0, value_field: admin_status}\n  - {oid: IF-MIB::ifOperStatus.0, value_field: oper_status}",
+      yaml: 'type: snmp_trap\nhost: nms.example.net\nport: 162\ncommunity: ${TRAP_COMMUNITY:-public}\ntrap_oid: IF-MIB::linkDown\nmib_modules: [IF-MIB]\nvarbinds:\n  - {oid: IF-MIB::ifIndex.0, value_field: if_index, type: Integer32}\n  - {oid: IF-MIB::ifAdminStatus.0, value_field: admin_status}\n  - {oid: IF-MIB::ifOperStatus.0, value_field: oper_status}',
     },
     {
       title: 'SNMPv3 authPriv informs, fields auto-typed (field names are OIDs)',
@@ -321,9 +370,16 @@ export default defineSink({
       ctx,
       'snmp_trap',
       async () => {
-        const ix = c.mib_modules.length || c.mib_dirs.length || !/^\.?\d+(\.\d+)+$/.test(c.trap_oid.trim()) || c.varbinds.some((x) => !/^\.?\d+(\.\d+)+$/.test(x.oid.trim())) || !c.varbinds.length ? await mibIndex(c, ctx.mibs).catch((e: Error) => {
-          throw new WriteError(`snmp_trap: ${e.message}`, false);
-        }) : undefined;
+        const ix =
+          c.mib_modules.length ||
+          c.mib_dirs.length ||
+          !/^\.?\d+(\.\d+)+$/.test(c.trap_oid.trim()) ||
+          c.varbinds.some((x) => !/^\.?\d+(\.\d+)+$/.test(x.oid.trim())) ||
+          !c.varbinds.length
+            ? await mibIndex(c, ctx.mibs).catch((e: Error) => {
+                throw new WriteError(`snmp_trap: ${e.message}`, false);
+              })
+            : undefined;
         const trapOid = resolveName(ix, c.mib_modules, c.trap_oid);
         if (!trapOid) throw new WriteError(`snmp_trap: trap_oid "${c.trap_oid}" is not numeric and not known to the loaded MIBs`, false);
         const builder = new VarBindBuilder(c, ix);
@@ -340,8 +396,14 @@ export default defineSink({
         const base = { builder, trapOid, local, engineId, startedAt: Date.now() };
         if (c.inform) {
           const session = await SnmpSession.open({
-            host: c.host, port: c.port, version: v, community: c.community, contextName: c.context_name ?? '',
-            timeoutMs: c.timeout_seconds * 1000, retries: c.retries, ...(v === '3' ? { user: usmUser(c) } : {}),
+            host: c.host,
+            port: c.port,
+            version: v,
+            community: c.community,
+            contextName: c.context_name ?? '',
+            timeoutMs: c.timeout_seconds * 1000,
+            retries: c.retries,
+            ...(v === '3' ? { user: usmUser(c) } : {}),
           }).catch((e: Error) => {
             if (e instanceof SnmpInputError) throw new WriteError(`snmp_trap: ${e.message}`, false);
             throw e;
@@ -361,7 +423,8 @@ export default defineSink({
     );
 
     /** ICMP port-unreachable of an earlier datagram, said as what it means. */
-    const unreachable = (e: NodeJS.ErrnoException): Error => (e.code === 'ECONNREFUSED' ? new Error(`nothing listens on udp ${c.host}:${c.port} (ICMP port unreachable)`) : e);
+    const unreachable = (e: NodeJS.ErrnoException): Error =>
+      e.code === 'ECONNREFUSED' ? new Error(`nothing listens on udp ${c.host}:${c.port} (ICMP port unreachable)`) : e;
 
     /** sysUpTime.0: hundredths of a second since the sink connected. */
     const uptime = (l: Link) => Math.floor((Date.now() - l.startedAt) / 10) >>> 0;
@@ -372,13 +435,30 @@ export default defineSink({
       if (v === '1') {
         const c64 = vbs.findIndex((x) => x.type === 'Counter64');
         if (c64 >= 0) throw new SnmpInputError(`varbind ${vbs[c64]!.oid}: SNMPv1 has no Counter64 (RFC 3584); use version 2c or 3`);
-        return encodeCommunity(0, c.community, { type: PduType.TrapV1, requestId: 0, errorStatus: 0, errorIndex: 0, varbinds: vbs, ...v1Fields(l.trapOid, c.agent_address, up) });
+        return encodeCommunity(0, c.community, {
+          type: PduType.TrapV1,
+          requestId: 0,
+          errorStatus: 0,
+          errorIndex: 0,
+          varbinds: vbs,
+          ...v1Fields(l.trapOid, c.agent_address, up),
+        });
       }
       const full: VarBind[] = [{ oid: SYS_UPTIME, type: 'TimeTicks', value: up }, { oid: SNMP_TRAP_OID, type: 'ObjectIdentifier', value: l.trapOid }, ...vbs];
       const pdu: Pdu = { type: PduType.TrapV2, requestId: (Math.random() * 0x7fffffff) | 0, errorStatus: 0, errorIndex: 0, varbinds: full };
       if (v === '2c') return encodeCommunity(1, c.community, pdu);
       return encodeV3(
-        { msgId: pdu.requestId, maxSize: MAX_DATAGRAM, reportable: false, engineId: l.engineId, boots: 1, time: Math.floor((Date.now() - l.startedAt) / 1000), userName: l.local!.name, contextEngineId: l.engineId, contextName: c.context_name ?? '' },
+        {
+          msgId: pdu.requestId,
+          maxSize: MAX_DATAGRAM,
+          reportable: false,
+          engineId: l.engineId,
+          boots: 1,
+          time: Math.floor((Date.now() - l.startedAt) / 1000),
+          userName: l.local!.name,
+          contextEngineId: l.engineId,
+          contextName: c.context_name ?? '',
+        },
         l.local!.auth ? l.local : null,
         pdu,
       );
@@ -399,7 +479,8 @@ export default defineSink({
         let msg: Buffer;
         try {
           msg = encode(l, l.builder.build(records[i]!));
-          if (msg.length > MAX_DATAGRAM) throw new SnmpInputError(`the notification is ${msg.length} bytes, more than a UDP datagram carries (${MAX_DATAGRAM})`);
+          if (msg.length > MAX_DATAGRAM)
+            throw new SnmpInputError(`the notification is ${msg.length} bytes, more than a UDP datagram carries (${MAX_DATAGRAM})`);
         } catch (e) {
           if (!(e instanceof SnmpInputError)) throw e;
           rejected.push({ index: i, reason: `snmp_trap: ${e.message}` });
@@ -430,7 +511,11 @@ export default defineSink({
           if (!(e instanceof SnmpInputError)) throw e;
           return void rejected.push({ index: i, reason: `snmp_trap: ${e.message}` });
         }
-        const full: VarBind[] = [{ oid: SYS_UPTIME, type: 'TimeTicks', value: uptime(l) }, { oid: SNMP_TRAP_OID, type: 'ObjectIdentifier', value: l.trapOid }, ...vbs];
+        const full: VarBind[] = [
+          { oid: SYS_UPTIME, type: 'TimeTicks', value: uptime(l) },
+          { oid: SNMP_TRAP_OID, type: 'ObjectIdentifier', value: l.trapOid },
+          ...vbs,
+        ];
         jobs.push(async () => {
           try {
             await l.session!.send({ type: PduType.Inform, requestId: 0, errorStatus: 0, errorIndex: 0, varbinds: full }, true);

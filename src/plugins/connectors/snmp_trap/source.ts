@@ -25,11 +25,32 @@ const MAX_BATCH = 1000;
 export const HIGH_WATER = 20_000;
 
 /** Envelope fields of a record; a varbind whose object has one of these names keeps its MODULE::name key. */
-const ENVELOPE = new Set(['received_at', 'trap_oid', 'trap_name', 'kind', 'version', 'agent_address', 'source', 'community', 'security_name', 'engine_id', 'context_name', 'uptime', 'enterprise', 'generic_trap', 'specific_trap', 'varbinds']);
+const ENVELOPE = new Set([
+  'received_at',
+  'trap_oid',
+  'trap_name',
+  'kind',
+  'version',
+  'agent_address',
+  'source',
+  'community',
+  'security_name',
+  'engine_id',
+  'context_name',
+  'uptime',
+  'enterprise',
+  'generic_trap',
+  'specific_trap',
+  'varbinds',
+]);
 
 const config = Type.Object(
   {
-    host: Type.String({ default: '0.0.0.0', minLength: 1, description: 'Address to listen on (0.0.0.0 every IPv4 interface, :: every IPv6 one, 127.0.0.1 loopback only).' }),
+    host: Type.String({
+      default: '0.0.0.0',
+      minLength: 1,
+      description: 'Address to listen on (0.0.0.0 every IPv4 interface, :: every IPv6 one, 127.0.0.1 loopback only).',
+    }),
     port: Type.Integer({
       minimum: 0,
       maximum: 65535,
@@ -37,19 +58,41 @@ const config = Type.Object(
       description: 'UDP port to listen on. 162 (the standard) needs root or CAP_NET_BIND_SERVICE; 1162 is the usual unprivileged choice.',
     }),
     community: communityField('Community that v1 and v2c notifications must carry; others are dropped and counted (as snmptrapd authCommunity).'),
-    version: versionField("SNMP version accepted: '1' SNMPv1 traps only; '2c' SNMPv1 and SNMPv2c traps and v2c informs (the community checked); '3' SNMPv3 traps and informs only (USM users)."),
-    resolve_oids: Type.Boolean({ default: true, description: 'Name the trap and its varbinds through the MIB store (trap_name, varbinds[].name, enum labels) and key the flattened values by object name; false keys them by numeric OID.' }),
-    mib_dirs: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Directories of extra MIB sources, loaded in front of the MIB store (uploaded and bundled MIBs).' }),
-    mib_modules: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'MIB modules that must be loaded: the source does not start when one is missing (a wrong name, a source that does not compile).' }),
+    version: versionField(
+      "SNMP version accepted: '1' SNMPv1 traps only; '2c' SNMPv1 and SNMPv2c traps and v2c informs (the community checked); '3' SNMPv3 traps and informs only (USM users).",
+    ),
+    resolve_oids: Type.Boolean({
+      default: true,
+      description:
+        'Name the trap and its varbinds through the MIB store (trap_name, varbinds[].name, enum labels) and key the flattened values by object name; false keys them by numeric OID.',
+    }),
+    mib_dirs: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'Directories of extra MIB sources, loaded in front of the MIB store (uploaded and bundled MIBs).',
+    }),
+    mib_modules: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'MIB modules that must be loaded: the source does not start when one is missing (a wrong name, a source that does not compile).',
+    }),
     ...v3Fields,
-    users: Type.Optional(Type.Array(userItem, { description: 'More SNMPv3 users (beyond doc 3), for fleets with different credentials; each may be bound to one sender engine ID. security_name, when set, is one more user.' })),
+    users: Type.Optional(
+      Type.Array(userItem, {
+        description:
+          'More SNMPv3 users (beyond doc 3), for fleets with different credentials; each may be bound to one sender engine ID. security_name, when set, is one more user.',
+      }),
+    ),
     engine_id: Type.Optional(
-      Type.String({ pattern: '^(0x)?([0-9a-fA-F]{2}){5,32}$', description: 'Our SNMPv3 engine ID (hex) for informs, which senders discover; random per start when absent (set it when senders are configured with it).' }),
+      Type.String({
+        pattern: '^(0x)?([0-9a-fA-F]{2}){5,32}$',
+        description:
+          'Our SNMPv3 engine ID (hex) for informs, which senders discover; random per start when absent (set it when senders are configured with it).',
+      }),
     ),
     max_queue_size: Type.Integer({
       minimum: 1,
       default: HIGH_WATER,
-      description: 'Notifications received but not yet handed to the pipeline (beyond doc 3); while the queue is full, arriving ones are dropped, counted and logged (at most one warning per 10 s).',
+      description:
+        'Notifications received but not yet handed to the pipeline (beyond doc 3); while the queue is full, arriving ones are dropped, counted and logged (at most one warning per 10 s).',
     }),
   },
   { additionalProperties: false },
@@ -151,7 +194,10 @@ export default defineSource({
     return issues;
   },
   examples: [
-    { title: 'SNMPv2c traps on the unprivileged port, names from the MIB store', yaml: 'type: snmp_trap\nhost: 0.0.0.0\nport: 1162\ncommunity: ${TRAP_COMMUNITY:-public}\nversion: 2c\nmib_modules: [IF-MIB]' },
+    {
+      title: 'SNMPv2c traps on the unprivileged port, names from the MIB store',
+      yaml: 'type: snmp_trap\nhost: 0.0.0.0\nport: 1162\ncommunity: ${TRAP_COMMUNITY:-public}\nversion: 2c\nmib_modules: [IF-MIB]',
+    },
     {
       title: 'SNMPv3 authPriv from a fleet with per-device credentials',
       yaml: "type: snmp_trap\nport: 1162\nversion: '3'\nsecurity_name: noc\nauth_protocol: SHA256\nauth_key: ${NOC_AUTH:-change-me-auth}\npriv_protocol: AES256\npriv_key: ${NOC_PRIV:-change-me-priv}\nusers:\n  - security_name: legacy\n    auth_protocol: MD5\n    auth_key: ${LEGACY_AUTH:-change-me-auth}\n    priv_protocol: DES\n    priv_key: ${LEGACY_PRIV:-change-me-priv}\n    engine_id: '0x800000090300c0ffee000001'",
@@ -172,7 +218,10 @@ export default defineSource({
     const meta: SourceMeta = { listener };
     let dropped = 0;
     const telemetry = ctx.telemetry;
-    const drops = rateLimitedWarn(ctx.log, (n, f) => `snmp_trap: notification dropped (${f.reason}): ${n} since the last warning, ${f.dropped_total} since the start`);
+    const drops = rateLimitedWarn(
+      ctx.log,
+      (n, f) => `snmp_trap: notification dropped (${f.reason}): ${n} since the last warning, ${f.dropped_total} since the start`,
+    );
     const noteDrop = (reason: string, from?: string, kind = dropKind(reason)) => {
       dropped++;
       telemetry?.dropped?.(kind, 1);
@@ -213,7 +262,12 @@ export default defineSource({
             push({ body, meta });
           },
           // The community a sender used is not logged: a wrong one is often someone's real one.
-          onDrop: (reason, from, kind) => noteDrop(reason.startsWith('unknown community') ? 'unknown community (not the configured one)' : reason, from, kind === 'replay' ? 'replay' : undefined),
+          onDrop: (reason, from, kind) =>
+            noteDrop(
+              reason.startsWith('unknown community') ? 'unknown community (not the configured one)' : reason,
+              from,
+              kind === 'replay' ? 'replay' : undefined,
+            ),
         });
         if (c.version === '3') {
           try {

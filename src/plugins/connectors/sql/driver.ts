@@ -89,4 +89,3 @@ export interface SqlDriver {
   classify(e: unknown): ErrorKind;
   close(): Promise<void>;
 }
-

@@ -89,7 +89,8 @@ export async function openMariadb(t: SqlTarget, name: string, lost?: (e: Error) 
     typeCast,
     multipleStatements: false,
     // A statement without values is sent as is: mysql2 would otherwise scan every INSERT (megabytes) for placeholders.
-    queryFormat: ((sql: string, values: unknown) => (values === undefined || (Array.isArray(values) && values.length === 0) ? sql : format(sql, values as SqlValue[]))) as never,
+    queryFormat: ((sql: string, values: unknown) =>
+      values === undefined || (Array.isArray(values) && values.length === 0) ? sql : format(sql, values as SqlValue[])) as never,
   });
   let open = false;
   let closing = false;
@@ -155,11 +156,19 @@ export async function openMariadb(t: SqlTarget, name: string, lost?: (e: Error) 
       const where = 'TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?';
       const args = [table.schema ?? null, table.name];
       const columns = await new Promise<{ name: string; type: string }[]>((resolve, reject) =>
-        conn.query(`SELECT COLUMN_NAME AS name, LOWER(DATA_TYPE) AS type FROM information_schema.COLUMNS WHERE ${where} ORDER BY ORDINAL_POSITION`, args, (err, rows) => (err ? reject(err) : resolve(rows as never))),
+        conn.query(
+          `SELECT COLUMN_NAME AS name, LOWER(DATA_TYPE) AS type FROM information_schema.COLUMNS WHERE ${where} ORDER BY ORDINAL_POSITION`,
+          args,
+          (err, rows) => (err ? reject(err) : resolve(rows as never)),
+        ),
       );
       if (columns.length === 0) return undefined;
       const keys = await new Promise<{ idx: string; col: string }[]>((resolve, reject) =>
-        conn.query(`SELECT INDEX_NAME AS idx, COLUMN_NAME AS col FROM information_schema.STATISTICS WHERE ${where} AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX`, args, (err, rows) => (err ? reject(err) : resolve(rows as never))),
+        conn.query(
+          `SELECT INDEX_NAME AS idx, COLUMN_NAME AS col FROM information_schema.STATISTICS WHERE ${where} AND NON_UNIQUE = 0 ORDER BY INDEX_NAME, SEQ_IN_INDEX`,
+          args,
+          (err, rows) => (err ? reject(err) : resolve(rows as never)),
+        ),
       );
       const unique = new Map<string, string[]>();
       for (const k of keys) unique.set(k.idx, [...(unique.get(k.idx) ?? []), k.col]);
@@ -227,7 +236,9 @@ function statementOf(spec: InsertSpec): Statement {
   s = {
     head: `INSERT INTO ${spec.table.sql} (${cols}) VALUES `,
     tail: spec.upsert ? ` ON DUPLICATE KEY UPDATE ${update.join(', ')}` : '',
-    convert: spec.columns.map((c) => (/^(datetime|timestamp)/.test(c.type) ? (v: unknown) => scalar(mysqlDateTime(v), false) : (v: unknown) => scalar(v, false))),
+    convert: spec.columns.map((c) =>
+      /^(datetime|timestamp)/.test(c.type) ? (v: unknown) => scalar(mysqlDateTime(v), false) : (v: unknown) => scalar(v, false),
+    ),
   };
   statements.set(spec, s);
   return s;

@@ -33,7 +33,10 @@ export async function copyKinds(client: pg.Client, oids: number[]): Promise<Map<
   const types = new Map<number, PgType>();
   // Domains and arrays refer to further types: a few rounds load them all.
   for (let want = [...new Set(oids)]; want.length; ) {
-    const r = await client.query<PgType>('SELECT oid::int AS oid, typtype, typcategory, typbasetype::int AS typbasetype, typelem::int AS typelem FROM pg_type WHERE oid = ANY($1::oid[])', [want]);
+    const r = await client.query<PgType>(
+      'SELECT oid::int AS oid, typtype, typcategory, typbasetype::int AS typbasetype, typelem::int AS typelem FROM pg_type WHERE oid = ANY($1::oid[])',
+      [want],
+    );
     for (const t of r.rows) types.set(t.oid, t);
     want = [...new Set(r.rows.flatMap((t) => [t.typbasetype, t.typelem]).filter((o) => o !== 0 && !types.has(o)))];
   }

@@ -26,7 +26,11 @@ const CONNECT_TIMEOUT_S = 10;
 
 /** `2024-01-01 10:00:00.5+00` (session TimeZone UTC) as ISO 8601: `2024-01-01T10:00:00.5Z`. */
 const isoZoned = (s: string) =>
-  s.replace(' ', 'T').replace(/([+-]\d\d)(?::?(\d\d))?(?::?(\d\d))?$/, (_m, h: string, mm?: string, ss?: string) => (h === '+00' && !mm && !ss ? 'Z' : `${h}:${mm ?? '00'}${ss ? `:${ss}` : ''}`));
+  s
+    .replace(' ', 'T')
+    .replace(/([+-]\d\d)(?::?(\d\d))?(?::?(\d\d))?$/, (_m, h: string, mm?: string, ss?: string) =>
+      h === '+00' && !mm && !ss ? 'Z' : `${h}:${mm ?? '00'}${ss ? `:${ss}` : ''}`,
+    );
 
 /** pg-types' array literal parser (its type declaration does not match its runtime shape). */
 const arrayParser = (pg.types as unknown as { arrayParser: { create(s: string, item: (x: string) => unknown): { parse(): unknown[] } } }).arrayParser;
@@ -109,7 +113,8 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
     await client.connect();
   } catch (e) {
     await client.end().catch(() => {});
-    if (t.password === undefined && /password must be a string/.test(errorMessage(e))) throw new Error('the server asks for a password and connection_url has none', { cause: e });
+    if (t.password === undefined && /password must be a string/.test(errorMessage(e)))
+      throw new Error('the server asks for a password and connection_url has none', { cause: e });
     throw e;
   }
   open = true;
@@ -142,8 +147,12 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
     },
     async describe(table: TableName) {
       const lookup = async (s: string | undefined, n: string) =>
-        (await query('SELECT c.oid, n.nspname, c.relname, c.relkind, c.relhasrules, c.relrowsecurity FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)', [s === undefined ? q(n) : `${q(s)}.${q(n)}`]))
-          .rows[0] as { oid: number; nspname: string; relname: string; relkind: string; relhasrules: boolean; relrowsecurity: boolean } | undefined;
+        (
+          await query(
+            'SELECT c.oid, n.nspname, c.relname, c.relkind, c.relhasrules, c.relrowsecurity FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)',
+            [s === undefined ? q(n) : `${q(s)}.${q(n)}`],
+          )
+        ).rows[0] as { oid: number; nspname: string; relname: string; relkind: string; relhasrules: boolean; relrowsecurity: boolean } | undefined;
       // The name as written, else as PostgreSQL folds an unquoted name (lower case).
       const found = (await lookup(table.schema, table.name)) ?? (await lookup(table.schema?.toLowerCase(), table.name.toLowerCase()));
       if (!found) return undefined;
@@ -156,7 +165,10 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
           [found.oid],
         )
       ).rows as { name: string; type: string; oid: number; generated: boolean }[];
-      const kinds = await copyKinds(client, attrs.map((a) => a.oid));
+      const kinds = await copyKinds(
+        client,
+        attrs.map((a) => a.oid),
+      );
       const columns = attrs.map(({ name, type, oid, generated }) => {
         const c = { name, type };
         // COPY would write a GENERATED ALWAYS identity, which INSERT refuses: such columns keep INSERT, and its error.
@@ -223,7 +235,11 @@ export async function openPostgres(t: SqlTarget, name: string, lost?: (e: Error)
         return text.length + json.length;
       } catch (e) {
         if (e instanceof pg.DatabaseError && e.code === '42P10') {
-          throw new SqlError(`mode upsert: table ${spec.table.shown} has no unique index on exactly (${spec.upsert!.join(', ')}) (${e.message}); create one: CREATE UNIQUE INDEX ${q(`${spec.table.shown.split('.').pop()}_${spec.upsert!.join('_')}_key`)} ON ${spec.table.sql} (${spec.upsert!.map(q).join(', ')})`, 'fatal', { cause: e });
+          throw new SqlError(
+            `mode upsert: table ${spec.table.shown} has no unique index on exactly (${spec.upsert!.join(', ')}) (${e.message}); create one: CREATE UNIQUE INDEX ${q(`${spec.table.shown.split('.').pop()}_${spec.upsert!.join('_')}_key`)} ON ${spec.table.sql} (${spec.upsert!.map(q).join(', ')})`,
+            'fatal',
+            { cause: e },
+          );
         }
         if (e instanceof pg.DatabaseError && classify(e) === 'data') throw new SqlError(reason(e), 'data', { cause: e, row: copying ? copyRow(e) : undefined });
         throw e;
@@ -254,9 +270,10 @@ function copyPlan(spec: InsertSpec): CopyPlan | null {
   let plan = copyPlans.get(spec);
   if (plan !== undefined) return plan;
   const kinds = spec.columns.map((c) => copyKindOf.get(c));
-  plan = !spec.upsert && copyTables.get(spec.table) === true && kinds.every((k) => k !== undefined)
-    ? { sql: `COPY ${spec.table.sql} (${spec.columns.map((c) => q(c.name)).join(', ')}) FROM STDIN`, encoders: kinds.map((k) => encoderOf(k!)) }
-    : null;
+  plan =
+    !spec.upsert && copyTables.get(spec.table) === true && kinds.every((k) => k !== undefined)
+      ? { sql: `COPY ${spec.table.sql} (${spec.columns.map((c) => q(c.name)).join(', ')}) FROM STDIN`, encoders: kinds.map((k) => encoderOf(k!)) }
+      : null;
   copyPlans.set(spec, plan);
   return plan;
 }

@@ -28,17 +28,24 @@ const config = Type.Object(
     connection_url: connectionUrlField,
     table: Type.String({
       minLength: 1,
-      description: 'Table to write: `name` or `schema.name` (PostgreSQL schema, MariaDB database, SQLite attached database), as the database spells it (PostgreSQL: else in lower case, as an unquoted name reads).',
+      description:
+        'Table to write: `name` or `schema.name` (PostgreSQL schema, MariaDB database, SQLite attached database), as the database spells it (PostgreSQL: else in lower case, as an unquoted name reads).',
     }),
     mode: Type.Union([Type.Literal('insert'), Type.Literal('upsert')], {
       default: 'insert',
-      description: '`insert`: INSERT every record. `upsert`: insert, or update the row with the same upsert_keys (PostgreSQL and SQLite ON CONFLICT ... DO UPDATE, MariaDB ON DUPLICATE KEY UPDATE); needs a primary key or unique index on exactly those columns.',
+      description:
+        '`insert`: INSERT every record. `upsert`: insert, or update the row with the same upsert_keys (PostgreSQL and SQLite ON CONFLICT ... DO UPDATE, MariaDB ON DUPLICATE KEY UPDATE); needs a primary key or unique index on exactly those columns.',
     }),
     upsert_keys: Type.Array(Type.String({ minLength: 1 }), {
       default: [],
-      description: 'mode upsert: the columns that identify a row (a primary key or unique index must cover exactly them). Every record must have them, not null.',
+      description:
+        'mode upsert: the columns that identify a row (a primary key or unique index must cover exactly them). Every record must have them, not null.',
     }),
-    chunk_size: Type.Integer({ minimum: 1, default: 500, description: 'Most rows per statement (PostgreSQL: per COPY); a batch is one transaction of as many statements as it needs.' }),
+    chunk_size: Type.Integer({
+      minimum: 1,
+      default: 500,
+      description: 'Most rows per statement (PostgreSQL: per COPY); a batch is one transaction of as many statements as it needs.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -50,7 +57,8 @@ function lint(c: typeof config.static): LintIssue[] {
   } catch (e) {
     out.push({ path: 'table', message: errorMessage(e) });
   }
-  if (c.mode === 'upsert' && c.upsert_keys.length === 0) out.push({ path: 'upsert_keys', message: 'mode upsert needs upsert_keys: the columns that identify a row' });
+  if (c.mode === 'upsert' && c.upsert_keys.length === 0)
+    out.push({ path: 'upsert_keys', message: 'mode upsert needs upsert_keys: the columns that identify a row' });
   if (c.mode === 'insert' && c.upsert_keys.length > 0) out.push({ path: 'upsert_keys', message: 'upsert_keys apply to mode upsert only' });
   const dup = c.upsert_keys.find((k, i) => c.upsert_keys.indexOf(k) !== i);
   if (dup !== undefined) out.push({ path: 'upsert_keys', message: `'${dup}' is listed twice` });
@@ -87,7 +95,8 @@ async function describeTable(d: SqlDriver, name: TableName, c: typeof config.sta
 
 export default defineSink({
   key: 'sql',
-  summary: 'Insert or upsert records into a PostgreSQL, MariaDB/MySQL or SQLite table: COPY (PostgreSQL) or multi-row statements, one transaction per batch, refused rows dead-lettered.',
+  summary:
+    'Insert or upsert records into a PostgreSQL, MariaDB/MySQL or SQLite table: COPY (PostgreSQL) or multi-row statements, one transaction per batch, refused rows dead-lettered.',
   accepts: 'records',
   delivery: {
     guarantee: 'at-least-once',
@@ -96,7 +105,10 @@ export default defineSink({
   config,
   lint,
   examples: [
-    { title: 'Append counters to a PostgreSQL table', yaml: 'type: sql\nconnection_url: postgresql://svc:${PG_PASSWORD:-change-me}@db.internal:5432/nms\ntable: pm.counters\nchunk_size: 1000' },
+    {
+      title: 'Append counters to a PostgreSQL table',
+      yaml: 'type: sql\nconnection_url: postgresql://svc:${PG_PASSWORD:-change-me}@db.internal:5432/nms\ntable: pm.counters\nchunk_size: 1000',
+    },
     {
       title: 'Keep one row per device in MariaDB (upsert on its primary key)',
       yaml: 'type: sql\nconnection_url: mariadb://svc:${DB_PASSWORD:-change-me}@inventory.internal:3306/inventory\ntable: devices\nmode: upsert\nupsert_keys: [hostname]',

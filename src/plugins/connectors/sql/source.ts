@@ -12,7 +12,10 @@ import { connectionName, connectionUrlField, lintUrl, openDriver, parseSqlUrl, w
 const config = Type.Object(
   {
     connection_url: connectionUrlField,
-    query: Type.String({ minLength: 1, description: 'One SQL statement whose rows become the records (one record per row, keyed by column name). Runs as written, once per run.' }),
+    query: Type.String({
+      minLength: 1,
+      description: 'One SQL statement whose rows become the records (one record per row, keyed by column name). Runs as written, once per run.',
+    }),
     chunk_size: Type.Integer({
       minimum: 0,
       default: 0,

@@ -103,10 +103,17 @@ export async function openSqlite(t: SqlTarget): Promise<SqlDriver> {
     },
     async describe(table: TableName) {
       const schema = table.schema ?? 'main';
-      const cols = db.prepare('SELECT name, lower(type) AS type, pk FROM pragma_table_info(?, ?) ORDER BY cid').all(table.name, schema) as { name: string; type: string; pk: number }[];
+      const cols = db.prepare('SELECT name, lower(type) AS type, pk FROM pragma_table_info(?, ?) ORDER BY cid').all(table.name, schema) as {
+        name: string;
+        type: string;
+        pk: number;
+      }[];
       if (cols.length === 0) return undefined;
       const uniqueKeys: string[][] = [];
-      const pk = cols.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name);
+      const pk = cols
+        .filter((c) => c.pk > 0)
+        .sort((a, b) => a.pk - b.pk)
+        .map((c) => c.name);
       if (pk.length) uniqueKeys.push(pk); // INTEGER PRIMARY KEY has no index of its own
       const indexes = db.prepare('SELECT name FROM pragma_index_list(?, ?) WHERE "unique" = 1 AND partial = 0').all(table.name, schema) as { name: string }[];
       for (const ix of indexes) {
@@ -179,7 +186,9 @@ function insertSql(spec: InsertSpec, n: number): string {
     h = {
       head: `INSERT INTO ${spec.table.sql} (${spec.columns.map((c) => q(c.name)).join(', ')}) VALUES `,
       row: `(${spec.columns.map(() => '?').join(', ')})`,
-      tail: spec.upsert ? ` ON CONFLICT (${spec.upsert.map(q).join(', ')}) ${set.length ? `DO UPDATE SET ${set.map((c) => `${q(c.name)} = excluded.${q(c.name)}`).join(', ')}` : 'DO NOTHING'}` : '',
+      tail: spec.upsert
+        ? ` ON CONFLICT (${spec.upsert.map(q).join(', ')}) ${set.length ? `DO UPDATE SET ${set.map((c) => `${q(c.name)} = excluded.${q(c.name)}`).join(', ')}` : 'DO NOTHING'}`
+        : '',
     };
     heads.set(spec, h);
   }

@@ -47,7 +47,9 @@ const sameSet = (a: string[], b: string[]) => a.length === b.length && a.every((
 /** Throws unless a unique index (or the primary key) covers exactly `keys`: ON CONFLICT / ON DUPLICATE KEY need one. */
 export function checkUpsertIndex(table: TableInfo, keys: string[], quote: (id: string) => string): void {
   if (table.uniqueKeys.some((u) => sameSet(u, keys))) return;
-  const have = table.uniqueKeys.length ? `its unique keys are ${table.uniqueKeys.map((u) => `(${u.join(', ')})`).join(', ')}` : 'it has no primary key or unique index';
+  const have = table.uniqueKeys.length
+    ? `its unique keys are ${table.uniqueKeys.map((u) => `(${u.join(', ')})`).join(', ')}`
+    : 'it has no primary key or unique index';
   throw new Error(
     `mode upsert needs a primary key or unique index on exactly (${keys.join(', ')}) of table ${table.shown}, and ${have}; ` +
       `create one (CREATE UNIQUE INDEX ${quote(`${table.shown.split('.').pop()}_${keys.join('_')}_key`)} ON ${table.sql} (${keys.map(quote).join(', ')})) or change upsert_keys`,

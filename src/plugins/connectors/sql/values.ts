@@ -72,7 +72,9 @@ export function mysqlDateTime(v: unknown): unknown {
   if (!m) return v;
   if (!m[3]) return `${m[1]} ${m[2]}`;
   const frac = /\.(\d+)$/.exec(m[2]!)?.[1] ?? '';
-  const d = new Date(`${m[1]}T${m[2]!.replace(/\.\d+$/, '')}${m[3].toUpperCase() === 'Z' ? 'Z' : m[3].length === 3 ? `${m[3]}:00` : m[3].replace(/^([+-]\d\d)(\d\d)$/, '$1:$2')}`);
+  const d = new Date(
+    `${m[1]}T${m[2]!.replace(/\.\d+$/, '')}${m[3].toUpperCase() === 'Z' ? 'Z' : m[3].length === 3 ? `${m[3]}:00` : m[3].replace(/^([+-]\d\d)(\d\d)$/, '$1:$2')}`,
+  );
   if (Number.isNaN(d.getTime())) return v;
   // Date keeps milliseconds only: the fraction is carried over as written (up to microseconds).
   return `${d.toISOString().slice(0, 19).replace('T', ' ')}${frac ? `.${frac.slice(0, 6)}` : ''}`;

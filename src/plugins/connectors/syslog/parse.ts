@@ -7,8 +7,30 @@
 
 /** Facility names by code (0..23), as Vector, rsyslog and syslog-ng spell them. */
 export const FACILITIES = [
-  'kern', 'user', 'mail', 'daemon', 'auth', 'syslog', 'lpr', 'news', 'uucp', 'cron', 'authpriv', 'ftp', 'ntp', 'security', 'console', 'solaris-cron',
-  'local0', 'local1', 'local2', 'local3', 'local4', 'local5', 'local6', 'local7',
+  'kern',
+  'user',
+  'mail',
+  'daemon',
+  'auth',
+  'syslog',
+  'lpr',
+  'news',
+  'uucp',
+  'cron',
+  'authpriv',
+  'ftp',
+  'ntp',
+  'security',
+  'console',
+  'solaris-cron',
+  'local0',
+  'local1',
+  'local2',
+  'local3',
+  'local4',
+  'local5',
+  'local6',
+  'local7',
 ] as const;
 /** Severity names by code (0..7). */
 export const SEVERITIES = ['emerg', 'alert', 'crit', 'err', 'warning', 'notice', 'info', 'debug'] as const;

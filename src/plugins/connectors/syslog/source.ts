@@ -22,24 +22,45 @@ const MAX_BATCH = 1000;
 export const HIGH_WATER = 20_000;
 const config = Type.Object(
   {
-    host: Type.String({ default: '0.0.0.0', minLength: 1, description: 'Address to listen on: 0.0.0.0 (every IPv4 interface), :: (IPv6 and IPv4), or one address of this machine.' }),
-    port: Type.Integer({ minimum: 1, maximum: 65535, default: 514, description: 'Port to listen on. Ports below 1024 need privileges (root or CAP_NET_BIND_SERVICE); a port >= 1024 with the senders pointed at it avoids that.' }),
+    host: Type.String({
+      default: '0.0.0.0',
+      minLength: 1,
+      description: 'Address to listen on: 0.0.0.0 (every IPv4 interface), :: (IPv6 and IPv4), or one address of this machine.',
+    }),
+    port: Type.Integer({
+      minimum: 1,
+      maximum: 65535,
+      default: 514,
+      description:
+        'Port to listen on. Ports below 1024 need privileges (root or CAP_NET_BIND_SERVICE); a port >= 1024 with the senders pointed at it avoids that.',
+    }),
     protocol: Type.Union([Type.Literal('udp'), Type.Literal('tcp')], {
       default: 'udp',
-      description: 'udp: one message per datagram (RFC 5426); a datagram cannot be held back, so under backpressure it is dropped and counted. tcp: octet counting or LF framing (RFC 6587), detected per connection; backpressure stops reading the connections.',
+      description:
+        'udp: one message per datagram (RFC 5426); a datagram cannot be held back, so under backpressure it is dropped and counted. tcp: octet counting or LF framing (RFC 6587), detected per connection; backpressure stops reading the connections.',
     }),
     buffer_size: Type.Integer({
       minimum: 1024,
       default: 65535,
-      description: 'UDP: the socket receive buffer in bytes (SO_RCVBUF), which absorbs bursts while the pipeline is busy; the kernel caps it at net.core.rmem_max (a warning says so). TCP: unused (the kernel sizes TCP buffers itself).',
+      description:
+        'UDP: the socket receive buffer in bytes (SO_RCVBUF), which absorbs bursts while the pipeline is busy; the kernel caps it at net.core.rmem_max (a warning says so). TCP: unused (the kernel sizes TCP buffers itself).',
     }),
-    encoding: Type.String({ default: 'utf-8', minLength: 1, description: 'Character encoding of the messages (a WHATWG encoding label: utf-8, latin1, windows-1252, shift_jis...). Invalid bytes become U+FFFD.' }),
+    encoding: Type.String({
+      default: 'utf-8',
+      minLength: 1,
+      description: 'Character encoding of the messages (a WHATWG encoding label: utf-8, latin1, windows-1252, shift_jis...). Invalid bytes become U+FFFD.',
+    }),
     max_message_size: Type.Integer({
       minimum: 64,
       default: 65535,
-      description: 'Longest message in bytes; a longer one is cut to this size (its rest skipped up to the next frame) and a warning is logged. Applies to TCP frames and UDP datagrams.',
+      description:
+        'Longest message in bytes; a longer one is cut to this size (its rest skipped up to the next frame) and a warning is logged. Applies to TCP frames and UDP datagrams.',
     }),
-    max_connections: Type.Integer({ minimum: 1, default: 64, description: 'TCP: most connections at once; further ones are closed on accept and logged (rate-limited).' }),
+    max_connections: Type.Integer({
+      minimum: 1,
+      default: 64,
+      description: 'TCP: most connections at once; further ones are closed on accept and logged (rate-limited).',
+    }),
     ...reconnectFields(),
   },
   { additionalProperties: false },
@@ -56,10 +77,14 @@ export function bindError(e: unknown, c: Pick<Config, 'protocol' | 'host' | 'por
   const at = where(c);
   switch (code) {
     case 'EADDRINUSE':
-      return new SourceError(`cannot listen on ${at}: the port is already in use (another syslog daemon such as rsyslogd, or another pipeline); stop it or choose another port`);
+      return new SourceError(
+        `cannot listen on ${at}: the port is already in use (another syslog daemon such as rsyslogd, or another pipeline); stop it or choose another port`,
+      );
     case 'EACCES':
     case 'EPERM':
-      return new SourceError(`cannot listen on ${at}: ports below 1024 need privileges; run svc with CAP_NET_BIND_SERVICE (setcap cap_net_bind_service=+ep "$(command -v node)") or listen on a port >= 1024 and point the senders (or a port forward) at it`);
+      return new SourceError(
+        `cannot listen on ${at}: ports below 1024 need privileges; run svc with CAP_NET_BIND_SERVICE (setcap cap_net_bind_service=+ep "$(command -v node)") or listen on a port >= 1024 and point the senders (or a port forward) at it`,
+      );
     case 'EADDRNOTAVAIL':
       return new SourceError(`cannot listen on ${at}: ${c.host} is not an address of this machine; use 0.0.0.0 (every interface) or one of its addresses`);
     case 'ENOTFOUND':
@@ -170,7 +195,11 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
 
   if (c.protocol === 'udp') {
     let dropping = false;
-    const drops = rateLimitedWarn(log, (n) => `syslog: the pipeline is behind; ${n} UDP datagram(s) dropped while its queue was full (UDP senders cannot be slowed down: the sinks are slower than the senders)`);
+    const drops = rateLimitedWarn(
+      log,
+      (n) =>
+        `syslog: the pipeline is behind; ${n} UDP datagram(s) dropped while its queue was full (UDP senders cannot be slowed down: the sinks are slower than the senders)`,
+    );
     const socket = await bindUdp(c, (msg, rinfo) => {
       if (dropping) {
         if (ctx.signal.aborted) return; // stopping: not a loss to report
@@ -179,13 +208,20 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
         drops.add(1, { connector: 'syslog', listen: where(c), queued: HIGH_WATER });
         return;
       }
-      emit(msg.length > c.max_message_size ? msg.subarray(0, c.max_message_size) : msg, rinfo.family === 'IPv6' ? `[${rinfo.address}]:${rinfo.port}` : `${rinfo.address}:${rinfo.port}`, msg.length > c.max_message_size);
+      emit(
+        msg.length > c.max_message_size ? msg.subarray(0, c.max_message_size) : msg,
+        rinfo.family === 'IPv6' ? `[${rinfo.address}]:${rinfo.port}` : `${rinfo.address}:${rinfo.port}`,
+        msg.length > c.max_message_size,
+      );
     });
     socket.on('error', (e) => lost(e));
     // Linux reports twice the size it granted (its bookkeeping overhead); less than asked means rmem_max capped it.
     const got = process.platform === 'linux' ? Math.floor(socket.getRecvBufferSize() / 2) : socket.getRecvBufferSize();
     if (got < c.buffer_size) {
-      log.warn({ connector: 'syslog', buffer_size: c.buffer_size, granted: got }, `syslog: the kernel granted a UDP receive buffer of ${got} bytes instead of buffer_size ${c.buffer_size} (capped by net.core.rmem_max); raise it (sysctl -w net.core.rmem_max=${c.buffer_size}) to absorb larger bursts`);
+      log.warn(
+        { connector: 'syslog', buffer_size: c.buffer_size, granted: got },
+        `syslog: the kernel granted a UDP receive buffer of ${got} bytes instead of buffer_size ${c.buffer_size} (capped by net.core.rmem_max); raise it (sysctl -w net.core.rmem_max=${c.buffer_size}) to absorb larger bursts`,
+      );
     }
     return {
       pause() {
@@ -206,7 +242,10 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
   const sockets = new Set<Socket>();
   let paused = false;
   const refusals = rateLimitedWarn(log, (n) => `syslog: ${n} TCP connection(s) refused: max_connections (${c.max_connections}) reached`);
-  const fallbacks = rateLimitedWarn(log, (n) => `syslog: ${n} octet-counted TCP connection(s) sent a frame without a length prefix; read as LF-framed from there`);
+  const fallbacks = rateLimitedWarn(
+    log,
+    (n) => `syslog: ${n} octet-counted TCP connection(s) sent a frame without a length prefix; read as LF-framed from there`,
+  );
   const losses = rateLimitedWarn(log, (n) => `syslog: ${n} TCP connection(s) closed in the middle of an octet-counted frame; its partial message is dropped`);
   const server = createServer({ noDelay: true });
   server.maxConnections = c.max_connections;
@@ -273,7 +312,10 @@ export default defineSource({
   resources: (c) => [{ kind: 'listen', protocol: c.protocol, host: c.host, port: c.port, name: 'syslog' }],
   examples: [
     { title: 'UDP on the standard port, every interface', yaml: 'type: syslog\nport: 514' },
-    { title: 'TCP (octet-counted or LF-framed) on an unprivileged port', yaml: 'type: syslog\nhost: 0.0.0.0\nport: 6514\nprotocol: tcp\nmax_connections: 256\nmax_message_size: 131072' },
+    {
+      title: 'TCP (octet-counted or LF-framed) on an unprivileged port',
+      yaml: 'type: syslog\nhost: 0.0.0.0\nport: 6514\nprotocol: tcp\nmax_connections: 256\nmax_message_size: 131072',
+    },
     { title: 'UDP with a large receive buffer for bursts, Latin-1 devices', yaml: 'type: syslog\nport: 1514\nbuffer_size: 8388608\nencoding: latin1' },
   ],
   async test(c) {

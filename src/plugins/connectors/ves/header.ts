@@ -183,7 +183,18 @@ export const SUPPORTED_DOMAINS = Object.keys(DOMAINS) as (keyof typeof DOMAINS)[
 export const UNSUPPORTED_DOMAINS = ['mobileFlow', 'perf3gpp', 'sipSignaling', 'thresholdCrossingAlert', 'voiceQuality'] as const;
 
 /** commonEventHeader fields a record may set by carrying a top-level field of that name. */
-export const HEADER_STRINGS = ['eventId', 'eventName', 'eventType', 'sourceName', 'sourceId', 'reportingEntityId', 'nfcNamingCode', 'nfNamingCode', 'nfVendorName', 'timeZoneOffset'] as const;
+export const HEADER_STRINGS = [
+  'eventId',
+  'eventName',
+  'eventType',
+  'sourceName',
+  'sourceId',
+  'reportingEntityId',
+  'nfcNamingCode',
+  'nfNamingCode',
+  'nfVendorName',
+  'timeZoneOffset',
+] as const;
 export const HEADER_FIELDS = new Set<string>([...HEADER_STRINGS, 'priority', 'startEpochMicrosec', 'lastEpochMicrosec']);
 
 /** A record that cannot become an event of the domain: the reason goes to the DLQ. */
@@ -203,7 +214,14 @@ function hashValue(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? exactNumber(x) : x));
 }
 
-const describe = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'a list' : typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(typeof v === 'bigint' ? String(v) : v)}`);
+const describe = (v: unknown) =>
+  v === null
+    ? 'null'
+    : Array.isArray(v)
+      ? 'a list'
+      : typeof v === 'object'
+        ? 'an object'
+        : `${typeof v} ${JSON.stringify(typeof v === 'bigint' ? String(v) : v)}`;
 
 /** A record value as the type the block field has; throws EventError naming the field. */
 function convert(where: string, v: unknown, type: FieldType): unknown {
@@ -292,7 +310,8 @@ export function eventBuilder(o: EventOptions) {
     if (start === undefined && parseTime) {
       const v = r[o.timestampField!];
       const ms = parseTime(v);
-      if (ms === NOT_A_TIME || !Number.isFinite(ms)) throw new EventError(`timestamp_field '${o.timestampField}' is ${v === undefined || v === null ? 'missing' : `not a time (${describe(v)})`}`);
+      if (ms === NOT_A_TIME || !Number.isFinite(ms))
+        throw new EventError(`timestamp_field '${o.timestampField}' is ${v === undefined || v === null ? 'missing' : `not a time (${describe(v)})`}`);
       start = ms * 1000;
     }
     start ??= m.nowMicros;
@@ -307,7 +326,8 @@ export function eventBuilder(o: EventOptions) {
       for (const [k, v] of Object.entries(given)) {
         if (v === null || v === undefined || k === spec.versionField) continue;
         const type = spec.fields[k];
-        if (type === undefined) throw new EventError(`${spec.block}.${k} is not a field of ${spec.block}; its fields are ${Object.keys(spec.fields).join(', ')}`);
+        if (type === undefined)
+          throw new EventError(`${spec.block}.${k} is not a field of ${spec.block}; its fields are ${Object.keys(spec.fields).join(', ')}`);
         block[k] = convert(`${spec.block}.${k}`, v, type);
       }
     }

@@ -23,7 +23,7 @@ const config = Type.Object(
       minLength: 1,
       pattern: '^https?://',
       description:
-        "Base URL of the VES collector (http:// or https://, with any path prefix the collector is served under, without /eventListener): events go to {url}/eventListener/v7 and {url}/eventListener/v7/eventBatch. Put credentials in the auth fields, not in the URL.",
+        'Base URL of the VES collector (http:// or https://, with any path prefix the collector is served under, without /eventListener): events go to {url}/eventListener/v7 and {url}/eventListener/v7/eventBatch. Put credentials in the auth fields, not in the URL.',
     }),
     domain: Type.Union(
       SUPPORTED_DOMAINS.map((d) => Type.Literal(d)),
@@ -53,10 +53,15 @@ const config = Type.Object(
           'Record field with the event time (ISO 8601, or epoch seconds/ms/us/ns by magnitude) for startEpochMicrosec and lastEpochMicrosec; a record without a readable time is dead-lettered. Unset: the time of the write. A record field startEpochMicrosec wins. Our extension of doc 3.',
       }),
     ),
-    timeout: Type.Number({ exclusiveMinimum: 0, default: 30, description: 'Seconds one request may take, from connecting to the last byte of the answer. Our extension of doc 3.' }),
+    timeout: Type.Number({
+      exclusiveMinimum: 0,
+      default: 30,
+      description: 'Seconds one request may take, from connecting to the last byte of the answer. Our extension of doc 3.',
+    }),
     verify_ssl: Type.Boolean({
       default: true,
-      description: 'Check the certificate of an https:// collector; false accepts any certificate (self-signed test collectors), which also accepts an attacker in the middle. Our extension of doc 3.',
+      description:
+        'Check the certificate of an https:// collector; false accepts any certificate (self-signed test collectors), which also accepts an attacker in the middle. Our extension of doc 3.',
     }),
   },
   { additionalProperties: false },
@@ -68,13 +73,20 @@ const has = (v: string | undefined) => v !== undefined && v !== '';
 
 function lint(c: Config): LintIssue[] {
   const out: LintIssue[] = [];
-  if (/^https?:\/\/[^/?#]*@/i.test(c.url)) out.push({ path: 'url', message: 'credentials in the URL are not sent; use auth_type: basic with username and password' });
-  if (/\/eventListener(\/|$)/i.test(c.url)) out.push({ path: 'url', message: 'url is the collector base: the sink adds /eventListener/v7 itself; remove /eventListener... from url' });
+  if (/^https?:\/\/[^/?#]*@/i.test(c.url))
+    out.push({ path: 'url', message: 'credentials in the URL are not sent; use auth_type: basic with username and password' });
+  if (/\/eventListener(\/|$)/i.test(c.url))
+    out.push({ path: 'url', message: 'url is the collector base: the sink adds /eventListener/v7 itself; remove /eventListener... from url' });
   if (/[?#]/.test(c.url)) out.push({ path: 'url', message: 'url cannot carry a query or fragment: the sink appends /eventListener/v7 to its path' });
   if (c.auth_type === 'basic' && !has(c.username)) out.push({ path: 'username', message: 'auth_type basic needs a username' });
   if (c.auth_type === 'bearer' && !has(c.token)) out.push({ path: 'token', message: 'auth_type bearer needs a token' });
-  for (const [field, type] of [['username', 'basic'], ['password', 'basic'], ['token', 'bearer']] as const) {
-    if (has(c[field]) && c.auth_type !== type) out.push({ path: field, message: `${field} is only used with auth_type ${type} (auth_type is ${c.auth_type}): set auth_type: ${type} or remove it` });
+  for (const [field, type] of [
+    ['username', 'basic'],
+    ['password', 'basic'],
+    ['token', 'bearer'],
+  ] as const) {
+    if (has(c[field]) && c.auth_type !== type)
+      out.push({ path: field, message: `${field} is only used with auth_type ${type} (auth_type is ${c.auth_type}): set auth_type: ${type} or remove it` });
   }
   return out;
 }
@@ -156,7 +168,9 @@ export default defineSink({
       }
       const s = res.status;
       if (s === 401 || s === 403 || s === 404 || s >= 500) {
-        throw new Error(`${target} returned ${statusText(s)}${authHint(s)}${notFoundHint(s)}${s >= 500 ? `: the collector is not available (${collectorReason(res.body)})` : ''}`);
+        throw new Error(
+          `${target} returned ${statusText(s)}${authHint(s)}${notFoundHint(s)}${s >= 500 ? `: the collector is not available (${collectorReason(res.body)})` : ''}`,
+        );
       }
     } finally {
       await http.close();
@@ -228,7 +242,8 @@ export default defineSink({
           return { rejected };
         }
         const why = collectorReason(res.body);
-        if (retryableStatus(s) && rejected.length) return { rejected, retry: sent.map((index) => ({ index, reason: `ves: ${target} returned ${statusText(s)}${why ? ` (${why})` : ''}` })) };
+        if (retryableStatus(s) && rejected.length)
+          return { rejected, retry: sent.map((index) => ({ index, reason: `ves: ${target} returned ${statusText(s)}${why ? ` (${why})` : ''}` })) };
         throw new WriteError(`ves: ${target} returned ${statusText(s)}${authHint(s)}${notFoundHint(s)}${why ? ` (${why})` : ''}`, retryableStatus(s));
       },
       close: () => http.close(),

@@ -14,9 +14,19 @@ export { spoolDir } from '../../connector-runtime/webhook-stream.js';
 
 const config = Type.Object(
   {
-    path: Type.String({ minLength: 1, pattern: '^/?[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*/?$', description: 'Served at POST /webhooks/<path>; nested paths (a/b/c) are allowed.' }),
-    secret: Type.Optional(Type.String({ minLength: 1, writeOnly: true, description: 'Bearer token the sender must present (Authorization: Bearer <secret>); 401 otherwise.' })),
-    max_queue_size: Type.Integer({ minimum: 1, default: 1000, description: 'Requests held before the pipeline takes them; beyond it the endpoint answers 503.' }),
+    path: Type.String({
+      minLength: 1,
+      pattern: '^/?[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*/?$',
+      description: 'Served at POST /webhooks/<path>; nested paths (a/b/c) are allowed.',
+    }),
+    secret: Type.Optional(
+      Type.String({ minLength: 1, writeOnly: true, description: 'Bearer token the sender must present (Authorization: Bearer <secret>); 401 otherwise.' }),
+    ),
+    max_queue_size: Type.Integer({
+      minimum: 1,
+      default: 1000,
+      description: 'Requests held before the pipeline takes them; beyond it the endpoint answers 503.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -25,7 +35,10 @@ export default defineSource({
   key: 'webhook',
   summary: 'Receive HTTP POST bodies at /webhooks/<path> (VES events, alarms, JSON from any system).',
   mode: 'stream',
-  delivery: { guarantee: 'at-least-once', why: 'a body is answered 202 only once it is on disk in the spool, and committed there only after its unit was delivered; a crash replays what was not committed.' },
+  delivery: {
+    guarantee: 'at-least-once',
+    why: 'a body is answered 202 only once it is on disk in the spool, and committed there only after its unit was delivered; a crash replays what was not committed.',
+  },
   config,
   resources: (c) => [{ kind: 'ingress', path: c.path }],
   // Nothing to reach: the daemon serves the path itself once the stream runs.

@@ -17,7 +17,8 @@ export const urlField = Type.String({
 
 export const extraHeadersField = Type.Record(Type.String(), Type.String(), {
   default: {},
-  description: 'Headers of the opening handshake (HTTP upgrade request): Authorization, cookies, API keys. Values of secret-looking names are masked in messages.',
+  description:
+    'Headers of the opening handshake (HTTP upgrade request): Authorization, cookies, API keys. Values of secret-looking names are masked in messages.',
 });
 
 /** Milliseconds the opening handshake (TCP, TLS, HTTP upgrade) may take. */
@@ -70,7 +71,8 @@ export async function openSocket(url: string, headers: Record<string, string>, s
     ws.once('error', (e: Error & { code?: string }) => {
       const code = e.code;
       if (code === 'ECONNREFUSED') return fail(`${where}: connection refused (nothing listens there)`);
-      if (/Opening handshake has timed out/.test(e.message)) return fail(`${where}: no answer to the opening handshake within ${HANDSHAKE_TIMEOUT_MS / 1000} s`);
+      if (/Opening handshake has timed out/.test(e.message))
+        return fail(`${where}: no answer to the opening handshake within ${HANDSHAKE_TIMEOUT_MS / 1000} s`);
       if (code && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return fail(`${where}: the server certificate is not trusted (${code})`);
       fail(`${where}: ${e.message}${code && !e.message.includes(code) ? ` (${code})` : ''}`);
     });

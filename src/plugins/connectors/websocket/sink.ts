@@ -59,7 +59,10 @@ export default defineSink({
   },
   config,
   examples: [
-    { title: 'JSON messages to a dashboard feed', yaml: 'type: websocket\nurl: wss://dash.example.net/ingest\nextra_headers:\n  Authorization: Bearer ${DASH_TOKEN:-change-me}\nretry_count: 3' },
+    {
+      title: 'JSON messages to a dashboard feed',
+      yaml: 'type: websocket\nurl: wss://dash.example.net/ingest\nextra_headers:\n  Authorization: Bearer ${DASH_TOKEN:-change-me}\nretry_count: 3',
+    },
     { title: 'Plain ws on the local network', yaml: 'type: websocket\nurl: ws://10.1.2.3:8080/pm' },
   ],
   async test(c, { signal }) {
@@ -93,7 +96,9 @@ export default defineSink({
         const ended = new Promise<never>((_, reject) => (onEnd = reject));
         ended.catch(() => {});
         ws.on('error', (e) => onEnd(e));
-        ws.once('close', (code: number, reason: Buffer) => onEnd(new Error(`the server closed the connection mid-batch (code ${code}${reason.length ? `: ${reason.toString('utf8')}` : ''})`)));
+        ws.once('close', (code: number, reason: Buffer) =>
+          onEnd(new Error(`the server closed the connection mid-batch (code ${code}${reason.length ? `: ${reason.toString('utf8')}` : ''})`)),
+        );
         try {
           const bytes = await Promise.race([sendAll(ws, records, encode, text), ended]);
           ws.removeAllListeners('close');

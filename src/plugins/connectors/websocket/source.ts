@@ -17,8 +17,16 @@ export const PING_INTERVAL_MS = 30_000;
 const config = Type.Object(
   {
     url: urlField,
-    reconnect: Type.Boolean({ default: true, description: 'Connect again after the connection is lost or cannot be opened; false: the first loss (or a failed first connect) ends the stream with an error.' }),
-    reconnect_delay: Type.Number({ minimum: 0, default: 5, description: 'Seconds before the first reconnect attempt; doubles with each failed attempt in a row, up to 60 s.' }),
+    reconnect: Type.Boolean({
+      default: true,
+      description:
+        'Connect again after the connection is lost or cannot be opened; false: the first loss (or a failed first connect) ends the stream with an error.',
+    }),
+    reconnect_delay: Type.Number({
+      minimum: 0,
+      default: 5,
+      description: 'Seconds before the first reconnect attempt; doubles with each failed attempt in a row, up to 60 s.',
+    }),
     extra_headers: extraHeadersField,
     max_reconnect_attempts: reconnectFields().max_reconnect_attempts,
   },
@@ -35,9 +43,15 @@ export default defineSource({
   },
   config,
   examples: [
-    { title: 'Alarm feed with a bearer token', yaml: 'type: websocket\nurl: wss://nms.example.net/ws/alarms\nextra_headers:\n  Authorization: Bearer ${NMS_TOKEN:-change-me}' },
+    {
+      title: 'Alarm feed with a bearer token',
+      yaml: 'type: websocket\nurl: wss://nms.example.net/ws/alarms\nextra_headers:\n  Authorization: Bearer ${NMS_TOKEN:-change-me}',
+    },
     { title: 'Fail the stream on the first disconnect', yaml: 'type: websocket\nurl: ws://10.0.0.7:9000/events\nreconnect: false' },
-    { title: 'Reconnect after 1 s, give up after 10 failed attempts', yaml: 'type: websocket\nurl: ws://collector:8080/stream\nreconnect_delay: 1\nmax_reconnect_attempts: 10' },
+    {
+      title: 'Reconnect after 1 s, give up after 10 failed attempts',
+      yaml: 'type: websocket\nurl: ws://collector:8080/stream\nreconnect_delay: 1\nmax_reconnect_attempts: 10',
+    },
   ],
   async test(c, { signal }) {
     const ws = await openSocket(c.url, c.extra_headers, signal);

@@ -77,7 +77,12 @@ export function readHeader(b: Buffer): ContainerHeader | undefined {
   if (pos + 16 > b.length) return undefined;
   const schema = meta.get('avro.schema');
   if (!schema) throw bad('no avro.schema entry');
-  return { schema: schema.toString('utf8'), codec: meta.get('avro.codec')?.toString('utf8') || 'null', sync: Buffer.from(b.subarray(pos, pos + 16)), length: pos + 16 };
+  return {
+    schema: schema.toString('utf8'),
+    codec: meta.get('avro.codec')?.toString('utf8') || 'null',
+    sync: Buffer.from(b.subarray(pos, pos + 16)),
+    length: pos + 16,
+  };
 }
 
 /** An unsigned-safe zig-zag varint long at `pos`; `more` when it runs past the end; NaN when it is longer than 10 bytes. */
@@ -137,7 +142,7 @@ export function inflate(codec: string, data: Buffer): Buffer {
       // Snappy blocks end with the CRC-32 of the uncompressed data, big-endian.
       if (data.length < 4) throw new Error('snappy block shorter than its checksum');
       const out = Buffer.from(uncompressBlock(data.subarray(0, data.length - 4), MAX_BLOCK));
-      if ((crc32(out) >>> 0) !== data.readUInt32BE(data.length - 4)) throw new Error('snappy block checksum mismatch');
+      if (crc32(out) >>> 0 !== data.readUInt32BE(data.length - 4)) throw new Error('snappy block checksum mismatch');
       return out;
     }
     default:

@@ -1,35 +1,44 @@
 import { createHash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type avro from 'avsc';
-import {
-  encodeBlock,
-  inflate,
-  isContainer,
-  readHeader,
-  scanBlock,
-  containerHeader,
-  type Codec,
-  type ContainerHeader,
-} from './container.js';
+import { encodeBlock, inflate, isContainer, readHeader, scanBlock, containerHeader, type Codec, type ContainerHeader } from './container.js';
 import { avroType, budgetFor, decodeValue, encodeValue, valueMapping, whyInvalid } from './values.js';
 import { lintRegistryUrl, readWireHeader, registryFor, SchemaRegistryError, wireHeader, type SchemaRegistryClient } from '../../common/schema-registry.js';
 import { readSchemaFile, schemaPath, SchemaFileError } from '../../common/schema-file.js';
-import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type ResolveContext, type SerializerContext, type SplitPiece } from '../../types.js';
+import {
+  defineSerializer,
+  type SerializerPlugin,
+  type DecodeOut,
+  type LintIssue,
+  type Rec,
+  type ResolveContext,
+  type SerializerContext,
+  type SplitPiece,
+} from '../../types.js';
 
 const config = Type.Object(
   {
     schema: Type.Optional(Type.String({ minLength: 1, description: 'The Avro schema as inline JSON text.' })),
-    schema_file: Type.Optional(
-      Type.String({ minLength: 1, description: 'An Avro schema file (.avsc, JSON); a relative path is taken under SVC_SCHEMA_DIR.' }),
-    ),
+    schema_file: Type.Optional(Type.String({ minLength: 1, description: 'An Avro schema file (.avsc, JSON); a relative path is taken under SVC_SCHEMA_DIR.' })),
     schema_registry_url: Type.Optional(
-      Type.String({ minLength: 1, description: 'Confluent Schema Registry base URL; overrides SVC_SCHEMA_REGISTRY_URL. Basic auth from SVC_SCHEMA_REGISTRY_USERNAME/PASSWORD.' }),
+      Type.String({
+        minLength: 1,
+        description: 'Confluent Schema Registry base URL; overrides SVC_SCHEMA_REGISTRY_URL. Basic auth from SVC_SCHEMA_REGISTRY_USERNAME/PASSWORD.',
+      }),
     ),
     schema_registry_subject: Type.Optional(
-      Type.String({ minLength: 1, description: 'Registry subject: its versions are fetched at run start (reading); writing uses its latest schema, or registers schema/schema_file under it.' }),
+      Type.String({
+        minLength: 1,
+        description:
+          'Registry subject: its versions are fetched at run start (reading); writing uses its latest schema, or registers schema/schema_file under it.',
+      }),
     ),
     schema_registry_id: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 0xffffffff, description: 'Registry schema id: fetched at run start when a registry is set; written after the magic byte.' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 0xffffffff,
+        description: 'Registry schema id: fetched at run start when a registry is set; written after the magic byte.',
+      }),
     ),
     use_magic_bytes: Type.Boolean({
       default: true,
@@ -129,7 +138,10 @@ function lint(c: Config, ctx?: SerializerContext): LintIssue[] {
  * else the local schema registered under the subject (only when writing: registering is a change),
  * else the subject's latest version.
  */
-async function resolve(c: AvroConfig, ctx: Pick<ResolveContext, 'signal' | 'schemaRegistry' | 'schemaDir'> & { direction?: 'in' | 'out' }): Promise<AvroConfig> {
+async function resolve(
+  c: AvroConfig,
+  ctx: Pick<ResolveContext, 'signal' | 'schemaRegistry' | 'schemaDir'> & { direction?: 'in' | 'out' },
+): Promise<AvroConfig> {
   const local = localSchema(c, ctx.schemaDir);
   if (!usesRegistry(c)) return c;
   const reg = registryFor(c.schema_registry_url, ctx.schemaRegistry);
@@ -154,7 +166,12 @@ async function resolve(c: AvroConfig, ctx: Pick<ResolveContext, 'signal' | 'sche
   return { ...c, _resolved: resolved };
 }
 
-async function subjectSchemas(reg: SchemaRegistryClient, subject: string, hasLocal: boolean, signal: AbortSignal): Promise<{ schemas: Record<string, string>; latest?: string }> {
+async function subjectSchemas(
+  reg: SchemaRegistryClient,
+  subject: string,
+  hasLocal: boolean,
+  signal: AbortSignal,
+): Promise<{ schemas: Record<string, string>; latest?: string }> {
   let versions: number[];
   try {
     versions = (await reg.versions(subject, signal)).sort((a, b) => b - a).slice(0, MAX_VERSIONS);
@@ -333,7 +350,8 @@ function decoderFor(c: AvroConfig, schemaDir: string | undefined) {
         const datums = inflate(header.codec, data.subarray(b.dataStart, b.dataEnd));
         // A record counts at least one byte, even of a schema that takes none (an empty record):
         // a count of 2^40 over no data grew one array until the process died (issue 28).
-        if (b.count > datums.length) throw new Error(`block announces ${b.count} records in ${datums.length} bytes (each record counts at least one byte): a corrupt or hostile count`);
+        if (b.count > datums.length)
+          throw new Error(`block announces ${b.count} records in ${datums.length} bytes (each record counts at least one byte): a corrupt or hostile count`);
         const budget = budgetFor(datums.length);
         let p = 0;
         for (let i = 0; i < b.count; i++) {
@@ -365,7 +383,10 @@ function decoderFor(c: AvroConfig, schemaDir: string | undefined) {
       type = schemas.byId.get(id) ?? schemas.fallback;
       if (!type) {
         const known = [...schemas.byId.keys()].join(', ') || 'none';
-        out.error(`avro: schema id ${id} was not fetched at run start (fetched: ${known}); add its subject (schema_registry_subject) or rerun after registering it`, data);
+        out.error(
+          `avro: schema id ${id} was not fetched at run start (fetched: ${known}); add its subject (schema_registry_subject) or rerun after registering it`,
+          data,
+        );
         return;
       }
     }
@@ -412,7 +433,11 @@ function decoderFor(c: AvroConfig, schemaDir: string | undefined) {
 // ---- encoding --------------------------------------------------------------------------------
 
 /** A sync marker from the schema rather than random: a file a later run appends to stays one valid container. */
-const syncFor = (schema: string) => createHash('sha256').update('svc avro sync ' + schema).digest().subarray(0, 16);
+const syncFor = (schema: string) =>
+  createHash('sha256')
+    .update('svc avro sync ' + schema)
+    .digest()
+    .subarray(0, 16);
 
 function encoderFor(c: AvroConfig, schemaDir: string | undefined) {
   const local = localSchema(c, schemaDir);
@@ -450,7 +475,8 @@ function encoderFor(c: AvroConfig, schemaDir: string | undefined) {
   };
 }
 
-const exampleSchema = '{"type":"record","name":"Interface","fields":[{"name":"host","type":"string"},{"name":"ifIndex","type":"int"},{"name":"ifInOctets","type":"long"}]}';
+const exampleSchema =
+  '{"type":"record","name":"Interface","fields":[{"name":"host","type":"string"},{"name":"ifIndex","type":"int"},{"name":"ifInOctets","type":"long"}]}';
 
 export default defineSerializer({
   key: 'avro',
@@ -490,4 +516,3 @@ export default defineSerializer({
   decoder: (c, ctx) => decoderFor(c as AvroConfig, ctx?.schemaDir),
   encoder: (c, ctx) => encoderFor(c as AvroConfig, ctx?.schemaDir),
 });
-

@@ -103,7 +103,9 @@ let current: DecodeBudget | undefined;
 
 function charge(): void {
   if (current && --current.left < 0) {
-    throw new AvroBoundError(`the data builds more than ${VALUES_PER_BYTE} records or null values per byte (${current.bytes} bytes): a count or nesting that no data backs (corrupt or hostile input)`);
+    throw new AvroBoundError(
+      `the data builds more than ${VALUES_PER_BYTE} records or null values per byte (${current.bytes} bytes): a count or nesting that no data backs (corrupt or hostile input)`,
+    );
   }
 }
 
@@ -160,20 +162,20 @@ function readMap(this: Readable, tap: Tap): Record<string, unknown> {
 // record subclass wraps.)
 const types = avro.types as unknown as Record<string, new (schema: unknown, opts: unknown) => Readable>;
 
-class BoundedArray extends types.ArrayType! {
+class BoundedArray extends (types.ArrayType!) {
   override _read(tap: Tap) {
     return readArray.call(this, tap);
   }
 }
 
-class BoundedMap extends types.MapType! {
+class BoundedMap extends (types.MapType!) {
   override _read(tap: Tap) {
     return readMap.call(this, tap);
   }
 }
 
 /** Records (empty ones take no byte) and fixed of size 0: each read is charged. */
-class ChargedRecord extends types.RecordType! {
+class ChargedRecord extends (types.RecordType!) {
   _createReader() {
     const read = (types.RecordType!.prototype as unknown as { _createReader(): (tap: Tap) => unknown })._createReader.call(this);
     return (tap: Tap) => {
@@ -183,14 +185,14 @@ class ChargedRecord extends types.RecordType! {
   }
 }
 
-class ChargedFixed extends types.FixedType! {
+class ChargedFixed extends (types.FixedType!) {
   override _read(tap: Tap) {
     charge();
     return super._read(tap);
   }
 }
 
-class ChargedNull extends types.NullType! {
+class ChargedNull extends (types.NullType!) {
   override _read() {
     charge();
     return null;
@@ -201,12 +203,17 @@ function typeHook(schema: unknown, opts: unknown): avro.Type | undefined {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return undefined; // names and unions: avsc's
   const s = schema as { type?: unknown; size?: unknown };
   const C =
-    s.type === 'array' ? BoundedArray
-    : s.type === 'map' ? BoundedMap
-    : s.type === 'record' || s.type === 'error' ? ChargedRecord
-    : s.type === 'null' ? ChargedNull
-    : s.type === 'fixed' && s.size === 0 ? ChargedFixed
-    : undefined;
+    s.type === 'array'
+      ? BoundedArray
+      : s.type === 'map'
+        ? BoundedMap
+        : s.type === 'record' || s.type === 'error'
+          ? ChargedRecord
+          : s.type === 'null'
+            ? ChargedNull
+            : s.type === 'fixed' && s.size === 0
+              ? ChargedFixed
+              : undefined;
   return C && (new C(schema, opts) as unknown as avro.Type);
 }
 
@@ -365,7 +372,8 @@ export function whyInvalid(type: avro.Type, v: unknown): string {
   const problems: string[] = [];
   type.isValid(v, {
     errorHook: (path, val, t) => {
-      if (problems.length < 3) problems.push(`${path.length ? path.join('.') : '(record)'}: ${JSON.stringify(val) ?? 'undefined'} is not ${JSON.stringify(t.schema())}`);
+      if (problems.length < 3)
+        problems.push(`${path.length ? path.join('.') : '(record)'}: ${JSON.stringify(val) ?? 'undefined'} is not ${JSON.stringify(t.schema())}`);
     },
   });
   return problems.join('; ') || 'does not match the schema';

@@ -25,7 +25,10 @@ export default defineSerializer({
     {
       title: 'Compact (default)',
       yaml: 'type: json',
-      worked: { input: '[{"host": "rtr1", "ifIndex": 1}, {"host": "rtr2", "up": true}, 42]', records: [{ host: 'rtr1', ifIndex: 1 }, { host: 'rtr2', up: true }, { _value: 42 }] },
+      worked: {
+        input: '[{"host": "rtr1", "ifIndex": 1}, {"host": "rtr2", "up": true}, 42]',
+        records: [{ host: 'rtr1', ifIndex: 1 }, { host: 'rtr2', up: true }, { _value: 42 }],
+      },
     },
     { title: 'Pretty-printed, UTF-8 kept', yaml: 'type: json\nindent: 2\nensure_ascii: false' },
   ],
@@ -36,7 +39,10 @@ export default defineSerializer({
       decode({ data }, out) {
         const text = data.toString('utf8');
         if (tooDeepJson(text, maxDepth)) {
-          out.error(`JSON document nested deeper than ${maxDepth} arrays and objects (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`, data);
+          out.error(
+            `JSON document nested deeper than ${maxDepth} arrays and objects (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`,
+            data,
+          );
           return;
         }
         let v: unknown;

@@ -24,9 +24,11 @@ function bigToString(v: unknown): unknown {
     for (let i = 0; i < v.length; i++) v[i] = bigToString(v[i]);
   } else if (isRecord(v)) {
     const proto = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) throw new Error(`a ${(v as object).constructor?.name ?? 'non-plain'} object (a msgpackr extension type, not standard MessagePack)`);
+    if (proto !== Object.prototype && proto !== null)
+      throw new Error(`a ${(v as object).constructor?.name ?? 'non-plain'} object (a msgpackr extension type, not standard MessagePack)`);
     for (const k in v) v[k] = bigToString(v[k]);
-  } else if (ArrayBuffer.isView(v) && !(v instanceof Uint8Array)) throw new Error(`a ${v.constructor.name} (a msgpackr extension type, not standard MessagePack)`);
+  } else if (ArrayBuffer.isView(v) && !(v instanceof Uint8Array))
+    throw new Error(`a ${v.constructor.name} (a msgpackr extension type, not standard MessagePack)`);
   return v;
 }
 
@@ -163,7 +165,10 @@ export default defineSerializer({
           return;
         }
         const q = resync(data, p + 1, true);
-        out.error(`MessagePack ${where(p)}: invalid value (a 0xc1 byte, or a size over ${MAX_DECLARED} bytes, in it); ${q - p} bytes up to the next record skipped`, data.subarray(p, q));
+        out.error(
+          `MessagePack ${where(p)}: invalid value (a 0xc1 byte, or a size over ${MAX_DECLARED} bytes, in it); ${q - p} bytes up to the next record skipped`,
+          data.subarray(p, q),
+        );
         p = q;
       }
       decodeRun(data, run, out, where);

@@ -70,22 +70,45 @@ export function scanValue(b: Uint8Array, start: number, len = b.length): ScanRes
     if (i + fixed > len) return { end: INCOMPLETE, big };
     let size = 0; // payload bytes after the fixed part
     switch (t) {
-      case 0xc4: case 0xd9: size = b[i + 1]!; break; // bin8, str8
-      case 0xc5: case 0xda: size = u16(b, i + 1); break;
-      case 0xc6: case 0xdb: size = u32(b, i + 1); break;
-      case 0xc7: size = b[i + 1]!; break; // ext8: the type byte is in `fixed`
-      case 0xc8: size = u16(b, i + 1); break;
-      case 0xc9: size = u32(b, i + 1); break;
-      case 0xcf: big ||= bigAt(b, i + 1, false); break;
-      case 0xd3: big ||= bigAt(b, i + 1, true); break;
-      case 0xdc: need += u16(b, i + 1); break;
+      case 0xc4:
+      case 0xd9:
+        size = b[i + 1]!;
+        break; // bin8, str8
+      case 0xc5:
+      case 0xda:
+        size = u16(b, i + 1);
+        break;
+      case 0xc6:
+      case 0xdb:
+        size = u32(b, i + 1);
+        break;
+      case 0xc7:
+        size = b[i + 1]!;
+        break; // ext8: the type byte is in `fixed`
+      case 0xc8:
+        size = u16(b, i + 1);
+        break;
+      case 0xc9:
+        size = u32(b, i + 1);
+        break;
+      case 0xcf:
+        big ||= bigAt(b, i + 1, false);
+        break;
+      case 0xd3:
+        big ||= bigAt(b, i + 1, true);
+        break;
+      case 0xdc:
+        need += u16(b, i + 1);
+        break;
       case 0xdd: {
         const n = u32(b, i + 1);
         if (n > MAX_DECLARED) return { end: INVALID, big };
         need += n;
         break;
       }
-      case 0xde: need += 2 * u16(b, i + 1); break;
+      case 0xde:
+        need += 2 * u16(b, i + 1);
+        break;
       case 0xdf: {
         const n = u32(b, i + 1);
         if (n > MAX_DECLARED) return { end: INVALID, big };
@@ -105,9 +128,38 @@ export function scanValue(b: Uint8Array, start: number, len = b.length): ScanRes
 // Bytes of each type 0xc0..0xdf before its payload (type byte, length, ext type); 0 = never used.
 // prettier-ignore
 const FIXED = [
-  1, 0, 1, 1, 2, 3, 5, 3, 4, 6, // c0 nil, c1 -, false, true, bin8/16/32, ext8/16/32
-  5, 9, 2, 3, 5, 9, 2, 3, 5, 9, // float32/64, uint8..64, int8..64
-  3, 4, 6, 10, 18, 2, 3, 5, 3, 5, 3, 5, // fixext1..16, str8/16/32, array16/32, map16/32
+  1,
+  0,
+  1,
+  1,
+  2,
+  3,
+  5,
+  3,
+  4,
+  6, // c0 nil, c1 -, false, true, bin8/16/32, ext8/16/32
+  5,
+  9,
+  2,
+  3,
+  5,
+  9,
+  2,
+  3,
+  5,
+  9, // float32/64, uint8..64, int8..64
+  3,
+  4,
+  6,
+  10,
+  18,
+  2,
+  3,
+  5,
+  3,
+  5,
+  3,
+  5, // fixext1..16, str8/16/32, array16/32, map16/32
 ];
 
 const isStrType = (t: number) => (t >= 0xa0 && t <= 0xbf) || t === 0xd9 || t === 0xda || t === 0xdb;

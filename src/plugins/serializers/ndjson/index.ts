@@ -26,7 +26,10 @@ export default defineSerializer({
     {
       title: 'Defaults',
       yaml: 'type: ndjson',
-      worked: { input: '{"host": "rtr1", "in": 10}\n[1, 2]\n{"host": "rtr2", "in": 7}\n', records: [{ host: 'rtr1', in: 10 }, { _value: [1, 2] }, { host: 'rtr2', in: 7 }] },
+      worked: {
+        input: '{"host": "rtr1", "in": 10}\n[1, 2]\n{"host": "rtr2", "in": 7}\n',
+        records: [{ host: 'rtr1', in: 10 }, { _value: [1, 2] }, { host: 'rtr2', in: 7 }],
+      },
     },
     { title: 'Strict objects, UTF-8 kept as is', yaml: 'type: ndjson\nstrict: true\nensure_ascii: false' },
   ],
@@ -41,7 +44,10 @@ export default defineSerializer({
           // Blank lines are skipped; trim() only when the line starts with whitespace (it allocates).
           if (line.length === 0 || (line.charCodeAt(0) <= 32 && line.trim() === '')) continue;
           if (tooDeepJson(line, maxDepth)) {
-            out.error(`JSON nested deeper than ${maxDepth} arrays and objects (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`, line);
+            out.error(
+              `JSON nested deeper than ${maxDepth} arrays and objects (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`,
+              line,
+            );
             continue;
           }
           let v: unknown;

@@ -31,8 +31,11 @@ export function parseFooter(footer: Buffer): FileMetaData {
   } catch (e) {
     throw new Error(`corrupt Parquet footer: ${(e as Error).message}`, { cause: e });
   }
-  if (!Array.isArray(md.schema) || md.schema.length === 0 || !Array.isArray(md.row_groups)) throw new Error('corrupt Parquet footer: no schema or row group list');
-  const bad = md.schema.find((e) => e.num_children !== undefined && !(Number.isInteger(e.num_children) && e.num_children >= 0 && e.num_children < md.schema.length));
+  if (!Array.isArray(md.schema) || md.schema.length === 0 || !Array.isArray(md.row_groups))
+    throw new Error('corrupt Parquet footer: no schema or row group list');
+  const bad = md.schema.find(
+    (e) => e.num_children !== undefined && !(Number.isInteger(e.num_children) && e.num_children >= 0 && e.num_children < md.schema.length),
+  );
   if (bad) throw new Error(`corrupt Parquet footer: schema element '${String(bad.name)}' has ${String(bad.num_children)} children`);
   try {
     markGeoColumns(md.schema, md.key_value_metadata);

@@ -132,7 +132,8 @@ export function checkPages(view: DataView, c: ChunkRef, schemaPath: SchemaTree[]
         if (values > c.values) throw bad(`${values} values, the footer says ${c.values}`);
         const rep = d.repetition_levels_byte_length;
         const def = d.definition_levels_byte_length;
-        if (!count(rep) || !count(def) || rep + def > size || rep + def > full) throw bad(`level lengths ${String(rep)}, ${String(def)} in a ${size}-byte page`);
+        if (!count(rep) || !count(def) || rep + def > size || rep + def > full)
+          throw bad(`level lengths ${String(rep)}, ${String(def)} in a ${size}-byte page`);
         if (!count(d.num_rows) || !count(d.num_nulls) || d.num_nulls > d.num_values) throw bad(`${String(d.num_rows)} rows, ${String(d.num_nulls)} nulls`);
         const v = new DataView(body.buffer, body.byteOffset, body.byteLength);
         if (maxRep) checkRuns(v, 0, bitWidth(maxRep), d.num_values, 'repetition levels');

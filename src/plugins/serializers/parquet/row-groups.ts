@@ -25,7 +25,6 @@ export interface GroupRef {
   columns: ChunkRef[];
 }
 
-
 const allParsers = { ...DEFAULT_PARSERS, ...parsers };
 
 /** Values (all columns) any row group may claim, whatever its size: 16 Mi (a few hundred MB decoded). */
@@ -71,7 +70,9 @@ export function describeGroup(metadata: FileMetaData, index: number, base: numbe
   // claim any count up to MAX_GROUP_VALUES, and past it at most VALUES_PER_BYTE a byte.
   const most = Math.max(MAX_GROUP_VALUES, VALUES_PER_BYTE * span);
   if (values > most) {
-    throw new Error(`corrupt row group: its columns claim ${values} values in ${span} bytes (more than ${VALUES_PER_BYTE} a byte past the first ${MAX_GROUP_VALUES}): a corrupt or hostile count`);
+    throw new Error(
+      `corrupt row group: its columns claim ${values} values in ${span} bytes (more than ${VALUES_PER_BYTE} a byte past the first ${MAX_GROUP_VALUES}): a corrupt or hostile count`,
+    );
   }
   return { index, rows, selectStart: 0, selectEnd: rows, columns };
 }
@@ -127,15 +128,26 @@ export class GroupReader {
     const columns = new Map<string, DecodedArray>();
     for (const c of g.columns) {
       const name = c.path.join('.');
-      if (c.start < 0 || c.end > data.length || c.end < c.start) throw new Error(`column ${name}: its bytes lie outside the row group (truncated or corrupt file)`);
+      if (c.start < 0 || c.end > data.length || c.end < c.start)
+        throw new Error(`column ${name}: its bytes lie outside the row group (truncated or corrupt file)`);
       const schemaPath = getTreePath(this.tree, c.path);
       const declared = schemaPath[schemaPath.length - 1]?.element.type;
       // The values are converted by the schema's type: a chunk of another type would pass its raw values on (found by fuzzing).
-      if (declared !== c.type) throw new Error(`column ${name}: its chunk holds ${String(c.type)} values, the schema says ${String(declared)} (corrupt footer)`);
+      if (declared !== c.type)
+        throw new Error(`column ${name}: its chunk holds ${String(c.type)} values, the schema says ${String(declared)} (corrupt footer)`);
       const view = new DataView(data.buffer, data.byteOffset + c.start, c.end - c.start);
       const reader = { view, offset: 0 };
       const select = { groupStart: 0, selectStart: 0, selectEnd: g.rows, groupRows: g.rows };
-      const decoder = { pathInSchema: c.path, type: c.type, element: schemaPath[schemaPath.length - 1]!.element, schemaPath, codec: c.codec, parsers: allParsers, compressors, utf8: false };
+      const decoder = {
+        pathInSchema: c.path,
+        type: c.type,
+        element: schemaPath[schemaPath.length - 1]!.element,
+        schemaPath,
+        codec: c.codec,
+        parsers: allParsers,
+        compressors,
+        utf8: false,
+      };
       let values: DecodedArray;
       try {
         checkPages(view, c, schemaPath);

@@ -10,9 +10,7 @@ import { describeGroup, groupSpan, type GroupRef } from './row-groups.js';
 import { spool, type Spool } from './spool.js';
 
 /** What decode() is told about a piece: row groups to read, or why the unit cannot be read. */
-export type PieceHeader =
-  | { schema: string; unit: string; groups: GroupRef[] }
-  | { error: string; offset: number; size: number; part: number; parts: number };
+export type PieceHeader = { schema: string; unit: string; groups: GroupRef[] } | { error: string; offset: number; size: number; part: number; parts: number };
 
 /** Units up to this size stay in memory instead of going to a temporary file. */
 const MEMORY_SPOOL = 8 << 20;
@@ -21,7 +19,11 @@ const MAX_WINDOW_CELLS = 1 << 20;
 /** An unreadable unit goes to the dead-letter queue in raw parts of at most this size. */
 const RAW_PART = 16 << 20;
 
-const headerOf = (h: PieceHeader) => Buffer.from(JSON.stringify(h, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v)), 'utf8');
+const headerOf = (h: PieceHeader) =>
+  Buffer.from(
+    JSON.stringify(h, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v)),
+    'utf8',
+  );
 
 export async function* splitParquet(stream: AsyncIterable<Buffer>, opts: SplitOptions): AsyncGenerator<SplitPiece> {
   const s = await spool(stream, Math.max(MEMORY_SPOOL, opts.targetBytes));

@@ -81,7 +81,13 @@ const SINGLE_QUOTE = 0x27;
 
 const isSpace = (code: number) => code === SPACE || code === 0x0a || code === 0x09 || code === 0x0d;
 const isNameChar = (code: number) =>
-  (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a) || (code >= 0x30 && code <= 0x3a) || code === 0x5f || code === 0x2d || code === 0x2e || code >= 0x80;
+  (code >= 0x61 && code <= 0x7a) ||
+  (code >= 0x41 && code <= 0x5a) ||
+  (code >= 0x30 && code <= 0x3a) ||
+  code === 0x5f ||
+  code === 0x2d ||
+  code === 0x2e ||
+  code >= 0x80;
 const localOf = (qname: string) => {
   const i = qname.indexOf(':');
   return i === -1 ? qname : qname.slice(i + 1);
@@ -90,7 +96,10 @@ const localOf = (qname: string) => {
 const ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
 
 class XmlError extends Error {
-  constructor(message: string, readonly at: number) {
+  constructor(
+    message: string,
+    readonly at: number,
+  ) {
     super(message);
   }
 }
@@ -401,7 +410,9 @@ export class PmXmlDecoder {
       skipped = `${count} partial element${count === 1 ? '' : 's'} skipped`;
     }
     const end = this.meta.offset + this.data.length;
-    const what = names.length ? `${this.depth} open element${this.depth === 1 ? '' : 's'} closed automatically (${names.join(' > ')})` : 'no measCollecFile element';
+    const what = names.length
+      ? `${this.depth} open element${this.depth === 1 ? '' : 's'} closed automatically (${names.join(' > ')})`
+      : 'no measCollecFile element';
     this.out.note(`PM XML: file truncated at byte ${end}: ${what}, ${skipped}`);
     this.slots.length = 0;
     this.vals.length = 0;
@@ -462,11 +473,24 @@ export class PmXmlDecoder {
       } else {
         // Fast path for the bulk of a file, `<r p="N">value</r>` inside a measValue; anything
         // else (prefixes, entities, other quoting or spacing) takes the general path below.
-        if (next === 0x72 && text.charCodeAt(tagStart + 2) === SPACE && text.charCodeAt(tagStart + 3) === 0x70 && text.charCodeAt(tagStart + 4) === EQUALS && text.charCodeAt(tagStart + 5) === DOUBLE_QUOTE && this.kinds[this.depth - 1] === MEAS_VALUE && this.depth > 0) {
+        if (
+          next === 0x72 &&
+          text.charCodeAt(tagStart + 2) === SPACE &&
+          text.charCodeAt(tagStart + 3) === 0x70 &&
+          text.charCodeAt(tagStart + 4) === EQUALS &&
+          text.charCodeAt(tagStart + 5) === DOUBLE_QUOTE &&
+          this.kinds[this.depth - 1] === MEAS_VALUE &&
+          this.depth > 0
+        ) {
           const pEnd = text.indexOf('"', tagStart + 6);
           if (pEnd !== -1 && text.charCodeAt(pEnd + 1) === GREATER_THAN) {
             const valueEnd = text.indexOf('<', pEnd + 2);
-            if (valueEnd !== -1 && text.charCodeAt(valueEnd + 1) === SLASH && text.charCodeAt(valueEnd + 2) === 0x72 && text.charCodeAt(valueEnd + 3) === GREATER_THAN) {
+            if (
+              valueEnd !== -1 &&
+              text.charCodeAt(valueEnd + 1) === SLASH &&
+              text.charCodeAt(valueEnd + 2) === 0x72 &&
+              text.charCodeAt(valueEnd + 3) === GREATER_THAN
+            ) {
               const pValue = text.slice(tagStart + 6, pEnd);
               const content = text.slice(pEnd + 2, valueEnd);
               if (content.indexOf('&') === -1 && pValue.indexOf('&') === -1 && pValue.indexOf('<') === -1) {
@@ -712,7 +736,10 @@ export class PmXmlDecoder {
       return;
     }
     if (!this.put(typeIndex, counterValue(text, this.options.numeric))) {
-      this.out.error(`PM XML: measInfo "${measInfoId}": ${tag} is a second value for counter "${this.typeList[typeIndex]}" in measValue ${JSON.stringify(this.measObjLdn)}; the first is kept`, this.raw(tagStart, after));
+      this.out.error(
+        `PM XML: measInfo "${measInfoId}": ${tag} is a second value for counter "${this.typeList[typeIndex]}" in measValue ${JSON.stringify(this.measObjLdn)}; the first is kept`,
+        this.raw(tagStart, after),
+      );
     }
   }
 
@@ -733,9 +760,16 @@ export class PmXmlDecoder {
     for (let i = 0; i < paired; i++) if (!this.put(i, counterValue(tokens[i]!, this.options.numeric))) dup++;
     const measInfoId = this.measInfo.meas_info_id ?? '';
     if (tokens.length > this.typeList.length) {
-      this.out.error(`PM XML: measInfo "${measInfoId}": ${tokens.length} values in measResults for ${this.typeList.length} measTypes; the extra ones are skipped`, this.raw(tagStart, after));
+      this.out.error(
+        `PM XML: measInfo "${measInfoId}": ${tokens.length} values in measResults for ${this.typeList.length} measTypes; the extra ones are skipped`,
+        this.raw(tagStart, after),
+      );
     }
-    if (dup) this.out.error(`PM XML: measInfo "${measInfoId}": measResults has ${dup} more value${dup === 1 ? '' : 's'} for counters named twice in measTypes; the first of each is kept`, this.raw(tagStart, after));
+    if (dup)
+      this.out.error(
+        `PM XML: measInfo "${measInfoId}": measResults has ${dup} more value${dup === 1 ? '' : 's'} for counters named twice in measTypes; the first of each is kept`,
+        this.raw(tagStart, after),
+      );
   }
 
   /** The record of a complete measValue. */

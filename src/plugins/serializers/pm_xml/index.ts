@@ -11,11 +11,18 @@ const config = Type.Object(
       default: 'utf-8',
       description: 'Character encoding of the files; an ASCII-compatible one (utf-8, latin1, windows-1252, iso-8859-x). The XML declaration is not consulted.',
     }),
-    add_managed_element: Type.Boolean({ default: true, description: 'Add managed_element (managedElement localDn), user_label and sw_version to every record.' }),
-    add_duration: Type.Boolean({ default: false, description: 'Add gran_period_s and rep_period_s: the granPeriod and repPeriod durations (PT900S, PT15M) in seconds.' }),
+    add_managed_element: Type.Boolean({
+      default: true,
+      description: 'Add managed_element (managedElement localDn), user_label and sw_version to every record.',
+    }),
+    add_duration: Type.Boolean({
+      default: false,
+      description: 'Add gran_period_s and rep_period_s: the granPeriod and repPeriod durations (PT900S, PT15M) in seconds.',
+    }),
     numeric_values: Type.Boolean({
       default: true,
-      description: 'Counter values that are decimal numbers become numbers (floats); others (PDF lists "1,2,3", text) stay strings. Empty and NIL values are null either way.',
+      description:
+        'Counter values that are decimal numbers become numbers (floats); others (PDF lists "1,2,3", text) stay strings. Empty and NIL values are null either way.',
     }),
   },
   { additionalProperties: false },
@@ -89,7 +96,8 @@ const LIST_EXAMPLE = `<?xml version="1.0"?>
 
 export default defineSerializer({
   key: 'pm_xml',
-  summary: '3GPP TS 32.435 measurement collection files (XML), one flat record per measValue with its counters as fields; streamed, truncated files closed automatically.',
+  summary:
+    '3GPP TS 32.435 measurement collection files (XML), one flat record per measValue with its counters as fields; streamed, truncated files closed automatically.',
   direction: 'in',
   config,
   lint: (c) => {
@@ -97,7 +105,13 @@ export default defineSerializer({
     if (bad.length) return bad;
     const e = new TextDecoder(c.encoding.toLowerCase().replace(/_/g, '-')).encoding;
     // The splitter looks for ASCII markup bytes: only ASCII-compatible encodings can be cut.
-    if (e.startsWith('utf-16')) return [{ path: 'encoding', message: `encoding "${c.encoding}" is not ASCII-compatible; PM XML files are read in utf-8, latin1 or a similar single-byte encoding` }];
+    if (e.startsWith('utf-16'))
+      return [
+        {
+          path: 'encoding',
+          message: `encoding "${c.encoding}" is not ASCII-compatible; PM XML files are read in utf-8, latin1 or a similar single-byte encoding`,
+        },
+      ];
     return [];
   },
   examples: [
@@ -112,7 +126,18 @@ export default defineSerializer({
       yaml: 'type: pm_xml',
       worked: {
         input: LIST_EXAMPLE,
-        records: [{ file_format_version: '32.435 V7.0', vendor_name: 'Vendor', begin_time: '2024-05-01T10:00:00Z', managed_element: 'NE-7', gran_end_time: '2024-05-01T10:15:00Z', meas_obj_ldn: 'Cell=1', pmRrcAtt: 17, pmRrcSucc: 16 }],
+        records: [
+          {
+            file_format_version: '32.435 V7.0',
+            vendor_name: 'Vendor',
+            begin_time: '2024-05-01T10:00:00Z',
+            managed_element: 'NE-7',
+            gran_end_time: '2024-05-01T10:15:00Z',
+            meas_obj_ldn: 'Cell=1',
+            pmRrcAtt: 17,
+            pmRrcSucc: 16,
+          },
+        ],
       },
     },
   ],

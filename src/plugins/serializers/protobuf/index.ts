@@ -10,7 +10,16 @@ import {
   SchemaRegistryError,
   wireHeader,
 } from '../../common/schema-registry.js';
-import { defineSerializer, type SerializerPlugin, type DecodeOut, type LintIssue, type Rec, type ResolveContext, type SerializerContext, type SplitPiece } from '../../types.js';
+import {
+  defineSerializer,
+  type SerializerPlugin,
+  type DecodeOut,
+  type LintIssue,
+  type Rec,
+  type ResolveContext,
+  type SerializerContext,
+  type SplitPiece,
+} from '../../types.js';
 
 const config = Type.Object(
   {
@@ -18,18 +27,25 @@ const config = Type.Object(
     message_class: Type.String({ minLength: 1, description: 'The message type: its full name (package.Message) or a unique simple name.' }),
     framing: Type.Union([Type.Literal('length_delimited'), Type.Literal('none')], {
       default: 'length_delimited',
-      description: 'length_delimited: each message is preceded by its varint byte length (writeDelimitedTo), many per unit; none: one message per unit or per queue message.',
+      description:
+        'length_delimited: each message is preceded by its varint byte length (writeDelimitedTo), many per unit; none: one message per unit or per queue message.',
     }),
     schema_registry_url: Type.Optional(
-      Type.String({ minLength: 1, description: 'Confluent Schema Registry base URL; overrides SVC_SCHEMA_REGISTRY_URL. Used when writing to find the schema id.' }),
+      Type.String({
+        minLength: 1,
+        description: 'Confluent Schema Registry base URL; overrides SVC_SCHEMA_REGISTRY_URL. Used when writing to find the schema id.',
+      }),
     ),
     schema_registry_subject: Type.Optional(
       Type.String({ minLength: 1, description: 'Registry subject: when writing, schema_file is registered under it (its id goes after the magic byte).' }),
     ),
-    schema_registry_id: Type.Optional(Type.Integer({ minimum: 0, maximum: 0xffffffff, description: 'Schema id to write after the magic byte (no registry request).' })),
+    schema_registry_id: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 0xffffffff, description: 'Schema id to write after the magic byte (no registry request).' }),
+    ),
     use_magic_bytes: Type.Boolean({
       default: true,
-      description: 'With framing none, messages carry the Confluent wire format prefix (magic byte 0, 4-byte schema id, message indexes). Length-delimited streams never do.',
+      description:
+        'With framing none, messages carry the Confluent wire format prefix (magic byte 0, 4-byte schema id, message indexes). Length-delimited streams never do.',
     }),
   },
   { additionalProperties: false },
@@ -64,7 +80,10 @@ function lint(c: Config, ctx?: SerializerContext): LintIssue[] {
  * registered under the subject when writing (looked up only when the engine does not say it writes).
  * Reading needs nothing from the registry: the local schema decodes, the embedded id is skipped.
  */
-async function resolve(c: ProtoConfig, ctx: Pick<ResolveContext, 'signal' | 'schemaRegistry' | 'schemaDir'> & { direction?: 'in' | 'out' }): Promise<ProtoConfig> {
+async function resolve(
+  c: ProtoConfig,
+  ctx: Pick<ResolveContext, 'signal' | 'schemaRegistry' | 'schemaDir'> & { direction?: 'in' | 'out' },
+): Promise<ProtoConfig> {
   // Only framing none with magic bytes writes an id; length-delimited streams carry none.
   if (c.framing !== 'none' || !c.use_magic_bytes) return c;
   if (c.schema_registry_id !== undefined || c.schema_registry_subject === undefined || ctx.direction === 'in') return c;
@@ -150,7 +169,10 @@ function decoderFor(c: ProtoConfig, schemaDir: string | undefined) {
     for (let pos = 0; pos < data.length; ) {
       const v = readVarint(data, pos);
       if (v === 'bad' || (v !== 'more' && v.value > MAX_MESSAGE)) {
-        out.error(`protobuf: corrupt length prefix at byte ${pos} of the piece${v === 'bad' ? ' (varint longer than 10 bytes)' : ` (${v.value} bytes announced)`}; the rest cannot be framed`, data.subarray(pos));
+        out.error(
+          `protobuf: corrupt length prefix at byte ${pos} of the piece${v === 'bad' ? ' (varint longer than 10 bytes)' : ` (${v.value} bytes announced)`}; the rest cannot be framed`,
+          data.subarray(pos),
+        );
         return;
       }
       if (v === 'more' || v.end + v.value > data.length) {
@@ -221,7 +243,8 @@ function encoderFor(c: ProtoConfig, schemaDir: string | undefined) {
     body: (records: Rec[]) => {
       if (c.framing === 'length_delimited') return Buffer.concat(records.map(delimited));
       // Concatenated protobuf messages merge into one: a payload holds exactly one.
-      if (records.length !== 1) throw new Error(`protobuf framing none holds one message per payload, not ${records.length}: use framing length_delimited for files`);
+      if (records.length !== 1)
+        throw new Error(`protobuf framing none holds one message per payload, not ${records.length}: use framing length_delimited for files`);
       return single(records[0]!);
     },
     one: (r: Rec) => (c.framing === 'length_delimited' ? delimited(r) : single(r)),

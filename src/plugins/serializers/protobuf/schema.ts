@@ -109,18 +109,45 @@ function longFixer(t: protobuf.Type, seen = new Map<protobuf.Type, Fix | undefin
   for (const f of t.fieldsArray) {
     const name = f.name;
     if (LONG_TYPES.has(f.type) || (f.map && LONG_TYPES.has(f.type))) {
-      if (f.map) steps.push((o) => { const m = o[name] as Rec | undefined; if (m) for (const k in m) m[k] = safeLong(m[k]); });
-      else if (f.repeated) steps.push((o) => { const a = o[name] as unknown[] | undefined; if (a) for (let i = 0; i < a.length; i++) a[i] = safeLong(a[i]); });
-      else steps.push((o) => { if (o[name] !== undefined) o[name] = safeLong(o[name]); });
+      if (f.map)
+        steps.push((o) => {
+          const m = o[name] as Rec | undefined;
+          if (m) for (const k in m) m[k] = safeLong(m[k]);
+        });
+      else if (f.repeated)
+        steps.push((o) => {
+          const a = o[name] as unknown[] | undefined;
+          if (a) for (let i = 0; i < a.length; i++) a[i] = safeLong(a[i]);
+        });
+      else
+        steps.push((o) => {
+          if (o[name] !== undefined) o[name] = safeLong(o[name]);
+        });
     } else if (f.resolvedType instanceof protobuf.Type) {
       const sub = longFixer(f.resolvedType, seen);
       if (!sub) continue;
-      if (f.map) steps.push((o) => { const m = o[name] as Record<string, Rec> | undefined; if (m) for (const k in m) if (m[k]) sub(m[k]); });
-      else if (f.repeated) steps.push((o) => { const a = o[name] as Rec[] | undefined; if (a) for (const x of a) if (x) sub(x); });
-      else steps.push((o) => { const x = o[name] as Rec | null | undefined; if (x) sub(x); });
+      if (f.map)
+        steps.push((o) => {
+          const m = o[name] as Record<string, Rec> | undefined;
+          if (m) for (const k in m) if (m[k]) sub(m[k]);
+        });
+      else if (f.repeated)
+        steps.push((o) => {
+          const a = o[name] as Rec[] | undefined;
+          if (a) for (const x of a) if (x) sub(x);
+        });
+      else
+        steps.push((o) => {
+          const x = o[name] as Rec | null | undefined;
+          if (x) sub(x);
+        });
     }
   }
-  const fix: Fix | undefined = steps.length ? (o) => { for (const s of steps) s(o); } : undefined;
+  const fix: Fix | undefined = steps.length
+    ? (o) => {
+        for (const s of steps) s(o);
+      }
+    : undefined;
   seen.set(t, fix);
   return fix;
 }

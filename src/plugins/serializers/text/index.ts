@@ -5,7 +5,10 @@ import { decoderFor, lintEncoding } from '../../common/text.js';
 
 const config = Type.Object(
   {
-    encoding: Type.String({ default: 'utf-8', description: 'Character encoding: any WHATWG label to read (utf-8, latin1, windows-1252, utf-16le, ...); utf-8, ascii, latin1 or utf-16le to write.' }),
+    encoding: Type.String({
+      default: 'utf-8',
+      description: 'Character encoding: any WHATWG label to read (utf-8, latin1, windows-1252, utf-16le, ...); utf-8, ascii, latin1 or utf-16le to write.',
+    }),
     skip_empty: Type.Boolean({ default: true, description: 'Drop empty (or whitespace-only) lines.' }),
     line_field: Type.String({ default: '_line', minLength: 1, description: 'Field that holds the line.' }),
     include_line_num: Type.Boolean({ default: true, description: 'Add `_line_num`, the 1-based line number in the input unit.' }),
@@ -15,7 +18,16 @@ const config = Type.Object(
 );
 
 /** Encodings text can be written in (Node's own); every TextDecoder label can be read. */
-const WRITABLE: Record<string, BufferEncoding> = { 'utf-8': 'utf8', utf8: 'utf8', ascii: 'ascii', 'us-ascii': 'ascii', latin1: 'latin1', 'iso-8859-1': 'latin1', 'utf-16le': 'utf16le', 'utf-16': 'utf16le' };
+const WRITABLE: Record<string, BufferEncoding> = {
+  'utf-8': 'utf8',
+  utf8: 'utf8',
+  ascii: 'ascii',
+  'us-ascii': 'ascii',
+  latin1: 'latin1',
+  'iso-8859-1': 'latin1',
+  'utf-16le': 'utf16le',
+  'utf-16': 'utf16le',
+};
 
 function writeEncoding(label: string): BufferEncoding {
   const e = WRITABLE[label.toLowerCase().replace(/_/g, '-')];
@@ -33,7 +45,13 @@ export default defineSerializer({
     {
       title: 'One record per line',
       yaml: 'type: text',
-      worked: { input: 'link up Gi0/1\n\nlink down Gi0/2\n', records: [{ _line: 'link up Gi0/1', _line_num: 1 }, { _line: 'link down Gi0/2', _line_num: 3 }] },
+      worked: {
+        input: 'link up Gi0/1\n\nlink down Gi0/2\n',
+        records: [
+          { _line: 'link up Gi0/1', _line_num: 1 },
+          { _line: 'link down Gi0/2', _line_num: 3 },
+        ],
+      },
     },
     { title: 'Latin-1 log lines into field `message`', yaml: 'type: text\nencoding: latin1\nline_field: message\ninclude_line_num: false' },
   ],

@@ -9,11 +9,20 @@ import { readSetting } from '../../../settings.js';
 
 const config = Type.Object(
   {
-    root_element: Type.String({ default: 'records', minLength: 1, description: 'Name of the document element written around the records. Any root is accepted on read; a root named like record_element is one record.' }),
-    record_element: Type.String({ default: 'record', minLength: 1, description: 'Name of the elements under the root that are records (prefix included, as written).' }),
+    root_element: Type.String({
+      default: 'records',
+      minLength: 1,
+      description: 'Name of the document element written around the records. Any root is accepted on read; a root named like record_element is one record.',
+    }),
+    record_element: Type.String({
+      default: 'record',
+      minLength: 1,
+      description: 'Name of the elements under the root that are records (prefix included, as written).',
+    }),
     encoding: Type.String({
       default: 'utf-8',
-      description: 'Character encoding of the bytes, whatever the XML declaration says: any WHATWG label to read (utf-8, latin1, utf-16le, windows-1252, ...); utf-8, latin1 (iso-8859-1) or ascii to write.',
+      description:
+        'Character encoding of the bytes, whatever the XML declaration says: any WHATWG label to read (utf-8, latin1, utf-16le, windows-1252, ...); utf-8, latin1 (iso-8859-1) or ascii to write.',
     }),
   },
   { additionalProperties: false },
@@ -22,7 +31,8 @@ const config = Type.Object(
 type Config = { root_element: string; record_element: string; encoding: string };
 
 /** XML 1.0 Name (prefix allowed), for the two element parameters. */
-const XML_NAME = /^[:A-Z_a-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\u{10000}-\u{EFFFF}][-.0-9:A-Z_a-z\u00B7\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u037D\u037F-\u1FFF\u200C-\u200D\u203F-\u2040\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\u{10000}-\u{EFFFF}]*$/u;
+const XML_NAME =
+  /^[:A-Z_a-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C-\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\u{10000}-\u{EFFFF}][-.0-9:A-Z_a-z\u00B7\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u037D\u037F-\u1FFF\u200C-\u200D\u203F-\u2040\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\u{10000}-\u{EFFFF}]*$/u;
 
 /** Encodings the writer supports: ASCII-compatible, because the sink writes head and tail as UTF-8 text. */
 const WRITABLE: Record<string, { enc: BufferEncoding; label: string; maxChar: number }> = {
@@ -169,7 +179,8 @@ function makeEncoder(c: Config) {
   const w = WRITABLE[c.encoding.toLowerCase().replace(/_/g, '-')];
   if (!w) throw new ConfigError(`xml serializer: cannot write encoding "${c.encoding}"; for output use one of ${Object.keys(WRITABLE).join(', ')}`);
   // The sink writes head and tail as UTF-8: in another encoding the root's name must be ASCII.
-  if (w.enc !== 'utf8' && !/^[\x21-\x7e]+$/.test(c.root_element)) throw new ConfigError(`xml serializer: root_element "${c.root_element}" must be ASCII to write ${w.label}`);
+  if (w.enc !== 'utf8' && !/^[\x21-\x7e]+$/.test(c.root_element))
+    throw new ConfigError(`xml serializer: root_element "${c.root_element}" must be ASCII to write ${w.label}`);
   const esc = escapersFor(w.maxChar);
   const names = new Map<string, string>();
   const nameOf = (k: string): string => {

@@ -9,7 +9,11 @@ const START = /[\p{L}_]/u;
 const CHAR = /[\p{L}\p{Nd}\p{Mn}\p{Mc}_.\-\u00B7]/u;
 /** An `_x` that would read as an escape: the underscore itself gets escaped. */
 const ESCAPE_LIKE = /^_x(?:[0-9A-Fa-f]{4}|[0-9A-Fa-f]{8})_/;
-const hex = (cp: number) => cp.toString(16).toUpperCase().padStart(cp > 0xffff ? 8 : 4, '0');
+const hex = (cp: number) =>
+  cp
+    .toString(16)
+    .toUpperCase()
+    .padStart(cp > 0xffff ? 8 : 4, '0');
 
 /** The XML name for a field name; `maxChar` is the highest code point the output encoding holds. */
 export function encodeName(name: string, maxChar: number): string {
@@ -20,7 +24,12 @@ export function encodeName(name: string, maxChar: number): string {
     const cp = name.codePointAt(i)!;
     const ch = String.fromCodePoint(cp);
     // 0x80-0xBF holds letters (ª µ º) that XML names do not allow; only · (0xB7) is a name character.
-    const ok = cp <= 0xffff && cp <= maxChar && (cp < 0x80 || cp >= 0xc0 || cp === 0xb7) && (first ? START : CHAR).test(ch) && !(ch === '_' && ESCAPE_LIKE.test(name.slice(i)));
+    const ok =
+      cp <= 0xffff &&
+      cp <= maxChar &&
+      (cp < 0x80 || cp >= 0xc0 || cp === 0xb7) &&
+      (first ? START : CHAR).test(ch) &&
+      !(ch === '_' && ESCAPE_LIKE.test(name.slice(i)));
     out += ok ? ch : `_x${hex(cp)}_`;
     i += ch.length;
     first = false;
@@ -46,14 +55,19 @@ export function escapersFor(maxChar: number) {
   const attr = new RegExp(`[&<>"\\t\\n\\r${INVALID_CHARS}${wide}]`, 'gu');
   const one = (ch: string): string => {
     switch (ch) {
-      case '&': return '&amp;';
-      case '<': return '&lt;';
-      case '>': return '&gt;';
-      case '"': return '&quot;';
+      case '&':
+        return '&amp;';
+      case '<':
+        return '&lt;';
+      case '>':
+        return '&gt;';
+      case '"':
+        return '&quot;';
       default: {
         const cp = ch.codePointAt(0)!;
         // Unwritable characters become U+FFFD (or its reference when the encoding cannot hold it).
-        if ((cp < 0x20 && cp !== 0x09 && cp !== 0x0a && cp !== 0x0d) || cp === 0xfffe || cp === 0xffff || (cp >= 0xd800 && cp <= 0xdfff)) return maxChar >= 0xfffd ? '\ufffd' : '&#xFFFD;';
+        if ((cp < 0x20 && cp !== 0x09 && cp !== 0x0a && cp !== 0x0d) || cp === 0xfffe || cp === 0xffff || (cp >= 0xd800 && cp <= 0xdfff))
+          return maxChar >= 0xfffd ? '\ufffd' : '&#xFFFD;';
         // \r, and \t \n in attributes, would be normalized away by a reader: written as references.
         return `&#x${cp.toString(16).toUpperCase()};`;
       }

@@ -60,7 +60,14 @@ export interface RecordsResult {
  * element. The input may stop before the root's end tag (a piece of a large document). Throws on
  * malformed XML and on elements nested deeper than `maxDepth`.
  */
-export function parseRecords(text: string, recordName: string, rootName: string, mode: 'document' | 'record', position = false, maxDepth = Infinity): RecordsResult {
+export function parseRecords(
+  text: string,
+  recordName: string,
+  rootName: string,
+  mode: 'document' | 'record',
+  position = false,
+  maxDepth = Infinity,
+): RecordsResult {
   const p = new SaxesParser({ position });
   const records: Rec[] = [];
   const frames: Frame[] = [];
@@ -69,7 +76,8 @@ export function parseRecords(text: string, recordName: string, rootName: string,
   let other = false;
   p.on('opentag', (tag) => {
     // Records nest as deeply as their elements, and later steps walk them recursively.
-    if (++depth > maxDepth) throw new Error(`elements nested deeper than ${maxDepth} (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`);
+    if (++depth > maxDepth)
+      throw new Error(`elements nested deeper than ${maxDepth} (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`);
     if (depth === 1) recDepth = mode === 'record' || (tag.name === recordName && tag.name !== rootName) ? 1 : 2;
     if (frames.length === 0) {
       if (depth !== recDepth || tag.name !== recordName) {

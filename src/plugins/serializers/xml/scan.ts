@@ -23,7 +23,11 @@ export function codesFor(encoding: string): Codes {
   const e = new TextDecoder(encoding.toLowerCase().replace(/_/g, '-')).encoding;
   if (e === 'utf-16le' || e === 'utf-16be') {
     const unit = (c: number) => (e === 'utf-16be' ? ((c & 0xff) << 8) | (c >> 8) : c);
-    return { width: 2, of: (ch) => unit(ch.charCodeAt(0)), key: (n) => String.fromCharCode(...Array.from({ length: n.length }, (_, i) => unit(n.charCodeAt(i)))) };
+    return {
+      width: 2,
+      of: (ch) => unit(ch.charCodeAt(0)),
+      key: (n) => String.fromCharCode(...Array.from({ length: n.length }, (_, i) => unit(n.charCodeAt(i)))),
+    };
   }
   // Other encodings are ASCII-compatible; non-ASCII name characters are compared as Latin-1 bytes.
   return { width: 1, of: (ch) => ch.charCodeAt(0), key: (n) => Buffer.from(n, e === 'utf-8' ? 'utf8' : 'latin1').toString('latin1') };
@@ -67,7 +71,22 @@ export class XmlScanner {
 
   constructor(codes: Codes, recordElement: string, rootElement: string) {
     const o = codes.of;
-    this.c = { lt: o('<'), gt: o('>'), slash: o('/'), bang: o('!'), qm: o('?'), dq: o('"'), sq: o("'"), dash: o('-'), lbr: o('['), rbr: o(']'), sp: o(' '), tab: o('\t'), lf: o('\n'), cr: o('\r') };
+    this.c = {
+      lt: o('<'),
+      gt: o('>'),
+      slash: o('/'),
+      bang: o('!'),
+      qm: o('?'),
+      dq: o('"'),
+      sq: o("'"),
+      dash: o('-'),
+      lbr: o('['),
+      rbr: o(']'),
+      sp: o(' '),
+      tab: o('\t'),
+      lf: o('\n'),
+      cr: o('\r'),
+    };
     this.cdata = [...'[CDATA['].map(o);
     const unitsOfName = (n: string) => [...codes.key(n)].map((ch) => ch.charCodeAt(0));
     const rec = unitsOfName(recordElement);

@@ -21,7 +21,7 @@ export default defineTransform({
   examples: [
     {
       title: 'Derived and constant fields',
-      yaml: "type: add_field\nfields:\n  site: \"'paris-1'\"\n  in_mbps: ifInOctets * 8 / 1000000\n  monitored: true",
+      yaml: 'type: add_field\nfields:\n  site: "\'paris-1\'"\n  in_mbps: ifInOctets * 8 / 1000000\n  monitored: true',
     },
   ],
   create(c) {

@@ -12,7 +12,11 @@ const config = Type.Object(
       description:
         'unit: one result per group for each input file (or message batch); run: one per group for the whole run (batch schedules only; input files are finalized once the results are written).',
     }),
-    max_groups: Type.Integer({ minimum: 1, default: 100000, description: 'Groups held at once; a record that would open one more is a recorded error (rule 6).' }),
+    max_groups: Type.Integer({
+      minimum: 1,
+      default: 100000,
+      description: 'Groups held at once; a record that would open one more is a recorded error (rule 6).',
+    }),
   },
   { additionalProperties: false },
 );

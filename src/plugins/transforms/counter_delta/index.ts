@@ -13,7 +13,10 @@ const config = Type.Object(
     time_field: Type.Optional(
       Type.String({ minLength: 1, description: 'Sample time (epoch s/ms/us/ns or ISO 8601); default: the time the record is processed. Used for rates.' }),
     ),
-    rate: Type.Boolean({ default: false, description: 'Also write the rate per second (delta / seconds since the previous sample) as `<counter><rate_suffix>`.' }),
+    rate: Type.Boolean({
+      default: false,
+      description: 'Also write the rate per second (delta / seconds since the previous sample) as `<counter><rate_suffix>`.',
+    }),
     delta_suffix: Type.String({ default: '_delta', description: 'Delta field name: `<counter><delta_suffix>`; empty replaces the counter with its delta.' }),
     rate_suffix: Type.String({ minLength: 1, default: '_rate', description: 'Rate field name suffix.' }),
     width: Type.Union([Type.Literal('auto'), Type.Literal(32), Type.Literal(64)], {
@@ -28,7 +31,10 @@ const config = Type.Object(
       description: 'A drop is taken for a wrap only when the wrapped delta is below this fraction of the counter range; a larger one is a reset (no delta).',
     }),
     uptime_field: Type.Optional(
-      Type.String({ minLength: 1, description: 'Field with the agent uptime (sysUpTime); when it goes back, the device rebooted: every counter of the series resets.' }),
+      Type.String({
+        minLength: 1,
+        description: 'Field with the agent uptime (sysUpTime); when it goes back, the device rebooted: every counter of the series resets.',
+      }),
     ),
     emit_first: Type.Boolean({ default: false, description: 'Pass the first sample of a series on without deltas (default: drop it, it has none).' }),
     max_series: Type.Integer({ minimum: 1, default: 1000000, description: 'Series remembered at most; the oldest are forgotten first.' }),
@@ -81,7 +87,10 @@ export default defineTransform({
       title: 'Interface octet deltas and rates from snmp_poll',
       yaml: 'type: counter_delta\nkey_fields: [agent_address, ifIndex]\ncounters: [ifHCInOctets, ifHCOutOctets]\ntime_field: poll_time\nrate: true\nuptime_field: sysUpTime',
     },
-    { title: '32-bit counters, replaced by their deltas', yaml: "type: counter_delta\nkey_fields: [host, port]\ncounters: [rx_packets]\nwidth: 32\ndelta_suffix: ''" },
+    {
+      title: '32-bit counters, replaced by their deltas',
+      yaml: "type: counter_delta\nkey_fields: [host, port]\ncounters: [rx_packets]\nwidth: 32\ndelta_suffix: ''",
+    },
   ],
   create(c, ctx) {
     const keys = c.key_fields;
@@ -224,8 +233,13 @@ export default defineTransform({
           if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('counter_delta state must be an object of series');
           const m = new Map<string, Sample>();
           for (const [k, s] of Object.entries(body as Record<string, StoredSample>)) {
-            if (typeof s !== 'object' || s === null || typeof s.t !== 'number' || typeof s.v !== 'object' || s.v === null) throw new Error(`counter_delta state of series '${k}' is malformed`);
-            m.set(k, { t: s.t, up: typeof s.up === 'number' ? s.up : undefined, v: counters.map((f) => (s.v[f] === undefined ? undefined : counterValue(s.v[f]) ?? undefined)) });
+            if (typeof s !== 'object' || s === null || typeof s.t !== 'number' || typeof s.v !== 'object' || s.v === null)
+              throw new Error(`counter_delta state of series '${k}' is malformed`);
+            m.set(k, {
+              t: s.t,
+              up: typeof s.up === 'number' ? s.up : undefined,
+              v: counters.map((f) => (s.v[f] === undefined ? undefined : (counterValue(s.v[f]) ?? undefined))),
+            });
           }
           series = m;
         },

@@ -15,7 +15,10 @@ const config = Type.Object(
       }),
     ),
     time_field: Type.Optional(
-      Type.String({ minLength: 1, description: 'Event time for the window (epoch s/ms/us/ns or ISO 8601, as timestamp_normalize reads it); default: the time the record is processed.' }),
+      Type.String({
+        minLength: 1,
+        description: 'Event time for the window (epoch s/ms/us/ns or ISO 8601, as timestamp_normalize reads it); default: the time the record is processed.',
+      }),
     ),
     max_keys: Type.Integer({ minimum: 1, default: 1000000, description: 'Keys remembered at most; the oldest are forgotten first.' }),
   },
@@ -27,7 +30,10 @@ export default defineTransform({
   summary: 'Drop records whose key fields were already seen (within a time window, or in the run); the first one wins.',
   config,
   examples: [
-    { title: 'One trap per alarm id within 5 minutes', yaml: 'type: deduplicate\nfields: [alarm_id, agent_address]\nwindow_seconds: 300\ntime_field: event_time' },
+    {
+      title: 'One trap per alarm id within 5 minutes',
+      yaml: 'type: deduplicate\nfields: [alarm_id, agent_address]\nwindow_seconds: 300\ntime_field: event_time',
+    },
     { title: 'Exact duplicate records in a run', yaml: 'type: deduplicate' },
   ],
   create(c) {

@@ -14,7 +14,11 @@ const Sql = Type.Object(
     url: Type.Optional(Type.String({ minLength: 1, description: 'postgresql://, postgres://, mysql:// or mariadb:// URL (a SQLite file goes in path).' })),
     path: Type.Optional(Type.String({ minLength: 1, description: 'SQLite database file (instead of url).' })),
     query: Type.String({ minLength: 1, description: 'A SELECT returning the lookup table; one row per key.' }),
-    refresh_seconds: Type.Number({ minimum: 1, default: 300, description: 'The cached table is re-read this often, in the background (the old one serves until then).' }),
+    refresh_seconds: Type.Number({
+      minimum: 1,
+      default: 300,
+      description: 'The cached table is re-read this often, in the background (the old one serves until then).',
+    }),
   },
   { additionalProperties: false, description: 'Lookup table from a SQL query, cached in memory.' },
 );
@@ -22,11 +26,16 @@ const Sql = Type.Object(
 const config = Type.Object(
   {
     file: Type.Optional(
-      Type.String({ minLength: 1, description: 'Lookup file: CSV with a header (.csv), a JSON array of objects (.json) or NDJSON (.ndjson, .jsonl). Re-read when it changes.' }),
+      Type.String({
+        minLength: 1,
+        description: 'Lookup file: CSV with a header (.csv), a JSON array of objects (.json) or NDJSON (.ndjson, .jsonl). Re-read when it changes.',
+      }),
     ),
     sql: Type.Optional(Sql),
     key: Type.String({ minLength: 1, description: 'Column of the lookup table that is matched.' }),
-    field: Type.Optional(Type.String({ minLength: 1, description: 'Record field matched against key (default: the same name as key). Values compare as text.' })),
+    field: Type.Optional(
+      Type.String({ minLength: 1, description: 'Record field matched against key (default: the same name as key). Values compare as text.' }),
+    ),
     fields: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Lookup columns to copy (default: all but key).' })),
     prefix: Type.String({ default: '', description: 'Prefix for the copied field names.' }),
     target: Type.Optional(Type.String({ minLength: 1, description: 'Put the copied fields into this object field instead of the record top level.' })),
@@ -60,7 +69,11 @@ function readTable(file: string, key: string): Table {
   const ext = extname(file).toLowerCase();
   let rows: Rec[];
   if (ext === '.csv') rows = parseCsv(text, { columns: true, bom: true, skip_empty_lines: true }) as Rec[];
-  else if (ext === '.ndjson' || ext === '.jsonl') rows = text.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Rec);
+  else if (ext === '.ndjson' || ext === '.jsonl')
+    rows = text
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Rec);
   else {
     const v = JSON.parse(text) as unknown;
     if (!Array.isArray(v)) throw new Error('expected a JSON array of objects');
@@ -93,7 +106,9 @@ function lint(c: { file?: string; sql?: { url?: string; path?: string } }): Lint
       resolveTarget({ url: c.sql.url });
     } catch (e) {
       // The store's message speaks of SVC_DB_URL and SVC_DB_PATH: here they are sql.url and sql.path.
-      const m = errorMessage(e).replace(/^SVC_DB_URL: /, '').replace(/ \(leave SVC_DB_URL empty[^)]*\)$/, ' (or set sql.path for a SQLite file)');
+      const m = errorMessage(e)
+        .replace(/^SVC_DB_URL: /, '')
+        .replace(/ \(leave SVC_DB_URL empty[^)]*\)$/, ' (or set sql.path for a SQLite file)');
       return [{ path: 'sql.url', message: m }];
     }
   }
@@ -106,10 +121,13 @@ export default defineTransform({
   config,
   lint,
   examples: [
-    { title: 'Site and vendor per router from a CSV inventory', yaml: 'type: enrich\nfile: /etc/svc/inventory.csv\nkey: hostname\nfield: host\nfields: [site, vendor]' },
+    {
+      title: 'Site and vendor per router from a CSV inventory',
+      yaml: 'type: enrich\nfile: /etc/svc/inventory.csv\nkey: hostname\nfield: host\nfields: [site, vendor]',
+    },
     {
       title: 'Cell names from the planning database',
-      yaml: "type: enrich\nsql:\n  url: postgresql://svc@db/planning\n  query: SELECT cell_id, cell_name, region FROM cells\n  refresh_seconds: 600\nkey: cell_id\ntarget: cell\non_miss: error",
+      yaml: 'type: enrich\nsql:\n  url: postgresql://svc@db/planning\n  query: SELECT cell_id, cell_name, region FROM cells\n  refresh_seconds: 600\nkey: cell_id\ntarget: cell\non_miss: error',
     },
   ],
   create(c, ctx) {
@@ -169,9 +187,12 @@ export default defineTransform({
             async open() {
               db = await openDb(resolveTarget({ url: c.sql!.url, path: c.sql!.path }), ctx.log);
               await loadSql();
-              timer = setInterval(() => {
-                loadSql().catch((e: unknown) => ctx.log.warn({ err: errorMessage(e) }, 'enrich: lookup query failed, keeping the previous table'));
-              }, (c.sql!.refresh_seconds ?? 300) * 1000);
+              timer = setInterval(
+                () => {
+                  loadSql().catch((e: unknown) => ctx.log.warn({ err: errorMessage(e) }, 'enrich: lookup query failed, keeping the previous table'));
+                },
+                (c.sql!.refresh_seconds ?? 300) * 1000,
+              );
               timer.unref();
             },
             async close() {

@@ -6,7 +6,8 @@ const config = Type.Object(
   {
     field: Type.String({
       minLength: 1,
-      description: 'Array field to split: one record per element. Missing or null: the record passes unchanged; a non-array value counts as a one-element array.',
+      description:
+        'Array field to split: one record per element. Missing or null: the record passes unchanged; a non-array value counts as a one-element array.',
     }),
     target: Type.Optional(
       Type.String({ minLength: 1, description: 'Field that receives the element; absent: `field` itself. When set, `field` is removed from the new records.' }),

@@ -84,7 +84,7 @@ export default defineTransform({
   lint: (c) => (c.fields && new Set(c.fields).size !== c.fields.length ? [{ path: 'fields', message: 'names a field more than once' }] : []),
   examples: [
     { title: 'Flatten a whole gNMI update', yaml: 'type: flatten' },
-    { title: 'Only some fields, underscores, two levels', yaml: "type: flatten\nfields: [interface, counters]\nseparator: _\nmax_depth: 2" },
+    { title: 'Only some fields, underscores, two levels', yaml: 'type: flatten\nfields: [interface, counters]\nseparator: _\nmax_depth: 2' },
     { title: 'Index array elements', yaml: 'type: flatten\narrays: index' },
   ],
   create(c) {

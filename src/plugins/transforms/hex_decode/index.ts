@@ -21,7 +21,8 @@ const config = Type.Object(
     trim_nul: Type.Boolean({ default: true, description: 'For output text: remove trailing NUL bytes (C strings padded by agents).' }),
     on_failure: Type.Union([Type.Literal('error'), Type.Literal('null'), Type.Literal('keep')], {
       default: 'error',
-      description: 'When a value is not hex or does not fit the output (wrong byte count, invalid UTF-8): error (record error, rule 6 and on_error), null or keep.',
+      description:
+        'When a value is not hex or does not fit the output (wrong byte count, invalid UTF-8): error (record error, rule 6 and on_error), null or keep.',
     }),
   },
   { additionalProperties: false },

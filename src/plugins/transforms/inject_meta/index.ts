@@ -6,7 +6,8 @@ const config = Type.Object(
   {
     fields: Type.Optional(
       Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), {
-        description: 'Map of record field to metadata key of the source unit (source_filename, source_path, source_dir, source_relative_dir, source_size, source_mtime, webhook_path...).',
+        description:
+          'Map of record field to metadata key of the source unit (source_filename, source_path, source_dir, source_relative_dir, source_size, source_mtime, webhook_path...).',
       }),
     ),
     all: Type.Boolean({ default: false, description: 'Copy every metadata key of the unit, each as `prefix` + key.' }),
@@ -26,7 +27,8 @@ export default defineTransform({
   config,
   lint(c) {
     const issues: LintIssue[] = [];
-    if (!c.all && (c.fields === undefined || Object.keys(c.fields).length === 0)) issues.push({ path: 'fields', message: 'names no metadata to copy (give fields, or all: true)' });
+    if (!c.all && (c.fields === undefined || Object.keys(c.fields).length === 0))
+      issues.push({ path: 'fields', message: 'names no metadata to copy (give fields, or all: true)' });
     if (!c.all && c.prefix !== '_meta_') issues.push({ path: 'prefix', message: 'applies with all: true only' });
     return issues;
   },

@@ -6,7 +6,10 @@ import { ConfigError } from '../../../core/errors.js';
 
 const config = Type.Object(
   {
-    expression: Type.String({ minLength: 1, description: 'A JMESPath expression (JMESPath Community edition: let, arithmetic, items, group_by...) evaluated on each record.' }),
+    expression: Type.String({
+      minLength: 1,
+      description: 'A JMESPath expression (JMESPath Community edition: let, arithmetic, items, group_by...) evaluated on each record.',
+    }),
     target: Type.Optional(
       Type.String({
         minLength: 1,
@@ -41,7 +44,9 @@ function lint(c: { expression: string }): LintIssue[] {
   }
   // Caught here rather than as an error on every record.
   const unknown = [...functionNames(ast, new Set())].filter((f) => !isRegistered(f));
-  return unknown.length ? [{ path: 'expression', message: `unknown JMESPath function${unknown.length > 1 ? 's' : ''} ${unknown.map((f) => `${f}()`).join(', ')}` }] : [];
+  return unknown.length
+    ? [{ path: 'expression', message: `unknown JMESPath function${unknown.length > 1 ? 's' : ''} ${unknown.map((f) => `${f}()`).join(', ')}` }]
+    : [];
 }
 
 export default defineTransform({
@@ -50,8 +55,14 @@ export default defineTransform({
   config,
   lint,
   examples: [
-    { title: 'Pick and rename fields of a gNMI notification', yaml: "type: jmespath\nexpression: '{path: update[0].path, value: update[0].val, ts: timestamp}'" },
-    { title: 'One record per alarm of a VES batch', yaml: "type: jmespath\nexpression: 'event.faultFields.alarmAdditionalInformation[*].{name: name, value: value}'" },
+    {
+      title: 'Pick and rename fields of a gNMI notification',
+      yaml: "type: jmespath\nexpression: '{path: update[0].path, value: update[0].val, ts: timestamp}'",
+    },
+    {
+      title: 'One record per alarm of a VES batch',
+      yaml: "type: jmespath\nexpression: 'event.faultFields.alarmAdditionalInformation[*].{name: name, value: value}'",
+    },
     { title: 'Keep the original, add the worst severity', yaml: "type: jmespath\nexpression: 'max_by(alarms, &severity).severity'\ntarget: worst_severity" },
   ],
   create(c) {

@@ -5,25 +5,43 @@ import { setField } from '../../common/record.js';
 
 const config = Type.Object(
   {
-    fields: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Top-level fields to mask (IMSI, MSISDN, IMEI, IP...). Missing and null values are left alone.' }),
+    fields: Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      description: 'Top-level fields to mask (IMSI, MSISDN, IMEI, IP...). Missing and null values are left alone.',
+    }),
     mode: Type.Union([Type.Literal('partial'), Type.Literal('hash'), Type.Literal('redact'), Type.Literal('ipv4')], {
       default: 'partial',
       description:
         'partial: replace the middle characters with mask_char; hash: replace with a digest; redact: replace with `replacement`; ipv4: keep the first ipv4_prefix bits of an IPv4 address (10.1.2.3 -> 10.1.2.0), other values are redacted.',
     }),
     keep_first: Type.Integer({ minimum: 0, default: 0, description: 'partial: characters left visible at the start (e.g. 5 keeps the MCC+MNC of an IMSI).' }),
-    keep_last: Type.Integer({ minimum: 0, default: 4, description: 'partial: characters left visible at the end. A value not longer than keep_first + keep_last is masked entirely.' }),
-    mask_char: Type.String({ minLength: 1, maxLength: 1, default: '*', description: 'partial: the character that replaces each hidden character (the length is kept).' }),
+    keep_last: Type.Integer({
+      minimum: 0,
+      default: 4,
+      description: 'partial: characters left visible at the end. A value not longer than keep_first + keep_last is masked entirely.',
+    }),
+    mask_char: Type.String({
+      minLength: 1,
+      maxLength: 1,
+      default: '*',
+      description: 'partial: the character that replaces each hidden character (the length is kept).',
+    }),
     algorithm: Type.Union([Type.Literal('sha256'), Type.Literal('sha1'), Type.Literal('md5')], { default: 'sha256', description: 'hash: digest algorithm.' }),
     salt: Type.Optional(
       Type.String({
-        description: 'hash: secret text hashed before the value (digest of salt + value); use ${VAR}. Without it, short identifiers such as IMSI or MSISDN can be recovered by brute force.',
+        description:
+          'hash: secret text hashed before the value (digest of salt + value); use ${VAR}. Without it, short identifiers such as IMSI or MSISDN can be recovered by brute force.',
       }),
     ),
     output: Type.Union([Type.Literal('hex'), Type.Literal('base64')], { default: 'hex', description: 'hash: encoding of the digest.' }),
     truncate: Type.Optional(Type.Integer({ minimum: 1, description: 'hash: keep only the first N characters of the encoded digest.' })),
     replacement: Type.String({ default: '***', description: 'redact (and ipv4, for values that are not IPv4 addresses): the text that replaces the value.' }),
-    ipv4_prefix: Type.Integer({ minimum: 0, maximum: 32, default: 24, description: 'ipv4: number of leading bits kept; the others are set to 0 (24: 10.1.2.3 -> 10.1.2.0).' }),
+    ipv4_prefix: Type.Integer({
+      minimum: 0,
+      maximum: 32,
+      default: 24,
+      description: 'ipv4: number of leading bits kept; the others are set to 0 (24: 10.1.2.3 -> 10.1.2.0).',
+    }),
   },
   { additionalProperties: false },
 );
@@ -98,7 +116,8 @@ export default defineTransform({
         if (v !== undefined && v !== def) issues.push({ path: k, message: `applies to mode ${mode} only (mode is ${c.mode})` });
       }
     }
-    if (c.mode === 'hash' && !getHashes().includes(c.algorithm)) issues.push({ path: 'algorithm', message: `${c.algorithm} is not available in this Node.js build` });
+    if (c.mode === 'hash' && !getHashes().includes(c.algorithm))
+      issues.push({ path: 'algorithm', message: `${c.algorithm} is not available in this Node.js build` });
     return issues;
   },
   examples: [

@@ -11,7 +11,8 @@ const config = Type.Object(
     value_fields: Type.Optional(
       Type.Array(Type.String({ minLength: 1 }), {
         minItems: 1,
-        description: 'Fields melted, one output record each, in this order; absent: every field not in id_fields, in record order. Missing ones give no record.',
+        description:
+          'Fields melted, one output record each, in this order; absent: every field not in id_fields, in record order. Missing ones give no record.',
       }),
     ),
     var_name: Type.String({ minLength: 1, default: 'metric', description: 'Output field holding the name of the melted field.' }),
@@ -41,7 +42,10 @@ export default defineTransform({
       title: 'PM counters, one record per counter',
       yaml: 'type: melt\nid_fields: [node, measObjLdn, beginTime]\nvar_name: counter\nvalue_name: value',
     },
-    { title: 'Selected counters, nulls dropped', yaml: 'type: melt\nid_fields: [cell]\nvalue_fields: [pmRrcConnEstabSucc, pmRrcConnEstabAtt]\ndrop_null: true' },
+    {
+      title: 'Selected counters, nulls dropped',
+      yaml: 'type: melt\nid_fields: [cell]\nvalue_fields: [pmRrcConnEstabSucc, pmRrcConnEstabAtt]\ndrop_null: true',
+    },
   ],
   create(c) {
     const ids = c.id_fields;

@@ -14,7 +14,9 @@ const config = Type.Object(
       description: 'Top-level fields to keep, in output order: a name, or `{name: new_name}` to keep it under another name. Every other field is removed.',
     }),
     rename: Type.Optional(
-      Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), { description: 'Map of kept field name to output name (another way to write `{name: new_name}` entries).' }),
+      Type.Record(Type.String({ minLength: 1 }), Type.String({ minLength: 1 }), {
+        description: 'Map of kept field name to output name (another way to write `{name: new_name}` entries).',
+      }),
     ),
     missing: Type.Union([Type.Literal('omit'), Type.Literal('null')], {
       default: 'omit',
@@ -52,7 +54,10 @@ export default defineTransform({
   },
   examples: [
     { title: 'Fixed CDR columns', yaml: 'type: project\nfields: [imsi, msisdn, {cell_id: cell}, duration]\nmissing: "null"' },
-    { title: 'Keep and rename SNMP fields', yaml: 'type: project\nfields: [ifIndex, ifInOctets, ifOutOctets]\nrename: {ifInOctets: in_octets, ifOutOctets: out_octets}' },
+    {
+      title: 'Keep and rename SNMP fields',
+      yaml: 'type: project\nfields: [ifIndex, ifInOctets, ifOutOctets]\nrename: {ifInOctets: in_octets, ifOutOctets: out_octets}',
+    },
   ],
   create(c) {
     const p = plan(c);

@@ -15,7 +15,8 @@ const config = Type.Object(
     prefix: Type.String({ default: '', description: 'Prepended to each group name to form the field name (e.g. "log_").' }),
     on_no_match: Type.Union([Type.Literal('keep'), Type.Literal('drop'), Type.Literal('error')], {
       default: 'keep',
-      description: 'When the field is missing, null, an object, or does not match: keep (record unchanged), drop (filter it out) or error (record error, rule 6 and on_error).',
+      description:
+        'When the field is missing, null, an object, or does not match: keep (record unchanged), drop (filter it out) or error (record error, rule 6 and on_error).',
     }),
   },
   { additionalProperties: false },
@@ -80,7 +81,10 @@ export default defineTransform({
         const m = re.exec(s);
         if (m === null) {
           const shown = s.length > 80 ? JSON.stringify(s.slice(0, 80)) + '...' : JSON.stringify(s);
-          return noMatch(r, `value ${shown} does not match the pattern${s.length > REGEX_LIMITS.maxInputLength ? ' (only the first 64 KiB are examined)' : ''}`);
+          return noMatch(
+            r,
+            `value ${shown} does not match the pattern${s.length > REGEX_LIMITS.maxInputLength ? ' (only the first 64 KiB are examined)' : ''}`,
+          );
         }
         const groups = m.groups!;
         for (let i = 0; i < names.length; i++) {

@@ -10,7 +10,12 @@ const config = Type.Object(
     match_value: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()], {
       description: 'The element whose match_field equals this is selected; compared as text (1 matches "1"); null matches only null.',
     }),
-    value_field: Type.Optional(Type.String({ minLength: 1, description: 'Field of the selected element to copy; when absent the whole element is copied. A selected element without it gives null.' })),
+    value_field: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'Field of the selected element to copy; when absent the whole element is copied. A selected element without it gives null.',
+      }),
+    ),
     target: Type.String({ minLength: 1, description: 'Field of the record that receives the selected value (overwritten if present).' }),
     pick: Type.Union([Type.Literal('first'), Type.Literal('last')], { default: 'first', description: 'Which element wins when several match.' }),
     on_no_match: Type.Union([Type.Literal('keep'), Type.Literal('null'), Type.Literal('drop'), Type.Literal('error')], {
@@ -31,7 +36,10 @@ export default defineTransform({
       title: 'Value of a name/value attribute list',
       yaml: 'type: select_from_list\nfield: attributes\nmatch_field: name\nmatch_value: imsi\nvalue_field: value\ntarget: imsi\non_no_match: "null"',
     },
-    { title: 'Serving cell object, or drop the record', yaml: 'type: select_from_list\nfield: cells\nmatch_field: serving\nmatch_value: true\ntarget: serving_cell\non_no_match: drop' },
+    {
+      title: 'Serving cell object, or drop the record',
+      yaml: 'type: select_from_list\nfield: cells\nmatch_field: serving\nmatch_value: true\ntarget: serving_cell\non_no_match: drop',
+    },
   ],
   create(c) {
     const { field, match_field: key, value_field: valueField, target, on_no_match: onNoMatch } = c;

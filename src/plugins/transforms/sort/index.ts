@@ -12,7 +12,10 @@ const Key = Type.Object(
 const config = Type.Object(
   {
     by: Type.Array(Key, { minItems: 1, description: 'Sort keys in priority order: {field, order}.' }),
-    nulls: Type.Union([Type.Literal('first'), Type.Literal('last')], { default: 'last', description: 'Where records with a missing or null key go (whatever the order).' }),
+    nulls: Type.Union([Type.Literal('first'), Type.Literal('last')], {
+      default: 'last',
+      description: 'Where records with a missing or null key go (whatever the order).',
+    }),
     scope: Type.Union([Type.Literal('unit'), Type.Literal('run')], {
       default: 'unit',
       description: 'unit: sort the records of each input file (or message batch); run: sort the whole run (batch schedules only).',

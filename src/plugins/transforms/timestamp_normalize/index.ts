@@ -32,7 +32,8 @@ const config = Type.Object(
     }),
     on_failure: Type.Union([Type.Literal('error'), Type.Literal('null'), Type.Literal('keep')], {
       default: 'error',
-      description: 'When a value is not a timestamp: error (record error, rule 6 and on_error), null (set the result to null) or keep (leave the value; with target, target is not written).',
+      description:
+        'When a value is not a timestamp: error (record error, rule 6 and on_error), null (set the result to null) or keep (leave the value; with target, target is not written).',
     }),
   },
   { additionalProperties: false },

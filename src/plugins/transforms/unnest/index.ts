@@ -8,7 +8,8 @@ const config = Type.Object(
   {
     field: Type.String({
       minLength: 1,
-      description: 'Object field whose keys move to the top level (one level; the field is removed). Missing or null: the record passes unchanged; any other non-object is a record error.',
+      description:
+        'Object field whose keys move to the top level (one level; the field is removed). Missing or null: the record passes unchanged; any other non-object is a record error.',
     }),
     prefix: Type.String({ default: '', description: 'Text put before each lifted key as is (geo_ gives geo_lat).' }),
     overwrite: Type.Boolean({

@@ -10,12 +10,32 @@ import { setField } from '../../common/record.js';
 // keywords below are implemented here. Anything else is refused when the pipeline is loaded,
 // rather than silently ignored.
 const SUPPORTED = [
-  'type', 'enum', 'const',
-  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
-  'minLength', 'maxLength', 'pattern', 'format',
-  'items', 'minItems', 'maxItems', 'uniqueItems',
-  'properties', 'required', 'additionalProperties', 'patternProperties', 'minProperties', 'maxProperties',
-  'allOf', 'anyOf', 'oneOf', 'not',
+  'type',
+  'enum',
+  'const',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'format',
+  'items',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'properties',
+  'required',
+  'additionalProperties',
+  'patternProperties',
+  'minProperties',
+  'maxProperties',
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
 ];
 /** Keywords that carry no constraint: accepted and ignored. */
 const ANNOTATIONS = new Set(['$schema', '$id', '$comment', 'title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly']);
@@ -40,12 +60,22 @@ const config = Type.Object(
         description: `Inline JSON Schema each record must match. Supported keywords: ${SUPPORTED_TEXT}; annotations (title, description, $schema...) are ignored; others ($ref, if/then/else...) are refused.`,
       }),
     ),
-    schema_file: Type.Optional(Type.String({ minLength: 1, description: 'Path of a JSON file holding the schema (instead of `schema`), read once when the pipeline starts; relative to the working directory.' })),
+    schema_file: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'Path of a JSON file holding the schema (instead of `schema`), read once when the pipeline starts; relative to the working directory.',
+      }),
+    ),
     mode: Type.Union([Type.Literal('dlq'), Type.Literal('drop'), Type.Literal('annotate')], {
       default: 'dlq',
-      description: 'What happens to an invalid record: dlq (a record error: skipped and counted, dead-lettered under on_error dlq), drop (dropped with a message only) or annotate (kept, with the problems in annotate_field).',
+      description:
+        'What happens to an invalid record: dlq (a record error: skipped and counted, dead-lettered under on_error dlq), drop (dropped with a message only) or annotate (kept, with the problems in annotate_field).',
     }),
-    annotate_field: Type.String({ minLength: 1, default: '_validation_errors', description: 'annotate: field that receives the list of problems ("/path: message"); only invalid records get it.' }),
+    annotate_field: Type.String({
+      minLength: 1,
+      default: '_validation_errors',
+      description: 'annotate: field that receives the list of problems ("/path: message"); only invalid records get it.',
+    }),
     max_errors: Type.Integer({ minimum: 1, default: 10, description: 'Most problems reported per record.' }),
   },
   { additionalProperties: false },
@@ -67,14 +97,29 @@ function fail(e: Errs | null, message: string): false {
   if (e && e.list.length < e.max) e.list.push(`${pointer(e.path)}: ${message}`);
   return false;
 }
-const typeOf = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v === 'number' ? (Number.isInteger(v) ? 'integer' : 'number') : typeof v);
+const typeOf = (v: unknown): string =>
+  v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v === 'number' ? (Number.isInteger(v) ? 'integer' : 'number') : typeof v;
 const isType = (v: unknown, t: string): boolean =>
-  t === 'integer' ? Number.isInteger(v) : t === 'number' ? typeof v === 'number' : t === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v) : t === 'array' ? Array.isArray(v) : t === 'null' ? v === null : typeof v === t;
+  t === 'integer'
+    ? Number.isInteger(v)
+    : t === 'number'
+      ? typeof v === 'number'
+      : t === 'object'
+        ? typeof v === 'object' && v !== null && !Array.isArray(v)
+        : t === 'array'
+          ? Array.isArray(v)
+          : t === 'null'
+            ? v === null
+            : typeof v === t;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** JSON text with sorted keys: equality of JSON values for enum, const and uniqueItems. */
 function canon(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`;
-  if (isObj(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(',')}}`;
+  if (isObj(v))
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canon(v[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v) ?? 'null';
 }
 function codePoints(s: string): number {
@@ -130,7 +175,10 @@ export function compileSchema(schema: unknown, at = '#'): Check {
   const min = num('minimum');
   const max = num('maximum');
   if (typeof schema.exclusiveMinimum === 'boolean' || typeof schema.exclusiveMaximum === 'boolean') {
-    throw bad(typeof schema.exclusiveMinimum === 'boolean' ? 'exclusiveMinimum' : 'exclusiveMaximum', 'the draft-04 boolean form is not supported: give the bound as a number');
+    throw bad(
+      typeof schema.exclusiveMinimum === 'boolean' ? 'exclusiveMinimum' : 'exclusiveMaximum',
+      'the draft-04 boolean form is not supported: give the bound as a number',
+    );
   }
   const xmin = num('exclusiveMinimum');
   const xmax = num('exclusiveMaximum');
@@ -167,7 +215,8 @@ export function compileSchema(schema: unknown, at = '#'): Check {
   if (schema.format !== undefined) {
     const f = schema.format;
     const test = typeof f === 'string' ? FORMATS[f] : undefined;
-    if (!test || !Object.hasOwn(FORMATS, f as string)) throw bad('format', `unknown format ${JSON.stringify(f)} (supported: ${Object.keys(FORMATS).join(', ')})`);
+    if (!test || !Object.hasOwn(FORMATS, f as string))
+      throw bad('format', `unknown format ${JSON.stringify(f)} (supported: ${Object.keys(FORMATS).join(', ')})`);
     checks.push((v, e) => typeof v !== 'string' || test(v) || fail(e, `must be a valid ${f as string}`));
   }
 
@@ -358,7 +407,8 @@ export default defineTransform({
         issues.push({ path: 'schema', message: errorMessage(err) });
       }
     }
-    if (c.mode !== 'annotate' && c.annotate_field !== '_validation_errors') issues.push({ path: 'annotate_field', message: `applies to mode annotate only (mode is ${c.mode})` });
+    if (c.mode !== 'annotate' && c.annotate_field !== '_validation_errors')
+      issues.push({ path: 'annotate_field', message: `applies to mode annotate only (mode is ${c.mode})` });
     return issues;
   },
   examples: [
@@ -366,7 +416,10 @@ export default defineTransform({
       title: 'Dead-letter CDRs without a valid IMSI',
       yaml: "type: validate\nmode: dlq\nschema:\n  type: object\n  required: [imsi, duration]\n  properties:\n    imsi: { type: string, pattern: '^[0-9]{14,15}$' }\n    duration: { type: integer, minimum: 0 }",
     },
-    { title: 'Flag records against a schema file, keep them all', yaml: 'type: validate\nschema_file: /etc/svc/schemas/cdr.json\nmode: annotate\nannotate_field: problems' },
+    {
+      title: 'Flag records against a schema file, keep them all',
+      yaml: 'type: validate\nschema_file: /etc/svc/schemas/cdr.json\nmode: annotate\nannotate_field: problems',
+    },
   ],
   create(c) {
     const check = compileSchema(loadSchema(c));

@@ -7,9 +7,15 @@ import { Aggregator, aggregationsField, groupByField, groupKey, groupValues, lin
 const config = Type.Object(
   {
     time_field: Type.String({ minLength: 1, description: 'Event time of a record (epoch s/ms/us/ns or ISO 8601); a record without one is a recorded error.' }),
-    window_seconds: Type.Number({ exclusiveMinimum: 0, description: 'Window length. Windows are aligned to the epoch (a 900 s window starts at :00, :15, :30, :45).' }),
+    window_seconds: Type.Number({
+      exclusiveMinimum: 0,
+      description: 'Window length. Windows are aligned to the epoch (a 900 s window starts at :00, :15, :30, :45).',
+    }),
     slide_seconds: Type.Optional(
-      Type.Number({ exclusiveMinimum: 0, description: 'Sliding windows: a new window starts every slide_seconds (at most window_seconds); without it windows tumble.' }),
+      Type.Number({
+        exclusiveMinimum: 0,
+        description: 'Sliding windows: a new window starts every slide_seconds (at most window_seconds); without it windows tumble.',
+      }),
     ),
     group_by: groupByField,
     aggregations: aggregationsField,
@@ -21,7 +27,11 @@ const config = Type.Object(
     }),
     window_start_field: Type.String({ minLength: 1, default: 'window_start', description: 'Output field for the window start (UTC ISO 8601).' }),
     window_end_field: Type.String({ minLength: 1, default: 'window_end', description: 'Output field for the window end (exclusive).' }),
-    max_open: Type.Integer({ minimum: 1, default: 100000, description: 'Open (window, group) pairs held at most; a record that would open one more is a recorded error.' }),
+    max_open: Type.Integer({
+      minimum: 1,
+      default: 100000,
+      description: 'Open (window, group) pairs held at most; a record that would open one more is a recorded error.',
+    }),
   },
   { additionalProperties: false },
 );
@@ -162,7 +172,13 @@ export default defineTransform({
           const m = new Map<number, Map<string, Open>>();
           let n = 0;
           for (const w of b.windows as (Open & { key: string })[]) {
-            if (typeof w?.start !== 'number' || typeof w.key !== 'string' || !Array.isArray(w.group) || !Array.isArray(w.accs) || w.accs.length !== c.aggregations.length) {
+            if (
+              typeof w?.start !== 'number' ||
+              typeof w.key !== 'string' ||
+              !Array.isArray(w.group) ||
+              !Array.isArray(w.accs) ||
+              w.accs.length !== c.aggregations.length
+            ) {
               throw new Error('window_aggregate state holds a malformed window');
             }
             let g = m.get(w.start);

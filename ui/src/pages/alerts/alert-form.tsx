@@ -11,10 +11,18 @@ export const EMPTY_RULE: AlertRule = { name: '', condition: '', action: 'webhook
 /** The body the API takes: only the fields of the chosen action, no last_fired. */
 export function ruleBody(r: AlertRule): AlertRule {
   const base = { name: r.name.trim(), condition: r.condition.trim(), action: r.action, cooldown_seconds: Number(r.cooldown_seconds) || 0 };
-  return r.action === 'webhook' ? { ...base, webhook_url: r.webhook_url?.trim() ?? '' } : { ...base, email_to: r.email_to?.trim() ?? '', subject: r.subject?.trim() || null };
+  return r.action === 'webhook'
+    ? { ...base, webhook_url: r.webhook_url?.trim() ?? '' }
+    : { ...base, email_to: r.email_to?.trim() ?? '', subject: r.subject?.trim() || null };
 }
 
-export function AlertForm({ initial, pipelines, pipeline, onSave, onCancel }: {
+export function AlertForm({
+  initial,
+  pipelines,
+  pipeline,
+  onSave,
+  onCancel,
+}: {
   initial: AlertRule;
   pipelines: string[];
   pipeline: string;
@@ -66,13 +74,26 @@ export function AlertForm({ initial, pipelines, pipeline, onSave, onCancel }: {
       {rule.action === 'webhook' ? (
         <label class="wide">
           Webhook URL
-          <input name="webhook_url" type="url" value={rule.webhook_url ?? ''} placeholder="https://hooks.example/svc" onInput={(e) => set({ webhook_url: e.currentTarget.value })} required />
+          <input
+            name="webhook_url"
+            type="url"
+            value={rule.webhook_url ?? ''}
+            placeholder="https://hooks.example/svc"
+            onInput={(e) => set({ webhook_url: e.currentTarget.value })}
+            required
+          />
         </label>
       ) : (
         <>
           <label>
             Email to
-            <input name="email_to" value={rule.email_to ?? ''} placeholder="noc@example.com" onInput={(e) => set({ email_to: e.currentTarget.value })} required />
+            <input
+              name="email_to"
+              value={rule.email_to ?? ''}
+              placeholder="noc@example.com"
+              onInput={(e) => set({ email_to: e.currentTarget.value })}
+              required
+            />
           </label>
           <label>
             Subject
@@ -82,7 +103,13 @@ export function AlertForm({ initial, pipelines, pipeline, onSave, onCancel }: {
       )}
       <label>
         Cooldown (seconds)
-        <input name="cooldown_seconds" type="number" min="0" value={rule.cooldown_seconds} onInput={(e) => set({ cooldown_seconds: Number(e.currentTarget.value) })} />
+        <input
+          name="cooldown_seconds"
+          type="number"
+          min="0"
+          value={rule.cooldown_seconds}
+          onInput={(e) => set({ cooldown_seconds: Number(e.currentTarget.value) })}
+        />
       </label>
       <div class="form-actions wide">
         <button type="submit" class="primary" disabled={busy || !target}>

@@ -52,7 +52,11 @@ export function AlertsPage({ pipeline }: { pipeline?: string }) {
   return (
     <section>
       <PageHeader title="Alerts" subtitle="Rules are checked after every batch run; a rule fires its webhook or email unless it is cooling down.">
-        <select aria-label="pipeline" value={pipeline ?? ''} onChange={(e) => navigate(e.currentTarget.value ? href(['alerts', e.currentTarget.value]) : href(['alerts']))}>
+        <select
+          aria-label="pipeline"
+          value={pipeline ?? ''}
+          onChange={(e) => navigate(e.currentTarget.value ? href(['alerts', e.currentTarget.value]) : href(['alerts']))}
+        >
           <option value="">all pipelines</option>
           {(data?.pipelines ?? []).map((p) => (
             <option key={p} value={p}>

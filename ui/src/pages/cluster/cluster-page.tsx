@@ -20,8 +20,8 @@ export function ClusterPage() {
       {(nodes.error || streams.error) && <Notice tone="error">{nodes.error ?? streams.error}</Notice>}
       {standalone && (
         <Notice tone="info">
-          This daemon runs standalone (SVC_MODE=standalone): it schedules and executes every pipeline itself, with no workers. Its running streams are shown below
-          as single-slot placements.
+          This daemon runs standalone (SVC_MODE=standalone): it schedules and executes every pipeline itself, with no workers. Its running streams are shown
+          below as single-slot placements.
         </Notice>
       )}
       {nodes.data && !standalone && (
@@ -81,7 +81,11 @@ export function ClusterPage() {
                 <td>
                   {s.active_slots}/{s.slot_count}{' '}
                   {s.slots.map((slot) => (
-                    <span key={slot.worker_index} class={`badge ${slot.status === 'stale' ? 'badge-warn' : 'badge-ok'}`} title={`${slot.worker_id} · restarts ${slot.restart_count}`}>
+                    <span
+                      key={slot.worker_index}
+                      class={`badge ${slot.status === 'stale' ? 'badge-warn' : 'badge-ok'}`}
+                      title={`${slot.worker_id} · restarts ${slot.restart_count}`}
+                    >
                       {slot.worker_id}: {slot.status}
                     </span>
                   ))}

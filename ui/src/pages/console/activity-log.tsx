@@ -76,8 +76,14 @@ export function ActivityLog() {
                 <td>{e.version}</td>
                 <td class="mono">{e.principal ?? ''}</td>
                 <td>{e.request}</td>
-                <td class="mono small">{e.oids.slice(0, 3).join(' ')}{e.oids.length > 3 ? ` +${e.oids.length - 3}` : ''}</td>
-                <td class="bad">{e.error ?? ''}{e.skipped ? ` (${e.skipped} more not shown)` : ''}</td>
+                <td class="mono small">
+                  {e.oids.slice(0, 3).join(' ')}
+                  {e.oids.length > 3 ? ` +${e.oids.length - 3}` : ''}
+                </td>
+                <td class="bad">
+                  {e.error ?? ''}
+                  {e.skipped ? ` (${e.skipped} more not shown)` : ''}
+                </td>
               </tr>
             ))}
           </tbody>

@@ -24,12 +24,21 @@ export function MibNode({ oid, link }: { oid: string; link: (oid: string) => str
   if (!node) return <p class="muted">Loading…</p>;
 
   const syntax = node.syntax;
-  const enums = syntax?.enums ? Object.entries(syntax.enums).map(([k, v]) => `${k}(${v})`).join(', ') : undefined;
+  const enums = syntax?.enums
+    ? Object.entries(syntax.enums)
+        .map(([k, v]) => `${k}(${v})`)
+        .join(', ')
+    : undefined;
   const facts: [string, string | undefined][] = [
     ['OID', node.oid],
     ['Module', node.module ?? undefined],
     ['Kind', node.kind],
-    ['Syntax', syntax ? [syntax.tc ?? syntax.type, syntax.base && syntax.base !== (syntax.tc ?? syntax.type) ? `(${syntax.base})` : ''].filter(Boolean).join(' ') : undefined],
+    [
+      'Syntax',
+      syntax
+        ? [syntax.tc ?? syntax.type, syntax.base && syntax.base !== (syntax.tc ?? syntax.type) ? `(${syntax.base})` : ''].filter(Boolean).join(' ')
+        : undefined,
+    ],
     ['Values', enums],
     ['Display hint', syntax?.displayHint],
     ['Units', node.units],
@@ -45,7 +54,11 @@ export function MibNode({ oid, link }: { oid: string; link: (oid: string) => str
         {node.breadcrumb.map((c, i) => (
           <Fragment key={c.oid}>
             {i > 0 && <span class="muted"> › </span>}
-            {i === node.breadcrumb.length - 1 ? <span aria-current="page">{c.name ?? c.oid}</span> : <a href={link(c.oid)}>{c.name ?? c.oid.split('.').pop()}</a>}
+            {i === node.breadcrumb.length - 1 ? (
+              <span aria-current="page">{c.name ?? c.oid}</span>
+            ) : (
+              <a href={link(c.oid)}>{c.name ?? c.oid.split('.').pop()}</a>
+            )}
           </Fragment>
         ))}
       </nav>

@@ -83,7 +83,9 @@ export function MibsPage({ query }: { query: URLSearchParams }) {
             </ul>
           )}
         </div>
-        <div class="mib-detail">{node ? <MibNode oid={node} link={nodeLink} /> : <p class="muted">Choose a module, or search, then a node to see its detail.</p>}</div>
+        <div class="mib-detail">
+          {node ? <MibNode oid={node} link={nodeLink} /> : <p class="muted">Choose a module, or search, then a node to see its detail.</p>}
+        </div>
       </div>
       <h2>Sources</h2>
       {status && <MibSources rows={status.source_inventory} onChanged={reload} />}
@@ -91,7 +93,19 @@ export function MibsPage({ query }: { query: URLSearchParams }) {
   );
 }
 
-function SearchResults({ q, nodeLink, selected, clear, version }: { q: string; nodeLink: (oid: string) => string; selected?: string; clear: string; version: number }) {
+function SearchResults({
+  q,
+  nodeLink,
+  selected,
+  clear,
+  version,
+}: {
+  q: string;
+  nodeLink: (oid: string) => string;
+  selected?: string;
+  clear: string;
+  version: number;
+}) {
   const [hits, setHits] = useState<MibSearchHit[]>();
   const [error, setError] = useState<string>();
   useEffect(() => {
@@ -105,7 +119,8 @@ function SearchResults({ q, nodeLink, selected, clear, version }: { q: string; n
   return (
     <div data-testid="mib-search-results">
       <p class="muted small">
-        {hits ? `${hits.length}${hits.length === 100 ? '+' : ''} ${hits.length === 1 ? 'match' : 'matches'} for “${q}”` : 'Searching…'} · <a href={clear}>clear</a>
+        {hits ? `${hits.length}${hits.length === 100 ? '+' : ''} ${hits.length === 1 ? 'match' : 'matches'} for “${q}”` : 'Searching…'} ·{' '}
+        <a href={clear}>clear</a>
       </p>
       {error && <Notice tone="error">{error}</Notice>}
       <ul class="plain-list">
@@ -126,7 +141,19 @@ function SearchResults({ q, nodeLink, selected, clear, version }: { q: string; n
   );
 }
 
-function ModuleTree({ module, nodeLink, selected, back, version }: { module: string; nodeLink: (oid: string) => string; selected?: string; back: string; version: number }) {
+function ModuleTree({
+  module,
+  nodeLink,
+  selected,
+  back,
+  version,
+}: {
+  module: string;
+  nodeLink: (oid: string) => string;
+  selected?: string;
+  back: string;
+  version: number;
+}) {
   const [tree, setTree] = useState<MibTreeNode[]>();
   const [error, setError] = useState<string>();
   const [open, setOpen] = useState<Set<string>>(new Set());
@@ -154,7 +181,13 @@ function ModuleTree({ module, nodeLink, selected, back, version }: { module: str
       <li key={n.oid}>
         <div class={`tree-row${selected === n.oid ? ' selected' : ''}`}>
           {kids.length > 0 ? (
-            <button type="button" class="tree-toggle" aria-expanded={isOpen} aria-label={`${isOpen ? 'collapse' : 'expand'} ${n.name ?? n.oid}`} onClick={() => toggle(n.oid)}>
+            <button
+              type="button"
+              class="tree-toggle"
+              aria-expanded={isOpen}
+              aria-label={`${isOpen ? 'collapse' : 'expand'} ${n.name ?? n.oid}`}
+              onClick={() => toggle(n.oid)}
+            >
               {isOpen ? '▾' : '▸'}
             </button>
           ) : (
@@ -192,7 +225,12 @@ function MibExport({ module }: { module?: string }) {
       const r = await consoleApi.mibExport(format, type, modules);
       const base = `mib-${type}${module ? `-${module}` : ''}`;
       if (format === 'csv') downloadText(`${base}.csv`, r as string);
-      else downloadText(((r as { metadata?: { filename?: string } }).metadata?.filename ?? `${base}.json`).replace(/\.csv$/, '.json'), JSON.stringify(r, null, 2), 'application/json');
+      else
+        downloadText(
+          ((r as { metadata?: { filename?: string } }).metadata?.filename ?? `${base}.json`).replace(/\.csv$/, '.json'),
+          JSON.stringify(r, null, 2),
+          'application/json',
+        );
     } catch (e) {
       setError((e as Error).message);
     }

@@ -43,7 +43,13 @@ export function OidRowsTable<R extends OidRow>({
         {rows.map((r, i) => (
           <tr key={i}>
             <td>
-              <input aria-label={`${labelPrefix}oid ${i}`} class="mono wide-input" value={r.oid} placeholder={oidPlaceholder} onInput={(e) => set(i, { oid: e.currentTarget.value })} />
+              <input
+                aria-label={`${labelPrefix}oid ${i}`}
+                class="mono wide-input"
+                value={r.oid}
+                placeholder={oidPlaceholder}
+                onInput={(e) => set(i, { oid: e.currentTarget.value })}
+              />
             </td>
             <td>
               <select aria-label={`${labelPrefix}type ${i}`} value={r.type} onChange={(e) => set(i, { type: e.currentTarget.value })}>
@@ -55,7 +61,13 @@ export function OidRowsTable<R extends OidRow>({
               </select>
             </td>
             <td>
-              <input aria-label={`${labelPrefix}value ${i}`} class="wide-input" value={String(r.value)} disabled={valueDisabled?.(r)} onInput={(e) => set(i, { value: e.currentTarget.value })} />
+              <input
+                aria-label={`${labelPrefix}value ${i}`}
+                class="wide-input"
+                value={String(r.value)}
+                disabled={valueDisabled?.(r)}
+                onInput={(e) => set(i, { value: e.currentTarget.value })}
+              />
             </td>
             <td>
               <button type="button" class="danger" onClick={() => setRows(rows.filter((_, j) => j !== i))}>

@@ -36,7 +36,13 @@ export function OverridesEditor() {
         </Notice>
       )}
       {rows.length === 0 && <p class="muted">No overrides: the simulator serves its default device. Add one to replace or add an OID.</p>}
-      <OidRowsTable rows={rows} setRows={setRows} oidHeader="OID (numeric instance)" oidPlaceholder="1.3.6.1.2.1.1.5.0" typeOptions={(r) => [...new Set([r.type, ...TYPES])]} />
+      <OidRowsTable
+        rows={rows}
+        setRows={setRows}
+        oidHeader="OID (numeric instance)"
+        oidPlaceholder="1.3.6.1.2.1.1.5.0"
+        typeOptions={(r) => [...new Set([r.type, ...TYPES])]}
+      />
       <div class="form-actions">
         <button type="button" onClick={() => setRows([...rows, { oid: '', type: 'OctetString', value: '' }])}>
           Add override

@@ -13,14 +13,23 @@ import { ServiceBadge } from './service-badge.js';
 
 export function SimulatorPage() {
   const s = simulatorStatus.value;
-  const [form, setForm] = useState<{ port: string; community: string; host: string; write_community: string }>({ port: '1161', community: 'public', host: '', write_community: '' });
+  const [form, setForm] = useState<{ port: string; community: string; host: string; write_community: string }>({
+    port: '1161',
+    community: 'public',
+    host: '',
+    write_community: '',
+  });
   const { busy, notice, setNotice, act } = useAction<typeof s>((st) => {
     if (st) simulatorStatus.value = st;
   });
 
   useEffect(() => {
     // The socket's full_state usually comes first; this covers a socket that is not up yet.
-    if (!simulatorStatus.value) consoleApi.simulator().then((st) => (simulatorStatus.value ??= st)).catch(() => undefined);
+    if (!simulatorStatus.value)
+      consoleApi
+        .simulator()
+        .then((st) => (simulatorStatus.value ??= st))
+        .catch(() => undefined);
   }, []);
   // The form shows the configuration in use (or last used) whenever the simulator changes state.
   useEffect(() => {
@@ -45,7 +54,14 @@ export function SimulatorPage() {
   const running = s?.state === 'running';
   return (
     <section>
-      <PageHeader title={<>SNMP simulator <ServiceBadge state={s?.state} /></>} subtitle="A lab SNMP agent (v1, v2c, v3) serving a default device plus your overrides.">
+      <PageHeader
+        title={
+          <>
+            SNMP simulator <ServiceBadge state={s?.state} />
+          </>
+        }
+        subtitle="A lab SNMP agent (v1, v2c, v3) serving a default device plus your overrides."
+      >
         <button type="button" onClick={() => act('simulator stopped', () => consoleApi.stopSimulator())} disabled={busy || !running}>
           Stop
         </button>
@@ -64,11 +80,16 @@ export function SimulatorPage() {
           <dt>Endpoint</dt>
           <dd class="mono">{s ? `udp ${s.host}:${s.port}` : '…'}</dd>
           <dt>Community</dt>
-          <dd class="mono">{s?.community ?? ''}{s?.writable ? ' (a write community is set)' : ''}</dd>
+          <dd class="mono">
+            {s?.community ?? ''}
+            {s?.writable ? ' (a write community is set)' : ''}
+          </dd>
           <dt>Versions</dt>
           <dd>{s?.versions.join(', ')}</dd>
           <dt>v3 users</dt>
-          <dd>{s?.v3_users.length ? s.v3_users.map((u) => `${u.username} (${u.auth_protocol ?? 'noAuth'}/${u.priv_protocol ?? 'noPriv'})`).join(', ') : 'none'}</dd>
+          <dd>
+            {s?.v3_users.length ? s.v3_users.map((u) => `${u.username} (${u.auth_protocol ?? 'noAuth'}/${u.priv_protocol ?? 'noPriv'})`).join(', ') : 'none'}
+          </dd>
           <dt>Engine ID</dt>
           <dd class="mono">{s?.engine_id ?? '–'}</dd>
           <dt>Uptime</dt>

@@ -25,7 +25,14 @@ export function StatsPage() {
       setError((e as Error).message);
     }
   };
-  const groups: [string, Record<string, number | null>][] = s ? [['Simulator', s.simulator], ['Traps', s.traps], ['Walker', s.walker], ['MIBs', s.mibs]] : [];
+  const groups: [string, Record<string, number | null>][] = s
+    ? [
+        ['Simulator', s.simulator],
+        ['Traps', s.traps],
+        ['Walker', s.walker],
+        ['MIBs', s.mibs],
+      ]
+    : [];
   return (
     <section>
       <PageHeader title="Stats" subtitle={s ? `Counted since ${fmtTime(s.since)} (${fmtAgo(s.since)}); pushed live.` : 'Loading…'}>

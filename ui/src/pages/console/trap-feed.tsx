@@ -88,7 +88,14 @@ export function TrapFeed() {
       <div class="section-head">
         <h2>Received</h2>
         <div class="actions">
-          <input type="search" name="filter" aria-label="filter traps" placeholder="Filter: name, OID, source, value" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
+          <input
+            type="search"
+            name="filter"
+            aria-label="filter traps"
+            placeholder="Filter: name, OID, source, value"
+            value={filter}
+            onInput={(e) => setFilter(e.currentTarget.value)}
+          />
           {paused ? (
             <>
               <span class="badge badge-warn" role="status" data-testid="feed-paused">

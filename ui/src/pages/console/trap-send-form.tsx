@@ -16,7 +16,14 @@ interface Row {
 }
 
 export function TrapSendForm({ defaultPort }: { defaultPort: number }) {
-  const [form, setForm] = useState({ target: '127.0.0.1', port: String(defaultPort), version: '2c' as '1' | '2c', community: 'public', oid: 'IF-MIB::linkDown', inform: false });
+  const [form, setForm] = useState({
+    target: '127.0.0.1',
+    port: String(defaultPort),
+    version: '2c' as '1' | '2c',
+    community: 'public',
+    oid: 'IF-MIB::linkDown',
+    inform: false,
+  });
   const [rows, setRows] = useState<Row[]>([{ oid: 'IF-MIB::ifIndex.1', type: '', value: '1' }]);
   const [notice, setNotice] = useState<{ tone: 'ok' | 'error'; text: string }>();
   const [busy, setBusy] = useState(false);
@@ -45,7 +52,10 @@ export function TrapSendForm({ defaultPort }: { defaultPort: number }) {
     try {
       const r = await consoleApi.sendTrap(body);
       const vbs = r.varbinds.map((v) => `${v.name ?? v.oid} = ${varbindValue(v)}`).join(', ');
-      setNotice({ tone: 'ok', text: `${r.kind} ${r.trap_name} sent to ${r.target}:${r.port} (SNMPv${r.version}${r.acknowledged ? ', acknowledged' : ''}) in ${r.duration_ms} ms${vbs ? `: ${vbs}` : ''}` });
+      setNotice({
+        tone: 'ok',
+        text: `${r.kind} ${r.trap_name} sent to ${r.target}:${r.port} (SNMPv${r.version}${r.acknowledged ? ', acknowledged' : ''}) in ${r.duration_ms} ms${vbs ? `: ${vbs}` : ''}`,
+      });
     } catch (err) {
       setNotice({ tone: 'error', text: (err as Error).message });
     } finally {
@@ -81,7 +91,11 @@ export function TrapSendForm({ defaultPort }: { defaultPort: number }) {
         </label>
         <label>
           Version
-          <select name="version" value={form.version} onChange={(e) => set({ version: e.currentTarget.value as '1' | '2c', inform: e.currentTarget.value === '1' ? false : form.inform })}>
+          <select
+            name="version"
+            value={form.version}
+            onChange={(e) => set({ version: e.currentTarget.value as '1' | '2c', inform: e.currentTarget.value === '1' ? false : form.inform })}
+          >
             <option value="1">v1</option>
             <option value="2c">v2c</option>
           </select>
@@ -92,7 +106,14 @@ export function TrapSendForm({ defaultPort }: { defaultPort: number }) {
         </label>
         <label class="wide">
           Notification OID or name
-          <input name="oid" class="mono" value={form.oid} required placeholder="IF-MIB::linkDown or 1.3.6.1.6.3.1.1.5.3" onInput={(e) => set({ oid: e.currentTarget.value })} />
+          <input
+            name="oid"
+            class="mono"
+            value={form.oid}
+            required
+            placeholder="IF-MIB::linkDown or 1.3.6.1.6.3.1.1.5.3"
+            onInput={(e) => set({ oid: e.currentTarget.value })}
+          />
         </label>
       </div>
       <h3>Varbinds</h3>
@@ -111,7 +132,14 @@ export function TrapSendForm({ defaultPort }: { defaultPort: number }) {
           Add varbind
         </button>
         <label class="inline">
-          <input type="checkbox" name="inform" checked={form.inform} disabled={form.version === '1'} onChange={(e) => set({ inform: e.currentTarget.checked })} /> inform (wait for the acknowledgement)
+          <input
+            type="checkbox"
+            name="inform"
+            checked={form.inform}
+            disabled={form.version === '1'}
+            onChange={(e) => set({ inform: e.currentTarget.checked })}
+          />{' '}
+          inform (wait for the acknowledgement)
         </label>
         <button type="submit" class="primary" disabled={busy}>
           Send

@@ -27,12 +27,21 @@ export function TrapsPage() {
 
   useEffect(() => {
     // The socket's full_state usually comes first; this covers a socket that is not up yet.
-    if (!trapsStatus.value) consoleApi.traps().then((st) => (trapsStatus.value ??= st)).catch(() => undefined);
+    if (!trapsStatus.value)
+      consoleApi
+        .traps()
+        .then((st) => (trapsStatus.value ??= st))
+        .catch(() => undefined);
   }, []);
   // The form shows the configuration in use (or last used) whenever the receiver changes state.
   useEffect(() => {
     if (!s || (edited.current && s.state !== 'running')) return;
-    setFormState((f) => ({ ...f, port: String(s.port), community: s.community ?? '', resolve_mibs: s.state === 'stopped' && !s.started_at ? f.resolve_mibs : s.resolve_mibs }));
+    setFormState((f) => ({
+      ...f,
+      port: String(s.port),
+      community: s.community ?? '',
+      resolve_mibs: s.state === 'stopped' && !s.started_at ? f.resolve_mibs : s.resolve_mibs,
+    }));
     // eslint-disable-next-line react-hooks/exhaustive-deps -- on a change of state or port only: every status push (counters) would undo what the user is typing
   }, [s?.state, s?.port]);
 
@@ -47,7 +56,14 @@ export function TrapsPage() {
   const running = s?.state === 'running';
   return (
     <section>
-      <PageHeader title={<>Traps <ServiceBadge state={s?.state} /></>} subtitle="Receive SNMP traps and informs (v1, v2c, v3) and send your own.">
+      <PageHeader
+        title={
+          <>
+            Traps <ServiceBadge state={s?.state} />
+          </>
+        }
+        subtitle="Receive SNMP traps and informs (v1, v2c, v3) and send your own."
+      >
         <button type="button" onClick={() => act('receiver stopped', () => consoleApi.stopTraps())} disabled={busy || !running}>
           Stop receiver
         </button>
@@ -69,11 +85,19 @@ export function TrapsPage() {
           <dt>v3 users</dt>
           <dd>{s?.v3_users ?? 0}</dd>
           <dt>Received</dt>
-          <dd>{fmtInt(s?.received)}{s?.informs_acknowledged ? ` (${fmtInt(s.informs_acknowledged)} informs acknowledged)` : ''}</dd>
+          <dd>
+            {fmtInt(s?.received)}
+            {s?.informs_acknowledged ? ` (${fmtInt(s.informs_acknowledged)} informs acknowledged)` : ''}
+          </dd>
           <dt>Dropped</dt>
           <dd>
             {fmtInt(s?.dropped)}
-            {s?.last_drop && <span class="muted small"> · last: {s.last_drop.reason} from {s.last_drop.source} at {fmtTime(s.last_drop.time)}</span>}
+            {s?.last_drop && (
+              <span class="muted small">
+                {' '}
+                · last: {s.last_drop.reason} from {s.last_drop.source} at {fmtTime(s.last_drop.time)}
+              </span>
+            )}
           </dd>
           <dt>Kept</dt>
           <dd>{s ? `${fmtInt(s.events)} of ${fmtInt(s.event_limit)}` : ''}</dd>
@@ -88,7 +112,13 @@ export function TrapsPage() {
             <input name="community" value={form.community} onInput={(e) => setForm({ ...form, community: e.currentTarget.value })} />
           </label>
           <label class="inline wide">
-            <input type="checkbox" name="resolve_mibs" checked={form.resolve_mibs} onChange={(e) => setForm({ ...form, resolve_mibs: e.currentTarget.checked })} /> name notifications and varbinds from the loaded MIBs
+            <input
+              type="checkbox"
+              name="resolve_mibs"
+              checked={form.resolve_mibs}
+              onChange={(e) => setForm({ ...form, resolve_mibs: e.currentTarget.checked })}
+            />{' '}
+            name notifications and varbinds from the loaded MIBs
           </label>
           <div class="form-actions wide">
             <button type="submit" class="primary" disabled={busy || running}>

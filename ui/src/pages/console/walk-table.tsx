@@ -25,7 +25,10 @@ export function WalkTableView({ name, table }: { name: string; table: WalkTable 
     <div class="walk-table" data-table={name}>
       <div class="section-head">
         <h3>
-          {name} <span class="muted small">{table.row_count} rows · index {table.index.join(', ') || '–'}</span>
+          {name}{' '}
+          <span class="muted small">
+            {table.row_count} rows · index {table.index.join(', ') || '–'}
+          </span>
         </h3>
         <button type="button" onClick={exportCsv}>
           CSV

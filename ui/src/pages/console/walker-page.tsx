@@ -28,7 +28,15 @@ interface Form {
 }
 
 function requestOf(f: Form): WalkRequest {
-  const r: WalkRequest = { target: f.target.trim(), port: Number(f.port), version: f.version, oid: f.oid.trim() || undefined, parse: f.parse, use_mibs: f.use_mibs, json_format: 'grouped' };
+  const r: WalkRequest = {
+    target: f.target.trim(),
+    port: Number(f.port),
+    version: f.version,
+    oid: f.oid.trim() || undefined,
+    parse: f.parse,
+    use_mibs: f.use_mibs,
+    json_format: 'grouped',
+  };
   if (f.timeout_ms) r.timeout_ms = Number(f.timeout_ms);
   if (f.version !== '1' && f.max_repetitions) r.max_repetitions = Number(f.max_repetitions);
   if (f.version === '3') {
@@ -40,7 +48,19 @@ function requestOf(f: Form): WalkRequest {
 }
 
 /** A v3 protocol (empty: none) and its key: `auth_protocol` and `auth_key`, or the `priv_` pair. */
-function ProtocolAndKey({ kind, label, protocols, form, set }: { kind: 'auth' | 'priv'; label: string; protocols: string[]; form: Form; set: (patch: Partial<Form>) => void }) {
+function ProtocolAndKey({
+  kind,
+  label,
+  protocols,
+  form,
+  set,
+}: {
+  kind: 'auth' | 'priv';
+  label: string;
+  protocols: string[];
+  form: Form;
+  set: (patch: Partial<Form>) => void;
+}) {
   const protocol = `${kind}_protocol` as const;
   const key = `${kind}_key` as const;
   return (
@@ -167,7 +187,14 @@ export function WalkerPage({ oid }: { oid?: string }) {
         </label>
         <label>
           Max-repetitions
-          <input name="max_repetitions" type="number" min="1" value={form.max_repetitions} disabled={form.version === '1'} onInput={(e) => set({ max_repetitions: e.currentTarget.value })} />
+          <input
+            name="max_repetitions"
+            type="number"
+            min="1"
+            value={form.max_repetitions}
+            disabled={form.version === '1'}
+            onInput={(e) => set({ max_repetitions: e.currentTarget.value })}
+          />
         </label>
         <label>
           Timeout (ms)

@@ -65,7 +65,10 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
 
   return (
     <section>
-      <PageHeader title={`Dead letters of ${name}`} subtitle="Records the pipeline could not parse, transform or write, as its DLQ sink keeps them; oldest first.">
+      <PageHeader
+        title={`Dead letters of ${name}`}
+        subtitle="Records the pipeline could not parse, transform or write, as its DLQ sink keeps them; oldest first."
+      >
         <button type="button" onClick={() => void list.refresh()}>
           Refresh
         </button>
@@ -94,25 +97,53 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
             <SelectField label="Stage" name="stage" value={view.stage} any="any stage" options={STAGES} onChange={(stage) => setView({ stage })} />
             <label>
               Error contains
-              <input name="error" type="search" value={errorText} placeholder="text, any case" onInput={(e) => setErrorText(e.currentTarget.value)} onChange={(e) => setView({ error: e.currentTarget.value.trim() })} />
+              <input
+                name="error"
+                type="search"
+                value={errorText}
+                placeholder="text, any case"
+                onInput={(e) => setErrorText(e.currentTarget.value)}
+                onChange={(e) => setView({ error: e.currentTarget.value.trim() })}
+              />
             </label>
             <SelectField label="Failed" name="since" value={view.since} options={SINCE_OPTIONS} onChange={(since) => setView({ since })} />
             <label class="dlq-check">
               <span>
-                <input type="checkbox" name="show-replayed" checked={!view.hideReplayed} onChange={(e) => setView({ hideReplayed: !e.currentTarget.checked })} /> show replayed
+                <input
+                  type="checkbox"
+                  name="show-replayed"
+                  checked={!view.hideReplayed}
+                  onChange={(e) => setView({ hideReplayed: !e.currentTarget.checked })}
+                />{' '}
+                show replayed
               </span>
             </label>
           </form>
           {list.error && <Notice tone="error">{list.error}</Notice>}
           {list.data?.truncated && <Notice tone="info">The DLQ holds more envelopes than one read keeps (100,000): the oldest are listed.</Notice>}
-          {!!list.data?.skipped && <Notice tone="info">{plural(list.data.skipped, 'stored item')} of the DLQ sink are not envelopes and are not listed (the daemon's log says why).</Notice>}
-          <ReplayPanel name={name} selected={[...selected]} matching={total} filter={filterOf(view)} hideReplayed={view.hideReplayed} onReplayed={() => (setSelected(new Set()), void list.refresh())} />
+          {!!list.data?.skipped && (
+            <Notice tone="info">
+              {plural(list.data.skipped, 'stored item')} of the DLQ sink are not envelopes and are not listed (the daemon's log says why).
+            </Notice>
+          )}
+          <ReplayPanel
+            name={name}
+            selected={[...selected]}
+            matching={total}
+            filter={filterOf(view)}
+            hideReplayed={view.hideReplayed}
+            onReplayed={() => (setSelected(new Set()), void list.refresh())}
+          />
           {list.loading && !list.data ? (
             <p class="muted">Reading the DLQ…</p>
           ) : items.length === 0 ? (
             !list.error && (
               <div class="empty">
-                <p>{view.stage || view.error || view.since !== 'all' || view.hideReplayed ? 'No dead letters match this filter.' : 'The DLQ of this pipeline is empty.'}</p>
+                <p>
+                  {view.stage || view.error || view.since !== 'all' || view.hideReplayed
+                    ? 'No dead letters match this filter.'
+                    : 'The DLQ of this pipeline is empty.'}
+                </p>
               </div>
             )
           ) : (
@@ -122,7 +153,17 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
                   <thead>
                     <tr>
                       <th class="dlq-tick">
-                        <input type="checkbox" aria-label="select all on this page" checked={allTicked} onChange={(e) => tick(items.map((i) => i.id), e.currentTarget.checked)} />
+                        <input
+                          type="checkbox"
+                          aria-label="select all on this page"
+                          checked={allTicked}
+                          onChange={(e) =>
+                            tick(
+                              items.map((i) => i.id),
+                              e.currentTarget.checked,
+                            )
+                          }
+                        />
                       </th>
                       <th>Failed at</th>
                       <th>Stage</th>
@@ -133,7 +174,14 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
                   </thead>
                   <tbody>
                     {items.map((i) => (
-                      <DlqRow key={i.id} item={i} ticked={selected.has(i.id)} inspected={i.id === inspected} onTick={(on) => tick([i.id], on)} onInspect={() => setInspected(i.id === inspected ? undefined : i.id)} />
+                      <DlqRow
+                        key={i.id}
+                        item={i}
+                        ticked={selected.has(i.id)}
+                        inspected={i.id === inspected}
+                        onTick={(on) => tick([i.id], on)}
+                        onInspect={() => setInspected(i.id === inspected ? undefined : i.id)}
+                      />
                     ))}
                   </tbody>
                 </table>
@@ -142,10 +190,18 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
                     {fmtInt((view.page - 1) * PAGE_SIZE + 1)}–{fmtInt((view.page - 1) * PAGE_SIZE + items.length)} of {fmtInt(total)}
                     {selected.size > 0 && ` · ${fmtInt(selected.size)} selected`}
                   </span>
-                  <button type="button" disabled={view.page <= 1} onClick={() => navigate(href(['pipelines', name, 'dlq'], queryOf({ ...view, page: view.page - 1 })))}>
+                  <button
+                    type="button"
+                    disabled={view.page <= 1}
+                    onClick={() => navigate(href(['pipelines', name, 'dlq'], queryOf({ ...view, page: view.page - 1 })))}
+                  >
                     Previous
                   </button>
-                  <button type="button" disabled={view.page >= pages} onClick={() => navigate(href(['pipelines', name, 'dlq'], queryOf({ ...view, page: view.page + 1 })))}>
+                  <button
+                    type="button"
+                    disabled={view.page >= pages}
+                    onClick={() => navigate(href(['pipelines', name, 'dlq'], queryOf({ ...view, page: view.page + 1 })))}
+                  >
                     Next
                   </button>
                 </div>
@@ -171,10 +227,27 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
 
 const plural = (n: number, one: string) => `${fmtInt(n)} ${one}${n === 1 ? '' : 's'}`;
 
-function DlqRow({ item, ticked, inspected, onTick, onInspect }: { item: DlqItem; ticked: boolean; inspected: boolean; onTick: (on: boolean) => void; onInspect: () => void }) {
+function DlqRow({
+  item,
+  ticked,
+  inspected,
+  onTick,
+  onInspect,
+}: {
+  item: DlqItem;
+  ticked: boolean;
+  inspected: boolean;
+  onTick: (on: boolean) => void;
+  onInspect: () => void;
+}) {
   const e = item.envelope;
   return (
-    <tr data-dlq-id={item.id} data-stage={e._stage} class={inspected ? 'selected' : ''} onClick={(ev) => !(ev.target as HTMLElement).closest('input, a, button') && onInspect()}>
+    <tr
+      data-dlq-id={item.id}
+      data-stage={e._stage}
+      class={inspected ? 'selected' : ''}
+      onClick={(ev) => !(ev.target as HTMLElement).closest('input, a, button') && onInspect()}
+    >
       <td class="dlq-tick">
         <input type="checkbox" aria-label={`select ${item.location}`} checked={ticked} onChange={(ev) => onTick(ev.currentTarget.checked)} />
       </td>

@@ -21,7 +21,15 @@ export function EnvelopeView({ item }: { item: DlqItem }) {
         <dt>Failed at</dt>
         <dd>{fmtTime(e._timestamp)}</dd>
         <dt>Run</dt>
-        <dd>{e._run_id ? <a href={href(['runs', e._run_id])} class="mono">{e._run_id}</a> : '–'}</dd>
+        <dd>
+          {e._run_id ? (
+            <a href={href(['runs', e._run_id])} class="mono">
+              {e._run_id}
+            </a>
+          ) : (
+            '–'
+          )}
+        </dd>
         <dt>Replayed</dt>
         <dd>
           {item.replayed ? (

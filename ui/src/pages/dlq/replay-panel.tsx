@@ -44,7 +44,14 @@ function ReplayResult({ r }: { r: ReplayAnswer }) {
   );
 }
 
-export function ReplayPanel({ name, selected, matching, filter, hideReplayed, onReplayed }: {
+export function ReplayPanel({
+  name,
+  selected,
+  matching,
+  filter,
+  hideReplayed,
+  onReplayed,
+}: {
   name: string;
   /** Ids of the ticked rows. */
   selected: string[];
@@ -104,7 +111,8 @@ export function ReplayPanel({ name, selected, matching, filter, hideReplayed, on
         <div class="dlq-edits">
           <div>
             <p class="hint">
-              Set fields: each expression is evaluated against the record (its fields by name, <code>record</code> for all of it) and its value replaces the field.
+              Set fields: each expression is evaluated against the record (its fields by name, <code>record</code> for all of it) and its value replaces the
+              field.
             </p>
             <table class="table compact" data-testid="set-rows">
               <thead>
@@ -118,13 +126,32 @@ export function ReplayPanel({ name, selected, matching, filter, hideReplayed, on
                 {rows.map((r, i) => (
                   <tr key={i}>
                     <td>
-                      <input name="set-field" class="wide-input" value={r.field} placeholder="octets" aria-label={`field ${i + 1}`} onInput={(e) => setRow(i, { field: e.currentTarget.value })} />
+                      <input
+                        name="set-field"
+                        class="wide-input"
+                        value={r.field}
+                        placeholder="octets"
+                        aria-label={`field ${i + 1}`}
+                        onInput={(e) => setRow(i, { field: e.currentTarget.value })}
+                      />
                     </td>
                     <td>
-                      <input name="set-expr" class="wide-input mono" value={r.expr} placeholder="int(octets)" aria-label={`expression ${i + 1}`} onInput={(e) => setRow(i, { expr: e.currentTarget.value })} />
+                      <input
+                        name="set-expr"
+                        class="wide-input mono"
+                        value={r.expr}
+                        placeholder="int(octets)"
+                        aria-label={`expression ${i + 1}`}
+                        onInput={(e) => setRow(i, { expr: e.currentTarget.value })}
+                      />
                     </td>
                     <td class="row-actions">
-                      <button type="button" class="link" aria-label={`remove row ${i + 1}`} onClick={() => setRows(rows.length > 1 ? rows.filter((_, j) => j !== i) : [{ field: '', expr: '' }])}>
+                      <button
+                        type="button"
+                        class="link"
+                        aria-label={`remove row ${i + 1}`}
+                        onClick={() => setRows(rows.length > 1 ? rows.filter((_, j) => j !== i) : [{ field: '', expr: '' }])}
+                      >
                         ×
                       </button>
                     </td>
@@ -138,7 +165,15 @@ export function ReplayPanel({ name, selected, matching, filter, hideReplayed, on
           </div>
           <label>
             JSON Patch (RFC 6902), applied before the fields
-            <textarea name="patch" class="mono" rows={5} spellcheck={false} placeholder='[{"op": "replace", "path": "/host", "value": "core-1"}]' value={patchText} onInput={(e) => setPatchText(e.currentTarget.value)} />
+            <textarea
+              name="patch"
+              class="mono"
+              rows={5}
+              spellcheck={false}
+              placeholder='[{"op": "replace", "path": "/host", "value": "core-1"}]'
+              value={patchText}
+              onInput={(e) => setPatchText(e.currentTarget.value)}
+            />
           </label>
         </div>
       </details>

@@ -30,7 +30,10 @@ function pipelineName(yaml: string): string | undefined {
 }
 
 function ConnectorResults({ result }: { result: { source: ConnectorTest; sinks: ConnectorTest[] } }) {
-  const rows = [{ label: `source (${result.source.type ?? '?'})`, r: result.source }, ...result.sinks.map((r, i) => ({ label: `sinks[${i}] (${r.type ?? '?'})`, r }))];
+  const rows = [
+    { label: `source (${result.source.type ?? '?'})`, r: result.source },
+    ...result.sinks.map((r, i) => ({ label: `sinks[${i}] (${r.type ?? '?'})`, r })),
+  ];
   return (
     <ul class="checks" data-testid="connector-results">
       {rows.map(({ label, r }) => (
@@ -137,7 +140,11 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
   const runNow = () =>
     run('run', async () => {
       const r = await daemon.run(name!);
-      setNotice({ tone: 'ok', text: `run ${r.status}`, link: r.run_id ? [href(['runs', r.run_id]), 'open the run'] : [href(['runs'], { pipeline: name }), 'see the runs'] });
+      setNotice({
+        tone: 'ok',
+        text: `run ${r.status}`,
+        link: r.run_id ? [href(['runs', r.run_id]), 'open the run'] : [href(['runs'], { pipeline: name }), 'see the runs'],
+      });
     });
 
   const testConnectors = () =>
@@ -165,14 +172,24 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
             : `Version ${state?.version ?? '…'}${state?.origin === 'file' ? ` · from ${state.file}` : ''}${dirty ? ' · unsaved changes' : ''}`
         }
       >
-        <button type="button" onClick={testConnectors} disabled={!!busy || errors.length > 0} title="connect to the source and sinks once, without reading or writing">
+        <button
+          type="button"
+          onClick={testConnectors}
+          disabled={!!busy || errors.length > 0}
+          title="connect to the source and sinks once, without reading or writing"
+        >
           Test connectors
         </button>
         <button type="button" class="primary" onClick={save} disabled={!!busy || !dirty || errors.length > 0}>
           {isNew ? 'Create' : 'Save'}
         </button>
         {!isNew && (
-          <button type="button" onClick={runNow} disabled={!!busy || dirty || stream} title={stream ? 'a stream runs continuously' : dirty ? 'save first' : 'one immediate batch run'}>
+          <button
+            type="button"
+            onClick={runNow}
+            disabled={!!busy || dirty || stream}
+            title={stream ? 'a stream runs continuously' : dirty ? 'save first' : 'one immediate batch run'}
+          >
             Run now
           </button>
         )}
@@ -226,7 +243,9 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
               {validating || diagnostics === undefined ? 'checking…' : errors.length ? `${errors.length} error${errors.length > 1 ? 's' : ''}` : 'valid'}
             </span>
           </h2>
-          {diagnostics !== undefined && diagnostics.length === 0 && <p class="ok">The server accepts this pipeline{pipelineName(text ?? '') ? ` (${pipelineName(text ?? '')})` : ''}.</p>}
+          {diagnostics !== undefined && diagnostics.length === 0 && (
+            <p class="ok">The server accepts this pipeline{pipelineName(text ?? '') ? ` (${pipelineName(text ?? '')})` : ''}.</p>
+          )}
           <ul class="problems" data-testid="problems">
             {diagnostics?.map((d, i) => (
               <li key={i} class={d.severity}>

@@ -19,7 +19,11 @@ interface ListData {
 
 async function loadList(): Promise<ListData> {
   const [pipelines, stats, status] = await Promise.all([daemon.pipelines(), daemon.stats(), daemon.status()]);
-  return { pipelines: [...pipelines].sort((a, b) => a.name.localeCompare(b.name)), stats: new Map(stats.map((s) => [s.pipeline, s])), nextRuns: new Map((status.next_runs ?? []).map((n) => [n.pipeline, n.next_run])) };
+  return {
+    pipelines: [...pipelines].sort((a, b) => a.name.localeCompare(b.name)),
+    stats: new Map(stats.map((s) => [s.pipeline, s])),
+    nextRuns: new Map((status.next_runs ?? []).map((n) => [n.pipeline, n.next_run])),
+  };
 }
 
 export function PipelineList() {
@@ -100,7 +104,11 @@ export function PipelineList() {
                     </td>
                     <td>
                       {p.schedule_type}
-                      {next && <div class="muted small" title={fmtTime(next)}>next {fmtAgo(next)}</div>}
+                      {next && (
+                        <div class="muted small" title={fmtTime(next)}>
+                          next {fmtAgo(next)}
+                        </div>
+                      )}
                     </td>
                     <td>
                       {p.last_run ? (

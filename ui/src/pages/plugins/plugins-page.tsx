@@ -103,7 +103,13 @@ export function PluginsPage({ kind, keyName }: { kind?: string; keyName?: string
   return (
     <section>
       <PageHeader title="Plugins" subtitle="Every source, sink, serializer and transform this daemon knows, from the plugins' own schemas.">
-        <input type="search" placeholder="Filter by name or summary" aria-label="filter plugins" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
+        <input
+          type="search"
+          placeholder="Filter by name or summary"
+          aria-label="filter plugins"
+          value={filter}
+          onInput={(e) => setFilter(e.currentTarget.value)}
+        />
       </PageHeader>
       <div class="plugin-columns">
         {CATEGORIES.map((cat) => {

@@ -45,7 +45,11 @@ export function RunDetailPage({ runId }: { runId: string }) {
               <>
                 <dt>Pipeline version</dt>
                 <dd data-testid="run-version">
-                  {r.pipeline_version === null ? 'not recorded' : <a href={href(['versions', r.pipeline], { b: String(r.pipeline_version) })}>version {r.pipeline_version}</a>}
+                  {r.pipeline_version === null ? (
+                    'not recorded'
+                  ) : (
+                    <a href={href(['versions', r.pipeline], { b: String(r.pipeline_version) })}>version {r.pipeline_version}</a>
+                  )}
                 </dd>
               </>
             )}

@@ -22,17 +22,55 @@ const errorText = (e: unknown): string => {
   return typeof code === 'string' && !e.message.includes(code) ? `${code}: ${e.message}` : e.message;
 };
 
-/** A URL for logs and reasons: without user and password. */
+/** Query parameters whose value is a credential (`?token=`, `?api_key=`, `?sig=`): masked wherever the URL is shown. */
+const SECRET_PARAM = /pass|secret|token|key|auth|sig|credential/i;
+
+/** A URL for logs, reasons and the delivery history: without user and password, secret query values as `***`. */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
-    if (!u.username && !u.password) return url;
+    const params = [...new Set([...u.searchParams.keys()].filter((k) => SECRET_PARAM.test(k)))];
+    if (!u.username && !u.password && params.length === 0) return url;
     u.username = '';
     u.password = '';
+    for (const k of params) u.searchParams.set(k, '***');
     return u.toString();
   } catch {
     return url;
   }
+}
+
+const safeDecode = (s: string): string => {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+};
+
+/**
+ * The secrets a webhook URL carries, to be masked in any text about its delivery (a peer may quote
+ * them back in a body): the password (or the user when it is the only credential, as tokens are
+ * sent) and the values of secret query parameters, as written and decoded.
+ */
+export function urlSecrets(url: string): string[] {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return [];
+  }
+  const raw = [u.password || u.username, ...[...u.searchParams].filter(([k]) => SECRET_PARAM.test(k)).map(([, v]) => v)];
+  const out = new Set<string>();
+  // The Authorization header deliverWebhook makes of them, should a peer echo it.
+  if (u.username || u.password) out.add(Buffer.from(`${safeDecode(u.username)}:${safeDecode(u.password)}`).toString('base64'));
+  for (const s of raw) {
+    if (!s) continue;
+    out.add(s);
+    out.add(safeDecode(s));
+    out.add(encodeURIComponent(s));
+  }
+  return [...out];
 }
 
 /** Reads at most `max` bytes of a body as text and drops the rest. */

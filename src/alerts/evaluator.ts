@@ -2,8 +2,10 @@
 // condition matches the run's variables fires its webhook or email action unless it is in
 // cooldown. The cooldown starts only after a confirmed delivery and is read from and written to
 // the store, so it survives restarts. One rule failing (bad condition, failed delivery, store
-// error) never keeps the others from being evaluated; evaluate() itself never throws.
+// error) never keeps the others from being evaluated; evaluate() itself never throws. Every
+// delivery, confirmed or failed, is recorded in the rule's delivery history (secrets masked).
 import type { ConnectionOptions } from 'node:tls';
+import { redactor } from '../core/secrets.js';
 import type { RunRecord } from '../engine/run-record.js';
 import { compile, ExprError, truthy, type CompiledExpr } from '../expr/index.js';
 import type { Logger } from '../observability/log.js';
@@ -13,6 +15,7 @@ import {
   deliverWebhook,
   EMAIL_TIMEOUT_MS,
   redactUrl,
+  urlSecrets,
   WEBHOOK_TIMEOUT_MS,
   type DeliveryResult,
   type EmailMessage,
@@ -51,6 +54,8 @@ export interface FiredAlert {
   fired_at?: string;
   /** cooldown: when the rule may fire again (ISO 8601). */
   cooldown_until?: string;
+  /** fired and delivery-failed: the attempt as the delivery history numbers it (absent when it could not be recorded). */
+  attempt?: number;
 }
 
 export interface Deliverers {
@@ -199,22 +204,59 @@ export class AlertEvaluator {
     const firedAt = new Date(now).toISOString();
     const payload = alertPayload(pipeline, rule, run, variables, firedAt);
     const result = await this.deliver(rule, payload);
+    // The cooldown runs from the confirmation, not from the match; the history has the same time.
+    const doneAt = new Date(this.now()).toISOString();
+    const redact = this.redactor(rule);
+    const attempt = await this.record(pipeline, rule, run.run_id, doneAt, result, redact, ctx);
     if (!result.ok) {
-      this.log.warn({ ...ctx, target: this.target(rule), err: result.reason }, 'alert delivery failed; cooldown not started');
-      return { ...base, outcome: 'delivery-failed', reason: result.reason };
+      const reason = redact(result.reason);
+      this.log.warn({ ...ctx, target: this.target(rule), err: reason, attempt }, 'alert delivery failed; cooldown not started');
+      return { ...base, outcome: 'delivery-failed', reason, attempt };
     }
 
-    const fired: FiredAlert = { ...base, outcome: 'fired', detail: result.detail, fired_at: firedAt };
-    // The cooldown runs from the confirmation, not from the match.
-    const confirmedAt = new Date(this.now()).toISOString();
+    const fired: FiredAlert = { ...base, outcome: 'fired', detail: result.detail, fired_at: firedAt, attempt };
     try {
-      await this.store.setFired(pipeline, rule.name, confirmedAt);
+      await this.store.setFired(pipeline, rule.name, doneAt);
     } catch (e) {
       fired.reason = `delivered, but the cooldown could not be saved: ${String(e)}`;
       this.log.error({ ...ctx, err: String(e) }, 'alert delivered but its cooldown could not be saved');
     }
     this.log.info({ ...ctx, target: this.target(rule), detail: result.detail }, 'alert fired');
     return fired;
+  }
+
+  /** Masks the rule's secrets (URL credentials, secret query values, the SMTP password) in a text. */
+  private redactor(rule: AlertRule): (text: string) => string {
+    const secrets = rule.action === 'webhook' ? urlSecrets(rule.webhook_url ?? '') : [];
+    if (rule.action === 'email' && this.settings.SMTP_PASS) secrets.push(this.settings.SMTP_PASS);
+    return redactor(secrets);
+  }
+
+  /** Adds the delivery to the rule's history; the attempt it was numbered, or undefined when it could not be written (WARNING). */
+  private async record(
+    pipeline: string,
+    rule: AlertRule,
+    runId: string,
+    at: string,
+    result: DeliveryResult,
+    redact: (text: string) => string,
+    ctx: Record<string, unknown>,
+  ): Promise<number | undefined> {
+    try {
+      const d = await this.store.recordDelivery(pipeline, rule.name, {
+        at,
+        run_id: runId || null,
+        channel: rule.action === 'email' ? 'email' : 'webhook',
+        target: this.target(rule),
+        outcome: result.ok ? 'delivered' : 'failed',
+        detail: result.ok ? redact(result.detail) : null,
+        error: result.ok ? null : redact(result.reason),
+      });
+      return d.attempt;
+    } catch (e) {
+      this.log.warn({ ...ctx, err: String(e) }, 'alert delivery could not be added to its history');
+      return undefined;
+    }
   }
 
   private target(rule: AlertRule): string {

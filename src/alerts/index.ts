@@ -16,6 +16,7 @@ export {
   deliverWebhook,
   deliverEmail,
   redactUrl,
+  urlSecrets,
   WEBHOOK_TIMEOUT_MS,
   EMAIL_TIMEOUT_MS,
   type DeliveryResult,

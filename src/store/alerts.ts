@@ -1,8 +1,16 @@
-// Alert rules per pipeline and the persisted cooldowns (last confirmed delivery per rule).
-import type { Kysely, Selectable } from 'kysely';
-import type { AlertRulesTable, Schema } from './schema.js';
-import type { AlertRule, AlertStore, DbEngine } from './types.js';
-import { fits, isUniqueViolation, iso, MAX_NAME, num } from './util.js';
+// Alert rules per pipeline, the persisted cooldowns (last confirmed delivery per rule) and each
+// rule's delivery history (its last ALERT_HISTORY_LIMIT deliveries).
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { AlertDeliveriesTable, AlertRulesTable, Schema } from './schema.js';
+import type { AlertDelivery, AlertDeliveryToStore, AlertRule, AlertStore, DbEngine } from './types.js';
+import { fits, isUniqueViolation, iso, MAX_NAME, MAX_RUN_ID, num } from './util.js';
+
+/** Deliveries kept per rule: older ones are deleted when a new one is recorded. */
+export const ALERT_HISTORY_LIMIT = 20;
+/** Longest error or detail kept (characters); the rest is cut with `...`. */
+const MAX_TEXT = 2000;
+
+const cut = (s: string | null | undefined): string | null => (s == null ? null : s.length > MAX_TEXT ? `${s.slice(0, MAX_TEXT - 3)}...` : s);
 
 /** update() renaming a rule onto a name that another rule of the pipeline has. */
 export class DuplicateAlertRuleError extends Error {
@@ -27,6 +35,19 @@ function toRule(r: Selectable<AlertRulesTable>): AlertRule {
   };
 }
 
+function toDelivery(r: Selectable<AlertDeliveriesTable>): AlertDelivery {
+  return {
+    at: r.attempted_at,
+    run_id: r.run_id ?? null,
+    channel: r.channel === 'email' ? 'email' : 'webhook',
+    target: r.target,
+    outcome: r.outcome === 'delivered' ? 'delivered' : 'failed',
+    detail: r.detail ?? null,
+    error: r.error ?? null,
+    attempt: num(r.attempt),
+  };
+}
+
 function columns(rule: AlertRule) {
   return {
     name: fits(rule.name, MAX_NAME, 'alert rule name'),
@@ -43,6 +64,8 @@ export class SqlAlertStore implements AlertStore {
   constructor(
     private readonly db: Kysely<Schema>,
     private readonly engine: DbEngine,
+    /** Deliveries kept per rule. */
+    private readonly historyLimit = ALERT_HISTORY_LIMIT,
   ) {}
 
   /** In the order they were added. */
@@ -74,6 +97,9 @@ export class SqlAlertStore implements AlertStore {
         if (rule.name !== name) {
           await trx.deleteFrom('alert_cooldowns').where('pipeline', '=', pipeline).where('rule', '=', rule.name).execute();
           await trx.updateTable('alert_cooldowns').set({ rule: rule.name }).where('pipeline', '=', pipeline).where('rule', '=', name).execute();
+          // The history moves with the rule (one left behind by an older name is dropped).
+          await trx.deleteFrom('alert_deliveries').where('pipeline', '=', pipeline).where('rule', '=', rule.name).execute();
+          await trx.updateTable('alert_deliveries').set({ rule: rule.name }).where('pipeline', '=', pipeline).where('rule', '=', name).execute();
         }
         return true;
       })
@@ -86,6 +112,7 @@ export class SqlAlertStore implements AlertStore {
   remove(pipeline: string, name: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('alert_cooldowns').where('pipeline', '=', pipeline).where('rule', '=', name).execute();
+      await trx.deleteFrom('alert_deliveries').where('pipeline', '=', pipeline).where('rule', '=', name).execute();
       const r = await trx.deleteFrom('alert_rules').where('pipeline', '=', pipeline).where('name', '=', name).executeTakeFirst();
       return num(r.numDeletedRows) > 0;
     });
@@ -94,6 +121,7 @@ export class SqlAlertStore implements AlertStore {
   async removeAll(pipeline: string): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('alert_cooldowns').where('pipeline', '=', pipeline).execute();
+      await trx.deleteFrom('alert_deliveries').where('pipeline', '=', pipeline).execute();
       await trx.deleteFrom('alert_rules').where('pipeline', '=', pipeline).execute();
     });
   }
@@ -112,5 +140,69 @@ export class SqlAlertStore implements AlertStore {
       ? q.onDuplicateKeyUpdate({ fired_at })
       : q.onConflict((oc) => oc.columns(['pipeline', 'rule']).doUpdateSet({ fired_at }))
     ).execute();
+  }
+
+  /**
+   * The attempt is 1 after a delivered one (or for the rule's first), else the previous attempt + 1.
+   * One transaction: the attempt read, the insert and the trim. The evaluator records one rule's
+   * deliveries one after the other (runs of a pipeline are evaluated in order).
+   */
+  async recordDelivery(pipeline: string, rule: string, d: AlertDeliveryToStore): Promise<AlertDelivery> {
+    const row = {
+      pipeline: fits(pipeline, MAX_NAME, 'pipeline'),
+      rule: fits(rule, MAX_NAME, 'alert rule name'),
+      attempted_at: iso(d.at, 'delivery time'),
+      run_id: d.run_id === null ? null : fits(d.run_id, MAX_RUN_ID, 'run_id'),
+      channel: d.channel,
+      target: cut(d.target) ?? '',
+      outcome: d.outcome,
+      detail: cut(d.detail),
+      error: cut(d.error),
+    };
+    return this.db.transaction().execute(async (trx) => {
+      const prev = await this.newest(trx, pipeline, rule);
+      const attempt = prev && prev.outcome !== 'delivered' ? num(prev.attempt) + 1 : 1;
+      await trx
+        .insertInto('alert_deliveries')
+        .values({ ...row, attempt })
+        .execute();
+      // The newest row beyond the limit: it and everything older go.
+      const oldest = await trx
+        .selectFrom('alert_deliveries')
+        .select('id')
+        .where('pipeline', '=', pipeline)
+        .where('rule', '=', rule)
+        .orderBy('id', 'desc')
+        .limit(1)
+        .offset(this.historyLimit)
+        .executeTakeFirst();
+      if (oldest) await trx.deleteFrom('alert_deliveries').where('pipeline', '=', pipeline).where('rule', '=', rule).where('id', '<=', oldest.id).execute();
+      return toDelivery({ id: 0, ...row, attempt });
+    });
+  }
+
+  private newest(trx: Transaction<Schema>, pipeline: string, rule: string) {
+    return trx
+      .selectFrom('alert_deliveries')
+      .select(['outcome', 'attempt'])
+      .where('pipeline', '=', pipeline)
+      .where('rule', '=', rule)
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+  }
+
+  async deliveries(pipeline: string, rule?: string): Promise<Map<string, AlertDelivery[]>> {
+    let q = this.db.selectFrom('alert_deliveries').selectAll().where('pipeline', '=', pipeline);
+    if (rule !== undefined) q = q.where('rule', '=', rule);
+    const rows = await q.orderBy('rule').orderBy('id', 'desc').execute();
+    const out = new Map<string, AlertDelivery[]>();
+    for (const r of rows) {
+      let list = out.get(r.rule);
+      if (!list) out.set(r.rule, (list = []));
+      // A smaller limit than when the rows were written: show only as many.
+      if (list.length < this.historyLimit) list.push(toDelivery(r));
+    }
+    return out;
   }
 }

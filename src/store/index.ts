@@ -15,7 +15,7 @@ import type { DbEngine, Store } from './types.js';
 import { SqlUserStore } from './users.js';
 
 export type * from './types.js';
-export { DuplicateAlertRuleError } from './alerts.js';
+export { ALERT_HISTORY_LIMIT, DuplicateAlertRuleError } from './alerts.js';
 export { PipelineConflictError } from './pipelines.js';
 export { defaultDbPath, redactUrl, resolveTarget } from './db.js';
 export { LATEST_MIGRATION, MIGRATION_NAMES } from './migrations.js';

@@ -278,6 +278,33 @@ function m0006DlqReplayed(engine: DbEngine): Migration {
   };
 }
 
+/** Alert delivery history (docs/alerts.md): each rule's last deliveries, newest kept, the rest trimmed at every write. */
+function m0007AlertDeliveries(engine: DbEngine): Migration {
+  const t = typesFor(engine);
+  return {
+    async up(db) {
+      const fin = await tableFinisher(db, engine);
+      await fin(
+        withId(engine, db.schema.createTable('alert_deliveries'))
+          .addColumn('pipeline', t.str(255), (c) => c.notNull())
+          .addColumn('rule', t.str(255), (c) => c.notNull())
+          .addColumn('attempted_at', t.ts, (c) => c.notNull())
+          .addColumn('run_id', t.str(128))
+          .addColumn('channel', t.str(16), (c) => c.notNull())
+          .addColumn('target', t.text, (c) => c.notNull())
+          .addColumn('outcome', t.str(16), (c) => c.notNull())
+          .addColumn('detail', t.text)
+          .addColumn('error', t.text)
+          .addColumn('attempt', 'integer', (c) => c.notNull()),
+      ).execute();
+      await db.schema.createIndex('alert_deliveries_rule').on('alert_deliveries').columns(['pipeline', 'rule', 'id']).execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('alert_deliveries').ifExists().execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
@@ -287,6 +314,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
     '0004_run_pipeline_version': m0004RunPipelineVersion(),
     '0005_manager_lease': m0005ManagerLease(engine),
     '0006_dlq_replayed': m0006DlqReplayed(engine),
+    '0007_alert_deliveries': m0007AlertDeliveries(engine),
   };
 }
 

@@ -67,6 +67,21 @@ export interface AlertCooldownsTable {
   fired_at: string;
 }
 
+/** Alert delivery history (migration 0007): the last deliveries of each rule. */
+export interface AlertDeliveriesTable {
+  id: Generated<number>;
+  pipeline: string;
+  rule: string;
+  attempted_at: string;
+  run_id: string | null;
+  channel: string;
+  target: string;
+  outcome: string;
+  detail: string | null;
+  error: string | null;
+  attempt: IntCol;
+}
+
 export interface UsersTable {
   username: string;
   password_hash: string;
@@ -118,6 +133,7 @@ export interface Schema {
   runs: RunsTable;
   alert_rules: AlertRulesTable;
   alert_cooldowns: AlertCooldownsTable;
+  alert_deliveries: AlertDeliveriesTable;
   users: UsersTable;
   processed_files: ProcessedFilesTable;
   run_queue: RunQueueTable;

@@ -137,6 +137,27 @@ export interface AlertRule {
   cooldown_seconds: number;
 }
 
+/** One delivery of an alert rule (docs/alerts.md, "Delivery history"). */
+export interface AlertDelivery {
+  /** When the delivery ended: confirmed, refused or given up (ISO 8601). */
+  at: string;
+  /** The run whose evaluation fired the rule; null when not known. */
+  run_id: string | null;
+  channel: 'webhook' | 'email';
+  /** Where it went: the webhook URL without credentials and secret query values, or the recipients. */
+  target: string;
+  outcome: 'delivered' | 'failed';
+  /** delivered: the peer's confirmation (`HTTP 200 OK`, the SMTP reply). */
+  detail: string | null;
+  /** failed: why, with secrets masked. */
+  error: string | null;
+  /** 1 for the first delivery after a confirmed one (or ever), then 2, 3, ... while they keep failing. */
+  attempt: number;
+}
+
+/** What the evaluator records; the store numbers the attempt. */
+export type AlertDeliveryToStore = Omit<AlertDelivery, 'attempt'>;
+
 export interface AlertStore {
   list(pipeline: string): Promise<AlertRule[]>;
   /** false when a rule of that name exists already. */
@@ -149,6 +170,10 @@ export interface AlertStore {
   /** When the rule last fired with a confirmed delivery (ISO 8601), or undefined. */
   lastFired(pipeline: string, rule: string): Promise<string | undefined>;
   setFired(pipeline: string, rule: string, at: string): Promise<void>;
+  /** Records a delivery, numbers its attempt and trims the rule's history to its newest deliveries. */
+  recordDelivery(pipeline: string, rule: string, delivery: AlertDeliveryToStore): Promise<AlertDelivery>;
+  /** The history of every rule of a pipeline (or of one rule), newest first, by rule name. */
+  deliveries(pipeline: string, rule?: string): Promise<Map<string, AlertDelivery[]>>;
 }
 
 export interface UserStore {

@@ -9,7 +9,7 @@ import { AlertEvaluator, type AlertEvaluatorOptions } from '../../src/alerts/eva
 import type { AlertPayload } from '../../src/alerts/message.js';
 import type { RunRecord } from '../../src/engine/run-record.js';
 import { openStore } from '../../src/store/index.js';
-import type { AlertRule, AlertStore, Store } from '../../src/store/types.js';
+import type { AlertRule, AlertStore, SqlStore, Store } from '../../src/store/index.js';
 import { loadSettings } from '../../src/settings.js';
 import { tempDir } from '../helpers/fs.js';
 
@@ -240,7 +240,15 @@ describe('AlertEvaluator with webhooks', () => {
     const r = run();
     const out = await evaluator().evaluate('ifstats', r);
     expect(out).toEqual([
-      { pipeline: 'ifstats', rule: 'high-errors', action: 'webhook', outcome: 'fired', detail: 'HTTP 200 OK', fired_at: '2024-05-01T12:00:00.000Z' },
+      {
+        pipeline: 'ifstats',
+        rule: 'high-errors',
+        action: 'webhook',
+        outcome: 'fired',
+        detail: 'HTTP 200 OK',
+        fired_at: '2024-05-01T12:00:00.000Z',
+        attempt: 1,
+      },
     ]);
     expect(payloads(hook)).toEqual([
       {
@@ -296,6 +304,7 @@ describe('AlertEvaluator with webhooks', () => {
         action: 'webhook',
         outcome: 'delivery-failed',
         reason: 'HTTP 500 Internal Server Error: database is down',
+        attempt: 1,
       },
     ]);
     expect(await store.alerts.lastFired('ifstats', 'high-errors')).toBeUndefined();
@@ -327,7 +336,7 @@ describe('AlertEvaluator with webhooks', () => {
     const ev = evaluator({ timeouts: { webhookMs: 300 } });
     const t = Date.now();
     expect(await ev.evaluate('ifstats', run())).toEqual([
-      { pipeline: 'ifstats', rule: 'high-errors', action: 'webhook', outcome: 'delivery-failed', reason: 'timed out after 300 ms' },
+      { pipeline: 'ifstats', rule: 'high-errors', action: 'webhook', outcome: 'delivery-failed', reason: 'timed out after 300 ms', attempt: 1 },
     ]);
     expect(Date.now() - t).toBeLessThan(2000);
     expect(await store.alerts.lastFired('ifstats', 'high-errors')).toBeUndefined();
@@ -465,6 +474,8 @@ describe('AlertEvaluator with webhooks', () => {
       removeAll: (p) => real.removeAll(p),
       lastFired: (p, r) => real.lastFired(p, r),
       setFired: (p, r, at) => real.setFired(p, r, at),
+      recordDelivery: (p, r, d) => real.recordDelivery(p, r, d),
+      deliveries: (p, r) => real.deliveries(p, r),
       ...over,
     });
     const boom = () => Promise.reject(new Error('database is locked'));
@@ -494,6 +505,18 @@ describe('AlertEvaluator with webhooks', () => {
     expect(Date.now() - t).toBeLessThan(3000);
   });
 
+  it('a lost history write is a WARNING; the delivery and its cooldown stand', async () => {
+    const hook = await hookServer();
+    await store.alerts.add('ifstats', rule({ webhook_url: `${hook.base}/ok` }));
+    const real = store.alerts;
+    const broken: AlertStore = Object.assign(Object.create(real) as AlertStore, { recordDelivery: () => Promise.reject(new Error('disk full')) });
+    const out = await evaluator({ store: broken }).evaluate('ifstats', run());
+    expect(out[0]).toMatchObject({ outcome: 'fired', detail: 'HTTP 200 OK' });
+    expect(out[0]!.attempt).toBeUndefined();
+    expect(await store.alerts.lastFired('ifstats', 'high-errors')).toBe('2024-05-01T12:00:00.000Z');
+    expect(logs.warnings()).toEqual([expect.objectContaining({ msg: 'alert delivery could not be added to its history', err: 'Error: disk full' })]);
+  });
+
   it('credentials of a webhook URL are not logged', async () => {
     const port = await closedPort();
     await store.alerts.add('ifstats', rule({ webhook_url: `http://u:topsecret@127.0.0.1:${port}/x` }));
@@ -507,4 +530,134 @@ it('takes the daemon Settings as they are', () => {
   const all = loadSettings({ SVC_SMTP_HOST: 'mail.example.com', SVC_SMTP_TLS: 'false' });
   const ev = new AlertEvaluator({ store: store.alerts, settings: all, log: logs.log });
   expect(ev).toBeInstanceOf(AlertEvaluator);
+});
+
+// ---------------------------------------------------------------- delivery history
+
+describe('delivery history', () => {
+  const history = async (name = 'high-errors') => (await store.alerts.deliveries('ifstats', name)).get(name) ?? [];
+
+  it('records each delivery: failed ones with their error and a growing attempt, then the confirmed one', async () => {
+    const hook = await hookServer();
+    await store.alerts.add('ifstats', rule({ webhook_url: `${hook.base}/target` }));
+    hook.behaviour['/target'] = 'fail';
+    const ev = evaluator();
+    expect((await ev.evaluate('ifstats', run({ run_id: 'r1' })))[0]).toMatchObject({ outcome: 'delivery-failed', attempt: 1 });
+    clock += 1000;
+    expect((await ev.evaluate('ifstats', run({ run_id: 'r2' })))[0]).toMatchObject({ outcome: 'delivery-failed', attempt: 2 });
+    hook.behaviour['/target'] = 'ok';
+    clock += 1000;
+    expect((await ev.evaluate('ifstats', run({ run_id: 'r3' })))[0]).toMatchObject({ outcome: 'fired', attempt: 3 });
+    const target = `${hook.base}/target`;
+    expect(await history()).toEqual([
+      { at: '2024-05-01T12:00:02.000Z', run_id: 'r3', channel: 'webhook', target, outcome: 'delivered', detail: 'HTTP 200 OK', error: null, attempt: 3 },
+      {
+        at: '2024-05-01T12:00:01.000Z',
+        run_id: 'r2',
+        channel: 'webhook',
+        target,
+        outcome: 'failed',
+        detail: null,
+        error: 'HTTP 500 Internal Server Error: database is down',
+        attempt: 2,
+      },
+      {
+        at: '2024-05-01T12:00:00.000Z',
+        run_id: 'r1',
+        channel: 'webhook',
+        target,
+        outcome: 'failed',
+        detail: null,
+        error: 'HTTP 500 Internal Server Error: database is down',
+        attempt: 1,
+      },
+    ]);
+    // After a confirmed delivery the count starts again.
+    clock += 600_000;
+    hook.behaviour['/target'] = 'fail';
+    expect((await ev.evaluate('ifstats', run({ run_id: 'r4' })))[0]).toMatchObject({ outcome: 'delivery-failed', attempt: 1 });
+    // Cooldowns, no-matches and condition errors are not deliveries.
+    await store.alerts.add('ifstats', rule({ name: 'quiet', condition: 'records_in > 1000', webhook_url: `${hook.base}/ok` }));
+    await ev.evaluate('ifstats', run({ run_id: 'r5' }));
+    expect(await history('quiet')).toEqual([]);
+    expect((await history()).map((d) => d.run_id)).toEqual(['r5', 'r4', 'r3', 'r2', 'r1']);
+  });
+
+  it('a refused connection is recorded with its reason', async () => {
+    const port = await closedPort();
+    await store.alerts.add('ifstats', rule({ webhook_url: `http://127.0.0.1:${port}/x` }));
+    await evaluator().evaluate('ifstats', run());
+    expect(await history()).toEqual([
+      expect.objectContaining({ outcome: 'failed', attempt: 1, error: expect.stringMatching(/^connection failed: .*ECONNREFUSED/) }),
+    ]);
+  });
+
+  it('keeps the last 20 deliveries of a rule', async () => {
+    const port = await closedPort();
+    await store.alerts.add('ifstats', rule({ webhook_url: `http://127.0.0.1:${port}/x`, cooldown_seconds: 0 }));
+    const ev = evaluator();
+    for (let i = 1; i <= 23; i++) {
+      clock = T0 + i * 1000;
+      await ev.evaluate('ifstats', run({ run_id: `r${i}` }));
+    }
+    const kept = await history();
+    expect(kept).toHaveLength(20);
+    expect(kept.map((d) => d.attempt)).toEqual(Array.from({ length: 20 }, (_, i) => 23 - i));
+    expect(kept[0]).toMatchObject({ run_id: 'r23', at: new Date(T0 + 23_000).toISOString() });
+    // Trimmed in the table, not only in the answer.
+    expect(await (store as SqlStore).db.selectFrom('alert_deliveries').select('id').execute()).toHaveLength(20);
+  });
+
+  it('masks the credentials and tokens of the URL in the target and in an error that quotes them', async () => {
+    const echo = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(401).end(`rejected ${req.headers.authorization} for ${req.url}: token t0ps3cr3t-value is revoked`));
+    });
+    const port = await listen(echo);
+    const url = `http://alerts:hunter2pw@127.0.0.1:${port}/hook?token=t0ps3cr3t-value&team=noc`;
+    await store.alerts.add('ifstats', rule({ webhook_url: url }));
+    const out = await evaluator().evaluate('ifstats', run());
+    const [d] = await history();
+    expect(d).toMatchObject({ outcome: 'failed', target: `http://127.0.0.1:${port}/hook?token=***&team=noc` });
+    // The Basic credentials the peer quoted back are masked too.
+    expect(d!.error).toBe('HTTP 401 Unauthorized: rejected Basic *** for /hook?token=***&team=noc: token *** is revoked');
+    for (const text of [JSON.stringify(d), JSON.stringify(out), JSON.stringify(logs.lines)]) {
+      expect(text).not.toContain('hunter2pw');
+      expect(text).not.toContain('t0ps3cr3t');
+    }
+  });
+
+  it('records email deliveries with the recipients as the target, the SMTP password masked', async () => {
+    await store.alerts.add('ifstats', rule({ action: 'email', webhook_url: null, email_to: 'noc@example.com' }));
+    const ev = evaluator({
+      settings: { ...settings, SMTP_PASS: 'mail-pass-123' },
+      deliver: { email: async () => ({ ok: false, reason: 'mail failed: auth with mail-pass-123 refused' }) },
+    });
+    await ev.evaluate('ifstats', run());
+    expect(await history()).toEqual([
+      expect.objectContaining({ channel: 'email', target: 'noc@example.com', outcome: 'failed', error: 'mail failed: auth with *** refused', attempt: 1 }),
+    ]);
+  });
+
+  it('the history and its attempt count survive a restart of the process', async () => {
+    const path = join(tempDir('svc-alerts-'), 'svc.db');
+    const port = await closedPort();
+    const first = await openStore({ path });
+    try {
+      await first.alerts.add('ifstats', rule({ webhook_url: `http://127.0.0.1:${port}/x`, cooldown_seconds: 0 }));
+      await evaluator({ store: first.alerts }).evaluate('ifstats', run({ run_id: 'before' }));
+    } finally {
+      await first.close();
+    }
+    const second = await openStore({ path });
+    try {
+      expect((await evaluator({ store: second.alerts }).evaluate('ifstats', run({ run_id: 'after' })))[0]).toMatchObject({ attempt: 2 });
+      expect(((await second.alerts.deliveries('ifstats')).get('high-errors') ?? []).map((d) => [d.run_id, d.attempt])).toEqual([
+        ['after', 2],
+        ['before', 1],
+      ]);
+    } finally {
+      await second.close();
+    }
+  });
 });

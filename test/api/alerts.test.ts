@@ -3,9 +3,9 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { testDaemon } from '../helpers/daemon.js';
+import { freePort, testDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { until } from '../helpers/wait.js';
-import { expectError, finishedRun, localYaml, register, workArea } from './_helpers.js';
+import { expectError, finishedRun, ISO, localYaml, register, workArea } from './_helpers.js';
 
 const rule = (over: Record<string, unknown> = {}) => ({
   name: 'many-records',
@@ -154,4 +154,140 @@ describe('alert delivery', () => {
     expect(hit!.body).toMatchObject({ pipeline: 'alerted', alert: 'got-records', condition: 'records_in > 0', action: 'webhook' });
     expect(hit!.body.run).toMatchObject({ run_id: t.body.run_id, records_in: 3, status: 'success' });
   });
+});
+
+/** An HTTP receiver on loopback that answers 200 and counts what it got. */
+async function okReceiver(): Promise<{ url: string; received: () => number }> {
+  let n = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      n++;
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  closers.push(() => new Promise((r) => server.close(() => r())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/alert`, received: () => n };
+}
+
+/** Runs the pipeline once to the end and waits until the rule's history holds `deliveries` deliveries. */
+async function runAndDeliver(d: TestDaemon, pipeline: string, rule: string, wantAttempt: number): Promise<Record<string, any>[]> {
+  const t = await d.call('POST', `/api/pipelines/${pipeline}/run`);
+  expect(t.status, t.text).toBe(202);
+  await finishedRun(d, t.body.run_id);
+  return until(
+    async () => {
+      const h = await d.call('GET', `/api/pipelines/${pipeline}/alerts/${rule}/deliveries`);
+      return h.body[0]?.run_id === t.body.run_id && h.body[0].attempt === wantAttempt ? (h.body as Record<string, any>[]) : undefined;
+    },
+    15_000,
+    `delivery ${wantAttempt} of ${rule}`,
+  );
+}
+
+const ruleOf = async (d: TestDaemon, pipeline: string, name: string) =>
+  ((await d.call('GET', `/api/pipelines/${pipeline}/alerts`)).body as Record<string, any>[]).find((r) => r.name === name)!;
+
+describe('alert delivery history', () => {
+  it('a refused delivery is recorded as failed with its error and attempt; a good target then records success', async () => {
+    const port = await freePort(); // nothing listens: connections are refused
+    const d = await testDaemon();
+    await register(d, localYaml('hist', workArea(3)));
+    const secretUrl = `http://ops:hunter2pw@127.0.0.1:${port}/hook?token=t0ps3cr3t&team=noc`;
+    const add = await d.call('POST', '/api/pipelines/hist/alerts', {
+      body: rule({ name: 'refused', condition: 'records_in > 0', webhook_url: secretUrl, cooldown_seconds: 0 }),
+    });
+    expect(add.status, add.text).toBe(201);
+
+    // Before any run: never fired, never tried.
+    expect(await ruleOf(d, 'hist', 'refused')).toMatchObject({
+      last_fired: null,
+      delivery_status: 'never',
+      last_attempt: null,
+      last_delivery_error: null,
+      consecutive_failures: 0,
+      last_deliveries: [],
+    });
+    expect((await d.call('GET', '/api/pipelines/hist/alerts/refused/deliveries')).body).toEqual([]);
+
+    const first = await runAndDeliver(d, 'hist', 'refused', 1);
+    expect(first).toEqual([
+      {
+        at: expect.stringMatching(ISO),
+        run_id: expect.any(String),
+        channel: 'webhook',
+        target: `http://127.0.0.1:${port}/hook?token=***&team=noc`,
+        outcome: 'failed',
+        detail: null,
+        error: expect.stringMatching(/^connection failed: .*ECONNREFUSED/),
+        attempt: 1,
+      },
+    ]);
+    await runAndDeliver(d, 'hist', 'refused', 2);
+    const failing = await ruleOf(d, 'hist', 'refused');
+    expect(failing).toMatchObject({
+      last_fired: null,
+      delivery_status: 'failing',
+      consecutive_failures: 2,
+      last_delivery_error: expect.stringMatching(/^connection failed: .*ECONNREFUSED/),
+    });
+    expect(failing.last_attempt).toBe(failing.last_deliveries[0].at);
+    expect(failing.last_deliveries.map((x: { attempt: number }) => x.attempt)).toEqual([2, 1]);
+    // The rule answers as before (doc 2's fields are all there, unchanged).
+    expect(failing).toMatchObject({ name: 'refused', condition: 'records_in > 0', action: 'webhook', webhook_url: secretUrl, cooldown_seconds: 0 });
+    // The history never shows the URL's password or token.
+    for (const path of ['/api/pipelines/hist/alerts/refused/deliveries']) {
+      const text = (await d.call('GET', path)).text;
+      expect(text).not.toContain('hunter2pw');
+      expect(text).not.toContain('t0ps3cr3t');
+    }
+    expect(JSON.stringify(failing.last_deliveries)).not.toMatch(/hunter2pw|t0ps3cr3t/);
+
+    // The receiver is fixed: the next delivery goes through, on attempt 3; the one after is attempt 1 again.
+    const good = await okReceiver();
+    const put = await d.call('PUT', '/api/pipelines/hist/alerts/refused', {
+      body: rule({ name: 'refused', condition: 'records_in > 0', webhook_url: good.url, cooldown_seconds: 0 }),
+    });
+    expect(put.status, put.text).toBe(200);
+    const third = await runAndDeliver(d, 'hist', 'refused', 3);
+    expect(third[0]).toMatchObject({ outcome: 'delivered', detail: 'HTTP 200 OK', error: null, target: good.url, attempt: 3 });
+    expect(good.received()).toBe(1);
+    const ok = await ruleOf(d, 'hist', 'refused');
+    expect(ok).toMatchObject({ delivery_status: 'delivered', last_delivery_error: null, consecutive_failures: 0 });
+    expect(ok.last_fired).toBe(third[0]!.at);
+    expect(ok.last_attempt).toBe(third[0]!.at);
+    const fourth = await runAndDeliver(d, 'hist', 'refused', 1);
+    expect(fourth.map((x) => [x.outcome, x.attempt])).toEqual([
+      ['delivered', 1],
+      ['delivered', 3],
+      ['failed', 2],
+      ['failed', 1],
+    ]);
+
+    expectError(await d.call('GET', '/api/pipelines/hist/alerts/nope/deliveries'), 404);
+    expectError(await d.call('GET', '/api/pipelines/ghost/alerts/refused/deliveries'), 404);
+  });
+
+  it('keeps the last 20 deliveries of a rule, and they survive a daemon restart', async () => {
+    const port = await freePort();
+    const d1 = await testDaemon();
+    await register(d1, localYaml('bounded', workArea(1)));
+    const body = rule({ name: 'down', condition: 'records_in > 0', webhook_url: `http://127.0.0.1:${port}/hook`, cooldown_seconds: 0 });
+    expect((await d1.call('POST', '/api/pipelines/bounded/alerts', { body })).status).toBe(201);
+    for (let i = 1; i <= 22; i++) await runAndDeliver(d1, 'bounded', 'down', i);
+    const before = (await d1.call('GET', '/api/pipelines/bounded/alerts/down/deliveries')).body as Record<string, any>[];
+    expect(before).toHaveLength(20);
+    expect(before.map((x) => x.attempt)).toEqual(Array.from({ length: 20 }, (_, i) => 22 - i));
+    expect((await ruleOf(d1, 'bounded', 'down')).last_deliveries).toEqual(before);
+    await d1.stop();
+
+    const d2 = await testDaemon({}, { dir: d1.dir });
+    expect((await d2.call('GET', '/api/pipelines/bounded/alerts/down/deliveries')).body).toEqual(before);
+    expect(await ruleOf(d2, 'bounded', 'down')).toMatchObject({ delivery_status: 'failing', consecutive_failures: 22, last_fired: null });
+    // The count goes on where it was.
+    const after = await runAndDeliver(d2, 'bounded', 'down', 23);
+    expect(after).toHaveLength(20);
+    expect(after[1]).toEqual(before[0]);
+  }, 90_000);
 });

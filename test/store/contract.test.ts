@@ -6,11 +6,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/observability/log.js';
 import { createKysely, resolveTarget } from '../../src/store/db.js';
 import {
+  ALERT_HISTORY_LIMIT,
   DbProcessedFiles,
   DuplicateAlertRuleError,
   LATEST_MIGRATION,
   MIGRATION_NAMES,
   openStore,
+  type AlertDeliveryToStore,
   type AlertRule,
   type SqlStore,
 } from '../../src/store/index.js';
@@ -24,6 +26,7 @@ const TABLES = [
   'runs',
   'alert_rules',
   'alert_cooldowns',
+  'alert_deliveries',
   'users',
   'processed_files',
   'run_queue',
@@ -71,7 +74,7 @@ function expectPlainTypes(obj: object) {
     if (
       k.startsWith('records_') ||
       k.startsWith('bytes_') ||
-      ['dlq_count', 'version', 'id', 'is_active', 'run_count', 'cooldown_seconds', 'error_rate', 'avg_duration_seconds'].includes(k)
+      ['dlq_count', 'version', 'id', 'is_active', 'run_count', 'cooldown_seconds', 'error_rate', 'avg_duration_seconds', 'attempt'].includes(k)
     ) {
       expect(typeof v, k).toBe('number');
     }
@@ -618,6 +621,64 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       expect(await store.alerts.list('q')).toEqual([rule('a')]);
       expect(await store.alerts.lastFired('q', 'a')).toBe('2024-05-01T10:00:00.000Z');
       await store.alerts.removeAll('nothing');
+    });
+
+    it('delivery history: numbered attempts, newest first, bounded, moved by a rename, removed with the rule', async () => {
+      const d = (i: number, outcome: 'delivered' | 'failed', over: Partial<AlertDeliveryToStore> = {}): AlertDeliveryToStore => ({
+        at: new Date(Date.UTC(2024, 4, 1, 10, 0, i)).toISOString(),
+        run_id: `run-${i}`,
+        channel: 'webhook',
+        target: 'https://hooks.example.com/svc',
+        outcome,
+        detail: outcome === 'delivered' ? 'HTTP 200 OK' : null,
+        error: outcome === 'failed' ? `connection failed: é ${i}` : null,
+        ...over,
+      });
+      await store.alerts.add('p', rule('a'));
+      await store.alerts.add('p', rule('b'));
+      expect(await store.alerts.deliveries('p')).toEqual(new Map());
+      expect((await store.alerts.recordDelivery('p', 'a', d(1, 'failed'))).attempt).toBe(1);
+      expect((await store.alerts.recordDelivery('p', 'a', d(2, 'failed'))).attempt).toBe(2);
+      expect((await store.alerts.recordDelivery('p', 'a', d(3, 'delivered'))).attempt).toBe(3);
+      expect((await store.alerts.recordDelivery('p', 'a', d(4, 'delivered', { at: '2024-05-01T12:00:04+02:00' }))).attempt).toBe(1);
+      expect((await store.alerts.recordDelivery('p', 'b', d(5, 'failed', { channel: 'email', target: 'noc@example.com', run_id: null }))).attempt).toBe(1);
+      const all = await store.alerts.deliveries('p');
+      expect([...all.keys()]).toEqual(['a', 'b']);
+      expect(all.get('a')).toEqual([
+        { ...d(4, 'delivered'), at: '2024-05-01T10:00:04.000Z', attempt: 1 },
+        { ...d(3, 'delivered'), attempt: 3 },
+        { ...d(2, 'failed'), attempt: 2 },
+        { ...d(1, 'failed'), attempt: 1 },
+      ]);
+      for (const x of all.get('a')!) expectPlainTypes(x);
+      expect(await store.alerts.deliveries('p', 'b')).toEqual(
+        new Map([['b', [{ ...d(5, 'failed'), channel: 'email', target: 'noc@example.com', run_id: null, attempt: 1 }]]]),
+      );
+      await expect(store.alerts.recordDelivery('p', 'a', d(6, 'failed', { at: 'soon' }))).rejects.toThrow(/delivery time/);
+
+      // Bounded: the oldest rows go once a rule has more than ALERT_HISTORY_LIMIT.
+      for (let i = 10; i < 10 + ALERT_HISTORY_LIMIT + 3; i++) await store.alerts.recordDelivery('p', 'b', d(i, 'failed'));
+      const b = (await store.alerts.deliveries('p', 'b')).get('b')!;
+      expect(b).toHaveLength(ALERT_HISTORY_LIMIT);
+      expect(b[0]).toMatchObject({ run_id: `run-${12 + ALERT_HISTORY_LIMIT}`, attempt: ALERT_HISTORY_LIMIT + 4 });
+      const rows = await store.db.selectFrom('alert_deliveries').select('rule').where('pipeline', '=', 'p').execute();
+      expect(rows.filter((r) => r.rule === 'b')).toHaveLength(ALERT_HISTORY_LIMIT);
+      expect(rows.filter((r) => r.rule === 'a')).toHaveLength(4);
+
+      // A long error is cut, not refused.
+      const long = await store.alerts.recordDelivery('q', 'x', d(1, 'failed', { error: 'x'.repeat(10_000) }));
+      expect(long.error).toHaveLength(2000);
+      expect((await store.alerts.deliveries('q')).get('x')![0]!.error).toBe(long.error);
+
+      // Renamed: the history moves with the rule; removed: it goes.
+      expect(await store.alerts.update('p', 'a', rule('a2'))).toBe(true);
+      expect((await store.alerts.deliveries('p', 'a2')).get('a2')).toHaveLength(4);
+      expect((await store.alerts.deliveries('p', 'a')).get('a')).toBeUndefined();
+      expect(await store.alerts.remove('p', 'a2')).toBe(true);
+      expect([...(await store.alerts.deliveries('p')).keys()]).toEqual(['b']);
+      await store.alerts.removeAll('p');
+      expect(await store.alerts.deliveries('p')).toEqual(new Map());
+      expect((await store.alerts.deliveries('q')).get('x')).toHaveLength(1);
     });
 
     it('cooldowns: lastFired is undefined until set; setFired overwrites', async () => {

@@ -1,6 +1,7 @@
 // The browser tests of the web UI (issue 16), in one file so that they run serially: one real
 // `svc serve` and one Chromium at a time, the daemon's pages first, then the console's.
 import { vi } from 'vitest';
+import { alertsSuite } from './e2e/alerts-suite.js';
 import { consoleSuite } from './e2e/console-suite.js';
 import { daemonSuite } from './e2e/daemon-suite.js';
 import { dlqSuite } from './e2e/dlq-suite.js';
@@ -11,4 +12,5 @@ vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 });
 
 daemonSuite();
 dlqSuite();
+alertsSuite();
 consoleSuite();

@@ -1,10 +1,10 @@
-// Alert rules of a pipeline: list, add, update, delete. Bodies are checked by the alerting
-// module (422 with every problem); names are unique per pipeline (409).
+// Alert rules of a pipeline: list, add, update, delete, and each rule's delivery history. Bodies
+// are checked by the alerting module (422 with every problem); names are unique per pipeline (409).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { parseAlertRule } from '../../alerts/index.js';
 import { DuplicateAlertRuleError } from '../../store/index.js';
-import type { AlertRule } from '../../store/types.js';
+import type { AlertDelivery, AlertRule } from '../../store/types.js';
 import type { ApiDeps } from '../deps.js';
 import { httpError } from '../../core/http-errors.js';
 
@@ -16,6 +16,19 @@ function ruleOf(body: unknown): AlertRule {
   return r.rule;
 }
 
+/** What GET .../alerts adds to a rule from its history (docs/alerts.md, "Delivery history"). */
+function deliveryView(history: AlertDelivery[]) {
+  const last = history[0];
+  const failing = last?.outcome === 'failed';
+  return {
+    delivery_status: !last ? 'never' : failing ? 'failing' : 'delivered',
+    last_attempt: last?.at ?? null,
+    last_delivery_error: failing ? last.error : null,
+    consecutive_failures: failing ? last.attempt : 0,
+    last_deliveries: history,
+  };
+}
+
 export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
   const { manager, store } = deps;
   const tags = ['alerts'];
@@ -24,11 +37,36 @@ export default async function alertRoutes(app: FastifyInstance, deps: ApiDeps) {
 
   app.get(
     '/api/pipelines/:name/alerts',
-    { schema: { tags, params, summary: 'Alert rules, each with last_fired: when it last fired with a confirmed delivery (null: never)' } },
+    {
+      schema: {
+        tags,
+        params,
+        summary:
+          'Alert rules, each with last_fired (its last confirmed delivery, null: never) and its delivery history: delivery_status, last_attempt, last_delivery_error, consecutive_failures, last_deliveries',
+      },
+    },
     async (req: RuleReq) => {
       manager.get(req.params.name);
       const rules = await store.alerts.list(req.params.name);
-      return Promise.all(rules.map(async (r) => ({ ...r, last_fired: (await store.alerts.lastFired(req.params.name, r.name)) ?? null })));
+      const history = await store.alerts.deliveries(req.params.name);
+      return Promise.all(
+        rules.map(async (r) => ({
+          ...r,
+          last_fired: (await store.alerts.lastFired(req.params.name, r.name)) ?? null,
+          ...deliveryView(history.get(r.name) ?? []),
+        })),
+      );
+    },
+  );
+
+  app.get(
+    '/api/pipelines/:name/alerts/:rule_name/deliveries',
+    { schema: { tags, params: ruleParams, summary: "An alert rule's last deliveries, newest first (time, channel, target, outcome, error, attempt)" } },
+    async (req: RuleReq) => {
+      manager.get(req.params.name);
+      const rule = req.params.rule_name!;
+      if (!(await store.alerts.list(req.params.name)).some((r) => r.name === rule)) throw httpError('HTTP_ALERT_RULE_NOT_FOUND', req.params.name, rule);
+      return (await store.alerts.deliveries(req.params.name, rule)).get(rule) ?? [];
     },
   );
 

@@ -181,4 +181,27 @@ export interface AlertRule {
   cooldown_seconds: number;
   /** When the rule last fired with a confirmed delivery (absent or null: never). */
   last_fired?: string | null;
+  /** From the delivery history (GET only): `never` delivered or tried, the last one `delivered`, or `failing`. */
+  delivery_status?: 'never' | 'delivered' | 'failing';
+  /** When the last delivery ended, confirmed or failed (null: never). */
+  last_attempt?: string | null;
+  /** The error of the last delivery when it failed, else null. */
+  last_delivery_error?: string | null;
+  /** Failed deliveries in a row since the last confirmed one. */
+  consecutive_failures?: number;
+  /** The rule's last deliveries, newest first. */
+  last_deliveries?: AlertDelivery[];
+}
+
+/** One delivery of an alert rule (docs/alerts.md, "Delivery history"). */
+export interface AlertDelivery {
+  at: string;
+  run_id: string | null;
+  channel: 'webhook' | 'email';
+  target: string;
+  outcome: 'delivered' | 'failed';
+  detail: string | null;
+  error: string | null;
+  /** 1 after a confirmed delivery, then 2, 3, ... while they keep failing. */
+  attempt: number;
 }

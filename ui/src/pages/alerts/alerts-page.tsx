@@ -1,7 +1,9 @@
-// Alerts: the rules of every pipeline (or of one, #/alerts/<pipeline>), when each last fired, and
-// create, edit and delete. Rules are evaluated by the daemon after every batch run.
+// Alerts: the rules of every pipeline (or of one, #/alerts/<pipeline>), when each last fired and
+// how its deliveries went (a failing rule stands out with its last error; History lists its last
+// deliveries), and create, edit and delete. Rules are evaluated by the daemon after every batch run.
+import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
-import { daemon, type AlertRule } from '../../api/daemon.js';
+import { daemon, type AlertDelivery, type AlertRule } from '../../api/daemon.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
 import { fmtAgo, fmtTime } from '../../lib/format.js';
@@ -20,10 +22,101 @@ async function loadRules(only?: string): Promise<{ pipelines: string[]; rows: Ro
   return { pipelines, rows: lists.flat() };
 }
 
+/** Query parameters whose value is a credential: masked as the daemon masks them in the delivery history. */
+const SECRET_PARAM = /pass|secret|token|key|auth|sig|credential/i;
+
+/** A webhook URL as the table shows it: without user and password, secret query values as `***` (the edit form keeps them). */
+function shownUrl(url: string | null | undefined): string {
+  if (!url) return '';
+  try {
+    const u = new URL(url);
+    const params = [...new Set([...u.searchParams.keys()].filter((k) => SECRET_PARAM.test(k)))];
+    if (!u.username && !u.password && params.length === 0) return url;
+    u.username = '';
+    u.password = '';
+    for (const k of params) u.searchParams.set(k, '***');
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+/** The last delivery of a rule: when, and whether it went through. */
+function LastFired({ r }: { r: Row }) {
+  if (!r.last_attempt) return <span class="muted">never</span>;
+  const failing = r.delivery_status === 'failing';
+  return (
+    <div class="last-fired">
+      <span title={fmtTime(r.last_attempt)}>{fmtAgo(r.last_attempt)}</span>{' '}
+      {failing ? (
+        <span class="badge badge-bad" data-testid="delivery-failing">
+          failing{(r.consecutive_failures ?? 0) > 1 ? ` ×${r.consecutive_failures}` : ''}
+        </span>
+      ) : (
+        <span class="badge badge-ok">delivered</span>
+      )}
+      {failing && (
+        <>
+          <div class="delivery-error" data-testid="delivery-error">
+            {r.last_delivery_error}
+          </div>
+          <div class="muted small" title={fmtTime(r.last_fired)}>
+            last delivered: {r.last_fired ? fmtAgo(r.last_fired) : 'never'}
+          </div>
+        </>
+      )}
+    </div>
+  );
+}
+
+function DeliveryHistory({ deliveries }: { deliveries: AlertDelivery[] }) {
+  if (deliveries.length === 0) return <p class="muted">No deliveries yet: the rule has not fired.</p>;
+  return (
+    <table class="table compact" data-testid="delivery-history">
+      <thead>
+        <tr>
+          <th>Time</th>
+          <th>Outcome</th>
+          <th class="num">Attempt</th>
+          <th>Target</th>
+          <th>Run</th>
+          <th>Detail</th>
+        </tr>
+      </thead>
+      <tbody>
+        {deliveries.map((d, i) => (
+          <tr key={`${d.at}/${i}`}>
+            <td title={d.at}>{fmtTime(d.at)}</td>
+            <td>
+              <span class={`badge ${d.outcome === 'delivered' ? 'badge-ok' : 'badge-bad'}`}>{d.outcome}</span>
+            </td>
+            <td class="num">{d.attempt}</td>
+            <td>
+              {d.channel}: <span class="mono">{d.target}</span>
+            </td>
+            <td>
+              {d.run_id ? (
+                <a href={href(['runs', d.run_id])} class="mono">
+                  {d.run_id.slice(0, 8)}
+                </a>
+              ) : (
+                '–'
+              )}
+            </td>
+            <td class={d.outcome === 'failed' ? 'delivery-error' : undefined}>{d.error ?? d.detail ?? ''}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 export function AlertsPage({ pipeline }: { pipeline?: string }) {
   const { data, error, refresh } = usePoll(() => loadRules(pipeline), 15_000, [pipeline ?? '']);
   const [editing, setEditing] = useState<{ pipeline: string; rule: AlertRule }>();
   const [notice, setNotice] = useState<{ tone: 'ok' | 'error'; text: string }>();
+  const [history, setHistory] = useState<string>();
+  const failing = (data?.rows ?? []).filter((r) => r.delivery_status === 'failing');
 
   const save = async (target: string, rule: AlertRule) => {
     setNotice(undefined);
@@ -73,6 +166,13 @@ export function AlertsPage({ pipeline }: { pipeline?: string }) {
           {notice?.text ?? error}
         </Notice>
       )}
+      {failing.length > 0 && (
+        <p class="alerts-failing" data-testid="alerts-failing">
+          {failing.length === 1
+            ? `1 rule is failing to deliver: ${failing[0]!.pipeline}/${failing[0]!.name}`
+            : `${failing.length} rules are failing to deliver`}
+        </p>
+      )}
       {editing && (
         <AlertForm
           key={`${editing.pipeline}/${editing.rule.name}`}
@@ -101,30 +201,48 @@ export function AlertsPage({ pipeline }: { pipeline?: string }) {
             </tr>
           </thead>
           <tbody>
-            {(data?.rows ?? []).map((r) => (
-              <tr key={`${r.pipeline}/${r.name}`} data-rule={r.name}>
-                <td>
-                  <a href={href(['pipelines', r.pipeline])}>{r.pipeline}</a>
-                </td>
-                <td>{r.name}</td>
-                <td>
-                  <code>{r.condition}</code>
-                </td>
-                <td>
-                  {r.action}: <span class="mono">{r.action === 'webhook' ? r.webhook_url : r.email_to}</span>
-                </td>
-                <td class="num">{r.cooldown_seconds} s</td>
-                <td title={fmtTime(r.last_fired)}>{r.last_fired ? fmtAgo(r.last_fired) : <span class="muted">never</span>}</td>
-                <td class="row-actions">
-                  <button type="button" onClick={() => setEditing({ pipeline: r.pipeline, rule: r })}>
-                    Edit
-                  </button>
-                  <button type="button" class="danger" onClick={() => remove(r)}>
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
+            {(data?.rows ?? []).map((r) => {
+              const key = `${r.pipeline}/${r.name}`;
+              const failed = r.delivery_status === 'failing';
+              return (
+                <Fragment key={key}>
+                  <tr data-rule={r.name} data-delivery={r.delivery_status ?? 'never'} class={failed ? 'row-failing' : undefined}>
+                    <td>
+                      <a href={href(['pipelines', r.pipeline])}>{r.pipeline}</a>
+                    </td>
+                    <td>{r.name}</td>
+                    <td>
+                      <code>{r.condition}</code>
+                    </td>
+                    <td>
+                      {r.action}: <span class="mono">{r.action === 'webhook' ? shownUrl(r.webhook_url) : r.email_to}</span>
+                    </td>
+                    <td class="num">{r.cooldown_seconds} s</td>
+                    <td>
+                      <LastFired r={r} />
+                    </td>
+                    <td class="row-actions">
+                      <button type="button" aria-expanded={history === key} onClick={() => setHistory(history === key ? undefined : key)}>
+                        History
+                      </button>
+                      <button type="button" onClick={() => setEditing({ pipeline: r.pipeline, rule: r })}>
+                        Edit
+                      </button>
+                      <button type="button" class="danger" onClick={() => remove(r)}>
+                        Delete
+                      </button>
+                    </td>
+                  </tr>
+                  {history === key && (
+                    <tr class="history-row">
+                      <td colSpan={7}>
+                        <DeliveryHistory deliveries={r.last_deliveries ?? []} />
+                      </td>
+                    </tr>
+                  )}
+                </Fragment>
+              );
+            })}
           </tbody>
         </table>
       )}

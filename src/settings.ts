@@ -95,6 +95,14 @@ const envAllow = (doc: string): Spec<string[]> => ({
 
 const svcHome = () => join(homedir(), '.svc');
 
+/** Where the CLI finds the daemon when SVC_API_URL is unset: the address `svc serve` with the same environment listens on. */
+function defaultApiUrl(env: Env): string {
+  const host = (env.SVC_HOST ?? '').trim();
+  // Every interface: localhost, as spec doc 2's default (http://localhost:8765).
+  const name = ['', '0.0.0.0', '::', '[::]'].includes(host) ? 'localhost' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return `http://${name}:${readSetting('PORT', env)}`;
+}
+
 /** The spec's three vendor identifiers (doc 2: "A default, B, C"); the vendor names are accepted too. */
 const AI_PROVIDER_LETTERS: Record<string, string> = { a: 'openai', b: 'anthropic', c: 'gemini' };
 
@@ -124,7 +132,10 @@ export const SETTINGS = {
     1,
     604800,
   ),
-  API_URL: str('http://localhost:8765', 'daemon URL for the command-line proxy commands'),
+  API_URL: str(
+    (env) => defaultApiUrl(env),
+    "daemon URL for the command-line proxy commands; unset: the daemon's own SVC_HOST and SVC_PORT (localhost when SVC_HOST is every interface), so `http://localhost:8765` by default",
+  ),
   LOG_LEVEL: oneOf(['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const, 'INFO', 'DEBUG, INFO, WARNING, ERROR', (s) => s.toUpperCase()),
   LOG_FORMAT: oneOf(['json', 'text'] as const, 'json', 'json or text'),
   WORKERS: int(1, 'HTTP server worker count (accepted; one event loop serves the API)', 1, 64),

@@ -24,6 +24,7 @@ import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from 
 import { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
+import { listeningOn, listeningText } from '../observability/listening.js';
 import type { Settings } from '../settings.js';
 import { EPOCH_HEADER, ManagerLink, managerProcessedFiles, managerSender, managerStateIO } from './internal-http.js';
 import { Outbox } from './outbox.js';
@@ -341,6 +342,10 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       resolveStopped();
     })());
 
-  log.info({ agent: agentUrl, ingress: ingressUrl, worker_id: workerId, manager: settings.MANAGER_URL || null }, 'svc worker listening');
+  const [a, i] = [listeningOn(agent.server, false), listeningOn(ingress.server, false)];
+  log.info(
+    { agent: a.url, agent_listen: a.listen, ingress: i.url, ingress_listen: i.listen, worker_id: workerId, manager: settings.MANAGER_URL || null },
+    `svc worker listening: agent on ${listeningText(a)}, ingress on ${listeningText(i)}`,
+  );
   return { agentUrl, ingressUrl, stop, stopped, log };
 }

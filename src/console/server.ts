@@ -10,6 +10,7 @@ import websocket from '@fastify/websocket';
 import { httpError, httpErrorHandler, noRouteHandler } from '../core/http-errors.js';
 import { serveUi } from '../api/ui.js';
 import type { Logger } from '../observability/log.js';
+import { listeningOn, listeningText } from '../observability/listening.js';
 import type { Settings } from '../settings.js';
 import { version } from '../version.js';
 import { AppSettingsStore } from './app-settings.js';
@@ -93,7 +94,8 @@ export async function startConsole(settings: Settings, log: Logger, opts: { mibs
   };
   try {
     const address = await app.listen({ host: settings.HOST, port: settings.CONSOLE_PORT });
-    clog.info({ url: address }, 'svc console listening');
+    const bound = listeningOn(app.server, false);
+    clog.info({ listen: bound.listen, url: bound.url }, `svc console listening on ${listeningText(bound)}`);
     return { app, deps, url: address.replace('0.0.0.0', '127.0.0.1'), stop: close };
   } catch (e) {
     await close();

@@ -11,6 +11,7 @@ import { httpError, httpErrorHandler, noRouteHandler } from '../core/http-errors
 import { serveUi } from '../api/ui.js';
 import type { Logger } from '../observability/log.js';
 import { listeningOn, listeningText } from '../observability/listening.js';
+import { promptClose } from '../util/prompt-close.js';
 import type { Settings } from '../settings.js';
 import { version } from '../version.js';
 import { AppSettingsStore } from './app-settings.js';
@@ -110,6 +111,9 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
     routerOptions: { maxParamLength: 2048 },
     ajv: { customOptions: { allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: false } },
   }) as unknown as FastifyInstance;
+  // A stop does not wait for a browser's idle keep-alive connections (src/util/prompt-close.ts).
+  const connections = promptClose(app.server);
+  app.addHook('preClose', async () => connections.begin());
 
   app.setErrorHandler(httpErrorHandler({ log: deps.log, logMessage: 'console request failed' }));
   // An empty body sent as application/json (clients that always set the header, e.g. on

@@ -1,0 +1,98 @@
+// (Run by test/ui/e2e.test.ts.) What a newcomer tripped over in the browser (issue 29, item 7): the
+// console's sign-in page says where the first-run password is; a failed walk clears the previous
+// walk's tables; `#/plugins/sink/<key>` opens the plugin, and a plugin or kind that does not exist
+// says so. Screenshots in test-results/ui/.
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../helpers/daemon.js';
+import { launch, watchedPage, type WatchedPage } from '../browser.js';
+import { serve, type Served } from '../serve.js';
+import { builtUi } from '../ui-build.js';
+
+let browser: Browser;
+let w: WatchedPage;
+let svc: Served;
+
+/** Problems other than the browser's own line for an answer with an error status (a failed walk is one, on purpose). */
+const unexpected = (problems: string[]) => problems.filter((p) => !p.includes('Failed to load resource'));
+
+export function newcomerSuite() {
+  describe('what a newcomer tripped over', () => {
+    beforeAll(async () => {
+      svc = await serve({ SVC_UI_DIR: await builtUi(), SVC_AUTH_USERS: 'ops:console-pass' });
+      browser = await launch();
+      w = await watchedPage(browser);
+    }, 120_000);
+
+    afterAll(async () => {
+      await browser?.close();
+      await svc?.stop();
+    });
+
+    it('a walk that fails clears the tables of the walk before it; the error stays', async () => {
+      await w.page.goto(`${svc.consoleUrl}/ui/`);
+      const form0 = w.page.locator('form', { has: w.page.locator('input[name="username"]') });
+      await form0.locator('input[name="username"]').fill('ops');
+      await form0.locator('input[name="password"]').fill('console-pass');
+      await form0.getByRole('button', { name: 'Sign in' }).click();
+      await w.page.locator('h1', { hasText: 'SNMP simulator' }).waitFor();
+      const simPort = await freePort();
+      const start = w.page.getByRole('form', { name: 'start simulator' });
+      await start.locator('input[name="port"]').fill(String(simPort));
+      await start.getByRole('button', { name: 'Start' }).click();
+      await w.page.locator('h1 .badge', { hasText: 'running' }).waitFor();
+
+      await w.page.getByRole('link', { name: 'Walker' }).click();
+      const form = w.page.getByRole('form', { name: 'walk' });
+      await form.locator('input[name="port"]').fill(String(simPort));
+      await form.locator('input[name="oid"]').fill('IF-MIB::ifTable');
+      await form.getByRole('button', { name: 'Walk' }).click();
+      const result = w.page.getByTestId('walk-result');
+      await result.locator('[data-table="IF-MIB::ifTable"]').waitFor();
+
+      // The same walk to a port where nothing listens: an error, and no table of the walk before.
+      const closed = await freePort();
+      await form.locator('input[name="port"]').fill(String(closed));
+      await form.locator('input[name="timeout_ms"]').fill('500');
+      await form.getByRole('button', { name: 'Walk' }).click();
+      const error = w.page.getByRole('alert');
+      await error.waitFor();
+      expect(await error.textContent()).toMatch(new RegExp(`udp 127\\.0\\.0\\.1:${closed}`));
+      await expect.poll(() => result.count()).toBe(0);
+      await w.shot('console-walker-failed');
+
+      // A walk that works again shows its tables and no error.
+      await form.locator('input[name="port"]').fill(String(simPort));
+      await form.getByRole('button', { name: 'Walk' }).click();
+      await result.locator('[data-table="IF-MIB::ifTable"]').waitFor();
+      expect(await w.page.getByRole('alert').count()).toBe(0);
+      await w.page.getByRole('link', { name: 'Simulator' }).click();
+      await w.page.getByRole('button', { name: 'Stop', exact: true }).click();
+      await w.page.locator('h1 .badge', { hasText: 'stopped' }).waitFor();
+      expect(unexpected(w.problems)).toEqual([]);
+    });
+
+    it('#/plugins/sink/<key> opens the plugin like #/plugins/sinks/<key>; a plugin or a kind that does not exist says so', async () => {
+      w.problems.length = 0;
+      await w.page.goto(`${svc.url}/ui/#/plugins/sink/local`);
+      await w.page.locator('h1', { hasText: 'sink local' }).waitFor();
+      await w.page.getByTestId('plugin-params').waitFor();
+      await w.shot('plugin-sink-singular');
+
+      await w.page.goto(`${svc.url}/ui/#/plugins/source/mqtt`);
+      await w.page.locator('h1', { hasText: 'source mqtt' }).waitFor();
+
+      await w.page.goto(`${svc.url}/ui/#/plugins/sinks/no-such-sink`);
+      const missing = w.page.getByTestId('plugin-missing');
+      await missing.waitFor();
+      expect(await missing.textContent()).toBe("This daemon has no sink 'no-such-sink'.");
+      // The list to pick from is below.
+      await w.page.locator('.plugin-list li', { hasText: 'local' }).first().waitFor();
+      await w.shot('plugin-missing');
+
+      await w.page.goto(`${svc.url}/ui/#/plugins/widgets/local`);
+      await expect.poll(() => missing.textContent()).toBe("'widgets' is not a kind of plugin: the kinds are sources, sinks, serializers, transforms.");
+      expect(w.problems).toEqual([]);
+    });
+  });
+}

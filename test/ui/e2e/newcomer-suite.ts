@@ -29,8 +29,19 @@ export function newcomerSuite() {
       await svc?.stop();
     });
 
-    it('a walk that fails clears the tables of the walk before it; the error stays', async () => {
+    it("the console's sign-in page says where the first-run password is", async () => {
       await w.page.goto(`${svc.consoleUrl}/ui/`);
+      const hint = w.page.getByTestId('first-run-hint');
+      await hint.waitFor();
+      const text = (await hint.textContent())!.replace(/\s+/g, ' ');
+      expect(text).toContain('the user admin with a random password');
+      expect(text).toContain('console first-run password generated');
+      expect(text).toContain('svc serve');
+      await w.shot('console-login-first-run');
+      expect(w.problems).toEqual([]);
+    });
+
+    it('a walk that fails clears the tables of the walk before it; the error stays', async () => {
       const form0 = w.page.locator('form', { has: w.page.locator('input[name="username"]') });
       await form0.locator('input[name="username"]').fill('ops');
       await form0.locator('input[name="password"]').fill('console-pass');

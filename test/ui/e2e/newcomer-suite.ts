@@ -2,9 +2,12 @@
 // console's sign-in page says where the first-run password is; a failed walk clears the previous
 // walk's tables; `#/plugins/sink/<key>` opens the plugin, and a plugin or kind that does not exist
 // says so. Screenshots in test-results/ui/.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../helpers/daemon.js';
+import { until } from '../../helpers/wait.js';
 import { launch, watchedPage, type WatchedPage } from '../browser.js';
 import { serve, type Served } from '../serve.js';
 import { builtUi } from '../ui-build.js';
@@ -103,6 +106,66 @@ export function newcomerSuite() {
 
       await w.page.goto(`${svc.url}/ui/#/plugins/widgets/local`);
       await expect.poll(() => missing.textContent()).toBe("'widgets' is not a kind of plugin: the kinds are sources, sinks, serializers, transforms.");
+      expect(w.problems).toEqual([]);
+    });
+
+    it('the Runs charts draw one series per pipeline, zoomed to the runs', async () => {
+      const pipeline = (name: string) => {
+        const dir = join(svc.dir, name);
+        mkdirSync(join(dir, 'in'), { recursive: true });
+        writeFileSync(join(dir, 'in', 'a.ndjson'), Array.from({ length: 50 }, (_, i) => JSON.stringify({ i })).join('\n') + '\n');
+        return [
+          'version: "1"',
+          'pipeline:',
+          `  name: ${name}`,
+          '  schedule: { type: manual }',
+          `  source: { type: local, path: ${JSON.stringify(join(dir, 'in'))} }`,
+          '  serializer_in: { type: ndjson }',
+          '  serializer_out: { type: ndjson }',
+          `  sinks: [{ type: local, path: ${JSON.stringify(join(dir, 'out'))} }]`,
+          '',
+        ].join('\n');
+      };
+      for (const name of ['chart-alpha', 'chart-beta']) {
+        const created = await fetch(`${svc.url}/api/pipelines`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: pipeline(name) });
+        expect(created.status).toBe(201);
+        for (let i = 0; i < 2; i++) {
+          expect((await fetch(`${svc.url}/api/pipelines/${name}/run`, { method: 'POST' })).status).toBe(202);
+          await until(async () => {
+            const runs = (await (await fetch(`${svc.url}/api/runs?pipeline=${name}`)).json()) as { status: string }[];
+            return runs.length === i + 1 && runs.every((r) => r.status !== 'running');
+          }, 20_000);
+        }
+      }
+      w.problems.length = 0;
+      await w.page.goto(`${svc.url}/ui/#/runs`);
+      const legend = w.page.getByTestId('chart-rate').locator('.u-legend');
+      await legend.waitFor();
+      await expect.poll(async () => (await legend.textContent()) ?? '').toMatch(/chart-alpha.*chart-beta/s);
+      expect(await w.page.getByTestId('chart-duration').locator('.u-legend').textContent()).toMatch(/chart-alpha.*chart-beta/s);
+      await w.shot('runs-charts-per-pipeline');
+      expect(w.problems).toEqual([]);
+    });
+
+    it("the console's Stats page charts the counters as rates over time", async () => {
+      const login = await fetch(`${svc.consoleUrl}/api/settings/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'ops', password: 'console-pass' }),
+      });
+      const { token } = (await login.json()) as { token: string };
+      const pushed = await fetch(`${svc.consoleUrl}/api/settings/app`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-auth-token': token },
+        body: JSON.stringify({ stats_push_interval_s: 1 }),
+      });
+      expect(pushed.status).toBe(200);
+      w.problems.length = 0;
+      await w.page.goto(`${svc.consoleUrl}/ui/#/stats`);
+      await w.page.locator('h1', { hasText: 'Stats' }).waitFor();
+      for (const id of ['chart-simulator', 'chart-traps', 'chart-walker']) await w.page.getByTestId(id).locator('canvas').waitFor({ timeout: 20_000 });
+      expect(await w.page.getByTestId('chart-simulator').locator('.u-legend').textContent()).toMatch(/get.*getnext.*getbulk.*set.*errors/s);
+      await w.shot('console-stats-charts');
       expect(w.problems).toEqual([]);
     });
   });

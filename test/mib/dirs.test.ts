@@ -62,7 +62,8 @@ describe('MIB folders: the defaults and their fallback under the data home', () 
     // Everything but the MIB variables of this process; as root the script runs as nobody, who cannot write /.
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SVC_MIB_')));
     Object.assign(env, { HOME: home, SVC_MIB_BUNDLED_SOURCE_DIR: '' });
-    const [cmd, args] = process.getuid?.() === 0 ? ['runuser', ['-u', 'nobody', '--', tsx, script]] : [tsx, [script]];
+    // runuser sets HOME to nobody's own unless told otherwise: `env HOME=` after it.
+    const [cmd, args] = process.getuid?.() === 0 ? ['runuser', ['-u', 'nobody', '--', 'env', `HOME=${home}`, tsx, script]] : [tsx, [script]];
     const out = await new Promise<string>((resolve, reject) =>
       execFile(cmd, args, { env, timeout: 60_000 }, (e, stdout, stderr) => (e ? reject(new Error(stderr || e.message)) : resolve(stdout))),
     );

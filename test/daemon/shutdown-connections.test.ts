@@ -13,13 +13,13 @@ import { until } from '../helpers/wait.js';
 /** A deadline far below the old behaviour's 30-72 s and far above a prompt stop. */
 const BOUND_MS = 15_000;
 
-async function opened(url: string): Promise<Socket & { closed: Promise<void> }> {
+async function opened(url: string): Promise<Socket & { gone: Promise<void> }> {
   const u = new URL(url);
   const s = connect(Number(u.port), u.hostname);
   await new Promise<void>((r, j) => s.once('connect', r).once('error', j));
   s.on('error', () => {});
-  const closed = new Promise<void>((r) => s.once('close', () => r()));
-  return Object.assign(s, { closed });
+  const gone = new Promise<void>((r) => s.once('close', () => r()));
+  return Object.assign(s, { gone });
 }
 
 /** A keep-alive connection that got one answer and now sits idle, as a browser keeps it. */
@@ -49,7 +49,7 @@ describe('the stop and the connections a browser keeps open', () => {
     const d = await testDaemon();
     const sockets = [await opened(d.url), await idleKeepAlive(d.url), await inFlight(d.url)];
     await within(d.stop(), 'the stop');
-    await within(Promise.all(sockets.map((s) => s.closed)), 'closing the connections');
+    await within(Promise.all(sockets.map((s) => s.gone)), 'closing the connections');
   });
 
   it('svc serve: SIGTERM with connections held open to the API and the console exits 0 within the bound', async () => {
@@ -61,6 +61,6 @@ describe('the stop and the connections a browser keeps open', () => {
     const sockets = [await opened(s.url), await idleKeepAlive(s.url), await opened(consoleUrl), await idleKeepAlive(consoleUrl)];
     s.child.kill('SIGTERM');
     expect(await within(s.exited, 'svc serve exiting'), s.stderr()).toEqual({ code: 0, signal: null });
-    await within(Promise.all(sockets.map((x) => x.closed)), 'closing the connections');
+    await within(Promise.all(sockets.map((x) => x.gone)), 'closing the connections');
   });
 });

@@ -32,7 +32,9 @@ ENV NODE_ENV=production \
     SVC_DATA_DIR=/data \
     SVC_DB_PATH=/data/svc.db \
     SVC_STATE_DIR=/data/state \
-    SVC_PIPELINE_DIR=/data/pipelines
+    SVC_PIPELINE_DIR=/data/pipelines \
+    SVC_MIB_DIR=/mibs \
+    SVC_MIB_SOURCE_DIR=/mib-sources
 WORKDIR /app
 # The package as npm would install it (package.json "files"): version.ts reads package.json, the
 # daemon serves dist/ui and templates/, and the MIB store reads the product's mibs/.
@@ -41,7 +43,8 @@ COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 COPY templates templates
 COPY mibs mibs
-# `svc` on the PATH; the MIB and schema folders at their defaults (/mibs, /mib-sources, /schemas)
+# `svc` on the PATH; the MIB and schema folders at doc 2's defaults (/mibs, /mib-sources, /schemas; the
+# MIB ones set above, so the image never takes the ~/.svc fallback of a machine without them)
 # and /data, owned by the user the daemon runs as (uid 1000, `node` in the Node images; numeric, so
 # that Kubernetes' runAsNonRoot can verify it).
 RUN ln -s /app/dist/cli/main.js /usr/local/bin/svc \

@@ -95,6 +95,17 @@ const envAllow = (doc: string): Spec<string[]> => ({
 
 const svcHome = () => join(homedir(), '.svc');
 
+/** The data home, ~/.svc: the embedded database's default folder, and where defaults at the filesystem root fall back to. */
+export const dataHome = svcHome;
+
+/** Where the CLI finds the daemon when SVC_API_URL is unset: the address `svc serve` with the same environment listens on. */
+function defaultApiUrl(env: Env): string {
+  const host = (env.SVC_HOST ?? '').trim();
+  // Every interface: localhost, as spec doc 2's default (http://localhost:8765).
+  const name = ['', '0.0.0.0', '::', '[::]'].includes(host) ? 'localhost' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return `http://${name}:${readSetting('PORT', env)}`;
+}
+
 /** The spec's three vendor identifiers (doc 2: "A default, B, C"); the vendor names are accepted too. */
 const AI_PROVIDER_LETTERS: Record<string, string> = { a: 'openai', b: 'anthropic', c: 'gemini' };
 
@@ -124,7 +135,10 @@ export const SETTINGS = {
     1,
     604800,
   ),
-  API_URL: str('http://localhost:8765', 'daemon URL for the command-line proxy commands'),
+  API_URL: str(
+    (env) => defaultApiUrl(env),
+    "daemon URL for the command-line proxy commands; unset: the daemon's own SVC_HOST and SVC_PORT (localhost when SVC_HOST is every interface), so `http://localhost:8765` by default",
+  ),
   LOG_LEVEL: oneOf(['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const, 'INFO', 'DEBUG, INFO, WARNING, ERROR', (s) => s.toUpperCase()),
   LOG_FORMAT: oneOf(['json', 'text'] as const, 'json', 'json or text'),
   WORKERS: int(1, 'HTTP server worker count (accepted; one event loop serves the API)', 1, 64),
@@ -171,8 +185,11 @@ export const SETTINGS = {
   OTEL_ENDPOINT: str('', 'OTLP gRPC endpoint for traces; empty disables tracing'),
   OTEL_SERVICE: str('svc', 'service name reported to the trace collector'),
   WATCH_PIPELINES: bool(false, 'reload on YAML file changes in SVC_PIPELINE_DIR; deleted files deregister the pipeline'),
-  MIB_DIR: str('/mibs', 'compiled MIB modules'),
-  MIB_SOURCE_DIR: str('', 'persisted raw MIB sources (default: a mib-sources directory beside SVC_MIB_DIR)'),
+  MIB_DIR: str('/mibs', 'compiled MIB modules; unset and /mibs cannot be written (outside the container): ~/.svc/mibs, said in the log'),
+  MIB_SOURCE_DIR: str(
+    '',
+    'persisted raw MIB sources (default: a mib-sources directory beside SVC_MIB_DIR; unset and that cannot be written: ~/.svc/mib-sources, said in the log)',
+  ),
   MIB_BUNDLED_SOURCE_DIR: str('/mib-sources', 'read-only bundled MIB sources, several separated by the OS path separator'),
   MIB_REPOSITORY_URL: str(
     '',
@@ -277,6 +294,8 @@ type Table = typeof SETTINGS;
 export type Settings = { [K in keyof Table]: ReturnType<Table[K]['default']> } & {
   /** The raw SVC_INTERNAL_AUTH_MODE when it was not a valid mode (to be logged at WARNING). */
   invalidInternalAuthMode?: string;
+  /** The variables (names without SVC_) left unset, whose value is the default. */
+  defaulted?: readonly (keyof Table)[];
 };
 
 /** One SVC_* variable, read as loadSettings reads it (for code that is handed no Settings: svc validate, svc test). */
@@ -290,7 +309,13 @@ export function readSetting<K extends keyof Table>(key: K, env: Env = process.en
 /** Reads every SVC_* variable once; throws SettingsError naming the first bad one. */
 export function loadSettings(env: Env = process.env): Settings {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(SETTINGS) as (keyof Table)[]) out[key] = readSetting(key, env);
+  const defaulted: (keyof Table)[] = [];
+  for (const key of Object.keys(SETTINGS) as (keyof Table)[]) {
+    out[key] = readSetting(key, env);
+    const raw = env[`SVC_${key}`];
+    if (raw === undefined || (raw === '' && !(SETTINGS[key] as Spec<unknown>).emptyIsValue)) defaulted.push(key);
+  }
+  out.defaulted = defaulted;
   const mode = env.SVC_INTERNAL_AUTH_MODE?.trim().toLowerCase();
   if (mode && !['off', 'warn', 'enforce'].includes(mode)) out.invalidInternalAuthMode = env.SVC_INTERNAL_AUTH_MODE;
   return out as Settings;

@@ -48,6 +48,16 @@ describe('settings (SVC_*)', () => {
     expect(s).toMatchObject({ PORT: 9000, SMTP_TLS: false, AUTH_USERS: ['ops:pw1', 'admin:p:w'], LOG_LEVEL: 'DEBUG', WATCH_PIPELINES: true });
   });
 
+  it("the CLI's daemon URL: SVC_API_URL, else the daemon's own SVC_HOST and SVC_PORT (localhost for every interface)", () => {
+    expect(loadSettings({ SVC_PORT: '9000' }).API_URL).toBe('http://localhost:9000');
+    expect(loadSettings({ SVC_PORT: '9000', SVC_HOST: '0.0.0.0' }).API_URL).toBe('http://localhost:9000');
+    expect(loadSettings({ SVC_PORT: '9000', SVC_HOST: '::' }).API_URL).toBe('http://localhost:9000');
+    expect(loadSettings({ SVC_PORT: '9000', SVC_HOST: '10.1.2.3' }).API_URL).toBe('http://10.1.2.3:9000');
+    expect(loadSettings({ SVC_HOST: '::1' }).API_URL).toBe('http://[::1]:8765');
+    expect(loadSettings({ SVC_PORT: '9000', SVC_API_URL: 'http://daemon:1234' }).API_URL).toBe('http://daemon:1234');
+    expect(loadSettings({ SVC_PORT: '9000', SVC_API_URL: '' }).API_URL).toBe('http://localhost:9000');
+  });
+
   it.each([
     ['SVC_PORT', 'eighty', 'SVC_PORT="eighty": expected an integer'],
     ['SVC_PORT', '70000', 'SVC_PORT=70000: must be between 0 and 65535'],

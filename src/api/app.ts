@@ -29,6 +29,7 @@ import { serveUi } from './ui.js';
 import { serveRedoc } from './redoc.js';
 import { lazySchemaController } from './lazy-schema-compilers.js';
 import { version } from '../version.js';
+import { promptClose } from '../util/prompt-close.js';
 
 /** Largest YAML or JSON body of the management API (webhooks have their own limit). */
 export const API_BODY_LIMIT = 1 << 20;
@@ -45,6 +46,9 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     schemaController: lazySchemaController(),
     trustProxy: false,
   }) as unknown as FastifyInstance;
+  // A stop does not wait for a browser's idle keep-alive connections (src/util/prompt-close.ts).
+  const connections = promptClose(app.server);
+  app.addHook('preClose', async () => connections.begin());
   traceRequests(app, deps.tracer);
 
   // Pipeline YAML arrives as text/plain or application/yaml.

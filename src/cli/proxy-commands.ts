@@ -1,8 +1,10 @@
 // `svc pipelines|runs|dlq ...`: commands that call a running daemon's API (SVC_API_URL, SVC_API_KEY).
+import { readSetting } from '../settings.js';
 import { dlqCommand } from './dlq.js';
 import { pipelinesCommand, ProxyError, runsCommand } from './proxy.js';
 
-const apiUrl = () => process.env.SVC_API_URL || 'http://localhost:8765';
+/** SVC_API_URL, or the address the daemon with this environment listens on (SVC_HOST, SVC_PORT). */
+const apiUrl = () => readSetting('API_URL');
 const apiKey = () => process.env.SVC_API_KEY || undefined;
 const out = (s: string) => void process.stdout.write(s);
 

@@ -24,6 +24,8 @@ import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from 
 import { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
+import { listeningOn, listeningText } from '../observability/listening.js';
+import { promptClose } from '../util/prompt-close.js';
 import type { Settings } from '../settings.js';
 import { EPOCH_HEADER, ManagerLink, managerProcessedFiles, managerSender, managerStateIO } from './internal-http.js';
 import { Outbox } from './outbox.js';
@@ -203,6 +205,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   statsTimer.unref();
 
   const agent = Fastify({ bodyLimit: 4 << 20 }) as unknown as FastifyInstance;
+  const agentConnections = promptClose(agent.server);
+  agent.addHook('preClose', async () => agentConnections.begin());
   installAuth(agent, { settings, log });
   agent.setErrorHandler(httpErrorHandler({ plain: true }));
   agent.setNotFoundHandler(noRouteHandler);
@@ -286,6 +290,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   });
 
   const ingress = Fastify({ bodyLimit: settings.WEBHOOK_MAX_BODY_BYTES }) as unknown as FastifyInstance;
+  const ingressConnections = promptClose(ingress.server);
+  ingress.addHook('preClose', async () => ingressConnections.begin());
   ingress.setErrorHandler(httpErrorHandler({ log, logMessage: 'ingress request failed', bodyLimit: () => settings.WEBHOOK_MAX_BODY_BYTES }));
   ingress.setNotFoundHandler(noRouteHandler);
   await ingress.register(async (scope) => webhookRoutes(scope, { settings, webhooks }));
@@ -341,6 +347,10 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       resolveStopped();
     })());
 
-  log.info({ agent: agentUrl, ingress: ingressUrl, worker_id: workerId, manager: settings.MANAGER_URL || null }, 'svc worker listening');
+  const [a, i] = [listeningOn(agent.server, false), listeningOn(ingress.server, false)];
+  log.info(
+    { agent: a.url, agent_listen: a.listen, ingress: i.url, ingress_listen: i.listen, worker_id: workerId, manager: settings.MANAGER_URL || null },
+    `svc worker listening: agent on ${listeningText(a)}, ingress on ${listeningText(i)}`,
+  );
   return { agentUrl, ingressUrl, stop, stopped, log };
 }

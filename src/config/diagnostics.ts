@@ -45,6 +45,14 @@ export function formatDiagnostic(d: Diagnostic, file?: string): string {
   return `${what}${d.line ? ` (line ${d.line})` : ''} [${d.code}]`;
 }
 
+/**
+ * Problems in the order of the file: by line, then column; the ones without a line (about the whole
+ * document) first. Stable: problems at one place keep the order they were found in.
+ */
+export function inLineOrder<T extends Pick<Diagnostic, 'line' | 'column'>>(diagnostics: readonly T[]): T[] {
+  return [...diagnostics].sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
+}
+
 /** Path segments to the dotted form: ['pipeline','sinks',1,'x'] -> pipeline.sinks[1].x */
 export function formatPath(segments: readonly (string | number)[]): string {
   let s = '';

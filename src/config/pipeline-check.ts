@@ -7,11 +7,12 @@ import { depthDiagnostic, expansionDiagnostic } from './yaml-bounds.js';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
 import type { AnyPlugin, PluginKind } from '../plugins/types.js';
 import { lintExpression } from '../plugins/common/expression.js';
-import { formatPath, type Diagnostic, type DiagnosticCode } from './diagnostics.js';
+import { formatPath, inLineOrder, type Diagnostic, type DiagnosticCode } from './diagnostics.js';
 import { interpolate, withExpansion, type Interpolated } from './interpolate.js';
 import { Definition, Pipeline, SINK_COMMON_KEYS, SinkCommon, type ComponentConfig, type PipelineConfig } from './pipeline-schema.js';
 import { checkAgainst, suggest, type SchemaIssue } from './schema-errors.js';
 import { readSetting } from '../settings.js';
+import { explainYamlError } from './yaml-errors.js';
 
 export type Registry = Record<PluginKind, ReadonlyMap<string, AnyPlugin>>;
 
@@ -192,8 +193,13 @@ function checkSink(c: Collector, reg: Registry, path: Path, raw: unknown) {
   return { ...cv, ...own.value, transforms, ...(ser ? { serializer_out: ser } : {}) };
 }
 
-/** Parses and validates pipeline YAML text against `opts.registry`. */
+/** Parses and validates pipeline YAML text against `opts.registry`; the problems in line order. */
 export function checkPipelineText(text: string, opts: LoadOptions & { registry: Registry }): LoadResult {
+  const r = checkText(text, opts);
+  return { ...r, diagnostics: inLineOrder(r.diagnostics) };
+}
+
+function checkText(text: string, opts: LoadOptions & { registry: Registry }): LoadResult {
   const reg = opts.registry;
   const lc = new LineCounter();
   // Before the document is composed, which recurses once per level.
@@ -204,9 +210,9 @@ export function checkPipelineText(text: string, opts: LoadOptions & { registry: 
   // Only the first syntax error: the ones after it are mostly echoes of it.
   const syntax = doc.errors[0];
   if (syntax) {
-    const lp = syntax.linePos?.[0];
-    const message = syntax.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
-    c.diagnostics.push({ code: 'CFG_YAML', path: '', message, severity: 'error', line: lp?.line, column: lp?.col });
+    // In words, at the line to fix (yaml-errors.ts), with the parser's own message after it.
+    const p = explainYamlError(text, syntax);
+    c.diagnostics.push({ code: 'CFG_YAML', path: '', message: p.message, severity: 'error', line: p.line, column: p.column });
   }
   if (c.failed) return { diagnostics: c.diagnostics };
   // A list or mapping used as a key (`? [a, b]: 1`, `{a: 1}: 2`): the yaml library would stringify it

@@ -10,6 +10,8 @@ import websocket from '@fastify/websocket';
 import { httpError, httpErrorHandler, noRouteHandler } from '../core/http-errors.js';
 import { serveUi } from '../api/ui.js';
 import type { Logger } from '../observability/log.js';
+import { listeningOn, listeningText } from '../observability/listening.js';
+import { promptClose } from '../util/prompt-close.js';
 import type { Settings } from '../settings.js';
 import { version } from '../version.js';
 import { AppSettingsStore } from './app-settings.js';
@@ -93,7 +95,8 @@ export async function startConsole(settings: Settings, log: Logger, opts: { mibs
   };
   try {
     const address = await app.listen({ host: settings.HOST, port: settings.CONSOLE_PORT });
-    clog.info({ url: address }, 'svc console listening');
+    const bound = listeningOn(app.server, false);
+    clog.info({ listen: bound.listen, url: bound.url }, `svc console listening on ${listeningText(bound)}`);
     return { app, deps, url: address.replace('0.0.0.0', '127.0.0.1'), stop: close };
   } catch (e) {
     await close();
@@ -108,6 +111,9 @@ export async function buildConsoleApp(deps: ConsoleDeps, sessionsByReq: WeakMap<
     routerOptions: { maxParamLength: 2048 },
     ajv: { customOptions: { allErrors: true, coerceTypes: true, useDefaults: true, removeAdditional: false } },
   }) as unknown as FastifyInstance;
+  // A stop does not wait for a browser's idle keep-alive connections (src/util/prompt-close.ts).
+  const connections = promptClose(app.server);
+  app.addHook('preClose', async () => connections.begin());
 
   app.setErrorHandler(httpErrorHandler({ log: deps.log, logMessage: 'console request failed' }));
   // An empty body sent as application/json (clients that always set the header, e.g. on

@@ -9,6 +9,7 @@ import { buildApp } from '../api/app.js';
 import { AlertEvaluator } from '../alerts/evaluator.js';
 import { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import { createLogger, type Logger } from '../observability/log.js';
+import { listeningOn, listeningText } from '../observability/listening.js';
 import { Metrics } from '../observability/metrics.js';
 import { startTracing } from '../observability/tracing.js';
 import { MibStore } from '../mib/store.js';
@@ -185,8 +186,21 @@ export async function startDaemon(opts: StartDaemonOptions = {}): Promise<Daemon
       .catch((e: unknown) => log.error({ err: (e as Error).message }, 'could not take over as the leader'));
   }
   if (settings.WATCH_PIPELINES) unwatch = watchPipelines(settings.PIPELINE_DIR, manager, log);
-  log.info({ url: address, db: store.engine, state_dir: stateDir, pipelines: manager.list().length }, 'svc daemon listening');
+  const bound = listeningOn(app.server, !!(settings.TLS_CERTFILE && settings.TLS_KEYFILE));
+  log.info(
+    { listen: bound.listen, url: bound.url, db: store.engine, state_dir: stateDir, pipelines: manager.list().length },
+    `svc daemon listening on ${listeningText(bound)}`,
+  );
+  if (bound.every_interface && !settings.API_KEY) log.warn({ listen: bound.listen }, openApiWarning(bound.listen));
   return { settings, app, manager, store, mibs, log, url: address, stop, stopped, startComplete: () => (starting = false) };
+}
+
+/** The WARNING of an API on every interface that asks no key: what it means and how to restrict it. */
+export function openApiWarning(listen: string): string {
+  return (
+    `the API listens on every interface (${listen}) and SVC_API_KEY is not set: anyone who can reach this machine can read, change and run its pipelines. ` +
+    'To restrict it, set SVC_HOST=127.0.0.1 (this machine only) or set SVC_API_KEY (then /api/* needs the X-API-Key header)'
+  );
 }
 
 /**

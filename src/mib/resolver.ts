@@ -4,8 +4,9 @@
 // the deployment mode.
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { delimiter, join } from 'node:path';
 import type { Settings } from '../settings.js';
+import { mibDirs } from './dirs.js';
 import type { MibIndex } from './mib-index.js';
 import type { MibStore } from './store.js';
 
@@ -14,7 +15,7 @@ export interface MibResolver {
   index(dirs: string[]): Promise<MibIndex>;
 }
 
-export type MibSettings = Pick<Settings, 'MIB_DIR' | 'MIB_SOURCE_DIR' | 'MIB_BUNDLED_SOURCE_DIR'>;
+export type MibSettings = Pick<Settings, 'MIB_DIR' | 'MIB_SOURCE_DIR' | 'MIB_BUNDLED_SOURCE_DIR' | 'defaulted'>;
 
 const stores = new Map<string, Promise<MibStore>>();
 
@@ -28,7 +29,7 @@ export function storeMibs(settings: () => MibSettings): MibResolver {
   return {
     async index(dirs) {
       const s = settings();
-      const sourceDir = s.MIB_SOURCE_DIR || join(dirname(resolve(s.MIB_DIR)), 'mib-sources');
+      const { sourceDir } = mibDirs(s);
       const bundled = [...dirs, ...s.MIB_BUNDLED_SOURCE_DIR.split(delimiter).filter(Boolean)];
       const key = JSON.stringify([sourceDir, bundled]);
       let store = stores.get(key);

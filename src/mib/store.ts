@@ -9,6 +9,7 @@ import { delimiter, dirname, join, resolve } from 'node:path';
 import { httpError } from '../core/http-errors.js';
 import type { Settings } from '../settings.js';
 import { CompileCache, fingerprint, type Compiled } from './compile-cache.js';
+import { mibDirs } from './dirs.js';
 import { compileMibs, type MibSource } from './compiler.js';
 import { MibFetcher } from './fetcher.js';
 import { compiledToJson } from './index.js';
@@ -93,9 +94,12 @@ export class MibStore {
 
   /** The store of SVC_MIB_DIR, SVC_MIB_SOURCE_DIR and SVC_MIB_BUNDLED_SOURCE_DIR. */
   static async fromSettings(settings: Settings, log?: MibStoreOptions['log'], watch?: MibSourceWatch): Promise<MibStore> {
+    // Unset and not writable at the filesystem root: folders under ~/.svc (dirs.ts), said once here.
+    const { compiledDir, sourceDir, fallbacks } = mibDirs(settings);
+    for (const f of fallbacks) log?.info({ variable: f.variable, default: f.default, dir: f.dir }, f.message);
     return MibStore.open({
-      compiledDir: settings.MIB_DIR,
-      sourceDir: settings.MIB_SOURCE_DIR || join(dirname(resolve(settings.MIB_DIR)), 'mib-sources'),
+      compiledDir,
+      sourceDir,
       bundledDirs: settings.MIB_BUNDLED_SOURCE_DIR.split(delimiter).filter(Boolean),
       limits: {
         maxSourceBytes: settings.MIB_MAX_SOURCE_BYTES,

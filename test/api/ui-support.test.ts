@@ -78,6 +78,26 @@ describe('POST /api/pipelines/dry-run?diagnostics=true', () => {
     expect(plain.body.issues).toEqual(r.body.issues);
   });
 
+  it("lists the problems in line order (the editor's list follows it), a YAML syntax error at the line to fix", async () => {
+    const d = await testDaemon();
+    const yaml = `version: "1"
+pipeline:
+  name: order
+  sinks:
+    - { type: local, path: /out, pathh: x }
+  source: { type: local, path: /in, file_patern: "*" }
+  schedule: { type: manual }
+  bogus: 1
+`;
+    const r = await d.call('POST', '/api/pipelines/dry-run?diagnostics=true', { yaml });
+    const at = r.body.diagnostics.map((x: { line: number; path: string }) => `${x.line} ${x.path}`);
+    expect(at).toEqual(['5 pipeline.sinks[0].pathh', '6 pipeline.source.file_patern', '8 pipeline.bogus']);
+    const syntax = await d.call('POST', '/api/pipelines/dry-run?diagnostics=true', { yaml: 'version: "1"\npipeline:\n  name: x\n   source: {}\n' });
+    expect(syntax.body.diagnostics).toEqual([
+      expect.objectContaining({ code: 'CFG_YAML', line: 4, message: expect.stringMatching(/^this line is indented deeper than line 3/) }),
+    ]);
+  });
+
   it('positionOf: where instantiation failures (which carry no position) are shown', () => {
     const yaml = 'version: "1"\npipeline:\n  name: x\n  sinks:\n    - type: local\n      path: /out\n  dlq: { type: local, path: /dlq }\n';
     expect(positionOf(yaml, ['pipeline', 'sinks', 0])).toEqual({ line: 5, column: 7 });

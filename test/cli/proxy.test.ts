@@ -57,6 +57,16 @@ describe('svc pipelines / svc runs (proxy commands)', () => {
     expect(missing.stderr).toBe("svc: GET /api/pipelines/proxied: 404 pipeline 'proxied' not found\n");
   });
 
+  it('finds the daemon at SVC_HOST:SVC_PORT when SVC_API_URL is unset (the environment `svc serve` was given)', async () => {
+    const d = await testDaemon();
+    const port = new URL(d.url).port;
+    const found = await svc(['pipelines', '--json'], { SVC_API_URL: '', SVC_HOST: '127.0.0.1', SVC_PORT: port });
+    expect(found.stderr).toBe('');
+    expect(JSON.parse(found.stdout)).toEqual([]);
+    const down = await svc(['runs'], { SVC_API_URL: '', SVC_HOST: '127.0.0.1', SVC_PORT: '9' });
+    expect(down.stderr).toMatch(/^svc: cannot reach the daemon at http:\/\/127\.0\.0\.1:9 /);
+  });
+
   it('says what to do when the daemon cannot be reached or the key is wrong', async () => {
     const down = await svc(['pipelines'], { SVC_API_URL: 'http://127.0.0.1:9' });
     expect(down.code).toBe(1);

@@ -48,7 +48,7 @@ describe('pipeline definition', () => {
     expect(messages(yaml)).toEqual([`p.yaml:15:20 pipeline.sinks[1].retry_count: expected integer, got "three" [CFG_TYPE]`]);
   });
 
-  it('reports every error in one pass', () => {
+  it('reports every error in one pass, in line order', () => {
     const yaml = `version: "1"
 pipeline:
   name: "bad name!"
@@ -64,10 +64,10 @@ pipeline:
     - { type: local, path: /y, retry_count: -1, conditon: "x > 1" }
 `;
     expect(messages(yaml)).toEqual([
-      `p.yaml:6:3 pipeline.on_eror: unknown key 'on_eror' (did you mean 'on_error'?) [CFG_UNKNOWN_KEY]`,
       `p.yaml:3:9 pipeline.name: expected string to match '^[A-Za-z0-9][A-Za-z0-9_.-]*$', got "bad name!" [CFG_RANGE]`,
       `p.yaml:4:21 pipeline.schedule.type: must be one of 'interval', 'cron', 'manual', 'stream', got "hourly" [CFG_INVALID_OPTION]`,
       `p.yaml:5:19 pipeline.thread_workers: expected integer to be greater or equal to 1, got 0 [CFG_RANGE]`,
+      `p.yaml:6:3 pipeline.on_eror: unknown key 'on_eror' (did you mean 'on_error'?) [CFG_UNKNOWN_KEY]`,
       `p.yaml:7:19 pipeline.source.type: unknown source type 'locl' (did you mean 'local'?); registered: ${[...testRegistry.source.keys()].join(', ')} [CFG_UNKNOWN_PLUGIN]`,
       `p.yaml:8:43 pipeline.serializer_out.strict: expected boolean (true or false), got "maybe" [CFG_TYPE]`,
       `p.yaml:10:35 pipeline.transforms[0].expression: invalid expression: unexpected end of expression at column 5 [CFG_EXPRESSION]`,
@@ -101,10 +101,70 @@ pipeline:
     expect(load(minimal.replace('version: "1"', 'version: 1')).config).toBeDefined();
   });
 
-  it('reports YAML syntax errors with their line', () => {
+  it("reports a YAML syntax error at the line to fix, in words, with the parser's message after it", () => {
     expect(messages('version: "1"\npipeline:\n  name: x\n   bad: indent\n')).toEqual([
-      'p.yaml:3:9 Nested mappings are not allowed in compact mappings [CFG_YAML]',
+      'p.yaml:4:4 this line is indented deeper than line 3, whose `name` already has a value: indent it as the keys beside it (column 3) (YAML parser: Nested mappings are not allowed in compact mappings) [CFG_YAML]',
     ]);
+  });
+
+  // What a newcomer types wrong, the line the parser notices it on (often another), and the line and words reported.
+  it.each([
+    [
+      'a key without its colon',
+      'version: "1"\npipeline:\n  name test\n  source:\n    type: local\n',
+      3,
+      3,
+      '`name test` is not a `key: value` pair: a key needs a colon and a space after it',
+    ],
+    ['no space after the colon', 'version: "1"\npipeline:\n  name:test\n  source:\n    type: local\n', 3, 3, 'put a space after the colon: `name: test`'],
+    [
+      'a key indented too deep (noticed on the line above)',
+      'version: "1"\npipeline:\n  source:\n    type: local\n      path: /tmp\n',
+      5,
+      7,
+      'this line is indented deeper than line 4, whose `type` already has a value: indent it as the keys beside it (column 5)',
+    ],
+    [
+      'a tab as indentation',
+      'version: "1"\npipeline:\n\tname: test\n',
+      3,
+      1,
+      'this line is indented with a tab; YAML indents with spaces only: replace the tab with spaces',
+    ],
+    [
+      'an unclosed quote (noticed at the end of the file)',
+      'version: "1"\npipeline:\n  name: "test\n  source:\n    type: local\n',
+      3,
+      9,
+      'the text opened with " is not closed: add the closing "',
+    ],
+    [
+      'an unclosed [ (noticed on the next line)',
+      'version: "1"\npipeline:\n  sinks: [a, b\n  source:\n    type: local\n',
+      3,
+      10,
+      'the list opened with [ is not closed: end it with ] (or write it one item a line)',
+    ],
+    ["a value with ': ' in it", 'version: "1"\npipeline:\n  name: a: b\n', 3, 9, 'the value `a: b` contains \': \': put it in quotes (`name: "a: b"`)'],
+    [
+      'a key given twice',
+      'version: "1"\npipeline:\n  name: a\n  name: b\n',
+      4,
+      3,
+      '`name` is given twice in the same mapping (first on line 3): keep one of them',
+    ],
+    [
+      'list items out of line',
+      'version: "1"\npipeline:\n  sinks:\n    - type: local\n     - type: x\n',
+      5,
+      6,
+      'this list item is not in line with the items before it: start every `- ` of one list at the same column',
+    ],
+  ])('YAML syntax: %s', (_, yaml, line, column, words) => {
+    const [d, ...more] = load(yaml).diagnostics;
+    expect(more).toEqual([]);
+    expect(d).toMatchObject({ code: 'CFG_YAML', line, column });
+    expect(d!.message).toMatch(new RegExp(`^${words.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(YAML parser: [^)]+\\)$`));
   });
 
   it('rejects duplicate keys', () => {

@@ -344,6 +344,17 @@ describe('Dockerfile', () => {
     expect(() => loadSettings(env)).not.toThrow();
   });
 
+  it("keeps doc 2's MIB folders: SVC_MIB_DIR=/mibs and SVC_MIB_SOURCE_DIR=/mib-sources set (never the ~/.svc fallback), created and owned by the user", () => {
+    const env: Record<string, string> = {};
+    for (const a of args('ENV')) for (const m of a.matchAll(/(\w+)=(\S+)/g)) env[m[1]!] = m[2]!;
+    expect(env).toMatchObject({ SVC_MIB_DIR: '/mibs', SVC_MIB_SOURCE_DIR: '/mib-sources' });
+    expect(loadSettings(env).defaulted).not.toContain('MIB_DIR');
+    expect(loadSettings(env).defaulted).not.toContain('MIB_SOURCE_DIR');
+    const run = args('RUN').join('\n');
+    expect(run).toMatch(/mkdir -p [^\n]*\/mibs \/mib-sources/);
+    expect(run).toMatch(/chown 1000:1000 [^\n]*\/mibs \/mib-sources/);
+  });
+
   it('.dockerignore keeps the local node_modules and dist out of the build context', () => {
     const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
       .split('\n')

@@ -5,6 +5,7 @@ import { alertsSuite } from './e2e/alerts-suite.js';
 import { consoleSuite } from './e2e/console-suite.js';
 import { daemonSuite } from './e2e/daemon-suite.js';
 import { dlqSuite } from './e2e/dlq-suite.js';
+import { newcomerSuite } from './e2e/newcomer-suite.js';
 
 // A flow drives a real browser through several pages and server round trips (MIB compiles, walks):
 // on a loaded CI machine one can take longer than the suite-wide 30 s.
@@ -14,3 +15,4 @@ daemonSuite();
 dlqSuite();
 alertsSuite();
 consoleSuite();
+newcomerSuite();

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { loadPipelineText, positionOf } from '../../config/load.js';
 import { asWritten } from '../../config/interpolate.js';
-import { formatDiagnostic, formatPath, type Diagnostic } from '../../config/diagnostics.js';
+import { formatDiagnostic, formatPath, inLineOrder, type Diagnostic } from '../../config/diagnostics.js';
 import { buildPlan, encoderFor } from '../../engine/plan.js';
 import { MemoryProcessedFiles } from '../../plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../../observability/log.js';
@@ -89,7 +89,7 @@ export function dryRun(
       }),
     );
   }
-  return { valid: !r.diagnostics.some((d) => d.severity === 'error') && issues.length === r.diagnostics.length, issues, diagnostics };
+  return { valid: !r.diagnostics.some((d) => d.severity === 'error') && issues.length === r.diagnostics.length, issues, diagnostics: inLineOrder(diagnostics) };
 }
 
 export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps) {

@@ -10,6 +10,22 @@ export const trapsStatus = signal<TrapsStatus | undefined>(undefined);
 export const liveStats = signal<ConsoleStats | undefined>(undefined);
 export const socketState = signal<'connecting' | 'open' | 'closed'>('closed');
 
+/** One set of counters as it arrived, at `t` (Unix seconds, this browser's clock). */
+export interface StatsSample {
+  t: number;
+  stats: ConsoleStats;
+}
+/** The counters as they arrived since the console was opened (the Stats page's charts), the last STATS_HISTORY. */
+export const statsHistory = signal<StatsSample[]>([]);
+export const STATS_HISTORY = 720;
+
+/** Keeps `s` in the history; a reset (a new `since`) starts the history again. */
+function remember(s: ConsoleStats) {
+  const h = statsHistory.value;
+  const fresh = h.length > 0 && h[h.length - 1]!.stats.since !== s.since;
+  statsHistory.value = [...(fresh ? [] : h.slice(-(STATS_HISTORY - 1))), { t: Date.now() / 1000, stats: s }];
+}
+
 type Listener = (m: ConsoleMessage) => void;
 const listeners = new Set<Listener>();
 
@@ -39,6 +55,7 @@ function apply(m: ConsoleMessage) {
   }
   if (m.type === 'full_state') liveStats.value = d.stats as ConsoleStats;
   if (m.type === 'stats') liveStats.value = m.data as ConsoleStats;
+  if (m.type === 'full_state' || m.type === 'stats') remember(liveStats.value!);
 }
 
 export function connectConsole() {

@@ -56,6 +56,14 @@ export function LoginPage() {
           Sign in
         </button>
       </form>
+      {onConsole && (
+        <p class="muted small" data-testid="first-run-hint">
+          First run: when <code>SVC_AUTH_USERS</code> is not set, the console makes the user <code>admin</code> with a random password and prints it once in the
+          log of <code>svc serve</code> (or <code>svc console</code>): the WARNING line <q>console first-run password generated</q>, with <code>username</code>{' '}
+          and <code>password</code>. Lost it? Stop svc, delete <code>console/credentials.json</code> in the state folder (<code>SVC_STATE_DIR</code>, or{' '}
+          <code>state</code> beside the database) and start it again: a new password is printed. Rotate it with <code>POST /api/settings/auth</code>.
+        </p>
+      )}
       {!onConsole && (
         <form onSubmit={useKey} class="stack">
           <label>

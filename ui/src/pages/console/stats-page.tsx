@@ -1,15 +1,22 @@
 // The console's counters (live over the WebSocket): simulator requests, traps, walks, MIB uploads.
-import { Fragment } from 'preact';
+import { Fragment, type ComponentType } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { consoleApi } from '../../api/console.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
-import { liveStats } from '../../lib/console-socket.js';
+import { liveStats, statsHistory, type StatsSample } from '../../lib/console-socket.js';
 import { fmtAgo, fmtInt, fmtTime } from '../../lib/format.js';
+
+type ChartsComponent = ComponentType<{ history: StatsSample[] }>;
 
 export function StatsPage() {
   const s = liveStats.value;
   const [error, setError] = useState<string>();
+  const [Charts, setCharts] = useState<ChartsComponent>();
+  useEffect(() => {
+    // uPlot is its own chunk: the counters show before the charts have loaded.
+    void import('./stats-charts.js').then((m) => setCharts(() => m.StatsCharts));
+  }, []);
   useEffect(() => {
     // Fresh counters on arrival; the socket pushes new ones every few seconds after that.
     consoleApi
@@ -41,6 +48,7 @@ export function StatsPage() {
         </button>
       </PageHeader>
       {error && <Notice tone="error">{error}</Notice>}
+      {Charts && <Charts history={statsHistory.value} />}
       <div class="stat-cards" data-testid="stats">
         {groups.map(([title, values]) => (
           <div class="card" key={title}>

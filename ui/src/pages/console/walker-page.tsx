@@ -129,7 +129,11 @@ export function WalkerPage({ oid }: { oid?: string }) {
     try {
       setResult(await consoleApi.walk(requestOf(f), ac.signal));
     } catch (e) {
-      if (!ac.signal.aborted) setError((e as Error).message);
+      if (!ac.signal.aborted) {
+        setError((e as Error).message);
+        // The previous walk's tables would read as this walk's answer: only the error stays.
+        setResult(undefined);
+      }
     } finally {
       if (abort.current === ac) setStarted(undefined);
     }

@@ -9,6 +9,10 @@ import { usePoll } from '../../lib/use-poll.js';
 import { mustWrite, typeLabel } from '../../editor/schema-lookup.js';
 
 const CATEGORIES = ['sources', 'sinks', 'serializers', 'transforms'] as const;
+type Category = (typeof CATEGORIES)[number];
+/** `#/plugins/sink/local` is `#/plugins/sinks/local`: a plugin's kind is singular everywhere else (its page title, the API's `kind`). */
+const SINGULAR: Record<string, Category> = { source: 'sources', sink: 'sinks', serializer: 'serializers', transform: 'transforms' };
+const categoryOf = (kind: string): Category | undefined => ((CATEGORIES as readonly string[]).includes(kind) ? (kind as Category) : SINGULAR[kind]);
 
 function Parameters({ schema, common }: { schema: JsonSchema; common?: JsonSchema }) {
   const rows = Object.entries(schema.properties ?? {});
@@ -97,11 +101,26 @@ export function PluginsPage({ kind, keyName }: { kind?: string; keyName?: string
   const [filter, setFilter] = useState('');
   if (error) return <Notice tone="error">{error}</Notice>;
   if (!data) return <p class="muted">Loading…</p>;
-  const doc = kind && keyName ? (data as unknown as Record<string, Record<string, PluginDoc>>)[kind]?.[keyName] : undefined;
+  const category = kind === undefined ? undefined : categoryOf(kind);
+  const doc = category && keyName && Object.hasOwn(data[category], keyName) ? data[category][keyName] : undefined;
   if (doc) return <PluginDetail doc={doc} schemas={data} />;
+  // A link to a plugin that is not here says so, above the list to pick from.
+  const missing =
+    kind === undefined
+      ? undefined
+      : category === undefined
+        ? `'${kind}' is not a kind of plugin: the kinds are ${CATEGORIES.join(', ')}.`
+        : keyName !== undefined
+          ? `This daemon has no ${category.replace(/s$/, '')} '${keyName}'.`
+          : undefined;
   const f = filter.trim().toLowerCase();
   return (
     <section>
+      {missing && (
+        <div data-testid="plugin-missing">
+          <Notice tone="error">{missing}</Notice>
+        </div>
+      )}
       <PageHeader title="Plugins" subtitle="Every source, sink, serializer and transform this daemon knows, from the plugins' own schemas.">
         <input
           type="search"

@@ -201,6 +201,34 @@ export const scenarios: Record<string, Scenario> = {
       };
     },
   },
+  // ndjson-basic through a daemon's pipeline manager, live counters on against off (issue 29: >= 0.98x).
+  'live-counters': {
+    prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),
+    run: async () => {
+      const { medians, seen } = alternate(ROUNDS, {
+        on: () => childMeasure('live-counters-on', 1),
+        off: () => childMeasure('live-counters-off', 1),
+      });
+      return {
+        records: NDJSON_RECORDS,
+        records_per_sec_live_on: medians.on!,
+        records_per_sec_live_off: medians.off!,
+        ratio_on_vs_off: ratio(medians.on!, medians.off!),
+        goal_on_vs_off: 0.98,
+        runs: JSON.stringify(seen),
+      };
+    },
+  },
+  'live-counters-on': {
+    hidden: true,
+    threads: [1],
+    run: async () => (await import('./live-scenarios.js')).liveCountersLeg(true),
+  },
+  'live-counters-off': {
+    hidden: true,
+    threads: [1],
+    run: async () => (await import('./live-scenarios.js')).liveCountersLeg(false),
+  },
   'ndjson-basic-svc': {
     hidden: true,
     threads: [1, 2],

@@ -128,7 +128,7 @@ export function PipelineList() {
                     </td>
                     <td class="num">{fmtInt(s?.records_in ?? 0)}</td>
                     <td class="num">{fmtInt(s?.records_out ?? 0)}</td>
-                    <td class="num" data-testid="live-rate" title={p.live ? `counts taken ${fmtTime(p.live.updated_at)}` : undefined}>
+                    <td class="num" data-testid="live-rate" title={p.live ? `last delivery ${fmtTime(p.live.updated_at)}` : undefined}>
                       {p.live ? (
                         <span class="live-rate">
                           <span class="live-dot" aria-hidden="true" /> {fmtRate(p.live.records_in_per_sec)} · {fmtRate(p.live.records_out_per_sec)}

@@ -80,7 +80,7 @@ export function RunDetailPage({ runId }: { runId: string }) {
                     <span class="live-dot" aria-hidden="true" /> {fmtRate(r.live.records_in_per_sec)} / {fmtRate(r.live.records_out_per_sec)}
                   </span>
                 </dd>
-                <dt>Counts taken</dt>
+                <dt>Last delivery</dt>
                 <dd title={fmtTime(r.live.updated_at)}>{fmtAgo(r.live.updated_at)}</dd>
               </>
             ) : (

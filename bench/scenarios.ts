@@ -2,7 +2,7 @@
 import { dirname } from 'node:path';
 import { counterSamplesFile, ndjsonFile } from './data.js';
 import { rate, runBench } from './pipeline.js';
-import { alternate, childMeasure, ratio, scriptMeasure } from './compare.js';
+import { alternate, childMeasure, median, ratio, scriptMeasure } from './compare.js';
 
 /** The figures of one measurement; run.ts adds scenario, thread_workers and peak_rss_mb. */
 export type Measured = Record<string, number | string>;
@@ -200,6 +200,39 @@ export const scenarios: Record<string, Scenario> = {
         peak_rss_mb_2_threads: last.threads_2!.peak_rss_mb!,
       };
     },
+  },
+  // ndjson-basic through a daemon's pipeline manager, live counters on against off (issue 29: >= 0.98x).
+  'live-counters': {
+    prepare: async () => void (await ndjsonFile(NDJSON_RECORDS)),
+    run: async () => {
+      const legs: Record<'on' | 'off', Measured[]> = { on: [], off: [] };
+      for (let r = 0; r < ROUNDS; r++) {
+        legs.on.push(childMeasure('live-counters-on', 1));
+        legs.off.push(childMeasure('live-counters-off', 1));
+      }
+      const med = (leg: 'on' | 'off', field: string) => median(legs[leg].map((m) => Number(m[field])));
+      return {
+        records: NDJSON_RECORDS,
+        records_per_sec_live_on: med('on', 'records_per_sec'),
+        records_per_sec_live_off: med('off', 'records_per_sec'),
+        ratio_on_vs_off: ratio(med('on', 'records_per_sec'), med('off', 'records_per_sec')),
+        records_per_cpu_sec_live_on: med('on', 'records_per_cpu_sec'),
+        records_per_cpu_sec_live_off: med('off', 'records_per_cpu_sec'),
+        cpu_ratio_on_vs_off: ratio(med('on', 'records_per_cpu_sec'), med('off', 'records_per_cpu_sec')),
+        goal_on_vs_off: 0.98,
+        runs: JSON.stringify({ on: legs.on.map((m) => m.records_per_sec), off: legs.off.map((m) => m.records_per_sec) }),
+      };
+    },
+  },
+  'live-counters-on': {
+    hidden: true,
+    threads: [1],
+    run: async () => (await import('./live-scenarios.js')).liveCountersLeg(true),
+  },
+  'live-counters-off': {
+    hidden: true,
+    threads: [1],
+    run: async () => (await import('./live-scenarios.js')).liveCountersLeg(false),
   },
   'ndjson-basic-svc': {
     hidden: true,

@@ -230,6 +230,10 @@ export const SETTINGS = {
   MANAGER_URL: str('', 'manager base URL used by workers for callbacks; several, comma-separated, are tried in turn (a standby answers 503)'),
   DATA_DIR: str('/data', 'base for worker-synced schemas and MIBs'),
   STATS_INTERVAL: int(30, 'seconds between worker stats reports', 1),
+  LIVE_COUNTERS: flag01(
+    true,
+    "1: a running run's counters are live in the API, the CLI and the UI (at most 5 s old; a worker reports them every min(SVC_STATS_INTERVAL, 2) s); 0: they show only when the run ends (a benchmark and test switch, not for production)",
+  ),
   LEADER_LEASE_SECONDS: int(
     15,
     'manager mode on PostgreSQL: the leader lease, renewed every fifth of it; a leader that cannot renew steps down before it runs out',

@@ -65,11 +65,24 @@ const need = (v: string | undefined, what: string): string => {
 };
 const enc = encodeURIComponent;
 
-const PIPELINE_COLUMNS = ['name', 'enabled', 'status', 'schedule_type', 'last_run', 'last_run_status'];
+const PIPELINE_COLUMNS = ['name', 'enabled', 'status', 'schedule_type', 'records_in', 'records_out', 'in_per_s', 'out_per_s', 'last_run', 'last_run_status'];
+
+interface LiveSummary {
+  records_in: number;
+  records_out: number;
+  records_in_per_sec: number;
+  records_out_per_sec: number;
+}
+
+/** A pipeline's row with its active run's live figures as columns ('-' when no run is active). */
+function withLiveColumns(p: Record<string, unknown>): Record<string, unknown> {
+  const l = p.live as LiveSummary | null | undefined;
+  return { ...p, records_in: l?.records_in, records_out: l?.records_out, in_per_s: l?.records_in_per_sec, out_per_s: l?.records_out_per_sec };
+}
 const RUN_COLUMNS = ['run_id', 'pipeline', 'status', 'started_at', 'records_in', 'records_out', 'records_skipped', 'dlq_count', 'error'];
 
 export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL; unset: http://localhost:SVC_PORT, 8765 by default; SVC_API_KEY sent as X-API-Key):
-  svc pipelines [list]                 pipeline summaries
+  svc pipelines [list]                 pipeline summaries (a running run's counts and records/s, live)
   svc pipelines get NAME               config and live status
   svc pipelines create FILE            register a pipeline
   svc pipelines update NAME FILE       replace its config
@@ -77,7 +90,7 @@ export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL; unset
   svc pipelines start|stop|run NAME
   svc pipelines versions NAME          stored versions, newest first
   svc pipelines rollback NAME VERSION
-  svc runs [--pipeline P] [--status S] [--limit N]
+  svc runs [--pipeline P] [--status S] [--limit N]   (running runs show their live counts)
   svc runs get RUN_ID
   svc dlq ...                          dead letters: list, replay (svc dlq --help)
 Add --json for JSON output.`;
@@ -85,12 +98,28 @@ Add --json for JSON output.`;
 export async function pipelinesCommand(args: string[], ctx: Ctx): Promise<void> {
   const [verb = 'list', a, b] = args;
   switch (verb) {
-    case 'list':
-      return show(ctx, await call(ctx, 'GET', '/api/pipelines'), PIPELINE_COLUMNS);
+    case 'list': {
+      const list = (await call(ctx, 'GET', '/api/pipelines')) as Record<string, unknown>[];
+      return ctx.json ? show(ctx, list) : show(ctx, list.map(withLiveColumns), PIPELINE_COLUMNS);
+    }
     case 'get': {
       const p = (await call(ctx, 'GET', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}`)) as Record<string, unknown>;
       if (ctx.json) return show(ctx, p);
-      show(ctx, p, ['name', 'enabled', 'status', 'schedule_type', 'version', 'origin', 'last_run', 'last_run_status', 'error']);
+      show(ctx, withLiveColumns(p), [
+        'name',
+        'enabled',
+        'status',
+        'schedule_type',
+        'version',
+        'origin',
+        'records_in',
+        'records_out',
+        'in_per_s',
+        'out_per_s',
+        'last_run',
+        'last_run_status',
+        'error',
+      ]);
       return ctx.out(`\n${String(p.yaml)}`);
     }
     case 'create':

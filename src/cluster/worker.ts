@@ -33,6 +33,14 @@ import { storeMibs } from '../mib/resolver.js';
 import { syncedMibsFirst, syncFromManager } from './sync.js';
 
 /**
+ * How often a worker reports each run's progress: every SVC_STATS_INTERVAL, and at least every 2 s
+ * while live counters are on (issue 29: the manager's figures are at most 5 s old). More reports do
+ * not change when a slot is stale (3 x SVC_STATS_INTERVAL without one).
+ */
+export const statsReportMs = (s: Pick<Settings, 'STATS_INTERVAL' | 'LIVE_COUNTERS'>) =>
+  (s.LIVE_COUNTERS ? Math.min(s.STATS_INTERVAL, 2) : s.STATS_INTERVAL) * 1000;
+
+/**
  * Whether a run reads files the manager holds: a `schema_file`, or an SNMP connector (MIBs). Only
  * those sync at run start (before the pipeline is checked, since the check opens the schema files),
  * so a run that needs neither costs no round trips. Read off the YAML text: at worst one sync too many.
@@ -124,7 +132,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       error_count: n('records_skipped'),
       bytes_in: n('bytes_in'),
       bytes_out: n('bytes_out'),
-      errors_last_window: record?.errors.slice(-20) ?? [],
+      errors_last_window: (record?.errors ?? p?.errors ?? []).slice(-20),
       is_final: isFinal,
     };
   };
@@ -201,7 +209,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
         (e: unknown) => log.debug({ err: errorMessage(e) }, 'stats report not delivered'),
       );
     }
-  }, settings.STATS_INTERVAL * 1000);
+  }, statsReportMs(settings));
   statsTimer.unref();
 
   const agent = Fastify({ bodyLimit: 4 << 20 }) as unknown as FastifyInstance;

@@ -22,6 +22,8 @@ export class RunCounters {
   dlq_count = 0;
   private readonly messages = new Map<string, number>();
   private dropped = 0;
+  /** errors() as last built; a note clears it, so a progress report per chunk builds it only after new messages. */
+  private listed?: string[];
   /** Masks secrets in every message (connector errors can quote a URL or a password). */
   constructor(private readonly redact: (text: string) => string = (t) => t) {}
 
@@ -33,6 +35,7 @@ export class RunCounters {
 
   /** Rule 6, noted skip: a message only. */
   note(message: string) {
+    this.listed = undefined;
     message = this.redact(message);
     const n = this.messages.get(message);
     if (n !== undefined) this.messages.set(message, n + 1);
@@ -41,8 +44,16 @@ export class RunCounters {
   }
 
   errors(): string[] {
+    if (this.listed) return [...this.listed];
     const out = [...this.messages].map(([m, n]) => (n > 1 ? `${m} (x${n})` : m));
     if (this.dropped) out.push(`${this.dropped} more messages not shown`);
-    return out;
+    this.listed = out;
+    return [...out];
+  }
+
+  /** errors() shared, not copied: for progress reports, which only read it. */
+  errorsView(): readonly string[] {
+    if (!this.listed) this.errors();
+    return this.listed!;
   }
 }

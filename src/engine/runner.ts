@@ -48,6 +48,8 @@ export interface RunProgress {
   dlq_count: number;
   bytes_in: number;
   bytes_out: number;
+  /** The run's messages so far (the run record's `errors`; the same array until a new message comes). */
+  errors?: readonly string[];
   /** Name and size of the unit being read, when the source knows them. */
   unit?: string;
   unit_size?: number;
@@ -459,6 +461,7 @@ class PipelineRun {
       dlq_count: c.dlq_count,
       bytes_in: c.bytes_in,
       bytes_out: c.bytes_out,
+      errors: c.errorsView(),
       unit: this.unitName(unit.unit),
       unit_size: unit.unit.size,
     });

@@ -13,10 +13,12 @@ import { RemoteRuns } from './remote-runs.js';
 import { Scheduler } from './scheduler.js';
 import { RunSupervisor } from './supervisor.js';
 import type { Managed, ManagerDeps } from './types.js';
+import type { LiveRun } from './live.js';
 
 export { ManagerError } from './manager-error.js';
 export { fireRunId } from './scheduler.js';
 export { restartDelayMs } from './supervisor.js';
+export { pipelineLive, statsWithLive, withLive, type LiveFigures } from './live.js';
 export type { AlertHook, Managed, ManagerDeps, PipelineStatus, RunAdmission } from './types.js';
 
 export class PipelineManager {
@@ -186,6 +188,21 @@ export class PipelineManager {
   /** Next fire times for the daemon status. */
   nextRuns(): { pipeline: string; next_run: string }[] {
     return this.scheduler.nextRuns();
+  }
+
+  /** The live figures of a run in progress here (SVC_LIVE_COUNTERS), by run id. */
+  liveRun(runId: string): LiveRun | undefined {
+    return this.supervisor.live.get(runId);
+  }
+
+  /** The live figures of the pipeline's active run, if it has one here. */
+  liveOf(p: Managed): LiveRun | undefined {
+    return p.active ? this.supervisor.live.get(p.active.runId) : undefined;
+  }
+
+  /** Every run in progress here with live figures. */
+  liveRuns(): LiveRun[] {
+    return [...this.supervisor.live.values()];
   }
 
   /** The synthetic single-slot placement of a running standalone stream (spec doc 2). */

@@ -13,6 +13,7 @@ import { DbProcessedFiles, isDatabaseUnavailable } from '../store/index.js';
 import type { RunToStore } from '../store/types.js';
 import { LocalExecutor, type Executor, type RunJob } from './executor.js';
 import type { ActiveRun, Managed, ManagerDeps } from './types.js';
+import { LIVE_PERSIST_MS, LIVE_TICK_MS, LiveRun } from './live.js';
 
 /** Stream restart backoff: 1 s doubling to 60 s. */
 export const restartDelayMs = (attempt: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, attempt - 1));
@@ -36,6 +37,8 @@ export class RunSupervisor {
   /** Set when the manager shuts down: no run starts or restarts any more. */
   closing = false;
   private readonly executor: Executor;
+  /** The live figures of every run in progress here, by run id (SVC_LIVE_COUNTERS). */
+  readonly live = new Map<string, LiveRun>();
 
   constructor(
     private readonly deps: ManagerDeps,
@@ -88,7 +91,7 @@ export class RunSupervisor {
       bytes_out: pr?.bytes_out ?? 0,
     };
     // Stale when nothing was reported for 3 x SVC_STATS_INTERVAL; a stale slot reports zero rates.
-    const stale = live !== undefined && now - live.at > 3 * this.deps.settings.STATS_INTERVAL * 1000;
+    const stale = live?.progress !== undefined && now - live.at > 3 * this.deps.settings.STATS_INTERVAL * 1000;
     const rate = (n: number) => (stale ? 0 : n / secs);
     const rates = {
       records_in_per_sec: rate(counters.records_in),
@@ -143,7 +146,11 @@ export class RunSupervisor {
     const span = startRunSpan(this.deps.tracer, name, runId);
     const plog = log.child({ pipeline: name, run_id: runId, ...span?.logBindings });
     p.status = 'running';
-    p.live = undefined;
+    // Live counters (issue 29; src/pipelines/live.ts): the run's reports land in `live`, a timer
+    // samples them for the rates and the metrics and writes them to the run's row now and then.
+    const live = this.deps.settings.LIVE_COUNTERS ? new LiveRun(runId, name) : undefined;
+    p.live = live;
+    if (live) this.live.set(runId, live);
     // The pipeline's counters follow each run's progress reports; they never go back (a run lost
     // with its worker reports less at its end than its progress did).
     const labels = { pipeline: name };
@@ -162,34 +169,57 @@ export class RunSupervisor {
         dlq_count: Math.max(last.dlq_count, now.dlq_count),
       };
     };
+    let recorded = false; // the run's row exists (started)
+    let persisting = false;
+    let lastPersist = 0;
+    let persistedAt = -1; // live.at of what was written last
+    const tick =
+      live &&
+      setInterval(() => {
+        const now = Date.now();
+        live.sample(now);
+        if (live.progress) countUpTo(live.progress);
+        if (!recorded || !live.progress || persisting || live.at === persistedAt || now - lastPersist < LIVE_PERSIST_MS) return;
+        persisting = true;
+        lastPersist = now;
+        const at = live.at;
+        store.runs.progress(runId, live.stored()).then(
+          () => ((persistedAt = at), (persisting = false)),
+          (e: unknown) => {
+            persisting = false;
+            plog.debug({ err: errorMessage(e) }, 'live counters not written (the next write brings them)');
+          },
+        );
+      }, LIVE_TICK_MS);
+    tick?.unref();
     const done = (async (): Promise<RunRecord> => {
-      const record = await this.executor.execute({
-        adoptFrom: adopt?.nodeId,
-        name,
-        yaml: p.yaml,
-        config: p.config,
-        runId,
-        signal: stop.signal,
-        flush: opts.flush,
-        runner: opts.runner,
-        log: plog,
-        breakers: p.breakers,
-        started: async (nodeId) => {
-          const startedAt = new Date().toISOString();
-          await store.runs.start({ run_id: runId, pipeline: name, node_id: nodeId, started_at: startedAt, pipeline_version: pipelineVersion });
-          p.lastRun = { at: startedAt, status: 'running' };
-          plog.info({ node_id: nodeId }, 'run started');
-          setPlaced(true);
-        },
-        onTransformEvent: (e, n) => metrics.transformEvents[e].inc({ pipeline: name }, n),
-        telemetry: metrics.telemetry(name),
-        onProgress: (pr) => {
-          p.live = { startedAt: p.live?.startedAt ?? Date.now(), at: Date.now(), progress: pr };
-          countUpTo(pr);
-        },
-        onQueueDepth: (d) => metrics.streamQueueDepth.set({ pipeline: name }, d),
-        onChunkDelivered: (s) => metrics.chunkDuration.observe({ pipeline: name }, s),
-      });
+      const record = await this.executor
+        .execute({
+          adoptFrom: adopt?.nodeId,
+          name,
+          yaml: p.yaml,
+          config: p.config,
+          runId,
+          signal: stop.signal,
+          flush: opts.flush,
+          runner: opts.runner,
+          log: plog,
+          breakers: p.breakers,
+          started: async (nodeId) => {
+            const startedAt = new Date().toISOString();
+            await store.runs.start({ run_id: runId, pipeline: name, node_id: nodeId, started_at: startedAt, pipeline_version: pipelineVersion });
+            p.lastRun = { at: startedAt, status: 'running' };
+            recorded = true;
+            plog.info({ node_id: nodeId }, 'run started');
+            setPlaced(true);
+          },
+          onTransformEvent: (e, n) => metrics.transformEvents[e].inc({ pipeline: name }, n),
+          telemetry: metrics.telemetry(name),
+          onProgress: live && ((pr) => live.update(pr)),
+          onQueueDepth: (d) => metrics.streamQueueDepth.set({ pipeline: name }, d),
+          onChunkDelivered: (s) => metrics.chunkDuration.observe({ pipeline: name }, s),
+        })
+        .finally(() => clearInterval(tick));
       // What the last progress report did not include (end-of-run notes, failures).
       countUpTo(record, record.status === 'failed' ? 1 : 0);
       await store.runs.finish({ ...record, pipeline_version: pipelineVersion }).catch((e: unknown) => {
@@ -199,6 +229,8 @@ export class RunSupervisor {
         this.finishLater({ ...record, pipeline_version: pipelineVersion }, plog);
       });
       p.lastRun = { at: record.finished_at, status: record.status };
+      // The record is final (or waits for the database): the live figures are no longer laid over it.
+      this.live.delete(runId);
       plog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');
       return record;
     })();
@@ -208,6 +240,7 @@ export class RunSupervisor {
       () => setPlaced(false),
     );
     p.active = active;
+    done.finally(() => this.live.delete(runId)).catch(() => {});
     done
       .then(
         async (record) => {

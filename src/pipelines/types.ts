@@ -4,7 +4,6 @@ import type { Cron } from 'croner';
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { CircuitBreaker } from '../engine/reliability.js';
 import type { RunRecord } from '../engine/run-record.js';
-import type { RunProgress } from '../engine/runner.js';
 import type { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -12,6 +11,7 @@ import type { Tracer } from '../observability/tracing.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/types.js';
 import type { Executor } from './executor.js';
+import type { LiveRun } from './live.js';
 
 export type PipelineStatus = 'running' | 'stopped' | 'scheduled' | 'error' | 'queued';
 
@@ -65,8 +65,8 @@ export interface Managed {
   service?: { name?: string; error?: string };
   /** The latest run (kept here so listing pipelines needs no query over the run history). */
   lastRun?: { at: string; status: string };
-  /** Live counters of the active run (stream placement view). */
-  live?: { startedAt: number; at: number; progress: RunProgress };
+  /** Live counters of the latest run (SVC_LIVE_COUNTERS; the stream placement view, the API's live figures). */
+  live?: LiveRun;
 }
 
 export interface ManagerDeps {

@@ -2,7 +2,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Expression, ExpressionBuilder, Kysely, Selectable, SqlBool } from 'kysely';
 import type { RunsTable, Schema } from './schema.js';
-import type { DbEngine, RunQuery, RunStore, RunToStore, StatsRow, StoredRun } from './types.js';
+import type { DbEngine, RunProgressCounts, RunQuery, RunStore, RunToStore, StatsRow, StoredRun } from './types.js';
 import { fits, iso, MAX_NAME, MAX_RUN_ID, nowIso, num } from './util.js';
 
 const RUN_STATUSES = new Set(['success', 'failed', 'aborted', 'running']);
@@ -103,6 +103,25 @@ export class SqlRunStore implements RunStore {
     const q = this.db.insertInto('runs').values({ run_id: run.run_id, ...data });
     const inserted = await (this.engine === 'mysql' ? q.ignore() : q.onConflict((oc) => oc.column('run_id').doNothing())).executeTakeFirst();
     return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  async progress(runId: string, c: RunProgressCounts): Promise<boolean> {
+    const r = await this.db
+      .updateTable('runs')
+      .set({
+        records_in: count(c.records_in, 'records_in'),
+        records_out: count(c.records_out, 'records_out'),
+        records_skipped: count(c.records_skipped, 'records_skipped'),
+        bytes_in: count(c.bytes_in, 'bytes_in'),
+        bytes_out: count(c.bytes_out, 'bytes_out'),
+        dlq_count: count(c.dlq_count, 'dlq_count'),
+        ...(c.errors ? { errors: JSON.stringify(c.errors) } : {}),
+      })
+      .where('run_id', '=', runId)
+      // A run's final record is never overwritten by a late progress write.
+      .where('status', '=', 'running')
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   }
 
   private finalRow(run: RunToStore) {

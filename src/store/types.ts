@@ -97,6 +97,11 @@ export interface StatsRow {
   run_count: number;
 }
 
+/** What a running run's progress writes to its row (store.runs.progress). */
+export type RunProgressCounts = Pick<RunToStore, 'records_in' | 'records_out' | 'records_skipped' | 'bytes_in' | 'bytes_out' | 'dlq_count'> & {
+  errors?: string[];
+};
+
 export interface RunStore {
   /**
    * Records a run as started (status running), so a crash mid-run is never silently lost. True when
@@ -110,6 +115,11 @@ export interface RunStore {
    * be delivered more than once); true when this call finished it.
    */
   finishOnce(run: RunToStore): Promise<boolean>;
+  /**
+   * The live counters of a run still `running` (issue 29: written every few seconds, so a crash
+   * keeps recent figures); a finished run is left as it is. True when the row was updated.
+   */
+  progress(runId: string, counts: RunProgressCounts): Promise<boolean>;
   get(runId: string): Promise<StoredRun | undefined>;
   /** Newest first (started_at descending). */
   list(q: RunQuery): Promise<StoredRun[]>;

@@ -6,6 +6,7 @@ import { consoleSuite } from './e2e/console-suite.js';
 import { daemonSuite } from './e2e/daemon-suite.js';
 import { dlqSuite } from './e2e/dlq-suite.js';
 import { newcomerSuite } from './e2e/newcomer-suite.js';
+import { liveSuite } from './e2e/live-suite.js';
 
 // A flow drives a real browser through several pages and server round trips (MIB compiles, walks):
 // on a loaded CI machine one can take longer than the suite-wide 30 s.
@@ -14,5 +15,6 @@ vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 });
 daemonSuite();
 dlqSuite();
 alertsSuite();
+liveSuite();
 consoleSuite();
 newcomerSuite();

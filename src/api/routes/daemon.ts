@@ -5,6 +5,7 @@ import { pluginKeys } from '../../plugins/registry.js';
 import { buildTime, version } from '../../version.js';
 import type { ApiDeps } from '../deps.js';
 import { loadTemplates } from '../../pipelines/templates.js';
+import { statsWithLive } from '../../pipelines/pipeline-manager.js';
 
 export function humanDuration(seconds: number): string {
   const d = Math.floor(seconds / 86400);
@@ -58,8 +59,10 @@ export default async function daemonRoutes(app: FastifyInstance, deps: ApiDeps) 
 
   app.get('/api/plugins', { schema: { tags: ['daemon'], summary: 'Registered plugin keys by category' } }, async () => pluginKeys());
 
-  app.get('/api/stats', { schema: { tags: ['runs'], summary: 'Per-pipeline totals over the last hour' } }, async () =>
-    store.runs.stats(new Date(Date.now() - 3600_000).toISOString()),
+  app.get(
+    '/api/stats',
+    { schema: { tags: ['runs'], summary: 'Per-pipeline totals over the last hour, running runs included with their live counts' } },
+    async () => statsWithLive(await store.runs.stats(new Date(Date.now() - 3600_000).toISOString()), manager.liveRuns()),
   );
 
   app.get('/api/templates', { schema: { tags: ['pipelines'], summary: 'Bundled pipeline templates' } }, async () => loadTemplates(settings.TEMPLATES_DIR));

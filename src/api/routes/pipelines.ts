@@ -10,7 +10,7 @@ import { silentLogger } from '../../observability/log.js';
 import { registry } from '../../plugins/registry.js';
 import type { SinkPlugin, SourcePlugin } from '../../plugins/types.js';
 import { readSetting } from '../../settings.js';
-import type { Managed } from '../../pipelines/pipeline-manager.js';
+import { pipelineLive, type Managed } from '../../pipelines/pipeline-manager.js';
 import type { ApiDeps } from '../deps.js';
 import { httpError } from '../../core/http-errors.js';
 
@@ -27,8 +27,8 @@ export function yamlOf(req: FastifyRequest): string {
   throw httpError('HTTP_INVALID', 'JSON body must be {"yaml_text": "<pipeline YAML>"}');
 }
 
-/** A pipeline as the API shows it: its config as written, `${VAR}`s not expanded (issue 28). */
-export function pipelineState(p: Managed) {
+/** A pipeline as the API shows it: its config as written, `${VAR}`s not expanded (issue 28); `live`: its active run's figures. */
+export function pipelineState(p: Managed, live?: ReturnType<typeof pipelineLive>) {
   const config = asWritten(p.config);
   return {
     name: p.name,
@@ -44,6 +44,7 @@ export function pipelineState(p: Managed) {
     active_run_id: p.active?.runId ?? null,
     last_run: p.lastRun?.at ?? null,
     last_run_status: p.lastRun?.status ?? null,
+    live: live ?? null,
     config,
     yaml: p.yaml,
     // Manager mode, pipelines with `kubernetes.enabled`: the Service made for it, or why not.
@@ -104,6 +105,8 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
       schedule_type: p.config.schedule.type,
       last_run: p.lastRun?.at ?? null,
       last_run_status: p.lastRun?.status ?? null,
+      // The active run's counters and rates, at most a few seconds old (issue 29); null when none runs here.
+      live: pipelineLive(manager.liveOf(p)),
     })),
   );
 
@@ -143,7 +146,10 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     return { reloaded: r.reloaded, total: r.total, errors: r.errors };
   });
 
-  app.get('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq) => pipelineState(manager.get(req.params.name)));
+  app.get('/api/pipelines/:name', { schema: { tags, params: NameParams } }, async (req: NameReq) => {
+    const p = manager.get(req.params.name);
+    return pipelineState(p, pipelineLive(manager.liveOf(p)));
+  });
 
   app.put(
     '/api/pipelines/:name',

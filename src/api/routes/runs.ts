@@ -4,6 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { stringify } from 'csv-stringify/sync';
 import type { ApiDeps } from '../deps.js';
 import { httpError } from '../../core/http-errors.js';
+import { withLive } from '../../pipelines/pipeline-manager.js';
 
 const RunsQuery = Type.Object(
   {
@@ -44,7 +45,10 @@ export default async function runRoutes(app: FastifyInstance, deps: ApiDeps) {
       const q = req.query;
       const from = q.from_dt ? new Date(q.from_dt) : undefined;
       if (from && Number.isNaN(from.getTime())) throw httpError('HTTP_INVALID', `from_dt '${q.from_dt}' is not an ISO 8601 date-time`);
-      const runs = await deps.store.runs.list({ pipeline: q.pipeline, status: q.status, from_dt: from?.toISOString(), limit: q.limit, offset: q.offset });
+      // A running run shows its live counters (issue 29), laid over what the store holds.
+      const runs = (await deps.store.runs.list({ pipeline: q.pipeline, status: q.status, from_dt: from?.toISOString(), limit: q.limit, offset: q.offset })).map(
+        (r) => withLive(r, deps.manager.liveRun(r.run_id)),
+      );
       if (q.format !== 'csv') return runs;
       const rows = runs.map((r) => COLUMNS.map((c) => (c === 'errors' ? JSON.stringify(r.errors) : ((r as Record<string, unknown>)[c] ?? ''))));
       return reply.type('text/csv; charset=utf-8').send(stringify([COLUMNS, ...rows]));
@@ -57,7 +61,7 @@ export default async function runRoutes(app: FastifyInstance, deps: ApiDeps) {
     async (req: FastifyRequest<{ Params: { run_id: string } }>) => {
       const run = await deps.store.runs.get(req.params.run_id);
       if (!run) throw httpError('HTTP_RUN_NOT_FOUND', req.params.run_id);
-      return run;
+      return withLive(run, deps.manager.liveRun(run.run_id));
     },
   );
 }

@@ -4,6 +4,26 @@
 export type PipelineStatus = 'running' | 'stopped' | 'queued' | 'error' | 'scheduled' | string;
 export type RunStatus = 'success' | 'failed' | 'aborted' | 'running';
 
+/** What a running run adds to its record (`live`): when its counters were taken, and its rates. */
+export interface LiveFigures {
+  run_id: string;
+  started_at: string;
+  updated_at: string;
+  records_in_per_sec: number;
+  records_out_per_sec: number;
+}
+
+/** A pipeline's active run, live: its figures and its counters so far. */
+export interface PipelineLive extends LiveFigures {
+  records_in: number;
+  records_out: number;
+  records_skipped: number;
+  dlq_count: number;
+  bytes_in: number;
+  bytes_out: number;
+  errors: string[];
+}
+
 export interface PipelineSummary {
   name: string;
   enabled: boolean;
@@ -11,6 +31,8 @@ export interface PipelineSummary {
   schedule_type: string;
   last_run: string | null;
   last_run_status: string | null;
+  /** The active run's live counters and rates (null when no run is active; absent from older daemons). */
+  live?: PipelineLive | null;
 }
 
 export interface PipelineState extends PipelineSummary {
@@ -31,6 +53,10 @@ export interface StatsRow {
   error_rate: number;
   avg_duration_seconds: number;
   run_count: number;
+  /** Runs of the pipeline running now (their counts so far are in the totals). */
+  running?: number;
+  records_in_per_sec?: number;
+  records_out_per_sec?: number;
 }
 
 export interface DaemonStatus {
@@ -57,6 +83,8 @@ export interface RunRecord {
   errors: string[];
   /** The pipeline version the run ran (absent on runs recorded before versions were linked). */
   pipeline_version?: number | null;
+  /** A running run's live figures: its counters above are live, taken at `updated_at`. */
+  live?: LiveFigures;
 }
 
 export interface RunFilter {

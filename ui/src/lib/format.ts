@@ -41,3 +41,9 @@ export function durationSeconds(from: string, to: string | null): number | null 
   if (!to) return null;
   return (new Date(to).getTime() - new Date(from).getTime()) / 1000;
 }
+
+/** A rate in records per second: 2.5/s, 1,234/s. */
+export function fmtRate(n: number | null | undefined): string {
+  if (n === null || n === undefined || Number.isNaN(n)) return '–';
+  return `${n < 10 ? n.toFixed(1) : Math.round(n).toLocaleString('en-US')}/s`;
+}

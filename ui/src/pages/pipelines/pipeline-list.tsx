@@ -1,15 +1,16 @@
 // Pipelines: every registered pipeline with its live status, schedule, last run and last-hour
-// throughput, refreshed every few seconds; start, stop, run and delete on each row.
+// throughput (a running run's counts so far included), the records/s of what runs now, refreshed
+// every few seconds; start, stop, run and delete on each row.
 import { useState } from 'preact/hooks';
 import { daemon, type PipelineSummary, type StatsRow } from '../../api/daemon.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
 import { StatusBadge } from '../../components/status-badge.js';
-import { fmtAgo, fmtInt, fmtPercent, fmtTime } from '../../lib/format.js';
+import { fmtAgo, fmtInt, fmtPercent, fmtRate, fmtTime } from '../../lib/format.js';
 import { href } from '../../lib/router.js';
 import { usePoll } from '../../lib/use-poll.js';
 
-const REFRESH_MS = 5000;
+const REFRESH_MS = 3000;
 
 interface ListData {
   pipelines: PipelineSummary[];
@@ -51,7 +52,10 @@ export function PipelineList() {
 
   return (
     <section>
-      <PageHeader title="Pipelines" subtitle={`Live status, refreshed every ${REFRESH_MS / 1000} s. Throughput and error rate cover the last hour.`}>
+      <PageHeader
+        title="Pipelines"
+        subtitle={`Live status, refreshed every ${REFRESH_MS / 1000} s. Records and error rate cover the last hour, running runs included; records/s is what runs now.`}
+      >
         <a class="button primary" href={href(['pipelines', '_new'])}>
           New pipeline
         </a>
@@ -82,6 +86,9 @@ export function PipelineList() {
                 <th>Last run</th>
                 <th class="num">Records in</th>
                 <th class="num">Records out</th>
+                <th class="num" title="records per second in and out of the running run, over the last 10 s">
+                  Records/s in · out
+                </th>
                 <th class="num">Error rate</th>
                 <th class="num">Runs</th>
                 <th aria-label="actions" />
@@ -121,6 +128,15 @@ export function PipelineList() {
                     </td>
                     <td class="num">{fmtInt(s?.records_in ?? 0)}</td>
                     <td class="num">{fmtInt(s?.records_out ?? 0)}</td>
+                    <td class="num" data-testid="live-rate" title={p.live ? `last delivery ${fmtTime(p.live.updated_at)}` : undefined}>
+                      {p.live ? (
+                        <span class="live-rate">
+                          <span class="live-dot" aria-hidden="true" /> {fmtRate(p.live.records_in_per_sec)} · {fmtRate(p.live.records_out_per_sec)}
+                        </span>
+                      ) : (
+                        <span class="muted">–</span>
+                      )}
+                    </td>
                     <td class={`num${s && s.error_rate > 0 ? ' bad' : ''}`}>{s ? fmtPercent(s.error_rate) : '–'}</td>
                     <td class="num">{fmtInt(s?.run_count ?? 0)}</td>
                     <td class="row-actions">

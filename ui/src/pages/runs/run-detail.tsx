@@ -4,14 +4,15 @@ import { daemon } from '../../api/daemon.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
 import { StatusBadge } from '../../components/status-badge.js';
-import { durationSeconds, fmtInt, fmtSeconds, fmtTime } from '../../lib/format.js';
+import { durationSeconds, fmtAgo, fmtInt, fmtRate, fmtSeconds, fmtTime } from '../../lib/format.js';
 import { href } from '../../lib/router.js';
 import { usePoll } from '../../lib/use-poll.js';
 
 export function RunDetailPage({ runId }: { runId: string }) {
   // A run still in progress is refreshed until it finishes.
   const { data: r, error } = usePoll(() => daemon.runRecord(runId), 3000, [runId]);
-  const seconds = r ? durationSeconds(r.started_at, r.finished_at) : null;
+  // A running run: its counters are live (taken at r.live.updated_at) and its duration is so far.
+  const seconds = r ? durationSeconds(r.started_at, r.finished_at ?? (r.live ? new Date().toISOString() : null)) : null;
   return (
     <section>
       <PageHeader
@@ -59,7 +60,7 @@ export function RunDetailPage({ runId }: { runId: string }) {
             <dd>{fmtTime(r.started_at)}</dd>
             <dt>Finished</dt>
             <dd>{r.finished_at ? fmtTime(r.finished_at) : 'still running'}</dd>
-            <dt>Duration</dt>
+            <dt>{r.finished_at ? 'Duration' : 'Running for'}</dt>
             <dd>{fmtSeconds(seconds)}</dd>
             <dt>Records in / out / skipped</dt>
             <dd>
@@ -71,8 +72,23 @@ export function RunDetailPage({ runId }: { runId: string }) {
             </dd>
             <dt>Dead-lettered</dt>
             <dd>{fmtInt(r.dlq_count)}</dd>
-            <dt>Records/s</dt>
-            <dd>{seconds ? (r.records_in / seconds).toFixed(1) : '–'}</dd>
+            {r.live ? (
+              <>
+                <dt>Records/s in / out (last 10 s)</dt>
+                <dd data-testid="run-live-rate">
+                  <span class="live-rate">
+                    <span class="live-dot" aria-hidden="true" /> {fmtRate(r.live.records_in_per_sec)} / {fmtRate(r.live.records_out_per_sec)}
+                  </span>
+                </dd>
+                <dt>Last delivery</dt>
+                <dd title={fmtTime(r.live.updated_at)}>{fmtAgo(r.live.updated_at)}</dd>
+              </>
+            ) : (
+              <>
+                <dt>Records/s</dt>
+                <dd>{seconds ? (r.records_in / seconds).toFixed(1) : '–'}</dd>
+              </>
+            )}
           </dl>
           {r.error && (
             <>

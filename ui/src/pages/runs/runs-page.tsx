@@ -1,5 +1,6 @@
 // Run history: filter by pipeline, status and time; charts of records/s and duration over time;
 // the table links every run to its detail; CSV export of the filtered runs (the server's CSV).
+// A running run's counts are live (the API lays them over the record) with its records/s.
 import { useEffect, useState } from 'preact/hooks';
 import type { ComponentType } from 'preact';
 import { daemon, type RunRecord } from '../../api/daemon.js';
@@ -8,12 +9,12 @@ import { PageHeader } from '../../components/page-header.js';
 import { StatusBadge } from '../../components/status-badge.js';
 import { SelectField } from '../../components/select-field.js';
 import { downloadText } from '../../lib/download.js';
-import { durationSeconds, fmtInt, fmtSeconds, fmtTime } from '../../lib/format.js';
+import { durationSeconds, fmtInt, fmtRate, fmtSeconds, fmtTime } from '../../lib/format.js';
 import { href, navigate } from '../../lib/router.js';
 import { usePoll } from '../../lib/use-poll.js';
 import { filterOf, RUN_LIMIT, SINCE_OPTIONS, STATUS_OPTIONS, viewOf, type RunView } from './run-filter.js';
 
-const REFRESH_MS = 10_000;
+const REFRESH_MS = 5000;
 
 type ChartsComponent = ComponentType<{ runs: RunRecord[]; from?: number; to: number }>;
 
@@ -100,9 +101,15 @@ export function RunsPage({ query }: { query: URLSearchParams }) {
                 <td>
                   <StatusBadge status={r.status} />
                 </td>
-                <td class="num">{fmtSeconds(durationSeconds(r.started_at, r.finished_at))}</td>
-                <td class="num">{fmtInt(r.records_in)}</td>
-                <td class="num">{fmtInt(r.records_out)}</td>
+                <td class="num">{fmtSeconds(durationSeconds(r.started_at, r.finished_at ?? (r.live ? new Date().toISOString() : null)))}</td>
+                <td class="num" data-testid="run-in">
+                  {fmtInt(r.records_in)}
+                  {r.live && <div class="muted small live-rate">{fmtRate(r.live.records_in_per_sec)}</div>}
+                </td>
+                <td class="num" data-testid="run-out">
+                  {fmtInt(r.records_out)}
+                  {r.live && <div class="muted small live-rate">{fmtRate(r.live.records_out_per_sec)}</div>}
+                </td>
                 <td class={`num${r.records_skipped ? ' bad' : ''}`}>{fmtInt(r.records_skipped)}</td>
                 <td class="num">{fmtInt(r.dlq_count)}</td>
                 <td class="num">{fmtInt(r.errors.length + (r.error ? 1 : 0))}</td>

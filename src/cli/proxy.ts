@@ -65,7 +65,7 @@ const need = (v: string | undefined, what: string): string => {
 };
 const enc = encodeURIComponent;
 
-const PIPELINE_COLUMNS = ['name', 'enabled', 'status', 'schedule_type', 'last_run', 'last_run_status'];
+const PIPELINE_COLUMNS = ['name', 'enabled', 'status', 'desired', 'schedule_type', 'last_run', 'last_run_status'];
 const RUN_COLUMNS = ['run_id', 'pipeline', 'status', 'started_at', 'records_in', 'records_out', 'records_skipped', 'dlq_count', 'error'];
 
 export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL, default http://localhost:8765; SVC_API_KEY sent as X-API-Key):
@@ -74,7 +74,7 @@ export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL, defau
   svc pipelines create FILE            register a pipeline
   svc pipelines update NAME FILE       replace its config
   svc pipelines delete NAME
-  svc pipelines start|stop|run NAME
+  svc pipelines start|stop|run NAME    start and stop are remembered across restarts
   svc pipelines versions NAME          stored versions, newest first
   svc pipelines rollback NAME VERSION
   svc runs [--pipeline P] [--status S] [--limit N]
@@ -90,7 +90,7 @@ export async function pipelinesCommand(args: string[], ctx: Ctx): Promise<void> 
     case 'get': {
       const p = (await call(ctx, 'GET', `/api/pipelines/${enc(need(a, 'pipeline NAME'))}`)) as Record<string, unknown>;
       if (ctx.json) return show(ctx, p);
-      show(ctx, p, ['name', 'enabled', 'status', 'schedule_type', 'version', 'origin', 'last_run', 'last_run_status', 'error']);
+      show(ctx, p, ['name', 'enabled', 'status', 'desired', 'schedule_type', 'version', 'origin', 'last_run', 'last_run_status', 'error']);
       return ctx.out(`\n${String(p.yaml)}`);
     }
     case 'create':

@@ -121,9 +121,9 @@ export class SqlPipelineStore implements PipelineStore {
     });
   }
 
-  setDesired(name: string, desired: DesiredState): Promise<boolean> {
+  async setDesired(name: string, desired: DesiredState): Promise<boolean> {
     checkDesired(desired);
-    return this.write(name, async (trx, current) => {
+    return await this.write(name, async (trx, current) => {
       if (!current) return false;
       if (current.desired !== desired) await trx.updateTable('pipelines').set({ desired }).where('name', '=', name).execute();
       return true;

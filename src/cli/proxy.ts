@@ -65,7 +65,19 @@ const need = (v: string | undefined, what: string): string => {
 };
 const enc = encodeURIComponent;
 
-const PIPELINE_COLUMNS = ['name', 'enabled', 'status', 'schedule_type', 'records_in', 'records_out', 'in_per_s', 'out_per_s', 'last_run', 'last_run_status'];
+const PIPELINE_COLUMNS = [
+  'name',
+  'enabled',
+  'status',
+  'desired',
+  'schedule_type',
+  'records_in',
+  'records_out',
+  'in_per_s',
+  'out_per_s',
+  'last_run',
+  'last_run_status',
+];
 
 interface LiveSummary {
   records_in: number;
@@ -87,7 +99,7 @@ export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL; unset
   svc pipelines create FILE            register a pipeline
   svc pipelines update NAME FILE       replace its config
   svc pipelines delete NAME
-  svc pipelines start|stop|run NAME
+  svc pipelines start|stop|run NAME    start and stop are remembered across restarts
   svc pipelines versions NAME          stored versions, newest first
   svc pipelines rollback NAME VERSION
   svc runs [--pipeline P] [--status S] [--limit N]   (running runs show their live counts)
@@ -109,6 +121,7 @@ export async function pipelinesCommand(args: string[], ctx: Ctx): Promise<void> 
         'name',
         'enabled',
         'status',
+        'desired',
         'schedule_type',
         'version',
         'origin',

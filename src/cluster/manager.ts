@@ -293,9 +293,9 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       await collectAdoptable();
     },
     async startQueue() {
-      // Batch runs in progress on workers are followed; runs of pipelines that are gone are stopped.
+      // Batch runs in progress on workers are followed; runs of pipelines that are gone or stopped (desired state) are stopped.
       manager?.adoptRunning();
-      for (const [pipeline, a] of adoptable) stopRun(a, pipeline, 'its pipeline is not registered');
+      for (const [pipeline, a] of adoptable) stopRun(a, pipeline, manager?.has(pipeline) ? 'its pipeline is stopped' : 'its pipeline is not registered');
       adoptable.clear();
       placements.forgetUntaken();
       // Services of pipelines deleted while no manager ran (orphans) go, when svc can reach a cluster.

@@ -35,7 +35,11 @@ export const Pipeline = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$', description: 'Unique pipeline name.' }),
     description: Type.Optional(Type.String()),
-    enabled: Type.Boolean({ default: true, description: 'false: registered, never auto-scheduled.' }),
+    enabled: Type.Boolean({
+      default: true,
+      description:
+        "The state a new pipeline starts in: false registers it stopped (not scheduled, not streaming). Afterwards start and stop decide, remembered across restarts; a new version's enabled does not change them (docs/daemon.md).",
+    }),
     schedule: Schedule,
     source: Component,
     serializer_in: Type.Object({ type: Type.String({ minLength: 1 }) }, { additionalProperties: true, default: { type: 'json' } }),

@@ -80,7 +80,7 @@ export class PipelineManager {
     return this.registry.register(yaml, opts);
   }
 
-  /** PUT: replaces the config of an existing pipeline (stopped, re-registered, restarted if enabled). */
+  /** PUT: replaces the config of an existing pipeline (stopped, re-registered, restarted unless its desired state is stopped). */
   update(name: string, yaml: string): Promise<Managed> {
     return this.registry.update(name, yaml);
   }
@@ -93,17 +93,14 @@ export class PipelineManager {
     return this.registry.rollback(name, version);
   }
 
-  async start(name: string): Promise<Managed> {
-    const p = this.get(name);
-    p.halted = false;
-    this.scheduler.schedule(p);
-    return p;
+  /** Starts scheduling or the stream; remembered in the store (it still runs after a restart). */
+  start(name: string): Promise<Managed> {
+    return this.registry.desire(name, 'running');
   }
 
-  async stop(name: string): Promise<Managed> {
-    const p = this.get(name);
-    await this.supervisor.halt(p);
-    return p;
+  /** Stops (draining the active run); remembered in the store: it stays stopped across restarts until start(). */
+  stop(name: string): Promise<Managed> {
+    return this.registry.desire(name, 'stopped');
   }
 
   /**

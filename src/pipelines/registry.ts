@@ -1,6 +1,8 @@
 // The pipeline manager's registry and versions: which pipelines are registered (register, update,
-// delete, rollback, the stored ones at start, SVC_PIPELINE_DIR). Writes of one name take turns and
-// commit to the store before the registry changes. Arming a schedule and halting a pipeline are the
+// delete, rollback, the stored ones at start, SVC_PIPELINE_DIR), and each one's desired state (start
+// and stop, remembered in the store: a stopped pipeline stays stopped across restarts; the YAML's
+// `enabled` is only the state a new pipeline starts in). Writes of one name take turns and commit to
+// the store before the registry changes. Arming a schedule and halting a pipeline are the
 // scheduler's and the run supervisor's (src/pipelines/scheduler.ts, supervisor.ts).
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,14 +12,14 @@ import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { errorMessage } from '../core/errors.js';
 import { PipelineConflictError } from '../store/index.js';
 import { KeyedMutex } from '../store/util.js';
-import type { StoredPipeline } from '../store/types.js';
+import type { DesiredState, StoredPipeline } from '../store/types.js';
 import { forgetPipelineFiles } from './forget-pipeline.js';
 import { ManagerError } from './manager-error.js';
 import type { Managed, ManagerDeps } from './types.js';
 
 /** What the registry asks of the rest of the manager when a pipeline is installed or taken out. */
 export interface RegistryLifecycle {
-  /** Arms the schedule of a pipeline just installed (enabled, not manual). */
+  /** Arms the schedule of a pipeline just installed (desired running, not manual) or started. */
   arm(p: Managed): void;
   /** Stops the schedule and drains the active run. */
   halt(p: Managed): Promise<void>;
@@ -87,6 +89,12 @@ export class PipelineRegistry {
         const m = this.install(sp, this.parse(sp.yaml, sp.file ?? undefined));
         const last = latest.get(sp.name);
         if (last && !m.lastRun) m.lastRun = { at: last.finished_at ?? last.started_at, status: last.status };
+        // Saved before desired states were remembered (migration 0007): its `enabled` is written
+        // down now, so that from here on a new version's `enabled` no longer decides.
+        if (sp.desired === null)
+          await this.deps.store.pipelines
+            .setDesired(sp.name, m.desired)
+            .catch((e: unknown) => this.deps.log.warn({ pipeline: sp.name, err: errorMessage(e) }, 'desired state not written; written at the next start'));
       } catch (e) {
         this.unloadable.add(sp.name);
         this.deps.log.error({ pipeline: sp.name, err: errorMessage(e) }, 'stored pipeline no longer valid; skipped');
@@ -153,8 +161,10 @@ export class PipelineRegistry {
     if (existing && !opts.replace) throw taken();
     let sp: StoredPipeline;
     try {
-      // Saved first: when the database is unavailable the running pipeline is left untouched.
-      sp = await this.deps.store.pipelines.save({ name, yaml, origin: opts.origin, file: opts.file ?? null, mode });
+      // Saved first: when the database is unavailable the running pipeline is left untouched. The
+      // YAML's `enabled` is the desired state of a pipeline this creates; one that exists keeps its own.
+      const desired = config.enabled ? 'running' : 'stopped';
+      sp = await this.deps.store.pipelines.save({ name, yaml, origin: opts.origin, file: opts.file ?? null, mode, desired });
     } catch (e) {
       if (!(e instanceof PipelineConflictError)) throw e;
       if (e.reason === 'exists') throw taken();
@@ -163,10 +173,19 @@ export class PipelineRegistry {
       throw new ManagerError(404, `pipeline '${name}' not found (it was deleted meanwhile); register it again with POST /api/pipelines`);
     }
     if (existing) await this.lifecycle.halt(existing);
-    return this.install(sp, config, existing);
+    const m = this.install(sp, config, existing);
+    if (existing && config.enabled !== existing.config.enabled && (m.desired === 'running') !== config.enabled)
+      this.deps.log.info(
+        { pipeline: name, enabled: config.enabled, desired: m.desired },
+        `\`enabled: ${config.enabled}\` applies to new pipelines only; this one stays ${m.desired} (POST /api/pipelines/${name}/${m.desired === 'running' ? 'stop' : 'start'} changes that)`,
+      );
+    return m;
   }
 
-  /** PUT: replaces the config of an existing pipeline (stopped, re-registered, restarted if enabled). */
+  /**
+   * PUT: replaces the config of an existing pipeline (stopped, re-registered, restarted if its
+   * desired state is running: a stopped pipeline stays stopped, whatever the new YAML's `enabled`).
+   */
   async update(name: string, yaml: string): Promise<Managed> {
     this.get(name); // an unknown name is a 404 before its YAML is judged
     const config = this.parse(yaml);
@@ -204,6 +223,29 @@ export class PipelineRegistry {
     await this.lifecycle.halt(p);
   }
 
+  /**
+   * start (`running`) and stop (`stopped`): remembered in the store first (when the database is
+   * unavailable nothing changes), then the schedule is armed or the pipeline halted (its run drains).
+   */
+  desire(name: string, desired: DesiredState): Promise<Managed> {
+    this.get(name); // an unknown name is a 404 at once
+    return this.writes.run(name, async () => {
+      const p = this.get(name);
+      if (!(await this.deps.store.pipelines.setDesired(name, desired))) {
+        // Deleted in the database by another manager: this registry follows it.
+        await this.unregister(p);
+        throw new ManagerError(404, `pipeline '${name}' not found (it was deleted meanwhile)`);
+      }
+      p.desired = desired;
+      if (desired === 'stopped') await this.lifecycle.halt(p);
+      else {
+        p.halted = false;
+        this.lifecycle.arm(p);
+      }
+      return p;
+    });
+  }
+
   rollback(name: string, version: number): Promise<Managed> {
     return this.writes.run(name, async () => {
       const p = this.get(name);
@@ -221,6 +263,8 @@ export class PipelineRegistry {
   }
 
   private install(sp: StoredPipeline, config: PipelineConfig, previous?: Managed): Managed {
+    // The remembered state; the YAML's `enabled` only for a pipeline saved before it was remembered.
+    const desired: DesiredState = sp.desired ?? previous?.desired ?? (config.enabled ? 'running' : 'stopped');
     const m: Managed = {
       name: sp.name,
       yaml: sp.yaml,
@@ -231,14 +275,16 @@ export class PipelineRegistry {
       status: 'stopped',
       breakers: previous?.breakers ?? new Map(),
       restarts: 0,
-      halted: false,
+      desired,
+      // A stopped pipeline: nothing starts it (a schedule, a restart, a run found on a worker) but start().
+      halted: desired === 'stopped',
       lastRun: previous?.lastRun,
     };
     this.pipelines.set(m.name, m);
     this.unloadable.delete(m.name);
     if (previous?.service) m.service = previous.service;
     this.deps.onConfig?.(m.name, config);
-    if (config.enabled && config.schedule.type !== 'manual') this.lifecycle.arm(m);
+    if (desired === 'running' && config.schedule.type !== 'manual') this.lifecycle.arm(m);
     return m;
   }
 }

@@ -9,7 +9,7 @@ import type { Logger } from '../observability/log.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracer } from '../observability/tracing.js';
 import type { Settings } from '../settings.js';
-import type { Store } from '../store/types.js';
+import type { DesiredState, Store } from '../store/types.js';
 import type { Executor } from './executor.js';
 import type { LiveRun } from './live.js';
 
@@ -55,7 +55,12 @@ export interface Managed {
   /** Stream supervision: consecutive failed runs and the pending restart. */
   restarts: number;
   restartTimer?: NodeJS.Timeout;
-  /** Set by stop(): nothing may start again until start(). */
+  /**
+   * The state the operator wants, remembered in the store (start and stop; a new pipeline's YAML
+   * `enabled`): `stopped` pipelines are not armed when installed (restart, PUT, rollback).
+   */
+  desired: DesiredState;
+  /** Set by stop() (and halt() of any kind): nothing may start again until start(). */
   halted: boolean;
   /** Manager mode: the id of a manual run waiting in the queue for a worker. */
   queued?: string;

@@ -305,6 +305,23 @@ function m0007AlertDeliveries(engine: DbEngine): Migration {
   };
 }
 
+/**
+ * A pipeline's desired state (issue 29): `running` or `stopped`, what start and stop remember across
+ * restarts. Null on the rows before it: the pipeline manager writes their YAML's `enabled` at its
+ * first start with this column (src/pipelines/registry.ts restore()).
+ */
+function m0008PipelineDesiredState(engine: DbEngine): Migration {
+  const t = typesFor(engine);
+  return {
+    async up(db) {
+      await db.schema.alterTable('pipelines').addColumn('desired', t.str(16)).execute();
+    },
+    async down(db) {
+      await db.schema.alterTable('pipelines').dropColumn('desired').execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
@@ -315,6 +332,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
     '0005_manager_lease': m0005ManagerLease(engine),
     '0006_dlq_replayed': m0006DlqReplayed(engine),
     '0007_alert_deliveries': m0007AlertDeliveries(engine),
+    '0008_pipeline_desired_state': m0008PipelineDesiredState(engine),
   };
 }
 

@@ -1,7 +1,7 @@
 // Registered pipelines and their numbered versions.
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { PipelinesTable, Schema } from './schema.js';
-import type { DbEngine, PipelineStore, PipelineVersion, StoredPipeline } from './types.js';
+import type { DbEngine, DesiredState, PipelineStore, PipelineVersion, StoredPipeline } from './types.js';
 import { fits, isRetryableConflict, KeyedMutex, MAX_NAME, nowIso, num } from './util.js';
 
 function toPipeline(r: Selectable<PipelinesTable>): StoredPipeline {
@@ -12,7 +12,12 @@ function toPipeline(r: Selectable<PipelinesTable>): StoredPipeline {
     file: r.file ?? null,
     version: num(r.version),
     updated_at: r.updated_at,
+    desired: r.desired === 'running' || r.desired === 'stopped' ? r.desired : null,
   };
+}
+
+function checkDesired(d: unknown): asserts d is DesiredState | undefined {
+  if (d !== undefined && d !== 'running' && d !== 'stopped') throw new Error(`desired state must be running or stopped, got ${JSON.stringify(d)}`);
 }
 
 /**
@@ -70,10 +75,19 @@ export class SqlPipelineStore implements PipelineStore {
 
   /**
    * `mode`: `create` refuses a name that exists, `update` one that does not (PipelineConflictError);
-   * `upsert` (default) takes either.
+   * `upsert` (default) takes either. `desired` is the state of a pipeline this save creates; a
+   * pipeline that exists keeps its own (a new version does not undo a start or stop).
    */
-  async save(p: { name: string; yaml: string; origin: 'api' | 'file'; file?: string | null; mode?: 'create' | 'update' | 'upsert' }): Promise<StoredPipeline> {
+  async save(p: {
+    name: string;
+    yaml: string;
+    origin: 'api' | 'file';
+    file?: string | null;
+    mode?: 'create' | 'update' | 'upsert';
+    desired?: DesiredState;
+  }): Promise<StoredPipeline> {
     fits(p.name, MAX_NAME, 'pipeline name');
+    checkDesired(p.desired);
     if (p.origin !== 'api' && p.origin !== 'file') throw new Error(`pipeline origin must be api or file, got ${JSON.stringify(p.origin)}`);
     const file = p.file ?? null;
     return this.write(p.name, async (trx, current) => {
@@ -97,9 +111,22 @@ export class SqlPipelineStore implements PipelineStore {
       await trx.updateTable('pipeline_versions').set({ is_active: 0 }).where('name', '=', p.name).where('is_active', '=', 1).execute();
       await trx.insertInto('pipeline_versions').values({ name: p.name, version, yaml: p.yaml, created_at: now, is_active: 1 }).execute();
       const row = { name: p.name, yaml: p.yaml, origin: p.origin, file, version, updated_at: now };
-      if (current) await trx.updateTable('pipelines').set(row).where('name', '=', p.name).execute();
-      else await trx.insertInto('pipelines').values(row).execute();
-      return toPipeline(row);
+      if (current) {
+        await trx.updateTable('pipelines').set(row).where('name', '=', p.name).execute();
+        return toPipeline({ ...row, desired: current.desired });
+      }
+      const created = { ...row, desired: p.desired ?? null };
+      await trx.insertInto('pipelines').values(created).execute();
+      return toPipeline(created);
+    });
+  }
+
+  async setDesired(name: string, desired: DesiredState): Promise<boolean> {
+    checkDesired(desired);
+    return await this.write(name, async (trx, current) => {
+      if (!current) return false;
+      if (current.desired !== desired) await trx.updateTable('pipelines').set({ desired }).where('name', '=', name).execute();
+      return true;
     });
   }
 

@@ -16,6 +16,8 @@ export interface PipelinesTable {
   file: string | null;
   version: IntCol;
   updated_at: string;
+  /** The operator's last start or stop: `running` or `stopped` (0007); null on rows saved before it. */
+  desired: string | null;
 }
 
 export interface PipelineVersionsTable {

@@ -38,7 +38,16 @@ export interface StoredPipeline {
   /** Active version number. */
   version: number;
   updated_at: string;
+  /**
+   * The state the pipeline is to be in, remembered across restarts: its YAML's `enabled` when it
+   * was created, then the operator's last start or stop. Null for a pipeline saved before migration
+   * 0007 and not started or stopped since (its YAML's `enabled` stands for it).
+   */
+  desired: DesiredState | null;
 }
+
+/** What start and stop remember: whether a pipeline is to run (be scheduled, or stream) or stay stopped. */
+export type DesiredState = 'running' | 'stopped';
 
 export interface PipelineVersion {
   id: number;
@@ -57,7 +66,17 @@ export interface PipelineStore {
    * When the YAML equals the active version's, no new version is made. `mode` `create` throws
    * PipelineConflictError when the name exists, `update` when it does not; `upsert` (default) neither.
    */
-  save(p: { name: string; yaml: string; origin: 'api' | 'file'; file?: string | null; mode?: 'create' | 'update' | 'upsert' }): Promise<StoredPipeline>;
+  save(p: {
+    name: string;
+    yaml: string;
+    origin: 'api' | 'file';
+    file?: string | null;
+    mode?: 'create' | 'update' | 'upsert';
+    /** The desired state of a pipeline this save creates (its YAML's `enabled`); a pipeline that exists keeps its own. */
+    desired?: DesiredState;
+  }): Promise<StoredPipeline>;
+  /** Remembers a start or stop (the desired state); false when the pipeline does not exist. */
+  setDesired(name: string, desired: DesiredState): Promise<boolean>;
   /** Deletes the pipeline and its versions. False when it did not exist. */
   delete(name: string): Promise<boolean>;
   /** Newest first. */

@@ -166,12 +166,14 @@ describe('GET, PUT, DELETE /api/pipelines/{name}', () => {
     expect(t.status).toBe(202);
     const r = await d.call('GET', '/api/pipelines');
     expect(r.status).toBe(200);
-    for (const p of r.body) expect(Object.keys(p).sort()).toEqual(['enabled', 'last_run', 'last_run_status', 'live', 'name', 'schedule_type', 'status']);
+    for (const p of r.body)
+      expect(Object.keys(p).sort()).toEqual(['desired', 'enabled', 'last_run', 'last_run_status', 'live', 'name', 'schedule_type', 'status']);
     const by = Object.fromEntries(r.body.map((p: { name: string }) => [p.name, p]));
     expect(by['sum-off']).toEqual({
       name: 'sum-off',
       enabled: false,
       status: 'stopped',
+      desired: 'stopped',
       schedule_type: 'interval',
       last_run: null,
       last_run_status: null,

@@ -33,7 +33,7 @@ describe('svc pipelines / svc runs (proxy commands)', () => {
 
     const list = await svc(['pipelines', '--json'], env);
     expect(JSON.parse(list.stdout)).toEqual([
-      { name: 'proxied', enabled: true, status: 'stopped', schedule_type: 'manual', last_run: null, last_run_status: null, live: null },
+      { name: 'proxied', enabled: true, status: 'stopped', desired: 'running', schedule_type: 'manual', last_run: null, last_run_status: null, live: null },
     ]);
 
     const triggered = await svc(['pipelines', 'run', 'proxied', '--json'], env);

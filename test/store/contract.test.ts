@@ -167,6 +167,8 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
             file: '/p/old.yaml',
             version: 2,
             updated_at: '2024-01-02T00:00:00.000Z',
+            // 0007: a pipeline saved before desired states were remembered has none yet.
+            desired: null,
           });
           expect((await s.pipelines.versions('old')).map((v) => [v.version, v.is_active])).toEqual([
             [2, 1],
@@ -188,6 +190,8 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
           // The new features work on the upgraded database.
           await s.pipelines.save({ name: 'old', yaml: 'v: 3', origin: 'api' });
           expect((await s.pipelines.get('old'))?.version).toBe(3);
+          expect(await s.pipelines.setDesired('old', 'stopped')).toBe(true);
+          expect((await s.pipelines.get('old'))?.desired).toBe('stopped');
           for (const t of ['run_queue', 'stream_placements', 'transform_state'] as const) {
             expect(await s.db.selectFrom(t).selectAll().execute()).toEqual([]);
           }
@@ -239,6 +243,30 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       expect(await store.pipelines.versionYaml('p', 4)).toBeUndefined();
       expect(await store.pipelines.versionYaml('nope', 1)).toBeUndefined();
       expect(await store.pipelines.versions('nope')).toEqual([]);
+    });
+
+    it('remembers the desired state: set when the pipeline is created, kept by new versions and rollbacks, changed by setDesired', async () => {
+      expect((await store.pipelines.save({ name: 'p', yaml: 'v1', origin: 'api', desired: 'stopped' })).desired).toBe('stopped');
+      expect((await store.pipelines.save({ name: 'q', yaml: 'q1', origin: 'api' })).desired).toBeNull();
+      // A new version, the same YAML from another origin, an upsert: the pipeline keeps its state.
+      expect((await store.pipelines.save({ name: 'p', yaml: 'v2', origin: 'api', desired: 'running' })).desired).toBe('stopped');
+      expect((await store.pipelines.save({ name: 'p', yaml: 'v2', origin: 'file', file: '/p.yaml', desired: 'running', mode: 'upsert' })).desired).toBe(
+        'stopped',
+      );
+      expect(await store.pipelines.activate('p', 1)).toBe(true);
+      expect(await store.pipelines.get('p')).toMatchObject({ version: 1, desired: 'stopped' });
+      expect(await store.pipelines.setDesired('p', 'running')).toBe(true);
+      expect(await store.pipelines.setDesired('p', 'running')).toBe(true);
+      expect((await store.pipelines.get('p'))?.desired).toBe('running');
+      expect((await store.pipelines.list()).map((x) => [x.name, x.desired])).toEqual([
+        ['p', 'running'],
+        ['q', null],
+      ]);
+      expect(await store.pipelines.setDesired('nope', 'stopped')).toBe(false);
+      await expect(store.pipelines.setDesired('p', 'paused' as never)).rejects.toThrow(/running or stopped/);
+      // Deleted and registered again: a new pipeline, with the state it is created in.
+      await store.pipelines.delete('p');
+      expect((await store.pipelines.save({ name: 'p', yaml: 'v1', origin: 'api', desired: 'running', mode: 'create' })).desired).toBe('running');
     });
 
     it('identical YAML with a new origin updates the origin only', async () => {

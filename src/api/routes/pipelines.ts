@@ -35,6 +35,8 @@ export function pipelineState(p: Managed, live?: ReturnType<typeof pipelineLive>
     description: config.description ?? null,
     enabled: p.config.enabled,
     status: p.status,
+    // What start and stop remembered (survives restarts); `enabled` is only a new pipeline's first state.
+    desired: p.desired,
     error: p.error ?? null,
     schedule_type: p.config.schedule.type,
     schedule: config.schedule,
@@ -102,6 +104,7 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
       name: p.name,
       enabled: p.config.enabled,
       status: p.status,
+      desired: p.desired,
       schedule_type: p.config.schedule.type,
       last_run: p.lastRun?.at ?? null,
       last_run_status: p.lastRun?.status ?? null,
@@ -153,7 +156,13 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
 
   app.put(
     '/api/pipelines/:name',
-    { schema: { tags, params: NameParams, summary: 'Replace the config (stopped, re-registered, restarted if enabled)' } },
+    {
+      schema: {
+        tags,
+        params: NameParams,
+        summary: 'Replace the config (stopped, re-registered, restarted unless it was stopped: the YAML `enabled` applies to new pipelines only)',
+      },
+    },
     async (req: NameReq) => pipelineState(await manager.update(req.params.name, yamlOf(req))),
   );
 
@@ -162,14 +171,20 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
     return reply.code(204).send();
   });
 
-  app.post('/api/pipelines/:name/start', { schema: { tags, params: NameParams } }, async (req: NameReq) => {
-    const p = await manager.start(req.params.name);
-    return { name: p.name, status: p.status };
-  });
+  app.post(
+    '/api/pipelines/:name/start',
+    { schema: { tags, params: NameParams, summary: 'Start scheduling or the stream; remembered across restarts (desired: running)' } },
+    async (req: NameReq) => {
+      const p = await manager.start(req.params.name);
+      return { name: p.name, status: p.status };
+    },
+  );
 
   app.post(
     '/api/pipelines/:name/stop',
-    { schema: { tags, params: NameParams, summary: 'Graceful stop: in-flight work drains first' } },
+    {
+      schema: { tags, params: NameParams, summary: 'Graceful stop: in-flight work drains first; remembered across restarts until started (desired: stopped)' },
+    },
     async (req: NameReq) => {
       const p = await manager.stop(req.params.name);
       return { name: p.name, status: p.status };

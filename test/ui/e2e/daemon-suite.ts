@@ -202,6 +202,30 @@ pipeline:
       });
     });
 
+    describe('stop and start are remembered (issue 29)', () => {
+      it('Stop tags the pipeline "kept stopped" (it stays stopped across restarts); Start removes the tag', async () => {
+        const yaml = `version: "1"\npipeline:\n  name: hourly-pm\n  schedule: { type: cron, cron: "0 * * * *" }\n  source: { type: local, path: ${JSON.stringify(join(work, 'in'))}, file_pattern: "*.none" }\n  sinks:\n    - { type: local, path: ${JSON.stringify(join(work, 'pm'))} }\n`;
+        expect((await fetch(`${base}/api/pipelines`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: yaml })).status).toBe(201);
+        const desired = async () => ((await (await fetch(`${base}/api/pipelines/hourly-pm`)).json()) as { desired: string }).desired;
+        w.problems.length = 0; // the alerts test leaves its expected 422
+        await w.page.goto(`${base}/ui/#/pipelines`);
+        const row = w.page.locator('tr[data-pipeline="hourly-pm"]');
+        await row.waitFor();
+        await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('scheduled');
+        expect(await row.locator('.tag').count()).toBe(0);
+        await row.getByRole('button', { name: 'Stop' }).click();
+        await expect.poll(() => row.locator('.tag').textContent(), { timeout: 10_000 }).toBe('kept stopped');
+        expect(await row.textContent()).toContain('stopped');
+        expect(await desired()).toBe('stopped');
+        await w.shot('pipelines-kept-stopped');
+        await row.getByRole('button', { name: 'Start' }).click();
+        await expect.poll(() => row.locator('.tag').count(), { timeout: 10_000 }).toBe(0);
+        await expect.poll(() => row.textContent(), { timeout: 10_000 }).toContain('scheduled');
+        expect(await desired()).toBe('running');
+        expect(w.problems).toEqual([]);
+      });
+    });
+
     describe('every page', () => {
       it('loads with no console error and no CSP violation', async () => {
         const runs = (await (await fetch(`${base}/api/runs?pipeline=flow-one`)).json()) as { run_id: string }[];

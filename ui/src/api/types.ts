@@ -28,6 +28,8 @@ export interface PipelineSummary {
   name: string;
   enabled: boolean;
   status: PipelineStatus;
+  /** What start and stop remembered (it survives restarts); `enabled` is only a new pipeline's first state. */
+  desired?: 'running' | 'stopped';
   schedule_type: string;
   last_run: string | null;
   last_run_status: string | null;

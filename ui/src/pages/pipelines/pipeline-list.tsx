@@ -104,7 +104,14 @@ export function PipelineList() {
                   <tr key={p.name} data-pipeline={p.name}>
                     <td>
                       <a href={href(['pipelines', p.name])}>{p.name}</a>
-                      {!p.enabled && <span class="tag">disabled</span>}
+                      {(p.desired ? p.desired === 'stopped' : !p.enabled) && (
+                        <span
+                          class="tag"
+                          title="Stopped (by Stop, or by enabled: false when it was created): it stays stopped across restarts until it is started"
+                        >
+                          kept stopped
+                        </span>
+                      )}
                     </td>
                     <td>
                       <StatusBadge status={p.status} />
@@ -143,7 +150,12 @@ export function PipelineList() {
                       <button type="button" disabled={busy === p.name || active} onClick={() => act(p.name, 'started', () => daemon.start(p.name))}>
                         Start
                       </button>
-                      <button type="button" disabled={busy === p.name || !active} onClick={() => act(p.name, 'stopped', () => daemon.stop(p.name))}>
+                      <button
+                        type="button"
+                        disabled={busy === p.name || (!active && p.status !== 'error')}
+                        title="stops it, and it stays stopped across restarts until started"
+                        onClick={() => act(p.name, 'stopped', () => daemon.stop(p.name))}
+                      >
                         Stop
                       </button>
                       <button

@@ -71,7 +71,7 @@ function PipelineVersions({ name, query }: { name: string; query: URLSearchParam
   const choose = (side: 'a' | 'b', v: number) => navigate(href(['versions', name], { a: String(side === 'a' ? v : a), b: String(side === 'b' ? v : b) }));
 
   const rollback = async (version: number) => {
-    if (!confirm(`Roll '${name}' back to version ${version}? It is stopped, reloaded with that version, and restarted if enabled.`)) return;
+    if (!confirm(`Roll '${name}' back to version ${version}? It is stopped, reloaded with that version, and restarted unless it was stopped.`)) return;
     try {
       const r = await daemon.rollback(name, version);
       setNotice({ tone: 'ok', text: `rolled back to version ${r.rolled_back_to_version}` });

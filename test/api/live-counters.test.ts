@@ -145,8 +145,8 @@ describe('live counters of a running stream', () => {
     const pipelines = await svc(['pipelines'], env);
     expect(pipelines.code).toBe(0);
     const [phead, prow] = pipelines.stdout.split('\n');
-    expect(phead).toMatch(/^NAME\s+ENABLED\s+STATUS\s+SCHEDULE_TYPE\s+RECORDS_IN\s+RECORDS_OUT\s+IN_PER_S\s+OUT_PER_S\s+LAST_RUN/);
-    expect(prow).toMatch(/^cli-hook\s+true\s+running\s+stream\s+9\s+9\s+[\d.]+\s+[\d.]+\s/);
+    expect(phead).toMatch(/^NAME\s+ENABLED\s+STATUS\s+DESIRED\s+SCHEDULE_TYPE\s+RECORDS_IN\s+RECORDS_OUT\s+IN_PER_S\s+OUT_PER_S\s+LAST_RUN/);
+    expect(prow).toMatch(/^cli-hook\s+true\s+running\s+running\s+stream\s+9\s+9\s+[\d.]+\s+[\d.]+\s/);
     const json = JSON.parse((await svc(['pipelines', '--json'], env)).stdout);
     expect(json[0].live).toMatchObject({ records_in: 9, records_out: 9 });
   });

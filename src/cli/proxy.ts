@@ -66,7 +66,7 @@ const need = (v: string | undefined, what: string): string => {
 const enc = encodeURIComponent;
 
 const PIPELINE_COLUMNS = ['name', 'enabled', 'status', 'schedule_type', 'last_run', 'last_run_status'];
-const RUN_COLUMNS = ['run_id', 'pipeline', 'status', 'started_at', 'records_in', 'records_out', 'records_skipped', 'dlq_count', 'error'];
+const RUN_COLUMNS = ['run_id', 'pipeline', 'status', 'started_at', 'records_in', 'records_out', 'records_filtered', 'records_skipped', 'dlq_count', 'error'];
 
 export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL, default http://localhost:8765; SVC_API_KEY sent as X-API-Key):
   svc pipelines [list]                 pipeline summaries

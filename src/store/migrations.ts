@@ -278,6 +278,21 @@ function m0006DlqReplayed(engine: DbEngine): Migration {
   };
 }
 
+/** Records a run dropped on purpose (records_filtered: filter, limit, deduplicate, no sink condition); 0 for runs recorded before. */
+function m0007RunRecordsFiltered(): Migration {
+  return {
+    async up(db) {
+      await db.schema
+        .alterTable('runs')
+        .addColumn('records_filtered', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+    async down(db) {
+      await db.schema.alterTable('runs').dropColumn('records_filtered').execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
@@ -287,6 +302,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
     '0004_run_pipeline_version': m0004RunPipelineVersion(),
     '0005_manager_lease': m0005ManagerLease(engine),
     '0006_dlq_replayed': m0006DlqReplayed(engine),
+    '0007_run_records_filtered': m0007RunRecordsFiltered(),
   };
 }
 

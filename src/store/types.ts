@@ -14,6 +14,11 @@ export interface RunRecord {
   records_in: number;
   /** Records written to at least one sink. */
   records_out: number;
+  /**
+   * Records dropped on purpose (an addition to doc 2's record, docs/configuration.md): a transform
+   * gave none for them (filter, limit, deduplicate, ...), or no sink's condition took them.
+   */
+  records_filtered: number;
   records_skipped: number;
   bytes_in: number;
   bytes_out: number;

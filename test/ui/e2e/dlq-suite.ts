@@ -193,6 +193,57 @@ export function dlqSuite() {
       expect(w.problems.filter(expected)).toEqual([]);
     });
 
+    it('marks a run with dead letters in the runs list and on its page, and links it to them (issue 29)', async () => {
+      const runs = (await api('GET', '/api/runs?pipeline=cells')) as { run_id: string; dlq_count: number; errors: string[] }[];
+      const dead = runs.find((r) => r.dlq_count === 4)!;
+      const clean = await deadLetter('tidy', [JSON.stringify({ host: 'edge-9', octets: 2 })]);
+      expect(clean).toMatchObject({ status: 'success', dlq_count: 0 });
+
+      await w.page.goto('about:blank');
+      await w.page.goto(`${daemon.url}/ui/#/runs`);
+      const row = w.page.locator(`tr[data-run="${dead.run_id}"]`);
+      const cleanRow = w.page.locator(`tr[data-run="${clean.run_id}"]`);
+      await row.waitFor();
+      // Not the green of a clean success: amber, and a second badge that links to the run's dead letters.
+      expect(await row.locator('.badge').first().textContent()).toBe('success');
+      expect(await row.locator('.badge').first().getAttribute('class')).toBe('badge badge-warn');
+      const link = row.getByTestId('run-dead-letters');
+      expect(await link.textContent()).toBe('4 dead letters');
+      expect(await link.getAttribute('href')).toBe(`#/pipelines/cells/dlq?run=${dead.run_id}`);
+      expect(await cleanRow.locator('.badge').count()).toBe(1);
+      expect(await cleanRow.locator('.badge').getAttribute('class')).toBe('badge badge-ok');
+      expect(await w.page.getByTestId('runs-table').locator('thead').textContent()).toContain('Filtered');
+      await w.shot('runs-dead-letters');
+
+      // The link opens the DLQ page filtered by that run.
+      await link.click();
+      await w.page.waitForURL(new RegExp(`#/pipelines/cells/dlq\\?run=${dead.run_id}$`));
+      await expect.poll(() => rows().count()).toBe(4);
+      expect(await w.page.getByTestId('dlq-run-filter').textContent()).toContain(dead.run_id.slice(0, 8));
+      expect(await rows().evaluateAll((trs) => trs.map((tr) => tr.querySelector('a.mono')?.textContent))).toEqual(Array(4).fill(dead.run_id.slice(0, 8)));
+      await w.shot('dlq-of-run');
+      // "all runs" drops the run filter.
+      await w.page.getByTestId('dlq-run-filter').getByRole('button', { name: 'all runs' }).click();
+      await w.page.waitForURL(/#\/pipelines\/cells\/dlq$/);
+
+      // The run's page: the same badges, its counters with filtered, and the way to its dead letters.
+      await w.page.goto(`${daemon.url}/ui/#/runs/${dead.run_id}`);
+      await expect.poll(() => w.page.getByTestId('run-records').textContent()).toBe('5 / 1 / 0 / 4');
+      expect(await w.page.locator('h1 .badge').first().getAttribute('class')).toBe('badge badge-warn');
+      expect(await w.page.locator('h1').getByTestId('run-dead-letters').textContent()).toBe('4 dead letters');
+      expect(await w.page.getByRole('link', { name: 'Dead letters of this run' }).getAttribute('href')).toBe(`#/pipelines/cells/dlq?run=${dead.run_id}`);
+      expect(await w.page.getByTestId('run-facts').getByRole('link', { name: '4 dead letters' }).getAttribute('href')).toBe(
+        `#/pipelines/cells/dlq?run=${dead.run_id}`,
+      );
+      await w.shot('run-dead-letters');
+      // A clean run's page has no such badge or button.
+      await w.page.goto(`${daemon.url}/ui/#/runs/${clean.run_id}`);
+      await expect.poll(() => w.page.getByTestId('run-records').textContent()).toBe('1 / 1 / 0 / 0');
+      expect(await w.page.locator('h1 .badge').count()).toBe(1);
+      expect(await w.page.getByRole('link', { name: 'Dead letters of this run' }).count()).toBe(0);
+      expect(w.problems.filter(expected)).toEqual([]);
+    });
+
     it("shows the server's 409 detail for a pipeline without a DLQ, and pages a larger DLQ", async () => {
       await deadLetter('no-dlq', ['{"host": "a", "octets": 1}'], false);
       await w.page.goto('about:blank');

@@ -28,7 +28,7 @@ const INPUT = [
   { host: 'edge-4', octets: 'n/a' }, // transform, and int() fails on it again
 ].map((l) => (typeof l === 'string' ? l : JSON.stringify(l)));
 
-function pipelineYaml(name: string, root: string, dlq = true) {
+function pipelineYaml(name: string, root: string, dlq = true, transforms: string[] = []) {
   return [
     'version: "1"',
     'pipeline:',
@@ -39,6 +39,7 @@ function pipelineYaml(name: string, root: string, dlq = true) {
     `  on_error: ${dlq ? 'dlq' : 'continue'}`,
     '  transforms:',
     '    - { type: add_field, fields: { next: "coalesce(octets, 0) + 1" } }',
+    ...transforms.map((t) => `    - ${t}`),
     `  sinks: [{ type: local, path: ${JSON.stringify(join(root, 'out'))}, filename_template: out.ndjson }]`,
     ...(dlq ? [`  dlq: { type: local, path: ${JSON.stringify(join(root, 'dlq'))}, filename_template: "dlq_{timestamp}.ndjson" }`] : []),
   ].join('\n');
@@ -52,11 +53,11 @@ async function api(method: string, path: string, body?: string): Promise<any> {
 }
 
 /** Registers a pipeline over `lines` and runs it once to the end. */
-async function deadLetter(name: string, lines: string[], dlq = true) {
+async function deadLetter(name: string, lines: string[], dlq = true, transforms: string[] = []) {
   const root = join(daemon.dir, name);
   mkdirSync(join(root, 'in'), { recursive: true });
   writeFileSync(join(root, 'in', 'a.ndjson'), lines.join('\n') + '\n');
-  await api('POST', '/api/pipelines', pipelineYaml(name, root, dlq));
+  await api('POST', '/api/pipelines', pipelineYaml(name, root, dlq, transforms));
   const { run_id } = await api('POST', `/api/pipelines/${name}/run`);
   return until(async () => {
     const run = await api('GET', `/api/runs/${run_id}`);
@@ -196,8 +197,14 @@ export function dlqSuite() {
     it('marks a run with dead letters in the runs list and on its page, and links it to them (issue 29)', async () => {
       const runs = (await api('GET', '/api/runs?pipeline=cells')) as { run_id: string; dlq_count: number; errors: string[] }[];
       const dead = runs.find((r) => r.dlq_count === 4)!;
-      const clean = await deadLetter('tidy', [JSON.stringify({ host: 'edge-9', octets: 2 })]);
-      expect(clean).toMatchObject({ status: 'success', dlq_count: 0 });
+      // A clean run whose filter drops one record of three.
+      const clean = await deadLetter(
+        'tidy',
+        [1, 2, 3].map((octets) => JSON.stringify({ host: 'edge-9', octets })),
+        true,
+        ['{ type: filter, expression: "octets != 2" }'],
+      );
+      expect(clean).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_filtered: 1, dlq_count: 0 });
 
       await w.page.goto('about:blank');
       await w.page.goto(`${daemon.url}/ui/#/runs`);
@@ -212,7 +219,11 @@ export function dlqSuite() {
       expect(await link.getAttribute('href')).toBe(`#/pipelines/cells/dlq?run=${dead.run_id}`);
       expect(await cleanRow.locator('.badge').count()).toBe(1);
       expect(await cleanRow.locator('.badge').getAttribute('class')).toBe('badge badge-ok');
-      expect(await w.page.getByTestId('runs-table').locator('thead').textContent()).toContain('Filtered');
+      const headers = await w.page.getByTestId('runs-table').locator('thead th').allTextContents();
+      const cell = async (tr: typeof row, column: string) => tr.locator('td').nth(headers.indexOf(column)).textContent();
+      expect(await cell(cleanRow, 'Filtered')).toBe('1');
+      expect(await cell(row, 'Filtered')).toBe('0');
+      expect(await cell(row, 'DLQ')).toBe('4');
       await w.shot('runs-dead-letters');
 
       // The link opens the DLQ page filtered by that run.
@@ -238,7 +249,7 @@ export function dlqSuite() {
       await w.shot('run-dead-letters');
       // A clean run's page has no such badge or button.
       await w.page.goto(`${daemon.url}/ui/#/runs/${clean.run_id}`);
-      await expect.poll(() => w.page.getByTestId('run-records').textContent()).toBe('1 / 1 / 0 / 0');
+      await expect.poll(() => w.page.getByTestId('run-records').textContent()).toBe('3 / 2 / 1 / 0');
       expect(await w.page.locator('h1 .badge').count()).toBe(1);
       expect(await w.page.getByRole('link', { name: 'Dead letters of this run' }).count()).toBe(0);
       expect(w.problems.filter(expected)).toEqual([]);

@@ -49,6 +49,7 @@ export const apiRead: Scenario = {
           finished_at: new Date(t0 + i * 1000 + 800).toISOString(),
           records_in: 1000,
           records_out: 990,
+          records_filtered: 0,
           records_skipped: 10,
           bytes_in: 120_000,
           bytes_out: 118_000,

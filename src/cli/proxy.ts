@@ -91,7 +91,7 @@ function withLiveColumns(p: Record<string, unknown>): Record<string, unknown> {
   const l = p.live as LiveSummary | null | undefined;
   return { ...p, records_in: l?.records_in, records_out: l?.records_out, in_per_s: l?.records_in_per_sec, out_per_s: l?.records_out_per_sec };
 }
-const RUN_COLUMNS = ['run_id', 'pipeline', 'status', 'started_at', 'records_in', 'records_out', 'records_skipped', 'dlq_count', 'error'];
+const RUN_COLUMNS = ['run_id', 'pipeline', 'status', 'started_at', 'records_in', 'records_out', 'records_filtered', 'records_skipped', 'dlq_count', 'error'];
 
 export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL; unset: http://localhost:SVC_PORT, 8765 by default; SVC_API_KEY sent as X-API-Key):
   svc pipelines [list]                 pipeline summaries (a running run's counts and records/s, live)

@@ -56,9 +56,18 @@ export interface PlacementWorkers {
   noteDispatched(id: string): void;
 }
 
-const COUNTERS = ['records_in', 'records_out', 'records_skipped', 'dlq_count', 'error_count', 'bytes_in', 'bytes_out'] as const;
+const COUNTERS = ['records_in', 'records_out', 'records_filtered', 'records_skipped', 'dlq_count', 'error_count', 'bytes_in', 'bytes_out'] as const;
 type Counters = Record<(typeof COUNTERS)[number], number>;
-const zero = (): Counters => ({ records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0, error_count: 0, bytes_in: 0, bytes_out: 0 });
+const zero = (): Counters => ({
+  records_in: 0,
+  records_out: 0,
+  records_filtered: 0,
+  records_skipped: 0,
+  dlq_count: 0,
+  error_count: 0,
+  bytes_in: 0,
+  bytes_out: 0,
+});
 const add = (a: Counters, b: Partial<Record<keyof Counters, unknown>>) => {
   for (const k of COUNTERS) a[k] += Number(b[k] ?? 0);
   return a;

@@ -9,8 +9,9 @@ export interface RunComplete extends RunRecord {
   worker_id?: string;
 }
 
-/** The body of a pipeline-stats report: the run's progress counters. */
-export interface StatsReport extends Omit<RunProgress, 'units' | 'unit' | 'unit_size'> {
+/** The body of a pipeline-stats report: the run's progress counters (records_filtered absent from a worker of an earlier release). */
+export interface StatsReport extends Omit<RunProgress, 'units' | 'unit' | 'unit_size' | 'records_filtered'> {
+  records_filtered?: number;
   run_id: string;
   pipeline: string;
   is_final?: boolean;
@@ -19,5 +20,6 @@ export interface StatsReport extends Omit<RunProgress, 'units' | 'unit' | 'unit_
 /** The run record in a run-complete body (without what only the worker adds). */
 export function runRecordOf(body: RunComplete & { config_sha256?: string }): RunRecord {
   const { worker_id: _w, config_sha256: _c, ...record } = body;
-  return record;
+  // A worker of an earlier release sends no records_filtered.
+  return { ...record, records_filtered: record.records_filtered ?? 0 };
 }

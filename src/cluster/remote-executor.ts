@@ -147,7 +147,7 @@ export class RemoteExecutor implements Executor {
     if (slotRun !== undefined) return slotRun;
     const p = this.pending.get(body.run_id);
     if (!p) return this.done.has(body.run_id); // the final report of a run already recorded is fine
-    p.job.onProgress?.({ ...body, units: 0 });
+    p.job.onProgress?.({ ...body, records_filtered: body.records_filtered ?? 0, units: 0 });
     return true;
   }
 
@@ -188,6 +188,7 @@ export class RemoteExecutor implements Executor {
       finished_at: new Date().toISOString(),
       records_in: 0,
       records_out: 0,
+      records_filtered: 0,
       records_skipped: 0,
       bytes_in: 0,
       bytes_out: 0,

@@ -195,7 +195,7 @@ export function replayRun(items: ReplayItem[], hooks: ReplayHooks, outcome: Repl
   };
 }
 
-const COUNTERS = ['records_in', 'records_out', 'records_skipped', 'bytes_in', 'bytes_out'] as const;
+const COUNTERS = ['records_in', 'records_out', 'records_filtered', 'records_skipped', 'bytes_in', 'bytes_out'] as const;
 type Counters = Record<(typeof COUNTERS)[number], number>;
 const sumOf = (a: Counters, b: Counters): Counters => Object.fromEntries(COUNTERS.map((k) => [k, a[k] + b[k]])) as Counters;
 const ZERO = Object.fromEntries(COUNTERS.map((k) => [k, 0])) as Counters;

@@ -51,6 +51,13 @@ export interface ChunkOutput {
   recordsIn: number;
   /** Records that left the global transform chain (index space of `origins`). */
   produced: number;
+  /**
+   * Records dropped on purpose (records_filtered): a global transform gave none for them (filter,
+   * limit, deduplicate, validate's drop, ...; not the records a holding transform takes in), or
+   * they left the global chain and no sink took them (its condition false, or its own transforms
+   * dropped them, for every sink).
+   */
+  filtered: number;
   parseErrors: StageError[];
   transformErrors: StageError[];
   notes: string[];
@@ -70,7 +77,9 @@ function errorText(e: unknown): string {
 
 /**
  * Applies `chain[from..to)`: results go to `emit`, failures to `fail`. Transforms return one
- * record (the common case, kept allocation-free), several, or null to drop.
+ * record (the common case, kept allocation-free), several, or null to drop; `drop` is told of each
+ * record a transform gave none for: `held` when a holding transform took it in (aggregate, sort,
+ * window_aggregate), not dropped it.
  */
 function applyChain(
   chain: LabeledTransform[],
@@ -80,6 +89,7 @@ function applyChain(
   ctx: RecordContext,
   emit: (r: Rec) => void,
   fail: (msg: string, r: Rec) => void,
+  drop?: (held: boolean) => void,
 ) {
   let cur: Rec = r;
   for (let t = from; t < to; t++) {
@@ -90,9 +100,13 @@ function applyChain(
       fail(`${chain[t]!.label}: ${errorText(e)}`, cur);
       return;
     }
-    if (out === null || out === undefined) return;
+    if (out === null || out === undefined) {
+      drop?.(chain[t]!.holdsRecords === true);
+      return;
+    }
     if (Array.isArray(out)) {
-      for (const o of out) applyChain(chain, t + 1, to, o, ctx, emit, fail);
+      if (out.length === 0) drop?.(chain[t]!.holdsRecords === true);
+      for (const o of out) applyChain(chain, t + 1, to, o, ctx, emit, fail, drop);
       return;
     }
     cur = out;
@@ -101,7 +115,14 @@ function applyChain(
 }
 
 /** Asks each holding transform of `chain` for its records and runs them through the rest of it. */
-function drainChain(chain: LabeledTransform[], at: DrainPoint, ctx: RecordContext, emit: (r: Rec) => void, fail: (msg: string, r: Rec) => void) {
+function drainChain(
+  chain: LabeledTransform[],
+  at: DrainPoint,
+  ctx: RecordContext,
+  emit: (r: Rec) => void,
+  fail: (msg: string, r: Rec) => void,
+  drop?: (held: boolean) => void,
+) {
   for (let t = 0; t < chain.length; t++) {
     const tr = chain[t]!;
     if (!tr.drain) continue;
@@ -112,7 +133,7 @@ function drainChain(chain: LabeledTransform[], at: DrainPoint, ctx: RecordContex
       ctx.note(`${tr.label}: ${errorText(e)}`);
       continue;
     }
-    for (const r of held) applyChain(chain, t + 1, chain.length, r, ctx, emit, fail);
+    for (const r of held) applyChain(chain, t + 1, chain.length, r, ctx, emit, fail, drop);
   }
 }
 
@@ -128,7 +149,7 @@ export interface ProcessOptions {
   onMessage?: (index: number) => void;
 }
 
-const emptyOutput = (): ChunkOutput => ({ recordsIn: 0, produced: 0, parseErrors: [], transformErrors: [], notes: [], sinks: [] });
+const emptyOutput = (): ChunkOutput => ({ recordsIn: 0, produced: 0, filtered: 0, parseErrors: [], transformErrors: [], notes: [], sinks: [] });
 
 /** Stops a decoder at the ceiling (thrown from DecodeOut.record, caught in BoundedDecode.decode). */
 const CEILING = Symbol('decode ceiling');
@@ -305,6 +326,7 @@ export function drainChunk(plan: ChunkPlan, at: DrainPoint, meta: SourceMeta): C
     ctx,
     (r) => produced.push(r),
     (message, record) => out.transformErrors.push({ message, record }),
+    (held) => held || out.filtered++,
   );
   return finish(plan, produced, ctx, out, true, at);
 }
@@ -313,7 +335,8 @@ function runChain(chain: LabeledTransform[], from: number, to: number, records: 
   const produced: Rec[] = [];
   const emit = (r: Rec) => produced.push(r);
   const fail = (message: string, record: Rec) => out.transformErrors.push({ message, record });
-  for (let i = 0; i < records.length; i++) applyChain(chain, from, to, records[i]!, ctx, emit, fail);
+  const drop = (held: boolean) => held || out.filtered++;
+  for (let i = 0; i < records.length; i++) applyChain(chain, from, to, records[i]!, ctx, emit, fail, drop);
   return produced;
 }
 
@@ -323,6 +346,10 @@ function runChain(chain: LabeledTransform[], from: number, to: number, records: 
  */
 function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: ChunkOutput, keepRecords: boolean, at?: DrainPoint): ChunkOutput {
   let extra = produced.length;
+  // Which records some sink took (wrote, or failed on): the others were filtered at the sinks. A sink
+  // with no condition and no transforms takes every record, and then none need marking.
+  const takesAll = plan.sinks.some((s) => !s.condition && s.chain.length === 0);
+  const taken = takesAll ? undefined : new Uint8Array(produced.length);
   out.sinks = plan.sinks.map((s): SinkOutput => {
     const records: Rec[] = [];
     const origins: number[] = [];
@@ -332,11 +359,19 @@ function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: Chunk
     const emit = (r: Rec) => {
       records.push(r);
       origins.push(origin);
+      if (taken) taken[origin] = 1;
     };
     const fail = (message: string, record: Rec) => {
       errors.push({ message, record });
       errorOrigins.push(origin);
+      if (taken) taken[origin] = 1;
     };
+    // A record a holding transform of the sink's chain took in counts as taken: its result comes at the drain.
+    const drop = taken
+      ? (held: boolean) => {
+          if (held) taken[origin] = 1;
+        }
+      : undefined;
     for (let i = 0; i < produced.length; i++) {
       const r = produced[i]!;
       if (s.condition) {
@@ -353,9 +388,10 @@ function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: Chunk
       if (s.chain.length === 0) {
         records.push(r);
         origins.push(i);
+        if (taken) taken[i] = 1;
       } else {
         origin = i;
-        applyChain(s.chain, 0, s.chain.length, plan.copyForSinks ? { ...r } : r, ctx, emit, fail);
+        applyChain(s.chain, 0, s.chain.length, plan.copyForSinks ? { ...r } : r, ctx, emit, fail, drop);
       }
     }
     if (at && s.holds) {
@@ -387,6 +423,7 @@ function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: Chunk
       errorOrigins,
     };
   });
+  if (taken) for (let i = 0; i < taken.length; i++) if (taken[i] === 0) out.filtered++;
   out.produced = extra;
   return out;
 }

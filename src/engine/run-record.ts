@@ -5,9 +5,11 @@ import type { RunRecord } from '../store/types.js';
 export type { RunRecord, RunStatus } from '../store/types.js';
 
 /** The counts of a run record, taken from anything that has them (counters, a progress report, sums). */
-export function runCounts(c: Pick<RunRecord, 'records_in' | 'records_out' | 'records_skipped' | 'bytes_in' | 'bytes_out' | 'dlq_count'>) {
+export function runCounts(
+  c: Pick<RunRecord, 'records_in' | 'records_out' | 'records_skipped' | 'bytes_in' | 'bytes_out' | 'dlq_count'> & { records_filtered?: number },
+) {
   const { records_in, records_out, records_skipped, bytes_in, bytes_out, dlq_count } = c;
-  return { records_in, records_out, records_skipped, bytes_in, bytes_out, dlq_count };
+  return { records_in, records_out, records_filtered: c.records_filtered ?? 0, records_skipped, bytes_in, bytes_out, dlq_count };
 }
 
 /** At most this many distinct messages are kept per run; the rest are counted in one last line. */
@@ -16,6 +18,8 @@ export const MAX_MESSAGES = 100;
 export class RunCounters {
   records_in = 0;
   records_out = 0;
+  /** Records dropped on purpose: a transform gave none for them, or no sink took them (process-chunk.ts). */
+  records_filtered = 0;
   records_skipped = 0;
   bytes_in = 0;
   bytes_out = 0;

@@ -44,6 +44,8 @@ export interface RunProgress {
   units: number;
   records_in: number;
   records_out: number;
+  /** Records dropped on purpose (a transform gave none for them, or no sink took them). */
+  records_filtered: number;
   records_skipped: number;
   dlq_count: number;
   bytes_in: number;
@@ -457,6 +459,7 @@ class PipelineRun {
       units: this.units,
       records_in: c.records_in,
       records_out: c.records_out,
+      records_filtered: c.records_filtered,
       records_skipped: c.records_skipped,
       dlq_count: c.dlq_count,
       bytes_in: c.bytes_in,
@@ -486,6 +489,7 @@ class PipelineRun {
   private async deliver(input: ChunkInput, out: ChunkOutput, unit: UnitState) {
     const c = this.counters;
     c.records_in += out.recordsIn;
+    c.records_filtered += out.filtered;
     for (const n of out.notes) c.note(n);
     const dead: Envelope[] = [];
     for (const e of out.parseErrors) this.recordFailure('parse', e, unit, dead);

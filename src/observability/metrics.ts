@@ -18,6 +18,10 @@ export class Metrics {
   readonly registry = new Registry();
   readonly recordsIn = this.counter('svc_records_in_total', 'Records read from sources.');
   readonly recordsOut = this.counter('svc_records_out_total', 'Records written to at least one sink.');
+  readonly recordsFiltered = this.counter(
+    'svc_records_filtered_total',
+    'Records dropped on purpose: a transform gave none for them (filter, limit, ...), or no sink took them.',
+  );
   readonly recordsSkipped = this.counter('svc_records_skipped_total', 'Records skipped by a recorded error (rule 6).');
   readonly errors = this.counter('svc_errors_total', 'Record errors plus failed runs.');
   readonly dlq = this.counter('svc_dlq_total', 'Envelopes written to the dead-letter queue.');
@@ -106,6 +110,7 @@ export class Metrics {
     for (const m of [
       this.recordsIn,
       this.recordsOut,
+      this.recordsFiltered,
       this.recordsSkipped,
       this.errors,
       this.dlq,

@@ -175,6 +175,7 @@ export interface RunOutcome {
   status: string;
   records_in: number;
   records_out: number;
+  records_filtered?: number;
   records_skipped: number;
   dlq_count: number;
   error?: string | null;
@@ -203,6 +204,7 @@ export function startRunSpan(tracer: Tracer | undefined, pipeline: string, runId
         status: run.status,
         records_in: run.records_in,
         records_out: run.records_out,
+        records_filtered: run.records_filtered ?? 0,
         records_skipped: run.records_skipped,
         dlq_count: run.dlq_count,
       });

@@ -14,7 +14,7 @@ export const LIVE_PERSIST_MS = 5000;
 export const RATE_WINDOW_MS = 10_000;
 
 /** The counters of a run record that are live while it runs. */
-type CounterName = 'records_in' | 'records_out' | 'records_skipped' | 'dlq_count' | 'bytes_in' | 'bytes_out';
+type CounterName = 'records_in' | 'records_out' | 'records_filtered' | 'records_skipped' | 'dlq_count' | 'bytes_in' | 'bytes_out';
 
 /** What a running run adds to its record and to its pipeline's summary (`live`). */
 export interface LiveFigures {
@@ -62,6 +62,7 @@ export class LiveRun {
     return {
       records_in: p?.records_in ?? 0,
       records_out: p?.records_out ?? 0,
+      records_filtered: p?.records_filtered ?? 0,
       records_skipped: p?.records_skipped ?? 0,
       dlq_count: p?.dlq_count ?? 0,
       bytes_in: p?.bytes_in ?? 0,

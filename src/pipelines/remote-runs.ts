@@ -71,6 +71,7 @@ export class RemoteRuns {
       finished_at: finishedAt.toISOString(),
       records_in: 0,
       records_out: 0,
+      records_filtered: 0,
       records_skipped: 0,
       bytes_in: 0,
       bytes_out: 0,

@@ -154,17 +154,19 @@ export class RunSupervisor {
     // The pipeline's counters follow each run's progress reports; they never go back (a run lost
     // with its worker reports less at its end than its progress did).
     const labels = { pipeline: name };
-    let last = { records_in: 0, records_out: 0, records_skipped: 0, dlq_count: 0 };
+    let last = { records_in: 0, records_out: 0, records_filtered: 0, records_skipped: 0, dlq_count: 0 };
     const countUpTo = (now: typeof last, failedRun = 0) => {
       const more = (c: typeof metrics.recordsIn, n: number) => n > 0 && c.inc(labels, n);
       more(metrics.recordsIn, now.records_in - last.records_in);
       more(metrics.recordsOut, now.records_out - last.records_out);
+      more(metrics.recordsFiltered, now.records_filtered - last.records_filtered);
       more(metrics.recordsSkipped, now.records_skipped - last.records_skipped);
       more(metrics.errors, Math.max(0, now.records_skipped - last.records_skipped) + failedRun);
       more(metrics.dlq, now.dlq_count - last.dlq_count);
       last = {
         records_in: Math.max(last.records_in, now.records_in),
         records_out: Math.max(last.records_out, now.records_out),
+        records_filtered: Math.max(last.records_filtered, now.records_filtered),
         records_skipped: Math.max(last.records_skipped, now.records_skipped),
         dlq_count: Math.max(last.dlq_count, now.dlq_count),
       };

@@ -334,6 +334,12 @@ export interface Transform {
    */
   drain?(at: DrainPoint): Rec[];
   /**
+   * True for a transform whose `null` means the record was taken in, not dropped: its result comes
+   * later, from drain or a later record (aggregate, sort, window_aggregate). The records any other
+   * transform returns none for are counted as filtered (the run record's records_filtered).
+   */
+  holdsRecords?: boolean;
+  /**
    * Asynchronous set-up before the first record (a lookup query) and tear-down after the last.
    * Such a transform runs on the main thread (worker threads hand records over before it).
    */

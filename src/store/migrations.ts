@@ -322,6 +322,21 @@ function m0008PipelineDesiredState(engine: DbEngine): Migration {
   };
 }
 
+/** Records a run dropped on purpose (records_filtered: filter, limit, deduplicate, no sink condition); 0 for runs recorded before. */
+function m0009RunRecordsFiltered(): Migration {
+  return {
+    async up(db) {
+      await db.schema
+        .alterTable('runs')
+        .addColumn('records_filtered', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+    async down(db) {
+      await db.schema.alterTable('runs').dropColumn('records_filtered').execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
@@ -333,6 +348,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
     '0006_dlq_replayed': m0006DlqReplayed(engine),
     '0007_alert_deliveries': m0007AlertDeliveries(engine),
     '0008_pipeline_desired_state': m0008PipelineDesiredState(engine),
+    '0009_run_records_filtered': m0009RunRecordsFiltered(),
   };
 }
 

@@ -31,6 +31,7 @@ function toRun(r: Selectable<RunsTable>): StoredRun {
     finished_at: r.finished_at ?? null,
     records_in: num(r.records_in),
     records_out: num(r.records_out),
+    records_filtered: num(r.records_filtered),
     records_skipped: num(r.records_skipped),
     bytes_in: num(r.bytes_in),
     bytes_out: num(r.bytes_out),
@@ -72,6 +73,7 @@ export class SqlRunStore implements RunStore {
       finished_at: null,
       records_in: 0,
       records_out: 0,
+      records_filtered: 0,
       records_skipped: 0,
       bytes_in: 0,
       bytes_out: 0,
@@ -111,6 +113,7 @@ export class SqlRunStore implements RunStore {
       .set({
         records_in: count(c.records_in, 'records_in'),
         records_out: count(c.records_out, 'records_out'),
+        records_filtered: count(c.records_filtered ?? 0, 'records_filtered'),
         records_skipped: count(c.records_skipped, 'records_skipped'),
         bytes_in: count(c.bytes_in, 'bytes_in'),
         bytes_out: count(c.bytes_out, 'bytes_out'),
@@ -137,6 +140,8 @@ export class SqlRunStore implements RunStore {
       finished_at,
       records_in: count(run.records_in, 'records_in'),
       records_out: count(run.records_out, 'records_out'),
+      // A worker of an earlier release does not send it.
+      records_filtered: count(run.records_filtered ?? 0, 'records_filtered'),
       records_skipped: count(run.records_skipped, 'records_skipped'),
       bytes_in: count(run.bytes_in, 'bytes_in'),
       bytes_out: count(run.bytes_out, 'bytes_out'),

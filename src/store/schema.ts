@@ -39,6 +39,8 @@ export interface RunsTable {
   records_in: BigIntCol;
   records_out: BigIntCol;
   records_skipped: BigIntCol;
+  /** Records dropped on purpose (migration 0007); 0 for runs recorded before. */
+  records_filtered: ColumnType<number | string, number | undefined, number>;
   bytes_in: BigIntCol;
   bytes_out: BigIntCol;
   dlq_count: BigIntCol;

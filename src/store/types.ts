@@ -14,6 +14,11 @@ export interface RunRecord {
   records_in: number;
   /** Records written to at least one sink. */
   records_out: number;
+  /**
+   * Records dropped on purpose (an addition to doc 2's record, docs/configuration.md): a transform
+   * gave none for them (filter, limit, deduplicate, ...), or no sink's condition took them.
+   */
+  records_filtered: number;
   records_skipped: number;
   bytes_in: number;
   bytes_out: number;
@@ -117,7 +122,10 @@ export interface StatsRow {
 }
 
 /** What a running run's progress writes to its row (store.runs.progress). */
-export type RunProgressCounts = Pick<RunToStore, 'records_in' | 'records_out' | 'records_skipped' | 'bytes_in' | 'bytes_out' | 'dlq_count'> & {
+export type RunProgressCounts = Pick<
+  RunToStore,
+  'records_in' | 'records_out' | 'records_filtered' | 'records_skipped' | 'bytes_in' | 'bytes_out' | 'dlq_count'
+> & {
   errors?: string[];
 };
 

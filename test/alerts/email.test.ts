@@ -193,6 +193,7 @@ const run = (over: Partial<RunRecord> = {}): RunRecord => ({
   finished_at: '2024-05-01T11:59:30.250Z',
   records_in: 200,
   records_out: 150,
+  records_filtered: 0,
   records_skipped: 50,
   bytes_in: 10_000,
   bytes_out: 7_000,

@@ -12,6 +12,7 @@ const run = (over: Partial<RunRecord> = {}): RunRecord => ({
   finished_at: '2024-05-01T12:00:12.500Z',
   records_in: 100,
   records_out: 90,
+  records_filtered: 0,
   records_skipped: 10,
   bytes_in: 1000,
   bytes_out: 900,

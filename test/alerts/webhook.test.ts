@@ -112,6 +112,7 @@ const run = (over: Partial<RunRecord> = {}): RunRecord => ({
   finished_at: '2024-05-01T11:59:42.500Z',
   records_in: 100,
   records_out: 88,
+  records_filtered: 0,
   records_skipped: 12,
   bytes_in: 4096,
   bytes_out: 3000,

@@ -125,7 +125,7 @@ export async function finishedRun(d: TestDaemon, runId: string, ms = 15_000): Pr
   }, ms);
 }
 
-/** The run fields of spec doc 2, then `pipeline_version` (which version the run ran; issue 16). */
+/** The run fields of spec doc 2 with records_filtered (issue 29), then `pipeline_version` (which version the run ran; issue 16). */
 export const RUN_FIELDS = [
   'run_id',
   'pipeline',
@@ -135,6 +135,7 @@ export const RUN_FIELDS = [
   'finished_at',
   'records_in',
   'records_out',
+  'records_filtered',
   'records_skipped',
   'bytes_in',
   'bytes_out',

@@ -154,6 +154,7 @@ describe('GET /api/stats', () => {
       pipeline: 'st-old',
       node_id: 'test-node',
       status: 'success' as const,
+      records_filtered: 0,
       records_skipped: 0,
       bytes_in: 1,
       bytes_out: 1,

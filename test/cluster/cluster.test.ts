@@ -66,6 +66,13 @@ describe('manager and two workers', () => {
     expect(metrics).toContain('svc_mgr_worker_total 2');
     // The worker's progress reached the manager's metrics too.
     expect(metrics).toMatch(/svc_records_out_total\{pipeline="one"\} 5/);
+
+    // What a worker's filter drops reaches the manager's run record and metrics (issue 29).
+    const f = workArea(7);
+    await register(c, localYaml('one-filtered', { ...f, extra: ['transforms:', '  - { type: filter, expression: "i % 3 != 0" }'] }));
+    const filtered = await finished(c, await runNow(c, 'one-filtered'));
+    expect(filtered).toMatchObject({ status: 'success', records_in: 7, records_out: 4, records_filtered: 3, records_skipped: 0 });
+    expect((await c.call('GET', '/metrics')).text).toMatch(/svc_records_filtered_total\{pipeline="one-filtered"\} 3/);
   });
 
   it('sends concurrent runs to the least-loaded worker, so two slow runs land on different workers', async () => {

@@ -46,6 +46,7 @@ function rec(over: Partial<RunToStore> & { run_id: string }): RunToStore & { pip
     finished_at: '2024-05-01T10:00:01.000Z',
     records_in: 0,
     records_out: 0,
+    records_filtered: 0,
     records_skipped: 0,
     bytes_in: 0,
     bytes_out: 0,
@@ -195,6 +196,49 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
           for (const t of ['run_queue', 'stream_placements', 'transform_state'] as const) {
             expect(await s.db.selectFrom(t).selectAll().execute()).toEqual([]);
           }
+        } finally {
+          await s.close();
+        }
+      } finally {
+        await old.drop();
+      }
+    });
+  });
+
+  describe('runs.records_filtered (migration 0007)', () => {
+    it('an upgraded database gives its earlier runs 0 filtered; new runs keep what they filtered, also through finishOnce', async () => {
+      const old = await freshDatabase(engine, 'nested/dir/svc.db');
+      try {
+        const db = createKysely(resolveTarget(old.opts), silentLogger);
+        expect(await migrate(db, engine, silentLogger, '0006_dlq_replayed')).toContain('0006_dlq_replayed');
+        await sql`insert into runs (run_id, pipeline, node_id, status, started_at, finished_at, records_in, records_out, records_skipped, bytes_in, bytes_out, dlq_count, error, errors, duration_ms) values
+          ('before', 'p', 'n', 'success', '2024-01-03T00:00:00.000Z', '2024-01-03T00:00:01.000Z', 200, 171, 0, 10, 10, 0, null, '[]', 1000)`.execute(db);
+        await db.destroy();
+
+        const s = await openStore({ ...old.opts, log: silentLogger });
+        try {
+          expect(await migrate(s.db, engine, silentLogger)).toEqual([]);
+          expect(await s.runs.get('before')).toMatchObject({ records_in: 200, records_out: 171, records_filtered: 0, records_skipped: 0 });
+          await s.runs.finish(rec({ run_id: 'after', pipeline: 'p', records_in: 200, records_out: 171, records_filtered: 29 }));
+          const after = await s.runs.get('after');
+          expect(after).toMatchObject({ records_in: 200, records_out: 171, records_filtered: 29 });
+          expectPlainTypes(after!);
+          await s.runs.start({ run_id: 'once', pipeline: 'p', node_id: 'n', started_at: '2024-05-01T10:00:00.000Z' });
+          expect((await s.runs.get('once'))?.records_filtered).toBe(0);
+          expect(await s.runs.finishOnce(rec({ run_id: 'once', pipeline: 'p', records_in: 2 ** 40, records_filtered: 2 ** 40 - 1, records_out: 1 }))).toBe(
+            true,
+          );
+          expect(await s.runs.get('once')).toMatchObject({ records_in: 2 ** 40, records_filtered: 2 ** 40 - 1 });
+          expect((await s.runs.list({ pipeline: 'p', limit: 10, offset: 0 })).map((r) => [r.run_id, r.records_filtered]).sort()).toEqual([
+            ['after', 29],
+            ['before', 0],
+            ['once', 2 ** 40 - 1],
+          ]);
+          // A worker of an earlier release sends no records_filtered: stored as 0.
+          const { records_filtered: _, ...withoutFiltered } = rec({ run_id: 'legacy', pipeline: 'p', records_in: 5, records_out: 5 });
+          await s.runs.finish(withoutFiltered as RunToStore);
+          expect((await s.runs.get('legacy'))?.records_filtered).toBe(0);
+          await expect(s.runs.finish(rec({ run_id: 'neg', records_filtered: -1 }))).rejects.toThrow(/records_filtered must be a non-negative number/);
         } finally {
           await s.close();
         }
@@ -366,6 +410,7 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
         finished_at: null,
         records_in: 0,
         records_out: 0,
+        records_filtered: 0,
         records_skipped: 0,
         bytes_in: 0,
         bytes_out: 0,
@@ -379,8 +424,9 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
       expect(await store.runs.start({ run_id: 'r1b', pipeline: 'p1', node_id: 'node-a', started_at: '2024-05-01T10:00:00.000Z' })).toBe(true);
       const done = rec({
         run_id: 'r1',
-        records_in: 7,
+        records_in: 10,
         records_out: 6,
+        records_filtered: 3,
         records_skipped: 1,
         bytes_in: 5_000_000_000,
         bytes_out: 2 ** 40,

@@ -10,15 +10,20 @@ const b64 = (bytes: Uint8Array | string) => Buffer.from(bytes).toString('base64'
 describe('the dead-letter page helpers', () => {
   it('reads the view from the hash, writes back only what differs from the defaults, and turns it into API filters', () => {
     const defaults = viewOf(new URLSearchParams(''));
-    expect(defaults).toEqual({ stage: '', error: '', since: 'all', hideReplayed: false, page: 1 });
+    expect(defaults).toEqual({ stage: '', error: '', since: 'all', hideReplayed: false, run: '', page: 1 });
     expect(queryOf(defaults)).toEqual({ stage: undefined, error: undefined, since: undefined, replayed: undefined, page: undefined });
     expect(filterOf(defaults)).toEqual({ stage: undefined, error: undefined, since: undefined });
 
     const v = viewOf(new URLSearchParams('stage=transform&error=add_field&since=1h&replayed=hide&page=3'));
-    expect(v).toEqual({ stage: 'transform', error: 'add_field', since: '1h', hideReplayed: true, page: 3 });
+    expect(v).toEqual({ stage: 'transform', error: 'add_field', since: '1h', hideReplayed: true, run: '', page: 3 });
     expect(queryOf(v)).toEqual({ stage: 'transform', error: 'add_field', since: '1h', replayed: 'hide', page: '3' });
     const now = Date.parse('2026-11-27T06:00:00Z');
     expect(filterOf(v, now)).toEqual({ stage: 'transform', error: 'add_field', since: '2026-11-27T05:00:00.000Z' });
+    // A run's page links here with its run (issue 29): the listing and a replay of all matching keep to it.
+    const ofRun = viewOf(new URLSearchParams('run=0f3c2a9e-1111-4222-8333-444455556666'));
+    expect(ofRun.run).toBe('0f3c2a9e-1111-4222-8333-444455556666');
+    expect(queryOf(ofRun)).toMatchObject({ run: '0f3c2a9e-1111-4222-8333-444455556666' });
+    expect(filterOf(ofRun)).toMatchObject({ run_id: '0f3c2a9e-1111-4222-8333-444455556666' });
     // A hand-edited hash cannot ask for a stage the API does not know or a page below 1.
     expect(filterOf(viewOf(new URLSearchParams('stage=write'))).stage).toBeUndefined();
     expect(viewOf(new URLSearchParams('page=0')).page).toBe(1);

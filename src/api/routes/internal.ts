@@ -20,6 +20,8 @@ const RunCompleteBody = Type.Object(
     finished_at: Type.String(),
     records_in: count,
     records_out: count,
+    // Optional: a worker of an earlier release does not send it (stored as 0).
+    records_filtered: Type.Optional(count),
     records_skipped: count,
     bytes_in: count,
     bytes_out: count,
@@ -37,6 +39,7 @@ const StatsBody = Type.Object(
     pipeline: Type.String({ minLength: 1 }),
     records_in: count,
     records_out: count,
+    records_filtered: Type.Optional(count),
     records_skipped: count,
     dlq_count: count,
     bytes_in: count,

@@ -27,6 +27,7 @@ const COLUMNS = [
   'finished_at',
   'records_in',
   'records_out',
+  'records_filtered',
   'records_skipped',
   'bytes_in',
   'bytes_out',

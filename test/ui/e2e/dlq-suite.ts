@@ -28,7 +28,7 @@ const INPUT = [
   { host: 'edge-4', octets: 'n/a' }, // transform, and int() fails on it again
 ].map((l) => (typeof l === 'string' ? l : JSON.stringify(l)));
 
-function pipelineYaml(name: string, root: string, dlq = true) {
+function pipelineYaml(name: string, root: string, dlq = true, transforms: string[] = []) {
   return [
     'version: "1"',
     'pipeline:',
@@ -39,6 +39,7 @@ function pipelineYaml(name: string, root: string, dlq = true) {
     `  on_error: ${dlq ? 'dlq' : 'continue'}`,
     '  transforms:',
     '    - { type: add_field, fields: { next: "coalesce(octets, 0) + 1" } }',
+    ...transforms.map((t) => `    - ${t}`),
     `  sinks: [{ type: local, path: ${JSON.stringify(join(root, 'out'))}, filename_template: out.ndjson }]`,
     ...(dlq ? [`  dlq: { type: local, path: ${JSON.stringify(join(root, 'dlq'))}, filename_template: "dlq_{timestamp}.ndjson" }`] : []),
   ].join('\n');
@@ -52,11 +53,11 @@ async function api(method: string, path: string, body?: string): Promise<any> {
 }
 
 /** Registers a pipeline over `lines` and runs it once to the end. */
-async function deadLetter(name: string, lines: string[], dlq = true) {
+async function deadLetter(name: string, lines: string[], dlq = true, transforms: string[] = []) {
   const root = join(daemon.dir, name);
   mkdirSync(join(root, 'in'), { recursive: true });
   writeFileSync(join(root, 'in', 'a.ndjson'), lines.join('\n') + '\n');
-  await api('POST', '/api/pipelines', pipelineYaml(name, root, dlq));
+  await api('POST', '/api/pipelines', pipelineYaml(name, root, dlq, transforms));
   const { run_id } = await api('POST', `/api/pipelines/${name}/run`);
   return until(async () => {
     const run = await api('GET', `/api/runs/${run_id}`);
@@ -190,6 +191,67 @@ export function dlqSuite() {
       await w.page.goto(`${daemon.url}/ui/${runHref}`);
       await expect.poll(async () => (await w.page.locator('h1 .badge').textContent()) ?? '').toBe('success');
       expect(await w.page.getByTestId('run-errors').textContent()).toContain('replay of 2 dead letters (transform 2)');
+      expect(w.problems.filter(expected)).toEqual([]);
+    });
+
+    it('marks a run with dead letters in the runs list and on its page, and links it to them (issue 29)', async () => {
+      const runs = (await api('GET', '/api/runs?pipeline=cells')) as { run_id: string; dlq_count: number; errors: string[] }[];
+      const dead = runs.find((r) => r.dlq_count === 4)!;
+      // A clean run whose filter drops one record of three.
+      const clean = await deadLetter(
+        'tidy',
+        [1, 2, 3].map((octets) => JSON.stringify({ host: 'edge-9', octets })),
+        true,
+        ['{ type: filter, expression: "octets != 2" }'],
+      );
+      expect(clean).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_filtered: 1, dlq_count: 0 });
+
+      await w.page.goto('about:blank');
+      await w.page.goto(`${daemon.url}/ui/#/runs`);
+      const row = w.page.locator(`tr[data-run="${dead.run_id}"]`);
+      const cleanRow = w.page.locator(`tr[data-run="${clean.run_id}"]`);
+      await row.waitFor();
+      // Not the green of a clean success: amber, and a second badge that links to the run's dead letters.
+      expect(await row.locator('.badge').first().textContent()).toBe('success');
+      expect(await row.locator('.badge').first().getAttribute('class')).toBe('badge badge-warn');
+      const link = row.getByTestId('run-dead-letters');
+      expect(await link.textContent()).toBe('4 dead letters');
+      expect(await link.getAttribute('href')).toBe(`#/pipelines/cells/dlq?run=${dead.run_id}`);
+      expect(await cleanRow.locator('.badge').count()).toBe(1);
+      expect(await cleanRow.locator('.badge').getAttribute('class')).toBe('badge badge-ok');
+      const headers = await w.page.getByTestId('runs-table').locator('thead th').allTextContents();
+      const cell = async (tr: typeof row, column: string) => tr.locator('td').nth(headers.indexOf(column)).textContent();
+      expect(await cell(cleanRow, 'Filtered')).toBe('1');
+      expect(await cell(row, 'Filtered')).toBe('0');
+      expect(await cell(row, 'DLQ')).toBe('4');
+      await w.shot('runs-dead-letters');
+
+      // The link opens the DLQ page filtered by that run.
+      await link.click();
+      await w.page.waitForURL(new RegExp(`#/pipelines/cells/dlq\\?run=${dead.run_id}$`));
+      await expect.poll(() => rows().count()).toBe(4);
+      expect(await w.page.getByTestId('dlq-run-filter').textContent()).toContain(dead.run_id.slice(0, 8));
+      expect(await rows().evaluateAll((trs) => trs.map((tr) => tr.querySelector('a.mono')?.textContent))).toEqual(Array(4).fill(dead.run_id.slice(0, 8)));
+      await w.shot('dlq-of-run');
+      // "all runs" drops the run filter.
+      await w.page.getByTestId('dlq-run-filter').getByRole('button', { name: 'all runs' }).click();
+      await w.page.waitForURL(/#\/pipelines\/cells\/dlq$/);
+
+      // The run's page: the same badges, its counters with filtered, and the way to its dead letters.
+      await w.page.goto(`${daemon.url}/ui/#/runs/${dead.run_id}`);
+      await expect.poll(() => w.page.getByTestId('run-records').textContent()).toBe('5 / 1 / 0 / 4');
+      expect(await w.page.locator('h1 .badge').first().getAttribute('class')).toBe('badge badge-warn');
+      expect(await w.page.locator('h1').getByTestId('run-dead-letters').textContent()).toBe('4 dead letters');
+      expect(await w.page.getByRole('link', { name: 'Dead letters of this run' }).getAttribute('href')).toBe(`#/pipelines/cells/dlq?run=${dead.run_id}`);
+      expect(await w.page.getByTestId('run-facts').getByRole('link', { name: '4 dead letters' }).getAttribute('href')).toBe(
+        `#/pipelines/cells/dlq?run=${dead.run_id}`,
+      );
+      await w.shot('run-dead-letters');
+      // A clean run's page has no such badge or button.
+      await w.page.goto(`${daemon.url}/ui/#/runs/${clean.run_id}`);
+      await expect.poll(() => w.page.getByTestId('run-records').textContent()).toBe('3 / 2 / 1 / 0');
+      expect(await w.page.locator('h1 .badge').count()).toBe(1);
+      expect(await w.page.getByRole('link', { name: 'Dead letters of this run' }).count()).toBe(0);
       expect(w.problems.filter(expected)).toEqual([]);
     });
 

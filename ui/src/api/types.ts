@@ -77,6 +77,8 @@ export interface RunRecord {
   finished_at: string | null;
   records_in: number;
   records_out: number;
+  /** Records dropped on purpose (a transform gave none for them, or no sink took them); absent from a daemon before issue 29. */
+  records_filtered?: number;
   records_skipped: number;
   bytes_in: number;
   bytes_out: number;

@@ -10,7 +10,12 @@ const TONE: Record<string, string> = {
   error: 'bad',
 };
 
-export function StatusBadge({ status }: { status: string | null | undefined }) {
+/** `tone` overrides the status's own colour (a success with dead letters is amber: components/run-status.tsx). */
+export function StatusBadge({ status, tone, title }: { status: string | null | undefined; tone?: string; title?: string }) {
   const s = status ?? 'none';
-  return <span class={`badge badge-${TONE[s] ?? 'muted'}`}>{s}</span>;
+  return (
+    <span class={`badge badge-${tone ?? TONE[s] ?? 'muted'}`} title={title}>
+      {s}
+    </span>
+  );
 }

@@ -45,6 +45,8 @@ export default defineTransform({
     // Insertion order: groups come out in the order their first record came in.
     let groups = new Map<string, { values: unknown[]; accs: Acc[] }>();
     return {
+      // Each record is taken into its group; the groups come out at the drain.
+      holdsRecords: true,
       apply(r: Rec) {
         const k = groupKey(groupBy, r);
         let g = groups.get(k);

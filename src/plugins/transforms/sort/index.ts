@@ -82,6 +82,7 @@ export default defineTransform({
       return out;
     };
     return {
+      holdsRecords: true,
       apply(r, ctx) {
         held.push(r);
         if (held.length < max) return null;

@@ -118,6 +118,8 @@ export default defineTransform({
     let closedBefore = -Infinity; // windows ending at or before this were emitted
 
     return {
+      // Records go into their windows (a late one is counted as window_late_dropped, not as filtered).
+      holdsRecords: true,
       apply(r, rc) {
         const t = parse(r[c.time_field]);
         if (t === NOT_A_TIME) throw new Error(`time_field '${c.time_field}' value ${JSON.stringify(r[c.time_field] ?? null)} is not a timestamp`);

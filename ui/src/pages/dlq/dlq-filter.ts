@@ -14,6 +14,8 @@ export interface DlqView {
   since: string;
   /** Replayed envelopes are listed (with their mark) unless hidden. */
   hideReplayed: boolean;
+  /** The run that dead-lettered them ('' for every run): a run's page links here with it. */
+  run: string;
   /** 1-based. */
   page: number;
 }
@@ -25,6 +27,7 @@ export function viewOf(query: URLSearchParams): DlqView {
     error: query.get('error') ?? '',
     since: query.get('since') ?? 'all',
     hideReplayed: query.get('replayed') === 'hide',
+    run: query.get('run') ?? '',
     page: Number.isInteger(page) && page > 0 ? page : 1,
   };
 }
@@ -36,6 +39,7 @@ export function queryOf(v: DlqView): Record<string, string | undefined> {
     error: v.error || undefined,
     since: v.since === 'all' ? undefined : v.since,
     replayed: v.hideReplayed ? 'hide' : undefined,
+    run: v.run || undefined,
     page: v.page > 1 ? String(v.page) : undefined,
   };
 }
@@ -47,5 +51,6 @@ export function filterOf(v: DlqView, now = Date.now()): DlqFilter {
     stage: STAGES.includes(v.stage as DlqStage) ? (v.stage as DlqStage) : undefined,
     error: v.error || undefined,
     since: ms ? new Date(now - ms).toISOString() : undefined,
+    run_id: v.run || undefined,
   };
 }

@@ -107,6 +107,20 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
               />
             </label>
             <SelectField label="Failed" name="since" value={view.since} options={SINCE_OPTIONS} onChange={(since) => setView({ since })} />
+            {view.run && (
+              // Not a label: a click on its text must not press the button.
+              <div class="dlq-check dlq-run" data-testid="dlq-run-filter">
+                <span>
+                  Run{' '}
+                  <a href={href(['runs', view.run])} class="mono">
+                    {view.run.slice(0, 8)}
+                  </a>{' '}
+                  <button type="button" class="link" onClick={() => setView({ run: '' })}>
+                    all runs
+                  </button>
+                </span>
+              </div>
+            )}
             <label class="dlq-check">
               <span>
                 <input
@@ -140,7 +154,7 @@ export function DlqPage({ name, query }: { name: string; query: URLSearchParams 
             !list.error && (
               <div class="empty">
                 <p>
-                  {view.stage || view.error || view.since !== 'all' || view.hideReplayed
+                  {view.stage || view.error || view.since !== 'all' || view.hideReplayed || view.run
                     ? 'No dead letters match this filter.'
                     : 'The DLQ of this pipeline is empty.'}
                 </p>

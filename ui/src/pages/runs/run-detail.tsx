@@ -1,9 +1,10 @@
 // One run: status, timings, counters, the fatal error and every per-record message, and the
-// pipeline version it ran. Messages are shown as text: they can quote record values.
+// pipeline version it ran; a run with dead letters links to them. Messages are shown as text: they
+// can quote record values.
 import { daemon } from '../../api/daemon.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
-import { StatusBadge } from '../../components/status-badge.js';
+import { deadLetters, deadLettersHref, RunStatus } from '../../components/run-status.js';
 import { durationSeconds, fmtAgo, fmtInt, fmtRate, fmtSeconds, fmtTime } from '../../lib/format.js';
 import { href } from '../../lib/router.js';
 import { usePoll } from '../../lib/use-poll.js';
@@ -18,7 +19,7 @@ export function RunDetailPage({ runId }: { runId: string }) {
       <PageHeader
         title={
           <>
-            Run <span class="mono">{runId.slice(0, 8)}</span> {r && <StatusBadge status={r.status} />}
+            Run <span class="mono">{runId.slice(0, 8)}</span> {r && <RunStatus run={r} />}
           </>
         }
         subtitle={<span class="mono">{runId}</span>}
@@ -31,6 +32,11 @@ export function RunDetailPage({ runId }: { runId: string }) {
             <a class="button" href={href(['pipelines', r.pipeline])}>
               Open pipeline
             </a>
+            {r.dlq_count > 0 && (
+              <a class="button" href={deadLettersHref(r)}>
+                Dead letters of this run
+              </a>
+            )}
           </>
         )}
       </PageHeader>
@@ -62,16 +68,16 @@ export function RunDetailPage({ runId }: { runId: string }) {
             <dd>{r.finished_at ? fmtTime(r.finished_at) : 'still running'}</dd>
             <dt>{r.finished_at ? 'Duration' : 'Running for'}</dt>
             <dd>{fmtSeconds(seconds)}</dd>
-            <dt>Records in / out / skipped</dt>
-            <dd>
-              {fmtInt(r.records_in)} / {fmtInt(r.records_out)} / {fmtInt(r.records_skipped)}
+            <dt>Records in / out / filtered / skipped</dt>
+            <dd data-testid="run-records">
+              {fmtInt(r.records_in)} / {fmtInt(r.records_out)} / {fmtInt(r.records_filtered ?? 0)} / {fmtInt(r.records_skipped)}
             </dd>
             <dt>Bytes in / out</dt>
             <dd>
               {fmtInt(r.bytes_in)} / {fmtInt(r.bytes_out)}
             </dd>
             <dt>Dead-lettered</dt>
-            <dd>{fmtInt(r.dlq_count)}</dd>
+            <dd>{r.dlq_count > 0 ? <a href={deadLettersHref(r)}>{deadLetters(r.dlq_count)}</a> : '0'}</dd>
             {r.live ? (
               <>
                 <dt>Records/s in / out (last 10 s)</dt>

@@ -1,12 +1,12 @@
 // Run history: filter by pipeline, status and time; charts of records/s and duration over time;
-// the table links every run to its detail; CSV export of the filtered runs (the server's CSV).
-// A running run's counts are live (the API lays them over the record) with its records/s.
+// the table links every run to its detail, and a run with dead letters to them; CSV export of the
+// filtered runs (the server's CSV). A running run's counts are live (the API lays them over the record) with its records/s.
 import { useEffect, useState } from 'preact/hooks';
 import type { ComponentType } from 'preact';
 import { daemon, type RunRecord } from '../../api/daemon.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
-import { StatusBadge } from '../../components/status-badge.js';
+import { RunStatus } from '../../components/run-status.js';
 import { SelectField } from '../../components/select-field.js';
 import { downloadText } from '../../lib/download.js';
 import { durationSeconds, fmtInt, fmtRate, fmtSeconds, fmtTime } from '../../lib/format.js';
@@ -85,6 +85,9 @@ export function RunsPage({ query }: { query: URLSearchParams }) {
               <th class="num">Duration</th>
               <th class="num">In</th>
               <th class="num">Out</th>
+              <th class="num" title="dropped on purpose: by a transform (filter, limit, ...) or no sink condition">
+                Filtered
+              </th>
               <th class="num">Skipped</th>
               <th class="num">DLQ</th>
               <th class="num">Messages</th>
@@ -99,7 +102,7 @@ export function RunsPage({ query }: { query: URLSearchParams }) {
                   <a href={href(['pipelines', r.pipeline])}>{r.pipeline}</a>
                 </td>
                 <td>
-                  <StatusBadge status={r.status} />
+                  <RunStatus run={r} />
                 </td>
                 <td class="num">{fmtSeconds(durationSeconds(r.started_at, r.finished_at ?? (r.live ? new Date().toISOString() : null)))}</td>
                 <td class="num" data-testid="run-in">
@@ -110,6 +113,7 @@ export function RunsPage({ query }: { query: URLSearchParams }) {
                   {fmtInt(r.records_out)}
                   {r.live && <div class="muted small live-rate">{fmtRate(r.live.records_out_per_sec)}</div>}
                 </td>
+                <td class="num">{fmtInt(r.records_filtered ?? 0)}</td>
                 <td class={`num${r.records_skipped ? ' bad' : ''}`}>{fmtInt(r.records_skipped)}</td>
                 <td class="num">{fmtInt(r.dlq_count)}</td>
                 <td class="num">{fmtInt(r.errors.length + (r.error ? 1 : 0))}</td>

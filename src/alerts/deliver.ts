@@ -3,6 +3,7 @@
 // Neither throws and neither takes longer than its timeout (plus a few milliseconds).
 import type { ConnectionOptions } from 'node:tls';
 import type { Settings } from '../settings.js';
+import { redactUrl, SECRET_PARAM } from '../util/redact-url.js';
 
 export type DeliveryResult = { ok: true; detail: string } | { ok: false; reason: string };
 
@@ -22,23 +23,8 @@ const errorText = (e: unknown): string => {
   return typeof code === 'string' && !e.message.includes(code) ? `${code}: ${e.message}` : e.message;
 };
 
-/** Query parameters whose value is a credential (`?token=`, `?api_key=`, `?sig=`): masked wherever the URL is shown. */
-const SECRET_PARAM = /pass|secret|token|key|auth|sig|credential/i;
-
-/** A URL for logs, reasons and the delivery history: without user and password, secret query values as `***`. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    const params = [...new Set([...u.searchParams.keys()].filter((k) => SECRET_PARAM.test(k)))];
-    if (!u.username && !u.password && params.length === 0) return url;
-    u.username = '';
-    u.password = '';
-    for (const k of params) u.searchParams.set(k, '***');
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
+/** A URL for logs, reasons and the delivery history (src/util/redact-url.ts, shared with the web UI). */
+export { redactUrl };
 
 const safeDecode = (s: string): string => {
   try {

@@ -10,6 +10,7 @@ import { fmtAgo, fmtTime } from '../../lib/format.js';
 import { href, navigate } from '../../lib/router.js';
 import { usePoll } from '../../lib/use-poll.js';
 import { AlertForm, EMPTY_RULE } from './alert-form.js';
+import { redactUrl } from '../../../../src/util/redact-url.js';
 
 interface Row extends AlertRule {
   pipeline: string;
@@ -22,24 +23,8 @@ async function loadRules(only?: string): Promise<{ pipelines: string[]; rows: Ro
   return { pipelines, rows: lists.flat() };
 }
 
-/** Query parameters whose value is a credential: masked as the daemon masks them in the delivery history. */
-const SECRET_PARAM = /pass|secret|token|key|auth|sig|credential/i;
-
 /** A webhook URL as the table shows it: without user and password, secret query values as `***` (the edit form keeps them). */
-function shownUrl(url: string | null | undefined): string {
-  if (!url) return '';
-  try {
-    const u = new URL(url);
-    const params = [...new Set([...u.searchParams.keys()].filter((k) => SECRET_PARAM.test(k)))];
-    if (!u.username && !u.password && params.length === 0) return url;
-    u.username = '';
-    u.password = '';
-    for (const k of params) u.searchParams.set(k, '***');
-    return u.toString();
-  } catch {
-    return url;
-  }
-}
+const shownUrl = (url: string | null | undefined): string => (url ? redactUrl(url) : '');
 
 /** The last delivery of a rule: when, and whether it went through. */
 function LastFired({ r }: { r: Row }) {

@@ -13,6 +13,8 @@ import { SCHEMA_MAX_BYTES } from '../schemas/store.js';
 import aiRoutes from './routes/ai.js';
 import alertRoutes from './routes/alerts.js';
 import authRoutes from './routes/auth.js';
+import tapRoutes from './routes/tap.js';
+import websocket from '@fastify/websocket';
 import connectorRoutes from './routes/connectors.js';
 import daemonRoutes from './routes/daemon.js';
 import mibRoutes from './routes/mibs.js';
@@ -97,6 +99,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   serveRedoc(app, { log: deps.log }); // /redoc with ReDoc served from the package, not a CDN (issue 17)
 
+  // The tap's WebSocket (routes/tap.ts); a client sends nothing but pings.
+  await app.register(websocket, { options: { maxPayload: 4096 } });
   installAuth(app, { settings, log: deps.log });
   if (deps.cluster) refuseOnStandby(app, deps.cluster);
 
@@ -106,6 +110,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     pluginRoutes,
     clusterRoutes,
     pipelineRoutes,
+    tapRoutes,
     connectorRoutes,
     runRoutes,
     alertRoutes,

@@ -123,6 +123,14 @@ export function installAuth(app: FastifyInstance, opts: InstallAuthOptions): { l
     return Object.keys(q).some((k) => QUERY_KEY_NAMES.includes(k.toLowerCase()));
   };
 
+  // A browser cannot set headers on a WebSocket: its session token may come as `?token=` on the
+  // upgrade request (a short-lived session token, never the key; the tap, /api/pipelines/{name}/tap).
+  const socketToken = (request: FastifyRequest): string | undefined => {
+    if (request.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
+    const t = (request.query as { token?: unknown } | undefined)?.token;
+    return typeof t === 'string' && t !== '' ? t : undefined;
+  };
+
   const refuse = (reply: FastifyReply, code: HttpErrorCode, detail: string, headers: Record<string, string> = {}) =>
     sendHttpError(reply, new HttpError(code, detail, headers));
 
@@ -146,7 +154,7 @@ export function installAuth(app: FastifyInstance, opts: InstallAuthOptions): { l
     if (apiKey && views.some((v) => v.surface === 'api')) {
       const key = checkKey(request);
       if (key !== 'ok') {
-        const token = bearerToken(request.headers.authorization);
+        const token = bearerToken(request.headers.authorization) ?? socketToken(request);
         const user = token === undefined ? undefined : verifyToken(token, settings.AUTH_SECRET);
         if (user === undefined) {
           let detail: string;

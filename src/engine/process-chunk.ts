@@ -4,6 +4,7 @@
 import { truthy } from '../expr/index.js';
 import type { DecodeInput, DecodeOut, DrainPoint, Rec, RecordContext, SourceMeta } from '../plugins/types.js';
 import type { ChunkPlan, LabeledTransform } from './plan.js';
+import { tapRecords, type TapRequest, type Tapped } from './tap.js';
 
 const NO_BYTES = new Uint8Array(0);
 
@@ -21,6 +22,8 @@ export interface ChunkInput {
   readAt?: number;
   /** Not to be decoded: `data` is a parse error with this reason (a line past the chunker's line ceiling). */
   error?: string;
+  /** Records to copy for taps (src/engine/tap.ts); absent when no tap is attached. */
+  tap?: TapRequest[];
 }
 
 export interface StageError {
@@ -41,6 +44,8 @@ export interface SinkOutput {
   first?: Rec;
   /** The records in the payload; kept inline, or in a worker when the sink asks for records. */
   records?: Rec[];
+  /** Records its condition let through (stage figures). */
+  matched: number;
   /** Records that failed this sink's own transforms. */
   errors: StageError[];
   /** Origins of those failed records. */
@@ -64,6 +69,16 @@ export interface ChunkOutput {
   sinks: SinkOutput[];
   /** Worker results of a plan with a main-thread part (ProcessOptions.stopAt): the records so far; `sinks` is empty. */
   rest?: Rec[];
+  /** Per global transform: records handed to it, handed on by it, and failed on (stage figures). */
+  tally: Tally;
+  /** Copies for taps. */
+  tapped?: Tapped[];
+}
+
+export interface Tally {
+  in: number[];
+  out: number[];
+  errors: number[];
 }
 
 /** A Buffer view of bytes that may have crossed a thread as a plain Uint8Array. */
@@ -90,13 +105,16 @@ function applyChain(
   emit: (r: Rec) => void,
   fail: (msg: string, r: Rec) => void,
   drop?: (held: boolean) => void,
+  tally?: Tally,
 ) {
   let cur: Rec = r;
   for (let t = from; t < to; t++) {
     let out: Rec | Rec[] | null;
+    if (tally) tally.in[t]++;
     try {
       out = chain[t]!.apply(cur, ctx);
     } catch (e) {
+      if (tally) tally.errors[t]++;
       fail(`${chain[t]!.label}: ${errorText(e)}`, cur);
       return;
     }
@@ -106,9 +124,11 @@ function applyChain(
     }
     if (Array.isArray(out)) {
       if (out.length === 0) drop?.(chain[t]!.holdsRecords === true);
-      for (const o of out) applyChain(chain, t + 1, to, o, ctx, emit, fail, drop);
+      if (tally) tally.out[t] += out.length;
+      for (const o of out) applyChain(chain, t + 1, to, o, ctx, emit, fail, drop, tally);
       return;
     }
+    if (tally) tally.out[t]++;
     cur = out;
   }
   emit(cur);
@@ -122,6 +142,7 @@ function drainChain(
   emit: (r: Rec) => void,
   fail: (msg: string, r: Rec) => void,
   drop?: (held: boolean) => void,
+  tally?: Tally,
 ) {
   for (let t = 0; t < chain.length; t++) {
     const tr = chain[t]!;
@@ -133,7 +154,8 @@ function drainChain(
       ctx.note(`${tr.label}: ${errorText(e)}`);
       continue;
     }
-    for (const r of held) applyChain(chain, t + 1, chain.length, r, ctx, emit, fail, drop);
+    if (tally) tally.out[t] += held.length;
+    for (const r of held) applyChain(chain, t + 1, chain.length, r, ctx, emit, fail, drop, tally);
   }
 }
 
@@ -149,7 +171,21 @@ export interface ProcessOptions {
   onMessage?: (index: number) => void;
 }
 
-const emptyOutput = (): ChunkOutput => ({ recordsIn: 0, produced: 0, filtered: 0, parseErrors: [], transformErrors: [], notes: [], sinks: [] });
+const zeros = (n: number) => new Array<number>(n).fill(0);
+
+const emptyOutput = (plan: ChunkPlan): ChunkOutput => {
+  const n = plan.chain.length;
+  return {
+    recordsIn: 0,
+    produced: 0,
+    filtered: 0,
+    parseErrors: [],
+    transformErrors: [],
+    notes: [],
+    sinks: [],
+    tally: { in: zeros(n), out: zeros(n), errors: zeros(n) },
+  };
+};
 
 /** Stops a decoder at the ceiling (thrown from DecodeOut.record, caught in BoundedDecode.decode). */
 const CEILING = Symbol('decode ceiling');
@@ -272,7 +308,7 @@ export function jsonSizeUpTo(v: unknown, cap: number): number {
 }
 
 export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOptions): ChunkOutput {
-  const out = emptyOutput();
+  const out = emptyOutput(plan);
   const ctx: RecordContext = { meta: input.meta, note: (m) => out.notes.push(m) };
 
   // 1. decode
@@ -295,6 +331,7 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
     );
   }
   out.recordsIn = decoded.length + out.parseErrors.length;
+  tapRecords(input.tap, 'source', decoded, out);
 
   // 2. global transforms (up to stopAt)
   const to = opts.stopAt ?? plan.chain.length;
@@ -304,20 +341,20 @@ export function processChunk(plan: ChunkPlan, input: ChunkInput, opts: ProcessOp
     return out;
   }
   // 3. per sink: condition, sink transforms, encode
-  return finish(plan, produced, ctx, out, opts.keepRecords);
+  return finish(plan, produced, ctx, out, opts.keepRecords, undefined, input.tap);
 }
 
 /** The main thread's part of a worker result (`rest`): the chain from plan.mainFrom, then the sinks. */
-export function continueChunk(plan: ChunkPlan, out: ChunkOutput, meta: SourceMeta): ChunkOutput {
+export function continueChunk(plan: ChunkPlan, out: ChunkOutput, meta: SourceMeta, tap?: TapRequest[]): ChunkOutput {
   const ctx: RecordContext = { meta, note: (m) => out.notes.push(m) };
   const produced = runChain(plan.chain, plan.mainFrom!, plan.chain.length, out.rest!, ctx, out);
   out.rest = undefined;
-  return finish(plan, produced, ctx, out, true);
+  return finish(plan, produced, ctx, out, true, undefined, tap);
 }
 
 /** What the holding transforms hand on at a drain point, through the rest of their chains and the sinks. */
-export function drainChunk(plan: ChunkPlan, at: DrainPoint, meta: SourceMeta): ChunkOutput {
-  const out = emptyOutput();
+export function drainChunk(plan: ChunkPlan, at: DrainPoint, meta: SourceMeta, tap?: TapRequest[]): ChunkOutput {
+  const out = emptyOutput(plan);
   const ctx: RecordContext = { meta, note: (m) => out.notes.push(m) };
   const produced: Rec[] = [];
   drainChain(
@@ -327,8 +364,9 @@ export function drainChunk(plan: ChunkPlan, at: DrainPoint, meta: SourceMeta): C
     (r) => produced.push(r),
     (message, record) => out.transformErrors.push({ message, record }),
     (held) => held || out.filtered++,
+    out.tally,
   );
-  return finish(plan, produced, ctx, out, true, at);
+  return finish(plan, produced, ctx, out, true, at, tap);
 }
 
 function runChain(chain: LabeledTransform[], from: number, to: number, records: Rec[], ctx: RecordContext, out: ChunkOutput): Rec[] {
@@ -336,7 +374,8 @@ function runChain(chain: LabeledTransform[], from: number, to: number, records: 
   const emit = (r: Rec) => produced.push(r);
   const fail = (message: string, record: Rec) => out.transformErrors.push({ message, record });
   const drop = (held: boolean) => held || out.filtered++;
-  for (let i = 0; i < records.length; i++) applyChain(chain, from, to, records[i]!, ctx, emit, fail, drop);
+  const tally = out.tally;
+  for (let i = 0; i < records.length; i++) applyChain(chain, from, to, records[i]!, ctx, emit, fail, drop, tally);
   return produced;
 }
 
@@ -344,13 +383,23 @@ function runChain(chain: LabeledTransform[], from: number, to: number, records: 
  * Sink stage. Records that sink-level holding transforms hand on at a drain point stand for no one
  * record of `produced`: they get origins past its end, and `produced` grows to cover them.
  */
-function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: ChunkOutput, keepRecords: boolean, at?: DrainPoint): ChunkOutput {
+function finish(
+  plan: ChunkPlan,
+  produced: Rec[],
+  ctx: RecordContext,
+  out: ChunkOutput,
+  keepRecords: boolean,
+  at?: DrainPoint,
+  tap?: TapRequest[],
+): ChunkOutput {
   let extra = produced.length;
+  tapRecords(tap, 'transforms', produced, out);
   // Which records some sink took (wrote, or failed on): the others were filtered at the sinks. A sink
   // with no condition and no transforms takes every record, and then none need marking.
   const takesAll = plan.sinks.some((s) => !s.condition && s.chain.length === 0);
   const taken = takesAll ? undefined : new Uint8Array(produced.length);
-  out.sinks = plan.sinks.map((s): SinkOutput => {
+  out.sinks = plan.sinks.map((s, index): SinkOutput => {
+    let matched = 0;
     const records: Rec[] = [];
     const origins: number[] = [];
     const errors: StageError[] = [];
@@ -385,6 +434,7 @@ function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: Chunk
         }
         if (!keep) continue;
       }
+      matched++;
       if (s.chain.length === 0) {
         records.push(r);
         origins.push(i);
@@ -409,6 +459,7 @@ function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: Chunk
         },
       );
     }
+    tapRecords(tap, index, records, out);
     // A records sink speaks its own wire format (COPY, line protocol, one message per record): the
     // batch payload would be encoded for nothing.
     const encode = records.length > 0 && !s.wantsRecords;
@@ -416,6 +467,7 @@ function finish(plan: ChunkPlan, produced: Rec[], ctx: RecordContext, out: Chunk
       payload: encode ? s.encoder.body(records) : NO_BYTES,
       head: encode ? s.encoder.head(records) : '',
       count: records.length,
+      matched,
       origins: Uint32Array.from(origins),
       first: records[0],
       records: keepRecords || s.wantsRecords ? records : undefined,

@@ -39,6 +39,8 @@ import { continueChunk, drainChunk, processChunk, type ChunkInput, type ChunkOut
 import { MemoryProcessedFiles } from '../plugins/connector-runtime/processed-files.js';
 import { CircuitBreaker, guardedRecordsWrite, TokenBucket } from './reliability.js';
 import { RunCounters, runCounts, type RunRecord, type RunStatus } from './run-record.js';
+import { emptyStages, type StageFigures } from './stage-figures.js';
+import type { TapHub } from './tap.js';
 
 export interface RunProgress {
   units: number;
@@ -55,6 +57,8 @@ export interface RunProgress {
   /** Name and size of the unit being read, when the source knows them. */
   unit?: string;
   unit_size?: number;
+  /** Per-stage figures (the runner's own object, updated in place: copy it to keep a snapshot). */
+  stages?: StageFigures;
 }
 
 export interface RunOptions {
@@ -90,6 +94,8 @@ export interface RunOptions {
   onTransformEvent?: (event: TransformEvent | 'state_io', n: number) => void;
   /** Connector telemetry (the svc_connector_* and svc_kafka_consumer_lag metrics). */
   telemetry?: RunTelemetry;
+  /** The pipeline's taps (src/engine/tap.ts): chunks copy records for them while any is attached. */
+  tap?: TapHub;
 }
 
 export type { RunTelemetry };
@@ -140,6 +146,8 @@ class PipelineRun {
   readonly runId: string;
   readonly startedAt = new Date();
   readonly counters: RunCounters;
+  /** Per-stage figures, added to at each delivered chunk. */
+  readonly stages: StageFigures;
   readonly log: Logger;
   /** Masks every secret of the pipeline's connectors in errors and notes. */
   private readonly redact: (text: string) => string;
@@ -197,6 +205,7 @@ class PipelineRun {
     // polled targets at once has hundreds): not a leak, so no MaxListenersExceededWarning.
     setMaxListeners(0, this.hard.signal);
     this.counters = new RunCounters(this.redact);
+    this.stages = emptyStages(config);
     if (config.rate_limit_rps) this.limiter = new TokenBucket(config.rate_limit_rps);
   }
 
@@ -293,6 +302,7 @@ class PipelineRun {
               meta: unit.meta,
               readAt: performance.now(),
               error: chunk.error,
+              tap: this.opts.tap?.requests(),
             };
             if (this.suspects) input = this.setAside(input, state);
             if (!input) continue;
@@ -432,7 +442,7 @@ class PipelineRun {
     try {
       out = result ? await result : this.watched(unit, input, () => processChunk(this.plan, input, { keepRecords: true, onMessage: this.onMessage }));
       // A worker did the chain up to the first holding transform; the rest runs here, in order.
-      if (out.rest) out = continueChunk(this.plan, out, input.meta);
+      if (out.rest) out = continueChunk(this.plan, out, input.meta, input.tap);
     } catch (e) {
       // The chunk could not be processed at all: a worker thread died on it (its heap ran out). It
       // would kill the next worker too, so it is dead-lettered; without a DLQ it stays in the unit.
@@ -454,7 +464,10 @@ class PipelineRun {
       return;
     }
     await this.deliver(input, out, unit);
+    this.opts.tap?.deliver(out.tapped, this.redact);
     const c = this.counters;
+    this.stages.source.bytes = c.bytes_in;
+    for (let i = 0; i < this.sinks.length; i++) this.stages.sinks[i]!.circuit = this.sinks[i]!.breaker.isOpen() ? 'open' : 'closed';
     this.opts.onProgress?.({
       units: this.units,
       records_in: c.records_in,
@@ -467,8 +480,23 @@ class PipelineRun {
       errors: c.errorsView(),
       unit: this.unitName(unit.unit),
       unit_size: unit.unit.size,
+      stages: this.stages,
     });
     this.opts.onChunkDelivered?.((performance.now() - input.readAt!) / 1000);
+  }
+
+  /** A chunk's own tallies added to the stage figures. */
+  private tallyChunk(out: ChunkOutput) {
+    const s = this.stages;
+    s.source.records += out.recordsIn;
+    s.source.parse_errors += out.parseErrors.length;
+    const { tally } = out;
+    for (let t = 0; t < s.transforms.length; t++) {
+      const f = s.transforms[t]!;
+      f.in += tally.in[t] ?? 0;
+      f.out += tally.out[t] ?? 0;
+      f.errors += tally.errors[t] ?? 0;
+    }
   }
 
   private abort(reason: string) {
@@ -490,6 +518,7 @@ class PipelineRun {
     const c = this.counters;
     c.records_in += out.recordsIn;
     c.records_filtered += out.filtered;
+    this.tallyChunk(out);
     for (const n of out.notes) c.note(n);
     const dead: Envelope[] = [];
     for (const e of out.parseErrors) this.recordFailure('parse', e, unit, dead);
@@ -514,6 +543,9 @@ class PipelineRun {
         if (this.config.on_error === 'abort') this.abort(`transform error: ${e.message}`);
         else if (this.dlqActive) dead.push(this.dlq!.envelope('transform', e.message, e.record ?? null));
       });
+      const figures = this.stages.sinks[i]!;
+      figures.matched += so.matched;
+      figures.transform_errors += so.errors.length;
       if (so.count === 0 || this.abortError) return;
       const payload = Buffer.from(so.payload.buffer, so.payload.byteOffset, so.payload.byteLength);
       const batch: SinkBatch = { payload, head: so.head, count: so.count, records: so.records, meta: input.meta, first: so.first };
@@ -532,9 +564,13 @@ class PipelineRun {
         forever: this.config.on_error === 'retry',
       });
       const reason = outcome.ok ? '' : this.redact(outcome.reason);
+      figures.writes += outcome.attempts;
+      figures.retries += Math.max(0, outcome.attempts - 1);
       if (outcome.ok && rejected.size === 0) {
         for (const o of so.origins) delivered[o] = 1;
         c.bytes_out += payload.length + bytes;
+        figures.written += so.count;
+        figures.bytes += payload.length + bytes;
         return;
       }
       // Which records of this write did not land, and why (the whole batch, or those the peer named).
@@ -546,7 +582,12 @@ class PipelineRun {
         if (lost.has(k)) failed[o] = 1;
         else delivered[o] = 1;
       });
-      if (lost.size < so.count) c.bytes_out += payload.length + bytes;
+      figures.written += so.count - lost.size;
+      figures.failed += lost.size;
+      if (lost.size < so.count) {
+        c.bytes_out += payload.length + bytes;
+        figures.bytes += payload.length + bytes;
+      }
       if (!outcome.ok) reasons.push(reason);
       const byReason = new Map<string, number>();
       for (const why of lost.values()) byReason.set(why, (byReason.get(why) ?? 0) + 1);
@@ -582,8 +623,14 @@ class PipelineRun {
   private async sendDead(dead: Envelope[], input: ChunkInput, unit: UnitState) {
     if (!dead.length) return;
     const ok = await this.dlq!.send(dead, input.meta);
-    if (ok) this.counters.dlq_count += dead.length;
-    else {
+    const figures = this.stages.dlq!;
+    if (ok) {
+      this.counters.dlq_count += dead.length;
+      figures.records += dead.length;
+      for (const d of dead) figures[d._stage]++;
+      this.opts.tap?.dead(dead as unknown as Rec[], this.redact);
+    } else {
+      figures.failed += dead.length;
       unit.undelivered += dead.length;
       this.counters.note(`dead-letter write failed: ${dead.length} records kept in ${this.unitName(unit.unit)} for the next run`);
     }
@@ -593,6 +640,8 @@ class PipelineRun {
   private async deadLetterRaw(items: { raw: Uint8Array; why: string }[], input: ChunkInput, unit: UnitState) {
     const dead: Envelope[] = [];
     this.counters.records_in += items.length;
+    this.stages.source.records += items.length;
+    this.stages.source.parse_errors += items.length;
     for (const { raw, why } of items) this.recordFailure('parse', { message: why, raw }, unit, dead);
     if (!this.abortError) await this.sendDead(dead, input, unit);
   }
@@ -665,9 +714,10 @@ class PipelineRun {
 
   /** Delivers what the holding transforms hand on at `at`, as if it came from `unit`. */
   private async drainInto(at: DrainPoint, unit: UnitState) {
-    const out = drainChunk(this.plan, at, unit.unit.meta);
+    const out = drainChunk(this.plan, at, unit.unit.meta, this.opts.tap?.requests());
     if (out.produced === 0 && out.transformErrors.length === 0 && out.notes.length === 0) return;
     await this.deliver({ data: new Uint8Array(0), firstLine: 1, meta: unit.unit.meta }, out, unit);
+    this.opts.tap?.deliver(out.tapped, this.redact);
   }
 
   /**

@@ -34,6 +34,8 @@ export interface RunJob {
   onChunkDelivered?: RunOptions['onChunkDelivered'];
   onTransformEvent?: RunOptions['onTransformEvent'];
   telemetry?: RunOptions['telemetry'];
+  /** The pipeline's taps (src/engine/tap.ts); local runs only (a manager relays its workers' taps). */
+  tap?: RunOptions['tap'];
   /** Runs the job instead of runPipeline (a DLQ replay, src/dlq/replay.ts); local runs only. */
   runner?: (config: PipelineConfig, opts: RunOptions) => Promise<RunRecord>;
 }
@@ -80,6 +82,7 @@ export class LocalExecutor implements Executor {
       onProgress: job.onProgress,
       onQueueDepth: job.onQueueDepth,
       onChunkDelivered: job.onChunkDelivered,
+      tap: job.tap,
     });
   }
 }

@@ -4,6 +4,7 @@
 // second for the rates and the metrics, and writes it to the run's row every LIVE_PERSIST_MS (a
 // crash keeps recent figures). The API lays the figures over the stored `running` record.
 import type { RunProgress } from '../engine/runner.js';
+import { copyStages, stageCounts, stageRates, type StageFigures } from '../engine/stage-figures.js';
 import type { StatsRow, StoredRun } from '../store/types.js';
 
 /** How often the supervisor samples a running run (rates, metrics). */
@@ -28,13 +29,24 @@ export interface LiveFigures {
 
 export type LiveCounts = Record<CounterName, number> & { errors: string[] };
 
+/** A stage's figures with its rate (`per_sec`: records/s read, handed on, written, dead-lettered). */
+type WithRate<T> = T & { per_sec: number };
+
+/** The pipeline graph's live figures (GET /api/pipelines/{name} `live.stages`, `svc top`). */
+export interface LiveStages {
+  source: WithRate<StageFigures['source']>;
+  transforms: WithRate<StageFigures['transforms'][number]>[];
+  sinks: WithRate<StageFigures['sinks'][number]>[];
+  dlq: WithRate<NonNullable<StageFigures['dlq']>> | null;
+}
+
 export class LiveRun {
   /** The latest report, as the runner made it (undefined until the first chunk is delivered). */
   progress?: RunProgress;
   /** When the latest report came (epoch ms). */
   at: number;
   readonly startedAt = Date.now();
-  private readonly samples: { t: number; in: number; out: number }[] = [];
+  private readonly samples: { t: number; in: number; out: number; stages?: number[] }[] = [];
 
   constructor(
     readonly runId: string,
@@ -52,7 +64,7 @@ export class LiveRun {
   /** Called by the timer: one sample for the rates. */
   sample(now = Date.now()) {
     const p = this.progress;
-    this.samples.push({ t: now, in: p?.records_in ?? 0, out: p?.records_out ?? 0 });
+    this.samples.push({ t: now, in: p?.records_in ?? 0, out: p?.records_out ?? 0, stages: p?.stages && stageCounts(p.stages) });
     // Keep one sample at or before the window's start, so the window is always covered.
     while (this.samples.length > 2 && this.samples[1]!.t <= now - RATE_WINDOW_MS) this.samples.shift();
   }
@@ -88,6 +100,24 @@ export class LiveRun {
     return { records_in_per_sec: r(c.records_in - from.in), records_out_per_sec: r(c.records_out - from.out) };
   }
 
+  /** The stages' figures with their rates over the same window as rates(); undefined before the first report. */
+  stages(now = Date.now()): LiveStages | undefined {
+    const figures = this.progress?.stages;
+    if (!figures) return undefined;
+    const s = copyStages(figures);
+    const first = this.samples[0];
+    const windowed = first !== undefined && now - this.startedAt > RATE_WINDOW_MS;
+    const from = windowed ? first.t : this.startedAt;
+    const before = windowed ? first.stages : undefined;
+    const r = stageRates(s, stageCounts(s), before, (now - from) / 1000);
+    return {
+      source: { ...s.source, per_sec: r.source },
+      transforms: s.transforms.map((t, i) => ({ ...t, per_sec: r.transforms[i]! })),
+      sinks: s.sinks.map((k, i) => ({ ...k, per_sec: r.sinks[i]! })),
+      dlq: s.dlq && { ...s.dlq, per_sec: r.dlq },
+    };
+  }
+
   figures(now = Date.now()): LiveFigures {
     return {
       run_id: this.runId,
@@ -116,10 +146,11 @@ export function withLive<T extends StoredRun>(run: T, live: LiveRun | undefined)
   return out as T & { live: LiveFigures };
 }
 
-/** The pipeline summary's `live`: the active run's counters, rates and times; null when no run is active here. */
-export function pipelineLive(live: LiveRun | undefined): (LiveFigures & LiveCounts) | null {
+/** The pipeline summary's `live`: the active run's counters, rates, times and stages; null when no run is active here. */
+export function pipelineLive(live: LiveRun | undefined): (LiveFigures & LiveCounts & { stages?: LiveStages }) | null {
   if (!live) return null;
-  return { ...live.figures(), ...live.counts() };
+  const stages = live.stages();
+  return { ...live.figures(), ...live.counts(), ...(stages ? { stages } : {}) };
 }
 
 /**

@@ -14,6 +14,7 @@ import { Scheduler } from './scheduler.js';
 import { RunSupervisor } from './supervisor.js';
 import type { Managed, ManagerDeps } from './types.js';
 import type { LiveRun } from './live.js';
+import type { TapHub } from '../engine/tap.js';
 
 export { ManagerError } from './manager-error.js';
 export { fireRunId } from './scheduler.js';
@@ -85,8 +86,15 @@ export class PipelineManager {
     return this.registry.update(name, yaml);
   }
 
-  remove(name: string): Promise<void> {
-    return this.registry.remove(name);
+  async remove(name: string): Promise<void> {
+    await this.registry.remove(name);
+    this.supervisor.taps.get(name)?.close(`pipeline '${name}' was deleted`);
+    this.supervisor.taps.delete(name);
+  }
+
+  /** The pipeline's taps (src/engine/tap.ts): what GET /api/pipelines/{name}/tap attaches to. */
+  tapHub(name: string): TapHub {
+    return this.supervisor.tapHub(name);
   }
 
   rollback(name: string, version: number): Promise<Managed> {

@@ -14,6 +14,7 @@ import type { RunToStore } from '../store/types.js';
 import { LocalExecutor, type Executor, type RunJob } from './executor.js';
 import type { ActiveRun, Managed, ManagerDeps } from './types.js';
 import { LIVE_PERSIST_MS, LIVE_TICK_MS, LiveRun } from './live.js';
+import { TapHub } from '../engine/tap.js';
 
 /** Stream restart backoff: 1 s doubling to 60 s. */
 export const restartDelayMs = (attempt: number) => Math.min(60_000, 1000 * 2 ** Math.max(0, attempt - 1));
@@ -39,6 +40,8 @@ export class RunSupervisor {
   private readonly executor: Executor;
   /** The live figures of every run in progress here, by run id (SVC_LIVE_COUNTERS). */
   readonly live = new Map<string, LiveRun>();
+  /** Each pipeline's taps, by name: they outlive runs and config versions (deleted with the pipeline). */
+  readonly taps = new Map<string, TapHub>();
 
   constructor(
     private readonly deps: ManagerDeps,
@@ -70,6 +73,13 @@ export class RunSupervisor {
       if (timedOut) this.deps.log.warn({ pipeline: p.name, run_id: active.runId }, `run did not drain within ${timeoutMs / 1000} s; no longer waiting for it`);
     }
     p.status = 'stopped';
+  }
+
+  /** The pipeline's taps (made on first use). */
+  tapHub(name: string): TapHub {
+    let hub = this.taps.get(name);
+    if (!hub) this.taps.set(name, (hub = new TapHub()));
+    return hub;
   }
 
   /** The synthetic single-slot placement of a running standalone stream (spec doc 2). */
@@ -220,6 +230,7 @@ export class RunSupervisor {
           onProgress: live && ((pr) => live.update(pr)),
           onQueueDepth: (d) => metrics.streamQueueDepth.set({ pipeline: name }, d),
           onChunkDelivered: (s) => metrics.chunkDuration.observe({ pipeline: name }, s),
+          tap: this.tapHub(name),
         })
         .finally(() => clearInterval(tick));
       // What the last progress report did not include (end-of-run notes, failures).

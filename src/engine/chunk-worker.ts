@@ -10,7 +10,12 @@ import { processChunk, type ChunkInput } from './process-chunk.js';
 import { WORKER_READY } from './chunk-worker-ready.js';
 import { workerRegistry } from './worker-registry.js';
 
-const { config, wantsRecords, schemaDir } = workerData as { config: PipelineConfig; wantsRecords: boolean[]; schemaDir?: string };
+const { config, wantsRecords, schemaDir, countStages } = workerData as {
+  config: PipelineConfig;
+  wantsRecords: boolean[];
+  schemaDir?: string;
+  countStages: boolean;
+};
 
 // From TypeScript sources (tests, `npm run svc`) Piscina loads this file through tsx's require hook:
 // Node 20 does not apply tsx's import hooks in worker threads, so plugins are required too.
@@ -20,7 +25,7 @@ const load: ModuleImporter = fromSource ? async (url) => require(fileURLToPath(u
 
 let plan: ChunkPlan | undefined;
 const planned = workerRegistry(config, load).then((registry) => {
-  plan = buildPlan(config, { wantsRecords, registry, schemaDir });
+  plan = buildPlan(config, { wantsRecords, registry, schemaDir, countStages });
   // The pool's executor sends chunks here only from now on (src/engine/executor.ts).
   parentPort?.postMessage({ ready: WORKER_READY, threadId });
   return plan;

@@ -49,7 +49,7 @@ export function sharedExecutor(plan: ChunkPlan, config: PipelineConfig, threads:
     // Rule 3: at most 2 x thread_workers chunks in flight; the runner enforces it, this is a backstop.
     maxQueue: threads * 2,
     idleTimeout: 30_000,
-    workerData: { config, wantsRecords: plan.sinks.map((s) => s.wantsRecords), schemaDir: plan.schemaDir },
+    workerData: { config, wantsRecords: plan.sinks.map((s) => s.wantsRecords), schemaDir: plan.schemaDir, countStages: plan.countStages },
     execArgv: fromSource ? [...process.execArgv, '--import', 'tsx'] : process.execArgv,
     // A chunk that runs a worker's heap out ends that worker only (ERR_WORKER_OUT_OF_MEMORY), not
     // the process: the runner dead-letters it as `crashed the decoder`.

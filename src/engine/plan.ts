@@ -43,6 +43,8 @@ export interface ChunkPlan {
   decodesJson: boolean;
   /** The ceiling of each decode call (one message, chunk or split piece): see decodeBounded. */
   limits: DecodeLimits;
+  /** Chunks count their stage figures (someone follows the run's progress: live counters, `svc run`). */
+  countStages?: boolean;
 }
 
 export interface DecodeLimits {
@@ -119,7 +121,15 @@ export async function resolveSerializers(
  */
 export function buildPlan(
   config: PipelineConfig,
-  opts: { registry: Registry; log?: Logger; wantsRecords?: boolean[]; count?: TransformContext['count']; limits?: DecodeLimits; schemaDir?: string },
+  opts: {
+    registry: Registry;
+    log?: Logger;
+    wantsRecords?: boolean[];
+    count?: TransformContext['count'];
+    limits?: DecodeLimits;
+    schemaDir?: string;
+    countStages?: boolean;
+  },
 ): ChunkPlan {
   const reg = opts.registry;
   const log = opts.log ?? silentLogger;
@@ -146,5 +156,6 @@ export function buildPlan(
     sinks: sinkPlans,
     copyForSinks: sinks.length > 1 && sinks.some((s) => s.chain.length > 0),
     mainFrom: first !== -1 ? first : sinkPlans.some((s) => s.holds) ? chain.length : undefined,
+    countStages: opts.countStages ?? false,
   };
 }

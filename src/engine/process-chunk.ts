@@ -70,7 +70,7 @@ export interface ChunkOutput {
   /** Worker results of a plan with a main-thread part (ProcessOptions.stopAt): the records so far; `sinks` is empty. */
   rest?: Rec[];
   /** Per global transform: records handed to it, handed on by it, and failed on (stage figures). */
-  tally: Tally;
+  tally?: Tally;
   /** Copies for taps. */
   tapped?: Tapped[];
 }
@@ -183,7 +183,7 @@ const emptyOutput = (plan: ChunkPlan): ChunkOutput => {
     transformErrors: [],
     notes: [],
     sinks: [],
-    tally: { in: zeros(n), out: zeros(n), errors: zeros(n) },
+    tally: plan.countStages ? { in: zeros(n), out: zeros(n), errors: zeros(n) } : undefined,
   };
 };
 

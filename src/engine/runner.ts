@@ -240,6 +240,7 @@ class PipelineRun {
         log: this.log,
         count: (e, n = 1) => this.opts.onTransformEvent?.(e, n),
         schemaDir: this.schemaDir,
+        countStages: this.opts.onProgress !== undefined,
       });
       this.defer = this.allTransforms().some((t) => t.defersUnits);
       this.stateful = this.plan.chain.filter((t) => t.state);
@@ -491,6 +492,7 @@ class PipelineRun {
     s.source.records += out.recordsIn;
     s.source.parse_errors += out.parseErrors.length;
     const { tally } = out;
+    if (!tally) return;
     for (let t = 0; t < s.transforms.length; t++) {
       const f = s.transforms[t]!;
       f.in += tally.in[t] ?? 0;

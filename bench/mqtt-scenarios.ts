@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Registry } from '../src/config/load.js';
+import type { RunOptions } from '../src/engine/runner.js';
 import { publish, startBroker, type Broker } from '../test/connectors/peers/mosquitto.js';
 import type { Measured, Scenario } from './scenarios.js';
 import { checkSequenceFile } from './sequence.js';
@@ -59,14 +60,14 @@ export async function measureSource(
   clientId: string,
   dir: string,
   expectedBytes: number,
-  opts: { protocol?: 4 | 5; registry?: Registry; type?: string } = {},
+  opts: { protocol?: 4 | 5; registry?: Registry; type?: string; run?: Pick<RunOptions, 'tap' | 'onProgress'> } = {},
 ) {
   const out = join(dir, clientId);
   let yaml = pipelineYaml(`bench-${clientId}`, broker, clientId, out, opts.protocol ?? 5);
   if (opts.type) yaml = yaml.replace('type: mqtt', `type: ${opts.type}`);
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  const run = startStreamIngest(yaml, { registry: opts.registry });
+  const run = startStreamIngest(yaml, { registry: opts.registry, ...opts.run });
   await grown(join(out, 'ingest.ndjson'), expectedBytes, 600_000);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);

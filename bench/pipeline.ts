@@ -108,7 +108,7 @@ export const rate = (r: BenchResult) => ({
  * Starts a stream pipeline (a connector source into local files): `ready` once the source is
  * connected (rejects if the run ends first), `stop()` ends it and resolves with its run record.
  */
-export function startStreamIngest(yaml: string, opts: { registry?: RunOptions['registry'] } = {}) {
+export function startStreamIngest(yaml: string, opts: Pick<RunOptions, 'registry' | 'tap' | 'onProgress'> = {}) {
   const { config, diagnostics } = loadPipelineText(yaml, opts.registry ? { registry: opts.registry } : {});
   if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
   const stop = new AbortController();
@@ -120,6 +120,8 @@ export function startStreamIngest(yaml: string, opts: { registry?: RunOptions['r
     processed: new MemoryProcessedFiles(),
     registry: opts.registry,
     decodeWatch: DECODE_WATCH,
+    tap: opts.tap,
+    onProgress: opts.onProgress,
     telemetry: { connection: (c, _t, s) => void (c === 'source' && s === 'connected' && connected()) },
   });
   const ready = Promise.race([up, done.then((r) => Promise.reject(new Error(`${config.name} ended before its source connected: ${JSON.stringify(r)}`)))]);

@@ -108,6 +108,8 @@ export const scenarios: Record<string, Scenario> = {
     run: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.run(1),
   },
   'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
+  // mqtt-ingest's stream with one tap attached against none, in the same run (issue 29: >= 0.95x; bench/tap-scenarios.ts).
+  'tap-overhead': { run: async () => (await import('./tap-scenarios.js')).tapOverhead() },
   'syslog-ingest': { threads: [1], run: async (threads) => (await import('./syslog-scenarios.js')).syslogIngest.run(threads) },
   'prom-rw-ingest': { run: async () => (await import('./prom-rw-scenarios.js')).promRwIngest.run(1) },
   // ~1 GB of 5 MB PM XML files from a private sshd through the sftp source, beside OpenSSH's sftp client (bench/sftp-scenarios.ts).

@@ -116,6 +116,8 @@ export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL; unset
   svc runs [--pipeline P] [--status S] [--limit N]   (running runs show their live counts)
   svc runs get RUN_ID
   svc dlq ...                          dead letters: list, replay (svc dlq --help)
+  svc top                              every pipeline's rates and errors, per stage, refreshed (svc top --help)
+  svc tap NAME                         the records passing a stage, live (svc tap --help)
 Add --json for JSON output.`;
 
 export async function pipelinesCommand(args: string[], ctx: Ctx): Promise<void> {

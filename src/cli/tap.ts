@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 import { ProxyError, refused, unreachable, type Ctx } from './proxy.js';
+import { usage } from './usage.js';
 
 export const TAP_HELP = `svc tap: the records passing one stage of a pipeline of a running daemon (SVC_API_URL, SVC_API_KEY), sampled.
   svc tap NAME [--stage S] [--limit N] [--rate R] [--filter EXPR] [--json]
@@ -15,7 +16,8 @@ export const TAP_HELP = `svc tap: the records passing one stage of a pipeline of
   --filter EXPR  only records for which EXPR is true (the language of the filter transform)
   --json         one JSON record per line (NDJSON), nothing else on stdout
 A tap on a pipeline that is not running waits for its next run. Exit status: 0 when the tap ends
-(its limit reached) or on Ctrl-C; 1 when the daemon refuses the tap or the connection is lost.`;
+(its limit reached) or on Ctrl-C; 1 when the daemon refuses the tap or the connection is lost;
+64 for a usage error.`;
 
 const options = {
   help: { type: 'boolean', short: 'h' },
@@ -45,7 +47,7 @@ export async function tapCommand(argv: string[], ctx: Pick<Ctx, 'url' | 'apiKey'
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true });
   } catch (e) {
-    throw new ProxyError(`${(e as Error).message}\n${TAP_HELP}`);
+    usage(`${(e as Error).message} (svc tap --help)`);
   }
   const { values: v, positionals } = parsed;
   if (v.help) {
@@ -53,8 +55,8 @@ export async function tapCommand(argv: string[], ctx: Pick<Ctx, 'url' | 'apiKey'
     return 0;
   }
   const [name, extra] = positionals;
-  if (!name) throw new ProxyError(`missing pipeline NAME\n${TAP_HELP}`);
-  if (extra !== undefined) throw new ProxyError(`unexpected argument '${extra}'\n${TAP_HELP}`);
+  if (!name) usage('tap: missing pipeline NAME (svc tap --help)');
+  if (extra !== undefined) usage(`tap: unexpected argument '${extra}' (svc tap --help)`);
 
   const q = new URLSearchParams();
   for (const k of ['stage', 'limit', 'rate', 'filter'] as const) if (v[k] !== undefined) q.set(k, v[k]);

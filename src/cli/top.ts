@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import type { pipelineLive } from '../pipelines/live.js';
 import { call, ProxyError, type Ctx } from './proxy.js';
+import { usage } from './usage.js';
 
 export const TOP_HELP = `svc top: every pipeline of a running daemon (SVC_API_URL, SVC_API_KEY) with its active run's
 figures, and one row per stage under each pipeline that runs, refreshed each second.
@@ -234,16 +235,16 @@ export async function topCommand(argv: string[], ctx: Omit<Ctx, 'json'>): Promis
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true });
   } catch (e) {
-    throw new ProxyError(`${(e as Error).message}\n${TOP_HELP}`);
+    usage(`${(e as Error).message} (svc top --help)`);
   }
   const { values: v, positionals } = parsed;
   if (v.help) {
     ctx.out(TOP_HELP + '\n');
     return 0;
   }
-  if (positionals.length) throw new ProxyError(`unexpected argument '${positionals[0]}'\n${TOP_HELP}`);
+  if (positionals.length) usage(`top: unexpected argument '${positionals[0]}' (svc top --help)`);
   const interval = v.interval === undefined ? 1 : Number(v.interval);
-  if (!(interval >= 0.1 && interval <= 3600)) throw new ProxyError(`--interval ${v.interval}: give the seconds between refreshes, from 0.1 to 3600`);
+  if (!(interval >= 0.1 && interval <= 3600)) usage(`--interval ${v.interval}: give the seconds between refreshes, from 0.1 to 3600`);
 
   const stop = new AbortController();
   // A daemon that accepts the connection but does not answer must not freeze the view.

@@ -160,34 +160,41 @@ describe('svc top', () => {
   });
 
   const hasScript = spawnSync('script', ['--version']).status === 0;
-  it.skipIf(!hasScript)('on a terminal: the alternate screen, redrawn in place, q quits and gives the terminal back', { timeout: 60_000 }, async () => {
-    const d = await testDaemon();
-    await fedStream(d, 'topped');
-    // `script` gives svc top a pseudo-terminal of 72 columns; what is typed on its stdin is typed there.
-    const child = spawn('script', ['-qec', `stty cols 72 rows 30; exec '${process.execPath}' --import tsx src/cli/main.ts top --interval 0.2`, '/dev/null'], {
-      cwd: ROOT,
-      env: { ...process.env, SVC_API_URL: d.url, SVC_API_KEY: '', NO_COLOR: '' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
-    const exited = new Promise<number | null>((r) => child.on('close', r));
-    try {
-      // Two frames: the second is drawn over the first, from the top left.
-      await until(() => out.split('\x1b[H').length > 2 && out.includes('sinks[0] (local)'), 30_000, 'two frames');
-      expect(out).toContain('\x1b[?1049h\x1b[?25l');
-      const frame = out.split('\x1b[H').at(-2)!; // the last whole frame
-      // eslint-disable-next-line no-control-regex
-      const visible = frame.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').split(/\r?\n/);
-      for (const l of visible) expect(l.length, l).toBeLessThanOrEqual(72);
-      expect(frame).toContain('\x1b[32mrunning\x1b[0m');
-      child.stdin.write('q');
-      expect(await exited).toBe(0);
-      expect(out.endsWith('\x1b[?25h\x1b[?1049l')).toBe(true);
-    } finally {
-      child.kill('SIGKILL');
-    }
-  });
+  it.skipIf(!hasScript)(
+    'on a terminal: the alternate screen, redrawn in place, a lost daemon said, q quits and gives the terminal back',
+    { timeout: 60_000 },
+    async () => {
+      const d = await testDaemon();
+      await fedStream(d, 'topped');
+      // `script` gives svc top a pseudo-terminal of 72 columns; what is typed on its stdin is typed there.
+      const child = spawn('script', ['-qec', `stty cols 72 rows 30; exec '${process.execPath}' --import tsx src/cli/main.ts top --interval 0.2`, '/dev/null'], {
+        cwd: ROOT,
+        env: { ...process.env, SVC_API_URL: d.url, SVC_API_KEY: '', NO_COLOR: '' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+      const exited = new Promise<number | null>((r) => child.on('close', r));
+      try {
+        // Two frames: the second is drawn over the first, from the top left.
+        await until(() => out.split('\x1b[H').length > 2 && out.includes('sinks[0] (local)'), 30_000, 'two frames');
+        expect(out).toContain('\x1b[?1049h\x1b[?25l');
+        const frame = out.split('\x1b[H').at(-2)!; // the last whole frame
+        // eslint-disable-next-line no-control-regex
+        const visible = frame.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').split(/\r?\n/);
+        for (const l of visible) expect(l.length, l).toBeLessThanOrEqual(72);
+        expect(frame).toContain('\x1b[32mrunning\x1b[0m');
+        // The daemon goes away: the view stays, and says so.
+        await d.stop();
+        await until(() => out.split('\x1b[H').at(-2)!.includes('cannot reach the daemon at'), 10_000, 'the view to say the daemon is gone');
+        child.stdin.write('q');
+        expect(await exited).toBe(0);
+        expect(out.endsWith('\x1b[?25h\x1b[?1049l')).toBe(true);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    },
+  );
 
   it('says what to do when the daemon cannot be reached or wants a key', { timeout: 60_000 }, async () => {
     const down = await svc(['top', '--once'], { SVC_API_URL: 'http://127.0.0.1:1' });
@@ -205,8 +212,8 @@ describe('svc top', () => {
     expect(keyed.code).toBe(0);
     expect(JSON.parse(keyed.stdout).pipelines).toEqual([]);
     const bad = await svc(['top', '--interval', '0'], { SVC_API_URL: d.url });
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/^svc: --interval 0: give the seconds between refreshes/);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toMatch(/^svc: --interval 0: give the seconds between refreshes, from 0\.1 to 3600\nRun 'svc --help' for usage\.\n$/);
   });
 });
 
@@ -269,8 +276,8 @@ describe('svc tap', () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/^svc: cannot reach the daemon at http:\/\/127\.0\.0\.1:1 \(.*ECONNREFUSED.*\): is `svc serve` running\?/);
     const missing = await svc(['tap'], env);
-    expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/^svc: missing pipeline NAME\n/);
+    expect(missing.code).toBe(64);
+    expect(missing.stderr).toMatch(/^svc: tap: missing pipeline NAME \(svc tap --help\)\n/);
   });
 
   it('sends SVC_API_KEY; without it, says which variable to set', { timeout: 60_000 }, async () => {

@@ -263,14 +263,21 @@ export async function topCommand(argv: string[], ctx: Omit<Ctx, 'json'>): Promis
   };
 
   let list = await fetchList(); // unreachable at the start: the one line that says what to do, exit 1
-  const live = !v.json && !v.once && process.stdout.isTTY === true;
-  const color = process.stdout.isTTY === true && !process.env.NO_COLOR;
+  const tty = process.stdout.isTTY === true;
+  const live = !v.json && !v.once && tty;
+  const color = tty && !process.env.NO_COLOR;
   let error: string | undefined;
   let at = new Date();
   const screen = live ? new Screen(() => stop.abort()) : undefined;
   const draw = () => {
     if (v.json) return ctx.out(JSON.stringify({ time: at.toISOString(), pipelines: list }) + '\n');
-    if (!screen) return ctx.out([topHeader(list, ctx.url, at.toISOString()), ...topTable(list, { color }), ''].join('\n') + '\n');
+    // Piped: no width limit (a file is as wide as its lines); `--once` on a terminal fits it.
+    if (!screen)
+      return ctx.out(
+        [topHeader(list, ctx.url, at.toISOString()), ...topTable(list, { color, columns: tty ? process.stdout.columns || undefined : undefined }), ''].join(
+          '\n',
+        ) + '\n',
+      );
     const columns = process.stdout.columns || 80;
     const head = cut(`${topHeader(list, ctx.url, clock(at))}  (q quits)`, columns);
     const problem = error === undefined ? [] : [style.red(cut(`${error} (retrying)`, columns))];
@@ -283,7 +290,7 @@ export async function topCommand(argv: string[], ctx: Omit<Ctx, 'json'>): Promis
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   process.stdout.on('error', onOutError);
-  process.stdout.on('resize', draw);
+  if (screen) process.stdout.on('resize', draw);
   try {
     for (;;) {
       draw();

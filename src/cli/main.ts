@@ -21,6 +21,10 @@ Usage:
   svc pipelines ...    manage pipelines of a running daemon (svc pipelines --help)
   svc runs ...         run history of a running daemon
   svc dlq list|replay PIPELINE   dead letters of a pipeline of a running daemon (svc dlq --help)
+  svc top              every pipeline of a running daemon with its rates, errors and stages, refreshed
+                       each second; --json, --once, --interval S (svc top --help)
+  svc tap NAME         the live records at a stage of a pipeline of a running daemon: --stage S,
+                       --limit N, --rate R, --filter EXPR, --json (svc tap --help)
   svc --help           this text
   svc --version        the version
 
@@ -29,7 +33,10 @@ Environment: SVC_LOG_LEVEL (DEBUG, INFO, WARNING, ERROR), SVC_STATE_DIR (process
 Docs: docs/ in the package (configuration.md, plugins/, expressions.md, errors.md).`;
 
 export async function main(argv: string[]): Promise<number> {
-  if (argv[0] === 'dlq') return (await import('./proxy-commands.js')).cmdDlq(argv.slice(1)); // options of its own (src/cli/dlq.ts)
+  // Commands with options of their own, parsed in their modules.
+  if (argv[0] === 'dlq') return (await import('./proxy-commands.js')).cmdDlq(argv.slice(1));
+  if (argv[0] === 'top') return (await import('./proxy-commands.js')).cmdTop(argv.slice(1));
+  if (argv[0] === 'tap') return (await import('./proxy-commands.js')).cmdTap(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({

@@ -1,4 +1,4 @@
-// `svc pipelines|runs|dlq ...`: commands that call a running daemon's API (SVC_API_URL, SVC_API_KEY).
+// `svc pipelines|runs|dlq|top|tap ...`: commands that call a running daemon's API (SVC_API_URL, SVC_API_KEY).
 import { readSetting } from '../settings.js';
 import { dlqCommand } from './dlq.js';
 import { pipelinesCommand, ProxyError, runsCommand } from './proxy.js';
@@ -32,4 +32,13 @@ export async function cmdProxy(
 
 export function cmdDlq(args: string[]): Promise<number> {
   return dlqCommand(args, { url: apiUrl(), apiKey: apiKey(), out }).catch(reported);
+}
+
+// top and tap are loaded when they run: tap brings the WebSocket client, which no other command needs.
+export async function cmdTop(args: string[]): Promise<number> {
+  return (await import('./top.js')).topCommand(args, { url: apiUrl(), apiKey: apiKey(), out }).catch(reported);
+}
+
+export async function cmdTap(args: string[]): Promise<number> {
+  return (await import('./tap.js')).tapCommand(args, { url: apiUrl(), apiKey: apiKey() }).catch(reported);
 }

@@ -9,6 +9,8 @@ export interface Ctx {
   apiKey?: string;
   json: boolean;
   out: (s: string) => void;
+  /** Ends the request (svc top: a timeout, or the user quitting). */
+  signal?: AbortSignal;
 }
 
 export async function call(ctx: Ctx, method: string, path: string, body?: { yaml?: string; json?: unknown }): Promise<unknown> {
@@ -22,11 +24,10 @@ export async function call(ctx: Ctx, method: string, path: string, body?: { yaml
       method,
       headers,
       body: body?.yaml ?? (body?.json !== undefined ? JSON.stringify(body.json) : undefined),
+      signal: ctx.signal,
     });
   } catch (e) {
-    throw new ProxyError(
-      `cannot reach the daemon at ${ctx.url} (${(e as Error & { cause?: Error }).cause?.message ?? (e as Error).message}): is \`svc serve\` running? Set SVC_API_URL to its address.`,
-    );
+    throw unreachable(ctx.url, e);
   }
   const text = await res.text();
   let data: unknown = text;
@@ -35,11 +36,21 @@ export async function call(ctx: Ctx, method: string, path: string, body?: { yaml
   } catch {
     /* CSV or plain text */
   }
-  if (!res.ok) {
-    const detail = (data as { detail?: string } | undefined)?.detail ?? text;
-    throw new ProxyError(`${method} ${path}: ${res.status} ${detail}`);
-  }
+  if (!res.ok) throw refused(ctx, `${method} ${path}`, res.status, data, text);
   return data;
+}
+
+/** No answer from the daemon (connection refused, unknown host, ...): what to check. */
+export function unreachable(url: string, e: unknown): ProxyError {
+  const why = (e as Error & { cause?: Error }).cause?.message ?? (e as Error).message;
+  return new ProxyError(`cannot reach the daemon at ${url} (${why}): is \`svc serve\` running? Set SVC_API_URL to its address.`);
+}
+
+/** The daemon's error answer ({detail}) as one line; a 401 without a key says which variable to set. */
+export function refused(ctx: Pick<Ctx, 'apiKey'>, what: string, status: number, data: unknown, text: string): ProxyError {
+  const detail = (data as { detail?: string } | undefined)?.detail ?? text;
+  const hint = status === 401 && !ctx.apiKey ? " (SVC_API_KEY is not set in this shell: set it to the daemon's key)" : '';
+  return new ProxyError(`${what}: ${status} ${detail}${hint}`);
 }
 
 /** Fixed-width columns; values that are objects print as JSON. */
@@ -105,6 +116,8 @@ export const PROXY_HELP = `Commands against a running daemon (SVC_API_URL; unset
   svc runs [--pipeline P] [--status S] [--limit N]   (running runs show their live counts)
   svc runs get RUN_ID
   svc dlq ...                          dead letters: list, replay (svc dlq --help)
+  svc top                              every pipeline's rates and errors, per stage, refreshed (svc top --help)
+  svc tap NAME                         the records passing a stage, live (svc tap --help)
 Add --json for JSON output.`;
 
 export async function pipelinesCommand(args: string[], ctx: Ctx): Promise<void> {

@@ -1,6 +1,7 @@
-// A pipeline's YAML in the editor: completion and hover from the plugin schemas, the server's
-// dry-run diagnostics inline as you type (the server stays the authority), a connector test, save
-// (create or replace) and run. The editor chunk is fetched when this page opens.
+// A pipeline's page: its graph with the live figures of each stage (polled), then its YAML in the
+// editor: completion and hover from the plugin schemas, the server's dry-run diagnostics inline as
+// you type (the server stays the authority), a connector test, save (create or replace) and run.
+// The editor chunk is fetched when this page opens.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { daemon, type ConnectorTest, type DryRunDiagnostic, type PipelineState, type PluginSchemas } from '../../api/daemon.js';
 import type { YamlEditor } from '../../editor/yaml-editor.js';
@@ -10,9 +11,15 @@ import { StatusBadge } from '../../components/status-badge.js';
 import { cspNonce } from '../../lib/csp.js';
 import { request } from '../../lib/http.js';
 import { href, navigate } from '../../lib/router.js';
+import { usePoll } from '../../lib/use-poll.js';
+import { PipelineGraph } from './pipeline-graph.js';
 import { STARTER_PIPELINE } from './starter.js';
 
 const VALIDATE_DELAY_MS = 500;
+/** The graph's figures are refreshed this often while the pipeline runs (the engine's own are per delivered chunk)... */
+const LIVE_MS = 2000;
+/** ...and this often while it does not, to notice that it started. */
+const IDLE_MS = 5000;
 
 let schemasOnce: Promise<PluginSchemas | undefined> | undefined;
 /** The plugin schemas, fetched once per page load; the editor still works (without completion) if they fail. */
@@ -58,6 +65,11 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
   const [notice, setNotice] = useState<{ tone: 'error' | 'ok' | 'info'; text: string; link?: [string, string] }>();
   const [busy, setBusy] = useState<string>();
   const isNew = name === undefined;
+  const [polledRunning, setPolledRunning] = useState(false);
+  const polled = usePoll(async () => (isNew ? undefined : daemon.pipeline(name)), isNew ? 0 : polledRunning ? LIVE_MS : IDLE_MS, [name]);
+  const current = polled.data ?? state;
+  const nowRunning = !!current?.live;
+  useEffect(() => setPolledRunning(nowRunning), [nowRunning]);
 
   // Load the pipeline (or the starter), the schemas and the editor chunk, then mount the editor.
   useEffect(() => {
@@ -133,6 +145,7 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
       const r = isNew ? await daemon.create(yaml) : await daemon.update(name, yaml);
       setState(r);
       setSaved(yaml);
+      void polled.refresh();
       setNotice({ tone: 'ok', text: `saved: ${r.name} version ${r.version}` });
       if (isNew) navigate(href(['pipelines', r.name]));
     });
@@ -163,7 +176,7 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
       <PageHeader
         title={
           <>
-            {title} {state && <StatusBadge status={state.status} />}
+            {title} {current && <StatusBadge status={current.status} />}
           </>
         }
         subtitle={
@@ -234,6 +247,7 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
           </select>
         </label>
       )}
+      {!isNew && current?.config && <PipelineGraph name={name} config={current.config} live={current.live} status={current.status} />}
       <div class="editor-layout">
         <div class="editor-host" ref={host} data-testid="yaml-editor" />
         <aside class="editor-side">

@@ -63,6 +63,14 @@ export interface PipelineConfigView {
   on_error?: 'continue' | 'abort' | 'retry' | 'dlq';
 }
 
+/** A frame of the tap WebSocket (GET /api/pipelines/{name}/tap, docs/live.md "Tap"). */
+export type TapFrame =
+  | { type: 'tap'; pipeline: string; stage: string; rate: number; limit: number; filter: string | null }
+  | { type: 'status'; running: boolean }
+  | { type: 'records'; stage: string; records: unknown[] }
+  | { type: 'dropped'; count: number }
+  | { type: 'end'; reason: string };
+
 export interface PipelineSummary {
   name: string;
   enabled: boolean;

@@ -1,7 +1,7 @@
-// A pipeline's page: its graph with the live figures of each stage (polled), then its YAML in the
-// editor: completion and hover from the plugin schemas, the server's dry-run diagnostics inline as
-// you type (the server stays the authority), a connector test, save (create or replace) and run.
-// The editor chunk is fetched when this page opens.
+// A pipeline's page: its graph with the live figures of each stage (polled), then two tabs: the
+// YAML in the editor (completion and hover from the plugin schemas, the server's dry-run
+// diagnostics inline as you type: the server stays the authority; a connector test, save, run) and
+// the Live tab (the tap). The editor chunk is fetched when this page opens.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { daemon, type ConnectorTest, type DryRunDiagnostic, type PipelineState, type PluginSchemas } from '../../api/daemon.js';
 import type { YamlEditor } from '../../editor/yaml-editor.js';
@@ -13,6 +13,7 @@ import { request } from '../../lib/http.js';
 import { href, navigate } from '../../lib/router.js';
 import { usePoll } from '../../lib/use-poll.js';
 import { PipelineGraph } from './pipeline-graph.js';
+import { PipelineTap } from './pipeline-tap.js';
 import { STARTER_PIPELINE } from './starter.js';
 
 const VALIDATE_DELAY_MS = 500;
@@ -52,7 +53,10 @@ function ConnectorResults({ result }: { result: { source: ConnectorTest; sinks: 
   );
 }
 
-export function PipelineEditorPage({ name, template }: { name?: string; template?: string }) {
+/** The tabs under the graph: the YAML editor (kept mounted, so unsaved text survives a look at the Live tab) and the tap. */
+type Tab = 'yaml' | 'live';
+
+export function PipelineEditorPage({ name, template, tab = 'yaml', stage }: { name?: string; template?: string; tab?: Tab; stage?: string }) {
   const host = useRef<HTMLDivElement>(null);
   const editor = useRef<YamlEditor | undefined>(undefined);
   const [state, setState] = useState<PipelineState>();
@@ -248,7 +252,23 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
         </label>
       )}
       {!isNew && current?.config && <PipelineGraph name={name} config={current.config} live={current.live} status={current.status} />}
-      <div class="editor-layout">
+      {!isNew && (
+        <nav class="tabs" aria-label="pipeline views">
+          <a href={href(['pipelines', name])} class={tab === 'yaml' ? 'active' : ''} aria-current={tab === 'yaml' ? 'page' : undefined}>
+            YAML
+          </a>
+          <a
+            href={href(['pipelines', name], { tab: 'live', stage })}
+            class={tab === 'live' ? 'active' : ''}
+            aria-current={tab === 'live' ? 'page' : undefined}
+            data-testid="tab-live"
+          >
+            Live records
+          </a>
+        </nav>
+      )}
+      {!isNew && tab === 'live' && current?.config && <PipelineTap name={name} config={current.config} stage={stage} />}
+      <div class={tab === 'live' && !isNew ? 'editor-layout hidden' : 'editor-layout'}>
         <div class="editor-host" ref={host} data-testid="yaml-editor" />
         <aside class="editor-side">
           <h2>

@@ -7,6 +7,7 @@ import { daemonSuite } from './e2e/daemon-suite.js';
 import { dlqSuite } from './e2e/dlq-suite.js';
 import { newcomerSuite } from './e2e/newcomer-suite.js';
 import { liveSuite } from './e2e/live-suite.js';
+import { graphSuite } from './e2e/graph-suite.js';
 
 // A flow drives a real browser through several pages and server round trips (MIB compiles, walks):
 // on a loaded CI machine one can take longer than the suite-wide 30 s.
@@ -16,5 +17,6 @@ daemonSuite();
 dlqSuite();
 alertsSuite();
 liveSuite();
+graphSuite();
 consoleSuite();
 newcomerSuite();

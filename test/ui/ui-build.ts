@@ -30,7 +30,9 @@ let built: Promise<string> | undefined;
 /** The folder of a build of the current ui/ sources (index.html and assets/). */
 export function builtUi(): Promise<string> {
   return (built ??= (async () => {
-    const cache = join(ROOT, 'node_modules', '.cache', 'svc-ui-test');
+    // SVC_UI_TEST_CACHE: another folder, for checkouts that share one node_modules (git worktrees),
+    // where each would otherwise remove the others' builds.
+    const cache = process.env.SVC_UI_TEST_CACHE || join(ROOT, 'node_modules', '.cache', 'svc-ui-test');
     const dir = join(cache, sourceHash());
     if (existsSync(join(dir, 'index.html'))) return dir;
     const tmp = `${dir}.tmp-${process.pid}`;

@@ -47,7 +47,14 @@ function DaemonPage() {
     case 'pipelines':
       if (id === undefined) return <PipelineList />;
       if (parts[2] === 'dlq') return <DlqPage name={id} query={query} />;
-      return <PipelineEditorPage name={id === '_new' ? undefined : id} template={query.get('template') ?? undefined} />;
+      return (
+        <PipelineEditorPage
+          name={id === '_new' ? undefined : id}
+          template={query.get('template') ?? undefined}
+          tab={query.get('tab') === 'live' ? 'live' : 'yaml'}
+          stage={query.get('stage') ?? undefined}
+        />
+      );
     case 'runs':
       return id === undefined ? <RunsPage query={query} /> : <RunDetailPage runId={id} />;
     case 'alerts':

@@ -1,5 +1,6 @@
 // The pipeline daemon's API (docs/spec/2-pipeline-engine-api.md): one function per call the UI makes.
-import { request } from '../lib/http.js';
+import { request, withQuery } from '../lib/http.js';
+import { authHeaders, credential, loginRequired } from '../lib/session.js';
 import type {
   PipelineSummary,
   PipelineState,
@@ -19,6 +20,43 @@ import type {
 export type * from './types.js';
 
 const enc = encodeURIComponent;
+
+/** The tap's query (docs/live.md, "Tap"). */
+export interface TapQuery {
+  stage: string;
+  rate: number;
+  limit: number;
+  filter?: string;
+}
+
+/**
+ * The WebSocket URL of a tap on this server. A browser cannot set headers on a WebSocket: a signed-in
+ * session goes as `?token=`; an API key is never taken from a URL (`tapNeedsSession`).
+ */
+export function tapUrl(name: string, q: TapQuery): string {
+  const c = credential.value;
+  const path = withQuery(`/api/pipelines/${enc(name)}/tap`, { ...q, token: c?.kind === 'token' ? c.value : undefined });
+  return `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}${path}`;
+}
+
+/** True when the tab holds an API key, which the tap's WebSocket cannot carry. */
+export const tapNeedsSession = () => credential.value?.kind === 'key';
+
+/**
+ * Why the server refused a tap. A refused upgrade is an HTTP answer the browser does not show to the
+ * page; the same URL as a plain GET is checked the same way and answers the same `{detail}` (a
+ * request it accepts is answered 404 with no body, since it is not an upgrade: no reason then).
+ */
+export async function tapRefusal(name: string, q: TapQuery): Promise<string | undefined> {
+  try {
+    const res = await fetch(withQuery(`/api/pipelines/${enc(name)}/tap`, { ...q }), { headers: authHeaders(), credentials: 'omit' });
+    if (res.status === 401) loginRequired.value = true;
+    const body = (await res.json().catch(() => undefined)) as { detail?: unknown } | undefined;
+    return typeof body?.detail === 'string' ? body.detail : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export const daemon = {
   meta: () => request<{ version: string; name?: string }>('/api/meta'),

@@ -22,7 +22,54 @@ export interface PipelineLive extends LiveFigures {
   bytes_in: number;
   bytes_out: number;
   errors: string[];
+  records_filtered?: number;
+  /** Figures per stage, as the engine counted them at its last delivered chunk (absent before the first one; docs/live.md). */
+  stages?: LiveStages;
 }
+
+/** Per-stage figures of the active run (docs/live.md, "Stage figures"); `per_sec` over the last 10 s. */
+export interface LiveStages {
+  source: { type: string; records: number; bytes: number; parse_errors: number; per_sec: number };
+  /** The global transforms, in order; `label` as `transforms[1] (filter)`. */
+  transforms: { label: string; type: string; in: number; out: number; errors: number; per_sec: number }[];
+  sinks: {
+    label: string;
+    type: string;
+    matched: number;
+    transform_errors: number;
+    written: number;
+    failed: number;
+    writes: number;
+    retries: number;
+    bytes: number;
+    circuit: 'closed' | 'open';
+    per_sec: number;
+  }[];
+  dlq: { label: string; type: string; records: number; parse: number; transform: number; sink: number; failed: number; per_sec: number } | null;
+}
+
+/** A component of a pipeline's config (`type` plus the plugin's own fields). */
+export interface ComponentConfig {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** The pipeline's config as written (`${VAR}`s not expanded), as much of it as the graph reads. */
+export interface PipelineConfigView {
+  source: ComponentConfig;
+  transforms?: ComponentConfig[];
+  sinks: (ComponentConfig & { condition?: string; transforms?: ComponentConfig[] })[];
+  dlq?: ComponentConfig;
+  on_error?: 'continue' | 'abort' | 'retry' | 'dlq';
+}
+
+/** A frame of the tap WebSocket (GET /api/pipelines/{name}/tap, docs/live.md "Tap"). */
+export type TapFrame =
+  | { type: 'tap'; pipeline: string; stage: string; rate: number; limit: number; filter: string | null }
+  | { type: 'status'; running: boolean }
+  | { type: 'records'; stage: string; records: unknown[] }
+  | { type: 'dropped'; count: number }
+  | { type: 'end'; reason: string };
 
 export interface PipelineSummary {
   name: string;
@@ -46,6 +93,8 @@ export interface PipelineState extends PipelineSummary {
   file: string | null;
   active_run_id: string | null;
   yaml: string;
+  /** The parsed config (absent from older daemons). */
+  config?: PipelineConfigView;
 }
 
 export interface StatsRow {

@@ -1,6 +1,7 @@
-// A pipeline's YAML in the editor: completion and hover from the plugin schemas, the server's
-// dry-run diagnostics inline as you type (the server stays the authority), a connector test, save
-// (create or replace) and run. The editor chunk is fetched when this page opens.
+// A pipeline's page: its graph with the live figures of each stage (polled), then two tabs: the
+// YAML in the editor (completion and hover from the plugin schemas, the server's dry-run
+// diagnostics inline as you type: the server stays the authority; a connector test, save, run) and
+// the Live tab (the tap). The editor chunk is fetched when this page opens.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { daemon, type ConnectorTest, type DryRunDiagnostic, type PipelineState, type PluginSchemas } from '../../api/daemon.js';
 import type { YamlEditor } from '../../editor/yaml-editor.js';
@@ -10,9 +11,16 @@ import { StatusBadge } from '../../components/status-badge.js';
 import { cspNonce } from '../../lib/csp.js';
 import { request } from '../../lib/http.js';
 import { href, navigate } from '../../lib/router.js';
+import { usePoll } from '../../lib/use-poll.js';
+import { PipelineGraph } from './pipeline-graph.js';
+import { PipelineTap } from './pipeline-tap.js';
 import { STARTER_PIPELINE } from './starter.js';
 
 const VALIDATE_DELAY_MS = 500;
+/** The graph's figures are refreshed this often while the pipeline runs (the engine's own are per delivered chunk)... */
+const LIVE_MS = 2000;
+/** ...and this often while it does not, to notice that it started. */
+const IDLE_MS = 5000;
 
 let schemasOnce: Promise<PluginSchemas | undefined> | undefined;
 /** The plugin schemas, fetched once per page load; the editor still works (without completion) if they fail. */
@@ -45,7 +53,10 @@ function ConnectorResults({ result }: { result: { source: ConnectorTest; sinks: 
   );
 }
 
-export function PipelineEditorPage({ name, template }: { name?: string; template?: string }) {
+/** The tabs under the graph: the YAML editor (kept mounted, so unsaved text survives a look at the Live tab) and the tap. */
+type Tab = 'yaml' | 'live';
+
+export function PipelineEditorPage({ name, template, tab = 'yaml', stage }: { name?: string; template?: string; tab?: Tab; stage?: string }) {
   const host = useRef<HTMLDivElement>(null);
   const editor = useRef<YamlEditor | undefined>(undefined);
   const [state, setState] = useState<PipelineState>();
@@ -58,6 +69,11 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
   const [notice, setNotice] = useState<{ tone: 'error' | 'ok' | 'info'; text: string; link?: [string, string] }>();
   const [busy, setBusy] = useState<string>();
   const isNew = name === undefined;
+  const [polledRunning, setPolledRunning] = useState(false);
+  const polled = usePoll(async () => (isNew ? undefined : daemon.pipeline(name)), isNew ? 0 : polledRunning ? LIVE_MS : IDLE_MS, [name]);
+  const current = polled.data ?? state;
+  const nowRunning = !!current?.live;
+  useEffect(() => setPolledRunning(nowRunning), [nowRunning]);
 
   // Load the pipeline (or the starter), the schemas and the editor chunk, then mount the editor.
   useEffect(() => {
@@ -133,6 +149,7 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
       const r = isNew ? await daemon.create(yaml) : await daemon.update(name, yaml);
       setState(r);
       setSaved(yaml);
+      void polled.refresh();
       setNotice({ tone: 'ok', text: `saved: ${r.name} version ${r.version}` });
       if (isNew) navigate(href(['pipelines', r.name]));
     });
@@ -163,7 +180,7 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
       <PageHeader
         title={
           <>
-            {title} {state && <StatusBadge status={state.status} />}
+            {title} {current && <StatusBadge status={current.status} />}
           </>
         }
         subtitle={
@@ -234,7 +251,24 @@ export function PipelineEditorPage({ name, template }: { name?: string; template
           </select>
         </label>
       )}
-      <div class="editor-layout">
+      {!isNew && current?.config && <PipelineGraph name={name} config={current.config} live={current.live} status={current.status} />}
+      {!isNew && (
+        <nav class="tabs" aria-label="pipeline views">
+          <a href={href(['pipelines', name])} class={tab === 'yaml' ? 'active' : ''} aria-current={tab === 'yaml' ? 'page' : undefined}>
+            YAML
+          </a>
+          <a
+            href={href(['pipelines', name], { tab: 'live', stage })}
+            class={tab === 'live' ? 'active' : ''}
+            aria-current={tab === 'live' ? 'page' : undefined}
+            data-testid="tab-live"
+          >
+            Live records
+          </a>
+        </nav>
+      )}
+      {!isNew && tab === 'live' && current?.config && <PipelineTap name={name} config={current.config} stage={stage} />}
+      <div class={tab === 'live' && !isNew ? 'editor-layout hidden' : 'editor-layout'}>
         <div class="editor-host" ref={host} data-testid="yaml-editor" />
         <aside class="editor-side">
           <h2>

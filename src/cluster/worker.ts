@@ -135,6 +135,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       bytes_out: n('bytes_out'),
       errors_last_window: (record?.errors ?? p?.errors ?? []).slice(-20),
       is_final: isFinal,
+      // Per-stage figures (issue 29; an addition to doc 2's body): the manager sums them over a placement's slots.
+      ...(r.progress?.stages ? { stages: r.progress.stages } : {}),
     };
   };
 

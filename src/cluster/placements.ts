@@ -494,6 +494,11 @@ export class StreamPlacements {
     }
   }
 
+  /** The workers holding the pipeline's slots (a relayed tap, src/cluster/tap-relay.ts). */
+  holders(pipeline: string): { id: string; url: string }[] {
+    return (this.groups.get(pipeline)?.slots ?? []).map((s) => ({ id: s.worker_id, url: s.worker_url }));
+  }
+
   /** Pipelines placed on each worker (GET /api/cluster/nodes' assigned_pipelines). */
   assigned(): Map<string, string[]> {
     const out = new Map<string, string[]>();

@@ -135,14 +135,28 @@ describe('tap relay', () => {
   });
 
   it('ends when the pipeline is deleted, and tells when a worker refuses its tap', async () => {
+    // A worker that refuses the upgrade with {detail}, as its agent does without the key.
+    const server = createServer();
+    server.on('upgrade', (_req, socket) => {
+      const body = JSON.stringify({ detail: 'missing X-API-Key header' });
+      socket.end(`HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const locked = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     let exists = true;
     const t = relayed(
-      () => [{ id: 'gone', url: 'http://127.0.0.1:9' }],
+      () => [
+        { id: 'gone', url: 'http://127.0.0.1:9' },
+        { id: 'locked', url: locked },
+      ],
       {},
       () => exists,
     );
-    await until(() => t.got.frames.some((f) => 'error' in f), 5000, 'the refusal');
-    expect(t.got.frames[0]).toMatchObject({ type: 'status', worker: 'gone', running: false, error: expect.stringMatching(/ECONNREFUSED/) });
+    await until(() => t.got.frames.filter((f) => 'error' in f).length === 2, 5000, 'both refusals');
+    expect(t.got.frames).toContainEqual({ type: 'status', worker: 'gone', running: false, error: expect.stringMatching(/ECONNREFUSED/) });
+    expect(t.got.frames).toContainEqual({ type: 'status', worker: 'locked', running: false, error: 'HTTP 401: missing X-API-Key header' });
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
     exists = false;
     await until(() => t.got.ended, 5000, 'the tap to end');
     expect(t.got.ended).toBe("pipeline 'p' was deleted");

@@ -28,12 +28,18 @@ export interface CallResult {
   body: { readonly [key: string]: unknown } | undefined;
 }
 
-/** One JSON call; network failures and timeouts throw with the URL in the message. */
-export async function internalCall(method: 'GET' | 'POST' | 'PUT', url: string, body: unknown, o: CallOptions = {}): Promise<CallResult> {
+/** The headers of an internal call: the key, the epoch, the run (also a relayed tap's WebSocket, src/cluster/tap-relay.ts). */
+export function internalHeaders(o: CallOptions): Record<string, string> {
   const headers: Record<string, string> = {};
   if (o.apiKey) headers['x-api-key'] = o.apiKey;
   if (o.epoch !== undefined) headers[EPOCH_HEADER] = String(o.epoch);
   if (o.runId) headers[RUN_ID_HEADER] = o.runId;
+  return headers;
+}
+
+/** One JSON call; network failures and timeouts throw with the URL in the message. */
+export async function internalCall(method: 'GET' | 'POST' | 'PUT', url: string, body: unknown, o: CallOptions = {}): Promise<CallResult> {
+  const headers = internalHeaders(o);
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {

@@ -20,6 +20,8 @@ import type { PipelineConfig } from '../config/pipeline-schema.js';
 import type { RunRecord } from '../engine/run-record.js';
 import { SqlPlacementStore } from './placement-store.js';
 import { StreamPlacements, type PlacementView } from './placements.js';
+import { TapRelay } from './tap-relay.js';
+import type { TapFeed } from '../engine/tap-routes.js';
 
 /** What the API is given of the cluster in manager mode (ApiDeps.cluster). */
 export interface ClusterDeps {
@@ -32,6 +34,8 @@ export interface ClusterDeps {
   placement(pipeline: string): PlacementView | undefined;
   /** Every active placement (GET /api/cluster/streams). */
   streams(): PlacementView[];
+  /** A tap on the pipeline: the workers' taps relayed (GET /api/pipelines/{name}/tap; src/cluster/tap-relay.ts). */
+  tapFeed(pipeline: string): TapFeed;
 }
 
 export interface ManagerCluster extends ClusterDeps {
@@ -133,6 +137,13 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     log,
     call: () => ({ apiKey, epoch: epoch() }),
     nodeId: settings.NODE_ID,
+  });
+
+  const taps = new TapRelay({
+    holders: (pipeline) => executor.holders(pipeline),
+    exists: (pipeline) => manager?.has(pipeline) ?? false,
+    call: () => ({ apiKey, epoch: epoch() }),
+    log,
   });
 
   // Per-pipeline Services, applied one change at a time in the order the configs changed.
@@ -285,6 +296,7 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     },
     placement: (pipeline) => placements.view(pipeline),
     streams: () => placements.views(),
+    tapFeed: (pipeline) => taps.feed(pipeline),
     attach: (mgr) => (manager = mgr),
     onConfig,
     adoption,

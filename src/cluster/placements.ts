@@ -23,6 +23,7 @@
 import { createHash } from 'node:crypto';
 import type { RunJob } from '../pipelines/executor.js';
 import { runCounts, type RunRecord } from '../engine/run-record.js';
+import { sumStages, type StageFigures } from '../engine/stage-figures.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';
@@ -73,6 +74,13 @@ const add = (a: Counters, b: Partial<Record<keyof Counters, unknown>>) => {
   return a;
 };
 
+/** Figures of runs that ended, added up: no breaker of theirs is open any more. */
+const endedStages = (list: (StageFigures | undefined)[]): StageFigures | undefined => {
+  const sum = sumStages(list.filter((s) => s !== undefined));
+  for (const k of sum?.sinks ?? []) k.circuit = 'closed';
+  return sum;
+};
+
 /** A slot's fields of doc 2 (what is persisted, and what the view shows beside its stats). */
 const persistedSlot = (s: PersistedSlot): PersistedSlot => ({
   worker_index: s.worker_index,
@@ -92,6 +100,8 @@ interface Slot extends PersistedSlot {
   runStartedAt: number;
   /** Counters of this slot's runs that ended. */
   closed: Counters;
+  /** Stage figures of this slot's runs that ended (from their final reports). */
+  closedStages?: StageFigures;
   /** The current run ended (its run-complete came): started again at the next tick. */
   ended: boolean;
   /** Reconciler passes in a row that found the slot's worker down. */
@@ -104,6 +114,7 @@ interface Group extends Omit<PersistedPlacement, 'slots'> {
   stopping: boolean;
   /** Counters of slots dropped from the group. */
   dropped: Counters;
+  droppedStages?: StageFigures;
   /** The highest run number each worker index had in this group: a run id is never used twice. */
   used: Map<number, number>;
   errors: string[];
@@ -414,6 +425,13 @@ export class StreamPlacements {
     return t;
   }
 
+  /** The stage figures of the group's runs added up; undefined while no worker reported any (workers of an earlier release). */
+  private stageTotals(group: Group): StageFigures | undefined {
+    const list = [group.droppedStages];
+    for (const s of group.slots) list.push(s.closedStages, s.report && !s.ended ? s.report.stages : undefined);
+    return sumStages(list.filter((x) => x !== undefined));
+  }
+
   // ---- what workers report ------------------------------------------------------------------
 
   /** A stats report: true (taken), false (a superseded slot run: 409), undefined (no slot run). */
@@ -432,7 +450,8 @@ export class StreamPlacements {
       void this.persist(group);
     }
     const t = this.totals(group);
-    group.job.onProgress?.({ ...t, units: 0 });
+    const stages = this.stageTotals(group);
+    group.job.onProgress?.({ ...t, units: 0, ...(stages ? { stages } : {}) });
     return true;
   }
 
@@ -444,6 +463,8 @@ export class StreamPlacements {
     this.byRun.delete(body.run_id);
     if (slot.current_run_id !== body.run_id) return 'resolved'; // a superseded run's end: its counts were never the slot's
     add(slot.closed, { ...body, error_count: body.records_skipped });
+    // Its final report (sent before the run-complete) holds its last figures.
+    slot.closedStages = endedStages([slot.closedStages, slot.report?.stages]);
     slot.report = undefined;
     slot.ended = true;
     if (body.error) group.errors.push(`${slot.worker_id}: ${body.error}`);
@@ -471,6 +492,11 @@ export class StreamPlacements {
       void this.persist(group);
       if (group.stopping) this.finishIfStopped(group);
     }
+  }
+
+  /** The workers holding the pipeline's slots (a relayed tap, src/cluster/tap-relay.ts). */
+  holders(pipeline: string): { id: string; url: string }[] {
+    return (this.groups.get(pipeline)?.slots ?? []).map((s) => ({ id: s.worker_id, url: s.worker_url }));
   }
 
   /** Pipelines placed on each worker (GET /api/cluster/nodes' assigned_pipelines). */
@@ -584,6 +610,7 @@ export class StreamPlacements {
   private forgetSlot(group: Group, slot: Slot) {
     add(group.dropped, slot.closed);
     if (slot.report && !slot.ended) add(group.dropped, slot.report);
+    group.droppedStages = endedStages([group.droppedStages, slot.closedStages, slot.report && !slot.ended ? slot.report.stages : undefined]);
     this.byRun.delete(slot.current_run_id);
     // The old worker may come back with the run: its stats are refused (409) and it stops.
   }

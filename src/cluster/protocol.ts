@@ -9,7 +9,10 @@ export interface RunComplete extends RunRecord {
   worker_id?: string;
 }
 
-/** The body of a pipeline-stats report: the run's progress counters (records_filtered absent from a worker of an earlier release). */
+/**
+ * The body of a pipeline-stats report: the run's progress counters, and its per-stage figures
+ * (`stages`). A worker of an earlier release sends neither records_filtered nor stages.
+ */
 export interface StatsReport extends Omit<RunProgress, 'units' | 'unit' | 'unit_size' | 'records_filtered'> {
   records_filtered?: number;
   run_id: string;

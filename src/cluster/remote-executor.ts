@@ -165,6 +165,13 @@ export class RemoteExecutor implements Executor {
     }
   }
 
+  /** The workers holding runs of the pipeline: its placement's slots, or the worker of a plain run (a relayed tap). */
+  holders(pipeline: string): WorkerChoice[] {
+    const out = this.deps.placements?.holders(pipeline) ?? [];
+    for (const p of this.pending.values()) if (p.job.name === pipeline && !out.some((w) => w.id === p.worker.id)) out.push(p.worker);
+    return out;
+  }
+
   /** Runs waiting for their outcome, by worker id (GET /api/cluster/nodes). */
   assigned(): Map<string, string[]> {
     const out = new Map<string, string[]>();

@@ -8,8 +8,11 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
+import websocket from '@fastify/websocket';
 import { Type } from '@sinclair/typebox';
 import webhookRoutes from '../engine/webhook-routes.js';
+import { TapHub } from '../engine/tap.js';
+import { hubFeed, tapRoute } from '../engine/tap-routes.js';
 import { installAuth } from '../auth/guard.js';
 import { httpError, httpErrorHandler, noRouteHandler, sendHttpError } from '../core/http-errors.js';
 import { loadPipelineText } from '../config/load.js';
@@ -51,6 +54,7 @@ export interface WorkerRun {
   runId: string;
   pipeline: string;
   scheduleType: string;
+  config: PipelineConfig;
   configSha256: string;
   startedAt: Date;
   stop: AbortController;
@@ -108,6 +112,18 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   });
 
   const runs = new Map<string, WorkerRun>();
+  // Each pipeline's taps (GET /agent/pipelines/{name}/tap, what a manager relays): they outlive runs,
+  // so a tap waits while a slot's run is started again; a hub goes once no run and no tap uses it.
+  const taps = new Map<string, TapHub>();
+  const tapHub = (name: string) => {
+    let hub = taps.get(name);
+    if (!hub) taps.set(name, (hub = new TapHub()));
+    return hub;
+  };
+  const runsOf = (name: string) => [...runs.values()].filter((r) => r.pipeline === name);
+  const forgetTaps = (name: string) => {
+    if (!taps.get(name)?.active && runsOf(name).length === 0) taps.delete(name);
+  };
   const finished = new Map<string, string>(); // run_id -> status, oldest first
   let draining = false;
   let highestEpoch = -1;
@@ -135,6 +151,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       bytes_out: n('bytes_out'),
       errors_last_window: (record?.errors ?? p?.errors ?? []).slice(-20),
       is_final: isFinal,
+      // Per-stage figures (issue 29; an addition to doc 2's body): the manager sums them over a placement's slots.
+      ...(r.progress?.stages ? { stages: r.progress.stages } : {}),
     };
   };
 
@@ -145,6 +163,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       runId,
       pipeline: config.name,
       scheduleType: config.schedule.type,
+      config,
       configSha256: sha256(yaml),
       startedAt: new Date(),
       stop,
@@ -161,6 +180,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
         log: runLog,
         started: async () => runLog.info('run started'),
         onProgress: (pr) => (run.progress = pr),
+        tap: tapHub(config.name),
       })
       .catch((e: unknown): RunRecord => {
         const now = new Date().toISOString();
@@ -188,6 +208,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
         await outbox.push({ path: '/api/internal/pipeline-stats', body: statsBody(run, true, record) });
         await outbox.push({ path: '/api/internal/run-complete', body: { ...record, worker_id: workerId, config_sha256: run.configSha256 } });
         runs.delete(runId);
+        forgetTaps(config.name);
         finished.set(runId, record.status);
         if (finished.size > REMEMBERED_RUNS) finished.delete(finished.keys().next().value!);
         return record;
@@ -217,6 +238,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   const agent = Fastify({ bodyLimit: 4 << 20 }) as unknown as FastifyInstance;
   const agentConnections = promptClose(agent.server);
   agent.addHook('preClose', async () => agentConnections.begin());
+  // The tap's WebSocket; a client sends nothing but pings.
+  await agent.register(websocket, { options: { maxPayload: 4096 } });
   installAuth(agent, { settings, log });
   agent.setErrorHandler(httpErrorHandler({ plain: true }));
   agent.setNotFoundHandler(noRouteHandler);
@@ -249,6 +272,27 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     runs: [...runs.values()].map((r) => ({ ...statsBody(r, false), config_sha256: r.configSha256, started_at: r.startedAt.toISOString() })),
     outbox_pending: await outbox.pending(),
   }));
+
+  // The same tap as the API's (query, frames), on this worker's runs: what the manager relays.
+  // The stage is checked against the run's config when the pipeline runs here.
+  tapRoute(agent, {
+    path: '/agent/pipelines/:name/tap',
+    tags: ['agent'],
+    config: (name) => runsOf(name)[0]?.config,
+    running: (name) => runsOf(name).length > 0,
+    feed: (name) => {
+      const feed = hubFeed(tapHub(name));
+      return {
+        attach: (opts, out) => {
+          const detach = feed.attach(opts, out);
+          return () => {
+            detach();
+            forgetTaps(name);
+          };
+        },
+      };
+    },
+  });
 
   const RunBody = Type.Object({
     run_id: Type.String({ minLength: 1, maxLength: 200 }),
@@ -347,6 +391,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
         await Promise.race([all(), new Promise((r) => setTimeout(r, 10_000))]);
       }
       clearInterval(statsTimer);
+      for (const hub of taps.values()) hub.close(`worker ${workerId} is shutting down`);
       const sent = await outbox.flush(5000);
       if (!sent)
         log.warn({ pending: await outbox.pending() }, 'manager not reachable: outcomes stay in the outbox and are sent by the next start on this volume');

@@ -100,11 +100,48 @@ export interface TapOptions {
   limit: number;
 }
 
+/**
+ * A tap's budget: `rate` records per second with bursts up to one second's worth, `limit` in all.
+ * The hub keeps one per tap; a manager keeps one per relayed tap (src/cluster/tap-relay.ts).
+ */
+export class TapBudget {
+  private tokens: number;
+  private last = performance.now();
+  /** Records handed on so far. */
+  sent = 0;
+
+  constructor(
+    readonly rate: number,
+    readonly limit: number,
+  ) {
+    this.tokens = Math.max(1, rate);
+  }
+
+  /** Whole records it may take now (refilled for the time passed). */
+  available(): number {
+    const now = performance.now();
+    this.tokens = Math.min(Math.max(1, this.rate), this.tokens + ((now - this.last) / 1000) * this.rate);
+    this.last = now;
+    return Math.min(Math.floor(this.tokens), this.limit - this.sent);
+  }
+
+  /** Takes up to `n` records from what is left (not refilled: chunks in flight were asked for the same tokens); how many it granted. */
+  take(n: number): number {
+    const k = Math.min(n, Math.floor(this.tokens), this.limit - this.sent);
+    if (k <= 0) return 0;
+    this.tokens -= k;
+    this.sent += k;
+    return k;
+  }
+
+  get spent(): boolean {
+    return this.sent >= this.limit;
+  }
+}
+
 interface Subscriber extends TapOptions {
   id: number;
-  tokens: number;
-  last: number;
-  sent: number;
+  budget: TapBudget;
   send(lines: string[]): void;
   end(reason: string): void;
 }
@@ -124,7 +161,7 @@ export class TapHub {
   /** Attaches a tap; returns what detaches it. `send` must not block (it drops when its peer is slow). */
   attach(opts: TapOptions, send: (lines: string[]) => void, end: (reason: string) => void): () => void {
     const id = this.nextId++;
-    this.subs.set(id, { ...opts, id, tokens: Math.max(1, opts.rate), last: performance.now(), sent: 0, send, end });
+    this.subs.set(id, { ...opts, id, budget: new TapBudget(opts.rate, opts.limit), send, end });
     return () => this.subs.delete(id);
   }
 
@@ -134,18 +171,10 @@ export class TapHub {
     const out: TapRequest[] = [];
     for (const s of this.subs.values()) {
       if (s.stage === 'dlq') continue;
-      const max = Math.min(this.refill(s), s.limit - s.sent, TAP_PER_CHUNK);
+      const max = Math.min(s.budget.available(), TAP_PER_CHUNK);
       if (max > 0) out.push({ id: s.id, stage: s.stage, filter: s.filter, max });
     }
     return out.length ? out : undefined;
-  }
-
-  /** Whole tokens a tap has now. */
-  private refill(s: Subscriber): number {
-    const now = performance.now();
-    s.tokens = Math.min(Math.max(1, s.rate), s.tokens + ((now - s.last) / 1000) * s.rate);
-    s.last = now;
-    return Math.floor(s.tokens);
   }
 
   /** What chunks copied, once they are delivered; masked with `redact` (the run's secrets). */
@@ -162,7 +191,7 @@ export class TapHub {
     for (const s of this.subs.values()) {
       if (s.stage !== 'dlq') continue;
       const lines: string[] = [];
-      const max = Math.min(this.refill(s), s.limit - s.sent, TAP_PER_CHUNK);
+      const max = Math.min(s.budget.available(), TAP_PER_CHUNK);
       const filter = s.filter ? filterOf(s.filter) : undefined;
       for (let i = 0; i < envelopes.length && lines.length < max; i++) if (passes(filter, envelopes[i]!)) lines.push(tapText(envelopes[i]));
       this.hand(s, lines, redact);
@@ -177,12 +206,10 @@ export class TapHub {
 
   private hand(s: Subscriber, lines: string[], redact: (text: string) => string) {
     // Chunks in flight were all asked for the same budget: what comes past it is dropped here.
-    const n = Math.min(lines.length, Math.floor(s.tokens), s.limit - s.sent);
+    const n = s.budget.take(lines.length);
     if (n <= 0) return;
-    s.tokens -= n;
-    s.sent += n;
     s.send((n < lines.length ? lines.slice(0, n) : lines).map(redact));
-    if (s.sent >= s.limit) {
+    if (s.budget.spent) {
       this.subs.delete(s.id);
       s.end(`limit of ${s.limit} records reached`);
     }

@@ -31,7 +31,7 @@ const options = {
 /** The frames of the tap (src/api/routes/tap.ts). */
 type Frame =
   | { type: 'tap'; pipeline: string; stage: string; rate: number; limit: number; filter: string | null }
-  | { type: 'status'; running: boolean }
+  | { type: 'status'; running: boolean; worker?: string }
   | { type: 'records'; stage: string; records: unknown[] }
   | { type: 'dropped'; count: number }
   | { type: 'end'; reason: string };
@@ -128,6 +128,8 @@ export async function tapCommand(argv: string[], ctx: Pick<Ctx, 'url' | 'apiKey'
             `pipeline ${f.pipeline}, stage ${f.stage}: ${f.rate} records/s at most, ${f.limit} in all${f.filter ? `, where ${f.filter}` : ''} (Ctrl-C stops)`,
           );
         case 'status':
+          // In a cluster, frames tagged with a worker say how that worker's part goes; the pipeline's state is the untagged one.
+          if (f.worker !== undefined) return;
           if (!f.running) note(`waiting: pipeline ${name} is not running (its records show when it runs)`);
           else if (running === false) note(`pipeline ${name} is running`);
           running = f.running;

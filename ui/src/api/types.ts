@@ -66,7 +66,7 @@ export interface PipelineConfigView {
 /** A frame of the tap WebSocket (GET /api/pipelines/{name}/tap, docs/live.md "Tap"). */
 export type TapFrame =
   | { type: 'tap'; pipeline: string; stage: string; rate: number; limit: number; filter: string | null }
-  | { type: 'status'; running: boolean }
+  | { type: 'status'; running: boolean; worker?: string }
   | { type: 'records'; stage: string; records: unknown[] }
   | { type: 'dropped'; count: number }
   | { type: 'end'; reason: string };

@@ -83,8 +83,10 @@ export function PipelineTap({ name, config, stage: initialStage }: { name: strin
     ws.onmessage = (ev: MessageEvent<string>) => {
       if (socket.current !== ws) return;
       const f = JSON.parse(ev.data) as TapFrame;
-      if (f.type === 'status') setRunning(f.running);
-      else if (f.type === 'dropped') setDropped((d) => d + f.count);
+      // In a cluster, status frames tagged with a worker are that worker's; the pipeline's state is the untagged one.
+      if (f.type === 'status') {
+        if (f.worker === undefined) setRunning(f.running);
+      } else if (f.type === 'dropped') setDropped((d) => d + f.count);
       else if (f.type === 'end') {
         ended = true;
         setPhase('ended');

@@ -407,6 +407,8 @@ export interface WriteResult {
    * the sink's retry policy (retry_count, retry_delay_seconds); when retries run out they fail like a write.
    */
   retry?: { index: number; reason: string }[];
+  /** With `retry`: the peer's own wait before it (HTTP `Retry-After`), in ms; the runtime waits at least this long. */
+  retryAfterMs?: number;
   /** Bytes sent to the peer for this batch (records sinks: their own wire format), counted in `bytes_out`. */
   bytes?: number;
 }

@@ -228,6 +228,7 @@ export interface PrometheusServer {
   stop(): Promise<void>;
 }
 
+/** `scrape`: jobs Prometheus scrapes (every second unless `interval`); the target `SELF` is Prometheus itself. */
 export async function prometheusServer(opts: { scrape?: { job: string; targets: string[]; interval?: string }[] } = {}): Promise<PrometheusServer> {
   // Not tempDir(): that is removed after each test, and this server outlives one.
   const dir = mkdtempSync(join(tmpdir(), 'svc-prom-server-'));
@@ -237,9 +238,9 @@ export async function prometheusServer(opts: { scrape?: { job: string; targets: 
     scrape_configs: (opts.scrape ?? []).map((s) => ({
       job_name: s.job,
       ...(s.interval ? { scrape_interval: s.interval, scrape_timeout: s.interval } : {}),
-      static_configs: [{ targets: s.targets }],
-      // Prometheus' own /metrics sits behind the web config's basic auth.
-      ...(s.targets.includes(`127.0.0.1:${port}`) ? { basic_auth: { username: PROM_USER, password: PROM_PASSWORD } } : {}),
+      // SELF: Prometheus itself, whose /metrics sits behind the web config's basic auth.
+      static_configs: [{ targets: s.targets.map((t) => (t === 'SELF' ? `127.0.0.1:${port}` : t)) }],
+      ...(s.targets.includes('SELF') ? { basic_auth: { username: PROM_USER, password: PROM_PASSWORD } } : {}),
     })),
   };
   writeFileSync(join(dir, 'prometheus.yml'), stringify(cfg));

@@ -14,6 +14,7 @@ import { runPipeline } from '../../src/engine/runner.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { decodeBody } from '../../src/plugins/connectors/prometheus_rw/decode.js';
+import { encodeWriteRequest, labelBytes, snappyBlock } from '../../src/plugins/connectors/prometheus_rw/encode.js';
 import { labelName, metricName, SeriesMapper } from '../../src/plugins/connectors/prometheus_rw/series.js';
 import { retryAfterMs } from '../../src/plugins/connectors/prometheus_rw/sink.js';
 import { tempDir } from '../helpers/fs.js';
@@ -309,6 +310,65 @@ describe('prometheus_rw sink: names and values', () => {
     const plugin = registry.sink.get('prometheus_rw')!;
     const found = secretsOf(plugin.config, { headers: { 'X-Scope-OrgID': 'tenant-7' }, token: 'tok-1', password: 'pw-1', username: 'svc-user' });
     expect([...found].sort()).toEqual(['pw-1', 'tenant-7', 'tok-1']);
+  });
+
+  it('takes counter semantics from a type field: Counter32 wraps, counter never, gauges as read', () => {
+    const m = new SeriesMapper({
+      nameField: 'name',
+      valueFields: ['value'],
+      excludeLabels: ['type'],
+      staticLabels: {},
+      timestampField: 'timestamp',
+      counterFields: [],
+      typeField: 'type',
+      totalSuffix: true,
+      snmpWraps: 'unwrap',
+      maxSeries: 10,
+    });
+    const out = (recs: Rec[]) =>
+      recs.map((r) => {
+        const x = m.map(r, 0);
+        return 'samples' in x ? [x.samples[0]!.labels[0]![1], x.samples[0]!.value] : x.refused;
+      });
+    expect(
+      out([
+        { name: 'ifInOctets', type: 'Counter32', value: 4294967000 },
+        { name: 'ifInOctets', type: 'Counter32', value: 10 },
+      ]),
+    ).toEqual([
+      ['ifInOctets_total', 4294967000],
+      ['ifInOctets_total', 4294967306],
+    ]);
+    // A Prometheus counter (a scraped record) keeps its name and reads a decrease as a reset.
+    expect(
+      out([
+        { name: 'x_total', type: 'counter', value: 50 },
+        { name: 'x_total', type: 'counter', value: 5 },
+      ]),
+    ).toEqual([
+      ['x_total', 50],
+      ['x_total', 5],
+    ]);
+    expect(out([{ name: 'ifSpeed', type: 'Gauge32', value: 7 }])).toEqual([['ifSpeed', 7]]);
+  });
+
+  it('encodes a series with its cached labels to the same bytes, and decodes back to the same samples', () => {
+    const labels: [string, string][] = [
+      ['__name__', 'up'],
+      ['instance', 'h:9100'],
+      ['job', 'ñode'],
+    ];
+    const samples = [
+      { value: 1.5, timestamp_ms: 1764000000000 },
+      { value: -2, timestamp_ms: -1000 },
+    ];
+    const plain = encodeWriteRequest([{ labels, samples }]);
+    expect(encodeWriteRequest([{ labels: [], samples, encoded: labelBytes(labels) }])).toEqual(plain);
+    const { records } = decodeBody(snappyBlock(plain));
+    expect(records.map((r) => [r.name, r.labels, r.value, r.timestamp_ms])).toEqual([
+      ['up', { instance: 'h:9100', job: 'ñode' }, 1.5, 1764000000000],
+      ['up', { instance: 'h:9100', job: 'ñode' }, -2, -1000],
+    ]);
   });
 
   it('reads Retry-After as seconds or an HTTP date', () => {

@@ -8,6 +8,17 @@ export interface SeriesIn {
   /** Label name to value, `__name__` among them; written in the order given (the sink sorts them, as the spec asks). */
   labels: Record<string, string> | [string, string][];
   samples: { value: number; timestamp_ms: number }[];
+  /** The labels already encoded (labelBytes()): copied as they are, `labels` not read. */
+  encoded?: Buffer;
+}
+
+/** The protobuf bytes of a series' labels (its `TimeSeries.labels` fields), for a sender that sends the same series again and again. */
+export function labelBytes(labels: SeriesIn['labels']): Buffer {
+  const enc = encodeWriteRequest([{ labels, samples: [] }]);
+  // Past the WriteRequest.timeseries tag and length: the TimeSeries' own fields.
+  let pos = 1;
+  while (enc[pos]! >= 0x80) pos++;
+  return enc.subarray(pos + 1);
 }
 
 /** Bytes of a varint (negative int64s take ten). */
@@ -49,13 +60,15 @@ export function encodeWriteRequest(series: SeriesIn[]): Buffer {
   const strBytes: number[] = [];
   for (const s of series) {
     let ts = 0;
-    for (const [name, value] of pairsOf(s.labels)) {
-      const n = Buffer.byteLength(name);
-      const v = Buffer.byteLength(value);
-      strBytes.push(n, v);
-      const label = 1 + varintSize(n) + n + 1 + varintSize(v) + v;
-      ts += 1 + varintSize(label) + label;
-    }
+    if (s.encoded) ts += s.encoded.length;
+    else
+      for (const [name, value] of pairsOf(s.labels)) {
+        const n = Buffer.byteLength(name);
+        const v = Buffer.byteLength(value);
+        strBytes.push(n, v);
+        const label = 1 + varintSize(n) + n + 1 + varintSize(v) + v;
+        ts += 1 + varintSize(label) + label;
+      }
     for (const smp of s.samples) {
       const sample = 9 + 1 + varintSize(smp.timestamp_ms);
       ts += 1 + varintSize(sample) + sample;
@@ -71,18 +84,20 @@ export function encodeWriteRequest(series: SeriesIn[]): Buffer {
   for (const s of series) {
     buf[pos++] = 0x0a; // WriteRequest.timeseries = 1
     pos = putVarint(buf, pos, sizes[si++]!);
-    for (const [name, value] of pairsOf(s.labels)) {
-      const n = strBytes[bi++]!;
-      const v = strBytes[bi++]!;
-      buf[pos++] = 0x0a; // TimeSeries.labels = 1
-      pos = putVarint(buf, pos, 1 + varintSize(n) + n + 1 + varintSize(v) + v);
-      buf[pos++] = 0x0a; // Label.name = 1
-      pos = putVarint(buf, pos, n);
-      pos += buf.write(name, pos, 'utf8');
-      buf[pos++] = 0x12; // Label.value = 2
-      pos = putVarint(buf, pos, v);
-      pos += buf.write(value, pos, 'utf8');
-    }
+    if (s.encoded) pos += s.encoded.copy(buf, pos);
+    else
+      for (const [name, value] of pairsOf(s.labels)) {
+        const n = strBytes[bi++]!;
+        const v = strBytes[bi++]!;
+        buf[pos++] = 0x0a; // TimeSeries.labels = 1
+        pos = putVarint(buf, pos, 1 + varintSize(n) + n + 1 + varintSize(v) + v);
+        buf[pos++] = 0x0a; // Label.name = 1
+        pos = putVarint(buf, pos, n);
+        pos += buf.write(name, pos, 'utf8');
+        buf[pos++] = 0x12; // Label.value = 2
+        pos = putVarint(buf, pos, v);
+        pos += buf.write(value, pos, 'utf8');
+      }
     for (const smp of s.samples) {
       buf[pos++] = 0x12; // TimeSeries.samples = 2
       pos = putVarint(buf, pos, 9 + 1 + varintSize(smp.timestamp_ms));

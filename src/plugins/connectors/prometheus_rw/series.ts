@@ -16,6 +16,8 @@ export interface SeriesOptions {
   staticLabels: Record<string, string>;
   timestampField: string;
   counterFields: string[];
+  /** Record field naming the type of the record's values: a MIB type (Counter32, Counter64, Gauge32, TimeTicks) or a Prometheus one (counter, gauge). */
+  typeField?: string;
   /** Append `_total` to counters' names (OpenMetrics' rule for counters). */
   totalSuffix: boolean;
   /** Keep Counter32 values monotonic across wraps (`unwrap`), or send them as read (`raw`). */
@@ -78,6 +80,13 @@ function widthOf(r: Rec, field: string): 32 | 64 | undefined {
   return w === 32 || w === 64 ? w : undefined;
 }
 
+/** What a type name says of a value: a counter of a width, a counter (Prometheus' `counter`: never wraps), or nothing. */
+function typeCounter(t: unknown): 32 | 64 | 'counter' | undefined {
+  if (typeof t !== 'string') return undefined;
+  const l = t.toLowerCase();
+  return l === 'counter32' ? 32 : l === 'counter64' ? 64 : l === 'counter' ? 'counter' : undefined;
+}
+
 export class SeriesMapper {
   private readonly parseTime = timeParser({});
   private readonly skip: Set<string>;
@@ -94,28 +103,43 @@ export class SeriesMapper {
   }
 
   map(r: Rec, nowMs: number): Mapped {
-    let m = this.done.get(r);
-    if (m === undefined) {
-      m = this.build(r, nowMs);
-      this.done.set(r, m);
-    }
+    const known = this.done.get(r);
+    if (known !== undefined) return known;
+    const m = this.build(r, nowMs);
+    // Only what moved the wrap state needs remembering (a WeakMap entry per record costs the GC).
+    if (this.stateful) this.done.set(r, m);
     return m;
+  }
+
+  /** Set by build() when the record's samples went through the wrap state. */
+  private stateful = false;
+  /** Sanitised label names by field name (fields repeat record after record). */
+  private readonly names = new Map<string, string>();
+
+  private nameOf(field: string): string {
+    let n = this.names.get(field);
+    if (n === undefined) {
+      n = labelName(field);
+      if (this.names.size < 10_000) this.names.set(field, n);
+    }
+    return n;
   }
 
   private labelsOf(r: Rec): Map<string, string[]> {
     const out = new Map<string, string[]>();
     const add = (name: string, v: unknown) => {
       if (!scalar(v)) return;
-      const value = String(v);
+      const value = typeof v === 'string' ? v : String(v);
       if (value === '') return; // Prometheus reads an empty label as an absent one
-      const n = labelName(name);
+      const n = this.nameOf(name);
       if (n === '' || n === 'key_') return;
       const list = out.get(n);
       if (list) list.push(value);
       else out.set(n, [value]);
     };
-    const fields = this.o.labelFields ?? Object.keys(r).filter((k) => !k.startsWith('_') && !this.skip.has(k));
+    const fields = this.o.labelFields ?? Object.keys(r);
     for (const f of fields) {
+      if (this.o.labelFields === undefined && (f.charCodeAt(0) === 95 || this.skip.has(f))) continue; // _...
       const v = r[f];
       // An object of labels (the prometheus_rw source's `labels`) gives its entries.
       if (isPlainObject(v)) for (const [k, x] of Object.entries(v)) add(k, x);
@@ -127,6 +151,7 @@ export class SeriesMapper {
 
   private build(r: Rec, nowMs: number): Mapped {
     const o = this.o;
+    this.stateful = false;
     const base = o.metricName ?? (typeof r[o.nameField] === 'string' ? (r[o.nameField] as string) : undefined);
     if (o.valueFields.length === 1 && !base)
       return { refused: `no metric name: field '${o.nameField}' is missing or not text (set name_field, or metric_name for a fixed name)` };
@@ -137,21 +162,40 @@ export class SeriesMapper {
       if (ts === NOT_A_TIME) return { refused: `field '${o.timestampField}' is not a time: ${JSON.stringify(t).slice(0, 60)}` };
     }
     // Colliding names (a.b and a_b) join their values with ';', ordered by the original name, as the Collector does.
-    const labels: [string, string][] = [...this.labelsOf(r)].map(([k, v]) => [k, v.join(';')]);
+    const labels: [string, string][] = [];
+    for (const [k, v] of this.labelsOf(r)) if (k !== '__name__') labels.push([k, v.length === 1 ? v[0]! : v.join(';')]);
+    labels.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const samples: OutSample[] = [];
+    const typed = o.typeField === undefined ? undefined : typeCounter(r[o.typeField]);
     for (const f of o.valueFields) {
       const v = sampleNumber(r[f]);
       if (v === undefined) continue;
       if (v === null) return { refused: `value field '${f}' is not a number: ${JSON.stringify(r[f]).slice(0, 60)}` };
-      const width = widthOf(r, f);
-      const counter = width !== undefined || o.counterFields.includes(f);
+      const width = widthOf(r, f) ?? (typed === 32 || typed === 64 ? typed : undefined);
+      const counter = width !== undefined || typed === 'counter' || o.counterFields.includes(f);
       let name = o.valueFields.length === 1 ? base! : base ? `${base}_${f}` : f;
       if (counter && o.totalSuffix && !name.endsWith('_total')) name += '_total';
       name = metricName(name);
-      const all: [string, string][] = [['__name__', name], ...labels.filter(([k]) => k !== '__name__')];
-      all.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-      const key = all.map(([k, x]) => `${k}\u0000${x}`).join('\u0001');
-      samples.push({ key, labels: all, value: counter && o.snmpWraps === 'unwrap' ? this.unwrap(key, v, width ?? 64) : v, timestamp_ms: ts });
+      // The labels are sorted; __name__ goes before every name that sorts after "__name__".
+      const all: [string, string][] = [];
+      let placed = false;
+      let key = '';
+      for (const l of labels) {
+        if (!placed && l[0] > '__name__') {
+          all.push(['__name__', name]);
+          key += `__name__\u0000${name}\u0001`;
+          placed = true;
+        }
+        all.push(l);
+        key += `${l[0]}\u0000${l[1]}\u0001`;
+      }
+      if (!placed) {
+        all.push(['__name__', name]);
+        key += `__name__\u0000${name}\u0001`;
+      }
+      const unwrap = counter && o.snmpWraps === 'unwrap';
+      if (unwrap) this.stateful = true;
+      samples.push({ key, labels: all, value: unwrap ? this.unwrap(key, v, width ?? 64) : v, timestamp_ms: ts });
     }
     if (samples.length === 0) return { refused: `none of the value fields (${o.valueFields.join(', ')}) holds a value` };
     return { samples };

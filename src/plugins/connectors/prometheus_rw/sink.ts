@@ -11,7 +11,7 @@ import { secret } from '../../../core/secrets.js';
 import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../../connector-runtime/http-client.js';
 import { PeerPresence } from '../../connector-runtime/presence.js';
 import { defineSink, type LintIssue, type WriteResult } from '../../types.js';
-import { encodeWriteRequest, REMOTE_WRITE_HEADERS, snappyBlock, type SeriesIn } from './encode.js';
+import { encodeWriteRequest, labelBytes, REMOTE_WRITE_HEADERS, snappyBlock, type SeriesIn } from './encode.js';
 import { labelName, SeriesMapper, type OutSample } from './series.js';
 import { version } from '../../../version.js';
 
@@ -61,6 +61,12 @@ const config = Type.Object(
       "Value fields that are counters (besides those the record's `_snmp_widths` names, from snmp_poll): named with `_total`, and Counter32 wraps unwrapped (snmp_wraps).",
       [],
     ),
+    type_field: Type.String({
+      minLength: 1,
+      default: 'type',
+      description:
+        "Record field naming the type of its values: Counter32 or Counter64 (a MIB type) makes them counters of that width, `counter` (Prometheus' type, as prometheus_scrape records have it) counters that never wrap; any other value (Gauge32, TimeTicks, gauge) leaves them gauges.",
+    }),
     counter_total_suffix: Type.Boolean({
       default: true,
       description: "Append `_total` to a counter's name unless it has it (OpenMetrics' counter rule; the Collector's add_metric_suffixes).",
@@ -160,16 +166,36 @@ const hint = (s: number) =>
       ? ' (nothing takes remote write there: Prometheus needs --web.enable-remote-write-receiver, and url ends in /api/v1/write)'
       : '';
 
-/** The samples of some records as series: one TimeSeries per label set, its samples in time order. */
-export function seriesOf(samples: OutSample[]): SeriesIn[] {
-  const by = new Map<string, SeriesIn & { samples: { value: number; timestamp_ms: number }[] }>();
-  for (const s of samples) {
-    let x = by.get(s.key);
-    if (!x) by.set(s.key, (x = { labels: s.labels, samples: [] }));
-    x.samples.push({ value: s.value, timestamp_ms: s.timestamp_ms });
+/**
+ * The encoded labels of the series sent lately, by series key: a series goes out request after
+ * request with the same labels, so they are encoded once. Bounded: emptied when full.
+ */
+export class LabelCache {
+  private readonly map = new Map<string, Buffer>();
+  constructor(private readonly max = 100_000) {}
+  get(key: string, labels: [string, string][]): Buffer {
+    let b = this.map.get(key);
+    if (b === undefined) {
+      if (this.map.size >= this.max) this.map.clear();
+      b = Buffer.from(labelBytes(labels));
+      this.map.set(key, b);
+    }
+    return b;
   }
-  for (const x of by.values()) if (x.samples.length > 1) x.samples.sort((a, b) => a.timestamp_ms - b.timestamp_ms);
-  return [...by.values()];
+}
+
+/** The samples of some records as series: one TimeSeries per label set, its samples in time order. */
+export function seriesOf(samples: OutSample[], cache?: LabelCache): SeriesIn[] {
+  const by = new Map<string, SeriesIn>();
+  for (const s of samples) {
+    const x = by.get(s.key);
+    // An OutSample is a sample as the encoder reads it (value, timestamp_ms): no copy.
+    if (x) x.samples.push(s);
+    else by.set(s.key, { labels: s.labels, samples: [s], encoded: cache?.get(s.key, s.labels) });
+  }
+  const out = [...by.values()];
+  for (const x of out) if (x.samples.length > 1) x.samples.sort((a, b) => a.timestamp_ms - b.timestamp_ms);
+  return out;
 }
 
 export default defineSink({
@@ -230,11 +256,13 @@ export default defineSink({
       staticLabels: c.static_labels ?? {},
       timestampField: c.timestamp_field,
       counterFields: c.counter_fields,
+      typeField: c.type_field,
       totalSuffix: c.counter_total_suffix,
       snmpWraps: c.snmp_wraps,
       maxSeries: c.max_series,
     });
     const max = c.max_samples_per_send;
+    const labelCache = new LabelCache(Math.min(c.max_series, 100_000));
 
     return {
       async write(batch): Promise<WriteResult | void> {
@@ -261,7 +289,7 @@ export default defineSink({
         let bytes = 0;
         for (let k = 0; k < requests.length; k++) {
           const req = requests[k]!;
-          const body = snappyBlock(encodeWriteRequest(seriesOf(req.samples)));
+          const body = snappyBlock(encodeWriteRequest(seriesOf(req.samples, labelCache)));
           const later = () => requests.slice(k).flatMap((q) => q.index);
           presence.connecting();
           let res: HttpResponse;

@@ -22,6 +22,12 @@ conformance(prometheusScrapeFixture);
 
 type Dead = { _stage: string; _error: string; raw?: string };
 
+/**
+ * A scrape is stamped when it starts and read a little later: Prometheus' samples this far before
+ * and after ours are surely read before and after ours (it scrapes every second).
+ */
+const MARGIN_MS = 300;
+
 /** One manual run of the source into NDJSON (and a DLQ): its records, dead letters and run record. */
 async function scrape(source: Cfg, opts: { metrics?: Metrics; name?: string } = {}) {
   const out = tempDir('svc-scrape-out-');
@@ -127,13 +133,13 @@ describe("prometheus_scrape: node exporter and Prometheus, compared with Prometh
       const s = await until(
         async () => {
           const xs = await promSamples('node_cpu_seconds_total', labels, 'node');
-          return xs.some(([t]) => t >= at) ? xs : undefined;
+          return xs.some(([t]) => t >= at + MARGIN_MS) ? xs : undefined;
         },
         10_000,
         'a scrape by Prometheus after ours',
       );
-      const before = s.filter(([t]) => t <= at).at(-1);
-      const after = s.find(([t]) => t >= at)!;
+      const before = s.filter(([t]) => t <= at - MARGIN_MS).at(-1);
+      const after = s.find(([t]) => t >= at + MARGIN_MS)!;
       if (before) expect(r.value as number).toBeGreaterThanOrEqual(before[1]);
       expect(r.value as number).toBeLessThanOrEqual(after[1]);
       checked++;
@@ -169,14 +175,14 @@ describe("prometheus_scrape: node exporter and Prometheus, compared with Prometh
     const s = await until(
       async () => {
         const xs = await promSamples('process_cpu_seconds_total', labels, 'self');
-        return xs.some(([t]) => t >= at) ? xs : undefined;
+        return xs.some(([t]) => t >= at + MARGIN_MS) ? xs : undefined;
       },
       10_000,
       'a scrape by Prometheus after ours',
     );
-    const before = s.filter(([t]) => t <= at).at(-1);
+    const before = s.filter(([t]) => t <= at - MARGIN_MS).at(-1);
     if (before) expect(r.value as number).toBeGreaterThanOrEqual(before[1]);
-    expect(r.value as number).toBeLessThanOrEqual(s.find(([t]) => t >= at)![1]);
+    expect(r.value as number).toBeLessThanOrEqual(s.find(([t]) => t >= at + MARGIN_MS)![1]);
     // Histograms: every bucket, _sum and _count of a family carries the family's type.
     const buckets = records.filter((x) => (x.name as string).startsWith('prometheus_http_request_duration_seconds'));
     expect(new Set(buckets.map((x) => x.type))).toEqual(new Set(['histogram']));

@@ -22,7 +22,9 @@ import { runPipeline } from '../src/engine/runner.js';
 import { MemoryProcessedFiles } from '../src/plugins/connector-runtime/processed-files.js';
 import { WebhookHub } from '../src/plugins/connector-runtime/webhook-hub.js';
 import { silentLogger } from '../src/observability/log.js';
-import { decodeWriteRequest, encodeBody, sampleValue, uncompress, type SampleRecord, type SeriesIn } from '../src/plugins/connectors/prometheus_rw/decode.js';
+import { decodeWriteRequest, uncompress, type SampleRecord } from '../src/plugins/connectors/prometheus_rw/decode.js';
+import { sampleValue } from '../src/plugins/common/prom-value.js';
+import { encodeBody, type SeriesIn } from '../src/plugins/connectors/prometheus_rw/encode.js';
 
 const BODIES = Number(process.env.BENCH_PROM_BODIES ?? 1000);
 const SAMPLES = 2000;

@@ -112,6 +112,10 @@ export const scenarios: Record<string, Scenario> = {
   'tap-overhead': { run: async () => (await import('./tap-scenarios.js')).tapOverhead() },
   'syslog-ingest': { threads: [1], run: async (threads) => (await import('./syslog-scenarios.js')).syslogIngest.run(threads) },
   'prom-rw-ingest': { run: async () => (await import('./prom-rw-scenarios.js')).promRwIngest.run(1) },
+  // 400k samples through the prometheus_rw sink into Debian's Prometheus, beside the same WriteRequests POSTed bare (bench/prom-rw-export-scenarios.ts).
+  'prom-rw-export': { run: async () => (await import('./prom-rw-export-scenarios.js')).promRwExport.run(1) },
+  'prom-rw-export-svc': { hidden: true, threads: [1], run: async () => (await import('./prom-rw-export-scenarios.js')).promRwExportSvc.run(1) },
+  'prom-rw-export-naive': { hidden: true, threads: [1], run: async () => (await import('./prom-rw-export-scenarios.js')).promRwExportNaive.run(1) },
   // ~1 GB of 5 MB PM XML files from a private sshd through the sftp source, beside OpenSSH's sftp client (bench/sftp-scenarios.ts).
   'sftp-transfer': {
     prepare: async () => (await import('./sftp-scenarios.js')).sftpTransfer.prepare!(),

@@ -29,7 +29,10 @@ import { asWritten } from '../src/config/interpolate.js';
 import { compile, ExprError } from '../src/expr/index.js';
 import { Framer } from '../src/plugins/connectors/syslog/framing.js';
 import { parseSyslog } from '../src/plugins/connectors/syslog/parse.js';
-import { checkWriteRequest, decodeWriteRequest, encodeWriteRequest, RemoteWriteError, uncompress } from '../src/plugins/connectors/prometheus_rw/decode.js';
+import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress } from '../src/plugins/connectors/prometheus_rw/decode.js';
+import { encodeWriteRequest } from '../src/plugins/connectors/prometheus_rw/encode.js';
+import { ExpositionError, parseExposition } from '../src/plugins/connectors/prometheus_scrape/parse.js';
+import { sampleValue } from '../src/plugins/common/prom-value.js';
 import { CdrError, CdrWriter, decodeValue, encodeValue, parseType } from '../src/plugins/connectors/corba/cdr.js';
 import { decodeReply, GiopError, GiopFramer, MSG } from '../src/plugins/connectors/corba/giop.js';
 import { loadSettings } from '../src/settings.js';
@@ -649,6 +652,48 @@ function remoteWriteTarget(): Target {
   };
 }
 
+function exposition(): Target {
+  // Small limits, so that the bounds are reached by inputs of fuzzing size.
+  const limits = { maxSamples: 500, maxLabels: 8, maxLabelNameBytes: 32, maxLabelValueBytes: 64, maxLineBytes: 512, maxFamilies: 50 };
+  const run = (text: string, format: 'text' | 'openmetrics'): string => {
+    let n = 0;
+    try {
+      parseExposition(text, format, limits, (s) => {
+        checkJson({ ...s, value: sampleValue(s.value) });
+        n++;
+      });
+    } catch (e) {
+      if (!(e instanceof ExpositionError)) throw e;
+      // The reason without its line number and quoted input: the kind of error is the feature.
+      return `${format}:err:${norm(
+        e.message
+          .replace(/^line \d+: /, '')
+          .replace(/"[^"]*"/g, '""')
+          .slice(0, 30),
+      )}`;
+    }
+    return `${format}:${Math.min(n, 4)}`;
+  };
+  return {
+    name: 'prometheus-exposition',
+    about: 'prometheus_scrape: the input as a /metrics body in the text format 0.0.4 and in OpenMetrics (parseExposition with small bounds)',
+    style: 'text',
+    seedSource: 'bodies in the shape of node_exporter, Prometheus and OpenMetrics exposition, as test/connectors/prometheus_scrape.test.ts has them',
+    seeds: () =>
+      [
+        '# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.\n# TYPE node_cpu_seconds_total counter\nnode_cpu_seconds_total{cpu="0",mode="idle"} 81234.56\nnode_cpu_seconds_total{cpu="0",mode="user"} 1.5e3\n',
+        '# TYPE h histogram\nh_bucket{le="0.1"} 1\nh_bucket{le="+Inf"} 3\nh_sum 0.5\nh_count 3\n# TYPE s summary\ns{quantile="0.5"} NaN\ns_count 0\n\nweird { a = "x\\"y\\\\z\\n" , } +Inf 123\nneg -Inf\n',
+        '# TYPE req counter\n# UNIT req requests\n# HELP req Requests \\"served\\".\nreq_total{path="/"} 5 1700000000.5 # {trace_id="abc"} 1 1700000000.1\nreq_created{path="/"} 1700000000\n# EOF\n',
+        'm{job="theirs",instance="x",k="v"} 1 1700000000000\n',
+      ].map((t) => Buffer.from(t)),
+    expected: (e) => e instanceof ExpositionError,
+    run(input) {
+      const text = input.toString('utf8');
+      return `${run(text, 'text')}|${run(text, 'openmetrics')}`;
+    },
+  };
+}
+
 /** The reply type the CORBA target decodes: a list of measurements as a PM interface might return. */
 const CORBA_TYPE = parseType({
   sequence: { struct: { name: 'string', value: 'double', count: 'ulonglong', tags: { sequence: 'string' }, state: { enum: ['UP', 'DOWN'] } } },
@@ -838,6 +883,7 @@ export const TARGETS: Target[] = [
   exprTarget(),
   syslogTarget(),
   remoteWriteTarget(),
+  exposition(),
   gnmiTarget(),
   corbaTarget(),
 ];

@@ -9,12 +9,15 @@ export class RecordError extends Error {
 /** A sink write failed. `retryable` false means retrying the same batch cannot help. */
 export class WriteError extends Error {
   override name = 'WriteError';
+  /** The peer's own wait before a retry (HTTP `Retry-After`), in ms: the runtime waits at least this long. */
+  readonly retryAfterMs?: number;
   constructor(
     message: string,
     readonly retryable = true,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(message, options);
+    if (options?.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
   }
 }
 

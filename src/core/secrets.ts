@@ -25,8 +25,10 @@ export function secretsOf(schema: TSchema | undefined, value: unknown, out: Set<
     return out;
   }
   const props = (schema?.properties ?? {}) as Record<string, TSchema>;
+  // A map field (Type.Record: header name to value) describes every value once.
+  const each = (schema?.patternProperties ? Object.values(schema.patternProperties)[0] : undefined) as TSchema | undefined;
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    const s = props[k];
+    const s = props[k] ?? each;
     if (typeof v === 'string') {
       if ((s?.writeOnly || SECRET_NAME.test(k)) && v.length >= MIN_SECRET) out.add(v);
       for (const m of v.matchAll(URL_CREDENTIALS)) out.add(m[0].slice(m[1]!.length + 1, -1));

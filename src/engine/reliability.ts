@@ -1,9 +1,13 @@
-// Per-sink reliability owned by the runtime, never by plugins: retries with doubling delay, a
+// Per-sink reliability owned by the runtime, never by plugins: retries with doubling delay (or the
+// peer's Retry-After when it is longer: WriteError.retryAfterMs), a
 // circuit breaker, and the pipeline's token-bucket rate limit (one token per sink write).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage, WriteError } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
 import type { Sink, SinkBatch } from '../plugins/types.js';
+
+/** The longest `Retry-After` a peer can make a retry wait (a larger one waits this long). */
+export const MAX_RETRY_AFTER_MS = 300_000;
 
 /** How long an open circuit skips its sink (spec: 60 seconds). */
 export const CIRCUIT_OPEN_MS = 60_000;
@@ -116,7 +120,10 @@ export async function guardedWrite(
       if (!retriesLeft) return { ok: false, attempts, reason: `${opts.label}: ${lastError}`, circuitOpen: false };
       const base = policy.retry_delay_seconds * 1000 * 2 ** (attempts - 1);
       // Unbounded retries never spin: at least 100 ms apart, at most 60 s.
-      const delayMs = opts.forever ? Math.min(Math.max(base, 100), 60_000) : base;
+      const backoff = opts.forever ? Math.min(Math.max(base, 100), 60_000) : base;
+      // A peer that said how long to wait (Retry-After) is not asked sooner; a hostile value is capped.
+      const asked = e instanceof WriteError && e.retryAfterMs !== undefined ? Math.min(e.retryAfterMs, MAX_RETRY_AFTER_MS) : 0;
+      const delayMs = Math.max(backoff, asked);
       try {
         await sleep(delayMs, undefined, { signal });
       } catch {
@@ -149,7 +156,7 @@ export async function guardedRecordsWrite(
     for (const x of r?.rejected ?? []) rejected.set(orig(x.index), x.reason);
     if (r?.retry?.length) {
       pending = r.retry.map((x) => orig(x.index));
-      throw new WriteError(`${r.retry.length} of ${b.count} records refused for now: ${r.retry[0]!.reason}`, true);
+      throw new WriteError(`${r.retry.length} of ${b.count} records refused for now: ${r.retry[0]!.reason}`, true, { retryAfterMs: r.retryAfterMs });
     }
     pending = [];
   }, opts);

@@ -391,6 +391,7 @@ class PipelineRun {
         connection: (state) => t.connection(component, type, state),
         consumerLag: t.consumerLag?.bind(t),
         snmpPoll: t.snmpPoll?.bind(t),
+        promScrape: t.promScrape?.bind(t),
         dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)),
       },
     };
@@ -398,12 +399,20 @@ class PipelineRun {
 
   /** A unit's chunks: its records as they are when serializer_in is json (what `json` would decode them into), else its bytes. */
   private chunksOfUnit(unit: SourceUnit, framing: Framing, opts: ChunkOptions): AsyncIterable<Chunk> | Iterable<Chunk> {
+    if (unit.error !== undefined) return this.unparsed(unit, unit.error);
     if (unit.records && this.plan.decodesJson) {
       this.counters.bytes_in += unit.size ?? 0;
       return recordChunksOf(unit.records, opts.maxLines);
     }
     if (unit.messages) return messageChunksOf(this.counted(unit.read()), { targetBytes: opts.targetBytes, maxMessages: opts.maxLines });
     return chunksOf(this.counted(unit.read()), framing, opts);
+  }
+
+  /** A unit its source could not parse: its bytes as one chunk that is a parse error (dead-lettered whole). */
+  private async *unparsed(unit: SourceUnit, error: string): AsyncGenerator<Chunk> {
+    const parts: Buffer[] = [];
+    for await (const b of this.counted(unit.read())) parts.push(b);
+    yield { data: Buffer.concat(parts), firstLine: 1, error };
   }
 
   private async *counted(stream: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {

@@ -11,6 +11,7 @@ export interface RunTelemetry {
   connection(component: string, type: string, state: ConnectionState): void;
   consumerLag?(topic: string, partition: number, lag: number): void;
   snmpPoll?(target: string, seconds: number, error?: string): void;
+  promScrape?(target: string, seconds: number, error?: string): void;
   dropped?(component: string, type: string, reason: string, n: number): void;
 }
 
@@ -71,6 +72,21 @@ export class Metrics {
   readonly snmpPollErrors = new Counter({
     name: 'svc_snmp_poll_errors_total',
     help: 'Targets snmp_poll could not poll, per target and reason (timeout, unreachable, refused, deadline, error).',
+    labelNames: ['pipeline', 'target', 'reason'],
+    registers: [this.registry],
+  });
+
+  /** prometheus_scrape: time to scrape each target, and its failures by reason. */
+  readonly promScrapeSeconds = new Histogram({
+    name: 'svc_prometheus_scrape_seconds',
+    help: 'Time prometheus_scrape took to scrape one target (request, body and parsing), per target.',
+    labelNames: ['pipeline', 'target'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly promScrapeErrors = new Counter({
+    name: 'svc_prometheus_scrape_errors_total',
+    help: 'Targets prometheus_scrape could not scrape, per target and reason (timeout, unreachable, status, too_large, parse, error).',
     labelNames: ['pipeline', 'target', 'reason'],
     registers: [this.registry],
   });
@@ -160,6 +176,16 @@ export class Metrics {
         const labels = { pipeline, component, type, reason };
         this.sourceDropped.inc(labels, n);
         this.track('dropped', this.sourceDropped, labels);
+      },
+      promScrape: (target, seconds, error) => {
+        const labels = { pipeline, target };
+        this.promScrapeSeconds.observe(labels, seconds);
+        this.track('prom_scrape', this.promScrapeSeconds, labels);
+        if (error) {
+          const e = { pipeline, target, reason: error };
+          this.promScrapeErrors.inc(e);
+          this.track('prom_scrape_errors', this.promScrapeErrors, e);
+        }
       },
       snmpPoll: (target, seconds, error) => {
         const labels = { pipeline, target };

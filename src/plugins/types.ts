@@ -84,6 +84,8 @@ export interface ComponentTelemetry {
   consumerLag?(topic: string, partition: number, lag: number): void;
   /** snmp_poll: one target polled in `seconds`; `error` is the failure reason (timeout, refused...) when it failed. */
   snmpPoll?(target: string, seconds: number, error?: string): void;
+  /** prometheus_scrape: one target scraped in `seconds`; `error` is the failure reason when it failed. */
+  promScrape?(target: string, seconds: number, error?: string): void;
   /** Listeners that cannot slow their senders (UDP): `n` messages dropped, with the reason class (queue_full, community...). */
   dropped?(reason: string, n: number): void;
 }
@@ -148,6 +150,11 @@ export interface SourceUnit {
    * `size` is then the bytes received (bytes_in).
    */
   records?: Rec[];
+  /**
+   * The unit's bytes are not records: a body its connector read but could not parse (a poison
+   * scrape). They are not decoded: the run dead-letters them whole, as a parse error with this reason.
+   */
+  error?: string;
   /**
    * Called once when every record of the unit has been written or dead-lettered (`delivered`
    * true) or when the run gave up on it (`delivered` false: leave the input where it is).
@@ -407,6 +414,8 @@ export interface WriteResult {
    * the sink's retry policy (retry_count, retry_delay_seconds); when retries run out they fail like a write.
    */
   retry?: { index: number; reason: string }[];
+  /** With `retry`: the peer's own wait before it (HTTP `Retry-After`), in ms; the runtime waits at least this long. */
+  retryAfterMs?: number;
   /** Bytes sent to the peer for this batch (records sinks: their own wire format), counted in `bytes_out`. */
   bytes?: number;
 }

@@ -16,15 +16,8 @@ import { loadPipeline, outputRecords, until, type Cfg, type Rec } from './helper
 import { runPipeline } from '../../src/engine/runner.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../../src/observability/log.js';
-import {
-  checkWriteRequest,
-  decodeBody,
-  encodeBody,
-  encodeWriteRequest,
-  RemoteWriteError,
-  STALE_NAN,
-  uncompress,
-} from '../../src/plugins/connectors/prometheus_rw/decode.js';
+import { checkWriteRequest, decodeBody, RemoteWriteError, uncompress } from '../../src/plugins/connectors/prometheus_rw/decode.js';
+import { encodeBody, encodeWriteRequest, STALE_NAN } from '../../src/plugins/connectors/prometheus_rw/encode.js';
 import { holdingServer, prometheusAgent, prometheusRwFixture, RW_HEADERS } from './peers/prometheus.js';
 import { conformance } from './conformance.js';
 import { pace, quiet } from '../helpers/wait.js';

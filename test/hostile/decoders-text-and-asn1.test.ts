@@ -13,6 +13,7 @@ import { loadSettings } from '../../src/settings.js';
 import { CdrReader, CdrWriter, decodeValue, parseType } from '../../src/plugins/connectors/corba/cdr.js';
 import { GiopError, GiopFramer, MSG } from '../../src/plugins/connectors/corba/giop.js';
 import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress } from '../../src/plugins/connectors/prometheus_rw/decode.js';
+import { DEFAULT_LIMITS, ExpositionError, parseExposition } from '../../src/plugins/connectors/prometheus_scrape/parse.js';
 import { Framer } from '../../src/plugins/connectors/syslog/framing.js';
 import asn1Serializer from '../../src/plugins/serializers/asn1/index.js';
 import csv from '../../src/plugins/serializers/csv/index.js';
@@ -284,6 +285,45 @@ describe('Prometheus remote write', () => {
     let n = 0;
     await bounded(() => expect(() => decodeWriteRequest(uncompress(body), () => n++, maxOutput)).toThrow(RemoteWriteError));
     expect(n).toBe(0);
+  });
+});
+
+describe('Prometheus exposition (prometheus_scrape)', () => {
+  const parse = (body: string, format: 'text' | 'openmetrics' = 'text') => {
+    let n = 0;
+    try {
+      parseExposition(body, format, DEFAULT_LIMITS, () => n++);
+    } catch (e) {
+      return { n, error: e as Error };
+    }
+    return { n, error: undefined };
+  };
+
+  it('a 16 MB line is refused at the line bound, without scanning it as a sample', async () => {
+    const r = await bounded(() => parse(`m{a="${'x'.repeat(16 << 20)}"} 1\n`));
+    expect(r.error).toBeInstanceOf(ExpositionError);
+    expect(r.error!.message).toMatch(/^line 1: longer than 65536 bytes/);
+  });
+
+  it('a million tiny samples stop at max_samples; a million labels on one line stop at max_labels', async () => {
+    const samples = await bounded(() => parse('a 1\n'.repeat(1_000_000)));
+    expect(samples.error!.message).toMatch(/more than 200000 samples/);
+    expect(samples.n).toBe(200_000);
+    const labels = await bounded(() => parse(`m{${Array.from({ length: 5000 }, (_, i) => `l${i}="v"`).join(',')}} 1\n`));
+    expect(labels.error!.message).toMatch(/more than 64 labels/);
+  });
+
+  it('a million metric families (TYPE lines, no samples) stop at the family bound', async () => {
+    const r = await bounded(() => parse(Array.from({ length: 1_000_000 }, (_, i) => `# TYPE m${i} gauge`).join('\n')));
+    expect(r.error!.message).toMatch(/more than 50000 metric families/);
+  });
+
+  it('escapes and quotes that never close, and a body of only backslashes, are errors with their line, not engine errors', async () => {
+    for (const body of ['m{a="\\\\\\', `m{a="${'\\"'.repeat(100_000)}`, '\\'.repeat(60_000), `${'{'.repeat(60_000)}`]) {
+      const r = await bounded(() => parse(body));
+      expect(r.error).toBeInstanceOf(ExpositionError);
+      expect(r.error!.message).not.toMatch(ENGINE);
+    }
   });
 });
 

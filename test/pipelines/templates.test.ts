@@ -37,6 +37,7 @@ const TELECOM = [
   'snmp-interfaces-clickhouse', // the same -> ClickHouse
   'snmp-traps-kafka', // SNMP traps -> Kafka, with MIB resolution
   'pm-xml-sftp-clickhouse', // 3GPP PM XML files over SFTP -> ClickHouse
+  'pm-xml-prometheus-rw', // 3GPP PM XML files -> Prometheus remote write (issue 30)
   'syslog-opensearch', // syslog -> OpenSearch
   'gnmi-kafka', // gNMI -> Kafka
   'snmp-traps-ves-fault', // VES fault events from traps

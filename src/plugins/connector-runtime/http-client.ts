@@ -1,6 +1,7 @@
-// One HTTP client per component, for the connectors that speak plain HTTP (rest, ves), and the
-// reading of a failed exchange into messages a user can act on. It uses undici 7's own `request` with
-// an Agent of its own (not Node's global fetch): one code path whether verify_ssl is true or false
+// One HTTP client per component, for the connectors that speak plain HTTP (rest, ves, prometheus_rw's
+// sink, prometheus_scrape), and the reading of a failed exchange into messages a user can act on.
+// A caller that must bound what it takes (a scraped body) gives send() a maxBodyBytes. It uses
+// undici 7's own `request` with an Agent of its own (not Node's global fetch): one code path whether verify_ssl is true or false
 // (Node 20's fetch bundles undici 6; handing it an undici 7 Agent works today but mixes two versions
 // of the dispatcher API), a connection pool the component closes at the end of its run, and no
 // Response/stream objects per request.
@@ -59,6 +60,14 @@ export function networkError(e: unknown, target: string, timeoutS: number): stri
 
 const undici = once(() => import('undici'));
 
+/** An answer whose body is larger than the caller takes (HttpClient.send's maxBodyBytes). */
+export class BodyTooLargeError extends Error {
+  override name = 'BodyTooLargeError';
+  constructor(readonly maxBytes: number) {
+    super(`the response body is larger than ${maxBytes} bytes`);
+  }
+}
+
 /** An HTTP client for one component: its own keep-alive pool, TLS policy and timeout. */
 export class HttpClient {
   private agent?: Agent;
@@ -79,7 +88,7 @@ export class HttpClient {
    * One exchange, bounded by the timeout from connect to the last body byte; resolves with any HTTP
    * status (the caller judges it) and rejects only when there is no complete response.
    */
-  async send(req: HttpRequest): Promise<HttpResponse> {
+  async send(req: HttpRequest, opts: { maxBodyBytes?: number } = {}): Promise<HttpResponse> {
     const { Agent, request } = await undici();
     const limit = AbortSignal.timeout(this.opts.timeoutS * 1000);
     const signal = req.signal ? AbortSignal.any([req.signal, limit]) : limit;
@@ -90,8 +99,25 @@ export class HttpClient {
       dispatcher: this.dispatcher(Agent),
       signal,
     });
-    const body = Buffer.from(await res.body.arrayBuffer());
-    return { status: res.statusCode, headers: res.headers, body };
+    const max = opts.maxBodyBytes;
+    if (max === undefined) return { status: res.statusCode, headers: res.headers, body: Buffer.from(await res.body.arrayBuffer()) };
+    // Bounded: a body past `max` is cut off as it streams in, never held whole.
+    const declared = Number(res.headers['content-length']);
+    if (declared > max) {
+      res.body.destroy();
+      throw new BodyTooLargeError(max);
+    }
+    const parts: Buffer[] = [];
+    let n = 0;
+    for await (const part of res.body as AsyncIterable<Buffer>) {
+      n += part.length;
+      if (n > max) {
+        res.body.destroy();
+        throw new BodyTooLargeError(max);
+      }
+      parts.push(part);
+    }
+    return { status: res.statusCode, headers: res.headers, body: Buffer.concat(parts, n) };
   }
 
   async close() {

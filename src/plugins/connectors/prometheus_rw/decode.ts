@@ -11,8 +11,8 @@
 //
 // Unknown fields are skipped by wire type, as protobuf requires. Metadata, exemplars and native
 // histograms are not samples: they are counted (`ignored`), not turned into records.
-import * as snappy from 'snappyjs';
 import { uncompressBlock } from '../../common/snappy-block.js';
+import { sampleValue } from '../../common/prom-value.js';
 
 /** One sample as a record. */
 export interface SampleRecord {
@@ -190,13 +190,6 @@ function text(buf: Buffer, start: number, end: number): string {
 }
 
 // ---- WriteRequest → records -----------------------------------------------------------------
-
-/** The record value of a sample: JSON has no NaN or infinities. */
-export function sampleValue(v: number): number | string {
-  if (Number.isFinite(v)) return v;
-  if (Number.isNaN(v)) return 'NaN';
-  return v > 0 ? '+Inf' : '-Inf';
-}
 
 /** Largest |timestamp| a Date holds (about 275,000 years either side of 1970). */
 const MAX_MS = 8.64e15;
@@ -394,78 +387,3 @@ export function decodeBody(body: Uint8Array): { records: SampleRecord[]; ignored
   const ignored = decodeWriteRequest(uncompress(body), (rec) => records.push(rec));
   return { records, ignored };
 }
-
-// ---- encoding (tests, the benchmark and the conformance fixture build WriteRequests) ---------
-
-export interface SeriesIn {
-  labels: Record<string, string>;
-  samples: { value: number; timestamp_ms: number }[];
-}
-
-class Writer {
-  private parts: Buffer[] = [];
-  varint(v: number) {
-    const bytes: number[] = [];
-    if (v < 0) {
-      let b = BigInt.asUintN(64, BigInt(v));
-      while (b >= 0x80n) {
-        bytes.push(Number(b & 0x7fn) | 0x80);
-        b >>= 7n;
-      }
-      bytes.push(Number(b));
-    } else {
-      while (v >= 0x80) {
-        bytes.push((v % 0x80) | 0x80);
-        v = Math.floor(v / 0x80);
-      }
-      bytes.push(v);
-    }
-    this.parts.push(Buffer.from(bytes));
-  }
-  bytes(field: number, b: Buffer) {
-    this.varint((field << 3) | 2);
-    this.varint(b.length);
-    this.parts.push(b);
-  }
-  double(field: number, v: number) {
-    this.varint((field << 3) | 1);
-    const b = Buffer.alloc(8);
-    b.writeDoubleLE(v);
-    this.parts.push(b);
-  }
-  raw(b: Buffer) {
-    this.parts.push(b);
-  }
-  done() {
-    return Buffer.concat(this.parts);
-  }
-}
-
-/** The protobuf bytes of a WriteRequest (the `__name__` label first when present, as Prometheus sends it). */
-export function encodeWriteRequest(series: SeriesIn[]): Buffer {
-  const w = new Writer();
-  for (const s of series) {
-    const t = new Writer();
-    for (const [name, value] of Object.entries(s.labels)) {
-      const l = new Writer();
-      l.bytes(1, Buffer.from(name));
-      l.bytes(2, Buffer.from(value));
-      t.bytes(1, l.done());
-    }
-    for (const smp of s.samples) {
-      const sw = new Writer();
-      sw.double(1, smp.value);
-      sw.varint((2 << 3) | 0);
-      sw.varint(smp.timestamp_ms);
-      t.bytes(2, sw.done());
-    }
-    w.bytes(1, t.done());
-  }
-  return w.done();
-}
-
-/** A remote-write body: the WriteRequest in a snappy block. */
-export const encodeBody = (series: SeriesIn[]) => Buffer.from(snappy.compress(encodeWriteRequest(series)));
-
-/** Prometheus' stale-marker NaN as a double (for building test bodies). */
-export const STALE_NAN = Buffer.from([2, 0, 0, 0, 0, 0, 0xf0, 0x7f]).readDoubleLE(0);

@@ -23,10 +23,12 @@ import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline as load, outputRecords, seqBodies, until } from './helpers.js';
-import { kafkaMock, kcatCollect, kcatPublish, startMockCluster, type MockCluster } from './peers/kafka-mock.js';
+import { kafkaMockFor, kcatCollect, kcatPublish, startMockCluster, type MockCluster } from './peers/kafka-mock.js';
 import { elapse, quiet } from '../helpers/wait.js';
 
-conformance(kafkaMock);
+// Both engines pass the same suite: librdkafka (native) and kafkajs (the fallback).
+conformance(kafkaMockFor('librdkafka'));
+conformance(kafkaMockFor('kafkajs'));
 
 // ---- helpers ---------------------------------------------------------------------------------
 

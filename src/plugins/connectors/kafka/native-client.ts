@@ -3,7 +3,7 @@
 // component's logger, and the reachability check. librdkafka owns the broker connections (it
 // reconnects on its own with its backoff); what the runtime needs to know, it is told here.
 import { access } from 'node:fs/promises';
-import type { LibrdKafkaError, Producer, KafkaConsumer, Metadata } from '@confluentinc/kafka-javascript';
+import type { Producer, KafkaConsumer, Metadata } from '@confluentinc/kafka-javascript';
 import type { Logger } from '../../../observability/log.js';
 import { rdkafka } from './engine.js';
 
@@ -105,22 +105,59 @@ export function routeEvents(client: Producer | KafkaConsumer, log: Logger, redac
  */
 export const allBrokersDown = (e: { code?: number; message?: string }) => e.code === -187 || /all broker connections are down/i.test(e.message ?? '');
 
-/** A librdkafka error as one line: its message and code name, with a hint for the security settings. */
+/** A librdkafka error as one line, with a hint when the security settings are the likely reason. */
 export function explainNative(e: unknown, c?: Security): string {
-  const err = e as Partial<LibrdKafkaError> & { message?: string };
-  const msg = err?.message ?? String(e);
-  if (c && (c.security_protocol === 'SASL_PLAINTEXT' || c.security_protocol === 'SASL_SSL') && /SASL|authenticat/i.test(msg))
-    return `SASL authentication failed: ${msg}`;
-  if (c && (c.security_protocol === 'SSL' || c.security_protocol === 'SASL_SSL') && /SSL|certificate|handshake/i.test(msg)) {
+  const msg = (e as { message?: string } | undefined)?.message ?? String(e);
+  const sasl = c && (c.security_protocol === 'SASL_PLAINTEXT' || c.security_protocol === 'SASL_SSL');
+  const tls = c && (c.security_protocol === 'SSL' || c.security_protocol === 'SASL_SSL');
+  if (sasl && /SASL Handshake not supported|UNSUPPORTED_SASL|Unsupported SASL/i.test(msg))
+    return `${msg}: the listener offers no SASL handshake; is security_protocol ${c.security_protocol} right for this port?`;
+  if (sasl && /SASL authentication error|Authentication failed|SASL_AUTHENTICATION/i.test(msg)) return `SASL authentication failed: ${msg}`;
+  if (tls && /SSL handshake failed/i.test(msg) && !/certificate/i.test(msg))
     return `${msg}: the TLS handshake failed; is this a TLS listener (security_protocol ${c.security_protocol})?`;
-  }
   return msg;
 }
 
-/** Connects a native client; rejects with librdkafka's reason (bounded by `timeoutMs`). */
-export function connectNative<T extends Producer | KafkaConsumer>(client: T, timeoutMs: number): Promise<Metadata> {
+/**
+ * Connects a native client (on failure, the caller must not disconnect it: it closes itself). librdkafka would retry brokers that refuse, or fail TLS or SASL,
+ * forever; a connect here fails, with the reason, at the first TLS or SASL error or once every
+ * bootstrap broker has failed (one broker of several down is not a failure), or after `timeoutMs`.
+ * The runtime then retries with its own policy.
+ */
+const SECURITY_ERROR = /SASL|SSL|TLS|authenticat|certificate|handshake/i;
+/** A FAIL log line: `[thrd:<broker>]: <broker>: <reason> (after 0ms in state X)`. */
+const FAIL_LINE = /^\[thrd:([^\]]+)\]: (?:\S+: )?(.*?)(?: \(after \d+ms in state [^)]*\))?$/;
+
+export function connectNative<T extends Producer | KafkaConsumer>(client: T, timeoutMs: number, c?: Security & { brokers?: string[] }): Promise<Metadata> {
   return new Promise((resolve, reject) => {
-    client.connect({ timeout: timeoutMs }, (err, metadata) => (err ? reject(err as unknown as Error) : resolve(metadata)));
+    let settled = false;
+    const failed = new Set<string>();
+    const done = (err?: Error, md?: Metadata) => {
+      if (settled) return;
+      settled = true;
+      (client as Producer).removeListener('event.log', onLog);
+      if (err) reject(err);
+      else resolve(md!);
+    };
+    // Before the client is connected librdkafka's errors reach JavaScript only as log lines (FAIL).
+    const onLog = (e: { severity: number; fac: string; message: string }) => {
+      if (e.fac !== 'FAIL' || e.severity > 4) return;
+      const m = FAIL_LINE.exec(e.message);
+      const reason = m?.[2] ?? e.message;
+      const broker = m?.[1] ?? e.message;
+      // Only the bootstrap brokers count: one learnt from the metadata (`host:port/<id>`) failing
+      // means the bootstrap answered, and whether the metadata request beat that failure is a race.
+      if (!broker.endsWith('/bootstrap')) return;
+      failed.add(broker);
+      if (SECURITY_ERROR.test(reason) || failed.size >= (c?.brokers?.length ?? 1)) done(new Error(explainNative({ message: reason }, c)));
+    };
+    (client as Producer).on('event.log', onLog);
+    client.connect({ timeout: timeoutMs }, (err, metadata) => {
+      // A client that connects after this connect gave up is closed here; one whose connect failed closes itself.
+      if (settled && !err) void disconnectNative(client, 10_000);
+      if (err) done(new Error(explainNative(err, c), { cause: err }));
+      else done(undefined, metadata);
+    });
   });
 }
 
@@ -147,18 +184,14 @@ export function disconnectNative(client: Producer | KafkaConsumer, ms: number): 
 export async function checkClusterNative(c: Security & { brokers: string[]; librdkafka_options?: Record<string, string> }, log: Logger): Promise<number> {
   await checkCaFile(c);
   const K = await rdkafka();
-  const errors: string[] = [];
   const p = new K.Producer(nativeConfig(c, { brokers: c.brokers, clientId: 'svc-connector-test', extra: c.librdkafka_options }));
   routeEvents(p, log, (s) => s);
-  // The connect's own error is a timeout; the broker's reason (refused, TLS, SASL) comes as events.
-  p.on('event.error', (e) => errors.push(explainNative(e, c)));
+  let md: Metadata;
   try {
-    const md = await connectNative(p, 8_000);
-    return md.brokers.length;
+    md = await connectNative(p, 8_000, c);
   } catch (e) {
-    const why = errors.find((m) => !/all broker connections are down/i.test(m)) ?? errors[0] ?? explainNative(e, c);
-    throw new Error(`cannot connect to the brokers ${c.brokers.join(', ')}: ${why}`, { cause: e });
-  } finally {
-    await disconnectNative(p, 5_000);
+    throw new Error(`cannot connect to the brokers ${c.brokers.join(', ')}: ${(e as Error).message}`, { cause: e });
   }
+  await disconnectNative(p, 5_000);
+  return md.brokers.length;
 }

@@ -120,6 +120,9 @@ export function nativeSink(
         dr_cb: true,
         // Equal keys on the partition the Java client and kafkajs pick (librdkafka's own default is CRC32).
         partitioner: 'murmur2_random',
+        // Messages without a key spread over the partitions one by one, as with kafkajs (librdkafka
+        // would stick to one partition per batch).
+        'sticky.partitioning.linger.ms': 0,
         acks: String(c.acks),
         'compression.codec': c.compression,
         'linger.ms': c.linger_ms,
@@ -128,19 +131,15 @@ export function nativeSink(
       });
       const p = new K.Producer(conf);
       routeEvents(p, ctx.log, redact);
-      const errors: string[] = [];
       const up = new UnitProducer(p);
       p.on('event.error', (e) => {
-        errors.push(explainNative(e, c));
         // Every broker is gone: the runtime reports the loss and opens a new producer on the next write.
         if (allBrokersDown(e)) lost(new Error(explainNative(e, c)));
       });
       try {
-        await connectNative(p, 10_000);
+        await connectNative(p, 10_000, c);
       } catch (e) {
-        await disconnectNative(p, 2_000);
-        const why = errors.find((m) => !/all broker connections are down/i.test(m)) ?? errors[0] ?? explainNative(e, c);
-        throw new Error(`cannot reach the brokers ${c.brokers.join(', ')}: ${why}`, { cause: e });
+        throw new Error(`cannot reach the brokers ${c.brokers.join(', ')}: ${(e as Error).message}`, { cause: e });
       }
       // Delivery reports are served from librdkafka's background thread, not from a JS timer.
       p.setPollInBackground(true);

@@ -56,6 +56,22 @@ async function resetPositions(consumer: KafkaConsumer, topics: string[], reset: 
   return out;
 }
 
+/**
+ * The lag of each assigned partition at the session's start (high watermark less the committed
+ * offset), so that what arrived while the source was stopped shows at once; librdkafka's statistics
+ * take over from there.
+ */
+async function reportStartLag(consumer: KafkaConsumer, parts: TopicPartition[], ctx: PluginContext) {
+  if (!ctx.telemetry?.consumerLag || parts.length === 0) return;
+  const committed = await promised<TopicPartitionOffset[]>((cb) => consumer.committed(parts, 5000, cb)).catch(() => []);
+  for (const p of committed) {
+    const w = await promised<{ lowOffset: number; highOffset: number }>((cb) => consumer.queryWatermarkOffsets(p.topic, p.partition, 5000, cb)).catch(
+      () => undefined,
+    );
+    if (w) ctx.telemetry.consumerLag(p.topic, p.partition, Math.max(0, w.highOffset - (p.offset >= 0 ? p.offset : w.lowOffset)));
+  }
+}
+
 export async function connectNative(
   c: Config,
   ctx: PluginContext,
@@ -106,6 +122,17 @@ export async function connectNative(
           ctx.log.debug({ connector: 'kafka', group: groupId, assignment: parts }, `kafka: joined group ${groupId}`);
           joined();
         } else if (err.code === REVOKE) {
+          // What was acknowledged is committed before the partitions go to another member, so it
+          // reads on from there: only the units still in flight here are read again (duplicates).
+          const todo = [...pending.values()];
+          pending = new Map();
+          if (todo.length) {
+            try {
+              this.commitSync(todo);
+            } catch (e) {
+              ctx.log.debug({ connector: 'kafka', err: explainNative(e) }, 'kafka: commit before a rebalance failed');
+            }
+          }
           this.unassign();
           assignment = [];
         } else broken(new Error(`consumer group rebalance failed: ${explainNative(err)}`));
@@ -118,9 +145,7 @@ export async function connectNative(
   // auto.offset.reset is a topic property: in the global configuration the binding ignores it.
   const consumer = new K.KafkaConsumer(conf, { 'auto.offset.reset': c.auto_offset_reset });
   routeEvents(consumer, ctx.log, redact);
-  const errors: string[] = [];
   consumer.on('event.error', (e) => {
-    errors.push(explainNative(e, c));
     if (allBrokersDown(e) || e.isFatal) broken(new Error(explainNative(e, c)));
   });
   consumer.on('event.stats', (ev: { message: string }) => {
@@ -181,8 +206,10 @@ export async function connectNative(
   };
 
   let starts: TopicPartitionOffset[] = [];
+  let connected = false;
   try {
-    await connectClient(consumer, 10_000);
+    await connectClient(consumer, 10_000, c);
+    connected = true;
     consumer.setDefaultConsumeTimeout(CONSUME_WAIT_MS);
     if (!atMostOnce) starts = await resetPositions(consumer, topics, c.auto_offset_reset);
     consumer.subscribe(topics);
@@ -201,16 +228,22 @@ export async function connectNative(
     ]).finally(() => clearTimeout(timer));
     // auto_offset_reset, made durable (as the kafkajs engine): the group's first position on each
     // partition it never committed is committed now, so a reconnect never applies `latest` twice.
+    // Only where the group still has no offset: another member may have committed since they were read.
     const mine = new Set(assignment.map((p) => key(p.topic, p.partition)));
-    for (const st of starts)
-      if (mine.has(key(st.topic, st.partition)) && !pending.has(key(st.topic, st.partition))) pending.set(key(st.topic, st.partition), st);
+    const candidates = starts.filter((st) => mine.has(key(st.topic, st.partition)) && !pending.has(key(st.topic, st.partition)));
+    if (candidates.length) {
+      const now = await promised<TopicPartitionOffset[]>((cb) => consumer.committed(candidates, 5000, cb));
+      const unset = new Set(now.filter((p) => p.offset < 0).map((p) => key(p.topic, p.partition)));
+      for (const st of candidates) if (unset.has(key(st.topic, st.partition))) pending.set(key(st.topic, st.partition), st);
+    }
     await commitPending(true);
+    await reportStartLag(consumer, assignment, ctx);
   } catch (e) {
     closing = true;
     await looping;
-    await disconnectNative(consumer, 10_000);
-    const why = errors.find((m) => !/all broker connections are down/i.test(m)) ?? explainNative(e, c);
-    throw new Error(`cannot consume ${topics.join(', ')} from ${c.brokers.join(', ')}: ${why}`, { cause: e });
+    // A client whose connect failed closes itself.
+    if (connected) await disconnectNative(consumer, 10_000);
+    throw new Error(`cannot consume ${topics.join(', ')} from ${c.brokers.join(', ')}: ${(e as Error).message}`, { cause: e });
   }
 
   return {
@@ -227,11 +260,13 @@ export async function connectNative(
     async ack(batch) {
       // Per topic and partition: offset+1 of the batch's last (highest) message. Commits go out one
       // at a time; acknowledgements that arrive meanwhile share the next one.
+      // A partition that moved to another member is not committed here: that member may be further on already.
+      const mine = new Set(assignment.map((p) => key(p.topic, p.partition)));
       const seen = new Set<string>();
       for (let i = batch.length - 1; i >= 0; i--) {
         const m = batch[i]!;
         const k = key(m.topic, m.partition);
-        if (seen.has(k)) continue;
+        if (seen.has(k) || !mine.has(k)) continue;
         seen.add(k);
         const o = Number(m.offset) + 1;
         const cur = pending.get(k);

@@ -106,6 +106,10 @@ export default defineSink({
       title: 'TLS with a private CA',
       yaml: 'type: kafka\nbrokers: [kafka.example.net:9093]\ntopic: alarms\nsecurity_protocol: SSL\nssl_cafile: /etc/svc/kafka-ca.pem\nretry_count: 3',
     },
+    {
+      title: 'Compressed, idempotent, with a shorter message timeout handed to librdkafka',
+      yaml: 'type: kafka\nbrokers: [kafka-1:9092, kafka-2:9092]\ntopic: pm.counters\ncompression: zstd\nlinger_ms: 20\nenable_idempotence: true\nlibrdkafka_options:\n  message.timeout.ms: 60000',
+    },
   ],
   async test(c, { log }) {
     await checkCluster(c, log);

@@ -781,18 +781,27 @@ describe('kafka (librdkafka): the native engine', () => {
     const topic = uniqueChannel('kafka');
     const group = `${topic}-g`;
     const cfg = { brokers: cluster.brokers, topic, group_id: group, auto_offset_reset: 'earliest', max_poll_records: 50, ...FAST };
-    await kcatPublish(cluster.brokers, topic, bodies(0, 1000));
+    // Keyed, so that every partition gets messages (kcat's sticky partitioning would fill one).
+    const keyed = (from: number, n: number) =>
+      kcatPublish(
+        cluster.brokers,
+        topic,
+        bodies(from, n),
+        Array.from({ length: n }, (_, i) => `k${from + i}`),
+      );
+    await keyed(0, 1000);
     const a = stream('rebalance-a', cfg);
     await until(() => a.records().length >= 200, 30_000, 'the first member reading');
     const b = stream('rebalance-b', cfg);
-    await b.connected(); // joined: the group rebalanced over both members
-    await kcatPublish(cluster.brokers, topic, bodies(1000, 1000));
+    // Joined with partitions of its own (its start lag is reported for the partitions it holds).
+    await until(() => b.lags.length > 0, 60_000, 'the second member holding partitions');
+    await keyed(1000, 1000);
     await until(() => new Set([...a.records(), ...b.records()].map((r) => r.seq)).size >= 2000, 60_000, 'every record by the two members');
     // Both members had partitions after the rebalance.
     expect(b.records().length).toBeGreaterThan(0);
     expect(a.records().some((r) => (r.seq as number) >= 1000)).toBe(true);
     await a.stop(); // the second rebalance: b takes every partition
-    await kcatPublish(cluster.brokers, topic, bodies(2000, 500));
+    await keyed(2000, 500);
     await until(() => new Set([...a.records(), ...b.records()].map((r) => r.seq)).size >= 2500, 60_000, 'the last records by the remaining member');
     await b.stop();
     const all = [...a.records(), ...b.records()].map((r) => r.seq as number);

@@ -113,7 +113,7 @@ export function explainNative(e: unknown, c?: Security): string {
   if (sasl && /SASL Handshake not supported|UNSUPPORTED_SASL|Unsupported SASL/i.test(msg))
     return `${msg}: the listener offers no SASL handshake; is security_protocol ${c.security_protocol} right for this port?`;
   if (sasl && /SASL authentication error|Authentication failed|SASL_AUTHENTICATION/i.test(msg)) return `SASL authentication failed: ${msg}`;
-  if (tls && /SSL handshake failed/i.test(msg) && !/certificate/i.test(msg))
+  if (tls && /SSL handshake failed|state SSL_HANDSHAKE/i.test(msg) && !/certificate/i.test(msg))
     return `${msg}: the TLS handshake failed; is this a TLS listener (security_protocol ${c.security_protocol})?`;
   return msg;
 }
@@ -125,8 +125,8 @@ export function explainNative(e: unknown, c?: Security): string {
  * The runtime then retries with its own policy.
  */
 const SECURITY_ERROR = /SASL|SSL|TLS|authenticat|certificate|handshake/i;
-/** A FAIL log line: `[thrd:<broker>]: <broker>: <reason> (after 0ms in state X)`. */
-const FAIL_LINE = /^\[thrd:([^\]]+)\]: (?:\S+: )?(.*?)(?: \(after \d+ms in state [^)]*\))?$/;
+/** A FAIL log line: `[thrd:<broker>]: <broker>: <reason> (after 0ms in state X)`; the state stays (SSL_HANDSHAKE says TLS). */
+const FAIL_LINE = /^\[thrd:([^\]]+)\]: (?:\S+: )?(.*)$/;
 
 export function connectNative<T extends Producer | KafkaConsumer>(client: T, timeoutMs: number, c?: Security & { brokers?: string[] }): Promise<Metadata> {
   return new Promise((resolve, reject) => {

@@ -92,6 +92,8 @@ class UnitProducer {
         }
       }
     }
+    // Sent now rather than after linger.ms: the write waits for this unit's reports anyway.
+    this.p.flush(0);
     await finished;
     return u.failed;
   }

@@ -2,7 +2,8 @@
 // calls that never stops while the session lives (librdkafka serves the group's rebalances and
 // events from it, and a consumer that stops polling leaves the group). Offsets are committed by
 // svc after delivery (enable.auto.commit false), one commit in flight at a time; backpressure
-// pauses the assigned partitions (librdkafka stops fetching them) and resume() resumes them;
+// stops the reading, and when it lasts pauses the assigned partitions (librdkafka stops fetching
+// them) until resume();
 // svc_kafka_consumer_lag comes from librdkafka's statistics (hi_offset - committed offset).
 // With enable_auto_commit true librdkafka commits what it handed over (at-most-once).
 import type { KafkaConsumer, LibrdKafkaError, Message as RdMessage, TopicPartition, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
@@ -23,6 +24,8 @@ const MOVED = new Set([22, 25, 27, -168]);
 const CONSUME_WAIT_MS = 100;
 /** librdkafka's prefetch per consumer, bounded (its default is 64 MiB): what a flood can hold in memory before the pause acts. */
 const PREFETCH_KBYTES = 16_384;
+/** How long a backpressure lasts before the assigned partitions are paused. */
+const PAUSE_PARTITIONS_AFTER_MS = 1000;
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
@@ -88,7 +91,10 @@ export async function connectNative(
     if (!closing) lost(err);
   };
 
+  /** Backpressure from the runtime, and whether it lasted long enough to pause the partitions. */
   let paused = false;
+  let partitionsPaused = false;
+  let wakeUp = () => {};
   let assignment: TopicPartition[] = [];
   let joined!: () => void;
   const join = new Promise<void>((r) => (joined = r));
@@ -118,7 +124,7 @@ export async function connectNative(
         if (err.code === ASSIGN) {
           this.assign(parts);
           assignment = parts;
-          if (paused && parts.length) this.pause(parts);
+          if (partitionsPaused && parts.length) this.pause(parts);
           ctx.log.debug({ connector: 'kafka', group: groupId, assignment: parts }, `kafka: joined group ${groupId}`);
           joined();
         } else if (err.code === REVOKE) {
@@ -187,8 +193,25 @@ export async function connectNative(
   let looping: Promise<void> = Promise.resolve();
   const loop = async () => {
     while (!closing) {
+      if (paused && !partitionsPaused) {
+        // A short backpressure only stops the reading here (librdkafka's prefetch fills up to its
+        // bound and waits). One that lasts pauses the partitions, so that the loop can go on
+        // polling (the group, max.poll.interval.ms) without taking messages; pausing at once would
+        // throw librdkafka's prefetch away at every pause, a fetch round trip each time.
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((r) => {
+          wakeUp = r;
+          timer = setTimeout(r, PAUSE_PARTITIONS_AFTER_MS);
+        });
+        clearTimeout(timer);
+        if (paused && !closing && !partitionsPaused) {
+          partitionsPaused = true;
+          if (assignment.length) consumer.pause(assignment);
+        }
+        continue;
+      }
       const msgs = await new Promise<RdMessage[]>((resolve) =>
-        consumer.consume(paused ? 1 : c.max_poll_records, (err, m) => {
+        consumer.consume(partitionsPaused ? 1 : c.max_poll_records, (err, m) => {
           // Errors here are per partition (a topic not there yet) or passing: the event handler above judges the connection.
           if (err) ctx.log.debug({ connector: 'kafka', err: explainNative(err) }, 'kafka: consume');
           // An error with nothing read (a client being closed) waits a moment rather than spinning.
@@ -232,14 +255,17 @@ export async function connectNative(
     const mine = new Set(assignment.map((p) => key(p.topic, p.partition)));
     const candidates = starts.filter((st) => mine.has(key(st.topic, st.partition)) && !pending.has(key(st.topic, st.partition)));
     if (candidates.length) {
-      const now = await promised<TopicPartitionOffset[]>((cb) => consumer.committed(candidates, 5000, cb));
-      const unset = new Set(now.filter((p) => p.offset < 0).map((p) => key(p.topic, p.partition)));
+      const asked = candidates.map(({ topic, partition }) => ({ topic, partition }));
+      const now = await promised<TopicPartitionOffset[]>((cb) => consumer.committed(asked, 5000, cb));
+      // No committed offset comes back as no `offset` at all (or a negative one).
+      const unset = new Set(now.filter((p) => !(p.offset >= 0)).map((p) => key(p.topic, p.partition)));
       for (const st of candidates) if (unset.has(key(st.topic, st.partition))) pending.set(key(st.topic, st.partition), st);
     }
     await commitPending(true);
     await reportStartLag(consumer, assignment, ctx);
   } catch (e) {
     closing = true;
+    wakeUp();
     await looping;
     // A client whose connect failed closes itself.
     if (connected) await disconnectNative(consumer, 10_000);
@@ -248,14 +274,16 @@ export async function connectNative(
 
   return {
     pause() {
-      if (paused) return;
       paused = true;
-      if (assignment.length) consumer.pause(assignment);
     },
     resume() {
       if (!paused) return;
       paused = false;
-      if (assignment.length) consumer.resume(assignment);
+      if (partitionsPaused) {
+        partitionsPaused = false;
+        if (assignment.length) consumer.resume(assignment);
+      }
+      wakeUp();
     },
     async ack(batch) {
       // Per topic and partition: offset+1 of the batch's last (highest) message. Commits go out one
@@ -284,6 +312,7 @@ export async function connectNative(
         ctx.log.warn({ connector: 'kafka', err: e.message }, 'kafka: offsets not committed at the stop'),
       );
       closing = true;
+      wakeUp();
       await looping;
       await disconnectNative(consumer, 15_000);
     },

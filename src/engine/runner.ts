@@ -285,6 +285,10 @@ class PipelineRun {
         const state: UnitState = { unit, undelivered: 0, partial: false, finished: false, suspects: new Set() };
         open.add(state);
         this.units++;
+        if (unit.undecodable?.length) {
+          const bad = unit.undecodable;
+          this.enqueue(() => this.deadLetterRaw(bad, { data: new Uint8Array(0), firstLine: 1, meta: unit.meta }, state));
+        }
         try {
           const chunks = this.chunksOfUnit(unit, framing, chunkOpts);
           for await (const chunk of chunks) {
@@ -391,6 +395,7 @@ class PipelineRun {
         connection: (state) => t.connection(component, type, state),
         consumerLag: t.consumerLag?.bind(t),
         snmpPoll: t.snmpPoll?.bind(t),
+        flowSequence: t.flowSequence?.bind(t),
         dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)),
       },
     };

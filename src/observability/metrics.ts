@@ -12,6 +12,7 @@ export interface RunTelemetry {
   consumerLag?(topic: string, partition: number, lag: number): void;
   snmpPoll?(target: string, seconds: number, error?: string): void;
   dropped?(component: string, type: string, reason: string, n: number): void;
+  flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
 }
 
 export class Metrics {
@@ -79,6 +80,20 @@ export class Metrics {
     name: 'svc_source_dropped_total',
     help: 'Messages a listening source dropped because its senders cannot be slowed down (UDP syslog and traps while the pipeline is behind; traps with a wrong community or user), by reason.',
     labelNames: ['pipeline', 'component', 'type', 'reason'],
+    registers: [this.registry],
+  });
+
+  /** flow: sequence numbers each exporter skipped (lost datagrams or flows), and its restarts. */
+  readonly flowSequenceGaps = new Counter({
+    name: 'svc_flow_sequence_gaps_total',
+    help: 'Sequence numbers a flow exporter skipped, per exporter: flows for NetFlow v5, data records for IPFIX, datagrams for NetFlow v9 and sFlow.',
+    labelNames: ['pipeline', 'exporter'],
+    registers: [this.registry],
+  });
+  readonly flowExporterRestarts = new Counter({
+    name: 'svc_flow_exporter_restarts_total',
+    help: 'Restarts of a flow exporter (its sysUptime went back, or its IPFIX sequence number started over), per exporter.',
+    labelNames: ['pipeline', 'exporter'],
     registers: [this.registry],
   });
 
@@ -160,6 +175,12 @@ export class Metrics {
         const labels = { pipeline, component, type, reason };
         this.sourceDropped.inc(labels, n);
         this.track('dropped', this.sourceDropped, labels);
+      },
+      flowSequence: (event, exporter, n) => {
+        const labels = { pipeline, exporter };
+        const metric = event === 'gap' ? this.flowSequenceGaps : this.flowExporterRestarts;
+        metric.inc(labels, n);
+        this.track(`flow_${event}`, metric, labels);
       },
       snmpPoll: (target, seconds, error) => {
         const labels = { pipeline, target };

@@ -86,6 +86,8 @@ export interface ComponentTelemetry {
   snmpPoll?(target: string, seconds: number, error?: string): void;
   /** Listeners that cannot slow their senders (UDP): `n` messages dropped, with the reason class (queue_full, community...). */
   dropped?(reason: string, n: number): void;
+  /** flow: `n` sequence numbers an exporter skipped (`gap`), or one restart of the exporter (`restart`, n = 1). */
+  flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
 }
 
 /**
@@ -148,6 +150,11 @@ export interface SourceUnit {
    * `size` is then the bytes received (bytes_in).
    */
   records?: Rec[];
+  /**
+   * Messages the connector received but could not decode itself (a malformed flow datagram): each is
+   * dead-lettered at stage parse with its reason and its bytes, as a serializer_in failure would be.
+   */
+  undecodable?: { raw: Buffer; why: string }[];
   /**
    * Called once when every record of the unit has been written or dead-lettered (`delivered`
    * true) or when the run gave up on it (`delivered` false: leave the input where it is).

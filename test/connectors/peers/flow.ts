@@ -7,7 +7,13 @@ import { createSocket, type Socket } from 'node:dgram';
 import { connect } from 'node:net';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { runPipeline, type RunTelemetry } from '../../../src/engine/runner.js';
+import { silentLogger } from '../../../src/observability/log.js';
+import { MemoryProcessedFiles } from '../../../src/plugins/connector-runtime/processed-files.js';
+import type { ConnectionState } from '../../../src/plugins/types.js';
+import { tempDir } from '../../helpers/fs.js';
 import { until } from '../../helpers/wait.js';
+import { loadPipeline, outputRecords } from '../helpers.js';
 
 /** One flow of the generated capture: `packets` packets of `payload` bytes of transport payload each. */
 export interface PcapFlow {
@@ -215,7 +221,10 @@ export function nfdumpFlows(dir: string): NfdumpFlow[] {
   const files = readdirSync(dir).filter((f) => f.startsWith('nfcapd.'));
   const flows: NfdumpFlow[] = [];
   for (const f of files) {
-    const r = spawnSync('nfdump', ['-r', join(dir, f), '-q', '-o', 'fmt:%ts|%te|%sa|%da|%sp|%dp|%pr|%pkt|%byt', '-N'], { encoding: 'utf8' });
+    const r = spawnSync('nfdump', ['-r', join(dir, f), '-q', '-o', 'fmt:%ts|%te|%sa|%da|%sp|%dp|%pr|%pkt|%byt', '-N'], {
+      encoding: 'utf8',
+      env: { ...process.env, TZ: 'UTC' },
+    });
     if (r.status !== 0) throw new Error(`nfdump failed: ${r.stderr}`);
     for (const line of r.stdout.split('\n')) {
       const p = line.split('|').map((x) => x.trim());
@@ -240,4 +249,48 @@ export function writePcap(dir: string, flows: PcapFlow[]): string {
   const file = join(dir, 'flows.pcap');
   writeFileSync(file, pcapOf(flows));
   return file;
+}
+
+/** A stream pipeline from a flow source on a free loopback port into NDJSON, with a DLQ beside it. */
+export async function flowPipeline(source: Record<string, unknown> = {}, opts: { name?: string } = {}) {
+  const port = (source.port as number | undefined) ?? (await freeUdpPort());
+  const out = tempDir('svc-flow-out-');
+  const dlq = tempDir('svc-flow-dlq-');
+  const states: ConnectionState[] = [];
+  const events: { event: 'gap' | 'restart'; exporter: string; n: number }[] = [];
+  const dropped: { reason: string; n: number }[] = [];
+  const telemetry: RunTelemetry = {
+    connection: (component, _t, s) => void (component === 'source' && states.push(s)),
+    flowSequence: (event, exporter, n) => void events.push({ event, exporter, n }),
+    dropped: (_c, _t, reason, n) => void dropped.push({ reason, n }),
+  };
+  const stop = new AbortController();
+  const cfg = loadPipeline({
+    name: opts.name ?? 'flow-test',
+    schedule: { type: 'stream' },
+    source: { type: 'flow', host: '127.0.0.1', ...source, port },
+    serializer_in: { type: 'json' },
+    serializer_out: { type: 'ndjson' },
+    sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+    on_error: 'dlq',
+    dlq: { type: 'local', path: dlq, filename_template: 'dlq.ndjson' },
+  });
+  const done = runPipeline(cfg, { signal: stop.signal, telemetry, log: silentLogger, processed: new MemoryProcessedFiles() });
+  await until(() => states.includes('connected') || states.includes('disconnected'), 15_000, 'the flow source listening');
+  const sender = createSocket('udp4');
+  return {
+    port,
+    events,
+    dropped,
+    records: () => outputRecords(out),
+    deadLetters: () => outputRecords(dlq),
+    send: async (...datagrams: Buffer[]) => {
+      for (const d of datagrams) await new Promise<void>((r, j) => sender.send(d, port, '127.0.0.1', (e) => (e ? j(e) : r())));
+    },
+    async end() {
+      sender.close();
+      stop.abort();
+      return done;
+    },
+  };
 }

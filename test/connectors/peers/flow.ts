@@ -5,7 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createSocket, type Socket } from 'node:dgram';
 import { connect } from 'node:net';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runPipeline, type RunTelemetry } from '../../../src/engine/runner.js';
 import { silentLogger } from '../../../src/observability/log.js';
@@ -291,6 +291,92 @@ export async function flowPipeline(source: Record<string, unknown> = {}, opts: {
       sender.close();
       stop.abort();
       return done;
+    },
+  };
+}
+
+/** Runs pmacctd over a pcap with its sFlow probe (sfprobe, 1 in `rate` packets) exporting to 127.0.0.1:port; resolves when it exits at the end of the file. */
+export async function pmacctdSflow(pcap: string, port: number, dir: string, rate = 1): Promise<void> {
+  const conf = join(dir, `pmacctd-${port}.conf`);
+  writeFileSync(conf, `daemonize: false\npcap_savefile: ${pcap}\nplugins: sfprobe[s]\nsfprobe_receiver[s]: 127.0.0.1:${port}\nsampling_rate: ${rate}\n`);
+  const child = spawn('pmacctd', ['-f', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  clearTimeout(timer);
+  // Its core exits 1 when the probe has finished first ("no more plugins active"), a race at the end of the file: the probe has sent everything then.
+  const finished = code === 0 || (code === 1 && /sfprobe \): Shutting down on user request/.test(log));
+  if (!finished) throw new Error(`pmacctd exited with ${code}: ${log.split('\n').slice(2).join(' | ')}`);
+}
+
+export interface Sfacctd {
+  port: number;
+  /** The flows sfacctd's print plugin has written so far, per 5-tuple (its CSV). */
+  flows(): NfdumpFlow[];
+  stop(): Promise<void>;
+}
+
+/** pmacct's sfacctd on a free loopback port, aggregating per 5-tuple into a CSV file it rewrites every second. */
+export async function startSfacctd(dir: string): Promise<Sfacctd> {
+  const port = await freeUdpPort();
+  const csv = join(dir, 'sfacctd.csv');
+  const conf = join(dir, 'sfacctd.conf');
+  writeFileSync(
+    conf,
+    [
+      'daemonize: false',
+      'sfacctd_ip: 127.0.0.1',
+      `sfacctd_port: ${port}`,
+      'plugins: print[p]',
+      'aggregate[p]: src_host, dst_host, src_port, dst_port, proto',
+      'print_output[p]: csv',
+      `print_output_file[p]: ${csv}`,
+      'print_refresh_time[p]: 1',
+      'print_num_protos[p]: true',
+      '',
+    ].join('\n'),
+  );
+  // Its own process group: the print plugin is a forked child, stopped with the core (by the group's PID).
+  const child = spawn('stdbuf', ['-oL', '-eL', 'sfacctd', '-f', conf], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let log = '';
+  child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  await until(() => /Reading configuration file/.test(log) || child.exitCode !== null, 10_000, 'sfacctd started');
+  // Its socket is bound right after the configuration is read (a failed bind is logged as an ERROR
+  // at once); pmacctd waits 2 s before it reads its pcap, so nothing is sent before that.
+  if (child.exitCode !== null || /ERROR/.test(log)) throw new Error(`sfacctd failed: ${log}`);
+  return {
+    port,
+    flows() {
+      if (!existsSync(csv)) return [];
+      const [head, ...lines] = readFileSync(csv, 'utf8').trim().split('\n');
+      const cols = head!.split(',');
+      return lines.map((l) => {
+        const v = Object.fromEntries(l.split(',').map((x, i) => [cols[i], x]));
+        return {
+          src: v.SRC_IP!,
+          dst: v.DST_IP!,
+          sport: Number(v.SRC_PORT),
+          dport: Number(v.DST_PORT),
+          protocol: Number(v.PROTOCOL),
+          packets: Number(v.PACKETS),
+          bytes: Number(v.BYTES),
+          start: '',
+          end: '',
+        };
+      });
+    },
+    async stop() {
+      // sfacctd's core ignores SIGTERM and SIGINT while its plugin runs (seen with 1.7.7): the group is killed.
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await exited;
     },
   };
 }

@@ -187,12 +187,18 @@ function decodeDataSet(body: Buffer, t: Template, e: ExporterState, h: Pick<Head
     const rec: Rec = t.scopeCount ? {} : { ...h.base };
     for (const f of t.fields) {
       let len = f.length;
+      // The messages are built only on failure: a template literal per field was most of the decode time.
       if (len === VARIABLE_LENGTH) {
         // RFC 7011 section 7: one length byte, or 255 and a 2-byte length.
-        len = r.u8(`length of ${f.name}`);
-        if (len === 255) len = r.u16(`long length of ${f.name}`);
+        if (r.left < 1) r.need(1, `length of ${f.name}`);
+        len = r.buf[r.pos++]!;
+        if (len === 255) {
+          if (r.left < 2) r.need(2, `long length of ${f.name}`);
+          len = r.buf.readUInt16BE(r.pos);
+          r.pos += 2;
+        }
       }
-      r.need(len, `${f.name} of template ${t.id}`);
+      if (len > r.left) r.need(len, `${f.name} of template ${t.id}`);
       if (f.id !== 210 || f.enterprise) rec[f.name] = fieldValue(f, r.buf, r.pos, len);
       r.pos += len;
     }

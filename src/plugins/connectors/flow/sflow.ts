@@ -8,6 +8,9 @@ import { FlowDecodeError, Reader } from './reader.js';
 import type { FlowState } from './state.js';
 import { MAX_RECORDS_PER_DATAGRAM } from './netflow.js';
 
+/** sFlow's interface value for "not known" (sflow_version_5.txt, flow_sample). */
+const UNKNOWN_INTERFACE = 0x3fffffff;
+
 function address(r: Reader, what: string): string {
   const type = r.u32(`${what} address type`);
   if (type === 1) {
@@ -97,9 +100,11 @@ function flowSample(r: Reader, expanded: boolean, base: Rec, out: Rec[]): void {
     r.skip(4, 'output format');
     rec.egressInterface = r.u32('output');
   } else {
-    rec.ingressInterface = r.u32('input') & 0x3fffffff;
-    // Top two bits: the format (0 one interface, 1 discarded, 2 several); the index is the rest.
-    rec.egressInterface = r.u32('output') & 0x3fffffff;
+    // Top two bits: the format (0 one interface, 1 discarded, 2 several); the index is the rest, 0x3fffffff "unknown" (left out).
+    const input = r.u32('input') & 0x3fffffff;
+    const output = r.u32('output') & 0x3fffffff;
+    if (input !== UNKNOWN_INTERFACE) rec.ingressInterface = input;
+    if (output !== UNKNOWN_INTERFACE) rec.egressInterface = output;
   }
   const n = r.u32('flow record count');
   r.need(n * 8, `${n} flow records`);

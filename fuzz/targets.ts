@@ -33,6 +33,11 @@ import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress } f
 import { encodeWriteRequest } from '../src/plugins/connectors/prometheus_rw/encode.js';
 import { ExpositionError, parseExposition } from '../src/plugins/connectors/prometheus_scrape/parse.js';
 import { sampleValue } from '../src/plugins/common/prom-value.js';
+import { decodeNetflow5, decodeTemplated } from '../src/plugins/connectors/flow/netflow.js';
+import { FlowDecodeError } from '../src/plugins/connectors/flow/reader.js';
+import { decodeSflow } from '../src/plugins/connectors/flow/sflow.js';
+import { FlowState } from '../src/plugins/connectors/flow/state.js';
+import * as wire from '../test/helpers/flow-wire.js';
 import { CdrError, CdrWriter, decodeValue, encodeValue, parseType } from '../src/plugins/connectors/corba/cdr.js';
 import { decodeReply, GiopError, GiopFramer, MSG } from '../src/plugins/connectors/corba/giop.js';
 import { loadSettings } from '../src/settings.js';
@@ -605,6 +610,107 @@ function syslogTarget(): Target {
   };
 }
 
+/** Seeds of the flow targets: datagrams built from the specifications (test/helpers/flow-wire.ts), templates and data in one. */
+function flowSeeds(version: 'netflow5' | 'netflow9' | 'ipfix' | 'sflow'): Buffer[] {
+  const f5 = { src: '10.0.0.1', dst: '10.0.0.2', packets: 3, bytes: 180, sport: 1234, dport: 80, protocol: 6 };
+  const tuple = wire.fiveTuple('10.1.1.1', '10.2.2.2', 4000, 443, 6, 1500, 3);
+  switch (version) {
+    case 'netflow5':
+      return [wire.netflow5({ seq: 0 }, [f5]), wire.netflow5({ seq: 7, sampling: 0x4000 | 64 }, [f5, { ...f5, protocol: 17 }, f5])];
+    case 'netflow9':
+      return [
+        wire.netflow9({ seq: 1 }, wire.set(0, wire.templateRecord(256, wire.FIVE_TUPLE)), wire.set(256, tuple, tuple)),
+        wire.netflow9(
+          { seq: 2 },
+          wire.set(
+            1,
+            wire.v9OptionsTemplate(
+              257,
+              [[2, 4]],
+              [
+                [34, 4],
+                [82, 8],
+              ],
+            ),
+          ),
+          wire.set(257, wire.u32(3), wire.u32(100), Buffer.from('ge-0/0/1')),
+          wire.set(0, wire.templateRecord(258, [...wire.FIVE_TUPLE, [10, 4], [22, 4], [21, 4]])),
+          wire.set(258, tuple, wire.u32(3), wire.u32(90_000), wire.u32(99_000)),
+        ),
+      ];
+    case 'ipfix':
+      return [
+        wire.ipfix({ seq: 0 }, wire.set(2, wire.templateRecord(256, wire.FIVE_TUPLE)), wire.set(256, tuple, tuple)),
+        wire.ipfix(
+          { seq: 5 },
+          wire.set(
+            2,
+            wire.templateRecord(300, [
+              [8, 4],
+              [1, 4],
+              [82, 65535],
+              [12, 65535, 29305],
+              [152, 8],
+              [27, 16],
+            ]),
+          ),
+          wire.set(
+            3,
+            wire.ipfixOptionsTemplate(
+              301,
+              [[143, 4]],
+              [
+                [160, 8],
+                [305, 4],
+                [306, 4],
+              ],
+            ),
+          ),
+          wire.set(301, wire.u32(1), wire.u64(1_780_000_000_000), wire.u32(1), wire.u32(9)),
+          wire.set(
+            300,
+            wire.ip4('10.0.0.1'),
+            wire.u32(5000),
+            wire.varlen(Buffer.from('eth0')),
+            wire.varlen(Buffer.alloc(300, 7)),
+            wire.u64(1_780_000_000_000),
+            Buffer.alloc(16, 1),
+          ),
+          wire.set(2, wire.u16(256), wire.u16(0)),
+        ),
+      ];
+    case 'sflow': {
+      const frame = Buffer.from('0200000000020200000000010800450000280001000040060000' + '0a000001' + '0a000002' + '04d20050' + '00'.repeat(16), 'hex');
+      return [
+        wire.sflow({ seq: 1 }, wire.flowSample({ seq: 1, rate: 512 }, wire.sampledHeader(frame))),
+        wire.sflow(
+          { seq: 2 },
+          wire.counterSample({ seq: 4, ifIndex: 9, inOctets: 2 ** 40, outOctets: 77 }),
+          wire.flowSample({ seq: 2, rate: 1 }, wire.sampledHeader(frame.subarray(0, 20))),
+        ),
+      ];
+    }
+  }
+}
+
+/** One flow decoder on one datagram, with a template state of its own (each input is a whole exchange). */
+function flowTarget(version: 'netflow5' | 'netflow9' | 'ipfix' | 'sflow'): Target {
+  const decode = version === 'netflow5' ? decodeNetflow5 : version === 'sflow' ? decodeSflow : decodeTemplated;
+  return {
+    name: `flow-${version}`,
+    about: `flow: one ${version} datagram through its decoder (src/plugins/connectors/flow/), templates and data in the same datagram`,
+    style: 'bytes',
+    seedSource: 'datagrams built by test/helpers/flow-wire.ts from the specifications (templates, options, variable-length and enterprise fields)',
+    seeds: () => flowSeeds(version),
+    expected: (e) => e instanceof FlowDecodeError,
+    run(input) {
+      const records = decode(input, '192.0.2.1', new FlowState(), 0);
+      checkJson(records);
+      return `ok:${Math.min(records.length, 5)}:${Object.keys(records[0] ?? {}).length}`;
+    },
+  };
+}
+
 function remoteWriteTarget(): Target {
   return {
     name: 'prometheus-rw',
@@ -882,6 +988,10 @@ export const TARGETS: Target[] = [
   yamlTarget(),
   exprTarget(),
   syslogTarget(),
+  flowTarget('netflow5'),
+  flowTarget('netflow9'),
+  flowTarget('ipfix'),
+  flowTarget('sflow'),
   remoteWriteTarget(),
   exposition(),
   gnmiTarget(),

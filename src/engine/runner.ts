@@ -285,6 +285,10 @@ class PipelineRun {
         const state: UnitState = { unit, undelivered: 0, partial: false, finished: false, suspects: new Set() };
         open.add(state);
         this.units++;
+        if (unit.undecodable?.length) {
+          const bad = unit.undecodable;
+          this.enqueue(() => this.deadLetterRaw(bad, { data: new Uint8Array(0), firstLine: 1, meta: unit.meta }, state));
+        }
         try {
           const chunks = this.chunksOfUnit(unit, framing, chunkOpts);
           for await (const chunk of chunks) {
@@ -392,6 +396,7 @@ class PipelineRun {
         consumerLag: t.consumerLag?.bind(t),
         snmpPoll: t.snmpPoll?.bind(t),
         promScrape: t.promScrape?.bind(t),
+        flowSequence: t.flowSequence?.bind(t),
         dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)),
       },
     };
@@ -399,20 +404,12 @@ class PipelineRun {
 
   /** A unit's chunks: its records as they are when serializer_in is json (what `json` would decode them into), else its bytes. */
   private chunksOfUnit(unit: SourceUnit, framing: Framing, opts: ChunkOptions): AsyncIterable<Chunk> | Iterable<Chunk> {
-    if (unit.error !== undefined) return this.unparsed(unit, unit.error);
     if (unit.records && this.plan.decodesJson) {
       this.counters.bytes_in += unit.size ?? 0;
       return recordChunksOf(unit.records, opts.maxLines);
     }
     if (unit.messages) return messageChunksOf(this.counted(unit.read()), { targetBytes: opts.targetBytes, maxMessages: opts.maxLines });
     return chunksOf(this.counted(unit.read()), framing, opts);
-  }
-
-  /** A unit its source could not parse: its bytes as one chunk that is a parse error (dead-lettered whole). */
-  private async *unparsed(unit: SourceUnit, error: string): AsyncGenerator<Chunk> {
-    const parts: Buffer[] = [];
-    for await (const b of this.counted(unit.read())) parts.push(b);
-    yield { data: Buffer.concat(parts), firstLine: 1, error };
   }
 
   private async *counted(stream: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {

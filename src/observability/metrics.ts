@@ -13,6 +13,7 @@ export interface RunTelemetry {
   snmpPoll?(target: string, seconds: number, error?: string): void;
   promScrape?(target: string, seconds: number, error?: string): void;
   dropped?(component: string, type: string, reason: string, n: number): void;
+  flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
 }
 
 export class Metrics {
@@ -95,6 +96,20 @@ export class Metrics {
     name: 'svc_source_dropped_total',
     help: 'Messages a listening source dropped because its senders cannot be slowed down (UDP syslog and traps while the pipeline is behind; traps with a wrong community or user), by reason.',
     labelNames: ['pipeline', 'component', 'type', 'reason'],
+    registers: [this.registry],
+  });
+
+  /** flow: sequence numbers each exporter skipped (lost datagrams or flows), and its restarts. */
+  readonly flowSequenceGaps = new Counter({
+    name: 'svc_flow_sequence_gaps_total',
+    help: 'Sequence numbers a flow exporter skipped, per exporter: flows for NetFlow v5, data records for IPFIX, datagrams for NetFlow v9 and sFlow.',
+    labelNames: ['pipeline', 'exporter'],
+    registers: [this.registry],
+  });
+  readonly flowExporterRestarts = new Counter({
+    name: 'svc_flow_exporter_restarts_total',
+    help: 'Restarts of a flow exporter (its sysUptime went back, or its IPFIX sequence number started over), per exporter.',
+    labelNames: ['pipeline', 'exporter'],
     registers: [this.registry],
   });
 
@@ -186,6 +201,12 @@ export class Metrics {
           this.promScrapeErrors.inc(e);
           this.track('prom_scrape_errors', this.promScrapeErrors, e);
         }
+      },
+      flowSequence: (event, exporter, n) => {
+        const labels = { pipeline, exporter };
+        const metric = event === 'gap' ? this.flowSequenceGaps : this.flowExporterRestarts;
+        metric.inc(labels, n);
+        this.track(`flow_${event}`, metric, labels);
       },
       snmpPoll: (target, seconds, error) => {
         const labels = { pipeline, target };

@@ -88,6 +88,8 @@ export interface ComponentTelemetry {
   promScrape?(target: string, seconds: number, error?: string): void;
   /** Listeners that cannot slow their senders (UDP): `n` messages dropped, with the reason class (queue_full, community...). */
   dropped?(reason: string, n: number): void;
+  /** flow: `n` sequence numbers an exporter skipped (`gap`), or one restart of the exporter (`restart`, n = 1). */
+  flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
 }
 
 /**
@@ -162,10 +164,10 @@ export interface SourceUnit {
    */
   records?: Rec[];
   /**
-   * The unit's bytes are not records: a body its connector read but could not parse (a poison
-   * scrape). They are not decoded: the run dead-letters them whole, as a parse error with this reason.
+   * Inputs the connector received but could not decode itself (a malformed flow datagram, a scraped body that does not parse): each is
+   * dead-lettered at stage parse with its reason and its bytes, as a serializer_in failure would be.
    */
-  error?: string;
+  undecodable?: { raw: Buffer; why: string }[];
   /**
    * Called once when every record of the unit has been written or dead-lettered (`delivered`
    * true) or when the run gave up on it (`delivered` false: leave the input where it is).

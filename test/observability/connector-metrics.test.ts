@@ -1,5 +1,5 @@
 // The connector series of /metrics: one current state per connector, state changes counted, Kafka
-// lag per partition with a total, listener drops, snmp_poll timings and errors per target, and every series of a deleted pipeline removed.
+// lag per partition with a total, listener drops, flow sequence gaps and exporter restarts, snmp_poll timings and errors per target, and every series of a deleted pipeline removed.
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/observability/metrics.js';
 
@@ -18,6 +18,9 @@ describe('connector metrics', () => {
     t.dropped!('source', 'syslog', 'queue_full', 2);
     t.snmpPoll!('10.0.0.1:161', 0.2);
     t.snmpPoll!('10.0.0.2:161', 6, 'timeout');
+    t.flowSequence!('gap', '192.0.2.7', 3);
+    t.flowSequence!('gap', '192.0.2.7', 2);
+    t.flowSequence!('restart', '192.0.2.7', 1);
     m.telemetry('other').connection('sinks[0] (mqtt)', 'mqtt', 'connected');
     const text = await m.registry.metrics();
     expect(text).toContain('svc_connector_state{pipeline="p",component="source",type="kafka",state="connected"} 1');
@@ -28,6 +31,8 @@ describe('connector metrics', () => {
     expect(text).toContain('svc_source_dropped_total{pipeline="p",component="source",type="syslog",reason="queue_full"} 5');
     expect(text).toContain('svc_snmp_poll_seconds_count{pipeline="p",target="10.0.0.1:161"} 1');
     expect(text).toContain('svc_snmp_poll_errors_total{pipeline="p",target="10.0.0.2:161",reason="timeout"} 1');
+    expect(text).toContain('svc_flow_sequence_gaps_total{pipeline="p",exporter="192.0.2.7"} 5');
+    expect(text).toContain('svc_flow_exporter_restarts_total{pipeline="p",exporter="192.0.2.7"} 1');
     expect(text).not.toMatch(/svc_snmp_poll_errors_total\{pipeline="p",target="10.0.0.1:161"/);
     m.forget('p');
     const after = await m.registry.metrics();

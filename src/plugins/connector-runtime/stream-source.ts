@@ -26,6 +26,8 @@ export interface Message {
    * without a JSON round trip when every message of a unit has one (SourceUnit.records).
    */
   record?: Rec;
+  /** The connector could not decode the message: it goes to the DLQ at stage parse with this reason and `body`. */
+  error?: string;
   /**
    * Metadata of this message (topic, subject...). A unit holds messages with equal metadata, so
    * keep values that change with every message (offsets, ids) out of it; share one object between
@@ -117,31 +119,36 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
     const groups = byMeta(batch);
     let left = groups.length;
     let allDelivered = true;
-    return groups.map((msgs) => ({
-      meta: { ...msgs[0]!.meta, messages: msgs.length },
-      size: msgs.reduce((n, m) => n + m.body.length, 0),
-      messages: true,
-      records: msgs.every((m) => m.record) ? msgs.map((m) => m.record!) : undefined,
-      async *read() {
-        for (const m of msgs) yield m.record ? Buffer.from(JSON.stringify(m.record)) : m.body;
-      },
-      async done(delivered) {
-        allDelivered &&= delivered;
-        if (--left > 0) return;
-        if (!connector.acknowledges) {
-          if (!allDelivered)
-            ctx.log.warn(
-              { connector: connector.type, messages: batch.length },
-              `${connector.type}: messages not delivered; this source cannot ask for them again (at-most-once)`,
-            );
-          return;
-        }
-        if (gen !== generation || refused) return;
-        if (allDelivered) return session.ack?.(batch);
-        refused = new Error(`${batch.length} messages were not delivered; reconnecting so that ${connector.type} delivers them again`);
-        wake?.();
-      },
-    }));
+    return groups.map((all) => {
+      const bad = all.some((m) => m.error !== undefined) ? all.filter((m) => m.error !== undefined) : undefined;
+      const msgs = bad ? all.filter((m) => m.error === undefined) : all;
+      return {
+        meta: { ...all[0]!.meta, messages: all.length },
+        size: all.reduce((n, m) => n + m.body.length, 0),
+        messages: true,
+        records: msgs.every((m) => m.record) ? msgs.map((m) => m.record!) : undefined,
+        undecodable: bad?.map((m) => ({ raw: m.body, why: m.error! })),
+        async *read() {
+          for (const m of msgs) yield m.record ? Buffer.from(JSON.stringify(m.record)) : m.body;
+        },
+        async done(delivered) {
+          allDelivered &&= delivered;
+          if (--left > 0) return;
+          if (!connector.acknowledges) {
+            if (!allDelivered)
+              ctx.log.warn(
+                { connector: connector.type, messages: batch.length },
+                `${connector.type}: messages not delivered; this source cannot ask for them again (at-most-once)`,
+              );
+            return;
+          }
+          if (gen !== generation || refused) return;
+          if (allDelivered) return session.ack?.(batch);
+          refused = new Error(`${batch.length} messages were not delivered; reconnecting so that ${connector.type} delivers them again`);
+          wake?.();
+        },
+      };
+    });
   };
 
   return {

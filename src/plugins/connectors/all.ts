@@ -5,6 +5,7 @@ export * as azure_blob from './azure_blob/index.js';
 export * as clickhouse from './clickhouse/index.js';
 export * as corba from './corba/index.js';
 export * as elasticsearch from './elasticsearch/index.js';
+export * as flow from './flow/index.js';
 export * as ftp from './ftp/index.js';
 export * as gcs from './gcs/index.js';
 export * as gnmi from './gnmi/index.js';

@@ -253,6 +253,26 @@ describe('streamSource', () => {
     expect(bad.states.at(-1)).toBe('failed');
   });
 
+  it('messages the connector could not decode go apart as undecodable (reason and bytes); the others stay records, all counted in size', async () => {
+    const f = scripted({ acknowledges: false });
+    const { stop, it, first } = await reading(f);
+    const h = f.sessions[0]!.h;
+    const meta = { topic: 't' };
+    h.push({ body: Buffer.from('aa'), record: { n: 1 }, meta });
+    h.push({ body: Buffer.from('bad!'), error: 'truncated: 4 bytes', meta });
+    h.push({ body: Buffer.alloc(0), record: { n: 2 }, meta });
+    const u = (await first).value as SourceUnit;
+    expect(u.records).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(u.undecodable).toEqual([{ raw: Buffer.from('bad!'), why: 'truncated: 4 bytes' }]);
+    expect(u.size).toBe(6);
+    expect(u.meta.messages).toBe(3);
+    const read: string[] = [];
+    for await (const b of u.read()) read.push(b.toString());
+    expect(read).toEqual(['{"n":1}', '{"n":2}']);
+    stop.abort();
+    await it.next();
+  });
+
   it('at-most-once connectors acknowledge nothing and do not reconnect for an undelivered unit', async () => {
     const f = scripted({ acknowledges: false });
     const { stop, it, first } = await reading(f);

@@ -308,10 +308,8 @@ async function* scrapeUnits(c: Config, ctx: PluginContext, signal: AbortSignal, 
         ready.push({
           meta,
           size: got.body.length,
-          error: `prometheus_scrape: ${id}: ${got.reason}`,
-          async *read() {
-            yield got.body;
-          },
+          undecodable: [{ raw: got.body, why: `prometheus_scrape: ${id}: ${got.reason}` }],
+          async *read() {},
         });
         return;
       }

@@ -101,6 +101,19 @@ export function webhookYaml(name: string, o: WebhookOpts): string {
   ].join('\n');
 }
 
+/**
+ * The extra lines of a stream with a stage of each kind (webhookYaml's `extra`): two transforms
+ * (filter n != 3, add_field seen) and a dead-letter queue under `outDir`. The stage figures' and
+ * the tap's tests, through the API and the CLI.
+ */
+export const stagedExtra = (outDir: string) => [
+  'on_error: dlq',
+  `dlq: { type: local, path: ${JSON.stringify(join(outDir, 'dlq'))}, filename_template: dlq.ndjson }`,
+  'transforms:',
+  "  - { type: filter, expression: 'n != 3' }",
+  '  - { type: add_field, fields: { seen: "\'yes\'" } }',
+];
+
 /** Records of an NDJSON output file ([] while it does not exist). */
 export function readNdjson(file: string): Record<string, unknown>[] {
   if (!existsSync(file)) return [];

@@ -2,12 +2,11 @@
 // stage's counts and rates while a stream runs; GET /api/pipelines/{name}/tap is a WebSocket of
 // sampled records at a stage (filtered, limited, masked), refused before the upgrade when the
 // request is wrong, and behind the API's authentication.
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { until } from '../helpers/wait.js';
-import { readNdjson, register, webhookYaml, workArea } from './_helpers.js';
+import { readNdjson, register, stagedExtra, webhookYaml, workArea } from './_helpers.js';
 
 interface Frame {
   type: string;
@@ -58,13 +57,7 @@ async function stream(d: TestDaemon, name: string) {
       path: name,
       secret: SECRET,
       outDir: w.outDir,
-      extra: [
-        'on_error: dlq',
-        `dlq: { type: local, path: ${JSON.stringify(join(w.outDir, 'dlq'))}, filename_template: dlq.ndjson }`,
-        'transforms:',
-        "  - { type: filter, expression: 'n != 3' }",
-        '  - { type: add_field, fields: { seen: "\'yes\'" } }',
-      ],
+      extra: stagedExtra(w.outDir),
     }),
   );
   await d.call('POST', `/api/pipelines/${name}/start`);

@@ -2,9 +2,8 @@
 // records: top shows what GET /api/pipelines says, per pipeline and per stage, as JSON lines, tables
 // or a full-screen view; tap prints the records passing a stage and ends at its limit.
 import { spawn, spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { register, webhookYaml, workArea } from '../api/_helpers.js';
+import { register, stagedExtra, webhookYaml, workArea } from '../api/_helpers.js';
 import { ROOT, svc, svcSpawn, type SvcProcess } from '../helpers/cli.js';
 import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { until } from '../helpers/wait.js';
@@ -15,13 +14,7 @@ async function stream(d: TestDaemon, name: string, headers: Record<string, strin
   const yaml = webhookYaml(name, {
     path: name,
     outDir: w.outDir,
-    extra: [
-      'on_error: dlq',
-      `dlq: { type: local, path: ${JSON.stringify(join(w.outDir, 'dlq'))}, filename_template: dlq.ndjson }`,
-      'transforms:',
-      "  - { type: filter, expression: 'n != 3' }",
-      '  - { type: add_field, fields: { seen: "\'yes\'" } }',
-    ],
+    extra: stagedExtra(w.outDir),
   });
   expect((await d.call('POST', '/api/pipelines', { yaml, headers })).status).toBe(201);
   await until(async () => (await d.call('GET', `/api/pipelines/${name}`, { headers })).body.active_run_id, 10_000, 'the stream to start');

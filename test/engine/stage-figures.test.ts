@@ -122,3 +122,27 @@ describe('tap in the engine', () => {
     }
   });
 });
+
+describe('tap budget', () => {
+  it('keeps its limit whatever the chunks in flight copied, and masks what it hands on', () => {
+    const hub = new TapHub();
+    const shown: string[] = [];
+    const ends: string[] = [];
+    hub.attach(
+      { stage: 'source', rate: 1000, limit: 5 },
+      (lines) => shown.push(...lines),
+      (why) => ends.push(why),
+    );
+    // Two chunks asked before either is delivered are each asked for what is left of the limit.
+    const first = hub.requests()!;
+    const inFlight = hub.requests()!;
+    expect([first[0]!.max, inFlight[0]!.max]).toEqual([5, 5]);
+    hub.deliver([{ id: 1, lines: ['a', 'b', 'c', 'd'] }], (t) => t.toUpperCase());
+    expect(shown).toEqual(['A', 'B', 'C', 'D']);
+    expect(hub.requests()![0]!.max).toBe(1);
+    hub.deliver([{ id: 1, lines: ['e', 'f', 'g', 'h'] }], (t) => t.toUpperCase());
+    expect(shown).toEqual(['A', 'B', 'C', 'D', 'E']);
+    expect(ends).toEqual(['limit of 5 records reached']);
+    expect(hub.active).toBe(false);
+  });
+});

@@ -3,6 +3,7 @@
 // record (NetFlow v9 field types 1-127 are the same numbers, RFC 3954 section 8). An element not
 // listed here is named `ie<id>` (or `e<enterprise>_ie<id>` for an enterprise-specific one) and
 // kept as hex.
+import { ipv6Text } from '../../../util/ip-text.js';
 import { FlowDecodeError } from './reader.js';
 
 export type IeType =
@@ -158,30 +159,6 @@ export function ipv4(b: Buffer, at: number): string {
   return `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`;
 }
 
-/** RFC 5952 text: lower case, the longest run of two or more zero groups as `::`. */
-export function ipv6(b: Buffer, at: number): string {
-  const g: number[] = [];
-  for (let i = 0; i < 8; i++) g.push(b.readUInt16BE(at + i * 2));
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (g[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && g[j] === 0) j++;
-    if (j - i > bestLen) {
-      best = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = (xs: number[]) => xs.map((x) => x.toString(16)).join(':');
-  if (best < 0) return hex(g);
-  return `${hex(g.slice(0, best))}::${hex(g.slice(best + bestLen))}`;
-}
-
 export const mac = (b: Buffer, at: number) =>
   b
     .subarray(at, at + 6)
@@ -228,7 +205,7 @@ export function fieldValue(f: FieldSpec, b: Buffer, at: number, len: number): un
       if (len === 4) return ipv4(b, at);
       break;
     case 'ipv6':
-      if (len === 16) return ipv6(b, at);
+      if (len === 16) return ipv6Text(b, at);
       break;
     case 'mac':
       if (len === 6) return mac(b, at);

@@ -3,7 +3,8 @@
 // interface counter block). Fields carry IANA's IPFIX names where one exists (the mapping is in
 // docs/connectors/flow.md); counter samples keep IF-MIB's names, which IPFIX has no elements for.
 import type { Rec } from '../../types.js';
-import { ipv4, ipv6, mac } from './ie.js';
+import { ipv4, mac } from './ie.js';
+import { ipv6Text } from '../../../util/ip-text.js';
 import { FlowDecodeError, Reader } from './reader.js';
 import type { FlowState } from './state.js';
 import { MAX_RECORDS_PER_DATAGRAM } from './netflow.js';
@@ -21,7 +22,7 @@ function address(r: Reader, what: string): string {
   }
   if (type === 2) {
     r.need(16, what);
-    const a = ipv6(r.buf, r.pos);
+    const a = ipv6Text(r.buf, r.pos);
     r.pos += 16;
     return a;
   }
@@ -65,8 +66,8 @@ export function decodePacketHeader(protocol: number, h: Buffer, rec: Rec): void 
     rec.ipVersion = 6;
     rec.ipClassOfService = (h.readUInt16BE(at) >> 4) & 0xff;
     rec.protocolIdentifier = proto = h[at + 6]!;
-    rec.sourceIPv6Address = ipv6(h, at + 8);
-    rec.destinationIPv6Address = ipv6(h, at + 24);
+    rec.sourceIPv6Address = ipv6Text(h, at + 8);
+    rec.destinationIPv6Address = ipv6Text(h, at + 24);
     at += 40;
   } else return;
   if ((proto === 6 || proto === 17 || proto === 132) && h.length >= at + 4) {

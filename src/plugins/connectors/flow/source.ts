@@ -10,6 +10,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../core/errors.js';
 import { bindUdp } from '../../../snmp/udp.js';
 import { rateLimitedWarn } from '../../connector-runtime/rate-limited-warn.js';
+import { warnIfRecvBufferCapped } from '../../connector-runtime/udp-buffer.js';
 import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource, type PluginContext, type Rec } from '../../types.js';
 import { decodeFlowDatagram } from './decode.js';
@@ -180,13 +181,7 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
   });
   // Data sets held for a template expire even when the exporter has gone quiet.
   const sweeper = setInterval(() => state.sweep(Date.now()), 1000).unref();
-  const got = process.platform === 'linux' ? Math.floor(socket.getRecvBufferSize() / 2) : socket.getRecvBufferSize();
-  if (got < c.buffer_size) {
-    log.warn(
-      { connector: 'flow', buffer_size: c.buffer_size, granted: got },
-      `flow: the kernel granted a UDP receive buffer of ${got} bytes instead of buffer_size ${c.buffer_size} (capped by net.core.rmem_max); raise it (sysctl -w net.core.rmem_max=${c.buffer_size}) to absorb larger bursts`,
-    );
-  }
+  warnIfRecvBufferCapped(socket, c.buffer_size, 'flow', log);
   return {
     pause() {
       dropping = true;

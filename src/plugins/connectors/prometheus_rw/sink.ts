@@ -7,15 +7,14 @@
 // rest and ves connectors share (undici, its own pool, TLS policy and timeout).
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../core/errors.js';
-import { secret } from '../../../core/secrets.js';
 import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../../connector-runtime/http-client.js';
+import { httpAuthFields, httpAuthHeader, lintHttpAuth } from '../../connector-runtime/http-auth.js';
 import { PeerPresence } from '../../connector-runtime/presence.js';
 import { defineSink, type LintIssue, type WriteResult } from '../../types.js';
 import { encodeWriteRequest, labelBytes, REMOTE_WRITE_HEADERS, snappyBlock, type SeriesIn } from './encode.js';
 import { labelName, SeriesMapper, type OutSample } from './series.js';
 import { version } from '../../../version.js';
 
-const AUTH = ['none', 'basic', 'bearer'] as const;
 const names = (description: string, dflt: string[]) => Type.Array(Type.String({ minLength: 1 }), { default: dflt, description });
 
 const config = Type.Object(
@@ -91,13 +90,7 @@ const config = Type.Object(
         description: 'Extra HTTP headers on every request (a tenant: X-Scope-OrgID, a vendor key); their values are masked like secrets.',
       }),
     ),
-    auth_type: Type.Union(
-      AUTH.map((a) => Type.Literal(a)),
-      { default: 'none', description: '`basic` (username, password), `bearer` (token: `Authorization: Bearer <token>`) or `none`.' },
-    ),
-    username: Type.Optional(Type.String({ description: 'User name for `auth_type: basic`.' })),
-    password: secret('Password for `auth_type: basic`.'),
-    token: secret('Bearer token for `auth_type: bearer`.'),
+    ...httpAuthFields,
     timeout: Type.Number({
       exclusiveMinimum: 0,
       default: 30,
@@ -113,22 +106,12 @@ const config = Type.Object(
 );
 
 type Config = Static<typeof config>;
-const has = (v: string | undefined) => v !== undefined && v !== '';
 
 function lint(c: Config): LintIssue[] {
   const out: LintIssue[] = [];
   if (/^https?:\/\/[^/?#]*@/i.test(c.url))
     out.push({ path: 'url', message: 'credentials in the URL are not sent; use auth_type: basic with username and password' });
-  if (c.auth_type === 'basic' && !has(c.username)) out.push({ path: 'username', message: 'auth_type basic needs a username' });
-  if (c.auth_type === 'bearer' && !has(c.token)) out.push({ path: 'token', message: 'auth_type bearer needs a token' });
-  for (const [field, type] of [
-    ['username', 'basic'],
-    ['password', 'basic'],
-    ['token', 'bearer'],
-  ] as const) {
-    if (has(c[field]) && c.auth_type !== type)
-      out.push({ path: field, message: `${field} is only used with auth_type ${type} (auth_type is ${c.auth_type}): set auth_type: ${type} or remove it` });
-  }
+  out.push(...lintHttpAuth(c));
   (c.value_fields ?? []).forEach((f, i) => {
     if (f === c.timestamp_field) out.push({ path: `value_fields[${i}]`, message: `'${f}' is also timestamp_field: a field is either a value or the time` });
   });
@@ -140,12 +123,6 @@ function lint(c: Config): LintIssue[] {
     if (labelName(k) !== k)
       out.push({ path: `static_labels.${k}`, message: `'${k}' is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)` });
   return out;
-}
-
-function authHeader(c: Config): Record<string, string> {
-  if (c.auth_type === 'basic') return { authorization: `Basic ${Buffer.from(`${c.username ?? ''}:${c.password ?? ''}`).toString('base64')}` };
-  if (c.auth_type === 'bearer') return { authorization: `Bearer ${c.token ?? ''}` };
-  return {};
 }
 
 /** `Retry-After` in ms: delay-seconds or an HTTP date; undefined when absent or unreadable. */
@@ -229,7 +206,7 @@ export default defineSink({
         res = await http.send({
           method: 'POST',
           url,
-          headers: { ...REMOTE_WRITE_HEADERS, ...(c.headers ?? {}), ...authHeader(c) },
+          headers: { ...REMOTE_WRITE_HEADERS, ...(c.headers ?? {}), ...httpAuthHeader(c) },
           body: snappyBlock(new Uint8Array(0)),
           signal,
         });
@@ -246,7 +223,7 @@ export default defineSink({
     const presence = new PeerPresence(ctx, 'prometheus_rw');
     const url = new URL(c.url);
     const target = describeTarget('POST', url);
-    const headers = { ...(c.headers ?? {}), ...REMOTE_WRITE_HEADERS, 'user-agent': `svc/${version}`, ...authHeader(c) };
+    const headers = { ...(c.headers ?? {}), ...REMOTE_WRITE_HEADERS, 'user-agent': `svc/${version}`, ...httpAuthHeader(c) };
     const mapper = new SeriesMapper({
       nameField: c.name_field,
       metricName: c.metric_name,

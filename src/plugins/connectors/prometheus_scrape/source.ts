@@ -7,15 +7,14 @@
 // run (snmp_poll's fleet rules); a body that does not parse is dead-lettered whole with the line
 // that is wrong. Decisions: docs/connectors/prometheus_scrape.md.
 import { Type, type Static } from '@sinclair/typebox';
-import { secret } from '../../../core/secrets.js';
 import { version } from '../../../version.js';
 import { BodyTooLargeError, describeTarget, excerpt, HttpClient, networkError, statusText } from '../../connector-runtime/http-client.js';
+import { httpAuthFields, httpAuthHeader, lintHttpAuth } from '../../connector-runtime/http-auth.js';
+import { fleetUnits, TargetDeadlineError } from '../../connector-runtime/target-fleet.js';
 import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { sampleValue } from '../../common/prom-value.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type SourceUnit } from '../../types.js';
 import { ExpositionError, formatOf, parseExposition, type Limits } from './parse.js';
-
-const AUTH = ['none', 'basic', 'bearer'] as const;
 
 /** What Prometheus 2.42 asks a target for: OpenMetrics first, then the text format. */
 export const ACCEPT = 'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
@@ -61,20 +60,13 @@ const config = Type.Object(
     max_labels: Type.Integer({ minimum: 1, default: 64, description: 'Labels per sample at most (label_limit).' }),
     max_label_name_bytes: Type.Integer({ minimum: 1, default: 256, description: 'Longest label name (label_name_length_limit).' }),
     max_label_value_bytes: Type.Integer({ minimum: 1, default: 4096, description: 'Longest label value (label_value_length_limit).' }),
-    auth_type: Type.Union(
-      AUTH.map((a) => Type.Literal(a)),
-      { default: 'none', description: '`basic` (username, password), `bearer` (token) or `none`: sent to every target.' },
-    ),
-    username: Type.Optional(Type.String({ description: 'User name for `auth_type: basic`.' })),
-    password: secret('Password for `auth_type: basic`.'),
-    token: secret('Bearer token for `auth_type: bearer`.'),
+    ...httpAuthFields,
     verify_ssl: Type.Boolean({ default: true, description: 'Check the certificate of https:// targets; false accepts any certificate.' }),
   },
   { additionalProperties: false },
 );
 
 type Config = Static<typeof config>;
-const has = (v: string | undefined) => v !== undefined && v !== '';
 
 function lint(c: Config): LintIssue[] {
   const out: LintIssue[] = [];
@@ -87,31 +79,15 @@ function lint(c: Config): LintIssue[] {
       out.push({ path: `targets[${i}]`, message: `"${t}" is not a URL` });
     }
   });
-  if (c.auth_type === 'basic' && !has(c.username)) out.push({ path: 'username', message: 'auth_type basic needs a username' });
-  if (c.auth_type === 'bearer' && !has(c.token)) out.push({ path: 'token', message: 'auth_type bearer needs a token' });
-  for (const [field, type] of [
-    ['username', 'basic'],
-    ['password', 'basic'],
-    ['token', 'bearer'],
-  ] as const) {
-    if (has(c[field]) && c.auth_type !== type)
-      out.push({ path: field, message: `${field} is only used with auth_type ${type} (auth_type is ${c.auth_type}): set auth_type: ${type} or remove it` });
-  }
+  out.push(...lintHttpAuth(c));
   return out;
 }
 
-function authHeader(c: Config): Record<string, string> {
-  if (c.auth_type === 'basic') return { authorization: `Basic ${Buffer.from(`${c.username ?? ''}:${c.password ?? ''}`).toString('base64')}` };
-  if (c.auth_type === 'bearer') return { authorization: `Bearer ${c.token ?? ''}` };
-  return {};
-}
-
-class DeadlineError extends Error {}
 class StatusError extends Error {}
 
 /** Why a target failed, as the reason label of svc_prometheus_scrape_errors_total. */
 function reasonOf(e: unknown): string {
-  if (e instanceof DeadlineError) return 'timeout';
+  if (e instanceof TargetDeadlineError) return 'timeout';
   if (e instanceof StatusError) return 'status';
   if (e instanceof BodyTooLargeError) return 'too_large';
   const err = e as { code?: string; name?: string; cause?: { code?: string } };
@@ -197,7 +173,10 @@ export default defineSource({
     try {
       let res;
       try {
-        res = await http.send({ method: 'GET', url, headers: { accept: ACCEPT, ...authHeader(c) }, signal }, { maxBodyBytes: c.max_body_bytes ?? 16777216 });
+        res = await http.send(
+          { method: 'GET', url, headers: { accept: ACCEPT, ...httpAuthHeader(c) }, signal },
+          { maxBodyBytes: c.max_body_bytes ?? 16777216 },
+        );
       } catch (e) {
         if (e instanceof BodyTooLargeError) throw new Error(`${target}: ${e.message} (max_body_bytes)`, { cause: e });
         throw new Error(networkError(e, target, c.timeout_seconds ?? 10), { cause: e });
@@ -221,7 +200,7 @@ async function* scrapeUnits(c: Config, ctx: PluginContext, signal: AbortSignal, 
   const report = connectionReporter(ctx, 'prometheus_scrape');
   const timeoutS = c.timeout_seconds ?? 10;
   const http = new HttpClient({ verifySsl: c.verify_ssl ?? true, timeoutS });
-  const headers = { accept: ACCEPT, 'user-agent': `svc/${version}`, 'x-prometheus-scrape-timeout-seconds': String(timeoutS), ...authHeader(c) };
+  const headers = { accept: ACCEPT, 'user-agent': `svc/${version}`, 'x-prometheus-scrape-timeout-seconds': String(timeoutS), ...httpAuthHeader(c) };
   const limits: Limits = {
     maxSamples: c.max_samples ?? 200000,
     maxLabels: c.max_labels ?? 64,
@@ -236,32 +215,10 @@ async function* scrapeUnits(c: Config, ctx: PluginContext, signal: AbortSignal, 
   let answered = 0;
   let failed = 0;
 
-  // As snmp_poll's fleet: finished targets wait for the consumer; new scrapes start while fewer
-  // than `limit` run and fewer than `limit` results wait (memory bounded by 2 x limit bodies).
-  const ready: SourceUnit[] = [];
-  let wake: (() => void) | undefined;
-  let next = 0;
-  let running = 0;
-  const active = new Set<AbortController>();
-  const poke = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  const start = () => {
-    while (!signal.aborted && running < limit && ready.length < limit && next < targets.length) {
-      const t = targets[next++]!;
-      running++;
-      void runOne(t).finally(() => {
-        running--;
-        poke();
-      });
-    }
-  };
-  const scrape = async (url: string, ac: AbortController): Promise<Rec[] | { body: Buffer; reason: string }> => {
+  const scrape = async (url: string, aborted: AbortSignal): Promise<Rec[] | { body: Buffer; reason: string }> => {
     const u = new URL(url);
     const now = Date.now();
-    const res = await http.send({ method: 'GET', url: u, headers, signal: ac.signal }, { maxBodyBytes: c.max_body_bytes ?? 16777216 });
+    const res = await http.send({ method: 'GET', url: u, headers, signal: aborted }, { maxBodyBytes: c.max_body_bytes ?? 16777216 });
     if (res.status < 200 || res.status >= 300) throw new StatusError(`${describeTarget('GET', u)} returned ${statusText(res.status)}: ${excerpt(res.body)}`);
     const ct = res.headers['content-type'];
     try {
@@ -279,91 +236,56 @@ async function* scrapeUnits(c: Config, ctx: PluginContext, signal: AbortSignal, 
       throw e;
     }
   };
-  const runOne = async (url: string) => {
-    const ac = new AbortController();
-    active.add(ac);
-    let timer: NodeJS.Timeout | undefined;
-    const began = performance.now();
-    const id = describeTarget('GET', new URL(url)).slice(4);
-    try {
-      const deadline = new Promise<never>((_, rej) => {
-        timer = setTimeout(() => {
-          rej(new DeadlineError(`${id}: no complete answer within timeout_seconds (${timeoutS}s); skipped`));
-          ac.abort();
-        }, timeoutS * 1000);
-      });
-      const got = await Promise.race([scrape(url, ac), deadline]);
-      if (signal.aborted) return;
-      const seconds = (performance.now() - began) / 1000;
-      answered++;
-      report('connected');
-      const meta = { source_path: url, scrape_target: url };
-      if (!Array.isArray(got)) {
-        // A poison body: dead-lettered whole, with the line that is wrong.
-        failed++;
-        ctx.telemetry?.promScrape?.(url, seconds, 'parse');
-        const msg = `prometheus_scrape: ${id}: the body does not parse (${got.reason}); it goes to the dead-letter queue`;
-        notes.push(msg);
-        ctx.log.warn({ target: id, reason: 'parse' }, msg);
-        ready.push({
-          meta,
-          size: got.body.length,
-          undecodable: [{ raw: got.body, why: `prometheus_scrape: ${id}: ${got.reason}` }],
-          async *read() {},
-        });
-        return;
-      }
-      ctx.telemetry?.promScrape?.(url, seconds);
-      const body = Buffer.from(JSON.stringify(got));
-      ready.push({
-        meta,
-        size: body.length,
-        async *read() {
-          yield body;
-        },
-      });
-    } catch (e) {
-      if (signal.aborted) return;
-      failed++;
-      ctx.telemetry?.promScrape?.(url, (performance.now() - began) / 1000, reasonOf(e));
-      const msg =
-        e instanceof DeadlineError || e instanceof StatusError
-          ? e.message
-          : e instanceof BodyTooLargeError
-            ? `${id}: ${e.message} (max_body_bytes)`
-            : networkError(e, id, timeoutS);
-      notes.push(`prometheus_scrape: ${msg}`);
-      ctx.log.warn({ target: id, reason: reasonOf(e) }, `prometheus_scrape: ${ctx.redact ? ctx.redact(msg) : msg}`);
-    } finally {
-      clearTimeout(timer);
-      active.delete(ac);
-    }
-  };
-
-  const onAbort = () => {
-    for (const ac of active) ac.abort();
-    poke();
-  };
-  signal.addEventListener('abort', onAbort, { once: true });
+  const idOf = (url: string) => describeTarget('GET', new URL(url)).slice(4);
   try {
-    start();
-    for (;;) {
-      if (signal.aborted) return;
-      const unit = ready.shift();
-      if (unit) {
-        start();
-        yield unit;
-        continue;
-      }
-      if (running === 0 && next >= targets.length) break;
-      await new Promise<void>((r) => {
-        wake = r;
-        start();
-      });
-    }
-    if (answered === 0 && failed > 0) report('disconnected', `no target answered (${failed} failed)`);
+    yield* fleetUnits({
+      targets,
+      limit,
+      deadlineMs: timeoutS * 1000,
+      signal,
+      deadlineMessage: (url) => `${idOf(url)}: no complete answer within timeout_seconds (${timeoutS}s); skipped`,
+      poll: scrape,
+      accept(url, got, seconds) {
+        answered++;
+        report('connected');
+        const id = idOf(url);
+        const meta = { source_path: url, scrape_target: url };
+        if (!Array.isArray(got)) {
+          // A poison body: dead-lettered whole, with the line that is wrong.
+          failed++;
+          ctx.telemetry?.promScrape?.(url, seconds, 'parse');
+          const msg = `prometheus_scrape: ${id}: the body does not parse (${got.reason}); it goes to the dead-letter queue`;
+          notes.push(msg);
+          ctx.log.warn({ target: id, reason: 'parse' }, msg);
+          return { meta, size: got.body.length, undecodable: [{ raw: got.body, why: `prometheus_scrape: ${id}: ${got.reason}` }], async *read() {} };
+        }
+        ctx.telemetry?.promScrape?.(url, seconds);
+        const body = Buffer.from(JSON.stringify(got));
+        return {
+          meta,
+          size: body.length,
+          async *read() {
+            yield body;
+          },
+        };
+      },
+      fail(url, e, seconds) {
+        failed++;
+        ctx.telemetry?.promScrape?.(url, seconds, reasonOf(e));
+        const id = idOf(url);
+        const msg =
+          e instanceof TargetDeadlineError || e instanceof StatusError
+            ? e.message
+            : e instanceof BodyTooLargeError
+              ? `${id}: ${e.message} (max_body_bytes)`
+              : networkError(e, id, timeoutS);
+        notes.push(`prometheus_scrape: ${msg}`);
+        ctx.log.warn({ target: id, reason: reasonOf(e) }, `prometheus_scrape: ${ctx.redact ? ctx.redact(msg) : msg}`);
+      },
+    });
+    if (!signal.aborted && answered === 0 && failed > 0) report('disconnected', `no target answered (${failed} failed)`);
   } finally {
-    signal.removeEventListener('abort', onAbort);
+    // Also when the run stops early (the generator returned): the keep-alive pool is closed.
     await http.close();
   }
 }

@@ -6,6 +6,7 @@
 // svc_snmp_poll_errors_total; it never fails the run. Protocol: the product's one SNMP stack
 // (src/snmp/: SnmpSession, walkSession, USM); names: the MIB store (common/snmp.ts mibIndex).
 // Decisions: docs/connectors/snmp_poll.md.
+import { fleetUnits, TargetDeadlineError } from '../../connector-runtime/target-fleet.js';
 import { Type } from '@sinclair/typebox';
 import { errorMessage, SourceError } from '../../../core/errors.js';
 import type { MibIndex } from '../../../mib/mib-index.js';
@@ -147,7 +148,7 @@ function lint(c: SnmpPollConfig): LintIssue[] {
 
 /** Why a target failed, as the reason label of svc_snmp_poll_errors_total. */
 function reasonOf(e: unknown): string {
-  if (e instanceof DeadlineError) return 'deadline';
+  if (e instanceof TargetDeadlineError) return 'deadline';
   if (e instanceof SnmpTimeoutError) return /port unreachable/.test(e.message) ? 'unreachable' : 'timeout';
   if (e instanceof SnmpResponseError) return 'refused';
   const code = (e as NodeJS.ErrnoException).code;
@@ -156,12 +157,10 @@ function reasonOf(e: unknown): string {
   return 'error';
 }
 
-class DeadlineError extends Error {}
-
 /** The message for a target that failed: what happened and what to check, never a secret. */
 function failure(t: PollTarget, e: unknown, c: { timeout: number; retries: number }): string {
   const creds = t.version === '3' ? 'the SNMPv3 user, protocols and keys' : 'the community';
-  if (e instanceof DeadlineError) return e.message;
+  if (e instanceof TargetDeadlineError) return e.message;
   if (e instanceof SnmpTimeoutError) {
     if (/port unreachable/.test(e.message)) return `nothing listens on udp ${t.host}:${t.port} (ICMP port unreachable); check the host and port`;
     return `no answer from udp ${t.host}:${t.port} within ${c.timeout}s (${c.retries + 1} attempts): wrong ${t.version === '3' ? 'SNMPv3 credentials' : 'community'}, or no agent`;
@@ -331,91 +330,34 @@ async function* pollUnits(c: SnmpPollConfig, ctx: PluginContext, signal: AbortSi
   let answered = 0;
   let failed = 0;
 
-  // Finished targets wait here for the consumer; new polls start while fewer than `limit` are
-  // running and fewer than `limit` results wait (memory stays bounded by 2 x limit targets).
-  const ready: SourceUnit[] = [];
-  let wake: (() => void) | undefined;
-  let next = 0;
-  let running = 0;
-  /** The polls in flight: a stop of the run aborts them (one listener on the run's signal, not one each). */
-  const active = new Set<AbortController>();
-  const poke = () => {
-    const w = wake;
-    wake = undefined;
-    w?.();
-  };
-  const start = () => {
-    while (!signal.aborted && running < limit && ready.length < limit && next < targets.length) {
-      const t = targets[next++]!;
-      running++;
-      void runOne(t).finally(() => {
-        running--;
-        poke();
-      });
-    }
-  };
-  const runOne = async (t: PollTarget) => {
-    const ac = new AbortController();
-    active.add(ac);
-    let timer: NodeJS.Timeout | undefined;
-    const began = performance.now();
-    try {
-      const deadline = new Promise<never>((_, rej) => {
-        timer = setTimeout(() => {
-          rej(new DeadlineError(`${t.id}: no complete answer within target_timeout_seconds (${c.target_timeout_seconds ?? 60}s); skipped`));
-          ac.abort();
-        }, deadlineMs);
-      });
-      const { records, notes: n } = await Promise.race([pollTarget(t, c, oids, rowOpts, ac.signal), deadline]);
-      if (signal.aborted) return;
-      ctx.telemetry?.snmpPoll?.(t.id, (performance.now() - began) / 1000);
+  yield* fleetUnits({
+    targets,
+    limit,
+    deadlineMs,
+    signal,
+    deadlineMessage: (t) => `${t.id}: no complete answer within target_timeout_seconds (${c.target_timeout_seconds ?? 60}s); skipped`,
+    poll: (t, aborted) => pollTarget(t, c, oids, rowOpts, aborted),
+    accept(t, { records, notes: n }, seconds) {
+      ctx.telemetry?.snmpPoll?.(t.id, seconds);
       answered++;
       report('connected');
       notes.push(...n);
       const body = Buffer.from(JSON.stringify(records));
-      ready.push({
+      return {
         meta: { source_path: `udp://${t.id}`, snmp_target: t.id },
         size: body.length,
         async *read() {
           yield body;
         },
-      });
-    } catch (e) {
-      if (signal.aborted) return;
+      };
+    },
+    fail(t, e, seconds) {
       failed++;
-      ctx.telemetry?.snmpPoll?.(t.id, (performance.now() - began) / 1000, reasonOf(e));
-      const msg = e instanceof DeadlineError ? e.message : `${t.id}: ${failure(t, e, top)}`;
+      ctx.telemetry?.snmpPoll?.(t.id, seconds, reasonOf(e));
+      const msg = e instanceof TargetDeadlineError ? e.message : `${t.id}: ${failure(t, e, top)}`;
       notes.push(`snmp_poll: ${msg}`);
       ctx.log.warn({ target: t.id, reason: reasonOf(e) }, `snmp_poll: ${ctx.redact ? ctx.redact(msg) : msg}`);
-    } finally {
-      clearTimeout(timer);
-      active.delete(ac);
-    }
-  };
-
-  const onAbort = () => {
-    for (const ac of active) ac.abort();
-    poke();
-  };
-  signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    start();
-    for (;;) {
-      if (signal.aborted) return;
-      const unit = ready.shift();
-      if (unit) {
-        start();
-        yield unit;
-        continue;
-      }
-      if (running === 0 && next >= targets.length) break;
-      await new Promise<void>((r) => {
-        wake = r;
-        start();
-      });
-    }
-    if (answered === 0 && failed > 0) report('disconnected', `no target answered (${failed} failed)`);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
+    },
+  });
+  if (!signal.aborted && answered === 0 && failed > 0) report('disconnected', `no target answered (${failed} failed)`);
 }

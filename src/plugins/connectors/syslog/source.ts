@@ -11,6 +11,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../core/errors.js';
 import { rateLimitedWarn } from '../../connector-runtime/rate-limited-warn.js';
 import { reconnectFields } from '../../connector-runtime/reconnect.js';
+import { warnIfRecvBufferCapped } from '../../connector-runtime/udp-buffer.js';
 import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec } from '../../types.js';
 import { Framer } from './framing.js';
@@ -215,14 +216,7 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
       );
     });
     socket.on('error', (e) => lost(e));
-    // Linux reports twice the size it granted (its bookkeeping overhead); less than asked means rmem_max capped it.
-    const got = process.platform === 'linux' ? Math.floor(socket.getRecvBufferSize() / 2) : socket.getRecvBufferSize();
-    if (got < c.buffer_size) {
-      log.warn(
-        { connector: 'syslog', buffer_size: c.buffer_size, granted: got },
-        `syslog: the kernel granted a UDP receive buffer of ${got} bytes instead of buffer_size ${c.buffer_size} (capped by net.core.rmem_max); raise it (sysctl -w net.core.rmem_max=${c.buffer_size}) to absorb larger bursts`,
-      );
-    }
+    warnIfRecvBufferCapped(socket, c.buffer_size, 'syslog', log);
     return {
       pause() {
         dropping = true;

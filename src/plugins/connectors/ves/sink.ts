@@ -9,13 +9,11 @@
 // the rest connector's (undici, its own pool, TLS policy and timeout).
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../core/errors.js';
+import { httpAuthFields, httpAuthHeader, lintHttpAuth } from '../../connector-runtime/http-auth.js';
 import { PeerPresence } from '../../connector-runtime/presence.js';
-import { secret } from '../../../core/secrets.js';
 import { defineSink, type LintIssue, type Rec, type WriteResult } from '../../types.js';
 import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../../connector-runtime/http-client.js';
 import { eventBuilder, EventError, SUPPORTED_DOMAINS, UNSUPPORTED_DOMAINS } from './header.js';
-
-const AUTH = ['none', 'basic', 'bearer'] as const;
 
 const config = Type.Object(
   {
@@ -35,13 +33,7 @@ const config = Type.Object(
       minLength: 1,
       description: 'Name of the reporting entity: commonEventHeader.reportingEntityName, and sourceName unless a record has a sourceName field.',
     }),
-    auth_type: Type.Union(
-      AUTH.map((a) => Type.Literal(a)),
-      { default: 'none', description: '`basic` (username, password: HTTP Basic), `bearer` (token: `Authorization: Bearer <token>`) or `none`.' },
-    ),
-    username: Type.Optional(Type.String({ description: 'User name for `auth_type: basic`.' })),
-    password: secret('Password for `auth_type: basic`.'),
-    token: secret('Bearer token for `auth_type: bearer`.'),
+    ...httpAuthFields,
     version: Type.Union([Type.Literal('7.1')], {
       default: '7.1',
       description: 'VES Event Listener version: 7.1 (path /eventListener/v7, vesEventListenerVersion 7.1.1, header version 4.1, Common Event Format 30.1.1).',
@@ -69,8 +61,6 @@ const config = Type.Object(
 
 type Config = Static<typeof config>;
 
-const has = (v: string | undefined) => v !== undefined && v !== '';
-
 function lint(c: Config): LintIssue[] {
   const out: LintIssue[] = [];
   if (/^https?:\/\/[^/?#]*@/i.test(c.url))
@@ -78,23 +68,8 @@ function lint(c: Config): LintIssue[] {
   if (/\/eventListener(\/|$)/i.test(c.url))
     out.push({ path: 'url', message: 'url is the collector base: the sink adds /eventListener/v7 itself; remove /eventListener... from url' });
   if (/[?#]/.test(c.url)) out.push({ path: 'url', message: 'url cannot carry a query or fragment: the sink appends /eventListener/v7 to its path' });
-  if (c.auth_type === 'basic' && !has(c.username)) out.push({ path: 'username', message: 'auth_type basic needs a username' });
-  if (c.auth_type === 'bearer' && !has(c.token)) out.push({ path: 'token', message: 'auth_type bearer needs a token' });
-  for (const [field, type] of [
-    ['username', 'basic'],
-    ['password', 'basic'],
-    ['token', 'bearer'],
-  ] as const) {
-    if (has(c[field]) && c.auth_type !== type)
-      out.push({ path: field, message: `${field} is only used with auth_type ${type} (auth_type is ${c.auth_type}): set auth_type: ${type} or remove it` });
-  }
+  out.push(...lintHttpAuth(c));
   return out;
-}
-
-function authHeader(c: Config): Record<string, string> {
-  if (c.auth_type === 'basic') return { authorization: `Basic ${Buffer.from(`${c.username ?? ''}:${c.password ?? ''}`).toString('base64')}` };
-  if (c.auth_type === 'bearer') return { authorization: `Bearer ${c.token ?? ''}` };
-  return {};
 }
 
 /** `{url}/eventListener/v7` (and `/eventBatch`): the collector's path prefix kept. */
@@ -162,7 +137,7 @@ export default defineSink({
     try {
       let res: HttpResponse;
       try {
-        res = await http.send({ method: 'GET', url, headers: { accept: 'application/json', ...authHeader(c) }, signal });
+        res = await http.send({ method: 'GET', url, headers: { accept: 'application/json', ...httpAuthHeader(c) }, signal });
       } catch (e) {
         throw new Error(networkError(e, target, timeoutS), { cause: e });
       }
@@ -180,7 +155,7 @@ export default defineSink({
     const http = new HttpClient({ verifySsl: c.verify_ssl, timeoutS: c.timeout });
     const presence = new PeerPresence(ctx, 'ves');
     const build = eventBuilder({ domain: c.domain, sourceName: c.source_name, timestampField: c.timestamp_field });
-    const headers = { 'content-type': 'application/json', accept: 'application/json', ...authHeader(c) };
+    const headers = { 'content-type': 'application/json', accept: 'application/json', ...httpAuthHeader(c) };
     const single = listenerUrl(c.url, false);
     const batchUrl = listenerUrl(c.url, true);
     let runId = Date.now().toString(36);

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { ipv6Text } from '../../../util/ip-text.js';
 import { defineTransform } from '../../types.js';
 import { FAIL, fieldConverter, lintTarget, quoteValue } from '../../common/convert-fields.js';
 
@@ -51,29 +52,6 @@ export function parseHex(v: string): Buffer | null {
   return Buffer.from(joined, 'hex');
 }
 
-function ipv6(b: Buffer): string {
-  const g: number[] = [];
-  for (let i = 0; i < 16; i += 2) g.push(b.readUInt16BE(i));
-  // RFC 5952: the longest run of two or more zero groups (the first when tied) becomes '::'.
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (g[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && g[j] === 0) j++;
-    if (j - i > bestLen) {
-      best = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = (a: number[]) => a.map((x) => x.toString(16)).join(':');
-  return best === -1 ? hex(g) : `${hex(g.slice(0, best))}::${hex(g.slice(best + bestLen))}`;
-}
-
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export default defineTransform({
@@ -112,7 +90,7 @@ export default defineTransform({
         case 'ipv4':
           return b.length === 4 ? `${b[0]}.${b[1]}.${b[2]}.${b[3]}` : FAIL;
         case 'ipv6':
-          return b.length === 16 ? ipv6(b) : FAIL;
+          return b.length === 16 ? ipv6Text(b) : FAIL;
         default: {
           if (b.length === 0) return FAIL;
           if (b.length <= 6) return b.readUIntBE(0, b.length);

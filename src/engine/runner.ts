@@ -397,6 +397,7 @@ class PipelineRun {
         snmpPoll: t.snmpPoll?.bind(t),
         promScrape: t.promScrape?.bind(t),
         flowSequence: t.flowSequence?.bind(t),
+        flowEnrichFailure: t.flowEnrichFailure?.bind(t),
         dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)),
       },
     };

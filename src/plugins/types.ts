@@ -90,6 +90,8 @@ export interface ComponentTelemetry {
   dropped?(reason: string, n: number): void;
   /** flow: `n` sequence numbers an exporter skipped (`gap`), or one restart of the exporter (`restart`, n = 1). */
   flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
+  /** flow: a poll of an exporter's interfaces (enrich_interfaces) failed; its flows go on without names. */
+  flowEnrichFailure?(exporter: string): void;
 }
 
 /**

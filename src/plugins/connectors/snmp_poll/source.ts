@@ -14,9 +14,8 @@ import { SnmpSession } from '../../../snmp/session.js';
 import { parseOid, SnmpInputError, SnmpResponseError, SnmpTimeoutError, type VarBind } from '../../../snmp/values.js';
 import { walkSession } from '../../../snmp/walker.js';
 import { connectionReporter } from '../../connector-runtime/reconnect.js';
-import { secret } from '../../../core/secrets.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type SourceUnit } from '../../types.js';
-import { AUTH_PROTOCOLS, communityField, lintUser, lintV3, mibIndex, PRIV_PROTOCOLS, resolveName, v3Fields, versionField } from '../../common/snmp.js';
+import { communityField, lintUser, lintV3, mibIndex, perAgentFields, resolveName, v3Fields, versionField } from '../../common/snmp.js';
 import { flatRecord, isAbsent, rowRecords, type RowOptions } from './rows.js';
 import { loadTargets, type PollTarget } from './targets.js';
 
@@ -26,23 +25,11 @@ const SYS_UPTIME = '1.3.6.1.2.1.1.3.0';
 /** Varbinds per GET request (a longer `oids` list is sent in several requests). */
 export const GET_BATCH = 50;
 
-const lit = <T extends string>(xs: readonly T[]) => xs.map((x) => Type.Literal(x));
-
 const targetItem = Type.Object(
   {
     host: Type.String({ minLength: 1, description: 'Agent host name or address.' }),
     name: Type.Optional(Type.String({ minLength: 1, description: 'What `_target` says for this agent (default host:port).' })),
-    port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'UDP port of this agent (default: the top-level port).' })),
-    community: secret('Community of this agent (default: the top-level community).'),
-    version: Type.Optional(
-      Type.Union([Type.Literal('1'), Type.Literal('2c'), Type.Literal('3')], { description: 'SNMP version of this agent (default: the top-level version).' }),
-    ),
-    security_name: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'SNMPv3 user of this agent.' })),
-    auth_protocol: Type.Optional(Type.Union(lit(AUTH_PROTOCOLS), { description: 'SNMPv3 authentication protocol of this agent.' })),
-    auth_key: secret('SNMPv3 authentication passphrase of this agent.'),
-    priv_protocol: Type.Optional(Type.Union(lit(PRIV_PROTOCOLS), { description: 'SNMPv3 privacy protocol of this agent.' })),
-    priv_key: secret('SNMPv3 privacy passphrase of this agent.'),
-    context_name: Type.Optional(Type.String({ description: 'SNMPv3 context name of this agent.' })),
+    ...perAgentFields,
   },
   { additionalProperties: false },
 );

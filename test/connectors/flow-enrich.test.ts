@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { netflow5 } from '../helpers/flow-wire.js';
 import { until } from '../helpers/wait.js';
-import { flowPipeline, freeUdpPort, startInterfaceAgent, type AgentInterface, type InterfaceAgent } from './peers/flow.js';
+import { flowPipeline, freeUdpPort } from './peers/flow.js';
+import { startInterfaceAgent, type AgentInterface, type InterfaceAgent } from './peers/snmpd-interfaces.js';
 
 type Run = Awaited<ReturnType<typeof flowPipeline>>;
 const runs: Run[] = [];

@@ -3,7 +3,7 @@
 // names the exporter announced in options records. Everything here is capped (per exporter and in
 // all) and expires, because every key and count in it comes from the network.
 import type { Rec } from '../../types.js';
-import type { FieldSpec } from './ie.js';
+import type { FieldRead, FieldSpec } from './ie.js';
 
 export type FlowProtocol = 'netflow5' | 'netflow9' | 'ipfix' | 'sflow';
 
@@ -15,6 +15,8 @@ export interface Template {
   /** Bytes of the shortest record (a variable-length field counts its 1-byte length). */
   minLength: number;
   learnedAt: number;
+  /** The fields' readers, made at the first data set (netflow.ts). */
+  compiled?: { name: string; length: number; keep: boolean; read: FieldRead }[];
 }
 
 interface PendingSet {

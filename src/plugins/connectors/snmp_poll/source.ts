@@ -6,7 +6,7 @@
 // svc_snmp_poll_errors_total; it never fails the run. Protocol: the product's one SNMP stack
 // (src/snmp/: SnmpSession, walkSession, USM); names: the MIB store (common/snmp.ts mibIndex).
 // Decisions: docs/connectors/snmp_poll.md.
-import { fleetUnits, TargetDeadlineError } from '../../connector-runtime/target-fleet.js';
+import { fleetUnits, owned, TargetDeadlineError } from '../../connector-runtime/target-fleet.js';
 import { Type } from '@sinclair/typebox';
 import { errorMessage, SourceError } from '../../../core/errors.js';
 import type { MibIndex } from '../../../mib/mib-index.js';
@@ -288,6 +288,12 @@ export default defineSource({
       session?.close();
     }
   },
+  // A fleet splits by agent (issue 33): the identity is `_target` (the entry's name, else host:port).
+  shard: {
+    async targets(c) {
+      return (await loadTargets(c, topFields(c))).map((t) => t.id);
+    },
+  },
   create(c, ctx) {
     const notes: string[] = [];
     return {
@@ -303,7 +309,12 @@ async function* pollUnits(c: SnmpPollConfig, ctx: PluginContext, signal: AbortSi
   const top = topFields(c);
   const ix = await indexFor(c, ctx.mibs);
   const oids = numericOids(c, ix);
-  const targets = await loadTargets(c, top);
+  const targets = owned(
+    await loadTargets(c, top),
+    (t) => t.id,
+    ctx.shard,
+    (ids) => notes.push(`snmp_poll: ${ids.length} target(s) of this shard are not in this worker's target list (${ids.slice(0, 10).join(', ')}): not polled`),
+  );
   const rowOpts: RowOptions = {
     ix: c.resolve_oids ? ix : undefined,
     indexDepth: c.index_depth ?? 0,

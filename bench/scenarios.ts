@@ -111,6 +111,8 @@ export const scenarios: Record<string, Scenario> = {
   // mqtt-ingest's stream with one tap attached against none, in the same run (issue 29: >= 0.95x; bench/tap-scenarios.ts).
   'tap-overhead': { run: async () => (await import('./tap-scenarios.js')).tapOverhead() },
   'syslog-ingest': { threads: [1], run: async (threads) => (await import('./syslog-scenarios.js')).syslogIngest.run(threads) },
+  'flow-ingest': { run: async () => (await import('./flow-scenarios.js')).flowIngest.run(1) },
+  'flow-enrich': { run: async () => (await import('./flow-scenarios.js')).flowEnrich.run(1) },
   'prom-rw-ingest': { run: async () => (await import('./prom-rw-scenarios.js')).promRwIngest.run(1) },
   // 400k samples through the prometheus_rw sink into Debian's Prometheus, beside the same WriteRequests POSTed bare (bench/prom-rw-export-scenarios.ts).
   'prom-rw-export': { run: async () => (await import('./prom-rw-export-scenarios.js')).promRwExport.run(1) },

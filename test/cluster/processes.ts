@@ -49,11 +49,15 @@ export interface ClusterNet {
 
 export async function startCluster(
   n: number,
-  env: { manager?: Record<string, string>; worker?: Record<string, string> } = {},
+  env: {
+    manager?: Record<string, string>;
+    worker?: Record<string, string> /** Kept across the tests of a file (tempDir's go after each test); the caller removes it. */;
+    root?: string;
+  } = {},
   net?: ClusterNet,
 ): Promise<Cluster> {
   const db = await postgresDb();
-  const root = tempDir('svc-cluster-');
+  const root = env.root ?? tempDir('svc-cluster-');
   const managerPort = await freePort();
   const managerUrl = `http://127.0.0.1:${managerPort}`;
   // Where a second manager listens (high availability): workers know both, as they would know a Service.

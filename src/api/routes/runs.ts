@@ -62,7 +62,10 @@ export default async function runRoutes(app: FastifyInstance, deps: ApiDeps) {
     async (req: FastifyRequest<{ Params: { run_id: string } }>) => {
       const run = await deps.store.runs.get(req.params.run_id);
       if (!run) throw httpError('HTTP_RUN_NOT_FOUND', req.params.run_id);
-      return withLive(run, deps.manager.liveRun(run.run_id));
+      // A sharded batch run (issue 33): one row per shard, its worker, targets and outcome.
+      const shards = (await deps.store.runShards?.ofRun(run.run_id)) ?? [];
+      const out = withLive(run, deps.manager.liveRun(run.run_id));
+      return shards.length ? { ...out, shards: shards.map(({ run_id: _r, pipeline: _p, ...s }) => ({ ...s, target_count: s.targets.length })) } : out;
     },
   );
 }

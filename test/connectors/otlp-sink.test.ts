@@ -307,4 +307,89 @@ describe('otlp sink → otlp source', () => {
       await running;
     }
   }, 90_000);
+
+  it('pm_xml → otlp → otlp: every numeric counter comes back as a delta Sum named from its measType, with measObjLdn', async () => {
+    const { freePort } = await import('../helpers/net.js');
+    const { until } = await import('../helpers/wait.js');
+    const { copyFileSync } = await import('node:fs');
+    const port = await freePort();
+    const out = tempDir('svc-otlp-pm-');
+    const stop = new AbortController();
+    const running = runPipeline(
+      loadPipeline({
+        name: 'otlp-pm-in',
+        schedule: { type: 'stream' },
+        source: { type: 'otlp', host: '127.0.0.1', grpc_port: port, http_port: 0 },
+        serializer_in: { type: 'json' },
+        serializer_out: { type: 'ndjson' },
+        sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+      }),
+      { signal: stop.signal, log: silentLogger, processed: new MemoryProcessedFiles() },
+    );
+    try {
+      const name = 'A20261126.1000+0100-1015+0100_gNB-Paris-01.xml';
+      const pmDir = tempDir('svc-otlp-pmin-');
+      copyFileSync(new URL(`../../templates/testdata/${name}`, import.meta.url), join(pmDir, name));
+      // The PM records as pm_xml makes them, for comparison.
+      const direct = tempDir('svc-otlp-pmdirect-');
+      await runPipeline(
+        loadPipeline({
+          name: 'pm-direct',
+          schedule: { type: 'manual' },
+          source: { type: 'local', path: pmDir },
+          serializer_in: { type: 'pm_xml' },
+          serializer_out: { type: 'ndjson' },
+          sinks: [{ type: 'local', path: direct, filename_template: 'pm.ndjson' }],
+        }),
+        { log: silentLogger, processed: new MemoryProcessedFiles() },
+      );
+      const want: Rec[] = [];
+      for (const r of outputRecords(direct))
+        for (const [k, v] of Object.entries(r))
+          if (typeof v === 'number') want.push({ name: k, value: v, meas_obj_ldn: r.meas_obj_ldn, meas_info_id: r.meas_info_id });
+      expect(want.length).toBeGreaterThan(3);
+      const pmSink = {
+        type: 'otlp',
+        endpoint: `http://127.0.0.1:${port}`,
+        protocol: 'grpc',
+        value_fields: ['*'],
+        counter_fields: ['*'],
+        sum_temporality: 'delta',
+        timestamp_field: 'gran_end_time',
+        start_time_field: 'begin_time',
+        attribute_fields: ['meas_obj_ldn', 'meas_info_id'],
+        resource_fields: { managed_element: 'svc.managed_element' },
+      };
+      await until(
+        async () => {
+          const r = await runPipeline(
+            loadPipeline({
+              name: 'pm-out',
+              schedule: { type: 'manual' },
+              source: { type: 'local', path: pmDir },
+              serializer_in: { type: 'pm_xml' },
+              serializer_out: { type: 'json' },
+              sinks: [{ ...pmSink, retry_count: 0 }],
+            }),
+            { log: silentLogger, processed: new MemoryProcessedFiles() },
+          );
+          return r.status === 'success';
+        },
+        20_000,
+        'the PM file sent',
+      );
+      await until(() => outputRecords(out).length >= want.length, 20_000, 'the counters back');
+      const back = outputRecords(out);
+      const key = (r: Rec) => `${r.name}|${r.meas_obj_ldn}`;
+      expect(new Map(back.map((r) => [key(r), r.value]))).toEqual(new Map(want.map((r) => [key(r), r.value])));
+      for (const r of back) {
+        expect(r).toMatchObject({ type: 'sum', temporality: 'delta', monotonic: true, 'resource.svc.managed_element': 'ManagedElement=gNB-Paris-01' });
+        expect(r.timestamp).toBe('2026-11-26T09:15:00.000Z');
+        expect(r.start_time_unix_nano).toBe(String(BigInt(Date.parse('2026-11-26T09:00:00.000Z')) * 1_000_000n));
+      }
+    } finally {
+      stop.abort();
+      await running;
+    }
+  }, 90_000);
 });

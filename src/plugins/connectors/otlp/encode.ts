@@ -19,7 +19,12 @@ export interface MapOptions {
   /** Record field to resource attribute (sysName: host.name). */
   resourceFields: Record<string, string>;
   resourceAttributes: Record<string, string>;
+  /** `*`: every value field is a counter. */
   counterFields: string[];
+  /** Temporality of Sums not told otherwise (a record's `temporality`). */
+  sumTemporality: 'cumulative' | 'delta';
+  /** Record field with the start of a point's interval (a PM file's begin_time). */
+  startTimeField?: string;
   typeField: string;
   unitField: string;
   unit?: string;
@@ -136,8 +141,11 @@ export class RecordMapper {
     private readonly o: MapOptions,
     private readonly maxSeries = 1_000_000,
   ) {
+    this.wildcard = o.valueFields.includes('*');
+    this.allCounters = o.counterFields.includes('*');
     this.skip = new Set([
       ...o.valueFields,
+      ...(o.startTimeField ? [o.startTimeField] : []),
       o.timestampField,
       o.nameField,
       o.typeField,
@@ -147,6 +155,26 @@ export class RecordMapper {
       ...Object.keys(o.resourceFields),
       ...RESERVED[o.signal],
     ]);
+  }
+
+  private readonly wildcard: boolean;
+  private readonly allCounters: boolean;
+
+  /**
+   * The value fields of a record: those named, or with `*` every field holding a number (not
+   * numeric text: identifiers such as a PM job id stay text) that is no attribute, resource, time, name or type field (a PM record's counters,
+   * named from their measType).
+   */
+  private valueFieldsOf(r: Rec): string[] {
+    if (!this.wildcard) return this.o.valueFields;
+    const attrs = this.o.attributeFields ? new Set(this.o.attributeFields) : undefined;
+    const out: string[] = [];
+    for (const k of Object.keys(r)) {
+      if (k === '*' || k.charCodeAt(0) === 95 || this.skip.has(k) || attrs?.has(k) || k.startsWith('resource.') || k.startsWith('scope.')) continue;
+      const v = r[k];
+      if (typeof v === 'number' || typeof v === 'bigint') out.push(k);
+    }
+    return out;
   }
 
   /** A record's mapping; the same object for the same record when the runtime writes its batch again (the reset state moved on). */
@@ -191,8 +219,9 @@ export class RecordMapper {
     return { resourceKey: JSON.stringify([...res]), resource, scopeKey: JSON.stringify([scope.name, scope.version, scopeAttrs]), scope };
   }
 
-  private attributes(r: Rec): KV[] {
+  private attributes(r: Rec, values?: string[]): KV[] {
     const out: KV[] = [];
+    const vals = values && this.wildcard ? new Set(values) : undefined;
     if (this.o.attributeFields) {
       for (const f of this.o.attributeFields) if (r[f] !== undefined) out.push({ key: f, value: toAnyValue(r[f]) });
       return out;
@@ -208,7 +237,16 @@ export class RecordMapper {
         out.push({ key: k.slice(11), value: toAnyValue(v) });
         continue;
       }
-      if (k.charCodeAt(0) === 95 || this.skip.has(k) || k === 'resource' || k === 'scope' || k.startsWith('resource.') || k.startsWith('scope.')) continue;
+      if (
+        k.charCodeAt(0) === 95 ||
+        this.skip.has(k) ||
+        vals?.has(k) ||
+        k === 'resource' ||
+        k === 'scope' ||
+        k.startsWith('resource.') ||
+        k.startsWith('scope.')
+      )
+        continue;
       out.push({ key: k, value: toAnyValue(v) });
     }
     return out;
@@ -224,15 +262,20 @@ export class RecordMapper {
   private metric(r: Rec, nowMs: number, ctx: Pick<Mapped, 'resourceKey' | 'resource' | 'scopeKey' | 'scope'>): Mapped | { refused: string } {
     const o = this.o;
     const base = typeof r[o.nameField] === 'string' && r[o.nameField] !== '' ? (r[o.nameField] as string) : undefined;
-    if (o.valueFields.length === 1 && !base && !['histogram', 'exponential_histogram', 'summary'].includes(r.type as string))
+    if (o.valueFields.length === 1 && !this.wildcard && !base && !['histogram', 'exponential_histogram', 'summary'].includes(r.type as string))
       return { refused: `no metric name: field '${o.nameField}' is missing or not text` };
     const time = this.timeNanos(r, o.timestampField, nowMs);
     if (typeof time !== 'bigint') return time;
-    const attributes = this.attributes(r);
+    const attributes = this.attributes(r, this.wildcard ? this.valueFieldsOf(r) : undefined);
     const attrKey = JSON.stringify(attributes);
     const unit = o.unit ?? (typeof r[o.unitField] === 'string' ? (r[o.unitField] as string) : '');
     const description = typeof r.description === 'string' ? r.description : '';
-    const given = nanosOf(r.start_time_unix_nano);
+    let given = nanosOf(r.start_time_unix_nano);
+    if (!given && o.startTimeField && r[o.startTimeField] !== undefined && r[o.startTimeField] !== null) {
+      const ms = this.parseTime(r[o.startTimeField]);
+      if (ms === NOT_A_TIME) return { refused: `field '${o.startTimeField}' is not a time: ${JSON.stringify(r[o.startTimeField]).slice(0, 60)}` };
+      given = msToNanos(ms);
+    }
     const flags = typeof r.flags === 'number' ? r.flags : 0;
     const out: Mapped['metrics'] = [];
     const t = r[o.typeField];
@@ -277,14 +320,14 @@ export class RecordMapper {
     }
     const typed = kindOf(t);
     const widths = isObj(r._snmp_widths) ? r._snmp_widths : undefined;
-    for (const f of o.valueFields) {
+    for (const f of this.valueFieldsOf(r)) {
       const v = pointValue(r[f]);
       if (v === undefined) continue;
       if (v === null) return { refused: `value field '${f}' is not a number: ${JSON.stringify(r[f]).slice(0, 60)}` };
       const width = widths?.[f];
-      const kind: 'sum' | 'gauge' = width === 32 || width === 64 || o.counterFields.includes(f) ? 'sum' : (typed ?? 'gauge');
-      const name = o.valueFields.length === 1 ? base! : base ? `${base}.${f}` : f;
-      const temporality = kind === 'sum' ? (TEMPORALITY[String(r.temporality)] ?? 2) : 0;
+      const kind: 'sum' | 'gauge' = width === 32 || width === 64 || this.allCounters || o.counterFields.includes(f) ? 'sum' : (typed ?? 'gauge');
+      const name = o.valueFields.length === 1 && !this.wildcard ? base! : base ? `${base}.${f}` : f;
+      const temporality = kind === 'sum' ? (TEMPORALITY[String(r.temporality)] ?? TEMPORALITY[o.sumTemporality]!) : 0;
       const monotonic = kind === 'sum' ? r.monotonic !== false : false;
       const point: Record<string, unknown> = { attributes, timeUnixNano: String(time), ...v };
       if (flags) point.flags = flags;
@@ -297,7 +340,8 @@ export class RecordMapper {
       const metric = kind === 'sum' ? { name, description, unit, temporality, monotonic } : { name, description, unit };
       out.push({ key: `${name}\u0000${kind}\u0000${unit}\u0000${temporality}\u0000${monotonic}`, kind, metric, point });
     }
-    if (out.length === 0) return { refused: `none of the value fields (${o.valueFields.join(', ')}) holds a value` };
+    if (out.length === 0)
+      return { refused: this.wildcard ? 'the record holds no number to send' : `none of the value fields (${o.valueFields.join(', ')}) holds a value` };
     return { ...ctx, metrics: out };
   }
 

@@ -67,7 +67,7 @@ const config = Type.Object(
       minItems: 1,
       default: ['value'],
       description:
-        'metrics: record fields holding values, one data point each. A missing or null field gives none; text that is not a number dead-letters the record.',
+        "metrics: record fields holding values, one data point each. A missing or null field gives none; text that is not a number dead-letters the record. `*`: every field holding a number that is not an attribute_fields, name, time or type field (a pm_xml record's counters, each named from its measType).",
     }),
     timestamp_field: Type.String({
       minLength: 1,
@@ -83,8 +83,20 @@ const config = Type.Object(
     }),
     counter_fields: Type.Array(Type.String({ minLength: 1 }), {
       default: [],
-      description: 'metrics: value fields that are counters (cumulative monotonic Sums).',
+      description: 'metrics: value fields that are counters (monotonic Sums); `*`: all of them.',
     }),
+    sum_temporality: Type.Union([Type.Literal('cumulative'), Type.Literal('delta')], {
+      default: 'cumulative',
+      description:
+        "metrics: the temporality of Sums (a record's `temporality` wins): cumulative for SNMP counters (totals since the agent started), delta for 3GPP PM counters (each value counts one granularity period).",
+    }),
+    start_time_field: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          "metrics: record field with the start of each point's interval (pm_xml: begin_time); a record's start_time_unix_nano wins. Unset, cumulative Sums start at their series' first point and again at each reset.",
+      }),
+    ),
     unit_field: Type.String({ minLength: 1, default: 'unit', description: "metrics: record field with the metric's unit (UCUM: By, s, 1)." }),
     unit: Type.Optional(Type.String({ description: 'metrics: one unit for every metric, instead of unit_field.' })),
     body_field: Type.String({
@@ -323,6 +335,8 @@ function otlpSink(c: Config, ctx: PluginContext) {
     resourceFields: c.resource_fields ?? DEFAULT_RESOURCE_FIELDS,
     resourceAttributes: c.resource_attributes ?? {},
     counterFields: c.counter_fields,
+    sumTemporality: c.sum_temporality,
+    startTimeField: c.start_time_field,
     typeField: c.type_field,
     unitField: c.unit_field,
     unit: c.unit,

@@ -7,6 +7,7 @@
 // those refused one by one (the partial success): spans and log records with a trace or span id of
 // the wrong length, data points of a metric without a name (docs/connectors/otlp.md). What passes
 // decodes with protobufjs within these bounds (decode.ts).
+import { isUtf8 } from 'node:buffer';
 import type protobuf from 'protobufjs';
 import { otlpRoot, otlpType, SIGNAL_INFO, type Signal } from './proto.js';
 
@@ -34,6 +35,10 @@ interface FieldInfo {
   msg?: TypeInfo;
   /** The field's bytes are repeated in each record of the message holding it. */
   repeated: boolean;
+  /** A string field: its bytes must be UTF-8 (as proto3 requires and protobufjs checks). */
+  utf8?: boolean;
+  /** A repeated number that may come packed: its element size (8, 4), or 0 for varints. */
+  packed?: number;
 }
 interface TypeInfo {
   name: string;
@@ -120,7 +125,8 @@ function info(t: protobuf.Type, seen: Map<string, TypeInfo>): TypeInfo {
     }
     // Enums, bools and integers are varints; a repeated number may come packed (length-delimited).
     const w = rt ? 0 : (WIRE[f.type] ?? 0);
-    ti.fields.set(f.id, { wires: bit(w) | (f.repeated && w !== 2 ? bit(2) : 0), repeated: true });
+    const packed = f.repeated && w !== 2 ? (w === 1 ? 8 : w === 5 ? 4 : 0) : undefined;
+    ti.fields.set(f.id, { wires: bit(w) | (packed !== undefined ? bit(2) : 0), repeated: true, utf8: f.type === 'string', packed });
   }
   return ti;
 }
@@ -152,16 +158,36 @@ interface Frame {
   estimate: number;
   /** Bytes of this message repeated in each of its records. */
   own: number;
+  /** The field of the parent this message came in (Metric's data fields matter). */
+  field: number;
+  /** Metric: whether its last name was not empty. */
   named: boolean;
-  bad?: string;
+  /** Record: the length of the last occurrence of each id field (protobufjs keeps the last). */
+  idLens?: Map<number, number>;
+  /** Metric: the records of each data field's last occurrence (a singular field: the last wins). */
+  data?: Map<number, { records: number; refused: number; estimate: number }>;
 }
+
+/** Metric's data fields in the order decode.ts reads them: the first present is the metric's data. */
+const METRIC_DATA = [5, 7, 9, 10, 11];
+const frame = (t: TypeInfo, start: number, end: number, field: number): Frame => ({
+  t,
+  start,
+  end,
+  field,
+  records: 0,
+  refused: 0,
+  estimate: 0,
+  own: 0,
+  named: false,
+});
 
 /**
  * Walks an export request of `signal` (protobuf bytes). Throws OtlpDecodeError with the reason
  * when the body is malformed or its records would exceed `maxOutput` bytes.
  */
 export function walkRequest(signal: Signal, buf: Uint8Array, maxOutput: number): WalkResult {
-  const top: Frame = { t: table(signal), start: 0, end: buf.length, records: 0, refused: 0, estimate: 0, own: 0, named: false };
+  const top = frame(table(signal), 0, buf.length, 0);
   const stack: Frame[] = [top];
   let anyDepth = 0;
   let reason = '';
@@ -192,22 +218,38 @@ export function walkRequest(signal: Signal, buf: Uint8Array, maxOutput: number):
       if (t.any) anyDepth--;
       if (t.role === Role.Record) {
         f.records = 1;
-        if (f.bad) {
-          f.refused = 1;
-          if (!reason) reason = f.bad;
-        }
+        if (t.ids)
+          for (const x of t.ids) {
+            const len = f.idLens?.get(x.id) ?? 0;
+            if (len !== x.len && !(x.optional && len === 0)) {
+              f.refused = 1;
+              if (!reason) reason = `a ${x.what} of ${len} bytes (OTLP ids are ${x.len} bytes)`;
+              break;
+            }
+          }
         f.estimate = RECORD_OVERHEAD + EXPANSION * (f.end - f.start);
       } else if (t.role === Role.Container) {
-        if (t.metric && !f.named && f.records > f.refused) {
-          if (!reason) reason = 'a metric without a name: its data points are refused';
-          f.refused = f.records;
+        if (t.metric) {
+          // What decode.ts makes of it: the first data field present, its last occurrence.
+          const d = METRIC_DATA.map((id) => f.data?.get(id)).find((x) => x !== undefined);
+          f.records = d?.records ?? 0;
+          f.refused = d?.refused ?? 0;
+          f.estimate = d?.estimate ?? 0;
+          if (!f.named && f.records > f.refused) {
+            if (!reason) reason = 'a metric without a name: its data points are refused';
+            f.refused = f.records;
+          }
         }
         f.estimate += f.records * EXPANSION * f.own;
       }
       if (!parent) {
         return { records: f.records, refused: f.refused, reason, estimate: f.estimate };
       }
-      if (t.role !== Role.Plain) {
+      if (t.role !== Role.Plain && parent.t.metric) {
+        (parent.data ??= new Map()).set(f.field, { records: f.records, refused: f.refused, estimate: f.estimate });
+        if (f.estimate > maxOutput)
+          fail(`the records of this request would take more than ${maxOutput} bytes (SVC_OTLP_MAX_OUTPUT_BYTES): send smaller requests`);
+      } else if (t.role !== Role.Plain) {
         parent.records += f.records;
         parent.refused += f.refused;
         parent.estimate += f.estimate;
@@ -221,7 +263,7 @@ export function walkRequest(signal: Signal, buf: Uint8Array, maxOutput: number):
     const tag = varint();
     const id = Math.floor(tag / 8);
     const wire = tag & 7;
-    if (id === 0) fail('field number 0');
+    if (id === 0 || id > 536870911) fail(`field number ${id}`);
     const fi = f.t.fields.get(id);
     if (fi && !(fi.wires & bit(wire))) fail(`field ${id} of ${f.t.name} has wire type ${wire}`);
     switch (wire) {
@@ -240,19 +282,26 @@ export function walkRequest(signal: Signal, buf: Uint8Array, maxOutput: number):
         if (fi?.msg) {
           if (stack.length >= MAX_DEPTH) fail(`messages nested deeper than ${MAX_DEPTH}`);
           if (fi.msg.any && ++anyDepth > MAX_ANY_DEPTH) fail(`attribute values (AnyValue) nested deeper than ${MAX_ANY_DEPTH}`);
-          if (!fi.repeated) {
-            stack.push({ t: fi.msg, start: pos, end: pos + len, records: 0, refused: 0, estimate: 0, own: 0, named: false });
-            continue;
-          }
-          // A plain message (resource, scope, attributes) inside a container or record: walked for its bounds.
-          f.own += pos + len - fieldStart;
-          stack.push({ t: fi.msg, start: pos, end: pos + len, records: 0, refused: 0, estimate: 0, own: 0, named: false });
+          // A plain message (resource, scope, attributes) inside a container or record is walked for
+          // its bounds, and its bytes repeat in each record.
+          if (fi.repeated) f.own += pos + len - fieldStart;
+          stack.push(frame(fi.msg, pos, pos + len, id));
           continue;
         }
-        if (f.t.metric && id === 1 && len > 0) f.named = true;
-        if (f.t.ids && !f.bad)
-          for (const x of f.t.ids)
-            if (x.id === id && len !== x.len && !(x.optional && len === 0)) f.bad = `a ${x.what} of ${len} bytes (OTLP ids are ${x.len} bytes)`;
+        if (f.t.metric && id === 1) f.named = len > 0;
+        if (f.t.ids) (f.idLens ??= new Map()).set(id, len);
+        if (fi?.utf8 && !isUtf8(buf.subarray(pos, pos + len))) fail(`field ${id} of ${f.t.name} is not UTF-8`);
+        if (fi?.packed !== undefined) {
+          // Packed numbers end exactly at the field's end (a reader would run past it otherwise).
+          if (fi.packed && len % fi.packed) fail(`packed field ${id} of ${f.t.name}: ${len} bytes is not a multiple of ${fi.packed}`);
+          if (!fi.packed) {
+            const end = pos + len;
+            while (pos < end) varint();
+            if (pos !== end) fail(`packed field ${id} of ${f.t.name}: a varint runs past its end`);
+            f.own += pos - fieldStart;
+            continue;
+          }
+        }
         pos += len;
         break;
       }

@@ -264,6 +264,11 @@ export const SETTINGS = {
     "prometheus_rw: largest estimated JSON of the records of one remote-write request (each sample repeats its series' labels); a larger request is answered 400",
     1,
   ),
+  OTLP_MAX_OUTPUT_BYTES: int(
+    67108864,
+    "otlp: largest estimated size of the records of one OTLP export request (each record repeats its resource's and scope's attributes); a larger request is answered 400 (gRPC INVALID_ARGUMENT)",
+    1,
+  ),
   CORBA_MAX_MESSAGE_BYTES: int(
     67108864,
     'corba: largest GIOP message taken from a server, fragments of one message counted together; a larger one fails the connection',

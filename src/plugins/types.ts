@@ -218,10 +218,15 @@ export interface SourcePlugin<S extends TObject = TObject> extends ConnectorBase
  * - `listen`: it binds `host`:`port` over `protocol` itself (syslog, snmp_trap). `name` names the
  *   port in a Kubernetes Service: an IANA service name (lower case letters, digits and `-`, at
  *   most 15 characters), unique among the source's resources.
+ *   `pushes`: what arrives there may go to any replica of the source (each sender's request is
+ *   whole and answered by the one that took it: otlp), so the stream runs on every worker, as for
+ *   `ingress`.
  * - `ingress`: it takes HTTP pushes at POST /webhooks/`path` on the daemon's (a worker's) ingress
  *   port (webhook, prometheus_rw), which any worker may answer.
  */
-export type SourceResource = { kind: 'listen'; protocol: 'tcp' | 'udp'; host: string; port: number; name: string } | { kind: 'ingress'; path: string };
+export type SourceResource =
+  | { kind: 'listen'; protocol: 'tcp' | 'udp'; host: string; port: number; name: string; pushes?: boolean }
+  | { kind: 'ingress'; path: string };
 
 // ---- serializers -----------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ import { clickhouseServer, type ClickhouseServer } from '../connectors/peers/cli
 import { postgresDb } from '../connectors/peers/sql.js';
 import { startVesCollector, VES_PASSWORD, VES_USER } from '../connectors/peers/ves-collector.js';
 import { influxV2Peer, queryRecords } from '../connectors/peers/influxdb-v2.js';
+import { receivedItems, startOtlpCollector } from '../connectors/peers/otlp.js';
 import { startSearchPeer } from '../connectors/peers/elasticsearch.js';
 import { kcatCollect, startMockCluster } from '../connectors/peers/kafka-mock.js';
 import { snmprec, startSnmpsim } from '../connectors/peers/snmp-poll.js';
@@ -45,6 +46,8 @@ const TELECOM = [
   'flow-clickhouse', // NetFlow/IPFIX/sFlow with interface names -> ClickHouse (issue 31)
   'flow-kafka', // flows -> Kafka
   'flow-top-talkers', // flows -> window_aggregate top talkers
+  'snmp-interfaces-otlp', // SNMP interface counters -> OTLP metrics (issue 30)
+  'syslog-otlp', // syslog -> OTLP logs (issue 30)
 ];
 
 describe('bundled templates', () => {
@@ -273,6 +276,33 @@ describe('what the templates write, against real peers', () => {
       ]);
       expect(await ch.rows('SELECT count() AS n FROM nms.pm_counters')).toEqual([{ n: String(rows.length) }]);
     });
+  });
+
+  it('snmp-interfaces-otlp and syslog-otlp: counters as cumulative monotonic Sums, status as a Gauge, syslog as LogRecords at the test collector', async () => {
+    const col = await startOtlpCollector();
+    try {
+      const env = { OTLP_ENDPOINT: col.httpUrl };
+      const m = await writeThroughTemplateSink('snmp-interfaces-otlp', env, await testOutputs('snmp-interfaces-otlp'));
+      expect(m.errors).toEqual([]);
+      const points = receivedItems(col, 'metrics');
+      const octets = points.find((p) => p.metric!.name === 'ifHCInOctets' && p.attributes.ifIndex === 1)!;
+      expect(octets.metric!.sum).toMatchObject({ is_monotonic: true, aggregation_temporality: 2 });
+      expect(octets.attributes).toEqual({ ifIndex: 1, ifName: 'Gi0/1', ifAlias: 'uplink' });
+      expect(octets.resource).toEqual({ 'service.name': 'svc-snmp', 'host.name': 'core1.example.net', 'svc.target': 'core1' });
+      expect(points.find((p) => p.metric!.name === 'ifOperStatus' && p.attributes.ifIndex === 2)!.metric!.gauge).toBeDefined();
+      const l = await writeThroughTemplateSink('syslog-otlp', env, await testOutputs('syslog-otlp'));
+      expect(l.errors).toEqual([]);
+      const logs = receivedItems(col, 'logs');
+      expect(logs).toHaveLength(1);
+      expect(logs[0]!.item).toMatchObject({
+        severity_number: 17,
+        severity_text: 'ERROR',
+        body: { string_value: '%LINK-3-UPDOWN: Interface GigabitEthernet0/1, changed state to down' },
+      });
+      expect(logs[0]!.resource).toEqual({ 'service.name': 'svc-syslog', 'host.name': 'rtr1' });
+    } finally {
+      await col.stop();
+    }
   });
 
   it('snmp-interfaces-influxdb: points tagged by device and interface, rates always floats (no field type conflict)', async () => {

@@ -157,8 +157,9 @@ async function syncOnce(o: SyncOptions): Promise<SyncResult> {
 
 /**
  * The new version: a schema whose size and modification time are those of the current copy is
- * linked without a download. The MIB listing has no such mark (a recompiled module may keep its
- * size), so every module is fetched and its hash decides; a module is a few kB to 100 kB.
+ * linked without a download, and so is a MIB module whose listed SHA-256 is that of the copy (a
+ * manager of an earlier release lists no hash: then every module is fetched and its hash decides).
+ * A sync with nothing changed is two listings, no download (issue 33: a sharded run's dispatch).
  */
 async function buildVersion(
   dir: string,
@@ -204,6 +205,9 @@ async function buildVersion(
     if (data) await keep('schemas', s.path, data, known, s.modified);
   });
   await eachLimited(listed.mibs, async (m) => {
+    // The listing names each module's hash (a manager of an earlier release does not): an unchanged module is not fetched.
+    const known = old?.mibs[`${m.name}.json`];
+    if (known && m.sha256 && known.sha256 === m.sha256 && known.size === m.size_bytes) return keep('mibs', `${m.name}.json`, undefined, known);
     const data = await http.get(`/api/mibs/${m.name}`);
     if (data) await keep('mibs', `${m.name}.json`, data, old?.mibs[`${m.name}.json`]);
   });
@@ -229,6 +233,7 @@ interface SchemaListing {
 interface MibListing {
   name: string;
   size_bytes: number;
+  sha256?: string;
 }
 
 /** GETs against the manager; what the manager refuses (401, 404 on a list...) is an Error that says why. */

@@ -112,6 +112,12 @@ async function syncOnce(o: SyncOptions): Promise<SyncResult> {
     return fallBack(e);
   }
 
+  // The listings say nothing changed (every schema's size and time, every module's hash): no new version to build.
+  if (cache && unchanged(listed, cache.manifest)) {
+    await linkDirs(dataDir);
+    o.log.debug({ version: cache.n }, 'schemas and MIBs are current (by the listings)');
+    return result(0, false);
+  }
   await fs.mkdir(root, { recursive: true });
   const n = (await versionNumbers(root)).reduce((a, b) => Math.max(a, b), 0) + 1;
   const dir = join(root, String(n));
@@ -222,6 +228,21 @@ async function buildVersion(
     for (const d of [...dirs, join(dir, 'schemas'), join(dir, 'mibs')].sort((a, b) => b.length - a.length)) await syncDir(d);
   }
   return { manifest, changed, same };
+}
+
+/** Whether the listings match the current copy exactly (a manager that lists no module hash never does). */
+function unchanged(listed: { schemas: SchemaListing[]; mibs: MibListing[] }, m: Manifest): boolean {
+  const schemas = listed.schemas.filter((s) => s.path.split('/')[0] !== RESERVED_TOP_DIR);
+  if (schemas.length !== Object.keys(m.schemas).length || listed.mibs.length !== Object.keys(m.mibs).length) return false;
+  for (const s of schemas) {
+    const known = m.schemas[s.path];
+    if (!known || known.size !== s.size_bytes || known.modified !== s.modified) return false;
+  }
+  for (const x of listed.mibs) {
+    const known = m.mibs[`${x.name}.json`];
+    if (!known || !x.sha256 || known.sha256 !== x.sha256 || known.size !== x.size_bytes) return false;
+  }
+  return true;
 }
 
 interface SchemaListing {

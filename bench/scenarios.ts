@@ -99,6 +99,8 @@ export const scenarios: Record<string, Scenario> = {
   'trap-pipeline': { run: async () => (await import('./trap-scenarios.js')).trapPipeline.run(1) },
   'snmp-poll-fleet': { run: async () => (await import('./snmp-fleet-scenarios.js')).snmpPollFleet.run(1) },
   'cluster-dispatch': { run: async () => (await import('./cluster-scenarios.js')).clusterDispatch.run(1) },
+  // 10,000 simulated SNMP agents polled as a sharded run on 1, 2 and 3 workers: CPU per target and dispatch per shard (bench/fleet-sharded-scenarios.ts).
+  'fleet-sharded': { run: async () => (await import('./fleet-sharded-scenarios.js')).fleetSharded.run(1) },
   // Webhook ingest through 2 workers' ingress beside one standalone daemon, nothing accepted lost.
   'webhook-cluster': { run: async () => (await import('./cluster-scenarios.js')).webhookCluster.run(1) },
   // Connectors against the machine's brokers, beside a plain client script or the peer's own tool (docs/benchmarks.md).

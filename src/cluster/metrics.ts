@@ -68,7 +68,7 @@ export function clusterMetrics(registry: Registry) {
     shardDispatchSeconds: new Histogram({
       name: 'svc_mgr_shard_dispatch_seconds',
       help: "The manager's dispatch overhead per shard: from the plan's start until the worker accepted the shard.",
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      buckets: [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5],
       registers,
     }),
     queueWait: new Histogram({

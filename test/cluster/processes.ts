@@ -98,7 +98,8 @@ export async function startCluster(
           ...env.manager,
           ...extra,
         },
-        { port: o.port ?? managerPort, keep: true },
+        // Generous: several real processes start at once on a loaded machine.
+        { port: o.port ?? managerPort, keep: true, readyMs: 60_000 },
       );
       // Serving once it leads (a standby answers 503 on /api/ready): after the lease of a killed
       // leader runs out (5 s) and the pipelines are loaded, which two test files on two cores slow.
@@ -133,7 +134,7 @@ export async function startCluster(
           ...env.worker,
           ...extra,
         },
-        { port: w.agentPort, ready: '/agent/health', keep: true, ...(ns ? { host: ns.host, prefix: ns.prefix } : {}) },
+        { port: w.agentPort, ready: '/agent/health', keep: true, readyMs: 60_000, ...(ns ? { host: ns.host, prefix: ns.prefix } : {}) },
       );
       return w.proc;
     },

@@ -128,7 +128,9 @@ describe('a fleet poll sharded over the workers', () => {
     expect(where.status, where.text).toBe(200);
     expect(where.body.total).toBe(AGENTS);
     expect(where.body.targets).toHaveLength(1);
-    const owner = rec.shards.find((s: { targets: string[] }) => s.targets.includes(ids[42]!));
+    expect(rec.shards[0].targets).toBeUndefined(); // listed on request only
+    const listed = (await c.call('GET', `/api/runs/${runId}?targets=true`)).body;
+    const owner = listed.shards.find((s: { targets: string[] }) => s.targets.includes(ids[42]!));
     expect(where.body.targets[0]).toMatchObject({ target: ids[42], worker_id: owner.worker_id });
     // Records: one per agent, each from the shard that owns it.
     const records = recordsOf('fleet', runId);
@@ -154,7 +156,7 @@ describe('a fleet poll sharded over the workers', () => {
     // Slow shards (one target at a time), so that the kill lands mid-cycle.
     const rows = await until(
       async () => {
-        const r = await c.call('GET', `/api/runs/${runId}`);
+        const r = await c.call('GET', `/api/runs/${runId}?targets=true`);
         return r.body?.shards?.length === 3 ? r.body.shards : undefined;
       },
       60_000,

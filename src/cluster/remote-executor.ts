@@ -3,7 +3,7 @@
 // Progress comes from its pipeline-stats reports. A run whose worker goes down is recorded failed;
 // a run-complete for a run already recorded (a replay, or one that arrives after that) is stored
 // nowhere and evaluates no alert: the outcome of a run is stored once.
-import type { RunRecord } from '../engine/run-record.js';
+import { emptyRunRecord, type RunRecord } from '../engine/run-record.js';
 import { errorMessage } from '../core/errors.js';
 import type { Executor, RunJob } from '../pipelines/executor.js';
 import type { Logger } from '../observability/log.js';
@@ -200,22 +200,14 @@ export class RemoteExecutor implements Executor {
   }
 
   private failed(job: RunJob, startedAt: string, nodeId: string, error: string): RunRecord {
-    return {
+    return emptyRunRecord({
       run_id: job.runId,
       pipeline: job.name,
       node_id: nodeId,
       status: 'failed',
       started_at: startedAt,
       finished_at: new Date().toISOString(),
-      records_in: 0,
-      records_out: 0,
-      records_filtered: 0,
-      records_skipped: 0,
-      bytes_in: 0,
-      bytes_out: 0,
-      dlq_count: 0,
       error,
-      errors: [],
-    };
+    });
   }
 }

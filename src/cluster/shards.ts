@@ -12,7 +12,7 @@
 // report of a shard given up is answered 409 and the worker stops it: a target is never polled by
 // two live workers in one cycle. A restarted manager adopts a sharded run from its rows.
 import { Cron } from 'croner';
-import type { RunRecord } from '../engine/run-record.js';
+import { emptyRunRecord, type RunRecord } from '../engine/run-record.js';
 import { MAX_MESSAGES } from '../engine/run-record.js';
 import { errorMessage } from '../core/errors.js';
 import type { RunJob } from '../pipelines/executor.js';
@@ -522,23 +522,15 @@ export class ShardedRuns {
   }
 
   private emptyRecord(run: Sharded, runId: string, status: RunRecord['status']): RunRecord {
-    return {
+    return emptyRunRecord({
       run_id: runId,
       pipeline: run.job.name,
       node_id: this.nodeId,
       status,
       started_at: run.startedAt,
       finished_at: new Date().toISOString(),
-      records_in: 0,
-      records_out: 0,
-      records_filtered: 0,
-      records_skipped: 0,
-      bytes_in: 0,
-      bytes_out: 0,
-      dlq_count: 0,
       error: null,
-      errors: [],
-    };
+    });
   }
 
   private failedRecord(run: Sharded, error: string): RunRecord {

@@ -21,7 +21,7 @@ import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { LocalExecutor } from '../pipelines/executor.js';
 import { FileProcessedFiles, processedFilesPath } from '../plugins/connector-runtime/processed-files.js';
 import { decodeWatchOptions } from '../engine/decode-watch.js';
-import type { RunRecord } from '../engine/run-record.js';
+import { emptyRunRecord, type RunRecord } from '../engine/run-record.js';
 import type { RunProgress } from '../engine/runner.js';
 import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from '../engine/transform-state.js';
 import { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
@@ -193,23 +193,15 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       })
       .catch((e: unknown): RunRecord => {
         const now = new Date().toISOString();
-        return {
+        return emptyRunRecord({
           run_id: runId,
           pipeline: config.name,
           node_id: workerId,
           status: 'failed',
           started_at: run.startedAt.toISOString(),
           finished_at: now,
-          records_in: 0,
-          records_out: 0,
-          records_filtered: 0,
-          records_skipped: 0,
-          bytes_in: 0,
-          bytes_out: 0,
-          dlq_count: 0,
           error: errorMessage(e),
-          errors: [],
-        };
+        });
       })
       .then(async (record) => {
         runLog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');

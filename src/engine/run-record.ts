@@ -13,6 +13,11 @@ export function runCounts(
 }
 
 /** At most this many distinct messages are kept per run; the rest are counted in one last line. */
+/** The record of a run that produced nothing (failed before its first record, never ran, only began): every count 0. */
+export function emptyRunRecord(run: Pick<RunRecord, 'run_id' | 'pipeline' | 'node_id' | 'status' | 'started_at' | 'finished_at' | 'error'>): RunRecord {
+  return { ...run, records_in: 0, records_out: 0, records_filtered: 0, records_skipped: 0, bytes_in: 0, bytes_out: 0, dlq_count: 0, errors: [] };
+}
+
 export const MAX_MESSAGES = 100;
 
 export class RunCounters {

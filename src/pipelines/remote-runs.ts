@@ -3,7 +3,7 @@
 // of a run no process of this manager waits for (it restarted) is stored once; runs workers already
 // have are adopted where they run.
 import { randomUUID } from 'node:crypto';
-import type { RunRecord } from '../engine/run-record.js';
+import { emptyRunRecord, type RunRecord } from '../engine/run-record.js';
 import { errorMessage } from '../core/errors.js';
 import { ManagerError } from './manager-error.js';
 import type { PipelineRegistry } from './registry.js';
@@ -62,23 +62,15 @@ export class RemoteRuns {
 
   /** The record of a run that never ran (a queued run that expired, a claimed tick that was not dispatched). */
   unrun(name: string, runId: string, status: 'failed' | 'aborted', error: string, startedAt = new Date(), finishedAt = new Date()): RunRecord {
-    return {
+    return emptyRunRecord({
       run_id: runId,
       pipeline: name,
       node_id: this.deps.settings.NODE_ID,
       status,
       started_at: startedAt.toISOString(),
       finished_at: finishedAt.toISOString(),
-      records_in: 0,
-      records_out: 0,
-      records_filtered: 0,
-      records_skipped: 0,
-      bytes_in: 0,
-      bytes_out: 0,
-      dlq_count: 0,
       error,
-      errors: [],
-    };
+    });
   }
 
   /** A queued run whose wait expired: one failed run, and the pipeline goes to error. */

@@ -115,6 +115,8 @@ export const scenarios: Record<string, Scenario> = {
   'syslog-ingest': { threads: [1], run: async (threads) => (await import('./syslog-scenarios.js')).syslogIngest.run(threads) },
   'flow-ingest': { run: async () => (await import('./flow-scenarios.js')).flowIngest.run(1) },
   'flow-enrich': { run: async () => (await import('./flow-scenarios.js')).flowEnrich.run(1) },
+  // 400 OTLP/HTTP protobuf metrics bodies (1,000 points each) through the otlp source into NDJSON, beside a bare node:http server decoding them (bench/otlp-scenarios.ts).
+  'otlp-ingest': { run: async () => (await import('./otlp-scenarios.js')).otlpIngest.run(1) },
   'prom-rw-ingest': { run: async () => (await import('./prom-rw-scenarios.js')).promRwIngest.run(1) },
   // 400k samples through the prometheus_rw sink into Debian's Prometheus, beside the same WriteRequests POSTed bare (bench/prom-rw-export-scenarios.ts).
   'prom-rw-export': { run: async () => (await import('./prom-rw-export-scenarios.js')).promRwExport.run(1) },

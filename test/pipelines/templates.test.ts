@@ -48,6 +48,7 @@ const TELECOM = [
   'flow-top-talkers', // flows -> window_aggregate top talkers
   'snmp-interfaces-otlp', // SNMP interface counters -> OTLP metrics (issue 30)
   'syslog-otlp', // syslog -> OTLP logs (issue 30)
+  'snmp-traps-otlp', // SNMP traps -> OTLP logs (issue 30)
 ];
 
 describe('bundled templates', () => {

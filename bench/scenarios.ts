@@ -102,10 +102,14 @@ export const scenarios: Record<string, Scenario> = {
   // Webhook ingest through 2 workers' ingress beside one standalone daemon, nothing accepted lost.
   'webhook-cluster': { run: async () => (await import('./cluster-scenarios.js')).webhookCluster.run(1) },
   // Connectors against the machine's brokers, beside a plain client script or the peer's own tool (docs/benchmarks.md).
-  // 1M records through the kafka sink and source on librdkafka's mock cluster, beside kcat -P / kcat -C (bench/kafka-scenarios.ts).
-  'kafka-roundtrip': {
-    prepare: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.prepare!(),
-    run: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.run(1),
+  // 1M records through the kafka sink, and through the kafka source, on librdkafka's mock cluster: each engine beside kcat -P / kcat -C (bench/kafka-scenarios.ts).
+  'kafka-produce': {
+    prepare: async () => (await import('./kafka-scenarios.js')).kafkaProduce.prepare!(),
+    run: async () => (await import('./kafka-scenarios.js')).kafkaProduce.run(1),
+  },
+  'kafka-consume': {
+    prepare: async () => (await import('./kafka-scenarios.js')).kafkaConsume.prepare!(),
+    run: async () => (await import('./kafka-scenarios.js')).kafkaConsume.run(1),
   },
   'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
   // mqtt-ingest's stream with one tap attached against none, in the same run (issue 29: >= 0.95x; bench/tap-scenarios.ts).

@@ -2,7 +2,7 @@
 // transforms/all.ts: one line per plugin folder). Validation, `svc plugins`, /api/plugins and
 // docs/plugins/ are all built from these maps; adding a plugin means writing its folder and adding
 // its line to its kind's list.
-import type { AnyPlugin, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin, TransformPlugin } from './types.js';
+import type { AnyPlugin, PluginEngine, PluginKind, SerializerPlugin, SinkPlugin, SourcePlugin, TransformPlugin } from './types.js';
 
 import * as connectors from './connectors/all.js';
 import * as serializerList from './serializers/all.js';
@@ -24,12 +24,20 @@ export const registry: Record<PluginKind, ReadonlyMap<string, AnyPlugin>> = {
   transform: transforms,
 };
 
-/** Registered keys by category: the body of `GET /api/plugins` and of `svc plugins --json`. */
+/** Registered keys by category, and the engines of the connectors that choose one (kafka): `GET /api/plugins` and `svc plugins --json`. */
 export function pluginKeys() {
   return {
     sources: [...sources.keys()],
     sinks: [...sinks.keys()],
     serializers: [...serializers.keys()],
     transforms: [...transforms.keys()],
+    engines: pluginEngines(),
   };
+}
+
+/** The engine each connector with a choice would run on here, by key (judged from the files: nothing is loaded). */
+export function pluginEngines(): Record<string, PluginEngine> {
+  const out: Record<string, PluginEngine> = {};
+  for (const p of [...sources.values(), ...sinks.values()]) if (p.engine && !out[p.key]) out[p.key] = p.engine();
+  return out;
 }

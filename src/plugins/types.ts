@@ -102,6 +102,15 @@ export interface Delivery {
   why: string;
 }
 
+/** The client library a connector runs on, when it has a choice (kafka): shown by `svc plugins` and GET /api/plugins. */
+export interface PluginEngine {
+  name: string;
+  /** A native library (fast) rather than a fallback. */
+  native: boolean;
+  /** In words: which, why, and how to get the better one. */
+  note: string;
+}
+
 /** Handed to a connector's reachability check (`POST /api/connectors/test`). */
 export interface TestContext {
   log: Logger;
@@ -129,6 +138,8 @@ interface ConnectorBase<S extends TObject> extends PluginBase<S> {
    * message that tells the user what to fix (the runtime removes secrets from it and bounds its time).
    */
   test(c: Static<S>, ctx: TestContext): Promise<void>;
+  /** The engine it would run on here, judged without loading it (no SDK is loaded at import). */
+  engine?(): PluginEngine;
 }
 
 // ---- sources ---------------------------------------------------------------------------------

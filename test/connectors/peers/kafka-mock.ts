@@ -1,18 +1,21 @@
-// Peer fixture for the kafka connector: librdkafka's mock cluster (three brokers, in memory),
-// started through Debian's kcat, which prints its bootstrap address and keeps it alive while it
-// runs; stopped in stop() (a small sh wrapper also ends it if the test process dies). Messages go
-// in with `kcat -P` and come out with `kcat -C` (the peer's own C client, not kafkajs), so a bug
-// in kafkajs cannot hide itself in both ends.
+// Peer fixture for the kafka connector: librdkafka's mock cluster (three brokers, in memory; the
+// only Kafka that runs here), held by a small Python process on Debian's librdkafka (or by kcat),
+// stopped in stop() (a small sh wrapper also ends a kcat if the test process dies). Messages go in
+// with `kcat -P` and come out with `kcat -C` (the peer's own C client), so a bug in either engine
+// of the connector cannot hide itself in both ends. kafkaMockFor(engine) gives the fixture for one
+// engine: the conformance suite runs once for librdkafka and once for kafkajs.
 //
-// The mock has no SASL and no TLS (no wrong-credentials case) and cannot be restarted without
-// losing its topics, and it advertises its own broker addresses in its metadata, so a TCP proxy
-// would only cover the bootstrap connection. disrupt() therefore cuts this process's established
-// TCP connections to the mock's brokers in the kernel (`ss -K`, needs CAP_NET_ADMIN): the
-// connectors see their connections aborted and reconnect to the same cluster, which kept its data.
+// The mock has no SASL and no TLS (no wrong-credentials case), and it advertises its own broker
+// addresses in its metadata, so a TCP proxy would only cover the bootstrap connection. disrupt()
+// stops every broker and starts them again (rd_kafka_mock_broker_set_down/up through the Python
+// process: connections closed, new ones refused, topics and offsets kept); cut() instead aborts
+// this process's established TCP connections to the brokers in the kernel (`ss -K`, needs
+// CAP_NET_ADMIN).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import type { Collector, Peer, PeerFixture, Rec } from '../conformance.js';
+import { elapse } from '../../helpers/wait.js';
 
 const run = promisify(execFile);
 
@@ -25,6 +28,8 @@ export interface MockCluster {
    * exits when all its brokers are down, and the mock cluster lives inside it.
    */
   cut(): Promise<number>;
+  /** Stops every broker (the Python-held cluster only); resolves to the function that starts them again. */
+  down(): Promise<() => Promise<void>>;
   stop(): Promise<void>;
 }
 
@@ -32,7 +37,9 @@ export interface MockCluster {
  * The same mock cluster created through librdkafka's C API (Python ctypes on Debian's
  * librdkafka.so.1, the library kcat uses), for topics that need more partitions than the 4 an
  * auto-created topic gets: the mock keeps at most 5 MB per partition, so a million 200-byte
- * messages need about 40. It prints the bootstrap list and lives until its stdin closes.
+ * messages need about 40. It prints the bootstrap list and lives until its stdin closes; a line
+ * `down` or `up` on its stdin stops or starts every broker (rd_kafka_mock_broker_set_down/up: the
+ * connections are closed and new ones refused; the topics and offsets stay).
  */
 const MOCK_PY = `
 import ctypes, sys
@@ -52,8 +59,14 @@ for spec in sys.argv[2:]:
     name, parts = spec.rsplit(':', 1)
     if rk.rd_kafka_mock_topic_create(mc, name.encode(), int(parts), min(3, int(sys.argv[1]))) != 0:
         sys.exit('cannot create mock topic ' + name)
+rk.rd_kafka_mock_broker_set_down.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+rk.rd_kafka_mock_broker_set_up.argtypes = [ctypes.c_void_p, ctypes.c_int32]
 print('bootstrap.servers=' + rk.rd_kafka_mock_cluster_bootstraps(mc).decode(), file=sys.stderr, flush=True)
-sys.stdin.read()
+for line in sys.stdin:
+    cmd = line.strip()
+    for b in range(1, int(sys.argv[1]) + 1):
+        (rk.rd_kafka_mock_broker_set_down if cmd == 'down' else rk.rd_kafka_mock_broker_set_up)(mc, b)
+    print('brokers ' + cmd, file=sys.stderr, flush=True)
 `;
 
 /**
@@ -81,6 +94,7 @@ async function endProcess(p: ChildProcess) {
  * (name to partition count) must be created up front, by a Python ctypes process (see MOCK_PY).
  */
 export async function startMockCluster(brokers = 3, topics?: Record<string, number>): Promise<MockCluster> {
+  let said = '';
   const p: ChildProcess = topics
     ? spawn('/usr/bin/python3', ['-c', MOCK_PY, String(brokers), ...Object.entries(topics).map(([t, n]) => `${t}:${n}`)], { stdio: ['pipe', 'ignore', 'pipe'] })
     : tied('kcat', ['-C', '-q', '-t', '__svc_mock_keepalive', '-X', `test.mock.num.brokers=${brokers}`, '-b', 'dummy:9092'], 'ignore', 'pipe');
@@ -100,7 +114,17 @@ export async function startMockCluster(brokers = 3, topics?: Record<string, numb
   });
   p.removeAllListeners('exit');
   p.stderr!.removeAllListeners('data');
-  p.stderr!.resume(); // keep draining its (rare) log lines
+  p.stderr!.on('data', (d: Buffer) => (said += d.toString())); // its answers to down/up (and rare log lines)
+  const tell = async (cmd: 'down' | 'up') => {
+    if (!topics) throw new Error('down(): only a cluster started with a topics map (the Python-held one) can stop its brokers');
+    const mark = said.length;
+    p.stdin!.write(`${cmd}\n`);
+    const t0 = Date.now();
+    while (!said.slice(mark).includes(`brokers ${cmd}`)) {
+      if (Date.now() - t0 > 5000) throw new Error(`the mock cluster did not answer ${cmd}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
   const ports = list.map((b) => b.split(':').at(-1)!);
   return {
     brokers: list,
@@ -116,6 +140,10 @@ export async function startMockCluster(brokers = 3, topics?: Record<string, numb
       const filter = mine.flatMap((port, i) => [...(i ? ['or'] : []), 'sport', '=', `:${port}`, 'or', 'dport', '=', `:${port}`]);
       await run('ss', ['-K', '-t', '-n', 'state', 'established', '(', ...filter, ')']);
       return mine.length;
+    },
+    async down() {
+      await tell('down');
+      return () => tell('up');
     },
     stop: () => endProcess(p),
   };
@@ -142,7 +170,8 @@ export interface KafkaRecord {
 
 /** Reads `topic` from the beginning with `kcat -C` until closed; every message with its partition and key. */
 export function kcatCollect(brokers: string[], topic: string) {
-  const args = ['-C', '-b', brokers.join(','), '-t', topic, '-o', 'beginning', '-q', '-u', '-f', '%p\t%o\t%k\t%s\n'];
+  // -E: kcat stays through the brokers' restarts (down()) instead of exiting when all are down.
+  const args = ['-C', '-E', '-b', brokers.join(','), '-t', topic, '-o', 'beginning', '-q', '-u', '-f', '%p\t%o\t%k\t%s\n'];
   const p = tied('kcat', args, 'pipe', 'ignore');
   const got: KafkaRecord[] = [];
   let rest = '';
@@ -161,24 +190,27 @@ export function kcatCollect(brokers: string[], topic: string) {
   };
 }
 
-export const kafkaMock: PeerFixture = {
+/** The fixture for one engine (librdkafka or kafkajs): the same peer, the engine named in every config. */
+export const kafkaMockFor = (engine: 'librdkafka' | 'kafkajs'): PeerFixture => ({
+  label: engine,
   type: 'kafka',
   badConfig: { role: 'source', set: { security_protocol: 'SASL_PLAINTEXT' }, path: 'sasl_mechanism' },
   async start(): Promise<Peer> {
-    const cluster = await startMockCluster(3);
+    // Held by Python (an empty topics map) rather than kcat, so that down() can stop its brokers.
+    const cluster = await startMockCluster(3, {});
     const brokers = cluster.brokers;
     return {
       source: {
         // session_timeout_ms 6000: the mock holds a group that a member left in its join state for
         // the session timeout less a second before it takes the next member (a real broker
         // rebalances as soon as the known members rejoined), so a reconnect would wait 29 s.
-        config: (topic) => ({ type: 'kafka', brokers, topic, max_poll_records: 200, session_timeout_ms: 6000 }),
+        config: (topic) => ({ type: 'kafka', brokers, topic, max_poll_records: 200, session_timeout_ms: 6000, engine }),
         publish: (topic, bodies) => kcatPublish(brokers, topic, bodies),
         // auto_offset_reset latest: the group is joined when `connected` is reported; a moment more for the first fetch.
         settleMs: 300,
       },
       sink: {
-        config: (topic) => ({ type: 'kafka', brokers, topic }),
+        config: (topic) => ({ type: 'kafka', brokers, topic, engine }),
         async collect(topic): Promise<Collector> {
           const c = kcatCollect(brokers, topic);
           return { records: () => c.messages().map((m) => JSON.parse(m.value) as Rec), close: () => c.close() };
@@ -187,11 +219,17 @@ export const kafkaMock: PeerFixture = {
       wrongPort: (cfg) => ({ ...cfg, brokers: ['127.0.0.1:1'] }),
       noCredentials:
         "librdkafka's mock cluster has no SASL or TLS listener: it takes no credentials. The SASL and SSL fields are validated (lint) and a SASL login against it is shown to fail clearly; see test/connectors/kafka.test.ts.",
+      // The restart: every broker stopped and, a moment later, started again (the data stays).
       async disrupt() {
-        const n = await cluster.cut();
-        if (n === 0) throw new Error('disrupt(): ss -K found no connection to the mock brokers to cut');
+        const up = await cluster.down();
+        await elapse(1500); // long enough for the clients to see every broker gone
+        await up();
       },
+      // The brokers stopped and started: connections closed, new ones refused, the data kept.
+      down: () => cluster.down(),
       stop: () => cluster.stop(),
     };
   },
-};
+});
+
+export const kafkaMock = kafkaMockFor('kafkajs');

@@ -27,9 +27,15 @@ import { conformance, uniqueChannel, type Cfg, type Rec } from './conformance.js
 import { loadPipeline as load, outputRecords, seqBodies, until } from './helpers.js';
 import { kafkaMockFor, kcatCollect, kcatPublish, startMockCluster, type MockCluster } from './peers/kafka-mock.js';
 import { elapse, quiet } from '../helpers/wait.js';
+import { engineInfo } from '../../src/plugins/connectors/kafka/engine.js';
 
-// Both engines pass the same suite: librdkafka (native) and kafkajs (the fallback).
-conformance(kafkaMockFor('librdkafka'));
+// Both engines pass the same suite: librdkafka (native) and kafkajs (the fallback). The native
+// engine is tested wherever its optional package is installed; .ci/run builds it and fails without
+// it, so CI always runs both. A plain `npm install` where the build cannot happen tests kafkajs only.
+const native = engineInfo().native;
+if (!native) console.warn(`kafka: the librdkafka engine's tests are skipped here: ${engineInfo().note}`);
+const ENGINES_HERE = native ? (['librdkafka', 'kafkajs'] as const) : (['kafkajs'] as const);
+if (native) conformance(kafkaMockFor('librdkafka'));
 conformance(kafkaMockFor('kafkajs'));
 
 // ---- helpers ---------------------------------------------------------------------------------
@@ -232,7 +238,7 @@ describe('kafka: config (doc 3)', () => {
   });
 });
 
-describe.each(['librdkafka', 'kafkajs'] as const)('kafka (%s): against the mock cluster', (eng) => {
+describe.each(ENGINES_HERE)('kafka (%s): against the mock cluster', (eng) => {
   beforeAll(async () => {
     engine = eng;
     cluster = await startMockCluster(3);
@@ -731,7 +737,7 @@ describe.each(['librdkafka', 'kafkajs'] as const)('kafka (%s): against the mock 
 // librdkafka's error, a consumer group shared by two pipelines through rebalances, lag of what
 // arrived while the source was stopped, and the configuration handed to librdkafka (SASL/SCRAM and
 // TLS: the mock cluster has neither, so the handed-over properties are what is checked).
-describe('kafka (librdkafka): the native engine', () => {
+describe.skipIf(!native)('kafka (librdkafka): the native engine', () => {
   beforeAll(async () => {
     engine = 'librdkafka';
     cluster = await startMockCluster(3, {});

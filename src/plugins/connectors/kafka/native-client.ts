@@ -3,7 +3,7 @@
 // component's logger, and the reachability check. librdkafka owns the broker connections (it
 // reconnects on its own with its backoff); what the runtime needs to know, it is told here.
 import { access } from 'node:fs/promises';
-import type { Producer, KafkaConsumer, Metadata } from '@confluentinc/kafka-javascript';
+import type { Producer, KafkaConsumer, LibrdKafkaError, Metadata } from '@confluentinc/kafka-javascript';
 import type { Logger } from '../../../observability/log.js';
 import { rdkafka } from './engine.js';
 
@@ -128,7 +128,7 @@ const SECURITY_ERROR = /SASL|SSL|TLS|authenticat|certificate|handshake/i;
 /** A FAIL log line: `[thrd:<broker>]: <broker>: <reason> (after 0ms in state X)`; the state stays (SSL_HANDSHAKE says TLS). */
 const FAIL_LINE = /^\[thrd:([^\]]+)\]: (?:\S+: )?(.*)$/;
 
-export function connectNative<T extends Producer | KafkaConsumer>(client: T, timeoutMs: number, c?: Security & { brokers?: string[] }): Promise<Metadata> {
+export function connectNative(client: Producer | KafkaConsumer, timeoutMs: number, c?: Security & { brokers?: string[] }): Promise<Metadata> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const failed = new Set<string>();
@@ -152,7 +152,7 @@ export function connectNative<T extends Producer | KafkaConsumer>(client: T, tim
       if (SECURITY_ERROR.test(reason) || failed.size >= (c?.brokers?.length ?? 1)) done(new Error(explainNative({ message: reason }, c)));
     };
     (client as Producer).on('event.log', onLog);
-    client.connect({ timeout: timeoutMs }, (err, metadata) => {
+    client.connect({ timeout: timeoutMs }, (err: LibrdKafkaError | null | undefined, metadata: Metadata) => {
       // A client that connects after this connect gave up is closed here; one whose connect failed closes itself.
       if (settled && !err) void disconnectNative(client, 10_000);
       if (err) done(new Error(explainNative(err, c), { cause: err }));

@@ -4,7 +4,7 @@
 // librdkafka's error, and goes to the DLQ; one that failed for a passing reason (a timeout, a broker
 // gone) is returned to be written again; when every message failed, the producer is dropped and the
 // runtime retries the write whole.
-import type { LibrdKafkaError, Producer } from '@confluentinc/kafka-javascript';
+import type { DeliveryReport, LibrdKafkaError, Producer } from '@confluentinc/kafka-javascript';
 import { Connection } from '../../connector-runtime/connection.js';
 import type { Encoder, PluginContext, Sink, WriteResult } from '../../types.js';
 import { messageKey, type SinkConfig } from './sink-config.js';
@@ -40,7 +40,7 @@ class UnitProducer {
   closed?: Error;
 
   constructor(readonly p: Producer) {
-    p.on('delivery-report', (err, report) => {
+    p.on('delivery-report', (err: LibrdKafkaError | null | undefined, report: DeliveryReport) => {
       const id = Math.floor((report.opaque as number) / SLOT);
       const u = this.units.get(id);
       if (u) {
@@ -134,7 +134,7 @@ export function nativeSink(
       const p = new K.Producer(conf);
       routeEvents(p, ctx.log, redact);
       const up = new UnitProducer(p);
-      p.on('event.error', (e) => {
+      p.on('event.error', (e: LibrdKafkaError) => {
         // Every broker is gone: the runtime reports the loss and opens a new producer on the next write.
         if (allBrokersDown(e)) lost(new Error(explainNative(e, c)));
       });

@@ -151,7 +151,7 @@ export async function connectNative(
   // auto.offset.reset is a topic property: in the global configuration the binding ignores it.
   const consumer = new K.KafkaConsumer(conf, { 'auto.offset.reset': c.auto_offset_reset });
   routeEvents(consumer, ctx.log, redact);
-  consumer.on('event.error', (e) => {
+  consumer.on('event.error', (e: LibrdKafkaError) => {
     if (allBrokersDown(e) || e.isFatal) broken(new Error(explainNative(e, c)));
   });
   consumer.on('event.stats', (ev: { message: string }) => {
@@ -211,7 +211,7 @@ export async function connectNative(
         continue;
       }
       const msgs = await new Promise<RdMessage[]>((resolve) =>
-        consumer.consume(partitionsPaused ? 1 : c.max_poll_records, (err, m) => {
+        consumer.consume(partitionsPaused ? 1 : c.max_poll_records, (err: LibrdKafkaError | null | undefined, m: RdMessage[]) => {
           // Errors here are per partition (a topic not there yet) or passing: the event handler above judges the connection.
           if (err) ctx.log.debug({ connector: 'kafka', err: explainNative(err) }, 'kafka: consume');
           // An error with nothing read (a client being closed) waits a moment rather than spinning.

@@ -96,6 +96,13 @@ export async function connectNative(
   let partitionsPaused = false;
   let wakeUp = () => {};
   let assignment: TopicPartition[] = [];
+  /**
+   * Where to start on the partitions the group has no offset for (resetPositions, read before the
+   * join), by topic and partition: assigned explicitly. Left to librdkafka, `latest` would be
+   * resolved only when the fetcher asks the broker, after the assignment: messages sent in between
+   * (the source already said it is connected) would be skipped. Cleared once committed.
+   */
+  const startAt = new Map<string, number>();
   let joined!: () => void;
   const join = new Promise<void>((r) => (joined = r));
   /** Acknowledged offsets not yet committed, and the commit under way. */
@@ -122,7 +129,12 @@ export async function connectNative(
     rebalance_cb(this: KafkaConsumer, err: LibrdKafkaError, parts: TopicPartition[]) {
       try {
         if (err.code === ASSIGN) {
-          this.assign(parts);
+          this.assign(
+            parts.map((p) => {
+              const offset = startAt.get(key(p.topic, p.partition));
+              return offset === undefined ? p : { ...p, offset };
+            }),
+          );
           assignment = parts;
           if (partitionsPaused && parts.length) this.pause(parts);
           ctx.log.debug({ connector: 'kafka', group: groupId, assignment: parts }, `kafka: joined group ${groupId}`);
@@ -235,6 +247,7 @@ export async function connectNative(
     connected = true;
     consumer.setDefaultConsumeTimeout(CONSUME_WAIT_MS);
     if (!atMostOnce) starts = await resetPositions(consumer, topics, c.auto_offset_reset);
+    for (const st of starts) startAt.set(key(st.topic, st.partition), st.offset);
     consumer.subscribe(topics);
     looping = loop();
     // Resolves once the group assigned this member its partitions (none is an answer too).
@@ -262,6 +275,8 @@ export async function connectNative(
       for (const st of candidates) if (unset.has(key(st.topic, st.partition))) pending.set(key(st.topic, st.partition), st);
     }
     await commitPending(true);
+    // From here the group's committed offsets say where each partition starts (a later rebalance too).
+    startAt.clear();
     await reportStartLag(consumer, assignment, ctx);
   } catch (e) {
     closing = true;

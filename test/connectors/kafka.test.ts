@@ -28,6 +28,7 @@ import { loadPipeline as load, outputRecords, seqBodies, until } from './helpers
 import { kafkaMockFor, kcatCollect, kcatPublish, startMockCluster, type MockCluster } from './peers/kafka-mock.js';
 import { elapse, quiet } from '../helpers/wait.js';
 import { engineInfo } from '../../src/plugins/connectors/kafka/engine.js';
+import { readCommitted } from '../../src/plugins/connectors/kafka/native-source.js';
 
 // Both engines pass the same suite: librdkafka (native) and kafkajs (the fallback). The native
 // engine is tested wherever its optional package is installed; .ci/run builds it and fails without
@@ -238,6 +239,48 @@ describe('kafka: config (doc 3)', () => {
   });
 });
 
+describe('kafka (librdkafka): the committed-offset lookup at an assignment is bounded', () => {
+  const parts = [
+    { topic: 't', partition: 0 },
+    { topic: 't', partition: 1 },
+  ];
+  const logged = () => {
+    const warnings: string[] = [];
+    const log = { ...silentLogger, warn: (_o: unknown, msg?: string) => void warnings.push(msg ?? String(_o)) } as typeof silentLogger;
+    return { log, warnings };
+  };
+
+  it('a lookup that times out every time fails after the attempts, with the partitions and the reason, each retry logged', async () => {
+    const { log, warnings } = logged();
+    let calls = 0;
+    const timingOut = async (_p: unknown, ms: number) => {
+      calls++;
+      await new Promise((r) => setTimeout(r, ms));
+      throw Object.assign(new Error('Local: Timed out'), { code: -185 });
+    };
+    const t0 = Date.now();
+    await expect(readCommitted(timingOut, parts, log, { timeoutMs: 50, attempts: 3, backoffMs: 10 })).rejects.toThrow(
+      /cannot read the group's committed offsets of 2 assigned partitions \(t\[0,1\]\): 3 attempts of 0\.05 s failed, the last with: Local: Timed out/,
+    );
+    expect(calls).toBe(3);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatch(/attempt 1 of 3.*trying again in 0\.01 s/);
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+
+  it('a lookup that never answers is bounded too; one that answers on a later attempt is taken', async () => {
+    const { log } = logged();
+    await expect(readCommitted(() => new Promise(() => {}), parts, log, { timeoutMs: 30, attempts: 2, backoffMs: 5 })).rejects.toThrow(/2 attempts/);
+    let n = 0;
+    const flaky = async () => {
+      if (++n < 3) throw new Error('Broker: Coordinator load in progress');
+      return parts.map((p) => ({ ...p, offset: 7 }));
+    };
+    expect(await readCommitted(flaky, parts, log, { timeoutMs: 30, attempts: 3, backoffMs: 5 })).toEqual(parts.map((p) => ({ ...p, offset: 7 })));
+    expect(n).toBe(3);
+  });
+});
+
 describe.each(ENGINES_HERE)('kafka (%s): against the mock cluster', (eng) => {
   beforeAll(async () => {
     engine = eng;
@@ -393,6 +436,35 @@ describe.each(ENGINES_HERE)('kafka (%s): against the mock cluster', (eng) => {
           .sort((a, b) => a - b),
       ).toEqual(Array.from({ length: 20 }, (_, i) => 50 + i));
     }, 60_000);
+
+    it('a consumer stopped before its first delivery reads, when started again, what arrived meanwhile (latest is decided once, at the first assignment)', async () => {
+      // The topic does not exist yet: the source's subscription creates it, and its partitions'
+      // start (latest: 0 here) is committed at that first assignment. Started again before any
+      // delivery, the group resumes there rather than applying latest a second time.
+      const topic = uniqueChannel('kafka');
+      const cfg = { brokers: cluster.brokers, topic, group_id: `${topic}-g`, ...FAST };
+      const first = stream('restart-early', cfg);
+      await first.connected();
+      await until(async () => [...(await committed(`${topic}-g`, topic)).values()].some((o) => o >= 0), 20_000, 'the start offsets committed');
+      await first.stop();
+      expect(first.records()).toEqual([]);
+      await kcatPublish(
+        cluster.brokers,
+        topic,
+        bodies(0, 40),
+        Array.from({ length: 40 }, (_, i) => `k${i}`),
+      );
+      const second = stream('restart-early', cfg);
+      await until(() => second.records().length >= 40, 30_000, 'the 40 sent while stopped');
+      await quiet(300);
+      await second.stop();
+      expect(
+        second
+          .records()
+          .map((r) => r.seq as number)
+          .sort((a, b) => a - b),
+      ).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    }, 90_000);
 
     it('an offset never moves past a record a sink refused: the unit is read again after the reconnect', async () => {
       const topic = uniqueChannel('kafka');

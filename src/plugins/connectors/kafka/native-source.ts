@@ -1,12 +1,20 @@
 // The kafka source on librdkafka: a KafkaConsumer in a consumer group, read by a loop of consume()
 // calls that never stops while the session lives (librdkafka serves the group's rebalances and
 // events from it, and a consumer that stops polling leaves the group). Offsets are committed by
-// svc after delivery (enable.auto.commit false), one commit in flight at a time; backpressure
-// stops the reading, and when it lasts pauses the assigned partitions (librdkafka stops fetching
-// them) until resume();
+// svc after delivery (enable.auto.commit false), one commit in flight at a time, each confirmed by
+// librdkafka's commit callback; backpressure stops the reading, and when it lasts pauses the
+// assigned partitions (librdkafka stops fetching them) until resume().
+//
+// Rebalances are handled asynchronously (librdkafka waits for assign()/unassign()): on an
+// assignment the group's committed offsets are read (bounded: LOOKUP_ATTEMPTS of LOOKUP_TIMEOUT_MS,
+// then the session fails with the reason and the runtime reconnects with its policy); a partition
+// the group never committed starts where auto_offset_reset says (its low or high watermark), and
+// that start is committed before the partition is assigned, so a consumer restarted before its
+// first delivery does not apply `latest` a second time and skip what arrived in between. On a
+// revocation what was acknowledged is committed before unassign().
 // svc_kafka_consumer_lag comes from librdkafka's statistics (hi_offset - committed offset).
 // With enable_auto_commit true librdkafka commits what it handed over (at-most-once).
-import type { KafkaConsumer, LibrdKafkaError, Message as RdMessage, TopicPartition, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+import type { LibrdKafkaError, Message as RdMessage, TopicPartition, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import type { Session, SessionHandlers } from '../../connector-runtime/stream-source.js';
 import type { PluginContext } from '../../types.js';
 import { within } from './client.js';
@@ -26,6 +34,22 @@ const CONSUME_WAIT_MS = 100;
 const PREFETCH_KBYTES = 16_384;
 /** How long a backpressure lasts before the assigned partitions are paused. */
 const PAUSE_PARTITIONS_AFTER_MS = 1000;
+/** One read of the group's committed offsets (or of a partition's watermarks) at an assignment. */
+export const LOOKUP_TIMEOUT_MS = 10_000;
+/** Reads of the committed offsets at one assignment before the session fails (backoff 1 s, 2 s between them). */
+export const LOOKUP_ATTEMPTS = 3;
+/** Watermark reads in flight at once (each holds a thread of libuv's pool of 4; consume() holds another). */
+const WATERMARK_CONCURRENCY = 3;
+/** An offset commit not confirmed by librdkafka's commit callback within this ends the session. */
+const COMMIT_TIMEOUT_MS = 30_000;
+/** How long a revocation waits for the commit of what was acknowledged before it gives the partitions up. */
+const REVOKE_COMMIT_MS = 10_000;
+/**
+ * How long a revocation waits for the messages already handed to the runtime to be delivered and
+ * acknowledged (as kafkajs waits for the batch in hand), so that the next owner reads again only
+ * what could not be delivered in that time.
+ */
+const REVOKE_DRAIN_MS = 10_000;
 
 const key = (topic: string, partition: number) => `${topic}\u0000${partition}`;
 
@@ -33,46 +57,61 @@ function promised<T>(f: (cb: (err: LibrdKafkaError | null | undefined, v: T) => 
   return new Promise((resolve, reject) => f((err, v) => (err ? reject(err as unknown as Error) : resolve(v))));
 }
 
-/**
- * Where the group would start (auto_offset_reset) on the partitions of `topics` it has no committed
- * offset for: each partition's high or low watermark, read before the join so the consumer starts
- * there or later (as the kafkajs engine; docs/connectors/kafka.md). Topics not there yet are skipped.
- */
-async function resetPositions(consumer: KafkaConsumer, topics: string[], reset: 'latest' | 'earliest'): Promise<TopicPartitionOffset[]> {
-  const out: TopicPartitionOffset[] = [];
-  for (const topic of topics) {
-    let parts: TopicPartition[];
-    try {
-      const md = await promised<{ topics: { name: string; partitions: { id: number }[] }[] }>((cb) => consumer.getMetadata({ topic, timeout: 5000 }, cb));
-      parts = (md.topics.find((t) => t.name === topic)?.partitions ?? []).map((p) => ({ topic, partition: p.id }));
-    } catch {
-      continue;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** `f` applied to every item, at most `n` at a time. */
+async function pooled<T, R>(items: T[], n: number, f: (x: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await f(items[i]!);
     }
-    if (parts.length === 0) continue;
-    const committed = await promised<TopicPartitionOffset[]>((cb) => consumer.committed(parts, 5000, cb));
-    for (const p of committed) {
-      if (p.offset >= 0) continue;
-      const w = await promised<{ lowOffset: number; highOffset: number }>((cb) => consumer.queryWatermarkOffsets(topic, p.partition, 5000, cb));
-      out.push({ topic, partition: p.partition, offset: reset === 'latest' ? w.highOffset : w.lowOffset });
-    }
-  }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
   return out;
 }
 
+/** Names partitions for a log line or an error: `topic[0,1,2]`. */
+export function describeParts(parts: { topic: string; partition: number }[]): string {
+  const by = new Map<string, number[]>();
+  for (const p of parts) (by.get(p.topic) ?? by.set(p.topic, []).get(p.topic)!).push(p.partition);
+  return [...by].map(([t, ps]) => `${t}[${ps.sort((a, b) => a - b).join(',')}]`).join(' ');
+}
+
 /**
- * The lag of each assigned partition at the session's start (high watermark less the committed
- * offset), so that what arrived while the source was stopped shows at once; librdkafka's statistics
- * take over from there.
+ * The group's committed offsets of `parts` (an offset < 0: none), read at most `attempts` times of
+ * `timeoutMs` each, with a warning and a growing pause between them; then an error that says what
+ * could not be read. Never retried silently or forever: the caller ends the session with it, and
+ * the runtime's reconnect policy (logged, counted, max_reconnect_attempts) takes over.
  */
-async function reportStartLag(consumer: KafkaConsumer, parts: TopicPartition[], ctx: PluginContext) {
-  if (!ctx.telemetry?.consumerLag || parts.length === 0) return;
-  const committed = await promised<TopicPartitionOffset[]>((cb) => consumer.committed(parts, 5000, cb)).catch(() => []);
-  for (const p of committed) {
-    const w = await promised<{ lowOffset: number; highOffset: number }>((cb) => consumer.queryWatermarkOffsets(p.topic, p.partition, 5000, cb)).catch(
-      () => undefined,
-    );
-    if (w) ctx.telemetry.consumerLag(p.topic, p.partition, Math.max(0, w.highOffset - (p.offset >= 0 ? p.offset : w.lowOffset)));
+export async function readCommitted(
+  lookup: (parts: TopicPartition[], timeoutMs: number) => Promise<TopicPartitionOffset[]>,
+  parts: TopicPartition[],
+  log: PluginContext['log'],
+  { timeoutMs = LOOKUP_TIMEOUT_MS, attempts = LOOKUP_ATTEMPTS, backoffMs = 1000, stopped = (): boolean => false } = {},
+): Promise<TopicPartitionOffset[]> {
+  let last: unknown;
+  for (let i = 1; i <= attempts && !stopped(); i++) {
+    try {
+      // librdkafka's own timeout answers first; this bounds a call that never answers at all.
+      return await within(lookup(parts, timeoutMs), timeoutMs + Math.min(5000, timeoutMs), 'reading the committed offsets');
+    } catch (e) {
+      last = e;
+      if (i === attempts) break;
+      const wait = backoffMs * 2 ** (i - 1);
+      log.warn(
+        { connector: 'kafka', attempt: i, attempts, err: explainNative(e) },
+        `kafka: the committed offsets of ${parts.length} partitions were not read within ${timeoutMs / 1000} s (attempt ${i} of ${attempts}): ${explainNative(e)}; trying again in ${wait / 1000} s`,
+      );
+      await sleep(wait);
+    }
   }
+  throw new Error(
+    `cannot read the group's committed offsets of ${parts.length} assigned partitions (${describeParts(parts)}): ${attempts} attempts of ${timeoutMs / 1000} s failed, the last with: ${explainNative(last)}`,
+    { cause: last },
+  );
 }
 
 export async function connectNative(
@@ -87,28 +126,51 @@ export async function connectNative(
   await checkCaFile(c);
   const K = await rdkafka();
   let closing = false;
+  /** The first assignment handled (connect resolves) or failed (connect rejects). */
+  let joinedOnce = false;
+  let joined!: () => void;
+  let joinFailed!: (e: Error) => void;
+  const join = new Promise<void>((resolve, reject) => ((joined = resolve), (joinFailed = reject)));
+  join.catch(() => {});
   const broken = (err: Error) => {
-    if (!closing) lost(err);
+    if (!joinedOnce) joinFailed(err);
+    else if (!closing) lost(err);
   };
 
   /** Backpressure from the runtime, and whether it lasted long enough to pause the partitions. */
   let paused = false;
   let partitionsPaused = false;
   let wakeUp = () => {};
+  /** The partitions this member reads now: acknowledgements of others are not committed here. */
   let assignment: TopicPartition[] = [];
-  /**
-   * Where to start on the partitions the group has no offset for (resetPositions, read before the
-   * join), by topic and partition: assigned explicitly. Left to librdkafka, `latest` would be
-   * resolved only when the fetcher asks the broker, after the assignment: messages sent in between
-   * (the source already said it is connected) would be skipped. Cleared once committed.
-   */
-  const startAt = new Map<string, number>();
-  let joined!: () => void;
-  const join = new Promise<void>((r) => (joined = r));
-  /** Acknowledged offsets not yet committed, and the commit under way. */
+  let mine = new Set<string>();
+  /** A revocation is waiting for the messages in hand: the loop hands on no more of these partitions. */
+  let revoking = false;
+  /** Per partition: offset+1 of the last message handed to the runtime, and of the last acknowledged. */
+  const pushedTo = new Map<string, number>();
+  const ackedTo = new Map<string, number>();
+  /** Acknowledged offsets (and starts at an assignment) not yet committed. */
   let pending = new Map<string, TopicPartitionOffset>();
-  let committing: Promise<void> | undefined;
-  let commitDone: ((err: LibrdKafkaError | undefined) => void) | undefined;
+  /** Commits go out one at a time, in this chain; each waits for its commit callback. */
+  let commitChain: Promise<void> = Promise.resolve();
+  const commitWaiters: { done: (err: LibrdKafkaError | undefined) => void }[] = [];
+  /** Rebalance events, handled one after another (each may wait for the broker). */
+  let rebalancing: Promise<void> = Promise.resolve();
+  /**
+   * Native calls running on libuv's thread pool (committed offsets, watermarks). The client is
+   * closed only once they returned (each is bounded by its librdkafka timeout): closing it under a
+   * call in flight could hold a pool thread for good, and with it the process's file I/O.
+   */
+  let inflight = 0;
+  const tracked = <T>(f: (cb: (err: LibrdKafkaError | null | undefined, v: T) => void) => void): Promise<T> => {
+    inflight++;
+    return promised(f).finally(() => inflight--);
+  };
+  /** Waits (bounded) until no native call is in flight, before the client is closed. */
+  const settled = async () => {
+    const t0 = Date.now();
+    while (inflight > 0 && Date.now() - t0 < LOOKUP_TIMEOUT_MS + 5000) await sleep(20);
+  };
 
   const conf = nativeConfig(c, { brokers: c.brokers, clientId: `svc-${ctx.pipeline}` });
   Object.assign(conf, {
@@ -121,42 +183,13 @@ export async function connectNative(
     'allow.auto.create.topics': true,
     'queued.max.messages.kbytes': PREFETCH_KBYTES,
     'statistics.interval.ms': 1000,
-    offset_commit_cb: (err: LibrdKafkaError | undefined) => {
-      const done = commitDone;
-      commitDone = undefined;
-      done?.(err ?? undefined);
-    },
-    rebalance_cb(this: KafkaConsumer, err: LibrdKafkaError, parts: TopicPartition[]) {
-      try {
-        if (err.code === ASSIGN) {
-          this.assign(
-            parts.map((p) => {
-              const offset = startAt.get(key(p.topic, p.partition));
-              return offset === undefined ? p : { ...p, offset };
-            }),
-          );
-          assignment = parts;
-          if (partitionsPaused && parts.length) this.pause(parts);
-          ctx.log.debug({ connector: 'kafka', group: groupId, assignment: parts }, `kafka: joined group ${groupId}`);
-          joined();
-        } else if (err.code === REVOKE) {
-          // What was acknowledged is committed before the partitions go to another member, so it
-          // reads on from there: only the units still in flight here are read again (duplicates).
-          const todo = [...pending.values()];
-          pending = new Map();
-          if (todo.length) {
-            try {
-              this.commitSync(todo);
-            } catch (e) {
-              ctx.log.debug({ connector: 'kafka', err: explainNative(e) }, 'kafka: commit before a rebalance failed');
-            }
-          }
-          this.unassign();
-          assignment = [];
-        } else broken(new Error(`consumer group rebalance failed: ${explainNative(err)}`));
-      } catch (e) {
-        broken(new Error(`consumer group rebalance failed: ${(e as Error).message}`));
-      }
+    // One callback per commit, in the order they were sent (one at a time here).
+    offset_commit_cb: (err: LibrdKafkaError | undefined) => commitWaiters.shift()?.done(err ?? undefined),
+    // Queued and handled asynchronously: librdkafka waits for assign()/unassign().
+    rebalance_cb: (err: LibrdKafkaError, parts: TopicPartition[]) => {
+      rebalancing = rebalancing
+        .then(() => rebalance(err, parts))
+        .catch((e: Error) => broken(new Error(`consumer group rebalance failed: ${e.message}`, { cause: e })));
     },
     ...c.librdkafka_options,
   });
@@ -178,27 +211,174 @@ export async function connectNative(
     }
   });
 
-  const commitPending = async (rethrow = false) => {
-    while (pending.size) {
-      const todo = [...pending.values()];
-      pending = new Map();
-      const err = await new Promise<LibrdKafkaError | undefined>((resolve) => {
-        commitDone = resolve;
-        try {
-          consumer.commit(todo);
-        } catch (e) {
-          commitDone = undefined;
-          resolve(e as LibrdKafkaError);
+  /** One commit of `offsets`, confirmed by the commit callback (bounded by COMMIT_TIMEOUT_MS). */
+  const commitOnce = (offsets: TopicPartitionOffset[]) =>
+    new Promise<LibrdKafkaError | undefined>((resolve) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        resolve(Object.assign(new Error(`no answer to the offset commit within ${COMMIT_TIMEOUT_MS / 1000} s`), { code: -185 }) as unknown as LibrdKafkaError);
+      }, COMMIT_TIMEOUT_MS);
+      // A callback that comes after the timeout is taken by this waiter still (not by the next commit's).
+      const waiter = {
+        done: (err: LibrdKafkaError | undefined) => {
+          clearTimeout(timer);
+          if (!settled) resolve(err);
+          settled = true;
+        },
+      };
+      commitWaiters.push(waiter);
+      try {
+        consumer.commit(offsets);
+      } catch (e) {
+        commitWaiters.splice(commitWaiters.indexOf(waiter), 1);
+        waiter.done(e as LibrdKafkaError);
+      }
+    });
+
+  /** Commits everything pending, in the chain; rejects when a commit fails for another reason than a moved partition. */
+  const commitPending = (): Promise<void> => {
+    const run = commitChain.then(async () => {
+      while (pending.size) {
+        const todo = [...pending.values()];
+        pending = new Map();
+        const err = await commitOnce(todo);
+        if (!err) continue;
+        if (MOVED.has(err.code)) {
+          ctx.log.debug({ connector: 'kafka', err: explainNative(err) }, 'kafka: offsets not committed: the partitions moved to another member');
+          continue;
         }
+        // Not committed: the session ends and the group reads these messages again.
+        pending.clear();
+        throw new Error(`offset commit failed: ${explainNative(err)}`, { cause: err });
+      }
+    });
+    commitChain = run.catch(() => {});
+    return run;
+  };
+  let committing: Promise<void> | undefined;
+  /** Commits acknowledgements in the background; a failure ends the session. */
+  const commitSoon = () => {
+    committing ??= commitPending()
+      .catch((e: Error) => broken(e))
+      .finally(() => {
+        committing = undefined;
+        if (pending.size && !closing) commitSoon();
       });
-      if (!err || MOVED.has(err.code)) continue;
-      // Not committed: the session ends and the group reads these messages again.
-      pending.clear();
-      const e = new Error(`offset commit failed: ${explainNative(err)}`);
-      if (rethrow) throw e;
-      broken(e);
-      return;
+  };
+
+  /** The watermarks of one partition, bounded. */
+  const watermarks = (p: TopicPartition) =>
+    within(
+      tracked<{ lowOffset: number; highOffset: number }>((cb) => consumer.queryWatermarkOffsets(p.topic, p.partition, LOOKUP_TIMEOUT_MS, cb)),
+      LOOKUP_TIMEOUT_MS + 5000,
+      `reading the watermarks of ${p.topic}[${p.partition}]`,
+    );
+
+  /**
+   * The group's committed offsets of `parts`: a partition the answer gives an error for (the
+   * binding puts an Error in its place) fails the whole read, which is tried again: taking it for
+   * "never committed" would move the group's offset back (duplicates) or, with latest, forward (loss).
+   */
+  const lookupCommitted = async (parts: TopicPartition[], ms: number) => {
+    const got = await tracked<(TopicPartitionOffset | Error)[]>((cb) => consumer.committed(parts, ms, cb as never));
+    const bad = got.filter((p): p is Error => p instanceof Error || typeof (p as TopicPartitionOffset).topic !== 'string');
+    if (bad.length || got.length !== parts.length)
+      throw new Error(`${bad.length || parts.length - got.length} of ${parts.length} partitions came back with an error: ${bad[0]?.message ?? 'missing'}`);
+    return got as TopicPartitionOffset[];
+  };
+
+  /**
+   * Partitions assigned: the group's committed offsets read; where it has none, the start decided
+   * once (auto_offset_reset: the low or high watermark now) and committed; then assign() at those
+   * offsets. The lag of each partition at this moment is reported first (what arrived while the
+   * source was stopped shows at once; librdkafka's statistics take over from there).
+   */
+  const onAssign = async (parts: TopicPartition[]) => {
+    if (closing || atMostOnce || parts.length === 0) {
+      mine = new Set(parts.map((p) => key(p.topic, p.partition)));
+      consumer.assign(parts);
+      return parts;
     }
+    const asked = parts.map(({ topic, partition }) => ({ topic, partition }));
+    const committed = await readCommitted(lookupCommitted, asked, ctx.log, { stopped: () => closing });
+    const at = new Map<string, number>();
+    for (const p of committed) if (p.offset >= 0) at.set(key(p.topic, p.partition), p.offset);
+    const fresh = asked.filter((p) => !at.has(key(p.topic, p.partition)));
+    const lagToo = ctx.telemetry?.consumerLag !== undefined;
+    // Watermarks: needed for the fresh partitions' starts; for the others only for the start lag (best effort).
+    const marks = await pooled(lagToo ? asked : fresh, WATERMARK_CONCURRENCY, async (p) => {
+      const isFresh = !at.has(key(p.topic, p.partition));
+      try {
+        return await watermarks(p);
+      } catch (e) {
+        if (!isFresh) return undefined;
+        throw new Error(`cannot read where ${p.topic}[${p.partition}] starts (auto_offset_reset ${c.auto_offset_reset}): ${explainNative(e)}`, { cause: e });
+      }
+    });
+    const mark = new Map((lagToo ? asked : fresh).map((p, i) => [key(p.topic, p.partition), marks[i]]));
+    if (fresh.length) {
+      // auto_offset_reset, decided once: the watermark now, committed before anything is read.
+      for (const p of fresh) {
+        const w = mark.get(key(p.topic, p.partition))!;
+        const st = { ...p, offset: c.auto_offset_reset === 'latest' ? w.highOffset : w.lowOffset };
+        at.set(key(p.topic, p.partition), st.offset);
+        if (!pending.has(key(p.topic, p.partition))) pending.set(key(p.topic, p.partition), st);
+      }
+      await commitPending();
+      ctx.log.debug({ connector: 'kafka', group: groupId }, `kafka: ${describeParts(fresh)} start at auto_offset_reset ${c.auto_offset_reset} (committed)`);
+    }
+    const assigned = asked.map((p) => ({ ...p, offset: at.get(key(p.topic, p.partition))! }));
+    if (closing) return parts;
+    if (lagToo)
+      for (const p of assigned) {
+        const w = mark.get(key(p.topic, p.partition));
+        if (w) ctx.telemetry!.consumerLag!(p.topic, p.partition, Math.max(0, w.highOffset - p.offset));
+      }
+    mine = new Set(asked.map((p) => key(p.topic, p.partition)));
+    consumer.assign(assigned);
+    return assigned;
+  };
+
+  const rebalance = async (err: LibrdKafkaError, parts: TopicPartition[]) => {
+    if (err.code === ASSIGN) {
+      const assigned = await onAssign(parts);
+      assignment = parts.map(({ topic, partition }) => ({ topic, partition }));
+      mine = new Set(assignment.map((p) => key(p.topic, p.partition)));
+      if (partitionsPaused && assignment.length) consumer.pause(assignment);
+      ctx.log.debug({ connector: 'kafka', group: groupId, assignment: assigned }, `kafka: joined group ${groupId}`);
+      if (!joinedOnce) {
+        joinedOnce = true;
+        joined();
+      }
+    } else if (err.code === REVOKE) {
+      // The messages handed on are delivered and acknowledged first (bounded), and what was
+      // acknowledged is committed before the partitions go to another member, so it reads on from
+      // there: only what could not be delivered in that time is read again (duplicates).
+      revoking = true;
+      if (!closing && !atMostOnce) {
+        const t0 = Date.now();
+        const inHand = () => [...mine].some((k) => (ackedTo.get(k) ?? -1) < (pushedTo.get(k) ?? -1));
+        while (inHand() && !closing && Date.now() - t0 < REVOKE_DRAIN_MS) await sleep(20);
+        if (inHand() && !closing)
+          ctx.log.warn(
+            { connector: 'kafka', group: groupId },
+            `kafka: messages in hand not delivered within ${REVOKE_DRAIN_MS / 1000} s of a rebalance: the next owner reads them again`,
+          );
+      }
+      assignment = [];
+      mine = new Set();
+      pushedTo.clear();
+      ackedTo.clear();
+      revoking = false;
+      if (!closing && !atMostOnce) {
+        await within(commitPending(), REVOKE_COMMIT_MS, 'the commit before a rebalance').catch((e: Error) =>
+          ctx.log.warn({ connector: 'kafka', err: e.message }, 'kafka: acknowledged offsets not committed before a rebalance (they are read again)'),
+        );
+      }
+      pending = new Map();
+      consumer.unassign();
+    } else throw new Error(explainNative(err));
   };
 
   const metas = new Map<string, { topic: string; partition: number }>();
@@ -233,6 +413,9 @@ export async function connectNative(
       );
       for (const m of msgs) {
         const k = key(m.topic, m.partition);
+        // Fetched before a revocation: the partition's next owner reads it (not handed on twice).
+        if (revoking || !mine.has(k)) continue;
+        pushedTo.set(k, m.offset + 1);
         let meta = metas.get(k);
         if (!meta) metas.set(k, (meta = { topic: m.topic, partition: m.partition }));
         push({ body: m.value ?? Buffer.alloc(0), meta, topic: m.topic, partition: m.partition, offset: String(m.offset) });
@@ -240,48 +423,26 @@ export async function connectNative(
     }
   };
 
-  let starts: TopicPartitionOffset[] = [];
   let connected = false;
   try {
     await connectClient(consumer, 10_000, c);
     connected = true;
     consumer.setDefaultConsumeTimeout(CONSUME_WAIT_MS);
-    if (!atMostOnce) starts = await resetPositions(consumer, topics, c.auto_offset_reset);
-    for (const st of starts) startAt.set(key(st.topic, st.partition), st.offset);
     consumer.subscribe(topics);
     looping = loop();
-    // Resolves once the group assigned this member its partitions (none is an answer too).
+    // Resolves once the group assigned this member its partitions (none is an answer too) and
+    // their start offsets are committed.
+    const limit = c.session_timeout_ms + 30_000 + LOOKUP_ATTEMPTS * (LOOKUP_TIMEOUT_MS + 5000);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       join,
-      new Promise<never>(
-        (_, reject) =>
-          (timer = setTimeout(
-            () => reject(new Error(`no answer from the group coordinator within ${c.session_timeout_ms + 30_000} ms`)),
-            c.session_timeout_ms + 30_000,
-          )),
-      ),
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no assignment from the group coordinator within ${limit} ms`)), limit))),
     ]).finally(() => clearTimeout(timer));
-    // auto_offset_reset, made durable (as the kafkajs engine): the group's first position on each
-    // partition it never committed is committed now, so a reconnect never applies `latest` twice.
-    // Only where the group still has no offset: another member may have committed since they were read.
-    const mine = new Set(assignment.map((p) => key(p.topic, p.partition)));
-    const candidates = starts.filter((st) => mine.has(key(st.topic, st.partition)) && !pending.has(key(st.topic, st.partition)));
-    if (candidates.length) {
-      const asked = candidates.map(({ topic, partition }) => ({ topic, partition }));
-      const now = await promised<TopicPartitionOffset[]>((cb) => consumer.committed(asked, 5000, cb));
-      // No committed offset comes back as no `offset` at all (or a negative one).
-      const unset = new Set(now.filter((p) => !(p.offset >= 0)).map((p) => key(p.topic, p.partition)));
-      for (const st of candidates) if (unset.has(key(st.topic, st.partition))) pending.set(key(st.topic, st.partition), st);
-    }
-    await commitPending(true);
-    // From here the group's committed offsets say where each partition starts (a later rebalance too).
-    startAt.clear();
-    await reportStartLag(consumer, assignment, ctx);
   } catch (e) {
     closing = true;
     wakeUp();
     await looping;
+    await settled();
     // A client whose connect failed closes itself.
     if (connected) await disconnectNative(consumer, 10_000);
     throw new Error(`cannot consume ${topics.join(', ')} from ${c.brokers.join(', ')}: ${(e as Error).message}`, { cause: e });
@@ -304,7 +465,6 @@ export async function connectNative(
       // Per topic and partition: offset+1 of the batch's last (highest) message. Commits go out one
       // at a time; acknowledgements that arrive meanwhile share the next one.
       // A partition that moved to another member is not committed here: that member may be further on already.
-      const mine = new Set(assignment.map((p) => key(p.topic, p.partition)));
       const seen = new Set<string>();
       for (let i = batch.length - 1; i >= 0; i--) {
         const m = batch[i]!;
@@ -312,10 +472,11 @@ export async function connectNative(
         if (seen.has(k) || !mine.has(k)) continue;
         seen.add(k);
         const o = Number(m.offset) + 1;
+        if (o > (ackedTo.get(k) ?? -1)) ackedTo.set(k, o);
         const cur = pending.get(k);
         if (!cur || o > cur.offset) pending.set(k, { topic: m.topic, partition: m.partition, offset: o });
       }
-      committing ??= commitPending().finally(() => (committing = undefined));
+      if (pending.size) commitSoon();
     },
     async close() {
       // What was acknowledged is committed before the group is left (a clean stop redelivers nothing).
@@ -329,6 +490,7 @@ export async function connectNative(
       closing = true;
       wakeUp();
       await looping;
+      await settled();
       await disconnectNative(consumer, 15_000);
     },
   };

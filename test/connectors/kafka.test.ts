@@ -886,8 +886,12 @@ describe.skipIf(!native)('kafka (librdkafka): the native engine', () => {
     const { missing, duplicates } = checkSeq(all, 2500);
     console.log(`[kafka] two members, two rebalances: 2500 sent, ${missing.length} missing, ${duplicates} duplicates`);
     expect(missing).toEqual([]);
-    // A unit in flight at a rebalance may be read again by the partition's next owner: at most one unit per rebalance and partition.
-    expect(duplicates).toBeLessThanOrEqual(2 * 4 * 50);
+    // A unit in flight at a rebalance may be read again by the partition's next owner. The mock
+    // also refuses every commit from the moment a member joins or leaves until the others see the
+    // rebalance at their next heartbeat (1 s here; a broker accepts them from the current
+    // generation): what the first member read of the first 1,000 in that second may come again,
+    // once. Everything read twice (2,000 or more) would mean commits lost across the rebalances.
+    expect(duplicates).toBeLessThanOrEqual(1000 + 2 * 4 * 50);
     expect(await allCommitted(group, topic)).toBe(true);
   }, 120_000);
 

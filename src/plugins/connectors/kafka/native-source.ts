@@ -149,6 +149,12 @@ export async function connectNative(
   /** Per partition: offset+1 of the last message handed to the runtime, and of the last acknowledged. */
   const pushedTo = new Map<string, number>();
   const ackedTo = new Map<string, number>();
+  /**
+   * Acknowledged offsets whose commit the group refused because a rebalance had begun (the mock
+   * refuses commits from then on; a broker may too): delivered by this member, so where it starts
+   * if the partition comes back to it and the group's offset is behind (fewer duplicates).
+   */
+  const refusedInRebalance = new Map<string, TopicPartitionOffset>();
   /** Acknowledged offsets (and starts at an assignment) not yet committed. */
   let pending = new Map<string, TopicPartitionOffset>();
   /** Commits go out one at a time, in this chain; each waits for its commit callback. */
@@ -245,6 +251,10 @@ export async function connectNative(
         const err = await commitOnce(todo);
         if (!err) continue;
         if (MOVED.has(err.code)) {
+          for (const t of todo) {
+            const k = key(t.topic, t.partition);
+            if (t.offset > (refusedInRebalance.get(k)?.offset ?? -1)) refusedInRebalance.set(k, t);
+          }
           ctx.log.debug({ connector: 'kafka', err: explainNative(err) }, 'kafka: offsets not committed: the partitions moved to another member');
           continue;
         }
@@ -304,6 +314,16 @@ export async function connectNative(
     const committed = await readCommitted(lookupCommitted, asked, ctx.log, { stopped: () => closing });
     const at = new Map<string, number>();
     for (const p of committed) if (p.offset >= 0) at.set(key(p.topic, p.partition), p.offset);
+    // What this member delivered before a rebalance refused its commit: it resumes after it (and commits it).
+    for (const p of asked) {
+      const k = key(p.topic, p.partition);
+      const mineBefore = refusedInRebalance.get(k);
+      if (mineBefore && mineBefore.offset > (at.get(k) ?? -1) && at.has(k)) {
+        at.set(k, mineBefore.offset);
+        if (!pending.has(k)) pending.set(k, mineBefore);
+      }
+    }
+    refusedInRebalance.clear();
     const fresh = asked.filter((p) => !at.has(key(p.topic, p.partition)));
     const lagToo = ctx.telemetry?.consumerLag !== undefined;
     // Watermarks: needed for the fresh partitions' starts; for the others only for the start lag (best effort).
@@ -328,6 +348,7 @@ export async function connectNative(
       await commitPending();
       ctx.log.debug({ connector: 'kafka', group: groupId }, `kafka: ${describeParts(fresh)} start at auto_offset_reset ${c.auto_offset_reset} (committed)`);
     }
+    if (pending.size) await commitPending();
     const assigned = asked.map((p) => ({ ...p, offset: at.get(key(p.topic, p.partition))! }));
     if (closing) return parts;
     if (lagToo)

@@ -12,6 +12,7 @@ import { streamSource, type Session, type SessionHandlers } from '../../connecto
 import { defineSource, type PluginContext } from '../../types.js';
 import { checkCluster, explain, kafkaClient, lintEngine, lintSecurity, nativeOptions, within } from './client.js';
 import { chooseEngine, engineInfo } from './engine.js';
+import { guardKafkajsFetch } from './kafkajs-guard.js';
 import { connectNative } from './native-source.js';
 import { sourceConfig as config, type KafkaMessage, type SourceConfig } from './source-config.js';
 
@@ -63,6 +64,7 @@ async function connectKafkajs(
   const broken = (err: Error) => {
     if (!closing) lost(err);
   };
+  guardKafkajsFetch();
   const kafka = await kafkaClient(c, { clientId: `svc-${ctx.pipeline}`, log: ctx.log, redact: ctx.redact, onBroken: broken });
   const heartbeatMs = Math.min(3000, Math.floor(c.session_timeout_ms / 3));
   const consumer: Consumer = kafka.consumer({

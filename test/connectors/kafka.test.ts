@@ -695,7 +695,7 @@ describe.each(ENGINES_HERE)('kafka (%s): against the mock cluster', (eng) => {
             sasl_username: 'svc',
             sasl_password: 'wrong-password-123',
           };
-          const r = await testConnector(role, cfg as never, { timeoutMs: 8000 });
+          const r = await testConnector(role, cfg as never, { timeoutMs: 30_000 });
           expect(r.ok).toBe(false);
           expect(r.error, `${role} ${mechanism}`).toMatch(
             /^kafka: cannot connect to the brokers .*no SASL handshake; is security_protocol SASL_PLAINTEXT right/,
@@ -703,11 +703,11 @@ describe.each(ENGINES_HERE)('kafka (%s): against the mock cluster', (eng) => {
           expect(r.error).not.toContain('wrong-password-123');
         }
       }
-    });
+    }, 120_000);
 
     it('SSL against a plaintext listener fails the check with a TLS hint; a missing ssl_cafile is named', async () => {
       const r = await testConnector('source', { type: 'kafka', engine, brokers: cluster.brokers, topic: 't', security_protocol: 'SSL' } as never, {
-        timeoutMs: 8000,
+        timeoutMs: 30_000,
       });
       expect(r.ok).toBe(false);
       expect(r.error).toMatch(/TLS handshake failed; is this a TLS listener/);
@@ -720,7 +720,7 @@ describe.each(ENGINES_HERE)('kafka (%s): against the mock cluster', (eng) => {
         ssl_cafile: '/nonexistent/ca.pem',
       } as never);
       expect(missing.error).toBe('kafka: cannot read ssl_cafile /nonexistent/ca.pem: ENOENT');
-    });
+    }, 120_000);
 
     describe('TLS on the wire (a TLS terminator in front of the bootstrap broker)', () => {
       // The mock has no TLS listener and advertises its plaintext ports, so only the bootstrap
@@ -784,7 +784,7 @@ describe.each(ENGINES_HERE)('kafka (%s): against the mock cluster', (eng) => {
         // a bad advertised listener); librdkafka's check reads the metadata over the bootstrap
         // connection and passes (docs/connectors/kafka.md: what the check covers per engine).
         for (const role of ['source', 'sink'] as const) {
-          const ok = await testConnector(role, cfg('ca.pem') as never, { timeoutMs: 8000 });
+          const ok = await testConnector(role, cfg('ca.pem') as never, { timeoutMs: 30_000 });
           if (engine === 'librdkafka') expect(ok.ok, ok.error ?? '').toBe(true);
           else {
             expect(ok.ok).toBe(false);
@@ -792,15 +792,15 @@ describe.each(ENGINES_HERE)('kafka (%s): against the mock cluster', (eng) => {
           }
         }
         const CERT = /self[- ]signed|unable to (get|verify)|certificate verify failed/i;
-        const bad = await testConnector('source', cfg('other-ca.pem') as never, { timeoutMs: 8000 });
+        const bad = await testConnector('source', cfg('other-ca.pem') as never, { timeoutMs: 30_000 });
         expect(bad.ok).toBe(false);
         expect(bad.error).toMatch(/^kafka: cannot connect to the brokers 127\.0\.0\.1:\d+: /);
         expect(bad.error).toMatch(CERT);
         // Without ssl_cafile the system CAs are trusted: they did not sign this broker either.
-        const system = await testConnector('sink', cfg() as never, { timeoutMs: 8000 });
+        const system = await testConnector('sink', cfg() as never, { timeoutMs: 30_000 });
         expect(system.error).toMatch(/^kafka: cannot connect to the brokers /);
         expect(system.error).toMatch(CERT);
-      });
+      }, 120_000);
     });
   });
 });

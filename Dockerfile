@@ -1,10 +1,10 @@
 # syntax=docker/dockerfile:1
 # The svc image (issue 15, "Packaging"): one image for every mode; SVC_MODE picks standalone,
 # manager or worker (deploy/kubernetes/, docs/cluster.md). Build: docker build -t svc:0.1.0 .
-# Node 24 instead: --build-arg NODE_IMAGE=node:24-bookworm-slim, but not yet: better-sqlite3 12
-# aborts the process on Node >= 24.19 when a statement is garbage-collected at teardown
-# (nodejs/node#65446; better-sqlite3 13 fixes it and needs Node >= 22). scripts/test-node24.sh.
-ARG NODE_IMAGE=node:22-bookworm-slim
+# On the newest Node LTS, 26 (issue 35); svc supports Node 22.19+, 24 and 26 (package.json's
+# engines), so --build-arg NODE_IMAGE=node:24-bookworm-slim builds one on Node 24 too. CI runs the
+# whole suite on both (.ci/run, scripts/test-on-node.sh).
+ARG NODE_IMAGE=node:26-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 # Compilers for native modules without a prebuilt binary for this Node (better-sqlite3), against

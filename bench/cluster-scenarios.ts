@@ -35,7 +35,7 @@ const POLL_MS = 10;
 const MAIN = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const PG = { host: '127.0.0.1', port: 5432, user: 'postgres' };
 
-interface Proc {
+export interface Proc {
   child: ChildProcess;
   stop(): Promise<void>;
 }
@@ -49,7 +49,7 @@ process.on('exit', () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `svc serve` with `env`, resolved when `readyUrl` answers 200. */
-async function serve(env: Record<string, string>, readyUrl: string, scratch: string): Promise<Proc> {
+export async function serve(env: Record<string, string>, readyUrl: string, scratch: string): Promise<Proc> {
   const child = spawn(process.execPath, [MAIN, 'serve'], {
     env: {
       ...process.env,
@@ -90,7 +90,7 @@ async function serve(env: Record<string, string>, readyUrl: string, scratch: str
   return { child, stop };
 }
 
-async function call(method: string, url: string, body?: string): Promise<{ status: number; body: any; text: string }> {
+export async function call(method: string, url: string, body?: string): Promise<{ status: number; body: any; text: string }> {
   const res = await fetch(url, { method, headers: body === undefined ? {} : { 'content-type': 'application/yaml' }, body });
   const text = await res.text();
   let parsed: unknown;
@@ -103,7 +103,7 @@ async function call(method: string, url: string, body?: string): Promise<{ statu
 }
 
 /** A fresh PostgreSQL database, dropped by `drop()` (connections to it closed by force). */
-async function freshDatabase(name: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function freshDatabase(name: string): Promise<{ url: string; drop(): Promise<void> }> {
   const admin = new pg.Client({ ...PG, database: 'postgres' });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
@@ -223,7 +223,7 @@ async function load(api: string, names: string[]) {
 }
 
 /** Fresh database and directory for one side; everything it started stopped and removed after. */
-async function side<T>(label: string, f: (db: string, root: string, procs: Proc[]) => Promise<T>): Promise<T> {
+export async function side<T>(label: string, f: (db: string, root: string, procs: Proc[]) => Promise<T>): Promise<T> {
   const root = mkdtempSync(join(tmpdir(), `svc-bench-${label}-`));
   const db = await freshDatabase(`svc_bench_${process.pid}_${label}`);
   const procs: Proc[] = [];
@@ -249,7 +249,13 @@ async function standalone() {
 }
 
 /** A manager and `workers` workers on database `db`; their ingress URLs, once every worker is healthy. */
-async function startCluster(db: string, root: string, procs: Proc[], workers: number): Promise<{ api: string; ingress: string[] }> {
+export async function startCluster(
+  db: string,
+  root: string,
+  procs: Proc[],
+  workers: number,
+  env: { manager?: Record<string, string> } = {},
+): Promise<{ api: string; ingress: string[] }> {
   const managerPort = await freePort();
   const api = `http://127.0.0.1:${managerPort}`;
   const agents: string[] = [];
@@ -287,6 +293,7 @@ async function startCluster(db: string, root: string, procs: Proc[], workers: nu
         SVC_DB_URL: db,
         SVC_WORKER_URLS: agents.join(','),
         SVC_WORKER_HEALTH_INTERVAL: '1',
+        ...env.manager,
       },
       `${api}/api/health`,
       scratch,

@@ -99,6 +99,8 @@ export const scenarios: Record<string, Scenario> = {
   'trap-pipeline': { run: async () => (await import('./trap-scenarios.js')).trapPipeline.run(1) },
   'snmp-poll-fleet': { run: async () => (await import('./snmp-fleet-scenarios.js')).snmpPollFleet.run(1) },
   'cluster-dispatch': { run: async () => (await import('./cluster-scenarios.js')).clusterDispatch.run(1) },
+  // 10,000 simulated SNMP agents polled as a sharded run on 1, 2 and 3 workers: CPU per target and dispatch per shard (bench/fleet-sharded-scenarios.ts).
+  'fleet-sharded': { run: async () => (await import('./fleet-sharded-scenarios.js')).fleetSharded.run(1) },
   // Webhook ingest through 2 workers' ingress beside one standalone daemon, nothing accepted lost.
   'webhook-cluster': { run: async () => (await import('./cluster-scenarios.js')).webhookCluster.run(1) },
   // Connectors against the machine's brokers, beside a plain client script or the peer's own tool (docs/benchmarks.md).
@@ -115,6 +117,8 @@ export const scenarios: Record<string, Scenario> = {
   // mqtt-ingest's stream with one tap attached against none, in the same run (issue 29: >= 0.95x; bench/tap-scenarios.ts).
   'tap-overhead': { run: async () => (await import('./tap-scenarios.js')).tapOverhead() },
   'syslog-ingest': { threads: [1], run: async (threads) => (await import('./syslog-scenarios.js')).syslogIngest.run(threads) },
+  'flow-ingest': { run: async () => (await import('./flow-scenarios.js')).flowIngest.run(1) },
+  'flow-enrich': { run: async () => (await import('./flow-scenarios.js')).flowEnrich.run(1) },
   'prom-rw-ingest': { run: async () => (await import('./prom-rw-scenarios.js')).promRwIngest.run(1) },
   // 400k samples through the prometheus_rw sink into Debian's Prometheus, beside the same WriteRequests POSTed bare (bench/prom-rw-export-scenarios.ts).
   'prom-rw-export': { run: async () => (await import('./prom-rw-export-scenarios.js')).promRwExport.run(1) },

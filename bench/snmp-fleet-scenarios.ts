@@ -27,7 +27,7 @@ const IF_TABLE = '1.3.6.1.2.1.2.2';
 /** ifTable columns of the simulated device (ifIndex .. ifSpecific). */
 const IF_COLUMNS = 22;
 
-interface FleetPeer {
+export interface FleetPeer {
   proc: ChildProcess;
   ports: number[];
   interfaces: number[];
@@ -39,9 +39,9 @@ interface FleetPeer {
 }
 
 /** The fleet in a child process (bench/snmp-fleet-peer.ts), killed by PID at the end. */
-async function startFleet(): Promise<FleetPeer> {
+export async function startFleet(agents = AGENTS): Promise<FleetPeer> {
   const script = fileURLToPath(new URL('./snmp-fleet-peer.js', import.meta.url));
-  const proc = spawn(process.execPath, [script, JSON.stringify({ agents: AGENTS, interfaces: MIN_INTERFACES, interfaceSpread: 8, seed: 14 })], {
+  const proc = spawn(process.execPath, [script, JSON.stringify({ agents, interfaces: MIN_INTERFACES, interfaceSpread: 8, seed: 14 })], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   let out = '';

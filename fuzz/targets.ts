@@ -31,6 +31,9 @@ import { Framer } from '../src/plugins/connectors/syslog/framing.js';
 import { parseSyslog } from '../src/plugins/connectors/syslog/parse.js';
 import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress } from '../src/plugins/connectors/prometheus_rw/decode.js';
 import { encodeWriteRequest } from '../src/plugins/connectors/prometheus_rw/encode.js';
+import { decodeRequest, jsonToProtobuf } from '../src/plugins/connectors/otlp/decode.js';
+import { requestType, SIGNALS } from '../src/plugins/connectors/otlp/proto.js';
+import { OtlpDecodeError, walkRequest } from '../src/plugins/connectors/otlp/walk.js';
 import { ExpositionError, parseExposition } from '../src/plugins/connectors/prometheus_scrape/parse.js';
 import { sampleValue } from '../src/plugins/common/prom-value.js';
 import { decodeNetflow5, decodeTemplated } from '../src/plugins/connectors/flow/netflow.js';
@@ -758,6 +761,115 @@ function remoteWriteTarget(): Target {
   };
 }
 
+function otlpTarget(): Target {
+  const enc = (signal: 'logs' | 'metrics' | 'traces', o: Record<string, unknown>) => {
+    const t = requestType(signal);
+    return Buffer.from(t.encode(t.fromObject(o)).finish());
+  };
+  const attrs = [
+    { key: 'host.name', value: { stringValue: 'rtr1' } },
+    {
+      key: 'if',
+      value: { arrayValue: { values: [{ intValue: 1 }, { doubleValue: 2.5 }, { kvlistValue: { values: [{ key: 'k', value: { boolValue: true } }] } }] } },
+    },
+  ];
+  // The first byte picks the signal (and JSON); the rest is the body, walked and decoded as the source does.
+  const tagged = (i: number, b: Buffer) => Buffer.concat([Buffer.from([i]), b]);
+  return {
+    name: 'otlp',
+    about:
+      'otlp source: the input (its first byte picks logs, metrics or traces, and protobuf or JSON) walked by walk.ts and decoded into records as the source does',
+    style: 'bytes',
+    seedSource: 'export requests built with the vendored OTLP definitions as test/connectors/otlp-source.test.ts builds them',
+    seeds: () => [
+      tagged(
+        1,
+        enc('metrics', {
+          resourceMetrics: [
+            {
+              resource: { attributes: attrs },
+              scopeMetrics: [
+                {
+                  scope: { name: 's' },
+                  metrics: [
+                    {
+                      name: 'm',
+                      sum: { isMonotonic: true, aggregationTemporality: 2, dataPoints: [{ asInt: 5, timeUnixNano: '1767322800000000000', attributes: attrs }] },
+                    },
+                    { name: 'h', histogram: { dataPoints: [{ count: 3, bucketCounts: [1, 2], explicitBounds: [1] }] } },
+                  ],
+                },
+              ],
+            },
+          ],
+        }),
+      ),
+      tagged(
+        0,
+        enc('logs', {
+          resourceLogs: [
+            {
+              scopeLogs: [
+                {
+                  logRecords: [{ body: { stringValue: 'x' }, severityNumber: 9, traceId: Buffer.alloc(16, 1), spanId: Buffer.alloc(8, 2), attributes: attrs }],
+                },
+              ],
+            },
+          ],
+        }),
+      ),
+      tagged(
+        2,
+        enc('traces', {
+          resourceSpans: [
+            {
+              scopeSpans: [
+                {
+                  spans: [
+                    {
+                      traceId: Buffer.alloc(16, 1),
+                      spanId: Buffer.alloc(8, 2),
+                      name: 'p',
+                      kind: 3,
+                      events: [{ name: 'e' }],
+                      links: [{ traceId: Buffer.alloc(16, 3) }],
+                    },
+                  ],
+                },
+              ],
+            },
+          ],
+        }),
+      ),
+      tagged(
+        5,
+        Buffer.from(
+          JSON.stringify({
+            resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: 'g', gauge: { dataPoints: [{ asDouble: 1.5, timeUnixNano: '1' }] } }] }] }],
+          }),
+        ),
+      ),
+    ],
+    expected: (e) => e instanceof OtlpDecodeError,
+    run(input) {
+      if (input.length === 0) return 'empty';
+      const signal = SIGNALS[input[0]! % 3]!;
+      const json = (input[0]! & 4) !== 0;
+      let body = input.subarray(1);
+      if (json) body = jsonToProtobuf(signal, Buffer.from(body));
+      // Small output cap, so that the expansion bound is reached by inputs of fuzzing size.
+      const w = walkRequest(signal, body, 1 << 20);
+      let n = 0;
+      decodeRequest(signal, body, { layout: input[0]! & 8 ? 'nested' : 'flat' }, (r) => {
+        checkJson(r);
+        n++;
+      });
+      if (n !== w.records - w.refused) throw new Error(`walk counted ${w.records - w.refused} records, decode made ${n}`);
+      return `${signal}:${json ? 'json' : 'pb'}:${Math.min(n, 4)}:${w.refused ? 'refused' : ''}`;
+    },
+  };
+}
+
 function exposition(): Target {
   // Small limits, so that the bounds are reached by inputs of fuzzing size.
   const limits = { maxSamples: 500, maxLabels: 8, maxLabelNameBytes: 32, maxLabelValueBytes: 64, maxLineBytes: 512, maxFamilies: 50 };
@@ -993,6 +1105,7 @@ export const TARGETS: Target[] = [
   flowTarget('ipfix'),
   flowTarget('sflow'),
   remoteWriteTarget(),
+  otlpTarget(),
   exposition(),
   gnmiTarget(),
   corbaTarget(),

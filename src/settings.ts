@@ -244,6 +244,12 @@ export const SETTINGS = {
   STREAM_SINGLE_PLACEMENT: flag01(true, '1: single-worker streams get a persisted one-slot placement'),
   QUEUE_MANUAL_RUNS: flag01(true, '1: queue manual runs when no healthy worker exists; 0: fail fast'),
   QUEUE_TTL_SECONDS: int(900, 'wait limit of a queued run', 1),
+  SHARD_LEASE_SECONDS: int(
+    60,
+    'a shard of a sharded batch run is lost when its worker sends no progress for this long (the manager gives its targets to other workers or marks them missed); a worker that cannot report for this long stops the shard itself',
+    5,
+    3600,
+  ),
   STATEFUL_TRANSFORMS: flag01(true, '0 disables counter_delta, window_aggregate and the internal state endpoints'),
   STATE_MAX_BYTES: int(20971520, 'largest transform-state body', 1),
   EXPR_MAX_STEPS: int(
@@ -256,6 +262,11 @@ export const SETTINGS = {
   PROMETHEUS_RW_MAX_OUTPUT_BYTES: int(
     67108864,
     "prometheus_rw: largest estimated JSON of the records of one remote-write request (each sample repeats its series' labels); a larger request is answered 400",
+    1,
+  ),
+  OTLP_MAX_OUTPUT_BYTES: int(
+    67108864,
+    "otlp: largest estimated size of the records of one OTLP export request (each record repeats its resource's and scope's attributes); a larger request is answered 400 (gRPC INVALID_ARGUMENT)",
     1,
   ),
   CORBA_MAX_MESSAGE_BYTES: int(

@@ -21,6 +21,7 @@ import type { RunRecord } from '../engine/run-record.js';
 import { SqlPlacementStore } from './placement-store.js';
 import { StreamPlacements, type PlacementView } from './placements.js';
 import { TapRelay } from './tap-relay.js';
+import { ShardedRuns, type ShardView } from './shards.js';
 import type { TapFeed } from '../engine/tap-routes.js';
 
 /** What the API is given of the cluster in manager mode (ApiDeps.cluster). */
@@ -34,6 +35,8 @@ export interface ClusterDeps {
   placement(pipeline: string): PlacementView | undefined;
   /** Every active placement (GET /api/cluster/streams). */
   streams(): PlacementView[];
+  /** Where each target of a sharded batch pipeline is polled (GET /api/pipelines/{name}/shards). */
+  shards(config: PipelineConfig, q?: string, limit?: number): Promise<ShardView>;
   /** A tap on the pipeline: the workers' taps relayed (GET /api/pipelines/{name}/tap; src/cluster/tap-relay.ts). */
   tapFeed(pipeline: string): TapFeed;
 }
@@ -114,8 +117,31 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     singlePlacement: settings.STREAM_SINGLE_PLACEMENT,
     nodeId: settings.NODE_ID,
   });
+  const shards = new ShardedRuns({
+    workers: {
+      available: () =>
+        pool
+          .healthy()
+          .filter((w) => w.url && !w.draining)
+          .map((w) => ({ id: w.id, url: w.url! })),
+      find: (id) => {
+        const w = pool.get(id);
+        return w?.url ? { id: w.id, url: w.url } : undefined;
+      },
+      healthy: (id) => pool.get(id)?.ok ?? false,
+      noteDispatched: (id) => pool.noteDispatched(id),
+    },
+    store: opts.store.runShards,
+    metrics: m,
+    log,
+    call: () => ({ apiKey, epoch: epoch() }),
+    epoch: () => leadership.info()?.epoch ?? 0,
+    leaseMs: settings.SHARD_LEASE_SECONDS * 1000,
+    nodeId: settings.NODE_ID,
+  });
   const executor = new RemoteExecutor({
     placements,
+    shards,
     workers: {
       pick: (exclude) => {
         const w = pool.pick(exclude);
@@ -189,11 +215,14 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
   };
   const collectAdoptable = async () => {
     await placements.load();
+    await shards.load();
     for (const w of pool.healthy()) {
       try {
         const r = await internalCall('GET', `${w.url}/agent/status`, undefined, { apiKey, epoch: epoch() });
         if (r.status !== 200 || !Array.isArray(r.body?.runs)) continue;
-        for (const run of r.body.runs as { run_id: string; pipeline: string; config_sha256: string }[]) {
+        for (const run of r.body.runs as { run_id: string; pipeline: string; config_sha256: string; shard?: unknown }[]) {
+          // Shards belong to their sharded run, adopted from its rows (src/cluster/shards.ts).
+          if (shards.isShard(run)) continue;
           // Slot runs of a saved stream placement are the placement's to adopt (or stop).
           const slot = placements.found(run.pipeline, run.run_id);
           if (slot === 'slot') continue;
@@ -216,6 +245,8 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     take(pipeline, yaml) {
       const placed = placements.take(pipeline, yaml);
       if (placed) return placed;
+      const sharded = shards.take(pipeline);
+      if (sharded) return sharded;
       const a = adoptable.get(pipeline);
       if (!a) return undefined;
       adoptable.delete(pipeline);
@@ -297,6 +328,7 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
     placement: (pipeline) => placements.view(pipeline),
     streams: () => placements.views(),
     tapFeed: (pipeline) => taps.feed(pipeline),
+    shards: (config, q, limit) => shards.view(config, q, limit),
     attach: (mgr) => (manager = mgr),
     onConfig,
     adoption,
@@ -310,6 +342,8 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       for (const [pipeline, a] of adoptable) stopRun(a, pipeline, manager?.has(pipeline) ? 'its pipeline is stopped' : 'its pipeline is not registered');
       adoptable.clear();
       placements.forgetUntaken();
+      void shards.forgetUntaken().catch((e: unknown) => log.warn({ err: errorMessage(e) }, 'sharded runs left by a previous manager not closed'));
+      shards.start();
       // Services of pipelines deleted while no manager ran (orphans) go, when svc can reach a cluster.
       if (process.env.KUBERNETES_SERVICE_HOST || process.env.KUBECONFIG) {
         serviceChain = serviceChain.then(async () => {
@@ -339,6 +373,7 @@ export function startManagerCluster(opts: { settings: Settings; metrics: Metrics
       stopped = true;
       await serviceChain;
       clearInterval(drainTimer);
+      shards.stop();
       await draining;
       await pool.stop();
     },

@@ -43,6 +43,34 @@ export function clusterMetrics(registry: Registry) {
       registers,
     }),
     statsMissed: new Counter({ name: 'svc_mgr_stats_missed_total', help: 'Stream slots found without stats for 3 x SVC_STATS_INTERVAL (stale).', registers }),
+    shardDispatched: new Counter({
+      name: 'svc_mgr_shard_dispatched_total',
+      help: 'Shards of sharded batch runs a worker accepted (re-dispatched ones included).',
+      registers,
+    }),
+    shardOutcome: new Counter({
+      name: 'svc_mgr_shard_outcome_total',
+      help: 'Shards of sharded batch runs ended, by status (success, failed, aborted, lost: its targets went to other workers, missed: polled by nobody).',
+      labelNames: ['status'],
+      registers,
+    }),
+    shardMissedTargets: new Counter({
+      name: 'svc_mgr_shard_missed_targets_total',
+      help: 'Targets of sharded batch runs polled by no worker in their cycle (their worker died with no time left).',
+      registers,
+    }),
+    shardTargets: new Gauge({
+      name: 'svc_mgr_shard_targets',
+      help: "Targets of each sharded pipeline's last plan, by worker.",
+      labelNames: ['pipeline', 'worker'],
+      registers,
+    }),
+    shardDispatchSeconds: new Histogram({
+      name: 'svc_mgr_shard_dispatch_seconds',
+      help: "The manager's dispatch overhead per shard: from the plan's start until the worker accepted the shard.",
+      buckets: [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
     queueWait: new Histogram({
       name: 'svc_mgr_queue_wait_seconds',
       help: 'Time queued runs waited for a worker.',

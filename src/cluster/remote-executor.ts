@@ -10,6 +10,7 @@ import type { Logger } from '../observability/log.js';
 import { detailOf, internalCall, type CallOptions } from './internal-http.js';
 import type { ClusterMetrics } from './metrics.js';
 import type { StreamPlacements } from './placements.js';
+import type { ShardedRuns } from './shards.js';
 import { runRecordOf, type RunComplete, type StatsReport } from './protocol.js';
 
 export interface WorkerChoice {
@@ -54,11 +55,14 @@ export class RemoteExecutor implements Executor {
       finished(runId: string): Promise<RunRecord | undefined>;
       /** Streams run as placement groups of slots (src/cluster/placements.ts). */
       placements?: StreamPlacements;
+      /** Batch runs cut into shards over the workers (src/cluster/shards.ts). */
+      shards?: ShardedRuns;
     },
   ) {}
 
   async execute(job: RunJob): Promise<RunRecord> {
     if (this.deps.placements?.applies(job)) return this.deps.placements.execute(job);
+    if (this.deps.shards?.applies(job)) return this.deps.shards.execute(job);
     const startedAt = new Date().toISOString();
     const adopted = job.adoptFrom ? this.deps.workers.find(job.adoptFrom) : undefined;
     if (adopted) {
@@ -140,9 +144,17 @@ export class RemoteExecutor implements Executor {
     return 'resolved';
   }
 
+  /** POST /api/internal/run-complete of a shard (body.shard): its outcome, stored once. */
+  async completeShard(body: RunComplete): Promise<'resolved' | 'duplicate'> {
+    this.deps.metrics.runCompleteReceived.inc();
+    if (!this.deps.shards) return 'duplicate';
+    return this.deps.shards.complete(body);
+  }
+
   /** POST /api/internal/pipeline-stats: false when no run of this manager waits for it (superseded). */
   stats(body: StatsReport): boolean {
     this.deps.metrics.pipelineStatsReceived.inc();
+    if (body.shard) return this.deps.shards?.stats(body) ?? true;
     const slotRun = this.deps.placements?.stats(body);
     if (slotRun !== undefined) return slotRun;
     const p = this.pending.get(body.run_id);
@@ -154,6 +166,7 @@ export class RemoteExecutor implements Executor {
   /** Runs waiting on this worker end as failed: it stopped answering its health checks. */
   workerDown(id: string, reason: string) {
     this.deps.placements?.workerDown(id);
+    this.deps.shards?.workerDown(id);
     for (const [runId, p] of this.pending) {
       if (p.worker.id !== id) continue;
       this.pending.delete(runId);
@@ -167,7 +180,7 @@ export class RemoteExecutor implements Executor {
 
   /** The workers holding runs of the pipeline: its placement's slots, or the worker of a plain run (a relayed tap). */
   holders(pipeline: string): WorkerChoice[] {
-    const out = this.deps.placements?.holders(pipeline) ?? [];
+    const out = [...(this.deps.placements?.holders(pipeline) ?? []), ...(this.deps.shards?.holders(pipeline) ?? [])];
     for (const p of this.pending.values()) if (p.job.name === pipeline && !out.some((w) => w.id === p.worker.id)) out.push(p.worker);
     return out;
   }
@@ -177,6 +190,7 @@ export class RemoteExecutor implements Executor {
     const out = new Map<string, string[]>();
     for (const p of this.pending.values()) out.set(p.worker.id, [...(out.get(p.worker.id) ?? []), p.job.name]);
     for (const [id, names] of this.deps.placements?.assigned() ?? []) out.set(id, [...(out.get(id) ?? []), ...names]);
+    for (const [id, names] of this.deps.shards?.assigned() ?? []) out.set(id, [...(out.get(id) ?? []), ...names]);
     return out;
   }
 

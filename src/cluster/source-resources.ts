@@ -21,7 +21,10 @@ export function sourceResources(source: ComponentConfig, sources: SourceLookup =
   return p.resources(Value.Default(p.config, Value.Clone(source)) as never);
 }
 
-/** The source takes pushes on the worker ingress (webhook, prometheus_rw): its stream runs on every worker. */
+/**
+ * The source takes pushes any replica may answer: on the worker ingress (webhook, prometheus_rw) or
+ * on listen ports it declares `pushes` (otlp). Its stream runs on every worker.
+ */
 export function takesIngressPushes(source: ComponentConfig, sources: SourceLookup = registeredSources): boolean {
-  return sourceResources(source, sources).some((r) => r.kind === 'ingress');
+  return sourceResources(source, sources).some((r) => r.kind === 'ingress' || (r.kind === 'listen' && r.pushes === true));
 }

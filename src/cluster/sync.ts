@@ -112,6 +112,12 @@ async function syncOnce(o: SyncOptions): Promise<SyncResult> {
     return fallBack(e);
   }
 
+  // The listings say nothing changed (every schema's size and time, every module's hash): no new version to build.
+  if (cache && unchanged(listed, cache.manifest)) {
+    await linkDirs(dataDir);
+    o.log.debug({ version: cache.n }, 'schemas and MIBs are current (by the listings)');
+    return result(0, false);
+  }
   await fs.mkdir(root, { recursive: true });
   const n = (await versionNumbers(root)).reduce((a, b) => Math.max(a, b), 0) + 1;
   const dir = join(root, String(n));
@@ -157,8 +163,9 @@ async function syncOnce(o: SyncOptions): Promise<SyncResult> {
 
 /**
  * The new version: a schema whose size and modification time are those of the current copy is
- * linked without a download. The MIB listing has no such mark (a recompiled module may keep its
- * size), so every module is fetched and its hash decides; a module is a few kB to 100 kB.
+ * linked without a download, and so is a MIB module whose listed SHA-256 is that of the copy (a
+ * manager of an earlier release lists no hash: then every module is fetched and its hash decides).
+ * A sync with nothing changed is two listings, no download (issue 33: a sharded run's dispatch).
  */
 async function buildVersion(
   dir: string,
@@ -204,6 +211,9 @@ async function buildVersion(
     if (data) await keep('schemas', s.path, data, known, s.modified);
   });
   await eachLimited(listed.mibs, async (m) => {
+    // The listing names each module's hash (a manager of an earlier release does not): an unchanged module is not fetched.
+    const known = old?.mibs[`${m.name}.json`];
+    if (known && m.sha256 && known.sha256 === m.sha256 && known.size === m.size_bytes) return keep('mibs', `${m.name}.json`, undefined, known);
     const data = await http.get(`/api/mibs/${m.name}`);
     if (data) await keep('mibs', `${m.name}.json`, data, old?.mibs[`${m.name}.json`]);
   });
@@ -220,6 +230,21 @@ async function buildVersion(
   return { manifest, changed, same };
 }
 
+/** Whether the listings match the current copy exactly (a manager that lists no module hash never does). */
+function unchanged(listed: { schemas: SchemaListing[]; mibs: MibListing[] }, m: Manifest): boolean {
+  const schemas = listed.schemas.filter((s) => s.path.split('/')[0] !== RESERVED_TOP_DIR);
+  if (schemas.length !== Object.keys(m.schemas).length || listed.mibs.length !== Object.keys(m.mibs).length) return false;
+  for (const s of schemas) {
+    const known = m.schemas[s.path];
+    if (!known || known.size !== s.size_bytes || known.modified !== s.modified) return false;
+  }
+  for (const x of listed.mibs) {
+    const known = m.mibs[`${x.name}.json`];
+    if (!known || !x.sha256 || known.sha256 !== x.sha256 || known.size !== x.size_bytes) return false;
+  }
+  return true;
+}
+
 interface SchemaListing {
   path: string;
   size_bytes: number;
@@ -229,6 +254,7 @@ interface SchemaListing {
 interface MibListing {
   name: string;
   size_bytes: number;
+  sha256?: string;
 }
 
 /** GETs against the manager; what the manager refuses (401, 404 on a list...) is an Error that says why. */

@@ -34,6 +34,7 @@ import { EPOCH_HEADER, ManagerLink, managerProcessedFiles, managerSender, manage
 import { Outbox } from './outbox.js';
 import { storeMibs } from '../mib/resolver.js';
 import { syncedMibsFirst, syncFromManager } from './sync.js';
+import type { ShardAssignment, ShardRef } from './protocol.js';
 
 /**
  * How often a worker reports each run's progress: every SVC_STATS_INTERVAL, and at least every 2 s
@@ -60,6 +61,10 @@ export interface WorkerRun {
   stop: AbortController;
   done: Promise<RunRecord>;
   progress?: RunProgress;
+  /** A shard of a sharded batch run (issue 33): its run, its number, and its lease. */
+  shard?: ShardRef & { leaseMs: number };
+  /** When a progress report last reached the manager (a shard that cannot report for its lease stops). */
+  reportedAt: number;
 }
 
 export interface Worker {
@@ -151,12 +156,13 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       bytes_out: n('bytes_out'),
       errors_last_window: (record?.errors ?? p?.errors ?? []).slice(-20),
       is_final: isFinal,
+      ...(r.shard ? { shard: { run_id: r.shard.run_id, index: r.shard.index } } : {}),
       // Per-stage figures (issue 29; an addition to doc 2's body): the manager sums them over a placement's slots.
       ...(r.progress?.stages ? { stages: r.progress.stages } : {}),
     };
   };
 
-  const startRun = (runId: string, config: PipelineConfig, yaml: string, flush: boolean): WorkerRun => {
+  const startRun = (runId: string, config: PipelineConfig, yaml: string, flush: boolean, shard?: ShardAssignment): WorkerRun => {
     const stop = new AbortController();
     const runLog = log.child({ pipeline: config.name, run_id: runId });
     const run: WorkerRun = {
@@ -168,6 +174,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       startedAt: new Date(),
       stop,
       done: undefined as unknown as Promise<RunRecord>,
+      reportedAt: Date.now(),
+      ...(shard ? { shard: { run_id: shard.run_id, index: shard.index, leaseMs: shard.lease_seconds * 1000 } } : {}),
     };
     run.done = executor
       .execute({
@@ -181,6 +189,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
         started: async () => runLog.info('run started'),
         onProgress: (pr) => (run.progress = pr),
         tap: tapHub(config.name),
+        ...(shard ? { shard: { index: shard.index, targets: new Set(shard.targets) } } : {}),
       })
       .catch((e: unknown): RunRecord => {
         const now = new Date().toISOString();
@@ -206,7 +215,15 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
         runLog.info({ status: record.status, records_in: record.records_in, records_out: record.records_out }, 'run finished');
         // Final stats first, then the outcome (doc 2); both survive a crash from here on.
         await outbox.push({ path: '/api/internal/pipeline-stats', body: statsBody(run, true, record) });
-        await outbox.push({ path: '/api/internal/run-complete', body: { ...record, worker_id: workerId, config_sha256: run.configSha256 } });
+        await outbox.push({
+          path: '/api/internal/run-complete',
+          body: {
+            ...record,
+            worker_id: workerId,
+            config_sha256: run.configSha256,
+            ...(run.shard ? { shard: { run_id: run.shard.run_id, index: run.shard.index } } : {}),
+          },
+        });
         runs.delete(runId);
         forgetTaps(config.name);
         finished.set(runId, record.status);
@@ -221,8 +238,18 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   const statsTimer = setInterval(() => {
     if (!manager.configured) return;
     for (const r of runs.values()) {
+      // Fencing from this side: a shard that could not report for its lease may be polled elsewhere by now.
+      if (r.shard && !r.stop.signal.aborted && Date.now() - r.reportedAt > r.shard.leaseMs) {
+        log.warn(
+          { pipeline: r.pipeline, run_id: r.runId },
+          'no progress report reached the manager within the shard lease (SVC_SHARD_LEASE_SECONDS); stopping the shard',
+        );
+        r.stop.abort();
+        continue;
+      }
       void manager.call('POST', '/api/internal/pipeline-stats', statsBody(r, false)).then(
         (res) => {
+          if (res.status >= 200 && res.status < 300) r.reportedAt = Date.now();
           // 409: the manager placed this stream elsewhere (a superseded slot) and tells it to stop.
           if (res.status === 409 && !r.stop.signal.aborted) {
             log.warn({ pipeline: r.pipeline, run_id: r.runId }, 'the manager superseded this run; stopping it');
@@ -298,9 +325,18 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
     run_id: Type.String({ minLength: 1, maxLength: 200 }),
     yaml: Type.String({ minLength: 1 }),
     flush: Type.Optional(Type.Boolean()),
+    // A shard of a sharded batch run (issue 33): the targets this run owns, and its lease.
+    shard: Type.Optional(
+      Type.Object({
+        run_id: Type.String({ minLength: 1, maxLength: 200 }),
+        index: Type.Integer({ minimum: 0 }),
+        targets: Type.Array(Type.String()),
+        lease_seconds: Type.Integer({ minimum: 1 }),
+      }),
+    ),
   });
   agent.post('/agent/run', { schema: { body: RunBody } }, async (req, reply) => {
-    const body = req.body as { run_id: string; yaml: string; flush?: boolean };
+    const body = req.body as { run_id: string; yaml: string; flush?: boolean; shard?: ShardAssignment };
     const existing = runs.get(body.run_id);
     if (existing) return reply.code(200).send({ run_id: body.run_id, status: 'running', worker_id: workerId, config_sha256: existing.configSha256 });
     if (finished.has(body.run_id))
@@ -321,9 +357,10 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       return sendHttpError(reply, httpError('HTTP_PIPELINE_INVALID', `invalid pipeline: ${errs.join('; ')}`));
     }
     const config = loaded.config;
-    const busy = [...runs.values()].find((r) => r.pipeline === config.name);
+    // Shards of one run may share a worker (a dead worker's targets re-dispatched here); any other run is one too many.
+    const busy = [...runs.values()].find((r) => r.pipeline === config.name && !(body.shard && r.shard?.run_id === body.shard.run_id));
     if (busy) return sendHttpError(reply, httpError('HTTP_PIPELINE_CONFLICT', `pipeline '${config.name}' already runs here as ${busy.runId}`));
-    const run = startRun(body.run_id, config, body.yaml, body.flush ?? false);
+    const run = startRun(body.run_id, config, body.yaml, body.flush ?? false, body.shard);
     return reply.code(202).send({ run_id: run.runId, status: 'started', worker_id: workerId, config_sha256: run.configSha256 });
   });
 

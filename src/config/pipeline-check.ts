@@ -336,6 +336,32 @@ function checkText(text: string, opts: LoadOptions & { registry: Registry }): Lo
     if (!streamSched && source.plugin.mode === 'stream')
       c.add('CFG_SCHEDULE', [...P, 'schedule', 'type'], `source '${source.value.type}' is a stream source; use schedule type stream`);
   }
+  // A sharded batch run (issue 33): `workers` on a batch pipeline cuts the source's targets over the workers.
+  const workers = p.workers as { count?: unknown; list?: unknown } | undefined;
+  if (workers && sched?.type && sched.type !== 'stream' && source && source.plugin.kind === 'source') {
+    if (!source.plugin.shard)
+      c.add(
+        'CFG_INVALID',
+        [...P, 'workers'],
+        `source '${source.value.type}' cannot split its work over workers (sources that can: snmp_poll, prometheus_scrape); remove workers to run the pipeline on one worker`,
+      );
+    // State of counter_delta and window_aggregate is kept per pipeline, not yet per shard: refused rather than wrong.
+    const lists: [Path, unknown][] = [
+      [[...P, 'transforms'], rawP.transforms],
+      ...(Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i): [Path, unknown] => [[...P, 'sinks', i, 'transforms'], isObj(s) ? s.transforms : undefined]),
+    ];
+    for (const [path, list] of lists) {
+      (Array.isArray(list) ? list : []).forEach((t, i) => {
+        const plugin = isObj(t) && typeof t.type === 'string' ? reg.transform.get(t.type) : undefined;
+        if (plugin && 'stateful' in plugin && plugin.stateful)
+          c.add(
+            'CFG_STATEFUL',
+            [...path, i, 'type'],
+            `'${t.type as string}' keeps its state per pipeline, and a sharded run (pipeline.workers) polls each target on a worker of its own: not supported together yet; remove pipeline.workers or this transform (docs/cluster.md, Sharded batch runs)`,
+          );
+      });
+    }
+  }
   if (p.on_error === 'dlq' && rawP.dlq === undefined)
     c.add('CFG_INVALID', [...P, 'on_error'], "on_error 'dlq' needs a dlq sink: add pipeline.dlq (e.g. type: local)");
   if (p.record_chunk_size !== undefined && threadWorkers > 1) {

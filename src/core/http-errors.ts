@@ -84,6 +84,7 @@ export const HTTP_ERRORS = {
   HTTP_RUN_NOT_FOUND: entry(404, "run '%s' not found", 'No run of this id.'),
   HTTP_RUN_SUPERSEDED: entry(409, "run '%s' is superseded (%s): stop it", 'A worker reports on a run the manager has given up or given to another worker.'),
   HTTP_PLACEMENT_NOT_FOUND: entry(404, '%s', 'The pipeline is not a stream, or the stream has no active placement.'),
+  HTTP_SHARDS_NOT_FOUND: entry(404, '%s', 'The pipeline is not a sharded batch pipeline (pipeline.workers on a source that can split).'),
   HTTP_NOT_A_MANAGER: entry(404, '%s', 'A worker callback sent to a node that is not a manager.'),
   HTTP_ALERT_RULE_INVALID: entry(422, '%s', 'An alert rule that does not validate.'),
   HTTP_ALERT_RULE_EXISTS: entry(409, '%s', 'The pipeline already has an alert rule of this name.'),

@@ -96,6 +96,8 @@ export interface RunOptions {
   telemetry?: RunTelemetry;
   /** The pipeline's taps (src/engine/tap.ts): chunks copy records for them while any is attached. */
   tap?: TapHub;
+  /** A shard of a sharded batch run (issue 33): the targets the source polls; absent: all. */
+  shard?: PluginContext['shard'];
 }
 
 export type { RunTelemetry };
@@ -228,6 +230,7 @@ class PipelineRun {
       mibs: this.opts.mibs ?? processMibs,
       redact: this.redact,
       schedule: this.config.schedule.type,
+      shard: this.opts.shard,
     };
     let source: Source | undefined;
     let executor: ChunkExecutor | undefined;
@@ -397,6 +400,7 @@ class PipelineRun {
         snmpPoll: t.snmpPoll?.bind(t),
         promScrape: t.promScrape?.bind(t),
         flowSequence: t.flowSequence?.bind(t),
+        flowEnrichFailure: t.flowEnrichFailure?.bind(t),
         dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)),
       },
     };

@@ -3,6 +3,7 @@
 // and the read-only bundled ones), keeps the compile in SVC_MIB_DIR (compile-cache.ts), fetches
 // missing modules (fetcher.ts), and answers in the shapes of views.ts; one change at a time.
 // Rules: docs/mibs.md.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -373,8 +374,23 @@ export class MibStore {
     return this.state.byName.get(name);
   }
 
-  compiledList(): { name: string; file: string; size_bytes: number }[] {
-    return this.state.modules.map((m) => ({ name: m.module, file: `${m.module}.json`, size_bytes: Buffer.byteLength(this.state.byName.get(m.module)!.json) }));
+  /** Each compiled module with its size and the SHA-256 of its JSON (a worker's sync fetches only modules whose hash it lacks). */
+  compiledList(): { name: string; file: string; size_bytes: number; sha256: string }[] {
+    return this.state.modules.map((m) => {
+      const json = this.state.byName.get(m.module)!.json;
+      return { name: m.module, file: `${m.module}.json`, size_bytes: Buffer.byteLength(json), sha256: this.jsonHash(m.module, json) };
+    });
+  }
+
+  /** SHA-256 of a module's JSON, computed once per JSON text (a recompile makes a new text). */
+  private readonly hashes = new Map<string, { json: string; sha256: string }>();
+  private jsonHash(name: string, json: string): string {
+    const known = this.hashes.get(name);
+    if (known && known.json === json) return known.sha256;
+    const sha256 = createHash('sha256').update(json).digest('hex');
+    this.hashes.set(name, { json, sha256 });
+    if (this.hashes.size > this.state.modules.length * 2) for (const k of [...this.hashes.keys()]) if (!this.state.byName.has(k)) this.hashes.delete(k);
+    return sha256;
   }
 
   modulesOfGroups(groups: string[]): CompiledModule[] {

@@ -14,6 +14,7 @@ export interface RunTelemetry {
   promScrape?(target: string, seconds: number, error?: string): void;
   dropped?(component: string, type: string, reason: string, n: number): void;
   flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
+  flowEnrichFailure?(exporter: string): void;
 }
 
 export class Metrics {
@@ -113,6 +114,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly flowEnrichFailures = new Counter({
+    name: 'svc_flow_enrich_failures_total',
+    help: 'Polls of a flow exporter’s interfaces (IF-MIB over SNMP, enrich_interfaces) that failed, per exporter: its flows are delivered without interface names.',
+    labelNames: ['pipeline', 'exporter'],
+    registers: [this.registry],
+  });
+
   /** Events of stateful transforms, by TransformEvent name (plus state_io: loads and saves). */
   readonly transformEvents = {
     counter_wraps: this.counter('svc_transform_counter_wraps_total', 'Counter wraps (32/64-bit) that counter_delta bridged.'),
@@ -207,6 +215,11 @@ export class Metrics {
         const metric = event === 'gap' ? this.flowSequenceGaps : this.flowExporterRestarts;
         metric.inc(labels, n);
         this.track(`flow_${event}`, metric, labels);
+      },
+      flowEnrichFailure: (exporter) => {
+        const labels = { pipeline, exporter };
+        this.flowEnrichFailures.inc(labels);
+        this.track('flow_enrich_failures', this.flowEnrichFailures, labels);
       },
       snmpPoll: (target, seconds, error) => {
         const labels = { pipeline, target };

@@ -36,6 +36,8 @@ export interface RunJob {
   telemetry?: RunOptions['telemetry'];
   /** The pipeline's taps (src/engine/tap.ts); local runs only (a manager relays its workers' taps). */
   tap?: RunOptions['tap'];
+  /** A shard of a sharded batch run (a worker's part of it, issue 33); local runs only. */
+  shard?: RunOptions['shard'];
   /** Runs the job instead of runPipeline (a DLQ replay, src/dlq/replay.ts); local runs only. */
   runner?: (config: PipelineConfig, opts: RunOptions) => Promise<RunRecord>;
 }
@@ -83,6 +85,7 @@ export class LocalExecutor implements Executor {
       onQueueDepth: job.onQueueDepth,
       onChunkDelivered: job.onChunkDelivered,
       tap: job.tap,
+      shard: job.shard,
     });
   }
 }

@@ -74,6 +74,20 @@ export interface PluginContext {
    * a cluster worker the MIBs synced from its manager in front of it (absent in a dry run).
    */
   mibs?: MibResolver;
+  /**
+   * A shard of a sharded batch run (issue 33, `workers: {count}` on a source that declares `shard`):
+   * the identities of the targets this run owns. Absent: the run owns every target (standalone,
+   * one shard). A source polls only the targets it owns (connector-runtime/target-fleet.ts `owned`).
+   */
+  shard?: RunShard;
+}
+
+/** What one shard of a sharded batch run owns (PluginContext.shard). */
+export interface RunShard {
+  /** The shard's number in its run (0-based). */
+  index: number;
+  /** Target identities (snmp_poll: `_target`; prometheus_scrape: the URL as configured). */
+  targets: ReadonlySet<string>;
 }
 
 export type { ConnectionState } from '../observability/connection-state.js';
@@ -90,6 +104,8 @@ export interface ComponentTelemetry {
   dropped?(reason: string, n: number): void;
   /** flow: `n` sequence numbers an exporter skipped (`gap`), or one restart of the exporter (`restart`, n = 1). */
   flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
+  /** flow: a poll of an exporter's interfaces (enrich_interfaces) failed; its flows go on without names. */
+  flowEnrichFailure?(exporter: string): void;
 }
 
 /**
@@ -189,6 +205,14 @@ export interface SourcePlugin<S extends TObject = TObject> extends ConnectorBase
   mode: 'batch' | 'stream' | 'both';
   create(c: Static<S>, ctx: PluginContext): Source;
   /**
+   * A batch source whose work splits by target (issue 33): the identities of the targets one run
+   * polls, in a stable order. The manager of a cluster cuts them into shards over the workers
+   * (rendezvous hashing, src/cluster/hrw.ts) when the pipeline sets `workers: {count}`; each worker
+   * runs the pipeline with `PluginContext.shard` naming the targets it owns. Absent: one run does
+   * all the work (`workers` on such a batch pipeline is a config error).
+   */
+  shard?: { targets(c: Static<S>): Promise<string[]> };
+  /**
    * What this source needs from the deployment around it, as Vector's `SourceConfig::resources()`:
    * the ports it listens on, or the worker ingress it takes pushes on. Absent or `[]`: it receives
    * nothing (it reads or polls). The cluster reads it and nothing else (docs/connectors/README.md):
@@ -205,10 +229,15 @@ export interface SourcePlugin<S extends TObject = TObject> extends ConnectorBase
  * - `listen`: it binds `host`:`port` over `protocol` itself (syslog, snmp_trap). `name` names the
  *   port in a Kubernetes Service: an IANA service name (lower case letters, digits and `-`, at
  *   most 15 characters), unique among the source's resources.
+ *   `pushes`: what arrives there may go to any replica of the source (each sender's request is
+ *   whole and answered by the one that took it: otlp), so the stream runs on every worker, as for
+ *   `ingress`.
  * - `ingress`: it takes HTTP pushes at POST /webhooks/`path` on the daemon's (a worker's) ingress
  *   port (webhook, prometheus_rw), which any worker may answer.
  */
-export type SourceResource = { kind: 'listen'; protocol: 'tcp' | 'udp'; host: string; port: number; name: string } | { kind: 'ingress'; path: string };
+export type SourceResource =
+  | { kind: 'listen'; protocol: 'tcp' | 'udp'; host: string; port: number; name: string; pushes?: boolean }
+  | { kind: 'ingress'; path: string };
 
 // ---- serializers -----------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import { migrate } from './migrations.js';
 import { SqlPipelineStore } from './pipelines.js';
 import { SqlProcessedStore } from './processed.js';
 import { SqlRunStore } from './runs.js';
+import { SqlRunShardStore } from './run-shards.js';
 import { SqlTransformStateStore } from './transform-state.js';
 import { SqlDlqReplayStore } from './dlq-replayed.js';
 import type { Schema } from './schema.js';
@@ -34,6 +35,8 @@ export interface OpenStoreOptions {
 export class SqlStore implements Store {
   readonly pipelines: SqlPipelineStore;
   readonly runs: SqlRunStore;
+  /** The shards of sharded batch runs (issue 33). */
+  readonly runShards: SqlRunShardStore;
   readonly alerts: SqlAlertStore;
   readonly users: SqlUserStore;
   readonly processed: SqlProcessedStore;
@@ -49,6 +52,7 @@ export class SqlStore implements Store {
   ) {
     this.pipelines = new SqlPipelineStore(db, engine);
     this.runs = new SqlRunStore(db, engine);
+    this.runShards = new SqlRunShardStore(db);
     this.alerts = new SqlAlertStore(db, engine);
     this.users = new SqlUserStore(db, engine);
     this.processed = new SqlProcessedStore(db, engine);

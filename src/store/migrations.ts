@@ -337,6 +337,44 @@ function m0009RunRecordsFiltered(): Migration {
   };
 }
 
+/**
+ * The shards of sharded batch runs (issue 33): one row per shard of a run, its worker, its targets
+ * and its outcome; a shard given up (its worker died) keeps its row, status `lost` or `missed`.
+ */
+function m0010RunShards(engine: DbEngine): Migration {
+  const t = typesFor(engine);
+  return {
+    async up(db) {
+      const fin = await tableFinisher(db, engine);
+      await fin(
+        db.schema
+          .createTable('run_shards')
+          .addColumn('run_id', t.str(128), (c) => c.notNull())
+          .addColumn('shard_index', 'integer', (c) => c.notNull())
+          .addColumn('pipeline', t.str(255), (c) => c.notNull())
+          .addColumn('worker_id', t.str(255), (c) => c.notNull())
+          .addColumn('epoch', 'integer', (c) => c.notNull())
+          .addColumn('status', t.str(16), (c) => c.notNull())
+          .addColumn('target_count', 'integer', (c) => c.notNull())
+          .addColumn('targets_json', t.text, (c) => c.notNull())
+          .addColumn('records_in', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('records_out', 'bigint', (c) => c.notNull().defaultTo(0))
+          .addColumn('errors', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('duration_ms', 'bigint')
+          .addColumn('missed_json', t.text)
+          .addColumn('error', t.text)
+          .addColumn('started_at', t.ts, (c) => c.notNull())
+          .addColumn('finished_at', t.ts)
+          .addPrimaryKeyConstraint('run_shards_pk', ['run_id', 'shard_index']),
+      ).execute();
+      await db.schema.createIndex('run_shards_status').on('run_shards').columns(['status', 'run_id']).execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('run_shards').ifExists().execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
@@ -349,6 +387,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
     '0007_alert_deliveries': m0007AlertDeliveries(engine),
     '0008_pipeline_desired_state': m0008PipelineDesiredState(engine),
     '0009_run_records_filtered': m0009RunRecordsFiltered(),
+    '0010_run_shards': m0010RunShards(engine),
   };
 }
 

@@ -131,7 +131,28 @@ export interface TransformStateTable {
   updated_at: string;
 }
 
+/** The shards of sharded batch runs (migration 0010, issue 33). */
+export interface RunShardsTable {
+  run_id: string;
+  shard_index: number;
+  pipeline: string;
+  worker_id: string;
+  epoch: number;
+  status: string;
+  target_count: number;
+  targets_json: string;
+  records_in: IntCol;
+  records_out: IntCol;
+  errors: number;
+  duration_ms: IntCol | null;
+  missed_json: string | null;
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
 export interface Schema {
+  run_shards: RunShardsTable;
   pipelines: PipelinesTable;
   pipeline_versions: PipelineVersionsTable;
   runs: RunsTable;

@@ -256,6 +256,47 @@ export interface DlqReplayStore {
   clear(pipeline: string): Promise<void>;
 }
 
+/** running: dispatched, waiting for its outcome; lost: its worker died and its targets went to other shards; missed: its worker died with no time left. */
+export type ShardStatus = 'running' | 'success' | 'failed' | 'aborted' | 'lost' | 'missed';
+
+export interface RunShard {
+  run_id: string;
+  shard_index: number;
+  pipeline: string;
+  worker_id: string;
+  /** The lease epoch of the manager that dispatched it. */
+  epoch: number;
+  status: ShardStatus;
+  targets: string[];
+  records_in: number;
+  records_out: number;
+  /** Messages in the shard's run record (failed targets, each one line). */
+  errors: number;
+  duration_ms: number | null;
+  /** Targets of this shard polled by nobody in its cycle (a `missed` shard). */
+  missed: string[];
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+/** What ends a shard. */
+export interface ShardOutcome {
+  status: Exclude<ShardStatus, 'running'>;
+  records_in?: number;
+  records_out?: number;
+  errors?: number;
+  duration_ms?: number;
+  missed?: string[];
+  error?: string | null;
+  finished_at: string;
+}
+
+/** The shards of sharded batch runs (issue 33); read by the API. */
+export interface RunShardStore {
+  ofRun(runId: string): Promise<RunShard[]>;
+}
+
 export interface Store {
   engine: DbEngine;
   /** File path of the embedded database (sqlite), else null. */
@@ -267,6 +308,8 @@ export interface Store {
   processed: ProcessedStore;
   transformState: TransformStateStore;
   dlqReplayed: DlqReplayStore;
+  /** Absent in stores without sharded runs (test doubles). */
+  runShards?: RunShardStore;
   /** A cheap query: resolves when the database answers (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;

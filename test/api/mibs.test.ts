@@ -46,7 +46,12 @@ describe('daemon /api/mibs', () => {
     const list = await d.call('GET', '/api/mibs');
     expect(list.status).toBe(200);
     expect(list.body.map((m: any) => m.name)).toEqual(expect.arrayContaining(['IF-MIB', 'SNMPv2-SMI', 'SNMPv2-MIB']));
-    expect(list.body[0]).toEqual({ name: expect.any(String), file: expect.stringMatching(/\.json$/), size_bytes: expect.any(Number) });
+    expect(list.body[0]).toEqual({
+      name: expect.any(String),
+      file: expect.stringMatching(/\.json$/),
+      size_bytes: expect.any(Number),
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
 
     const up = await upload(d.url, 'ACME-MIB.mib', ACME);
     expect(up.status).toBe(200);

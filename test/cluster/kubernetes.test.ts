@@ -96,6 +96,20 @@ describe('serviceManifest', () => {
     expect(lb.spec!.ports![0]).toMatchObject({ protocol: 'UDP', port: 1162 });
   });
 
+  it('flow is UDP on the port of its protocol (2055, IPFIX 4739, sFlow 6343); exporter addresses are kept (Local)', () => {
+    const auto = serviceManifest(pipeline('flows', { type: 'flow' }, on()), INGRESS)!;
+    expect(auto.spec!.ports).toEqual([{ name: 'flow', protocol: 'UDP', port: 2055, targetPort: 2055 }]);
+    // The exporter is the datagram's source address: Cluster would replace it with a node's, and
+    // templates, sequence numbers and interface names are kept per exporter.
+    expect(auto.spec!.externalTrafficPolicy).toBe('Local');
+    expect(serviceManifest(pipeline('ipfix', { type: 'flow', protocol: 'ipfix' }, on()), INGRESS)!.spec!.ports).toEqual([
+      { name: 'flow', protocol: 'UDP', port: 4739, targetPort: 4739 },
+    ]);
+    const sflow = serviceManifest(pipeline('sflow', { type: 'flow', protocol: 'sflow' }, on({ node_port: 30643 })), INGRESS)!;
+    expect(sflow.spec!.ports).toEqual([{ name: 'flow', protocol: 'UDP', port: 6343, targetPort: 6343, nodePort: 30643 }]);
+    expect(() => serviceManifest(pipeline('f', { type: 'flow', host: '127.0.0.1' }, on()), INGRESS)).toThrow(/loopback only/);
+  });
+
   it('needs none without the block or with enabled false', () => {
     expect(serviceManifest(pipeline('a', { type: 'webhook', path: 'a' }), INGRESS)).toBeUndefined();
     expect(serviceManifest(pipeline('a', { type: 'webhook', path: 'a' }, { enabled: false }), INGRESS)).toBeUndefined();
@@ -208,6 +222,18 @@ describe('PipelineServices against the fake API server', () => {
     const range = failed(await services.apply(pipeline('logs', { type: 'syslog', port: 5514 }, on({ node_port: 514 }))));
     expect(range).toMatch(/nodePort 514 is outside the cluster's NodePort range \(.*30000-32767\): choose a kubernetes.node_port inside it/);
     expect(fake.services(NS).map((s) => s.metadata.name)).toEqual(['svc-traps']);
+  });
+
+  it('a flow pipeline gets its UDP Service, applied and found by its pipeline label', async () => {
+    expect((await services.apply(pipeline('edge-flows', { type: 'flow', protocol: 'ipfix' }, on()))).ok).toBe(true);
+    const [svc] = fake.services(NS);
+    expect(svc!.metadata.name).toBe('svc-edge-flows');
+    expect(svc!.metadata.labels).toMatchObject({ [PIPELINE_LABEL]: 'edge-flows', [MANAGED_BY_LABEL]: 'svc' });
+    expect(svc!.spec).toMatchObject({
+      type: 'NodePort',
+      externalTrafficPolicy: 'Local',
+      ports: [{ name: 'flow', protocol: 'UDP', port: 4739, targetPort: 4739 }],
+    });
   });
 
   it('reconcile deletes the managed Services of pipelines that are gone, by label, and leaves others alone', async () => {

@@ -49,11 +49,15 @@ export interface ClusterNet {
 
 export async function startCluster(
   n: number,
-  env: { manager?: Record<string, string>; worker?: Record<string, string> } = {},
+  env: {
+    manager?: Record<string, string>;
+    worker?: Record<string, string> /** Kept across the tests of a file (tempDir's go after each test); the caller removes it. */;
+    root?: string;
+  } = {},
   net?: ClusterNet,
 ): Promise<Cluster> {
   const db = await postgresDb();
-  const root = tempDir('svc-cluster-');
+  const root = env.root ?? tempDir('svc-cluster-');
   const managerPort = await freePort();
   const managerUrl = `http://127.0.0.1:${managerPort}`;
   // Where a second manager listens (high availability): workers know both, as they would know a Service.
@@ -94,7 +98,8 @@ export async function startCluster(
           ...env.manager,
           ...extra,
         },
-        { port: o.port ?? managerPort, keep: true },
+        // Generous: several real processes start at once on a loaded machine.
+        { port: o.port ?? managerPort, keep: true, readyMs: 60_000 },
       );
       // Serving once it leads (a standby answers 503 on /api/ready): after the lease of a killed
       // leader runs out (5 s) and the pipelines are loaded, which two test files on two cores slow.
@@ -129,7 +134,7 @@ export async function startCluster(
           ...env.worker,
           ...extra,
         },
-        { port: w.agentPort, ready: '/agent/health', keep: true, ...(ns ? { host: ns.host, prefix: ns.prefix } : {}) },
+        { port: w.agentPort, ready: '/agent/health', keep: true, readyMs: 60_000, ...(ns ? { host: ns.host, prefix: ns.prefix } : {}) },
       );
       return w.proc;
     },

@@ -45,6 +45,8 @@ describe('a source declares what it needs from the deployment', () => {
     // The built-in listeners declare theirs too, from their own schema defaults.
     expect(sourceResources({ type: 'syslog' })).toEqual([{ kind: 'listen', protocol: 'udp', host: '0.0.0.0', port: 514, name: 'syslog' }]);
     expect(sourceResources({ type: 'snmp_trap' })).toEqual([{ kind: 'listen', protocol: 'udp', host: '0.0.0.0', port: 162, name: 'snmp-trap' }]);
+    expect(sourceResources({ type: 'flow' })).toEqual([{ kind: 'listen', protocol: 'udp', host: '0.0.0.0', port: 2055, name: 'flow' }]);
+    expect(sourceResources({ type: 'flow', protocol: 'sflow' })).toEqual([{ kind: 'listen', protocol: 'udp', host: '0.0.0.0', port: 6343, name: 'flow' }]);
     expect(sourceResources({ type: 'webhook', path: 'ves' })).toEqual([{ kind: 'ingress', path: 'ves' }]);
     expect(sourceResources({ type: 'kafka', brokers: ['b:9092'], topic: 't' })).toEqual([]);
     // Unknown to the registry in use: nothing.
@@ -84,6 +86,9 @@ describe('a source declares what it needs from the deployment', () => {
     expect(takesIngressPushes({ type: 'push', path: 'p' }, sources)).toBe(true);
     expect(takesIngressPushes({ type: 'otlp' }, sources)).toBe(true);
     expect(takesIngressPushes({ type: 'flows' }, sources)).toBe(false);
+    // The built-in flow collector is a listener: one slot, as syslog and snmp_trap.
+    expect(takesIngressPushes({ type: 'flow' })).toBe(false);
+    expect(takesIngressPushes({ type: 'syslog' })).toBe(false);
 
     // The placements ask every available worker for an `all` group, one picked worker for a one-slot group.
     const asked: string[] = [];

@@ -2,6 +2,7 @@
 // daemon's /api/schemas and /api/mibs on loopback: byte-identical copies, only changes fetched,
 // atomic switches, the earlier copy when the manager is down, the API key.
 import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { join, relative } from 'node:path';
 import pino from 'pino';
@@ -110,6 +111,45 @@ describe('syncFromManager', () => {
     ]);
     expect(current(dataDir)).toBe(version);
     expect(readdirSync(join(dataDir, 'sync')).sort()).toEqual(['current', version].sort());
+  });
+
+  it('a sync with nothing changed fetches no module: the listing names the hash of each module (issue 33: the dispatch of a sharded run)', async () => {
+    const m = await manager();
+    await uploadMib(m, 'ACME-MIB.mib', ACME);
+    const listed = (await (await fetch(`${m.d.url}/api/mibs`)).json()) as { name: string; sha256: string }[];
+    const acme = listed.find((x) => x.name === 'ACME-MIB')!;
+    const served = Buffer.from(await (await fetch(`${m.d.url}/api/mibs/ACME-MIB`)).arrayBuffer());
+    expect(acme.sha256).toBe(createHash('sha256').update(served).digest('hex'));
+    // A proxy in front of the manager counts what the worker asks for.
+    const hits: string[] = [];
+    const proxy = createServer((req, res) => {
+      hits.push(`${req.method} ${req.url}`);
+      void fetch(`${m.d.url}${req.url}`).then(async (up) => {
+        res.writeHead(up.status, { 'content-type': up.headers.get('content-type') ?? 'application/octet-stream' });
+        res.end(Buffer.from(await up.arrayBuffer()));
+      });
+    });
+    await new Promise<void>((res) => proxy.listen(0, '127.0.0.1', res));
+    try {
+      const url = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
+      const dataDir = tempDir('svc-worker-data-');
+      const { log } = logged();
+      const first = await syncFromManager({ managerUrl: url, dataDir, log });
+      expect(first.changed).toBe(listed.length);
+      expect(hits.filter((h) => h.startsWith('GET /api/mibs/'))).toHaveLength(listed.length);
+      hits.length = 0;
+      expect((await syncFromManager({ managerUrl: url, dataDir, log })).changed).toBe(0);
+      expect(hits).toEqual(['GET /api/schemas', 'GET /api/mibs']);
+      // A module recompiled with other content is fetched again, alone.
+      const changed = ACME.replace(/DESCRIPTION\s+"[^"]*"/, 'DESCRIPTION "changed"');
+      expect(changed).not.toBe(ACME);
+      await uploadMib(m, 'ACME-MIB.mib', changed);
+      hits.length = 0;
+      expect((await syncFromManager({ managerUrl: url, dataDir, log })).changed).toBe(1);
+      expect(hits.filter((h) => h.startsWith('GET /api/mibs/'))).toEqual(['GET /api/mibs/ACME-MIB']);
+    } finally {
+      await new Promise((res) => proxy.close(res));
+    }
   });
 
   it('a replaced file is updated and a deleted one removed, in a new version switched atomically', async () => {

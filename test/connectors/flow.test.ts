@@ -15,8 +15,12 @@ import type { Rec } from './helpers.js';
 import {
   flowPipeline,
   ipBytes,
+  loopbackFlows,
+  pmacctdNfprobe,
   pmacctdSflow,
   sampleFlows,
+  sendLoopbackFlows,
+  startFprobe,
   softflowd,
   startNfcapd,
   startSfacctd,
@@ -54,11 +58,23 @@ const ours = (r: Rec) => ({
 /** nfdump prints local time to the millisecond (TZ=UTC for its process). */
 const nfTime = (s: string) => Date.parse(`${s.replace(' ', 'T')}Z`);
 
+type Exporter = (pcap: string, port: number, dir: string) => Promise<void>;
+const bySoftflowd =
+  (v: 5 | 9 | 10): Exporter =>
+  (pcap, port, dir) =>
+    softflowd(pcap, port, v, dir);
+const byNfprobe =
+  (v: 9 | 10): Exporter =>
+  (pcap, port, dir) =>
+    pmacctdNfprobe(pcap, port, dir, v);
+
 describe.each([
-  [5, 'netflow5'],
-  [9, 'netflow9'],
-  [10, 'ipfix'],
-] as const)('softflowd -v %i: svc and nfcapd decode the same datagrams alike', (version, protocol) => {
+  ['softflowd -v 5', 5, 'netflow5', bySoftflowd(5)],
+  ['softflowd -v 9', 9, 'netflow9', bySoftflowd(9)],
+  ['softflowd -v 10', 10, 'ipfix', bySoftflowd(10)],
+  ['pmacctd nfprobe_version 9', 9, 'netflow9', byNfprobe(9)],
+  ['pmacctd nfprobe_version 10', 10, 'ipfix', byNfprobe(10)],
+] as const)('%s: svc and nfcapd decode the same datagrams alike', (_exporter, version, protocol, exportPcap) => {
   it('every flow: addresses, ports, protocol, bytes, packets and times, as in the pcap', async () => {
     const dir = tempDir('svc-flow-softflowd-');
     const nfDir = join(dir, 'nfcapd');
@@ -70,7 +86,7 @@ describe.each([
     closers.push(() => nfcapd.stop().catch(() => []));
     const relay = await tee([run.port, nfcapd.port]);
     closers.push(relay.close);
-    await softflowd(pcap, relay.port, version, dir);
+    await exportPcap(pcap, relay.port, dir);
     await until(() => run.records().length >= flows.length, 15_000, `${flows.length} flows through svc`);
     const theirs: NfdumpFlow[] = await nfcapd.stop();
     closers.length = 0;
@@ -96,6 +112,71 @@ describe.each([
       // off); for IPFIX it swaps flowStartSysUpTime and flowEndSysUpTime. The durations agree.
       else expect(m!.end - m!.start).toBe(Math.abs(nfTime(n!.end) - nfTime(n!.start)));
     }
+  }, 90_000);
+});
+
+describe('fprobe (NetFlow v5, capturing loopback): svc and nfcapd decode the same datagrams alike', () => {
+  it('every flow: addresses, ports, protocol, bytes, packets, as sent', async () => {
+    const dir = tempDir('svc-flow-fprobe-');
+    const flows = loopbackFlows(40);
+    const run = await started({ protocol: 'netflow5' });
+    const nfcapd = await startNfcapd(dir);
+    closers.push(() => nfcapd.stop().catch(() => []));
+    const relay = await tee([run.port, nfcapd.port]);
+    closers.push(relay.close);
+    const fprobe = await startFprobe(relay.port);
+    closers.push(fprobe.stop);
+    await fprobe.pump(() => run.records().length > 0, 'fprobe to capture and export a filler flow');
+    const sent = (r: { dst: string }) => r.dst === '127.9.9.9';
+    await sendLoopbackFlows(flows);
+    await fprobe.pump(() => run.records().map(ours).filter(sent).length >= flows.length, `${flows.length} flows through fprobe and svc`);
+    await fprobe.stop();
+    const theirs = (await nfcapd.stop()).filter(sent);
+    closers.length = 0;
+    await relay.close();
+
+    const mine = run.records().map(ours).filter(sent);
+    expect(mine).toHaveLength(flows.length);
+    expect(theirs).toHaveLength(flows.length);
+    expect(run.deadLetters()).toEqual([]);
+    const nf = new Map(theirs.map((f) => [key(f), f]));
+    const byKey = new Map(mine.map((f) => [key(f), f]));
+    for (const f of flows) {
+      const k = key({ ...f, protocol: 17 });
+      const m = byKey.get(k);
+      const n = nf.get(k);
+      expect(m, k).toBeDefined();
+      expect(n, k).toBeDefined();
+      // fprobe counts IP bytes: the IPv4 and UDP headers and the payload.
+      expect([m!.packets, m!.bytes]).toEqual([f.packets, f.packets * (28 + f.payload)]);
+      expect([m!.packets, m!.bytes]).toEqual([n!.packets, n!.bytes]);
+      expect(m!.start).toBeLessThanOrEqual(m!.end);
+      // A live exporter: uptime and export time agree, and nfdump computes the same wall-clock times.
+      expect([m!.start, m!.end]).toEqual([nfTime(n!.start), nfTime(n!.end)]);
+    }
+  }, 120_000);
+});
+
+describe.each([
+  ['softflowd -v 10', 'ipfix', bySoftflowd(10)],
+  ['softflowd -v 5', 'netflow5', bySoftflowd(5)],
+] as const)('%s restarted mid-stream', (_name, protocol, exportPcap) => {
+  it('the restart is counted once, no false gap, and the flows of both runs are delivered', async () => {
+    const dir = tempDir('svc-flow-restart-');
+    const flows = sampleFlows(40);
+    const pcap = writePcap(dir, flows);
+    const run = await started({ protocol });
+    const relay = await tee([run.port]);
+    closers.push(relay.close);
+    await exportPcap(pcap, relay.port, dir);
+    await until(() => run.records().length >= flows.length, 15_000, 'the first run’s flows');
+    // A new exporter process: its sequence starts again at 0 (and its sysUptime at 0).
+    await exportPcap(pcap, relay.port, dir);
+    await until(() => run.records().length >= 2 * flows.length, 15_000, 'the second run’s flows');
+    await until(() => run.events.some((e) => e.event === 'restart'), 5000, 'the restart counted');
+    expect(run.events.filter((e) => e.event === 'restart')).toEqual([{ event: 'restart', exporter: '127.0.0.1', n: 1 }]);
+    expect(run.events.filter((e) => e.event === 'gap')).toEqual([]);
+    expect(run.records()).toHaveLength(2 * flows.length);
   }, 90_000);
 });
 

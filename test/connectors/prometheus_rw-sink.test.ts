@@ -16,7 +16,7 @@ import { silentLogger } from '../../src/observability/log.js';
 import { decodeBody } from '../../src/plugins/connectors/prometheus_rw/decode.js';
 import { encodeWriteRequest, labelBytes, snappyBlock } from '../../src/plugins/connectors/prometheus_rw/encode.js';
 import { labelName, metricName, SeriesMapper } from '../../src/plugins/connectors/prometheus_rw/series.js';
-import { retryAfterMs } from '../../src/plugins/connectors/prometheus_rw/sink.js';
+import { retryAfterMs } from '../../src/plugins/connector-runtime/http-client.js';
 import { tempDir } from '../helpers/fs.js';
 import { secretsOf } from '../../src/core/secrets.js';
 import { registry } from '../../src/plugins/registry.js';

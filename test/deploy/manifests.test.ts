@@ -307,14 +307,16 @@ describe('Dockerfile', () => {
   const args = (op: string) => instructions.filter((l) => l.toUpperCase().startsWith(`${op} `)).map((l) => l.slice(op.length + 1).trim());
   const stages = args('FROM');
 
-  it('builds on a Node LTS image of version 22 or later in every stage', () => {
+  it('builds on the newest Node LTS image (node:26, Debian bookworm slim) in every stage', () => {
     const argDefaults = new Map(args('ARG').map((a) => a.split('=') as [string, string]));
     expect(stages.length).toBeGreaterThanOrEqual(2);
     for (const stage of stages) {
       const image = stage.split(/\s+/)[0]!.replace(/^\$\{(\w+)\}$/, (_, name: string) => argDefaults.get(name) ?? '');
-      const m = /^node:(\d+)(?:[.-]|$)/.exec(image);
+      const m = /^node:(\d+)-bookworm-slim$/.exec(image);
       expect(m, `FROM ${stage}`).not.toBeNull();
-      expect(Number(m![1]), `FROM ${stage}`).toBeGreaterThanOrEqual(22);
+      // An LTS line is even-numbered; 26 is the newest (package.json's engines: ^22.19 || ^24 || >=26).
+      expect(Number(m![1]) % 2, `FROM ${stage}`).toBe(0);
+      expect(Number(m![1]), `FROM ${stage}`).toBeGreaterThanOrEqual(26);
     }
   });
 

@@ -83,7 +83,17 @@ afterEach(() => {
  * after the test if still running, unless `keep` (then the caller kills it: processes shared by
  * several tests).
  */
-export async function serveChild(env: Record<string, string>, opts: { port?: number; ready?: string; keep?: boolean; host?: string; prefix?: string[] } = {}) {
+export async function serveChild(
+  env: Record<string, string>,
+  opts: {
+    port?: number;
+    ready?: string;
+    keep?: boolean;
+    host?: string;
+    prefix?: string[] /** How long the start may take (default 20 s). */;
+    readyMs?: number;
+  } = {},
+) {
   const port = opts.port ?? (await freePort());
   const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
   const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -108,8 +118,10 @@ export async function serveChild(env: Record<string, string>, opts: { port?: num
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
   const ready = opts.ready ?? '/api/health';
-  await until(async () => (await fetch(url + ready).catch(() => undefined))?.status === 200, 20_000, `${url}${ready} to answer 200`, 100).catch((e: Error) => {
-    throw new Error(`${e.message}; svc serve stderr: ${stderr}`);
-  });
+  await until(async () => (await fetch(url + ready).catch(() => undefined))?.status === 200, opts.readyMs ?? 20_000, `${url}${ready} to answer 200`, 100).catch(
+    (e: Error) => {
+      throw new Error(`${e.message}; svc serve stderr: ${stderr}`);
+    },
+  );
   return { url, child, exited, stderr: () => stderr };
 }

@@ -7,6 +7,7 @@ import { clickhouseServer, type ClickhouseServer } from '../connectors/peers/cli
 import { postgresDb } from '../connectors/peers/sql.js';
 import { startVesCollector, VES_PASSWORD, VES_USER } from '../connectors/peers/ves-collector.js';
 import { influxV2Peer, queryRecords } from '../connectors/peers/influxdb-v2.js';
+import { receivedItems, startOtlpCollector } from '../connectors/peers/otlp.js';
 import { startSearchPeer } from '../connectors/peers/elasticsearch.js';
 import { kcatCollect, startMockCluster } from '../connectors/peers/kafka-mock.js';
 import { snmprec, startSnmpsim } from '../connectors/peers/snmp-poll.js';
@@ -42,6 +43,11 @@ const TELECOM = [
   'gnmi-kafka', // gNMI -> Kafka
   'snmp-traps-ves-fault', // VES fault events from traps
   'kafka-alarms-sql-upsert', // Kafka -> SQL upsert
+  'flow-clickhouse', // NetFlow/IPFIX/sFlow with interface names -> ClickHouse (issue 31)
+  'flow-kafka', // flows -> Kafka
+  'flow-top-talkers', // flows -> window_aggregate top talkers
+  'snmp-interfaces-otlp', // SNMP interface counters -> OTLP metrics (issue 30)
+  'syslog-otlp', // syslog -> OTLP logs (issue 30)
 ];
 
 describe('bundled templates', () => {
@@ -65,7 +71,7 @@ describe('bundled templates', () => {
     for (const name of TELECOM) {
       const config = loadPipelineText(byName.get(name)!.yaml, { env: {} }).config!;
       // Polls and file pickups run on an interval; traps, syslog, gNMI and Kafka are streams.
-      const stream = ['snmp_trap', 'syslog', 'gnmi', 'kafka'].includes(config.source.type);
+      const stream = ['snmp_trap', 'syslog', 'gnmi', 'kafka', 'flow'].includes(config.source.type);
       expect(config.schedule.type, name).toBe(stream ? 'stream' : 'interval');
       expect(config.on_error, name).toBe('dlq');
       expect(config.dlq, name).toBeDefined();
@@ -231,6 +237,30 @@ describe('what the templates write, against real peers', () => {
       ]);
     });
 
+    it('flow-clickhouse: flows from its comment, one row per flow, IPv4 and IPv6 in one column, absent fields at their defaults', async () => {
+      for (const sql of ddlOf('flow-clickhouse')) await ch.exec(sql);
+      const rows = await testOutputs('flow-clickhouse');
+      expect(rows.length).toBe(3);
+      const run = await writeThroughTemplateSink('flow-clickhouse', env(), rows, { http_port: ch.httpPort });
+      expect(run.errors).toEqual([]);
+      expect(run.status).toBe('success');
+      const back = await ch.rows<Record<string, string | number>>(
+        'SELECT toUnixTimestamp(time) AS t, duration_ms, src_addr, dst_port, bytes, sampling_interval, in_if_name, out_if_alias, src_as FROM nms.flows ORDER BY src_addr',
+      );
+      expect(back.map((x) => [x.src_addr, x.dst_port, String(x.bytes), x.sampling_interval, x.in_if_name, x.out_if_alias, x.src_as])).toEqual([
+        ['10.1.0.7', 443, '1500000', 1, 'ge-0/0/1', 'customer ACME', 0],
+        ['10.2.0.1', 40000, '12000', 100, '', '', 64500],
+        ['2001:db8::1', 0, '51200', 512, '', '', 0],
+      ]);
+      expect(back[0]).toMatchObject({ t: 1795687259, duration_ms: 59500 });
+      // The query the table is sorted for: one exporter, a time range, the biggest sources.
+      expect(
+        await ch.rows(
+          "SELECT src_addr, sum(bytes) AS b FROM nms.flows WHERE exporter = '192.0.2.1' AND time >= toDateTime(1795687200) GROUP BY src_addr ORDER BY b DESC",
+        ),
+      ).toEqual([{ src_addr: '10.1.0.7', b: '1500000' }]);
+    });
+
     it('pm-xml-sftp-clickhouse: pm_counters from its comment, one row per counter of the PM file', async () => {
       for (const sql of ddlOf('pm-xml-sftp-clickhouse')) await ch.exec(sql);
       const rows = await testOutputs('pm-xml-sftp-clickhouse');
@@ -246,6 +276,33 @@ describe('what the templates write, against real peers', () => {
       ]);
       expect(await ch.rows('SELECT count() AS n FROM nms.pm_counters')).toEqual([{ n: String(rows.length) }]);
     });
+  });
+
+  it('snmp-interfaces-otlp and syslog-otlp: counters as cumulative monotonic Sums, status as a Gauge, syslog as LogRecords at the test collector', async () => {
+    const col = await startOtlpCollector();
+    try {
+      const env = { OTLP_ENDPOINT: col.httpUrl };
+      const m = await writeThroughTemplateSink('snmp-interfaces-otlp', env, await testOutputs('snmp-interfaces-otlp'));
+      expect(m.errors).toEqual([]);
+      const points = receivedItems(col, 'metrics');
+      const octets = points.find((p) => p.metric!.name === 'ifHCInOctets' && p.attributes.ifIndex === 1)!;
+      expect(octets.metric!.sum).toMatchObject({ is_monotonic: true, aggregation_temporality: 2 });
+      expect(octets.attributes).toEqual({ ifIndex: 1, ifName: 'Gi0/1', ifAlias: 'uplink' });
+      expect(octets.resource).toEqual({ 'service.name': 'svc-snmp', 'host.name': 'core1.example.net', 'svc.target': 'core1' });
+      expect(points.find((p) => p.metric!.name === 'ifOperStatus' && p.attributes.ifIndex === 2)!.metric!.gauge).toBeDefined();
+      const l = await writeThroughTemplateSink('syslog-otlp', env, await testOutputs('syslog-otlp'));
+      expect(l.errors).toEqual([]);
+      const logs = receivedItems(col, 'logs');
+      expect(logs).toHaveLength(1);
+      expect(logs[0]!.item).toMatchObject({
+        severity_number: 17,
+        severity_text: 'ERROR',
+        body: { string_value: '%LINK-3-UPDOWN: Interface GigabitEthernet0/1, changed state to down' },
+      });
+      expect(logs[0]!.resource).toEqual({ 'service.name': 'svc-syslog', 'host.name': 'rtr1' });
+    } finally {
+      await col.stop();
+    }
   });
 
   it('snmp-interfaces-influxdb: points tagged by device and interface, rates always floats (no field type conflict)', async () => {
@@ -413,6 +470,15 @@ describe('what the templates write, against real peers', () => {
       ]);
       // The Counter64 keeps every digit on the wire too.
       expect(got.find((m) => m.key === '198.51.100.7')!.value).toContain('"18446744073709551615"');
+    });
+
+    it('flow-kafka: one JSON message per flow, keyed by exporter, a 64-bit count exact', async () => {
+      const got = await publishAndRead('flow-kafka', 'FLOW_TOPIC', 'tpl.flows');
+      expect(got.map((m) => [m.key, (JSON.parse(m.value) as Rec).in_if_name ?? null]).sort()).toEqual([
+        ['192.0.2.1', 'ge-0/0/1'],
+        ['192.0.2.9', null],
+      ]);
+      expect(got.find((m) => m.key === '192.0.2.9')!.value).toContain('"18446744073709551615"');
     });
 
     it('gnmi-kafka: one JSON message per update, keyed by device|interface', async () => {

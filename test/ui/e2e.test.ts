@@ -8,6 +8,7 @@ import { dlqSuite } from './e2e/dlq-suite.js';
 import { newcomerSuite } from './e2e/newcomer-suite.js';
 import { liveSuite } from './e2e/live-suite.js';
 import { graphSuite } from './e2e/graph-suite.js';
+import { shardsSuite } from './e2e/shards-suite.js';
 
 // A flow drives a real browser through several pages and server round trips (MIB compiles, walks):
 // on a loaded CI machine one can take longer than the suite-wide 30 s.
@@ -20,3 +21,4 @@ liveSuite();
 graphSuite();
 consoleSuite();
 newcomerSuite();
+shardsSuite();

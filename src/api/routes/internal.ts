@@ -64,6 +64,8 @@ export default async function internalRoutes(app: FastifyInstance, deps: ApiDeps
     { schema: { tags, body: RunCompleteBody, summary: "A worker's run outcome; stored once however often it is sent" } },
     async (req) => {
       const body = req.body as RunComplete;
+      // A shard's outcome is its shard's (run_shards), never a run of its own.
+      if (body.shard) return { run_id: body.run_id, stored: (await cluster().executor.completeShard(body)) === 'resolved' };
       const outcome = cluster().executor.complete(body);
       if (outcome === 'unknown') {
         // No run of this process waits for it (the manager restarted since): stored if not stored yet.

@@ -9,7 +9,12 @@ import { HttpError, httpError } from '../../core/http-errors.js';
 
 const tags = ['mibs'];
 const ErrorBody = Type.Object({ detail: Type.String() });
-const MibModule = Type.Object({ name: Type.String(), file: Type.String({ description: 'The compiled file in SVC_MIB_DIR.' }), size_bytes: Type.Integer() });
+const MibModule = Type.Object({
+  name: Type.String(),
+  file: Type.String({ description: 'The compiled file in SVC_MIB_DIR.' }),
+  size_bytes: Type.Integer(),
+  sha256: Type.String({ description: 'SHA-256 of the compiled JSON (GET /api/mibs/{name}): a worker fetches only the modules whose hash changed.' }),
+});
 const UploadResult = Type.Object({
   compiled: Type.Array(Type.String(), { description: 'Modules of the upload now active.' }),
   mib_dir: Type.String(),

@@ -255,4 +255,45 @@ export default async function pipelineRoutes(app: FastifyInstance, deps: ApiDeps
       return view;
     },
   );
+
+  // Where each target of a sharded batch pipeline is polled (issue 33); `q` finds a device.
+  app.get(
+    '/api/pipelines/:name/shards',
+    {
+      schema: {
+        tags,
+        params: NameParams,
+        querystring: Type.Object(
+          {
+            q: Type.Optional(Type.String({ maxLength: 200, description: 'Only targets whose identity contains this text (case-insensitive).' })),
+            limit: Type.Integer({ minimum: 1, maximum: 100000, default: 1000, description: 'Targets listed at most (`total` counts all).' }),
+          },
+          { additionalProperties: false },
+        ),
+        summary: "A sharded batch pipeline's targets and the worker polling each (manager mode; standalone: one shard on this node)",
+      },
+    },
+    async (req: FastifyRequest<{ Params: { name: string }; Querystring: { q?: string; limit: number } }>) => {
+      const p = manager.get(req.params.name);
+      if (!p.config.workers || p.config.schedule.type === 'stream')
+        throw httpError(
+          'HTTP_SHARDS_NOT_FOUND',
+          `pipeline '${p.name}' is not a sharded batch pipeline (set workers: {count: all} on a snmp_poll or prometheus_scrape batch pipeline)`,
+        );
+      if (deps.cluster) return deps.cluster.shards(p.config, req.query.q, req.query.limit);
+      // Standalone: one shard, here.
+      const plugin = registry.source.get(p.config.source.type) as SourcePlugin | undefined;
+      const all = plugin?.shard ? await plugin.shard.targets(p.config.source as never) : [];
+      const q = req.query.q?.toLowerCase();
+      const hit = q ? all.filter((t) => t.toLowerCase().includes(q)) : all;
+      const node = deps.settings.NODE_ID;
+      return {
+        pipeline: p.name,
+        running: !!p.active,
+        workers: [{ worker_id: node, shards: 1, targets: all.length }],
+        total: all.length,
+        targets: hit.slice(0, req.query.limit).map((target) => ({ target, worker_id: node, shard: 0, status: 'planned' })),
+      };
+    },
+  );
 }

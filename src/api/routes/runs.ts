@@ -58,11 +58,31 @@ export default async function runRoutes(app: FastifyInstance, deps: ApiDeps) {
 
   app.get(
     '/api/runs/:run_id',
-    { schema: { tags, params: Type.Object({ run_id: Type.String({ minLength: 1 }) }) } },
-    async (req: FastifyRequest<{ Params: { run_id: string } }>) => {
+    {
+      schema: {
+        tags,
+        params: Type.Object({ run_id: Type.String({ minLength: 1 }) }),
+        querystring: Type.Object(
+          { targets: Type.Boolean({ default: false, description: "A sharded run: list each shard's targets too (its missed targets are always listed)." }) },
+          { additionalProperties: false },
+        ),
+      },
+    },
+    async (req: FastifyRequest<{ Params: { run_id: string }; Querystring: { targets: boolean } }>) => {
       const run = await deps.store.runs.get(req.params.run_id);
       if (!run) throw httpError('HTTP_RUN_NOT_FOUND', req.params.run_id);
-      return withLive(run, deps.manager.liveRun(run.run_id));
+      // A sharded batch run (issue 33): one row per shard, its worker, targets and outcome.
+      const shards = (await deps.store.runShards?.ofRun(run.run_id)) ?? [];
+      const out = withLive(run, deps.manager.liveRun(run.run_id));
+      if (!shards.length) return out;
+      return {
+        ...out,
+        shards: shards.map(({ run_id: _r, pipeline: _p, targets, ...s }) => ({
+          ...s,
+          target_count: targets.length,
+          ...(req.query.targets ? { targets } : {}),
+        })),
+      };
     },
   );
 }

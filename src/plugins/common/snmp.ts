@@ -7,8 +7,11 @@ import { resolve } from 'node:path';
 import { Type } from '@sinclair/typebox';
 import type { MibIndex } from '../../mib/mib-index.js';
 import type { MibResolver } from '../../mib/resolver.js';
+import type { SnmpVersion } from '../../snmp/message.js';
+import type { TargetOptions } from '../../snmp/session.js';
 import { parseAuthProtocol, parsePrivProtocol, type UsmUserConfig } from '../../snmp/usm.js';
 import { secret } from '../../core/secrets.js';
+import { SourceError } from '../../core/errors.js';
 import type { LintIssue } from '../types.js';
 
 export const AUTH_PROTOCOLS = ['MD5', 'SHA', 'SHA224', 'SHA256', 'SHA384', 'SHA512'] as const;
@@ -34,6 +37,84 @@ export const v3Fields = {
   priv_key: secret('SNMPv3 privacy passphrase (at least 8 characters); needs auth_key (authPriv).'),
   context_name: Type.Optional(Type.String({ description: 'SNMPv3 context name (default empty).' })),
 };
+
+/**
+ * The SNMP fields one agent of a list may set over the top-level ones (snmp_poll's `targets`, the
+ * flow source's `enrich_interfaces.exporters`): port, community, version and the SNMPv3 fields.
+ */
+export const perAgentFields = {
+  port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'UDP port of this agent (default: the top-level port).' })),
+  community: secret('Community of this agent (default: the top-level community).'),
+  version: Type.Optional(
+    Type.Union([Type.Literal('1'), Type.Literal('2c'), Type.Literal('3')], { description: 'SNMP version of this agent (default: the top-level version).' }),
+  ),
+  security_name: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'SNMPv3 user of this agent.' })),
+  auth_protocol: Type.Optional(Type.Union(lit(AUTH_PROTOCOLS), { description: 'SNMPv3 authentication protocol of this agent.' })),
+  auth_key: secret('SNMPv3 authentication passphrase of this agent.'),
+  priv_protocol: Type.Optional(Type.Union(lit(PRIV_PROTOCOLS), { description: 'SNMPv3 privacy protocol of this agent.' })),
+  priv_key: secret('SNMPv3 privacy passphrase of this agent.'),
+  context_name: Type.Optional(Type.String({ description: 'SNMPv3 context name of this agent.' })),
+};
+
+/** The per-agent SNMP fields (top level and list entries). */
+export interface SnmpFields {
+  port?: number;
+  community?: string;
+  version?: SnmpVersion;
+  security_name?: string;
+  auth_protocol?: string;
+  auth_key?: string;
+  priv_protocol?: string;
+  priv_key?: string;
+  context_name?: string;
+}
+
+export const PER_AGENT_KEYS = [
+  'port',
+  'community',
+  'version',
+  'security_name',
+  'auth_protocol',
+  'auth_key',
+  'priv_protocol',
+  'priv_key',
+  'context_name',
+] as const;
+
+/**
+ * The session options of one agent at `host`: its own fields over the top-level ones (`who` names
+ * it in the error of an SNMPv3 agent without a user).
+ */
+export function agentSessionOptions(
+  host: string,
+  entry: SnmpFields,
+  top: SnmpFields & { timeout: number; retries: number },
+  who: string,
+): TargetOptions & { port: number; version: SnmpVersion } {
+  const f: SnmpFields = {};
+  for (const k of PER_AGENT_KEYS) (f as Record<string, unknown>)[k] = entry[k] ?? top[k];
+  const port = f.port ?? 161;
+  const version = f.version ?? '2c';
+  let user: UsmUserConfig | undefined;
+  if (version === '3') {
+    if (!f.security_name) throw new SourceError(`${who}: SNMPv3 needs security_name`);
+    user = {
+      name: f.security_name,
+      ...(f.auth_key ? { authProtocol: f.auth_protocol ?? 'SHA', authKey: f.auth_key } : {}),
+      ...(f.auth_key && f.priv_key ? { privProtocol: f.priv_protocol ?? 'AES128', privKey: f.priv_key } : {}),
+    };
+  }
+  return {
+    host,
+    port,
+    version,
+    community: f.community ?? 'public',
+    ...(user ? { user } : {}),
+    ...(f.context_name ? { contextName: f.context_name } : {}),
+    timeoutMs: Math.round(top.timeout * 1000),
+    retries: top.retries,
+  };
+}
 
 /** One entry of the source's `users` list: a fleet with different credentials. */
 export const userItem = Type.Object(

@@ -61,6 +61,16 @@ export function networkError(e: unknown, target: string, timeoutS: number): stri
 const undici = once(() => import('undici'));
 
 /** An answer whose body is larger than the caller takes (HttpClient.send's maxBodyBytes). */
+/** `Retry-After` in ms: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function retryAfterMs(h: HttpResponse['headers'], now = Date.now()): number | undefined {
+  const v = h['retry-after'];
+  const t = (Array.isArray(v) ? v[0] : v)?.trim();
+  if (!t) return undefined;
+  if (/^\d+$/.test(t)) return Number(t) * 1000;
+  const d = Date.parse(t);
+  return Number.isNaN(d) ? undefined : Math.max(0, d - now);
+}
+
 export class BodyTooLargeError extends Error {
   override name = 'BodyTooLargeError';
   constructor(readonly maxBytes: number) {

@@ -3,7 +3,22 @@
 // up the others or the run. Finished targets wait for the run in a queue; new polls start while
 // fewer than `limit` run and fewer than `limit` results wait, so memory stays bounded by 2 x limit
 // results. A stop of the run aborts the polls in flight (one listener on the run's signal).
-import type { SourceUnit } from '../types.js';
+import type { RunShard, SourceUnit } from '../types.js';
+
+/**
+ * The targets of this run: all of them, or those its shard owns (a sharded batch run, issue 33).
+ * `missing` gets the owned identities the source does not list (its targets_file differs on this
+ * worker): they are reported, never polled by guess.
+ */
+export function owned<T>(targets: readonly T[], id: (t: T) => string, shard: RunShard | undefined, missing?: (ids: string[]) => void): T[] {
+  if (!shard) return [...targets];
+  const out = targets.filter((t) => shard.targets.has(id(t)));
+  if (missing && out.length < shard.targets.size) {
+    const have = new Set(out.map(id));
+    missing([...shard.targets].filter((t) => !have.has(t)));
+  }
+  return out;
+}
 
 /** A target that gave no complete answer within its deadline (its poll was aborted). */
 export class TargetDeadlineError extends Error {

@@ -11,8 +11,8 @@
 import { join } from 'node:path';
 import { SourceError } from '../../core/errors.js';
 import { Spool, type Position } from './spool.js';
-import { normalizePath, type WebhookEndpoint, type WebhookMessage } from './webhook-hub.js';
-import type { PluginContext, Source, SourceUnit } from '../types.js';
+import { normalizePath, type WebhookEndpoint, type WebhookHub, type WebhookMessage } from './webhook-hub.js';
+import type { PluginContext, Rec, Source, SourceUnit } from '../types.js';
 import { connectionReporter } from './reconnect.js';
 
 export interface WebhookStreamConfig {
@@ -38,6 +38,18 @@ export interface WebhookStreamOptions {
   validate?(m: WebhookMessage): string | undefined;
   /** The messages a held body becomes when its unit is read (default: the body itself). */
   read?(m: HeldBody): Iterable<Buffer>;
+  /**
+   * Instead of `read`: the records a held body becomes (a source that decodes its wire format
+   * itself, as otlp), and what of it could not be decoded (dead-lettered with its reason).
+   * Called when the unit is handed to the pipeline.
+   */
+  decode?(m: HeldBody): { records: Rec[]; undecodable?: { raw: Buffer; why: string }[] };
+  /**
+   * A hub of the source's own (a source with listeners of its own, as otlp): the stream registers
+   * its path there instead of on the daemon's, and runs without the daemon too (without a spool
+   * then: what is queued is lost with the process).
+   */
+  hub?: WebhookHub;
   /** Report the served path as a connection (connecting until served, connected while served). */
   reportConnection?: boolean;
 }
@@ -59,7 +71,7 @@ export function webhookStream(c: WebhookStreamConfig, ctx: PluginContext, opts: 
   const read = opts.read ?? ((m: HeldBody) => [m.body]);
   return {
     async *units(signal: AbortSignal): AsyncGenerator<SourceUnit> {
-      const hub = ctx.services?.webhooks;
+      const hub = opts.hub ?? ctx.services?.webhooks;
       if (!hub) throw new SourceError(`the ${opts.type} source needs the daemon: run the pipeline with \`svc serve\`, not \`svc run\``);
       const connection = opts.reportConnection ? connectionReporter(ctx, opts.type) : undefined;
       connection?.('connecting');
@@ -78,13 +90,34 @@ export function webhookStream(c: WebhookStreamConfig, ctx: PluginContext, opts: 
       let ceiling = Infinity;
       let wake: (() => void) | undefined;
 
+      const decoded = (batch: HeldBody[]): Pick<SourceUnit, 'records' | 'undecodable' | 'read'> => {
+        if (!opts.decode) {
+          return {
+            async *read() {
+              for (const m of batch) yield* read(m);
+            },
+          };
+        }
+        const records: Rec[] = [];
+        const undecodable: { raw: Buffer; why: string }[] = [];
+        for (const m of batch) {
+          const d = opts.decode(m);
+          for (const r of d.records) records.push(r);
+          if (d.undecodable) for (const u of d.undecodable) undecodable.push(u);
+        }
+        return {
+          records,
+          undecodable: undecodable.length ? undecodable : undefined,
+          async *read() {
+            for (const r of records) yield Buffer.from(JSON.stringify(r));
+          },
+        };
+      };
       const unit = (batch: HeldBody[]): SourceUnit => ({
         meta: { webhook_path: c.path, messages: batch.length, received_at: batch[0]!.receivedAt },
         size: batch.reduce((n, m) => n + m.body.length, 0),
         messages: true,
-        async *read() {
-          for (const m of batch) yield* read(m);
-        },
+        ...decoded(batch),
         // The batch is in position order: committing its last position commits all of it.
         done: spool
           ? async (delivered) => {

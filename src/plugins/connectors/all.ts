@@ -15,6 +15,7 @@ export * as local from './local/index.js';
 export * as mqtt from './mqtt/index.js';
 export * as nats from './nats/index.js';
 export * as opensearch from './opensearch/index.js';
+export * as otlp from './otlp/index.js';
 export * as prometheus_rw from './prometheus_rw/index.js';
 export * as prometheus_scrape from './prometheus_scrape/index.js';
 export * as redis from './redis/index.js';

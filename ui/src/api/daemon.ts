@@ -14,6 +14,8 @@ import type {
   PluginSchemas,
   ClusterNode,
   Placement,
+  ShardAssignment,
+  ShardedPipeline,
   AlertRule,
 } from './types.js';
 
@@ -82,6 +84,8 @@ export const daemon = {
   schemas: () => request<PluginSchemas>('/api/plugins/schemas'),
   clusterNodes: () => request<{ mode: string; workers: ClusterNode[] }>('/api/cluster/nodes'),
   clusterStreams: () => request<{ streams: Placement[] }>('/api/cluster/streams'),
+  clusterShards: () => request<{ pipelines: ShardedPipeline[] }>('/api/cluster/shards'),
+  pipelineShards: (name: string, q: string, limit = 200) => request<ShardAssignment>(`/api/pipelines/${enc(name)}/shards`, { query: { q, limit } }),
   alerts: (pipeline: string) => request<AlertRule[]>(`/api/pipelines/${enc(pipeline)}/alerts`),
   addAlert: (pipeline: string, rule: AlertRule) => request<AlertRule>(`/api/pipelines/${enc(pipeline)}/alerts`, { method: 'POST', json: rule }),
   updateAlert: (pipeline: string, name: string, rule: AlertRule) =>

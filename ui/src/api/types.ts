@@ -138,6 +138,45 @@ export interface RunRecord {
   pipeline_version?: number | null;
   /** A running run's live figures: its counters above are live, taken at `updated_at`. */
   live?: LiveFigures;
+  /** A sharded batch run (issue 33): one row per shard. */
+  shards?: RunShard[];
+}
+
+export interface RunShard {
+  shard_index: number;
+  worker_id: string;
+  epoch: number;
+  /** running, success, failed, aborted; lost: its worker died and its targets went to other shards; missed: polled by nobody. */
+  status: string;
+  target_count: number;
+  records_in: number;
+  records_out: number;
+  errors: number;
+  duration_ms: number | null;
+  missed: string[];
+  error: string | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+/** A sharded pipeline's workers (GET /api/cluster/shards). */
+export interface ShardedPipeline {
+  pipeline: string;
+  run_id: string | null;
+  running: boolean;
+  total: number;
+  workers: { worker_id: string; shards: number; targets: number }[];
+  error?: string;
+}
+
+/** Where targets are polled (GET /api/pipelines/{name}/shards). */
+export interface ShardAssignment {
+  pipeline: string;
+  run_id?: string;
+  running: boolean;
+  total: number;
+  workers: { worker_id: string; shards: number; targets: number }[];
+  targets: { target: string; worker_id: string; shard: number; status: string }[];
 }
 
 export interface RunFilter {

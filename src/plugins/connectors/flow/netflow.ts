@@ -3,7 +3,7 @@
 // exporter and observation domain). A datagram that breaks its format throws FlowDecodeError with
 // the reason; nothing of it is emitted then, and no template it carried is learned.
 import type { Rec } from '../../types.js';
-import { checkFieldLength, fieldSpec, fieldValue, ipv4, VARIABLE_LENGTH, type FieldSpec } from './ie.js';
+import { checkFieldLength, fieldSpec, ipv4, isoMs, readerOf, VARIABLE_LENGTH, type FieldSpec } from './ie.js';
 import { FlowDecodeError, Reader } from './reader.js';
 import type { ExporterState, FlowState, Template } from './state.js';
 
@@ -76,7 +76,7 @@ function isoAt(unixMs: number, uptimeMs: number, atUptime: number): string {
   // Unsigned 32-bit difference: a flow that began before the uptime counter wrapped is still in the past.
   const ago = (uptimeMs - atUptime) | 0;
   const ms = unixMs - ago;
-  return Number.isFinite(ms) && ms > 0 && ms < 8.64e15 ? new Date(ms).toISOString() : new Date(0).toISOString();
+  return isoMs(Number.isFinite(ms) && ms > 0 && ms < 8.64e15 ? ms : 0);
 }
 
 interface Header {
@@ -177,30 +177,41 @@ interface DataSet {
   held?: boolean;
 }
 
+/** The fields of a template with their readers (readerOf), made once per template. */
+function compiled(t: Template): NonNullable<Template['compiled']> {
+  return (t.compiled ??= t.fields.map((f) => ({ name: f.name, length: f.length, keep: f.id !== 210 || f.enterprise !== 0, read: readerOf(f) })));
+}
+
 /** The records of one data set under its template; options records update the exporter instead. */
 function decodeDataSet(body: Buffer, t: Template, e: ExporterState, h: Pick<Header, 'base' | 'unixMs' | 'uptimeMs'>, out: Rec[], limit: number): number {
-  const r = new Reader(body);
+  const fields = compiled(t);
+  const nf = fields.length;
+  const buf = body;
+  const end = body.length;
+  const base = h.base;
+  let pos = 0;
   let n = 0;
   // What is left shorter than a record is padding (RFC 7011 section 3.3.1, RFC 3954 section 5.3).
-  while (r.left >= t.minLength && r.left > 0) {
+  while (end - pos >= t.minLength && end - pos > 0) {
     if (out.length >= limit) throw new FlowDecodeError(`more than ${MAX_RECORDS_PER_DATAGRAM} records in one datagram`);
-    const rec: Rec = t.scopeCount ? {} : { ...h.base };
-    for (const f of t.fields) {
+    const rec: Rec = t.scopeCount ? {} : { flow_protocol: base.flow_protocol, exporter: base.exporter, observationDomainId: base.observationDomainId };
+    for (let i = 0; i < nf; i++) {
+      const f = fields[i]!;
       let len = f.length;
       // The messages are built only on failure: a template literal per field was most of the decode time.
       if (len === VARIABLE_LENGTH) {
         // RFC 7011 section 7: one length byte, or 255 and a 2-byte length.
-        if (r.left < 1) r.need(1, `length of ${f.name}`);
-        len = r.buf[r.pos++]!;
+        if (end - pos < 1) new Reader(buf, pos).need(1, `length of ${f.name}`);
+        len = buf[pos++]!;
         if (len === 255) {
-          if (r.left < 2) r.need(2, `long length of ${f.name}`);
-          len = r.buf.readUInt16BE(r.pos);
-          r.pos += 2;
+          if (end - pos < 2) new Reader(buf, pos).need(2, `long length of ${f.name}`);
+          len = buf.readUInt16BE(pos);
+          pos += 2;
         }
       }
-      if (len > r.left) r.need(len, `${f.name} of template ${t.id}`);
-      if (f.id !== 210 || f.enterprise) rec[f.name] = fieldValue(f, r.buf, r.pos, len);
-      r.pos += len;
+      if (len > end - pos) new Reader(buf, pos).need(len, `${f.name} of template ${t.id}`);
+      if (f.keep) rec[f.name] = f.read(buf, pos, len);
+      pos += len;
     }
     n++;
     if (t.scopeCount) applyOptions(rec, e);
@@ -250,7 +261,7 @@ function withTimes(rec: Rec, h: Pick<Header, 'unixMs' | 'uptimeMs'>, e: Exporter
     h.uptimeMs !== undefined
       ? (x: number) => isoAt(h.unixMs, h.uptimeMs!, x)
       : e.systemInitMs !== undefined
-        ? (x: number) => new Date(e.systemInitMs! + x).toISOString()
+        ? (x: number) => isoMs(e.systemInitMs! + x)
         : undefined;
   if (!at) return;
   if (first !== undefined && rec.flowStartMilliseconds === undefined) rec.flowStartMilliseconds = at(first);

@@ -14,6 +14,7 @@ import { warnIfRecvBufferCapped } from '../../connector-runtime/udp-buffer.js';
 import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource, type PluginContext, type Rec } from '../../types.js';
 import { decodeFlowDatagram } from './decode.js';
+import { enrichConfig, InterfaceEnricher } from './enrich.js';
 import { FlowDecodeError } from './reader.js';
 import { DEFAULT_LIMITS, FlowState, type FlowLimits } from './state.js';
 
@@ -82,6 +83,7 @@ const config = Type.Object(
       description:
         'Data sets held for a template per exporter; further ones are dropped and counted (pending_limit). The bytes held in all are capped at 16 MiB.',
     }),
+    enrich_interfaces: Type.Optional(enrichConfig),
     max_queue_size: Type.Integer({
       minimum: 1,
       default: HIGH_WATER,
@@ -105,6 +107,8 @@ export interface FlowStats {
   dropped: number;
   gaps: number;
   restarts: number;
+  /** Polls of an exporter's interfaces (enrich_interfaces) that failed. */
+  enrichFailures: number;
 }
 
 const limitsOf = (c: Config): FlowLimits => ({
@@ -139,6 +143,7 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
     },
     restart(exporter, protocol, why) {
       stats.restarts++;
+      enricher?.restarted(exporter);
       telemetry?.flowSequence?.('restart', exporter, 1);
       log.info({ connector: 'flow', exporter, protocol, why }, `flow: exporter ${exporter} restarted (${why})`);
     },
@@ -147,8 +152,28 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
       drops.add(Math.max(n, 1), { connector: 'flow', reason, detail });
     },
   });
+  const enricher =
+    c.enrich_interfaces &&
+    new InterfaceEnricher(
+      c.enrich_interfaces,
+      log,
+      {
+        failed(exporter) {
+          stats.enrichFailures++;
+          telemetry?.flowEnrichFailure?.(exporter);
+        },
+      },
+      { maxExporters: c.max_exporters, maxWaiting: c.max_queue_size },
+    );
   let dropping = false;
   const empty = Buffer.alloc(0);
+  const deliver = (msg: Buffer) => (records: Rec[]) => {
+    for (let i = 0; i < records.length; i++) {
+      const rec = records[i]!;
+      if (c.scale_by_sampling) scale(rec);
+      push({ body: i === 0 ? msg : empty, record: rec });
+    }
+  };
   const socket = await bindUdp(c.host, portOf(c), c.buffer_size, (msg, rinfo) => {
     if (dropping) {
       if (ctx.signal.aborted) return;
@@ -173,11 +198,8 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
     stats.flows += records.length;
     // The datagram's bytes ride on its first flow (bytes_in); a datagram of templates only still counts them.
     if (!records.length) return;
-    for (let i = 0; i < records.length; i++) {
-      const rec = records[i]!;
-      if (c.scale_by_sampling) scale(rec);
-      push({ body: i === 0 ? msg : empty, record: rec });
-    }
+    if (enricher) enricher.enrich(exporter, records, deliver(msg));
+    else deliver(msg)(records);
   });
   // Data sets held for a template expire even when the exporter has gone quiet.
   const sweeper = setInterval(() => state.sweep(Date.now()), 1000).unref();
@@ -191,6 +213,7 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
     },
     async close() {
       clearInterval(sweeper);
+      enricher?.close();
       malformed.stop();
       drops.stop();
       await new Promise<void>((r) => socket.close(() => r()));
@@ -225,7 +248,7 @@ export default defineSource({
     await new Promise<void>((r) => s.close(() => r()));
   },
   create(c, ctx) {
-    const stats: FlowStats = { datagrams: 0, flows: 0, malformed: 0, dropped: 0, gaps: 0, restarts: 0 };
+    const stats: FlowStats = { datagrams: 0, flows: 0, malformed: 0, dropped: 0, gaps: 0, restarts: 0, enrichFailures: 0 };
     const source = streamSource<Message>(ctx, {
       type: 'flow',
       // A port that cannot be bound (in use, privileged) is tried a few times, then the run fails.

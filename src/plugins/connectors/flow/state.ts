@@ -3,7 +3,7 @@
 // names the exporter announced in options records. Everything here is capped (per exporter and in
 // all) and expires, because every key and count in it comes from the network.
 import type { Rec } from '../../types.js';
-import type { FieldSpec } from './ie.js';
+import type { FieldRead, FieldSpec } from './ie.js';
 
 export type FlowProtocol = 'netflow5' | 'netflow9' | 'ipfix' | 'sflow';
 
@@ -15,6 +15,8 @@ export interface Template {
   /** Bytes of the shortest record (a variable-length field counts its 1-byte length). */
   minLength: number;
   learnedAt: number;
+  /** The fields' readers, made at the first data set (netflow.ts). */
+  compiled?: { name: string; length: number; keep: boolean; read: FieldRead }[];
 }
 
 interface PendingSet {
@@ -229,9 +231,13 @@ export class FlowState {
       this.events.restart?.(e.address, e.protocol, `sysUptime went back from ${e.uptimeMs} to ${uptimeMs} ms`);
     } else if (e.expected !== undefined && seq !== e.expected) {
       const ahead = (seq - e.expected) >>> 0;
+      // Back at the start of a stream: 0, or at most this datagram's own count (softflowd 1.1.0 sends
+      // IPFIX sequence numbers that already count the message's records, and v9's starts at 1).
+      const count = next === undefined ? 0 : (next - seq) >>> 0;
+      const atStart = seq === 0 || seq <= count;
       if (ahead < 0x8000_0000) this.events.gap?.(e.address, e.protocol, ahead);
-      else if (uptimeMs === undefined && (seq === 0 || 0x1_0000_0000 - ahead > RESTART_BEHIND)) {
-        // IPFIX has no uptime: a sequence far behind the expected one (or back to 0) is a restart.
+      else if (atStart || (uptimeMs === undefined && 0x1_0000_0000 - ahead > RESTART_BEHIND)) {
+        // The sequence started over (or, for IPFIX, which has no uptime, went far back): a restart.
         this.events.restart?.(e.address, e.protocol, `sequence number went back from ${e.expected} to ${seq}`);
       } else {
         // A little behind: a datagram reordered or repeated on the way; neither a gap nor a restart, and the expectation stands.

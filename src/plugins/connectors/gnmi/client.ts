@@ -4,7 +4,8 @@
 // @grpc/grpc-js and @grpc/proto-loader are loaded on first use, never when the registry is
 // imported; the definitions come from gnmi-descriptor.ts (gnmi.proto compiled into the module).
 import { readFile } from 'node:fs/promises';
-import type { Client, ClientDuplexStream, Metadata, ServiceError } from '@grpc/grpc-js';
+import { isIP } from 'node:net';
+import type { ChannelCredentials, Client, ClientDuplexStream, Metadata, ServiceError } from '@grpc/grpc-js';
 import { SourceError } from '../../../core/errors.js';
 import { lazyModule, once } from '../../connector-runtime/lazy.js';
 import { GNMI_DESCRIPTOR } from './gnmi-descriptor.js';
@@ -87,6 +88,26 @@ export interface GnmiClient {
   close(): void;
 }
 
+/**
+ * TLS credentials that send the server name (SNI) only when it is a host name. grpc-js sets the
+ * target's host (or grpc.ssl_target_name_override) as tls.connect's servername whatever it is, and
+ * Node 26 refuses an IP address there (ERR_INVALID_ARG_VALUE; SNI is for host names, RFC 6066 3),
+ * so a target given by address could not connect. Without servername, Node checks the certificate
+ * against the connection's host, the IP address, as before (and against tls_server_name when set,
+ * through grpc-js's own checkServerIdentity). The one place that reaches into grpc-js: the secure
+ * connector's connectionOptions, read when it connects.
+ */
+function serverNameOnlyForHostNames(creds: ChannelCredentials): ChannelCredentials {
+  const create = creds._createSecureConnector.bind(creds);
+  creds._createSecureConnector = (...args) => {
+    const connector = create(...args);
+    const options = (connector as { connectionOptions?: { servername?: string } }).connectionOptions;
+    if (options?.servername !== undefined && isIP(options.servername) !== 0) delete options.servername;
+    return connector;
+  };
+  return creds;
+}
+
 /** A channel to the target (no I/O until the first call). */
 export async function openClient(c: GnmiConnection): Promise<GnmiClient> {
   const [grpc, Stub] = await Promise.all([grpcSdk(), stubClass()]);
@@ -100,7 +121,9 @@ export async function openClient(c: GnmiConnection): Promise<GnmiClient> {
         throw new SourceError(`cannot read tls_ca '${c.tls_ca}': ${(e as Error).message}`);
       }
     }
-    creds = grpc.credentials.createSsl(ca, null, null, c.tls_skip_verify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {});
+    creds = serverNameOnlyForHostNames(
+      grpc.credentials.createSsl(ca, null, null, c.tls_skip_verify ? { rejectUnauthorized: false, checkServerIdentity: () => undefined } : {}),
+    );
   } else creds = grpc.credentials.createInsecure();
   const address = targetAddress(c.host, c.port);
   const options = c.tls && c.tls_server_name ? { ...CHANNEL_OPTIONS, 'grpc.ssl_target_name_override': c.tls_server_name } : CHANNEL_OPTIONS;

@@ -7,7 +7,7 @@
 // rest and ves connectors share (undici, its own pool, TLS policy and timeout).
 import { Type, type Static } from '@sinclair/typebox';
 import { WriteError } from '../../../core/errors.js';
-import { describeTarget, excerpt, HttpClient, networkError, statusText, type HttpResponse } from '../../connector-runtime/http-client.js';
+import { describeTarget, excerpt, HttpClient, networkError, retryAfterMs, statusText, type HttpResponse } from '../../connector-runtime/http-client.js';
 import { httpAuthFields, httpAuthHeader, lintHttpAuth } from '../../connector-runtime/http-auth.js';
 import { PeerPresence } from '../../connector-runtime/presence.js';
 import { defineSink, type LintIssue, type WriteResult } from '../../types.js';
@@ -123,16 +123,6 @@ function lint(c: Config): LintIssue[] {
     if (labelName(k) !== k)
       out.push({ path: `static_labels.${k}`, message: `'${k}' is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)` });
   return out;
-}
-
-/** `Retry-After` in ms: delay-seconds or an HTTP date; undefined when absent or unreadable. */
-export function retryAfterMs(h: HttpResponse['headers'], now = Date.now()): number | undefined {
-  const v = h['retry-after'];
-  const t = (Array.isArray(v) ? v[0] : v)?.trim();
-  if (!t) return undefined;
-  if (/^\d+$/.test(t)) return Number(t) * 1000;
-  const d = Date.parse(t);
-  return Number.isNaN(d) ? undefined : Math.max(0, d - now);
 }
 
 const retryable = (s: number) => s >= 500 || s === 429;

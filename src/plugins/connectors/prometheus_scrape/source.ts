@@ -10,7 +10,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { version } from '../../../version.js';
 import { BodyTooLargeError, describeTarget, excerpt, HttpClient, networkError, statusText } from '../../connector-runtime/http-client.js';
 import { httpAuthFields, httpAuthHeader, lintHttpAuth } from '../../connector-runtime/http-auth.js';
-import { fleetUnits, TargetDeadlineError } from '../../connector-runtime/target-fleet.js';
+import { fleetUnits, owned, TargetDeadlineError } from '../../connector-runtime/target-fleet.js';
 import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { sampleValue } from '../../common/prom-value.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type SourceUnit } from '../../types.js';
@@ -189,6 +189,12 @@ export default defineSource({
       await http.close();
     }
   },
+  // A fleet splits by endpoint (issue 33): the identity is the URL as configured.
+  shard: {
+    async targets(c) {
+      return [...c.targets];
+    },
+  },
   create(c, ctx) {
     const notes: string[] = [];
     return { notes, units: (signal) => scrapeUnits(c, ctx, signal, notes) };
@@ -210,7 +216,7 @@ async function* scrapeUnits(c: Config, ctx: PluginContext, signal: AbortSignal, 
     maxFamilies: c.max_samples ?? 200000,
   };
   const limit = c.max_concurrency ?? 100;
-  const targets = c.targets;
+  const targets = owned(c.targets, (u) => u, ctx.shard);
   report('connecting');
   let answered = 0;
   let failed = 0;

@@ -6,7 +6,7 @@
 // svc_snmp_poll_errors_total; it never fails the run. Protocol: the product's one SNMP stack
 // (src/snmp/: SnmpSession, walkSession, USM); names: the MIB store (common/snmp.ts mibIndex).
 // Decisions: docs/connectors/snmp_poll.md.
-import { fleetUnits, TargetDeadlineError } from '../../connector-runtime/target-fleet.js';
+import { fleetUnits, owned, TargetDeadlineError } from '../../connector-runtime/target-fleet.js';
 import { Type } from '@sinclair/typebox';
 import { errorMessage, SourceError } from '../../../core/errors.js';
 import type { MibIndex } from '../../../mib/mib-index.js';
@@ -14,9 +14,8 @@ import { SnmpSession } from '../../../snmp/session.js';
 import { parseOid, SnmpInputError, SnmpResponseError, SnmpTimeoutError, type VarBind } from '../../../snmp/values.js';
 import { walkSession } from '../../../snmp/walker.js';
 import { connectionReporter } from '../../connector-runtime/reconnect.js';
-import { secret } from '../../../core/secrets.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type SourceUnit } from '../../types.js';
-import { AUTH_PROTOCOLS, communityField, lintUser, lintV3, mibIndex, PRIV_PROTOCOLS, resolveName, v3Fields, versionField } from '../../common/snmp.js';
+import { communityField, lintUser, lintV3, mibIndex, perAgentFields, resolveName, v3Fields, versionField } from '../../common/snmp.js';
 import { flatRecord, isAbsent, rowRecords, type RowOptions } from './rows.js';
 import { loadTargets, type PollTarget } from './targets.js';
 
@@ -26,23 +25,11 @@ const SYS_UPTIME = '1.3.6.1.2.1.1.3.0';
 /** Varbinds per GET request (a longer `oids` list is sent in several requests). */
 export const GET_BATCH = 50;
 
-const lit = <T extends string>(xs: readonly T[]) => xs.map((x) => Type.Literal(x));
-
 const targetItem = Type.Object(
   {
     host: Type.String({ minLength: 1, description: 'Agent host name or address.' }),
     name: Type.Optional(Type.String({ minLength: 1, description: 'What `_target` says for this agent (default host:port).' })),
-    port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'UDP port of this agent (default: the top-level port).' })),
-    community: secret('Community of this agent (default: the top-level community).'),
-    version: Type.Optional(
-      Type.Union([Type.Literal('1'), Type.Literal('2c'), Type.Literal('3')], { description: 'SNMP version of this agent (default: the top-level version).' }),
-    ),
-    security_name: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'SNMPv3 user of this agent.' })),
-    auth_protocol: Type.Optional(Type.Union(lit(AUTH_PROTOCOLS), { description: 'SNMPv3 authentication protocol of this agent.' })),
-    auth_key: secret('SNMPv3 authentication passphrase of this agent.'),
-    priv_protocol: Type.Optional(Type.Union(lit(PRIV_PROTOCOLS), { description: 'SNMPv3 privacy protocol of this agent.' })),
-    priv_key: secret('SNMPv3 privacy passphrase of this agent.'),
-    context_name: Type.Optional(Type.String({ description: 'SNMPv3 context name of this agent.' })),
+    ...perAgentFields,
   },
   { additionalProperties: false },
 );
@@ -301,6 +288,12 @@ export default defineSource({
       session?.close();
     }
   },
+  // A fleet splits by agent (issue 33): the identity is `_target` (the entry's name, else host:port).
+  shard: {
+    async targets(c) {
+      return (await loadTargets(c, topFields(c))).map((t) => t.id);
+    },
+  },
   create(c, ctx) {
     const notes: string[] = [];
     return {
@@ -316,7 +309,12 @@ async function* pollUnits(c: SnmpPollConfig, ctx: PluginContext, signal: AbortSi
   const top = topFields(c);
   const ix = await indexFor(c, ctx.mibs);
   const oids = numericOids(c, ix);
-  const targets = await loadTargets(c, top);
+  const targets = owned(
+    await loadTargets(c, top),
+    (t) => t.id,
+    ctx.shard,
+    (ids) => notes.push(`snmp_poll: ${ids.length} target(s) of this shard are not in this worker's target list (${ids.slice(0, 10).join(', ')}): not polled`),
+  );
   const rowOpts: RowOptions = {
     ix: c.resolve_oids ? ix : undefined,
     indexDepth: c.index_depth ?? 0,

@@ -6,20 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { SourceError } from '../../../core/errors.js';
 import type { SnmpVersion } from '../../../snmp/message.js';
 import type { TargetOptions } from '../../../snmp/session.js';
-import type { UsmUserConfig } from '../../../snmp/usm.js';
-
-/** The per-target SNMP fields (top level and targets entries). */
-export interface SnmpFields {
-  port?: number;
-  community?: string;
-  version?: SnmpVersion;
-  security_name?: string;
-  auth_protocol?: string;
-  auth_key?: string;
-  priv_protocol?: string;
-  priv_key?: string;
-  context_name?: string;
-}
+import { agentSessionOptions, PER_AGENT_KEYS, type SnmpFields } from '../../common/snmp.js';
 
 export interface TargetEntry extends SnmpFields {
   host: string;
@@ -35,7 +22,7 @@ export interface PollTarget {
   options: TargetOptions;
 }
 
-const OVERRIDES = ['port', 'community', 'version', 'security_name', 'auth_protocol', 'auth_key', 'priv_protocol', 'priv_key', 'context_name'] as const;
+const OVERRIDES = PER_AGENT_KEYS;
 
 /** `host`, `host:port`, `[v6]:port` or a bare IPv6 address. */
 export function splitHostPort(text: string): { host: string; port?: number } {
@@ -49,37 +36,11 @@ export function splitHostPort(text: string): { host: string; port?: number } {
 
 /** The SNMP session options of one target: its own fields over the top-level ones. */
 export function targetOf(entry: TargetEntry, top: SnmpFields & { timeout: number; retries: number }): PollTarget {
-  const f: SnmpFields = {};
-  for (const k of OVERRIDES) (f as Record<string, unknown>)[k] = entry[k] ?? top[k];
-  const port = f.port ?? 161;
-  const version = f.version ?? '2c';
   const host = entry.host.trim();
+  const port = entry.port ?? top.port ?? 161;
   const id = entry.name ?? (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
-  let user: UsmUserConfig | undefined;
-  if (version === '3') {
-    if (!f.security_name) throw new SourceError(`snmp_poll: target ${id}: SNMPv3 needs security_name`);
-    user = {
-      name: f.security_name,
-      ...(f.auth_key ? { authProtocol: f.auth_protocol ?? 'SHA', authKey: f.auth_key } : {}),
-      ...(f.auth_key && f.priv_key ? { privProtocol: f.priv_protocol ?? 'AES128', privKey: f.priv_key } : {}),
-    };
-  }
-  return {
-    id,
-    host,
-    port,
-    version,
-    options: {
-      host,
-      port,
-      version,
-      community: f.community ?? 'public',
-      ...(user ? { user } : {}),
-      ...(f.context_name ? { contextName: f.context_name } : {}),
-      timeoutMs: Math.round(top.timeout * 1000),
-      retries: top.retries,
-    },
-  };
+  const options = agentSessionOptions(host, entry, top, `snmp_poll: target ${id}`);
+  return { id, host, port: options.port, version: options.version, options };
 }
 
 /**

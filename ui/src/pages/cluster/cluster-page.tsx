@@ -1,4 +1,5 @@
-// Cluster: worker nodes with health and active runs, and stream placements with their slots,
+// Cluster: worker nodes with health and active runs, sharded polls (where each device is polled),
+// and stream placements with their slots,
 // rates and stale or degraded state. A standalone daemon says so, and still lists its streams.
 import { daemon } from '../../api/daemon.js';
 import { Notice } from '../../components/notice.js';
@@ -7,6 +8,7 @@ import { StatusBadge } from '../../components/status-badge.js';
 import { fmtAgo, fmtInt } from '../../lib/format.js';
 import { href } from '../../lib/router.js';
 import { usePoll } from '../../lib/use-poll.js';
+import { ShardAssignments } from './shard-assignments.js';
 
 const REFRESH_MS = 5000;
 
@@ -16,7 +18,7 @@ export function ClusterPage() {
   const standalone = nodes.data?.mode === 'standalone';
   return (
     <section>
-      <PageHeader title="Cluster" subtitle={`Nodes and stream placements, refreshed every ${REFRESH_MS / 1000} s.`} />
+      <PageHeader title="Cluster" subtitle={`Nodes, sharded polls and stream placements, refreshed every ${REFRESH_MS / 1000} s.`} />
       {(nodes.error || streams.error) && <Notice tone="error">{nodes.error ?? streams.error}</Notice>}
       {standalone && (
         <Notice tone="info">
@@ -51,6 +53,7 @@ export function ClusterPage() {
           </table>
         </>
       )}
+      <ShardAssignments />
       <h2>Stream placements</h2>
       {streams.data && streams.data.streams.length === 0 ? (
         <p class="muted">No stream is running.</p>

@@ -104,6 +104,55 @@ export function RunDetailPage({ runId }: { runId: string }) {
               </pre>
             </>
           )}
+          {r.shards && r.shards.length > 0 && (
+            <>
+              <h2>Shards ({r.shards.length})</h2>
+              <table class="table" data-testid="run-shards">
+                <thead>
+                  <tr>
+                    <th class="num">Shard</th>
+                    <th>Worker</th>
+                    <th>Status</th>
+                    <th class="num">Targets</th>
+                    <th class="num">Records in</th>
+                    <th class="num">Records out</th>
+                    <th class="num">Errors</th>
+                    <th class="num">Duration</th>
+                    <th>Missed / note</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {r.shards.map((s) => (
+                    <tr key={s.shard_index}>
+                      <td class="num">{s.shard_index}</td>
+                      <td class="mono">{s.worker_id || '–'}</td>
+                      <td>
+                        <span
+                          class={`badge ${s.status === 'success' ? 'badge-ok' : s.status === 'running' || s.status === 'lost' ? 'badge-warn' : 'badge-bad'}`}
+                        >
+                          {s.status}
+                        </span>
+                      </td>
+                      <td class="num">{fmtInt(s.target_count)}</td>
+                      <td class="num">{fmtInt(s.records_in)}</td>
+                      <td class="num">{fmtInt(s.records_out)}</td>
+                      <td class={`num${s.errors ? ' bad' : ''}`}>{fmtInt(s.errors)}</td>
+                      <td class="num">{s.duration_ms === null ? '–' : fmtSeconds(s.duration_ms / 1000)}</td>
+                      <td>
+                        {s.missed.length > 0 && (
+                          <span class="bad" title={s.missed.join('\n')}>
+                            {fmtInt(s.missed.length)} missed: {s.missed.slice(0, 5).join(', ')}
+                            {s.missed.length > 5 ? ', …' : ''}
+                          </span>
+                        )}
+                        {s.missed.length === 0 && s.error && <span class="muted">{s.error}</span>}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
+          )}
           <h2>Errors and skip reasons ({r.errors.length})</h2>
           {r.errors.length === 0 ? (
             <p class="muted">None.</p>

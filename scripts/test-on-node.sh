@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs the tests on one given Node.js: scripts/test-on-node.sh VERSION [vitest paths...] (no path:
+# the whole suite), e.g. `bash scripts/test-on-node.sh 24.21.0 test/store test/daemon`.
+#
+# That Node comes from the npm registry's `node-<platform>-<arch>` package, fetched fresh into
+# ~/.cache/svc/node/VERSION/ by scripts/supported-node.mjs (binary and headers), so this checkout's
+# Node stays as it is. The tests run in a temporary copy of the working tree whose node_modules links
+# every package of this checkout except those with a native addon: those are copied and, where their
+# addon does not load on VERSION, rebuilt there against VERSION's own headers (supported-node.mjs
+# --addons: the npm configuration's nodedir may point at other headers, and no prebuilt binary can be
+# downloaded here); rebuilding in place would break this checkout's own Node.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ $# -ge 1 ] || { echo "usage: scripts/test-on-node.sh VERSION [vitest paths...]" >&2; exit 2; }
+version=${1#v}
+shift
+start=$SECONDS
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# mktemp's 0700 would lock out tests that drop privileges to nobody when root.
+chmod 755 "$tmp"
+tar --exclude=./node_modules --exclude=./.git -cf - . | tar -C "$tmp" -xf -
+
+# Packages holding a native addon (a binding.gyp), top level or scoped: copied, not linked.
+native=$(find node_modules -mindepth 2 -maxdepth 6 -name binding.gyp -not -path '*/test/*' 2>/dev/null |
+  sed -E 's#^node_modules/((@[^/]+/)?[^/]+)/.*#\1#' | sort -u)
+mkdir "$tmp/node_modules"
+for entry in node_modules/* node_modules/.bin; do
+  case "$entry" in
+    node_modules/@*)
+      mkdir -p "$tmp/$entry"
+      for scoped in "$entry"/*; do
+        if printf '%s\n' "$native" | grep -qxF "${scoped#node_modules/}"; then cp -R "$scoped" "$tmp/$scoped"; else ln -s "$PWD/$scoped" "$tmp/$scoped"; fi
+      done
+      ;;
+    *)
+      if printf '%s\n' "$native" | grep -qxF "${entry#node_modules/}"; then cp -R "$entry" "$tmp/$entry"; else ln -s "$PWD/$entry" "$tmp/$entry"; fi
+      ;;
+  esac
+done
+
+cd "$tmp"
+node scripts/supported-node.mjs --node "$version" --addons node node_modules/vitest/vitest.mjs run "$@"
+echo "tests on Node $version: passed in $((SECONDS - start)) s"

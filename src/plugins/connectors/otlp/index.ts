@@ -1,0 +1,2 @@
+export { default as source } from './source.js';
+export { default as sink } from './sink.js';

@@ -7,7 +7,8 @@
 //   - svc_points_per_sec: the otlp source (bounded pre-walk, decode into records) -> NDJSON into
 //     a local file, until every point is written. ratio = svc / reference (goal >= 0.6).
 import { createServer, request } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +18,14 @@ import { runPipeline } from '../src/engine/runner.js';
 import { MemoryProcessedFiles } from '../src/plugins/connector-runtime/processed-files.js';
 import { silentLogger } from '../src/observability/log.js';
 import { requestType } from '../src/plugins/connectors/otlp/proto.js';
+import type { Rec } from '../src/plugins/types.js';
+import { alternate, childMeasure, ratio } from './compare.js';
+import { timedRun } from './pipeline.js';
+import { startOtlpCollector, type OtlpCollector } from '../test/connectors/peers/otlp.js';
+import { ValueType } from '@opentelemetry/api';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { AggregationTemporality, DataPointType, type MetricData, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 
 const BODIES = Number(process.env.BENCH_OTLP_BODIES ?? 400);
 const POINTS = 1000;
@@ -173,6 +182,165 @@ export const otlpIngest: Scenario = {
       svc_points_per_sec,
       ratio: Number((svc_points_per_sec / reference_points_per_sec).toFixed(3)),
       goal: 0.6,
+    };
+  },
+};
+
+// otlp-export: records to the otlp sink against the test collector (test/connectors/peers/otlp.ts,
+// the official opentelemetry-proto definitions, decoding every request), beside the OpenTelemetry
+// JS SDK's own exporter (@opentelemetry/exporter-metrics-otlp-proto) sending the same data points
+// to the same collector. 200,000 gauge points: 1 resource (host.name router-0), 20 metrics, 50
+// interfaces (3 attributes), 200 steps; 1,000 points (one step) per request on both sides, requests
+// one after the other, OTLP/HTTP protobuf without compression on both sides. Each leg runs in a
+// fresh process (bench/compare.ts) with its own collector in that process (both sides pay for the
+// collector alike), legs alternated over 3 rounds, medians. The svc leg reads the records from an
+// NDJSON file (written before timing) through a pipeline; the SDK leg's ResourceMetrics are built
+// before timing and only exported. ratio = svc / sdk (goal >= 1).
+const EXPORT_STEPS = Number(process.env.BENCH_OTLP_STEPS ?? 200);
+const EXPORT_METRICS = 20;
+const EXPORT_IFS = 50;
+const PER_STEP = EXPORT_METRICS * EXPORT_IFS;
+const EXPORT_T0 = 1_790_000_000_000;
+
+/** Data points the collector decoded (and lets go of, so a leg holds no more than a few requests). */
+function pointCounter(c: OtlpCollector): () => number {
+  let n = 0;
+  return () => {
+    for (const r of c.received.splice(0)) {
+      const rms = (r.request.resource_metrics ?? []) as { scope_metrics?: { metrics?: { gauge?: { data_points?: unknown[] } }[] }[] }[];
+      for (const rm of rms) for (const sm of rm.scope_metrics ?? []) for (const m of sm.metrics ?? []) n += m.gauge?.data_points?.length ?? 0;
+    }
+    return n;
+  };
+}
+
+function exportRecords(): Rec[] {
+  const out: Rec[] = [];
+  for (let s = 0; s < EXPORT_STEPS; s++)
+    for (let m = 0; m < EXPORT_METRICS; m++)
+      for (let i = 0; i < EXPORT_IFS; i++)
+        out.push({
+          hostname: 'router-0',
+          name: `if.metric.${m}`,
+          value: i * 0.5 + s + 0.25,
+          timestamp: EXPORT_T0 + s * 1000,
+          ifIndex: i,
+          ifName: `ge-0/0/${i}`,
+          host: `host-${(s + i) % 50}`,
+        });
+  return out;
+}
+
+async function withCollector(leg: (url: string) => Promise<number>): Promise<Measured> {
+  // The test collector parses the vendored .proto files beside its source; the compiled bench
+  // (.bench-build) has none of them, so they are copied there from the repository (npm run bench
+  // runs from its root).
+  const protoDir = fileURLToPath(new URL('../src/plugins/connectors/otlp/proto/', import.meta.url));
+  if (!existsSync(join(protoDir, 'common.proto'))) cpSync(join(process.cwd(), 'src/plugins/connectors/otlp/proto'), protoDir, { recursive: true });
+  const c = await startOtlpCollector();
+  const count = pointCounter(c);
+  const timer = setInterval(count, 50);
+  try {
+    const seconds = await leg(c.httpUrl);
+    const points = count();
+    const refused = c.refused.length;
+    if (points !== EXPORT_STEPS * PER_STEP || refused) throw new Error(`otlp-export: the collector decoded ${points} points (${refused} requests refused)`);
+    return { points, seconds: Number(seconds.toFixed(2)), points_per_sec: Math.round(points / seconds) };
+  } finally {
+    clearInterval(timer);
+    await c.stop();
+  }
+}
+
+/** The sink's leg: an NDJSON file -> otlp sink (http/protobuf, 1,000 records per request). */
+export const otlpExportSvc: Scenario = {
+  hidden: true,
+  threads: [1],
+  run: () =>
+    withCollector(async (url) => {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-bench-otlp-export-'));
+      try {
+        mkdirSync(join(dir, 'in'));
+        writeFileSync(
+          join(dir, 'in', 'points.ndjson'),
+          exportRecords()
+            .map((r) => JSON.stringify(r))
+            .join('\n') + '\n',
+        );
+        const { record, seconds } = await timedRun(
+          `
+version: "1"
+pipeline:
+  name: otlp-export
+  schedule: { type: manual }
+  source: { type: local, path: ${JSON.stringify(join(dir, 'in'))} }
+  serializer_in: { type: ndjson }
+  record_chunk_size: ${PER_STEP}
+  sinks:
+    - { type: otlp, endpoint: ${JSON.stringify(url)}, protocol: http/protobuf, compression: none, max_records_per_request: ${PER_STEP} }
+`,
+          { log: silentLogger, processed: new MemoryProcessedFiles() },
+        );
+        if (record.status !== 'success' || record.records_out !== EXPORT_STEPS * PER_STEP || record.dlq_count)
+          throw new Error(`otlp-export: the sink's run did not write every point: ${JSON.stringify(record)}`);
+        return seconds;
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }),
+};
+
+/** The reference leg: the SDK's proto exporter, one ResourceMetrics (one step) per export, in order. */
+export const otlpExportSdk: Scenario = {
+  hidden: true,
+  threads: [1],
+  run: () =>
+    withCollector(async (url) => {
+      const resource = resourceFromAttributes({ 'host.name': 'router-0' });
+      const batches: ResourceMetrics[] = [];
+      for (let s = 0; s < EXPORT_STEPS; s++) {
+        const t = EXPORT_T0 + s * 1000;
+        const time: [number, number] = [Math.floor(t / 1000), (t % 1000) * 1_000_000];
+        const metrics: MetricData[] = Array.from({ length: EXPORT_METRICS }, (_, m) => ({
+          descriptor: { name: `if.metric.${m}`, description: '', unit: '', valueType: ValueType.DOUBLE },
+          aggregationTemporality: AggregationTemporality.CUMULATIVE,
+          dataPointType: DataPointType.GAUGE,
+          dataPoints: Array.from({ length: EXPORT_IFS }, (_, i) => ({
+            startTime: time,
+            endTime: time,
+            attributes: { ifIndex: i, ifName: `ge-0/0/${i}`, host: `host-${(s + i) % 50}` },
+            value: i * 0.5 + s + 0.25,
+          })),
+        }));
+        batches.push({ resource, scopeMetrics: [{ scope: { name: 'svc-bench' }, metrics }] });
+      }
+      const exporter = new OTLPMetricExporter({ url: `${url}/v1/metrics` }); // compression: none, its default;
+      const t0 = performance.now();
+      for (const b of batches)
+        await new Promise<void>((resolve, reject) =>
+          exporter.export(b, (r) => (r.code === 0 /* ExportResultCode.SUCCESS */ ? resolve() : reject(r.error ?? new Error('SDK export failed')))),
+        );
+      const seconds = (performance.now() - t0) / 1000;
+      await exporter.shutdown();
+      return seconds;
+    }),
+};
+
+export const otlpExport: Scenario = {
+  async run(): Promise<Measured> {
+    const { medians, seen } = alternate(
+      ROUNDS,
+      { sdk: () => childMeasure('otlp-export-sdk', 1), svc: () => childMeasure('otlp-export-svc', 1) },
+      'points_per_sec',
+    );
+    return {
+      points: EXPORT_STEPS * PER_STEP,
+      points_per_request: PER_STEP,
+      svc_points_per_sec: medians.svc!,
+      sdk_points_per_sec: medians.sdk!,
+      ratio: ratio(medians.svc!, medians.sdk!),
+      goal: 1,
+      runs: JSON.stringify(seen),
     };
   },
 };

@@ -117,6 +117,10 @@ export const scenarios: Record<string, Scenario> = {
   'flow-enrich': { run: async () => (await import('./flow-scenarios.js')).flowEnrich.run(1) },
   // 400 OTLP/HTTP protobuf metrics bodies (1,000 points each) through the otlp source into NDJSON, beside a bare node:http server decoding them (bench/otlp-scenarios.ts).
   'otlp-ingest': { run: async () => (await import('./otlp-scenarios.js')).otlpIngest.run(1) },
+  // 200,000 gauge points through the otlp sink to the test collector, beside the OpenTelemetry JS SDK's proto exporter sending the same points (bench/otlp-scenarios.ts).
+  'otlp-export': { run: async () => (await import('./otlp-scenarios.js')).otlpExport.run(1) },
+  'otlp-export-svc': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpExportSvc.run(1) },
+  'otlp-export-sdk': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpExportSdk.run(1) },
   'prom-rw-ingest': { run: async () => (await import('./prom-rw-scenarios.js')).promRwIngest.run(1) },
   // 400k samples through the prometheus_rw sink into Debian's Prometheus, beside the same WriteRequests POSTed bare (bench/prom-rw-export-scenarios.ts).
   'prom-rw-export': { run: async () => (await import('./prom-rw-export-scenarios.js')).promRwExport.run(1) },

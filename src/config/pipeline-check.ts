@@ -293,22 +293,22 @@ function checkText(text: string, opts: LoadOptions & { registry: Registry }): Lo
     }
     return r?.value;
   });
-  if (!(opts.statefulTransforms ?? (opts.env ?? process.env).SVC_STATEFUL_TRANSFORMS?.trim() !== '0')) {
+  // The stateful transforms of the pipeline and of its sinks, with the YAML path of each one's type.
+  const statefulTransforms = (): [Path, string][] => {
     const lists: [Path, unknown][] = [
       [[...P, 'transforms'], rawP.transforms],
       ...(Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i): [Path, unknown] => [[...P, 'sinks', i, 'transforms'], isObj(s) ? s.transforms : undefined]),
     ];
-    for (const [path, list] of lists) {
-      (Array.isArray(list) ? list : []).forEach((t, i) => {
+    return lists.flatMap(([path, list]) =>
+      (Array.isArray(list) ? list : []).flatMap((t, i): [Path, string][] => {
         const plugin = isObj(t) && typeof t.type === 'string' ? reg.transform.get(t.type) : undefined;
-        if (plugin && 'stateful' in plugin && plugin.stateful)
-          c.add(
-            'CFG_STATEFUL',
-            [...path, i, 'type'],
-            `'${t.type as string}' is disabled on this node (SVC_STATEFUL_TRANSFORMS=0); enable stateful transforms or remove it`,
-          );
-      });
-    }
+        return plugin && 'stateful' in plugin && plugin.stateful ? [[[...path, i, 'type'], t.type as string]] : [];
+      }),
+    );
+  };
+  if (!(opts.statefulTransforms ?? (opts.env ?? process.env).SVC_STATEFUL_TRANSFORMS?.trim() !== '0')) {
+    for (const [path, type] of statefulTransforms())
+      c.add('CFG_STATEFUL', path, `'${type}' is disabled on this node (SVC_STATEFUL_TRANSFORMS=0); enable stateful transforms or remove it`);
   }
   const sinks = (Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i) => checkSink(c, reg, [...P, 'sinks', i], s));
   const dlq = rawP.dlq === undefined ? undefined : checkSink(c, reg, [...P, 'dlq'], rawP.dlq);
@@ -343,24 +343,18 @@ function checkText(text: string, opts: LoadOptions & { registry: Registry }): Lo
       c.add(
         'CFG_INVALID',
         [...P, 'workers'],
-        `source '${source.value.type}' cannot split its work over workers (sources that can: snmp_poll, prometheus_scrape); remove workers to run the pipeline on one worker`,
+        `source '${source.value.type}' cannot split its work over workers (sources that can: ${[...reg.source.values()]
+          .filter((s) => s.kind === 'source' && s.shard)
+          .map((s) => s.key)
+          .join(', ')}); remove workers to run the pipeline on one worker`,
       );
     // State of counter_delta and window_aggregate is kept per pipeline, not yet per shard: refused rather than wrong.
-    const lists: [Path, unknown][] = [
-      [[...P, 'transforms'], rawP.transforms],
-      ...(Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i): [Path, unknown] => [[...P, 'sinks', i, 'transforms'], isObj(s) ? s.transforms : undefined]),
-    ];
-    for (const [path, list] of lists) {
-      (Array.isArray(list) ? list : []).forEach((t, i) => {
-        const plugin = isObj(t) && typeof t.type === 'string' ? reg.transform.get(t.type) : undefined;
-        if (plugin && 'stateful' in plugin && plugin.stateful)
-          c.add(
-            'CFG_STATEFUL',
-            [...path, i, 'type'],
-            `'${t.type as string}' keeps its state per pipeline, and a sharded run (pipeline.workers) polls each target on a worker of its own: not supported together yet; remove pipeline.workers or this transform (docs/cluster.md, Sharded batch runs)`,
-          );
-      });
-    }
+    for (const [path, type] of statefulTransforms())
+      c.add(
+        'CFG_STATEFUL',
+        path,
+        `'${type}' keeps its state per pipeline, and a sharded run (pipeline.workers) polls each target on a worker of its own: not supported together yet; remove pipeline.workers or this transform (docs/cluster.md, Sharded batch runs)`,
+      );
   }
   if (p.on_error === 'dlq' && rawP.dlq === undefined)
     c.add('CFG_INVALID', [...P, 'on_error'], "on_error 'dlq' needs a dlq sink: add pipeline.dlq (e.g. type: local)");

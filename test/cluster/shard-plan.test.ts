@@ -69,6 +69,8 @@ describe('workers on a batch pipeline', () => {
     const got = messages(pipeline('  workers: { count: all }\n', 'type: local\n    path: /tmp/in'));
     expect(got).toHaveLength(1);
     expect(got[0]).toMatch(/pipeline\.workers: source 'local' cannot split its work over workers/);
+    // The sources that can are those whose plugin declares shard, listed from the registry.
+    expect(got[0]).toContain('(sources that can: prometheus_scrape, snmp_poll)');
   });
 
   it('refuses counter_delta and window_aggregate with it, at the transform (their state is per pipeline)', () => {

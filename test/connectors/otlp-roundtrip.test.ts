@@ -6,8 +6,8 @@ import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { tempDir } from '../helpers/fs.js';
-import { freePort } from '../helpers/net.js';
 import { loadPipeline, outputRecords, until, type Rec } from './helpers.js';
+import { startOtlpToFile } from './peers/otlp.js';
 import { startSnmpdV3, type Snmpd } from './peers/snmp-poll.js';
 
 let snmpd: Snmpd;
@@ -49,20 +49,7 @@ describe('snmp_poll (snmpd) -> otlp sink -> otlp source', () => {
     expect(rows.length).toBeGreaterThan(0);
     expect(rows[0]!._snmp_widths).toMatchObject({ ifInOctets: 32, ifOutOctets: 32 });
 
-    const port = await freePort();
-    const out = tempDir('svc-otlp-snmp-out-');
-    const stop = new AbortController();
-    const running = runPipeline(
-      loadPipeline({
-        name: 'otlp-snmp-in',
-        schedule: { type: 'stream' },
-        source: { type: 'otlp', host: '127.0.0.1', grpc_port: port, http_port: 0 },
-        serializer_in: { type: 'json' },
-        serializer_out: { type: 'ndjson' },
-        sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
-      }),
-      { signal: stop.signal, log: silentLogger, processed: new MemoryProcessedFiles() },
-    );
+    const { port, out, stop } = await startOtlpToFile('otlp-snmp-in');
     try {
       await until(
         async () => {
@@ -110,8 +97,7 @@ describe('snmp_poll (snmpd) -> otlp sink -> otlp source', () => {
         expect(of('ifOperStatus')).toMatchObject({ type: 'gauge', value: row.ifOperStatus });
       }
     } finally {
-      stop.abort();
-      await running;
+      await stop();
     }
   }, 120_000);
 });

@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { conformance } from './conformance.js';
 import { loadPipeline, outputRecords, type Cfg, type Rec } from './helpers.js';
-import { otlpSinkFixture, receivedItems, startOtlpCollector, type OtlpCollector } from './peers/otlp.js';
+import { otlpSinkFixture, receivedItems, startOtlpCollector, startOtlpToFile, type OtlpCollector } from './peers/otlp.js';
 
 conformance(otlpSinkFixture('http/protobuf'));
 conformance(otlpSinkFixture('grpc'));
@@ -204,22 +204,8 @@ describe('otlp sink: answers', () => {
 
 describe('otlp sink → otlp source', () => {
   it('a metric, a log record and a span out and back are the same records', async () => {
-    const { freePort } = await import('../helpers/net.js');
     const { until } = await import('../helpers/wait.js');
-    const port = await freePort();
-    const out = tempDir('svc-otlp-rt-');
-    const stop = new AbortController();
-    const running = runPipeline(
-      loadPipeline({
-        name: 'otlp-rt-in',
-        schedule: { type: 'stream' },
-        source: { type: 'otlp', host: '127.0.0.1', grpc_port: 0, http_port: port },
-        serializer_in: { type: 'json' },
-        serializer_out: { type: 'ndjson' },
-        sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
-      }),
-      { signal: stop.signal, log: silentLogger, processed: new MemoryProcessedFiles() },
-    );
+    const { port, out, stop } = await startOtlpToFile('otlp-rt-in', 'http');
     try {
       const metric = {
         signal: 'metrics',
@@ -303,29 +289,14 @@ describe('otlp sink → otlp source', () => {
       expect(back.find((r) => r.signal === 'logs')).toEqual(log);
       expect(back.find((r) => r.signal === 'traces')).toEqual(span);
     } finally {
-      stop.abort();
-      await running;
+      await stop();
     }
   }, 90_000);
 
   it('pm_xml → otlp → otlp: every numeric counter comes back as a delta Sum named from its measType, with measObjLdn', async () => {
-    const { freePort } = await import('../helpers/net.js');
     const { until } = await import('../helpers/wait.js');
     const { copyFileSync } = await import('node:fs');
-    const port = await freePort();
-    const out = tempDir('svc-otlp-pm-');
-    const stop = new AbortController();
-    const running = runPipeline(
-      loadPipeline({
-        name: 'otlp-pm-in',
-        schedule: { type: 'stream' },
-        source: { type: 'otlp', host: '127.0.0.1', grpc_port: port, http_port: 0 },
-        serializer_in: { type: 'json' },
-        serializer_out: { type: 'ndjson' },
-        sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
-      }),
-      { signal: stop.signal, log: silentLogger, processed: new MemoryProcessedFiles() },
-    );
+    const { port, out, stop } = await startOtlpToFile('otlp-pm-in');
     try {
       const name = 'A20261126.1000+0100-1015+0100_gNB-Paris-01.xml';
       const pmDir = tempDir('svc-otlp-pmin-');
@@ -388,8 +359,7 @@ describe('otlp sink → otlp source', () => {
         expect(r.start_time_unix_nano).toBe(String(BigInt(Date.parse('2026-11-26T09:00:00.000Z')) * 1_000_000n));
       }
     } finally {
-      stop.abort();
-      await running;
+      await stop();
     }
   }, 90_000);
 });

@@ -15,7 +15,12 @@ import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
+import { runPipeline } from '../../../src/engine/runner.js';
+import { silentLogger } from '../../../src/observability/log.js';
+import { MemoryProcessedFiles } from '../../../src/plugins/connector-runtime/processed-files.js';
+import { tempDir } from '../../helpers/fs.js';
 import { freePort } from '../../helpers/net.js';
+import { loadPipeline } from '../helpers.js';
 import type { Cfg, Peer, PeerFixture, Rec, SinkSide } from '../conformance.js';
 import { pace } from '../../helpers/wait.js';
 
@@ -372,6 +377,32 @@ export function otlpSinkFixture(protocol: 'grpc' | 'http/protobuf' | 'http/json'
         },
         stop: () => col.stop(),
       };
+    },
+  };
+}
+
+/** svc's own otlp source (gRPC or HTTP on a free port) writing what it receives to an NDJSON file: the far end of a round trip. */
+export async function startOtlpToFile(name: string, transport: 'grpc' | 'http' = 'grpc'): Promise<{ port: number; out: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const out = tempDir(`svc-${name}-`);
+  const abort = new AbortController();
+  const running = runPipeline(
+    loadPipeline({
+      name,
+      schedule: { type: 'stream' },
+      source: { type: 'otlp', host: '127.0.0.1', grpc_port: transport === 'grpc' ? port : 0, http_port: transport === 'http' ? port : 0 },
+      serializer_in: { type: 'json' },
+      serializer_out: { type: 'ndjson' },
+      sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+    }),
+    { signal: abort.signal, log: silentLogger, processed: new MemoryProcessedFiles() },
+  );
+  return {
+    port,
+    out,
+    stop: async () => {
+      abort.abort();
+      await running;
     },
   };
 }

@@ -8,10 +8,14 @@ ARG NODE_IMAGE=node:26-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 # Compilers for native modules without a prebuilt binary for this Node (better-sqlite3), against
-# the image's own Node headers rather than a download.
-ENV npm_config_nodedir=/usr/local
+# the image's own Node headers rather than a download. The kafka connector's native client
+# (@confluentinc/kafka-javascript, optional) downloads a prebuilt binary from GitHub when it can;
+# where it cannot, CKJS_LINKING=dynamic builds librdkafka against these Debian libraries instead
+# of downloading its dependencies (otherwise `npm rebuild` fails: issue 32, docs/connectors/kafka.md).
+ENV npm_config_nodedir=/usr/local \
+    CKJS_LINKING=dynamic
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
+ && apt-get install -y --no-install-recommends python3 make g++ libssl-dev zlib1g-dev libzstd-dev liblz4-dev libsasl2-dev libcurl4-openssl-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # Dependencies first, so that a source change reuses this layer. --ignore-scripts: the root
@@ -28,6 +32,10 @@ RUN npm rebuild \
  && chmod 755 dist/cli/main.js
 
 FROM ${NODE_IMAGE}
+# The shared libraries a dynamically linked librdkafka (above) loads.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libssl3 zlib1g libzstd1 liblz4-1 libsasl2-2 libcurl4 \
+ && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production \
     SVC_DATA_DIR=/data \
     SVC_DB_PATH=/data/svc.db \

@@ -16,8 +16,13 @@
 // (`npm rebuild NAME`, run by that Node) against that Node's own headers: the machine's npm
 // configuration may point node-gyp at other headers (here `nodedir=/usr`, Node 20's), and no
 // prebuilt binary can be downloaded. better-sqlite3 is the one that matters (ssh2's and
-// cpu-features' optional speed-ups are the others). A rebuilt addon no longer loads on the old Node,
+// cpu-features' optional speed-ups are the others; @confluentinc/kafka-javascript, the kafka
+// connector's optional native client, a NAN addon built for one Node ABI, is rebuilt from source
+// with CKJS_LINKING=dynamic: about 3 minutes per Node). A rebuilt addon no longer loads on the old Node,
 // which is why every package.json script that loads one goes through this script.
+// SVC_ADDONS_SKIP (package names, comma-separated) leaves those optional addons as they are, unbuilt
+// for this Node: .ci/run's Node 24 steps skip the kafka client's 3-minute rebuild that way (the
+// kafka connector then runs on its kafkajs fallback there). better-sqlite3 cannot be skipped.
 //
 // SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to COMMAND's process group
 // (COMMAND runs in a group of its own), and this script exits as COMMAND did: with its code, or by
@@ -169,13 +174,32 @@ function brokenAddons(nodeBin, packages) {
 function ensureAddons(nodeBin, version, root) {
   const marker = `${version}:${root}`;
   if (process.env.SVC_ADDONS_CHECKED === marker) return;
-  const broken = brokenAddons(nodeBin, addonPackages(root));
+  const skipped = new Set(
+    (process.env.SVC_ADDONS_SKIP ?? '')
+      .split(',')
+      .map((n) => n.trim())
+      .filter((n) => n && n !== 'better-sqlite3'),
+  );
+  const broken = brokenAddons(
+    nodeBin,
+    addonPackages(root).filter((p) => !skipped.has(p.name)),
+  );
   if (broken.length > 0) {
     const nodedir = headersFor(nodeBin, version);
     const names = [...new Set(broken.map((p) => p.name))];
     const started = Date.now();
     say(`rebuilding ${names.join(', ')} for Node ${version} (against ${join(nodedir, 'include', 'node')})...`);
-    const env = { ...process.env, npm_config_nodedir: nodedir, PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH ?? ''}` };
+    // Offline, from source: node-pre-gyp (the kafka connector's @confluentinc/kafka-javascript) and
+    // prebuild-install (better-sqlite3) skip their download from GitHub, which is unreachable here;
+    // the kafka client builds librdkafka against the Debian libraries (CKJS_LINKING=dynamic, as
+    // docs/connectors/kafka.md installs it) unless the environment says otherwise.
+    const env = {
+      ...process.env,
+      npm_config_nodedir: nodedir,
+      npm_config_build_from_source: 'true',
+      CKJS_LINKING: process.env.CKJS_LINKING || 'dynamic',
+      PATH: `${dirname(nodeBin)}${delimiter}${process.env.PATH ?? ''}`,
+    };
     for (const key of Object.keys(env)) if (/^npm_config_(target|runtime|disturl|dist_url)$/i.test(key)) delete env[key];
     const rebuild = spawnSync(nodeBin, [npmCli(), 'rebuild', ...names, `--nodedir=${nodedir}`, '--foreground-scripts=false', '--loglevel=error'], {
       cwd: root,

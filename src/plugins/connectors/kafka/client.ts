@@ -1,8 +1,7 @@
 // What the kafka source and sink share: the broker list, the security fields (SASL and TLS) with
-// their cross-field lint, and the kafkajs client factory. kafkajs 2.2.4 is the client: the
-// librdkafka-based one needs a five-minute native build that cannot be fetched prebuilt here
-// (docs/connectors/kafka.md records the choice). kafkajs's own reconnect loops are kept short:
-// the connector runtime owns reconnects, and every broker socket that breaks is reported to it.
+// their cross-field lint, the engine fields, the reachability check, and the kafkajs client factory
+// (the fallback engine, engine.ts). kafkajs's own reconnect loops are kept short: the connector
+// runtime owns reconnects, and every broker socket that breaks is reported to it.
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -12,6 +11,8 @@ import type { Logger } from '../../../observability/log.js';
 import { secret } from '../../../core/secrets.js';
 import { once } from '../../connector-runtime/lazy.js';
 import type { LintIssue } from '../../types.js';
+import { chooseEngine, ENGINES, type EngineChoice } from './engine.js';
+import { checkClusterNative, OWNED_PROPERTIES } from './native-client.js';
 
 export const brokersField = Type.Array(Type.String({ pattern: '^\\S+:[0-9]{1,5}$', description: 'A bootstrap broker, host:port.' }), {
   minItems: 1,
@@ -47,6 +48,43 @@ export const securityFields = {
 };
 
 export type Security = Static<TObject<typeof securityFields>>;
+
+export const engineFields = {
+  engine: Type.Union(
+    ENGINES.map((e) => Type.Literal(e)),
+    {
+      default: 'auto',
+      description:
+        'The Kafka client: librdkafka (native, @confluentinc/kafka-javascript), kafkajs (pure JavaScript, several times slower), or auto: librdkafka when it is installed, else kafkajs (the log says which).',
+    },
+  ),
+  librdkafka_options: Type.Optional(
+    Type.Record(Type.String({ pattern: '^[a-z][a-z0-9_.]*$' }), Type.Union([Type.String(), Type.Number(), Type.Boolean()]), {
+      description:
+        'Extra librdkafka properties (its CONFIGURATION.md), applied after svc\'s own, e.g. {"socket.keepalive.enable": true, "message.timeout.ms": 60000}. Values under names that say they are secrets (password, secret, token) are masked. Ignored by the kafkajs engine.',
+    }),
+  ),
+};
+
+export interface EngineConfig {
+  engine: EngineChoice;
+  librdkafka_options?: Record<string, string | number | boolean>;
+}
+
+/** Cross-field rules of the engine fields: properties svc owns, and options the chosen engine would ignore. */
+export function lintEngine(c: EngineConfig): LintIssue[] {
+  const issues: LintIssue[] = [];
+  for (const k of Object.keys(c.librdkafka_options ?? {})) {
+    if (OWNED_PROPERTIES.has(k) || k.endsWith('_cb'))
+      issues.push({ path: `librdkafka_options.${k}`, message: 'set by svc itself (its delivery guarantee depends on it); use the matching field instead' });
+  }
+  if (c.engine === 'kafkajs' && c.librdkafka_options)
+    issues.push({ path: 'librdkafka_options', message: 'only used with engine librdkafka or auto (it is kafkajs)' });
+  return issues;
+}
+
+/** librdkafka_options as librdkafka takes them: strings. */
+export const nativeOptions = (o: EngineConfig['librdkafka_options']) => (o ? Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)])) : undefined);
 
 const SASL = new Set(['SASL_PLAINTEXT', 'SASL_SSL']);
 const TLS = new Set(['SSL', 'SASL_SSL']);
@@ -202,7 +240,9 @@ export function explain(e: unknown, c?: Security): string {
  * SASL), then read the cluster metadata from one of the brokers it advertises (a client talks to
  * those, so advertised listeners that cannot be reached fail here); returns the broker count.
  */
-export async function checkCluster(c: Security & { brokers: string[] }, log: Logger): Promise<number> {
+export async function checkCluster(c: Security & EngineConfig & { brokers: string[] }, log: Logger): Promise<number> {
+  if ((await chooseEngine(c.engine ?? 'auto', log)) === 'librdkafka')
+    return checkClusterNative({ ...c, librdkafka_options: nativeOptions(c.librdkafka_options) }, log);
   const kafka = await kafkaClient(c, { clientId: 'svc-connector-test', log });
   const admin = kafka.admin({ retry: { retries: 0 } });
   try {

@@ -49,7 +49,7 @@ describe('snmp_poll (snmpd) -> otlp sink -> otlp source', () => {
     expect(rows.length).toBeGreaterThan(0);
     expect(rows[0]!._snmp_widths).toMatchObject({ ifInOctets: 32, ifOutOctets: 32 });
 
-    const { port, out, stop } = await startOtlpToFile('otlp-snmp-in');
+    const { port, out, stop } = await startOtlpToFile('otlp-snmp-in', tempDir('svc-otlp-snmp-in-'));
     try {
       await until(
         async () => {

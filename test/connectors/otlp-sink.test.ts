@@ -4,12 +4,20 @@
 // monotonic Sums with a start time, a new start time after a reset, gauges), syslog severities and
 // hex ids; the retryable answers (HTTP 503 with Retry-After, gRPC UNAVAILABLE, RESOURCE_EXHAUSTED
 // only with RetryInfo) retried by the runtime, the others and partial successes dead-lettered with
-// the collector's message; and a round trip sink → otlp source gives the same records back.
-import { afterEach, describe, expect, it } from 'vitest';
+// the collector's message; a round trip sink → otlp source gives the same records back; and TLS
+// (tls_ca, verify_ssl, mutual TLS with tls_cert/tls_key) against the collector serving TLS.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { loadComponent, loadPipelineText } from '../../src/config/load.js';
+import { formatDiagnostic } from '../../src/config/diagnostics.js';
+import { testConnector } from '../../src/engine/connector-test.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { tempDir } from '../helpers/fs.js';
+import { makeCerts, type Certs } from '../helpers/certs.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { conformance } from './conformance.js';
@@ -202,10 +210,32 @@ describe('otlp sink: answers', () => {
   }, 60_000);
 });
 
+describe('otlp sink: a batch of several requests', () => {
+  it('sends them in order; a retryable answer sends again that request and those after it only; a partial success dead-letters its own request only', async () => {
+    const c = await collector();
+    // Requests of 2 records: [a, b], [c, d], [e, f] (the record without a number is refused alone).
+    // The second is answered 503: [c, d] and [e, f] go again; then [c, d] is partly refused.
+    c.answers.push({}, { status: 503 }, { partial: { rejected: 1, message: 'value out of range' } });
+    const names = ['a', 'b', 'c', 'bad', 'd', 'e', 'f'];
+    const { rec, dead } = await writeRun(
+      names.map((name, i) => ({ name, value: name === 'bad' ? 'not a number' : i })),
+      { type: 'otlp', endpoint: c.httpUrl, max_records_per_request: 2 },
+    );
+    expect(c.refused.map((x) => x.status)).toEqual([503]);
+    expect(receivedItems(c, 'metrics').map((x) => x.metric!.name)).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+    expect(c.received).toHaveLength(3);
+    const reasons = Object.fromEntries(dead.map((d) => [(d.record as { name: string }).name, JSON.stringify(d)]));
+    expect(Object.keys(reasons).sort()).toEqual(['bad', 'c', 'd']);
+    expect(reasons.bad).toMatch(/not a number/);
+    expect(reasons.c).toMatch(/refused 1 data points.*value out of range/);
+    expect(rec.records_out).toBe(4);
+  }, 60_000);
+});
+
 describe('otlp sink → otlp source', () => {
   it('a metric, a log record and a span out and back are the same records', async () => {
     const { until } = await import('../helpers/wait.js');
-    const { port, out, stop } = await startOtlpToFile('otlp-rt-in', 'http');
+    const { port, out, stop } = await startOtlpToFile('otlp-rt-in', tempDir('svc-otlp-rt-in-'), 'http');
     try {
       const metric = {
         signal: 'metrics',
@@ -296,7 +326,7 @@ describe('otlp sink → otlp source', () => {
   it('pm_xml → otlp → otlp: every numeric counter comes back as a delta Sum named from its measType, with measObjLdn', async () => {
     const { until } = await import('../helpers/wait.js');
     const { copyFileSync } = await import('node:fs');
-    const { port, out, stop } = await startOtlpToFile('otlp-pm-in');
+    const { port, out, stop } = await startOtlpToFile('otlp-pm-in', tempDir('svc-otlp-pm-in-'));
     try {
       const name = 'A20261126.1000+0100-1015+0100_gNB-Paris-01.xml';
       const pmDir = tempDir('svc-otlp-pmin-');
@@ -362,4 +392,82 @@ describe('otlp sink → otlp source', () => {
       await stop();
     }
   }, 90_000);
+});
+
+describe('otlp sink: TLS (certificates made by openssl in the test; the test collector serves them)', () => {
+  let certs: Certs;
+  // Not tempDir(): that is removed after each test, and the certificates serve all of them.
+  const certDir = mkdtempSync(join(tmpdir(), 'svc-otlp-sink-certs-'));
+  afterAll(() => rmSync(certDir, { recursive: true, force: true }));
+  beforeAll(async () => {
+    certs = await makeCerts(certDir);
+  }, 60_000);
+  const check = async (cfg: Cfg) => {
+    const r = loadComponent('sink', cfg, { env: {} });
+    if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
+    return testConnector('sink', r.config, { timeoutMs: 8000 });
+  };
+  const logs = [
+    { seq: 1, body: 'link up' },
+    { seq: 2, body: 'link down' },
+  ];
+
+  for (const protocol of ['http/protobuf', 'grpc'] as const) {
+    it(`${protocol}: tls_ca trusts a receiver whose certificate it signed; the system CAs and another CA refuse it clearly; verify_ssl: false accepts it`, async () => {
+      const c = await startOtlpCollector({ tls: { cert: certs.serverCert, key: certs.serverKey } });
+      collectors.push(c);
+      const base = { type: 'otlp', endpoint: protocol === 'grpc' ? c.grpcUrl : c.httpUrl, protocol, signal: 'logs' };
+      expect(base.endpoint).toMatch(/^https:/);
+      expect(await check({ ...base, tls_ca: certs.ca })).toMatchObject({ ok: true, error: null });
+      for (const untrusting of [base, { ...base, tls_ca: certs.otherCa }]) {
+        const r = await check(untrusting);
+        expect(r.ok).toBe(false);
+        expect(r.error).toMatch(/certificate|UNABLE_TO_VERIFY|self.signed/i);
+      }
+      expect(await check({ ...base, verify_ssl: false })).toMatchObject({ ok: true });
+      const { rec, dead } = await writeRun(logs, { ...base, tls_ca: certs.ca });
+      expect(rec.status, JSON.stringify(rec)).toBe('success');
+      expect(dead).toEqual([]);
+      expect(receivedItems(c, 'logs').map((x) => x.attributes.seq)).toEqual([1, 2]);
+    });
+
+    it(`${protocol}: mutual TLS: tls_cert and tls_key present the client certificate a receiver requires; without them it refuses`, async () => {
+      const c = await startOtlpCollector({ tls: { cert: certs.serverCert, key: certs.serverKey, clientCa: certs.ca } });
+      collectors.push(c);
+      const base = { type: 'otlp', endpoint: protocol === 'grpc' ? c.grpcUrl : c.httpUrl, protocol, signal: 'logs', tls_ca: certs.ca };
+      expect((await check(base)).ok).toBe(false);
+      const mutual = { ...base, tls_cert: certs.clientCert, tls_key: certs.clientKey };
+      expect(await check(mutual)).toMatchObject({ ok: true, error: null });
+      const { rec } = await writeRun(logs, mutual);
+      expect(rec.status, JSON.stringify(rec)).toBe('success');
+      expect(receivedItems(c, 'logs').map((x) => x.attributes.seq)).toEqual([1, 2]);
+    });
+
+    it(`${protocol}: a TLS file that cannot be read fails the check, names the file, and is not retried`, async () => {
+      const c = await startOtlpCollector({ tls: { cert: certs.serverCert, key: certs.serverKey } });
+      collectors.push(c);
+      const cfg = { type: 'otlp', endpoint: protocol === 'grpc' ? c.grpcUrl : c.httpUrl, protocol, signal: 'logs', tls_ca: '/nonexistent/ca.pem' };
+      const r = await check(cfg);
+      expect(r.ok).toBe(false);
+      expect(r.error).toMatch(/^otlp: .*cannot read the TLS CA file \/nonexistent\/ca\.pem/);
+      const { dead } = await writeRun(logs, { ...cfg, retry_count: 5, retry_delay_seconds: 30 });
+      expect(dead).toHaveLength(2);
+      expect(JSON.stringify(dead)).toContain('cannot read the TLS CA file');
+      expect(c.received).toEqual([]);
+    });
+  }
+
+  it('lint: TLS files need an https:// endpoint, tls_cert and tls_key go together, tls_ca with verify_ssl: false is refused', () => {
+    const diag = (sink: Cfg) =>
+      loadPipelineText(
+        stringify({ version: '1', pipeline: { name: 'x', schedule: { type: 'manual' }, source: { type: 'local', path: '/tmp' }, sinks: [sink] } }),
+        {
+          env: {},
+        },
+      ).diagnostics.map((d) => d.path);
+    expect(diag({ type: 'otlp', endpoint: 'http://c:4318', tls_ca: '/ca.pem' })).toContain('pipeline.sinks[0].tls_ca');
+    expect(diag({ type: 'otlp', endpoint: 'https://c:4318', tls_cert: '/c.pem' })).toContain('pipeline.sinks[0].tls_key');
+    expect(diag({ type: 'otlp', endpoint: 'https://c:4318', tls_ca: '/ca.pem', verify_ssl: false })).toContain('pipeline.sinks[0].tls_ca');
+    expect(diag({ type: 'otlp', endpoint: 'https://c:4318', tls_ca: '/ca.pem', tls_cert: '/c.pem', tls_key: '/k.pem' })).toEqual([]);
+  });
 });

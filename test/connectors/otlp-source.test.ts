@@ -5,9 +5,15 @@
 // retries nothing) UNAVAILABLE with RetryInfo, honoured by a gRPC client, loses nothing. Then the wire cases
 // by hand: gzip, the secret, unknown paths and content types, a poison body (400 and dead-lettered
 // with its reason), a partial success, the body limit. The spool itself is webhook-stream's, tested with the webhook and prometheus_rw sources.
+// Plus the conformance suite over OTLP/HTTP and OTLP/gRPC, with the SDK's log exporters as the sender,
+// and TLS on both listeners (mutual TLS with tls_client_ca) with certificates openssl makes here.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request as httpsRequest } from 'node:https';
 import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { SeverityNumber } from '@opentelemetry/api-logs';
 import { OTLPLogExporter as LogsGrpc } from '@opentelemetry/exporter-logs-otlp-grpc';
@@ -23,18 +29,27 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { loadPipelineText } from '../../src/config/load.js';
+import { loadComponent, loadPipelineText } from '../../src/config/load.js';
+import { testConnector } from '../../src/engine/connector-test.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { runPipeline, type RunTelemetry } from '../../src/engine/runner.js';
 import { silentLogger, type Logger } from '../../src/observability/log.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { requestType, retryDelayOf, SIGNAL_INFO } from '../../src/plugins/connectors/otlp/proto.js';
+import { serverNameOnlyForHostNames } from '../../src/plugins/connector-runtime/grpc-tls.js';
+import { holdPort } from './peers/syslog.js';
 import type { ConnectionState } from '../../src/plugins/types.js';
 import { tempDir } from '../helpers/fs.js';
 import { freePort } from '../helpers/net.js';
 import { capture, testRegistry } from '../helpers/plugins.js';
 import { outputRecords, until, type Cfg, type Rec } from './helpers.js';
 import { pace } from '../helpers/wait.js';
+import { conformance } from './conformance.js';
+import { otlpSourceFixture, publishOtlpLogs } from './peers/otlp.js';
+import { makeCerts, type Certs } from '../helpers/certs.js';
+
+conformance(otlpSourceFixture('http/protobuf'));
+conformance(otlpSourceFixture('grpc'));
 
 const resource = () => resourceFromAttributes({ 'service.name': 'svc-test', 'host.name': 'rtr1' });
 
@@ -423,4 +438,131 @@ describe('otlp source: the wire', () => {
     expect((await post(run, '/v1/metrics', bomb, { ...auth, 'content-encoding': 'gzip' })).status).toBe(413);
     await until(() => run.records().length === 1, 20_000, 'the one accepted point');
   }, 60_000);
+});
+
+/** A plain request (no exporter) over TLS to an OTLP/HTTP port: the status, or the error that ended it (a handshake refused). */
+function httpsPost(port: number, tls: { ca: Buffer; cert?: Buffer; key?: Buffer }): Promise<{ status?: number; error?: string }> {
+  return new Promise((resolve) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/logs',
+        headers: { 'content-type': 'application/x-protobuf', authorization: 'Bearer conformance-token' },
+        ...tls,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode }));
+      },
+    );
+    req.on('error', (e: NodeJS.ErrnoException) => resolve({ error: e.code ?? e.message }));
+    req.end(Buffer.alloc(0));
+  });
+}
+
+/** An empty gRPC Export over TLS with `creds`: the status code (0: OK). */
+async function grpcExport(port: number, creds: import('@grpc/grpc-js').ChannelCredentials): Promise<number> {
+  const grpc = await import('@grpc/grpc-js');
+  // grpc-js would send the IP address as the TLS server name, which Node 26 refuses (grpc-tls.ts).
+  const client = new grpc.Client(`127.0.0.1:${port}`, serverNameOnlyForHostNames(creds));
+  const md = new grpc.Metadata();
+  md.set('authorization', 'Bearer conformance-token');
+  const code = await new Promise<number>((resolve) =>
+    client.makeUnaryRequest(
+      SIGNAL_INFO.logs.grpcPath,
+      (x: Buffer) => x,
+      (x: Buffer) => x,
+      Buffer.alloc(0),
+      md,
+      { deadline: Date.now() + 10_000 },
+      (err) => resolve(err ? err.code : 0),
+    ),
+  );
+  client.close();
+  return code;
+}
+
+describe('otlp source: TLS on both listeners (certificates made by openssl in the test)', () => {
+  let certs: Certs;
+  let pem: { ca: Buffer; otherCa: Buffer; clientCert: Buffer; clientKey: Buffer };
+  // Not tempDir(): that is removed after each test, and the certificates serve all of them.
+  const certDir = mkdtempSync(join(tmpdir(), 'svc-otlp-certs-'));
+  afterAll(() => rmSync(certDir, { recursive: true, force: true }));
+  beforeAll(async () => {
+    certs = await makeCerts(certDir);
+    pem = {
+      ca: readFileSync(certs.ca),
+      otherCa: readFileSync(certs.otherCa),
+      clientCert: readFileSync(certs.clientCert),
+      clientKey: readFileSync(certs.clientKey),
+    };
+  }, 60_000);
+  const seqOf = (r: Rec) => JSON.parse(r.body as string).seq as number;
+  const bodies = (n: number) => Array.from({ length: n }, (_, i) => Buffer.from(JSON.stringify({ seq: i })));
+
+  it('serves OTLP/HTTP as https and OTLP/gRPC over TLS: the SDK exporters trusting the CA deliver; plain and untrusting clients are refused', async () => {
+    const run = await start({ secret: 'conformance-token', tls_cert: certs.serverCert, tls_key: certs.serverKey });
+    await publishOtlpLogs('http/protobuf', run.http, bodies(3), { tls: { ca: certs.ca } });
+    await publishOtlpLogs('grpc', run.grpc, bodies(3), { tls: { ca: certs.ca } });
+    await until(() => run.records().length >= 6, 20_000, 'six log records over TLS');
+    expect(run.records().map(seqOf).sort()).toEqual([0, 0, 1, 1, 2, 2]);
+    // An https client that trusts another CA refuses the certificate; a plain client gets no OTLP answer.
+    expect((await httpsPost(run.http, { ca: pem.otherCa })).error).toMatch(/UNABLE_TO_VERIFY|SELF_SIGNED|CERT/);
+    expect(await fetch(`http://127.0.0.1:${run.http}/v1/logs`, { method: 'POST', body: '' }).catch(() => 'refused')).toBe('refused');
+    expect((await httpsPost(run.http, { ca: pem.ca })).status).toBe(200);
+    const grpc = await import('@grpc/grpc-js');
+    expect(await grpcExport(run.grpc, grpc.credentials.createSsl(pem.otherCa))).toBe(grpc.status.UNAVAILABLE);
+    expect(await grpcExport(run.grpc, grpc.credentials.createInsecure())).toBe(grpc.status.UNAVAILABLE);
+    expect(await grpcExport(run.grpc, grpc.credentials.createSsl(pem.ca))).toBe(grpc.status.OK);
+    expect(run.records()).toHaveLength(6);
+  });
+
+  it('mutual TLS (tls_client_ca): senders with a client certificate the CA signed deliver; without one the handshake is refused', async () => {
+    const run = await start({ secret: 'conformance-token', tls_cert: certs.serverCert, tls_key: certs.serverKey, tls_client_ca: certs.ca });
+    const mutual = { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey };
+    await publishOtlpLogs('http/protobuf', run.http, bodies(2), { tls: mutual });
+    await publishOtlpLogs('grpc', run.grpc, bodies(2), { tls: mutual });
+    await until(() => run.records().length >= 4, 20_000, 'four log records over mutual TLS');
+    expect((await httpsPost(run.http, { ca: pem.ca })).error).toBeDefined();
+    const grpc = await import('@grpc/grpc-js');
+    expect(await grpcExport(run.grpc, grpc.credentials.createSsl(pem.ca))).toBe(grpc.status.UNAVAILABLE);
+    expect(await grpcExport(run.grpc, grpc.credentials.createSsl(pem.ca, pem.clientKey, pem.clientCert))).toBe(grpc.status.OK);
+    expect((await httpsPost(run.http, { ca: pem.ca, cert: pem.clientCert, key: pem.clientKey })).status).toBe(200);
+    expect(run.records()).toHaveLength(4);
+  });
+
+  it('test() reads the TLS files: one that cannot be read fails it clearly', async () => {
+    const cfg = (extra: Cfg) => {
+      const r = loadComponent('source', { type: 'otlp', host: '127.0.0.1', http_port: 0, grpc_port: 0, ...extra }, { env: {} });
+      if (!r.config) throw new Error(r.diagnostics.map((d) => formatDiagnostic(d)).join('\n'));
+      return r.config;
+    };
+    const port = await freePort();
+    const good = await testConnector('source', cfg({ http_port: port, tls_cert: certs.serverCert, tls_key: certs.serverKey }));
+    expect(good, JSON.stringify(good)).toMatchObject({ ok: true });
+    const bad = await testConnector('source', cfg({ http_port: port, tls_cert: certs.serverCert, tls_key: '/nonexistent/otlp.key' }));
+    expect(bad.ok).toBe(false);
+    expect(bad.error).toMatch(/^otlp: cannot read the TLS files: .*nonexistent/);
+  });
+
+  it('test() binds each listener briefly: a port held elsewhere fails it with the port, the listener and what to do', async () => {
+    const held = await holdPort();
+    try {
+      for (const [field, what] of [
+        ['http_port', 'HTTP'],
+        ['grpc_port', 'gRPC'],
+      ] as const) {
+        const r = loadComponent('source', { type: 'otlp', host: '127.0.0.1', http_port: 0, grpc_port: 0, [field]: held.port }, { env: {} });
+        const result = await testConnector('source', r.config!);
+        expect(result.ok).toBe(false);
+        expect(result.error).toBe(
+          `otlp: cannot listen on tcp 127.0.0.1:${held.port} (${what}): the port is already in use (an OpenTelemetry Collector, or another pipeline); stop it or choose another port`,
+        );
+      }
+    } finally {
+      await held.release();
+    }
+  });
 });

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPipeline } from '../../src/engine/runner.js';
 import { Metrics } from '../../src/observability/metrics.js';
+import { connectorMetrics } from '../../src/plugins/registry.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { ExpositionError, parseExposition, type ParsedSample } from '../../src/plugins/connectors/prometheus_scrape/parse.js';
@@ -202,7 +203,7 @@ describe('prometheus_scrape: a fleet, each target on its own', () => {
     srv.set('slow/metrics', 'x 1\n');
     srv.delay('slow/metrics', 3000);
     srv.set('big/metrics', `big 1\n${'# padding\n'.repeat(20_000)}`);
-    const metrics = new Metrics({ defaults: false });
+    const metrics = new Metrics({ defaults: false, connectorMetrics: connectorMetrics() });
     const began = Date.now();
     const { rec, records, dead } = await scrape(
       {
@@ -249,7 +250,7 @@ describe('prometheus_scrape: a fleet, each target on its own', () => {
     const poison = '# TYPE a counter\na_total 1\na_total{x="unterminated} 2\n';
     srv.set('poison/metrics', poison);
     srv.set('fine/metrics', 'b 7\n');
-    const metrics = new Metrics({ defaults: false });
+    const metrics = new Metrics({ defaults: false, connectorMetrics: connectorMetrics() });
     const { rec, records, dead } = await scrape(
       { type: 'prometheus_scrape', targets: [`${srv.base}/poison/metrics`, `${srv.base}/fine/metrics`] },
       { metrics, name: 'poison' },

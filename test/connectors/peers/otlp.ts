@@ -8,19 +8,28 @@
 // trace ids of 16 bytes and span ids of 8 (pdata's ID types refuse other lengths), and the bearer
 // token when one is set (401 / UNAUTHENTICATED). It answers with the specification's shapes:
 // success, partial_success, or an error status (HTTP with Retry-After, gRPC with RetryInfo) queued
-// by the test. It can be stopped and started again on the same ports.
+// by the test. It can be stopped and started again on the same ports, and serve TLS (mutual TLS with
+// a client CA) with certificates the test makes.
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createNetServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
+import { SeverityNumber } from '@opentelemetry/api-logs';
+import { OTLPLogExporter as LogsGrpc } from '@opentelemetry/exporter-logs-otlp-grpc';
+import { OTLPLogExporter as LogsProto } from '@opentelemetry/exporter-logs-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import { runPipeline } from '../../../src/engine/runner.js';
+import { serverNameOnlyForHostNames } from '../../../src/plugins/connector-runtime/grpc-tls.js';
 import { silentLogger } from '../../../src/observability/log.js';
 import { MemoryProcessedFiles } from '../../../src/plugins/connector-runtime/processed-files.js';
-import { tempDir } from '../../helpers/fs.js';
 import { freePort } from '../../helpers/net.js';
-import { loadPipeline } from '../helpers.js';
+import { stringify } from 'yaml';
+import { loadPipelineText } from '../../../src/config/load.js';
 import type { Cfg, Peer, PeerFixture, Rec, SinkSide } from '../conformance.js';
 import { pace } from '../../helpers/wait.js';
 
@@ -135,14 +144,27 @@ function fromJson(v: unknown, key = ''): unknown {
   return v;
 }
 
-export async function startOtlpCollector(opts: { token?: string } = {}): Promise<OtlpCollector> {
+/** TLS of the test collector's listeners (PEM file paths); `clientCa`: senders must present a client certificate it signed. */
+export interface CollectorTls {
+  cert: string;
+  key: string;
+  clientCa?: string;
+}
+
+export async function startOtlpCollector(opts: { token?: string; tls?: CollectorTls } = {}): Promise<OtlpCollector> {
   const httpPort = await freePort();
   const grpcPort = await freePort();
   let http: Server | undefined;
   let g: grpc.Server | undefined;
+  const scheme = opts.tls ? 'https' : 'http';
+  const tls = opts.tls && {
+    cert: readFileSync(opts.tls.cert),
+    key: readFileSync(opts.tls.key),
+    ca: opts.tls.clientCa ? readFileSync(opts.tls.clientCa) : undefined,
+  };
   const c: OtlpCollector = {
-    httpUrl: `http://127.0.0.1:${httpPort}`,
-    grpcUrl: `http://127.0.0.1:${grpcPort}`,
+    httpUrl: `${scheme}://127.0.0.1:${httpPort}`,
+    grpcUrl: `${scheme}://127.0.0.1:${grpcPort}`,
     received: [],
     refused: [],
     answers: [],
@@ -172,7 +194,7 @@ export async function startOtlpCollector(opts: { token?: string } = {}): Promise
   }
 
   async function start() {
-    http = createServer((req, res) => {
+    const handler = (req: IncomingMessage, res: ServerResponse) => {
       const chunks: Buffer[] = [];
       req.on('data', (d: Buffer) => chunks.push(d));
       req.on('end', () => {
@@ -220,7 +242,8 @@ export async function startOtlpCollector(opts: { token?: string } = {}): Promise
         res.writeHead(200, { 'content-type': 'application/x-protobuf' });
         res.end(out);
       });
-    });
+    };
+    http = tls ? createHttpsServer({ ...tls, requestCert: !!tls.ca, rejectUnauthorized: !!tls.ca }, handler) : createServer(handler);
     await new Promise<void>((r) => http!.listen(httpPort, '127.0.0.1', () => r()));
     g = new grpc.Server();
     for (const signal of SIGNALS) {
@@ -279,7 +302,13 @@ export async function startOtlpCollector(opts: { token?: string } = {}): Promise
       );
     }
     await new Promise<void>((resolve, reject) =>
-      g!.bindAsync(`127.0.0.1:${grpcPort}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+      g!.bindAsync(
+        `127.0.0.1:${grpcPort}`,
+        tls
+          ? grpc.ServerCredentials.createSsl(tls.ca ?? null, [{ cert_chain: tls.cert, private_key: tls.key }], !!tls.ca)
+          : grpc.ServerCredentials.createInsecure(),
+        (e) => (e ? reject(e) : resolve()),
+      ),
     );
   }
 
@@ -381,22 +410,148 @@ export function otlpSinkFixture(protocol: 'grpc' | 'http/protobuf' | 'http/json'
   };
 }
 
-/** svc's own otlp source (gRPC or HTTP on a free port) writing what it receives to an NDJSON file: the far end of a round trip. */
-export async function startOtlpToFile(name: string, transport: 'grpc' | 'http' = 'grpc'): Promise<{ port: number; out: string; stop: () => Promise<void> }> {
+// ---- the otlp source's conformance: the OpenTelemetry JS SDK's own log exporters as the sender ----
+//
+// The source listens, so every conformance channel is a port of its own (taken ahead: config() is
+// synchronous), with only the listener under test open. publish(channel) emits each body `{seq,
+// pad}` as the body text of one log record through the SDK (a LoggerProvider, a batch processor,
+// the OTLP exporter of the protocol), with the source's bearer token; json_flatten brings the
+// body's fields back to the top of the record.
+
+const SOURCE_TOKEN = 'conformance-token';
+
+/** A sender's TLS: the CA it trusts, and a client certificate for mutual TLS (PEM file paths). */
+export interface SenderTls {
+  ca: string;
+  cert?: string;
+  key?: string;
+}
+
+/**
+ * Emits each body as one log record through the SDK's exporter for `protocol` (over TLS with `tls`),
+ * and waits until every export is answered. The SDK reports a failed export only to its diagnostic
+ * logger, so callers check what arrived.
+ */
+export async function publishOtlpLogs(protocol: 'grpc' | 'http/protobuf', port: number, bodies: Buffer[], opts: { token?: string; tls?: SenderTls } = {}) {
+  const token = opts.token ?? SOURCE_TOKEN;
+  const scheme = opts.tls ? 'https' : 'http';
+  const pem = opts.tls && {
+    ca: readFileSync(opts.tls.ca),
+    cert: opts.tls.cert ? readFileSync(opts.tls.cert) : undefined,
+    key: opts.tls.key ? readFileSync(opts.tls.key) : undefined,
+  };
+  const exporter =
+    protocol === 'grpc'
+      ? new LogsGrpc({
+          url: `${scheme}://127.0.0.1:${port}`,
+          metadata: bearerMetadata(token),
+          ...(pem ? { credentials: serverNameOnlyForHostNames(grpc.credentials.createSsl(pem.ca, pem.key ?? null, pem.cert ?? null)) } : {}),
+        })
+      : new LogsProto({
+          url: `${scheme}://127.0.0.1:${port}/v1/logs`,
+          headers: { authorization: `Bearer ${token}` },
+          ...(pem ? { httpAgentOptions: { ca: pem.ca, cert: pem.cert, key: pem.key } } : {}),
+        });
+  const provider = new LoggerProvider({
+    resource: resourceFromAttributes({ 'service.name': 'svc-conformance' }),
+    processors: [new BatchLogRecordProcessor({ exporter, maxExportBatchSize: 100, maxQueueSize: Math.max(2048, bodies.length), scheduledDelayMillis: 50 })],
+  });
+  const logger = provider.getLogger('svc-conformance');
+  for (const b of bodies) logger.emit({ severityNumber: SeverityNumber.INFO, body: b.toString() });
+  await provider.forceFlush();
+  await provider.shutdown();
+}
+
+function bearerMetadata(token: string) {
+  const md = new grpc.Metadata();
+  md.set('authorization', `Bearer ${token}`);
+  return md;
+}
+
+/** A loopback TCP port held by another socket until released: a listener cannot bind it. */
+async function holdTcpPort(): Promise<{ port: number; release(): Promise<void> }> {
+  const server = createNetServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { port: (server.address() as { port: number }).port, release: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+export function otlpSourceFixture(protocol: 'grpc' | 'http/protobuf'): PeerFixture {
+  const portField = protocol === 'grpc' ? 'grpc_port' : 'http_port';
+  return {
+    type: 'otlp',
+    roles: ['source'],
+    label: `source ${protocol}, the OpenTelemetry JS SDK's exporter`,
+    badConfig: { role: 'source', set: { max_queue_size: 0 }, path: 'max_queue_size' },
+    async start(): Promise<Peer> {
+      const held = await holdTcpPort();
+      const pool: number[] = [];
+      while (pool.length < 16) {
+        const p = await freePort();
+        if (p !== held.port && !pool.includes(p)) pool.push(p);
+      }
+      const ports = new Map<string, number>();
+      const portOf = (channel: string) => {
+        let p = ports.get(channel);
+        if (p === undefined) {
+          p = pool.shift();
+          if (p === undefined) throw new Error('otlp source fixture: out of pre-allocated ports');
+          ports.set(channel, p);
+        }
+        return p;
+      };
+      return {
+        source: {
+          config: (channel) => ({
+            type: 'otlp',
+            host: '127.0.0.1',
+            grpc_port: 0,
+            http_port: 0,
+            [portField]: portOf(channel),
+            signals: ['logs'],
+            secret: SOURCE_TOKEN,
+          }),
+          publish: (channel, bodies) => publishOtlpLogs(protocol, portOf(channel), bodies),
+          transforms: [{ type: 'json_flatten', field: 'body' }],
+        },
+        wrongPort: (cfg) => ({ ...cfg, [portField]: held.port }),
+        noCredentials:
+          'test() has nothing to reach (the source listens); the secret is checked per request: 401 / UNAUTHENTICATED in otlp-source.test.ts, and every publish here presents it',
+        noDisrupt:
+          'no connection of ours to break (the source listens): a sender refused with 503 / UNAVAILABLE sends again (the SDK exporters in otlp-source.test.ts), and what was answered success is in the spool, replayed after a crash (webhook-stream, tested with the webhook and prometheus_rw sources)',
+        stop: () => held.release(),
+      };
+    },
+  };
+}
+
+/**
+ * svc's own otlp source (gRPC or HTTP on a free port) writing what it receives to an NDJSON file in
+ * `out`: the far end of a round trip. (This module imports nothing of vitest: the benchmarks use
+ * its collector, so the caller makes the directory.)
+ */
+export async function startOtlpToFile(
+  name: string,
+  out: string,
+  transport: 'grpc' | 'http' = 'grpc',
+): Promise<{ port: number; out: string; stop: () => Promise<void> }> {
   const port = await freePort();
-  const out = tempDir(`svc-${name}-`);
   const abort = new AbortController();
-  const running = runPipeline(
-    loadPipeline({
-      name,
-      schedule: { type: 'stream' },
-      source: { type: 'otlp', host: '127.0.0.1', grpc_port: transport === 'grpc' ? port : 0, http_port: transport === 'http' ? port : 0 },
-      serializer_in: { type: 'json' },
-      serializer_out: { type: 'ndjson' },
-      sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+  const { config, diagnostics } = loadPipelineText(
+    stringify({
+      version: '1',
+      pipeline: {
+        name,
+        schedule: { type: 'stream' },
+        source: { type: 'otlp', host: '127.0.0.1', grpc_port: transport === 'grpc' ? port : 0, http_port: transport === 'http' ? port : 0 },
+        serializer_in: { type: 'json' },
+        serializer_out: { type: 'ndjson' },
+        sinks: [{ type: 'local', path: out, filename_template: 'out.ndjson' }],
+      },
     }),
-    { signal: abort.signal, log: silentLogger, processed: new MemoryProcessedFiles() },
+    { env: {} },
   );
+  if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
+  const running = runPipeline(config, { signal: abort.signal, log: silentLogger, processed: new MemoryProcessedFiles() });
   return {
     port,
     out,

@@ -2,11 +2,13 @@
 // source's half, decode.ts, is its inverse: a record that came from the otlp source goes out as the
 // same log record, data point or span). Each record is mapped alone (mapRecord): refused ones are
 // dead-lettered with the reason; the rest are grouped by resource and scope into one request, in
-// protobufjs' object form with 64-bit integers as decimal text (fromObject reads them exactly).
+// protobufjs' object form, ready for its encode() as it is (no fromObject): 64-bit integers are
+// numbers when safe and otherwise two 32-bit words (bits64.ts), which protobufjs writes as they are.
 import { NOT_A_TIME, timeParser } from '../../common/time.js';
 import type { Rec } from '../../types.js';
 import { RESERVED } from './decode.js';
 import type { Signal } from './proto.js';
+import { bitsToNumber, int64FromBigInt, int64FromSafe, isZero, nanosFromMs, uint64FromDecimal, type Bits64 } from './bits64.js';
 
 export interface MapOptions {
   signal: Signal;
@@ -70,17 +72,22 @@ export function toAnyValue(v: unknown, depth = 0): AnyV {
   return { stringValue: String(v) };
 }
 
-/** A data point value: an integer (int64, exact from text or bigint) as asInt, any other number as asDouble; undefined when absent, null when not a number. */
-export function pointValue(v: unknown): { asInt: string } | { asDouble: number } | null | undefined {
+/**
+ * A data point value: an integer (int64, exact from text or bigint) as asInt (a number when safe,
+ * else 64-bit words), any other number as asDouble; undefined when absent, null when not a number.
+ */
+export function pointValue(v: unknown): { asInt: number | Bits64 } | { asDouble: number } | null | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v === 'number') return Number.isSafeInteger(v) ? { asInt: String(v) } : { asDouble: v };
-  if (typeof v === 'bigint') return v >= INT64_MIN && v <= INT64_MAX ? { asInt: v.toString() } : { asDouble: Number(v) };
-  if (typeof v === 'boolean') return { asInt: v ? '1' : '0' };
+  if (typeof v === 'number') return Number.isSafeInteger(v) ? { asInt: v } : { asDouble: v };
+  if (typeof v === 'bigint') return v >= INT64_MIN && v <= INT64_MAX ? { asInt: int64FromBigInt(v) } : { asDouble: Number(v) };
+  if (typeof v === 'boolean') return { asInt: v ? 1 : 0 };
   if (typeof v === 'string') {
     const t = v.trim();
     if (/^-?\d+$/.test(t)) {
+      const n = Number(t);
+      if (Number.isSafeInteger(n)) return { asInt: n };
       const b = BigInt(t);
-      return b >= INT64_MIN && b <= INT64_MAX ? { asInt: b.toString() } : { asDouble: Number(t) };
+      return b >= INT64_MIN && b <= INT64_MAX ? { asInt: int64FromBigInt(b) } : { asDouble: n };
     }
     if (/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(t)) return { asDouble: Number(t) };
     if (t === 'NaN') return { asDouble: NaN };
@@ -121,19 +128,37 @@ const KINDS: Record<string, number> = { unspecified: 0, internal: 1, server: 2, 
 const STATUS: Record<string, number> = { unset: 0, ok: 1, error: 2 };
 const TEMPORALITY: Record<string, number> = { unspecified: 0, delta: 1, cumulative: 2 };
 
-/** Nanoseconds since the epoch from decimal text or a safe integer (what the otlp source writes). */
-const nanosOf = (v: unknown): bigint | undefined => {
-  if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return BigInt(v);
-  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
-  return undefined;
+/** Nanoseconds since the epoch from decimal text or a safe integer (what the otlp source writes); 0 counts as absent. */
+const nanosOf = (v: unknown): Bits64 | undefined => {
+  const b = typeof v === 'string' ? uint64FromDecimal(v) : typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? int64FromSafe(v) : undefined;
+  return b && !isZero(b) ? b : undefined;
 };
-const msToNanos = (ms: number) => BigInt(Math.round(ms * 1000)) * 1000n;
+const msToNanos = nanosFromMs;
+const NO_TIME: Bits64 = { low: 0, high: 0 };
+
+/** A point value as a number (a reset is a value lower than the last). */
+const numberOf = (v: { asInt: number | Bits64 } | { asDouble: number }) =>
+  'asDouble' in v ? v.asDouble : typeof v.asInt === 'number' ? v.asInt : bitsToNumber(v.asInt, true);
+
+/** Entries of each of the mapper's caches (contexts, metric identities): emptied when full, so memory stays bounded whatever the records hold. */
+const MAPPER_CACHE_MAX = 10_000;
+
+type Context = Pick<Mapped, 'resourceKey' | 'resource' | 'scopeKey' | 'scope'>;
+type MetricIdentity = {
+  kind: 'sum' | 'gauge';
+  unit: string;
+  temporality: number;
+  monotonic: boolean;
+  description: string;
+  key: string;
+  metric: Record<string, unknown>;
+};
 
 export class RecordMapper {
   private readonly parseTime = timeParser({});
   private readonly skip: Set<string>;
   /** Cumulative sums: per series, the start time and the last value (a decrease is a reset: a new start). */
-  private readonly starts = new Map<string, { start: bigint; last: number }>();
+  private readonly starts = new Map<string, { start: Bits64; last: number }>();
   private readonly done = new WeakMap<Rec, Mapped | { refused: string }>();
   resets = 0;
 
@@ -141,6 +166,7 @@ export class RecordMapper {
     private readonly o: MapOptions,
     private readonly maxSeries = 1_000_000,
   ) {
+    this.resourceFieldNames = Object.keys(o.resourceFields);
     this.wildcard = o.valueFields.includes('*');
     this.allCounters = o.counterFields.includes('*');
     this.skip = new Set([
@@ -177,26 +203,93 @@ export class RecordMapper {
     return out;
   }
 
-  /** A record's mapping; the same object for the same record when the runtime writes its batch again (the reset state moved on). */
+  /** Whether the record being mapped took something from the mapper's state or the clock (its mapping is kept). */
+  private remember = false;
+
+  /**
+   * A record's mapping; the same object for the same record when the runtime writes its batch again
+   * and the mapping took a series' start (the reset state moved on) or the current time. Other
+   * mappings follow from the record alone and are not kept: a WeakMap entry per record (each an
+   * ephemeron the garbage collector has to trace) cost more than mapping it again.
+   */
   map(r: Rec, nowMs: number): Mapped | { refused: string } {
     const known = this.done.get(r);
     if (known) return known;
+    this.remember = false;
     const m = this.build(r, nowMs);
-    this.done.set(r, m);
+    if (this.remember) this.done.set(r, m);
     return m;
   }
 
-  private timeNanos(r: Rec, field: string, nowMs: number): bigint | { refused: string } {
+  /** The current time as nanoseconds, for a record that has none (its mapping is kept: see map). */
+  private nowNanos(nowMs: number): Bits64 {
+    this.remember = true;
+    return msToNanos(nowMs);
+  }
+
+  private timeNanos(r: Rec, field: string, nowMs: number): Bits64 | { refused: string } {
     const exact = nanosOf(r[field === 'timestamp' ? 'time_unix_nano' : `${field}_unix_nano`]);
     if (exact) return exact;
     const t = r[field];
-    if (t === undefined || t === null) return msToNanos(nowMs);
+    if (t === undefined || t === null) return this.nowNanos(nowMs);
     const ms = this.parseTime(t);
     if (ms === NOT_A_TIME) return { refused: `field '${field}' is not a time: ${JSON.stringify(t).slice(0, 60)}` };
-    return msToNanos(ms);
+    // The records of one poll share their time: its nanoseconds made once (nothing changes them).
+    if (ms !== this.lastMs) {
+      this.lastMs = ms;
+      this.lastNanos = msToNanos(ms);
+    }
+    return this.lastNanos;
   }
 
-  private context(r: Rec): Pick<Mapped, 'resourceKey' | 'resource' | 'scopeKey' | 'scope'> {
+  /** The last time timeNanos converted, in milliseconds, and its nanoseconds. */
+  private lastMs = NaN;
+  private lastNanos: Bits64 = NO_TIME;
+
+  /** Contexts of records that carry no resource or scope of their own, by their resource fields' values (bounded). */
+  private readonly plainContexts = new Map<string, Context>();
+  private readonly resourceFieldNames: string[];
+
+  /**
+   * The resource and scope of a record. Most records carry none of their own (no `resource` or
+   * `scope`, no `resource.*` or `scope.*` field): theirs follows from the values of the resource
+   * fields alone, built once per distinct set of values.
+   */
+  private context(r: Rec): Context {
+    if (isObj(r.resource) || isObj(r.scope)) return this.fullContext(r);
+    for (const k in r) {
+      const c = k.charCodeAt(0);
+      if ((c === 114 && k.startsWith('resource.')) || (c === 115 && k.startsWith('scope.'))) return this.fullContext(r);
+    }
+    // Records come in runs from one device: the same resource field values as the record before
+    // (scalars, compared as they are) give its context without building a key.
+    const names = this.resourceFieldNames;
+    const last = this.lastValues;
+    let same = this.lastContext !== undefined;
+    for (let i = 0; same && i < names.length; i++) {
+      const v = r[names[i]!];
+      same = v === last[i] && (typeof v !== 'object' || v === null);
+    }
+    if (same) return this.lastContext!;
+    // JSON text of each value: no delimiter can occur inside one (control characters are escaped).
+    let key = '';
+    for (const f of names) key += `${JSON.stringify(r[f]) ?? ''}\u0001`;
+    let ctx = this.plainContexts.get(key);
+    if (!ctx) {
+      if (this.plainContexts.size >= MAPPER_CACHE_MAX) this.plainContexts.clear();
+      ctx = this.fullContext(r);
+      this.plainContexts.set(key, ctx);
+    }
+    for (let i = 0; i < names.length; i++) last[i] = r[names[i]!];
+    this.lastContext = ctx;
+    return ctx;
+  }
+
+  /** The resource field values of the last record context() built or found a context for, and that context. */
+  private readonly lastValues: unknown[] = [];
+  private lastContext: Context | undefined;
+
+  private fullContext(r: Rec): Context {
     const res = new Map<string, unknown>();
     for (const [k, v] of Object.entries(this.o.resourceAttributes)) res.set(k, v);
     for (const [f, attr] of Object.entries(this.o.resourceFields)) if (r[f] !== undefined && r[f] !== null && r[f] !== '') res.set(attr, r[f]);
@@ -259,15 +352,15 @@ export class RecordMapper {
     return this.span(r, ctx);
   }
 
-  private metric(r: Rec, nowMs: number, ctx: Pick<Mapped, 'resourceKey' | 'resource' | 'scopeKey' | 'scope'>): Mapped | { refused: string } {
+  private metric(r: Rec, nowMs: number, ctx: Context): Mapped | { refused: string } {
     const o = this.o;
     const base = typeof r[o.nameField] === 'string' && r[o.nameField] !== '' ? (r[o.nameField] as string) : undefined;
     if (o.valueFields.length === 1 && !this.wildcard && !base && !['histogram', 'exponential_histogram', 'summary'].includes(r.type as string))
       return { refused: `no metric name: field '${o.nameField}' is missing or not text` };
     const time = this.timeNanos(r, o.timestampField, nowMs);
-    if (typeof time !== 'bigint') return time;
+    if ('refused' in time) return time;
     const attributes = this.attributes(r, this.wildcard ? this.valueFieldsOf(r) : undefined);
-    const attrKey = JSON.stringify(attributes);
+    let attrKey: string | undefined; // the series' key for start times: only cumulative Sums without one need it
     const unit = o.unit ?? (typeof r[o.unitField] === 'string' ? (r[o.unitField] as string) : '');
     const description = typeof r.description === 'string' ? r.description : '';
     let given = nanosOf(r.start_time_unix_nano);
@@ -284,8 +377,8 @@ export class RecordMapper {
       if (!base) return { refused: `no metric name: field '${o.nameField}' is missing or not text` };
       const point: Record<string, unknown> = {
         attributes,
-        timeUnixNano: String(time),
-        startTimeUnixNano: String(given ?? 0n),
+        timeUnixNano: time,
+        startTimeUnixNano: given ?? NO_TIME,
         flags,
         count: String(r.count ?? 0),
       };
@@ -296,7 +389,7 @@ export class RecordMapper {
       const longs = (a: unknown) => (Array.isArray(a) ? a.map((x) => String(x)) : []);
       if (t === 'histogram') {
         point.bucketCounts = longs(r.bucket_counts);
-        point.explicitBounds = Array.isArray(r.explicit_bounds) ? r.explicit_bounds : [];
+        point.explicitBounds = Array.isArray(r.explicit_bounds) ? r.explicit_bounds.map(Number) : [];
         out.push({ key: `${base}\u0000h\u0000${unit}\u0000${temporality}`, kind: 'histogram', metric: { name: base, description, unit, temporality }, point });
       } else if (t === 'exponential_histogram') {
         point.scale = typeof r.scale === 'number' ? r.scale : 0;
@@ -313,7 +406,9 @@ export class RecordMapper {
         });
       } else {
         point.sum = typeof r.sum === 'number' ? r.sum : 0;
-        point.quantileValues = Array.isArray(r.quantile_values) ? r.quantile_values : [];
+        point.quantileValues = Array.isArray(r.quantile_values)
+          ? r.quantile_values.filter(isObj).map((q) => ({ quantile: Number(q.quantile), value: Number(q.value) }))
+          : [];
         out.push({ key: `${base}\u0000s\u0000${unit}`, kind: 'summary', metric: { name: base, description, unit }, point });
       }
       return { ...ctx, metrics: out };
@@ -329,24 +424,62 @@ export class RecordMapper {
       const name = o.valueFields.length === 1 && !this.wildcard ? base! : base ? `${base}.${f}` : f;
       const temporality = kind === 'sum' ? (TEMPORALITY[String(r.temporality)] ?? TEMPORALITY[o.sumTemporality]!) : 0;
       const monotonic = kind === 'sum' ? r.monotonic !== false : false;
-      const point: Record<string, unknown> = { attributes, timeUnixNano: String(time), ...v };
+      // A literal of one shape per value kind (a spread of `v` made a new shape per point).
+      const point: Record<string, unknown> =
+        'asDouble' in v ? { attributes, timeUnixNano: time, asDouble: v.asDouble } : { attributes, timeUnixNano: time, asInt: v.asInt };
       if (flags) point.flags = flags;
       if (kind === 'sum') {
         let start = given;
-        if (!start && temporality === 2)
-          start = this.startOf(`${ctx.resourceKey}\u0001${name}\u0001${attrKey}`, time, 'asInt' in v ? Number(v.asInt) : v.asDouble);
-        if (start) point.startTimeUnixNano = String(start);
-      } else if (given) point.startTimeUnixNano = String(given);
-      const metric = kind === 'sum' ? { name, description, unit, temporality, monotonic } : { name, description, unit };
-      out.push({ key: `${name}\u0000${kind}\u0000${unit}\u0000${temporality}\u0000${monotonic}`, kind, metric, point });
+        if (!start && temporality === 2) {
+          attrKey ??= JSON.stringify(attributes);
+          start = this.startOf(`${ctx.resourceKey}\u0001${name}\u0001${attrKey}`, time, numberOf(v));
+        }
+        if (start) point.startTimeUnixNano = start;
+      } else if (given) point.startTimeUnixNano = given;
+      const id = this.identity(name, kind, unit, temporality, monotonic, description);
+      out.push({ key: id.key, kind, metric: id.metric, point });
     }
     if (out.length === 0)
       return { refused: this.wildcard ? 'the record holds no number to send' : `none of the value fields (${o.valueFields.join(', ')}) holds a value` };
-    return { ...ctx, metrics: out };
+    return { resourceKey: ctx.resourceKey, resource: ctx.resource, scopeKey: ctx.scopeKey, scope: ctx.scope, metrics: out };
+  }
+
+  /** The last identity made for each metric name (bounded). */
+  private readonly identities = new Map<string, MetricIdentity>();
+
+  /**
+   * A Gauge or Sum's grouping key and its metric, shared by every point of that metric: one key
+   * string (its hash computed once, where the requests group points by it) and one object, instead
+   * of a new string and object per point. Nothing downstream changes them.
+   */
+  private identity(name: string, kind: 'sum' | 'gauge', unit: string, temporality: number, monotonic: boolean, description: string): MetricIdentity {
+    const known = this.identities.get(name);
+    if (
+      known &&
+      known.kind === kind &&
+      known.unit === unit &&
+      known.temporality === temporality &&
+      known.monotonic === monotonic &&
+      known.description === description
+    )
+      return known;
+    const id: MetricIdentity = {
+      kind,
+      unit,
+      temporality,
+      monotonic,
+      description,
+      key: `${name}\u0000${kind}\u0000${unit}\u0000${temporality}\u0000${monotonic}`,
+      metric: kind === 'sum' ? { name, description, unit, temporality, monotonic } : { name, description, unit },
+    };
+    if (this.identities.size >= MAPPER_CACHE_MAX) this.identities.clear();
+    this.identities.set(name, id);
+    return id;
   }
 
   /** The start time of a cumulative series: its first point's time, and a new one when the value goes down (the counter reset). */
-  private startOf(key: string, time: bigint, value: number): bigint {
+  private startOf(key: string, time: Bits64, value: number): Bits64 {
+    this.remember = true;
     const s = this.starts.get(key);
     if (!s) {
       if (this.starts.size >= this.maxSeries) this.starts.delete(this.starts.keys().next().value!);
@@ -362,11 +495,11 @@ export class RecordMapper {
     return s.start;
   }
 
-  private log(r: Rec, nowMs: number, ctx: Pick<Mapped, 'resourceKey' | 'resource' | 'scopeKey' | 'scope'>): Mapped | { refused: string } {
+  private log(r: Rec, nowMs: number, ctx: Context): Mapped | { refused: string } {
     const time = this.timeNanos(r, this.o.timestampField, nowMs);
-    if (typeof time !== 'bigint') return time;
-    const log: Record<string, unknown> = { timeUnixNano: String(time), attributes: this.attributes(r) };
-    log.observedTimeUnixNano = String(nanosOf(r.observed_time_unix_nano) ?? msToNanos(nowMs));
+    if ('refused' in time) return time;
+    const log: Record<string, unknown> = { timeUnixNano: time, attributes: this.attributes(r) };
+    log.observedTimeUnixNano = nanosOf(r.observed_time_unix_nano) ?? this.nowNanos(nowMs);
     if (typeof r.severity_number === 'number') log.severityNumber = r.severity_number;
     else {
       // Syslog severities (0-7, or their names) as the OpenTelemetry specification maps them.
@@ -394,7 +527,7 @@ export class RecordMapper {
     return { ...ctx, log };
   }
 
-  private span(r: Rec, ctx: Pick<Mapped, 'resourceKey' | 'resource' | 'scopeKey' | 'scope'>): Mapped | { refused: string } {
+  private span(r: Rec, ctx: Context): Mapped | { refused: string } {
     const span: Record<string, unknown> = { name: typeof r.name === 'string' ? r.name : '', attributes: this.attributes(r) };
     for (const [f, len, key, optional] of [
       ['trace_id', 16, 'traceId', false],
@@ -410,15 +543,15 @@ export class RecordMapper {
     const start = nanosOf(r.start_time_unix_nano);
     const end = nanosOf(r.end_time_unix_nano);
     if (!start || !end) return { refused: 'a span needs start_time_unix_nano and end_time_unix_nano (decimal nanoseconds)' };
-    span.startTimeUnixNano = String(start);
-    span.endTimeUnixNano = String(end);
+    span.startTimeUnixNano = start;
+    span.endTimeUnixNano = end;
     if (typeof r.trace_state === 'string') span.traceState = r.trace_state;
     span.kind = KINDS[String(r.kind)] ?? 0;
     span.status = { code: STATUS[String(r.status_code)] ?? 0, message: typeof r.status_message === 'string' ? r.status_message : '' };
     if (typeof r.flags === 'number') span.flags = r.flags;
     if (Array.isArray(r.events))
       span.events = r.events.filter(isObj).map((e) => ({
-        timeUnixNano: String(nanosOf(e.time_unix_nano) ?? 0n),
+        timeUnixNano: nanosOf(e.time_unix_nano) ?? NO_TIME,
         name: typeof e.name === 'string' ? e.name : '',
         attributes: isObj(e.attributes) ? Object.entries(e.attributes).map(([key, x]) => ({ key, value: toAnyValue(x) })) : [],
       }));

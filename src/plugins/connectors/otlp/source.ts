@@ -11,18 +11,20 @@
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { isIPv6, type AddressInfo } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import type * as GrpcJs from '@grpc/grpc-js';
 import { SourceError } from '../../../core/errors.js';
 import { readSetting } from '../../../settings.js';
 import { lazyModule } from '../../connector-runtime/lazy.js';
+import { listenError, probeTcpListen } from '../../connector-runtime/listen.js';
 import { rateLimitedWarn } from '../../connector-runtime/rate-limited-warn.js';
 import { WebhookHub, type Delivery, type WebhookMessage } from '../../connector-runtime/webhook-hub.js';
 import { webhookStream, type HeldBody } from '../../connector-runtime/webhook-stream.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type Source } from '../../types.js';
 import { decodeRequest, inflate, jsonToProtobuf, type Layout } from './decode.js';
 import { encodeResponse, otlpType, retryStatusDetails, SIGNAL_INFO, SIGNALS, type Signal } from './proto.js';
+import { scanMetrics } from './scan.js';
 import { OtlpDecodeError, walkRequest, type WalkResult } from './walk.js';
 
 const grpcModule = lazyModule(() => import('@grpc/grpc-js'));
@@ -100,6 +102,11 @@ function lint(c: Config): LintIssue[] {
 // request as protobuf; a poison body: a 2-byte reason length, the reason, the body as it came.
 const POISON = 0x80;
 const PATH = 'otlp';
+/**
+ * Estimated output (walk.ts' estimate) of the records built on arrival and held until the pipeline
+ * takes their request; past it, a request's records are built again when it is taken.
+ */
+const HELD_RECORDS_BUDGET = 32 * 1024 * 1024;
 
 function held(signal: Signal, pb: Buffer): Buffer {
   const out = Buffer.allocUnsafe(pb.length + 1);
@@ -137,8 +144,17 @@ export default defineSource({
     ...(c.grpc_port ? [{ kind: 'listen' as const, protocol: 'tcp' as const, host: c.host, port: c.grpc_port, name: 'otlp-grpc', pushes: true }] : []),
     ...(c.http_port ? [{ kind: 'listen' as const, protocol: 'tcp' as const, host: c.host, port: c.http_port, name: 'otlp-http', pushes: true }] : []),
   ],
-  // Nothing to reach: the source listens.
-  async test() {},
+  async test(c) {
+    // Binds each listener's port briefly and releases it, and reads the TLS files: proves the
+    // address and ports are free and allowed and the certificate is there (nothing to reach: it listens).
+    if (c.tls_cert) readTlsFiles(c);
+    for (const [port, what] of [
+      [c.http_port, 'HTTP'],
+      [c.grpc_port, 'gRPC'],
+    ] as const) {
+      if (port) await probeTcpListen(c.host, port).catch((e: unknown) => Promise.reject(bindError(e, c, port, what)));
+    }
+  },
   examples: [
     { title: 'The OTLP ports of a Collector (gRPC 4317, HTTP 4318), every signal', yaml: 'type: otlp' },
     {
@@ -162,6 +178,23 @@ function otlpSource(c: Config, ctx: PluginContext): Source {
   );
   /** The walk of each message validate() passed, for the answer's partial success. */
   const walks = new WeakMap<WebhookMessage, WalkResult>();
+  /** The bodies validate() walked in this process (the same Buffer reaches decode() unless it was read back from the spool). */
+  const walked = new WeakSet<Buffer>();
+  /**
+   * Metrics requests read in one pass on arrival (scan.ts): their records, until decode() takes
+   * them, within HELD_RECORDS_BUDGET (their estimates summed in `heldBytes`).
+   */
+  const heldRecords = new WeakMap<Buffer, { records: Rec[]; estimate: number }>();
+  let heldBytes = 0;
+  /** Bodies the one pass left to the general path on arrival (walk.ts, decode.ts). */
+  const generalPath = new WeakSet<Buffer>();
+  const takeHeld = (body: Buffer): Rec[] | undefined => {
+    const h = heldRecords.get(body);
+    if (!h) return undefined;
+    heldRecords.delete(body);
+    heldBytes -= h.estimate;
+    return h.records;
+  };
 
   const inner = webhookStream({ path: PATH, secret: c.secret, max_queue_size: c.max_queue_size }, ctx, {
     type: 'otlp',
@@ -171,7 +204,19 @@ function otlpSource(c: Config, ctx: PluginContext): Source {
       const signal = SIGNALS[m.body[0]! & 3]!;
       if (m.body[0]! & POISON) return undefined;
       try {
+        const scanned = signal === 'metrics' ? scanMetrics(m.body.subarray(1), maxOutput, layout) : undefined;
+        if (scanned) {
+          walks.set(m, scanned.walk);
+          walked.add(m.body);
+          if (heldBytes + scanned.walk.estimate <= HELD_RECORDS_BUDGET) {
+            heldRecords.set(m.body, { records: scanned.records, estimate: scanned.walk.estimate });
+            heldBytes += scanned.walk.estimate;
+          }
+          return undefined;
+        }
+        generalPath.add(m.body);
         walks.set(m, walkRequest(signal, m.body.subarray(1), maxOutput));
+        walked.add(m.body);
         return undefined;
       } catch (e) {
         if (e instanceof OtlpDecodeError) return e.message;
@@ -185,10 +230,16 @@ function otlpSource(c: Config, ctx: PluginContext): Source {
         const n = m.body.readUInt16BE(1);
         return { records: [], undecodable: [{ raw: m.body.subarray(3 + n), why: `otlp: ${signal}: ${m.body.toString('utf8', 3, 3 + n)}` }] };
       }
+      const held = takeHeld(m.body);
+      if (held) return { records: held };
       const records: Rec[] = [];
       try {
-        // Walked again: a spool written under a larger SVC_OTLP_MAX_OUTPUT_BYTES is held to today's.
-        walkRequest(signal, m.body.subarray(1), maxOutput);
+        // Read in one pass when it can be (scan.ts checks the bounds itself). Else walked again
+        // when it was not walked by this process (read back from the spool): a spool written
+        // under a larger SVC_OTLP_MAX_OUTPUT_BYTES is held to today's.
+        const scanned = signal === 'metrics' && !generalPath.has(m.body) ? scanMetrics(m.body.subarray(1), maxOutput, layout) : undefined;
+        if (scanned) return { records: scanned.records };
+        if (!walked.has(m.body)) walkRequest(signal, m.body.subarray(1), maxOutput);
         decodeRequest(signal, m.body.subarray(1), { layout }, (r) => records.push(r));
       } catch (e) {
         return { records: [], undecodable: [{ raw: m.body.subarray(1), why: `otlp: ${signal}: ${(e as Error).message}` }] };
@@ -201,7 +252,13 @@ function otlpSource(c: Config, ctx: PluginContext): Source {
   async function receive(signal: Signal, pb: Buffer | { raw: Buffer; why: string }, authorization: string | undefined): Promise<Outcome> {
     const receivedAt = new Date().toISOString();
     const m: WebhookMessage = { body: Buffer.isBuffer(pb) ? held(signal, pb) : poison(signal, pb.why, pb.raw), receivedAt };
-    const d: Delivery = await hub.deliver(PATH, authorization, m);
+    let d: Delivery | undefined;
+    try {
+      d = await hub.deliver(PATH, authorization, m);
+    } finally {
+      // Not queued (full, refused, not stored): decode() never takes its records.
+      if (d !== 'queued') takeHeld(m.body);
+    }
     if (d === 'queued') {
       if (!Buffer.isBuffer(pb)) return { ok: false, status: 400, grpc: G.INVALID_ARGUMENT, message: pb.why };
       const w = walks.get(m);
@@ -244,12 +301,7 @@ function otlpSource(c: Config, ctx: PluginContext): Source {
   /** The TLS files, read when the listeners start (create() does no I/O). */
   let tls: { cert: Buffer; key: Buffer; ca?: Buffer } | undefined;
   function readTls() {
-    if (!c.tls_cert) return;
-    try {
-      tls = { cert: readFileSync(c.tls_cert), key: readFileSync(c.tls_key!), ca: c.tls_client_ca ? readFileSync(c.tls_client_ca) : undefined };
-    } catch (e) {
-      throw new SourceError(`otlp: cannot read the TLS files: ${(e as Error).message}`);
-    }
+    if (c.tls_cert) tls = readTlsFiles(c);
   }
 
   async function startHttp() {
@@ -258,7 +310,7 @@ function otlpSource(c: Config, ctx: PluginContext): Source {
       ? createHttpsServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: !!tls.ca, rejectUnauthorized: !!tls.ca }, handler)
       : createHttpServer(handler);
     await new Promise<void>((resolve, reject) => {
-      http!.once('error', (e) => reject(new SourceError(`otlp: cannot listen on ${c.host}:${c.http_port} (HTTP): ${e.message}`)));
+      http!.once('error', (e) => reject(bindError(e, c, c.http_port, 'HTTP')));
       http!.listen(c.http_port, c.host, () => resolve());
     });
     ctx.log.info({ port: (http.address() as AddressInfo).port, host: c.host }, 'otlp: OTLP/HTTP listening');
@@ -351,9 +403,7 @@ function otlpSource(c: Config, ctx: PluginContext): Source {
       ? grpc.ServerCredentials.createSsl(tls.ca ?? null, [{ cert_chain: tls.cert, private_key: tls.key }], !!tls.ca)
       : grpc.ServerCredentials.createInsecure();
     const address = c.host.includes(':') ? `[${c.host}]:${c.grpc_port}` : `${c.host}:${c.grpc_port}`;
-    await new Promise<void>((resolve, reject) =>
-      server.bindAsync(address, creds, (e) => (e ? reject(new SourceError(`otlp: cannot listen on ${address} (gRPC): ${e.message}`)) : resolve())),
-    );
+    await new Promise<void>((resolve, reject) => server.bindAsync(address, creds, (e) => (e ? reject(bindError(e, c, c.grpc_port, 'gRPC')) : resolve())));
     grpcServer = server;
     ctx.log.info({ address }, 'otlp: OTLP/gRPC listening');
   }
@@ -382,6 +432,18 @@ function otlpSource(c: Config, ctx: PluginContext): Source {
     },
     close: () => inner.close?.() ?? Promise.resolve(),
   };
+}
+
+/** A listener of this source that cannot bind, with what to do (connector-runtime/listen.ts). */
+const bindError = (e: unknown, c: Config, port: number, what: string): SourceError =>
+  listenError(e, c.host, `tcp ${isIPv6(c.host) ? `[${c.host}]` : c.host}:${port} (${what})`, 'an OpenTelemetry Collector, or another pipeline');
+
+function readTlsFiles(c: Config): { cert: Buffer; key: Buffer; ca?: Buffer } {
+  try {
+    return { cert: readFileSync(c.tls_cert!), key: readFileSync(c.tls_key!), ca: c.tls_client_ca ? readFileSync(c.tls_client_ca) : undefined };
+  } catch (e) {
+    throw new SourceError(`otlp: cannot read the TLS files: ${(e as Error).message}`);
+  }
 }
 
 function partialJson(signal: Signal, rejected: number, message: string) {

@@ -16,9 +16,9 @@ export const MAX_DEPTH = 100;
 /** Deepest AnyValue nesting taken (arrays and maps inside attribute values and log bodies). */
 export const MAX_ANY_DEPTH = 32;
 /** Estimated output of one record beyond its own bytes (field names, the ISO time, the signal). */
-const RECORD_OVERHEAD = 256;
+export const RECORD_OVERHEAD = 256;
 /** Estimated output per input byte (a fixed64 time becomes a decimal string and an ISO time). */
-const EXPANSION = 4;
+export const EXPANSION = 4;
 
 export class OtlpDecodeError extends Error {}
 

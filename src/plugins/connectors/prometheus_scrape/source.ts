@@ -15,6 +15,7 @@ import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { sampleValue } from '../../common/prom-value.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type SourceUnit } from '../../types.js';
 import { ExpositionError, formatOf, parseExposition, type Limits } from './parse.js';
+import { promScrapeMetrics } from './metrics.js';
 
 /** What Prometheus 2.42 asks a target for: OpenMetrics first, then the text format. */
 export const ACCEPT = 'application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1';
@@ -154,6 +155,7 @@ export default defineSource({
     why: 'scraping consumes nothing at the target: a run that fails leaves nothing acknowledged and the next run scrapes again (a sample is the value at that time: a missed run is a gap, never a partial target).',
   },
   config,
+  metrics: promScrapeMetrics,
   lint,
   examples: [
     {
@@ -217,6 +219,8 @@ async function* scrapeUnits(c: Config, ctx: PluginContext, signal: AbortSignal, 
   };
   const limit = c.max_concurrency ?? 100;
   const targets = owned(c.targets, (u) => u, ctx.shard);
+  const scrapeSeconds = ctx.telemetry?.metric?.('svc_prometheus_scrape_seconds');
+  const scrapeErrors = ctx.telemetry?.metric?.('svc_prometheus_scrape_errors_total');
   report('connecting');
   let answered = 0;
   let failed = 0;
@@ -259,13 +263,14 @@ async function* scrapeUnits(c: Config, ctx: PluginContext, signal: AbortSignal, 
         if (!Array.isArray(got)) {
           // A poison body: dead-lettered whole, with the line that is wrong.
           failed++;
-          ctx.telemetry?.promScrape?.(url, seconds, 'parse');
+          scrapeSeconds?.observe({ target: url }, seconds);
+          scrapeErrors?.inc({ target: url, reason: 'parse' });
           const msg = `prometheus_scrape: ${id}: the body does not parse (${got.reason}); it goes to the dead-letter queue`;
           notes.push(msg);
           ctx.log.warn({ target: id, reason: 'parse' }, msg);
           return { meta, size: got.body.length, undecodable: [{ raw: got.body, why: `prometheus_scrape: ${id}: ${got.reason}` }], async *read() {} };
         }
-        ctx.telemetry?.promScrape?.(url, seconds);
+        scrapeSeconds?.observe({ target: url }, seconds);
         const body = Buffer.from(JSON.stringify(got));
         return {
           meta,
@@ -277,7 +282,8 @@ async function* scrapeUnits(c: Config, ctx: PluginContext, signal: AbortSignal, 
       },
       fail(url, e, seconds) {
         failed++;
-        ctx.telemetry?.promScrape?.(url, seconds, reasonOf(e));
+        scrapeSeconds?.observe({ target: url }, seconds);
+        scrapeErrors?.inc({ target: url, reason: reasonOf(e) });
         const id = idOf(url);
         const msg =
           e instanceof TargetDeadlineError || e instanceof StatusError

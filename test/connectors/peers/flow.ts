@@ -252,6 +252,13 @@ export function writePcap(dir: string, flows: PcapFlow[]): string {
 }
 
 /** A stream pipeline from a flow source on a free loopback port into NDJSON, with a DLQ beside it. */
+/** The flow counters the events of flowPipeline() stand for. */
+const FLOW_EVENTS: Record<string, 'gap' | 'restart' | 'enrich_failure'> = {
+  svc_flow_sequence_gaps_total: 'gap',
+  svc_flow_exporter_restarts_total: 'restart',
+  svc_flow_enrich_failures_total: 'enrich_failure',
+};
+
 export async function flowPipeline(source: Record<string, unknown> = {}, opts: { name?: string } = {}) {
   const port = (source.port as number | undefined) ?? (await freeUdpPort());
   const out = tempDir('svc-flow-out-');
@@ -259,11 +266,17 @@ export async function flowPipeline(source: Record<string, unknown> = {}, opts: {
   const states: ConnectionState[] = [];
   const events: { event: 'gap' | 'restart' | 'enrich_failure'; exporter: string; n: number }[] = [];
   const dropped: { reason: string; n: number }[] = [];
+  /** Flows that went on without names before their exporter's first poll ended (enrich_interfaces), by reason. */
+  const unnamed: { exporter: string; reason: string; n: number }[] = [];
   const telemetry: RunTelemetry = {
     connection: (component, _t, s) => void (component === 'source' && states.push(s)),
-    flowSequence: (event, exporter, n) => void events.push({ event, exporter, n }),
-    flowEnrichFailure: (exporter) => void events.push({ event: 'enrich_failure', exporter, n: 1 }),
     dropped: (_c, _t, reason, n) => void dropped.push({ reason, n }),
+    // The flow source's declared metrics (src/plugins/connectors/flow/metrics.ts), as events.
+    metric: (name, _op, labels, n) => {
+      const exporter = String(labels.exporter);
+      if (name === 'svc_flow_enrich_unnamed_total') unnamed.push({ exporter, reason: String(labels.reason), n });
+      else if (name in FLOW_EVENTS) events.push({ event: FLOW_EVENTS[name]!, exporter, n });
+    },
   };
   const stop = new AbortController();
   const cfg = loadPipeline({
@@ -283,6 +296,7 @@ export async function flowPipeline(source: Record<string, unknown> = {}, opts: {
     port,
     events,
     dropped,
+    unnamed,
     records: () => outputRecords(out),
     deadLetters: () => outputRecords(dlq),
     send: async (...datagrams: Buffer[]) => {
@@ -296,9 +310,49 @@ export async function flowPipeline(source: Record<string, unknown> = {}, opts: {
   };
 }
 
-/** Runs pmacctd over a pcap with its sFlow probe (sfprobe, 1 in `rate` packets) exporting to 127.0.0.1:port; resolves when it exits at the end of the file. */
-export async function pmacctdSflow(pcap: string, port: number, dir: string, rate = 1): Promise<void> {
-  await pmacctd(pcap, dir, 'sfprobe', [`sfprobe_receiver[p]: 127.0.0.1:${port}`, `sampling_rate: ${rate}`]);
+/**
+ * Runs pmacctd over a pcap with its sFlow probe (sfprobe, 1 in `rate` packets) exporting to 127.0.0.1:port,
+ * and keeps it running after the end of the file until stopped. At the end of a file pmacctd's core stops
+ * its plugins at once, and the probe drops what it has not yet read from the core's queue: on a loaded
+ * machine that was most of the capture (CI saw 28 of 77 samples sent). So the caller awaits what it
+ * expects to receive, then stops the exporter.
+ */
+export async function pmacctdSflow(pcap: string, port: number, dir: string, rate = 1): Promise<{ stop: () => Promise<void> }> {
+  const conf = pmacctdConf(pcap, dir, 'sfprobe', [`sfprobe_receiver[p]: 127.0.0.1:${port}`, `sampling_rate: ${rate}`, 'pcap_savefile_wait: true']);
+  // The probe is a forked child of pmacctd's core: both stop with the group.
+  return startPmacctGroup('pmacctd', ['pmacctd', '-f', conf]);
+}
+
+/** pmacctd's configuration file in `dir`: reading `pcap` with one plugin, `p`, of `plugin` and its `lines`. */
+function pmacctdConf(pcap: string, dir: string, plugin: 'sfprobe' | 'nfprobe', lines: string[]): string {
+  const conf = join(dir, `pmacctd-${plugin}-${Date.now()}.conf`);
+  writeFileSync(conf, ['daemonize: false', `pcap_savefile: ${pcap}`, `plugins: ${plugin}[p]`, ...lines, ''].join('\n'));
+  return conf;
+}
+
+/**
+ * A pmacct daemon in its own process group (its plugins are forked children, and its core ignores
+ * SIGTERM and SIGINT while a plugin runs, seen with 1.7.7), started once its configuration is read
+ * (a failed bind or setting is logged as an ERROR at once); stop() kills the group by its PID.
+ */
+async function startPmacctGroup(name: string, argv: string[]): Promise<{ stop: () => Promise<void> }> {
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let log = '';
+  child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  await until(() => /Reading configuration file/.test(log) || child.exitCode !== null, 10_000, `${name} started`);
+  if (child.exitCode !== null || /ERROR/.test(log)) throw new Error(`${name} failed: ${log}`);
+  return {
+    async stop() {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await exited;
+    },
+  };
 }
 
 /**
@@ -306,12 +360,7 @@ export async function pmacctdSflow(pcap: string, port: number, dir: string, rate
  * 127.0.0.1:port; resolves when it exits at the end of the file, its flows expired and sent.
  */
 export async function pmacctdNfprobe(pcap: string, port: number, dir: string, version: 9 | 10): Promise<void> {
-  await pmacctd(pcap, dir, 'nfprobe', [`nfprobe_receiver[p]: 127.0.0.1:${port}`, `nfprobe_version[p]: ${version}`]);
-}
-
-async function pmacctd(pcap: string, dir: string, plugin: 'sfprobe' | 'nfprobe', lines: string[]): Promise<void> {
-  const conf = join(dir, `pmacctd-${plugin}-${Date.now()}.conf`);
-  writeFileSync(conf, ['daemonize: false', `pcap_savefile: ${pcap}`, `plugins: ${plugin}[p]`, ...lines, ''].join('\n'));
+  const conf = pmacctdConf(pcap, dir, 'nfprobe', [`nfprobe_receiver[p]: 127.0.0.1:${port}`, `nfprobe_version[p]: ${version}`]);
   const child = spawn('pmacctd', ['-f', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
@@ -320,18 +369,18 @@ async function pmacctd(pcap: string, dir: string, plugin: 'sfprobe' | 'nfprobe',
   const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
   clearTimeout(timer);
   // Its core exits 1 when the probe has finished first ("no more plugins active"), a race at the end of the file: the probe has sent everything then.
-  const finished = code === 0 || (code === 1 && new RegExp(`${plugin} \\): Shutting down on user request`).test(log));
+  const finished = code === 0 || (code === 1 && /nfprobe \): Shutting down on user request/.test(log));
   if (!finished) throw new Error(`pmacctd exited with ${code}: ${log.split('\n').slice(2).join(' | ')}`);
 }
 
 export interface Sfacctd {
   port: number;
-  /** The flows sfacctd's print plugin has written so far, per 5-tuple (its CSV). */
+  /** The flows sfacctd's print plugin has written so far (its CSV), summed per 5-tuple. */
   flows(): NfdumpFlow[];
   stop(): Promise<void>;
 }
 
-/** pmacct's sfacctd on a free loopback port, aggregating per 5-tuple into a CSV file it rewrites every second. */
+/** pmacct's sfacctd on a free loopback port, aggregating per 5-tuple into a CSV file it appends to every second. */
 export async function startSfacctd(dir: string): Promise<Sfacctd> {
   const port = await freeUdpPort();
   const csv = join(dir, 'sfacctd.csv');
@@ -347,50 +396,36 @@ export async function startSfacctd(dir: string): Promise<Sfacctd> {
       'print_output[p]: csv',
       `print_output_file[p]: ${csv}`,
       'print_refresh_time[p]: 1',
+      // Appended, not rewritten: each refresh writes only what came since the last one, so a file
+      // rewritten each second held the last second's samples only (CI saw 76 of 77).
+      'print_output_file_append[p]: true',
       'print_num_protos[p]: true',
       '',
     ].join('\n'),
   );
-  // Its own process group: the print plugin is a forked child, stopped with the core (by the group's PID).
-  const child = spawn('stdbuf', ['-oL', '-eL', 'sfacctd', '-f', conf], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let log = '';
-  child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  await until(() => /Reading configuration file/.test(log) || child.exitCode !== null, 10_000, 'sfacctd started');
-  // Its socket is bound right after the configuration is read (a failed bind is logged as an ERROR
-  // at once); pmacctd waits 2 s before it reads its pcap, so nothing is sent before that.
-  if (child.exitCode !== null || /ERROR/.test(log)) throw new Error(`sfacctd failed: ${log}`);
+  // Its socket is bound right after the configuration is read; pmacctd waits 2 s before it reads
+  // its pcap, so nothing is sent before that.
+  const daemon = await startPmacctGroup('sfacctd', ['stdbuf', '-oL', '-eL', 'sfacctd', '-f', conf]);
   return {
     port,
     flows() {
       if (!existsSync(csv)) return [];
       const [head, ...lines] = readFileSync(csv, 'utf8').trim().split('\n');
       const cols = head!.split(',');
-      return lines.map((l) => {
+      // One row per 5-tuple per refresh: summed per 5-tuple.
+      const flows = new Map<string, NfdumpFlow>();
+      for (const l of lines) {
         const v = Object.fromEntries(l.split(',').map((x, i) => [cols[i], x]));
-        return {
-          src: v.SRC_IP!,
-          dst: v.DST_IP!,
-          sport: Number(v.SRC_PORT),
-          dport: Number(v.DST_PORT),
-          protocol: Number(v.PROTOCOL),
-          packets: Number(v.PACKETS),
-          bytes: Number(v.BYTES),
-          start: '',
-          end: '',
-        };
-      });
-    },
-    async stop() {
-      // sfacctd's core ignores SIGTERM and SIGINT while its plugin runs (seen with 1.7.7): the group is killed.
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
+        const f = { src: v.SRC_IP!, dst: v.DST_IP!, sport: Number(v.SRC_PORT), dport: Number(v.DST_PORT), protocol: Number(v.PROTOCOL) };
+        const k = `${f.src} ${f.sport} ${f.dst} ${f.dport} ${f.protocol}`;
+        const seen = flows.get(k) ?? { ...f, packets: 0, bytes: 0, start: '', end: '' };
+        seen.packets += Number(v.PACKETS);
+        seen.bytes += Number(v.BYTES);
+        flows.set(k, seen);
       }
-      await exited;
+      return [...flows.values()];
     },
+    stop: daemon.stop,
   };
 }
 

@@ -3,9 +3,12 @@
 // credentials as snmp_poll's, common/snmp.ts), cached per exporter address, polled again after
 // `refresh_seconds` and after a detected restart of the exporter, and added to every flow as
 // in_if_name, in_if_alias, in_if_speed and out_*. The flows of an exporter whose first poll is
-// still running wait for it (bounded in number and by the poll's own deadline); an exporter that
-// does not answer has its flows delivered without names, with a counted warning. Nothing here can
-// stop the stream: a failed poll is a warning and a metric.
+// still running wait for it, bounded twice: at most `wait_seconds` (whatever the poll's own
+// deadline, which a slow agent stretches to walks of many timeouts), and at most `maxWaiting` flows
+// of all exporters; past either they go on without names, counted
+// (svc_flow_enrich_unnamed_total{reason}). An exporter that does not answer has its flows delivered
+// without names, with a counted warning. Nothing here can stop the stream: a failed poll is a
+// warning and a metric.
 import { Type } from '@sinclair/typebox';
 import { errorMessage } from '../../../core/errors.js';
 import type { Logger } from '../../../observability/log.js';
@@ -36,6 +39,13 @@ export const enrichConfig = Type.Object(
     timeout: Type.Number({ exclusiveMinimum: 0, maximum: 60, default: 1, description: 'Seconds to wait for each answer before sending again.' }),
     retries: Type.Integer({ minimum: 0, maximum: 20, default: 1, description: 'Requests sent again after a timeout.' }),
     max_repetitions: Type.Integer({ minimum: 1, maximum: 1000, default: 25, description: 'GETBULK max-repetitions of the IF-MIB walks.' }),
+    wait_seconds: Type.Number({
+      minimum: 0,
+      maximum: 60,
+      default: 2,
+      description:
+        'The flows of an exporter whose interfaces were never read wait this long at most for its first poll (so that the first flows are named too); then they, and its flows until the poll ends, go on without names, counted in svc_flow_enrich_unnamed_total{reason="wait_timeout"}. 0: never wait.',
+    }),
     refresh_seconds: Type.Integer({
       minimum: 1,
       default: 3600,
@@ -87,15 +97,25 @@ interface Entry {
   /** Flows waiting for the first poll, with where they go. */
   waiting: { recs: Rec[]; deliver: (recs: Rec[]) => void }[];
   waitingCount: number;
+  /** Ends the wait of `waiting` at wait_seconds after the first of them came. */
+  waitTimer?: NodeJS.Timeout;
+  /** The wait for the first poll ran out: flows go on at once until the poll ends. */
+  waitedOut?: boolean;
 }
+
+/** Why flows went on without names while their exporter's first poll was still running. */
+export type UnnamedReason = 'wait_timeout' | 'wait_full';
 
 export interface EnrichEvents {
   /** The exporter's agent did not answer or refused (its flows go on without names). */
   failed?(exporter: string, reason: string): void;
   polled?(exporter: string, interfaces: number): void;
+  /** `n` flows went on without names before the exporter's first poll ended (wait_seconds ran out, or the wait buffer was full). */
+  unnamed?(exporter: string, reason: UnnamedReason, n: number): void;
 }
 
-export type PollInterfaces = (exporter: string) => Promise<Map<number, IfInfo>>;
+/** Reads `exporter`'s interfaces; `signal` aborts when the source closes (the poll's socket is closed then). */
+export type PollInterfaces = (exporter: string, signal: AbortSignal) => Promise<Map<number, IfInfo>>;
 
 const text = (v: unknown): string | undefined =>
   Buffer.isBuffer(v) ? v.subarray(0, MAX_TEXT).toString('utf8').replace(/\0+$/, '') : typeof v === 'string' ? v.slice(0, MAX_TEXT) : undefined;
@@ -121,10 +141,13 @@ export function agentOf(c: EnrichConfig, exporter: string): TargetOptions | unde
   );
 }
 
-/** Walks ifName, ifAlias and ifHighSpeed of one agent. */
-export async function pollInterfaces(opts: TargetOptions, maxRepetitions: number): Promise<Map<number, IfInfo>> {
+/** Walks ifName, ifAlias and ifHighSpeed of one agent; an abort of `signal` closes its session (the walk fails at once). */
+export async function pollInterfaces(opts: TargetOptions, maxRepetitions: number, signal?: AbortSignal): Promise<Map<number, IfInfo>> {
   const session = await SnmpSession.open(opts);
+  const abort = () => session.close();
+  signal?.addEventListener('abort', abort, { once: true });
   try {
+    if (signal?.aborted) throw new Error('the flow source closed');
     const ifs = new Map<number, IfInfo>();
     const at = (i: number) => {
       let x = ifs.get(i);
@@ -148,23 +171,38 @@ export async function pollInterfaces(opts: TargetOptions, maxRepetitions: number
     if (!ifs.size) throw new Error('the agent has no IF-MIB ifXTable (ifName, ifAlias, ifHighSpeed)');
     return ifs;
   } finally {
+    signal?.removeEventListener('abort', abort);
     session.close();
   }
 }
 
-/** Adds the interfaces' names, aliases and speeds to one flow (ingressInterface, egressInterface; sFlow counters' ifIndex). */
+/**
+ * Adds the interfaces' names, aliases and speeds to one flow (ingressInterface, egressInterface;
+ * sFlow counters' ifIndex). The property names are written out, not built (`${prefix}_name`): a
+ * computed key per field cost more than decoding the flow (2.2 of 3.2 µs per flow, measured), and
+ * flows of one exporter then share V8's hidden classes, which keeps JSON encoding on its fast path.
+ */
 export function applyInterfaces(rec: Rec, ifs: Map<number, IfInfo>): void {
-  const put = (prefix: string, index: unknown) => {
-    if (typeof index !== 'number' || index === 0) return;
-    const x = ifs.get(index);
-    if (!x) return;
-    if (x.name !== undefined) rec[`${prefix}_name`] = x.name;
-    if (x.alias !== undefined) rec[`${prefix}_alias`] = x.alias;
-    if (x.speed !== undefined) rec[`${prefix}_speed`] = x.speed;
-  };
-  put('in_if', rec.ingressInterface);
-  put('out_if', rec.egressInterface);
-  if (rec.flow_type === 'counters') put('if', rec.ifIndex);
+  const inIf = typeof rec.ingressInterface === 'number' && rec.ingressInterface !== 0 ? ifs.get(rec.ingressInterface) : undefined;
+  if (inIf) {
+    if (inIf.name !== undefined) rec.in_if_name = inIf.name;
+    if (inIf.alias !== undefined) rec.in_if_alias = inIf.alias;
+    if (inIf.speed !== undefined) rec.in_if_speed = inIf.speed;
+  }
+  const outIf = typeof rec.egressInterface === 'number' && rec.egressInterface !== 0 ? ifs.get(rec.egressInterface) : undefined;
+  if (outIf) {
+    if (outIf.name !== undefined) rec.out_if_name = outIf.name;
+    if (outIf.alias !== undefined) rec.out_if_alias = outIf.alias;
+    if (outIf.speed !== undefined) rec.out_if_speed = outIf.speed;
+  }
+  if (rec.flow_type === 'counters' && typeof rec.ifIndex === 'number' && rec.ifIndex !== 0) {
+    const x = ifs.get(rec.ifIndex);
+    if (x) {
+      if (x.name !== undefined) rec.if_name = x.name;
+      if (x.alias !== undefined) rec.if_alias = x.alias;
+      if (x.speed !== undefined) rec.if_speed = x.speed;
+    }
+  }
 }
 
 export class InterfaceEnricher {
@@ -173,6 +211,8 @@ export class InterfaceEnricher {
   private readonly queue: (() => void)[] = [];
   private waitingTotal = 0;
   private closed = false;
+  /** Aborted at close(): polls still running close their sessions. */
+  private readonly closing = new AbortController();
   private readonly warn;
 
   constructor(
@@ -180,10 +220,10 @@ export class InterfaceEnricher {
     log: Logger,
     private readonly events: EnrichEvents = {},
     private readonly limits = { maxExporters: 4096, maxWaiting: 20_000 },
-    private readonly poll: PollInterfaces = async (exporter) => {
+    private readonly poll: PollInterfaces = async (exporter, signal) => {
       const opts = agentOf(c, exporter);
       if (!opts) return new Map();
-      return pollInterfaces(opts, c.max_repetitions);
+      return pollInterfaces(opts, c.max_repetitions, signal);
     },
     private readonly now: () => number = Date.now,
   ) {
@@ -209,14 +249,30 @@ export class InterfaceEnricher {
     } else this.cache.delete(exporter);
     this.cache.set(exporter, e);
     if (e.stale || this.now() - e.polledAt >= this.c.refresh_seconds * 1000) this.start(exporter, e);
-    if (!e.ifs && e.polling && this.waitingTotal + recs.length <= this.limits.maxWaiting) {
-      e.waiting.push({ recs, deliver });
-      e.waitingCount += recs.length;
-      this.waitingTotal += recs.length;
-      return;
+    if (!e.ifs && e.polling) {
+      // The first poll is still running: wait for it while the ceilings allow.
+      if (e.waitedOut || this.c.wait_seconds === 0) this.events.unnamed?.(exporter, 'wait_timeout', recs.length);
+      else if (this.waitingTotal + recs.length > this.limits.maxWaiting) this.events.unnamed?.(exporter, 'wait_full', recs.length);
+      else {
+        e.waiting.push({ recs, deliver });
+        e.waitingCount += recs.length;
+        this.waitingTotal += recs.length;
+        e.waitTimer ??= setTimeout(() => {
+          e.waitTimer = undefined;
+          e.waitedOut = true;
+          this.events.unnamed?.(exporter, 'wait_timeout', e.waitingCount);
+          this.flush(e);
+        }, this.c.wait_seconds * 1000).unref();
+        return;
+      }
     }
     if (e.ifs?.size) for (const r of recs) applyInterfaces(r, e.ifs);
     deliver(recs);
+  }
+
+  /** Flows waiting for a first poll, of all exporters (at most limits.maxWaiting). */
+  get waiting(): number {
+    return this.waitingTotal;
   }
 
   /** The exporter restarted (its interfaces may have been renumbered): polled again at its next flow. */
@@ -233,12 +289,15 @@ export class InterfaceEnricher {
   /** Delivers the waiting flows without names; polls still running end unseen. */
   close(): void {
     this.closed = true;
+    this.closing.abort();
     this.warn.stop();
     for (const e of this.cache.values()) this.flush(e);
     this.queue.length = 0;
   }
 
   private flush(e: Entry): void {
+    clearTimeout(e.waitTimer);
+    e.waitTimer = undefined;
     const waiting = e.waiting;
     e.waiting = [];
     this.waitingTotal -= e.waitingCount;
@@ -256,9 +315,10 @@ export class InterfaceEnricher {
       .then(async () => {
         if (this.closed) return;
         try {
-          e.ifs = await this.poll(exporter);
+          e.ifs = await this.poll(exporter, this.closing.signal);
           this.events.polled?.(exporter, e.ifs.size);
         } catch (err) {
+          if (this.closed) return;
           const reason = errorMessage(err);
           // Names already known are kept: a device that stops answering keeps its last names.
           e.ifs ??= new Map();
@@ -271,6 +331,7 @@ export class InterfaceEnricher {
       .finally(() => {
         e.polledAt = this.now();
         e.polling = undefined;
+        e.waitedOut = false;
         if (!this.closed) this.flush(e);
       });
   }

@@ -182,19 +182,37 @@ function compiled(t: Template): NonNullable<Template['compiled']> {
   return (t.compiled ??= t.fields.map((f) => ({ name: f.name, length: f.length, keep: f.id !== 210 || f.enterprise !== 0, read: readerOf(f) })));
 }
 
+/**
+ * A data record of `t` from `base` (flow_protocol, exporter, observationDomainId) before its fields
+ * are read: a copy of one object that already has every property the decoder will set, in the
+ * order it sets them, each undefined. Built up property by property, each record went through a
+ * dozen hidden-class transitions and grew its property store several times (garbage, and slower
+ * JSON encoding downstream); the copy is made at once with the final layout. A value left
+ * undefined is absent from the record's JSON, as a property never set was.
+ */
+function recordShape(t: Template, base: Rec): Rec {
+  const s = t.shape;
+  if (s && s.exporter === base.exporter && s.observationDomainId === base.observationDomainId && s.flow_protocol === base.flow_protocol) return s;
+  const shape: Rec = { flow_protocol: base.flow_protocol, exporter: base.exporter, observationDomainId: base.observationDomainId };
+  for (const f of compiled(t)) if (f.keep && !Object.hasOwn(shape, f.name)) shape[f.name] = undefined;
+  // Set to every flow after decoding (samplingOf).
+  if (!Object.hasOwn(shape, 'samplingInterval')) shape.samplingInterval = undefined;
+  return (t.shape = shape);
+}
+
 /** The records of one data set under its template; options records update the exporter instead. */
 function decodeDataSet(body: Buffer, t: Template, e: ExporterState, h: Pick<Header, 'base' | 'unixMs' | 'uptimeMs'>, out: Rec[], limit: number): number {
   const fields = compiled(t);
   const nf = fields.length;
   const buf = body;
   const end = body.length;
-  const base = h.base;
+  const shape = t.scopeCount ? undefined : recordShape(t, h.base);
   let pos = 0;
   let n = 0;
   // What is left shorter than a record is padding (RFC 7011 section 3.3.1, RFC 3954 section 5.3).
   while (end - pos >= t.minLength && end - pos > 0) {
     if (out.length >= limit) throw new FlowDecodeError(`more than ${MAX_RECORDS_PER_DATAGRAM} records in one datagram`);
-    const rec: Rec = t.scopeCount ? {} : { flow_protocol: base.flow_protocol, exporter: base.exporter, observationDomainId: base.observationDomainId };
+    const rec: Rec = shape ? { ...shape } : {};
     for (let i = 0; i < nf; i++) {
       const f = fields[i]!;
       let len = f.length;

@@ -9,12 +9,14 @@ import { isIPv6 } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../core/errors.js';
 import { bindUdp } from '../../../snmp/udp.js';
+import { listenError } from '../../connector-runtime/listen.js';
 import { rateLimitedWarn } from '../../connector-runtime/rate-limited-warn.js';
 import { warnIfRecvBufferCapped } from '../../connector-runtime/udp-buffer.js';
 import { streamSource, type Message, type Session } from '../../connector-runtime/stream-source.js';
 import { defineSource, type PluginContext, type Rec } from '../../types.js';
 import { decodeFlowDatagram } from './decode.js';
 import { enrichConfig, InterfaceEnricher } from './enrich.js';
+import { flowMetrics } from './metrics.js';
 import { FlowDecodeError } from './reader.js';
 import { DEFAULT_LIMITS, FlowState, type FlowLimits } from './state.js';
 
@@ -109,6 +111,8 @@ export interface FlowStats {
   restarts: number;
   /** Polls of an exporter's interfaces (enrich_interfaces) that failed. */
   enrichFailures: number;
+  /** Flows that went on without interface names before their exporter's first poll ended (wait_seconds, the wait's ceiling). */
+  enrichUnnamed: number;
 }
 
 const limitsOf = (c: Config): FlowLimits => ({
@@ -127,24 +131,27 @@ function scale(rec: Rec): void {
   for (const f of ['octetDeltaCount', 'packetDeltaCount']) if (typeof rec[f] === 'number') rec[f] = (rec[f] as number) * k;
 }
 
-function listenError(e: unknown, c: Config): SourceError {
-  return new SourceError(`cannot listen on ${where(c)}: ${(e as Error).message}; stop the other collector there (nfcapd, pmacct) or choose another port`);
-}
+const bindError = (e: unknown, c: Config): SourceError =>
+  listenError(e, c.host, where(c), 'another flow collector such as nfcapd or pmacct, or another pipeline');
 
 async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void, stats: FlowStats): Promise<Session<Message>> {
   const log = ctx.log;
   const telemetry = ctx.telemetry;
+  const gaps = telemetry?.metric?.('svc_flow_sequence_gaps_total');
+  const restarts = telemetry?.metric?.('svc_flow_exporter_restarts_total');
+  const enrichFailures = telemetry?.metric?.('svc_flow_enrich_failures_total');
+  const enrichUnnamed = telemetry?.metric?.('svc_flow_enrich_unnamed_total');
   const malformed = rateLimitedWarn(log, (n, f) => `flow: ${n} datagram(s) did not decode and were dead-lettered; the latest: ${f.reason}`);
   const drops = rateLimitedWarn(log, (n, f) => `flow: ${n} datagram(s) or data set(s) dropped (${f.reason}): ${f.detail}`);
   const state = new FlowState(limitsOf(c), {
     gap(exporter, _protocol, missing) {
       stats.gaps += missing;
-      telemetry?.flowSequence?.('gap', exporter, missing);
+      gaps?.inc({ exporter }, missing);
     },
     restart(exporter, protocol, why) {
       stats.restarts++;
       enricher?.restarted(exporter);
-      telemetry?.flowSequence?.('restart', exporter, 1);
+      restarts?.inc({ exporter });
       log.info({ connector: 'flow', exporter, protocol, why }, `flow: exporter ${exporter} restarted (${why})`);
     },
     dropped(reason, n, detail) {
@@ -160,7 +167,11 @@ async function listen(c: Config, ctx: PluginContext, push: (m: Message) => void,
       {
         failed(exporter) {
           stats.enrichFailures++;
-          telemetry?.flowEnrichFailure?.(exporter);
+          enrichFailures?.inc({ exporter });
+        },
+        unnamed(exporter, reason, n) {
+          stats.enrichUnnamed += n;
+          enrichUnnamed?.inc({ exporter, reason }, n);
         },
       },
       { maxExporters: c.max_exporters, maxWaiting: c.max_queue_size },
@@ -231,6 +242,7 @@ export default defineSource({
     why: 'flow exporters send UDP datagrams that cannot be asked for again: one lost on the network, sent while the source is stopped, or dropped while the pipeline is behind is gone (sequence gaps are counted in svc_flow_sequence_gaps_total).',
   },
   config,
+  metrics: flowMetrics,
   resources: (c) => [{ kind: 'listen', protocol: 'udp', host: c.host, port: portOf(c), name: 'flow' }],
   examples: [
     { title: 'Every format on the NetFlow port', yaml: 'type: flow\nprotocol: auto\nport: 2055' },
@@ -243,12 +255,12 @@ export default defineSource({
     try {
       s = await bindUdp(c.host, portOf(c), 1 << 16, () => {});
     } catch (e) {
-      throw listenError(e, c);
+      throw bindError(e, c);
     }
     await new Promise<void>((r) => s.close(() => r()));
   },
   create(c, ctx) {
-    const stats: FlowStats = { datagrams: 0, flows: 0, malformed: 0, dropped: 0, gaps: 0, restarts: 0, enrichFailures: 0 };
+    const stats: FlowStats = { datagrams: 0, flows: 0, malformed: 0, dropped: 0, gaps: 0, restarts: 0, enrichFailures: 0, enrichUnnamed: 0 };
     const source = streamSource<Message>(ctx, {
       type: 'flow',
       // A port that cannot be bound (in use, privileged) is tried a few times, then the run fails.
@@ -260,7 +272,7 @@ export default defineSource({
         try {
           return await listen(c, ctx, push, stats);
         } catch (e) {
-          throw e instanceof SourceError ? e : listenError(e, c);
+          throw e instanceof SourceError ? e : bindError(e, c);
         }
       },
     });

@@ -17,6 +17,8 @@ export interface Template {
   learnedAt: number;
   /** The fields' readers, made at the first data set (netflow.ts). */
   compiled?: { name: string; length: number; keep: boolean; read: FieldRead }[];
+  /** Every property a flow record of this template gets, in order, unset (netflow.ts recordShape). */
+  shape?: Rec;
 }
 
 interface PendingSet {

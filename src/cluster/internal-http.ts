@@ -141,6 +141,15 @@ export function managerSender(link: ManagerLink, log: Logger) {
   };
 }
 
+/** The state in a manager's answer when it was kept under this config (`hash`); else none, said in the log. */
+function stateOfConfig(r: { body?: { config_sha256?: unknown; state?: unknown } }, hash: string, log: Logger): Record<string, unknown> | null {
+  if (r.body?.config_sha256 !== hash) {
+    log.warn({ stored: r.body?.config_sha256, current: hash }, 'the manager holds the state of another config of this pipeline; starting empty');
+    return null;
+  }
+  return (r.body.state as Record<string, unknown>) ?? null;
+}
+
 /**
  * Transform state of a run on a worker: read from the manager at run start, written back after a
  * successful run (the runner calls save only then). The manager checks the config hash.
@@ -152,15 +161,35 @@ export function managerStateIO(link: ManagerLink, pipeline: string, hash: string
       const r = await link.call('GET', path);
       if (r.status === 404) return null;
       if (r.status !== 200) throw new Error(`transform state of '${pipeline}' could not be read from the manager: ${detailOf(r)}`);
-      if (r.body?.config_sha256 !== hash) {
-        log.warn({ stored: r.body?.config_sha256, current: hash }, 'the manager holds the state of another config of this pipeline; starting empty');
-        return null;
-      }
-      return (r.body.state as Record<string, unknown>) ?? null;
+      return stateOfConfig(r, hash, log);
     },
     async save(state) {
       const r = await link.call('PUT', path, { pipeline, state, config_sha256: hash }, { runId });
       if (r.status !== 200) throw new Error(`transform state of '${pipeline}' could not be written to the manager: ${detailOf(r)}`);
+    },
+  };
+}
+
+/**
+ * Transform state of a shard of a sharded batch run (issue 33): the state of the targets the shard
+ * owns, read from the manager at run start and written back after a successful run. The run id
+ * names the shard; the manager looks its targets up, joins their stored parts on read and splits
+ * the state by target on write (src/api/routes/transform-state.ts).
+ */
+export function managerShardStateIO(link: ManagerLink, pipeline: string, hash: string, runId: string, log: Logger): TransformStateIO {
+  const path = `/api/internal/transform-state/${encodeURIComponent(pipeline)}/shard`;
+  return {
+    async load() {
+      const r = await link.call('GET', path, undefined, { runId });
+      if (r.status !== 200) throw new Error(`transform state of shard ${runId} of '${pipeline}' could not be read from the manager: ${detailOf(r)}`);
+      return stateOfConfig(r, hash, log);
+    },
+    async save(state) {
+      const r = await link.call('PUT', path, { pipeline, state, config_sha256: hash }, { runId });
+      if (r.status !== 200) throw new Error(`transform state of shard ${runId} of '${pipeline}' could not be written to the manager: ${detailOf(r)}`);
+      const unplaced = Number(r.body?.unplaced ?? 0);
+      if (unplaced > 0)
+        log.warn({ unplaced }, 'state of series whose records named no target of this shard (no `_target`) was not kept: they start again as first samples');
     },
   };
 }

@@ -27,10 +27,12 @@ import { fileStateIO, stateConfigHash, stateFilePath, statefulTransforms } from 
 import { WebhookHub } from '../plugins/connector-runtime/webhook-hub.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../observability/log.js';
+import { Metrics } from '../observability/metrics.js';
+import { connectorMetrics } from '../plugins/registry.js';
 import { listeningOn, listeningText } from '../observability/listening.js';
 import { promptClose } from '../util/prompt-close.js';
 import type { Settings } from '../settings.js';
-import { EPOCH_HEADER, ManagerLink, managerProcessedFiles, managerSender, managerStateIO } from './internal-http.js';
+import { EPOCH_HEADER, ManagerLink, managerProcessedFiles, managerSender, managerShardStateIO, managerStateIO } from './internal-http.js';
 import { Outbox } from './outbox.js';
 import { storeMibs } from '../mib/resolver.js';
 import { syncedMibsFirst, syncFromManager } from './sync.js';
@@ -96,6 +98,10 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
   await outbox.open();
 
   const webhooks = new WebhookHub();
+  // What the connectors of this worker's runs report (SNMP poll times, flow sequence gaps, Kafka lag,
+  // connection states), scraped from the worker's own GET /metrics: the manager's /metrics has
+  // the run figures it is sent, not these.
+  const metrics = new Metrics({ connectorMetrics: connectorMetrics() });
   const executor = new LocalExecutor({
     nodeId: workerId,
     webhooks,
@@ -109,10 +115,12 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       const local = new FileProcessedFiles(processedFilesPath(name, stateDir));
       return manager.configured ? managerProcessedFiles(manager, name, local, (path, body) => outbox.push({ path, body })) : local;
     },
-    state: (config, runLog, runId) => {
+    state: (config, runLog, runId, shard) => {
       if (!statefulTransforms(config).length) return undefined;
       const hash = stateConfigHash(config);
-      return manager.configured ? managerStateIO(manager, config.name, hash, runId, runLog) : fileStateIO(stateFilePath(config.name, stateDir), hash, runLog);
+      if (!manager.configured) return fileStateIO(stateFilePath(config.name, stateDir), hash, runLog);
+      // A shard keeps the state of its own targets only, by target, in the manager's database.
+      return shard ? managerShardStateIO(manager, config.name, hash, runId, runLog) : managerStateIO(manager, config.name, hash, runId, runLog);
     },
   });
 
@@ -189,6 +197,7 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
         started: async () => runLog.info('run started'),
         onProgress: (pr) => (run.progress = pr),
         tap: tapHub(config.name),
+        telemetry: metrics.telemetry(config.name),
         ...(shard ? { shard: { index: shard.index, targets: new Set(shard.targets) } } : {}),
       })
       .catch((e: unknown): RunRecord => {
@@ -284,6 +293,8 @@ export async function startWorker(opts: { settings: Settings; log: Logger; onFat
       draining,
     }),
   );
+
+  agent.get('/metrics', async (_req, reply) => reply.type('text/plain; version=0.0.4; charset=utf-8').send(await metrics.registry.metrics()));
 
   agent.get('/agent/status', async () => ({
     worker_id: workerId,

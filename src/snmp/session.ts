@@ -1,6 +1,6 @@
 // Manager side: one UDP socket to one agent, requests with timeout and retries, v3 engine
 // discovery and time synchronisation (RFC 3414 4), used by the walker and by informs.
-import { createSocket, type Socket } from 'node:dgram';
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { randomInt } from 'node:crypto';
 import {
@@ -33,6 +33,62 @@ export interface TargetOptions {
   retries?: number;
 }
 
+/**
+ * Connected UDP sockets kept between sessions, for a poller that opens a session per target (a
+ * fleet poll): a session takes one and connects it to its agent, and its close disconnects it and
+ * gives it back, instead of creating and closing a socket per target (the handle, the bind, the
+ * receive buffer, the epoll registration: a quarter of a session's CPU, docs/benchmarks.md
+ * fleet-sharded). Connected, so an agent that is not there still answers ECONNREFUSED (ICMP port
+ * unreachable). A socket that saw an error is closed, never reused; at most `maxIdle` wait.
+ * close() closes them, and those given back afterwards.
+ */
+export class UdpSocketPool {
+  private readonly idle: { udp4: Socket[]; udp6: Socket[] } = { udp4: [], udp6: [] };
+  private closed = false;
+
+  constructor(private readonly maxIdle: number) {}
+
+  /** A socket of `type`, not connected, with no listener of a previous session (only a no-op 'error' one). */
+  take(type: 'udp4' | 'udp6'): Socket {
+    return this.idle[type].pop() ?? createSocket({ type, recvBufferSize: RECV_BUFFER_BYTES });
+  }
+
+  /** A session is done with `socket`: kept when it is healthy and there is room, else closed. */
+  give(socket: Socket, type: 'udp4' | 'udp6', healthy: boolean): void {
+    if (healthy && !this.closed && this.idle[type].length < this.maxIdle) {
+      try {
+        socket.disconnect();
+        this.idle[type].push(socket);
+        return;
+      } catch {
+        // not connected (its connect failed): closed below
+      }
+    }
+    closeQuietly(socket);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const list of [this.idle.udp4, this.idle.udp6]) for (const s of list.splice(0)) closeQuietly(s);
+  }
+}
+
+const RECV_BUFFER_BYTES = 4 << 20;
+
+function closeQuietly(s: Socket): void {
+  try {
+    s.close();
+  } catch {
+    /* already closed */
+  }
+}
+
+/** An address without its IPv6 zone (fe80::1%eth0), as a datagram's sender may be written without it. */
+const withoutZone = (a: string) => {
+  const i = a.indexOf('%');
+  return i < 0 ? a : a.slice(0, i);
+};
+
 interface Pending {
   resolve(p: AnyPdu, authenticated: boolean): void;
   reject(e: Error): void;
@@ -56,8 +112,26 @@ export class SnmpSession {
   readonly retries: number;
   private addr = '';
   private communityBytes: Buffer | undefined;
+  /** Where the socket is connected: a pooled socket may still hold a datagram of its previous agent. */
+  private peer = { address: '', port: 0 };
+  private socketType: 'udp4' | 'udp6' = 'udp4';
+  /** The socket failed (ICMP unreachable, a send error): not given back to the pool. */
+  private socketFailed = false;
+  /** close() has run: the socket is no longer this session's to send on. */
+  private released = false;
+  private readonly onDatagram = (buf: Buffer, rinfo: RemoteInfo) => {
+    if (this.pool && (rinfo.port !== this.peer.port || withoutZone(rinfo.address) !== withoutZone(this.peer.address))) return;
+    this.onMessage(buf);
+  };
+  private readonly onSocketError = (e: NodeJS.ErrnoException) => {
+    this.socketFailed = true;
+    this.failAll(e.code === 'ECONNREFUSED' ? new SnmpTimeoutError(`no SNMP agent at udp ${this.addr} (port unreachable)`) : e);
+  };
 
-  private constructor(readonly target: TargetOptions) {
+  private constructor(
+    readonly target: TargetOptions,
+    private readonly pool?: UdpSocketPool,
+  ) {
     this.version = target.version ?? '2c';
     this.timeoutMs = target.timeoutMs ?? 1000;
     this.retries = target.retries ?? 1;
@@ -67,9 +141,15 @@ export class SnmpSession {
     }
   }
 
-  static async open(target: TargetOptions): Promise<SnmpSession> {
-    const s = new SnmpSession(target);
-    await s.connect();
+  /** A session to `target`, on a socket of `pool` when given (given back by close()). */
+  static async open(target: TargetOptions, pool?: UdpSocketPool): Promise<SnmpSession> {
+    const s = new SnmpSession(target, pool);
+    try {
+      await s.connect();
+    } catch (e) {
+      s.close();
+      throw e;
+    }
     return s;
   }
 
@@ -84,12 +164,11 @@ export class SnmpSession {
       throw new SnmpInputError(`cannot resolve host "${this.target.host}"`);
     }
     this.addr = `${this.target.host}:${port}`;
-    this.socket = createSocket({ type: family === 6 ? 'udp6' : 'udp4', recvBufferSize: 4 << 20 });
-    this.socket.on('message', (buf) => this.onMessage(buf));
+    this.socketType = family === 6 ? 'udp6' : 'udp4';
+    this.socket = this.pool ? this.pool.take(this.socketType) : createSocket({ type: this.socketType, recvBufferSize: RECV_BUFFER_BYTES });
+    this.socket.on('message', this.onDatagram);
     // A connected socket turns ICMP port-unreachable into ECONNREFUSED instead of a silent timeout.
-    this.socket.on('error', (e: NodeJS.ErrnoException) =>
-      this.failAll(e.code === 'ECONNREFUSED' ? new SnmpTimeoutError(`no SNMP agent at udp ${this.addr} (port unreachable)`) : e),
-    );
+    this.socket.on('error', this.onSocketError);
     await new Promise<void>((res, rej) => {
       this.socket.once('error', rej);
       this.socket.connect(port, address, () => {
@@ -97,15 +176,24 @@ export class SnmpSession {
         res();
       });
     });
+    // As the kernel writes it, the form a datagram's sender has.
+    if (this.pool) this.peer = this.socket.remoteAddress();
   }
 
   close(): void {
     this.failAll(new Error('session closed'));
-    try {
-      this.socket.close();
-    } catch {
-      /* already closed */
-    }
+    // Once: a pooled socket given back may already be another session's.
+    if (this.released) return;
+    this.released = true;
+    const socket = this.socket;
+    if (!socket) return;
+    socket.off('message', this.onDatagram);
+    socket.off('error', this.onSocketError);
+    if (this.pool) {
+      // Errors of a socket given back (a late ICMP) must not go unhandled: it has no session until the next take.
+      if (socket.listenerCount('error') === 0) socket.on('error', () => undefined);
+      this.pool.give(socket, this.socketType, !this.socketFailed);
+    } else closeQuietly(socket);
   }
 
   private failAll(e: Error): void {
@@ -187,6 +275,7 @@ export class SnmpSession {
   /** Sends one PDU and waits for the answer (retransmitting the same message on timeout). */
   private exchange(build: (id: number) => Buffer, id: number, v3?: Pending['v3']): Promise<{ pdu: AnyPdu; authenticated: boolean }> {
     if (this.closedError) return Promise.reject(this.closedError);
+    if (this.released) return Promise.reject(new Error('session closed'));
     const msg = build(id);
     return new Promise<{ pdu: AnyPdu; authenticated: boolean }>((resolve, reject) => {
       const p: Pending = { resolve: (pdu, authenticated) => resolve({ pdu, authenticated }), reject, ...(v3 ? { v3 } : {}) };
@@ -194,6 +283,7 @@ export class SnmpSession {
       const send = () => {
         this.bytesSent += msg.length;
         this.socket.send(msg, (e) => {
+          if (e) this.socketFailed = true;
           if (e && this.pending.get(id) === p) {
             this.pending.delete(id);
             clearTimeout(p.timer);
@@ -243,6 +333,7 @@ export class SnmpSession {
       const v = this.version === '1' ? 0 : 1;
       const id = this.newId();
       if (!confirmed) {
+        if (this.released) throw new Error('session closed');
         const msg = encodeCommunity(v, community, { ...pdu, requestId: id });
         this.bytesSent += msg.length;
         this.socket.send(msg);

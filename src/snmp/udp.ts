@@ -4,14 +4,18 @@ import { randomBytes } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { SnmpInputError } from './values.js';
 
-export const portError = (e: NodeJS.ErrnoException, port: number, host: string): Error =>
-  e.code === 'EADDRINUSE'
-    ? new SnmpInputError(`UDP port ${port} on ${host} is already in use`, 409)
-    : e.code === 'EACCES'
-      ? new SnmpInputError(`UDP port ${port} is below 1024 and needs privilege (root or CAP_NET_BIND_SERVICE); use a port of 1024 or above`, 403)
-      : e.code === 'EADDRNOTAVAIL'
-        ? new SnmpInputError(`address ${host} is not local to this machine`, 400)
-        : e;
+export const portError = (e: NodeJS.ErrnoException, port: number, host: string): Error => {
+  const known =
+    e.code === 'EADDRINUSE'
+      ? new SnmpInputError(`UDP port ${port} on ${host} is already in use`, 409)
+      : e.code === 'EACCES'
+        ? new SnmpInputError(`UDP port ${port} is below 1024 and needs privilege (root or CAP_NET_BIND_SERVICE); use a port of 1024 or above`, 403)
+        : e.code === 'EADDRNOTAVAIL'
+          ? new SnmpInputError(`address ${host} is not local to this machine`, 400)
+          : undefined;
+  // The socket's error stays the cause: a listening source words it by its code (connector-runtime/listen.ts).
+  return known ? Object.assign(known, { cause: e }) : e;
+};
 
 /** A socket bound to host:port (0: any free port) that hands each datagram to `onMessage`. */
 export async function bindUdp(host: string, port: number, recvBufferSize: number, onMessage: (buf: Buffer, rinfo: RemoteInfo) => void): Promise<Socket> {

@@ -375,6 +375,37 @@ function m0010RunShards(engine: DbEngine): Migration {
   };
 }
 
+/**
+ * Transform state of sharded batch runs (issue 33), by target: one row per pipeline, stateful
+ * transform instance and target identity (snmp_poll's `_target`, prometheus_scrape's URL), so that a
+ * target that moves to another worker finds its counter_delta history there. The key holds the
+ * target's SHA-256 (MySQL caps a key at 3,072 bytes; an identity can be a long URL), the row the
+ * identity itself.
+ */
+function m0011TransformStateTargets(engine: DbEngine): Migration {
+  const t = typesFor(engine);
+  return {
+    async up(db) {
+      const fin = await tableFinisher(db, engine);
+      await fin(
+        db.schema
+          .createTable('transform_state_targets')
+          .addColumn('pipeline', t.str(255), (c) => c.notNull())
+          .addColumn('transform_key', t.str(255), (c) => c.notNull())
+          .addColumn('target_sha256', t.str(64), (c) => c.notNull())
+          .addColumn('target', t.text, (c) => c.notNull())
+          .addColumn('state_json', t.text, (c) => c.notNull())
+          .addColumn('config_sha256', t.str(64), (c) => c.notNull())
+          .addColumn('updated_at', t.ts, (c) => c.notNull())
+          .addPrimaryKeyConstraint('transform_state_targets_pk', ['pipeline', 'transform_key', 'target_sha256']),
+      ).execute();
+    },
+    async down(db) {
+      await db.schema.dropTable('transform_state_targets').ifExists().execute();
+    },
+  };
+}
+
 /** Every migration, in order. Names are permanent. */
 export function migrationsFor(engine: DbEngine): Record<string, Migration> {
   return {
@@ -388,6 +419,7 @@ export function migrationsFor(engine: DbEngine): Record<string, Migration> {
     '0008_pipeline_desired_state': m0008PipelineDesiredState(engine),
     '0009_run_records_filtered': m0009RunRecordsFiltered(),
     '0010_run_shards': m0010RunShards(engine),
+    '0011_transform_state_targets': m0011TransformStateTargets(engine),
   };
 }
 

@@ -131,6 +131,17 @@ export interface TransformStateTable {
   updated_at: string;
 }
 
+/** Transform state of sharded batch runs by target (migration 0011, issue 33). */
+export interface TransformStateTargetsTable {
+  pipeline: string;
+  transform_key: string;
+  target_sha256: string;
+  target: string;
+  state_json: string;
+  config_sha256: string;
+  updated_at: string;
+}
+
 /** The shards of sharded batch runs (migration 0010, issue 33). */
 export interface RunShardsTable {
   run_id: string;
@@ -164,6 +175,7 @@ export interface Schema {
   run_queue: RunQueueTable;
   stream_placements: StreamPlacementsTable;
   transform_state: TransformStateTable;
+  transform_state_targets: TransformStateTargetsTable;
   manager_lease: ManagerLeaseTable;
   dlq_replayed: DlqReplayedTable;
 }

@@ -233,9 +233,21 @@ export interface StoredTransformState {
   config_sha256: string;
 }
 
+/** One transform instance's state of one target (sharded batch runs, issue 33). */
+export interface StoredTargetState {
+  transform_key: string;
+  target: string;
+  state: unknown;
+  config_sha256: string;
+}
+
 export interface TransformStateStore {
   get(pipeline: string): Promise<StoredTransformState | null>;
   put(pipeline: string, state: Record<string, unknown>, configSha256: string): Promise<void>;
+  /** Sharded runs: the state of these targets, or of all of the pipeline's without `targets` (absent in stores without sharded runs). */
+  ofTargets?(pipeline: string, targets?: readonly string[]): Promise<StoredTargetState[]>;
+  /** Sharded runs: replaces the state of these targets with `parts` (transform key -> target -> state). */
+  putTargets?(pipeline: string, targets: readonly string[], parts: ReadonlyMap<string, ReadonlyMap<string, unknown>>, configSha256: string): Promise<void>;
   /** Purges a pipeline's state (pipeline deleted). */
   clear(pipeline: string): Promise<void>;
 }

@@ -1,11 +1,13 @@
-// Spec doc 2 "Transform state": GET/PUT /api/internal/transform-state/{pipeline}, flush runs,
-// state that survives a daemon restart and is discarded when the stateful transforms change,
-// SVC_STATEFUL_TRANSFORMS=0 and the svc_transform_* metrics.
+// Spec doc 2 "Transform state": GET/PUT /api/internal/transform-state/{pipeline} (and .../shard,
+// the state of a shard of a sharded run, issue 33), flush runs, state that survives a daemon
+// restart and is discarded when the stateful transforms change, SVC_STATEFUL_TRANSFORMS=0 and the
+// svc_transform_* metrics.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { expectError, finishedRun, localYaml, register, workArea } from './_helpers.js';
+import type { SqlRunShardStore } from '../../src/store/run-shards.js';
 
 const WINDOW = (seconds = 60) =>
   `transforms: [{ type: window_aggregate, time_field: ts, window_seconds: ${seconds}, group_by: [h], aggregations: [{ function: sum, field: v }] }]`;
@@ -158,5 +160,64 @@ describe('transform state (daemon)', () => {
       'stateful transforms are disabled on this node (SVC_STATEFUL_TRANSFORMS=0)',
     );
     expectError(await d.call('PUT', '/api/internal/transform-state/win', { body: {} }), 404);
+  });
+});
+
+describe('transform state of a shard (sharded runs, issue 33)', () => {
+  const CD = 'transforms[0].counter_delta';
+  const sharded = [
+    'version: "1"',
+    'pipeline:',
+    '  name: fleet',
+    '  schedule: { type: manual }',
+    '  workers: { count: all }',
+    '  source: { type: snmp_poll, targets: [{ host: 127.0.0.1, name: t1 }, { host: 127.0.0.1, name: t2 }, { host: 127.0.0.1, name: t3 }], oids: [1.3.6.1.2.1.1.3.0] }',
+    '  transforms: [{ type: counter_delta, key_fields: [_target], counters: [c] }]',
+    '  sinks: [{ type: local, path: /tmp/svc-unused }]',
+    '',
+  ].join('\n');
+  const series = (tg?: string) => ({ t: 1000, v: { c: 5 }, ...(tg ? { tg } : {}) });
+
+  it('a shard reads and writes only its own targets, while it runs, under the current config', async () => {
+    const d = await testDaemon();
+    try {
+      await register(d, sharded);
+      const row = { run_id: 'r1', pipeline: 'fleet', worker_id: 'w1', epoch: 1, started_at: new Date().toISOString() };
+      // The concrete store: the Store interface exposes only the reads the API makes.
+      const shards = d.store.runShards as SqlRunShardStore;
+      await shards.insert({ ...row, shard_index: 0, targets: ['t1', 't2'] });
+      await shards.insert({ ...row, shard_index: 1, worker_id: 'w2', targets: ['t3'] });
+      const as = (runId: string) => ({ 'x-svc-run-id': runId });
+      const path = '/api/internal/transform-state/fleet/shard';
+
+      const empty = await d.call('GET', path, { headers: as('r1-s0') });
+      expect(empty.status, empty.text).toBe(200);
+      expect(empty.body.state).toEqual({});
+      const hash = empty.body.config_sha256 as string;
+
+      // Another config's state is not kept.
+      const stale = await d.call('PUT', path, { headers: as('r1-s0'), body: { pipeline: 'fleet', state: { [CD]: {} }, config_sha256: 'f'.repeat(64) } });
+      expect(stale.status).toBe(409);
+      expect(stale.body.detail).toMatch(/changed its stateful transforms/);
+
+      // t1 and t2 are this shard's; t3 is shard 1's, and a series with no target cannot be placed.
+      const state = { [CD]: { a: series('t1'), b: series('t2'), c: series('t3'), d: series() } };
+      const put = await d.call('PUT', path, { headers: as('r1-s0'), body: { pipeline: 'fleet', state, config_sha256: hash } });
+      expect(put.status, put.text).toBe(200);
+      expect(put.body).toEqual({ pipeline: 'fleet', targets: 2, unplaced: 2 });
+      expect((await d.call('GET', path, { headers: as('r1-s0') })).body.state).toEqual({ [CD]: { a: series('t1'), b: series('t2') } });
+      expect((await d.call('GET', path, { headers: as('r1-s1') })).body.state).toEqual({});
+
+      // A shard that ended (or was given up) can write no more; an unknown shard, or none named, is not found.
+      await shards.finish('r1', 0, { status: 'lost', finished_at: new Date().toISOString() });
+      const late = await d.call('PUT', path, { headers: as('r1-s0'), body: { pipeline: 'fleet', state: { [CD]: {} }, config_sha256: hash } });
+      expect(late.status).toBe(409);
+      expect(late.body.detail).toMatch(/superseded \(its shard is lost\)/);
+      expect((await d.call('GET', path, { headers: as('r1-s7') })).status).toBe(404);
+      expect((await d.call('GET', path)).status).toBe(404);
+      expect((await d.call('GET', path, { headers: as('r1-s1') })).status).toBe(200);
+    } finally {
+      await d.stop();
+    }
   });
 });

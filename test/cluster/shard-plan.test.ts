@@ -73,10 +73,34 @@ describe('workers on a batch pipeline', () => {
     expect(got[0]).toContain('(sources that can: prometheus_scrape, snmp_poll)');
   });
 
-  it('refuses counter_delta and window_aggregate with it, at the transform (their state is per pipeline)', () => {
-    const got = messages(pipeline('  workers: { count: all }\n  transforms:\n    - type: counter_delta\n      key_fields: [_target]\n      counters: [x]\n'));
+  it('takes counter_delta, and window_aggregate grouped by _target, with it (their state follows the targets); refuses window_aggregate grouped otherwise, at the transform', () => {
     expect(
-      got.some((m) => /pipeline\.transforms\[0\]\.type: 'counter_delta' keeps its state per pipeline.*pipeline\.workers/.test(m)),
+      messages(pipeline('  workers: { count: all }\n  transforms:\n    - type: counter_delta\n      key_fields: [_target]\n      counters: [x]\n')),
+    ).toEqual([]);
+    const windows = (groupBy: string) =>
+      messages(
+        pipeline(
+          `  workers: { count: all }\n  transforms:\n    - type: window_aggregate\n      time_field: t\n      window_seconds: 60\n      group_by: ${groupBy}\n      aggregations: [{ function: count }]\n`,
+        ),
+      );
+    expect(windows('[_target, ifIndex]')).toEqual([]);
+    const got = windows('[severity]');
+    expect(
+      got.some((m) =>
+        /pipeline\.transforms\[0\]\.type: 'window_aggregate' in a sharded run \(pipeline\.workers\) keeps its state by target: group_by must include _target/.test(
+          m,
+        ),
+      ),
+      got.join('\n'),
+    ).toBe(true);
+  });
+
+  it('keeps rule 4: counter_delta with thread_workers > 1 is refused, sharded or not', () => {
+    const got = messages(
+      pipeline('  workers: { count: all }\n  thread_workers: 2\n  transforms:\n    - type: counter_delta\n      key_fields: [_target]\n      counters: [x]\n'),
+    );
+    expect(
+      got.some((m) => /CFG_STATEFUL/.test(m) && /thread_workers/.test(m)),
       got.join('\n'),
     ).toBe(true);
   });

@@ -120,6 +120,12 @@ describe('a fleet poll sharded over the workers', () => {
     for (const n of sizes) expect(Math.abs(n - AGENTS / 3) / (AGENTS / 3)).toBeLessThan(0.1);
     expect(new Set(rec.shards.map((s: { worker_id: string }) => s.worker_id)).size).toBe(3);
     for (const s of rec.shards) expect(s).toMatchObject({ status: 'success', records_in: s.target_count, errors: 0 });
+    // Each worker's own /metrics has the connector's figures of the polls it made.
+    for (const s of rec.shards as { worker_id: string; target_count: number }[]) {
+      const text = await (await fetch(`${s.worker_id}/metrics`)).text();
+      const counts = text.split('\n').filter((l) => l.startsWith('svc_snmp_poll_seconds_count{pipeline="fleet",'));
+      expect(counts.reduce((n, l) => n + Number(l.split(' ').pop()), 0)).toBe(s.target_count);
+    }
     // Shards are never runs of their own in the history.
     const history = await c.call('GET', '/api/runs?pipeline=fleet');
     expect(history.body.runs ?? history.body).toHaveLength(1);

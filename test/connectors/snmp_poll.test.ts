@@ -10,6 +10,7 @@ import { testConnector } from '../../src/engine/connector-test.js';
 import { runPipeline, type TransformStateIO } from '../../src/engine/runner.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
 import { Metrics } from '../../src/observability/metrics.js';
+import { connectorMetrics } from '../../src/plugins/registry.js';
 import { silentLogger } from '../../src/observability/log.js';
 import { tempDir } from '../helpers/fs.js';
 import { conformance } from './conformance.js';
@@ -437,7 +438,7 @@ describe('snmp_poll: fleets', () => {
     const silent = await silentAgents(1);
     const dead = await freeUdpPort();
     try {
-      const metrics = new Metrics({ defaults: false });
+      const metrics = new Metrics({ defaults: false, connectorMetrics: connectorMetrics() });
       const { rec, records } = await poll(
         {
           type: 'snmp_poll',
@@ -470,6 +471,43 @@ describe('snmp_poll: fleets', () => {
       expect(text).not.toContain('svc_snmp_poll_errors_total{pipeline="fleet",target="sim-public"');
       metrics.forget('fleet');
       expect(await metrics.registry.metrics()).not.toContain('target="hung"');
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it('one socket goes from target to target (max_concurrency 1): each answer is its own target, a dead device after an answer is still unreachable', async () => {
+    const silent = await silentAgents(1);
+    const [dead1, dead2] = [await freeUdpPort(), await freeUdpPort()];
+    try {
+      const metrics = new Metrics({ defaults: false, connectorMetrics: connectorMetrics() });
+      const { rec, records } = await poll(
+        {
+          type: 'snmp_poll',
+          targets: [
+            { host, port: sim.port, name: 'a' },
+            { host, port: dead1 },
+            { host, port: sim.port, community: 'other', name: 'b' },
+            { host, port: silent.ports[0], name: 'hung' },
+            { host, port: dead2 },
+            { host, port: sim.port, name: 'c' },
+          ],
+          oids: ['sysName.0'],
+          timeout: 0.2,
+          retries: 0,
+          max_concurrency: 1,
+        },
+        { metrics, name: 'reuse' },
+      );
+      expect(rec.status).toBe('success');
+      expect(records.map((r) => [r._target, r.sysName])).toEqual([
+        ['a', 'sim1'],
+        ['b', 'other-agent'],
+        ['c', 'sim1'],
+      ]);
+      const text = await metrics.registry.metrics();
+      for (const dead of [dead1, dead2]) expect(text).toContain(`svc_snmp_poll_errors_total{pipeline="reuse",target="${host}:${dead}",reason="unreachable"} 1`);
+      expect(text).toContain('svc_snmp_poll_errors_total{pipeline="reuse",target="hung",reason="timeout"} 1');
     } finally {
       await silent.close();
     }
@@ -539,6 +577,12 @@ describe('snmp_poll: fleets', () => {
     const a = await poll({ type: 'snmp_poll', targets_file: text, oids: ['sysName.0'] });
     expect(a.rec.errors).toEqual([]);
     expect(a.records.map((r) => r._target).sort()).toEqual([`${host}:${sim.port}`, `${host}:${snmpd.port}`].sort());
+    // The parse is kept while the file is unchanged; a rewritten file is read again, even at the same size.
+    writeFileSync(text, `${host}:${sim.port}\n`);
+    expect((await poll({ type: 'snmp_poll', targets_file: text, oids: ['sysName.0'] })).records.map((r) => r._target)).toEqual([`${host}:${sim.port}`]);
+    writeFileSync(text, `${host}:${snmpd.port}\n`.padEnd(`${host}:${sim.port}\n`.length, ' '));
+    if (String(snmpd.port).length <= String(sim.port).length)
+      expect((await poll({ type: 'snmp_poll', targets_file: text, oids: ['sysName.0'] })).records.map((r) => r._target)).toEqual([`${host}:${snmpd.port}`]);
     const yaml = join(dir, 'targets.yaml');
     writeFileSync(yaml, `- {host: ${host}, port: ${sim.port}, community: other, name: o}\n- ${host}:${sim.port}\n`);
     const b = await poll({ type: 'snmp_poll', targets_file: yaml, oids: ['sysName.0'] });

@@ -32,6 +32,7 @@ const TABLES = [
   'run_queue',
   'stream_placements',
   'transform_state',
+  'transform_state_targets',
 ] as const;
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -844,6 +845,48 @@ describe.each(['sqlite', 'postgresql', 'mysql'] as const)('store on %s', (engine
         })
         .execute();
       expect((await store.transformState.get('p'))?.state['transforms[0].counter_delta']).toBe('corrupt state row: {broken');
+    });
+
+    it('by target (sharded runs): a shard replaces the rows of its own targets only, and reads them back by target', async () => {
+      const key = 'transforms[0].counter_delta';
+      const long = `http://exporter.example/${'x'.repeat(2000)}/metrics`; // longer than any key column
+      const ts = store.transformState;
+      await ts.putTargets!(
+        'p',
+        ['a', 'b', long],
+        new Map([
+          [
+            key,
+            new Map<string, unknown>([
+              ['a', { s: 1 }],
+              ['b', { s: 2 }],
+              [long, { s: 3 }],
+              ['stranger', { s: 9 }],
+            ]),
+          ],
+        ]),
+        'h'.repeat(64),
+      );
+      await ts.putTargets!('q', ['a'], new Map([[key, new Map([['a', { s: 'q' }]])]]), 'h'.repeat(64));
+      const sorted = <R extends { target: string }>(rows: R[]) => [...rows].sort((x, y) => x.target.localeCompare(y.target));
+      expect(sorted(await ts.ofTargets!('p', ['a', 'b', long, 'stranger']))).toEqual([
+        { transform_key: key, target: 'a', state: { s: 1 }, config_sha256: 'h'.repeat(64) },
+        { transform_key: key, target: 'b', state: { s: 2 }, config_sha256: 'h'.repeat(64) },
+        { transform_key: key, target: long, state: { s: 3 }, config_sha256: 'h'.repeat(64) },
+      ]);
+      // The next shard of 'b' writes b alone; a target of its shard with no state left loses its row.
+      await ts.putTargets!('p', ['b', long], new Map([[key, new Map([['b', { s: 20 }]])]]), 'h'.repeat(64));
+      expect(sorted(await ts.ofTargets!('p', ['a', 'b', long])).map((r) => [r.target, r.state])).toEqual([
+        ['a', { s: 1 }],
+        ['b', { s: 20 }],
+      ]);
+      // More targets than one statement takes.
+      const many = Array.from({ length: 1200 }, (_, i) => `t${i}`);
+      await ts.putTargets!('p', many, new Map([[key, new Map(many.map((t) => [t, { t }]))]]), 'h'.repeat(64));
+      expect(await ts.ofTargets!('p', many)).toHaveLength(1200);
+      await ts.clear('p');
+      expect(await ts.ofTargets!('p', ['a', ...many])).toEqual([]);
+      expect(await ts.ofTargets!('q', ['a'])).toHaveLength(1);
     });
   });
 

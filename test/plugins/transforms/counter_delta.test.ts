@@ -156,6 +156,26 @@ describe('transform counter_delta', () => {
     expect(() => b.t.state!.load({ x: { v: {} } })).toThrow("series 'x' is malformed");
   });
 
+  it('state by target (sharded runs): split by the records’ _target, and the parts of any shard join into a body that carries on', () => {
+    const a = make(base);
+    a.feed(s(0, 100, { host: 'r1', _target: 'r1:161' }), s(0, 5, { host: 'r2', _target: 'r2:161' }), s(0, 7, { host: 'r3', if: 9 }));
+    const parts = plugin.targetState!.split(JSON.parse(JSON.stringify(a.t.state!.save())));
+    // r3's records named no target: its series cannot be placed on a shard ('').
+    expect([...parts.keys()].sort()).toEqual(['', 'r1:161', 'r2:161']);
+    expect(Object.keys(parts.get('r1:161') as object)).toEqual(['r1\u00001']);
+    // r1 moved to another worker: that worker loads r1's part alone and gives the true delta, not a first sample.
+    const b = make(base);
+    b.t.state!.load(plugin.targetState!.join([parts.get('r1:161')]));
+    expect(b.feed(s(60, 160, { host: 'r1', _target: 'r1:161' }), s(60, 9, { host: 'r2', _target: 'r2:161' }))).toEqual([
+      expect.objectContaining({ in_delta: 60 }),
+      null, // r2's state stayed with its own shard: here it is a first sample, never a delta against a stranger's value
+    ]);
+    // The target is kept through save and load, so the next split still places the series.
+    expect([...plugin.targetState!.split(b.t.state!.save()).keys()].sort()).toEqual(['r1:161', 'r2:161']);
+    expect(plugin.targetState!.join(['nope', null, { x: { t: 0, v: {} } }])).toEqual({ x: { t: 0, v: {} } });
+    expect(plugin.targetState!.split('nope').size).toBe(0);
+  });
+
   it('validation: rule 4 (thread_workers > 1, sink level) and SVC_STATEFUL_TRANSFORMS=0', () => {
     const t = { type: 'counter_delta', key_fields: ['k'], counters: ['c'] };
     expect(diagnostics(t)).toEqual([]);

@@ -125,6 +125,30 @@ describe('transform window_aggregate', () => {
     expect(() => b.t.state!.load({ windows: [{ start: 'x' }] })).toThrow('malformed window');
   });
 
+  it('state by target (sharded runs): windows grouped by _target split by target, and a moved target’s open window is emitted whole by its new shard', () => {
+    const cfg = { ...base, group_by: ['_target'] };
+    expect(plugin.targetState!.refuse!(Value.Default(plugin.config, structuredClone(cfg)) as never)).toBeUndefined();
+    expect(plugin.targetState!.refuse!(Value.Default(plugin.config, structuredClone({ ...base, group_by: ['severity'] })) as never)).toMatch(
+      /group_by must include _target/,
+    );
+    const a = make(cfg);
+    a.feed({ ts: 5, _target: 'r1', v: 1 }, { ts: 6, _target: 'r2', v: 10 });
+    const parts = plugin.targetState!.split(JSON.parse(JSON.stringify(a.t.state!.save())));
+    expect([...parts.keys()].sort()).toEqual(['r1', 'r2']);
+    // r1 moves to a shard that held r3: both continue their windows there, and the watermark is the newest of the two.
+    const b = make(cfg);
+    b.feed({ ts: 7, _target: 'r3', v: 100 });
+    const mine = plugin.targetState!.split(JSON.parse(JSON.stringify(b.t.state!.save()))).get('r3');
+    const c = make(cfg);
+    c.t.state!.load(plugin.targetState!.join([parts.get('r1'), mine, 'garbage']));
+    expect(c.feed({ ts: 30, _target: 'r1', v: 2 }, { ts: 61, _target: 'r3', v: 0 })).toEqual([
+      { window_start: iso(0), window_end: iso(60), _target: 'r1', v_sum: 3, count: 2, window_complete: true },
+      { window_start: iso(0), window_end: iso(60), _target: 'r3', v_sum: 100, count: 1, window_complete: true },
+    ]);
+    expect(plugin.targetState!.join([])).toEqual({ newest: -Infinity, closed_before: -Infinity, windows: [] });
+    expect(plugin.targetState!.split('nope').size).toBe(0);
+  });
+
   it('record errors (rule 6): missing or bad time; non-numeric value for sum; max_open', () => {
     const { t } = make(base);
     const ctx = { meta: {}, note: () => {} };

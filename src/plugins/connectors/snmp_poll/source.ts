@@ -10,14 +10,15 @@ import { fleetUnits, owned, TargetDeadlineError } from '../../connector-runtime/
 import { Type } from '@sinclair/typebox';
 import { errorMessage, SourceError } from '../../../core/errors.js';
 import type { MibIndex } from '../../../mib/mib-index.js';
-import { SnmpSession } from '../../../snmp/session.js';
+import { SnmpSession, UdpSocketPool } from '../../../snmp/session.js';
 import { parseOid, SnmpInputError, SnmpResponseError, SnmpTimeoutError, type VarBind } from '../../../snmp/values.js';
 import { walkSession } from '../../../snmp/walker.js';
 import { connectionReporter } from '../../connector-runtime/reconnect.js';
 import { defineSource, type LintIssue, type PluginContext, type Rec, type SourceUnit } from '../../types.js';
 import { communityField, lintUser, lintV3, mibIndex, perAgentFields, resolveName, v3Fields, versionField } from '../../common/snmp.js';
 import { flatRecord, isAbsent, rowRecords, type RowOptions } from './rows.js';
-import { loadTargets, type PollTarget } from './targets.js';
+import { snmpPollMetrics } from './metrics.js';
+import { loadTargetIds, loadTargets, type PollTarget } from './targets.js';
 
 /** sysUpTime.0: what test() asks for. */
 const SYS_UPTIME = '1.3.6.1.2.1.1.3.0';
@@ -202,8 +203,9 @@ async function pollTarget(
   oids: string[],
   rowOpts: RowOptions,
   signal: AbortSignal,
+  sockets: UdpSocketPool,
 ): Promise<{ records: Rec[]; notes: string[] }> {
-  const session = await SnmpSession.open(t.options);
+  const session = await SnmpSession.open(t.options, sockets);
   const onAbort = () => session.close();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
@@ -248,6 +250,7 @@ export default defineSource({
     why: 'polling consumes nothing on the agent: a run that fails leaves nothing acknowledged, and the next run polls again (a sample is the value at that time: a missed run is a gap, never a partial record).',
   },
   config,
+  metrics: snmpPollMetrics,
   lint,
   examples: [
     {
@@ -291,7 +294,7 @@ export default defineSource({
   // A fleet splits by agent (issue 33): the identity is `_target` (the entry's name, else host:port).
   shard: {
     async targets(c) {
-      return (await loadTargets(c, topFields(c))).map((t) => t.id);
+      return loadTargetIds(c, topFields(c));
     },
   },
   create(c, ctx) {
@@ -309,8 +312,10 @@ async function* pollUnits(c: SnmpPollConfig, ctx: PluginContext, signal: AbortSi
   const top = topFields(c);
   const ix = await indexFor(c, ctx.mibs);
   const oids = numericOids(c, ix);
+  const shard = ctx.shard;
   const targets = owned(
-    await loadTargets(c, top),
+    // A shard builds its own targets only (the fleet's file is parsed once, cached while unchanged).
+    await loadTargets(c, top, shard && ((id) => shard.targets.has(id))),
     (t) => t.id,
     ctx.shard,
     (ids) => notes.push(`snmp_poll: ${ids.length} target(s) of this shard are not in this worker's target list (${ids.slice(0, 10).join(', ')}): not polled`),
@@ -324,38 +329,46 @@ async function* pollUnits(c: SnmpPollConfig, ctx: PluginContext, signal: AbortSi
   };
   const limit = c.max_concurrency ?? 100;
   const deadlineMs = (c.target_timeout_seconds ?? 60) * 1000;
+  const pollSeconds = ctx.telemetry?.metric?.('svc_snmp_poll_seconds');
+  const pollErrors = ctx.telemetry?.metric?.('svc_snmp_poll_errors_total');
   report('connecting');
   let answered = 0;
   let failed = 0;
-
-  yield* fleetUnits({
-    targets,
-    limit,
-    deadlineMs,
-    signal,
-    deadlineMessage: (t) => `${t.id}: no complete answer within target_timeout_seconds (${c.target_timeout_seconds ?? 60}s); skipped`,
-    poll: (t, aborted) => pollTarget(t, c, oids, rowOpts, aborted),
-    accept(t, { records, notes: n }, seconds) {
-      ctx.telemetry?.snmpPoll?.(t.id, seconds);
-      answered++;
-      report('connected');
-      notes.push(...n);
-      const body = Buffer.from(JSON.stringify(records));
-      return {
-        meta: { source_path: `udp://${t.id}`, snmp_target: t.id },
-        size: body.length,
-        async *read() {
-          yield body;
-        },
-      };
-    },
-    fail(t, e, seconds) {
-      failed++;
-      ctx.telemetry?.snmpPoll?.(t.id, seconds, reasonOf(e));
-      const msg = e instanceof TargetDeadlineError ? e.message : `${t.id}: ${failure(t, e, top)}`;
-      notes.push(`snmp_poll: ${msg}`);
-      ctx.log.warn({ target: t.id, reason: reasonOf(e) }, `snmp_poll: ${ctx.redact ? ctx.redact(msg) : msg}`);
-    },
-  });
+  // One connected socket per poll in flight, reused from target to target (docs/connectors/snmp_poll.md).
+  const sockets = new UdpSocketPool(limit);
+  try {
+    yield* fleetUnits({
+      targets,
+      limit,
+      deadlineMs,
+      signal,
+      deadlineMessage: (t) => `${t.id}: no complete answer within target_timeout_seconds (${c.target_timeout_seconds ?? 60}s); skipped`,
+      poll: (t, aborted) => pollTarget(t, c, oids, rowOpts, aborted, sockets),
+      accept(t, { records, notes: n }, seconds) {
+        pollSeconds?.observe({ target: t.id }, seconds);
+        answered++;
+        report('connected');
+        notes.push(...n);
+        const body = Buffer.from(JSON.stringify(records));
+        return {
+          meta: { source_path: `udp://${t.id}`, snmp_target: t.id },
+          size: body.length,
+          async *read() {
+            yield body;
+          },
+        };
+      },
+      fail(t, e, seconds) {
+        failed++;
+        pollSeconds?.observe({ target: t.id }, seconds);
+        pollErrors?.inc({ target: t.id, reason: reasonOf(e) });
+        const msg = e instanceof TargetDeadlineError ? e.message : `${t.id}: ${failure(t, e, top)}`;
+        notes.push(`snmp_poll: ${msg}`);
+        ctx.log.warn({ target: t.id, reason: reasonOf(e) }, `snmp_poll: ${ctx.redact ? ctx.redact(msg) : msg}`);
+      },
+    });
+  } finally {
+    sockets.close();
+  }
   if (!signal.aborted && answered === 0 && failed > 0) report('disconnected', `no target answered (${failed} failed)`);
 }

@@ -1,7 +1,7 @@
 // The agents one snmp_poll run polls: `host` (one agent), a `targets` list, or a `targets_file`
 // read at the start of each run. Each target inherits the top-level SNMP fields and may override
 // its port, community, version and SNMPv3 fields; `_target` is its `name`, else host:port.
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { SourceError } from '../../../core/errors.js';
 import type { SnmpVersion } from '../../../snmp/message.js';
@@ -34,11 +34,18 @@ export function splitHostPort(text: string): { host: string; port?: number } {
   return { host: s };
 }
 
+/** The identity of a target (`_target`): its name, else host:port. */
+export function targetId(entry: TargetEntry, top: SnmpFields): string {
+  if (entry.name !== undefined) return entry.name;
+  const host = entry.host.trim();
+  const port = entry.port ?? top.port ?? 161;
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 /** The SNMP session options of one target: its own fields over the top-level ones. */
 export function targetOf(entry: TargetEntry, top: SnmpFields & { timeout: number; retries: number }): PollTarget {
   const host = entry.host.trim();
-  const port = entry.port ?? top.port ?? 161;
-  const id = entry.name ?? (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+  const id = targetId(entry, top);
   const options = agentSessionOptions(host, entry, top, `snmp_poll: target ${id}`);
   return { id, host, port: options.port, version: options.version, options };
 }
@@ -83,28 +90,68 @@ function checkEntry(e: TargetEntry, where: string): TargetEntry {
   return e;
 }
 
-/** The run's targets, in config order. */
+/**
+ * The last parse of each targets file, kept while the file is unchanged (same inode, size, mtime
+ * and ctime): the shards of a sharded run (issue 33) and the cycles of a schedule read the same
+ * file again and again. A few files at most; the entries are never changed after the parse.
+ */
+const parsed = new Map<string, { stamp: string; entries: readonly TargetEntry[] }>();
+const PARSED_FILES = 8;
+
+async function readTargetsFile(file: string): Promise<readonly TargetEntry[]> {
+  let text: string;
+  let stamp: string;
+  try {
+    const st = await stat(file, { bigint: true });
+    stamp = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+    const hit = parsed.get(file);
+    if (hit?.stamp === stamp) return hit.entries;
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new SourceError(`snmp_poll: cannot read targets_file ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  const entries = parseTargetsFile(text, file);
+  // Written between the stat and the read: the stamp may be the old one; a later run parses again.
+  parsed.delete(file);
+  if (parsed.size >= PARSED_FILES) parsed.delete(parsed.keys().next().value!);
+  parsed.set(file, { stamp, entries });
+  return entries;
+}
+
+/** Every entry of the config, its identity checked unique. */
+async function entriesOf(c: { host?: string; targets?: TargetEntry[]; targets_file?: string }, top: SnmpFields) {
+  let entries: readonly TargetEntry[];
+  if (c.targets_file) entries = await readTargetsFile(c.targets_file);
+  else if (c.targets) entries = c.targets;
+  else if (c.host) entries = [{ host: c.host }];
+  else throw new SourceError('snmp_poll: set host, targets or targets_file');
+  const ids = entries.map((e) => targetId(e, top));
+  const seen = new Set<string>();
+  for (const id of ids) {
+    if (seen.has(id)) throw new SourceError(`snmp_poll: target ${id} is listed twice; give each entry its own name`);
+    seen.add(id);
+  }
+  return { entries, ids };
+}
+
+/** The identities of the run's targets, in config order (what a manager cuts into shards). */
+export async function loadTargetIds(c: { host?: string; targets?: TargetEntry[]; targets_file?: string }, top: SnmpFields): Promise<string[]> {
+  return (await entriesOf(c, top)).ids;
+}
+
+/**
+ * The run's targets, in config order; with `keep`, only those whose identity it keeps (a shard
+ * builds the session options of its own targets only, not of the whole fleet).
+ */
 export async function loadTargets(
   c: { host?: string; targets?: TargetEntry[]; targets_file?: string },
   top: SnmpFields & { timeout: number; retries: number },
+  keep?: (id: string) => boolean,
 ): Promise<PollTarget[]> {
-  let entries: TargetEntry[];
-  if (c.targets_file) {
-    let text: string;
-    try {
-      text = await readFile(c.targets_file, 'utf8');
-    } catch (e) {
-      throw new SourceError(`snmp_poll: cannot read targets_file ${c.targets_file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-    }
-    entries = parseTargetsFile(text, c.targets_file);
-  } else if (c.targets) entries = c.targets;
-  else if (c.host) entries = [{ host: c.host }];
-  else throw new SourceError('snmp_poll: set host, targets or targets_file');
-  const out = entries.map((e) => targetOf(e, top));
-  const seen = new Set<string>();
-  for (const t of out) {
-    if (seen.has(t.id)) throw new SourceError(`snmp_poll: target ${t.id} is listed twice; give each entry its own name`);
-    seen.add(t.id);
-  }
+  const { entries, ids } = await entriesOf(c, top);
+  const out: PollTarget[] = [];
+  entries.forEach((e, i) => {
+    if (!keep || keep(ids[i]!)) out.push(targetOf(e, top));
+  });
   return out;
 }

@@ -48,6 +48,8 @@ interface Sample {
   /** Last value per counter (by position in `counters`); undefined until first seen. */
   v: (number | bigint | undefined)[];
   up?: number;
+  /** The target the series is polled from (the record's `_target`): a sharded run keeps state by it. */
+  tg?: string;
 }
 
 /** A series as stored: plain JSON, counters by name. */
@@ -55,7 +57,10 @@ interface StoredSample {
   t: number;
   v: Record<string, number | string>;
   up?: number;
+  tg?: string;
 }
+
+const isSeriesMap = (body: unknown): body is Record<string, StoredSample> => typeof body === 'object' && body !== null && !Array.isArray(body);
 
 const TWO32 = 4294967296;
 const MAX32 = TWO32 - 1;
@@ -81,6 +86,25 @@ export default defineTransform({
   key: 'counter_delta',
   summary: 'Turn monotonic counters (SNMP ifInOctets...) into deltas and rates per series, with 32/64-bit wrap and reset detection; state survives runs.',
   stateful: true,
+  // Sharded runs (issue 33): each series goes with the target its first sample came from.
+  targetState: {
+    split(body) {
+      const out = new Map<string, Record<string, StoredSample>>();
+      if (!isSeriesMap(body)) return out;
+      for (const [k, s] of Object.entries(body)) {
+        const target = typeof s?.tg === 'string' ? s.tg : '';
+        let part = out.get(target);
+        if (!part) out.set(target, (part = {}));
+        part[k] = s;
+      }
+      return out;
+    },
+    join(parts) {
+      const out: Record<string, StoredSample> = {};
+      for (const p of parts) if (isSeriesMap(p)) Object.assign(out, p);
+      return out;
+    },
+  },
   config,
   examples: [
     {
@@ -183,7 +207,8 @@ export default defineTransform({
             return null;
           }
           if (series.size >= max) series.delete(series.keys().next().value!);
-          series.set(k, { t, v: now.map((v) => v ?? undefined), up });
+          const tg = r._target;
+          series.set(k, { t, v: now.map((v) => v ?? undefined), up, tg: typeof tg === 'string' ? tg : undefined });
           return emitFirst ? r : null;
         }
         const seconds = (t - prev.t) / 1000;
@@ -225,7 +250,9 @@ export default defineTransform({
             s.v.forEach((x, i) => {
               if (x !== undefined) v[counters[i]!] = typeof x === 'bigint' ? x.toString() : x;
             });
-            out[k] = s.up === undefined ? { t: s.t, v } : { t: s.t, v, up: s.up };
+            const stored: StoredSample = s.up === undefined ? { t: s.t, v } : { t: s.t, v, up: s.up };
+            if (s.tg !== undefined) stored.tg = s.tg;
+            out[k] = stored;
           }
           return out;
         },
@@ -238,6 +265,7 @@ export default defineTransform({
             m.set(k, {
               t: s.t,
               up: typeof s.up === 'number' ? s.up : undefined,
+              tg: typeof s.tg === 'string' ? s.tg : undefined,
               v: counters.map((f) => (s.v[f] === undefined ? undefined : (counterValue(s.v[f]) ?? undefined))),
             });
           }

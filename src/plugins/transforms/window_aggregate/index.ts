@@ -41,12 +41,52 @@ interface Open {
   start: number;
   group: unknown[];
   accs: Acc[];
+  /** The target of its records (their `_target`), kept in a sharded run (issue 33), where `_target` is one of the group fields. */
+  tg?: string;
 }
+
+/** The durable state: open windows (with their group key) and the watermark. */
+interface Stored {
+  newest?: unknown;
+  closed_before?: unknown;
+  windows?: unknown;
+}
+
+const isStored = (b: unknown): b is Stored & { windows: (Open & { key: string })[] } =>
+  typeof b === 'object' && b !== null && Array.isArray((b as Stored).windows);
+const maxOf = (xs: unknown[]) => xs.reduce<number>((m, x) => (typeof x === 'number' && x > m ? x : m), -Infinity);
 
 export default defineTransform({
   key: 'window_aggregate',
   summary: 'Aggregate records into tumbling or sliding event-time windows per group, with allowed lateness; open windows survive runs as state.',
   stateful: true,
+  // Sharded runs (issue 33): windows grouped by `_target` each hold one target's records, so each
+  // goes with its target; the watermark of the joined parts is the newest of theirs.
+  targetState: {
+    refuse: (c) =>
+      (c.group_by ?? []).includes('_target')
+        ? undefined
+        : 'group_by must include _target, so that each window holds the records of one target (a group spread over the workers would be emitted once per worker); add _target to group_by, or remove pipeline.workers',
+    split(body) {
+      const out = new Map<string, Stored & { windows: unknown[] }>();
+      if (!isStored(body)) return out;
+      for (const w of body.windows) {
+        const target = typeof w?.tg === 'string' ? w.tg : '';
+        let part = out.get(target);
+        if (!part) out.set(target, (part = { newest: body.newest, closed_before: body.closed_before, windows: [] }));
+        part.windows.push(w);
+      }
+      return out;
+    },
+    join(parts) {
+      const stored = parts.filter(isStored);
+      return {
+        newest: maxOf(stored.map((p) => p.newest)),
+        closed_before: maxOf(stored.map((p) => p.closed_before)),
+        windows: stored.flatMap((p) => p.windows),
+      };
+    },
+  },
   config,
   lint: (c) => {
     const issues = lintAggregations(c);
@@ -138,6 +178,7 @@ export default defineTransform({
           if (w === undefined) {
             if (openCount >= max) throw new Error(`more than max_open (${max}) open windows; raise max_open or lower the lateness`);
             w = { start: s, group: groupValues(groupBy, r), accs: agg.fresh() };
+            if (typeof r._target === 'string') w.tg = r._target;
             agg.add(w.accs, r);
             byGroup.set(k, w);
             openCount++;
@@ -185,7 +226,10 @@ export default defineTransform({
             }
             let g = m.get(w.start);
             if (!g) m.set(w.start, (g = new Map()));
-            g.set(w.key, { start: w.start, group: w.group, accs: w.accs });
+            g.set(
+              w.key,
+              typeof w.tg === 'string' ? { start: w.start, group: w.group, accs: w.accs, tg: w.tg } : { start: w.start, group: w.group, accs: w.accs },
+            );
             n++;
           }
           open = m;

@@ -41,7 +41,7 @@ export interface BenchResult {
 
 /** Loads the pipeline `yaml` (fails with its diagnostics), runs it once, and times the run: wall-clock and CPU seconds. */
 export async function timedRun(yaml: string, opts?: RunOptions): Promise<{ record: RunRecord; seconds: number; cpuSeconds: number }> {
-  const { config, diagnostics } = loadPipelineText(yaml);
+  const { config, diagnostics } = loadPipelineText(yaml, opts?.registry ? { registry: opts.registry } : {});
   if (!config) throw new Error(diagnostics.map((d) => d.message).join('\n'));
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();

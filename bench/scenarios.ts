@@ -104,10 +104,14 @@ export const scenarios: Record<string, Scenario> = {
   // Webhook ingest through 2 workers' ingress beside one standalone daemon, nothing accepted lost.
   'webhook-cluster': { run: async () => (await import('./cluster-scenarios.js')).webhookCluster.run(1) },
   // Connectors against the machine's brokers, beside a plain client script or the peer's own tool (docs/benchmarks.md).
-  // 1M records through the kafka sink and source on librdkafka's mock cluster, beside kcat -P / kcat -C (bench/kafka-scenarios.ts).
-  'kafka-roundtrip': {
-    prepare: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.prepare!(),
-    run: async () => (await import('./kafka-scenarios.js')).kafkaRoundtrip.run(1),
+  // 1M records through the kafka sink, and through the kafka source, on librdkafka's mock cluster: each engine beside kcat -P / kcat -C (bench/kafka-scenarios.ts).
+  'kafka-produce': {
+    prepare: async () => (await import('./kafka-scenarios.js')).kafkaProduce.prepare!(),
+    run: async () => (await import('./kafka-scenarios.js')).kafkaProduce.run(1),
+  },
+  'kafka-consume': {
+    prepare: async () => (await import('./kafka-scenarios.js')).kafkaConsume.prepare!(),
+    run: async () => (await import('./kafka-scenarios.js')).kafkaConsume.run(1),
   },
   'mqtt-ingest': { run: async () => (await import('./mqtt-scenarios.js')).mqttIngest.run(1) },
   // mqtt-ingest's stream with one tap attached against none, in the same run (issue 29: >= 0.95x; bench/tap-scenarios.ts).
@@ -115,12 +119,17 @@ export const scenarios: Record<string, Scenario> = {
   'syslog-ingest': { threads: [1], run: async (threads) => (await import('./syslog-scenarios.js')).syslogIngest.run(threads) },
   'flow-ingest': { run: async () => (await import('./flow-scenarios.js')).flowIngest.run(1) },
   'flow-enrich': { run: async () => (await import('./flow-scenarios.js')).flowEnrich.run(1) },
-  // 400 OTLP/HTTP protobuf metrics bodies (1,000 points each) through the otlp source into NDJSON, beside a bare node:http server decoding them (bench/otlp-scenarios.ts).
+  // 400 OTLP/HTTP protobuf metrics bodies (1,000 points each) through the otlp source into NDJSON, beside a bare node:http server decoding them (with protobufjs, and with the source's own decoder); each side in its own process, the sender in a third (bench/otlp-scenarios.ts).
   'otlp-ingest': { run: async () => (await import('./otlp-scenarios.js')).otlpIngest.run(1) },
+  'otlp-ingest-svc': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpIngestSvc.run(1) },
+  'otlp-ingest-ref': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpIngestRef.run(1) },
+  'otlp-ingest-ref-scan': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpIngestRefScan.run(1) },
+  'otlp-ingest-floor': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpIngestFloor.run(1) },
   // 200,000 gauge points through the otlp sink to the test collector, beside the OpenTelemetry JS SDK's proto exporter sending the same points (bench/otlp-scenarios.ts).
   'otlp-export': { run: async () => (await import('./otlp-scenarios.js')).otlpExport.run(1) },
   'otlp-export-svc': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpExportSvc.run(1) },
   'otlp-export-sdk': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpExportSdk.run(1) },
+  'otlp-export-floor': { hidden: true, threads: [1], run: async () => (await import('./otlp-scenarios.js')).otlpExportFloor.run(1) },
   'prom-rw-ingest': { run: async () => (await import('./prom-rw-scenarios.js')).promRwIngest.run(1) },
   // 400k samples through the prometheus_rw sink into Debian's Prometheus, beside the same WriteRequests POSTed bare (bench/prom-rw-export-scenarios.ts).
   'prom-rw-export': { run: async () => (await import('./prom-rw-export-scenarios.js')).promRwExport.run(1) },

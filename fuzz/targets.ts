@@ -33,6 +33,7 @@ import { checkWriteRequest, decodeWriteRequest, RemoteWriteError, uncompress } f
 import { encodeWriteRequest } from '../src/plugins/connectors/prometheus_rw/encode.js';
 import { decodeRequest, jsonToProtobuf } from '../src/plugins/connectors/otlp/decode.js';
 import { requestType, SIGNALS } from '../src/plugins/connectors/otlp/proto.js';
+import { scanMetrics } from '../src/plugins/connectors/otlp/scan.js';
 import { OtlpDecodeError, walkRequest } from '../src/plugins/connectors/otlp/walk.js';
 import { ExpositionError, parseExposition } from '../src/plugins/connectors/prometheus_scrape/parse.js';
 import { sampleValue } from '../src/plugins/common/prom-value.js';
@@ -778,7 +779,7 @@ function otlpTarget(): Target {
   return {
     name: 'otlp',
     about:
-      'otlp source: the input (its first byte picks logs, metrics or traces, and protobuf or JSON) walked by walk.ts and decoded into records as the source does',
+      'otlp source: the input (its first byte picks logs, metrics or traces, and protobuf or JSON) walked by walk.ts and decoded into records as the source does; a metrics input also read by the one pass (scan.ts), which must give the same records or leave it to the general path',
     style: 'bytes',
     seedSource: 'export requests built with the vendored OTLP definitions as test/connectors/otlp-source.test.ts builds them',
     seeds: () => [
@@ -841,6 +842,35 @@ function otlpTarget(): Target {
           ],
         }),
       ),
+      // Gauges and sums only: the one pass (scan.ts) takes these, flat (1) and nested (9).
+      ...[1, 9].map((tag) =>
+        tagged(
+          tag,
+          enc('metrics', {
+            resourceMetrics: [
+              {
+                resource: { attributes: attrs },
+                scopeMetrics: [
+                  {
+                    scope: { name: 's', version: '1', attributes: attrs.slice(0, 1) },
+                    metrics: [
+                      {
+                        name: 'g',
+                        unit: 'By',
+                        gauge: { dataPoints: [{ asDouble: 1.5, timeUnixNano: '1767322800000000000', attributes: attrs }, { asInt: -3 }] },
+                      },
+                      {
+                        name: 's',
+                        sum: { isMonotonic: true, aggregationTemporality: 1, dataPoints: [{ asInt: '9007199254740993', startTimeUnixNano: '1', flags: 1 }] },
+                      },
+                    ],
+                  },
+                ],
+              },
+            ],
+          }),
+        ),
+      ),
       tagged(
         5,
         Buffer.from(
@@ -858,14 +888,31 @@ function otlpTarget(): Target {
       let body = input.subarray(1);
       if (json) body = jsonToProtobuf(signal, Buffer.from(body));
       // Small output cap, so that the expansion bound is reached by inputs of fuzzing size.
-      const w = walkRequest(signal, body, 1 << 20);
-      let n = 0;
-      decodeRequest(signal, body, { layout: input[0]! & 8 ? 'nested' : 'flat' }, (r) => {
+      const cap = 1 << 20;
+      const layout = input[0]! & 8 ? 'nested' : 'flat';
+      // The one pass on the same bytes: whatever the general path makes of them, it must agree.
+      const scanned = signal === 'metrics' ? scanMetrics(body, cap, layout) : undefined;
+      let w;
+      try {
+        w = walkRequest(signal, body, cap);
+      } catch (e) {
+        if (scanned) throw new Error(`the one pass took a body the walk refuses: ${(e as Error).message}`, { cause: e });
+        throw e;
+      }
+      const lines: string[] = [];
+      decodeRequest(signal, body, { layout }, (r) => {
         checkJson(r);
-        n++;
+        lines.push(JSON.stringify(r));
       });
+      const n = lines.length;
       if (n !== w.records - w.refused) throw new Error(`walk counted ${w.records - w.refused} records, decode made ${n}`);
-      return `${signal}:${json ? 'json' : 'pb'}:${Math.min(n, 4)}:${w.refused ? 'refused' : ''}`;
+      if (scanned) {
+        const mine = scanned.records.map((r) => JSON.stringify(r));
+        const differs = mine.length !== n || mine.some((l, i) => l !== lines[i]);
+        if (differs) throw new Error(`the one pass made ${mine.length} records, the general path ${n}, or other ones`);
+        if (JSON.stringify(scanned.walk) !== JSON.stringify(w)) throw new Error('the one pass counted otherwise than the walk');
+      }
+      return `${signal}:${json ? 'json' : 'pb'}:${Math.min(n, 4)}:${w.refused ? 'refused' : ''}${scanned ? ':scan' : ''}`;
     },
   };
 }

@@ -276,7 +276,7 @@ export const SETTINGS = {
   ),
   DECODE_MAX_DEPTH: int(
     512,
-    'deepest nesting of arrays, objects or elements that the JSON, NDJSON and XML decoders accept in one record; deeper input is a parse error (later steps walk records recursively)',
+    'deepest nesting of arrays, maps, objects or elements that the JSON, NDJSON, MessagePack, Avro and XML decoders accept in one record; deeper input is a parse error (later steps walk records recursively)',
     8,
     10000,
   ),

@@ -8,7 +8,11 @@ export function cmdPlugins(json: boolean): number {
   }
   for (const [kind, plugins] of Object.entries(registry)) {
     process.stdout.write(`${kind}s:\n`);
-    for (const p of plugins.values()) process.stdout.write(`  ${p.key.padEnd(16)} ${p.summary}\n`);
+    for (const p of plugins.values()) {
+      process.stdout.write(`  ${p.key.padEnd(16)} ${p.summary}\n`);
+      // The client a connector runs on here, when it has a choice (kafka: librdkafka or kafkajs).
+      if ((p.kind === 'source' || p.kind === 'sink') && p.engine) process.stdout.write(`  ${''.padEnd(16)} engine: ${p.engine().note}\n`);
+    }
   }
   return 0;
 }

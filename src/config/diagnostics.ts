@@ -17,7 +17,8 @@ export const CODES = {
     "A `${VAR}` reference to an environment variable that SVC_CONFIG_ENV_ALLOW does not let pipelines read (by default every variable but svc's own `SVC_*`).",
   CFG_INVALID: 'A cross-field rule of a component or of the pipeline is broken (see the message).',
   CFG_EXPRESSION: 'An expression (filter, condition, add_field) that does not compile.',
-  CFG_STATEFUL: 'A stateful transform used where it cannot keep state (thread_workers > 1 or sink-level transforms; rule 4).',
+  CFG_STATEFUL:
+    'A stateful transform used where it cannot keep state (thread_workers > 1 or sink-level transforms, rule 4; a sharded run, for one that cannot keep its state by target).',
   CFG_SCHEDULE: 'A schedule that cannot run: missing interval or cron, a cron that does not parse, or a source mode that does not fit.',
   CFG_SERIALIZER: 'A serializer used in a direction it does not support (an input-only format as serializer_out).',
 } as const;

@@ -294,15 +294,21 @@ function checkText(text: string, opts: LoadOptions & { registry: Registry }): Lo
     return r?.value;
   });
   // The stateful transforms of the pipeline and of its sinks, with the YAML path of each one's type.
-  const statefulTransforms = (): [Path, string][] => {
+  // `followsTargets` false: only those whose state cannot follow the targets of a sharded run, with
+  // the reason its config gives (none: the transform cannot at all).
+  const statefulTransforms = (followsTargets?: false): [Path, string, string?][] => {
     const lists: [Path, unknown][] = [
       [[...P, 'transforms'], rawP.transforms],
       ...(Array.isArray(rawP.sinks) ? rawP.sinks : []).map((s, i): [Path, unknown] => [[...P, 'sinks', i, 'transforms'], isObj(s) ? s.transforms : undefined]),
     ];
     return lists.flatMap(([path, list]) =>
-      (Array.isArray(list) ? list : []).flatMap((t, i): [Path, string][] => {
+      (Array.isArray(list) ? list : []).flatMap((t, i): [Path, string, string?][] => {
         const plugin = isObj(t) && typeof t.type === 'string' ? reg.transform.get(t.type) : undefined;
-        return plugin && 'stateful' in plugin && plugin.stateful ? [[[...path, i, 'type'], t.type as string]] : [];
+        if (!plugin || !('stateful' in plugin) || !plugin.stateful) return [];
+        if (followsTargets !== false) return [[[...path, i, 'type'], t.type as string]];
+        if (!plugin.targetState) return [[[...path, i, 'type'], t.type as string]];
+        const why = plugin.targetState.refuse?.(t as never);
+        return why ? [[[...path, i, 'type'], t.type as string, why]] : [];
       }),
     );
   };
@@ -348,12 +354,16 @@ function checkText(text: string, opts: LoadOptions & { registry: Registry }): Lo
           .map((s) => s.key)
           .join(', ')}); remove workers to run the pipeline on one worker`,
       );
-    // State of counter_delta and window_aggregate is kept per pipeline, not yet per shard: refused rather than wrong.
-    for (const [path, type] of statefulTransforms())
+    // counter_delta and window_aggregate (grouped by _target) keep their state by target in a
+    // sharded run (it follows a moved target); a stateful transform that cannot split its state by
+    // target is refused rather than wrong.
+    for (const [path, type, why] of statefulTransforms(false))
       c.add(
         'CFG_STATEFUL',
         path,
-        `'${type}' keeps its state per pipeline, and a sharded run (pipeline.workers) polls each target on a worker of its own: not supported together yet; remove pipeline.workers or this transform (docs/cluster.md, Sharded batch runs)`,
+        why
+          ? `'${type}' in a sharded run (pipeline.workers) keeps its state by target: ${why} (docs/cluster.md, Sharded batch runs)`
+          : `'${type}' keeps its state per pipeline and cannot split it by target, and a sharded run (pipeline.workers) polls each target on a worker of its own: not supported together; remove pipeline.workers or this transform (docs/cluster.md, Sharded batch runs)`,
       );
   }
   if (p.on_error === 'dlq' && rawP.dlq === undefined)

@@ -18,6 +18,7 @@ import { loadSettings, type Settings } from '../settings.js';
 import { openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { PipelineManager } from '../pipelines/pipeline-manager.js';
+import { connectorMetrics, pluginEngines } from '../plugins/registry.js';
 import { watchPipelines } from './watch.js';
 import { daemonStateDir, lockDaemonState } from './state-lock.js';
 import { startRunRetention } from './retention.js';
@@ -69,7 +70,7 @@ export async function startDaemon(opts: StartDaemonOptions = {}): Promise<Daemon
   if (interrupted) log.warn({ runs: interrupted }, 'runs left unfinished by the previous process recorded as aborted');
 
   const tracing = startTracing(settings, log);
-  const metrics = new Metrics();
+  const metrics = new Metrics({ connectorMetrics: connectorMetrics() });
   const webhooks = new WebhookHub();
   const alerts = new AlertEvaluator({ store: store.alerts, settings, log });
   // Webhook spools live here; beside the SQLite file by default, so one directory holds a node's state.
@@ -192,6 +193,11 @@ export async function startDaemon(opts: StartDaemonOptions = {}): Promise<Daemon
     `svc daemon listening on ${listeningText(bound)}`,
   );
   if (bound.every_interface && !settings.API_KEY) log.warn({ listen: bound.listen }, openApiWarning(bound.listen));
+  // The client each connector with a choice runs on (kafka: librdkafka, or the slower kafkajs and how to get the other).
+  for (const [key, e] of Object.entries(pluginEngines())) {
+    if (e.native) log.info({ connector: key, engine: e.name }, `${key}: engine ${e.note}`);
+    else log.warn({ connector: key, engine: e.name }, `${key}: engine ${e.note}`);
+  }
   return { settings, app, manager, store, mibs, log, url: address, stop, stopped, startComplete: () => (starting = false) };
 }
 

@@ -42,6 +42,18 @@ function examplePart(e: Example): string {
   return parts.join('\n\n');
 }
 
+/** The metrics a connector declares (its metrics.ts), as its runs report them on /metrics. */
+function metricsPart(p: AnyPlugin): string {
+  const declared = p.kind === 'source' || p.kind === 'sink' ? (p.metrics ?? []) : [];
+  if (!declared.length) return '';
+  const rows = declared.map((m) => `| \`${m.name}\` | ${m.kind} | ${['pipeline', ...m.labels].map((l) => `\`${l}\``).join(', ')} | ${cell(m.help)} |`);
+  return [
+    '## Metrics',
+    'Besides the metrics every pipeline has ([observability](../../observability.md#metrics)), on the `/metrics` of the daemon or worker that runs it:',
+    ['| Metric | Type | Labels | Help |', '|---|---|---|---|', ...rows].join('\n'),
+  ].join('\n\n');
+}
+
 function pluginPage(p: AnyPlugin): string {
   const facts: string[] = [];
   if (p.kind === 'source') facts.push(`Mode: ${p.mode === 'both' ? 'batch or stream (by the schedule)' : p.mode}.`);
@@ -63,6 +75,7 @@ function pluginPage(p: AnyPlugin): string {
     delivery,
     '## Parameters',
     Object.keys(p.config.properties).length ? fieldTable(p.config) : 'None.',
+    metricsPart(p),
     examples ? `## Examples\n\n${examples}` : '',
   ]
     .filter(Boolean)

@@ -106,10 +106,46 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
   let header: Buffer | undefined;
   let pending: Buffer = Buffer.alloc(0);
   let line = 1;
+  // The leftover of the last read (an incomplete chunk) joined with only the start of the next read
+  // (`read`): from byte `from` of `pending` on, pending is a copy of read's first bytes. After the
+  // next cut, pending is read itself from there, or (a cut inside the leftover) the copy joined
+  // with the `rest` of the read.
+  let joined: { from: number; read: Buffer; rest: Buffer } | undefined;
   const take = (end: number): Buffer => {
     const out = pending.subarray(0, end);
     pending = pending.subarray(end);
+    if (joined) {
+      pending = end >= joined.from ? joined.read.subarray(end - joined.from) : Buffer.concat([pending, joined.rest]);
+      joined = undefined;
+    }
     return out;
+  };
+  /**
+   * `pending` followed by the read `b`. Only as much of b as the next cut can reach is copied (up
+   * to its first line end at or past the byte target, or the one that completes a window of
+   * maxLines, whichever comes first), not the whole read: a fresh buffer the size of a read (1 MiB
+   * from a file) cost more in page faults than the copy itself (bench otlp-export,
+   * docs/benchmarks.md). With quotes the cut scans past that line end (it may be inside a quote),
+   * and header lines are taken first: those join the whole read, as before.
+   */
+  const joinRead = (b: Buffer): Buffer => {
+    if (!pending.length) return b;
+    let reach = -1;
+    if (quote === undefined && headerLinesLeft === 0) {
+      reach = b.indexOf(NL, Math.max(0, opts.targetBytes - pending.length));
+      if (opts.maxLines !== undefined) {
+        let lines = countLines(pending);
+        for (let i = b.indexOf(NL); i !== -1 && (reach === -1 || i < reach); i = b.indexOf(NL, i + 1)) {
+          if (++lines >= opts.maxLines) {
+            reach = i;
+            break;
+          }
+        }
+      }
+    }
+    if (reach === -1 || reach + 1 === b.length) return Buffer.concat([pending, b]);
+    joined = { from: pending.length, read: b, rest: b.subarray(reach + 1) };
+    return Buffer.concat([pending, b.subarray(0, reach + 1)]);
   };
   // A line longer than the chunk target: its parts wait here, each new part scanned once for the
   // line's end (with the quote state carried over), instead of joining and rescanning everything
@@ -164,7 +200,7 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
       } else pending = Buffer.concat([...long, b]);
       long = undefined;
       cut = false;
-    } else pending = pending.length ? Buffer.concat([pending, b]) : b;
+    } else pending = joinRead(b);
     while (headerLinesLeft > 0) {
       const end = cutPoint(pending, pending.length, quote, 1);
       if (end === -1) break;
@@ -194,6 +230,11 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
       yield { data, header, firstLine: line };
       line += countLines(data);
     }
+    if (joined) {
+      // Not reached: a joined read ends at the line end of the next cut, so the loop cut at least once.
+      pending = Buffer.concat([pending, joined.rest]);
+      joined = undefined;
+    }
     if (pending.length >= opts.targetBytes) {
       // Still no complete line in a chunk's worth of bytes: one long line, read on part by part.
       inQuote = false;
@@ -213,24 +254,53 @@ export async function* chunksOf(stream: AsyncIterable<Buffer>, framing: Framing,
   if (pending.length && headerLinesLeft === 0) yield overLong(pending) ? cutPiece([pending]) : { data: pending, header, firstLine: line };
 }
 
-/** Message units: whole messages grouped into chunks of about `targetBytes`, never split. */
-export async function* messageChunksOf(
-  stream: AsyncIterable<Buffer>,
-  opts: Pick<ChunkOptions, 'targetBytes'> & { maxMessages?: number },
-): AsyncGenerator<Chunk> {
+type MessageChunkOptions = Pick<ChunkOptions, 'targetBytes'> & { maxMessages?: number };
+
+/** Groups whole messages into chunks of about `targetBytes` (at most `maxMessages`), never split: add() hands a full chunk back, rest() the last one. */
+function messageGrouper(opts: MessageChunkOptions) {
   const empty = Buffer.alloc(0);
   let batch: Buffer[] = [];
   let bytes = 0;
+  const take = (): Chunk => {
+    const c = { data: empty, messages: batch, firstLine: 1 };
+    batch = [];
+    bytes = 0;
+    return c;
+  };
+  return {
+    add(m: Buffer): Chunk | undefined {
+      batch.push(m);
+      bytes += m.length;
+      return bytes >= opts.targetBytes || (opts.maxMessages !== undefined && batch.length >= opts.maxMessages) ? take() : undefined;
+    },
+    rest: (): Chunk | undefined => (batch.length ? take() : undefined),
+  };
+}
+
+/** Message units: whole messages grouped into chunks of about `targetBytes`, never split. */
+export async function* messageChunksOf(stream: AsyncIterable<Buffer>, opts: MessageChunkOptions): AsyncGenerator<Chunk> {
+  const g = messageGrouper(opts);
   for await (const m of stream) {
-    batch.push(m);
-    bytes += m.length;
-    if (bytes >= opts.targetBytes || (opts.maxMessages !== undefined && batch.length >= opts.maxMessages)) {
-      yield { data: empty, messages: batch, firstLine: 1 };
-      batch = [];
-      bytes = 0;
-    }
+    const c = g.add(m);
+    if (c) yield c;
   }
-  if (batch.length) yield { data: empty, messages: batch, firstLine: 1 };
+  const last = g.rest();
+  if (last) yield last;
+}
+
+/**
+ * The same chunks from messages already in memory (SourceUnit.bodies): no await per message, which
+ * at a stream source's rate (a Kafka consumer's 100,000 messages a second) costs more than the rest
+ * of its hand-over.
+ */
+export function* bodyChunksOf(bodies: readonly Buffer[], opts: MessageChunkOptions): Generator<Chunk> {
+  const g = messageGrouper(opts);
+  for (let i = 0; i < bodies.length; i++) {
+    const c = g.add(bodies[i]!);
+    if (c) yield c;
+  }
+  const last = g.rest();
+  if (last) yield last;
 }
 
 /** Units of records (SourceUnit.records): chunks of at most `maxRecords` (record_chunk_size), else one. */

@@ -11,12 +11,14 @@ import { expansionOf } from '../config/interpolate.js';
 import { errorMessage } from '../core/errors.js';
 import { storeMibs, type MibResolver } from '../mib/resolver.js';
 import { maskedLogger, silentLogger, type Logger } from '../observability/log.js';
-import type { RunTelemetry } from '../observability/metrics.js';
+import { componentMetrics, type RunTelemetry } from '../observability/metrics.js';
 import { registry as defaultRegistry } from '../plugins/registry.js';
 import { loadSettings, readSetting } from '../settings.js';
 import type {
   DrainPoint,
+  FlushResult,
   Framing,
+  MetricDeclaration,
   PluginContext,
   ProcessedFiles,
   Rec,
@@ -29,7 +31,7 @@ import type {
 } from '../plugins/types.js';
 import { GaveUpError } from '../plugins/connector-runtime/reconnect.js';
 import { redactor, secretsOf } from '../core/secrets.js';
-import { chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
+import { bodyChunksOf, chunksOf, messageChunksOf, recordChunksOf, type Chunk, type ChunkOptions } from './chunker.js';
 import { DeadLetterQueue, type Envelope, type SinkSlot, type Stage } from './dlq.js';
 import { inlineExecutor, sharedExecutor, type ChunkExecutor } from './executor.js';
 import { DecodeWatch, forget, quarantineReason, readSuspects, SuspectMatcher, type DecodeWatchOptions, type Suspect } from './decode-watch.js';
@@ -92,7 +94,7 @@ export interface RunOptions {
   state?: TransformStateIO;
   /** Events of stateful transforms (the svc_transform_* counters). */
   onTransformEvent?: (event: TransformEvent | 'state_io', n: number) => void;
-  /** Connector telemetry (the svc_connector_* and svc_kafka_consumer_lag metrics). */
+  /** Connector telemetry (the svc_connector_* metrics, and the metrics connectors declare). */
   telemetry?: RunTelemetry;
   /** The pipeline's taps (src/engine/tap.ts): chunks copy records for them while any is attached. */
   tap?: TapHub;
@@ -129,6 +131,20 @@ const schemaRegistry = () => ({
 
 /** The MIBs of a run that is given none: this process's MIB store, as the settings place it. */
 const processMibs = storeMibs(() => loadSettings());
+
+/**
+ * A unit read to its end (or given up on) keeps only what finishing it needs (meta, size, done):
+ * an ended unit may wait long for its shared flush (finalizeEnded), and a busy stream's units
+ * would otherwise hold every record they carried until then, all of them live for the garbage
+ * collector (bench otlp-ingest, docs/benchmarks.md). Its chunks hold what they still need.
+ */
+function letGoOfInput(unit: SourceUnit) {
+  unit.records = undefined;
+  unit.bodies = undefined;
+  unit.undecodable = undefined;
+  unit.read = readNothing;
+}
+async function* readNothing(): AsyncIterable<Buffer> {}
 
 /** At most this many ended units wait for one shared flush before being finalized. */
 export const FINALIZE_BATCH = 512;
@@ -261,7 +277,7 @@ class PipelineRun {
       this.onMessage = watch && ((i: number) => watch.at(i));
       executor = threads > 1 ? sharedExecutor(this.plan, this.config, threads, this.onMessage) : inlineExecutor(this.plan, this.onMessage);
       const srcPlugin = this.reg.source.get(this.config.source.type) as SourcePlugin;
-      source = srcPlugin.create(this.config.source as never, { ...ctx, ...this.component('source', this.config.source.type) });
+      source = srcPlugin.create(this.config.source as never, { ...ctx, ...this.component('source', this.config.source.type, srcPlugin.metrics) });
       this.sinks = this.config.sinks.map((cfg, i) => this.slot(cfg, sinkLabel(cfg, i), ctx));
       if (this.config.dlq) {
         const slot = this.slot(this.config.dlq, sinkLabel(this.config.dlq, 'dlq'), ctx, { type: 'ndjson' });
@@ -332,6 +348,7 @@ class PipelineRun {
           state.partial = true;
           this.counters.note(`${this.unitName(unit)}: read failed: ${errorMessage(e)}`);
         }
+        letGoOfInput(unit);
         this.enqueue(() => this.finishUnit(state));
         // A stream source ends by itself once stopped, after handing on what it already accepted.
         if (this.abortError || (this.stopped && this.config.schedule.type !== 'stream')) {
@@ -377,7 +394,7 @@ class PipelineRun {
       ...(ctx as Parameters<SinkPlugin['create']>[1]),
       encoder,
       log: this.log.child({ sink: label }),
-      ...this.component(label, cfg.type),
+      ...this.component(label, cfg.type, plugin.metrics),
     });
     const breakers = this.opts.breakers ?? new Map<string, CircuitBreaker>();
     let breaker = breakers.get(label);
@@ -388,20 +405,16 @@ class PipelineRun {
     return { label, cfg, sink, encoder, breaker, takesRecords: plugin.accepts === 'records' };
   }
 
-  /** The component label and its telemetry, bound for one source or sink. */
-  private component(component: string, type: string): Pick<PluginContext, 'component' | 'telemetry'> {
+  /** The component label and its telemetry, bound for one source or sink (`metrics`: what its plugin declares). */
+  private component(component: string, type: string, metrics?: readonly MetricDeclaration[]): Pick<PluginContext, 'component' | 'telemetry'> {
     const t = this.opts.telemetry;
     if (!t) return { component };
     return {
       component,
       telemetry: {
         connection: (state) => t.connection(component, type, state),
-        consumerLag: t.consumerLag?.bind(t),
-        snmpPoll: t.snmpPoll?.bind(t),
-        promScrape: t.promScrape?.bind(t),
-        flowSequence: t.flowSequence?.bind(t),
-        flowEnrichFailure: t.flowEnrichFailure?.bind(t),
         dropped: t.dropped && ((reason, n) => t.dropped!(component, type, reason, n)),
+        metric: componentMetrics(t, metrics, (m) => this.log.warn({ component, type }, m)),
       },
     };
   }
@@ -411,6 +424,10 @@ class PipelineRun {
     if (unit.records && this.plan.decodesJson) {
       this.counters.bytes_in += unit.size ?? 0;
       return recordChunksOf(unit.records, opts.maxLines);
+    }
+    if (unit.messages && unit.bodies) {
+      for (const b of unit.bodies) this.counters.bytes_in += b.length;
+      return bodyChunksOf(unit.bodies, { targetBytes: opts.targetBytes, maxMessages: opts.maxLines });
     }
     if (unit.messages) return messageChunksOf(this.counted(unit.read()), { targetBytes: opts.targetBytes, maxMessages: opts.maxLines });
     return chunksOf(this.counted(unit.read()), framing, opts);
@@ -781,12 +798,15 @@ class PipelineRun {
     const units = this.ended.splice(0);
     if (units.length === 0) return;
     for (const s of this.allSinks()) {
+      let flushed: void | FlushResult;
       try {
-        await s.sink.flush?.();
+        flushed = await s.sink.flush?.();
       } catch (e) {
         for (const u of units) u.undelivered++;
-        this.counters.note(`${s.label}: flush failed, inputs kept for the next run: ${errorMessage(e)}`);
+        this.counters.note(`${s.label}: flush failed, inputs kept for the next run: ${this.redact(errorMessage(e))}`);
+        continue;
       }
+      if (flushed?.rejected?.length) await this.refusedAtFlush(s, flushed.rejected, units);
     }
     for (const state of units) {
       const ok = !state.partial && state.undelivered === 0 && !this.abortError && !this.fatalError;
@@ -799,6 +819,57 @@ class PipelineRun {
       }
       state.finished = true;
       this.open.delete(state);
+    }
+  }
+
+  /**
+   * Records a deferred-delivery sink's peer refused after write() had resolved (its flush() names
+   * them): counted as not written, then dead-lettered, or left undelivered, as a refusal at write()
+   * is. A record is found by the batch it was written in; its unit by that batch's meta. Refused by
+   * the DLQ's own sink, or with no DLQ, their units stay unacknowledged.
+   */
+  private async refusedAtFlush(slot: SinkSlot, refused: NonNullable<FlushResult['rejected']>, units: UnitState[]) {
+    const c = this.counters;
+    const i = this.sinks.indexOf(slot);
+    c.records_out -= refused.length;
+    c.records_skipped += refused.length;
+    if (i >= 0) {
+      const figures = this.stages.sinks[i]!;
+      figures.written -= refused.length;
+      figures.failed += refused.length;
+    }
+    // Redacted once per distinct reason, not once per record.
+    const redacted = new Map<string, string>();
+    const why = (reason: string) => {
+      let w = redacted.get(reason);
+      if (w === undefined) redacted.set(reason, (w = this.redact(`${slot.label}: ${reason}`)));
+      return w;
+    };
+    const byReason = new Map<string, number>();
+    for (const r of refused) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1);
+    for (const [reason, n] of byReason) c.note(`${why(reason)} (${n} records, refused after they were handed on)`);
+    if (this.config.on_error === 'abort') return this.abort(why(refused[0]!.reason));
+    // By unit: the one whose meta the batch carries; none found (a drain's batch), every unit of this finalization.
+    const unitOfMeta = new Map<unknown, UnitState>();
+    for (const u of units) if (!unitOfMeta.has(u.unit.meta)) unitOfMeta.set(u.unit.meta, u);
+    const byUnit = new Map<UnitState | undefined, typeof refused>();
+    for (const r of refused) {
+      const u = unitOfMeta.get(r.batch.meta);
+      const rs = byUnit.get(u);
+      if (rs) rs.push(r);
+      else byUnit.set(u, [r]);
+    }
+    for (const [unit, rs] of byUnit) {
+      const owners = unit ? [unit] : units;
+      if (i < 0 || !this.dlqActive || rs.some((r) => !r.batch.records)) {
+        for (const o of owners) o.undelivered += rs.length;
+        continue;
+      }
+      const dead = rs.map((r) => this.dlq!.envelope('sink', why(r.reason), r.batch.records![r.index]!));
+      const before = owners[0]!.undelivered;
+      await this.sendDead(dead, { data: new Uint8Array(0), firstLine: 1, meta: rs[0]!.batch.meta }, owners[0]!);
+      const lost = owners[0]!.undelivered - before;
+      for (const o of owners.slice(1)) o.undelivered += lost;
     }
   }
 

@@ -4,64 +4,9 @@
 // chunk's own tallies (process-chunk.ts), so the hot path pays a few increments per record at most.
 import type { PipelineConfig } from '../config/pipeline-schema.js';
 import { sinkLabel } from './plan.js';
+import type { StageFigures } from './stage-types.js';
 
-export interface SourceFigures {
-  type: string;
-  /** Records decoded (and inputs that failed to decode, each counted once). */
-  records: number;
-  bytes: number;
-  parse_errors: number;
-}
-
-export interface TransformFigures {
-  /** `transforms[1] (filter)`, as in messages and dead-letter reasons. */
-  label: string;
-  type: string;
-  /** Records handed to the transform. */
-  in: number;
-  /** Records it handed on (more than `in` for transforms that split records). */
-  out: number;
-  /** Records it failed on (dead-lettered at stage transform). */
-  errors: number;
-}
-
-export interface SinkFigures {
-  label: string;
-  type: string;
-  /** Records its condition let through (all of them when it has none). */
-  matched: number;
-  /** Records its own transforms failed on. */
-  transform_errors: number;
-  /** Records written. */
-  written: number;
-  /** Records whose write failed for good (dead-lettered, or kept in the unit). */
-  failed: number;
-  /** Write attempts, and of these the ones that were retries. */
-  writes: number;
-  retries: number;
-  bytes: number;
-  /** `open` while the circuit breaker skips the sink. */
-  circuit: 'closed' | 'open';
-}
-
-export interface DlqFigures {
-  label: string;
-  type: string;
-  /** Envelopes written, by the stage that failed. */
-  records: number;
-  parse: number;
-  transform: number;
-  sink: number;
-  /** Envelopes that could not be written (their input stays in place). */
-  failed: number;
-}
-
-export interface StageFigures {
-  source: SourceFigures;
-  transforms: TransformFigures[];
-  sinks: SinkFigures[];
-  dlq: DlqFigures | null;
-}
+export type { DlqFigures, SinkFigures, SourceFigures, StageFigures, TransformFigures } from './stage-types.js';
 
 /** Zeroed figures with the stages of `config`. */
 export function emptyStages(config: Pick<PipelineConfig, 'source' | 'transforms' | 'sinks' | 'dlq'>): StageFigures {

@@ -1,21 +1,31 @@
 // Prometheus metrics of spec doc 2 that apply to a standalone node, labelled by pipeline. One
 // registry per daemon (tests create their own). The cluster and transform metrics are registered
-// by the features that own them.
+// by the features that own them; a connector's own metrics are declared in its plugin folder
+// (`metrics` of its definition) and registered here, generically, once per registry.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ConnectionState } from './connection-state.js';
+import type { MetricDeclaration, MetricHandle, MetricLabels } from './metric-declaration.js';
 
 const CONNECTION_STATES: ConnectionState[] = ['connecting', 'connected', 'disconnected', 'failed'];
+
+/** An update of a connector metric: `inc` (counters, gauges), `set` (gauges), `observe` (histograms). */
+export type MetricOp = 'inc' | 'set' | 'observe';
 
 /** What connectors report, by component (`source`, `sinks[0] (mqtt)`) and connector type (a run's RunOptions.telemetry). */
 export interface RunTelemetry {
   connection(component: string, type: string, state: ConnectionState): void;
-  consumerLag?(topic: string, partition: number, lag: number): void;
-  snmpPoll?(target: string, seconds: number, error?: string): void;
-  promScrape?(target: string, seconds: number, error?: string): void;
   dropped?(component: string, type: string, reason: string, n: number): void;
-  flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
-  flowEnrichFailure?(exporter: string): void;
+  /** One update of a metric a connector declares (MetricDeclaration), by name; `labels` are its declared ones (the runtime adds `pipeline`). */
+  metric?(name: string, op: MetricOp, labels: MetricLabels, value: number): void;
 }
+
+type AnyMetric = Gauge<string> | Counter<string> | Histogram<string>;
+
+/** A declared connector metric registered on one registry. */
+type Registered =
+  | { decl: MetricDeclaration; kind: 'counter'; metric: Counter<string> }
+  | { decl: MetricDeclaration; kind: 'gauge'; metric: Gauge<string> }
+  | { decl: MetricDeclaration; kind: 'histogram'; metric: Histogram<string> };
 
 export class Metrics {
   readonly registry = new Registry();
@@ -55,69 +65,10 @@ export class Metrics {
     labelNames: ['pipeline', 'component', 'type', 'state'],
     registers: [this.registry],
   });
-  /** Per topic and partition; the series with empty topic and partition is the pipeline's total. */
-  readonly kafkaConsumerLag = new Gauge({
-    name: 'svc_kafka_consumer_lag',
-    help: 'Messages between the committed offset and the high watermark, per topic and partition (empty labels: the total).',
-    labelNames: ['pipeline', 'topic', 'partition'],
-    registers: [this.registry],
-  });
-
-  /** snmp_poll: time to poll each target, and its failures by reason. */
-  readonly snmpPollSeconds = new Histogram({
-    name: 'svc_snmp_poll_seconds',
-    help: 'Time snmp_poll took to poll one target (all its requests), per target.',
-    labelNames: ['pipeline', 'target'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
-  });
-  readonly snmpPollErrors = new Counter({
-    name: 'svc_snmp_poll_errors_total',
-    help: 'Targets snmp_poll could not poll, per target and reason (timeout, unreachable, refused, deadline, error).',
-    labelNames: ['pipeline', 'target', 'reason'],
-    registers: [this.registry],
-  });
-
-  /** prometheus_scrape: time to scrape each target, and its failures by reason. */
-  readonly promScrapeSeconds = new Histogram({
-    name: 'svc_prometheus_scrape_seconds',
-    help: 'Time prometheus_scrape took to scrape one target (request, body and parsing), per target.',
-    labelNames: ['pipeline', 'target'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [this.registry],
-  });
-  readonly promScrapeErrors = new Counter({
-    name: 'svc_prometheus_scrape_errors_total',
-    help: 'Targets prometheus_scrape could not scrape, per target and reason (timeout, unreachable, status, too_large, parse, error).',
-    labelNames: ['pipeline', 'target', 'reason'],
-    registers: [this.registry],
-  });
-
   readonly sourceDropped = new Counter({
     name: 'svc_source_dropped_total',
     help: 'Messages a listening source dropped because its senders cannot be slowed down (UDP syslog and traps while the pipeline is behind; traps with a wrong community or user), by reason.',
     labelNames: ['pipeline', 'component', 'type', 'reason'],
-    registers: [this.registry],
-  });
-
-  /** flow: sequence numbers each exporter skipped (lost datagrams or flows), and its restarts. */
-  readonly flowSequenceGaps = new Counter({
-    name: 'svc_flow_sequence_gaps_total',
-    help: 'Sequence numbers a flow exporter skipped, per exporter: flows for NetFlow v5, data records for IPFIX, datagrams for NetFlow v9 and sFlow.',
-    labelNames: ['pipeline', 'exporter'],
-    registers: [this.registry],
-  });
-  readonly flowExporterRestarts = new Counter({
-    name: 'svc_flow_exporter_restarts_total',
-    help: 'Restarts of a flow exporter (its sysUptime went back, or its IPFIX sequence number started over), per exporter.',
-    labelNames: ['pipeline', 'exporter'],
-    registers: [this.registry],
-  });
-
-  readonly flowEnrichFailures = new Counter({
-    name: 'svc_flow_enrich_failures_total',
-    help: 'Polls of a flow exporter’s interfaces (IF-MIB over SNMP, enrich_interfaces) that failed, per exporter: its flows are delivered without interface names.',
-    labelNames: ['pipeline', 'exporter'],
     registers: [this.registry],
   });
 
@@ -136,8 +87,28 @@ export class Metrics {
     state_io: this.counter('svc_transform_state_io_total', 'Loads and saves of stateful transform state.'),
   };
 
-  constructor(opts: { defaults?: boolean } = {}) {
+  /** The connectors' declared metrics, by name. */
+  private readonly declared = new Map<string, Registered>();
+
+  /**
+   * `connectorMetrics`: the metrics connectors declare, registered here once (the daemon hands in
+   * plugins/registry.ts connectorMetrics(); this layer knows no plugin).
+   */
+  constructor(opts: { defaults?: boolean; connectorMetrics?: readonly MetricDeclaration[] } = {}) {
     if (opts.defaults !== false) collectDefaultMetrics({ register: this.registry, prefix: 'svc_process_' });
+    for (const decl of opts.connectorMetrics ?? []) this.declare(decl);
+  }
+
+  private declare(decl: MetricDeclaration) {
+    if (this.declared.has(decl.name)) return;
+    const common = { name: decl.name, help: decl.help, labelNames: ['pipeline', ...decl.labels], registers: [this.registry] };
+    const r: Registered =
+      decl.kind === 'counter'
+        ? { decl, kind: 'counter', metric: new Counter(common) }
+        : decl.kind === 'gauge'
+          ? { decl, kind: 'gauge', metric: new Gauge(common) }
+          : { decl, kind: 'histogram', metric: new Histogram({ ...common, ...(decl.buckets ? { buckets: [...decl.buckets] } : {}) }) };
+    this.declared.set(decl.name, r);
   }
 
   private counter(name: string, help: string) {
@@ -164,8 +135,8 @@ export class Metrics {
   }
 
   /** Connector series by pipeline, keyed by metric name and labels (which vary), for forget(). */
-  private readonly labelled = new Map<string, Map<string, { metric: Gauge<string> | Counter<string> | Histogram<string>; labels: Record<string, string> }>>();
-  private track(name: string, metric: Gauge<string> | Counter<string> | Histogram<string>, labels: Record<string, string>) {
+  private readonly labelled = new Map<string, Map<string, { metric: AnyMetric; labels: Record<string, string> }>>();
+  private track(name: string, metric: AnyMetric, labels: Record<string, string>) {
     let m = this.labelled.get(labels.pipeline!);
     if (!m) this.labelled.set(labels.pipeline!, (m = new Map()));
     m.set(name + JSON.stringify(labels), { metric, labels });
@@ -173,7 +144,6 @@ export class Metrics {
 
   /** The connector telemetry of one pipeline's runs. */
   telemetry(pipeline: string): RunTelemetry {
-    const lags = new Map<string, number>();
     return {
       connection: (component, type, state) => {
         for (const s of CONNECTION_STATES) {
@@ -184,53 +154,65 @@ export class Metrics {
         this.connectorStateChanges.inc({ pipeline, component, type, state });
         this.track('changes', this.connectorStateChanges, { pipeline, component, type, state });
       },
-      consumerLag: (topic, partition, lag) => {
-        lags.set(`${topic}\u0000${partition}`, lag);
-        const one = { pipeline, topic, partition: String(partition) };
-        this.kafkaConsumerLag.set(one, lag);
-        this.track('lag', this.kafkaConsumerLag, one);
-        let total = 0;
-        for (const v of lags.values()) total += v;
-        const all = { pipeline, topic: '', partition: '' };
-        this.kafkaConsumerLag.set(all, total);
-        this.track('lag', this.kafkaConsumerLag, all);
-      },
       dropped: (component, type, reason, n) => {
         const labels = { pipeline, component, type, reason };
         this.sourceDropped.inc(labels, n);
         this.track('dropped', this.sourceDropped, labels);
       },
-      promScrape: (target, seconds, error) => {
-        const labels = { pipeline, target };
-        this.promScrapeSeconds.observe(labels, seconds);
-        this.track('prom_scrape', this.promScrapeSeconds, labels);
-        if (error) {
-          const e = { pipeline, target, reason: error };
-          this.promScrapeErrors.inc(e);
-          this.track('prom_scrape_errors', this.promScrapeErrors, e);
+      metric: (name, op, given, value) => {
+        const r = this.declared.get(name);
+        if (!r) return;
+        // The declared order, pipeline first: the series read exactly as they did when each was a field here.
+        const labels: Record<string, string> = { pipeline };
+        for (const l of r.decl.labels) {
+          const v = given[l];
+          if (v !== undefined) labels[l] = String(v);
         }
-      },
-      flowSequence: (event, exporter, n) => {
-        const labels = { pipeline, exporter };
-        const metric = event === 'gap' ? this.flowSequenceGaps : this.flowExporterRestarts;
-        metric.inc(labels, n);
-        this.track(`flow_${event}`, metric, labels);
-      },
-      flowEnrichFailure: (exporter) => {
-        const labels = { pipeline, exporter };
-        this.flowEnrichFailures.inc(labels);
-        this.track('flow_enrich_failures', this.flowEnrichFailures, labels);
-      },
-      snmpPoll: (target, seconds, error) => {
-        const labels = { pipeline, target };
-        this.snmpPollSeconds.observe(labels, seconds);
-        this.track('snmp_poll', this.snmpPollSeconds, labels);
-        if (error) {
-          const e = { pipeline, target, reason: error };
-          this.snmpPollErrors.inc(e);
-          this.track('snmp_poll_errors', this.snmpPollErrors, e);
-        }
+        if (r.kind === 'histogram') {
+          if (op !== 'observe') return;
+          r.metric.observe(labels, value);
+        } else if (r.kind === 'counter') {
+          // A counter only goes up: a negative count is a connector's bug, not worth a failed run.
+          if (op !== 'inc' || !(value >= 0)) return;
+          r.metric.inc(labels, value);
+        } else if (op === 'set') r.metric.set(labels, value);
+        else if (op === 'inc') r.metric.inc(labels, value);
+        else return;
+        this.track(name, r.metric, labels);
       },
     };
   }
+}
+
+/**
+ * A component's `metric(name)` (ComponentTelemetry): handles bound to the run's telemetry for the
+ * metrics its plugin declares. An undeclared name is a bug the registry test catches; at run time it
+ * records nothing and is warned about once.
+ */
+export function componentMetrics(
+  t: RunTelemetry,
+  declared: readonly MetricDeclaration[] | undefined,
+  warn: (message: string) => void,
+): ((name: string) => MetricHandle) | undefined {
+  const report = t.metric?.bind(t);
+  if (!report) return undefined;
+  const names = new Set((declared ?? []).map((d) => d.name));
+  const handles = new Map<string, MetricHandle>();
+  const ignored: MetricHandle = { inc: () => {}, set: () => {}, observe: () => {} };
+  return (name) => {
+    let h = handles.get(name);
+    if (h) return h;
+    if (names.has(name)) {
+      h = {
+        inc: (labels, n = 1) => report(name, 'inc', labels, n),
+        set: (labels, v) => report(name, 'set', labels, v),
+        observe: (labels, v) => report(name, 'observe', labels, v),
+      };
+    } else {
+      warn(`metric ${name} is not declared by this connector (its plugin's \`metrics\`): its updates are not recorded`);
+      h = ignored;
+    }
+    handles.set(name, h);
+    return h;
+  };
 }

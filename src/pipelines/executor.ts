@@ -57,8 +57,8 @@ export interface LocalExecutorDeps {
   /** The MIBs of SNMP connectors (a worker: those synced from its manager first); default: the runner's. */
   mibs?: RunOptions['mibs'];
   processed(pipeline: string): ProcessedFiles;
-  /** Transform state of the pipeline, or undefined when it has no stateful transform. */
-  state(config: PipelineConfig, log: Logger, runId: string): TransformStateIO | undefined;
+  /** Transform state of the pipeline (of the shard's targets, for a shard), or undefined when it has no stateful transform. */
+  state(config: PipelineConfig, log: Logger, runId: string, shard?: RunJob['shard']): TransformStateIO | undefined;
 }
 
 /** Runs in this process. */
@@ -78,7 +78,7 @@ export class LocalExecutor implements Executor {
       decodeWatch: this.deps.decodeWatch,
       mibs: this.deps.mibs,
       flush: job.flush,
-      state: this.deps.state(job.config, job.log, job.runId),
+      state: this.deps.state(job.config, job.log, job.runId, job.shard),
       onTransformEvent: job.onTransformEvent,
       telemetry: job.telemetry,
       onProgress: job.onProgress,

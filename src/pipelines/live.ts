@@ -4,7 +4,10 @@
 // second for the rates and the metrics, and writes it to the run's row every LIVE_PERSIST_MS (a
 // crash keeps recent figures). The API lays the figures over the stored `running` record.
 import type { RunProgress } from '../engine/runner.js';
-import { copyStages, stageCounts, stageRates, type StageFigures } from '../engine/stage-figures.js';
+import { copyStages, stageCounts, stageRates } from '../engine/stage-figures.js';
+import type { LiveStages } from '../engine/stage-types.js';
+
+export type { LiveStages } from '../engine/stage-types.js';
 import type { StatsRow, StoredRun } from '../store/types.js';
 
 /** How often the supervisor samples a running run (rates, metrics). */
@@ -28,17 +31,6 @@ export interface LiveFigures {
 }
 
 export type LiveCounts = Record<CounterName, number> & { errors: string[] };
-
-/** A stage's figures with its rate (`per_sec`: records/s read, handed on, written, dead-lettered). */
-type WithRate<T> = T & { per_sec: number };
-
-/** The pipeline graph's live figures (GET /api/pipelines/{name} `live.stages`, `svc top`). */
-export interface LiveStages {
-  source: WithRate<StageFigures['source']>;
-  transforms: WithRate<StageFigures['transforms'][number]>[];
-  sinks: WithRate<StageFigures['sinks'][number]>[];
-  dlq: WithRate<NonNullable<StageFigures['dlq']>> | null;
-}
 
 export class LiveRun {
   /** The latest report, as the runner made it (undefined until the first chunk is delivered). */

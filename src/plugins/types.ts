@@ -3,6 +3,7 @@
 // /api/plugins and the generated reference in docs/plugins/.
 import type { Static, TObject } from '@sinclair/typebox';
 import type { ConnectionState } from '../observability/connection-state.js';
+import type { MetricDeclaration, MetricHandle } from '../observability/metric-declaration.js';
 import type { MibResolver } from '../mib/resolver.js';
 import type { Logger } from '../observability/log.js';
 import type { ProcessedFiles } from '../store/processed.js';
@@ -94,19 +95,18 @@ export type { ConnectionState } from '../observability/connection-state.js';
 
 export interface ComponentTelemetry {
   connection(state: ConnectionState): void;
-  /** Kafka: messages between the committed offset and the partition's high watermark. */
-  consumerLag?(topic: string, partition: number, lag: number): void;
-  /** snmp_poll: one target polled in `seconds`; `error` is the failure reason (timeout, refused...) when it failed. */
-  snmpPoll?(target: string, seconds: number, error?: string): void;
-  /** prometheus_scrape: one target scraped in `seconds`; `error` is the failure reason when it failed. */
-  promScrape?(target: string, seconds: number, error?: string): void;
   /** Listeners that cannot slow their senders (UDP): `n` messages dropped, with the reason class (queue_full, community...). */
   dropped?(reason: string, n: number): void;
-  /** flow: `n` sequence numbers an exporter skipped (`gap`), or one restart of the exporter (`restart`, n = 1). */
-  flowSequence?(event: 'gap' | 'restart', exporter: string, n: number): void;
-  /** flow: a poll of an exporter's interfaces (enrich_interfaces) failed; its flows go on without names. */
-  flowEnrichFailure?(exporter: string): void;
+  /**
+   * A metric this connector declares (`metrics` of its plugin definition), by name; absent when the
+   * run keeps no connector metrics. The runtime adds the `pipeline` label. A name the plugin does
+   * not declare gives a handle that records nothing (and a warning): test/plugins/registry.test.ts
+   * checks that every name a connector folder uses is declared.
+   */
+  metric?(name: string): MetricHandle;
 }
+
+export type { MetricDeclaration, MetricHandle, MetricLabels } from '../observability/metric-declaration.js';
 
 /**
  * What a connector promises about delivery, stated on its generated page: `at-least-once` when it
@@ -116,6 +116,15 @@ export interface ComponentTelemetry {
 export interface Delivery {
   guarantee: 'at-least-once' | 'at-most-once';
   why: string;
+}
+
+/** The client library a connector runs on, when it has a choice (kafka): shown by `svc plugins` and GET /api/plugins. */
+export interface PluginEngine {
+  name: string;
+  /** A native library (fast) rather than a fallback. */
+  native: boolean;
+  /** In words: which, why, and how to get the better one. */
+  note: string;
 }
 
 /** Handed to a connector's reachability check (`POST /api/connectors/test`). */
@@ -145,6 +154,10 @@ interface ConnectorBase<S extends TObject> extends PluginBase<S> {
    * message that tells the user what to fix (the runtime removes secrets from it and bounds its time).
    */
   test(c: Static<S>, ctx: TestContext): Promise<void>;
+  /** The engine it would run on here, judged without loading it (no SDK is loaded at import). */
+  engine?(): PluginEngine;
+  /** Its own metrics (ComponentTelemetry.metric); the runtime registers each once per daemon. */
+  metrics?: readonly MetricDeclaration[];
 }
 
 // ---- sources ---------------------------------------------------------------------------------
@@ -161,6 +174,11 @@ export interface SourceUnit {
   messages?: boolean;
   /** The unit's bytes, streamed. */
   read(): AsyncIterable<Buffer>;
+  /**
+   * A message unit already in memory (a stream source's batch): its messages, what read() yields,
+   * handed over as one array rather than awaited one by one.
+   */
+  bodies?: readonly Buffer[];
   /**
    * A message unit whose connector parsed the wire format itself (syslog, gNMI): its messages as
    * records, plain JSON objects. With `serializer_in: json` (what these sources document) they go to
@@ -403,6 +421,15 @@ export interface TransformPlugin<S extends TObject = TObject> extends PluginBase
   /** Stateful transforms are refused with thread_workers > 1 and at sink level (rule 4). */
   stateful?: boolean;
   /**
+   * A stateful transform whose state can follow the targets of a sharded batch run (issue 33):
+   * `split` cuts a body that `state.save` returned by target identity (the `_target` of the records
+   * each part came from; parts it cannot place go under ''), `join` makes one loadable body of such
+   * parts. The manager keeps the parts by target, so a target that moves to another worker takes
+   * its state along. `refuse` says why a config cannot keep its state by target (undefined: it
+   * can). Absent: the transform is refused in sharded runs (CFG_STATEFUL).
+   */
+  targetState?: { split(body: unknown): Map<string, unknown>; join(parts: unknown[]): unknown; refuse?(c: Static<S>): string | undefined };
+  /**
    * True when this config holds records past the end of their unit (scope `run`): the run's input
    * units are finalized only after its drain, and streams and sink chains refuse it.
    */
@@ -451,6 +478,12 @@ export interface WriteResult {
   bytes?: number;
 }
 
+/** What a deferred-delivery sink's flush() found refused among its earlier writes (records sinks). */
+export interface FlushResult {
+  /** Each by the batch write() was given and the record's index in it, with the peer's reason. */
+  rejected?: { batch: SinkBatch; index: number; reason: string }[];
+}
+
 export interface Sink {
   open?(run: SinkRunInfo): Promise<void>;
   /** Resolves when the batch landed; a WriteResult names the records that did not (records sinks). */
@@ -460,9 +493,13 @@ export interface Sink {
   /**
    * Make everything written so far durable. The runtime calls it before it finalizes source units
    * (moves files, commits offsets), once for many small units; a sink without it must make each
-   * write durable by the time write() resolves.
+   * write durable by the time write() resolves. A sink with it may resolve write() as soon as its
+   * client holds the batch (deferred delivery: kafka on librdkafka), so that the next write overlaps
+   * the previous one's round trip; flush() then waits until the peer acknowledged every earlier
+   * write, returns the records it refused for good (dead-lettered like WriteResult.rejected), and
+   * throws for anything else not delivered (the units stay unacknowledged and are read again).
    */
-  flush?(): Promise<void>;
+  flush?(): Promise<void | FlushResult>;
   /** End of the run: flush and close everything. */
   close?(): Promise<void>;
 }

@@ -2,6 +2,7 @@
 // OpenAPI document, docs page, templates.
 import { describe, expect, it } from 'vitest';
 import { testDaemon } from '../helpers/daemon.js';
+import { connectorMetrics } from '../../src/plugins/registry.js';
 import { expectError, finishedRun, ISO, localYaml, register, workArea } from './_helpers.js';
 
 describe('probes and meta', () => {
@@ -73,6 +74,8 @@ describe('probes and meta', () => {
     expect(m.text).toMatch(/^svc_records_in_total\{pipeline="metered"\} 4$/m);
     expect(m.text).toMatch(/^svc_records_out_total\{pipeline="metered"\} 4$/m);
     expect(m.text).toContain('# TYPE svc_records_in_total counter');
+    // The daemon registers what the connectors declare, used by a pipeline or not.
+    for (const decl of connectorMetrics()) expect(m.text).toContain(`# TYPE ${decl.name} ${decl.kind}`);
   });
 
   it('GET /openapi.json is an OpenAPI document listing the pipeline paths', async () => {

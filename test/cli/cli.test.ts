@@ -114,7 +114,7 @@ describe('svc plugins', () => {
     const r = await svc(['plugins', '--json']);
     expect(r.code).toBe(0);
     const body = JSON.parse(r.stdout) as Record<string, string[]>;
-    expect(Object.keys(body).sort()).toEqual(['serializers', 'sinks', 'sources', 'transforms']);
+    expect(Object.keys(body).sort()).toEqual(['engines', 'serializers', 'sinks', 'sources', 'transforms']);
     expect(body).toEqual(pluginKeys());
     expect(body.sources).toContain('local');
     expect(body.sinks).toContain('local');

@@ -25,7 +25,7 @@ import { tempDir } from '../helpers/fs.js';
 import { conformance, type Cfg, type Rec } from './conformance.js';
 import { loadPipeline, outputRecords, until } from './helpers.js';
 import { gnmi, PROTO_FILE, startTarget, type GnmiTarget, type TargetOptions } from './peers/gnmi-target.js';
-import { makeCerts } from './peers/mosquitto.js';
+import { makeCerts } from '../helpers/certs.js';
 
 conformance(gnmi);
 
@@ -286,7 +286,7 @@ describe('gnmi: credentials and TLS', () => {
   it('TLS: tls_ca trusts the target, tls_server_name is the name checked, tls_skip_verify trusts any certificate; the system CAs, another CA, a wrong name, an insecure channel, an unreadable tls_ca fail clearly', async () => {
     const dir = tempDir('svc-gnmi-tls-');
     const certs = await makeCerts(dir);
-    const t = await target({ tls: { key: readFileSync(join(dir, 'server.key')), cert: readFileSync(join(dir, 'server.pem')) } });
+    const t = await target({ tls: { key: readFileSync(certs.serverKey), cert: readFileSync(certs.serverCert) } });
     t.set('/a/b', { string_val: 'tls' });
     const cfg = { type: 'gnmi', host: '127.0.0.1', port: t.port, tls_ca: certs.ca, subscriptions: [{ path: '/a' }] };
     expect(await testConnector('source', checked(cfg))).toMatchObject({ ok: true });

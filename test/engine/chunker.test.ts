@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { chunksOf, type Chunk, type ChunkOptions } from '../../src/engine/chunker.js';
+import { bodyChunksOf, chunksOf, messageChunksOf, type Chunk, type ChunkOptions } from '../../src/engine/chunker.js';
 import type { Framing } from '../../src/plugins/types.js';
 import { once, piecesOf, pyJson, randInt, rng } from '../plugins/serializers/helpers.js';
 
@@ -242,6 +242,30 @@ describe('chunker: maxLines windows', () => {
     }
   });
 
+  it('random lines, targets and windows: the same chunks however the stream is split', async () => {
+    for (let seed = 1; seed <= 60; seed++) {
+      const r = rng(seed);
+      const input = Buffer.from(randomLines(r, randInt(r, 1, 120)), 'utf8');
+      const opts = { targetBytes: randInt(r, 1, 200), maxLines: randInt(r, 1, 12) };
+      const whole = await collect(input, LINES, opts);
+      checkCover(input, whole);
+      const split = await collect(piecesOf(input, r, randInt(r, 1, 30)), LINES, opts);
+      expect(plain(split), `seed ${seed}`).toEqual(plain(whole));
+    }
+  });
+
+  it('a read that follows an incomplete window is copied only as far as that window reaches: the later windows are views of the read', async () => {
+    const lines = Array.from({ length: 400 }, (_, i) => `{"n":${i}}\n`).join('');
+    const first = Buffer.from(lines.slice(0, 55)); // ends inside a line, short of a window
+    const rest = lines.slice(55);
+    const read = Buffer.alloc(rest.length, rest); // memory of its own (Buffer.from may share a pool)
+    const chunks = await collect([first, read], LINES, { targetBytes: 1 << 20, maxLines: 10 });
+    checkCover(Buffer.from(lines), chunks);
+    expect(chunks.map((c) => lineCount(c.data))).toEqual(Array(40).fill(10));
+    expect(chunks[0]!.data.buffer).not.toBe(read.buffer); // the window across both reads: joined
+    for (const c of chunks.slice(1)) expect(c.data.buffer).toBe(read.buffer);
+  });
+
   it('the byte target still bounds a window', async () => {
     const chunks = await collect(ten, LINES, { targetBytes: 14, maxLines: 5 });
     checkCover(ten, chunks);
@@ -295,5 +319,27 @@ describe('chunker: whole framing', () => {
       expect(chunk!.data.toString()).toBe(text);
       expect(chunk!.data.buffer).not.toBe(file.buffer);
     }
+  });
+});
+
+describe('chunker: message units', () => {
+  async function* streamed(msgs: Buffer[]) {
+    for (const m of msgs) yield m;
+  }
+  const sizes = (cs: Chunk[]) => cs.map((c) => c.messages!.map((m) => m.toString()));
+
+  it('messages are never cut or joined; a chunk ends at targetBytes or maxMessages; an array gives what the stream gives', async () => {
+    const msgs = Array.from({ length: 10 }, (_, i) => Buffer.from('x'.repeat(i + 1)));
+    for (const opts of [{ targetBytes: 12 }, { targetBytes: 1000, maxMessages: 4 }, { targetBytes: 1 }, { targetBytes: 1000 }]) {
+      const fromStream: Chunk[] = [];
+      for await (const c of messageChunksOf(streamed(msgs), opts)) fromStream.push(c);
+      const fromArray = [...bodyChunksOf(msgs, opts)];
+      expect(sizes(fromArray)).toEqual(sizes(fromStream));
+      expect(sizes(fromArray).flat()).toEqual(msgs.map((m) => m.toString()));
+      expect(fromArray.every((c) => c.data.length === 0 && c.firstLine === 1)).toBe(true);
+    }
+    expect(sizes([...bodyChunksOf(msgs, { targetBytes: 12 })]).map((c) => c.length)).toEqual([5, 2, 2, 1]);
+    expect(sizes([...bodyChunksOf(msgs, { targetBytes: 1000, maxMessages: 4 })]).map((c) => c.length)).toEqual([4, 4, 2]);
+    expect([...bodyChunksOf([], { targetBytes: 10 })]).toEqual([]);
   });
 });

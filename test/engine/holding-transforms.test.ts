@@ -1,13 +1,12 @@
 // Transforms that hold records (aggregate, sort) or must see every record in order on one thread
 // (limit, deduplicate) inside the real engine: drain points, threads, sink-level chains, validation.
-import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
-import { loadPipelineText, type Registry } from '../../src/config/load.js';
+import { loadPipelineText } from '../../src/config/load.js';
 import { formatDiagnostic } from '../../src/config/diagnostics.js';
 import { runPipeline } from '../../src/engine/runner.js';
 import { silentLogger } from '../../src/observability/log.js';
-import { defineSource, type Rec, type SourceUnit } from '../../src/plugins/types.js';
-import { testRegistry } from '../helpers/plugins.js';
+import type { Rec } from '../../src/plugins/types.js';
+import { testRegistry, withUnitsSource } from '../helpers/plugins.js';
 import { runFiles } from '../plugins/transforms/_harness.js';
 
 /** Twelve files of 40..62 records each (sizes differ, so unit boundaries fall anywhere in the chunks). */
@@ -204,33 +203,21 @@ describe('holding transforms in the engine: unit boundaries with thread_workers 
 describe('holding transforms in the engine: a unit whose read fails half-way', () => {
   // What the aggregate held from a partial unit once stayed and came out with the next unit's
   // results, while the partial unit stays in place and is read again by the next run (counted twice).
-  const breaking = defineSource({
-    key: 'breaking',
-    summary: 'Test source: unit a fails after its first chunk, unit b is whole.',
-    mode: 'batch',
-    delivery: { guarantee: 'at-least-once', why: 'test source' },
-    test: async () => {},
-    config: Type.Object({}, { additionalProperties: false }),
-    examples: [],
-    create: () => ({
-      async *units(): AsyncGenerator<SourceUnit> {
-        yield {
-          meta: { source_filename: 'a' },
-          async *read() {
-            yield Buffer.from('{"u":"a","v":1}\n{"u":"a","v":2}\n');
-            throw new Error('connection reset');
-          },
-        };
-        yield {
-          meta: { source_filename: 'b' },
-          async *read() {
-            yield Buffer.from('{"u":"b","v":10}\n');
-          },
-        };
+  const registry = withUnitsSource('breaking', 'Test source: unit a fails after its first chunk, unit b is whole.', async function* () {
+    yield {
+      meta: { source_filename: 'a' },
+      async *read() {
+        yield Buffer.from('{"u":"a","v":1}\n{"u":"a","v":2}\n');
+        throw new Error('connection reset');
       },
-    }),
+    };
+    yield {
+      meta: { source_filename: 'b' },
+      async *read() {
+        yield Buffer.from('{"u":"b","v":10}\n');
+      },
+    };
   });
-  const registry: Registry = { ...testRegistry, source: new Map([...testRegistry.source, ['breaking', breaking]]) };
 
   it('its held records are not merged into the next unit', async () => {
     const yaml = `

@@ -84,4 +84,55 @@ describe('per-record write results', () => {
     expect(left()).toEqual(['a.ndjson']);
     expect(done()).toEqual([]);
   });
+
+  describe('deferred delivery (write() resolves once the client holds the batch; flush() has the verdicts)', () => {
+    it('records refused at flush go to the DLQ with the peer reason; the counts are corrected and the file is finalized', async () => {
+      const cap = capture('pr-deferred');
+      const landed = landedIds('pr-deferred', cap);
+      const { record, dlq, done } = await runFiles(
+        { 'a.ndjson': [{ id: 1 }, { id: 2, refuse: 'MSG_SIZE_TOO_LARGE' }, { id: 3 }] },
+        '{ type: drop, fields: [unused] }',
+        {
+          registry: testRegistry,
+          onError: 'dlq',
+          dlq: true,
+          source: 'move_after_read: __DONE__',
+          sinks: '    - { type: verdict, id: pr-deferred, deferred: true }',
+        },
+      );
+      expect(landed()).toEqual([1, 3]);
+      expect(dlq).toEqual([
+        expect.objectContaining({ _stage: 'sink', _error: 'sinks[0] (verdict): MSG_SIZE_TOO_LARGE', record: expect.objectContaining({ id: 2 }) }),
+      ]);
+      expect(record).toMatchObject({ status: 'success', records_in: 3, records_out: 2, records_skipped: 1, dlq_count: 1 });
+      expect(record.errors.some((e) => e.includes('MSG_SIZE_TOO_LARGE') && e.includes('1 records'))).toBe(true);
+      expect(done()).toEqual(['a.ndjson']);
+    });
+
+    it('without a DLQ, a file with a record refused at flush stays for the next run', async () => {
+      capture('pr-deferred-nodlq');
+      const { record, left, done } = await runFiles({ 'a.ndjson': [{ id: 1 }, { id: 2, refuse: 'INVALID_RECORD' }] }, '{ type: drop, fields: [unused] }', {
+        registry: testRegistry,
+        source: 'move_after_read: __DONE__',
+        sinks: '    - { type: verdict, id: pr-deferred-nodlq, deferred: true }',
+      });
+      expect(record).toMatchObject({ records_out: 1, records_skipped: 1 });
+      expect(left()).toEqual(['a.ndjson']);
+      expect(done()).toEqual([]);
+    });
+
+    it('a flush that fails leaves the file for the next run: nothing is acknowledged before the peer has it', async () => {
+      capture('pr-deferred-lost');
+      const { record, left, done } = await runFiles({ 'a.ndjson': [{ id: 1 }, { id: 2, undeliverable: true }] }, '{ type: drop, fields: [unused] }', {
+        registry: testRegistry,
+        onError: 'dlq',
+        dlq: true,
+        source: 'move_after_read: __DONE__',
+        sinks: '    - { type: verdict, id: pr-deferred-lost, deferred: true }',
+      });
+      expect(record.errors.some((e) => e.includes('flush failed, inputs kept for the next run: the peer went away'))).toBe(true);
+      expect(left()).toEqual(['a.ndjson']);
+      expect(done()).toEqual([]);
+    });
+  });
 });

@@ -72,6 +72,9 @@ export function testMibEnv(dir: string): Record<string, string> {
   return { SVC_MIB_DIR: join(dir, 'mibs'), SVC_MIB_SOURCE_DIR: join(dir, 'mib-sources'), SVC_MIB_BUNDLED_SOURCE_DIR: '' };
 }
 
+/** Node options that make a test's daemon stop when the test process dies first (see the file). */
+export const EXIT_WITH_PARENT = ['--import', fileURLToPath(new URL('./exit-with-parent.mjs', import.meta.url))];
+
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -98,7 +101,7 @@ export async function serveChild(
   const url = `http://${opts.host ?? '127.0.0.1'}:${port}`;
   const root = fileURLToPath(new URL('../../', import.meta.url));
   // `prefix`: a command that execs the daemon (`ip netns exec NS`), so the PID is still the daemon's.
-  const [command, ...args] = [...(opts.prefix ?? []), process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'serve'];
+  const [command, ...args] = [...(opts.prefix ?? []), process.execPath, ...EXIT_WITH_PARENT, '--import', 'tsx', 'src/cli/main.ts', 'serve'];
   const child = spawn(command!, args, {
     cwd: root,
     env: {

@@ -82,10 +82,45 @@ const verdictSink = defineSink({
   accepts: 'records',
   delivery: { guarantee: 'at-least-once', why: 'test sink' },
   test: async () => {},
-  config: Type.Object({ id: Type.String({ description: 'Capture id.' }) }, { additionalProperties: false }),
+  config: Type.Object(
+    {
+      id: Type.String({ description: 'Capture id.' }),
+      deferred: Type.Optional(
+        Type.Boolean({ description: 'Deferred delivery: write() resolves at once; flush() lands the batches and names the refused records.' }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
   examples: [],
   create(c) {
     const tries = new Map<unknown, number>();
+    if (c.deferred) {
+      // As kafka on librdkafka: the peer's verdicts come only when the runtime flushes. A record
+      // with `undeliverable` makes the flush fail (the peer went away with the batch in flight).
+      let pending: SinkBatch[] = [];
+      return {
+        async write(b: SinkBatch) {
+          captures.get(c.id)!.attempts.push(performance.now());
+          pending.push(b);
+          return { bytes: 100 * b.count };
+        },
+        async flush() {
+          const batches = pending;
+          pending = [];
+          if (batches.some((b) => b.records!.some((r) => r.undeliverable))) throw new Error('the peer went away with the batch in flight');
+          const rejected: { batch: SinkBatch; index: number; reason: string }[] = [];
+          for (const batch of batches) {
+            const landed = batch.records!.filter((r, index) => {
+              if (typeof r.refuse !== 'string') return true;
+              rejected.push({ batch, index, reason: r.refuse });
+              return false;
+            });
+            captures.get(c.id)!.batches.push({ ...batch, records: landed, count: landed.length });
+          }
+          return { rejected };
+        },
+      };
+    }
     return {
       async write(b: SinkBatch) {
         const cap = captures.get(c.id)!;
@@ -152,3 +187,18 @@ export const testRegistry: Registry = {
   sink: new Map([...registry.sink, ['memory', memorySink], ['verdict', verdictSink]]),
   transform: new Map([...registry.transform, ['remember', statefulTransform]]),
 };
+
+/** testRegistry with one more batch source, `key`, whose run yields the units `units()` gives. */
+export function withUnitsSource(key: string, summary: string, units: () => AsyncGenerator<SourceUnit>): Registry {
+  const source = defineSource({
+    key,
+    summary,
+    mode: 'batch',
+    delivery: { guarantee: 'at-least-once', why: 'test source' },
+    test: async () => {},
+    config: Type.Object({}, { additionalProperties: false }),
+    examples: [],
+    create: () => ({ units }),
+  });
+  return { ...testRegistry, source: new Map([...testRegistry.source, [key, source]]) };
+}

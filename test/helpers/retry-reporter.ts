@@ -7,8 +7,19 @@ export default class RetryReporter implements Reporter {
     const d = t.diagnostic();
     if (!d || d.retryCount === 0) return;
     // The failed attempts' errors, where vitest keeps them: what to fix.
-    const errors = (t.result() as { errors?: readonly { message?: string }[] }).errors ?? [];
-    const why = errors.map((e) => `\n      ${(e.message ?? '').split('\n')[0]!.slice(0, 300)}`).join('');
+    // With the test's own line that failed (a browser test's timeout names no locator otherwise).
+    const errors = (t.result() as { errors?: readonly { message?: string; stack?: string }[] }).errors ?? [];
+    const where = (stack = '') =>
+      stack
+        .split('\n')
+        .find((l) => /\/test\/.*\.ts:\d+/.test(l) && !l.includes('/test/helpers/'))
+        ?.trim();
+    const why = errors
+      .map((e) => {
+        const at = where(e.stack);
+        return `\n      ${(e.message ?? '').split('\n')[0]!.slice(0, 300)}${at ? ` (${at.slice(0, 200)})` : ''}`;
+      })
+      .join('');
     this.retried.push(`${t.module.moduleId} > ${t.fullName} (${d.retryCount} retr${d.retryCount > 1 ? 'ies' : 'y'}, ${t.result().state})${why}`);
   }
   onTestRunEnd() {

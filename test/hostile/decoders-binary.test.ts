@@ -124,6 +124,20 @@ describe('Avro', () => {
     },
     TEST_MS,
   );
+
+  it(
+    'a recursive schema nests as deep as its data: 100,000 records deep in 100 KB is refused by its depth; 512 deep (the default ceiling) decodes',
+    async () => {
+      // A linked list: each record's `next` is the union's second branch (index 1, zigzag 0x02), the last one null (0x00).
+      const list = JSON.stringify({ type: 'record', name: 'N', fields: [{ name: 'next', type: ['null', 'N'] }] });
+      const cfg = { schema: list, use_magic_bytes: false };
+      const datum = (depth: number) => Buffer.concat([Buffer.alloc(depth - 1, 0x02), Buffer.from([0x00])]);
+      expectRefused(await decodeInChild('avro', cfg, datum(100_000)), /records, arrays and maps nested deeper than 512 \(SVC_DECODE_MAX_DEPTH\)/);
+      expect(await decodeInChild('avro', cfg, datum(512))).toMatchObject({ records: 1, errors: [] });
+      expectRefused(await decodeInChild('avro', cfg, datum(513)), /nested deeper than 512/);
+    },
+    TEST_MS,
+  );
 });
 
 // ---- MessagePack -----------------------------------------------------------------------------
@@ -142,6 +156,29 @@ describe('MessagePack', () => {
         expectRefused(o, /MessagePack piece 1, byte 0: (truncated value|invalid value)/);
         expect(o.errors.reduce((n, e) => n + e.rawBytes, 0)).toBe(b.length); // every byte reaches the DLQ
       }
+    },
+    TEST_MS,
+  );
+});
+
+describe('MessagePack nesting', () => {
+  it(
+    'an array nested 100,000 deep between two good maps is refused by its depth, with its bytes; the maps decode; 512 deep (the default ceiling) decodes',
+    async () => {
+      const good = Buffer.from('81a168a472747231', 'hex'); // {"h":"rtr1"}
+      const nested = (depth: number) => Buffer.concat([Buffer.alloc(depth, 0x91), Buffer.from([0xc0])]); // [[[...nil]]]
+      const bomb = nested(100_000);
+      const o = await decodeInChild('msgpack', {}, Buffer.concat([good, bomb, good]));
+      expect(o.records).toBe(2);
+      expect(o.errors.map((e) => e.message)).toEqual([
+        `MessagePack piece 1, byte ${good.length}: arrays and maps nested 100000 deep, deeper than 512 (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`,
+      ]);
+      expect(o.errors[0]!.rawBytes).toBe(bomb.length);
+      expect(o.ms).toBeLessThan(MAX_MS);
+      const atCeiling = await decodeInChild('msgpack', {}, nested(512));
+      expect(atCeiling).toMatchObject({ records: 1, errors: [] });
+      const past = await decodeInChild('msgpack', {}, nested(513));
+      expect(past.errors.map((e) => e.message).join('')).toMatch(/nested 513 deep, deeper than 512/);
     },
     TEST_MS,
   );

@@ -279,7 +279,7 @@ describe('what the templates write, against real peers', () => {
     });
   });
 
-  it('snmp-interfaces-otlp and syslog-otlp: counters as cumulative monotonic Sums, status as a Gauge, syslog as LogRecords at the test collector', async () => {
+  it('snmp-interfaces-otlp, syslog-otlp and snmp-traps-otlp: counters as cumulative monotonic Sums, status as a Gauge, syslog and traps as LogRecords at the test collector', async () => {
     const col = await startOtlpCollector();
     try {
       const env = { OTLP_ENDPOINT: col.httpUrl };
@@ -301,6 +301,14 @@ describe('what the templates write, against real peers', () => {
         body: { string_value: '%LINK-3-UPDOWN: Interface GigabitEthernet0/1, changed state to down' },
       });
       expect(logs[0]!.resource).toEqual({ 'service.name': 'svc-syslog', 'host.name': 'rtr1' });
+      const t = await writeThroughTemplateSink('snmp-traps-otlp', env, await testOutputs('snmp-traps-otlp'));
+      expect(t.errors).toEqual([]);
+      // Both traps the test file's cases send on (linkDown, linkUp): the bare name as the body, the agent as host.name.
+      const traps = receivedItems(col, 'logs').slice(1);
+      expect(traps.map((x) => x.item.body)).toEqual([{ string_value: 'linkDown' }, { string_value: 'linkUp' }]);
+      for (const x of traps) expect(x.resource).toEqual({ 'service.name': 'svc-snmp-traps', 'host.name': '192.0.2.10' });
+      expect(traps[0]!.attributes).toMatchObject({ trap_oid: '1.3.6.1.6.3.1.1.5.3', trap_name: 'IF-MIB::linkDown', ifIndex: 3 });
+      expect(traps[0]!.attributes).not.toHaveProperty('community');
     } finally {
       await col.stop();
     }

@@ -10,7 +10,7 @@ import { parse } from 'yaml';
 import { loadPipelineText } from '../../src/config/load.js';
 import { CODES, formatDiagnostic } from '../../src/config/diagnostics.js';
 import { generatedDocs } from '../../src/docs/reference.js';
-import { pluginKeys, registry } from '../../src/plugins/registry.js';
+import { connectorMetrics, pluginKeys, registry, sinks, sources } from '../../src/plugins/registry.js';
 import type { AnyPlugin, SerializerPlugin, SinkPlugin, SourcePlugin } from '../../src/plugins/types.js';
 import { encoderFor } from '../../src/engine/plan.js';
 import { MemoryProcessedFiles } from '../../src/plugins/connector-runtime/processed-files.js';
@@ -126,6 +126,42 @@ describe('registry', () => {
     expect([...keys.sinks].sort(), 'sinks').toEqual(withSide('sink.ts'));
     expect([...keys.serializers].sort(), 'serializers').toEqual(folders('serializers'));
     expect([...keys.transforms].sort(), 'transforms').toEqual(folders('transforms'));
+  });
+
+  it('every metric a connector folder updates is declared by its plugins, and every declaration is well formed', () => {
+    const dir = join(root, 'src/plugins/connectors');
+    const sourcesOf = (folder: string): string[] =>
+      readdirSync(folder, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? sourcesOf(join(folder, e.name)) : e.name.endsWith('.ts') ? [readFileSync(join(folder, e.name), 'utf8')] : [],
+      );
+    const declaredBy = (key: string) => [...(sources.get(key)?.metrics ?? []), ...(sinks.get(key)?.metrics ?? [])];
+    // `telemetry.metric('name')` or `telemetry?.metric?.('name')`: any other argument would hide a name from this check.
+    const calls = (text: string) => [...text.matchAll(/telemetry\??\.metric\??\.?\(\s*([^)]*?)\s*\)/g)].map((m) => m[1]!);
+    let used = 0;
+    for (const key of readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)) {
+      const names = new Set(declaredBy(key).map((m) => m.name));
+      for (const arg of sourcesOf(join(dir, key)).flatMap(calls)) {
+        const literal = /^'([a-z0-9_]+)'$/.exec(arg);
+        expect(literal, `connectors/${key}: metric(${arg}) names its metric by a literal`).not.toBeNull();
+        expect(names, `connectors/${key} updates ${literal![1]}: declare it in its plugin's \`metrics\``).toContain(literal![1]);
+        used++;
+      }
+    }
+    expect(used, 'the scan finds the connectors that update their own metrics').toBeGreaterThanOrEqual(9);
+    // The runtime shared by every connector declares nothing of its own here: it has no plugin to declare in.
+    expect(sourcesOf(join(root, 'src/plugins/connector-runtime')).flatMap(calls)).toEqual([]);
+    const builtin = new Set(['svc_connector_state', 'svc_connector_state_changes_total', 'svc_source_dropped_total']);
+    for (const m of connectorMetrics()) {
+      expect(m.name, m.name).toMatch(/^svc_[a-z0-9_]+$/);
+      expect(builtin.has(m.name), `${m.name} is the runtime's`).toBe(false);
+      if (m.kind === 'counter') expect(m.name, 'a counter ends in _total').toMatch(/_total$/);
+      expect(m.labels, `${m.name}: the runtime adds pipeline`).not.toContain('pipeline');
+      expect(new Set(m.labels).size, `${m.name}: labels once each`).toBe(m.labels.length);
+      expect(m.buckets === undefined || m.kind === 'histogram', `${m.name}: buckets only on a histogram`).toBe(true);
+      expect(m.help.length, `${m.name} has help`).toBeGreaterThan(0);
+    }
   });
 
   it('generated docs are current (run `npm run docs` after changing a schema)', () => {

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../helpers/daemon.js';
+import { EXIT_WITH_PARENT, freePort } from '../helpers/daemon.js';
 import { until } from '../helpers/wait.js';
 import { serveEnv } from '../helpers/serve-env.js';
 import { ROOT } from './ui-build.js';
@@ -22,7 +22,7 @@ export async function serve(env: Record<string, string>): Promise<Served> {
   // Not test/helpers/fs.ts's tempDir: that one is removed after each test, this one outlives them.
   const dir = mkdtempSync(join(tmpdir(), 'svc-ui-e2e-'));
   mkdirSync(join(dir, 'pipelines'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+  const child = spawn(process.execPath, [...EXIT_WITH_PARENT, '--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: ROOT,
     env: { ...process.env, ...serveEnv(dir, { port, consolePort }, { SVC_NODE_ID: 'ui-test', SVC_LOG_LEVEL: 'ERROR', ...env }) },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -5,6 +5,7 @@
 // (Node 20's fetch bundles undici 6; handing it an undici 7 Agent works today but mixes two versions
 // of the dispatcher API), a connection pool the component closes at the end of its run, and no
 // Response/stream objects per request.
+import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import type { Agent } from 'undici';
 import { errorMessage } from '../../core/errors.js';
@@ -78,16 +79,44 @@ export class BodyTooLargeError extends Error {
   }
 }
 
+/** PEM files of a TLS client (paths): the CAs the server's certificate is checked against (instead of the system's), and a client certificate for mutual TLS. */
+export interface TlsFiles {
+  ca?: string;
+  cert?: string;
+  key?: string;
+}
+
+/** A TLS file that cannot be read: a configuration mistake, not a passing network failure (callers do not retry it). */
+export class TlsFilesError extends Error {
+  override name = 'TlsFilesError';
+}
+
+/** The PEM contents of `files`, read now (callers read them at their first connection: create() does no I/O). */
+export function readTlsFiles(files: TlsFiles): { ca?: Buffer; cert?: Buffer; key?: Buffer } {
+  const out: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {};
+  for (const k of ['ca', 'cert', 'key'] as const) {
+    const path = files[k];
+    if (path === undefined) continue;
+    try {
+      out[k] = readFileSync(path);
+    } catch (e) {
+      throw new TlsFilesError(`cannot read the TLS ${k === 'ca' ? 'CA' : k} file ${path}: ${errorMessage(e)}`);
+    }
+  }
+  return out;
+}
+
 /** An HTTP client for one component: its own keep-alive pool, TLS policy and timeout. */
 export class HttpClient {
   private agent?: Agent;
 
-  constructor(private readonly opts: { verifySsl: boolean; timeoutS: number }) {}
+  constructor(private readonly opts: { verifySsl: boolean; timeoutS: number; tls?: TlsFiles }) {}
 
   private dispatcher(Agent: typeof import('undici').Agent): Agent {
     const ms = this.opts.timeoutS * 1000;
+    // Read once, at the first request; a file that cannot be read throws TlsFilesError from send().
     this.agent ??= new Agent({
-      connect: { timeout: ms, ...(this.opts.verifySsl ? {} : { rejectUnauthorized: false }) },
+      connect: { timeout: ms, ...(this.opts.tls ? readTlsFiles(this.opts.tls) : {}), ...(this.opts.verifySsl ? {} : { rejectUnauthorized: false }) },
       headersTimeout: ms,
       bodyTimeout: ms,
     });

@@ -122,11 +122,14 @@ export function streamSource<M extends Message>(ctx: PluginContext, connector: S
     return groups.map((all) => {
       const bad = all.some((m) => m.error !== undefined) ? all.filter((m) => m.error !== undefined) : undefined;
       const msgs = bad ? all.filter((m) => m.error === undefined) : all;
+      const records = msgs.every((m) => m.record) ? msgs.map((m) => m.record!) : undefined;
       return {
         meta: { ...all[0]!.meta, messages: all.length },
         size: all.reduce((n, m) => n + m.body.length, 0),
         messages: true,
-        records: msgs.every((m) => m.record) ? msgs.map((m) => m.record!) : undefined,
+        records,
+        // Raw messages only: a unit that mixes parsed and raw ones goes through read() instead.
+        bodies: msgs.some((m) => m.record) ? undefined : msgs.map((m) => m.body),
         undecodable: bad?.map((m) => ({ raw: m.body, why: m.error! })),
         async *read() {
           for (const m of msgs) yield m.record ? Buffer.from(JSON.stringify(m.record)) : m.body;

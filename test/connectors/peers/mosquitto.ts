@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../helpers/net.js';
+import { makeCerts, type Certs } from '../../helpers/certs.js';
 import type { Cfg, Collector, Peer, PeerFixture, Rec } from '../conformance.js';
 import { until } from '../../helpers/wait.js';
 
@@ -28,12 +29,6 @@ export interface BrokerOptions {
   persistence?: boolean;
   /** Extra lines of mosquitto.conf (max_inflight_messages, max_queued_messages, acl_file...). */
   extra?: string[];
-}
-
-export interface Certs {
-  ca: string;
-  /** A CA that did not sign the server certificate. */
-  otherCa: string;
 }
 
 export interface Broker {
@@ -66,33 +61,6 @@ async function listening(port: number, child: ChildProcess, log: () => string, m
   if (!ok) throw new Error(`mosquitto not listening on ${port} after ${ms} ms: ${log()}`);
 }
 
-/** CA, server certificate for 127.0.0.1/localhost signed by it, and an unrelated CA. */
-export async function makeCerts(dir: string): Promise<Certs> {
-  const o = (...args: string[]) => run('openssl', args, { cwd: dir });
-  await o('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=svc test CA');
-  await o('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'other-ca.key', '-out', 'other-ca.pem', '-days', '2', '-subj', '/CN=svc other CA');
-  await o('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost');
-  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  await o(
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.pem',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.pem',
-    '-days',
-    '2',
-    '-extfile',
-    'san.ext',
-  );
-  return { ca: join(dir, 'ca.pem'), otherCa: join(dir, 'other-ca.pem') };
-}
-
 export async function startBroker(opts: BrokerOptions = {}): Promise<Broker> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-mosquitto-'));
   const port = await freePort();
@@ -115,7 +83,7 @@ export async function startBroker(opts: BrokerOptions = {}): Promise<Broker> {
     lines.push(`password_file ${join(dir, 'passwd')}`, 'allow_anonymous false');
   } else lines.push('allow_anonymous true');
   if (tlsPort) {
-    lines.push(`listener ${tlsPort} 127.0.0.1`, `cafile ${certs!.ca}`, `certfile ${join(dir, 'server.pem')}`, `keyfile ${join(dir, 'server.key')}`);
+    lines.push(`listener ${tlsPort} 127.0.0.1`, `cafile ${certs!.ca}`, `certfile ${certs!.serverCert}`, `keyfile ${certs!.serverKey}`);
   }
   // Global options (per_listener_settings is false): they apply to both listeners.
   lines.push(...(opts.extra ?? []));

@@ -113,6 +113,8 @@ describe('streamSource', () => {
     const u2 = (await it.next()).value as SourceUnit;
     expect(await seqs(u1)).toEqual([0, 1, 2]);
     expect(await seqs(u2)).toEqual([3, 4]);
+    // The same messages in one array, for the runner to take without an await per message.
+    expect(u1.bodies?.map((b) => Number(b.toString()))).toEqual([0, 1, 2]);
     expect(u1.messages).toBe(true);
     expect(u1.meta).toMatchObject({ topic: 't', messages: 3 });
     expect(f.sessions[0]!.acks).toEqual([]);
@@ -269,6 +271,8 @@ describe('streamSource', () => {
     const read: string[] = [];
     for await (const b of u.read()) read.push(b.toString());
     expect(read).toEqual(['{"n":1}', '{"n":2}']);
+    // Parsed records are not handed over as bodies (read() gives them as JSON, the bodies are not that).
+    expect(u.bodies).toBeUndefined();
     stop.abort();
     await it.next();
   });

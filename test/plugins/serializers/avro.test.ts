@@ -13,6 +13,8 @@ import avro from '../../../src/plugins/serializers/avro/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { startRegistryPeer, type RegistryPeer } from '../common/registry-peer.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, randomStream, rng } from './helpers.js';
+import { LINEAR_64_READS, readsOf, workOf } from '../../helpers/pending-work.js';
+import { containerHeader, encodeBlock } from '../../../src/plugins/serializers/avro/container.js';
 
 // python3-avro is a Debian package: Debian's interpreter has it, a pyenv python3 on PATH may not.
 const PY = ['/usr/bin/python3', 'python3'].find((p) => {
@@ -407,7 +409,11 @@ describe('avro serializer: corrupt container files', () => {
     async function* mb() {
       for (let i = 0; i < big.length; i += 1 << 20) yield big.subarray(i, i + (1 << 20));
     }
-    const out = await decodeUnit(decoderOf(avro, { schema: SIMPLE }), mb(), { targetBytes: 8 << 20 });
+    let out: Awaited<ReturnType<typeof decodeUnit>> | undefined;
+    const work = await workOf(async () => (out = await decodeUnit(decoderOf(avro, { schema: SIMPLE }), mb(), { targetBytes: 8 << 20 })));
+    // Joining the held bytes with each read of 1 MiB copied ~2 GiB (20 s).
+    expect(work.copiedBytes).toBeLessThanOrEqual(LINEAR_64_READS.maxCopiesPerByte * big.length);
+    out = out!;
     expect(out.records).toEqual([]);
     expect(out.errors.length).toBe(9);
     expect(out.errors[0]!.message).toMatch(/no container file .* larger than 64 MiB/);
@@ -419,6 +425,29 @@ describe('avro serializer: corrupt container files', () => {
     const out = await decodeUnit(decoderOf(avro, { schema: SIMPLE }), bz);
     expect(out.records).toEqual([]);
     expect(out.errors[0]!.message).toMatch(/codec 'bzip2' is not supported \(null, deflate, snappy\)/);
+  });
+});
+
+describe('avro serializer: a block in many reads', () => {
+  it('a container block of 256 KiB in 64 reads is scanned O(log n) times and copied about twice (no join and rescan per read)', async () => {
+    const sync = Buffer.from('0123456789abcdef');
+    const type = avsc.Type.forSchema(JSON.parse(SIMPLE) as avsc.Schema);
+    const records = [
+      { host: 'h'.repeat(256 << 10), ifIndex: 7 },
+      { host: 'a', ifIndex: 1 },
+    ];
+    const bytes = Buffer.concat([
+      containerHeader(SIMPLE, 'null', sync),
+      encodeBlock(1, type.toBuffer(records[0]), 'null', sync),
+      encodeBlock(1, type.toBuffer(records[1]), 'null', sync),
+    ]);
+    let out: Awaited<ReturnType<typeof decodeUnit>> | undefined;
+    const work = await workOf(async () => (out = await decodeUnit(decoderOf(avro, { schema: SIMPLE }), readsOf(bytes, 64), { targetBytes: 1 << 20 })));
+    expect(out!.errors).toEqual([]);
+    expect(out!.records).toEqual(records);
+    expect(work.incompleteLooks).toBeGreaterThan(0);
+    expect(work.incompleteLooks).toBeLessThanOrEqual(LINEAR_64_READS.maxLooks);
+    expect(work.copiedBytes).toBeLessThanOrEqual(LINEAR_64_READS.maxCopiesPerByte * bytes.length);
   });
 });
 

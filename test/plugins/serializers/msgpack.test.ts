@@ -7,6 +7,7 @@ import { scanValue } from '../../../src/plugins/serializers/msgpack/scan.js';
 import msgpack from '../../../src/plugins/serializers/msgpack/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, once, pipelineWith, pyJson, randInt, randomStream, rng } from './helpers.js';
+import { LINEAR_64_READS, readsOf, workOf } from '../../helpers/pending-work.js';
 
 // Python here has no msgpack module: the vectors come from a small encoder and decoder written in
 // Python from the MessagePack specification (github.com/msgpack/msgpack/blob/master/spec.md), with
@@ -391,5 +392,23 @@ describe('msgpack serializer: encode', () => {
     expect(e.one({}).toString('hex')).toBe('80');
     const many = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, i]));
     expect(e.one(many).subarray(0, 3).toString('hex')).toBe('de0010');
+  });
+});
+
+describe('msgpack serializer: a value in many reads', () => {
+  it('a map of 65,536 items in 64 reads is scanned O(log n) times and copied about twice (no join and rescan per read)', async () => {
+    const n = 1 << 16;
+    const items = Buffer.alloc(n);
+    for (let i = 0; i < n; i++) items[i] = i & 0x7f; // positive fixints
+    // {"a": [0, 1, ...]} (array32), then {"b": 1}
+    const big = Buffer.concat([Buffer.from([0x81, 0xa1, 0x61, 0xdd, 0, 1, 0, 0]), items]);
+    const bytes = Buffer.concat([big, Buffer.from([0x81, 0xa1, 0x62, 0x01])]);
+    let out: Awaited<ReturnType<typeof decodeUnit>> | undefined;
+    const work = await workOf(async () => (out = await decodeUnit(decoderOf(msgpack), readsOf(bytes, 64), { targetBytes: 1 << 20 })));
+    expect(out!.errors).toEqual([]);
+    expect(out!.records).toEqual([{ a: [...items] }, { b: 1 }]);
+    expect(work.incompleteLooks).toBeGreaterThan(0);
+    expect(work.incompleteLooks).toBeLessThanOrEqual(LINEAR_64_READS.maxLooks);
+    expect(work.copiedBytes).toBeLessThanOrEqual(LINEAR_64_READS.maxCopiesPerByte * bytes.length);
   });
 });

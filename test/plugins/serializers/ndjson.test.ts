@@ -154,4 +154,56 @@ describe('ndjson serializer: encode', () => {
       expect(pyReadLines(payload, nl), JSON.stringify(partial)).toEqual(batches.flat());
     }
   });
+
+  it('a batch stringified as one array is cut into the same lines as record by record, whatever the records hold', () => {
+    // body() stringifies a batch of plain objects in calls of up to 128 records and cuts the text at
+    // the `},{` between records; where a record holds `},{` itself, that call's records go record by
+    // record (the others still in one call each); where one is not a plain object, all of them.
+    class Point {
+      constructor(readonly x: number) {}
+    }
+    const batches: Rec[][] = [
+      Array.from({ length: 50 }, (_, i) => ({ i, name: `if.${i}`, v: i * 0.5, host: 'rtr-ü' })),
+      [{ a: 'x},{y' }, { b: 1 }, { c: 2 }],
+      [{ a: [{ k: 1 }, { k: 2 }] }, { b: [] }],
+      [{}, {}, { a: {} }, {}],
+      [{ a: 1 }, { toJSON: () => 'not an object' } as unknown as Rec, { b: 2 }],
+      [{ a: 1 }, { toJSON: 'a field, not a method' }],
+      [{ a: 1 }, new Point(3) as unknown as Rec],
+      [Object.assign(Object.create(null) as Rec, { n: 1 }), { d: new Date(0) }],
+      [{ a: undefined, f: () => 1, b: 2 }, { s: '\u2028\n"},{"' }],
+      [{ only: 1 }],
+      [],
+      // Past one call's 128 records: a last call of one record, and one call of three that falls back.
+      Array.from({ length: 129 }, (_, i) => ({ i })),
+      Array.from({ length: 300 }, (_, i) => (i === 200 ? { s: 'x},{y' } : { i, t: 'é' })),
+      // Calls of ASCII text and one, the last, not: the calls' text is written part by part into one buffer.
+      Array.from({ length: 300 }, (_, i) => ({ i, t: i === 290 ? '東京 😀' : 'ascii' })),
+      // A `},{` inside a string of the first call only, and of the last call only (of one record).
+      Array.from({ length: 257 }, (_, i) => (i === 3 ? { s: '},{' } : { i })),
+      Array.from({ length: 257 }, (_, i) => (i === 256 ? { s: 'a},{b' } : { i })),
+    ];
+    // One-character newlines are set in place of the `,` of each `},{` in the bytes; `,` and `{` make
+    // a `},{` across two calls' text too, which is no boundary.
+    for (const partial of [{}, { ensure_ascii: false }, { newline: '\r\n' }, { newline: '},{' }, { newline: ',' }, { newline: '{', ensure_ascii: false }]) {
+      const e = encoderOf(ndjson, partial);
+      const nl = (partial as { newline?: string }).newline ?? '\n';
+      for (const b of batches) {
+        const oneByOne = b.map((r) => JSON.stringify(r) + nl).join('');
+        expect(e.body(b).toString('utf8'), JSON.stringify(partial)).toBe(
+          (partial as { ensure_ascii?: boolean }).ensure_ascii === false
+            ? oneByOne
+            : oneByOne.replace(/[\u0080-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`),
+        );
+      }
+    }
+  });
+
+  it('a record JSON cannot write throws as it did record by record (the BigInt, not a cut array)', () => {
+    const e = encoderOf(ndjson);
+    expect(() => e.body([{ a: 1 }, { n: 1n }])).toThrow(/BigInt/);
+    const loop: Rec = { a: 1 };
+    loop.self = loop;
+    expect(() => e.body([{ a: 1 }, loop])).toThrow(/circular/);
+  });
 });

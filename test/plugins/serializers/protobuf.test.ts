@@ -11,6 +11,7 @@ import protobuf from '../../../src/plugins/serializers/protobuf/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { startRegistryPeer, type RegistryPeer } from '../common/registry-peer.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, randInt, randomStream, rng } from './helpers.js';
+import { LINEAR_64_READS, readsOf, workOf } from '../../helpers/pending-work.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-protobuf-'));
 const schemaDir = join(dir, 'schemas');
@@ -587,5 +588,25 @@ pipeline:
     expect((await runPipeline(b.config!)).status).toBe('success');
     const back = readFileSync(join(base, 'pb', readdirSync(join(base, 'pb'))[0]!));
     expect(back.equals(stream) || protocReencodes(back).equals(protocReencodes(stream))).toBe(true);
+  });
+});
+
+describe('protobuf serializer: a message in many reads', () => {
+  it('a length-delimited message of 256 KiB in 64 reads is looked at O(log n) times and copied about twice (no join per read)', async () => {
+    const host = 'h'.repeat(256 << 10);
+    const varint = (n: number) => Buffer.from(varintBytes(n));
+    const message = Buffer.concat([Buffer.from([0x0a]), varint(host.length), Buffer.from(host), Buffer.from([0x10, 0x07])]); // host, if_index 7
+    const small = Buffer.from([0x0a, 0x01, 0x61]); // host "a"
+    const bytes = Buffer.concat([varint(message.length), message, varint(small.length), small]);
+    let out: Awaited<ReturnType<typeof decodeUnit>> | undefined;
+    const work = await workOf(async () => (out = await decodeUnit(decoderOf(protobuf, C), readsOf(bytes, 64), { targetBytes: 1 << 20 })));
+    expect(out!.errors).toEqual([]);
+    expect(out!.records.map((r) => [r.host, r.if_index])).toEqual([
+      [host, 7],
+      ['a', 0],
+    ]);
+    expect(work.incompleteLooks).toBeGreaterThan(0);
+    expect(work.incompleteLooks).toBeLessThanOrEqual(LINEAR_64_READS.maxLooks);
+    expect(work.copiedBytes).toBeLessThanOrEqual(LINEAR_64_READS.maxCopiesPerByte * bytes.length);
   });
 });

@@ -7,6 +7,7 @@ import { processChunk } from '../../../src/engine/process-chunk.js';
 import xml from '../../../src/plugins/serializers/xml/index.js';
 import type { Rec } from '../../../src/plugins/types.js';
 import { cfgOf, decodeChunk, decodeUnit, decoderOf, encoderOf, loadedSerializers, once, pipelineWith, pyJson, randInt, randomStream, rng } from './helpers.js';
+import { LINEAR_64_READS, readsOf, workOf } from '../../helpers/pending-work.js';
 
 /**
  * Python maps an element tree to records by the documented rules, independently of our code:
@@ -544,5 +545,20 @@ describe('xml serializer: encode', () => {
     const back = await decodeUnit(decoderOf(xml), randomStream(Buffer.from(text), rng(4), 30), { targetBytes: 300 });
     expect(back.errors).toEqual([]);
     expect(back.records).toEqual(doc.records);
+  });
+});
+
+describe('xml serializer: a record in many reads', () => {
+  it('a start tag of 256 KiB (one attribute) in 64 reads is scanned O(log n) times and copied about twice (no join and rescan per read)', async () => {
+    const value = 'v'.repeat(256 << 10);
+    const bytes = Buffer.from(`<records><record><if name="${value}">1</if></record><record><n>2</n></record></records>`);
+    let out: Awaited<ReturnType<typeof decodeUnit>> | undefined;
+    const work = await workOf(async () => (out = await decodeUnit(decoderOf(xml), readsOf(bytes, 64), { targetBytes: 1 << 20 })));
+    expect(out!.errors).toEqual([]);
+    expect(out!.records).toEqual([{ if: { '@name': value, '#text': '1' } }, { n: '2' }]);
+    // (Each read ends a look that wants more; the tag is scanned from its start on ~log2(64) of them.)
+    expect(work.incompleteLooks).toBeGreaterThan(0);
+    expect(work.incompleteLooks).toBeLessThanOrEqual(LINEAR_64_READS.maxLooks);
+    expect(work.copiedBytes).toBeLessThanOrEqual(LINEAR_64_READS.maxCopiesPerByte * bytes.length);
   });
 });

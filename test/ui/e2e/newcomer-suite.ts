@@ -4,7 +4,7 @@
 // says so. Screenshots in test-results/ui/.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../helpers/daemon.js';
 import { until } from '../../helpers/wait.js';
@@ -46,16 +46,16 @@ export function newcomerSuite() {
 
     it('a walk that fails clears the tables of the walk before it; the error stays', async () => {
       // Signed out after the test before; signed in already when this test runs a second time.
-      await w.page.goto(`${svc.consoleUrl}/ui/`);
-      const form0 = w.page.locator('form', { has: w.page.locator('input[name="username"]') });
-      await w.page.locator('h1, input[name="username"]').first().waitFor();
-      if (await form0.locator('input[name="username"]').isVisible()) {
-        await form0.locator('input[name="username"]').fill('ops');
-        await form0.locator('input[name="password"]').fill('console-pass');
-        await form0.getByRole('button', { name: 'Sign in' }).click();
-      }
+      await signInToConsole(w.page);
       await w.page.getByRole('link', { name: 'Simulator' }).click();
       await w.page.locator('h1', { hasText: 'SNMP simulator' }).waitFor();
+      // A second attempt finds the simulator its first one started.
+      const badge = w.page.locator('h1 .badge');
+      await expect.poll(() => badge.textContent()).not.toBe('…');
+      if ((await badge.textContent()) === 'running') {
+        await w.page.getByRole('button', { name: 'Stop', exact: true }).click();
+        await w.page.locator('h1 .badge', { hasText: 'stopped' }).waitFor();
+      }
       const simPort = await freePort();
       const start = w.page.getByRole('form', { name: 'start simulator' });
       await start.locator('input[name="port"]').fill(String(simPort));
@@ -92,6 +92,42 @@ export function newcomerSuite() {
       await w.page.getByRole('button', { name: 'Stop', exact: true }).click();
       await w.page.locator('h1 .badge', { hasText: 'stopped' }).waitFor();
       expect(unexpected(w.problems)).toEqual([]);
+    });
+
+    it('a simulator state that arrives after the user typed a port does not put the old port back', async () => {
+      // A page of its own: its WebSocket and status request are held until the port is typed, as
+      // on a loaded machine where the socket's first full_state comes late.
+      const page = await browser.newPage();
+      try {
+        await signInToConsole(page);
+        await page.getByRole('link', { name: 'Simulator' }).click();
+        await page.locator('h1', { hasText: 'SNMP simulator' }).waitFor();
+        let release!: () => void;
+        const held = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        await page.routeWebSocket(/\/api\/ws/, (ws) => {
+          const server = ws.connectToServer();
+          server.onMessage(async (message) => {
+            await held;
+            ws.send(message);
+          });
+        });
+        await page.route('**/api/simulator/status', async (route) => {
+          await held;
+          await route.continue();
+        });
+        await page.reload();
+        await page.locator('h1', { hasText: 'SNMP simulator' }).waitFor();
+        expect(await page.locator('h1 .badge').textContent()).toBe('…');
+        const port = page.getByRole('form', { name: 'start simulator' }).locator('input[name="port"]');
+        await port.fill('16161');
+        release();
+        await page.locator('h1 .badge', { hasText: 'stopped' }).waitFor();
+        expect(await port.inputValue()).toBe('16161');
+      } finally {
+        await page.close();
+      }
     });
 
     it('#/plugins/sink/<key> opens the plugin like #/plugins/sinks/<key>; a plugin or a kind that does not exist says so', async () => {
@@ -177,4 +213,16 @@ export function newcomerSuite() {
       expect(w.problems).toEqual([]);
     });
   });
+}
+
+/** Signs in to the console as the suite's user, unless the page's session is signed in already. */
+async function signInToConsole(page: Page) {
+  await page.goto(`${svc.consoleUrl}/ui/`);
+  const form = page.locator('form', { has: page.locator('input[name="username"]') });
+  await page.locator('h1, input[name="username"]').first().waitFor();
+  if (await form.locator('input[name="username"]').isVisible()) {
+    await form.locator('input[name="username"]').fill('ops');
+    await form.locator('input[name="password"]').fill('console-pass');
+    await form.getByRole('button', { name: 'Sign in' }).click();
+  }
 }

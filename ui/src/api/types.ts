@@ -1,5 +1,9 @@
 // The shapes of the daemon API's answers (docs/spec/2-pipeline-engine-api.md) as this UI reads them.
-// No imports and no DOM: the editor's pure helpers and their tests use these too.
+// No DOM, and no imports but the daemon's own modules of types only (src/engine/stage-types.ts): the
+// editor's pure helpers and their tests use these too.
+import type { LiveStages } from '../../../src/engine/stage-types.js';
+
+export type { LiveStages };
 
 export type PipelineStatus = 'running' | 'stopped' | 'queued' | 'error' | 'scheduled' | string;
 export type RunStatus = 'success' | 'failed' | 'aborted' | 'running';
@@ -25,27 +29,6 @@ export interface PipelineLive extends LiveFigures {
   records_filtered?: number;
   /** Figures per stage, as the engine counted them at its last delivered chunk (absent before the first one; docs/live.md). */
   stages?: LiveStages;
-}
-
-/** Per-stage figures of the active run (docs/live.md, "Stage figures"); `per_sec` over the last 10 s. */
-export interface LiveStages {
-  source: { type: string; records: number; bytes: number; parse_errors: number; per_sec: number };
-  /** The global transforms, in order; `label` as `transforms[1] (filter)`. */
-  transforms: { label: string; type: string; in: number; out: number; errors: number; per_sec: number }[];
-  sinks: {
-    label: string;
-    type: string;
-    matched: number;
-    transform_errors: number;
-    written: number;
-    failed: number;
-    writes: number;
-    retries: number;
-    bytes: number;
-    circuit: 'closed' | 'open';
-    per_sec: number;
-  }[];
-  dlq: { label: string; type: string; records: number; parse: number; transform: number; sink: number; failed: number; per_sec: number } | null;
 }
 
 /** A component of a pipeline's config (`type` plus the plugin's own fields). */

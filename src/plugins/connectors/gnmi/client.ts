@@ -4,9 +4,9 @@
 // @grpc/grpc-js and @grpc/proto-loader are loaded on first use, never when the registry is
 // imported; the definitions come from gnmi-descriptor.ts (gnmi.proto compiled into the module).
 import { readFile } from 'node:fs/promises';
-import { isIP } from 'node:net';
-import type { ChannelCredentials, Client, ClientDuplexStream, Metadata, ServiceError } from '@grpc/grpc-js';
+import type { Client, ClientDuplexStream, Metadata, ServiceError } from '@grpc/grpc-js';
 import { SourceError } from '../../../core/errors.js';
+import { serverNameOnlyForHostNames } from '../../connector-runtime/grpc-tls.js';
 import { lazyModule, once } from '../../connector-runtime/lazy.js';
 import { GNMI_DESCRIPTOR } from './gnmi-descriptor.js';
 import type { GnmiPath } from './path.js';
@@ -86,26 +86,6 @@ export interface GnmiClient {
   /** The credentials of every call. */
   metadata(): Metadata;
   close(): void;
-}
-
-/**
- * TLS credentials that send the server name (SNI) only when it is a host name. grpc-js sets the
- * target's host (or grpc.ssl_target_name_override) as tls.connect's servername whatever it is, and
- * Node 26 refuses an IP address there (ERR_INVALID_ARG_VALUE; SNI is for host names, RFC 6066 3),
- * so a target given by address could not connect. Without servername, Node checks the certificate
- * against the connection's host, the IP address, as before (and against tls_server_name when set,
- * through grpc-js's own checkServerIdentity). The one place that reaches into grpc-js: the secure
- * connector's connectionOptions, read when it connects.
- */
-function serverNameOnlyForHostNames(creds: ChannelCredentials): ChannelCredentials {
-  const create = creds._createSecureConnector.bind(creds);
-  creds._createSecureConnector = (...args) => {
-    const connector = create(...args);
-    const options = (connector as { connectionOptions?: { servername?: string } }).connectionOptions;
-    if (options?.servername !== undefined && isIP(options.servername) !== 0) delete options.servername;
-    return connector;
-  };
-  return creds;
 }
 
 /** A channel to the target (no I/O until the first call). */

@@ -9,6 +9,7 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, isIPv6, type Server, type Socket } from 'node:net';
 import { Type, type Static } from '@sinclair/typebox';
 import { SourceError } from '../../../core/errors.js';
+import { listenError } from '../../connector-runtime/listen.js';
 import { rateLimitedWarn } from '../../connector-runtime/rate-limited-warn.js';
 import { reconnectFields } from '../../connector-runtime/reconnect.js';
 import { warnIfRecvBufferCapped } from '../../connector-runtime/udp-buffer.js';
@@ -73,28 +74,8 @@ type Config = Static<typeof config>;
 const where = (c: Pick<Config, 'protocol' | 'host' | 'port'>) => `${c.protocol} ${isIPv6(c.host) ? `[${c.host}]` : c.host}:${c.port}`;
 
 /** The error of a failed bind, saying what to do. */
-export function bindError(e: unknown, c: Pick<Config, 'protocol' | 'host' | 'port'>): SourceError {
-  const code = (e as NodeJS.ErrnoException).code;
-  const at = where(c);
-  switch (code) {
-    case 'EADDRINUSE':
-      return new SourceError(
-        `cannot listen on ${at}: the port is already in use (another syslog daemon such as rsyslogd, or another pipeline); stop it or choose another port`,
-      );
-    case 'EACCES':
-    case 'EPERM':
-      return new SourceError(
-        `cannot listen on ${at}: ports below 1024 need privileges; run svc with CAP_NET_BIND_SERVICE (setcap cap_net_bind_service=+ep "$(command -v node)") or listen on a port >= 1024 and point the senders (or a port forward) at it`,
-      );
-    case 'EADDRNOTAVAIL':
-      return new SourceError(`cannot listen on ${at}: ${c.host} is not an address of this machine; use 0.0.0.0 (every interface) or one of its addresses`);
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return new SourceError(`cannot listen on ${at}: the host name ${c.host} does not resolve; use an IP address`);
-    default:
-      return new SourceError(`cannot listen on ${at}: ${(e as Error).message}`);
-  }
-}
+export const bindError = (e: unknown, c: Pick<Config, 'protocol' | 'host' | 'port'>): SourceError =>
+  listenError(e, c.host, where(c), 'another syslog daemon such as rsyslogd, or another pipeline');
 
 const udpType = (host: string) => (isIPv6(host) ? 'udp6' : 'udp4');
 

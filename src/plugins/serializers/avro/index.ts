@@ -15,6 +15,7 @@ import {
   type SerializerContext,
   type SplitPiece,
 } from '../../types.js';
+import { PendingBytes } from '../../../util/pending-bytes.js';
 
 const config = Type.Object(
   {
@@ -209,7 +210,12 @@ const NOT_A_DATUM = Buffer.from('svc:avro:not-a-datum');
 
 /** Cuts a unit into pieces: a container file into groups of whole blocks, anything else whole. */
 async function* splitAvro(stream: AsyncIterable<Buffer>, opts: { targetBytes: number; maxRecords?: number }): AsyncGenerator<SplitPiece> {
-  let pending: Buffer = Buffer.alloc(0);
+  const held = new PendingBytes();
+  let pending: Buffer = held.bytes; // held.bytes, kept up to date
+  const consume = (n: number) => {
+    held.consume(n);
+    pending = held.bytes;
+  };
   const it = stream[Symbol.asyncIterator]();
   let ended = false;
   const more = async (): Promise<boolean> => {
@@ -219,15 +225,25 @@ async function* splitAvro(stream: AsyncIterable<Buffer>, opts: { targetBytes: nu
       ended = true;
       return false;
     }
-    pending = pending.length ? Buffer.concat([pending, r.value]) : r.value;
+    held.push(r.value);
+    pending = held.bytes;
     return true;
+  };
+  /** Reads on until what was incomplete is worth scanning again (see PendingBytes): false when nothing more came. */
+  const moreForLook = async (): Promise<boolean> => {
+    let got = false;
+    while (await more()) {
+      got = true;
+      if (held.ready) break;
+    }
+    return got;
   };
   /** Everything left, in pieces of targetBytes, each marked so that decode() reports it. */
   async function* rest(header: Buffer): AsyncGenerator<SplitPiece> {
     do {
       while (pending.length >= opts.targetBytes) {
         yield { data: Buffer.from(pending.subarray(0, opts.targetBytes)), header };
-        pending = pending.subarray(opts.targetBytes);
+        consume(opts.targetBytes);
       }
     } while (await more());
     if (pending.length) yield { data: Buffer.from(pending), header };
@@ -252,7 +268,9 @@ async function* splitAvro(stream: AsyncIterable<Buffer>, opts: { targetBytes: nu
     } catch {
       headerError = true;
     }
-    if (header || headerError || !(await more())) break;
+    if (header || headerError) break;
+    held.incomplete();
+    if (!(await moreForLook())) break;
   }
   if (!header) {
     // Unreadable or truncated header: the bytes go on, in bounded pieces, each an error in decode().
@@ -265,12 +283,12 @@ async function* splitAvro(stream: AsyncIterable<Buffer>, opts: { targetBytes: nu
   // record_chunk_size a piece holds about as many records as a chunk of NDJSON (~128 bytes each).
   const target = header.codec === 'null' ? opts.targetBytes : Math.max(1, opts.targetBytes >> 2);
   const maxRecords = opts.maxRecords ?? Math.max(1, opts.targetBytes >> 7);
-  pending = pending.subarray(header.length);
+  consume(header.length);
   let pos = 0; // end of the blocks taken into the current piece
   let records = 0;
   const cut = () => {
     const data = Buffer.from(pending.subarray(0, pos));
-    pending = pending.subarray(pos);
+    consume(pos);
     pos = 0;
     records = 0;
     return { data, header: headerBytes };
@@ -282,7 +300,9 @@ async function* splitAvro(stream: AsyncIterable<Buffer>, opts: { targetBytes: nu
     }
     const b = scanBlock(pending, pos, header.sync, ended);
     if (b.kind === 'more') {
-      await more(); // at the end of the stream the next scan is final and decides
+      // (scanBlock looks for the next sync marker from the block's start.)
+      held.incomplete(pos);
+      await moreForLook(); // at the end of the stream the next scan is final and decides
       continue;
     }
     pos = b.end;

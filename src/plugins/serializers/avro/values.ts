@@ -2,6 +2,7 @@
 // fixed as base64 strings (what Kafka Connect's JsonConverter writes for bytes), unions unwrapped
 // where their branches can be told apart (avsc's `wrapUnions: 'auto'`).
 import avro from 'avsc';
+import { readSetting } from '../../../settings.js';
 import type { Rec } from '../../types.js';
 
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
@@ -109,6 +110,23 @@ function charge(): void {
   }
 }
 
+/** Records, arrays and maps open around the value being read (decoding is synchronous). */
+let depth = 0;
+let maxDepth: number | undefined;
+
+/**
+ * A recursive schema (a record holding a union with itself) nests as deep as the data says: avsc
+ * reads recursively, and later steps walk records recursively, so the depth has the ceiling the
+ * other decoders have. Paired with a `depth--` after the read; decodeValue restores it on a throw.
+ */
+function enter(): void {
+  maxDepth ??= readSetting('DECODE_MAX_DEPTH');
+  if (++depth > maxDepth)
+    throw new AvroBoundError(
+      `records, arrays and maps nested deeper than ${maxDepth} (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`,
+    );
+}
+
 interface Tap {
   buf: Buffer;
   pos: number;
@@ -137,10 +155,12 @@ function readArray(this: Readable, tap: Tap): unknown[] {
   let val: unknown[] | undefined;
   let i = 0;
   let n: number;
+  enter();
   while ((n = blockCount(tap, 'array'))) {
     val ??= new Array<unknown>(n); // preallocated as avsc does (faster); n is bounded above
     while (n--) val[i++] = items._read(tap);
   }
+  depth--;
   return val ?? [];
 }
 
@@ -148,12 +168,14 @@ function readMap(this: Readable, tap: Tap): Record<string, unknown> {
   const values = this.valuesType!;
   const val: Record<string, unknown> = {};
   let n: number;
+  enter();
   while ((n = blockCount(tap, 'map'))) {
     while (n--) {
       const key = tap.readString();
       val[key] = values._read(tap);
     }
   }
+  depth--;
   return val;
 }
 
@@ -180,7 +202,10 @@ class ChargedRecord extends (types.RecordType!) {
     const read = (types.RecordType!.prototype as unknown as { _createReader(): (tap: Tap) => unknown })._createReader.call(this);
     return (tap: Tap) => {
       charge();
-      return read(tap);
+      enter();
+      const value = read(tap);
+      depth--;
+      return value;
     };
   }
 }
@@ -226,6 +251,7 @@ const precisionLoss = (e: unknown) => e instanceof Error && e.message === 'poten
  */
 export function decodeValue(t: avro.Type, buf: Buffer, pos: number, budget: DecodeBudget = budgetFor(buf.length - pos)): { value: unknown; offset: number } {
   const outer = current;
+  const outerDepth = depth;
   current = budget;
   try {
     const fast = FAST.get(t);
@@ -236,11 +262,13 @@ export function decodeValue(t: avro.Type, buf: Buffer, pos: number, budget: Deco
       } catch (e) {
         if (!precisionLoss(e)) throw e;
         budget.left = left; // decoded again below: charged once
+        depth = outerDepth;
       }
     }
     return t.decode(buf, pos);
   } finally {
     current = outer;
+    depth = outerDepth;
   }
 }
 

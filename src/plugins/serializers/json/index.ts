@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineSerializer, type Rec } from '../../types.js';
-import { asciiJson, tooDeepJson } from '../../common/text.js';
+import { asciiJson, jsonBytes, tooDeepJson } from '../../common/text.js';
 import { readSetting } from '../../../settings.js';
 
 const config = Type.Object(
@@ -74,7 +74,8 @@ export default defineSerializer({
       separator: sep,
       tail: pretty ? '\n]\n' : ']\n',
       body: (records) => Buffer.from(fix(records.map(stringify).join(sep)), 'utf8'),
-      one: (r) => Buffer.from(fix(JSON.stringify(r, null, indent)), 'utf8'),
+      // One record per message (Kafka, MQTT...): ASCII is told by the byte count, without a scan per record.
+      one: (r) => jsonBytes(JSON.stringify(r, null, indent), c.ensure_ascii),
     };
   },
 });

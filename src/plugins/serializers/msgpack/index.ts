@@ -1,7 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import { Packr, Unpackr } from 'msgpackr';
 import { defineSerializer, type DecodeOut, type Rec, type SplitOptions, type SplitPiece } from '../../types.js';
+import { readSetting } from '../../../settings.js';
 import { INCOMPLETE, INVALID, MAX_DECLARED, resync, scanValue } from './scan.js';
+import { PendingBytes } from '../../../util/pending-bytes.js';
 
 const config = Type.Object({}, { additionalProperties: false });
 
@@ -82,19 +84,21 @@ function decodeRun(b: Buffer, values: Scanned[], out: DecodeOut, where: (at: num
 async function* splitValues(stream: AsyncIterable<Buffer>, opts: SplitOptions): AsyncGenerator<SplitPiece> {
   // A corrupt stretch with no record start in sight is cut here rather than held without bound.
   const junkLimit = Math.max(opts.targetBytes * 4, 16 << 20);
-  let pending: Buffer = Buffer.alloc(0);
+  const held = new PendingBytes();
+  let pending: Buffer = held.bytes; // held.bytes, kept up to date
   let pos = 0; // scanned up to here: a value boundary (or the end of a corrupt stretch)
   let values = 0;
   const cut = (): SplitPiece => {
     const piece = { data: pending.subarray(0, pos) };
-    pending = pending.subarray(pos);
+    held.consume(pos);
+    pending = held.bytes;
     pos = 0;
     values = 0;
     return piece;
   };
   const full = () => pos >= opts.targetBytes || (opts.maxRecords !== undefined && values >= opts.maxRecords);
-  for await (const b of stream) {
-    pending = pending.length ? Buffer.concat([pending, b]) : b;
+  /** Scans what arrived, cutting pieces; a value still incomplete is scanned again once worth it (PendingBytes). */
+  function* look(): Generator<SplitPiece> {
     while (pos < pending.length) {
       const { end } = scanValue(pending, pos);
       if (end === INCOMPLETE) {
@@ -104,17 +108,22 @@ async function* splitValues(stream: AsyncIterable<Buffer>, opts: SplitOptions): 
         if (pending.length - pos > MAX_DECLARED + junkLimit) {
           pos = pending.length;
           yield cut();
+          return;
         }
-        break;
+        held.incomplete(pos, pos + MAX_DECLARED + junkLimit + 1);
+        return;
       }
       if (end === INVALID) {
         const q = resync(pending, pos + 1, false);
         if (q === INCOMPLETE || q === pending.length) {
           // No record start confirmed yet: wait for more bytes, within limits.
-          if (pending.length - pos < junkLimit) break;
+          if (pending.length - pos < junkLimit) {
+            held.incomplete(pos, pos + junkLimit);
+            return;
+          }
           pos = pending.length;
           yield cut(); // the corrupt stretch goes out on its own; decoding resumes after it
-          break;
+          return;
         }
         pos = q;
         continue;
@@ -124,6 +133,14 @@ async function* splitValues(stream: AsyncIterable<Buffer>, opts: SplitOptions): 
       if (full()) yield cut();
     }
   }
+  let looked = true;
+  for await (const b of stream) {
+    held.push(b);
+    pending = held.bytes;
+    looked = held.ready;
+    if (looked) yield* look();
+  }
+  if (!looked) yield* look();
   // The rest: whole values, then anything truncated or corrupt (the decoder reports it).
   if (pending.length) yield { data: pending };
 }
@@ -145,35 +162,49 @@ export default defineSerializer({
       },
     },
   ],
-  decoder: () => ({
-    framing: { kind: 'split', split: splitValues },
-    decode({ data, firstLine }, out) {
-      const where = (at: number) => `piece ${firstLine}, byte ${at}`;
-      let run: Scanned[] = [];
-      let p = 0;
-      while (p < data.length) {
-        const { end, big } = scanValue(data, p);
-        if (end >= 0) {
-          run.push({ start: p, end, big });
-          p = end;
-          continue;
+  decoder: () => {
+    const maxDepth = readSetting('DECODE_MAX_DEPTH');
+    return {
+      framing: { kind: 'split', split: splitValues },
+      decode({ data, firstLine }, out) {
+        const where = (at: number) => `piece ${firstLine}, byte ${at}`;
+        let run: Scanned[] = [];
+        let p = 0;
+        while (p < data.length) {
+          const { end, big, depth } = scanValue(data, p);
+          if (end >= 0 && depth > maxDepth) {
+            // msgpackr decodes recursively, and so do later steps: refused before it is decoded.
+            decodeRun(data, run, out, where);
+            run = [];
+            out.error(
+              `MessagePack ${where(p)}: arrays and maps nested ${depth} deep, deeper than ${maxDepth} (SVC_DECODE_MAX_DEPTH): flatten the data at its source, or raise the setting`,
+              data.subarray(p, end),
+            );
+            p = end;
+            continue;
+          }
+          if (end >= 0) {
+            run.push({ start: p, end, big });
+            p = end;
+            continue;
+          }
+          decodeRun(data, run, out, where);
+          run = [];
+          if (end === INCOMPLETE) {
+            out.error(`MessagePack ${where(p)}: truncated value (${data.length - p} bytes at the end of the input)`, data.subarray(p));
+            return;
+          }
+          const q = resync(data, p + 1, true);
+          out.error(
+            `MessagePack ${where(p)}: invalid value (a 0xc1 byte, or a size over ${MAX_DECLARED} bytes, in it); ${q - p} bytes up to the next record skipped`,
+            data.subarray(p, q),
+          );
+          p = q;
         }
         decodeRun(data, run, out, where);
-        run = [];
-        if (end === INCOMPLETE) {
-          out.error(`MessagePack ${where(p)}: truncated value (${data.length - p} bytes at the end of the input)`, data.subarray(p));
-          return;
-        }
-        const q = resync(data, p + 1, true);
-        out.error(
-          `MessagePack ${where(p)}: invalid value (a 0xc1 byte, or a size over ${MAX_DECLARED} bytes, in it); ${q - p} bytes up to the next record skipped`,
-          data.subarray(p, q),
-        );
-        p = q;
-      }
-      decodeRun(data, run, out, where);
-    },
-  }),
+      },
+    };
+  },
   encoder: () => ({
     extension: 'msgpack',
     head: () => '',

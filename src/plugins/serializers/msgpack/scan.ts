@@ -20,6 +20,8 @@ export interface ScanResult {
    * walks it.
    */
   big: boolean;
+  /** How deep the value's arrays and maps nest (0 for a scalar): later steps walk records recursively. */
+  depth: number;
 }
 
 /** Extension types msgpackr decodes itself: bigint (0x42), Error, references, Set, typed arrays, RegExp, bundles. */
@@ -37,13 +39,32 @@ function bigAt(b: Uint8Array, i: number, signed: boolean): boolean {
   return hi < 0xffe00000;
 }
 
+/**
+ * Values still to read at each enclosing level of the value being scanned: one array for every
+ * scan (a scan never runs inside another), as an allocation per value cost three times the scan.
+ */
+const outer: number[] = [];
+
 /** Scans the value starting at `start` (iteratively: nesting depth costs no stack). */
 export function scanValue(b: Uint8Array, start: number, len = b.length): ScanResult {
   let i = start;
-  let need = 1; // values still to read, nested items included
+  let need = 1; // values still to read at the current level
+  let top = 0; // levels open around it (outer[0..top))
+  let depth = 0;
   let big = false;
-  while (need > 0) {
-    if (i >= len) return { end: INCOMPLETE, big };
+  let items = 0; // values in the container just read (a map's keys and values counted)
+  for (;;) {
+    if (items > 0) {
+      outer[top++] = need;
+      need = items;
+      items = 0;
+      if (top > depth) depth = top;
+    }
+    while (need === 0) {
+      if (top === 0) return { end: i > len ? INCOMPLETE : i, big, depth };
+      need = outer[--top]!;
+    }
+    if (i >= len) return { end: INCOMPLETE, big, depth };
     const t = b[i]!;
     need--;
     if (t <= 0x7f || t >= 0xe0) {
@@ -51,12 +72,12 @@ export function scanValue(b: Uint8Array, start: number, len = b.length): ScanRes
       continue;
     }
     if (t <= 0x8f) {
-      need += 2 * (t & 0x0f); // fixmap
+      items = 2 * (t & 0x0f); // fixmap
       i += 1;
       continue;
     }
     if (t <= 0x9f) {
-      need += t & 0x0f; // fixarray
+      items = t & 0x0f; // fixarray
       i += 1;
       continue;
     }
@@ -66,8 +87,8 @@ export function scanValue(b: Uint8Array, start: number, len = b.length): ScanRes
     }
     // The fixed part (type byte and any length field) must be there before it is read.
     const fixed = FIXED[t - 0xc0]!;
-    if (fixed === 0) return { end: INVALID, big };
-    if (i + fixed > len) return { end: INCOMPLETE, big };
+    if (fixed === 0) return { end: INVALID, big, depth };
+    if (i + fixed > len) return { end: INCOMPLETE, big, depth };
     let size = 0; // payload bytes after the fixed part
     switch (t) {
       case 0xc4:
@@ -98,31 +119,30 @@ export function scanValue(b: Uint8Array, start: number, len = b.length): ScanRes
         big ||= bigAt(b, i + 1, true);
         break;
       case 0xdc:
-        need += u16(b, i + 1);
+        items = u16(b, i + 1);
         break;
       case 0xdd: {
         const n = u32(b, i + 1);
-        if (n > MAX_DECLARED) return { end: INVALID, big };
-        need += n;
+        if (n > MAX_DECLARED) return { end: INVALID, big, depth };
+        items = n;
         break;
       }
       case 0xde:
-        need += 2 * u16(b, i + 1);
+        items = 2 * u16(b, i + 1);
         break;
       case 0xdf: {
         const n = u32(b, i + 1);
-        if (n > MAX_DECLARED) return { end: INVALID, big };
-        need += 2 * n;
+        if (n > MAX_DECLARED) return { end: INVALID, big, depth };
+        items = 2 * n;
         break;
       }
     }
-    if (size > MAX_DECLARED) return { end: INVALID, big };
+    if (size > MAX_DECLARED) return { end: INVALID, big, depth };
     // The extension type: the last byte of the fixed part of ext8/16/32, the second of fixext1..16.
     if (t >= 0xc7 && t <= 0xc9) big ||= MSGPACKR_TYPES.has(b[i + fixed - 1]!);
     else if (t >= 0xd4 && t <= 0xd8) big ||= MSGPACKR_TYPES.has(b[i + 1]!);
     i += fixed + size;
   }
-  return i > len ? { end: INCOMPLETE, big } : { end: i, big };
 }
 
 // Bytes of each type 0xc0..0xdf before its payload (type byte, length, ext type); 0 = never used.

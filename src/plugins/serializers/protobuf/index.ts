@@ -20,6 +20,7 @@ import {
   type SerializerContext,
   type SplitPiece,
 } from '../../types.js';
+import { PendingBytes } from '../../../util/pending-bytes.js';
 
 const config = Type.Object(
   {
@@ -100,7 +101,8 @@ async function resolve(
 
 /** Cuts a length-delimited stream after whole messages; a corrupt prefix ends the framing. */
 async function* splitDelimited(stream: AsyncIterable<Buffer>, opts: { targetBytes: number; maxRecords?: number }): AsyncGenerator<SplitPiece> {
-  let pending: Buffer = Buffer.alloc(0);
+  const held = new PendingBytes();
+  let pending: Buffer = held.bytes; // held.bytes, kept up to date
   let pos = 0;
   let count = 0;
   let ended = false;
@@ -109,12 +111,23 @@ async function* splitDelimited(stream: AsyncIterable<Buffer>, opts: { targetByte
     if (ended) return false;
     const r = await it.next();
     if (r.done) return !(ended = true);
-    pending = pending.length ? Buffer.concat([pending, r.value]) : r.value;
+    held.push(r.value);
+    pending = held.bytes;
     return true;
+  };
+  /** Reads on until the message at `pos` may be whole (see PendingBytes): false when nothing more came. */
+  const moreForLook = async () => {
+    let got = false;
+    while (await more()) {
+      got = true;
+      if (held.ready) break;
+    }
+    return got;
   };
   const cut = (): SplitPiece => {
     const data = Buffer.from(pending.subarray(0, pos));
-    pending = pending.subarray(pos);
+    held.consume(pos);
+    pending = held.bytes;
     pos = count = 0;
     return { data };
   };
@@ -125,7 +138,8 @@ async function* splitDelimited(stream: AsyncIterable<Buffer>, opts: { targetByte
     }
     const v = readVarint(pending, pos);
     if (v === 'more' || (v !== 'bad' && v.value <= MAX_MESSAGE && v.end + v.value > pending.length)) {
-      if (await more()) continue;
+      held.incomplete(pos, v === 'more' ? undefined : v.end + v.value);
+      if (await moreForLook()) continue;
       pos = pending.length; // truncated at the end: decode() reports it with its bytes
       break;
     }
@@ -135,7 +149,8 @@ async function* splitDelimited(stream: AsyncIterable<Buffer>, opts: { targetByte
       do {
         while (pending.length >= opts.targetBytes) {
           yield { data: Buffer.from(pending.subarray(0, opts.targetBytes)), header: FRAMING_LOST };
-          pending = pending.subarray(opts.targetBytes);
+          held.consume(opts.targetBytes);
+          pending = held.bytes;
         }
       } while (await more());
       if (pending.length) yield { data: Buffer.from(pending), header: FRAMING_LOST };

@@ -6,6 +6,7 @@ import { codesFor, unitsOf, XmlScanner, type Codes, type ScanEvent } from './sca
 import { encodeName, escapersFor } from './names.js';
 import { parseRecords } from './records.js';
 import { readSetting } from '../../../settings.js';
+import { PendingBytes } from '../../../util/pending-bytes.js';
 
 const config = Type.Object(
   {
@@ -76,7 +77,8 @@ function makeDecoder(c: Config) {
 
   async function* split(stream: AsyncIterable<Buffer>, opts: SplitOptions): AsyncGenerator<SplitPiece> {
     const sc = scanner();
-    let pending: Buffer = Buffer.alloc(0);
+    const held = new PendingBytes();
+    let pending: Buffer = held.bytes; // held.bytes, kept up to date
     let header: Buffer | undefined;
     let pieceStart = 0; // unit offset in pending where the next piece starts
     let records = 0;
@@ -118,13 +120,18 @@ function makeDecoder(c: Config) {
       }
       if (sc.stray && sc.depth === 0 && (sc.pos - pieceStart) * w >= opts.targetBytes) junk(sc.pos);
       if (pieceStart > 0) {
-        pending = pending.subarray(pieceStart * w);
+        held.consume(pieceStart * w);
+        pending = held.bytes;
         sc.rebase(pieceStart);
         pieceStart = 0;
       }
+      // The token at sc.pos needs more input, and is scanned again from its start: once worth it.
+      held.incomplete(sc.pos * w);
     };
     for await (const b of stream) {
-      pending = pending.length ? Buffer.concat([pending, b]) : b;
+      held.push(b);
+      pending = held.bytes;
+      if (!held.ready) continue;
       drain(false);
       yield* pieces.splice(0);
     }

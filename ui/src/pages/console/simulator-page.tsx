@@ -7,18 +7,18 @@ import { PageHeader } from '../../components/page-header.js';
 import { simulatorStatus } from '../../lib/console-socket.js';
 import { fmtInt, fmtSeconds } from '../../lib/format.js';
 import { useAction } from '../../lib/use-action.js';
+import { useServiceForm } from '../../lib/use-service-form.js';
 import { ActivityLog } from './activity-log.js';
 import { OverridesEditor } from './overrides-editor.js';
 import { ServiceBadge } from './service-badge.js';
 
 export function SimulatorPage() {
   const s = simulatorStatus.value;
-  const [form, setForm] = useState<{ port: string; community: string; host: string; write_community: string }>({
-    port: '1161',
-    community: 'public',
-    host: '',
-    write_community: '',
-  });
+  const { form, setForm, submitted } = useServiceForm({ port: '1161', community: 'public', host: '', write_community: '' }, s, (st, f) => ({
+    ...f,
+    port: String(st.port),
+    community: st.community || f.community,
+  }));
   const { busy, notice, setNotice, act } = useAction<typeof s>((st) => {
     if (st) simulatorStatus.value = st;
   });
@@ -31,11 +31,6 @@ export function SimulatorPage() {
         .then((st) => (simulatorStatus.value ??= st))
         .catch(() => undefined);
   }, []);
-  // The form shows the configuration in use (or last used) whenever the simulator changes state.
-  useEffect(() => {
-    if (s) setForm((f) => ({ ...f, port: String(s.port), community: s.community || f.community }));
-    // eslint-disable-next-line react-hooks/exhaustive-deps -- on a change of state or port only: every status push (uptime, counters) would undo what the user is typing
-  }, [s?.state, s?.port]);
   // Uptime counts on between status pushes.
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
@@ -48,6 +43,7 @@ export function SimulatorPage() {
     const body: SimulatorStart = { port: Number(form.port), community: form.community };
     if (form.host.trim()) body.host = form.host.trim();
     if (form.write_community.trim()) body.write_community = form.write_community.trim();
+    submitted();
     void act('simulator started', () => consoleApi.startSimulator(body));
   };
 

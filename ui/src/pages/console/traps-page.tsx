@@ -1,26 +1,25 @@
 // The trap tool: the receiver's control (port, community, resolve from MIBs; state live over the
 // WebSocket), the live feed of received notifications and the send form.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect } from 'preact/hooks';
 import { consoleApi, type TrapsStart } from '../../api/console.js';
 import { Notice } from '../../components/notice.js';
 import { PageHeader } from '../../components/page-header.js';
 import { trapsStatus } from '../../lib/console-socket.js';
 import { fmtInt, fmtTime } from '../../lib/format.js';
 import { useAction } from '../../lib/use-action.js';
+import { useServiceForm } from '../../lib/use-service-form.js';
 import { ServiceBadge } from './service-badge.js';
 import { TrapFeed } from './trap-feed.js';
 import { TrapSendForm } from './trap-send-form.js';
 
 export function TrapsPage() {
   const s = trapsStatus.value;
-  const [form, setFormState] = useState<{ port: string; community: string; resolve_mibs: boolean }>({ port: '1162', community: '', resolve_mibs: true });
-  // What the user typed is theirs until they start the receiver: a state that arrives late (the
-  // first socket message, a reconnect) must not put the old port back under their cursor.
-  const edited = useRef(false);
-  const setForm = (f: typeof form) => {
-    edited.current = true;
-    setFormState(f);
-  };
+  const { form, setForm, submitted } = useServiceForm({ port: '1162', community: '', resolve_mibs: true }, s, (st, f) => ({
+    ...f,
+    port: String(st.port),
+    community: st.community ?? '',
+    resolve_mibs: st.state === 'stopped' && !st.started_at ? f.resolve_mibs : st.resolve_mibs,
+  }));
   const { busy, notice, setNotice, act } = useAction<typeof s>((st) => {
     if (st) trapsStatus.value = st;
   });
@@ -33,23 +32,11 @@ export function TrapsPage() {
         .then((st) => (trapsStatus.value ??= st))
         .catch(() => undefined);
   }, []);
-  // The form shows the configuration in use (or last used) whenever the receiver changes state.
-  useEffect(() => {
-    if (!s || (edited.current && s.state !== 'running')) return;
-    setFormState((f) => ({
-      ...f,
-      port: String(s.port),
-      community: s.community ?? '',
-      resolve_mibs: s.state === 'stopped' && !s.started_at ? f.resolve_mibs : s.resolve_mibs,
-    }));
-    // eslint-disable-next-line react-hooks/exhaustive-deps -- on a change of state or port only: every status push (counters) would undo what the user is typing
-  }, [s?.state, s?.port]);
-
   const start = (e: Event) => {
     e.preventDefault();
     const body: TrapsStart = { port: Number(form.port), resolve_mibs: form.resolve_mibs };
     if (form.community.trim()) body.community = form.community.trim();
-    edited.current = false;
+    submitted();
     void act('receiver started', () => consoleApi.startTraps(body));
   };
 
